@@ -1,0 +1,60 @@
+// common: error reporting, checksums and clocks shared by every subsystem.
+// Library code returns 0 or a negative SF_E* code and, on failure, fills an
+// sf_err with a message that names the file, the place and what was expected.
+#ifndef SF_COMMON_H
+#define SF_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    SF_OK = 0,
+    SF_EIO = -1,       // the operating system refused a read, write, open...
+    SF_ENOMEM = -2,    // an allocation failed
+    SF_EINVAL = -3,    // a caller or a user passed something unusable
+    SF_EFORMAT = -4,   // input data (CSV) is not what was expected
+    SF_ECORRUPT = -5,  // a packed file fails a structural or checksum check
+};
+
+typedef struct {
+    int code;
+    char msg[1024];
+} sf_err;
+
+// Formats the message into e (if e is not NULL) and returns code, so that
+// callers can write `return sf_err_set(e, SF_EIO, "...")`.
+int sf_err_set(sf_err *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// Like sf_err_set, with ": <strerror(errnum)>" appended.
+int sf_err_errno(sf_err *e, int code, int errnum, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+// Short name of a code, e.g. "corrupt" for SF_ECORRUPT.
+const char *sf_err_name(int code);
+
+// CRC-32C (Castagnoli), the checksum of every block of an .sfpack file.
+// Hardware instructions when the CPU has SSE4.2, a table otherwise.
+uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
+
+// Monotonic time in seconds.
+double sf_now(void);
+
+// Little-endian loads and stores; the packed format is little-endian on disk
+// whatever the host.
+static inline void sf_put_u16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
+static inline void sf_put_u32(uint8_t *p, uint32_t v) {
+    for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline void sf_put_u64(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static inline uint16_t sf_get_u16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t sf_get_u32(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static inline uint64_t sf_get_u64(const uint8_t *p) {
+    return (uint64_t)sf_get_u32(p) | (uint64_t)sf_get_u32(p + 4) << 32;
+}
+
+#endif

@@ -1,0 +1,678 @@
+// CSV to .sfpack in one streaming pass: a sliding buffer of whole records,
+// one record parsed at a time into a row of floats, rows handed to the
+// writer in batches. Memory: the buffer (grows only for a longer record), the
+// writer's chunk buffers and one entry per series id.
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "pack.h"
+
+#define BUF_INITIAL (1u << 20)
+#define BUF_MAX (1u << 30)  // longest record we accept
+#define BATCH_ROWS 4096
+
+enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES };
+
+typedef struct {
+    char *key;
+    size_t len;
+    uint64_t line;
+} series_seen;
+
+typedef struct {
+    const char *name;
+    const sf_csv_pack_opts *o;
+    sf_err *e;
+
+    int fd;  // -1: the whole input is in buf already
+    char *buf, *own;
+    size_t len, cap;
+    bool eof;
+    uint64_t consumed;  // input bytes before buf[0]
+    uint64_t line;      // line number of the record at buf + pos
+    size_t pos;
+
+    char delim;
+    uint32_t ncsv, nkeep;
+    uint8_t *role;
+    uint32_t *keep_at;  // csv field -> kept column
+    char **names;       // csv field names
+    const char **col_names;  // kept column names
+    uint32_t series_field;
+
+    float *row;          // current record's kept values
+    const char **miss;   // where each missing kept value is, for messages
+    char *key;  // current record's series id
+    size_t key_len, key_cap;
+
+    float *batch;
+    size_t nbatch;
+    float *last;  // ffill: last value per kept column within the series
+    bool have_last;
+    char *cur_series;
+    size_t cur_series_len;
+    uint64_t cur_series_line;
+    series_seen *seen;
+    size_t seen_cap, seen_len;
+    uint64_t blank_line;  // first blank line since the last record, or 0
+    bool rec_quoted, rec_missing;
+
+    char *field;  // an unquoted copy of a quoted field
+    size_t field_cap;
+
+    sf_pack_writer *w;
+    sf_csv_pack_stats st;
+} csv;
+
+// Line and column (1-based, in bytes) of q, which lies in the current record.
+static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
+    const char *start = c->buf + c->pos;
+    uint64_t l = c->line;
+    const char *ls = start;
+    for (const char *p = start; p < q; p++)
+        if (*p == '\n') l++, ls = p + 1;
+    *line = l;
+    *col = (uint64_t)(q - ls) + 1;
+}
+
+__attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, const char *fmt, ...) {
+    uint64_t line, col;
+    where(c, q, &line, &col);
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sf_err_set(c->e, SF_EFORMAT, "%s:%llu:%llu: %s", c->name, (unsigned long long)line,
+                      (unsigned long long)col, msg);
+}
+
+// Quotes a field for a message, cut to a readable length.
+static const char *show(const char *s, size_t n, char *out, size_t cap) {
+    size_t k = 0;
+    for (size_t i = 0; i < n && k + 5 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
+    }
+    if (k + 5 >= cap) memcpy(out + k, "...", 4);
+    else out[k] = 0;
+    return out;
+}
+
+// Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
+// 1 at end of input.
+static int refill(csv *c) {
+    if (c->fd < 0 || c->eof) return 1;
+    if (c->pos > 0) {
+        memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+        c->consumed += c->pos;
+        c->len -= c->pos;
+        c->pos = 0;
+    }
+    if (c->len + 1 >= c->cap) {  // one record fills the buffer: grow it
+        if (c->cap >= BUF_MAX)
+            return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: record longer than %u MiB", c->name,
+                              (unsigned long long)c->line, BUF_MAX >> 20);
+        char *b = realloc(c->own, 2 * c->cap);
+        if (!b) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for a long record", c->name);
+        c->buf = c->own = b;
+        c->cap *= 2;
+    }
+    while (c->len + 1 < c->cap) {
+        ssize_t k = read(c->fd, c->buf + c->len, c->cap - 1 - c->len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return sf_err_errno(c->e, SF_EIO, errno, "%s: read failed", c->name);
+        if (k == 0) {
+            c->eof = true;
+            break;
+        }
+        c->len += (size_t)k;
+    }
+    c->buf[c->len] = 0;
+    if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
+    return 0;
+}
+
+enum { REC_OK = 1, REC_MORE = 2, REC_END = 3 };  // errors are negative
+
+static bool is_space(char ch, char delim) { return ch == ' ' || (ch == '\t' && delim != '\t'); }
+
+// Finds the next field at *pp. Sets [*fs, *fe) to its text without
+// surrounding spaces (unquoted into c->field when quoted), *at to where it
+// starts in the input, and *pp to the delimiter, line end or end of input
+// behind it. Returns REC_MORE when the
+// field is not complete in the buffer.
+static int next_field(csv *c, const char **pp, const char **fs, const char **fe, bool *quoted, const char **at) {
+    const char *p = *pp, *end = c->buf + c->len;
+    char d = c->delim;
+    while (p < end && is_space(*p, d)) p++;
+    *at = p;
+    *quoted = p < end && *p == '"';
+    if (!*quoted) {
+        const char *s = p;
+        while (p < end && *p != d && *p != '\n') p++;
+        if (p == end && !c->eof) return REC_MORE;
+        const char *t = p;
+        if (t > s && t[-1] == '\r' && (t == end || *t == '\n')) t--;
+        while (t > s && is_space(t[-1], d)) t--;
+        *fs = s;
+        *fe = t;
+        *pp = p;
+        return 0;
+    }
+    const char *open = p++;
+    size_t n = 0;
+    for (;;) {
+        if (p == end) {
+            if (!c->eof) return REC_MORE;
+            return fail_at(c, open, "quoted field is not closed (expected a closing '\"')");
+        }
+        if (*p == '"') {
+            if (p + 1 == end && !c->eof) return REC_MORE;
+            if (p + 1 < end && p[1] == '"') p++;  // "" is a quote inside quotes
+            else break;
+        }
+        if (n + 1 >= c->field_cap) {
+            size_t cap = c->field_cap ? 2 * c->field_cap : 256;
+            char *f = realloc(c->field, cap);
+            if (!f) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+            c->field = f;
+            c->field_cap = cap;
+        }
+        c->field[n++] = *p++;
+    }
+    p++;  // the closing quote
+    while (p < end && (is_space(*p, d) || (*p == '\r' && p + 1 < end && p[1] == '\n'))) p++;
+    if (p == end && !c->eof) return REC_MORE;
+    if (p < end && *p != d && *p != '\n')
+        return fail_at(c, p, "expected a delimiter or the end of the line after a closing quote");
+    size_t s = 0;
+    while (s < n && is_space(c->field[s], d)) s++;
+    while (n > s && is_space(c->field[n - 1], d)) n--;
+    *fs = c->field + s;
+    *fe = c->field + n;
+    *pp = p;
+    return 0;
+}
+
+static bool is_blank_line(const csv *c, const char *p, const char **eol) {
+    const char *end = c->buf + c->len;
+    while (p < end && (is_space(*p, c->delim) || *p == '\r')) p++;
+    *eol = p;
+    return p == end || *p == '\n';
+}
+
+static bool missing_token(const char *s, size_t n) {
+    static const char *const tokens[] = {"na", "n/a", "nan", "-nan", "+nan", "null", "none", "inf", "+inf", "-inf",
+                                         "infinity", "+infinity", "-infinity"};
+    if (n == 0) return true;
+    for (size_t i = 0; i < sizeof tokens / sizeof *tokens; i++)
+        if (strlen(tokens[i]) == n && strncasecmp(tokens[i], s, n) == 0) return true;
+    return false;
+}
+
+// Parses the record at buf + pos into c->row (NaN for a missing value).
+static int parse_record(csv *c, const char **next) {
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    const char *eol;
+    if (p == end) return c->eof ? REC_END : REC_MORE;
+    if (is_blank_line(c, p, &eol)) {
+        if (eol == end && !c->eof) return REC_MORE;
+        if (!c->blank_line) c->blank_line = c->line;
+        *next = eol < end ? eol + 1 : eol;
+        return 0;  // nothing to commit
+    }
+    if (c->blank_line) {
+        uint64_t l = c->blank_line;
+        return sf_err_set(c->e, SF_EFORMAT,
+                          "%s:%llu:1: empty line inside the data; expected %u fields (blank lines are allowed only "
+                          "at the end)",
+                          c->name, (unsigned long long)l, c->ncsv);
+    }
+    char tmp[96];
+    c->rec_quoted = c->rec_missing = false;
+    for (uint32_t f = 0; f < c->ncsv; f++) {
+        const char *fs, *fe, *at;
+        bool quoted;
+        int rc = next_field(c, &p, &fs, &fe, &quoted, &at);
+        if (rc) return rc;
+        c->rec_quoted |= quoted;
+        if (f + 1 < c->ncsv && (p == end || *p == '\n'))
+            return fail_at(c, p, "expected %u fields, found %u (ragged row)", c->ncsv, f + 1);
+        if (f + 1 == c->ncsv && p < end && *p == c->delim)
+            return fail_at(c, p, "expected %u fields, found more (ragged row)", c->ncsv);
+        if (p < end && *p == c->delim) p++;
+        if (c->role[f] == ROLE_SERIES) {  // copied: c->field is reused by the next quoted field
+            size_t n = (size_t)(fe - fs);
+            if (n + 1 > c->key_cap) {
+                char *k = realloc(c->key, n + 1);
+                if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+                c->key = k;
+                c->key_cap = n + 1;
+            }
+            memcpy(c->key, fs, n);
+            c->key_len = n;
+            continue;
+        }
+        if (c->role[f] != ROLE_KEEP) continue;
+        uint32_t k = c->keep_at[f];
+        float v;
+        int r = sf_parse_float(fs, (size_t)(fe - fs), &v);
+        if (r == 0) {
+            c->row[k] = v;
+            continue;
+        }
+        if (r == -2)
+            return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
+                           show(fs, (size_t)(fe - fs), tmp, sizeof tmp), c->names[f]);
+        if (!missing_token(fs, (size_t)(fe - fs)))
+            return fail_at(c, at,
+                           "expected a number in column \"%s\", found \"%s\" (hint: choose numeric columns with "
+                           "--columns or leave this one out with --drop-columns %s)",
+                           c->names[f], show(fs, (size_t)(fe - fs), tmp, sizeof tmp), c->names[f]);
+        if (c->o->missing == SF_MISSING_ERROR)
+            return fail_at(c, at,
+                           "missing or non-finite value \"%s\" in column \"%s\"; expected a number (hint: --missing "
+                           "drop or --missing ffill)",
+                           show(fs, (size_t)(fe - fs), tmp, sizeof tmp), c->names[f]);
+        c->row[k] = NAN;
+        c->miss[k] = at;
+        c->rec_missing = true;
+    }
+    if (p < end && *p == '\n') p++;
+    *next = p;
+    return REC_OK;
+}
+
+static uint64_t hash_key(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+// Finds key in the set of series ids seen so far; inserts it (with line)
+// when absent. Returns the entry, or NULL when out of memory.
+static series_seen *seen_find_or_add(csv *c, const char *key, size_t n, uint64_t line, bool *found) {
+    if (2 * (c->seen_len + 1) > c->seen_cap) {
+        size_t cap = c->seen_cap ? 2 * c->seen_cap : 64;
+        series_seen *t = calloc(cap, sizeof *t);
+        if (!t) return NULL;
+        for (size_t i = 0; i < c->seen_cap; i++) {
+            if (!c->seen[i].key) continue;
+            size_t j = hash_key(c->seen[i].key, c->seen[i].len) & (cap - 1);
+            while (t[j].key) j = (j + 1) & (cap - 1);
+            t[j] = c->seen[i];
+        }
+        free(c->seen);
+        c->seen = t;
+        c->seen_cap = cap;
+    }
+    size_t j = hash_key(key, n) & (c->seen_cap - 1);
+    for (; c->seen[j].key; j = (j + 1) & (c->seen_cap - 1))
+        if (c->seen[j].len == n && memcmp(c->seen[j].key, key, n) == 0) {
+            *found = true;
+            return &c->seen[j];
+        }
+    *found = false;
+    char *k = malloc(n + 1);
+    if (!k) return NULL;
+    memcpy(k, key, n);
+    k[n] = 0;
+    c->seen[j] = (series_seen){k, n, line};
+    c->seen_len++;
+    return &c->seen[j];
+}
+
+static int flush_batch(csv *c) {
+    int rc = c->nbatch ? sf_pack_writer_rows(c->w, c->batch, c->nbatch, c->e) : 0;
+    c->st.rows += c->nbatch;
+    c->nbatch = 0;
+    return rc;
+}
+
+static int start_series(csv *c) {
+    bool found;
+    series_seen *s = seen_find_or_add(c, c->key, c->key_len, c->line, &found);
+    if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
+    char a[96], b[96];
+    if (found)
+        return sf_err_set(c->e, SF_EFORMAT,
+                          "%s:%llu: series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
+                          "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
+                          "that column)",
+                          c->name, (unsigned long long)c->line, show(c->key, c->key_len, a, sizeof a),
+                          c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
+                          (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
+    int rc = flush_batch(c);
+    if (!rc) rc = sf_pack_writer_series(c->w, c->key, c->key_len, c->e);
+    if (rc) return rc;
+    c->cur_series = s->key;
+    c->cur_series_len = s->len;
+    c->cur_series_line = c->line;
+    c->have_last = false;
+    c->st.nseries++;
+    return 0;
+}
+
+static int commit_record(csv *c) {
+    if (c->series_field != UINT32_MAX &&
+        (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
+        int rc = start_series(c);
+        if (rc) return rc;
+    }
+    if (c->rec_missing) {
+        if (c->o->missing == SF_MISSING_DROP) {
+            c->st.rows_dropped++;
+            return 0;
+        }
+        for (uint32_t k = 0; k < c->nkeep; k++) {
+            if (!isnan(c->row[k])) continue;
+            if (!c->have_last)
+                return fail_at(c, c->miss[k],
+                               "missing value in column \"%s\" with no earlier row in this series to fill it from "
+                               "(hint: --missing drop)",
+                               c->col_names[k]);
+            c->row[k] = c->last[k];
+            c->st.values_filled++;
+        }
+    }
+    memcpy(c->batch + c->nbatch * c->nkeep, c->row, c->nkeep * sizeof(float));
+    memcpy(c->last, c->row, c->nkeep * sizeof(float));
+    c->have_last = true;
+    if (++c->nbatch == BATCH_ROWS) return flush_batch(c);
+    return 0;
+}
+
+// Length of the valid UTF-8 prefix of s[0, n).
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned ch = s[i];
+        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
+        uint32_t cp = ch & (0xffu >> (len + 1));
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+// Refills until the header line (quotes respected) is in the buffer; returns
+// its end (the '\n' or the end of input).
+static int header_line(csv *c, const char **eol) {
+    for (;;) {
+        bool inq = false;
+        const char *p = c->buf + c->pos, *end = c->buf + c->len;
+        for (; p < end; p++) {
+            if (*p == '"') inq = !inq;
+            else if (*p == '\n' && !inq) break;
+        }
+        if (p < end || c->eof) {
+            *eol = p;
+            return 0;
+        }
+        int rc = refill(c);
+        if (rc < 0) return rc;
+    }
+}
+
+static char detect_delimiter(const char *p, const char *end) {
+    static const char cand[] = {',', ';', '\t'};
+    size_t count[3] = {0};
+    bool inq = false;
+    for (; p < end; p++) {
+        if (*p == '"') inq = !inq;
+        for (int k = 0; k < 3 && !inq; k++) count[k] += *p == cand[k];
+    }
+    int best = 0;
+    for (int k = 1; k < 3; k++)
+        if (count[k] > count[best]) best = k;
+    return cand[best];
+}
+
+static int find_name(const csv *c, const char *name, size_t n) {
+    for (uint32_t f = 0; f < c->ncsv; f++)
+        if (strlen(c->names[f]) == n && memcmp(c->names[f], name, n) == 0) return (int)f;
+    return -1;
+}
+
+// Calls fn for each comma-separated, space-trimmed name in list.
+static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv *, int field, const char *option)) {
+    for (const char *p = list;;) {
+        const char *q = strchr(p, ',');
+        if (!q) q = p + strlen(p);
+        const char *s = p, *t = q;
+        while (s < t && *s == ' ') s++;
+        while (t > s && t[-1] == ' ') t--;
+        int f = find_name(c, s, (size_t)(t - s));
+        if (f < 0) {
+            char all[512] = "", tmp[96];
+            size_t k = 0;
+            for (uint32_t i = 0; i < c->ncsv && k < sizeof all - 4; i++)
+                k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", c->names[i]);
+            return sf_err_set(c->e, SF_EINVAL, "%s: %s names \"%s\", which is not a column; the columns are: %s",
+                              c->name, option, show(s, (size_t)(t - s), tmp, sizeof tmp), all);
+        }
+        int rc = fn(c, f, option);
+        if (rc) return rc;
+        if (!*q) return 0;
+        p = q + 1;
+    }
+}
+
+static int keep_field(csv *c, int f, const char *option) {
+    if (c->role[f] == ROLE_KEEP)
+        return sf_err_set(c->e, SF_EINVAL, "%s: %s lists column \"%s\" twice", c->name, option, c->names[f]);
+    if (c->role[f] == ROLE_SERIES)
+        return sf_err_set(c->e, SF_EINVAL, "%s: column \"%s\" is the series column and cannot also be a feature",
+                          c->name, c->names[f]);
+    c->role[f] = ROLE_KEEP;
+    c->keep_at[f] = c->nkeep++;
+    return 0;
+}
+
+static int drop_field(csv *c, int f, const char *option) {
+    (void)option;
+    if (c->role[f] == ROLE_SERIES)
+        return sf_err_set(c->e, SF_EINVAL, "%s: column \"%s\" is the series column; it is never stored as a feature",
+                          c->name, c->names[f]);
+    c->role[f] = ROLE_SKIP;
+    return 0;
+}
+
+static int read_header(csv *c) {
+    int rc = refill(c);
+    if (rc < 0) return rc;
+    if (c->len - c->pos >= 3 && memcmp(c->buf + c->pos, "\xef\xbb\xbf", 3) == 0) c->pos += 3;
+    const char *eol;
+    if ((rc = header_line(c, &eol))) return rc;
+    const char *start = c->buf + c->pos, *tmp_eol;
+    if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
+        return sf_err_set(c->e, SF_EFORMAT, "%s: empty file; expected a header row and at least one data row",
+                          c->name);
+    size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
+    if (ok < (size_t)(eol - start))
+        return fail_at(c, start + ok, "column names must be UTF-8; found byte 0x%02x",
+                       (unsigned char)start[ok]);
+    c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);
+
+    size_t cap = 16;
+    c->names = calloc(cap, sizeof *c->names);
+    if (!c->names) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+    const char *p = start, *end = c->buf + c->len;
+    for (;;) {
+        const char *fs, *fe, *at;
+        bool quoted;
+        if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at))) return rc < 0 ? rc : SF_EFORMAT;
+        if (fe == fs) return fail_at(c, at, "column %u has an empty name; expected a header row of names", c->ncsv + 1);
+        if (c->ncsv == SF_PACK_MAX_COLS)
+            return sf_err_set(c->e, SF_EFORMAT, "%s:1: more than %u columns", c->name, SF_PACK_MAX_COLS);
+        char *name = strndup(fs, (size_t)(fe - fs));
+        if (!name) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+        if (c->ncsv == cap) {
+            char **n = realloc(c->names, 2 * cap * sizeof *n);
+            if (!n) {
+                free(name);
+                return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+            }
+            c->names = n;
+            cap *= 2;
+        }
+        int dup = find_name(c, name, strlen(name));
+        c->names[c->ncsv++] = name;
+        if (dup >= 0)
+            return fail_at(c, at, "column name \"%s\" appears twice (columns %d and %u); names must be unique", name,
+                           dup + 1, c->ncsv);
+        if (p == end || *p == '\n') break;
+        p++;  // the delimiter
+    }
+    c->pos = (size_t)(p - c->buf) + (p < end);
+    c->line = 2;
+
+    c->role = calloc(c->ncsv, 1);
+    c->keep_at = calloc(c->ncsv, sizeof *c->keep_at);
+    if (!c->role || !c->keep_at) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+    c->series_field = UINT32_MAX;
+    const sf_csv_pack_opts *o = c->o;
+    if (o->series_column) {
+        int f = find_name(c, o->series_column, strlen(o->series_column));
+        if (f < 0) return each_name(c, o->series_column, "--series-column", keep_field);  // reports the bad name
+        c->role[f] = ROLE_SERIES;
+        c->series_field = (uint32_t)f;
+    }
+    if (o->columns) {
+        if ((rc = each_name(c, o->columns, "--columns", keep_field))) return rc;
+    } else {
+        for (uint32_t f = 0; f < c->ncsv; f++)
+            if (c->role[f] != ROLE_SERIES) c->role[f] = ROLE_KEEP;
+    }
+    if (o->drop_columns && (rc = each_name(c, o->drop_columns, "--drop-columns", drop_field))) return rc;
+    if (!o->columns) {
+        c->nkeep = 0;
+        for (uint32_t f = 0; f < c->ncsv; f++)
+            if (c->role[f] == ROLE_KEEP) c->keep_at[f] = c->nkeep++;
+    }
+    if (c->nkeep == 0) return sf_err_set(c->e, SF_EINVAL, "%s: no columns left to pack", c->name);
+    return 0;
+}
+
+static int convert(csv *c, const char *out) {
+    int rc = read_header(c);
+    if (rc) return rc;
+    const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);
+    c->row = malloc(c->nkeep * sizeof(float));
+    c->last = malloc(c->nkeep * sizeof(float));
+    c->miss = calloc(c->nkeep, sizeof *c->miss);
+    c->batch = malloc((size_t)BATCH_ROWS * c->nkeep * sizeof(float));
+    if (!col_names || !c->row || !c->last || !c->miss || !c->batch) {
+        free(col_names);
+        return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+    }
+    for (uint32_t f = 0; f < c->ncsv; f++)
+        if (c->role[f] == ROLE_KEEP) col_names[c->keep_at[f]] = c->names[f];
+    sf_pack_writer_opts wo = c->o->pack;
+    wo.ncols = c->nkeep;
+    wo.col_names = col_names;
+    wo.series_column = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field];
+    rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
+    if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
+    while (!rc) {
+        const char *next = NULL;
+        rc = parse_record(c, &next);
+        if (rc == REC_MORE) {
+            rc = refill(c);
+            if (rc > 0) rc = 0;  // end of input: parse_record finishes the tail
+            continue;
+        }
+        if (rc == REC_END) {
+            rc = 0;
+            break;
+        }
+        if (rc == REC_OK) rc = commit_record(c);
+        if (rc < 0) break;
+        const char *p = c->buf + c->pos;
+        if (c->rec_quoted) {
+            for (; p < next; p++) c->line += *p == '\n';
+        } else {
+            c->line += next > p && next[-1] == '\n';
+        }
+        c->pos = (size_t)(next - c->buf);
+    }
+    if (!rc) rc = flush_batch(c);
+    if (c->series_field == UINT32_MAX && c->st.rows) c->st.nseries = 1;
+    if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
+        rc = sf_err_set(c->e, SF_EFORMAT, "%s:2: the file has a header row but no data rows", c->name);
+    if (!rc && c->st.rows == 0)
+        rc = sf_err_set(c->e, SF_EFORMAT, "%s: no rows left to pack (all %llu dropped for missing values)", c->name,
+                        (unsigned long long)c->st.rows_dropped);
+    c->st.csv_bytes = c->consumed + c->len;
+    if (c->w) {
+        if (!rc) {
+            c->st.out_bytes = sf_pack_writer_bytes(c->w);
+            rc = sf_pack_writer_finish(c->w, c->e);
+        } else {
+            sf_pack_writer_abort(c->w);
+        }
+        c->w = NULL;
+    }
+    free(col_names);
+    return rc;
+}
+
+static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
+    int rc = convert(c, out);
+    if (st) *st = c->st;
+    if (rc > 0) rc = SF_EFORMAT;
+    for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
+    for (size_t i = 0; i < c->seen_cap; i++) free(c->seen[i].key);
+    free(c->names);
+    free(c->seen);
+    free(c->role);
+    free(c->keep_at);
+    free(c->row);
+    free(c->last);
+    free(c->miss);
+    free(c->batch);
+    free(c->field);
+    free(c->key);
+    free(c->own);
+    return rc;
+}
+
+int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e) {
+    bool is_stdin = strcmp(in, "-") == 0;
+    csv c = {.name = is_stdin ? "<stdin>" : in, .o = o, .e = e, .line = 1};
+    c.fd = is_stdin ? 0 : open(in, O_RDONLY | O_CLOEXEC);
+    if (c.fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", in);
+    posix_fadvise(c.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    c.cap = BUF_INITIAL;
+    c.buf = c.own = malloc(c.cap);
+    int rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!is_stdin) close(c.fd);
+    return rc;
+}
+
+int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
+                    sf_csv_pack_stats *st, sf_err *e) {
+    // The parser wants a NUL behind the data; copying also keeps the caller's
+    // buffer const.
+    csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n + 1};
+    c.buf = c.own = malloc(n + 1);
+    if (!c.buf) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    memcpy(c.buf, data, n);
+    c.buf[n] = 0;
+    return run(&c, out, st);
+}

@@ -1,0 +1,118 @@
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *sf_filter_name(int filter) {
+    switch (filter) {
+    case SF_FILTER_NONE: return "none";
+    case SF_FILTER_SHUFFLE: return "shuffle";
+    case SF_FILTER_DELTA_SHUFFLE: return "delta-shuffle";
+    default: return "unknown";
+    }
+}
+
+int sf_filter_parse(const char *name) {
+    for (int f = 0; f < SF_FILTER_COUNT; f++)
+        if (strcmp(name, sf_filter_name(f)) == 0) return f;
+    return -1;
+}
+
+static inline uint32_t float_bits(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+
+// Byte plane k of the chunk holds byte k of every value, so the high bytes
+// (sign, exponent, leading mantissa bits), which repeat, sit next to each other.
+void sf_filter_encode(uint8_t *out, const float *in, size_t ncols, size_t rows, int filter) {
+    size_t n = ncols * rows;
+    if (filter == SF_FILTER_NONE) {
+        for (size_t i = 0; i < n; i++) sf_put_u32(out + 4 * i, float_bits(in[i]));
+        return;
+    }
+    uint8_t *p0 = out, *p1 = out + n, *p2 = out + 2 * n, *p3 = out + 3 * n;
+    for (size_t c = 0; c < ncols; c++) {
+        const float *col = in + c * rows;
+        uint32_t prev = 0;
+        for (size_t r = 0; r < rows; r++) {
+            uint32_t u = float_bits(col[r]), v = u;
+            if (filter == SF_FILTER_DELTA_SHUFFLE) {
+                v = u - prev;
+                prev = u;
+            }
+            size_t k = c * rows + r;
+            p0[k] = (uint8_t)v;
+            p1[k] = (uint8_t)(v >> 8);
+            p2[k] = (uint8_t)(v >> 16);
+            p3[k] = (uint8_t)(v >> 24);
+        }
+    }
+}
+
+void sf_filter_decode(float *out, const uint8_t *in, size_t ncols, size_t rows, int filter) {
+    size_t n = ncols * rows;
+    if (filter == SF_FILTER_NONE) {
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u = sf_get_u32(in + 4 * i);
+            memcpy(out + i, &u, 4);
+        }
+        return;
+    }
+    const uint8_t *p0 = in, *p1 = in + n, *p2 = in + 2 * n, *p3 = in + 3 * n;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t u = (uint32_t)p0[k] | (uint32_t)p1[k] << 8 | (uint32_t)p2[k] << 16 | (uint32_t)p3[k] << 24;
+        memcpy(out + k, &u, 4);
+    }
+    if (filter != SF_FILTER_DELTA_SHUFFLE) return;
+    // The running sum is a separate pass so that the unshuffle above vectorises.
+    for (size_t c = 0; c < ncols; c++) {
+        float *col = out + c * rows;
+        uint32_t acc = 0;
+        for (size_t r = 0; r < rows; r++) {
+            uint32_t d;
+            memcpy(&d, col + r, 4);
+            acc += d;
+            memcpy(col + r, &acc, 4);
+        }
+    }
+}
+
+void sf_moments_of(sf_moments *m, const float *x, size_t n) {
+    double sum = 0, mn = INFINITY, mx = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        sum += v;
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+    }
+    double mean = n ? sum / (double)n : 0, m2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)x[i] - mean;
+        m2 += d * d;
+    }
+    *m = (sf_moments){(double)n, mean, m2, mn, mx};
+}
+
+void sf_moments_merge(sf_moments *acc, const sf_moments *m) {
+    if (m->n == 0) return;
+    if (acc->n == 0) {
+        *acc = *m;
+        return;
+    }
+    double n = acc->n + m->n, d = m->mean - acc->mean;
+    acc->mean += d * (m->n / n);
+    acc->m2 += m->m2 + d * d * (acc->n * m->n / n);
+    acc->n = n;
+    acc->min = m->min < acc->min ? m->min : acc->min;
+    acc->max = m->max > acc->max ? m->max : acc->max;
+}
+
+void sf_moments_finish(sf_col_stats *out, const sf_moments *m) {
+    if (m->n == 0) {
+        *out = (sf_col_stats){0, 0, 0, 0};
+        return;
+    }
+    *out = (sf_col_stats){m->min, m->max, m->mean, sqrt(m->m2 / m->n)};
+}

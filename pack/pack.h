@@ -1,0 +1,180 @@
+// pack: the .sfpack on-disk format (docs/FORMAT.md), its writer, its reader
+// and the CSV converter behind `seqfeed pack`.
+//
+// A reader (sf_pack) is immutable after sf_pack_open and may be shared by any
+// number of threads; each decoding thread owns one sf_pack_dctx. Nothing here
+// keeps global state.
+#ifndef SF_PACK_H
+#define SF_PACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+#define SF_PACK_VERSION 1
+#define SF_PACK_ALIGN 4096u              // chunk offsets are multiples of this
+#define SF_PACK_DEFAULT_CHUNK_BYTES (1u << 20)  // raw float32 bytes per chunk
+#define SF_PACK_DEFAULT_LEVEL 1          // zstd level; docs/FORMAT.md says why
+#define SF_PACK_MAX_COLS 65535u
+#define SF_PACK_MAX_NAME 65535u
+
+// How a chunk's column-major float32 values are transformed before zstd.
+enum sf_filter {
+    SF_FILTER_NONE = 0,           // column-major bytes as they are
+    SF_FILTER_SHUFFLE = 1,        // byte planes (all low bytes, then ...)
+    SF_FILTER_DELTA_SHUFFLE = 2,  // uint32 delta along each column, then planes
+    SF_FILTER_COUNT
+};
+const char *sf_filter_name(int filter);
+int sf_filter_parse(const char *name);  // -1 when unknown
+
+typedef struct {
+    double min, max, mean, std;  // std: population (ddof = 0), like numpy
+} sf_col_stats;
+
+typedef struct {
+    uint64_t first_row, rows;
+    const char *name;  // value of the series column, "" when there is none
+} sf_series;
+
+typedef struct {
+    uint64_t offset;       // byte offset of the stored (compressed) bytes
+    uint32_t stored_size;  // compressed bytes
+    uint32_t crc;          // CRC-32C of the stored bytes
+    uint64_t first_row;
+    uint32_t rows;
+} sf_chunk;
+
+typedef struct {
+    uint32_t version;
+    uint32_t ncols;
+    const char *const *col_names;
+    const sf_col_stats *stats;  // ncols entries
+    const char *series_column;  // "" when the CSV had none
+    uint64_t nrows;
+    uint32_t chunk_rows;  // every chunk but the last holds this many rows
+    uint64_t nchunks;
+    uint64_t nseries;
+    const sf_series *series;
+    uint32_t filter;
+    int32_t level;
+    uint64_t file_size;
+    uint64_t data_offset;     // first chunk
+    uint64_t trailer_offset;  // end of the chunk area
+} sf_pack_info;
+
+// ---- reading ----
+
+typedef struct sf_pack sf_pack;
+typedef struct sf_pack_dctx sf_pack_dctx;
+
+// Opens and validates header, trailer and footer (not the chunks: see
+// sf_pack_verify). `name` is used in messages.
+int sf_pack_open(sf_pack **out, const char *path, sf_err *e);
+// Same on an open descriptor, which the reader dups (the caller keeps fd).
+int sf_pack_open_fd(sf_pack **out, int fd, const char *name, sf_err *e);
+void sf_pack_close(sf_pack *p);
+
+const sf_pack_info *sf_pack_get_info(const sf_pack *p);
+const char *sf_pack_name(const sf_pack *p);
+int sf_pack_fd(const sf_pack *p);  // for callers that do their own I/O (io_uring)
+
+// Chunk i's place in the file, in O(1). i < nchunks.
+sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i);
+// Largest stored_size of any chunk: the size of a read buffer that fits all.
+size_t sf_pack_max_stored_size(const sf_pack *p);
+// Bytes of decoded float32 values of chunk i: rows * ncols * 4.
+size_t sf_pack_chunk_raw_size(const sf_pack *p, uint64_t i);
+
+// Reads chunk i's stored bytes into buf (at least stored_size bytes) with pread.
+int sf_pack_chunk_read(const sf_pack *p, uint64_t i, void *buf, sf_err *e);
+
+sf_pack_dctx *sf_pack_dctx_create(void);
+void sf_pack_dctx_free(sf_pack_dctx *d);
+
+// Checks the CRC of the stored bytes of chunk i, decompresses and unfilters
+// them into out, column-major: out[c * rows + r] is row first_row + r of
+// column c. out holds sf_pack_chunk_raw_size(p, i) bytes.
+int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
+                         sf_err *e);
+
+// Decodes every chunk, checks every checksum, size and offset, and recomputes
+// the column statistics; reports the first problem. progress (may be NULL) is
+// called after each chunk.
+int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e);
+
+// ---- writing ----
+
+typedef struct {
+    uint32_t ncols;
+    const char *const *col_names;
+    const char *series_column;  // NULL or "" when rows form one series
+    uint32_t chunk_rows;        // 0: SF_PACK_DEFAULT_CHUNK_BYTES worth of rows
+    int level;                  // zstd level
+    int filter;                 // enum sf_filter
+    int threads;                // compression threads, 0 or 1: compress inline
+} sf_pack_writer_opts;
+
+typedef struct sf_pack_writer sf_pack_writer;
+
+// Creates a temporary file next to path; path itself appears only when
+// sf_pack_writer_finish succeeds.
+int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_writer_opts *o, sf_err *e);
+// The temporary file's name, for a signal handler that must unlink it.
+const char *sf_pack_writer_temp_path(const sf_pack_writer *w);
+// Starts a new series at the next row. Series without rows are not stored.
+int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_err *e);
+// Appends n rows, row-major (rows[r * ncols + c]). Values must be finite.
+int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *e);
+uint64_t sf_pack_writer_nrows(const sf_pack_writer *w);
+uint64_t sf_pack_writer_bytes(const sf_pack_writer *w);  // written so far
+// Writes the trailer and footer, fsyncs, renames onto path and frees w.
+// On failure the temporary file is removed and w is freed.
+int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e);
+// Removes the temporary file and frees w.
+void sf_pack_writer_abort(sf_pack_writer *w);
+
+// ---- CSV to .sfpack ----
+
+enum sf_missing { SF_MISSING_ERROR, SF_MISSING_DROP, SF_MISSING_FFILL };
+
+typedef struct {
+    const char *columns;        // comma-separated names to keep, in order; NULL: all
+    const char *drop_columns;   // comma-separated names to leave out; NULL: none
+    const char *series_column;  // NULL: the file is one series
+    char delimiter;             // 0: detect from the header (',', ';', '\t')
+    int missing;                // enum sf_missing
+    sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in
+    // Called now and then with rows and CSV bytes done (may be NULL).
+    void (*progress)(void *arg, uint64_t rows, uint64_t bytes);
+    void *progress_arg;
+    // Receives the temporary output path once it exists, so that a signal
+    // handler can remove it (may be NULL).
+    void (*temp_path)(void *arg, const char *path);
+} sf_csv_pack_opts;
+
+typedef struct {
+    uint64_t rows, rows_dropped, values_filled, csv_bytes, out_bytes;
+    uint64_t nseries;
+} sf_csv_pack_stats;
+
+// Converts the CSV file at in (a path, "-" for stdin) into an .sfpack at out.
+// Errors name in:line:column and what was expected.
+int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e);
+
+// Same, from a memory buffer (for tests and fuzzing); name is used in messages.
+int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
+                    sf_csv_pack_stats *st, sf_err *e);
+
+// Parses one decimal number field exactly as strtof rounds it. s[0..n) holds
+// the field without surrounding spaces. Returns 0 and sets *out, or -1 when
+// the text is not a plain decimal (digits, optional sign, point, exponent).
+int sf_parse_float(const char *s, size_t n, float *out);
+
+// Writes the shortest decimal that strtof reads back to the same float (at
+// most 16 bytes plus NUL). Returns the length.
+int sf_format_float(char *buf, float v);
+
+#endif

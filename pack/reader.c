@@ -1,0 +1,446 @@
+// Opens an .sfpack: header at 0, footer at the end, trailer through the
+// footer. Everything a later read depends on is validated here, so chunk
+// reads and decodes only have to check the chunk itself.
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "internal.h"
+
+struct sf_pack {
+    char *name;
+    int fd;
+    sf_pack_info info;
+    char **col_names;
+    sf_col_stats *stats;
+    sf_series *series;
+    char *series_names;  // storage for series[i].name and the series column
+    char *series_column;
+    uint64_t *chunk_offset;
+    uint32_t *chunk_size, *chunk_crc;
+    size_t max_stored;
+};
+
+struct sf_pack_dctx {
+    ZSTD_DCtx *z;
+    uint8_t *buf;
+    size_t cap;
+};
+
+static int read_at(int fd, void *buf, size_t n, uint64_t off) {
+    uint8_t *p = buf;
+    while (n) {
+        ssize_t k = pread(fd, p, n, (off_t)off);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return -errno;
+        if (k == 0) return -ENODATA;
+        p += k;
+        n -= (size_t)k;
+        off += (uint64_t)k;
+    }
+    return 0;
+}
+
+void sf_pack_close(sf_pack *p) {
+    if (!p) return;
+    if (p->fd >= 0) close(p->fd);
+    if (p->col_names)
+        for (uint32_t c = 0; c < p->info.ncols; c++) free(p->col_names[c]);
+    free(p->col_names);
+    free(p->stats);
+    free(p->series);
+    free(p->series_names);
+    free(p->series_column);
+    free(p->chunk_offset);
+    free(p->chunk_size);
+    free(p->chunk_crc);
+    free(p->name);
+    free(p);
+}
+
+#define CORRUPT(...) sf_err_set(e, SF_ECORRUPT, __VA_ARGS__)
+
+// A length-prefixed name at *pos inside buf[0, end). Returns NULL when it does
+// not fit.
+static char *take_name(const uint8_t *buf, size_t end, size_t *pos) {
+    if (end - *pos < 2) return NULL;
+    size_t len = sf_get_u16(buf + *pos);
+    if (end - *pos - 2 < len) return NULL;
+    char *s = malloc(len + 1);
+    if (!s) return NULL;
+    memcpy(s, buf + *pos + 2, len);
+    s[len] = 0;
+    *pos += 2 + len;
+    return s;
+}
+
+static int parse_header(sf_pack *p, sf_err *e) {
+    const char *nm = p->name;
+    uint8_t fixed[SF_HEADER_FIXED];
+    if (p->info.file_size < SF_PACK_ALIGN + SF_FOOTER_SIZE)
+        return CORRUPT("%s: %llu bytes is too short for an .sfpack file (header %u + footer %u bytes at least)", nm,
+                       (unsigned long long)p->info.file_size, SF_PACK_ALIGN, SF_FOOTER_SIZE);
+    int rc = read_at(p->fd, fixed, sizeof fixed, 0);
+    if (rc) return sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the header", nm);
+    if (memcmp(fixed, SF_MAGIC_HEADER, 8) != 0)
+        return CORRUPT("%s: byte 0: not an .sfpack file (expected the magic \"SFPACK\\x1a\\n\")", nm);
+    uint32_t version = sf_get_u32(fixed + 8);
+    if (version != SF_PACK_VERSION)
+        return CORRUPT("%s: byte 8: format version %u; this seqfeed reads version %u", nm, version, SF_PACK_VERSION);
+    uint32_t hsize = sf_get_u32(fixed + 12);
+    if (hsize < SF_HEADER_FIXED + 6 || hsize > SF_MAX_HEADER || hsize > p->info.file_size - SF_FOOTER_SIZE)
+        return CORRUPT("%s: byte 12: header size %u is out of range", nm, hsize);
+    uint8_t *h = malloc(hsize);
+    if (!h) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+    if ((rc = read_at(p->fd, h, hsize, 0))) {
+        rc = sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the header", nm);
+        goto out;
+    }
+    uint32_t crc = sf_get_u32(h + hsize - 4), want = sf_crc32c(0, h, hsize - 4);
+    if (crc != want) {
+        rc = CORRUPT("%s: header (bytes 0-%u): checksum mismatch (stored %08x, computed %08x)", nm, hsize - 1, crc,
+                     want);
+        goto out;
+    }
+    p->info.version = version;
+    p->info.ncols = sf_get_u32(h + 16);
+    p->info.chunk_rows = sf_get_u32(h + 20);
+    p->info.filter = sf_get_u32(h + 24);
+    p->info.level = (int32_t)sf_get_u32(h + 28);
+    p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
+    uint32_t nc = p->info.ncols;
+    if (nc == 0 || nc > SF_PACK_MAX_COLS) {
+        rc = CORRUPT("%s: byte 16: %u columns; expected 1 to %u", nm, nc, SF_PACK_MAX_COLS);
+        goto out;
+    }
+    if (p->info.chunk_rows == 0 || (uint64_t)p->info.chunk_rows * nc * 4 > SF_MAX_CHUNK_RAW) {
+        rc = CORRUPT("%s: byte 20: chunk of %u rows x %u columns is out of range", nm, p->info.chunk_rows, nc);
+        goto out;
+    }
+    if (p->info.filter >= SF_FILTER_COUNT) {
+        rc = CORRUPT("%s: byte 24: unknown filter %u", nm, p->info.filter);
+        goto out;
+    }
+    p->col_names = calloc(nc, sizeof *p->col_names);
+    if (!p->col_names) {
+        rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+        goto out;
+    }
+    size_t pos = SF_HEADER_FIXED;
+    for (uint32_t c = 0; c < nc; c++) {
+        p->col_names[c] = take_name(h, hsize - 4, &pos);
+        if (!p->col_names[c] || !p->col_names[c][0]) {
+            rc = CORRUPT("%s: header byte %zu: column %u's name is empty or runs past the header", nm, pos, c + 1);
+            goto out;
+        }
+    }
+    p->series_column = take_name(h, hsize - 4, &pos);
+    if (!p->series_column || pos != hsize - 4) {
+        rc = CORRUPT("%s: header byte %zu: series column name missing or header has trailing bytes", nm, pos);
+        goto out;
+    }
+    p->info.col_names = (const char *const *)p->col_names;
+    p->info.series_column = p->series_column;
+out:
+    free(h);
+    return rc;
+}
+
+static double get_f64(const uint8_t *b) {
+    uint64_t u = sf_get_u64(b);
+    double d;
+    memcpy(&d, &u, 8);
+    return d;
+}
+
+static int parse_trailer(sf_pack *p, sf_err *e) {
+    const char *nm = p->name;
+    sf_pack_info *in = &p->info;
+    uint8_t f[SF_FOOTER_SIZE];
+    uint64_t foot = in->file_size - SF_FOOTER_SIZE;
+    int rc = read_at(p->fd, f, sizeof f, foot);
+    if (rc) return sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the footer", nm);
+    if (memcmp(f + 24, SF_MAGIC_FOOTER, 8) != 0)
+        return CORRUPT("%s: footer (byte %llu): magic missing; the file is truncated or not an .sfpack", nm,
+                       (unsigned long long)foot);
+    uint32_t crc = sf_get_u32(f + 20), want = sf_crc32c(0, f, 20);
+    if (crc != want)
+        return CORRUPT("%s: footer (byte %llu): checksum mismatch (stored %08x, computed %08x)", nm,
+                       (unsigned long long)foot, crc, want);
+    uint64_t toff = sf_get_u64(f), tsize = sf_get_u64(f + 8);
+    if (toff < in->data_offset || tsize < SF_TRAILER_FIXED + 4 || toff > foot || tsize != foot - toff)
+        return CORRUPT("%s: footer (byte %llu): trailer at %llu of %llu bytes does not end at the footer", nm,
+                       (unsigned long long)foot, (unsigned long long)toff, (unsigned long long)tsize);
+    in->trailer_offset = toff;
+    uint8_t *t = malloc(tsize);
+    if (!t) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for a %llu-byte trailer", nm, (unsigned long long)tsize);
+    if ((rc = read_at(p->fd, t, tsize, toff))) {
+        rc = sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the trailer", nm);
+        goto out;
+    }
+    crc = sf_get_u32(t + tsize - 4);
+    want = sf_crc32c(0, t, tsize - 4);
+    if (memcmp(t, SF_MAGIC_TRAILER, 8) != 0 || crc != want) {
+        rc = CORRUPT("%s: trailer (bytes %llu-%llu): bad magic or checksum mismatch (stored %08x, computed %08x)", nm,
+                     (unsigned long long)toff, (unsigned long long)(foot - 1), crc, want);
+        goto out;
+    }
+    in->nrows = sf_get_u64(t + 8);
+    in->nchunks = sf_get_u64(t + 16);
+    in->nseries = sf_get_u64(t + 24);
+    uint64_t body = tsize - 4 - SF_TRAILER_FIXED, nc = in->ncols;
+    uint64_t need_chunks = in->nrows / in->chunk_rows + (in->nrows % in->chunk_rows != 0);
+    if (in->nrows == 0 || in->nchunks != need_chunks || in->nseries == 0 || in->nseries > in->nrows ||
+        in->nchunks > body / SF_INDEX_ENTRY || in->nseries > body / (SF_SERIES_ENTRY + 2) ||
+        nc * SF_STATS_SIZE + in->nchunks * SF_INDEX_ENTRY + in->nseries * (SF_SERIES_ENTRY + 2) > body) {
+        rc = CORRUPT("%s: trailer (byte %llu): %llu rows, %llu chunks of %u rows and %llu series do not fit its %llu "
+                     "bytes",
+                     nm, (unsigned long long)toff, (unsigned long long)in->nrows, (unsigned long long)in->nchunks,
+                     in->chunk_rows, (unsigned long long)in->nseries, (unsigned long long)tsize);
+        goto out;
+    }
+    p->stats = malloc(nc * sizeof *p->stats);
+    p->chunk_offset = malloc(in->nchunks * sizeof *p->chunk_offset);
+    p->chunk_size = malloc(in->nchunks * sizeof *p->chunk_size);
+    p->chunk_crc = malloc(in->nchunks * sizeof *p->chunk_crc);
+    p->series = malloc(in->nseries * sizeof *p->series);
+    p->series_names = malloc(body);  // names take fewer bytes than the trailer
+    if (!p->stats || !p->chunk_offset || !p->chunk_size || !p->chunk_crc || !p->series || !p->series_names) {
+        rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory for the index", nm);
+        goto out;
+    }
+    const uint8_t *q = t + SF_TRAILER_FIXED;
+    for (uint32_t c = 0; c < nc; c++, q += SF_STATS_SIZE) {
+        sf_col_stats s = {get_f64(q), get_f64(q + 8), get_f64(q + 16), get_f64(q + 24)};
+        if (!(s.min <= s.max) || !isfinite(s.min) || !isfinite(s.max) || !isfinite(s.mean) || !(s.std >= 0) ||
+            !isfinite(s.std)) {
+            rc = CORRUPT("%s: trailer (byte %llu): statistics of column \"%s\" are inconsistent", nm,
+                         (unsigned long long)(toff + (uint64_t)(q - t)), p->col_names[c]);
+            goto out;
+        }
+        p->stats[c] = s;
+    }
+    uint64_t prev_end = in->data_offset;
+    size_t zbound = ZSTD_compressBound((size_t)in->chunk_rows * nc * 4);
+    for (uint64_t i = 0; i < in->nchunks; i++, q += SF_INDEX_ENTRY) {
+        uint64_t off = sf_get_u64(q);
+        uint32_t size = sf_get_u32(q + 8);
+        if (off % SF_PACK_ALIGN || off < prev_end || size == 0 || size > zbound || off > toff || size > toff - off) {
+            rc = CORRUPT("%s: index entry of chunk %llu (trailer byte %llu): offset %llu / size %u must be %u-aligned, "
+                         "after the previous chunk (%llu) and before the trailer (%llu)",
+                         nm, (unsigned long long)i, (unsigned long long)(toff + (uint64_t)(q - t)),
+                         (unsigned long long)off, size, SF_PACK_ALIGN, (unsigned long long)prev_end,
+                         (unsigned long long)toff);
+            goto out;
+        }
+        p->chunk_offset[i] = off;
+        p->chunk_size[i] = size;
+        p->chunk_crc[i] = sf_get_u32(q + 12);
+        prev_end = off + size;
+        if (size > p->max_stored) p->max_stored = size;
+    }
+    uint64_t row = 0;
+    for (uint64_t i = 0; i < in->nseries; i++, q += SF_SERIES_ENTRY) {
+        uint64_t first = sf_get_u64(q), rows = sf_get_u64(q + 8);
+        if (first != row || rows == 0 || rows > in->nrows - row) {
+            rc = CORRUPT("%s: series %llu (trailer byte %llu): rows %llu+%llu do not follow the previous series", nm,
+                         (unsigned long long)i, (unsigned long long)(toff + (uint64_t)(q - t)),
+                         (unsigned long long)first, (unsigned long long)rows);
+            goto out;
+        }
+        p->series[i] = (sf_series){first, rows, NULL};
+        row += rows;
+    }
+    if (row != in->nrows) {
+        rc = CORRUPT("%s: trailer: series cover %llu rows, the file has %llu", nm, (unsigned long long)row,
+                     (unsigned long long)in->nrows);
+        goto out;
+    }
+    size_t pos = (size_t)(q - t), end = tsize - 4, out_pos = 0;
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        if (end - pos < 2 || end - pos - 2 < sf_get_u16(t + pos)) {
+            rc = CORRUPT("%s: trailer (byte %llu): name of series %llu runs past the trailer", nm,
+                         (unsigned long long)(toff + pos), (unsigned long long)i);
+            goto out;
+        }
+        size_t len = sf_get_u16(t + pos);
+        memcpy(p->series_names + out_pos, t + pos + 2, len);
+        p->series_names[out_pos + len] = 0;
+        pos += 2 + len;
+        out_pos += len + 1;
+    }
+    if (pos != end) {
+        rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series names", nm,
+                     (unsigned long long)(toff + pos), end - pos);
+        goto out;
+    }
+    for (uint64_t i = 0, off = 0; i < in->nseries; i++) {
+        p->series[i].name = p->series_names + off;
+        off += strlen(p->series[i].name) + 1;
+    }
+    in->stats = p->stats;
+    in->series = p->series;
+out:
+    free(t);
+    return rc;
+}
+
+int sf_pack_open_fd(sf_pack **out, int fd, const char *name, sf_err *e) {
+    *out = NULL;
+    sf_pack *p = calloc(1, sizeof *p);
+    if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    p->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    p->name = strdup(name);
+    if (p->fd < 0 || !p->name) {
+        int err = errno;
+        sf_pack_close(p);
+        return sf_err_errno(e, SF_EIO, err, "%s: cannot open", name);
+    }
+    struct stat st;
+    if (fstat(p->fd, &st) != 0) {
+        int err = errno;
+        sf_pack_close(p);
+        return sf_err_errno(e, SF_EIO, err, "%s: cannot stat", name);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        sf_pack_close(p);
+        return sf_err_set(e, SF_EINVAL, "%s: not a regular file", name);
+    }
+    p->info.file_size = (uint64_t)st.st_size;
+    int rc = parse_header(p, e);
+    if (!rc) rc = parse_trailer(p, e);
+    if (rc) {
+        sf_pack_close(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+int sf_pack_open(sf_pack **out, const char *path, sf_err *e) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", path);
+    int rc = sf_pack_open_fd(out, fd, path, e);
+    close(fd);
+    return rc;
+}
+
+const sf_pack_info *sf_pack_get_info(const sf_pack *p) { return &p->info; }
+const char *sf_pack_name(const sf_pack *p) { return p->name; }
+int sf_pack_fd(const sf_pack *p) { return p->fd; }
+size_t sf_pack_max_stored_size(const sf_pack *p) { return p->max_stored; }
+
+sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i) {
+    uint64_t first = i * p->info.chunk_rows, left = p->info.nrows - first;
+    return (sf_chunk){p->chunk_offset[i], p->chunk_size[i], p->chunk_crc[i], first,
+                      (uint32_t)(left < p->info.chunk_rows ? left : p->info.chunk_rows)};
+}
+
+size_t sf_pack_chunk_raw_size(const sf_pack *p, uint64_t i) {
+    return (size_t)sf_pack_chunk_locate(p, i).rows * p->info.ncols * 4;
+}
+
+int sf_pack_chunk_read(const sf_pack *p, uint64_t i, void *buf, sf_err *e) {
+    sf_chunk c = sf_pack_chunk_locate(p, i);
+    int rc = read_at(p->fd, buf, c.stored_size, c.offset);
+    if (rc == -ENODATA)
+        return CORRUPT("%s: chunk %llu (byte %llu): file ends inside the chunk", p->name, (unsigned long long)i,
+                       (unsigned long long)c.offset);
+    if (rc) return sf_err_errno(e, SF_EIO, -rc, "%s: chunk %llu (byte %llu): read failed", p->name,
+                                (unsigned long long)i, (unsigned long long)c.offset);
+    return 0;
+}
+
+sf_pack_dctx *sf_pack_dctx_create(void) {
+    sf_pack_dctx *d = calloc(1, sizeof *d);
+    if (d && !(d->z = ZSTD_createDCtx())) {
+        free(d);
+        d = NULL;
+    }
+    return d;
+}
+
+void sf_pack_dctx_free(sf_pack_dctx *d) {
+    if (!d) return;
+    ZSTD_freeDCtx(d->z);
+    free(d->buf);
+    free(d);
+}
+
+int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out, sf_err *e) {
+    sf_chunk c = sf_pack_chunk_locate(p, i);
+    uint32_t crc = sf_crc32c(0, stored, c.stored_size);
+    if (crc != c.crc)
+        return CORRUPT("%s: chunk %llu (byte %llu): checksum mismatch (index says %08x, data gives %08x)", p->name,
+                       (unsigned long long)i, (unsigned long long)c.offset, c.crc, crc);
+    size_t raw = (size_t)c.rows * p->info.ncols * 4;
+    if (d->cap < raw) {
+        uint8_t *b = realloc(d->buf, raw);
+        if (!b) return sf_err_set(e, SF_ENOMEM, "%s: out of memory decoding chunk %llu", p->name, (unsigned long long)i);
+        d->buf = b;
+        d->cap = raw;
+    }
+    size_t r = ZSTD_decompressDCtx(d->z, d->buf, raw, stored, c.stored_size);
+    if (ZSTD_isError(r) || r != raw)
+        return CORRUPT("%s: chunk %llu (byte %llu): zstd data does not decode to %zu bytes (%s)", p->name,
+                       (unsigned long long)i, (unsigned long long)c.offset, raw,
+                       ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong size");
+    sf_filter_decode(out, d->buf, p->info.ncols, c.rows, (int)p->info.filter);
+    return 0;
+}
+
+int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e) {
+    const sf_pack_info *in = &p->info;
+    size_t raw_max = (size_t)in->chunk_rows * in->ncols * 4;
+    void *stored = malloc(p->max_stored ? p->max_stored : 1);
+    float *vals = malloc(raw_max);
+    sf_moments *acc = calloc(in->ncols, sizeof *acc);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = 0;
+    if (!stored || !vals || !acc || !d) {
+        rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
+        goto out;
+    }
+    for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
+        rc = sf_pack_chunk_read(p, i, stored, e);
+        if (!rc) rc = sf_pack_chunk_decode(d, p, i, stored, vals, e);
+        if (rc) break;
+        sf_chunk c = sf_pack_chunk_locate(p, i);
+        for (uint32_t col = 0; col < in->ncols; col++) {
+            const float *x = vals + (size_t)col * c.rows;
+            for (uint32_t r = 0; r < c.rows; r++)
+                if (!isfinite(x[r])) {
+                    rc = CORRUPT("%s: chunk %llu (byte %llu): row %llu of column \"%s\" is not finite", p->name,
+                                 (unsigned long long)i, (unsigned long long)c.offset,
+                                 (unsigned long long)(c.first_row + r), in->col_names[col]);
+                    goto out;
+                }
+            sf_moments m;
+            sf_moments_of(&m, x, c.rows);
+            sf_moments_merge(&acc[col], &m);
+        }
+        if (progress) progress(arg, i);
+    }
+    for (uint32_t col = 0; col < in->ncols && !rc; col++) {
+        sf_col_stats s;
+        sf_moments_finish(&s, &acc[col]);
+        const sf_col_stats *t = &in->stats[col];
+        if (s.min != t->min || s.max != t->max || s.mean != t->mean || s.std != t->std)
+            rc = CORRUPT("%s: trailer: statistics of column \"%s\" (min %.9g max %.9g mean %.9g std %.9g) differ "
+                         "from the data (min %.9g max %.9g mean %.9g std %.9g)",
+                         p->name, in->col_names[col], t->min, t->max, t->mean, t->std, s.min, s.max, s.mean, s.std);
+    }
+out:
+    free(stored);
+    free(vals);
+    free(acc);
+    sf_pack_dctx_free(d);
+    return rc;
+}

@@ -1,0 +1,99 @@
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
+    fprintf(stderr, "seqfeed %s: error: %s\n", cmd, e->msg[0] ? e->msg : sf_err_name(e->code));
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    return EXIT_ERR;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "seqfeed %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nsee 'seqfeed %s --help'\n", cmd);
+    return EXIT_USAGE;
+}
+
+static char guarded[PATH_MAX];
+
+static void on_fatal_signal(int sig) {
+    if (guarded[0]) unlink(guarded);
+    static const char msg[] = "\nseqfeed: interrupted; partial output removed\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_guard_temp(const char *path) {
+    static bool installed;
+    if (!installed) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, NULL);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGHUP, &sa, NULL);
+        installed = true;
+    }
+    // Block the signals while the name changes so the handler never sees
+    // half a path.
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigprocmask(SIG_BLOCK, &set, &old);
+    snprintf(guarded, sizeof guarded, "%s", path ? path : "");
+    sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+void cli_progress_start(cli_progress *p) { *p = (cli_progress){sf_now(), 0, false}; }
+
+void cli_progress_line(cli_progress *p, const char *fmt, ...) {
+    double now = sf_now();
+    if (now - p->start < 1.0 || now - p->last < 0.2 || !isatty(2)) return;
+    p->last = now;
+    p->shown = true;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p) {
+    if (p->shown) fputs("\r\033[K", stderr);
+    p->shown = false;
+}
+
+void cli_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max) return false;
+    *out = v;
+    return true;
+}

@@ -1,0 +1,169 @@
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli.h"
+#include "pack/pack.h"
+
+static const char inspect_help[] =
+    "usage: seqfeed inspect FILE.sfpack [--json] [--all-series]\n\n"
+    "Prints the format version, the columns with their statistics (min, max,\n"
+    "mean, population std), the series, a summary of the chunks and the\n"
+    "compression ratio. Reads only the header and the index: fast on any size.\n\n"
+    "options:\n"
+    "      --json        one JSON object, for programs (lists every series)\n"
+    "      --all-series  list every series, not just the first 10\n"
+    "  -h, --help        this text\n";
+
+static const char verify_help[] =
+    "usage: seqfeed verify FILE.sfpack\n\n"
+    "Decodes every chunk, checks every checksum, size and offset, and recomputes\n"
+    "the column statistics. Prints 'ok' and exits 0, or names the first\n"
+    "problem (chunk and byte offset) and exits 1.\n";
+
+typedef struct {
+    uint64_t raw, stored, min, max;
+} chunk_summary;
+
+static chunk_summary summarize(const sf_pack *p) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    chunk_summary s = {0, 0, UINT64_MAX, 0};
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        sf_chunk c = sf_pack_chunk_locate(p, i);
+        s.raw += (uint64_t)c.rows * in->ncols * 4;
+        s.stored += c.stored_size;
+        s.min = c.stored_size < s.min ? c.stored_size : s.min;
+        s.max = c.stored_size > s.max ? c.stored_size : s.max;
+    }
+    return s;
+}
+
+static void print_json(const sf_pack *p) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    chunk_summary s = summarize(p);
+    printf("{\"file\": ");
+    cli_json_string(stdout, sf_pack_name(p));
+    printf(", \"format_version\": %u, \"file_bytes\": %" PRIu64 ", \"rows\": %" PRIu64, in->version, in->file_size,
+           in->nrows);
+    printf(", \"filter\": \"%s\", \"zstd_level\": %d", sf_filter_name((int)in->filter), in->level);
+    printf(", \"columns\": [");
+    for (uint32_t c = 0; c < in->ncols; c++) {
+        const sf_col_stats *st = &in->stats[c];
+        printf("%s{\"name\": ", c ? ", " : "");
+        cli_json_string(stdout, in->col_names[c]);
+        printf(", \"min\": %.17g, \"max\": %.17g, \"mean\": %.17g, \"std\": %.17g}", st->min, st->max, st->mean,
+               st->std);
+    }
+    printf("], \"series_column\": ");
+    if (in->series_column[0]) cli_json_string(stdout, in->series_column);
+    else printf("null");
+    printf(", \"series\": [");
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        printf("%s{\"name\": ", i ? ", " : "");
+        cli_json_string(stdout, in->series[i].name);
+        printf(", \"first_row\": %" PRIu64 ", \"rows\": %" PRIu64 "}", in->series[i].first_row, in->series[i].rows);
+    }
+    printf("], \"chunks\": {\"count\": %" PRIu64 ", \"rows_per_chunk\": %u, \"data_offset\": %" PRIu64
+           ", \"raw_bytes\": %" PRIu64 ", \"stored_bytes\": %" PRIu64 ", \"min_stored\": %" PRIu64
+           ", \"max_stored\": %" PRIu64 "}",
+           in->nchunks, in->chunk_rows, in->data_offset, s.raw, s.stored, s.min, s.max);
+    printf(", \"compression_ratio\": %.4f, \"file_ratio\": %.4f}\n", (double)s.raw / (double)s.stored,
+           (double)s.raw / (double)in->file_size);
+}
+
+static void print_text(const sf_pack *p, bool all_series) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    chunk_summary s = summarize(p);
+    printf("file         %s (%" PRIu64 " bytes)\n", sf_pack_name(p), in->file_size);
+    printf("format       sfpack version %u, filter %s, zstd level %d\n", in->version, sf_filter_name((int)in->filter),
+           in->level);
+    printf("rows         %" PRIu64 " in %" PRIu64 " series%s%s%s\n", in->nrows, in->nseries,
+           in->series_column[0] ? " (series column \"" : "", in->series_column,
+           in->series_column[0] ? "\")" : "");
+    printf("columns      %u\n", in->ncols);
+    int w = 4;
+    for (uint32_t c = 0; c < in->ncols; c++) {
+        int len = (int)strlen(in->col_names[c]);
+        w = len > w ? len : w;
+    }
+    printf("  %4s  %-*s  %14s %14s %14s %14s\n", "#", w, "name", "min", "max", "mean", "std");
+    for (uint32_t c = 0; c < in->ncols; c++) {
+        const sf_col_stats *st = &in->stats[c];
+        printf("  %4u  %-*s  %14.7g %14.7g %14.7g %14.7g\n", c + 1, w, in->col_names[c], st->min, st->max, st->mean,
+               st->std);
+    }
+    uint64_t shown = all_series || in->nseries <= 10 ? in->nseries : 10;
+    printf("series       %" PRIu64 "\n", in->nseries);
+    printf("  %8s  %-20s %14s %14s\n", "#", "name", "first row", "rows");
+    for (uint64_t i = 0; i < shown; i++)
+        printf("  %8" PRIu64 "  %-20s %14" PRIu64 " %14" PRIu64 "\n", i + 1,
+               in->series[i].name[0] ? in->series[i].name : "(all rows)", in->series[i].first_row,
+               in->series[i].rows);
+    if (shown < in->nseries) printf("  ... %" PRIu64 " more (--all-series lists them)\n", in->nseries - shown);
+    printf("chunks       %" PRIu64 " of up to %u rows; stored %" PRIu64 " to %" PRIu64 " bytes, %.1f on average\n",
+           in->nchunks, in->chunk_rows, s.min, s.max, (double)s.stored / (double)in->nchunks);
+    printf("compression  %" PRIu64 " bytes of float32 -> %" PRIu64 " bytes in chunks (%.2fx), %.2fx for the file\n",
+           s.raw, s.stored, (double)s.raw / (double)s.stored, (double)s.raw / (double)in->file_size);
+}
+
+static int open_one(const char *cmd, int argc, char **argv, sf_pack **p) {
+    if (optind >= argc) return cli_usage_error(cmd, "missing FILE.sfpack");
+    if (optind + 1 < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+    sf_err e = {0};
+    if (sf_pack_open(p, argv[optind], &e)) return cli_fail(cmd, &e, NULL);
+    return EXIT_OK;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    enum { O_JSON = 256, O_ALL };
+    static const struct option opts[] = {{"json", no_argument, 0, O_JSON}, {"all-series", no_argument, 0, O_ALL},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    bool json = false, all = false;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case O_JSON: json = true; break;
+        case O_ALL: all = true; break;
+        case 'h': fputs(inspect_help, stdout); return EXIT_OK;
+        default: return cli_usage_error("inspect", "unknown option");
+        }
+    }
+    sf_pack *p;
+    int rc = open_one("inspect", argc, argv, &p);
+    if (rc) return rc;
+    if (json) print_json(p);
+    else print_text(p, all);
+    sf_pack_close(p);
+    return EXIT_OK;
+}
+
+static void on_chunk(void *arg, uint64_t chunk) {
+    cli_progress *prog = arg;
+    cli_progress_line(prog, "verifying: chunk %llu", (unsigned long long)chunk + 1);
+}
+
+int cmd_verify(int argc, char **argv) {
+    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    int ch;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 'h') {
+            fputs(verify_help, stdout);
+            return EXIT_OK;
+        }
+        return cli_usage_error("verify", "unknown option");
+    }
+    sf_pack *p;
+    int rc = open_one("verify", argc, argv, &p);
+    if (rc) return rc;
+    cli_progress prog;
+    cli_progress_start(&prog);
+    sf_err e = {0};
+    rc = sf_pack_verify(p, on_chunk, &prog, &e);
+    cli_progress_end(&prog);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    if (!rc)
+        printf("%s: ok (%" PRIu64 " rows, %u columns, %" PRIu64 " chunks, checksums and statistics match)\n",
+               sf_pack_name(p), in->nrows, in->ncols, in->nchunks);
+    sf_pack_close(p);
+    return rc ? cli_fail("verify", &e, NULL) : EXIT_OK;
+}

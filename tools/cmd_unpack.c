@@ -1,0 +1,136 @@
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "pack/pack.h"
+
+static const char help[] =
+    "usage: seqfeed unpack FILE.sfpack -o OUT.csv\n\n"
+    "Writes the packed rows back as CSV: a header row with the column names\n"
+    "(the series column first, when the file has one), then one row per packed\n"
+    "row. Each value is the shortest decimal that reads back to the identical\n"
+    "float32. OUT may be '-' for stdout; a file appears only when complete.\n\n"
+    "options:\n"
+    "  -o, --output FILE   the CSV file to write (required)\n"
+    "  -h, --help          this text\n";
+
+// CSV-quotes s when it holds a delimiter, quote, line break or edge space.
+static void put_field(FILE *f, const char *s) {
+    size_t n = strlen(s);
+    if (n && !strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static int write_csv(const sf_pack *p, FILE *f, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    bool series = in->series_column[0] != 0;
+    if (series) {
+        put_field(f, in->series_column);
+        fputc(',', f);
+    }
+    for (uint32_t c = 0; c < in->ncols; c++) {
+        if (c) fputc(',', f);
+        put_field(f, in->col_names[c]);
+    }
+    fputc('\n', f);
+    void *stored = malloc(sf_pack_max_stored_size(p));
+    float *vals = malloc((size_t)in->chunk_rows * in->ncols * 4);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = 0;
+    if (!stored || !vals || !d) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    uint64_t s = 0;
+    cli_progress prog;
+    cli_progress_start(&prog);
+    for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
+        if ((rc = sf_pack_chunk_read(p, i, stored, e)) || (rc = sf_pack_chunk_decode(d, p, i, stored, vals, e)))
+            break;
+        sf_chunk ch = sf_pack_chunk_locate(p, i);
+        for (uint32_t r = 0; r < ch.rows; r++) {
+            uint64_t row = ch.first_row + r;
+            while (row >= in->series[s].first_row + in->series[s].rows) s++;
+            if (series) {
+                put_field(f, in->series[s].name);
+                fputc(',', f);
+            }
+            for (uint32_t c = 0; c < in->ncols; c++) {
+                char num[32];
+                int len = sf_format_float(num, vals[(size_t)c * ch.rows + r]);
+                if (c) fputc(',', f);
+                fwrite(num, 1, (size_t)len, f);
+            }
+            fputc('\n', f);
+        }
+        cli_progress_line(&prog, "unpacking: %" PRIu64 " of %" PRIu64 " rows", ch.first_row + ch.rows, in->nrows);
+    }
+    cli_progress_end(&prog);
+    free(stored);
+    free(vals);
+    sf_pack_dctx_free(d);
+    return rc;
+}
+
+int cmd_unpack(int argc, char **argv) {
+    static const struct option opts[] = {
+        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL;
+    int ch;
+    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        default: return cli_usage_error("unpack", "unknown option");
+        }
+    }
+    if (optind >= argc) return cli_usage_error("unpack", "missing FILE.sfpack");
+    if (optind + 1 < argc) return cli_usage_error("unpack", "unexpected argument '%s'", argv[optind + 1]);
+    if (!out) return cli_usage_error("unpack", "missing -o OUT.csv");
+    sf_err e = {0};
+    sf_pack *p;
+    if (sf_pack_open(&p, argv[optind], &e)) return cli_fail("unpack", &e, NULL);
+
+    if (!strcmp(out, "-")) {
+        int rc = write_csv(p, stdout, &e);
+        if (!rc && fflush(stdout) != 0) rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
+        sf_pack_close(p);
+        return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
+    }
+    size_t tlen = strlen(out) + 16;
+    char *tmp = malloc(tlen);
+    if (!tmp) return EXIT_ERR;
+    snprintf(tmp, tlen, "%s.tmp.XXXXXX", out);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    int rc;
+    if (!f) {
+        rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot create a temporary file next to it", out);
+    } else {
+        cli_guard_temp(tmp);
+        static char big[1 << 20];
+        setvbuf(f, big, _IOFBF, sizeof big);
+        rc = write_csv(p, f, &e);
+        mode_t mask = umask(0);
+        umask(mask);
+        if (!rc && (fflush(f) != 0 || fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0))
+            rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
+        if (fclose(f) != 0 && !rc) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
+        if (!rc && rename(tmp, out) != 0) rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot rename onto it", out);
+        if (rc) unlink(tmp);
+        cli_guard_temp(NULL);
+    }
+    free(tmp);
+    sf_pack_close(p);
+    return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
+}

@@ -1,0 +1,45 @@
+// seqfeed: pack time series into .sfpack files, feed them to LSTM replicas.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"pack", cmd_pack, "convert a CSV file into an .sfpack file"},
+    {"inspect", cmd_inspect, "show an .sfpack file's columns, statistics, series and chunks"},
+    {"verify", cmd_verify, "decode every chunk and check every checksum"},
+    {"unpack", cmd_unpack, "convert an .sfpack file back into CSV"},
+    {"info", cmd_info, "show the version, the build and the GPUs found"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: seqfeed COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\n'seqfeed COMMAND --help' describes a command's options.\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("seqfeed %s\n", SF_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "seqfeed: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return EXIT_USAGE;
+}
