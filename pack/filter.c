@@ -79,20 +79,34 @@ void sf_filter_decode(float *out, const uint8_t *in, size_t ncols, size_t rows, 
     }
 }
 
+// Four partial sums break the add latency chain; the order is fixed, so the
+// result is the same on every run and in sf_pack_verify.
 void sf_moments_of(sf_moments *m, const float *x, size_t n) {
-    double sum = 0, mn = INFINITY, mx = -INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i];
-        sum += v;
-        mn = v < mn ? v : mn;
-        mx = v > mx ? v : mx;
+    double s[4] = {0, 0, 0, 0};
+    float mn = n ? x[0] : 0, mx = mn;
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) {
+            s[k] += x[i + k];
+            mn = x[i + k] < mn ? x[i + k] : mn;
+            mx = x[i + k] > mx ? x[i + k] : mx;
+        }
+    for (; i < n; i++) {
+        s[0] += x[i];
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
     }
-    double mean = n ? sum / (double)n : 0, m2 = 0;
-    for (size_t i = 0; i < n; i++) {
+    double mean = n ? (s[0] + s[1] + s[2] + s[3]) / (double)n : 0, q[4] = {0, 0, 0, 0};
+    for (i = 0; i + 4 <= n; i += 4)
+        for (int k = 0; k < 4; k++) {
+            double d = (double)x[i + k] - mean;
+            q[k] += d * d;
+        }
+    for (; i < n; i++) {
         double d = (double)x[i] - mean;
-        m2 += d * d;
+        q[0] += d * d;
     }
-    *m = (sf_moments){(double)n, mean, m2, mn, mx};
+    *m = (sf_moments){(double)n, mean, q[0] + q[1] + q[2] + q[3], mn, mx};
 }
 
 void sf_moments_merge(sf_moments *acc, const sf_moments *m) {

@@ -15,11 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pack.h"
+#include "internal.h"
 
-#define P10_MIN (-80)
-#define P10_MAX 60
-static const double p10[] = {
+const double sf_p10[] = {
     1e-80, 1e-79, 1e-78, 1e-77, 1e-76, 1e-75, 1e-74, 1e-73, 1e-72, 1e-71, 1e-70, 1e-69, 1e-68, 1e-67, 1e-66, 
     1e-65, 1e-64, 1e-63, 1e-62, 1e-61, 1e-60, 1e-59, 1e-58, 1e-57, 1e-56, 1e-55, 1e-54, 1e-53, 1e-52, 1e-51, 
     1e-50, 1e-49, 1e-48, 1e-47, 1e-46, 1e-45, 1e-44, 1e-43, 1e-42, 1e-41, 1e-40, 1e-39, 1e-38, 1e-37, 1e-36, 
@@ -31,7 +29,7 @@ static const double p10[] = {
     1e52, 1e53, 1e54, 1e55, 1e56, 1e57, 1e58, 1e59, 1e60
 };
 
-static int parse_slow(const char *s, size_t n, float *out) {
+int sf_parse_float_slow(const char *s, size_t n, float *out) {
     char stack[128], *buf = n < sizeof stack ? stack : malloc(n + 1);
     if (!buf) return -1;
     memcpy(buf, s, n);
@@ -56,11 +54,11 @@ int sf_parse_float(const char *s, size_t n, float *out) {
     uint64_t m = 0;
     int digits = 0;      // significant digits in m
     long e10 = 0;        // value = m * 10^e10 (before the exponent part)
-    bool dropped = false, any = false;  // dropped: nonzero digits beyond m's 19
+    bool any = false;
     while (p < end && *p == '0') p++, any = true;
     for (; p < end && is_digit(*p); p++, any = true) {
         if (digits < 19) m = m * 10 + (uint64_t)(*p - '0'), digits++;
-        else e10++, dropped |= *p != '0';
+        else e10++;  // beyond 19 digits only the magnitude counts
     }
     if (p < end && *p == '.') {
         p++;
@@ -68,7 +66,6 @@ int sf_parse_float(const char *s, size_t n, float *out) {
             for (; p < end && *p == '0'; p++) e10--, any = true;
         for (; p < end && is_digit(*p); p++, any = true) {
             if (digits < 19) m = m * 10 + (uint64_t)(*p - '0'), digits++, e10--;
-            else dropped |= *p != '0';
         }
     }
     if (!any) return -1;
@@ -83,34 +80,7 @@ int sf_parse_float(const char *s, size_t n, float *out) {
         e10 += eneg ? -x : x;
     }
     if (p != end) return -1;
-    if (m == 0) {
-        *out = neg ? -0.0f : 0.0f;
-        return 0;
-    }
-    if (e10 + digits > 40) return -2;  // at least 10^39 > FLT_MAX
-    if (e10 + digits < -46) {          // below half the smallest subnormal
-        *out = neg ? -0.0f : 0.0f;
-        return 0;
-    }
-    if (e10 < P10_MIN || e10 > P10_MAX) return parse_slow(s, n, out);
-    double d;
-    uint64_t slack;  // how close (in double ulps) to a midpoint is too close
-    if (!dropped && m <= (1ull << 53) && e10 >= -22 && e10 <= 22) {
-        // m and 10^|e10| are exact doubles: one correctly rounded operation.
-        d = e10 < 0 ? (double)m / p10[-e10 - P10_MIN] : (double)m * p10[e10 - P10_MIN];
-        slack = 0;
-    } else {
-        d = (double)m * p10[e10 - P10_MIN];  // relative error below 2^-51
-        slack = 8;
-    }
-    if (d < FLT_MIN || d > 3.4e38) return parse_slow(s, n, out);
-    uint64_t bits;
-    memcpy(&bits, &d, 8);
-    uint64_t low = bits & ((1ull << 29) - 1), half = 1ull << 28;
-    if ((low > half ? low - half : half - low) <= slack) return parse_slow(s, n, out);
-    float f = (float)d;
-    *out = neg ? -f : f;
-    return 0;
+    return sf_decimal_to_float(m, e10, digits, neg, s, n, out);
 }
 
 int sf_format_float(char *buf, float v) {

@@ -2,8 +2,10 @@
 #ifndef SF_PACK_INTERNAL_H
 #define SF_PACK_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "pack.h"
 
@@ -20,6 +22,44 @@
 #define SF_MAX_CHUNK_RAW (256u << 20)
 
 static inline uint64_t sf_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
+int sf_parse_float_slow(const char *s, size_t n, float *out);
+
+#define SF_P10_MIN (-80)
+#define SF_P10_MAX 60
+extern const double sf_p10[];  // 10^SF_P10_MIN .. 10^SF_P10_MAX, correctly rounded
+
+// m * 10^e10 (m has `digits` significant digits; the text s[0, n) serves the
+// rare fallback to strtof) rounded to float exactly as strtof does. 0, or -2
+// when out of float32 range. Inline: it runs once per CSV value.
+static inline int sf_decimal_to_float(uint64_t m, long e10, int digits, bool neg, const char *s, size_t n,
+                                      float *out) {
+    if (m == 0) {
+        *out = neg ? -0.0f : 0.0f;
+        return 0;
+    }
+    if (e10 + digits > 40) return -2;  // at least 10^39 > FLT_MAX
+    if (e10 + digits < -46) {          // below half the smallest subnormal
+        *out = neg ? -0.0f : 0.0f;
+        return 0;
+    }
+    if (e10 < SF_P10_MIN || e10 > SF_P10_MAX) return sf_parse_float_slow(s, n, out);
+    // m (rounded to double unless below 2^53) times 10^e10 (rounded): three
+    // roundings and the digits beyond the 19th keep the relative error below
+    // 2^-51, a few double ulps; a 29-bit tail that far from the float midpoint
+    // pattern cannot change sides.
+    double d = (double)m * sf_p10[e10 - SF_P10_MIN];
+    uint64_t bits;
+    memcpy(&bits, &d, 8);
+    uint64_t low = bits & ((1ull << 29) - 1), half = 1ull << 28;
+    uint64_t dist = low > half ? low - half : half - low;
+    // Subnormal and near-overflow floats round differently: strtof decides.
+    if (dist <= 8 || d < 0x1p-126 || d > 3.4e38) return sf_parse_float_slow(s, n, out);
+    float f = (float)d;
+    *out = neg ? -f : f;
+    return 0;
+}
 
 // enc/dec hold n = ncols * rows float32 values, column-major.
 void sf_filter_encode(uint8_t *out, const float *in, size_t ncols, size_t rows, int filter);
