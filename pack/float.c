@@ -84,11 +84,15 @@ int sf_parse_float(const char *s, size_t n, float *out) {
 }
 
 int sf_format_float(char *buf, float v) {
-    int len = 0;
-    for (int prec = 1; prec <= 9; prec++) {
+    int len = 0, prec = 1;
+    for (; prec <= 9; prec++) {
         len = snprintf(buf, 24, "%.*g", prec, (double)v);
         float back = strtof(buf, NULL);
         if (memcmp(&back, &v, 4) == 0) break;
     }
+    // %g switches to an exponent once the integer digits exceed the
+    // precision ("1.1e+02" for 110); below 10^9 plain digits read better and
+    // still round-trip, being the float's exact integer value.
+    if (strchr(buf, 'e') && fabsf(v) >= 1 && fabsf(v) < 1e9f) len = snprintf(buf, 24, "%.0f", (double)v);
     return len;
 }
