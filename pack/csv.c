@@ -414,7 +414,11 @@ static int start_series(csv *c) {
                           c->name, (unsigned long long)c->line, show(c->key, c->key_len, a, sizeof a),
                           c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
                           (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
+    // The record that starts the series is already parsed into the next batch
+    // slot; flushing moves c->row back to the batch start, so it moves too.
+    const float *parsed = c->row;
     int rc = flush_batch(c);
+    if (parsed != c->row) memcpy(c->row, parsed, c->nkeep * sizeof(float));
     if (!rc) rc = sf_pack_writer_series(c->w, c->key, c->key_len, c->e);
     if (rc) return rc;
     c->cur_series = s->key;
