@@ -425,7 +425,6 @@ static int start_series(csv *c) {
     c->cur_series_len = s->len;
     c->cur_series_line = c->line;
     c->have_last = false;
-    c->st.nseries++;
     return 0;
 }
 
@@ -451,6 +450,7 @@ static int commit_record(csv *c) {
             c->st.values_filled++;
         }
     }
+    if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
     if (++c->nbatch == BATCH_ROWS) return flush_batch(c);

@@ -444,6 +444,7 @@ static int sync_dir_of(const char *path) {
 }
 
 int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
+    if (w->nseries && w->series[w->nseries - 1].rows == 0) free(w->series[--w->nseries].name);
     int rc = flush_chunk(w, e);
     while (!rc && w->next_write < w->next_seq) rc = write_next(w, e);
     if (!rc && w->nrows == 0) rc = sf_err_set(e, SF_EINVAL, "%s: no rows to pack", w->path);
