@@ -52,6 +52,7 @@ typedef struct {
     const char **miss;   // where each missing kept value is, for messages
     char *key;  // current record's series id
     size_t key_len, key_cap;
+    const char *key_at;  // where it starts in the input
 
     float *batch;
     size_t nbatch;
@@ -97,13 +98,14 @@ __attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, 
 
 // Quotes a field for a message, cut to a readable length.
 static const char *show(const char *s, size_t n, char *out, size_t cap) {
-    size_t k = 0;
-    for (size_t i = 0; i < n && k + 5 < cap; i++) {
+    size_t k = 0, i = 0;
+    // Room for the widest piece (4 bytes) and then "..." and the NUL.
+    for (; i < n && k + 8 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
         if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
         else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
     }
-    if (k + 5 >= cap) memcpy(out + k, "...", 4);
+    if (i < n) memcpy(out + k, "...", 4);
     else out[k] = 0;
     return out;
 }
@@ -191,15 +193,18 @@ static int next_field(csv *c, const char **pp, const char **fs, const char **fe,
         c->field[n++] = *p++;
     }
     p++;  // the closing quote
-    while (p < end && (is_space(*p, d) || (*p == '\r' && p + 1 < end && p[1] == '\n'))) p++;
+    // A CR as the buffer's last byte may be the first half of a CRLF; at the
+    // end of input it ends the line.
+    while (p < end && (is_space(*p, d) || (*p == '\r' && (p + 1 == end || p[1] == '\n')))) p++;
     if (p == end && !c->eof) return REC_MORE;
     if (p < end && *p != d && *p != '\n')
         return fail_at(c, p, "expected a delimiter or the end of the line after a closing quote");
     size_t s = 0;
     while (s < n && is_space(c->field[s], d)) s++;
     while (n > s && is_space(c->field[n - 1], d)) n--;
-    *fs = c->field + s;
-    *fe = c->field + n;
+    const char *text = c->field ? c->field : open;  // "" can come before c->field exists
+    *fs = text + s;
+    *fe = text + n;
     *pp = p;
     return 0;
 }
@@ -280,6 +285,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         }
         memcpy(c->key, fs, n);
         c->key_len = n;
+        c->key_at = at;
         return 0;
     }
     if (c->role[f] != ROLE_KEEP) return 0;
@@ -407,13 +413,13 @@ static int start_series(csv *c) {
     if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
     char a[96], b[96];
     if (found)
-        return sf_err_set(c->e, SF_EFORMAT,
-                          "%s:%llu: series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
-                          "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
-                          "that column)",
-                          c->name, (unsigned long long)c->line, show(c->key, c->key_len, a, sizeof a),
-                          c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                          (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
+        return fail_at(c, c->key_at,
+                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
+                       "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
+                       "that column)",
+                       show(c->key, c->key_len, a, sizeof a),
+                       c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
+                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
     // The record that starts the series is already parsed into the next batch
     // slot; flushing moves c->row back to the batch start, so it moves too.
     const float *parsed = c->row;
@@ -515,6 +521,15 @@ static int find_name(const csv *c, const char *name, size_t n) {
     return -1;
 }
 
+static int not_a_column(csv *c, const char *option, const char *s, size_t n) {
+    char all[512] = "", tmp[96];
+    size_t k = 0;
+    for (uint32_t i = 0; i < c->ncsv && k < sizeof all - 4; i++)
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", c->names[i]);
+    return sf_err_set(c->e, SF_EINVAL, "%s: %s names \"%s\", which is not a column; the columns are: %s", c->name,
+                      option, show(s, n, tmp, sizeof tmp), all);
+}
+
 // Calls fn for each comma-separated, space-trimmed name in list.
 static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv *, int field, const char *option)) {
     for (const char *p = list;;) {
@@ -524,14 +539,7 @@ static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv
         while (s < t && *s == ' ') s++;
         while (t > s && t[-1] == ' ') t--;
         int f = find_name(c, s, (size_t)(t - s));
-        if (f < 0) {
-            char all[512] = "", tmp[96];
-            size_t k = 0;
-            for (uint32_t i = 0; i < c->ncsv && k < sizeof all - 4; i++)
-                k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", c->names[i]);
-            return sf_err_set(c->e, SF_EINVAL, "%s: %s names \"%s\", which is not a column; the columns are: %s",
-                              c->name, option, show(s, (size_t)(t - s), tmp, sizeof tmp), all);
-        }
+        if (f < 0) return not_a_column(c, option, s, (size_t)(t - s));
         int rc = fn(c, f, option);
         if (rc) return rc;
         if (!*q) return 0;
@@ -567,7 +575,7 @@ static int read_header(csv *c) {
     if ((rc = header_line(c, &eol))) return rc;
     const char *start = c->buf + c->pos, *tmp_eol;
     if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
-        return sf_err_set(c->e, SF_EFORMAT, "%s: empty file; expected a header row and at least one data row",
+        return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
                           c->name);
     size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
     if (ok < (size_t)(eol - start))
@@ -607,6 +615,7 @@ static int read_header(csv *c) {
     }
     c->pos = (size_t)(p - c->buf) + (p < end);
     c->line = 2;
+    for (const char *q = start; q < p; q++) c->line += *q == '\n';  // quoted names may span lines
 
     c->role = calloc(c->ncsv, 1);
     c->keep_at = calloc(c->ncsv, sizeof *c->keep_at);
@@ -615,10 +624,14 @@ static int read_header(csv *c) {
     const sf_csv_pack_opts *o = c->o;
     if (o->series_column) {
         int f = find_name(c, o->series_column, strlen(o->series_column));
-        if (f < 0) return each_name(c, o->series_column, "--series-column", keep_field);  // reports the bad name
+        // One name, not a list: a series column name may hold a comma.
+        if (f < 0) return not_a_column(c, "--series-column", o->series_column, strlen(o->series_column));
         c->role[f] = ROLE_SERIES;
         c->series_field = (uint32_t)f;
     }
+    // Dropping from an explicit list would leave holes in the kept columns.
+    if (o->columns && o->drop_columns)
+        return sf_err_set(c->e, SF_EINVAL, "%s: --columns and --drop-columns exclude each other", c->name);
     if (o->columns) {
         if ((rc = each_name(c, o->columns, "--columns", keep_field))) return rc;
     } else {
@@ -680,7 +693,8 @@ static int convert(csv *c, const char *out) {
     if (!rc) rc = flush_batch(c);
     if (c->series_field == UINT32_MAX && c->st.rows) c->st.nseries = 1;
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
-        rc = sf_err_set(c->e, SF_EFORMAT, "%s:2: the file has a header row but no data rows", c->name);
+        rc = sf_err_set(c->e, SF_EFORMAT, "%s:%llu:1: the file has a header row but no data rows",
+                        c->name, (unsigned long long)(c->blank_line ? c->blank_line : c->line));
     if (!rc && c->st.rows == 0)
         rc = sf_err_set(c->e, SF_EFORMAT, "%s: no rows left to pack (all %llu dropped for missing values)", c->name,
                         (unsigned long long)c->st.rows_dropped);

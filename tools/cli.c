@@ -41,9 +41,12 @@ void cli_guard_temp(const char *path) {
         struct sigaction sa = {0};
         sa.sa_handler = on_fatal_signal;
         sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, NULL);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGHUP, &sa, NULL);
+        // A signal the caller ignores (nohup, background jobs) stays ignored.
+        const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+        for (int i = 0; i < 3; i++) {
+            struct sigaction old;
+            if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+        }
         installed = true;
     }
     // Block the signals while the name changes so the handler never sees
