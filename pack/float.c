@@ -5,7 +5,7 @@
 // bits than float, the double lands on the same side of every float rounding
 // boundary as the exact value unless it is within a few double ulps of a
 // midpoint between two floats; only then (and for subnormal or near-overflow
-// results) does the parser fall back to strtof itself. tests/test_float.c
+// results) does the parser fall back to strtof itself. tests/format/test_float.c
 // checks this against strtof on millions of strings, midpoints included.
 #include <errno.h>
 #include <float.h>
@@ -75,8 +75,13 @@ int sf_parse_float(const char *s, size_t n, float *out) {
         if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
         if (p == end || !is_digit(*p)) return -1;
         long x = 0;
+        bool huge = false;
         for (; p < end && is_digit(*p); p++)
             if (x < 100000) x = x * 10 + (*p - '0');
+            else huge = true;
+        // x stops at 10^5, which decides alone unless the mantissa has about
+        // as many digits (10^6 zeros against e-1000000 is 1): strtof weighs both.
+        if (huge && p == end) return sf_parse_float_slow(s, n, out);
         e10 += eneg ? -x : x;
     }
     if (p != end) return -1;
@@ -89,6 +94,17 @@ int sf_format_float(char *buf, float v) {
         len = snprintf(buf, 24, "%.*g", prec, (double)v);
         float back = strtof(buf, NULL);
         if (memcmp(&back, &v, 4) == 0) break;
+        // Above a power of two floats lie twice as far apart as below, so the
+        // decimals that read back centre on v + ulp/8, not on v: the one
+        // nearest that may do where the nearest to v does not (2^87 is
+        // 1.5474251e+26, not 1.54742505e+26).
+        uint32_t u;
+        memcpy(&u, &v, 4);
+        if ((u & 0x7fffffu) == 0 && (u & 0x7f800000u) > 0x00800000u) {
+            len = snprintf(buf, 24, "%.*g", prec, (double)v * (1 + 0x1p-26));
+            back = strtof(buf, NULL);
+            if (memcmp(&back, &v, 4) == 0) break;
+        }
     }
     // %g switches to an exponent once the integer digits exceed the
     // precision ("1.1e+02" for 110); below 10^9 plain digits read better and

@@ -270,6 +270,8 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
             goto out;
         }
         size_t len = sf_get_u16(t + pos);
+        // Placed here rather than found again with strlen: a name may hold a NUL.
+        p->series[i].name = p->series_names + out_pos;
         memcpy(p->series_names + out_pos, t + pos + 2, len);
         p->series_names[out_pos + len] = 0;
         pos += 2 + len;
@@ -279,10 +281,6 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
         rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series names", nm,
                      (unsigned long long)(toff + pos), end - pos);
         goto out;
-    }
-    for (uint64_t i = 0, off = 0; i < in->nseries; i++) {
-        p->series[i].name = p->series_names + off;
-        off += strlen(p->series[i].name) + 1;
     }
     in->stats = p->stats;
     in->series = p->series;

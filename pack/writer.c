@@ -125,7 +125,8 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
         return sf_err_set(e, SF_EIO, "%s: zstd compression of chunk %llu failed: %s", w->path,
                           (unsigned long long)j->seq, j->error_name);
     for (uint32_t c = 0; c < w->ncols; c++) {
-        if (!isfinite(j->moments[c].min) || !isfinite(j->moments[c].max))
+        // A NaN past the first row leaves min and max alone but not the mean.
+        if (!isfinite(j->moments[c].min) || !isfinite(j->moments[c].max) || !isfinite(j->moments[c].mean))
             return sf_err_set(e, SF_EINVAL, "%s: chunk %llu: column \"%s\" holds a NaN or infinity", w->path,
                               (unsigned long long)j->seq, w->col_names[c]);
         sf_moments_merge(&w->moments[c], &j->moments[c]);
