@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,9 @@ typedef struct {
     size_t seen_cap, seen_len;
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
+
+    float *half_rows;  // the second half of a buffer, parsed by a helper thread
+    size_t half_cap;
 
     char *field;  // an unquoted copy of a quoted field
     size_t field_cap;
@@ -225,10 +229,10 @@ static bool missing_token(const char *s, size_t n) {
     return false;
 }
 
-// The common field: [-]digits[.digits] in at most 8 bytes, directly followed
-// by the delimiter or the line end. Parsed 8 bytes at a time without a branch
-// per character; anything else (and the rare midpoint case) returns false
-// and takes the general path.
+// The common field: [-]digits[.digits] in at most 8 bytes after the sign (8
+// digits, or 7 and the point), directly followed by the delimiter or the line
+// end. Parsed 8 bytes at a time without a branch per character; anything
+// else (and the rare midpoint case) returns false and takes the general path.
 static inline bool fast_number(const char *q, const char *end, char delim, float *out, const char **after) {
     bool neg = *q == '-';
     q += neg;
@@ -236,23 +240,24 @@ static inline bool fast_number(const char *q, const char *end, char delim, float
     memcpy(&v, q, 8);
     uint64_t t = v ^ 0x3030303030303030ull;  // digit bytes become 0..9
     uint64_t nondigit = (((t & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | t) & 0x8080808080808080ull;
-    if (!nondigit) return false;  // more than 8 digits
-    unsigned k1 = (unsigned)__builtin_ctzll(nondigit) >> 3, len, n;
+    unsigned k1 = nondigit ? (unsigned)__builtin_ctzll(nondigit) >> 3 : 8, len, n;
     int e10 = 0;
     uint64_t digits;
-    if (q[k1] == '.') {
+    if (k1 < 8 && q[k1] == '.') {
+        // The digits after the point end at the next non-digit, or fill the
+        // word: then byte 8 must end the number (checked below).
         uint64_t rest = nondigit & (nondigit - 1);
-        if (!rest) return false;
-        len = (unsigned)__builtin_ctzll(rest) >> 3;
+        len = rest ? (unsigned)__builtin_ctzll(rest) >> 3 : 8;
         uint64_t below = (1ull << (8 * k1)) - 1;
         digits = (t & below) | ((t >> 8) & ~below & ((1ull << (8 * (len - 1))) - 1));
         n = len - 1;
         e10 = -(int)(len - 1 - k1);
     } else {
         len = n = k1;
-        digits = t & ((1ull << (8 * k1)) - 1);
+        digits = k1 < 8 ? t & ((1ull << (8 * k1)) - 1) : t;
     }
     if (n == 0 || q + len >= end) return false;
+    unsigned text_len = len;
     char term = q[len];
     if (term == '\r' && q[len + 1] == '\n') term = '\n', len++;
     if (term != delim && term != '\n') return false;
@@ -261,7 +266,7 @@ static inline bool fast_number(const char *q, const char *end, char delim, float
     digits = digits * 10 + (digits >> 8);
     digits = (((digits & 0x000000ff000000ffull) * (100 + (1000000ull << 32))) +
               (((digits >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
-    if (sf_decimal_to_float(digits, e10, (int)n, neg, q - neg, len + neg, out) != 0) return false;
+    if (sf_decimal_to_float(digits, e10, (int)n, neg, q - neg, text_len + neg, out) != 0) return false;
     *after = q + len;
     return true;
 }
@@ -648,6 +653,104 @@ static int read_header(csv *c) {
     return 0;
 }
 
+// Runs the parser record by record until c->pos reaches limit or the input
+// ends (REC_END). A limit inside the buffer never needs a refill; with
+// one_buffer it returns 0 right after the first refill.
+static int parse_until(csv *c, size_t limit, bool one_buffer) {
+    while (c->pos < limit) {
+        const char *next = NULL;
+        int rc = parse_record(c, &next);
+        if (rc == REC_MORE) {
+            if ((rc = refill(c)) < 0) return rc;
+            if (one_buffer) return 0;
+            continue;  // at the end of input parse_record finishes the tail
+        }
+        if (rc == REC_END || rc < 0) return rc;
+        if (rc == REC_OK && (rc = commit_record(c))) return rc;
+        const char *p = c->buf + c->pos;
+        if (c->rec_quoted) {
+            for (; p < next; p++) c->line += *p == '\n';
+        } else {
+            c->line += next > p && next[-1] == '\n';
+        }
+        c->pos = (size_t)(next - c->buf);
+    }
+    return 0;
+}
+
+typedef struct {
+    const csv *c;
+    const char *start, *end;  // whole records, no quotes
+    float *rows;
+    long nrows;  // -1: a record needs the general path
+} half_job;
+
+// The helper thread's half: plain numbers and skipped fields only, nothing
+// that touches shared state. Any record it cannot take makes it give up; the
+// main thread then parses the half itself, with the exact error messages.
+static void *parse_half(void *arg) {
+    half_job *h = arg;
+    const csv *c = h->c;
+    const char *p = h->start, *end = h->end;
+    long n = 0;
+    while (p < end) {
+        float *row = h->rows + (size_t)n * c->nkeep;
+        for (uint32_t f = 0; f < c->ncsv; f++) {
+            const char *after = p;
+            if (c->role[f] == ROLE_KEEP) {
+                if (!fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) goto give_up;
+            } else {
+                while (after < end && *after != c->delim && *after != '\n') after++;
+            }
+            p = after;
+            bool last = f + 1 == c->ncsv;
+            if (p == end || (*p == '\n') != last) goto give_up;
+            p++;
+        }
+        n++;
+    }
+    h->nrows = n;
+    return NULL;
+give_up:
+    h->nrows = -1;
+    return NULL;
+}
+
+// With two or more threads and no per-row state between records (no series
+// column, missing values are errors), the complete records in the buffer are
+// split in two halves parsed at the same time. Returns 1 when the buffer does
+// not qualify (quotes, little data, a pending blank line).
+static int parse_parallel(csv *c) {
+    const char *start = c->buf + c->pos, *end = c->buf + c->len;
+    if (c->blank_line || end - start < (1 << 18)) return 1;
+    const char *last = memrchr(start, '\n', (size_t)(end - start));
+    if (!last || memchr(start, '"', (size_t)(last - start))) return 1;
+    const char *mid = memchr(start + (last - start) / 2, '\n', (size_t)(last - start) / 2 + 1);
+    if (!mid || mid == last) return 1;
+    mid++;
+    // A record has ncsv - 1 delimiters, a line feed and a byte per number.
+    size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 1;
+    if (max_rows * c->nkeep > c->half_cap) {
+        float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
+        if (!r) return 1;
+        c->half_rows = r;
+        c->half_cap = max_rows * c->nkeep;
+    }
+    half_job h = {c, mid, last + 1, c->half_rows, -1};
+    pthread_t t;
+    if (pthread_create(&t, NULL, parse_half, &h) != 0) return 1;
+    int rc = parse_until(c, (size_t)(mid - c->buf), false);
+    pthread_join(t, NULL);
+    if (rc < 0) return rc;
+    // Behind a blank line records are an error that only the main path names.
+    if (h.nrows < 0 || c->blank_line) return parse_until(c, (size_t)(last + 1 - c->buf), false);
+    if ((rc = flush_batch(c)) || (rc = sf_pack_writer_rows(c->w, h.rows, (size_t)h.nrows, c->e))) return rc;
+    c->st.rows += (uint64_t)h.nrows;
+    c->line += (uint64_t)h.nrows;  // no quotes: one line per record
+    c->pos = (size_t)(last + 1 - c->buf);
+    return 0;
+}
+
 static int convert(csv *c, const char *out) {
     int rc = read_header(c);
     if (rc) return rc;
@@ -668,28 +771,12 @@ static int convert(csv *c, const char *out) {
     wo.series_column = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field];
     rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
+    bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
     while (!rc) {
-        const char *next = NULL;
-        rc = parse_record(c, &next);
-        if (rc == REC_MORE) {
-            rc = refill(c);
-            if (rc > 0) rc = 0;  // end of input: parse_record finishes the tail
-            continue;
-        }
-        if (rc == REC_END) {
-            rc = 0;
-            break;
-        }
-        if (rc == REC_OK) rc = commit_record(c);
-        if (rc < 0) break;
-        const char *p = c->buf + c->pos;
-        if (c->rec_quoted) {
-            for (; p < next; p++) c->line += *p == '\n';
-        } else {
-            c->line += next > p && next[-1] == '\n';
-        }
-        c->pos = (size_t)(next - c->buf);
+        if (parallel && (rc = parse_parallel(c)) != 1) continue;
+        rc = parse_until(c, SIZE_MAX, parallel);  // then try the next buffer in parallel
     }
+    if (rc == REC_END) rc = 0;
     if (!rc) rc = flush_batch(c);
     if (c->series_field == UINT32_MAX && c->st.rows) c->st.nseries = 1;
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
@@ -726,6 +813,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->miss);
     free(c->batch);
     free(c->field);
+    free(c->half_rows);
     free(c->key);
     free(c->own);
     return rc;
