@@ -169,8 +169,9 @@ int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *ou
                     sf_csv_pack_stats *st, sf_err *e);
 
 // Parses one decimal number field exactly as strtof rounds it. s[0..n) holds
-// the field without surrounding spaces. Returns 0 and sets *out, or -1 when
-// the text is not a plain decimal (digits, optional sign, point, exponent).
+// the field without surrounding spaces. Returns 0 and sets *out, -1 when the
+// text is not a plain decimal (digits, optional sign, point, exponent), or -2
+// when it rounds beyond the float32 range.
 int sf_parse_float(const char *s, size_t n, float *out);
 
 // Writes the shortest decimal that strtof reads back to the same float (at

@@ -173,6 +173,9 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
     if (crc != want)
         return CORRUPT("%s: footer (byte %llu): checksum mismatch (stored %08x, computed %08x)", nm,
                        (unsigned long long)foot, crc, want);
+    if (sf_get_u32(f + 16) != p->info.version)
+        return CORRUPT("%s: footer (byte %llu): format version %u, the header says %u", nm,
+                       (unsigned long long)(foot + 16), sf_get_u32(f + 16), p->info.version);
     uint64_t toff = sf_get_u64(f), tsize = sf_get_u64(f + 8);
     if (toff < in->data_offset || tsize < SF_TRAILER_FIXED + 4 || toff > foot || tsize != foot - toff)
         return CORRUPT("%s: footer (byte %llu): trailer at %llu of %llu bytes does not end at the footer", nm,
