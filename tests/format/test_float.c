@@ -23,12 +23,7 @@
 
 static uint64_t rng_state = 0x5eedf10a7c0ffee1ull;
 
-static uint64_t rng(void) {  // splitmix64: fixed seed, same inputs every run
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+static uint64_t rng(void) { return test_splitmix64(&rng_state); }
 
 static int rnd(int lo, int hi) { return lo + (int)(rng() % (uint64_t)(hi - lo + 1)); }
 
