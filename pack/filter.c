@@ -39,7 +39,10 @@ void sf_filter_encode(uint8_t *out, const float *in, size_t ncols, size_t rows, 
         for (size_t r = 0; r < rows; r++) {
             uint32_t u = float_bits(col[r]), v = u;
             if (filter == SF_FILTER_DELTA_SHUFFLE) {
-                v = u - prev;
+                // Zigzag: small steps down become small numbers too, instead
+                // of 0xffffff.. that would fill the high byte planes with noise.
+                uint32_t d = u - prev;
+                v = d << 1 ^ (0u - (d >> 31));
                 prev = u;
             }
             size_t k = c * rows + r;
@@ -71,9 +74,9 @@ void sf_filter_decode(float *out, const uint8_t *in, size_t ncols, size_t rows, 
         float *col = out + c * rows;
         uint32_t acc = 0;
         for (size_t r = 0; r < rows; r++) {
-            uint32_t d;
-            memcpy(&d, col + r, 4);
-            acc += d;
+            uint32_t z;
+            memcpy(&z, col + r, 4);
+            acc += z >> 1 ^ (0u - (z & 1));
             memcpy(col + r, &acc, 4);
         }
     }

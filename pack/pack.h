@@ -24,7 +24,7 @@
 enum sf_filter {
     SF_FILTER_NONE = 0,           // column-major bytes as they are
     SF_FILTER_SHUFFLE = 1,        // byte planes (all low bytes, then ...)
-    SF_FILTER_DELTA_SHUFFLE = 2,  // uint32 delta along each column, then planes
+    SF_FILTER_DELTA_SHUFFLE = 2,  // zigzag uint32 delta along each column, then planes
     SF_FILTER_COUNT
 };
 const char *sf_filter_name(int filter);
