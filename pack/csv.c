@@ -282,6 +282,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     c->rec_quoted |= quoted;
     size_t n = (size_t)(fe - fs);
     if (c->role[f] == ROLE_SERIES) {  // copied: c->field is reused by the next quoted field
+        if (memchr(fs, 0, n)) return fail_at(c, at, "series id holds a NUL byte");
         if (n + 1 > c->key_cap) {
             char *k = realloc(c->key, n + 1);
             if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
@@ -491,11 +492,23 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
 // its end (the '\n' or the end of input).
 static int header_line(csv *c, const char **eol) {
     for (;;) {
+        // As next_field reads it: a quote opens quoting only at the start of
+        // a field, "" inside quotes is a quote. The delimiter is not known
+        // yet, so any candidate counts as a field start.
         bool inq = false;
+        char prev = ',';  // last byte that is not a space
         const char *p = c->buf + c->pos, *end = c->buf + c->len;
         for (; p < end; p++) {
-            if (*p == '"') inq = !inq;
-            else if (*p == '\n' && !inq) break;
+            if (inq) {
+                if (*p != '"') continue;
+                if (p + 1 < end && p[1] == '"') p++;
+                else inq = false;
+            } else if (*p == '\n') {
+                break;
+            } else if (*p == '"' && (prev == ',' || prev == ';' || prev == '\t')) {
+                inq = true;
+            }
+            if (*p != ' ') prev = *p;
         }
         if (p < end || c->eof) {
             *eol = p;
@@ -595,7 +608,8 @@ static int read_header(csv *c) {
     for (;;) {
         const char *fs, *fe, *at;
         bool quoted;
-        if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at))) return rc < 0 ? rc : SF_EFORMAT;
+        if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at)))
+            return rc < 0 ? rc : fail_at(c, p, "header row is not complete (unbalanced quotes?)");
         if (fe == fs) return fail_at(c, at, "column %u has an empty name; expected a header row of names", c->ncsv + 1);
         if (c->ncsv == SF_PACK_MAX_COLS)
             return sf_err_set(c->e, SF_EFORMAT, "%s:1: more than %u columns", c->name, SF_PACK_MAX_COLS);

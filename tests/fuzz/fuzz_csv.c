@@ -1,0 +1,181 @@
+// Fuzzes the CSV packer (sf_csv_pack_mem). The first two input bytes choose
+// the options, the rest is the CSV:
+//   byte 0, bits 0-1: delimiter (detected, ',', ';', tab)
+//           bits 2-3: missing values (error, drop, ffill, ffill)
+//           bit 4:    the first header column is the series column
+//           bit 5:    two compression threads instead of one
+//   byte 1, bits 0-3: chunk_rows - 1, so that small inputs span many chunks
+//                     (times 1024 when inflated)
+//           bits 4-5: filter (modulo the number of filters)
+//           bits 6-7: both set, with two threads: the data rows are repeated
+//                     until the packer parses them with two threads too (it
+//                     does so only from 256 KiB on); rare, as they are slow
+// A file the packer wrote must verify. It must also hold exactly the values of
+// a reference packing of the same CSV with plain options (inline compression,
+// default chunks, no filter, the series column dropped rather than used), so
+// chunking, threads, filters and series boundaries cannot change the data
+// unnoticed. A packing that failed must leave no file behind.
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pack/pack.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char dir[4096];
+
+static void remove_dir(void) { rmdir(dir); }
+
+// One directory per process, so that parallel fuzzing jobs do not collide;
+// $TMPDIR lets a fuzzing run put it on tmpfs, where fsync costs nothing.
+static const char *tmp_dir(void) {
+    if (!dir[0]) {
+        const char *t = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/fuzz_csv.XXXXXX", t && *t ? t : "/tmp");
+        if (!mkdtemp(dir)) {
+            perror("fuzz_csv: mkdtemp");
+            abort();
+        }
+        atexit(remove_dir);
+    }
+    return dir;
+}
+
+__attribute__((noreturn)) static void fail(const char *what, const char *detail) {
+    fprintf(stderr, "fuzz_csv: %s: %s\n", what, detail);
+    abort();
+}
+
+static bool dir_empty(void) {
+    DIR *d = opendir(dir);
+    if (!d) fail("cannot list the temporary directory", dir);
+    struct dirent *ent;
+    bool empty = true;
+    while (empty && (ent = readdir(d)))
+        empty = strcmp(ent->d_name, ".") == 0 || strcmp(ent->d_name, "..") == 0;
+    closedir(d);
+    return empty;
+}
+
+// The first header column's name as the packer reads it when it is plain or
+// simply quoted; anything odder just makes the series option fail, which is
+// fuzzed as well.
+static void first_column(const char *s, size_t n, char *out, size_t cap) {
+    size_t i = 0, k = 0;
+    if (n >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0) i = 3;
+    while (i < n && (s[i] == ' ' || s[i] == '\t')) i++;
+    bool quoted = i < n && s[i] == '"';
+    for (i += quoted; i < n && k + 1 < cap; i++) {
+        char ch = s[i];
+        if (quoted ? ch == '"' : ch == ',' || ch == ';' || ch == '\t' || ch == '\r' || ch == '\n') break;
+        out[k++] = ch;
+    }
+    while (k && out[k - 1] == ' ') k--;
+    out[k] = 0;
+}
+
+// text with its data rows (everything after the first line) repeated until
+// they exceed 256 KiB; NULL when there are none.
+static char *inflate(const char *text, size_t n, size_t *out_n) {
+    const char *eol = memchr(text, '\n', n);
+    if (!eol || eol + 1 == text + n) return NULL;
+    size_t head = (size_t)(eol + 1 - text), body = n - head, reps = ((256u << 10) + 4096) / body + 1;
+    char *big = malloc(head + reps * body);
+    if (!big) fail("out of memory", "inflating the input");
+    memcpy(big, text, head);
+    for (size_t i = 0; i < reps; i++) memcpy(big + head + i * body, eol + 1, body);
+    *out_n = head + reps * body;
+    return big;
+}
+
+// Opens and verifies a file the packer wrote, which must succeed, and decodes
+// it into one column-major matrix of nrows x ncols values.
+static float *load(const char *path, uint64_t *nrows, uint32_t *ncols) {
+    sf_pack *p;
+    sf_err e;
+    if (sf_pack_open(&p, path, &e) != 0) fail("the packed file does not open", e.msg);
+    if (sf_pack_verify(p, NULL, NULL, &e) != 0) fail("the packed file does not verify", e.msg);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    if (in->nrows == 0) fail("the packed file has no rows", path);
+    float *all = malloc(in->nrows * in->ncols * sizeof *all);
+    float *vals = malloc((size_t)in->chunk_rows * in->ncols * sizeof *vals);
+    void *stored = malloc(sf_pack_max_stored_size(p));
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    if (!all || !vals || !stored || !d) fail("out of memory", path);
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        sf_chunk c = sf_pack_chunk_locate(p, i);
+        if (sf_pack_chunk_read(p, i, stored, &e) != 0 || sf_pack_chunk_decode(d, p, i, stored, vals, &e) != 0)
+            fail("a chunk of a verified file does not decode", e.msg);
+        for (uint32_t col = 0; col < in->ncols; col++)
+            memcpy(all + col * in->nrows + c.first_row, vals + (size_t)col * c.rows, c.rows * sizeof *vals);
+    }
+    *nrows = in->nrows;
+    *ncols = in->ncols;
+    free(vals);
+    free(stored);
+    sf_pack_dctx_free(d);
+    sf_pack_close(p);
+    return all;
+}
+
+// Checks the file at path, which packing text with o wrote, against a
+// reference packing with plain options.
+static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const sf_csv_pack_stats *st,
+                  const char *path) {
+    uint64_t rows, ref_rows;
+    uint32_t ncols, ref_ncols;
+    float *vals = load(path, &rows, &ncols);
+    unlink(path);
+    if (rows != st->rows) fail("the packed file's row count differs from the packer's", path);
+    sf_csv_pack_opts ref = {.drop_columns = o->series_column,
+                            .delimiter = o->delimiter,
+                            .missing = o->missing,
+                            .pack = {.level = 1, .filter = SF_FILTER_NONE}};
+    char ref_path[4200];
+    snprintf(ref_path, sizeof ref_path, "%s/ref.sfpack", dir);
+    sf_err e;
+    // The reference may fail where the first packing did not (a series name
+    // that --drop-columns cannot spell); only two results can be compared.
+    if (sf_csv_pack_mem(text, n, "fuzz.csv", ref_path, &ref, NULL, &e) == 0) {
+        float *ref_vals = load(ref_path, &ref_rows, &ref_ncols);
+        unlink(ref_path);
+        if (ref_rows != rows || ref_ncols != ncols || memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0)
+            fail("the packed values differ from the reference packing", path);
+        free(ref_vals);
+    }
+    free(vals);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 2) return 0;
+    static const char delimiters[] = {0, ',', ';', '\t'};
+    static const int missing[] = {SF_MISSING_ERROR, SF_MISSING_DROP, SF_MISSING_FFILL, SF_MISSING_FFILL};
+    const char *text = (const char *)data + 2;
+    size_t n = size - 2;
+    char series[256];
+    first_column(text, n, series, sizeof series);
+    bool use_series = (data[0] & 0x10) && series[0], threads = data[0] & 0x20;
+    char *big = threads && (data[1] & 0xc0) == 0xc0 ? inflate(text, n, &n) : NULL;
+    if (big) text = big;
+    sf_csv_pack_opts o = {.series_column = use_series ? series : NULL,
+                          .delimiter = delimiters[data[0] & 3],
+                          .missing = missing[(data[0] >> 2) & 3],
+                          .pack = {.chunk_rows = (1u + (data[1] & 15u)) << (big ? 10 : 0),
+                                   .level = 1,
+                                   .filter = ((data[1] >> 4) & 3) % SF_FILTER_COUNT,
+                                   .threads = threads ? 2 : 1}};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/out.sfpack", tmp_dir());
+    sf_csv_pack_stats st;
+    sf_err e;
+    if (sf_csv_pack_mem(text, n, "fuzz.csv", path, &o, &st, &e) == 0) check(text, n, &o, &st, path);
+    // Failed packings must not leave their output or temporary file behind.
+    if (!dir_empty()) fail("a file was left behind in", dir);
+    free(big);
+    return 0;
+}
