@@ -699,8 +699,8 @@ typedef struct {
     long nrows;  // -1: a record needs the general path
 } half_job;
 
-// The helper thread's half: plain numbers and skipped fields only, nothing
-// that touches shared state. Any record it cannot take makes it give up; the
+// The helper thread's half: numbers and skipped fields only, nothing that
+// touches shared state. Any record it cannot take makes it give up; the
 // main thread then parses the half itself, with the exact error messages.
 static void *parse_half(void *arg) {
     half_job *h = arg;
@@ -711,10 +711,15 @@ static void *parse_half(void *arg) {
         float *row = h->rows + (size_t)n * c->nkeep;
         for (uint32_t f = 0; f < c->ncsv; f++) {
             const char *after = p;
-            if (c->role[f] == ROLE_KEEP) {
-                if (!fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) goto give_up;
+            if (c->role[f] == ROLE_KEEP && fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
+                // the common case
             } else {
                 while (after < end && *after != c->delim && *after != '\n') after++;
+                const char *text_end = after > p && after[-1] == '\r' && after < end ? after - 1 : after;
+                // Longer plain decimals and exponents parse here too; spaces,
+                // quotes and missing values are for the main thread.
+                if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
+                    goto give_up;
             }
             p = after;
             bool last = f + 1 == c->ncsv;
