@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "internal.h"
@@ -63,21 +64,25 @@ void sf_filter_decode(float *out, const uint8_t *in, size_t ncols, size_t rows, 
         }
         return;
     }
+    // Blocks of a column through a small buffer: the gather from the planes
+    // and the zigzag decoding vectorise there, the running sum stays a
+    // short serial loop over data in L1.
+    enum { BLOCK = 1024 };
+    uint32_t tmp[BLOCK];
     const uint8_t *p0 = in, *p1 = in + n, *p2 = in + 2 * n, *p3 = in + 3 * n;
-    for (size_t k = 0; k < n; k++) {
-        uint32_t u = (uint32_t)p0[k] | (uint32_t)p1[k] << 8 | (uint32_t)p2[k] << 16 | (uint32_t)p3[k] << 24;
-        memcpy(out + k, &u, 4);
-    }
-    if (filter != SF_FILTER_DELTA_SHUFFLE) return;
-    // The running sum is a separate pass so that the unshuffle above vectorises.
+    bool delta = filter == SF_FILTER_DELTA_SHUFFLE;
     for (size_t c = 0; c < ncols; c++) {
-        float *col = out + c * rows;
         uint32_t acc = 0;
-        for (size_t r = 0; r < rows; r++) {
-            uint32_t z;
-            memcpy(&z, col + r, 4);
-            acc += z >> 1 ^ (0u - (z & 1));
-            memcpy(col + r, &acc, 4);
+        for (size_t r0 = 0; r0 < rows; r0 += BLOCK) {
+            size_t m = rows - r0 < BLOCK ? rows - r0 : BLOCK, k0 = c * rows + r0;
+            for (size_t j = 0; j < m; j++) {
+                uint32_t u = (uint32_t)p0[k0 + j] | (uint32_t)p1[k0 + j] << 8 | (uint32_t)p2[k0 + j] << 16 |
+                             (uint32_t)p3[k0 + j] << 24;
+                tmp[j] = delta ? u >> 1 ^ (0u - (u & 1)) : u;
+            }
+            if (delta)
+                for (size_t j = 0; j < m; j++) tmp[j] = acc += tmp[j];
+            memcpy(out + k0, tmp, m * 4);
         }
     }
 }
