@@ -3,7 +3,13 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 int sf_err_set(sf_err *e, int code, const char *fmt, ...) {
@@ -23,8 +29,9 @@ int sf_err_errno(sf_err *e, int code, int errnum, const char *fmt, ...) {
         va_start(ap, fmt);
         int n = vsnprintf(e->msg, sizeof e->msg, fmt, ap);
         va_end(ap);
+        char buf[128];  // strerror_r: decoding and compression threads report errors too
         if (n >= 0 && (size_t)n < sizeof e->msg)
-            snprintf(e->msg + n, sizeof e->msg - (size_t)n, ": %s", strerror(errnum));
+            snprintf(e->msg + n, sizeof e->msg - (size_t)n, ": %s", strerror_r(errnum, buf, sizeof buf));
         e->code = code;
     }
     return code;
@@ -40,6 +47,58 @@ const char *sf_err_name(int code) {
     case SF_ECORRUPT: return "corrupt file";
     default: return "error";
     }
+}
+
+int sf_temp_create(const char *path, char **tmp, sf_err *e) {
+    size_t len = strlen(path) + 16;
+    char *name = malloc(len);
+    if (!name) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", path);
+    static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 32 ^ (uintptr_t)name;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        char suffix[7];
+        for (int i = 0; i < 6; i++, x = x * 6364136223846793005ull + 1442695040888963407ull)
+            suffix[i] = chars[(x >> 33) % (sizeof chars - 1)];
+        suffix[6] = 0;
+        snprintf(name, len, "%s.tmp.%s", path, suffix);
+        // open() applies the umask: no process-wide umask() dance.
+        int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            *tmp = name;
+            return fd;
+        }
+        if (errno != EEXIST) {
+            int err = errno;
+            free(name);
+            return sf_err_errno(e, SF_EIO, err, "%s: cannot create a temporary file next to it", path);
+        }
+    }
+    free(name);
+    return sf_err_set(e, SF_EIO, "%s: cannot find a free temporary name next to it", path);
+}
+
+int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e) {
+    if (fsync(fd) != 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot flush the file to disk", path);
+    if (rename(tmp, path) != 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot rename %s onto it", path, tmp);
+    char *copy = strdup(path);
+    int dir = copy ? open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    free(copy);
+    if (dir >= 0) {  // best effort: the data itself is already durable
+        fsync(dir);
+        close(dir);
+    }
+    return 0;
+}
+
+int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 double sf_now(void) {

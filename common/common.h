@@ -4,6 +4,7 @@
 #ifndef SF_COMMON_H
 #define SF_COMMON_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,12 +31,25 @@ int sf_err_set(sf_err *e, int code, const char *fmt, ...)
 int sf_err_errno(sf_err *e, int code, int errnum, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-// Short name of a code, e.g. "corrupt" for SF_ECORRUPT.
+// Short name of a code, e.g. "corrupt file" for SF_ECORRUPT.
 const char *sf_err_name(int code);
 
 // CRC-32C (Castagnoli), the checksum of every block of an .sfpack file.
 // Hardware instructions when the CPU has SSE4.2, a table otherwise.
 uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
+
+// Output files appear whole or not at all: sf_temp_create opens a new
+// PATH.tmp.XXXXXX next to path (mode 0666 less the umask, as the final file
+// gets) and returns its descriptor, with its malloc'd name in *tmp;
+// sf_temp_commit fsyncs fd, renames tmp onto path and fsyncs the directory.
+// Both return a negative code on failure; the caller closes fd and, on
+// failure, unlinks tmp.
+int sf_temp_create(const char *path, char **tmp, sf_err *e);
+int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e);
+
+// pthread_create with every signal blocked in the new thread, so that
+// signals (Ctrl-C) reach the main thread and its handlers. 0 or an errno.
+int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 // Monotonic time in seconds.
 double sf_now(void);

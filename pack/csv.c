@@ -1,7 +1,9 @@
 // CSV to .sfpack in one streaming pass: a sliding buffer of whole records,
-// one record parsed at a time into a row of floats, rows handed to the
-// writer in batches. Memory: the buffer (grows only for a longer record), the
-// writer's chunk buffers and one entry per series id.
+// each record parsed into the next row of a batch, batches handed to the
+// writer. With two or more threads a helper thread parses the second half of
+// each buffer where records are independent (parse_parallel). Memory: the
+// buffer (grows only for a longer record), a 64 KiB batch, the helper's rows
+// for half a buffer, the writer's chunk buffers, and one entry per series id.
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -11,13 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
-#define BATCH_ROWS 4096
+#define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define PAD 16  // zeroed bytes behind the data: the 8-byte loads of fast_number
 
 enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES };
@@ -34,7 +37,7 @@ typedef struct {
     sf_err *e;
 
     int fd;  // -1: the whole input is in buf already
-    char *buf, *own;
+    char *buf;
     size_t len, cap;
     bool eof;
     uint64_t consumed;  // input bytes before buf[0]
@@ -56,7 +59,7 @@ typedef struct {
     const char *key_at;  // where it starts in the input
 
     float *batch;
-    size_t nbatch;
+    size_t nbatch, batch_rows;
     float *last;  // ffill: the last row of the previous batch
     bool have_last;
     char *cur_series;
@@ -128,9 +131,9 @@ static int refill(csv *c) {
         if (c->cap >= BUF_MAX)
             return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: record longer than %u MiB", c->name,
                               (unsigned long long)c->line, BUF_MAX >> 20);
-        char *b = realloc(c->own, 2 * c->cap + PAD);
+        char *b = realloc(c->buf, 2 * c->cap + PAD);
         if (!b) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for a long record", c->name);
-        c->buf = c->own = b;
+        c->buf = b;
         c->cap *= 2;
     }
     while (c->len < c->cap) {
@@ -149,6 +152,10 @@ static int refill(csv *c) {
 }
 
 enum { REC_OK = 1, REC_MORE = 2, REC_END = 3 };  // errors are negative
+
+bool sf_csv_delimiter_ok(char d) {
+    return d && !strchr("0123456789.+-eE \"\r\n", d);
+}
 
 static bool is_space(char ch, char delim) { return ch == ' ' || (ch == '\t' && delim != '\t'); }
 
@@ -271,6 +278,25 @@ static inline bool fast_number(const char *q, const char *end, char delim, float
     return true;
 }
 
+// Length of the valid UTF-8 prefix of s[0, n).
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned ch = s[i];
+        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
+        uint32_t cp = ch & (0xffu >> (len + 1));
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return i;
+        i += len;
+    }
+    return n;
+}
+
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
@@ -282,7 +308,10 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     c->rec_quoted |= quoted;
     size_t n = (size_t)(fe - fs);
     if (c->role[f] == ROLE_SERIES) {  // copied: c->field is reused by the next quoted field
-        if (memchr(fs, 0, n)) return fail_at(c, at, "series id holds a NUL byte");
+        if (memchr(fs, 0, n) || utf8_valid_prefix((const unsigned char *)fs, n) < n)
+            return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
+        if (n > SF_PACK_MAX_NAME)
+            return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
         if (n + 1 > c->key_cap) {
             char *k = realloc(c->key, n + 1);
             if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
@@ -465,28 +494,10 @@ static int commit_record(csv *c) {
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
-    if (++c->nbatch == BATCH_ROWS) return flush_batch(c);
+    if (++c->nbatch == c->batch_rows) return flush_batch(c);
     return 0;
 }
 
-// Length of the valid UTF-8 prefix of s[0, n).
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned ch = s[i];
-        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
-        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
-        uint32_t cp = ch & (0xffu >> (len + 1));
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-            return i;
-        i += len;
-    }
-    return n;
-}
 
 // Refills until the header line (quotes respected) is in the buffer; returns
 // its end (the '\n' or the end of input).
@@ -599,6 +610,9 @@ static int read_header(csv *c) {
     if (ok < (size_t)(eol - start))
         return fail_at(c, start + ok, "column names must be UTF-8; found byte 0x%02x",
                        (unsigned char)start[ok]);
+    if (c->o->delimiter && !sf_csv_delimiter_ok(c->o->delimiter))
+        return sf_err_set(c->e, SF_EINVAL, "%s: '%c' cannot be the delimiter: it can be part of a number", c->name,
+                          c->o->delimiter);
     c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);
 
     size_t cap = 16;
@@ -611,6 +625,7 @@ static int read_header(csv *c) {
         if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at)))
             return rc < 0 ? rc : fail_at(c, p, "header row is not complete (unbalanced quotes?)");
         if (fe == fs) return fail_at(c, at, "column %u has an empty name; expected a header row of names", c->ncsv + 1);
+        if (fe - fs > SF_PACK_MAX_NAME) return fail_at(c, at, "column name longer than %u bytes", SF_PACK_MAX_NAME);
         if (c->ncsv == SF_PACK_MAX_COLS)
             return sf_err_set(c->e, SF_EFORMAT, "%s:1: more than %u columns", c->name, SF_PACK_MAX_COLS);
         char *name = strndup(fs, (size_t)(fe - fs));
@@ -711,11 +726,10 @@ static void *parse_half(void *arg) {
         float *row = h->rows + (size_t)n * c->nkeep;
         for (uint32_t f = 0; f < c->ncsv; f++) {
             const char *after = p;
-            if (c->role[f] == ROLE_KEEP && fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
-                // the common case
-            } else {
+            if (c->role[f] != ROLE_KEEP || !fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
                 while (after < end && *after != c->delim && *after != '\n') after++;
-                const char *text_end = after > p && after[-1] == '\r' && after < end ? after - 1 : after;
+                // As next_field: a CR ends the text only as part of a CRLF.
+                const char *text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
                 // Longer plain decimals and exponents parse here too; spaces,
                 // quotes and missing values are for the main thread.
                 if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
@@ -757,7 +771,7 @@ static int parse_parallel(csv *c) {
     }
     half_job h = {c, mid, last + 1, c->half_rows, -1};
     pthread_t t;
-    if (pthread_create(&t, NULL, parse_half, &h) != 0) return 1;
+    if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
     pthread_join(t, NULL);
     if (rc < 0) return rc;
@@ -776,7 +790,8 @@ static int convert(csv *c, const char *out) {
     const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);
     c->last = malloc(c->nkeep * sizeof(float));
     c->miss = calloc(c->nkeep, sizeof *c->miss);
-    c->batch = malloc((size_t)BATCH_ROWS * c->nkeep * sizeof(float));
+    c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float)) + 1;
+    c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
     c->row = c->batch;
     if (!col_names || !c->last || !c->miss || !c->batch) {
         free(col_names);
@@ -797,7 +812,6 @@ static int convert(csv *c, const char *out) {
     }
     if (rc == REC_END) rc = 0;
     if (!rc) rc = flush_batch(c);
-    if (c->series_field == UINT32_MAX && c->st.rows) c->st.nseries = 1;
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
         rc = sf_err_set(c->e, SF_EFORMAT, "%s:%llu:1: the file has a header row but no data rows",
                         c->name, (unsigned long long)(c->blank_line ? c->blank_line : c->line));
@@ -807,8 +821,9 @@ static int convert(csv *c, const char *out) {
     c->st.csv_bytes = c->consumed + c->len;
     if (c->w) {
         if (!rc) {
-            c->st.out_bytes = sf_pack_writer_bytes(c->w);
             rc = sf_pack_writer_finish(c->w, c->e);
+            struct stat sb;
+            if (!rc && stat(out, &sb) == 0) c->st.out_bytes = (uint64_t)sb.st_size;
         } else {
             sf_pack_writer_abort(c->w);
         }
@@ -834,7 +849,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->field);
     free(c->half_rows);
     free(c->key);
-    free(c->own);
+    free(c->buf);
     return rc;
 }
 
@@ -845,7 +860,7 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
     if (c.fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", in);
     posix_fadvise(c.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     c.cap = BUF_INITIAL;
-    c.buf = c.own = malloc(c.cap + PAD);
+    c.buf = malloc(c.cap + PAD);
     int rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!is_stdin) close(c.fd);
     return rc;
@@ -855,7 +870,7 @@ int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *ou
                     sf_csv_pack_stats *st, sf_err *e) {
     // The parser wants zeroed padding behind the data.
     csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n + 1};
-    c.buf = c.own = calloc(1, n + PAD);
+    c.buf = calloc(1, n + PAD);
     if (!c.buf) return sf_err_set(e, SF_ENOMEM, "out of memory");
     memcpy(c.buf, data, n);
     return run(&c, out, st);

@@ -71,9 +71,10 @@ typedef struct sf_pack sf_pack;
 typedef struct sf_pack_dctx sf_pack_dctx;
 
 // Opens and validates header, trailer and footer (not the chunks: see
-// sf_pack_verify). `name` is used in messages.
+// sf_pack_verify).
 int sf_pack_open(sf_pack **out, const char *path, sf_err *e);
-// Same on an open descriptor, which the reader dups (the caller keeps fd).
+// Same on an open descriptor, which the reader dups (the caller keeps fd);
+// name is used in messages.
 int sf_pack_open_fd(sf_pack **out, int fd, const char *name, sf_err *e);
 void sf_pack_close(sf_pack *p);
 
@@ -144,14 +145,15 @@ typedef struct {
     const char *columns;        // comma-separated names to keep, in order; NULL: all
     const char *drop_columns;   // comma-separated names to leave out; NULL: none
     const char *series_column;  // NULL: the file is one series
-    char delimiter;             // 0: detect from the header (',', ';', '\t')
+    char delimiter;             // 0: detect from the header (',', ';', '\t'); see sf_csv_delimiter_ok
     int missing;                // enum sf_missing
-    sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in
+    sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in; threads > 1
+                                // also parses with a second thread where it can
     // Called now and then with rows and CSV bytes done (may be NULL).
     void (*progress)(void *arg, uint64_t rows, uint64_t bytes);
     void *progress_arg;
-    // Receives the temporary output path once it exists, so that a signal
-    // handler can remove it (may be NULL).
+    // Receives (with progress_arg) the temporary output path once it exists,
+    // so that a signal handler can remove it (may be NULL).
     void (*temp_path)(void *arg, const char *path);
 } sf_csv_pack_opts;
 
@@ -159,6 +161,10 @@ typedef struct {
     uint64_t rows, rows_dropped, values_filled, csv_bytes, out_bytes;
     uint64_t nseries;
 } sf_csv_pack_stats;
+
+// Whether d can separate fields: not a character of a number, a space, a
+// quote or a line break.
+bool sf_csv_delimiter_ok(char d);
 
 // Converts the CSV file at in (a path, "-" for stdin) into an .sfpack at out.
 // Errors name in:line:column and what was expected.
@@ -174,8 +180,8 @@ int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *ou
 // when it rounds beyond the float32 range.
 int sf_parse_float(const char *s, size_t n, float *out);
 
-// Writes the shortest decimal that strtof reads back to the same float (at
-// most 16 bytes plus NUL). Returns the length.
+// Writes the shortest decimal that strtof reads back to the same float into
+// buf (24 bytes), plain digits for integers below 10^9. Returns the length.
 int sf_format_float(char *buf, float v);
 
 #endif

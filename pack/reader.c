@@ -20,7 +20,7 @@ struct sf_pack {
     char **col_names;
     sf_col_stats *stats;
     sf_series *series;
-    char *series_names;  // storage for series[i].name and the series column
+    char *series_names;  // storage for series[i].name
     char *series_column;
     uint64_t *chunk_offset;
     uint32_t *chunk_size, *chunk_crc;
@@ -95,7 +95,8 @@ static int parse_header(sf_pack *p, sf_err *e) {
         return CORRUPT("%s: byte 8: format version %u; this seqfeed reads version %u", nm, version, SF_PACK_VERSION);
     uint32_t hsize = sf_get_u32(fixed + 12);
     if (hsize < SF_HEADER_FIXED + 6 || hsize > SF_MAX_HEADER || hsize > p->info.file_size - SF_FOOTER_SIZE)
-        return CORRUPT("%s: byte 12: header size %u is out of range", nm, hsize);
+        return CORRUPT("%s: byte 12: header size %u; expected %u to %u bytes, within the file", nm, hsize,
+                       SF_HEADER_FIXED + 6, SF_MAX_HEADER);
     uint8_t *h = malloc(hsize);
     if (!h) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
     if ((rc = read_at(p->fd, h, hsize, 0))) {
@@ -114,6 +115,11 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.filter = sf_get_u32(h + 24);
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
+    if (sf_get_u32(h + 32) || sf_get_u32(h + 36)) {
+        rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; this version writes and expects 0", nm,
+                     sf_get_u32(h + 32), sf_get_u32(h + 36));
+        goto out;
+    }
     uint32_t nc = p->info.ncols;
     if (nc == 0 || nc > SF_PACK_MAX_COLS) {
         rc = CORRUPT("%s: byte 16: %u columns; expected 1 to %u", nm, nc, SF_PACK_MAX_COLS);
@@ -189,9 +195,13 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
     }
     crc = sf_get_u32(t + tsize - 4);
     want = sf_crc32c(0, t, tsize - 4);
-    if (memcmp(t, SF_MAGIC_TRAILER, 8) != 0 || crc != want) {
-        rc = CORRUPT("%s: trailer (bytes %llu-%llu): bad magic or checksum mismatch (stored %08x, computed %08x)", nm,
+    if (crc != want) {
+        rc = CORRUPT("%s: trailer (bytes %llu-%llu): checksum mismatch (stored %08x, computed %08x)", nm,
                      (unsigned long long)toff, (unsigned long long)(foot - 1), crc, want);
+        goto out;
+    }
+    if (memcmp(t, SF_MAGIC_TRAILER, 8) != 0) {
+        rc = CORRUPT("%s: trailer (byte %llu): magic \"SFTRAIL\\n\" missing", nm, (unsigned long long)toff);
         goto out;
     }
     in->nrows = sf_get_u64(t + 8);
@@ -434,8 +444,8 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
         sf_moments_finish(&s, &acc[col]);
         const sf_col_stats *t = &in->stats[col];
         if (s.min != t->min || s.max != t->max || s.mean != t->mean || s.std != t->std)
-            rc = CORRUPT("%s: trailer: statistics of column \"%s\" (min %.9g max %.9g mean %.9g std %.9g) differ "
-                         "from the data (min %.9g max %.9g mean %.9g std %.9g)",
+            rc = CORRUPT("%s: trailer: statistics of column \"%s\" (min %.17g max %.17g mean %.17g std %.17g) differ "
+                         "from the data (min %.17g max %.17g mean %.17g std %.17g)",
                          p->name, in->col_names[col], t->min, t->max, t->mean, t->std, s.min, s.max, s.mean, s.std);
     }
 out:

@@ -3,13 +3,11 @@
 // statistics and series table go into the trailer once all rows are known.
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -22,16 +20,14 @@ typedef struct {
     size_t stored_cap, stored_size, rows;
     sf_moments *moments;  // ncols
     uint64_t seq;
-    int state;  // FREE, QUEUED, DONE
-    int error;  // a zstd error code name, or 0
-    const char *error_name;
+    bool done;               // compressed; guarded by mu when there are workers
+    const char *error_name;  // zstd's, when compression failed
 } job;
-
-enum { JOB_FREE, JOB_QUEUED, JOB_DONE };
 
 typedef struct {
     uint64_t first_row, rows;
     char *name;
+    size_t len;  // names may hold NUL bytes
 } series_entry;
 
 struct sf_pack_writer {
@@ -105,7 +101,7 @@ static void *worker_main(void *arg) {
         if (cctx) job_compress(j, cctx, w->ncols, w->level, w->filter);
         else j->error_name = "cannot create a zstd context";
         pthread_mutex_lock(&w->mu);
-        j->state = JOB_DONE;
+        j->done = true;
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
@@ -118,7 +114,7 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
     job *j = &w->jobs[w->next_write % w->njobs];
     if (w->nthreads) {
         pthread_mutex_lock(&w->mu);
-        while (j->state != JOB_DONE) pthread_cond_wait(&w->cv, &w->mu);
+        while (!j->done) pthread_cond_wait(&w->cv, &w->mu);
         pthread_mutex_unlock(&w->mu);
     }
     if (j->error_name)
@@ -145,7 +141,7 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
     sf_put_u32(ent + 8, (uint32_t)j->stored_size);
     sf_put_u32(ent + 12, sf_crc32c(0, j->stored, j->stored_size));
     w->offset = sf_align_up(w->offset + j->stored_size, SF_PACK_ALIGN);
-    j->state = JOB_FREE;
+    j->done = false;
     w->next_write++;
     return 0;
 }
@@ -161,13 +157,12 @@ static int flush_chunk(sf_pack_writer *w, sf_err *e) {
     w->fill = 0;
     if (w->nthreads) {
         pthread_mutex_lock(&w->mu);
-        j->state = JOB_QUEUED;
         w->next_seq++;
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
     } else {
         job_compress(j, w->cctx, w->ncols, w->level, w->filter);
-        j->state = JOB_DONE;
+        j->done = true;
         w->next_seq++;
     }
     while (w->next_seq - w->next_write >= w->njobs) {
@@ -208,7 +203,7 @@ static void free_writer(sf_pack_writer *w) {
 
 void sf_pack_writer_abort(sf_pack_writer *w) {
     if (!w) return;
-    if (w->tmp_path) unlink(w->tmp_path);
+    if (w->fd >= 0) unlink(w->tmp_path);
     free_writer(w);
 }
 
@@ -274,13 +269,11 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->filter = o->filter;
     w->col_names = o->col_names;
     w->path = strdup(path);
-    size_t tlen = strlen(path) + 16;
-    w->tmp_path = malloc(tlen);
     w->nthreads = o->threads > 1 ? o->threads : 0;
     w->njobs = w->nthreads ? 2 * (size_t)w->nthreads : 1;
     w->jobs = calloc(w->njobs, sizeof *w->jobs);
     w->moments = calloc(o->ncols, sizeof *w->moments);
-    if (!w->path || !w->tmp_path || !w->jobs || !w->moments) goto nomem;
+    if (!w->path || !w->jobs || !w->moments) goto nomem;
     size_t raw = chunk_rows * o->ncols * 4;
     for (size_t i = 0; i < w->njobs; i++) {
         job *j = &w->jobs[i];
@@ -293,15 +286,12 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     }
     if (!w->nthreads && !(w->cctx = ZSTD_createCCtx())) goto nomem;
 
-    snprintf(w->tmp_path, tlen, "%s.tmp.XXXXXX", path);
-    w->fd = mkstemp(w->tmp_path);
-    if (w->fd < 0) {
-        int err = errno;
-        free(w->tmp_path);
-        w->tmp_path = NULL;
+    int fd = sf_temp_create(path, &w->tmp_path, e);
+    if (fd < 0) {
         free_writer(w);
-        return sf_err_errno(e, SF_EIO, err, "%s: cannot create a temporary file next to it", path);
+        return fd;
     }
+    w->fd = fd;
     int rc = write_header(w, series_column, e);
     if (rc) {
         sf_pack_writer_abort(w);
@@ -313,7 +303,7 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
         pthread_mutex_init(&w->mu, NULL);
         pthread_cond_init(&w->cv, NULL);
         for (int i = 0; i < w->nthreads; i++) {
-            if (pthread_create(&w->threads[i], NULL, worker_main, w)) {
+            if (sf_thread_start(&w->threads[i], worker_main, w)) {
                 w->nthreads = i;
                 sf_pack_writer_abort(w);
                 return sf_err_set(e, SF_ENOMEM, "%s: cannot start compression threads", path);
@@ -352,7 +342,7 @@ int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_er
         w->series = p;
         w->series_cap = cap;
     }
-    w->series[w->nseries++] = (series_entry){w->nrows, 0, copy};
+    w->series[w->nseries++] = (series_entry){w->nrows, 0, copy, len};
     return 0;
 }
 
@@ -383,7 +373,7 @@ int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *
 
 static int write_trailer(sf_pack_writer *w, sf_err *e) {
     size_t names = 0;
-    for (size_t i = 0; i < w->nseries; i++) names += 2 + strlen(w->series[i].name);
+    for (size_t i = 0; i < w->nseries; i++) names += 2 + w->series[i].len;
     size_t n = SF_TRAILER_FIXED + w->ncols * SF_STATS_SIZE + w->index_len * SF_INDEX_ENTRY +
                w->nseries * SF_SERIES_ENTRY + names + 4;
     uint8_t *t = malloc(n + SF_FOOTER_SIZE);
@@ -410,10 +400,9 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
         sf_put_u64(p + 8, w->series[i].rows);
     }
     for (size_t i = 0; i < w->nseries; i++) {
-        size_t len = strlen(w->series[i].name);
-        sf_put_u16(p, (uint16_t)len);
-        memcpy(p + 2, w->series[i].name, len);
-        p += 2 + len;
+        sf_put_u16(p, (uint16_t)w->series[i].len);
+        memcpy(p + 2, w->series[i].name, w->series[i].len);
+        p += 2 + w->series[i].len;
     }
     sf_put_u32(p, sf_crc32c(0, t, n - 4));
     p += 4;
@@ -428,19 +417,6 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
     memcpy(p + 24, SF_MAGIC_FOOTER, 8);
     int rc = write_all(w, t, n + SF_FOOTER_SIZE, trailer_offset, e);
     free(t);
-    if (!rc && ftruncate(w->fd, (off_t)(trailer_offset + n + SF_FOOTER_SIZE)) != 0)
-        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot set the file size", w->path);
-    return rc;
-}
-
-static int sync_dir_of(const char *path) {
-    char *copy = strdup(path);
-    if (!copy) return -1;
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY);
-    free(copy);
-    if (fd < 0) return -1;
-    int rc = fsync(fd);
-    close(fd);
     return rc;
 }
 
@@ -450,21 +426,11 @@ int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
     while (!rc && w->next_write < w->next_seq) rc = write_next(w, e);
     if (!rc && w->nrows == 0) rc = sf_err_set(e, SF_EINVAL, "%s: no rows to pack", w->path);
     if (!rc) rc = write_trailer(w, e);
-    if (!rc) {
-        mode_t mask = umask(0);
-        umask(mask);
-        if (fchmod(w->fd, 0666 & ~mask) != 0 || fsync(w->fd) != 0)
-            rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot flush the file to disk", w->path);
-    }
-    if (!rc && rename(w->tmp_path, w->path) != 0)
-        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot rename %s onto it", w->path, w->tmp_path);
+    if (!rc) rc = sf_temp_commit(w->fd, w->tmp_path, w->path, e);
     if (rc) {
         sf_pack_writer_abort(w);
         return rc;
     }
-    sync_dir_of(w->path);  // best effort: the data itself is already durable
-    free(w->tmp_path);
-    w->tmp_path = NULL;
     free_writer(w);
     return 0;
 }

@@ -27,10 +27,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 static char guarded[PATH_MAX];
 
 static void on_fatal_signal(int sig) {
-    if (guarded[0]) unlink(guarded);
     static const char msg[] = "\nseqfeed: interrupted; partial output removed\n";
-    ssize_t ignored = write(2, msg, sizeof msg - 1);
-    (void)ignored;
+    if (guarded[0]) {
+        unlink(guarded);
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }

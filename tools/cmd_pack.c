@@ -75,9 +75,9 @@ int cmd_pack(int argc, char **argv) {
         case O_SERIES: o.series_column = optarg; break;
         case O_DELIM:
             if (!strcmp(optarg, "tab") || !strcmp(optarg, "\\t")) o.delimiter = '\t';
-            else if (strlen(optarg) == 1 && optarg[0] != '"' && optarg[0] != '\n' && optarg[0] != '\r')
+            else if (strlen(optarg) == 1 && sf_csv_delimiter_ok(optarg[0]))
                 o.delimiter = optarg[0];
-            else return cli_usage_error("pack", "--delimiter wants one character or 'tab', not '%s'", optarg);
+            else return cli_usage_error("pack", "--delimiter wants 'tab' or one character that is not part of a number, a space or a quote, not '%s'", optarg);
             break;
         case O_MISSING:
             if (!strcmp(optarg, "error")) o.missing = SF_MISSING_ERROR;
@@ -130,17 +130,11 @@ int cmd_pack(int argc, char **argv) {
     if (rc) return cli_fail("pack", &e, NULL);
     if (!quiet) {
         double dt = sf_now() - prog.start;
-        sf_pack *p;
-        uint64_t file_size = st.out_bytes;
-        if (sf_pack_open(&p, out, &e) == 0) {
-            file_size = sf_pack_get_info(p)->file_size;
-            sf_pack_close(p);
-        }
         printf("packed %llu rows (%llu series", (unsigned long long)st.rows, (unsigned long long)st.nseries);
         if (st.rows_dropped) printf(", %llu rows dropped", (unsigned long long)st.rows_dropped);
         if (st.values_filled) printf(", %llu values filled", (unsigned long long)st.values_filled);
         printf(") from %.1f MB of CSV into %s, %.1f MB, in %.2f s (%.0f MB/s)\n", st.csv_bytes / 1e6, out,
-               file_size / 1e6, dt, dt > 0 ? st.csv_bytes / 1e6 / dt : 0.0);
+               st.out_bytes / 1e6, dt, dt > 0 ? st.csv_bytes / 1e6 / dt : 0.0);
     }
     return EXIT_OK;
 }

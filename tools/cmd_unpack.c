@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -19,10 +18,11 @@ static const char help[] =
     "  -o, --output FILE   the CSV file to write (required)\n"
     "  -h, --help          this text\n";
 
-// CSV-quotes s when it holds a delimiter, quote, line break or edge space.
+// CSV-quotes s when it holds anything pack would read differently: any of
+// the delimiters it detects, a quote, a line break, or an edge space or tab.
 static void put_field(FILE *f, const char *s) {
     size_t n = strlen(s);
-    if (n && !strpbrk(s, ",\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
+    if (n && !strpbrk(s, ",;\t\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
         fputs(s, f);
         return;
     }
@@ -103,33 +103,29 @@ int cmd_unpack(int argc, char **argv) {
 
     if (!strcmp(out, "-")) {
         int rc = write_csv(p, stdout, &e);
-        if (!rc && fflush(stdout) != 0) rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
+        if (!rc && (fflush(stdout) != 0 || ferror(stdout))) rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
         sf_pack_close(p);
         return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
     }
-    size_t tlen = strlen(out) + 16;
-    char *tmp = malloc(tlen);
-    if (!tmp) return EXIT_ERR;
-    snprintf(tmp, tlen, "%s.tmp.XXXXXX", out);
-    int fd = mkstemp(tmp);
+    char *tmp = NULL;
+    int fd = sf_temp_create(out, &tmp, &e);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    int rc;
-    if (!f) {
-        rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot create a temporary file next to it", out);
-    } else {
+    int rc = fd < 0 ? fd : 0;
+    if (fd >= 0 && !f) {
+        rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot open the temporary file", out);
+        close(fd);
+    }
+    if (f) {
         cli_guard_temp(tmp);
         static char big[1 << 20];
         setvbuf(f, big, _IOFBF, sizeof big);
         rc = write_csv(p, f, &e);
-        mode_t mask = umask(0);
-        umask(mask);
-        if (!rc && (fflush(f) != 0 || fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0))
-            rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
+        if (!rc && (fflush(f) != 0 || ferror(f))) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
+        if (!rc) rc = sf_temp_commit(fd, tmp, out, &e);
         if (fclose(f) != 0 && !rc) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
-        if (!rc && rename(tmp, out) != 0) rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot rename onto it", out);
-        if (rc) unlink(tmp);
         cli_guard_temp(NULL);
     }
+    if (rc && tmp) unlink(tmp);
     free(tmp);
     sf_pack_close(p);
     return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;

@@ -64,6 +64,17 @@ run 0 unpack good.sfpack -o -
 cmp -s out data.csv || fail "unpack -o - printed $(cat out)"
 run 0 unpack good.sfpack -o back.csv
 cmp -s back.csv data.csv || fail "unpack -o back.csv wrote $(cat back.csv)"
+
+# Names holding a delimiter pack would detect, a quote or a comma come back
+# quoted, so that the unpacked CSV packs again to the same columns.
+printf '"x;y;z","q""uote","c,d"\n1,2,3\n' > names.csv
+run 0 pack names.csv -o names.sfpack
+run 0 unpack names.sfpack -o names-back.csv
+run 0 pack names-back.csv -o names-back.sfpack
+run 0 inspect --json names-back.sfpack
+expect out '"name": "x;y;z"'
+expect out '"name": "q\\"uote"'
+expect out '"name": "c,d"'
 no_temp back.csv
 
 # Options reach the packer.

@@ -635,6 +635,42 @@ static void case_all_dropped(void) {
     reject("a,b\n1,\nNA,2\n", &o, SF_EFORMAT, "in.csv: ", "no rows left", NULL);
 }
 
+static void case_bad_series_id(void) {
+    sf_csv_pack_opts o = defaults();
+    o.series_column = "id";
+    reject("id,a\nx,1\n\xe9t\xe9,2\n", &o, SF_EFORMAT, "in.csv:3:1: ", "UTF-8", NULL);
+    static const char nul[] = "id,a\nx,1\na\0b,2\n";
+    sf_err e = {0};
+    int rc = sf_csv_pack_mem(nul, sizeof nul - 1, "in.csv", out, &o, NULL, &e);
+    CHECK(rc == SF_EFORMAT && strncmp(e.msg, "in.csv:3:1: ", 12) == 0, "NUL in a series id: %d %s", rc, e.msg);
+    check_outputs(false);
+}
+
+static void case_long_names(void) {
+    enum { LONG = 70000 };
+    char *csv = malloc(2 * LONG + 64);
+    if (!csv) return;
+    memset(csv, 'n', LONG);
+    strcpy(csv + LONG, ",b\n1,2\n");
+    sf_csv_pack_opts o = defaults();
+    reject(csv, &o, SF_EFORMAT, "in.csv:1:1: ", "longer than 65535", NULL);
+    strcpy(csv, "id,b\n");
+    memset(csv + 5, 's', LONG);
+    strcpy(csv + 5 + LONG, ",2\n");
+    o.series_column = "id";
+    reject(csv, &o, SF_EFORMAT, "in.csv:2:1: ", "longer than 65535", NULL);
+    free(csv);
+}
+
+static void case_bad_delimiter(void) {
+    sf_csv_pack_opts o = defaults();
+    const char bad[] = {'.', '5', '-', '+', 'e', 'E', ' ', '"'};
+    for (size_t i = 0; i < sizeof bad; i++) {
+        o.delimiter = bad[i];
+        reject("a.b\n1.5\n", &o, SF_EINVAL, "in.csv: ", "delimiter", NULL);
+    }
+}
+
 static void case_non_utf8_header(void) {
     sf_csv_pack_opts o = defaults();
     reject("a,b\xff,c\n1,2,3\n", &o, SF_EFORMAT, "in.csv:1:4: ", "UTF-8", "0xff", NULL);
@@ -750,13 +786,15 @@ static bool write_big(big_csv *b, size_t bad_row) {
 // between two threads. A dropped first column, CRLF on some lines, every
 // 5000th value too long for the fast path (which makes that half fall back)
 // when `long_values`, and "oops" at bad_row.
+static const char *bad_text = "oops";  // what write_plain puts at bad_row
+
 static size_t write_plain(size_t rows, bool long_values, size_t bad_row) {
     FILE *f = fopen(in_path, "w");
     if (!f) return 0;
     fprintf(f, "id,x,y\n");
     for (size_t i = 0; i < rows; i++) {
         char x[48];
-        if (i == bad_row) snprintf(x, sizeof x, "oops");
+        if (i == bad_row) snprintf(x, sizeof x, "%s", bad_text);
         else if (long_values && i % 5000 == 0) snprintf(x, sizeof x, "%.12e", (double)rnd_float());
         else snprintf(x, sizeof x, "%.*f", (int)(rnd() % 5), (double)(int64_t)(rnd() % 200001 - 100000) / 100.0);
         fprintf(f, "%zu,%s,%.3f%s", i, x, (double)(rnd() % 100000) / 100.0, i % 7 ? "\n" : "\r\n");
@@ -806,12 +844,19 @@ static void case_parallel(void) {
 }
 
 static void case_parallel_error(void) {
-    // Rows spread over the first and second halves of several buffers.
-    const size_t bad[] = {3, 20000, 29000, 41000, 77777, 150001};
+    // Rows spread over the first and second halves of several buffers; the
+    // helper thread must refuse the same texts as the main path (a CR that
+    // is not part of a CRLF, an empty value).
+    static const struct {
+        size_t row;
+        const char *text;
+    } bad[] = {{3, "oops"}, {29000, "1.5e0\r"}, {41000, ""}, {77777, "1.5e0\r"}, {120000, "1.5 x"},
+               {150001, "oops"}, {180000, "1.5e0\r"}, {20000, "1.5e0\r"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        CHECK(write_plain(200000, i % 2, bad[i]), "cannot write %s", in_path);
+        bad_text = bad[i].text;
+        CHECK(write_plain(200000, i % 2, bad[i].row), "cannot write %s", in_path);
         char what[32];
-        snprintf(what, sizeof what, "bad row %zu", bad[i]);
+        snprintf(what, sizeof what, "bad row %zu", bad[i].row);
         same_with_threads(what);
         check_outputs(false);
     }
@@ -881,6 +926,9 @@ static const struct {
     C(big_file_error),
     C(parallel),
     C(parallel_error),
+    C(bad_series_id),
+    C(long_names),
+    C(bad_delimiter),
 #undef C
 };
 

@@ -371,6 +371,8 @@ static void test_inconsistent_fields(void) {
         {"0 chunk rows", "chunk of", 20, 4, 0, 0, 'h'},
         {"header size 12", "header size", 12, 4, 12, 0, 'h'},
         {"version 2", "version", 8, 4, 2, 0, 'h'},
+        {"flags set", "flags", 32, 4, 1, 0, 'h'},
+        {"reserved set", "reserved", 36, 4, 0x100, 0, 'h'},
         {"0 rows", "rows", toff + 8, 8, 0, 0, 't'},
         {"one row more", "rows", toff + 8, 8, NROWS + 1, 0, 't'},
         {"6 chunks", "chunks", toff + 16, 8, 6, 0, 't'},
