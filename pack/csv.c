@@ -869,7 +869,7 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
                     sf_csv_pack_stats *st, sf_err *e) {
     // The parser wants zeroed padding behind the data.
-    csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n + 1};
+    csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n};
     c.buf = calloc(1, n + PAD);
     if (!c.buf) return sf_err_set(e, SF_ENOMEM, "out of memory");
     memcpy(c.buf, data, n);

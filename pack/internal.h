@@ -44,7 +44,8 @@ static inline int sf_decimal_to_float(uint64_t m, long e10, int digits, bool neg
         *out = neg ? -0.0f : 0.0f;
         return 0;
     }
-    if (e10 < SF_P10_MIN || e10 > SF_P10_MAX) return sf_parse_float_slow(s, n, out);
+    // With at most 19 digits the two checks above keep e10 in [-65, 39],
+    // inside the table.
     // m (rounded to double unless below 2^53) times 10^e10 (rounded): three
     // roundings and the digits beyond the 19th keep the relative error below
     // 2^-51, a few double ulps; a 29-bit tail that far from the float midpoint

@@ -359,6 +359,9 @@ size_t sf_pack_chunk_raw_size(const sf_pack *p, uint64_t i) {
 }
 
 int sf_pack_chunk_read(const sf_pack *p, uint64_t i, void *buf, sf_err *e) {
+    if (i >= p->info.nchunks)
+        return sf_err_set(e, SF_EINVAL, "%s: no chunk %llu (the file has %llu)", p->name, (unsigned long long)i,
+                          (unsigned long long)p->info.nchunks);
     sf_chunk c = sf_pack_chunk_locate(p, i);
     int rc = read_at(p->fd, buf, c.stored_size, c.offset);
     if (rc == -ENODATA)
@@ -386,6 +389,9 @@ void sf_pack_dctx_free(sf_pack_dctx *d) {
 }
 
 int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out, sf_err *e) {
+    if (i >= p->info.nchunks)
+        return sf_err_set(e, SF_EINVAL, "%s: no chunk %llu (the file has %llu)", p->name, (unsigned long long)i,
+                          (unsigned long long)p->info.nchunks);
     sf_chunk c = sf_pack_chunk_locate(p, i);
     uint32_t crc = sf_crc32c(0, stored, c.stored_size);
     if (crc != c.crc)
