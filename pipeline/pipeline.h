@@ -12,6 +12,8 @@
 #include "common/common.h"
 #include "pack/pack.h"
 
+// ---- planning ----
+
 // Window geometry, as keras.utils.timeseries_dataset_from_array: a window
 // starting at row s holds rows s, s + sampling_rate, ..., s + (length - 1) *
 // sampling_rate; its target is row s + (length - 1) * sampling_rate +
@@ -40,6 +42,7 @@ void sf_plan_free(sf_plan *p);
 uint64_t sf_plan_windows(const sf_plan *p);
 uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id);  // first row
 uint64_t sf_plan_blocks(const sf_plan *p);
+const sf_window_spec *sf_plan_spec(const sf_plan *p);
 
 // The windows that start in block b, and the rows they need: [row_lo,
 // row_hi) starts in the block and may run into the next chunks (never past
@@ -64,5 +67,54 @@ void sf_plan_epoch_order(const sf_plan *p, uint64_t seed, uint64_t epoch, uint64
 // (at most nblocks entries; first/end_window narrowed to the share) and
 // returns how many, or a negative code.
 int64_t sf_plan_shard(const sf_plan *p, const uint64_t *order, uint32_t replicas, uint32_t r, sf_block_task *tasks);
+
+// ---- columns, normalisation, blocks and windows ----
+
+enum sf_norm { SF_NORM_ZSCORE, SF_NORM_MINMAX, SF_NORM_NONE };
+int sf_norm_parse(const char *name);  // "zscore", "minmax", "none"; -1 when unknown
+
+// Which columns feed x and y, and how values are scaled. Scaling is float32
+// arithmetic, v * scale + offset, with the two constants computed in double
+// from the file's statistics and rounded to float32: z-score scale = 1 / std
+// and offset = -mean / std (scale 1 when std is 0); min-max scale =
+// 1 / (max - min) and offset = -min / (max - min) (scale 1, offset -min when
+// max == min); none: 1 and 0.
+typedef struct {
+    uint32_t nfeatures, ntargets;
+    uint32_t *features, *targets;  // column indices
+    float *feature_scale, *feature_offset, *target_scale, *target_offset;
+} sf_columns;
+
+// Resolves comma-separated column names (features, targets) against the
+// file; NULL features means every column, NULL targets every column too.
+int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets, int norm,
+                      sf_err *e);
+void sf_columns_free(sf_columns *c);
+
+// Rows [row_lo, row_hi) of a block, row-major and scaled: feature values
+// feat[(row - row_lo) * nfeatures + j], targets targ[(row - row_lo) *
+// ntargets + j].
+typedef struct {
+    uint64_t row_lo, row_hi;
+    float *feat, *targ;
+    size_t cap_rows;
+} sf_block_data;
+
+// Reads and decodes the chunks a block task needs and fills d. One loader
+// per thread (it owns a decoding context and buffers).
+typedef struct sf_block_loader sf_block_loader;
+sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols);
+void sf_block_loader_free(sf_block_loader *l);
+int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, sf_err *e);
+// The gather step of sf_block_load alone: copies the rows of decoded chunk
+// values (column-major, as sf_pack_chunk_decode writes them) that fall in
+// [d->row_lo, d->row_hi) into d.
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values);
+void sf_block_data_free(sf_block_data *d);
+
+// Window id's values: x is (length, nfeatures), y is (ntargets). The block
+// must hold the window's rows.
+void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
+                   float *y);
 
 #endif

@@ -75,6 +75,7 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
 
 uint64_t sf_plan_windows(const sf_plan *p) { return p->before[p->nseries]; }
 uint64_t sf_plan_blocks(const sf_plan *p) { return p->nblocks; }
+const sf_window_spec *sf_plan_spec(const sf_plan *p) { return &p->w; }
 
 // Index of the last entry of a[0, n] that is <= x (a[0] <= x).
 static uint64_t last_at_most(const uint64_t *a, uint64_t n, uint64_t x) {

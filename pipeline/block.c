@@ -1,0 +1,193 @@
+// Blocks to window values: read and decode a block's chunks, gather the
+// chosen columns row-major and scaled, then cut windows out of the rows.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+int sf_norm_parse(const char *name) {
+    static const char *const names[] = {"zscore", "minmax", "none"};
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(name, names[i])) return i;
+    return -1;
+}
+
+void sf_columns_free(sf_columns *c) {
+    free(c->features);
+    free(c->targets);
+    free(c->feature_scale);
+    free(c->feature_offset);
+    free(c->target_scale);
+    free(c->target_offset);
+    *c = (sf_columns){0};
+}
+
+static void scaling(const sf_col_stats *s, int norm, float *scale, float *offset) {
+    double a = 1, b = 0;
+    if (norm == SF_NORM_ZSCORE && s->std > 0) {
+        a = 1 / s->std;
+        b = -s->mean / s->std;
+    } else if (norm == SF_NORM_ZSCORE) {
+        b = -s->mean;
+    } else if (norm == SF_NORM_MINMAX) {
+        double range = s->max - s->min;
+        a = range > 0 ? 1 / range : 1;
+        b = range > 0 ? -s->min / range : -s->min;
+    }
+    *scale = (float)a;
+    *offset = (float)b;
+}
+
+// Column indices of a comma-separated list of names (every column for NULL).
+static int resolve(const sf_pack_info *info, const char *list, const char *what, uint32_t **out, uint32_t *n,
+                   sf_err *e) {
+    *n = 0;
+    size_t names = 1;
+    for (const char *q = list; q && *q; q++) names += *q == ',';
+    *out = malloc((list ? names : info->ncols) * sizeof **out);
+    if (!*out) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!list) {
+        for (uint32_t c = 0; c < info->ncols; c++) (*out)[(*n)++] = c;
+        return 0;
+    }
+    for (const char *p = list;;) {
+        const char *q = strchr(p, ',');
+        size_t len = q ? (size_t)(q - p) : strlen(p);
+        uint32_t c = 0;
+        while (c < info->ncols && (strlen(info->col_names[c]) != len || memcmp(info->col_names[c], p, len) != 0)) c++;
+        if (c == info->ncols) {
+            char names[512] = "";
+            size_t k = 0;
+            for (uint32_t i = 0; i < info->ncols && k < sizeof names - 4; i++)
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", info->col_names[i]);
+            return sf_err_set(e, SF_EINVAL, "%s \"%.*s\" is not a column; the columns are: %s", what, (int)len, p,
+                              names);
+        }
+        (*out)[(*n)++] = c;
+        if (!q) return 0;
+        p = q + 1;
+    }
+}
+
+int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets, int norm,
+                      sf_err *e) {
+    *c = (sf_columns){0};
+    if (norm < SF_NORM_ZSCORE || norm > SF_NORM_NONE) return sf_err_set(e, SF_EINVAL, "unknown normalisation %d", norm);
+    int rc = resolve(info, features, "feature", &c->features, &c->nfeatures, e);
+    if (!rc) rc = resolve(info, targets, "target", &c->targets, &c->ntargets, e);
+    if (!rc) {
+        c->feature_scale = malloc(c->nfeatures * sizeof(float));
+        c->feature_offset = malloc(c->nfeatures * sizeof(float));
+        c->target_scale = malloc(c->ntargets * sizeof(float));
+        c->target_offset = malloc(c->ntargets * sizeof(float));
+        if (!c->feature_scale || !c->feature_offset || !c->target_scale || !c->target_offset)
+            rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    if (rc) {
+        sf_columns_free(c);
+        return rc;
+    }
+    for (uint32_t j = 0; j < c->nfeatures; j++)
+        scaling(&info->stats[c->features[j]], norm, &c->feature_scale[j], &c->feature_offset[j]);
+    for (uint32_t j = 0; j < c->ntargets; j++)
+        scaling(&info->stats[c->targets[j]], norm, &c->target_scale[j], &c->target_offset[j]);
+    return 0;
+}
+
+struct sf_block_loader {
+    const sf_pack *pack;
+    const sf_columns *cols;
+    sf_pack_dctx *dctx;
+    void *stored;
+    float *values;
+};
+
+sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    sf_block_loader *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    l->pack = p;
+    l->cols = cols;
+    l->dctx = sf_pack_dctx_create();
+    l->stored = malloc(sf_pack_max_stored_size(p));
+    l->values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
+    if (!l->dctx || !l->stored || !l->values) {
+        sf_block_loader_free(l);
+        return NULL;
+    }
+    return l;
+}
+
+void sf_block_loader_free(sf_block_loader *l) {
+    if (!l) return;
+    sf_pack_dctx_free(l->dctx);
+    free(l->stored);
+    free(l->values);
+    free(l);
+}
+
+void sf_block_data_free(sf_block_data *d) {
+    free(d->feat);
+    free(d->targ);
+    *d = (sf_block_data){0};
+}
+
+// Scales one column's run of values into a row-major destination.
+static void gather_column(float *dst, size_t dst_stride, const float *src, size_t n, float scale, float offset) {
+    for (size_t r = 0; r < n; r++) dst[r * dst_stride] = src[r] * scale + offset;
+}
+
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values) {
+    uint64_t lo = chunk->first_row > d->row_lo ? chunk->first_row : d->row_lo;
+    uint64_t hi = chunk->first_row + chunk->rows < d->row_hi ? chunk->first_row + chunk->rows : d->row_hi;
+    if (lo >= hi) return;
+    size_t n = (size_t)(hi - lo), from = (size_t)(lo - chunk->first_row), to = (size_t)(lo - d->row_lo);
+    for (uint32_t j = 0; j < cols->nfeatures; j++)
+        gather_column(d->feat + to * cols->nfeatures + j, cols->nfeatures,
+                      values + (size_t)cols->features[j] * chunk->rows + from, n, cols->feature_scale[j],
+                      cols->feature_offset[j]);
+    for (uint32_t j = 0; j < cols->ntargets; j++)
+        gather_column(d->targ + to * cols->ntargets + j, cols->ntargets,
+                      values + (size_t)cols->targets[j] * chunk->rows + from, n, cols->target_scale[j],
+                      cols->target_offset[j]);
+}
+
+int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(l->pack);
+    const sf_columns *cols = l->cols;
+    size_t rows = (size_t)(t->row_hi - t->row_lo);
+    if (rows > d->cap_rows) {
+        float *f = realloc(d->feat, rows * cols->nfeatures * sizeof(float));
+        if (f) d->feat = f;
+        float *g = realloc(d->targ, rows * cols->ntargets * sizeof(float));
+        if (g) d->targ = g;
+        if (!f || !g) return sf_err_set(e, SF_ENOMEM, "out of memory for a block of %zu rows", rows);
+        d->cap_rows = rows;
+    }
+    d->row_lo = t->row_lo;
+    d->row_hi = t->row_hi;
+    if (rows == 0) return 0;
+    for (uint64_t c = t->row_lo / in->chunk_rows; c <= (t->row_hi - 1) / in->chunk_rows; c++) {
+        int rc = sf_pack_chunk_read(l->pack, c, l->stored, e);
+        if (!rc) rc = sf_pack_chunk_decode(l->dctx, l->pack, c, l->stored, l->values, e);
+        if (rc) return rc;
+        sf_chunk chunk = sf_pack_chunk_locate(l->pack, c);
+        sf_block_gather(d, cols, &chunk, l->values);
+    }
+    return 0;
+}
+
+void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
+                   float *y) {
+    const sf_window_spec *w = sf_plan_spec(p);
+    size_t nf = cols->nfeatures, at = (size_t)(sf_plan_window_start(p, id) - d->row_lo);
+    if (w->sampling_rate == 1) {
+        memcpy(x, d->feat + at * nf, (size_t)w->length * nf * sizeof(float));  // consecutive rows
+    } else {
+        for (uint32_t t = 0; t < w->length; t++)
+            memcpy(x + t * nf, d->feat + (at + (size_t)t * w->sampling_rate) * nf, nf * sizeof(float));
+    }
+    size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon;
+    memcpy(y, d->targ + target * cols->ntargets, cols->ntargets * sizeof(float));
+}

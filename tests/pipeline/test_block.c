@@ -1,0 +1,171 @@
+// Blocks and windows against a naive reference: the whole file decoded into
+// one row-major array, scaled by the documented formula, every window
+// indexed by its start row. Every window of every block must match bit for
+// bit, for several geometries, chunk sizes and normalisations, and no window
+// may reach past its series.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pipeline/pipeline.h"
+#include "tests/common.h"
+
+static uint64_t rng_state = 0xb10c4b10c4ull;
+static uint64_t rng(void) { return test_splitmix64(&rng_state); }
+
+static char dir[] = "/tmp/sfblock.XXXXXX";
+static char path[64];
+
+// A CSV with a series column, 4 value columns (random walks with distinct
+// scales) and series of uneven lengths; packed with small chunks.
+static int pack_sample(uint32_t chunk_rows) {
+    size_t cap = 1 << 22, n = 0;
+    char *csv = malloc(cap);
+    n += (size_t)snprintf(csv + n, cap - n, "id,a,b,c,d\n");
+    double v[4] = {0, 100, -5, 1e-3};
+    const int lengths[] = {700, 3, 250, 1, 901, 64};
+    for (int s = 0; s < 6; s++)
+        for (int r = 0; r < lengths[s]; r++) {
+            for (int k = 0; k < 4; k++) v[k] += ((double)(rng() >> 11) * 0x1p-53 - 0.5) * pow(10, k - 1);
+            n += (size_t)snprintf(csv + n, cap - n, "s%d,%.7g,%.7g,%.7g,%.7g\n", s, v[0], v[1], v[2], v[3]);
+        }
+    sf_csv_pack_opts o = {.series_column = "id",
+                          .missing = SF_MISSING_ERROR,
+                          .pack = {.level = 1, .filter = SF_FILTER_DELTA_SHUFFLE, .chunk_rows = chunk_rows}};
+    sf_err e = {0};
+    int rc = sf_csv_pack_mem(csv, n, "sample.csv", path, &o, NULL, &e);
+    CHECK(rc == 0, "pack: %s", e.msg);
+    free(csv);
+    return rc;
+}
+
+// Every value of the file, row-major.
+static float *decode_all(const sf_pack *p) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    float *all = malloc(in->nrows * in->ncols * sizeof(float));
+    float *vals = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
+    void *stored = malloc(sf_pack_max_stored_size(p));
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    sf_err e = {0};
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        CHECK(sf_pack_chunk_read(p, i, stored, &e) == 0 && sf_pack_chunk_decode(d, p, i, stored, vals, &e) == 0,
+              "%s", e.msg);
+        sf_chunk c = sf_pack_chunk_locate(p, i);
+        for (uint32_t r = 0; r < c.rows; r++)
+            for (uint32_t k = 0; k < in->ncols; k++) all[(c.first_row + r) * in->ncols + k] = vals[k * c.rows + r];
+    }
+    free(vals);
+    free(stored);
+    sf_pack_dctx_free(d);
+    return all;
+}
+
+// The documented scaling, written out again.
+static float scaled(float v, const sf_col_stats *s, int norm) {
+    double a = 1, b = 0;
+    if (norm == SF_NORM_ZSCORE) {
+        a = s->std > 0 ? 1 / s->std : 1;
+        b = s->std > 0 ? -s->mean / s->std : -s->mean;
+    } else if (norm == SF_NORM_MINMAX) {
+        double range = s->max - s->min;
+        a = range > 0 ? 1 / range : 1;
+        b = range > 0 ? -s->min / range : -s->min;
+    }
+    return v * (float)a + (float)b;
+}
+
+static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w, uint32_t block_chunks, int norm,
+                           const char *features, const char *targets, const uint32_t *fidx, uint32_t nf,
+                           const uint32_t *tidx, uint32_t nt) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    sf_columns cols;
+    sf_plan *plan;
+    sf_err e = {0};
+    if (sf_columns_create(&cols, in, features, targets, norm, &e) ||
+        sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &w, block_chunks, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    CHECK(cols.nfeatures == nf && cols.ntargets == nt, "columns %u/%u, expected %u/%u", cols.nfeatures,
+          cols.ntargets, nf, nt);
+    sf_block_loader *l = sf_block_loader_create(p, &cols);
+    sf_block_data d = {0};
+    float *x = malloc((size_t)w.length * nf * sizeof(float)), y[8];
+    uint64_t checked = 0, span = sf_window_span(&w);
+    for (uint64_t b = 0; b < sf_plan_blocks(plan); b++) {
+        sf_block_task t = sf_plan_block(plan, b);
+        if (sf_block_load(l, &t, &d, &e)) {
+            CHECK(0, "block %llu: %s", (unsigned long long)b, e.msg);
+            break;
+        }
+        for (uint64_t id = t.first_window; id < t.end_window; id++) {
+            uint64_t s = sf_plan_window_start(plan, id);
+            // The window's rows and target lie in one series.
+            uint64_t k = 0;
+            while (k + 1 < in->nseries && in->series[k + 1].first_row <= s) k++;
+            CHECK(s + span <= in->series[k].first_row + in->series[k].rows, "window %llu crosses series %llu",
+                  (unsigned long long)id, (unsigned long long)k);
+            sf_window_cut(plan, &cols, &d, id, x, y);
+            int bad = 0;
+            for (uint32_t step = 0; step < w.length; step++)
+                for (uint32_t j = 0; j < nf; j++) {
+                    uint64_t row = s + (uint64_t)step * w.sampling_rate;
+                    float want = scaled(all[row * in->ncols + fidx[j]], &in->stats[fidx[j]], norm);
+                    bad += memcmp(&x[step * nf + j], &want, 4) != 0;
+                }
+            uint64_t target = s + (uint64_t)(w.length - 1) * w.sampling_rate + w.horizon;
+            for (uint32_t j = 0; j < nt; j++) {
+                float want = scaled(all[target * in->ncols + tidx[j]], &in->stats[tidx[j]], norm);
+                bad += memcmp(&y[j], &want, 4) != 0;
+            }
+            CHECK(bad == 0, "window %llu (row %llu, T=%u r=%u h=%u, norm %d): %d values differ",
+                  (unsigned long long)id, (unsigned long long)s, w.length, w.sampling_rate, w.horizon, norm, bad);
+            checked++;
+        }
+    }
+    CHECK(checked == sf_plan_windows(plan), "checked %llu of %llu windows", (unsigned long long)checked,
+          (unsigned long long)sf_plan_windows(plan));
+    free(x);
+    sf_block_data_free(&d);
+    sf_block_loader_free(l);
+    sf_plan_free(plan);
+    sf_columns_free(&cols);
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 2;
+    snprintf(path, sizeof path, "%s/sample.sfpack", dir);
+    const uint32_t chunk_rows[] = {97, 256, 5000};
+    for (int c = 0; c < 3; c++) {
+        if (pack_sample(chunk_rows[c])) break;
+        sf_pack *p;
+        sf_err e = {0};
+        if (sf_pack_open(&p, path, &e)) {
+            CHECK(0, "%s", e.msg);
+            break;
+        }
+        float *all = decode_all(p);
+        const uint32_t all4[] = {0, 1, 2, 3}, bd[] = {1, 3}, c_only[] = {2};
+        check_geometry(p, all, (sf_window_spec){60, 1, 1, 1}, 1, SF_NORM_ZSCORE, NULL, NULL, all4, 4, all4, 4);
+        check_geometry(p, all, (sf_window_spec){10, 3, 2, 0}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
+        check_geometry(p, all, (sf_window_spec){1, 1, 1, 5}, 3, SF_NORM_NONE, "d,b", "c", (const uint32_t[]){3, 1},
+                       2, c_only, 1);
+        check_geometry(p, all, (sf_window_spec){200, 7, 3, 2}, 1, SF_NORM_ZSCORE, "a", "a,b", all4, 1, all4, 2);
+        free(all);
+        sf_pack_close(p);
+    }
+    sf_pack *p;
+    sf_err e = {0};
+    sf_columns cols;
+    if (sf_pack_open(&p, path, &e) == 0) {
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,nope", NULL, SF_NORM_ZSCORE, &e) == SF_EINVAL &&
+                  strstr(e.msg, "\"nope\" is not a column"),
+              "unknown column: %s", e.msg);
+        sf_pack_close(p);
+    }
+    CHECK(sf_norm_parse("minmax") == SF_NORM_MINMAX && sf_norm_parse("z") == -1, "sf_norm_parse");
+    unlink(path);
+    rmdir(dir);
+    return TEST_EXIT();
+}
