@@ -13,6 +13,7 @@ static const struct {
     {"inspect", cmd_inspect, "show an .sfpack file's columns, statistics, series and chunks"},
     {"verify", cmd_verify, "decode every chunk and check every checksum"},
     {"unpack", cmd_unpack, "convert an .sfpack file back into CSV"},
+    {"synth", cmd_synth, "write a synthetic .sfpack (random walks and seasons)"},
     {"info", cmd_info, "show the version, the build and the GPUs found"},
 };
 

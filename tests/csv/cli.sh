@@ -156,7 +156,7 @@ run 2 frobnicate
 expect err "unknown command 'frobnicate'"
 run 0 --help
 expect out '^usage: seqfeed COMMAND'
-for cmd in pack inspect verify unpack info; do
+for cmd in pack inspect verify unpack info synth; do
     run 0 "$cmd" --help
     expect out "^usage: seqfeed $cmd"
     run 0 "$cmd" -h
@@ -201,6 +201,20 @@ signal_test() {
     expect err 'interrupted; partial output removed'
     no_output "$out"
 }
+# synth: deterministic for a seed, a valid file with the asked shape.
+run 0 synth -o syn1.sfpack --rows 50000 --features 3 --series 4 --seed 9 --chunk-rows 4096
+run 0 synth -o syn2.sfpack --rows 50000 --features 3 --series 4 --seed 9 --chunk-rows 4096 --threads 1
+cmp -s syn1.sfpack syn2.sfpack || fail "synth with the same seed wrote different files"
+run 0 verify syn1.sfpack
+run 0 inspect syn1.sfpack
+expect out '^rows +50000 in 4 series'
+expect out '^columns +3$'
+run 0 synth -o syn3.sfpack --rows 50000 --features 3 --series 4 --seed 10 --chunk-rows 4096
+cmp -s syn1.sfpack syn3.sfpack && fail "synth with another seed wrote the same file"
+run 2 synth -o x.sfpack
+run 2 synth -o x.sfpack --rows 10 --series 11
+run 2 synth -o x.sfpack --rows 10 --features 0
+
 signal_test INT
 signal_test TERM
 
