@@ -117,4 +117,26 @@ void sf_block_data_free(sf_block_data *d);
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 
+// ---- one replica's epoch, in batches ----
+
+typedef struct {
+    uint32_t batch;        // windows per batch for this replica (global batch / replicas)
+    uint64_t pool;         // shuffle pool, in windows; 0 or 1: plan order
+    bool drop_remainder;   // only full batches, the same count on every replica
+    uint64_t seed;
+} sf_stream_opts;
+
+// Replica r's windows for one epoch: its shard of the plan, block by block,
+// through a shuffle pool (like tf.data's shuffle buffer: the next window
+// replaces a random one of the pool, which goes out), into batches. Single
+// threaded; the threaded pipeline feeds the same stages.
+typedef struct sf_stream sf_stream;
+int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
+                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e);
+// Fills x (batch, length, nfeatures), y (batch, ntargets) and, if not NULL,
+// ids (batch) with the next batch. Returns the windows in it: o->batch, less
+// for the last one, 0 at the end of the epoch, or a negative code.
+int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e);
+void sf_stream_close(sf_stream *s);
+
 #endif
