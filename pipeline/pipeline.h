@@ -117,6 +117,38 @@ void sf_block_data_free(sf_block_data *d);
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 
+// ---- reading ----
+
+enum sf_io { SF_IO_AUTO, SF_IO_URING, SF_IO_PREAD };
+enum sf_direct { SF_DIRECT_AUTO, SF_DIRECT_ON, SF_DIRECT_OFF };
+
+typedef struct {
+    int io;          // enum sf_io
+    int direct;      // enum sf_direct
+    uint32_t depth;  // reads in flight, and buffers (>= 1)
+    size_t buffer_size;  // bytes per buffer: at least the largest read
+} sf_reader_opts;
+
+// Asynchronous reads of one file into the reader's own aligned buffers:
+// io_uring with a registered file and, when RLIMIT_MEMLOCK allows,
+// registered buffers; O_DIRECT when the file system takes it (alignment from
+// statx STATX_DIOALIGN, else 4096). When io_uring is refused (EPERM, ENOSYS,
+// EINVAL) with SF_IO_AUTO, or with SF_IO_PREAD, reads are plain preads done
+// at submission. Short reads are resubmitted. sf_reader_mode says which
+// path is in use, for the one line a program prints.
+typedef struct sf_reader sf_reader;
+int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, sf_err *e);
+void sf_reader_close(sf_reader *r);
+const char *sf_reader_mode(const sf_reader *r);
+size_t sf_reader_align(const sf_reader *r);  // offsets and lengths are rounded to this
+void *sf_reader_buffer(const sf_reader *r, uint32_t i);  // i < depth
+// Reads [offset, offset + len) into buffer i (free: not in flight) at
+// position offset % align; len is rounded up to the alignment, and the read
+// may stop at the end of the file. tag comes back from sf_reader_wait.
+int sf_reader_submit(sf_reader *r, uint32_t i, uint64_t offset, size_t len, uint64_t tag, sf_err *e);
+// Waits for a submitted read to complete; returns its buffer index and tag.
+int sf_reader_wait(sf_reader *r, uint32_t *i, uint64_t *tag, sf_err *e);
+
 // ---- one replica's epoch, in batches ----
 
 typedef struct {

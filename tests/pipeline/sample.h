@@ -41,7 +41,7 @@ static int pack_sample(uint32_t chunk_rows) {
 }
 
 // Every value of the file, row-major.
-static float *decode_all(const sf_pack *p) {
+__attribute__((unused)) static float *decode_all(const sf_pack *p) {
     const sf_pack_info *in = sf_pack_get_info(p);
     float *all = malloc(in->nrows * in->ncols * sizeof(float));
     float *vals = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
@@ -62,7 +62,7 @@ static float *decode_all(const sf_pack *p) {
 }
 
 // The documented scaling, written out again.
-static float scaled(float v, const sf_col_stats *s, int norm) {
+__attribute__((unused)) static float scaled(float v, const sf_col_stats *s, int norm) {
     double a = 1, b = 0;
     if (norm == SF_NORM_ZSCORE) {
         a = s->std > 0 ? 1 / s->std : 1;
