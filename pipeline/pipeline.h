@@ -169,6 +169,72 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
 // ids (batch) with the next batch. Returns the windows in it: o->batch, less
 // for the last one, 0 at the end of the epoch, or a negative code.
 int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e);
+
+// Where a stream gets its blocks, when not from its own loader: get gives
+// the rows of task k of the shard (tasks come in order, 0, 1, ...), put says
+// that task k's rows are no longer needed.
+typedef struct {
+    int (*get)(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e);
+    void (*put)(void *arg, int64_t k);
+    void *arg;
+} sf_block_source;
+int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols,
+                          uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
+                          const sf_block_source *src, sf_err *e);
 void sf_stream_close(sf_stream *s);
+
+// ---- the threaded pipeline ----
+
+typedef struct {
+    sf_window_spec window;
+    const char *features, *targets;  // comma-separated names; NULL: every column
+    int norm;                        // enum sf_norm
+    uint32_t block_chunks;           // chunks per block (0: 1)
+    uint32_t replicas;               // >= 1
+    uint32_t batch;                  // windows per batch per replica
+    uint64_t pool;                   // shuffle pool per replica, in windows
+    bool drop_remainder;
+    uint64_t seed, epochs;           // the epochs to produce, 0 .. epochs-1
+    sf_reader_opts io;               // io, direct, depth (buffer_size is set here)
+    uint32_t decoders;               // decoder threads, >= 1
+    uint32_t slots;                  // staging ring slots per replica, >= 2
+    uint32_t prefetch;               // decoded blocks queued per replica, >= 1
+} sf_pipe_opts;
+
+// A batch in replica r's staging ring: x (count, length, nfeatures), y
+// (count, ntargets), the window ids, valid until sf_pipe_release. Without
+// CUDA the ring hands out host memory and there is no device copy to wait on.
+typedef struct {
+    float *x, *y;
+    uint64_t *ids;
+    uint32_t count;
+    uint64_t epoch;
+    uint32_t slot;
+} sf_batch;
+
+// Seconds and counts since open; *_busy is working time, *_wait blocked
+// time, summed over the stage's threads.
+typedef struct {
+    uint64_t bytes_read, chunks_read, chunks_decoded;
+    double read_busy, read_wait, decode_busy, decode_wait;
+} sf_pipe_stats;
+
+typedef struct {
+    uint64_t batches;
+    double busy, input_wait, output_wait;  // the windower: cutting, waiting for blocks, for free slots
+    double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch
+} sf_pipe_replica_stats;
+
+typedef struct sf_pipe sf_pipe;
+int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err *e);
+// The next batch of replica r (each replica's batches come in order): 1 and
+// *b filled, 0 when all epochs are done, or a negative code (a bad chunk
+// anywhere stops the pipeline and every replica gets the error).
+int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e);
+void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b);
+const char *sf_pipe_io_mode(const sf_pipe *p);
+void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica);
+// Stops and joins every thread, at any point.
+void sf_pipe_close(sf_pipe *p);
 
 #endif

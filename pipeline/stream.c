@@ -10,12 +10,14 @@ struct sf_stream {
     const sf_plan *plan;
     const sf_columns *cols;
     sf_stream_opts o;
-    sf_block_loader *loader;
+    sf_block_source src;
+    sf_block_loader *loader;  // the source when none is given
     sf_block_data block;
+    const sf_block_data *data;  // the current task's rows, when `loaded`
     sf_block_task *tasks;
     int64_t ntasks, task;  // task: the one being cut (ntasks: none left)
     uint64_t next_id;      // next window of that task to cut
-    bool loaded;           // block holds the current task's rows
+    bool loaded;
     // The pool: `pool` slots of one window each; the first `filled` are live.
     float *pool_x, *pool_y;
     uint64_t *pool_id, pool_cap, filled;
@@ -34,8 +36,16 @@ __extension__ typedef unsigned __int128 u128;
 
 static uint64_t below(uint64_t *s, uint64_t n) { return (uint64_t)(((u128)next_random(s) * n) >> 64); }
 
+static int load_block(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e) {
+    sf_stream *s = arg;
+    (void)k;
+    *d = &s->block;
+    return sf_block_load(s->loader, t, &s->block, e);
+}
+
 void sf_stream_close(sf_stream *s) {
     if (!s) return;
+    if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
     sf_block_loader_free(s->loader);
     sf_block_data_free(&s->block);
     free(s->tasks);
@@ -45,8 +55,9 @@ void sf_stream_close(sf_stream *s) {
     free(s);
 }
 
-int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
-                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e) {
+int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols,
+                          uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
+                          const sf_block_source *src, sf_err *e) {
     *out = NULL;
     if (o->batch == 0 || replicas == 0 || r >= replicas)
         return sf_err_set(e, SF_EINVAL, "batch %u, replica %u of %u: expected a batch >= 1 and r < replicas", o->batch,
@@ -62,11 +73,12 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     uint64_t nb = sf_plan_blocks(plan);
     s->tasks = malloc((nb ? nb : 1) * sizeof *s->tasks);
     uint64_t *order = malloc((nb ? nb : 1) * sizeof *order);
-    s->loader = sf_block_loader_create(p, cols);
+    if (src) s->src = *src;
+    else s->loader = sf_block_loader_create(p, cols), s->src = (sf_block_source){load_block, NULL, s};
     s->pool_x = malloc(s->pool_cap * s->x_len * sizeof(float));
     s->pool_y = malloc(s->pool_cap * (s->y_len ? s->y_len : 1) * sizeof(float));
     s->pool_id = malloc(s->pool_cap * sizeof *s->pool_id);
-    if (!s->tasks || !order || !s->loader || !s->pool_x || !s->pool_y || !s->pool_id) {
+    if (!s->tasks || !order || (!src && !s->loader) || !s->pool_x || !s->pool_y || !s->pool_id) {
         free(order);
         sf_stream_close(s);
         return sf_err_set(e, SF_ENOMEM, "out of memory for a pool of %llu windows", (unsigned long long)s->pool_cap);
@@ -90,16 +102,17 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
 // was none left, or a negative code.
 static int cut_next(sf_stream *s, uint64_t k, sf_err *e) {
     while (s->task < s->ntasks && s->next_id == s->tasks[s->task].end_window) {
-        if (++s->task < s->ntasks) s->next_id = s->tasks[s->task].first_window;
+        if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
         s->loaded = false;
+        if (++s->task < s->ntasks) s->next_id = s->tasks[s->task].first_window;
     }
     if (s->task >= s->ntasks) return 1;
     if (!s->loaded) {
-        int rc = sf_block_load(s->loader, &s->tasks[s->task], &s->block, e);
+        int rc = s->src.get(s->src.arg, s->task, &s->tasks[s->task], &s->data, e);
         if (rc) return rc;
         s->loaded = true;
     }
-    sf_window_cut(s->plan, s->cols, &s->block, s->next_id, s->pool_x + k * s->x_len, s->pool_y + k * s->y_len);
+    sf_window_cut(s->plan, s->cols, s->data, s->next_id, s->pool_x + k * s->x_len, s->pool_y + k * s->y_len);
     s->pool_id[k] = s->next_id++;
     return 0;
 }
@@ -132,4 +145,9 @@ int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *
     if (n < s->o.batch && s->o.drop_remainder) return 0;
     s->batches_left--;
     return n;
+}
+
+int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
+                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e) {
+    return sf_stream_open_source(out, p, plan, cols, replicas, r, epoch, o, NULL, e);
 }

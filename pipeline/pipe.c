@@ -1,0 +1,487 @@
+// The threaded pipeline: one reader thread, a pool of decoders, and one
+// windower per replica, joined by bounded queues under one mutex.
+//
+//   reader    picks the next block of the replica with room in its prefetch
+//             queue (blocks in each replica's shard order), reads its chunks
+//             into free reader buffers (io_uring or pread)
+//   decoders  decode a chunk and gather its rows into the block's data;
+//             the block is ready when its last chunk is in
+//   windower  replica r's epoch stream (shuffle pool, batches) over its
+//             ready blocks, into r's staging ring of K slots
+//   consumer  sf_pipe_next_batch / sf_pipe_release on the ring
+//
+// Every queue is bounded (reader buffers, prefetch blocks, ring slots), so
+// memory does not depend on the file size. One lock and one condition: each
+// wait re-checks its own predicate, and the rates involved (a few thousand
+// events a second) make contention irrelevant.
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+typedef struct block_job {
+    sf_block_task task;
+    sf_block_data data;
+    uint32_t pending;  // chunks not gathered yet
+    struct block_job *next;
+} block_job;
+
+typedef struct {
+    block_job *job;
+    uint64_t chunk;
+} read_job;  // what reader buffer i holds
+
+enum { SLOT_FREE, SLOT_READY, SLOT_TAKEN };
+
+typedef struct {
+    struct sf_pipe *pipe;
+    uint32_t r;
+    block_job *head, *tail;  // prefetched blocks, in shard order
+    uint32_t queued;
+    uint64_t read_epoch;  // the epoch the reader is reading for this replica
+    int64_t next_put;  // shard tasks of this epoch the windower is done with
+    float **x, **y;
+    uint64_t **ids;
+    uint32_t *count, *state;
+    uint64_t *epoch;
+    uint32_t fill, take;
+    bool finished;
+    pthread_t thread;
+    bool started;
+    sf_pipe_replica_stats st;
+} replica;
+
+struct sf_pipe {
+    sf_pipe_opts o;
+    sf_pack *pack;
+    sf_plan *plan;
+    sf_columns cols;
+    sf_reader *reader;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop, reader_done;
+    int error;
+    sf_err err;
+    read_job *reads;    // per reader buffer
+    uint32_t *free_bufs, nfree;
+    uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
+    replica *reps;
+    pthread_t reader_thread, *decoders;
+    uint32_t ndecoders_started;
+    bool reader_started;
+    sf_pipe_stats st;
+};
+
+static void fail(sf_pipe *p, int code, const sf_err *e) {
+    if (!p->error) {
+        p->error = code;
+        p->err = *e;
+    }
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+}
+
+// Waits on the pipe's condition and adds the time to *waited.
+static void wait_timed(sf_pipe *p, double *waited) {
+    double t = sf_now();
+    pthread_cond_wait(&p->cv, &p->mu);
+    *waited += sf_now() - t;
+}
+
+static block_job *new_block(sf_pipe *p, replica *rep, const sf_block_task *t, sf_err *e) {
+    block_job *b = calloc(1, sizeof *b);
+    size_t rows = (size_t)(t->row_hi - t->row_lo);
+    if (b) {
+        b->task = *t;
+        b->data = (sf_block_data){t->row_lo, t->row_hi, malloc(rows * p->cols.nfeatures * sizeof(float) + 1),
+                                  malloc(rows * p->cols.ntargets * sizeof(float) + 1), rows};
+        uint32_t cr = sf_pack_get_info(p->pack)->chunk_rows;
+        b->pending = (uint32_t)((t->row_hi - 1) / cr - t->row_lo / cr + 1);
+    }
+    if (!b || !b->data.feat || !b->data.targ) {
+        if (b) sf_block_data_free(&b->data);
+        free(b);
+        sf_err_set(e, SF_ENOMEM, "out of memory for a block of %zu rows", rows);
+        return NULL;
+    }
+    if (rep->tail) rep->tail->next = b;
+    else rep->head = b;
+    rep->tail = b;
+    rep->queued++;
+    return b;
+}
+
+// Plans replica r's shard of its next epoch into its task list.
+static void plan_epoch(sf_pipe *p, uint32_t r, uint64_t *order, sf_block_task *tasks, int64_t *ntasks) {
+    sf_plan_epoch_order(p->plan, p->o.seed, p->reps[r].read_epoch, order);
+    *ntasks = sf_plan_shard(p->plan, order, p->o.replicas, r, tasks);
+}
+
+static void *reader_main(void *arg) {
+    sf_pipe *p = arg;
+    const sf_pack_info *in = sf_pack_get_info(p->pack);
+    uint32_t R = p->o.replicas;
+    uint64_t nb = sf_plan_blocks(p->plan);
+    uint64_t *order = malloc((nb + 1) * sizeof *order);
+    // Each replica its own epoch and position: replicas run independently,
+    // one may be an epoch ahead of another.
+    sf_block_task *tasks = malloc((size_t)R * (nb + 1) * sizeof *tasks);
+    int64_t *ntasks = calloc(R, sizeof *ntasks), *next = calloc(R, sizeof *next);
+    sf_err e = {0};
+    pthread_mutex_lock(&p->mu);
+    if (!order || !tasks || !ntasks || !next) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory"});
+    for (uint32_t r = 0; r < R && !p->stop; r++) plan_epoch(p, r, order, tasks + (size_t)r * (nb + 1), &ntasks[r]);
+    block_job *cur = NULL;
+    uint64_t chunk = 0, last_chunk = 0;
+    uint32_t inflight = 0, turn = 0;
+    while (!p->stop) {
+        bool left = false;
+        for (uint32_t k = 0; k < R && !cur; k++) {  // round robin over replicas with work and room
+            uint32_t r = (turn + k) % R;
+            replica *rep = &p->reps[r];
+            while (rep->read_epoch < p->o.epochs && next[r] >= ntasks[r]) {
+                if (++rep->read_epoch < p->o.epochs) plan_epoch(p, r, order, tasks + (size_t)r * (nb + 1), &ntasks[r]);
+                next[r] = 0;
+            }
+            if (rep->read_epoch >= p->o.epochs) continue;
+            left = true;
+            if (rep->queued >= p->o.prefetch) continue;
+            cur = new_block(p, rep, &tasks[(size_t)r * (nb + 1) + next[r]++], &e);
+            if (!cur) {
+                fail(p, SF_ENOMEM, &e);
+                break;
+            }
+            chunk = cur->task.row_lo / in->chunk_rows;
+            last_chunk = (cur->task.row_hi - 1) / in->chunk_rows;
+            turn = r + 1;
+        }
+        if (cur && p->nfree > 0) {
+            uint32_t i = p->free_bufs[--p->nfree];
+            p->reads[i] = (read_job){cur, chunk};
+            sf_chunk c = sf_pack_chunk_locate(p->pack, chunk);
+            if (chunk++ == last_chunk) cur = NULL;
+            inflight++;
+            pthread_mutex_unlock(&p->mu);
+            double t = sf_now();
+            int rc = sf_reader_submit(p->reader, i, c.offset, c.stored_size, i, &e);
+            pthread_mutex_lock(&p->mu);
+            p->st.read_busy += sf_now() - t;
+            p->st.bytes_read += c.stored_size;
+            if (rc) fail(p, rc, &e);
+            continue;
+        }
+        if (inflight > 0) {
+            pthread_mutex_unlock(&p->mu);
+            uint32_t i;
+            uint64_t tag;
+            double t = sf_now();
+            int rc = sf_reader_wait(p->reader, &i, &tag, &e);
+            pthread_mutex_lock(&p->mu);
+            p->st.read_busy += sf_now() - t;
+            inflight--;
+            if (rc) {
+                fail(p, rc, &e);
+                break;
+            }
+            p->decode_q[(p->dq_head + p->dq_count++) % p->o.io.depth] = i;
+            p->st.chunks_read++;
+            pthread_cond_broadcast(&p->cv);
+            continue;
+        }
+        if (!cur && !left) break;  // every replica's every epoch is read
+        wait_timed(p, &p->st.read_wait);
+    }
+    p->reader_done = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    free(order);
+    free(tasks);
+    free(ntasks);
+    free(next);
+    return NULL;
+}
+
+static void *decoder_main(void *arg) {
+    sf_pipe *p = arg;
+    const sf_pack_info *in = sf_pack_get_info(p->pack);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    float *values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
+    sf_err e = {0};
+    pthread_mutex_lock(&p->mu);
+    if (!d || !values) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
+    for (;;) {
+        while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->st.decode_wait);
+        if (p->stop || p->dq_count == 0) break;
+        uint32_t i = p->decode_q[p->dq_head];
+        p->dq_head = (p->dq_head + 1) % p->o.io.depth;
+        p->dq_count--;
+        read_job job = p->reads[i];
+        pthread_mutex_unlock(&p->mu);
+        double t = sf_now();
+        int rc = sf_pack_chunk_decode(d, p->pack, job.chunk, sf_reader_buffer(p->reader, i), values, &e);
+        if (!rc) {
+            sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk);
+            sf_block_gather(&job.job->data, &p->cols, &c, values);  // rows no other decoder touches
+        }
+        double busy = sf_now() - t;
+        pthread_mutex_lock(&p->mu);
+        p->st.decode_busy += busy;
+        p->free_bufs[p->nfree++] = i;
+        if (rc) {
+            fail(p, rc, &e);
+            break;
+        }
+        p->st.chunks_decoded++;
+        job.job->pending--;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    sf_pack_dctx_free(d);
+    free(values);
+    return NULL;
+}
+
+// The stream's block source: the head of the replica's prefetch queue.
+static int block_get(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e) {
+    replica *rep = arg;
+    sf_pipe *p = rep->pipe;
+    (void)k, (void)t;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && !(rep->head && rep->head->pending == 0)) wait_timed(p, &rep->st.input_wait);
+    int rc = p->stop ? (p->error ? p->error : SF_EINVAL) : 0;
+    if (rc) *e = p->error ? p->err : (sf_err){SF_EINVAL, "pipeline stopped"};
+    else *d = &rep->head->data;
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+static void block_put(void *arg, int64_t k) {
+    replica *rep = arg;
+    sf_pipe *p = rep->pipe;
+    (void)k;
+    pthread_mutex_lock(&p->mu);
+    block_job *b = rep->head;
+    rep->head = b->next;
+    if (!rep->head) rep->tail = NULL;
+    rep->queued--;
+    rep->next_put++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    sf_block_data_free(&b->data);
+    free(b);
+}
+
+static void *windower_main(void *arg) {
+    replica *rep = arg;
+    sf_pipe *p = rep->pipe;
+    uint64_t nb = sf_plan_blocks(p->plan);
+    uint64_t *order = malloc((nb + 1) * sizeof *order);
+    sf_block_task *tasks = malloc((nb + 1) * sizeof *tasks);
+    sf_block_source src = {block_get, block_put, rep};
+    sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed};
+    sf_err e = {0};
+    int rc = order && tasks ? 0 : sf_err_set(&e, SF_ENOMEM, "out of memory");
+    for (uint64_t epoch = 0; !rc && epoch < p->o.epochs; epoch++) {
+        sf_stream *s;
+        rep->next_put = 0;
+        if ((rc = sf_stream_open_source(&s, p->pack, p->plan, &p->cols, p->o.replicas, rep->r, epoch, &so, &src, &e)))
+            break;
+        for (;;) {
+            pthread_mutex_lock(&p->mu);
+            while (!p->stop && rep->state[rep->fill] != SLOT_FREE) wait_timed(p, &rep->st.output_wait);
+            bool stop = p->stop;
+            pthread_mutex_unlock(&p->mu);
+            if (stop) break;
+            uint32_t f = rep->fill;
+            double t = sf_now();
+            int64_t n = sf_stream_next(s, rep->x[f], rep->y[f], rep->ids[f], &e);
+            rep->st.busy += sf_now() - t;
+            if (n <= 0) {
+                rc = (int)n;
+                break;
+            }
+            pthread_mutex_lock(&p->mu);
+            rep->count[f] = (uint32_t)n;
+            rep->epoch[f] = epoch;
+            rep->state[f] = SLOT_READY;
+            rep->fill = (f + 1) % p->o.slots;
+            pthread_cond_broadcast(&p->cv);
+            pthread_mutex_unlock(&p->mu);
+        }
+        sf_stream_close(s);
+        // Drop-remainder can end the epoch before the shard's last blocks:
+        // take them off the queue so the reader can go on.
+        sf_plan_epoch_order(p->plan, p->o.seed, epoch, order);
+        int64_t ntasks = sf_plan_shard(p->plan, order, p->o.replicas, rep->r, tasks);
+        while (!rc && rep->next_put < ntasks) {
+            const sf_block_data *d;
+            if ((rc = block_get(rep, rep->next_put, NULL, &d, &e))) break;
+            block_put(rep, rep->next_put);
+        }
+        pthread_mutex_lock(&p->mu);
+        bool stop = p->stop;
+        pthread_mutex_unlock(&p->mu);
+        if (stop) break;
+    }
+    pthread_mutex_lock(&p->mu);
+    if (rc && !p->stop) fail(p, rc, &e);
+    rep->finished = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    free(order);
+    free(tasks);
+    return NULL;
+}
+
+void sf_pipe_close(sf_pipe *p) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->stop = true;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    if (p->reader_started) pthread_join(p->reader_thread, NULL);
+    for (uint32_t i = 0; i < p->ndecoders_started; i++) pthread_join(p->decoders[i], NULL);
+    for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
+        replica *rep = &p->reps[r];
+        if (rep->started) pthread_join(rep->thread, NULL);
+        while (rep->head) {
+            block_job *b = rep->head;
+            rep->head = b->next;
+            sf_block_data_free(&b->data);
+            free(b);
+        }
+        for (uint32_t k = 0; k < p->o.slots; k++) {
+            if (rep->x) free(rep->x[k]);
+            if (rep->y) free(rep->y[k]);
+            if (rep->ids) free(rep->ids[k]);
+        }
+        free(rep->x);
+        free(rep->y);
+        free(rep->ids);
+        free(rep->count);
+        free(rep->state);
+        free(rep->epoch);
+    }
+    free(p->reps);
+    free(p->decoders);
+    free(p->reads);
+    free(p->free_bufs);
+    free(p->decode_q);
+    sf_reader_close(p->reader);
+    sf_plan_free(p->plan);
+    sf_columns_free(&p->cols);
+    sf_pack_close(p->pack);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p);
+}
+
+static int alloc_replica(sf_pipe *p, replica *rep, uint32_t r) {
+    size_t xl = (size_t)p->o.window.length * p->cols.nfeatures * p->o.batch, yl = (size_t)p->cols.ntargets * p->o.batch;
+    uint32_t k = p->o.slots;
+    rep->pipe = p;
+    rep->r = r;
+    rep->x = calloc(k, sizeof *rep->x);
+    rep->y = calloc(k, sizeof *rep->y);
+    rep->ids = calloc(k, sizeof *rep->ids);
+    rep->count = calloc(k, sizeof *rep->count);
+    rep->state = calloc(k, sizeof *rep->state);
+    rep->epoch = calloc(k, sizeof *rep->epoch);
+    if (!rep->x || !rep->y || !rep->ids || !rep->count || !rep->state || !rep->epoch) return SF_ENOMEM;
+    for (uint32_t i = 0; i < k; i++) {
+        rep->x[i] = malloc(xl * sizeof(float) + 1);
+        rep->y[i] = malloc(yl * sizeof(float) + 1);
+        rep->ids[i] = malloc(p->o.batch * sizeof(uint64_t));
+        if (!rep->x[i] || !rep->y[i] || !rep->ids[i]) return SF_ENOMEM;
+    }
+    return 0;
+}
+
+int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err *e) {
+    *out = NULL;
+    if (o->replicas == 0 || o->batch == 0 || o->slots < 2 || o->prefetch == 0 || o->decoders == 0 || o->io.depth == 0)
+        return sf_err_set(e, SF_EINVAL, "pipeline: replicas, batch, decoders, prefetch and reader depth must be "
+                          "positive and slots at least 2");
+    sf_pipe *p = calloc(1, sizeof *p);
+    if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    p->o = *o;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    int rc = sf_pack_open(&p->pack, path, e);
+    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(p->pack);
+    if (!rc) rc = sf_columns_create(&p->cols, in, o->features, o->targets, o->norm, e);
+    if (!rc)
+        rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window,
+                            o->block_chunks ? o->block_chunks : 1, e);
+    if (!rc) {
+        p->o.io.buffer_size = sf_pack_max_stored_size(p->pack);
+        rc = sf_reader_open(&p->reader, path, &p->o.io, e);
+    }
+    if (rc) {
+        sf_pipe_close(p);
+        return rc;
+    }
+    uint32_t depth = o->io.depth;
+    p->reads = calloc(depth, sizeof *p->reads);
+    p->free_bufs = malloc(depth * sizeof *p->free_bufs);
+    p->decode_q = malloc(depth * sizeof *p->decode_q);
+    p->reps = calloc(o->replicas, sizeof *p->reps);
+    p->decoders = calloc(o->decoders, sizeof *p->decoders);
+    rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders ? 0 : SF_ENOMEM;
+    for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
+    for (uint32_t r = 0; !rc && r < o->replicas; r++) rc = alloc_replica(p, &p->reps[r], r);
+    if (rc) {
+        sf_pipe_close(p);
+        return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the pipeline's buffers", path);
+    }
+    p->reader_started = sf_thread_start(&p->reader_thread, reader_main, p) == 0;
+    for (uint32_t i = 0; p->reader_started && i < o->decoders; i++, p->ndecoders_started++)
+        if (sf_thread_start(&p->decoders[i], decoder_main, p)) break;
+    bool all = p->reader_started && p->ndecoders_started == o->decoders;
+    for (uint32_t r = 0; all && r < o->replicas; r++)
+        all = p->reps[r].started = sf_thread_start(&p->reps[r].thread, windower_main, &p->reps[r]) == 0;
+    if (!all) {
+        sf_pipe_close(p);
+        return sf_err_set(e, SF_ENOMEM, "%s: cannot start the pipeline's threads", path);
+    }
+    *out = p;
+    return 0;
+}
+
+const char *sf_pipe_io_mode(const sf_pipe *p) { return sf_reader_mode(p->reader); }
+
+int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
+    if (r >= p->o.replicas) return sf_err_set(e, SF_EINVAL, "no replica %u of %u", r, p->o.replicas);
+    replica *rep = &p->reps[r];
+    pthread_mutex_lock(&p->mu);
+    while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
+        wait_timed(p, &rep->st.consumer_wait);
+    int rc = 0;
+    if (p->error) {
+        rc = p->error;
+        *e = p->err;
+    } else if (rep->state[rep->take] == SLOT_READY) {
+        uint32_t k = rep->take;
+        *b = (sf_batch){rep->x[k], rep->y[k], rep->ids[k], rep->count[k], rep->epoch[k], k};
+        rep->state[k] = SLOT_TAKEN;
+        rep->take = (k + 1) % p->o.slots;
+        rep->st.batches++;
+        rc = 1;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
+    pthread_mutex_lock(&p->mu);
+    p->reps[r].state[b->slot] = SLOT_FREE;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica) {
+    pthread_mutex_lock(&p->mu);
+    *st = p->st;
+    for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) per_replica[r] = p->reps[r].st;
+    pthread_mutex_unlock(&p->mu);
+}
