@@ -11,9 +11,10 @@
 //   consumer  sf_pipe_next_batch / sf_pipe_release on the ring
 //
 // Every queue is bounded (reader buffers, prefetch blocks, ring slots), so
-// memory does not depend on the file size. One lock and one condition: each
-// wait re-checks its own predicate, and the rates involved (a few thousand
-// events a second) make contention irrelevant.
+// memory does not depend on the file size. One lock; a condition per kind of
+// waiter (reader, decoders, each replica's windower, each consumer), so that
+// an event wakes only the threads it concerns: at millions of windows a
+// second a single broadcast condition woke every thread for every batch.
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,7 @@ typedef struct block_job {
 typedef struct {
     block_job *job;
     uint64_t chunk;
+    uint32_t replica;
 } read_job;  // what reader buffer i holds
 
 enum { SLOT_FREE, SLOT_READY, SLOT_TAKEN };
@@ -48,6 +50,7 @@ typedef struct {
     bool finished;
     pthread_t thread;
     bool started;
+    pthread_cond_t window_cv, consume_cv;  // its windower; its consumer
     sf_pipe_replica_stats st;
 } replica;
 
@@ -58,7 +61,7 @@ struct sf_pipe {
     sf_columns cols;
     sf_reader *reader;
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t reader_cv, decoder_cv;
     bool stop, reader_done;
     int error;
     sf_err err;
@@ -72,19 +75,28 @@ struct sf_pipe {
     sf_pipe_stats st;
 };
 
+static void wake_all(sf_pipe *p) {
+    pthread_cond_broadcast(&p->reader_cv);
+    pthread_cond_broadcast(&p->decoder_cv);
+    for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
+        pthread_cond_broadcast(&p->reps[r].window_cv);
+        pthread_cond_broadcast(&p->reps[r].consume_cv);
+    }
+}
+
 static void fail(sf_pipe *p, int code, const sf_err *e) {
     if (!p->error) {
         p->error = code;
         p->err = *e;
     }
     p->stop = true;
-    pthread_cond_broadcast(&p->cv);
+    wake_all(p);
 }
 
-// Waits on the pipe's condition and adds the time to *waited.
-static void wait_timed(sf_pipe *p, double *waited) {
+// Waits on cv under the pipe's lock and adds the time to *waited.
+static void wait_timed(sf_pipe *p, pthread_cond_t *cv, double *waited) {
     double t = sf_now();
-    pthread_cond_wait(&p->cv, &p->mu);
+    pthread_cond_wait(cv, &p->mu);
     *waited += sf_now() - t;
 }
 
@@ -133,7 +145,7 @@ static void *reader_main(void *arg) {
     for (uint32_t r = 0; r < R && !p->stop; r++) plan_epoch(p, r, order, tasks + (size_t)r * (nb + 1), &ntasks[r]);
     block_job *cur = NULL;
     uint64_t chunk = 0, last_chunk = 0;
-    uint32_t inflight = 0, turn = 0;
+    uint32_t inflight = 0, turn = 0, cur_replica = 0;
     while (!p->stop) {
         bool left = false;
         for (uint32_t k = 0; k < R && !cur; k++) {  // round robin over replicas with work and room
@@ -151,13 +163,14 @@ static void *reader_main(void *arg) {
                 fail(p, SF_ENOMEM, &e);
                 break;
             }
+            cur_replica = r;
             chunk = cur->task.row_lo / in->chunk_rows;
             last_chunk = (cur->task.row_hi - 1) / in->chunk_rows;
             turn = r + 1;
         }
         if (cur && p->nfree > 0) {
             uint32_t i = p->free_bufs[--p->nfree];
-            p->reads[i] = (read_job){cur, chunk};
+            p->reads[i] = (read_job){cur, chunk, cur_replica};
             sf_chunk c = sf_pack_chunk_locate(p->pack, chunk);
             if (chunk++ == last_chunk) cur = NULL;
             inflight++;
@@ -185,14 +198,14 @@ static void *reader_main(void *arg) {
             }
             p->decode_q[(p->dq_head + p->dq_count++) % p->o.io.depth] = i;
             p->st.chunks_read++;
-            pthread_cond_broadcast(&p->cv);
+            pthread_cond_signal(&p->decoder_cv);
             continue;
         }
         if (!cur && !left) break;  // every replica's every epoch is read
-        wait_timed(p, &p->st.read_wait);
+        wait_timed(p, &p->reader_cv, &p->st.read_wait);
     }
     p->reader_done = true;
-    pthread_cond_broadcast(&p->cv);
+    pthread_cond_broadcast(&p->decoder_cv);
     pthread_mutex_unlock(&p->mu);
     free(order);
     free(tasks);
@@ -210,7 +223,7 @@ static void *decoder_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     if (!d || !values) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
-        while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->st.decode_wait);
+        while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
         if (p->stop || p->dq_count == 0) break;
         uint32_t i = p->decode_q[p->dq_head];
         p->dq_head = (p->dq_head + 1) % p->o.io.depth;
@@ -232,8 +245,8 @@ static void *decoder_main(void *arg) {
             break;
         }
         p->st.chunks_decoded++;
-        job.job->pending--;
-        pthread_cond_broadcast(&p->cv);
+        pthread_cond_signal(&p->reader_cv);  // a free buffer
+        if (--job.job->pending == 0) pthread_cond_signal(&p->reps[job.replica].window_cv);
     }
     pthread_mutex_unlock(&p->mu);
     sf_pack_dctx_free(d);
@@ -247,7 +260,7 @@ static int block_get(void *arg, int64_t k, const sf_block_task *t, const sf_bloc
     sf_pipe *p = rep->pipe;
     (void)k, (void)t;
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && !(rep->head && rep->head->pending == 0)) wait_timed(p, &rep->st.input_wait);
+    while (!p->stop && !(rep->head && rep->head->pending == 0)) wait_timed(p, &rep->window_cv, &rep->st.input_wait);
     int rc = p->stop ? (p->error ? p->error : SF_EINVAL) : 0;
     if (rc) *e = p->error ? p->err : (sf_err){SF_EINVAL, "pipeline stopped"};
     else *d = &rep->head->data;
@@ -265,7 +278,7 @@ static void block_put(void *arg, int64_t k) {
     if (!rep->head) rep->tail = NULL;
     rep->queued--;
     rep->next_put++;
-    pthread_cond_broadcast(&p->cv);
+    pthread_cond_signal(&p->reader_cv);  // room in the prefetch queue
     pthread_mutex_unlock(&p->mu);
     sf_block_data_free(&b->data);
     free(b);
@@ -288,7 +301,7 @@ static void *windower_main(void *arg) {
             break;
         for (;;) {
             pthread_mutex_lock(&p->mu);
-            while (!p->stop && rep->state[rep->fill] != SLOT_FREE) wait_timed(p, &rep->st.output_wait);
+            while (!p->stop && rep->state[rep->fill] != SLOT_FREE) wait_timed(p, &rep->window_cv, &rep->st.output_wait);
             bool stop = p->stop;
             pthread_mutex_unlock(&p->mu);
             if (stop) break;
@@ -305,7 +318,7 @@ static void *windower_main(void *arg) {
             rep->epoch[f] = epoch;
             rep->state[f] = SLOT_READY;
             rep->fill = (f + 1) % p->o.slots;
-            pthread_cond_broadcast(&p->cv);
+            pthread_cond_signal(&rep->consume_cv);
             pthread_mutex_unlock(&p->mu);
         }
         sf_stream_close(s);
@@ -326,7 +339,7 @@ static void *windower_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     if (rc && !p->stop) fail(p, rc, &e);
     rep->finished = true;
-    pthread_cond_broadcast(&p->cv);
+    pthread_cond_signal(&rep->consume_cv);
     pthread_mutex_unlock(&p->mu);
     free(order);
     free(tasks);
@@ -337,7 +350,7 @@ void sf_pipe_close(sf_pipe *p) {
     if (!p) return;
     pthread_mutex_lock(&p->mu);
     p->stop = true;
-    pthread_cond_broadcast(&p->cv);
+    wake_all(p);
     pthread_mutex_unlock(&p->mu);
     if (p->reader_started) pthread_join(p->reader_thread, NULL);
     for (uint32_t i = 0; i < p->ndecoders_started; i++) pthread_join(p->decoders[i], NULL);
@@ -362,6 +375,10 @@ void sf_pipe_close(sf_pipe *p) {
         free(rep->state);
         free(rep->epoch);
     }
+    for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
+        pthread_cond_destroy(&p->reps[r].window_cv);
+        pthread_cond_destroy(&p->reps[r].consume_cv);
+    }
     free(p->reps);
     free(p->decoders);
     free(p->reads);
@@ -372,7 +389,8 @@ void sf_pipe_close(sf_pipe *p) {
     sf_columns_free(&p->cols);
     sf_pack_close(p->pack);
     pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
+    pthread_cond_destroy(&p->reader_cv);
+    pthread_cond_destroy(&p->decoder_cv);
     free(p);
 }
 
@@ -381,6 +399,8 @@ static int alloc_replica(sf_pipe *p, replica *rep, uint32_t r) {
     uint32_t k = p->o.slots;
     rep->pipe = p;
     rep->r = r;
+    pthread_cond_init(&rep->window_cv, NULL);
+    pthread_cond_init(&rep->consume_cv, NULL);
     rep->x = calloc(k, sizeof *rep->x);
     rep->y = calloc(k, sizeof *rep->y);
     rep->ids = calloc(k, sizeof *rep->ids);
@@ -406,7 +426,8 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
     p->o = *o;
     pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
+    pthread_cond_init(&p->reader_cv, NULL);
+    pthread_cond_init(&p->decoder_cv, NULL);
     int rc = sf_pack_open(&p->pack, path, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(p->pack);
     if (!rc) rc = sf_columns_create(&p->cols, in, o->features, o->targets, o->norm, e);
@@ -455,7 +476,7 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     replica *rep = &p->reps[r];
     pthread_mutex_lock(&p->mu);
     while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
-        wait_timed(p, &rep->st.consumer_wait);
+        wait_timed(p, &rep->consume_cv, &rep->st.consumer_wait);
     int rc = 0;
     if (p->error) {
         rc = p->error;
@@ -475,7 +496,7 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     pthread_mutex_lock(&p->mu);
     p->reps[r].state[b->slot] = SLOT_FREE;
-    pthread_cond_broadcast(&p->cv);
+    pthread_cond_signal(&p->reps[r].window_cv);
     pthread_mutex_unlock(&p->mu);
 }
 

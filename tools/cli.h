@@ -17,6 +17,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_unpack(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
 
 // "seqfeed CMD: error: MSG" (with a hint line when hint is not NULL); returns
 // EXIT_ERR.

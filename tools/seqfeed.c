@@ -14,6 +14,7 @@ static const struct {
     {"verify", cmd_verify, "decode every chunk and check every checksum"},
     {"unpack", cmd_unpack, "convert an .sfpack file back into CSV"},
     {"synth", cmd_synth, "write a synthetic .sfpack (random walks and seasons)"},
+    {"bench", cmd_bench, "measure the input pipeline (bench pipeline)"},
     {"info", cmd_info, "show the version, the build and the GPUs found"},
 };
 
