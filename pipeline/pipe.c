@@ -506,3 +506,37 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
     for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) per_replica[r] = p->reps[r].st;
     pthread_mutex_unlock(&p->mu);
 }
+
+uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in) {
+    uint64_t nf = o->features ? 1 : in->ncols, nt = o->targets ? 1 : in->ncols;
+    for (const char *c = o->features; c && *c; c++) nf += *c == ',';
+    for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
+    uint64_t chunk_raw = (uint64_t)in->chunk_rows * in->ncols * 4, blocks = in->nchunks / (o->block_chunks ? o->block_chunks : 1) + 1;
+    uint64_t span = sf_window_span(&o->window);
+    uint64_t block_rows = (uint64_t)(o->block_chunks ? o->block_chunks : 1) * in->chunk_rows + span;
+    uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+    // A stored chunk can exceed its raw size slightly (zstd's bound).
+    uint64_t reader = (uint64_t)o->io.depth * (chunk_raw + chunk_raw / 128 + 8192);
+    uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
+    uint64_t replica = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
+                       (uint64_t)o->slots * o->batch * window + 3 * blocks * sizeof(sf_block_task);
+    return reader + decoders + o->replicas * replica + blocks * sizeof(sf_block_task);
+}
+
+int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget, sf_err *e) {
+    uint64_t want = o->pool;
+    o->pool = 1;
+    uint64_t least = sf_pipe_memory(o, in);
+    if (least > budget)
+        return sf_err_set(e, SF_EINVAL,
+                          "a memory budget of %.1f MB is too small: reader, decoders, prefetch and ring alone take "
+                          "%.1f MB (hint: lower --depth, --decoders, --prefetch, --slots or --batch)",
+                          budget / 1e6, least / 1e6);
+    uint64_t nf = o->features ? 1 : in->ncols, nt = o->targets ? 1 : in->ncols;
+    for (const char *c = o->features; c && *c; c++) nf += *c == ',';
+    for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
+    uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+    uint64_t fits = 1 + (budget - least) / (o->replicas * window);
+    o->pool = want > 1 && want < fits ? want : fits;
+    return 0;
+}

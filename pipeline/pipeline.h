@@ -225,6 +225,16 @@ typedef struct {
     double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch
 } sf_pipe_replica_stats;
 
+// Bytes the pipeline holds for o on a file: reader buffers, decoders' chunk
+// buffers, each replica's prefetched blocks, shuffle pool and staging ring,
+// and the per-block plan arrays (48 bytes a block per replica, the one part
+// that grows with the file). Everything else (code, thread stacks, zstd
+// contexts) is a constant: docs/PIPELINE.md gives its measured size.
+uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in);
+// Shrinks o->pool so that sf_pipe_memory fits budget bytes; SF_EINVAL when
+// even a pool of one window per replica does not.
+int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget, sf_err *e);
+
 typedef struct sf_pipe sf_pipe;
 int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err *e);
 // The next batch of replica r (each replica's batches come in order): 1 and

@@ -41,6 +41,7 @@ static const char help[] =
     "      --slots K           staging slots per replica (default 2)\n"
     "      --consume-rate N    each consumer spends 1/N s on every batch, off the CPU\n"
     "                          like a GPU step (default: takes them as fast as it can)\n"
+    "      --memory-budget MB  shrink the pool so that the pipeline fits in MB\n"
     "      --seed N            (default 1)\n"
     "      --json              one JSON object instead of the table\n";
 
@@ -121,7 +122,7 @@ out_pack:
 static int bench_pipeline(int argc, char **argv) {
     enum { O_DATA = 256, O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_FEATURES, O_TARGETS, O_NORM, O_REPLICAS, O_BATCH,
            O_POOL, O_EPOCHS, O_DECODERS, O_IO, O_DIRECT, O_DEPTH, O_PREFETCH, O_BLOCK, O_SLOTS, O_CONSUME, O_SEED,
-           O_JSON };
+           O_JSON, O_BUDGET };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"window", required_argument, 0, O_WINDOW},
         {"stride", required_argument, 0, O_STRIDE}, {"sampling-rate", required_argument, 0, O_RATE},
@@ -134,6 +135,7 @@ static int bench_pipeline(int argc, char **argv) {
         {"prefetch", required_argument, 0, O_PREFETCH}, {"block-chunks", required_argument, 0, O_BLOCK},
         {"slots", required_argument, 0, O_SLOTS}, {"consume-rate", required_argument, 0, O_CONSUME},
         {"seed", required_argument, 0, O_SEED}, {"json", no_argument, 0, O_JSON},
+        {"memory-budget", required_argument, 0, O_BUDGET},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_pipe_opts o = {.window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .block_chunks = 1, .replicas = 1,
@@ -141,7 +143,7 @@ static int bench_pipeline(int argc, char **argv) {
                       .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0}, .decoders = ncpu > 0 ? (uint32_t)ncpu : 1,
                       .slots = 2, .prefetch = 4};
     const char *data = NULL;
-    double consume_rate = 0;
+    double consume_rate = 0, budget_mb = 0;
     bool json = false;
     uint64_t v;
     int ch;
@@ -169,6 +171,12 @@ static int bench_pipeline(int argc, char **argv) {
             break;
         }
         case O_JSON: json = true; break;
+        case O_BUDGET: {
+            char *end;
+            budget_mb = strtod(optarg, &end);
+            ok = *end == 0 && end != optarg && budget_mb > 0;
+            break;
+        }
         default:
             if (ch < O_WINDOW || ch > O_SEED || !cli_parse_u64(optarg, UINT32_MAX, &v))
                 return cli_usage_error("bench pipeline", "bad option or value '%s'", optarg ? optarg : "");
@@ -195,6 +203,14 @@ static int bench_pipeline(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("bench pipeline", "unexpected argument '%s'", argv[optind]);
 
     sf_err e = {0};
+    sf_pack *p;
+    if (sf_pack_open(&p, data, &e)) return cli_fail("bench pipeline", &e, NULL);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    double raw_bytes = (double)in->nrows * in->ncols * 4 * (double)o.epochs;
+    int frc = budget_mb > 0 ? sf_pipe_fit_budget(&o, in, (uint64_t)(budget_mb * 1e6), &e) : 0;
+    uint64_t memory = sf_pipe_memory(&o, in);
+    sf_pack_close(p);
+    if (frc) return cli_fail("bench pipeline", &e, NULL);
     sf_pipe *pipe;
     double t0 = sf_now();
     if (sf_pipe_open(&pipe, data, &o, &e)) return cli_fail("bench pipeline", &e, NULL);
@@ -225,11 +241,6 @@ static int bench_pipeline(int argc, char **argv) {
     sf_pipe_close(pipe);
     if (rc) return cli_fail("bench pipeline", &e, NULL);
 
-    sf_pack *p;
-    if (sf_pack_open(&p, data, &e)) return cli_fail("bench pipeline", &e, NULL);
-    const sf_pack_info *in = sf_pack_get_info(p);
-    double raw_bytes = (double)in->nrows * in->ncols * 4 * (double)o.epochs;
-    sf_pack_close(p);
     double window_busy = 0, window_in = 0, stall = 0;
     for (uint32_t r = 0; r < o.replicas; r++) {
         window_busy += rs[r].busy;
@@ -249,9 +260,9 @@ static int bench_pipeline(int argc, char **argv) {
         printf("{\"windows\": %" PRIu64 ", \"batches\": %" PRIu64 ", \"seconds\": %.4f, \"windows_per_s\": %.0f, "
                "\"read_MB_per_s\": %.1f, \"decoded_MB_per_s\": %.1f, \"utilisation\": {\"read\": %.3f, \"decode\": "
                "%.3f, \"window\": %.3f}, \"consumer_stall\": %.4f, \"limit\": \"%s\", \"memory_ceiling_windows_per_s\": "
-               "%.0f, \"ratio_to_ceiling\": %.3f, \"io\": ",
+               "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64 ", \"io\": ",
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
-               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0);
+               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory);
         cli_json_string(stdout, mode);
         printf("}\n");
     } else {
@@ -259,6 +270,8 @@ static int bench_pipeline(int argc, char **argv) {
                data, o.replicas, o.batch, o.pool, o.window.length, o.window.stride, o.window.sampling_rate,
                o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
+        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per replica)\n", memory / 1e6,
+               o.pool);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
                batches, wall, wps / 1e6);
         printf("read          %.1f MB/s stored, %.1f MB/s decoded\n", st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall);

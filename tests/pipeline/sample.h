@@ -19,7 +19,7 @@ static char path[64];
 
 // A CSV with a series column, 4 value columns (random walks with distinct
 // scales) and series of uneven lengths; packed with small chunks.
-static int pack_sample(uint32_t chunk_rows) {
+__attribute__((unused)) static int pack_sample(uint32_t chunk_rows) {
     size_t cap = 1 << 22, n = 0;
     char *csv = malloc(cap);
     n += (size_t)snprintf(csv + n, cap - n, "id,a,b,c,d\n");

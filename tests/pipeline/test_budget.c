@@ -1,0 +1,96 @@
+// Memory stays within the budget: a child process runs the whole pipeline
+// (2 replicas, a pool asked far larger than the budget allows) over a file
+// whose float32 data is four times the budget; its peak RSS must stay below
+// the budget plus the documented constant (code, libraries, thread stacks,
+// zstd contexts).
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include "tests/pipeline/sample.h"
+
+#define BUDGET (32u << 20)
+#define CONSTANT (24u << 20)  // docs/PIPELINE.md: measured about 12 MB
+#define ROWS (8u << 20)       // x 4 columns x 4 bytes = 128 MiB = 4 x BUDGET
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1  // shadow memory: no RSS bound to check
+#else
+#define SANITIZED 0
+#endif
+
+static int write_file(void) {
+    const char *names[] = {"a", "b", "c", "d"};
+    sf_pack_writer_opts wo = {.ncols = 4, .col_names = names, .level = 1, .filter = SF_FILTER_DELTA_SHUFFLE,
+                              .threads = 2};
+    sf_pack_writer *w;
+    sf_err e = {0};
+    if (sf_pack_writer_open(&w, path, &wo, &e)) {
+        CHECK(0, "%s", e.msg);
+        return -1;
+    }
+    float rows[4096 * 4], walk[4] = {0};
+    int rc = 0;
+    for (uint32_t done = 0; done < ROWS && !rc; done += 4096) {
+        for (int i = 0; i < 4096 * 4; i++) rows[i] = walk[i % 4] += (float)((double)(rng() >> 11) * 0x1p-53 - 0.5);
+        rc = sf_pack_writer_rows(w, rows, 4096, &e);
+    }
+    if (!rc) rc = sf_pack_writer_finish(w, &e);
+    else sf_pack_writer_abort(w);
+    CHECK(rc == 0, "%s", e.msg);
+    return rc;
+}
+
+// The child: run every batch of one epoch through two consumers in turn.
+static int child(void) {
+    sf_pack *p;
+    sf_err e = {0};
+    if (sf_pack_open(&p, path, &e)) return 2;
+    sf_pipe_opts o = {.window = {60, 1, 1, 1}, .targets = "a", .norm = SF_NORM_ZSCORE, .replicas = 2, .batch = 256,
+                      .pool = 1000000, .seed = 3, .epochs = 1, .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0},
+                      .decoders = 2, .slots = 2, .prefetch = 2};
+    if (sf_pipe_fit_budget(&o, sf_pack_get_info(p), BUDGET, &e)) return 3;
+    printf("pool %llu windows, estimate %.1f MB\n", (unsigned long long)o.pool,
+           sf_pipe_memory(&o, sf_pack_get_info(p)) / 1e6);
+    fflush(stdout);
+    sf_pack_close(p);
+    if (o.pool >= 1000000) return 4;
+    sf_pipe *pipe;
+    if (sf_pipe_open(&pipe, path, &o, &e)) return 5;
+    uint64_t windows = 0;
+    for (int live = 3; live;)
+        for (uint32_t r = 0; r < 2; r++) {
+            if (!(live & (1 << r))) continue;
+            sf_batch b;
+            int rc = sf_pipe_next_batch(pipe, r, &b, &e);
+            if (rc < 0) return 6;
+            if (rc == 0) {
+                live &= ~(1 << r);
+                continue;
+            }
+            windows += b.count;
+            sf_pipe_release(pipe, r, &b);
+        }
+    sf_pipe_close(pipe);
+    return windows == ROWS - 60 ? 0 : 7;
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 2;
+    snprintf(path, sizeof path, "%s/big.sfpack", dir);
+    if (write_file()) return TEST_EXIT();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(child());
+    int status;
+    struct rusage ru;
+    wait4(pid, &status, 0, &ru);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed with status %d", status);
+    long rss = ru.ru_maxrss * 1024L;
+    printf("peak RSS %.1f MB for a budget of %.1f MB over %.1f MB of float32\n", rss / 1e6, BUDGET / 1e6,
+           (double)ROWS * 16 / 1e6);
+    CHECK(SANITIZED || rss < (long)(BUDGET + CONSTANT), "peak RSS %ld exceeds budget + constant %u", rss,
+          BUDGET + CONSTANT);
+    unlink(path);
+    rmdir(dir);
+    return TEST_EXIT();
+}
