@@ -16,8 +16,9 @@ static const char help[] =
     "Runs the input pipeline alone, with one simulated consumer per replica,\n"
     "and reports windows/s, MB/s read and decoded, each stage's utilisation,\n"
     "the consumers' stall share and the stage that limits throughput. In the\n"
-    "same run it measures the in-memory ceiling: copying the same windows in\n"
-    "random order out of the decoded features held in RAM.\n"
+    "same run it measures the in-memory ceiling: copying the same kind of\n"
+    "windows in random order out of decoded features held in RAM (the first\n"
+    "16M rows of the file).\n"
     "\n"
     "options:\n"
     "      --data FILE         the .sfpack file (required)\n"
@@ -80,8 +81,19 @@ static double memory_ceiling(const sf_pipe_opts *o, const char *path, double sec
     sf_plan *plan = NULL;
     double rate = -1;
     if (sf_columns_create(&cols, in, o->features, o->targets, o->norm, e)) goto out_pack;
-    if (sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, 1, e)) goto out_cols;
-    sf_block_task all = {0, 0, sf_plan_windows(plan), 0, in->nrows};
+    // The first 16M rows at most: enough to leave the caches far behind
+    // (random windows over hundreds of MB), little enough for RAM.
+    uint64_t rows = in->nrows < (1u << 24) ? in->nrows : (1u << 24), nseries = 0;
+    sf_series *series = malloc(in->nseries * sizeof *series);
+    if (!series) goto out_cols;
+    for (; nseries < in->nseries && in->series[nseries].first_row < rows; nseries++) {
+        series[nseries] = in->series[nseries];
+        if (series[nseries].first_row + series[nseries].rows > rows) series[nseries].rows = rows - series[nseries].first_row;
+    }
+    int prc = sf_plan_create(&plan, rows, in->chunk_rows, series, nseries, &o->window, 1, e);
+    free(series);
+    if (prc) goto out_cols;
+    sf_block_task all = {0, 0, sf_plan_windows(plan), 0, rows};
     sf_block_loader *l = sf_block_loader_create(p, &cols);
     sf_block_data d = {0};
     if (!l || sf_block_load(l, &all, &d, e)) goto out_loader;
@@ -290,11 +302,98 @@ static int bench_pipeline(int argc, char **argv) {
     return EXIT_OK;
 }
 
+static const char read_help[] =
+    "usage: seqfeed bench read --data FILE.sfpack [--io uring|pread] [--direct auto|on|off] [--depth N]\n"
+    "\n"
+    "The reader stage alone: reads every chunk once, in file order, with N reads in\n"
+    "flight, and prints GB/s; compare with fio --ioengine=io_uring --direct=1\n"
+    "--bs=1M --iodepth=N on the same file (bench/pipeline.sh does both).\n";
+
+static int bench_read(int argc, char **argv) {
+    enum { O_DATA = 256, O_IO, O_DIRECT, O_DEPTH, O_JSON };
+    static const struct option opts[] = {{"data", required_argument, 0, O_DATA}, {"io", required_argument, 0, O_IO},
+                                         {"direct", required_argument, 0, O_DIRECT},
+                                         {"depth", required_argument, 0, O_DEPTH}, {"json", no_argument, 0, O_JSON},
+                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    sf_reader_opts ro = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0};
+    const char *data = NULL;
+    bool json = false;
+    uint64_t v;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': fputs(read_help, stdout); return EXIT_OK;
+        case O_DATA: data = optarg; break;
+        case O_JSON: json = true; break;
+        case O_IO:
+            if (strcmp(optarg, "uring") && strcmp(optarg, "pread"))
+                return cli_usage_error("bench read", "--io wants uring or pread");
+            ro.io = !strcmp(optarg, "uring") ? SF_IO_URING : SF_IO_PREAD;
+            break;
+        case O_DIRECT:
+            if (strcmp(optarg, "auto") && strcmp(optarg, "on") && strcmp(optarg, "off"))
+                return cli_usage_error("bench read", "--direct wants auto, on or off");
+            ro.direct = !strcmp(optarg, "on") ? SF_DIRECT_ON : !strcmp(optarg, "off") ? SF_DIRECT_OFF : SF_DIRECT_AUTO;
+            break;
+        case O_DEPTH:
+            if (!cli_parse_u64(optarg, 1024, &v) || !v) return cli_usage_error("bench read", "--depth wants 1 to 1024");
+            ro.depth = (uint32_t)v;
+            break;
+        default: return cli_usage_error("bench read", "unknown option");
+        }
+    }
+    if (!data) return cli_usage_error("bench read", "missing --data FILE.sfpack");
+    sf_err e = {0};
+    sf_pack *p;
+    if (sf_pack_open(&p, data, &e)) return cli_fail("bench read", &e, NULL);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    ro.buffer_size = sf_pack_max_stored_size(p);
+    sf_reader *r;
+    if (sf_reader_open(&r, data, &ro, &e)) {
+        sf_pack_close(p);
+        return cli_fail("bench read", &e, NULL);
+    }
+    uint32_t *free_bufs = malloc(ro.depth * sizeof *free_bufs), nfree = 0;
+    for (uint32_t i = 0; i < ro.depth; i++) free_bufs[nfree++] = i;
+    uint64_t next = 0, done = 0, bytes = 0;
+    int rc = 0;
+    double t0 = sf_now();
+    while (!rc && done < in->nchunks) {
+        while (!rc && nfree && next < in->nchunks) {
+            sf_chunk c = sf_pack_chunk_locate(p, next);
+            rc = sf_reader_submit(r, free_bufs[--nfree], c.offset, c.stored_size, next, &e);
+            bytes += c.stored_size;
+            next++;
+        }
+        uint32_t i;
+        uint64_t tag;
+        if (!rc && !(rc = sf_reader_wait(r, &i, &tag, &e))) {
+            free_bufs[nfree++] = i;
+            done++;
+        }
+    }
+    double dt = sf_now() - t0;
+    if (!rc) {
+        if (json)
+            printf("{\"bytes\": %" PRIu64 ", \"seconds\": %.4f, \"GB_per_s\": %.3f, \"depth\": %u}\n", bytes, dt,
+                   bytes / 1e9 / dt, ro.depth);
+        else
+            printf("read %" PRIu64 " chunks, %.1f MB in %.3f s: %.2f GB/s (%s)\n", in->nchunks, bytes / 1e6, dt,
+                   bytes / 1e9 / dt, sf_reader_mode(r));
+    }
+    free(free_bufs);
+    sf_reader_close(r);
+    sf_pack_close(p);
+    return rc ? cli_fail("bench read", &e, NULL) : EXIT_OK;
+}
+
 int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         fputs(help, stdout);
         return EXIT_OK;
     }
-    return cli_usage_error("bench", "expected 'bench pipeline' (bench train arrives with the trainer)");
+    return cli_usage_error("bench", "expected 'bench pipeline' or 'bench read' (bench train arrives with the trainer)");
 }
