@@ -156,10 +156,12 @@ run 2 frobnicate
 expect err "unknown command 'frobnicate'"
 run 0 --help
 expect out '^usage: seqfeed COMMAND'
-for cmd in pack inspect verify unpack info synth; do
-    run 0 "$cmd" --help
+for cmd in pack inspect verify unpack info synth "bench pipeline" "bench read"; do
+    # shellcheck disable=SC2086  # "bench pipeline" is two words
+    run 0 $cmd --help
     expect out "^usage: seqfeed $cmd"
-    run 0 "$cmd" -h
+    # shellcheck disable=SC2086
+    run 0 $cmd -h
     expect out "^usage: seqfeed $cmd"
 done
 
@@ -214,6 +216,18 @@ cmp -s syn1.sfpack syn3.sfpack && fail "synth with another seed wrote the same f
 run 2 synth -o x.sfpack
 run 2 synth -o x.sfpack --rows 10 --series 11
 run 2 synth -o x.sfpack --rows 10 --features 0
+
+# bench: the pipeline delivers every window of the epoch; bad options are usage errors.
+run 0 bench pipeline --data syn1.sfpack --window 10 --batch 32 --pool 100 --replicas 2 --json
+python3 -m json.tool out >/dev/null || fail "bench pipeline --json is not JSON: $(cat out)"
+expect out '"windows": 49960,'
+run 0 bench read --data syn1.sfpack --io pread --direct off
+expect out '^read [0-9]+ chunks'
+run 1 bench pipeline --data syn1.sfpack --memory-budget 0.5
+expect err 'too small'
+run 2 bench pipeline --data syn1.sfpack --io nope
+run 2 bench pipeline
+run 2 bench nothing
 
 signal_test INT
 signal_test TERM
