@@ -36,11 +36,11 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
 best_sf=0 best_fio=0
 for i in $(seq "$reps"); do
     drop
-    gbs=$("$sf" bench read --data "$file" --depth 8 --json | sed 's/.*"GB_per_s": \([0-9.]*\).*/\1/')
+    gbs=$("$sf" bench read --data "$file" --depth 8 --block-chunks 2 --json | sed 's/.*"GB_per_s": \([0-9.]*\).*/\1/')
     best_sf=$(python3 -c "print(max($best_sf, $gbs))")
     if command -v fio >/dev/null; then
         drop
-        fgbs=$(fio --name=r --filename="$file" --ioengine=io_uring --direct=1 --bs=1M --iodepth=8 --rw=read \
+        fgbs=$(fio --readonly --name=r --filename="$file" --ioengine=io_uring --direct=1 --bs=1M --iodepth=8 --rw=read \
             --size="$size" --output-format=json | python3 -c "import json,sys; print(json.load(sys.stdin)['jobs'][0]['read']['bw_bytes']/1e9)")
         best_fio=$(python3 -c "print(max($best_fio, $fgbs))")
     fi
@@ -49,10 +49,10 @@ done
 echo "reader: seqfeed $best_sf GB/s, fio $best_fio GB/s, ratio $(python3 -c "print(round($best_sf / $best_fio, 3) if $best_fio else 'n/a')")"
 
 drop
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 | tee "$dir/pipeline.txt"
+"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 | tee "$dir/pipeline.txt"
 wps=$(sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p' "$dir/pipeline.txt")
 rate=$(python3 -c "print(int($wps * 1e6 * 0.8 / 256))")
 echo
 echo "consumers asking for 80% of that ($rate batches/s of 256):"
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --consume-rate "$rate" --slots 4 |
+"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --consume-rate "$rate" --slots 4 |
     grep -E 'delivered|consumers'

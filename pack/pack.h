@@ -84,6 +84,11 @@ int sf_pack_fd(const sf_pack *p);  // for callers that do their own I/O (io_urin
 
 // Chunk i's place in the file, in O(1). i < nchunks.
 sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i);
+// Where the padding after chunk i ends: the next chunk's offset, or for the
+// last chunk the end of its 4096-byte block. Reading [offset, span end)
+// keeps consecutive reads contiguous, which storage prefers to skipping the
+// few padding bytes.
+uint64_t sf_pack_chunk_span_end(const sf_pack *p, uint64_t i);
 // Largest stored_size of any chunk: the size of a read buffer that fits all.
 size_t sf_pack_max_stored_size(const sf_pack *p);
 // Bytes of decoded float32 values of chunk i: rows * ncols * 4.

@@ -348,6 +348,12 @@ const char *sf_pack_name(const sf_pack *p) { return p->name; }
 int sf_pack_fd(const sf_pack *p) { return p->fd; }
 size_t sf_pack_max_stored_size(const sf_pack *p) { return p->max_stored; }
 
+uint64_t sf_pack_chunk_span_end(const sf_pack *p, uint64_t i) {
+    if (i + 1 < p->info.nchunks) return p->chunk_offset[i + 1];
+    uint64_t end = sf_align_up(p->chunk_offset[i] + p->chunk_size[i], SF_PACK_ALIGN);
+    return end < p->info.file_size ? end : p->info.file_size;
+}
+
 sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i) {
     uint64_t first = i * p->info.chunk_rows, left = p->info.nrows - first;
     return (sf_chunk){p->chunk_offset[i], p->chunk_size[i], p->chunk_crc[i], first,

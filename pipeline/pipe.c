@@ -29,9 +29,9 @@ typedef struct block_job {
 
 typedef struct {
     block_job *job;
-    uint64_t chunk;
-    uint32_t replica;
-} read_job;  // what reader buffer i holds
+    uint64_t chunk, offset;  // first chunk, and the file offset of the buffer's first byte
+    uint32_t nchunks, replica;
+} read_job;  // what reader buffer i holds: consecutive chunks of one block
 
 enum { SLOT_FREE, SLOT_READY, SLOT_TAKEN };
 
@@ -66,6 +66,7 @@ struct sf_pipe {
     int error;
     sf_err err;
     read_job *reads;    // per reader buffer
+    uint32_t per_read;  // chunks per read request at most
     uint32_t *free_bufs, nfree;
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
     replica *reps;
@@ -169,17 +170,22 @@ static void *reader_main(void *arg) {
             turn = r + 1;
         }
         if (cur && p->nfree > 0) {
-            uint32_t i = p->free_bufs[--p->nfree];
-            p->reads[i] = (read_job){cur, chunk, cur_replica};
-            sf_chunk c = sf_pack_chunk_locate(p->pack, chunk);
-            if (chunk++ == last_chunk) cur = NULL;
+            // One request for up to block_chunks consecutive chunks: they
+            // lie back to back in the file, so fewer, larger reads.
+            uint32_t i = p->free_bufs[--p->nfree], n = 0;
+            sf_chunk first = sf_pack_chunk_locate(p->pack, chunk);
+            while (n < p->per_read && chunk <= last_chunk) chunk++, n++;
+            p->reads[i] = (read_job){cur, first.first_row / in->chunk_rows, first.offset, n, cur_replica};
+            if (chunk > last_chunk) cur = NULL;
+            // Through the padding to the next chunk: contiguous requests.
+            size_t len = (size_t)(sf_pack_chunk_span_end(p->pack, chunk - 1) - first.offset);
             inflight++;
             pthread_mutex_unlock(&p->mu);
             double t = sf_now();
-            int rc = sf_reader_submit(p->reader, i, c.offset, c.stored_size, i, &e);
+            int rc = sf_reader_submit(p->reader, i, first.offset, len, i, &e);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
-            p->st.bytes_read += c.stored_size;
+            p->st.bytes_read += len;
             if (rc) fail(p, rc, &e);
             continue;
         }
@@ -197,7 +203,7 @@ static void *reader_main(void *arg) {
                 break;
             }
             p->decode_q[(p->dq_head + p->dq_count++) % p->o.io.depth] = i;
-            p->st.chunks_read++;
+            p->st.chunks_read += p->reads[i].nchunks;
             pthread_cond_signal(&p->decoder_cv);
             continue;
         }
@@ -231,10 +237,12 @@ static void *decoder_main(void *arg) {
         read_job job = p->reads[i];
         pthread_mutex_unlock(&p->mu);
         double t = sf_now();
-        int rc = sf_pack_chunk_decode(d, p->pack, job.chunk, sf_reader_buffer(p->reader, i), values, &e);
-        if (!rc) {
-            sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk);
-            sf_block_gather(&job.job->data, &p->cols, &c, values);  // rows no other decoder touches
+        int rc = 0;
+        for (uint32_t k = 0; k < job.nchunks && !rc; k++) {
+            sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk + k);
+            const char *stored = (const char *)sf_reader_buffer(p->reader, i) + (c.offset - job.offset);
+            rc = sf_pack_chunk_decode(d, p->pack, job.chunk + k, stored, values, &e);
+            if (!rc) sf_block_gather(&job.job->data, &p->cols, &c, values);  // rows no other decoder touches
         }
         double busy = sf_now() - t;
         pthread_mutex_lock(&p->mu);
@@ -244,9 +252,9 @@ static void *decoder_main(void *arg) {
             fail(p, rc, &e);
             break;
         }
-        p->st.chunks_decoded++;
+        p->st.chunks_decoded += job.nchunks;
         pthread_cond_signal(&p->reader_cv);  // a free buffer
-        if (--job.job->pending == 0) pthread_cond_signal(&p->reps[job.replica].window_cv);
+        if ((job.job->pending -= job.nchunks) == 0) pthread_cond_signal(&p->reps[job.replica].window_cv);
     }
     pthread_mutex_unlock(&p->mu);
     sf_pack_dctx_free(d);
@@ -435,7 +443,8 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window,
                             o->block_chunks ? o->block_chunks : 1, e);
     if (!rc) {
-        p->o.io.buffer_size = sf_pack_max_stored_size(p->pack);
+        p->per_read = o->block_chunks ? o->block_chunks : 1;
+        p->o.io.buffer_size = p->per_read * (sf_pack_max_stored_size(p->pack) + SF_PACK_ALIGN);
         rc = sf_reader_open(&p->reader, path, &p->o.io, e);
     }
     if (rc) {
@@ -516,7 +525,7 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in) {
     uint64_t block_rows = (uint64_t)(o->block_chunks ? o->block_chunks : 1) * in->chunk_rows + span;
     uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
     // A stored chunk can exceed its raw size slightly (zstd's bound).
-    uint64_t reader = (uint64_t)o->io.depth * (chunk_raw + chunk_raw / 128 + 8192);
+    uint64_t reader = (uint64_t)o->io.depth * (o->block_chunks ? o->block_chunks : 1) * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
     uint64_t replica = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
                        (uint64_t)o->slots * o->batch * window + 3 * blocks * sizeof(sf_block_task);
