@@ -51,6 +51,15 @@ int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e);
 // signals (Ctrl-C) reach the main thread and its handlers. 0 or an errno.
 int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
+// splitmix64: the seeded random numbers of the pipeline and of synth (fast,
+// reproducible everywhere, not cryptographic).
+static inline uint64_t sf_splitmix64(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 // Monotonic time in seconds.
 double sf_now(void);
 

@@ -118,19 +118,12 @@ sf_block_task sf_plan_block(const sf_plan *p, uint64_t b) {
     return task_for(p, b, windows_before(p, lo), windows_before(p, hi));
 }
 
-static uint64_t splitmix64(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 void sf_plan_epoch_order(const sf_plan *p, uint64_t seed, uint64_t epoch, uint64_t *order) {
-    uint64_t s = seed ^ splitmix64(&(uint64_t){epoch});
+    uint64_t s = seed ^ sf_splitmix64(&(uint64_t){epoch});
     for (uint64_t i = 0; i < p->nblocks; i++) order[i] = i;
     // Fisher-Yates; the multiply-shift index is biased by at most n / 2^64.
     for (uint64_t i = p->nblocks; i > 1; i--) {
-        uint64_t j = (uint64_t)(((u128)splitmix64(&s) * i) >> 64);
+        uint64_t j = (uint64_t)(((u128)sf_splitmix64(&s) * i) >> 64);
         uint64_t t = order[i - 1];
         order[i - 1] = order[j];
         order[j] = t;

@@ -25,16 +25,9 @@ struct sf_stream {
     uint64_t rng, batches_left;
 };
 
-static uint64_t next_random(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 __extension__ typedef unsigned __int128 u128;
 
-static uint64_t below(uint64_t *s, uint64_t n) { return (uint64_t)(((u128)next_random(s) * n) >> 64); }
+static uint64_t below(uint64_t *s, uint64_t n) { return (uint64_t)(((u128)sf_splitmix64(s) * n) >> 64); }
 
 static int load_block(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e) {
     sf_stream *s = arg;
@@ -88,7 +81,7 @@ int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan
     free(order);
     s->next_id = s->ntasks > 0 ? s->tasks[0].first_window : 0;
     // Each replica its own pool order, from (seed, epoch, replica).
-    s->rng = o->seed ^ next_random(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
+    s->rng = o->seed ^ sf_splitmix64(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
     uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
                                                      (uint64_t)(((u128)total * r) / replicas);
     // Drop-remainder: the smallest share, floor(total / replicas), decides

@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/common.h"  // sf_splitmix64: fixed seeds, the same inputs on every run
+
 static int test_failures;
 
 #define CHECK(cond, ...)                                                        \
@@ -17,14 +19,6 @@ static int test_failures;
             test_failures++;                                                    \
         }                                                                       \
     } while (0)
-
-// splitmix64: a fixed seed gives the same inputs on every run.
-static inline uint64_t test_splitmix64(uint64_t *state) {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 #define TEST_EXIT() (test_failures ? (fprintf(stderr, "%d checks failed\n", test_failures), 1) : 0)
 

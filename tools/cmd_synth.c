@@ -30,13 +30,6 @@ static const char help[] =
     "  -q, --quiet           no summary line\n"
     "  -h, --help            this text\n";
 
-static uint64_t next(uint64_t *s) {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 int cmd_synth(int argc, char **argv) {
     enum { O_ROWS = 256, O_FEATURES, O_SERIES, O_SEED, O_LEVEL, O_CHUNK, O_THREADS };
     static const struct option opts[] = {
@@ -109,8 +102,8 @@ int cmd_synth(int argc, char **argv) {
     for (size_t j = 0; j < nf; j++) {
         names[j] = malloc(24);
         if (names[j]) snprintf(names[j], 24, "f%zu", j);
-        scale[j] = pow(10, (double)(next(&rng) % 5) - 2);  // 0.01 .. 100
-        phase[j] = (double)(next(&rng) >> 11) * 0x1p-53 * 6.283185307179586;
+        scale[j] = pow(10, (double)(sf_splitmix64(&rng) % 5) - 2);  // 0.01 .. 100
+        phase[j] = (double)(sf_splitmix64(&rng) >> 11) * 0x1p-53 * 6.283185307179586;
     }
     wo.ncols = (uint32_t)nf;
     wo.col_names = (const char *const *)names;
@@ -132,7 +125,7 @@ int cmd_synth(int argc, char **argv) {
             for (size_t i = 0; i < n; i++) {
                 double t = (double)(r + i - first);
                 for (size_t j = 0; j < nf; j++) {
-                    walk[j] += (double)(next(&rng) >> 11) * 0x1p-53 - 0.5;
+                    walk[j] += (double)(sf_splitmix64(&rng) >> 11) * 0x1p-53 - 0.5;
                     double season = sin(t * 6.283185307179586 / 24 + phase[j]) + 0.5 * sin(t * 6.283185307179586 / 168);
                     buf[i * nf + j] = (float)(scale[j] * (walk[j] + 3 * season));
                 }

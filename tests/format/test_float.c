@@ -23,7 +23,7 @@
 
 static uint64_t rng_state = 0x5eedf10a7c0ffee1ull;
 
-static uint64_t rng(void) { return test_splitmix64(&rng_state); }
+static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 static int rnd(int lo, int hi) { return lo + (int)(rng() % (uint64_t)(hi - lo + 1)); }
 

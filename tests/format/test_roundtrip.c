@@ -19,7 +19,7 @@
 
 static uint64_t rng_state = 0x20261130ull;
 
-static uint64_t rng(void) { return test_splitmix64(&rng_state); }
+static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 static double uniform(void) { return (double)(rng() >> 11) * 0x1p-53 - 0.5; }
 

@@ -12,7 +12,7 @@
 #include "tests/common.h"
 
 static uint64_t rng_state = 0xb10c4b10c4ull;
-static uint64_t rng(void) { return test_splitmix64(&rng_state); }
+static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 static char dir[] = "/tmp/sfblock.XXXXXX";
 static char path[64];

@@ -9,7 +9,7 @@
 #include "tests/common.h"
 
 static uint64_t rng_state = 0x91a7b10c5eedull;
-static uint64_t rng(void) { return test_splitmix64(&rng_state); }
+static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 typedef struct {
     uint64_t nrows;
