@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zstd.h>
 
 int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
     fprintf(stderr, "seqfeed %s: error: %s\n", cmd, e->msg[0] ? e->msg : sf_err_name(e->code));
@@ -91,6 +92,27 @@ void cli_json_string(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
+}
+
+int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo) {
+    uint64_t v;
+    if (which == 'l') {
+        char *end;
+        long level = strtol(arg, &end, 10);
+        if (*end || end == arg || level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+            return cli_usage_error(cmd, "--level wants an integer from %d to %d, not '%s'", ZSTD_minCLevel(),
+                                   ZSTD_maxCLevel(), arg);
+        wo->level = (int)level;
+    } else if (which == 'c') {
+        if (!cli_parse_u64(arg, UINT32_MAX, &v) || v == 0)
+            return cli_usage_error(cmd, "--chunk-rows wants a positive integer, not '%s'", arg);
+        wo->chunk_rows = (uint32_t)v;
+    } else {
+        if (!cli_parse_u64(arg, 256, &v) || v == 0)
+            return cli_usage_error(cmd, "--threads wants an integer from 1 to 256, not '%s'", arg);
+        wo->threads = (int)v;
+    }
+    return EXIT_OK;
 }
 
 bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "pack/pack.h"
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
 
@@ -41,6 +42,11 @@ void cli_progress_end(cli_progress *p);
 
 // Prints s as a JSON string literal.
 void cli_json_string(FILE *f, const char *s);
+// The .sfpack writer's options shared by pack and synth: --level,
+// --chunk-rows, --threads (opt names which). Returns EXIT_OK or prints a
+// usage error and returns EXIT_USAGE.
+int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo);
+
 // Parses a whole non-negative integer option; false when it is not one.
 bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 

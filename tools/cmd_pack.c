@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include "cli.h"
 #include "pack/pack.h"
@@ -63,7 +62,6 @@ int cmd_pack(int argc, char **argv) {
                           .pack = {.level = SF_PACK_DEFAULT_LEVEL,
                                    .filter = SF_FILTER_DELTA_SHUFFLE,
                                    .threads = ncpu > 0 ? (int)ncpu : 1}};
-    uint64_t v;
     int ch;
     while ((ch = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
         switch (ch) {
@@ -85,28 +83,16 @@ int cmd_pack(int argc, char **argv) {
             else if (!strcmp(optarg, "ffill")) o.missing = SF_MISSING_FFILL;
             else return cli_usage_error("pack", "--missing wants error, drop or ffill, not '%s'", optarg);
             break;
-        case O_LEVEL: {
-            char *end;
-            long level = strtol(optarg, &end, 10);
-            if (*end || end == optarg || level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-                return cli_usage_error("pack", "--level wants an integer from %d to %d, not '%s'", ZSTD_minCLevel(),
-                                       ZSTD_maxCLevel(), optarg);
-            o.pack.level = (int)level;
+        case O_LEVEL:
+        case O_CHUNK:
+        case O_THREADS: {
+            int rc = cli_writer_option("pack", ch == O_LEVEL ? 'l' : ch == O_CHUNK ? 'c' : 't', optarg, &o.pack);
+            if (rc) return rc;
             break;
         }
-        case O_CHUNK:
-            if (!cli_parse_u64(optarg, UINT32_MAX, &v) || v == 0)
-                return cli_usage_error("pack", "--chunk-rows wants a positive integer, not '%s'", optarg);
-            o.pack.chunk_rows = (uint32_t)v;
-            break;
         case O_FILTER:
             if ((o.pack.filter = sf_filter_parse(optarg)) < 0)
                 return cli_usage_error("pack", "--filter wants delta-shuffle, shuffle or none, not '%s'", optarg);
-            break;
-        case O_THREADS:
-            if (!cli_parse_u64(optarg, 256, &v) || v == 0)
-                return cli_usage_error("pack", "--threads wants an integer from 1 to 256, not '%s'", optarg);
-            o.pack.threads = (int)v;
             break;
         default: return cli_usage_error("pack", "unknown option");
         }

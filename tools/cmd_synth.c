@@ -40,7 +40,7 @@ int cmd_synth(int argc, char **argv) {
         {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *out = NULL;
-    uint64_t rows = 0, features = 4, nseries = 1, seed = 1, v;
+    uint64_t rows = 0, features = 4, nseries = 1, seed = 1;
     bool quiet = false;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_pack_writer_opts wo = {.level = SF_PACK_DEFAULT_LEVEL, .filter = SF_FILTER_DELTA_SHUFFLE,
@@ -67,24 +67,13 @@ int cmd_synth(int argc, char **argv) {
             if (!cli_parse_u64(optarg, UINT64_MAX, &seed))
                 return cli_usage_error("synth", "--seed wants a non-negative integer, not '%s'", optarg);
             break;
-        case O_LEVEL: {
-            char *end;
-            long level = strtol(optarg, &end, 10);
-            if (*end || end == optarg || level < -131072 || level > 22)
-                return cli_usage_error("synth", "--level wants a zstd level, not '%s'", optarg);
-            wo.level = (int)level;
+        case O_LEVEL:
+        case O_CHUNK:
+        case O_THREADS: {
+            int rc = cli_writer_option("synth", ch == O_LEVEL ? 'l' : ch == O_CHUNK ? 'c' : 't', optarg, &wo);
+            if (rc) return rc;
             break;
         }
-        case O_CHUNK:
-            if (!cli_parse_u64(optarg, UINT32_MAX, &v) || v == 0)
-                return cli_usage_error("synth", "--chunk-rows wants a positive integer, not '%s'", optarg);
-            wo.chunk_rows = (uint32_t)v;
-            break;
-        case O_THREADS:
-            if (!cli_parse_u64(optarg, 256, &v) || v == 0)
-                return cli_usage_error("synth", "--threads wants 1 to 256, not '%s'", optarg);
-            wo.threads = (int)v;
-            break;
         default: return cli_usage_error("synth", "unknown option");
         }
     }
