@@ -5,7 +5,8 @@
 #      dropped before each run when possible, interleaved, best of N;
 #   2. seqfeed bench pipeline (T=60, 4 features, batch 256, shuffled), which
 #      measures the in-memory random window-copy ceiling in the same run;
-#   3. consumers asking for 80% of the measured throughput: their stall.
+#   3. consumers asking for 80% of the measured throughput: their stall;
+#   4. PyTorch's DataLoader serving the same windows (bench/peers/torch_loader.py).
 # usage: bench/pipeline.sh [--build DIR] [--rows N] [--reps N]
 #   --rows N  rows of the synthetic file (default 270000000: 4.3 GB of
 #             float32, about 2.3 GB on disk), cached in $BENCH_DIR
@@ -19,7 +20,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --rows) rows=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pipeline.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
@@ -56,3 +57,19 @@ echo
 echo "consumers asking for 80% of that ($rate batches/s of 256):"
 "$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --consume-rate "$rate" --slots 4 |
     grep -E 'delivered|consumers'
+
+# 4. PyTorch's DataLoader on the same windows from RAM (bench/peers), side
+#    by side with seqfeed on a 20M-row file (320 MB of float32: RAM for the
+#    peer). Skipped when torch, numpy or zstandard is not importable.
+if python3 -c "import torch, numpy, zstandard" 2>/dev/null; then
+    small=$dir/synth-20000000.sfpack
+    [ -f "$small" ] || "$sf" synth -o "$small" --rows 20000000 --features 4 --series 8 -q
+    echo
+    peer=$(python3 "$here/peers/torch_loader.py" "$small" --window 60 --batch 256 | tee /dev/stderr |
+        sed -n 's/^best \([0-9.]*\) M.*/\1/p')
+    ours=$("$sf" bench pipeline --data "$small" --window 60 --batch 256 --pool 16384 --block-chunks 2 |
+        sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p')
+    echo "seqfeed $ours M windows/s, PyTorch DataLoader $peer M windows/s: $(python3 -c "print(round($ours / $peer, 1))")x"
+else
+    echo "(PyTorch DataLoader peer skipped: needs torch, numpy and zstandard)"
+fi
