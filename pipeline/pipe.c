@@ -66,6 +66,7 @@ struct sf_pipe {
     int error;
     sf_err err;
     read_job *reads;    // per reader buffer
+    block_job *spare;   // blocks to reuse
     uint32_t per_read;  // chunks per read request at most
     uint32_t *free_bufs, nfree;
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
@@ -101,13 +102,24 @@ static void wait_timed(sf_pipe *p, pthread_cond_t *cv, double *waited) {
     *waited += sf_now() - t;
 }
 
+// Blocks are recycled through p->spare: fresh multi-megabyte allocations
+// would be page faults in the decoders and munmaps in the windower, jitter
+// that reaches the consumers.
 static block_job *new_block(sf_pipe *p, replica *rep, const sf_block_task *t, sf_err *e) {
-    block_job *b = calloc(1, sizeof *b);
+    block_job *b = p->spare;
     size_t rows = (size_t)(t->row_hi - t->row_lo);
+    if (b) p->spare = b->next;
+    else b = calloc(1, sizeof *b);
+    if (b && b->data.cap_rows < rows) {
+        sf_block_data_free(&b->data);
+        b->data = (sf_block_data){0, 0, malloc(rows * p->cols.nfeatures * sizeof(float) + 1),
+                                  malloc(rows * p->cols.ntargets * sizeof(float) + 1), rows};
+    }
     if (b) {
         b->task = *t;
-        b->data = (sf_block_data){t->row_lo, t->row_hi, malloc(rows * p->cols.nfeatures * sizeof(float) + 1),
-                                  malloc(rows * p->cols.ntargets * sizeof(float) + 1), rows};
+        b->next = NULL;
+        b->data.row_lo = t->row_lo;
+        b->data.row_hi = t->row_hi;
         uint32_t cr = sf_pack_get_info(p->pack)->chunk_rows;
         b->pending = (uint32_t)((t->row_hi - 1) / cr - t->row_lo / cr + 1);
     }
@@ -286,10 +298,10 @@ static void block_put(void *arg, int64_t k) {
     if (!rep->head) rep->tail = NULL;
     rep->queued--;
     rep->next_put++;
+    b->next = p->spare;
+    p->spare = b;
     pthread_cond_signal(&p->reader_cv);  // room in the prefetch queue
     pthread_mutex_unlock(&p->mu);
-    sf_block_data_free(&b->data);
-    free(b);
 }
 
 static void *windower_main(void *arg) {
@@ -386,6 +398,12 @@ void sf_pipe_close(sf_pipe *p) {
     for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
         pthread_cond_destroy(&p->reps[r].window_cv);
         pthread_cond_destroy(&p->reps[r].consume_cv);
+    }
+    while (p->spare) {
+        block_job *b = p->spare;
+        p->spare = b->next;
+        sf_block_data_free(&b->data);
+        free(b);
     }
     free(p->reps);
     free(p->decoders);
@@ -485,7 +503,8 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     replica *rep = &p->reps[r];
     pthread_mutex_lock(&p->mu);
     while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
-        wait_timed(p, &rep->consume_cv, &rep->st.consumer_wait);
+        // The first batch waits for the pipeline to fill: startup, not stall.
+        wait_timed(p, &rep->consume_cv, rep->st.batches ? &rep->st.consumer_wait : &rep->st.first_wait);
     int rc = 0;
     if (p->error) {
         rc = p->error;

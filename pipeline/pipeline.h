@@ -222,7 +222,8 @@ typedef struct {
 typedef struct {
     uint64_t batches;
     double busy, input_wait, output_wait;  // the windower: cutting, waiting for blocks, for free slots
-    double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch
+    double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch, after the first
+    double first_wait;                     // waiting for the first batch (the pipeline filling)
 } sf_pipe_replica_stats;
 
 // Bytes the pipeline holds for o on a file: reader buffers, decoders' chunk

@@ -289,7 +289,8 @@ static int bench_pipeline(int argc, char **argv) {
         printf("read          %.1f MB/s stored, %.1f MB/s decoded\n", st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall);
         printf("utilisation   read %.0f%%, decode %.0f%% (per decoder), window %.0f%% (per replica)\n",
                100 * util_read, 100 * util_decode, 100 * util_window);
-        printf("consumers     waited %.2f%% of the time for a batch\n", 100 * stall_share);
+        printf("consumers     waited %.2f%% of the time for a batch after the first (%.1f ms for the first)\n",
+               100 * stall_share, 1e3 * rs[0].first_wait);
         printf("limit         %s\n", limit);
         if (ceiling > 0)
             printf("ceiling       %.2f M windows/s copying the same windows in random order from RAM (1 thread); "
