@@ -70,7 +70,10 @@ struct sf_pipe {
     uint32_t per_read;  // chunks per read request at most
     uint32_t *free_bufs, nfree;
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
-    replica *reps;
+    replica *reps;                // replicas x lanes internal replicas
+    uint32_t replicas, lanes;     // as the caller sees them; p->o.replicas counts lanes
+    uint32_t *turn;               // per replica: the lane to take from next
+    uint64_t *epoch;              // per replica: the epoch being handed out
     pthread_t reader_thread, *decoders;
     uint32_t ndecoders_started;
     bool reader_started;
@@ -406,6 +409,8 @@ void sf_pipe_close(sf_pipe *p) {
         free(b);
     }
     free(p->reps);
+    free(p->turn);
+    free(p->epoch);
     free(p->decoders);
     free(p->reads);
     free(p->free_bufs);
@@ -451,6 +456,10 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     sf_pipe *p = calloc(1, sizeof *p);
     if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
     p->o = *o;
+    p->replicas = o->replicas;
+    p->lanes = o->lanes ? o->lanes : 1;
+    p->o.replicas = o->replicas * p->lanes;  // the planner shards over every lane
+    o = &p->o;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
     pthread_cond_init(&p->decoder_cv, NULL);
@@ -475,7 +484,9 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     p->decode_q = malloc(depth * sizeof *p->decode_q);
     p->reps = calloc(o->replicas, sizeof *p->reps);
     p->decoders = calloc(o->decoders, sizeof *p->decoders);
-    rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders ? 0 : SF_ENOMEM;
+    p->turn = calloc(p->replicas, sizeof *p->turn);
+    p->epoch = calloc(p->replicas, sizeof *p->epoch);
+    rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders && p->turn && p->epoch ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
     for (uint32_t r = 0; !rc && r < o->replicas; r++) rc = alloc_replica(p, &p->reps[r], r);
     if (rc) {
@@ -498,40 +509,72 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
 
 const char *sf_pipe_io_mode(const sf_pipe *p) { return sf_reader_mode(p->reader); }
 
+// Replica r's batches come from its lanes (internal replicas r * lanes ..
+// r * lanes + lanes - 1, each with its own windower), taken round robin
+// within an epoch: a lane whose next batch is of a later epoch waits until
+// every lane has finished the current one. The order is a function of the
+// lanes' batches, never of thread timing.
 int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
-    if (r >= p->o.replicas) return sf_err_set(e, SF_EINVAL, "no replica %u of %u", r, p->o.replicas);
-    replica *rep = &p->reps[r];
+    if (r >= p->replicas) return sf_err_set(e, SF_EINVAL, "no replica %u of %u", r, p->replicas);
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
-        // The first batch waits for the pipeline to fill: startup, not stall.
-        wait_timed(p, &rep->consume_cv, rep->st.batches ? &rep->st.consumer_wait : &rep->st.first_wait);
     int rc = 0;
-    if (p->error) {
-        rc = p->error;
-        *e = p->err;
-    } else if (rep->state[rep->take] == SLOT_READY) {
-        uint32_t k = rep->take;
-        *b = (sf_batch){rep->x[k], rep->y[k], rep->ids[k], rep->count[k], rep->epoch[k], k};
-        rep->state[k] = SLOT_TAKEN;
-        rep->take = (k + 1) % p->o.slots;
-        rep->st.batches++;
-        rc = 1;
+    for (;;) {
+        bool later = false;  // some lane holds a batch of a later epoch
+        for (uint32_t i = 0; i < p->lanes && !rc; i++) {
+            uint32_t lane = r * p->lanes + (p->turn[r] + i) % p->lanes;
+            replica *rep = &p->reps[lane];
+            while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
+                // The first batch waits for the pipeline to fill: startup, not stall.
+                wait_timed(p, &rep->consume_cv, rep->st.batches ? &rep->st.consumer_wait : &rep->st.first_wait);
+            if (p->error) {
+                rc = p->error;
+                *e = p->err;
+                break;
+            }
+            if (rep->state[rep->take] != SLOT_READY) continue;  // the lane is done
+            uint32_t k = rep->take;
+            if (rep->epoch[k] != p->epoch[r]) {
+                later = true;
+                continue;
+            }
+            *b = (sf_batch){rep->x[k], rep->y[k], rep->ids[k], rep->count[k], rep->epoch[k], k, lane};
+            rep->state[k] = SLOT_TAKEN;
+            rep->take = (k + 1) % p->o.slots;
+            rep->st.batches++;
+            p->turn[r] = (p->turn[r] + i + 1) % p->lanes;
+            rc = 1;
+        }
+        if (rc || !later) break;
+        p->epoch[r]++;  // every lane is past this epoch
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
 
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
+    (void)r;
     pthread_mutex_lock(&p->mu);
-    p->reps[r].state[b->slot] = SLOT_FREE;
-    pthread_cond_signal(&p->reps[r].window_cv);
+    p->reps[b->lane].state[b->slot] = SLOT_FREE;
+    pthread_cond_signal(&p->reps[b->lane].window_cv);
     pthread_mutex_unlock(&p->mu);
 }
 
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica) {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
-    for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) per_replica[r] = p->reps[r].st;
+    for (uint32_t r = 0; per_replica && r < p->replicas; r++) {
+        sf_pipe_replica_stats sum = {0};
+        for (uint32_t l = 0; l < p->lanes; l++) {
+            const sf_pipe_replica_stats *x = &p->reps[r * p->lanes + l].st;
+            sum.batches += x->batches;
+            sum.busy += x->busy / p->lanes;  // per windower, as utilisation is reported
+            sum.input_wait += x->input_wait / p->lanes;
+            sum.output_wait += x->output_wait / p->lanes;
+            sum.consumer_wait += x->consumer_wait;
+            sum.first_wait = x->first_wait > sum.first_wait ? x->first_wait : sum.first_wait;
+        }
+        per_replica[r] = sum;
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -548,7 +591,7 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in) {
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
     uint64_t replica = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
                        (uint64_t)o->slots * o->batch * window + 3 * blocks * sizeof(sf_block_task);
-    return reader + decoders + o->replicas * replica + blocks * sizeof(sf_block_task);
+    return reader + decoders + o->replicas * (o->lanes ? o->lanes : 1) * replica + blocks * sizeof(sf_block_task);
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget, sf_err *e) {
@@ -564,7 +607,7 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget,
     for (const char *c = o->features; c && *c; c++) nf += *c == ',';
     for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
     uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
-    uint64_t fits = 1 + (budget - least) / (o->replicas * window);
+    uint64_t fits = 1 + (budget - least) / (o->replicas * (o->lanes ? o->lanes : 1) * window);
     o->pool = want > 1 && want < fits ? want : fits;
     return 0;
 }

@@ -198,7 +198,10 @@ typedef struct {
     sf_reader_opts io;               // io, direct, depth (buffer_size is set here)
     uint32_t decoders;               // decoder threads, >= 1
     uint32_t slots;                  // staging ring slots per replica, >= 2
-    uint32_t prefetch;               // decoded blocks queued per replica, >= 1
+    uint32_t prefetch;               // decoded blocks queued per lane, >= 1
+    uint32_t lanes;                  // windower threads per replica (0: 1); each
+                                     // its own share of the replica's windows
+                                     // and its own pool, batches taken in turn
 } sf_pipe_opts;
 
 // A batch in replica r's staging ring: x (count, length, nfeatures), y
@@ -209,7 +212,7 @@ typedef struct {
     uint64_t *ids;
     uint32_t count;
     uint64_t epoch;
-    uint32_t slot;
+    uint32_t slot, lane;  // where it lives, for sf_pipe_release
 } sf_batch;
 
 // Seconds and counts since open; *_busy is working time, *_wait blocked

@@ -42,6 +42,7 @@ static const char help[] =
     "      --slots K           staging slots per replica (default 2)\n"
     "      --consume-rate N    each consumer spends 1/N s on every batch, off the CPU\n"
     "                          like a GPU step (default: takes them as fast as it can)\n"
+    "      --lanes N           windower threads per replica (default: cores / replicas)\n"
     "      --memory-budget MB  shrink the pool so that the pipeline fits in MB\n"
     "      --seed N            (default 1)\n"
     "      --json              one JSON object instead of the table\n";
@@ -134,7 +135,7 @@ out_pack:
 static int bench_pipeline(int argc, char **argv) {
     enum { O_DATA = 256, O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_FEATURES, O_TARGETS, O_NORM, O_REPLICAS, O_BATCH,
            O_POOL, O_EPOCHS, O_DECODERS, O_IO, O_DIRECT, O_DEPTH, O_PREFETCH, O_BLOCK, O_SLOTS, O_CONSUME, O_SEED,
-           O_JSON, O_BUDGET };
+           O_JSON, O_BUDGET, O_LANES };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"window", required_argument, 0, O_WINDOW},
         {"stride", required_argument, 0, O_STRIDE}, {"sampling-rate", required_argument, 0, O_RATE},
@@ -147,7 +148,7 @@ static int bench_pipeline(int argc, char **argv) {
         {"prefetch", required_argument, 0, O_PREFETCH}, {"block-chunks", required_argument, 0, O_BLOCK},
         {"slots", required_argument, 0, O_SLOTS}, {"consume-rate", required_argument, 0, O_CONSUME},
         {"seed", required_argument, 0, O_SEED}, {"json", no_argument, 0, O_JSON},
-        {"memory-budget", required_argument, 0, O_BUDGET},
+        {"memory-budget", required_argument, 0, O_BUDGET}, {"lanes", required_argument, 0, O_LANES},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_pipe_opts o = {.window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .block_chunks = 1, .replicas = 1,
@@ -156,6 +157,7 @@ static int bench_pipeline(int argc, char **argv) {
                       .slots = 2, .prefetch = 4};
     const char *data = NULL;
     double consume_rate = 0, budget_mb = 0;
+    uint32_t lanes = 0;
     bool json = false;
     uint64_t v;
     int ch;
@@ -183,6 +185,10 @@ static int bench_pipeline(int argc, char **argv) {
             break;
         }
         case O_JSON: json = true; break;
+        case O_LANES:
+            ok = cli_parse_u64(optarg, 64, &v) && v > 0;
+            lanes = (uint32_t)v;
+            break;
         case O_BUDGET: {
             char *end;
             budget_mb = strtod(optarg, &end);
@@ -214,6 +220,8 @@ static int bench_pipeline(int argc, char **argv) {
     if (!data) return cli_usage_error("bench pipeline", "missing --data FILE.sfpack");
     if (optind < argc) return cli_usage_error("bench pipeline", "unexpected argument '%s'", argv[optind]);
 
+    // Windowing is the pipeline's heaviest stage: one thread per core.
+    o.lanes = lanes ? lanes : o.replicas < (uint32_t)o.decoders ? (uint32_t)o.decoders / o.replicas : 1;
     sf_err e = {0};
     sf_pack *p;
     if (sf_pack_open(&p, data, &e)) return cli_fail("bench pipeline", &e, NULL);
@@ -278,8 +286,9 @@ static int bench_pipeline(int argc, char **argv) {
         cli_json_string(stdout, mode);
         printf("}\n");
     } else {
-        printf("pipeline      %s, %u replica(s), batch %u, pool %" PRIu64 ", window %u/%u/%u/%u, %u decoder(s)\n",
-               data, o.replicas, o.batch, o.pool, o.window.length, o.window.stride, o.window.sampling_rate,
+        printf("pipeline      %s, %u replica(s) x %u lane(s), batch %u, pool %" PRIu64
+               ", window %u/%u/%u/%u, %u decoder(s)\n",
+               data, o.replicas, o.lanes, o.batch, o.pool, o.window.length, o.window.stride, o.window.sampling_rate,
                o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
         printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per replica)\n", memory / 1e6,

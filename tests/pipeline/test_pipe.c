@@ -31,6 +31,34 @@ static seq expected(const sf_pack *p, const sf_plan *plan, const sf_columns *col
     return s;
 }
 
+// With lanes, replica r's batches are its lanes' streams (internal replicas
+// r * L + l of R * L) taken in turn within each epoch; this replays that
+// rule on the streams' batches. Returns the replica's ids over all epochs.
+static seq expected_lanes(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t R, uint32_t L,
+                          uint32_t r, uint64_t epochs, sf_stream_opts so) {
+    seq out = {malloc((sf_plan_windows(plan) * epochs + 1) * sizeof *out.ids), 0, 0};
+    uint32_t turn = 0;
+    for (uint64_t ep = 0; ep < epochs; ep++) {
+        seq lane[4];
+        uint64_t pos[4] = {0};
+        for (uint32_t l = 0; l < L; l++) lane[l] = expected(p, plan, cols, R * L, r * L + l, ep, so);
+        for (;;) {
+            uint32_t i = 0;
+            while (i < L && pos[(turn + i) % L] >= lane[(turn + i) % L].n) i++;
+            if (i == L) break;
+            uint32_t l = (turn + i) % L;
+            uint64_t n = lane[l].n - pos[l] < so.batch ? lane[l].n - pos[l] : so.batch;
+            memcpy(out.ids + out.n, lane[l].ids + pos[l], n * sizeof *out.ids);
+            out.n += n;
+            pos[l] += n;
+            out.batches++;
+            turn = (l + 1) % L;
+        }
+        for (uint32_t l = 0; l < L; l++) free(lane[l].ids);
+    }
+    return out;
+}
+
 static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
                          const char *what) {
     sf_pipe *pipe;
@@ -70,6 +98,23 @@ static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns
           (unsigned long long)st.chunks_read, (unsigned long long)st.chunks_decoded);
     sf_pipe_close(pipe);
     sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
+    if (o.lanes > 1) {
+        for (uint32_t r = 0; r < R; r++) {
+            seq want = expected_lanes(p, plan, cols, R, o.lanes, r, o.epochs, so);
+            uint64_t n = got[r][0].n + got[r][1].n;
+            uint64_t *all = malloc((n + 1) * sizeof *all);
+            memcpy(all, got[r][0].ids, got[r][0].n * sizeof *all);
+            memcpy(all + got[r][0].n, got[r][1].ids, got[r][1].n * sizeof *all);
+            CHECK(want.n == n && memcmp(want.ids, all, n * sizeof *all) == 0,
+                  "%s: replica %u: %llu windows, the lanes' streams merged give %llu", what, r, (unsigned long long)n,
+                  (unsigned long long)want.n);
+            free(all);
+            free(want.ids);
+            free(got[r][0].ids);
+            free(got[r][1].ids);
+        }
+        return;
+    }
     for (uint32_t r = 0; r < R; r++)
         for (uint64_t ep = 0; ep < o.epochs; ep++) {
             seq want = expected(p, plan, cols, R, r, ep, so);
@@ -193,6 +238,12 @@ int main(void) {
     o.io.depth = 1;
     o.decoders = 1;
     check_config(p, plan, &cols, o, "drop-remainder, depth 1, one decoder");
+    for (uint32_t R = 1; R <= 2; R++) {
+        o = base;
+        o.replicas = R;
+        o.lanes = 2;
+        check_config(p, plan, &cols, o, R == 1 ? "1 replica, 2 lanes" : "2 replicas, 2 lanes");
+    }
     check_values(p, plan, &cols, base);
     check_corrupt(p, base);
     // Closing with batches still coming must not hang or leak.
