@@ -65,8 +65,9 @@ if python3 -c "import torch, numpy, zstandard" 2>/dev/null; then
     small=$dir/synth-20000000.sfpack
     [ -f "$small" ] || "$sf" synth -o "$small" --rows 20000000 --features 4 --series 8 -q
     echo
-    peer=$(python3 "$here/peers/torch_loader.py" "$small" --window 60 --batch 256 | tee /dev/stderr |
-        sed -n 's/^best \([0-9.]*\) M.*/\1/p')
+    out=$(python3 "$here/peers/torch_loader.py" "$small" --window 60 --batch 256)
+    echo "$out"
+    peer=$(sed -n 's/^best \([0-9.]*\) M.*/\1/p' <<<"$out")
     ours=$("$sf" bench pipeline --data "$small" --window 60 --batch 256 --pool 16384 --block-chunks 2 |
         sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p')
     echo "seqfeed $ours M windows/s, PyTorch DataLoader $peer M windows/s: $(python3 -c "print(round($ours / $peer, 1))")x"
