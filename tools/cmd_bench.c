@@ -59,14 +59,24 @@ typedef struct {
 static void *consume(void *arg) {
     consumer *c = arg;
     sf_batch b;
-    long ns = c->rate > 0 ? (long)(1e9 / c->rate) : 0;
     prctl(PR_SET_TIMERSLACK, 1UL);  // the default 50 us slack would stretch short simulated steps
+    struct timespec due;
+    clock_gettime(CLOCK_MONOTONIC, &due);
+    long period = c->rate > 0 ? (long)(1e9 / c->rate) : 0;
     while ((c->rc = sf_pipe_next_batch(c->pipe, c->r, &b, &c->e)) == 1) {
         c->windows += b.count;
         c->batches++;
         sf_pipe_release(c->pipe, c->r, &b);
-        // Simulated compute: 1/rate seconds per batch, off the CPU like a GPU step.
-        if (ns) nanosleep(&(struct timespec){ns / 1000000000L, ns % 1000000000L}, NULL);
+        if (!period) continue;
+        // Simulated compute, off the CPU like a GPU step: one period per
+        // batch, counted from when the batch arrived or the last step ended,
+        // whichever is later (a consumer never catches up by bursting).
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > due.tv_sec || (now.tv_sec == due.tv_sec && now.tv_nsec > due.tv_nsec)) due = now;
+        due.tv_nsec += period;
+        while (due.tv_nsec >= 1000000000L) due.tv_nsec -= 1000000000L, due.tv_sec++;
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &due, NULL);
     }
     return NULL;
 }
@@ -261,10 +271,11 @@ static int bench_pipeline(int argc, char **argv) {
     sf_pipe_close(pipe);
     if (rc) return cli_fail("bench pipeline", &e, NULL);
 
-    double window_busy = 0, window_in = 0, stall = 0;
+    double window_busy = 0, window_in = 0, window_out = 0, stall = 0;
     for (uint32_t r = 0; r < o.replicas; r++) {
         window_busy += rs[r].busy;
         window_in += rs[r].input_wait;
+        window_out += rs[r].output_wait;
         stall += rs[r].consumer_wait;
     }
     double util_read = st.read_busy / wall, util_decode = st.decode_busy / (wall * o.decoders),
@@ -300,6 +311,8 @@ static int bench_pipeline(int argc, char **argv) {
                100 * util_read, 100 * util_decode, 100 * util_window);
         printf("consumers     waited %.2f%% of the time for a batch after the first (%.1f ms for the first)\n",
                100 * stall_share, 1e3 * rs[0].first_wait);
+        printf("windowers     waited %.1f%% of the time for blocks, %.1f%% for free slots\n",
+               100 * window_in / (wall * o.replicas), 100 * window_out / (wall * o.replicas));
         printf("limit         %s\n", limit);
         if (ceiling > 0)
             printf("ceiling       %.2f M windows/s copying the same windows in random order from RAM (1 thread); "
