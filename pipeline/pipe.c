@@ -225,6 +225,15 @@ static void *reader_main(void *arg) {
         if (!cur && !left) break;  // every replica's every epoch is read
         wait_timed(p, &p->reader_cv, &p->st.read_wait);
     }
+    // Stopped with reads in flight: let the kernel finish writing into the
+    // buffers before anyone frees them.
+    pthread_mutex_unlock(&p->mu);
+    for (; inflight > 0; inflight--) {
+        uint32_t i;
+        uint64_t tag;
+        if (sf_reader_wait(p->reader, &i, &tag, &e)) break;
+    }
+    pthread_mutex_lock(&p->mu);
     p->reader_done = true;
     pthread_cond_broadcast(&p->decoder_cv);
     pthread_mutex_unlock(&p->mu);
