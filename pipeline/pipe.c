@@ -201,7 +201,11 @@ static void *reader_main(void *arg) {
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
             p->st.bytes_read += len;
-            if (rc) fail(p, rc, &e);
+            if (rc) {  // nothing is in flight for this buffer
+                inflight--;
+                p->free_bufs[p->nfree++] = i;
+                fail(p, rc, &e);
+            }
             continue;
         }
         if (inflight > 0) {
@@ -228,10 +232,10 @@ static void *reader_main(void *arg) {
     // Stopped with reads in flight: let the kernel finish writing into the
     // buffers before anyone frees them.
     pthread_mutex_unlock(&p->mu);
-    for (; inflight > 0; inflight--) {
+    for (; inflight > 0; inflight--) {  // failed reads complete too
         uint32_t i;
         uint64_t tag;
-        if (sf_reader_wait(p->reader, &i, &tag, &e)) break;
+        sf_reader_wait(p->reader, &i, &tag, &e);
     }
     pthread_mutex_lock(&p->mu);
     p->reader_done = true;
@@ -340,12 +344,13 @@ static void *windower_main(void *arg) {
             uint32_t f = rep->fill;
             double t = sf_now();
             int64_t n = sf_stream_next(s, rep->x[f], rep->y[f], rep->ids[f], &e);
-            rep->st.busy += sf_now() - t;
+            double busy = sf_now() - t;
             if (n <= 0) {
                 rc = (int)n;
                 break;
             }
             pthread_mutex_lock(&p->mu);
+            rep->st.busy += busy;
             rep->count[f] = (uint32_t)n;
             rep->epoch[f] = epoch;
             rep->state[f] = SLOT_READY;
@@ -527,14 +532,15 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     if (r >= p->replicas) return sf_err_set(e, SF_EINVAL, "no replica %u of %u", r, p->replicas);
     pthread_mutex_lock(&p->mu);
     int rc = 0;
+    bool first = true;  // the replica's first batch: waiting for it is startup, not stall
+    for (uint32_t l = 0; l < p->lanes; l++) first &= p->reps[r * p->lanes + l].st.batches == 0;
     for (;;) {
         bool later = false;  // some lane holds a batch of a later epoch
         for (uint32_t i = 0; i < p->lanes && !rc; i++) {
             uint32_t lane = r * p->lanes + (p->turn[r] + i) % p->lanes;
             replica *rep = &p->reps[lane];
             while (!p->stop && rep->state[rep->take] != SLOT_READY && !rep->finished)
-                // The first batch waits for the pipeline to fill: startup, not stall.
-                wait_timed(p, &rep->consume_cv, rep->st.batches ? &rep->st.consumer_wait : &rep->st.first_wait);
+                wait_timed(p, &rep->consume_cv, first ? &rep->st.first_wait : &rep->st.consumer_wait);
             if (p->error) {
                 rc = p->error;
                 *e = p->err;
@@ -580,7 +586,7 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
             sum.input_wait += x->input_wait / p->lanes;
             sum.output_wait += x->output_wait / p->lanes;
             sum.consumer_wait += x->consumer_wait;
-            sum.first_wait = x->first_wait > sum.first_wait ? x->first_wait : sum.first_wait;
+            sum.first_wait += x->first_wait;
         }
         per_replica[r] = sum;
     }
@@ -599,7 +605,7 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in) {
     uint64_t reader = (uint64_t)o->io.depth * (o->block_chunks ? o->block_chunks : 1) * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
     uint64_t replica = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
-                       (uint64_t)o->slots * o->batch * window + 3 * blocks * sizeof(sf_block_task);
+                       (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8);
     return reader + decoders + o->replicas * (o->lanes ? o->lanes : 1) * replica + blocks * sizeof(sf_block_task);
 }
 
@@ -617,6 +623,6 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget,
     for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
     uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
     uint64_t fits = 1 + (budget - least) / (o->replicas * (o->lanes ? o->lanes : 1) * window);
-    o->pool = want > 1 && want < fits ? want : fits;
+    o->pool = want <= 1 ? want : want < fits ? want : fits;  // 0 or 1: no shuffle stays so
     return 0;
 }

@@ -133,8 +133,8 @@ typedef struct {
 // io_uring with a registered file and, when RLIMIT_MEMLOCK allows,
 // registered buffers; O_DIRECT when the file system takes it (alignment from
 // statx STATX_DIOALIGN, else 4096). When io_uring is refused (EPERM, ENOSYS,
-// EINVAL) with SF_IO_AUTO, or with SF_IO_PREAD, reads are plain preads done
-// at submission. Short reads are resubmitted. sf_reader_mode says which
+// EINVAL or any other error) with SF_IO_AUTO, or with SF_IO_PREAD, reads are
+// plain preads done at submission. Short reads are resubmitted. sf_reader_mode says which
 // path is in use, for the one line a program prints.
 typedef struct sf_reader sf_reader;
 int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, sf_err *e);
@@ -142,9 +142,9 @@ void sf_reader_close(sf_reader *r);
 const char *sf_reader_mode(const sf_reader *r);
 size_t sf_reader_align(const sf_reader *r);  // offsets and lengths are rounded to this
 void *sf_reader_buffer(const sf_reader *r, uint32_t i);  // i < depth
-// Reads [offset, offset + len) into buffer i (free: not in flight) at
-// position offset % align; len is rounded up to the alignment, and the read
-// may stop at the end of the file. tag comes back from sf_reader_wait.
+// Reads [offset, offset + len) into buffer i (free: not in flight); offset
+// must be a multiple of sf_reader_align, len is rounded up to it, and the
+// read may stop at the end of the file. tag comes back from sf_reader_wait.
 int sf_reader_submit(sf_reader *r, uint32_t i, uint64_t offset, size_t len, uint64_t tag, sf_err *e);
 // Waits for a submitted read to complete; returns its buffer index and tag.
 int sf_reader_wait(sf_reader *r, uint32_t *i, uint64_t *tag, sf_err *e);
@@ -192,7 +192,7 @@ typedef struct {
     uint32_t block_chunks;           // chunks per block (0: 1)
     uint32_t replicas;               // >= 1
     uint32_t batch;                  // windows per batch per replica
-    uint64_t pool;                   // shuffle pool per replica, in windows
+    uint64_t pool;                   // shuffle pool per lane, in windows
     bool drop_remainder;
     uint64_t seed, epochs;           // the epochs to produce, 0 .. epochs-1
     sf_reader_opts io;               // io, direct, depth (buffer_size is set here)
@@ -231,8 +231,8 @@ typedef struct {
 
 // Bytes the pipeline holds for o on a file: reader buffers, decoders' chunk
 // buffers, each replica's prefetched blocks, shuffle pool and staging ring,
-// and the per-block plan arrays (48 bytes a block per replica, the one part
-// that grows with the file). Everything else (code, thread stacks, zstd
+// and the per-block plan arrays (about 150 bytes a block per lane, the one
+// part that grows with the file). Everything else (code, thread stacks, zstd
 // contexts) is a constant: docs/PIPELINE.md gives its measured size.
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in);
 // Shrinks o->pool so that sf_pipe_memory fits budget bytes; SF_EINVAL when
@@ -248,7 +248,8 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e);
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b);
 const char *sf_pipe_io_mode(const sf_pipe *p);
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica);
-// Stops and joins every thread, at any point.
+// Stops and joins every thread, at any point, but not while another thread
+// is inside sf_pipe_next_batch or sf_pipe_release.
 void sf_pipe_close(sf_pipe *p);
 
 #endif

@@ -135,7 +135,6 @@ int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *
             s->pool_id[k] = s->pool_id[s->filled];
         }
     }
-    if (n < s->o.batch && s->o.drop_remainder) return 0;
     s->batches_left--;
     return n;
 }

@@ -31,7 +31,7 @@ static const char help[] =
     "      --norm zscore|minmax|none (default zscore)\n"
     "      --replicas R        simulated consumers (default 1)\n"
     "      --batch N           windows per batch per replica (default 256)\n"
-    "      --pool N            shuffle pool per replica, windows (default 16384)\n"
+    "      --pool N            shuffle pool per lane, windows (default 16384)\n"
     "      --epochs N          (default 1)\n"
     "      --decoders N        decoder threads (default: cores)\n"
     "      --io uring|pread    (default: io_uring when the kernel allows it)\n"
@@ -42,7 +42,8 @@ static const char help[] =
     "      --slots K           staging slots per replica (default 2)\n"
     "      --consume-rate N    each consumer spends 1/N s on every batch, off the CPU\n"
     "                          like a GPU step (default: takes them as fast as it can)\n"
-    "      --lanes N           windower threads per replica (default: cores / replicas)\n"
+    "      --lanes N           windower threads per replica, each with its own\n"
+    "                          --pool (default: cores / replicas, at least 1)\n"
     "      --memory-budget MB  shrink the pool so that the pipeline fits in MB\n"
     "      --seed N            (default 1)\n"
     "      --json              one JSON object instead of the table\n";
@@ -231,7 +232,8 @@ static int bench_pipeline(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("bench pipeline", "unexpected argument '%s'", argv[optind]);
 
     // Windowing is the pipeline's heaviest stage: one thread per core.
-    o.lanes = lanes ? lanes : o.replicas < (uint32_t)o.decoders ? (uint32_t)o.decoders / o.replicas : 1;
+    uint32_t cores = ncpu > 0 ? (uint32_t)ncpu : 1;
+    o.lanes = lanes ? lanes : o.replicas < cores ? cores / o.replicas : 1;
     sf_err e = {0};
     sf_pack *p;
     if (sf_pack_open(&p, data, &e)) return cli_fail("bench pipeline", &e, NULL);
@@ -246,14 +248,21 @@ static int bench_pipeline(int argc, char **argv) {
     if (sf_pipe_open(&pipe, data, &o, &e)) return cli_fail("bench pipeline", &e, NULL);
     consumer *cs = calloc(o.replicas, sizeof *cs);
     pthread_t *ts = calloc(o.replicas, sizeof *ts);
-    if (!cs || !ts) return EXIT_ERR;
-    for (uint32_t r = 0; r < o.replicas; r++) {
-        cs[r] = (consumer){pipe, r, consume_rate, 0, 0, 0, {0}};
-        pthread_create(&ts[r], NULL, consume, &cs[r]);
+    uint32_t started = 0;
+    for (; cs && ts && started < o.replicas; started++) {
+        cs[started] = (consumer){pipe, started, consume_rate, 0, 0, 0, {0}};
+        if (pthread_create(&ts[started], NULL, consume, &cs[started])) break;
+    }
+    if (started < o.replicas) {  // no consumer may be inside the pipe when it closes
+        for (uint32_t r = 0; r < started; r++) pthread_join(ts[r], NULL);
+        sf_pipe_close(pipe);
+        free(cs);
+        free(ts);
+        return cli_fail("bench pipeline", &(sf_err){SF_ENOMEM, "cannot start the consumer threads"}, NULL);
     }
     uint64_t windows = 0, batches = 0;
     int rc = 0;
-    for (uint32_t r = 0; r < o.replicas; r++) {
+    for (uint32_t r = 0; r < started; r++) {
         pthread_join(ts[r], NULL);
         windows += cs[r].windows;
         batches += cs[r].batches;
@@ -302,12 +311,12 @@ static int bench_pipeline(int argc, char **argv) {
                data, o.replicas, o.lanes, o.batch, o.pool, o.window.length, o.window.stride, o.window.sampling_rate,
                o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
-        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per replica)\n", memory / 1e6,
+        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per lane)\n", memory / 1e6,
                o.pool);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
                batches, wall, wps / 1e6);
         printf("read          %.1f MB/s stored, %.1f MB/s decoded\n", st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall);
-        printf("utilisation   read %.0f%%, decode %.0f%% (per decoder), window %.0f%% (per replica)\n",
+        printf("utilisation   read %.0f%%, decode %.0f%% (per decoder), window %.0f%% (per windower)\n",
                100 * util_read, 100 * util_decode, 100 * util_window);
         printf("consumers     waited %.2f%% of the time for a batch after the first (%.1f ms for the first)\n",
                100 * stall_share, 1e3 * rs[0].first_wait);
@@ -388,6 +397,7 @@ static int bench_read(int argc, char **argv) {
     uint32_t *free_bufs = malloc(ro.depth * sizeof *free_bufs), nfree = 0;
     for (uint32_t i = 0; i < ro.depth; i++) free_bufs[nfree++] = i;
     uint64_t next = 0, done = 0, bytes = 0;
+    uint32_t inflight = 0;
     int rc = 0;
     double t0 = sf_now();
     while (!rc && done < in->nchunks) {
@@ -395,7 +405,9 @@ static int bench_read(int argc, char **argv) {
             uint64_t n = in->nchunks - next < per ? in->nchunks - next : per;
             sf_chunk first = sf_pack_chunk_locate(p, next);
             size_t len = (size_t)(sf_pack_chunk_span_end(p, next + n - 1) - first.offset);
-            rc = sf_reader_submit(r, free_bufs[--nfree], first.offset, len, n, &e);
+            if ((rc = sf_reader_submit(r, free_bufs[nfree - 1], first.offset, len, n, &e))) break;
+            nfree--;
+            inflight++;
             bytes += len;
             next += n;
         }
@@ -403,10 +415,16 @@ static int bench_read(int argc, char **argv) {
         uint64_t n;
         if (!rc && !(rc = sf_reader_wait(r, &i, &n, &e))) {
             free_bufs[nfree++] = i;
+            inflight--;
             done += n;
         }
     }
     double dt = sf_now() - t0;
+    for (sf_err ignored; inflight > 0; inflight--) {  // after an error: no buffer freed under a read
+        uint32_t i;
+        uint64_t n;
+        sf_reader_wait(r, &i, &n, &ignored);
+    }
     if (!rc) {
         if (json)
             printf("{\"bytes\": %" PRIu64 ", \"seconds\": %.4f, \"GB_per_s\": %.3f, \"depth\": %u}\n", bytes, dt,

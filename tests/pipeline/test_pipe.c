@@ -244,6 +244,35 @@ int main(void) {
         o.lanes = 2;
         check_config(p, plan, &cols, o, R == 1 ? "1 replica, 2 lanes" : "2 replicas, 2 lanes");
     }
+    // Lanes with drop-remainder: every lane keeps floor(floor(W / (R L)) /
+    // batch) full batches, documented in PIPELINE.md.
+    o = base;
+    o.replicas = 2;
+    o.lanes = 2;
+    o.drop_remainder = true;
+    o.epochs = 1;
+    sf_pipe *lp;
+    if (sf_pipe_open(&lp, path, &o, &e) == 0) {
+        uint64_t want = 2 * (sf_plan_windows(plan) / 4 / o.batch);
+        for (uint32_t r = 0; r < 2; r++) {
+            sf_batch b;
+            uint64_t full = 0, partial = 0;
+            while (sf_pipe_next_batch(lp, r, &b, &e) == 1) {
+                full += b.count == o.batch;
+                partial += b.count != o.batch;
+                sf_pipe_release(lp, r, &b);
+            }
+            CHECK(full == want && partial == 0, "lanes + drop-remainder: replica %u gave %llu full and %llu partial "
+                  "batches, expected %llu full", r, (unsigned long long)full, (unsigned long long)partial,
+                  (unsigned long long)want);
+        }
+        sf_pipe_close(lp);
+    }
+    // A budget never turns "no shuffle" into a pool.
+    o = base;
+    o.pool = 0;
+    CHECK(sf_pipe_fit_budget(&o, in, 1u << 30, &e) == 0 && o.pool == 0, "pool 0 became %llu",
+          (unsigned long long)o.pool);
     check_values(p, plan, &cols, base);
     check_corrupt(p, base);
     // Closing with batches still coming must not hang or leak.
