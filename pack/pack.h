@@ -80,7 +80,6 @@ void sf_pack_close(sf_pack *p);
 
 const sf_pack_info *sf_pack_get_info(const sf_pack *p);
 const char *sf_pack_name(const sf_pack *p);
-int sf_pack_fd(const sf_pack *p);  // for callers that do their own I/O (io_uring)
 
 // Chunk i's place in the file, in O(1). i < nchunks.
 sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i);

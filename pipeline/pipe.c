@@ -323,13 +323,10 @@ static void block_put(void *arg, int64_t k) {
 static void *windower_main(void *arg) {
     replica *rep = arg;
     sf_pipe *p = rep->pipe;
-    uint64_t nb = sf_plan_blocks(p->plan);
-    uint64_t *order = malloc((nb + 1) * sizeof *order);
-    sf_block_task *tasks = malloc((nb + 1) * sizeof *tasks);
     sf_block_source src = {block_get, block_put, rep};
     sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed};
     sf_err e = {0};
-    int rc = order && tasks ? 0 : sf_err_set(&e, SF_ENOMEM, "out of memory");
+    int rc = 0;
     for (uint64_t epoch = 0; !rc && epoch < p->o.epochs; epoch++) {
         sf_stream *s;
         rep->next_put = 0;
@@ -358,11 +355,10 @@ static void *windower_main(void *arg) {
             pthread_cond_signal(&rep->consume_cv);
             pthread_mutex_unlock(&p->mu);
         }
+        int64_t ntasks = sf_stream_tasks(s);
         sf_stream_close(s);
         // Drop-remainder can end the epoch before the shard's last blocks:
         // take them off the queue so the reader can go on.
-        sf_plan_epoch_order(p->plan, p->o.seed, epoch, order);
-        int64_t ntasks = sf_plan_shard(p->plan, order, p->o.replicas, rep->r, tasks);
         while (!rc && rep->next_put < ntasks) {
             const sf_block_data *d;
             if ((rc = block_get(rep, rep->next_put, NULL, &d, &e))) break;
@@ -378,8 +374,6 @@ static void *windower_main(void *arg) {
     rep->finished = true;
     pthread_cond_signal(&rep->consume_cv);
     pthread_mutex_unlock(&p->mu);
-    free(order);
-    free(tasks);
     return NULL;
 }
 
@@ -593,20 +587,31 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
     pthread_mutex_unlock(&p->mu);
 }
 
+// Feature and target columns o asks for (a NULL list is every column).
+static void column_counts(const sf_pipe_opts *o, const sf_pack_info *in, uint64_t *nf, uint64_t *nt) {
+    *nf = o->features ? 1 : in->ncols;
+    *nt = o->targets ? 1 : in->ncols;
+    for (const char *c = o->features; c && *c; c++) *nf += *c == ',';
+    for (const char *c = o->targets; c && *c; c++) *nt += *c == ',';
+}
+
+// Bytes of one window in a pool or a slot: x, y and its id.
+static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
+    return ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+}
+
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in) {
-    uint64_t nf = o->features ? 1 : in->ncols, nt = o->targets ? 1 : in->ncols;
-    for (const char *c = o->features; c && *c; c++) nf += *c == ',';
-    for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
-    uint64_t chunk_raw = (uint64_t)in->chunk_rows * in->ncols * 4, blocks = in->nchunks / (o->block_chunks ? o->block_chunks : 1) + 1;
-    uint64_t span = sf_window_span(&o->window);
-    uint64_t block_rows = (uint64_t)(o->block_chunks ? o->block_chunks : 1) * in->chunk_rows + span;
-    uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+    uint64_t nf, nt;
+    column_counts(o, in, &nf, &nt);
+    uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
+    uint64_t chunk_raw = (uint64_t)in->chunk_rows * in->ncols * 4, blocks = in->nchunks / per + 1;
+    uint64_t block_rows = per * in->chunk_rows + sf_window_span(&o->window);
     // A stored chunk can exceed its raw size slightly (zstd's bound).
-    uint64_t reader = (uint64_t)o->io.depth * (o->block_chunks ? o->block_chunks : 1) * (chunk_raw + chunk_raw / 128 + 8192);
+    uint64_t reader = (uint64_t)o->io.depth * per * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
-    uint64_t replica = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
-                       (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8);
-    return reader + decoders + o->replicas * (o->lanes ? o->lanes : 1) * replica + blocks * sizeof(sf_block_task);
+    uint64_t lane = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
+                    (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8);
+    return reader + decoders + o->replicas * (o->lanes ? o->lanes : 1) * lane + blocks * sizeof(sf_block_task);
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget, sf_err *e) {
@@ -618,10 +623,9 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget,
                           "a memory budget of %.1f MB is too small: reader, decoders, prefetch and ring alone take "
                           "%.1f MB (hint: lower --depth, --decoders, --prefetch, --slots or --batch)",
                           budget / 1e6, least / 1e6);
-    uint64_t nf = o->features ? 1 : in->ncols, nt = o->targets ? 1 : in->ncols;
-    for (const char *c = o->features; c && *c; c++) nf += *c == ',';
-    for (const char *c = o->targets; c && *c; c++) nt += *c == ',';
-    uint64_t window = ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+    uint64_t nf, nt;
+    column_counts(o, in, &nf, &nt);
+    uint64_t window = window_bytes(o, nf, nt);
     uint64_t fits = 1 + (budget - least) / (o->replicas * (o->lanes ? o->lanes : 1) * window);
     o->pool = want <= 1 ? want : want < fits ? want : fits;  // 0 or 1: no shuffle stays so
     return 0;

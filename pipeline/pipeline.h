@@ -182,6 +182,9 @@ int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan
                           uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
                           const sf_block_source *src, sf_err *e);
 void sf_stream_close(sf_stream *s);
+// Blocks in the stream's shard this epoch (its source is asked for tasks
+// 0 .. this - 1).
+int64_t sf_stream_tasks(const sf_stream *s);
 
 // ---- the threaded pipeline ----
 

@@ -36,6 +36,8 @@ static int load_block(void *arg, int64_t k, const sf_block_task *t, const sf_blo
     return sf_block_load(s->loader, t, &s->block, e);
 }
 
+int64_t sf_stream_tasks(const sf_stream *s) { return s->ntasks; }
+
 void sf_stream_close(sf_stream *s) {
     if (!s) return;
     if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
