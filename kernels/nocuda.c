@@ -11,3 +11,50 @@ int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err
     (void)name, (void)name_len, (void)memory;
     return sf_err_set(e, SF_EINVAL, "no GPU %d: built without CUDA", dev);
 }
+
+static int no_cuda(sf_err *e) { return sf_err_set(e, SF_EINVAL, "GPU staging: built without CUDA"); }
+
+int sf_gpu_stage_open(sf_gpu_stage **out, const int *devices, uint32_t replicas, uint32_t slots, sf_err *e) {
+    (void)devices, (void)replicas, (void)slots;
+    *out = NULL;
+    return no_cuda(e);
+}
+
+void sf_gpu_stage_close(sf_gpu_stage *st) { (void)st; }
+
+void sf_gpu_stage_set_stream(sf_gpu_stage *st, uint32_t r, void *stream) { (void)st, (void)r, (void)stream; }
+
+int sf_gpu_stage_wait(sf_gpu_stage *st, uint32_t r, void *ready, sf_err *e) {
+    (void)st, (void)r, (void)ready;
+    return no_cuda(e);
+}
+
+int sf_gpu_stage_error(sf_gpu_stage *st, sf_err *e) {
+    (void)st;
+    return no_cuda(e);
+}
+
+void sf_gpu_stage_counts(sf_gpu_stage *st, uint64_t *copies, uint64_t *reclaims_waited) {
+    (void)st;
+    *copies = *reclaims_waited = 0;
+}
+
+void *sf_gpu_stage_alloc(void *arg, uint32_t r, uint32_t s, size_t bytes) {
+    (void)arg, (void)r, (void)s, (void)bytes;
+    return NULL;
+}
+
+void sf_gpu_stage_free(void *arg, uint32_t r, uint32_t s, void *host) { (void)arg, (void)r, (void)s, (void)host; }
+
+int sf_gpu_stage_reclaim(void *arg, uint32_t r, uint32_t s, sf_err *e) {
+    (void)arg, (void)r, (void)s;
+    return no_cuda(e);
+}
+
+int sf_gpu_stage_publish(void *arg, uint32_t r, uint32_t s, const void *host, size_t bytes, void **device,
+                         void **ready, sf_err *e) {
+    (void)arg, (void)r, (void)s, (void)host, (void)bytes, (void)device, (void)ready;
+    return no_cuda(e);
+}
+
+void sf_gpu_stage_release(void *arg, uint32_t r, uint32_t s) { (void)arg, (void)r, (void)s; }

@@ -42,10 +42,12 @@ typedef struct {
     uint32_t queued;
     uint64_t read_epoch;  // the epoch the reader is reading for this replica
     int64_t next_put;  // shard tasks of this epoch the windower is done with
-    float **x, **y;
+    void **buf;  // per slot: x, then y at p->y_offset
+    void **device, **ready;  // per slot, from the stage hooks
     uint64_t **ids;
     uint32_t *count, *state;
     uint64_t *epoch;
+    uint32_t stage_r, stage_s0;  // the caller's replica, and this lane's first slot in its ring
     uint32_t fill, take;
     bool finished;
     pthread_t thread;
@@ -72,6 +74,7 @@ struct sf_pipe {
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
     replica *reps;                // replicas x lanes internal replicas
     uint32_t replicas, lanes;     // as the caller sees them; p->o.replicas counts lanes
+    size_t y_offset, slot_bytes;  // in a staging slot
     uint32_t *turn;               // per replica: the lane to take from next
     uint64_t *epoch;              // per replica: the epoch being handed out
     pthread_t reader_thread, *decoders;
@@ -320,6 +323,10 @@ static void block_put(void *arg, int64_t k) {
     pthread_mutex_unlock(&p->mu);
 }
 
+static float *slot_y(const sf_pipe *p, const replica *rep, uint32_t k) {
+    return (float *)((char *)rep->buf[k] + p->y_offset);
+}
+
 static void *windower_main(void *arg) {
     replica *rep = arg;
     sf_pipe *p = rep->pipe;
@@ -339,13 +346,18 @@ static void *windower_main(void *arg) {
             pthread_mutex_unlock(&p->mu);
             if (stop) break;
             uint32_t f = rep->fill;
+            const sf_stage_ops *so = p->o.stage;
             double t = sf_now();
-            int64_t n = sf_stream_next(s, rep->x[f], rep->y[f], rep->ids[f], &e);
-            double busy = sf_now() - t;
+            if (so && (rc = so->reclaim(so->arg, rep->stage_r, rep->stage_s0 + f, &e))) break;
+            int64_t n = sf_stream_next(s, rep->buf[f], slot_y(p, rep, f), rep->ids[f], &e);
             if (n <= 0) {
                 rc = (int)n;
                 break;
             }
+            if (so && (rc = so->publish(so->arg, rep->stage_r, rep->stage_s0 + f, rep->buf[f], p->slot_bytes,
+                                        &rep->device[f], &rep->ready[f], &e)))
+                break;
+            double busy = sf_now() - t;
             pthread_mutex_lock(&p->mu);
             rep->st.busy += busy;
             rep->count[f] = (uint32_t)n;
@@ -395,12 +407,16 @@ void sf_pipe_close(sf_pipe *p) {
             free(b);
         }
         for (uint32_t k = 0; k < p->o.slots; k++) {
-            if (rep->x) free(rep->x[k]);
-            if (rep->y) free(rep->y[k]);
+            const sf_stage_ops *so = p->o.stage;
+            if (rep->buf && rep->buf[k]) {
+                if (so) so->free(so->arg, rep->stage_r, rep->stage_s0 + k, rep->buf[k]);
+                else free(rep->buf[k]);
+            }
             if (rep->ids) free(rep->ids[k]);
         }
-        free(rep->x);
-        free(rep->y);
+        free(rep->buf);
+        free(rep->device);
+        free(rep->ready);
         free(rep->ids);
         free(rep->count);
         free(rep->state);
@@ -434,24 +450,27 @@ void sf_pipe_close(sf_pipe *p) {
 }
 
 static int alloc_replica(sf_pipe *p, replica *rep, uint32_t r) {
-    size_t xl = (size_t)p->o.window.length * p->cols.nfeatures * p->o.batch, yl = (size_t)p->cols.ntargets * p->o.batch;
     uint32_t k = p->o.slots;
+    const sf_stage_ops *so = p->o.stage;
     rep->pipe = p;
     rep->r = r;
+    rep->stage_r = r / p->lanes;
+    rep->stage_s0 = r % p->lanes * k;
     pthread_cond_init(&rep->window_cv, NULL);
     pthread_cond_init(&rep->consume_cv, NULL);
-    rep->x = calloc(k, sizeof *rep->x);
-    rep->y = calloc(k, sizeof *rep->y);
+    rep->buf = calloc(k, sizeof *rep->buf);
+    rep->device = calloc(k, sizeof *rep->device);
+    rep->ready = calloc(k, sizeof *rep->ready);
     rep->ids = calloc(k, sizeof *rep->ids);
     rep->count = calloc(k, sizeof *rep->count);
     rep->state = calloc(k, sizeof *rep->state);
     rep->epoch = calloc(k, sizeof *rep->epoch);
-    if (!rep->x || !rep->y || !rep->ids || !rep->count || !rep->state || !rep->epoch) return SF_ENOMEM;
+    if (!rep->buf || !rep->device || !rep->ready || !rep->ids || !rep->count || !rep->state || !rep->epoch)
+        return SF_ENOMEM;
     for (uint32_t i = 0; i < k; i++) {
-        rep->x[i] = malloc(xl * sizeof(float) + 1);
-        rep->y[i] = malloc(yl * sizeof(float) + 1);
+        rep->buf[i] = so ? so->alloc(so->arg, rep->stage_r, rep->stage_s0 + i, p->slot_bytes) : malloc(p->slot_bytes);
         rep->ids[i] = malloc(p->o.batch * sizeof(uint64_t));
-        if (!rep->x[i] || !rep->y[i] || !rep->ids[i]) return SF_ENOMEM;
+        if (!rep->buf[i] || !rep->ids[i]) return SF_ENOMEM;
     }
     return 0;
 }
@@ -496,6 +515,9 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     p->epoch = calloc(p->replicas, sizeof *p->epoch);
     rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders && p->turn && p->epoch ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
+    // y starts on a 256-byte boundary, as device allocations do.
+    p->y_offset = ((size_t)o->window.length * p->cols.nfeatures * o->batch * sizeof(float) + 255) & ~(size_t)255;
+    p->slot_bytes = p->y_offset + (size_t)p->cols.ntargets * o->batch * sizeof(float);
     for (uint32_t r = 0; !rc && r < o->replicas; r++) rc = alloc_replica(p, &p->reps[r], r);
     if (rc) {
         sf_pipe_close(p);
@@ -546,7 +568,9 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
                 later = true;
                 continue;
             }
-            *b = (sf_batch){rep->x[k], rep->y[k], rep->ids[k], rep->count[k], rep->epoch[k], k, lane};
+            *b = (sf_batch){rep->buf[k], slot_y(p, rep, k), rep->ids[k], rep->count[k], rep->epoch[k],
+                            rep->device[k], rep->device[k] ? (float *)((char *)rep->device[k] + p->y_offset) : NULL,
+                            rep->ready[k], k, lane};
             rep->state[k] = SLOT_TAKEN;
             rep->take = (k + 1) % p->o.slots;
             rep->st.batches++;
@@ -561,7 +585,8 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
 }
 
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
-    (void)r;
+    const sf_stage_ops *so = p->o.stage;
+    if (so) so->release(so->arg, r, p->reps[b->lane].stage_s0 + b->slot);
     pthread_mutex_lock(&p->mu);
     p->reps[b->lane].state[b->slot] = SLOT_FREE;
     pthread_cond_signal(&p->reps[b->lane].window_cv);

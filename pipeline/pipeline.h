@@ -188,6 +188,30 @@ int64_t sf_stream_tasks(const sf_stream *s);
 
 // ---- the threaded pipeline ----
 
+// How a replica's staging ring reaches its device. The GPU backend supplies
+// these hooks, so that the pipeline itself stays free of CUDA; without them
+// slots are plain host memory. A slot is one buffer, x then y (sf_batch.y
+// points into it), numbered 0 .. slots * lanes - 1 within its replica.
+// alloc, free and release run on the caller's thread (open, close,
+// sf_pipe_release); reclaim and publish on the replica's windowers.
+typedef struct {
+    // Host memory for slot s of replica r, pinned so that its copy is DMA;
+    // NULL when it cannot be had.
+    void *(*alloc)(void *arg, uint32_t r, uint32_t s, size_t bytes);
+    void (*free)(void *arg, uint32_t r, uint32_t s, void *host);
+    // Before slot s is refilled: wait until its last copy has read the host
+    // memory.
+    int (*reclaim)(void *arg, uint32_t r, uint32_t s, sf_err *e);
+    // Slot s is filled: start its copy to the device. *device is where it
+    // lands, *ready what the consumer's stream waits on before reading it.
+    int (*publish)(void *arg, uint32_t r, uint32_t s, const void *host, size_t bytes, void **device, void **ready,
+                   sf_err *e);
+    // The consumer has released slot s: the device copy may be overwritten
+    // once the work the consumer queued on its stream so far is done.
+    void (*release)(void *arg, uint32_t r, uint32_t s);
+    void *arg;
+} sf_stage_ops;
+
 typedef struct {
     sf_window_spec window;
     const char *features, *targets;  // comma-separated names; NULL: every column
@@ -205,16 +229,21 @@ typedef struct {
     uint32_t lanes;                  // windower threads per replica (0: 1); each
                                      // its own share of the replica's windows
                                      // and its own pool, batches taken in turn
+    const sf_stage_ops *stage;       // NULL: host slots, no device copy; else
+                                     // hooks that outlive the pipe
 } sf_pipe_opts;
 
 // A batch in replica r's staging ring: x (count, length, nfeatures), y
-// (count, ntargets), the window ids, valid until sf_pipe_release. Without
-// CUDA the ring hands out host memory and there is no device copy to wait on.
+// (count, ntargets), the window ids, valid until sf_pipe_release. With stage
+// hooks the same batch is also on the device at device_x, device_y once
+// ready has fired; without them those are NULL.
 typedef struct {
     float *x, *y;
     uint64_t *ids;
     uint32_t count;
     uint64_t epoch;
+    float *device_x, *device_y;
+    void *ready;
     uint32_t slot, lane;  // where it lives, for sf_pipe_release
 } sf_batch;
 
