@@ -1,6 +1,7 @@
-// kernels: GPU discovery now; the CUDA kernels of the model (and their CPU
-// twins) join it with the GPU backend. Every function works, and reports "no
-// GPU", in a build without CUDA and on a machine without a driver.
+// kernels: the model's kernels on CPU (BLAS), GPU discovery and staging.
+// The CUDA kernels join the CPU ones with the GPU backend, each next to its
+// CPU twin. Every GPU function works, and reports "no GPU", in a build
+// without CUDA and on a machine without a driver.
 #ifndef SF_KERNELS_H
 #define SF_KERNELS_H
 
@@ -19,6 +20,45 @@ int sf_gpu_count(sf_err *e);
 
 // Fills name (and memory in bytes) of device dev. Returns 0 or SF_EINVAL.
 int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e);
+
+// ---- the model's kernels on CPU ----
+// Layouts are row-major; x is (B,T,C) batch-major. Gradients (d*) are
+// overwritten, not accumulated.
+
+// Keras' LSTM (gates i, f, c, o; sigmoid and tanh; zero initial state).
+// h, c are (B,T,U): every step's output and cell; gates (B,T,4U) the gate
+// activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U).
+void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
+                     size_t B, size_t T, size_t C, size_t U);
+// Floats of scratch sf_lstm_backward needs.
+size_t sf_lstm_backward_work(size_t B, size_t T, size_t U);
+// dh (B,T,U) is the loss's gradient for every output (zero where an output
+// is not used); dx (B,T,C) may be NULL for the first layer.
+void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
+                      const float *Ur, const float *h, const float *c, const float *gates, float *work, size_t B,
+                      size_t T, size_t C, size_t U);
+
+// y (B,O) = x (B,C) W (C,O) + b (O)
+void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O);
+void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W, size_t B,
+                       size_t C, size_t O);
+
+// Inverted dropout over n values: mask holds 0 or 1 / (1 - rate), drawn
+// from (seed, index) alone.
+void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed);
+void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n);
+
+// Keras' MSE: the mean over the O targets, summed here over the B rows (the
+// caller divides by the global batch). Its gradient with the 1/global batch
+// scale folded in.
+double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
+void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
+
+typedef struct {
+    float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7
+} sf_adam;
+// One Adam step (step counts from 1) over n parameters, as Keras computes it.
+void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step);
 
 // ---- staging: the pipeline's batches onto each replica's GPU ----
 // Replica r lives on devices[r] and has a copy stream there; each slot of its

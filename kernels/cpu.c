@@ -1,0 +1,148 @@
+// The model's kernels on CPU: the reference the CUDA kernels are tested
+// against, and the CPU backend itself. Matrix products go to BLAS (row-major
+// cblas_sgemm); everything element-wise is fused into one pass per row.
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "kernels.h"
+
+static float sigmoidf(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+// C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
+static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                 const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+// Keras' LSTM cell on one row: z (4U) holds the pre-activations of gates i,
+// f, c, o and leaves holding their activations, which backward needs.
+static void lstm_cell(float *h, float *c, float *z, const float *c_prev, size_t U) {
+    for (size_t u = 0; u < U; u++) {
+        float i = sigmoidf(z[u]), f = sigmoidf(z[U + u]), g = tanhf(z[2 * U + u]), o = sigmoidf(z[3 * U + u]);
+        float cn = i * g + (c_prev ? f * c_prev[u] : 0.0f);
+        z[u] = i, z[U + u] = f, z[2 * U + u] = g, z[3 * U + u] = o;
+        c[u] = cn;
+        h[u] = o * tanhf(cn);
+    }
+}
+
+void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
+                     size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 4 * U;
+    // The input projection of every time step in one GEMM: gates = x W + b.
+    for (size_t row = 0; row < B * T; row++) memcpy(gates + row * G, b, G * sizeof(float));
+    gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
+    for (size_t t = 0; t < T; t++) {
+        // Rows (b, t) for every b are T rows apart: the strides are the
+        // leading dimensions.
+        if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, gates + t * G, T * G);
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            lstm_cell(h + row * U, c + row * U, gates + row * G, t ? c + (row - 1) * U : NULL, U);
+        }
+    }
+}
+
+size_t sf_lstm_backward_work(size_t B, size_t T, size_t U) { return B * T * 4 * U + B * T * U + 2 * B * U; }
+
+void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
+                      const float *Ur, const float *h, const float *c, const float *gates, float *work, size_t B,
+                      size_t T, size_t C, size_t U) {
+    size_t G = 4 * U;
+    float *dgates = work, *hprev = dgates + B * T * G, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
+    memset(dh_next, 0, 2 * B * U * sizeof(float));
+    for (size_t t = T; t-- > 0;) {
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            const float *z = gates + row * G, *cp = t ? c + (row - 1) * U : NULL;
+            float *dz = dgates + row * G, *dhn = dh_next + bi * U, *dcn = dc_next + bi * U;
+            for (size_t u = 0; u < U; u++) {
+                float i = z[u], f = z[U + u], g = z[2 * U + u], o = z[3 * U + u];
+                float tc = tanhf(c[row * U + u]);
+                float dhu = dh[row * U + u] + dhn[u];
+                float dc = dcn[u] + dhu * o * (1.0f - tc * tc);
+                dz[u] = dc * g * i * (1.0f - i);
+                dz[U + u] = (cp ? dc * cp[u] : 0.0f) * f * (1.0f - f);
+                dz[2 * U + u] = dc * i * (1.0f - g * g);
+                dz[3 * U + u] = dhu * tc * o * (1.0f - o);
+                dcn[u] = dc * f;
+            }
+        }
+        // dh_{t-1} = dz_t Ur^T
+        if (t > 0) gemm(false, true, B, U, G, 1.0f, dgates + t * G, T * G, Ur, G, 0.0f, dh_next, U);
+    }
+    // h_{t-1} for every row (zero at t = 0), so that dUr is one GEMM.
+    for (size_t bi = 0; bi < B; bi++) {
+        memset(hprev + bi * T * U, 0, U * sizeof(float));
+        memcpy(hprev + (bi * T + 1) * U, h + bi * T * U, (T - 1) * U * sizeof(float));
+    }
+    gemm(true, false, C, G, B * T, 1.0f, x, C, dgates, G, 0.0f, dW, G);
+    gemm(true, false, U, G, B * T, 1.0f, hprev, U, dgates, G, 0.0f, dUr, G);
+    memset(db, 0, G * sizeof(float));
+    for (size_t row = 0; row < B * T; row++)
+        for (size_t k = 0; k < G; k++) db[k] += dgates[row * G + k];
+    if (dx) gemm(false, true, B * T, C, G, 1.0f, dgates, G, W, G, 0.0f, dx, C);
+}
+
+void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O) {
+    for (size_t r = 0; r < B; r++) memcpy(y + r * O, b, O * sizeof(float));
+    gemm(false, false, B, O, C, 1.0f, x, C, W, O, 1.0f, y, O);
+}
+
+void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W, size_t B,
+                       size_t C, size_t O) {
+    gemm(true, false, C, O, B, 1.0f, x, C, dy, O, 0.0f, dW, O);
+    memset(db, 0, O * sizeof(float));
+    for (size_t r = 0; r < B; r++)
+        for (size_t k = 0; k < O; k++) db[k] += dy[r * O + k];
+    if (dx) gemm(false, true, B, C, O, 1.0f, dy, O, W, O, 0.0f, dx, C);
+}
+
+// Element k's draw depends on (seed, k) only: the same mask on every backend
+// and after a resume, with no generator state to carry.
+void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed) {
+    float scale = 1.0f / (1.0f - rate);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t s = seed + k * 0x9e3779b97f4a7c15ull;
+        float u = (float)(sf_splitmix64(&s) >> 40) * 0x1p-24f;
+        mask[k] = u >= rate ? scale : 0.0f;
+        y[k] = x[k] * mask[k];
+    }
+}
+
+void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n) {
+    for (size_t k = 0; k < n; k++) dx[k] = dy[k] * mask[k];
+}
+
+double sf_mse_sum(const float *y, const float *target, size_t B, size_t O) {
+    double sum = 0;
+    for (size_t r = 0; r < B; r++) {
+        double row = 0;
+        for (size_t k = 0; k < O; k++) {
+            double d = (double)y[r * O + k] - target[r * O + k];
+            row += d * d;
+        }
+        sum += row / (double)O;
+    }
+    return sum;
+}
+
+void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch) {
+    float scale = 2.0f * inv_batch / (float)O;
+    for (size_t k = 0; k < B * O; k++) dy[k] = scale * (y[k] - target[k]);
+}
+
+// Keras' update, operation for operation (keras/src/optimizers/adam.py):
+// m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
+// w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps).
+void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step) {
+    float alpha = (float)(a->lr * sqrt(1.0 - pow(a->beta2, (double)step)) / (1.0 - pow(a->beta1, (double)step)));
+    float c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
+    for (size_t k = 0; k < n; k++) {
+        m[k] += (g[k] - m[k]) * c1;
+        v[k] += (g[k] * g[k] - v[k]) * c2;
+        w[k] -= m[k] * alpha / (sqrtf(v[k]) + a->epsilon);
+    }
+}

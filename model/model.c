@@ -1,0 +1,201 @@
+// The model's description, parameter layout and initialisers.
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+// One item of the --model text: its kind and number.
+static int parse_item(const char *s, size_t n, int *kind, double *value, bool *has_value) {
+    static const struct {
+        const char *word;
+        int kind;
+    } words[] = {{"lstm", SF_LAYER_LSTM}, {"dropout", SF_LAYER_DROPOUT}, {"dense", SF_LAYER_DENSE}};
+    while (n && isspace((unsigned char)*s)) s++, n--;
+    while (n && isspace((unsigned char)s[n - 1])) n--;
+    for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
+        size_t wl = strlen(words[w].word);
+        if (n < wl || strncmp(s, words[w].word, wl) != 0 || (n > wl && s[wl] != ':')) continue;
+        *kind = words[w].kind;
+        *has_value = n > wl;
+        if (!*has_value) return 0;
+        char num[32];
+        size_t nl = n - wl - 1;
+        if (nl == 0 || nl >= sizeof num) return -1;
+        memcpy(num, s + wl + 1, nl);
+        num[nl] = 0;
+        char *end;
+        *value = strtod(num, &end);
+        return *end == 0 ? 0 : -1;
+    }
+    return -1;
+}
+
+int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e) {
+    *m = (sf_model){.inputs = inputs, .outputs = outputs};
+    if (inputs == 0 || outputs == 0) return sf_err_set(e, SF_EINVAL, "--model: the model needs features and targets");
+    uint32_t counts[3] = {0}, last_lstm = UINT32_MAX;
+    const char *s = spec;
+    for (uint32_t item = 1;; item++) {
+        const char *comma = strchr(s, ',');
+        size_t n = comma ? (size_t)(comma - s) : strlen(s);
+        int kind;
+        double v = 0;
+        bool has;
+        if (parse_item(s, n, &kind, &v, &has) ||
+            (kind == SF_LAYER_LSTM && (!has || v < 1 || v > 65536 || v != floor(v))) ||
+            (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))) ||
+            (kind == SF_LAYER_DENSE && has && (v < 1 || v > 65536 || v != floor(v))))
+            return sf_err_set(e, SF_EINVAL,
+                              "--model: item %u '%.*s': expected lstm:UNITS, dropout:RATE (0 <= RATE < 1) or "
+                              "dense[:UNITS]",
+                              item, (int)n, s);
+        if (m->nlayers == SF_MODEL_MAX_LAYERS)
+            return sf_err_set(e, SF_EINVAL, "--model: more than %d layers", SF_MODEL_MAX_LAYERS);
+        sf_layer *l = &m->layer[m->nlayers];
+        *l = (sf_layer){.kind = kind};
+        if (kind == SF_LAYER_LSTM) {
+            l->units = (uint32_t)v;
+            last_lstm = m->nlayers;
+        } else if (kind == SF_LAYER_DROPOUT) {
+            l->rate = (float)v;
+        } else {
+            l->units = has ? (uint32_t)v : 0;  // 0: the number of targets, checked below
+            if (last_lstm == UINT32_MAX)
+                return sf_err_set(e, SF_EINVAL, "--model: item %u: a dense layer before any LSTM (the model starts "
+                                  "with an LSTM over the window)", item);
+        }
+        if (counts[kind]) snprintf(l->name, sizeof l->name, "%s_%u", kind == SF_LAYER_LSTM ? "lstm" :
+                                   kind == SF_LAYER_DROPOUT ? "dropout" : "dense", counts[kind]);
+        else snprintf(l->name, sizeof l->name, "%s", kind == SF_LAYER_LSTM ? "lstm" :
+                      kind == SF_LAYER_DROPOUT ? "dropout" : "dense");
+        counts[kind]++;
+        m->nlayers++;
+        if (!comma) break;
+        s = comma + 1;
+    }
+    if (last_lstm == UINT32_MAX) return sf_err_set(e, SF_EINVAL, "--model: no lstm layer");
+    sf_layer *end = &m->layer[m->nlayers - 1];
+    if (end->kind != SF_LAYER_DENSE)
+        return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u target(s))", outputs);
+    if (end->units == 0) end->units = outputs;
+    if (end->units != outputs)
+        return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but there are %u target(s)",
+                          end->units, outputs);
+    // Widths, sequence flags and the parameter layout, in Keras' order:
+    // kernel, recurrent_kernel, bias per LSTM; kernel, bias per dense.
+    uint32_t width = inputs;
+    bool sequences = true;
+    size_t off = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        sf_layer *l = &m->layer[i];
+        l->in = width;
+        if (l->kind == SF_LAYER_DENSE && l->units == 0)
+            return sf_err_set(e, SF_EINVAL, "--model: %s: only the last dense layer may leave out its width", l->name);
+        if (l->kind == SF_LAYER_DENSE && i < last_lstm)
+            return sf_err_set(e, SF_EINVAL, "--model: %s comes before an LSTM; dense layers must follow the last LSTM",
+                              l->name);
+        if (l->kind == SF_LAYER_LSTM) {
+            sequences = i != last_lstm;
+            l->kernel = off, off += (size_t)width * 4 * l->units;
+            l->recurrent = off, off += (size_t)l->units * 4 * l->units;
+            l->bias = off, off += (size_t)4 * l->units;
+        } else if (l->kind == SF_LAYER_DENSE) {
+            l->kernel = off, off += (size_t)width * l->units;
+            l->bias = off, off += l->units;
+        } else {
+            l->units = width;
+        }
+        l->sequences = sequences;
+        width = l->units;
+    }
+    m->nparams = off;
+    return 0;
+}
+
+void sf_model_format(const sf_model *m, char *buf, size_t len) {
+    size_t n = 0;
+    buf[0] = 0;
+    for (uint32_t i = 0; i < m->nlayers && n < len; i++) {
+        const sf_layer *l = &m->layer[i];
+        const char *sep = i ? "," : "";
+        if (l->kind == SF_LAYER_DROPOUT) n += (size_t)snprintf(buf + n, len - n, "%sdropout:%g", sep, (double)l->rate);
+        else n += (size_t)snprintf(buf + n, len - n, "%s%s:%u", sep, l->kind == SF_LAYER_LSTM ? "lstm" : "dense",
+                                   l->units);
+    }
+}
+
+uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out) {
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        if (l->kind == SF_LAYER_DROPOUT) continue;
+        uint32_t g = l->kind == SF_LAYER_LSTM ? 4 * l->units : l->units;
+        sf_tensor t[3] = {{"", l->kernel, 2, {l->in, g}}, {"", l->recurrent, 2, {l->units, g}}, {"", l->bias, 1, {g, 0}}};
+        snprintf(t[0].name, sizeof t[0].name, "%s/kernel", l->name);
+        snprintf(t[1].name, sizeof t[1].name, "%s/recurrent_kernel", l->name);
+        snprintf(t[2].name, sizeof t[2].name, "%s/bias", l->name);
+        for (int k = 0; k < 3; k++) {
+            if (l->kind == SF_LAYER_DENSE && k == 1) continue;
+            if (out) out[n] = t[k];
+            n++;
+        }
+    }
+    return n;
+}
+
+static double uniform(uint64_t *s) { return (double)(sf_splitmix64(s) >> 11) * 0x1p-53; }
+
+static double normal(uint64_t *s) {
+    double u = uniform(s), v = uniform(s);
+    return sqrt(-2.0 * log(u > 0 ? u : 0x1p-53)) * cos(6.283185307179586 * v);
+}
+
+static void glorot_uniform(float *w, size_t rows, size_t cols, uint64_t *s) {
+    double limit = sqrt(6.0 / (double)(rows + cols));
+    for (size_t k = 0; k < rows * cols; k++) w[k] = (float)((2 * uniform(s) - 1) * limit);
+}
+
+// Keras' Orthogonal for a (rows, cols) kernel with rows < cols: the QR of a
+// (cols, rows) normal matrix, q's signs fixed by r's diagonal, transposed.
+// Modified Gram-Schmidt gives r a positive diagonal, so no sign fix is left.
+static void orthogonal(float *w, size_t rows, size_t cols, uint64_t *s) {
+    double *q = malloc(rows * cols * sizeof *q);  // column j of the (cols, rows) matrix at q + j * cols
+    if (!q) return;
+    for (size_t k = 0; k < rows * cols; k++) q[k] = normal(s);
+    for (size_t j = 0; j < rows; j++) {
+        double *a = q + j * cols;
+        for (size_t p = 0; p < j; p++) {
+            const double *b = q + p * cols;
+            double dot = 0;
+            for (size_t k = 0; k < cols; k++) dot += a[k] * b[k];
+            for (size_t k = 0; k < cols; k++) a[k] -= dot * b[k];
+        }
+        double norm = 0;
+        for (size_t k = 0; k < cols; k++) norm += a[k] * a[k];
+        norm = sqrt(norm);
+        for (size_t k = 0; k < cols; k++) a[k] /= norm;
+    }
+    for (size_t j = 0; j < rows; j++)
+        for (size_t k = 0; k < cols; k++) w[j * cols + k] = (float)q[j * cols + k];
+    free(q);
+}
+
+void sf_model_init(const sf_model *m, float *params, uint64_t seed) {
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        uint64_t s = seed ^ (0x51ed270b27a5c6d1ull * (i + 1));
+        if (l->kind == SF_LAYER_LSTM) {
+            size_t U = l->units;
+            glorot_uniform(params + l->kernel, l->in, 4 * U, &s);
+            orthogonal(params + l->recurrent, U, 4 * U, &s);
+            memset(params + l->bias, 0, 4 * U * sizeof(float));
+            for (size_t u = 0; u < U; u++) params[l->bias + U + u] = 1.0f;  // unit_forget_bias
+        } else if (l->kind == SF_LAYER_DENSE) {
+            glorot_uniform(params + l->kernel, l->in, l->units, &s);
+            memset(params + l->bias, 0, l->units * sizeof(float));
+        }
+    }
+}

@@ -1,0 +1,72 @@
+// model: the Keras stacked-LSTM model: its description (`--model` text),
+// the layout of its parameters in one contiguous buffer, Keras'
+// initialisers, and one replica's forward and backward pass on CPU built on
+// the kernels. Tensors are named as Keras names them, so checkpoints load
+// into Keras or PyTorch by name.
+#ifndef SF_MODEL_H
+#define SF_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "kernels/kernels.h"
+
+enum sf_layer_kind { SF_LAYER_LSTM, SF_LAYER_DROPOUT, SF_LAYER_DENSE };
+
+typedef struct {
+    int kind;                         // enum sf_layer_kind
+    uint32_t in, units;               // width of its input and output at each time step
+    float rate;                       // dropout rate
+    bool sequences;                   // its output has every time step (else only the last)
+    char name[24];                    // Keras' name: lstm, lstm_1, dropout_2, dense, ...
+    size_t kernel, recurrent, bias;   // offsets in the parameter buffer (lstm, dense)
+} sf_layer;
+
+enum { SF_MODEL_MAX_LAYERS = 32 };
+
+typedef struct {
+    sf_layer layer[SF_MODEL_MAX_LAYERS];
+    uint32_t nlayers, inputs, outputs;
+    size_t nparams;
+} sf_model;
+
+// The default model of ARCHITECTURE.md; the last dense width is the number
+// of targets.
+#define SF_MODEL_DEFAULT "lstm:180,dropout:0.2,lstm:180,dropout:0.2,lstm:180,dropout:0.2,dense"
+
+// Parses "lstm:U,dropout:P,...,dense[:N]" for inputs features and outputs
+// targets. Every LSTM but the last returns sequences; dense layers come after
+// the last LSTM; the model ends with a dense layer of width outputs.
+int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e);
+// The model as text sf_model_parse reads back (all widths spelled out).
+void sf_model_format(const sf_model *m, char *buf, size_t len);
+// Keras' initialisers, drawn from seed: kernels glorot_uniform, recurrent
+// kernels orthogonal, biases zero but the LSTM forget gate's at 1.
+void sf_model_init(const sf_model *m, float *params, uint64_t seed);
+
+typedef struct {
+    char name[48];  // "lstm_1/recurrent_kernel"
+    size_t offset;  // in floats, in the parameter buffer
+    uint32_t rank, shape[2];
+} sf_tensor;
+// The model's tensors in buffer order; returns their count (out may be NULL).
+uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out);
+
+// One replica's activations for batches of up to `batch` windows of
+// `window` steps, and the forward and backward pass over them on CPU.
+typedef struct sf_cpu_replica sf_cpu_replica;
+int sf_cpu_replica_open(sf_cpu_replica **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e);
+void sf_cpu_replica_close(sf_cpu_replica *r);
+// Predictions (count, outputs) for x (count, window, inputs). training turns
+// dropout on, with masks drawn from seed.
+const float *sf_cpu_replica_forward(sf_cpu_replica *r, const float *params, const float *x, uint32_t count,
+                                    bool training, uint64_t seed);
+// After a forward pass on the same x: the MSE summed over the rows (Keras'
+// mean over targets per row), and grads (nparams) of that sum divided by
+// global_batch, as MirroredStrategy scales each replica's share.
+double sf_cpu_replica_backward(sf_cpu_replica *r, float *grads, const float *params, const float *x,
+                               const float *y, uint32_t count, uint32_t global_batch);
+
+#endif

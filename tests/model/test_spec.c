@@ -1,0 +1,71 @@
+// The --model text: what is accepted, what is refused and how, Keras' names
+// and the parameter layout.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "tests/common.h"
+
+static void bad(const char *spec, uint32_t outputs, const char *says) {
+    sf_model m;
+    sf_err e = {0};
+    int rc = sf_model_parse(&m, spec, 3, outputs, &e);
+    CHECK(rc == SF_EINVAL && strstr(e.msg, says), "'%s': rc %d, message '%s', expected one with '%s'", spec, rc,
+          e.msg, says);
+}
+
+int main(void) {
+    sf_model m;
+    sf_err e = {0};
+    CHECK(sf_model_parse(&m, SF_MODEL_DEFAULT, 3, 4, &e) == 0, "default: %s", e.msg);
+    char text[256];
+    sf_model_format(&m, text, sizeof text);
+    CHECK(strcmp(text, "lstm:180,dropout:0.2,lstm:180,dropout:0.2,lstm:180,dropout:0.2,dense:4") == 0, "format: %s",
+          text);
+    // Keras' count: 3 x (4U (in + U) + 4U) + 180 x 4 + 4.
+    size_t want = 4 * 180 * (3 + 180) + 4 * 180 + 2 * (4 * 180 * (180 + 180) + 4 * 180) + 180 * 4 + 4;
+    CHECK(m.nparams == want, "default model: %zu parameters, Keras has %zu", m.nparams, want);
+    CHECK(m.layer[0].sequences && m.layer[2].sequences && !m.layer[4].sequences && !m.layer[5].sequences,
+          "return_sequences: every LSTM but the last, and the dropout after it");
+    sf_tensor t[16];
+    uint32_t n = sf_model_tensors(&m, t);
+    CHECK(n == 11 && strcmp(t[0].name, "lstm/kernel") == 0 && strcmp(t[4].name, "lstm_1/recurrent_kernel") == 0 &&
+              strcmp(t[9].name, "dense/kernel") == 0 && t[9].shape[0] == 180 && t[9].shape[1] == 4 &&
+              t[10].offset + 4 == m.nparams,
+          "tensors: %u, %s, %s, %s", n, t[0].name, t[4].name, t[9].name);
+    CHECK(sf_model_parse(&m, " lstm:8 , dense:5 , dense ", 3, 2, &e) == 0 && m.nlayers == 3 &&
+              strcmp(m.layer[2].name, "dense_1") == 0,
+          "spaces and two dense layers: %s", e.msg);
+    bad("lstm:0,dense", 2, "item 1 'lstm:0'");
+    bad("lstm:8,dropout:1,dense", 2, "item 2");
+    bad("lstm:8,gru:4,dense", 2, "item 2 'gru:4'");
+    bad("lstm,dense", 2, "item 1");
+    bad("lstm:8", 2, "the last layer must be dense");
+    bad("lstm:8,dense:3", 2, "has 3 units but there are 2");
+    bad("dense:4,lstm:8,dense", 2, "before any LSTM");
+    bad("lstm:8,dense:4,lstm:8,dense", 2, "must follow the last LSTM");
+    bad("lstm:8,dense,dense", 2, "only the last dense");
+    bad("dropout:0.5", 2, "no lstm");
+    bad("", 2, "item 1");
+    // Initialisers: forget-gate bias 1, the rest 0; orthogonal rows.
+    CHECK(sf_model_parse(&m, "lstm:16,dense", 5, 1, &e) == 0, "%s", e.msg);
+    float *p = calloc(m.nparams, sizeof(float));
+    sf_model_init(&m, p, 3);
+    const sf_layer *l = &m.layer[0];
+    CHECK(p[l->bias] == 0 && p[l->bias + 16] == 1 && p[l->bias + 47] == 0 && p[l->bias + 63] == 0, "LSTM bias");
+    double worst = 0;
+    for (int a = 0; a < 16; a++)
+        for (int b = 0; b < 16; b++) {
+            double dot = 0;
+            for (int k = 0; k < 64; k++) dot += (double)p[l->recurrent + a * 64 + k] * p[l->recurrent + b * 64 + k];
+            double err = fabs(dot - (a == b));
+            if (err > worst) worst = err;
+        }
+    CHECK(worst < 1e-5, "recurrent kernel rows not orthonormal: %.3g", worst);
+    double limit = sqrt(6.0 / (5 + 64)), maxabs = 0;
+    for (size_t k = 0; k < 5 * 64; k++) maxabs = fmax(maxabs, fabs(p[l->kernel + k]));
+    CHECK(maxabs <= limit && maxabs > 0.8 * limit, "glorot limit %.4f, largest %.4f", limit, maxabs);
+    free(p);
+    return TEST_EXIT();
+}
