@@ -495,7 +495,7 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     if (!rc) rc = sf_columns_create(&p->cols, in, o->features, o->targets, o->norm, e);
     if (!rc)
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window,
-                            o->block_chunks ? o->block_chunks : 1, e);
+                            o->block_chunks ? o->block_chunks : 1, &o->split, e);
     if (!rc) {
         p->per_read = o->block_chunks ? o->block_chunks : 1;
         p->o.io.buffer_size = p->per_read * (sf_pack_max_stored_size(p->pack) + SF_PACK_ALIGN);

@@ -30,11 +30,22 @@ uint64_t sf_window_span(const sf_window_spec *w);
 
 typedef struct sf_plan sf_plan;
 
+// A time-ordered split of every series, as users split an array for Keras'
+// validation_data: the first rows - floor(rows x fraction) rows of each
+// series are for training, the rest for validation. A window lies wholly in
+// one part, target included, so no validation row reaches training.
+enum sf_part { SF_PART_ALL, SF_PART_TRAIN, SF_PART_VALIDATION };
+typedef struct {
+    double fraction;  // 0 <= fraction < 1
+    int part;         // enum sf_part
+} sf_split;
+
 // A plan over a file's rows: chunk_rows rows per chunk, series as in the
-// file's series table; blocks of block_chunks consecutive chunks are the
+// file's series table, windows from the part of each series that split
+// names (NULL: all of it); blocks of block_chunks consecutive chunks are the
 // unit of shuffling and reading.
 int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_series *series, uint64_t nseries,
-                   const sf_window_spec *w, uint32_t block_chunks, sf_err *e);
+                   const sf_window_spec *w, uint32_t block_chunks, const sf_split *split, sf_err *e);
 void sf_plan_free(sf_plan *p);
 
 // Every valid window (one that fits in its series, target included) has an
@@ -226,6 +237,7 @@ typedef struct {
     uint32_t decoders;               // decoder threads, >= 1
     uint32_t slots;                  // staging ring slots per replica, >= 2
     uint32_t prefetch;               // decoded blocks queued per lane, >= 1
+    sf_split split;                  // the part of each series to use (zero: all)
     uint32_t lanes;                  // windower threads per replica (0: 1); each
                                      // its own share of the replica's windows
                                      // and its own pool, batches taken in turn

@@ -12,6 +12,7 @@ struct sf_plan {
     sf_window_spec w;
     uint64_t span, nrows, block_rows, nblocks, nseries;
     uint64_t *first;   // first row of each series, then nrows
+    uint64_t *lo;      // first row a window of each series may start at (its split part)
     uint64_t *before;  // windows in the series before each, then the total
 };
 
@@ -22,13 +23,16 @@ uint64_t sf_window_span(const sf_window_spec *w) {
 void sf_plan_free(sf_plan *p) {
     if (!p) return;
     free(p->first);
+    free(p->lo);
     free(p->before);
     free(p);
 }
 
 int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_series *series, uint64_t nseries,
-                   const sf_window_spec *w, uint32_t block_chunks, sf_err *e) {
+                   const sf_window_spec *w, uint32_t block_chunks, const sf_split *split, sf_err *e) {
     *out = NULL;
+    if (split && split->part != SF_PART_ALL && !(split->fraction >= 0 && split->fraction < 1))
+        return sf_err_set(e, SF_EINVAL, "validation split %g: expected 0 <= split < 1", split->fraction);
     if (w->length == 0 || w->stride == 0 || w->sampling_rate == 0)
         return sf_err_set(e, SF_EINVAL, "window length, stride and sampling rate must be at least 1 (got %u, %u, %u)",
                           w->length, w->stride, w->sampling_rate);
@@ -44,8 +48,9 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
     p->nblocks = (nrows + p->block_rows - 1) / p->block_rows;
     p->nseries = nseries;
     p->first = malloc((nseries + 1) * sizeof *p->first);
+    p->lo = malloc((nseries + 1) * sizeof *p->lo);
     p->before = malloc((nseries + 1) * sizeof *p->before);
-    if (!p->first || !p->before) {
+    if (!p->first || !p->lo || !p->before) {
         sf_plan_free(p);
         return sf_err_set(e, SF_ENOMEM, "out of memory for %llu series", (unsigned long long)nseries);
     }
@@ -57,9 +62,17 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
                               (unsigned long long)i, (unsigned long long)series[i].first_row,
                               (unsigned long long)series[i].rows, (unsigned long long)row);
         }
+        // The part's rows [lo, hi) of the series.
+        uint64_t lo = row, hi = row + series[i].rows;
+        if (split && split->part != SF_PART_ALL) {
+            uint64_t cut = hi - (uint64_t)((double)series[i].rows * split->fraction);
+            if (split->part == SF_PART_TRAIN) hi = cut;
+            else lo = cut;
+        }
         p->first[i] = row;
+        p->lo[i] = lo;
         p->before[i] = windows;
-        if (series[i].rows >= p->span) windows += (series[i].rows - p->span) / w->stride + 1;
+        if (hi - lo >= p->span) windows += (hi - lo - p->span) / w->stride + 1;
         row += series[i].rows;
     }
     if (row != nrows) {
@@ -93,7 +106,7 @@ static uint64_t windows_before(const sf_plan *p, uint64_t row) {
     uint64_t i = last_at_most(p->first, p->nseries, row);
     if (i == p->nseries) return p->before[i];
     uint64_t in_series = p->before[i + 1] - p->before[i];
-    uint64_t started = (row - p->first[i] + p->w.stride - 1) / p->w.stride;
+    uint64_t started = row > p->lo[i] ? (row - p->lo[i] + p->w.stride - 1) / p->w.stride : 0;
     return p->before[i] + (started < in_series ? started : in_series);
 }
 
@@ -101,7 +114,7 @@ uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id) {
     // The last series with before <= id holds it: a series without windows
     // has the same `before` as the next one, so it is never the last.
     uint64_t i = last_at_most(p->before, p->nseries - 1, id);
-    return p->first[i] + (id - p->before[i]) * p->w.stride;
+    return p->lo[i] + (id - p->before[i]) * p->w.stride;
 }
 
 static sf_block_task task_for(const sf_plan *p, uint64_t b, uint64_t first, uint64_t end) {

@@ -102,7 +102,7 @@ static double memory_ceiling(const sf_pipe_opts *o, const char *path, double sec
         series[nseries] = in->series[nseries];
         if (series[nseries].first_row + series[nseries].rows > rows) series[nseries].rows = rows - series[nseries].first_row;
     }
-    int prc = sf_plan_create(&plan, rows, in->chunk_rows, series, nseries, &o->window, 1, e);
+    int prc = sf_plan_create(&plan, rows, in->chunk_rows, series, nseries, &o->window, 1, NULL, e);
     free(series);
     if (prc) goto out_cols;
     sf_block_task all = {0, 0, sf_plan_windows(plan), 0, rows};

@@ -13,7 +13,7 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
     sf_plan *plan;
     sf_err e = {0};
     if (sf_columns_create(&cols, in, features, targets, norm, &e) ||
-        sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &w, block_chunks, &e)) {
+        sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &w, block_chunks, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return;
     }

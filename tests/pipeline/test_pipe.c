@@ -209,7 +209,7 @@ int main(void) {
         return TEST_EXIT();
     }
     const sf_pack_info *in = sf_pack_get_info(p);
-    if (sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &geometry, 2, &e)) {
+    if (sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &geometry, 2, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }

@@ -2,6 +2,7 @@
 // series: the same windows (by start row), blocks that partition them and
 // read the rows they need, shards that produce each window exactly once per
 // epoch whatever the replica count, and seeded epoch orders.
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,6 +18,7 @@ typedef struct {
     sf_series series[64];
     uint64_t nseries;
     sf_window_spec w;
+    sf_split split;
 } layout;
 
 // Start rows of every valid window, in row order, by brute force.
@@ -25,8 +27,13 @@ static uint64_t *reference_starts(const layout *l, uint64_t *n) {
     uint64_t *starts = malloc((l->nrows + 1) * sizeof *starts);
     *n = 0;
     for (uint64_t i = 0; i < l->nseries; i++) {
-        uint64_t end = l->series[i].first_row + l->series[i].rows;
-        for (uint64_t s = l->series[i].first_row; s < end; s += l->w.stride)
+        uint64_t begin = l->series[i].first_row, end = begin + l->series[i].rows;
+        // The split by its definition: the last floor(rows x fraction) rows
+        // are for validation.
+        uint64_t val = (uint64_t)floor((double)l->series[i].rows * l->split.fraction);
+        if (l->split.part == SF_PART_TRAIN) end -= val;
+        if (l->split.part == SF_PART_VALIDATION) begin = end - val;
+        for (uint64_t s = begin; s < end; s += l->w.stride)
             if (s + span <= end) starts[(*n)++] = s;  // the target row stays inside the series
     }
     return starts;
@@ -44,13 +51,14 @@ static layout random_layout(void) {
     l.block_chunks = 1 + (uint32_t)(rng() % 4);
     l.w = (sf_window_spec){1 + (uint32_t)(rng() % 30), 1 + (uint32_t)(rng() % 5), 1 + (uint32_t)(rng() % 3),
                            (uint32_t)(rng() % 4)};
+    l.split = (sf_split){(double)(rng() % 600) / 1000, (int)(rng() % 3)};
     return l;
 }
 
 static void check_layout(const layout *l, int trial) {
     sf_plan *p;
     sf_err e = {0};
-    if (sf_plan_create(&p, l->nrows, l->chunk_rows, l->series, l->nseries, &l->w, l->block_chunks, &e)) {
+    if (sf_plan_create(&p, l->nrows, l->chunk_rows, l->series, l->nseries, &l->w, l->block_chunks, &l->split, &e)) {
         CHECK(0, "trial %d: %s", trial, e.msg);
         return;
     }
@@ -131,7 +139,7 @@ static void check_orders(void) {
     l.series[0] = (sf_series){0, l.nrows, ""};
     sf_plan *p;
     sf_err e = {0};
-    CHECK(sf_plan_create(&p, l.nrows, l.chunk_rows, l.series, 1, &l.w, 1, &e) == 0, "%s", e.msg);
+    CHECK(sf_plan_create(&p, l.nrows, l.chunk_rows, l.series, 1, &l.w, 1, NULL, &e) == 0, "%s", e.msg);
     uint64_t a[100], b[100], c[100];
     sf_plan_epoch_order(p, 7, 3, a);
     sf_plan_epoch_order(p, 7, 3, b);
@@ -149,11 +157,14 @@ static void check_errors(void) {
     sf_window_spec w = {5, 1, 1, 1};
     sf_plan *p;
     sf_err e = {0};
-    CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, &e) == SF_EINVAL, "a gap between series was accepted");
+    CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "a gap between series was accepted");
     s[1].first_row = 10;
-    CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, &e) == SF_EINVAL, "rows beyond the series were accepted");
+    CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "rows beyond the series were accepted");
     w.stride = 0;
-    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &e) == SF_EINVAL, "stride 0 was accepted");
+    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "stride 0 was accepted");
+    w.stride = 1;
+    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &(sf_split){1.0, SF_PART_TRAIN}, &e) == SF_EINVAL &&
+              strstr(e.msg, "validation split 1"), "a split of 1 was accepted");
 }
 
 int main(void) {
