@@ -134,6 +134,8 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
     for (size_t k = 0; k < B * O; k++) dy[k] = scale * (y[k] - target[k]);
 }
 
+void sf_cpu_threads(int n) { openblas_set_num_threads(n); }
+
 // Keras' update, operation for operation (keras/src/optimizers/adam.py):
 // m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
 // w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps).

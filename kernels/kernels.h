@@ -54,6 +54,10 @@ void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n
 double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
 void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
 
+// Threads each BLAS call may use (OpenBLAS' pool): 1 when several replica
+// threads call BLAS at once.
+void sf_cpu_threads(int n);
+
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7
 } sf_adam;

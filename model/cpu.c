@@ -148,3 +148,81 @@ double sf_cpu_replica_backward(sf_cpu_replica *r, float *grads, const float *par
     }
     return loss;
 }
+
+// ---- the CPU backend ----
+
+struct sf_replica {
+    sf_cpu_replica *act;
+    const sf_model *m;
+    float *w, *g, *m1, *v;  // weights, gradients, Adam's m and v
+};
+
+static void cpu_close(sf_replica *r) {
+    if (!r) return;
+    sf_cpu_replica_close(r->act);
+    free(r->w), free(r->g), free(r->m1), free(r->v);
+    free(r);
+}
+
+static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, int device, sf_err *e) {
+    (void)device;
+    *out = NULL;
+    sf_replica *r = calloc(1, sizeof *r);
+    if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
+    r->m = m;
+    size_t n = m->nparams ? m->nparams : 1;
+    r->w = calloc(n, sizeof(float)), r->g = calloc(n, sizeof(float));
+    r->m1 = calloc(n, sizeof(float)), r->v = calloc(n, sizeof(float));
+    int rc = r->w && r->g && r->m1 && r->v ? sf_cpu_replica_open(&r->act, m, batch, window, e)
+                                           : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
+    if (rc) {
+        cpu_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+static int cpu_load(sf_replica *r, const float *w, const float *m, const float *v, sf_err *e) {
+    (void)e;
+    size_t bytes = r->m->nparams * sizeof(float);
+    if (w) memcpy(r->w, w, bytes);
+    if (m) memcpy(r->m1, m, bytes);
+    if (v) memcpy(r->v, v, bytes);
+    return 0;
+}
+
+static int cpu_save(sf_replica *r, float *w, float *m, float *v, sf_err *e) {
+    (void)e;
+    size_t bytes = r->m->nparams * sizeof(float);
+    if (w) memcpy(w, r->w, bytes);
+    if (m) memcpy(m, r->m1, bytes);
+    if (v) memcpy(v, r->v, bytes);
+    return 0;
+}
+
+static int cpu_train_step(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                          uint64_t seed, double *loss, sf_err *e) {
+    (void)e;
+    sf_cpu_replica_forward(r->act, r->w, x, count, true, seed);
+    *loss = sf_cpu_replica_backward(r->act, r->g, r->w, x, y, count, global_batch);
+    return 0;
+}
+
+static float *cpu_gradients(sf_replica *r) { return r->g; }
+
+static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
+    (void)e;
+    sf_adam_update(r->w, r->m1, r->v, r->g, r->m->nparams, a, step);
+    return 0;
+}
+
+static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e) {
+    (void)e;
+    memcpy(out, sf_cpu_replica_forward(r->act, r->w, x, count, false, 0),
+           (size_t)count * r->m->outputs * sizeof(float));
+    return 0;
+}
+
+const sf_backend sf_backend_cpu = {"cpu",          cpu_open,      cpu_close, cpu_load,   cpu_save,
+                                   cpu_train_step, cpu_gradients, cpu_apply, cpu_predict};

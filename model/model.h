@@ -69,4 +69,34 @@ const float *sf_cpu_replica_forward(sf_cpu_replica *r, const float *params, cons
 double sf_cpu_replica_backward(sf_cpu_replica *r, float *grads, const float *params, const float *x,
                                const float *y, uint32_t count, uint32_t global_batch);
 
+// ---- replicas on a backend ----
+
+// A replica: the model's weights, gradients and Adam state (m, v) on one
+// device, each one contiguous buffer of nparams floats, and its
+// activations for batches of up to `batch` windows. A backend is the table of
+// what a trainer does with replicas; the CPU one is here, the GPU one joins
+// it with the same table.
+typedef struct sf_replica sf_replica;
+typedef struct {
+    const char *name;
+    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, int device, sf_err *e);
+    void (*close)(sf_replica *r);
+    // Host copies into and out of the replica; w, m, v may each be NULL.
+    int (*load)(sf_replica *r, const float *w, const float *m, const float *v, sf_err *e);
+    int (*save)(sf_replica *r, float *w, float *m, float *v, sf_err *e);
+    // Forward and backward (dropout on, masks from seed) on a batch where the
+    // replica reads it (host memory on CPU): gradients of the summed row
+    // losses / global_batch into its gradient buffer, *loss = the sum.
+    int (*train_step)(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                      uint64_t seed, double *loss, sf_err *e);
+    // The contiguous gradient buffer (host memory on CPU), for the all-reduce.
+    float *(*gradients)(sf_replica *r);
+    // One Adam step with the gradient buffer as it is after the reduction.
+    int (*apply)(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e);
+    // Predictions (count, outputs) into host memory, dropout off.
+    int (*predict)(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e);
+} sf_backend;
+
+extern const sf_backend sf_backend_cpu;
+
 #endif

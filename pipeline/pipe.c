@@ -334,7 +334,7 @@ static void *windower_main(void *arg) {
     sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed};
     sf_err e = {0};
     int rc = 0;
-    for (uint64_t epoch = 0; !rc && epoch < p->o.epochs; epoch++) {
+    for (uint64_t epoch = p->o.first_epoch; !rc && epoch < p->o.epochs; epoch++) {
         sf_stream *s;
         rep->next_put = 0;
         if ((rc = sf_stream_open_source(&s, p->pack, p->plan, &p->cols, p->o.replicas, rep->r, epoch, &so, &src, &e)))
@@ -519,6 +519,8 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     p->y_offset = ((size_t)o->window.length * p->cols.nfeatures * o->batch * sizeof(float) + 255) & ~(size_t)255;
     p->slot_bytes = p->y_offset + (size_t)p->cols.ntargets * o->batch * sizeof(float);
     for (uint32_t r = 0; !rc && r < o->replicas; r++) rc = alloc_replica(p, &p->reps[r], r);
+    for (uint32_t r = 0; !rc && r < o->replicas; r++) p->reps[r].read_epoch = o->first_epoch;
+    for (uint32_t r = 0; !rc && r < p->replicas; r++) p->epoch[r] = o->first_epoch;
     if (rc) {
         sf_pipe_close(p);
         return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the pipeline's buffers", path);

@@ -232,7 +232,8 @@ typedef struct {
     uint32_t batch;                  // windows per batch per replica
     uint64_t pool;                   // shuffle pool per lane, in windows
     bool drop_remainder;
-    uint64_t seed, epochs;           // the epochs to produce, 0 .. epochs-1
+    uint64_t seed, epochs;           // the epochs to produce: first_epoch .. epochs-1
+    uint64_t first_epoch;            // (a resumed run starts later)
     sf_reader_opts io;               // io, direct, depth (buffer_size is set here)
     uint32_t decoders;               // decoder threads, >= 1
     uint32_t slots;                  // staging ring slots per replica, >= 2

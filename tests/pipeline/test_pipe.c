@@ -273,6 +273,25 @@ int main(void) {
     o.pool = 0;
     CHECK(sf_pipe_fit_budget(&o, in, 1u << 30, &e) == 0 && o.pool == 0, "pool 0 became %llu",
           (unsigned long long)o.pool);
+    // A resumed run starts at a later epoch: the same batches as that epoch of a full run.
+    o = base;
+    o.first_epoch = 1;
+    sf_pipe *rp;
+    if (sf_pipe_open(&rp, path, &o, &e) == 0) {
+        seq want = expected(p, plan, &cols, 1, 0, 1, (sf_stream_opts){o.batch, o.pool, o.drop_remainder, o.seed});
+        uint64_t n = 0;
+        bool same = true;
+        sf_batch b;
+        while (sf_pipe_next_batch(rp, 0, &b, &e) == 1) {
+            same &= b.epoch == 1 && n + b.count <= want.n && memcmp(want.ids + n, b.ids, b.count * sizeof *b.ids) == 0;
+            n += b.count;
+            sf_pipe_release(rp, 0, &b);
+        }
+        CHECK(same && n == want.n, "first_epoch 1: %llu windows, epoch 1 of a full run has %llu",
+              (unsigned long long)n, (unsigned long long)want.n);
+        free(want.ids);
+        sf_pipe_close(rp);
+    }
     check_values(p, plan, &cols, base);
     check_corrupt(p, base);
     // Closing with batches still coming must not hang or leak.
