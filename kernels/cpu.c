@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kernels.h"
 
@@ -134,7 +135,10 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
     for (size_t k = 0; k < B * O; k++) dy[k] = scale * (y[k] - target[k]);
 }
 
-void sf_cpu_threads(int n) { openblas_set_num_threads(n); }
+void sf_cpu_threads(int n) {
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    openblas_set_num_threads(n > 0 ? n : 1);
+}
 
 // Keras' update, operation for operation (keras/src/optimizers/adam.py):
 // m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),

@@ -55,7 +55,7 @@ double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
 void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
 
 // Threads each BLAS call may use (OpenBLAS' pool): 1 when several replica
-// threads call BLAS at once.
+// threads call BLAS at once, 0 for every core.
 void sf_cpu_threads(int n);
 
 typedef struct {

@@ -14,6 +14,9 @@ static const struct {
     {"verify", cmd_verify, "decode every chunk and check every checksum"},
     {"unpack", cmd_unpack, "convert an .sfpack file back into CSV"},
     {"synth", cmd_synth, "write a synthetic .sfpack (random walks and seasons)"},
+    {"train", cmd_train, "train the LSTM model on an .sfpack file"},
+    {"predict", cmd_predict, "predict every window of a file with a checkpoint"},
+    {"evaluate", cmd_evaluate, "a checkpoint's loss on a file, next to two baselines"},
     {"bench", cmd_bench, "measure the input pipeline (bench pipeline)"},
     {"info", cmd_info, "show the version, the build and the GPUs found"},
 };

@@ -1,0 +1,167 @@
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "kernels/kernels.h"
+#include "train/train.h"
+
+static const char help[] =
+    "usage: seqfeed train --data FILE.sfpack [options]\n"
+    "\n"
+    "Trains the Keras stacked-LSTM model on windows of the file with mirrored\n"
+    "data parallelism (tf.distribute.MirroredStrategy): each replica takes\n"
+    "batch-size / replicas windows per step, gradients are summed across\n"
+    "replicas with the loss scaled by 1 / batch-size, and every replica applies\n"
+    "the same Adam update. One line per epoch (a live bar on a terminal) with\n"
+    "loss, val_loss, samples/s and the share of time spent waiting for input.\n"
+    "Ctrl-C stops at the next step and writes a checkpoint.\n"
+    "\n"
+    "data and model:\n"
+    "      --data FILE          the .sfpack file (required)\n"
+    "      --features a,b       feature columns (default: all)\n"
+    "      --targets c,d        target columns (default: all)\n"
+    "      --window T           rows per window (default 60)\n"
+    "      --stride N           rows between window starts (default 1)\n"
+    "      --sampling-rate N    rows between samples in a window (default 1)\n"
+    "      --horizon N          target row past the window's last (default 1)\n"
+    "      --norm zscore|minmax|none  scaling from the file's statistics (default zscore)\n"
+    "      --model SPEC         layers (default " SF_MODEL_DEFAULT ";\n"
+    "                           the last dense width defaults to the number of targets)\n"
+    "training:\n"
+    "      --batch-size N       global batch (default 32)\n"
+    "      --replicas R         replicas (default 1 on CPU)\n"
+    "      --epochs N           (default 10)\n"
+    "      --val-split F        the time-ordered tail of every series for validation (default 0.1)\n"
+    "      --lr F               Adam's learning rate (default 0.001)\n"
+    "      --lr-scaling none|linear  linear: lr x replicas (default none)\n"
+    "      --seed N             weights, shuffling and dropout (default 1)\n"
+    "      --pool N             shuffle pool per replica, windows (default 16384)\n"
+    "      --decoders N         decoder threads (default 1)\n"
+    "      --gpus all|none|0,1  GPUs to use (default all; the CPU when there is none)\n"
+    "files:\n"
+    "      --checkpoint-dir DIR latest.safetensors (and epoch-NNNN.safetensors) written there\n"
+    "      --checkpoint-every N also every N steps (default: at epoch ends only)\n"
+    "      --resume             continue from DIR/latest.safetensors, exactly where it stopped\n"
+    "      --log FILE           one CSV row per epoch: epoch,loss,val_loss,samples_per_s,input_wait\n"
+    "      --max-steps N        stop after N steps (a checkpoint is written)\n"
+    "  -q, --quiet              no progress output\n";
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    interrupted = 1;
+    signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
+}
+
+// Parses a real option value in [lo, hi).
+static bool parse_real(const char *s, double lo, double hi, double *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v < hi)) return false;
+    *out = v;
+    return true;
+}
+
+// --gpus: until the GPU backend exists every run is on CPU, and says so
+// when GPUs were there to be used.
+static void report_devices(const char *gpus, bool quiet) {
+    sf_err e = {0};
+    int n = strcmp(gpus, "none") ? sf_gpu_count(&e) : 0;
+    if (quiet) return;
+    if (!strcmp(gpus, "none")) fprintf(stderr, "gpus: none asked for; training on CPU\n");
+    else if (n == 0) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
+    else fprintf(stderr, "gpus: %d found, but this seqfeed has no GPU backend yet; training on CPU\n", n);
+}
+
+int cmd_train(int argc, char **argv) {
+    enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
+           O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
+           O_EVERY, O_MAX };
+    static const struct option opts[] = {
+        {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
+        {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
+        {"model", required_argument, 0, O_MODEL}, {"val-split", required_argument, 0, O_VAL},
+        {"lr", required_argument, 0, O_LR}, {"lr-scaling", required_argument, 0, O_LRS},
+        {"gpus", required_argument, 0, O_GPUS}, {"checkpoint-dir", required_argument, 0, O_DIR},
+        {"resume", no_argument, 0, O_RESUME}, {"log", required_argument, 0, O_LOG},
+        {"window", required_argument, 0, O_WINDOW}, {"stride", required_argument, 0, O_STRIDE},
+        {"sampling-rate", required_argument, 0, O_RATE}, {"horizon", required_argument, 0, O_HORIZON},
+        {"batch-size", required_argument, 0, O_BATCH}, {"replicas", required_argument, 0, O_REPLICAS},
+        {"epochs", required_argument, 0, O_EPOCHS}, {"seed", required_argument, 0, O_SEED},
+        {"pool", required_argument, 0, O_POOL}, {"decoders", required_argument, 0, O_DECODERS},
+        {"checkpoint-every", required_argument, 0, O_EVERY}, {"max-steps", required_argument, 0, O_MAX},
+        {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .batch = 32,
+                     .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
+                     .adam = {1e-3f, 0.9f, 0.999f, 1e-7f}, .pool = 16384, .decoders = 1, .progress = true,
+                     .interrupted = &interrupted, .backend = &sf_backend_cpu};
+    const char *gpus = "all";
+    double real = 0;
+    uint64_t v;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
+        bool ok = true;
+        switch (ch) {
+        case 'h': fputs(help, stdout); return EXIT_OK;
+        case 'q': o.progress = false; break;
+        case O_DATA: o.data = optarg; break;
+        case O_FEATURES: o.features = optarg; break;
+        case O_TARGETS: o.targets = optarg; break;
+        case O_NORM: ok = (o.norm = sf_norm_parse(optarg)) >= 0; break;
+        case O_MODEL: o.model = optarg; break;
+        case O_VAL: ok = parse_real(optarg, 0, 1, &o.val_split); break;
+        case O_LR:
+            ok = parse_real(optarg, 1e-12, 1e3, &real);
+            o.adam.lr = (float)real;
+            break;
+        case O_LRS:
+            ok = !strcmp(optarg, "none") || !strcmp(optarg, "linear");
+            o.lr_linear = !strcmp(optarg, "linear");
+            break;
+        case O_GPUS: gpus = optarg; break;
+        case O_DIR: o.checkpoint_dir = optarg; break;
+        case O_RESUME: o.resume = true; break;
+        case O_LOG: o.log = optarg; break;
+        default:
+            if (ch < O_WINDOW || ch > O_MAX || !cli_parse_u64(optarg, UINT32_MAX, &v))
+                return cli_usage_error("train", "bad option or value '%s'", optarg ? optarg : "");
+            switch (ch) {
+            case O_WINDOW: o.window.length = (uint32_t)v; break;
+            case O_STRIDE: o.window.stride = (uint32_t)v; break;
+            case O_RATE: o.window.sampling_rate = (uint32_t)v; break;
+            case O_HORIZON: o.window.horizon = (uint32_t)v; break;
+            case O_BATCH: ok = (o.batch = (uint32_t)v) > 0; break;
+            case O_REPLICAS: ok = (o.replicas = (uint32_t)v) > 0 && v <= 256; break;
+            case O_EPOCHS: ok = (o.epochs = v) > 0; break;
+            case O_SEED: o.seed = v; break;
+            case O_POOL: o.pool = v; break;
+            case O_DECODERS: ok = (o.decoders = (uint32_t)v) > 0 && v <= 64; break;
+            case O_EVERY: o.checkpoint_every = v; break;
+            case O_MAX: o.max_steps = v; break;
+            }
+        }
+        if (!ok) return cli_usage_error("train", "bad value '%s'", optarg);
+    }
+    if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
+    if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
+    if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
+    report_devices(gpus, !o.progress);
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    sf_fit_result res;
+    sf_err e = {0};
+    int rc = sf_fit(&o, &res, &e);
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    if (rc) return cli_fail("train", &e, NULL);
+    if (o.progress && res.steps)
+        fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time%s%s%s\n",
+                res.interrupted ? "stopped" : "done", (unsigned long long)res.steps, res.samples_per_s,
+                100 * res.input_wait, o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
+                o.checkpoint_dir ? "/latest.safetensors" : "");
+    return res.interrupted ? 130 : EXIT_OK;
+}

@@ -1,0 +1,316 @@
+// The fit loop: the pipeline feeds the replicas, a step hook keeps the
+// books (progress, validation, checkpoints, the CSV log), and a resumed run
+// takes up exactly where its checkpoint stood.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "train.h"
+
+typedef struct {
+    const sf_fit_opts *o;
+    sf_fit_result *res;
+    sf_model model;
+    sf_pack *pack;
+    sf_columns cols;
+    sf_plan *val_plan;
+    sf_pipe *pipe;
+    sf_batch *cur;  // per replica: the batch it holds
+    sf_trainer *tr;
+    sf_checkpoint ck;  // the run's settings; weights filled in when written
+    uint32_t R, replica_batch;
+    uint64_t epoch, epoch_step, steps_per_epoch, run_steps;
+    double loss_sum, wait, epoch_t0, run_t0, bar_t;
+    uint64_t samples, run_samples;
+    double run_wait;
+    FILE *log;
+    bool tty;
+} fit;
+
+static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
+    fit *f = arg;
+    int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
+    if (rc == 1) *x = f->cur[r].x, *y = f->cur[r].y, *count = f->cur[r].count;
+    return rc;
+}
+
+static void pipe_release(void *arg, uint32_t r) {
+    fit *f = arg;
+    sf_pipe_release(f->pipe, r, &f->cur[r]);
+}
+
+typedef struct {
+    fit *f;
+    float *pred;
+    double sum;
+    uint64_t n;
+} eval_acc;
+
+static int eval_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
+    eval_acc *a = arg;
+    (void)ids;
+    int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
+    if (!rc) a->sum += sf_mse_sum(a->pred, y, count, a->f->model.outputs), a->n += count;
+    return rc;
+}
+
+// The validation windows' mean loss with replica 0's weights (NAN without any).
+static int validate(fit *f, double *loss, sf_err *e) {
+    *loss = NAN;
+    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
+    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0};
+    if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    int rc = sf_windows_in_order(f->pack, f->val_plan, &f->cols, f->replica_batch, eval_batch, &a, e);
+    free(a.pred);
+    if (!rc && a.n) *loss = a.sum / (double)a.n;
+    return rc;
+}
+
+// Writes DIR/latest.safetensors (and DIR/epoch-NNNN.safetensors at an
+// epoch's end), each atomically.
+static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
+    if (!f->o->checkpoint_dir) return 0;
+    size_t n = f->model.nparams;
+    f->ck.w = malloc(n * sizeof(float)), f->ck.m = malloc(n * sizeof(float)), f->ck.v = malloc(n * sizeof(float));
+    int rc = f->ck.w && f->ck.m && f->ck.v ? sf_trainer_save(f->tr, f->ck.w, f->ck.m, f->ck.v, e)
+                                          : sf_err_set(e, SF_ENOMEM, "out of memory for a checkpoint");
+    f->ck.epoch = f->epoch, f->ck.epoch_step = f->epoch_step;
+    char path[4200];
+    if (!rc) {
+        snprintf(path, sizeof path, "%s/latest.safetensors", f->o->checkpoint_dir);
+        rc = sf_checkpoint_write(path, &f->ck, &f->model, e);
+    }
+    if (!rc && epoch_end) {
+        snprintf(path, sizeof path, "%s/epoch-%04llu.safetensors", f->o->checkpoint_dir,
+                 (unsigned long long)f->epoch);
+        rc = sf_checkpoint_write(path, &f->ck, &f->model, e);
+    }
+    free(f->ck.w), free(f->ck.m), free(f->ck.v);
+    f->ck.w = f->ck.m = f->ck.v = NULL;
+    return rc;
+}
+
+static void progress_bar(fit *f, const sf_step_info *s) {
+    double now = sf_now();
+    if (!f->tty || (now - f->bar_t < 0.1 && f->epoch_step != f->steps_per_epoch)) return;
+    f->bar_t = now;
+    double el = now - f->epoch_t0, rate = f->samples / (el > 0 ? el : 1e-9);
+    double eta = f->epoch_step ? el / f->epoch_step * (f->steps_per_epoch - f->epoch_step) : 0;
+    int width = 24, done = (int)(width * f->epoch_step / f->steps_per_epoch);
+    fprintf(stderr, "\r%6llu/%llu [%.*s%s%.*s] ETA %4.0f s - loss %.6f - %.0f samples/s\033[K",
+            (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, done,
+            "========================", done < width ? ">" : "", width - done - (done < width),
+            "........................", eta, f->loss_sum / (double)f->samples, rate);
+    (void)s;
+}
+
+static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
+    fit *f = arg;
+    const sf_fit_opts *o = f->o;
+    f->ck.step = s->step;
+    f->loss_sum += s->loss * s->samples;  // back to a sum of row losses
+    f->samples += s->samples, f->run_samples += s->samples;
+    f->wait += s->input_wait, f->run_wait += s->input_wait;
+    f->epoch_step++, f->run_steps++;
+    if (o->progress) progress_bar(f, s);
+    int rc = 0;
+    bool stop = false;
+    if (f->epoch_step == f->steps_per_epoch) {
+        double el = sf_now() - f->epoch_t0, val;
+        if ((rc = validate(f, &val, e))) return rc;
+        double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->R * (el > 0 ? el : 1e-9));
+        if (o->progress)
+            fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f - val_loss %.6f - %.0f samples/s - "
+                    "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+                    (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val,
+                    f->samples / el, 100 * wait);
+        if (f->log) {
+            fprintf(f->log, "%llu,%.9g,%.9g,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val,
+                    f->samples / el, wait);
+            fflush(f->log);
+        }
+        f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
+        f->epoch++, f->epoch_step = 0;
+        if ((rc = checkpoint(f, true, e))) return rc;
+        f->loss_sum = 0, f->samples = 0, f->wait = 0, f->epoch_t0 = sf_now();
+        stop = f->epoch >= o->epochs;
+    } else if (o->checkpoint_every && s->step % o->checkpoint_every == 0) {
+        if ((rc = checkpoint(f, false, e))) return rc;
+    }
+    if (!stop && ((o->max_steps && f->run_steps >= o->max_steps) || (o->interrupted && *o->interrupted))) {
+        stop = true;
+        f->res->interrupted = o->interrupted && *o->interrupted;
+        if (f->epoch_step && (rc = checkpoint(f, false, e))) return rc;  // at an epoch's end it is written
+    }
+    return stop ? 1 : 0;
+}
+
+static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+// --resume: settings that decide the run must be the checkpoint's.
+static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, sf_err *e) {
+    const sf_checkpoint *r = &f->ck;
+    const char *what = !same(c->model, r->model)           ? "--model"
+                       : !same(c->features, r->features)   ? "--features"
+                       : !same(c->targets, r->targets)     ? "--targets"
+                       : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
+                       : c->norm != r->norm                ? "--norm"
+                       : c->batch != r->batch              ? "--batch-size"
+                       : c->replicas != r->replicas        ? "--replicas"
+                       : c->seed != r->seed                ? "--seed"
+                       : c->val_split != r->val_split      ? "--val-split"
+                       : (float)c->lr != (float)r->lr      ? "the learning rate"
+                                                           : NULL;
+    if (what)
+        return sf_err_set(e, SF_EINVAL, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
+                          "or start afresh in another --checkpoint-dir)", path, what);
+    return 0;
+}
+
+static void fit_close(fit *f) {
+    sf_pipe_close(f->pipe);
+    sf_trainer_close(f->tr);
+    sf_plan_free(f->val_plan);
+    sf_columns_free(&f->cols);
+    sf_pack_close(f->pack);
+    if (f->log) fclose(f->log);
+    free(f->cur);
+}
+
+static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *cols, uint32_t n) {
+    size_t len = 0;
+    out[0] = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        int w = snprintf(out + len, cap - len, "%s%s", k ? "," : "", in->col_names[cols[k]]);
+        if (w < 0 || (size_t)w >= cap - len) return -1;
+        len += (size_t)w;
+    }
+    return 0;
+}
+
+int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
+    fit f = {.o = o, .res = res, .R = o->replicas ? o->replicas : 1};
+    *res = (sf_fit_result){.val_loss = NAN};
+    if (o->batch % f.R)
+        return sf_err_set(e, SF_EINVAL, "--batch-size %u is not divisible by %u replicas (each replica takes "
+                          "batch / replicas)", o->batch, f.R);
+    f.replica_batch = o->batch / f.R;
+    int rc = sf_pack_open(&f.pack, o->data, e);
+    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(f.pack);
+    if (!rc) rc = sf_columns_create(&f.cols, in, o->features, o->targets, o->norm, e);
+    if (!rc) {
+        sf_err inner = {0};
+        if ((rc = sf_model_parse(&f.model, o->model, f.cols.nfeatures, f.cols.ntargets, &inner)))
+            sf_err_set(e, rc, "%s", inner.msg);
+    }
+    sf_plan *train_plan = NULL;
+    if (!rc)
+        rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, 1,
+                            &(sf_split){o->val_split, SF_PART_TRAIN}, e);
+    if (!rc && o->val_split > 0)
+        rc = sf_plan_create(&f.val_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, 1,
+                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+    if (!rc) {
+        // Drop-remainder gives every replica floor(floor(W / R) / b) batches.
+        f.steps_per_epoch = sf_plan_windows(train_plan) / f.R / f.replica_batch;
+        if (f.steps_per_epoch == 0)
+            rc = sf_err_set(e, SF_EINVAL, "%s: %llu training windows, fewer than one global batch of %u (hint: a "
+                            "smaller --batch-size or --window, or less --val-split)", o->data,
+                            (unsigned long long)sf_plan_windows(train_plan), o->batch);
+    }
+    sf_plan_free(train_plan);
+    // The run's settings, as a checkpoint records them.
+    sf_checkpoint *c = &f.ck;
+    if (!rc) {
+        sf_model_format(&f.model, c->model, sizeof c->model);
+        if (join(c->features, sizeof c->features, in, f.cols.features, f.cols.nfeatures) ||
+            join(c->targets, sizeof c->targets, in, f.cols.targets, f.cols.ntargets))
+            rc = sf_err_set(e, SF_EINVAL, "too many column names for a checkpoint");
+        snprintf(c->data, sizeof c->data, "%s", o->data);
+        c->window = o->window, c->norm = o->norm, c->inputs = f.cols.nfeatures, c->outputs = f.cols.ntargets;
+        c->feature_scale = f.cols.feature_scale, c->feature_offset = f.cols.feature_offset;
+        c->target_scale = f.cols.target_scale, c->target_offset = f.cols.target_offset;
+        c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = f.R;
+        c->val_split = o->val_split, c->lr = o->adam.lr;
+        snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
+    }
+    sf_adam adam = o->adam;
+    if (o->lr_linear) adam.lr *= (float)f.R;
+    if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, f.R, f.replica_batch, o->window.length, &adam, e);
+    if (!rc && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
+        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
+    // Weights: the checkpoint's when resuming, else Keras' initialisers.
+    char latest[4200] = "";
+    if (o->checkpoint_dir) snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir);
+    bool resumed = false;
+    if (!rc && o->resume && access(latest, F_OK) == 0) {
+        sf_checkpoint old;
+        sf_model om;
+        if (!(rc = sf_checkpoint_read(latest, &old, &om, e))) {
+            if (!(rc = check_resume(&f, &old, latest, e)))
+                rc = sf_trainer_load(f.tr, old.w, old.m, old.v, old.step, e);
+            f.epoch = old.epoch, f.epoch_step = old.epoch_step, c->step = old.step;
+            sf_checkpoint_free(&old);
+            resumed = !rc;
+        }
+    } else if (!rc) {
+        if (o->resume && o->progress)
+            fprintf(stderr, "resume: no checkpoint at %s, starting from the beginning\n", latest[0] ? latest : "(no "
+                    "--checkpoint-dir)");
+        float *w = malloc((f.model.nparams ? f.model.nparams : 1) * sizeof(float));
+        if (!w) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        else sf_model_init(&f.model, w, o->seed), rc = sf_trainer_load(f.tr, w, NULL, NULL, 0, e), free(w);
+    }
+    if (!rc && f.epoch >= o->epochs) {
+        fit_close(&f);
+        if (o->progress) fprintf(stderr, "resume: the checkpoint is at epoch %llu of %llu: nothing to do\n",
+                                 (unsigned long long)f.epoch, (unsigned long long)o->epochs);
+        return 0;
+    }
+    if (!rc && o->log) {
+        bool append = resumed && access(o->log, F_OK) == 0;
+        if (!(f.log = fopen(o->log, append ? "a" : "w"))) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write", o->log);
+        else if (!append) fprintf(f.log, "epoch,loss,val_loss,samples_per_s,input_wait\n");
+    }
+    sf_pipe_opts po = {.window = o->window, .features = c->features, .targets = c->targets, .norm = o->norm,
+                       .block_chunks = 1, .replicas = f.R, .batch = f.replica_batch, .pool = o->pool,
+                       .drop_remainder = true, .seed = o->seed, .epochs = o->epochs, .first_epoch = f.epoch,
+                       .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
+                       .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN}};
+    if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
+    if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    // Back to the checkpoint's position in its epoch: the pipeline is
+    // deterministic, so skipping its first batches lands on the same ones.
+    for (uint32_t r = 0; !rc && r < f.R; r++)
+        for (uint64_t k = 0; !rc && k < f.epoch_step; k++) {
+            int got = sf_pipe_next_batch(f.pipe, r, &f.cur[r], e);
+            if (got == 1) sf_pipe_release(f.pipe, r, &f.cur[r]);
+            else rc = got < 0 ? got : sf_err_set(e, SF_EINVAL, "resume: the data ended before the checkpoint's step");
+        }
+    if (rc) {
+        fit_close(&f);
+        return rc;
+    }
+    f.tty = o->progress && isatty(2);
+    if (o->progress)
+        fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s), %llu steps per epoch, %zu parameters%s\n",
+                c->model, o->batch, f.R, o->backend->name, (unsigned long long)f.steps_per_epoch, f.model.nparams,
+                resumed ? ", resumed" : "");
+    if (resumed && o->progress)
+        fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f.epoch + 1,
+                (unsigned long long)f.epoch_step, (unsigned long long)c->step);
+    sf_batch_source src = {pipe_next, pipe_release, &f};
+    f.run_t0 = f.epoch_t0 = sf_now();
+    rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
+    double el = sf_now() - f.run_t0;
+    res->steps = f.run_steps;
+    res->samples_per_s = el > 0 ? f.run_samples / el : 0;
+    res->input_wait = el > 0 ? f.run_wait / (f.R * el) : 0;
+    if (f.tty && f.epoch_step) fputc('\n', stderr);
+    fit_close(&f);
+    return rc;
+}

@@ -1,0 +1,127 @@
+// train: mirrored data-parallel training (tf.distribute.MirroredStrategy's
+// semantics) of the model on R replicas of a backend, fed by the pipeline;
+// checkpoints; the fit loop behind `seqfeed train`, and predict/evaluate.
+// Depends on the pipeline and the model, which know nothing of each other.
+#ifndef SF_TRAIN_H
+#define SF_TRAIN_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "model/model.h"
+#include "pipeline/pipeline.h"
+
+// ---- mirrored steps ----
+
+// Where replica r's batches come from (the pipeline, or a test): next gives
+// 1 with x (count, window, inputs) and y (count, outputs) in memory the
+// backend reads, 0 at the end, or a negative code; release returns it.
+typedef struct {
+    int (*next)(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e);
+    void (*release)(void *arg, uint32_t r);
+    void *arg;
+} sf_batch_source;
+
+// What one step did, summed over replicas.
+typedef struct {
+    uint64_t step;           // Adam's step count after this step (1, 2, ...)
+    double loss;             // the step's loss: summed row losses / global batch
+    uint32_t samples;        // windows in the step, all replicas
+    double input_wait;       // seconds replicas waited for their batch, summed
+    double compute, reduce;  // seconds in forward/backward and in the all-reduce, summed
+} sf_step_info;
+
+// Called on replica 0's thread after every step, with every replica stopped:
+// the replicas may be read (sf_trainer_save, sf_trainer_predict). Nonzero
+// stops training (a negative code is returned by sf_trainer_run).
+typedef int (*sf_step_hook)(void *arg, const sf_step_info *s, sf_err *e);
+
+// R replicas, one thread each: every step each replica trains on its own
+// batch, the gradients are summed across replicas (in a fixed order, so a
+// run is deterministic) and every replica applies the same Adam update to
+// its own copy of the weights. The loss of each replica's rows is divided by
+// the global batch, so the sum is the global batch's mean loss.
+typedef struct sf_trainer sf_trainer;
+int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
+                    uint32_t replica_batch, uint32_t window, const sf_adam *adam, sf_err *e);
+void sf_trainer_close(sf_trainer *t);
+// Every replica gets w (and Adam's m, v when not NULL) and the step count.
+int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *v, uint64_t step, sf_err *e);
+// Replica 0's state (all replicas hold the same).
+int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e);
+int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
+// Steps until the source ends or the hook stops; 0 or a negative code.
+// dropout_seed: the masks of step s on replica r come from (seed, s, r).
+int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
+                   sf_err *e);
+
+// ---- windows in order (predict, evaluate, validation) ----
+
+// Calls fn on the plan's windows in id order, in batches of up to batch
+// (x (count, length, nfeatures), y (count, ntargets), their ids).
+typedef int (*sf_window_fn)(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count,
+                            sf_err *e);
+int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
+                        sf_window_fn fn, void *arg, sf_err *e);
+
+// ---- checkpoints ----
+
+// A checkpoint: safetensors with the weights under Keras' names, Adam's
+// state, the scaling of every column, and in its metadata the model, the
+// columns, the window, and the exact training position.
+typedef struct {
+    char model[1024], features[4096], targets[4096], data[4096];
+    sf_window_spec window;
+    int norm;
+    uint32_t inputs, outputs;
+    float *feature_scale, *feature_offset, *target_scale, *target_offset;
+    size_t nparams;
+    float *w, *m, *v;  // m and v NULL in a file without optimizer state
+    // where training stands: epoch, steps into it, Adam steps in all
+    uint64_t epoch, epoch_step, step, seed, epochs;
+    uint32_t batch, replicas;
+    double val_split, lr;
+    char lr_scaling[16];
+} sf_checkpoint;
+
+int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);
+// Reads c and parses its model into m; free with sf_checkpoint_free.
+int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
+void sf_checkpoint_free(sf_checkpoint *c);
+
+// ---- the fit loop ----
+
+typedef struct {
+    const char *data, *features, *targets, *model;
+    sf_window_spec window;
+    int norm;
+    uint32_t batch;     // global batch
+    uint32_t replicas;  // each takes batch / replicas
+    uint64_t epochs, seed;
+    double val_split;
+    sf_adam adam;
+    bool lr_linear;          // lr x replicas
+    const char *checkpoint_dir;
+    uint64_t checkpoint_every;  // steps (0: at the end of every epoch only)
+    bool resume;
+    const char *log;            // CSV, one row per epoch
+    uint64_t pool;              // shuffle pool per replica, windows
+    uint32_t decoders;
+    uint64_t max_steps;         // stop after this many steps in this run (0: no limit)
+    bool progress;              // epoch lines on stderr (a live bar on a TTY)
+    volatile sig_atomic_t *interrupted;
+    const sf_backend *backend;
+} sf_fit_opts;
+
+typedef struct {
+    uint64_t steps, epochs;             // done in this run
+    double loss, val_loss;              // of the last epoch (val_loss NAN without validation)
+    double samples_per_s, input_wait;   // over the run; input_wait as a share of replica time
+    bool interrupted;
+} sf_fit_result;
+
+int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e);
+
+#endif

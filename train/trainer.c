@@ -1,0 +1,224 @@
+// Mirrored steps: one thread per replica, joined by a barrier at each phase.
+//
+//   take batch, forward/backward   (every replica, in parallel)
+//   | barrier: replica 0 checks the replicas' results and decides to go on
+//   sum gradients                  (replica r sums slice r over all replicas
+//                                   and writes the sum back to every one)
+//   | barrier
+//   Adam on its own weights        (every replica, the same update)
+//   | barrier: replica 0 runs the hook with everyone stopped
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train.h"
+
+typedef struct {
+    struct sf_trainer *t;
+    uint32_t r;
+    sf_replica *rep;
+    pthread_t thread;
+    double loss, wait, compute, reduce;
+    uint32_t count;
+    int rc;  // of this step: 1 trained, 0 source ended, < 0 error
+    sf_err e;
+} worker;
+
+struct sf_trainer {
+    const sf_backend *be;
+    const sf_model *m;
+    uint32_t R;
+    worker *w;
+    sf_adam adam;
+    uint64_t step;
+    pthread_barrier_t bar;
+    // Threads wait at the gate until all have started (go 1), or leave
+    // (go -1): the barrier needs every one of them.
+    pthread_mutex_t gate;
+    pthread_cond_t gate_cv;
+    int go;
+    // one run's
+    const sf_batch_source *src;
+    uint64_t seed;
+    sf_step_hook hook;
+    void *hook_arg;
+    bool stop;
+    int rc;
+    sf_err err;
+};
+
+int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
+                    uint32_t replica_batch, uint32_t window, const sf_adam *adam, sf_err *e) {
+    *out = NULL;
+    if (replicas == 0 || replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
+    sf_trainer *t = calloc(1, sizeof *t);
+    if (!t || !(t->w = calloc(replicas, sizeof *t->w))) {
+        free(t);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    t->be = be, t->m = m, t->R = replicas, t->adam = *adam;
+    pthread_barrier_init(&t->bar, NULL, replicas);
+    pthread_mutex_init(&t->gate, NULL);
+    pthread_cond_init(&t->gate_cv, NULL);
+    for (uint32_t r = 0; r < replicas; r++) {
+        t->w[r].t = t, t->w[r].r = r;
+        int rc = be->open(&t->w[r].rep, m, replica_batch, window, (int)r, e);
+        if (rc) {
+            sf_trainer_close(t);
+            return rc;
+        }
+    }
+    *out = t;
+    return 0;
+}
+
+void sf_trainer_close(sf_trainer *t) {
+    if (!t) return;
+    for (uint32_t r = 0; r < t->R; r++)
+        if (t->w[r].rep) t->be->close(t->w[r].rep);
+    pthread_barrier_destroy(&t->bar);
+    pthread_mutex_destroy(&t->gate);
+    pthread_cond_destroy(&t->gate_cv);
+    free(t->w);
+    free(t);
+}
+
+int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *v, uint64_t step, sf_err *e) {
+    for (uint32_t r = 0; r < t->R; r++) {
+        int rc = t->be->load(t->w[r].rep, w, m, v, e);
+        if (rc) return rc;
+    }
+    t->step = step;
+    return 0;
+}
+
+int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e) {
+    return t->be->save(t->w[0].rep, w, m, v, e);
+}
+
+int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e) {
+    return t->be->predict(t->w[0].rep, out, x, count, e);
+}
+
+// Replica 0, after every replica trained: one error or an end stops all
+// (the pipeline gives every replica the same number of batches, so an end
+// is everyone's); a non-finite loss stops before it reaches the weights.
+static void check_step(sf_trainer *t) {
+    double loss = 0;
+    for (uint32_t r = 0; r < t->R && !t->stop; r++) {
+        worker *w = &t->w[r];
+        if (w->rc < 0) {
+            t->stop = true, t->rc = w->rc, t->err = w->e;
+        } else if (w->rc == 0) {
+            t->stop = true;
+        }
+        loss += w->loss;
+    }
+    if (!t->stop && !isfinite(loss)) {
+        t->stop = true;
+        t->rc = SF_EINVAL;
+        sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update (hint: "
+                   "a lower learning rate, or check the data for extreme values)", loss,
+                   (unsigned long long)t->step + 1);
+    }
+}
+
+// The fixed order g0 + g1 + ... + g(R-1) for every element, so that the
+// sum does not depend on thread timing.
+static void reduce_slice(sf_trainer *t, uint32_t r) {
+    size_t n = t->m->nparams, lo = n * r / t->R, hi = n * (r + 1) / t->R;
+    float *sum = t->be->gradients(t->w[0].rep);
+    for (uint32_t q = 1; q < t->R; q++) {
+        const float *g = t->be->gradients(t->w[q].rep);
+        for (size_t k = lo; k < hi; k++) sum[k] += g[k];
+    }
+    for (uint32_t q = 1; q < t->R; q++) memcpy(t->be->gradients(t->w[q].rep) + lo, sum + lo, (hi - lo) * sizeof(float));
+}
+
+static void after_step(sf_trainer *t) {
+    sf_step_info s = {.step = ++t->step};
+    for (uint32_t r = 0; r < t->R; r++) {
+        worker *w = &t->w[r];
+        s.loss += w->loss;
+        s.samples += w->count;
+        s.input_wait += w->wait;
+        s.compute += w->compute;
+        s.reduce += w->reduce;
+        w->wait = w->compute = w->reduce = 0;
+    }
+    int rc = t->hook ? t->hook(t->hook_arg, &s, &t->err) : 0;
+    if (rc) {
+        t->stop = true;
+        if (rc < 0) t->rc = rc;
+    }
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    sf_trainer *t = w->t;
+    const sf_batch_source *src = t->src;
+    pthread_mutex_lock(&t->gate);
+    while (t->go == 0) pthread_cond_wait(&t->gate_cv, &t->gate);
+    bool go = t->go > 0;
+    pthread_mutex_unlock(&t->gate);
+    while (go) {
+        const float *x, *y;
+        double t0 = sf_now();
+        w->rc = src->next(src->arg, w->r, &x, &y, &w->count, &w->e);
+        w->wait += sf_now() - t0;
+        w->loss = 0;
+        pthread_barrier_wait(&t->bar);
+        double t1 = sf_now();
+        if (w->rc == 1) {
+            // MirroredStrategy divides by the global batch: the sum of every
+            // replica's count this step.
+            uint32_t global = 0;
+            for (uint32_t q = 0; q < t->R; q++) global += t->w[q].rc == 1 ? t->w[q].count : 0;
+            // Steps count from 1; replicas and steps get their own masks.
+            uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + w->r});
+            int rc = t->be->train_step(w->rep, x, y, w->count, global, seed, &w->loss, &w->e);
+            if (rc) w->rc = rc;
+            src->release(src->arg, w->r);
+        }
+        w->compute += sf_now() - t1;
+        pthread_barrier_wait(&t->bar);
+        if (w->r == 0) check_step(t);
+        pthread_barrier_wait(&t->bar);
+        if (t->stop) break;
+        double t2 = sf_now();
+        reduce_slice(t, w->r);
+        pthread_barrier_wait(&t->bar);
+        w->reduce += sf_now() - t2;
+        int rc = t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
+        if (rc) w->rc = rc;
+        pthread_barrier_wait(&t->bar);
+        if (w->r == 0) {
+            check_step(t);  // an apply that failed
+            if (!t->stop) after_step(t);
+        }
+        pthread_barrier_wait(&t->bar);
+        if (t->stop) break;
+    }
+    return NULL;
+}
+
+int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
+                   sf_err *e) {
+    t->src = src, t->seed = dropout_seed, t->hook = hook, t->hook_arg = arg;
+    t->stop = false, t->rc = 0, t->go = 0;
+    uint32_t started = 0;
+    // More threads than cores would only fight: BLAS runs in the replica's
+    // own thread when there are several.
+    sf_cpu_threads(t->R > 1 ? 1 : 0);
+    for (; started < t->R; started++)
+        if (sf_thread_start(&t->w[started].thread, worker_main, &t->w[started])) break;
+    pthread_mutex_lock(&t->gate);
+    t->go = started == t->R ? 1 : -1;
+    pthread_cond_broadcast(&t->gate_cv);
+    pthread_mutex_unlock(&t->gate);
+    for (uint32_t r = 0; r < started; r++) pthread_join(t->w[r].thread, NULL);
+    if (started < t->R) return sf_err_set(e, SF_ENOMEM, "cannot start %u replica threads", t->R);
+    if (t->rc) *e = t->err;
+    return t->rc;
+}
