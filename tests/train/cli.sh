@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# seqfeed train, predict and evaluate from the command line: a run killed
+# with SIGKILL and resumed ends bit-identical to an uninterrupted one;
+# --lr-scaling linear is lr x replicas; predict writes one row per window;
+# clear errors for bad settings. meson sets SEQFEED.
+set -u
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+tmp=$(mktemp -d /tmp/sftrain.XXXXXX)
+trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() {
+    echo "FAIL: $*" >&2
+    fails=$((fails + 1))
+}
+run() {
+    local want=$1 rc
+    shift
+    "$SEQFEED" "$@" >out 2>err
+    rc=$?
+    [ "$rc" -eq "$want" ] || fail "seqfeed $* exited $rc, expected $want; stderr: $(cat err)"
+}
+expect() {
+    grep -Eq -- "$2" "$1" || fail "$1 of the last command does not match /$2/: $(cat "$1")"
+}
+
+"$SEQFEED" synth -o s.sfpack --rows 24000 --features 3 --series 2 -q || exit 1
+common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:24,dropout:0.2,lstm:16,dense
+        --window 24 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 -q)
+
+# An uninterrupted run.
+run 0 train "${common[@]}" --checkpoint-dir a --log a.csv
+[ -f a/latest.safetensors ] && [ -f a/epoch-0001.safetensors ] && [ -f a/epoch-0002.safetensors ] ||
+    fail "checkpoints missing: $(ls a)"
+[ "$(wc -l <a.csv)" -eq 3 ] || fail "a.csv: $(cat a.csv)"
+
+# The same run killed (SIGKILL) soon after its first mid-epoch checkpoint,
+# then resumed: the final checkpoint must be the same file, byte for byte.
+"$SEQFEED" train "${common[@]}" --checkpoint-dir b --checkpoint-every 40 --log b.csv &
+pid=$!
+for _ in $(seq 1000); do [ -f b/latest.safetensors ] && break; sleep 0.01; done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+[ -f b/latest.safetensors ] || fail "no checkpoint before the kill"
+[ -f b/epoch-0002.safetensors ] && fail "the run ended before it could be killed: make it longer"
+ls b | grep -q tmp && fail "a temporary checkpoint was left: $(ls b)"
+run 0 train "${common[@]}" --checkpoint-dir b --checkpoint-every 40 --resume --log b.csv
+cmp -s a/latest.safetensors b/latest.safetensors || fail "resumed run ends with other weights than the uninterrupted one"
+cmp -s a/epoch-0002.safetensors b/epoch-0002.safetensors || fail "epoch 2 checkpoints differ"
+# Resuming a finished run does nothing.
+cp b/latest.safetensors done.safetensors
+run 0 train "${common[@]}" --checkpoint-dir b --resume
+cmp -s b/latest.safetensors done.safetensors || fail "resuming a finished run changed its checkpoint"
+
+# --lr-scaling linear with 2 replicas is lr 2e-3: the same weights, so the
+# same predictions.
+run 0 train "${common[@]}" --epochs 1 --replicas 2 --lr-scaling linear --checkpoint-dir l1
+run 0 train "${common[@]}" --epochs 1 --replicas 2 --lr 0.002 --checkpoint-dir l2
+run 0 predict --checkpoint l1/latest.safetensors --data s.sfpack -o p1.csv
+run 0 predict --checkpoint l2/latest.safetensors --data s.sfpack -o p2.csv
+cmp -s p1.csv p2.csv || fail "--lr-scaling linear is not lr x replicas"
+# One row per window: 2 series of 12000 rows, span 25: 11976 windows each.
+[ "$(wc -l <p1.csv)" -eq $((2 * 11976 + 1)) ] || fail "predict wrote $(wc -l <p1.csv) lines"
+head -1 p1.csv | grep -qx 'series,row,f0,f2' || fail "predict header: $(head -1 p1.csv)"
+sed -n 2p p1.csv | grep -Eq '^s0,24,-?[0-9]' || fail "first prediction row: $(sed -n 2p p1.csv)"
+run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack
+expect out "validation part"
+expect out "baseline mean"
+run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack --split train --json
+expect out '"split": "train"'
+
+# Errors.
+run 1 train "${common[@]}" --replicas 3
+expect err "not divisible by 3 replicas"
+run 1 train "${common[@]}" --model lstm:8,gru:4,dense
+expect err "item 2 'gru:4'"
+run 1 train "${common[@]}" --batch-size 32 --checkpoint-dir b --resume
+expect err "--batch-size differs from the checkpoint's"
+run 1 train "${common[@]}" --window 20000
+expect err "fewer than one global batch"
+run 2 train --data s.sfpack --val-split 1
+run 2 train --data s.sfpack --resume
+expect err "--resume needs --checkpoint-dir"
+run 1 predict --checkpoint s.sfpack --data s.sfpack
+expect err "s.sfpack"
+run 0 train --help
+expect out "--checkpoint-dir"
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
