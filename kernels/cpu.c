@@ -3,6 +3,7 @@
 // cblas_sgemm); everything element-wise is fused into one pass per row.
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -136,6 +137,7 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
 }
 
 void sf_cpu_threads(int n) {
+    if (n <= 0 && getenv("SF_BLAS_THREADS")) n = atoi(getenv("SF_BLAS_THREADS"));
     if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
     openblas_set_num_threads(n > 0 ? n : 1);
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, packs the bundled treasury-yields data
-# set, checks it and prints its report.
+# set, trains the default model (3 x LSTM(180) with dropout, Dense) on CPU
+# for two epochs, and prints the validation loss next to two baselines on
+# the same windows: the column means, and the last observed value.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/deps.sh
@@ -18,4 +20,16 @@ echo
 echo
 "$sf" inspect "$out/treasury.sfpack"
 echo
-echo "Training on this file arrives with the trainer; for now the demo shows the packed data."
+cols=tcm1yd,tcm3yd,tcm5yd,tcm10yd
+rm -rf "$out/checkpoints"
+"$sf" train --data "$out/treasury.sfpack" --features "$cols" --targets "$cols" --window 60 --batch-size 32 \
+    --epochs "${EPOCHS:-2}" --val-split 0.1 --checkpoint-dir "$out/checkpoints" --log "$out/metrics.csv"
+echo
+"$sf" evaluate --checkpoint "$out/checkpoints/latest.safetensors" --data "$out/treasury.sfpack"
+"$sf" evaluate --checkpoint "$out/checkpoints/latest.safetensors" --data "$out/treasury.sfpack" --json |
+    python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+ratio = r["mean_baseline"] / r["loss"]
+print(f"\nthe model'"'"'s validation loss is {ratio:.0f}x below the mean baseline'"'"'s")
+sys.exit(0 if ratio > 2 else "demo: training did not clearly beat the mean baseline")'

@@ -147,6 +147,7 @@ static void after_step(sf_trainer *t) {
         s.reduce += w->reduce;
         w->wait = w->compute = w->reduce = 0;
     }
+    s.loss /= s.samples;  // the replicas return sums of row losses
     int rc = t->hook ? t->hook(t->hook_arg, &s, &t->err) : 0;
     if (rc) {
         t->stop = true;

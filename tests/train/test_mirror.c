@@ -32,9 +32,11 @@ static int next(void *arg, uint32_t r, const float **x, const float **y, uint32_
 static void release(void *arg, uint32_t r) { (void)arg, (void)r; }
 
 static int poison_at = -1;  // the step whose loss is made NaN through its batch
+static double first_loss;  // the step hook's loss of step 1
 static int count_steps(void *arg, const sf_step_info *s, sf_err *e) {
     (void)e;
     *(uint64_t *)arg = s->step;
+    if (s->step == 1) first_loss = s->loss;
     return 0;
 }
 
@@ -70,6 +72,14 @@ int main(void) {
     int rc;
     train(1, &m, w0, x, y, ref, &rc, &e);
     CHECK(rc == 0, "R=1: %s", e.msg);
+    // The reported loss is the global batch's mean loss, as Keras reports it.
+    sf_cpu_replica *one;
+    if (sf_cpu_replica_open(&one, &m, GLOBAL, T, &e) == 0) {
+        double want = sf_mse_sum(sf_cpu_replica_forward(one, w0, x, GLOBAL, false, 0), y, GLOBAL, O) / GLOBAL;
+        CHECK(fabs(first_loss - want) <= 1e-6 * want, "step 1 loss %.9g, the batch's mean loss is %.9g", first_loss,
+              want);
+        sf_cpu_replica_close(one);
+    }
     double moved = 0;
     for (size_t k = 0; k < m.nparams; k++) moved = fmax(moved, fabs(ref[k] - w0[k]));
     CHECK(moved > 1e-3, "the weights hardly moved (%.3g)", moved);
