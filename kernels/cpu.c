@@ -142,6 +142,22 @@ void sf_cpu_threads(int n) {
     openblas_set_num_threads(n > 0 ? n : 1);
 }
 
+double sf_cpu_gemm_rate(size_t n, int reps) {
+    float *a = malloc(n * n * sizeof(float)), *b = malloc(n * n * sizeof(float)), *c = malloc(n * n * sizeof(float));
+    double best = 0;
+    if (a && b && c) {
+        for (size_t k = 0; k < n * n; k++) a[k] = (float)(k % 7) * 0.1f, b[k] = (float)(k % 5) * 0.1f;
+        for (int r = 0; r <= reps; r++) {  // the first run warms up
+            double t = sf_now();
+            gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            double rate = 2.0 * (double)n * n * n / (sf_now() - t);
+            if (r && rate > best) best = rate;
+        }
+    }
+    free(a), free(b), free(c);
+    return best;
+}
+
 // Keras' update, operation for operation (keras/src/optimizers/adam.py):
 // m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
 // w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps).

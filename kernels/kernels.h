@@ -58,6 +58,10 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
 // threads call BLAS at once, 0 for every core.
 void sf_cpu_threads(int n);
 
+// FLOP/s of a square float32 GEMM of side n on the BLAS's current threads,
+// best of reps: the ceiling benchmarks report the model's rate against.
+double sf_cpu_gemm_rate(size_t n, int reps);
+
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7
 } sf_adam;

@@ -199,3 +199,13 @@ void sf_model_init(const sf_model *m, float *params, uint64_t seed) {
         }
     }
 }
+
+double sf_model_flops(const sf_model *m, uint32_t window) {
+    double flops = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        if (l->kind == SF_LAYER_LSTM) flops += 2.0 * window * (l->in + l->units) * 4.0 * l->units;
+        else if (l->kind == SF_LAYER_DENSE) flops += 2.0 * l->in * l->units;
+    }
+    return flops;
+}

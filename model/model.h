@@ -46,6 +46,10 @@ void sf_model_format(const sf_model *m, char *buf, size_t len);
 // kernels orthogonal, biases zero but the LSTM forget gate's at 1.
 void sf_model_init(const sf_model *m, float *params, uint64_t seed);
 
+// Floating-point operations of one window's forward pass (multiply-adds
+// count two); training (forward and backward) is about three times this.
+double sf_model_flops(const sf_model *m, uint32_t window);
+
 typedef struct {
     char name[48];  // "lstm_1/recurrent_kernel"
     size_t offset;  // in floats, in the parameter buffer

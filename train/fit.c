@@ -116,6 +116,7 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
     f->samples += s->samples, f->run_samples += s->samples;
     f->wait += s->input_wait, f->run_wait += s->input_wait;
     f->epoch_step++, f->run_steps++;
+    if (f->run_steps == o->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
     if (o->progress) progress_bar(f, s);
     int rc = 0;
     bool stop = false;
