@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""The default model in PyTorch on CPU: the peer of `seqfeed bench train`.
+
+3 x LSTM(180) each followed by Dropout(0.2), Dense(targets); MSE; Adam
+(lr 1e-3, eps 1e-7); windows of --window steps x --features features from
+random data held in RAM (the peer gets its batches for free). Times --steps
+training steps after --warmup, best of --reps, and prints one line per batch
+size: "batch B: S samples/s".
+
+usage: torch_lstm.py [--batch 32,256] [--threads 2] [--window 60]
+                     [--features 3] [--targets 3] [--steps 20] [--warmup 3] [--reps 3]
+"""
+import argparse
+import time
+
+import torch
+
+
+class Model(torch.nn.Module):
+    def __init__(self, features, targets, units=180, layers=3, dropout=0.2):
+        super().__init__()
+        self.lstms = torch.nn.ModuleList(
+            [torch.nn.LSTM(features if i == 0 else units, units, batch_first=True) for i in range(layers)])
+        self.drop = torch.nn.Dropout(dropout)
+        self.dense = torch.nn.Linear(units, targets)
+
+    def forward(self, x):
+        for lstm in self.lstms:
+            x, _ = lstm(x)
+            x = self.drop(x)
+        return self.dense(x[:, -1, :])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batch", default="32,256")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--window", type=int, default=60)
+    ap.add_argument("--features", type=int, default=3)
+    ap.add_argument("--targets", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}")
+    for b in (int(v) for v in a.batch.split(",")):
+        best = 0.0
+        for _ in range(a.reps):
+            model = Model(a.features, a.targets)
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
+            x = torch.randn(b, a.window, a.features)
+            y = torch.randn(b, a.targets)
+            for step in range(a.warmup + a.steps):
+                if step == a.warmup:
+                    t0 = time.perf_counter()
+                opt.zero_grad(set_to_none=True)
+                loss = torch.nn.functional.mse_loss(model(x), y)
+                loss.backward()
+                opt.step()
+            best = max(best, b * a.steps / (time.perf_counter() - t0))
+        print(f"batch {b}: {best:.1f} samples/s")
+
+
+if __name__ == "__main__":
+    main()
