@@ -148,10 +148,10 @@ void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const f
 
 // Element k's draw depends on (seed, k) only: the same mask on every backend
 // and after a resume, with no generator state to carry.
-void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed) {
+void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed, uint64_t first) {
     float scale = 1.0f / (1.0f - rate);
     for (size_t k = 0; k < n; k++) {
-        uint64_t s = seed + k * 0x9e3779b97f4a7c15ull;
+        uint64_t s = seed + (first + k) * 0x9e3779b97f4a7c15ull;
         float u = (float)(sf_splitmix64(&s) >> 40) * 0x1p-24f;
         mask[k] = u >= rate ? scale : 0.0f;
         y[k] = x[k] * mask[k];

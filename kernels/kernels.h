@@ -44,8 +44,9 @@ void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const f
                        size_t C, size_t O);
 
 // Inverted dropout over n values: mask holds 0 or 1 / (1 - rate), drawn
-// from (seed, index) alone.
-void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed);
+// from (seed, first + index) alone, so that a batch cut into parts (first:
+// the part's offset) draws the masks of the whole.
+void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed, uint64_t first);
 void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n);
 
 // Keras' MSE: the mean over the O targets, summed here over the B rows (the

@@ -64,9 +64,10 @@ typedef struct sf_cpu_replica sf_cpu_replica;
 int sf_cpu_replica_open(sf_cpu_replica **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e);
 void sf_cpu_replica_close(sf_cpu_replica *r);
 // Predictions (count, outputs) for x (count, window, inputs). training turns
-// dropout on, with masks drawn from seed.
+// dropout on, with masks drawn from seed; first_row is x's first row in the
+// whole batch when x is a part of it (the masks are the whole batch's).
 const float *sf_cpu_replica_forward(sf_cpu_replica *r, const float *params, const float *x, uint32_t count,
-                                    bool training, uint64_t seed);
+                                    bool training, uint64_t seed, uint64_t first_row);
 // After a forward pass on the same x: the MSE summed over the rows (Keras'
 // mean over targets per row), and grads (nparams) of that sum divided by
 // global_batch, as MirroredStrategy scales each replica's share.
@@ -83,7 +84,9 @@ double sf_cpu_replica_backward(sf_cpu_replica *r, float *grads, const float *par
 typedef struct sf_replica sf_replica;
 typedef struct {
     const char *name;
-    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, int device, sf_err *e);
+    // device: the replica's GPU; threads: the CPU threads it may use.
+    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, int device, uint32_t threads,
+                sf_err *e);
     void (*close)(sf_replica *r);
     // Host copies into and out of the replica; w, m, v may each be NULL.
     int (*load)(sf_replica *r, const float *w, const float *m, const float *v, sf_err *e);

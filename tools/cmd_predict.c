@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "kernels/kernels.h"
 #include "train/train.h"
 
 static const char predict_help[] =
@@ -82,7 +83,9 @@ static int run_open(run *r, const char *ckpt, const char *data, int part, uint32
         sf_split split = {r->ck.val_split, part};
         rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &r->ck.window, 1, &split, e);
     }
-    if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, 0, e);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    sf_cpu_threads(1);  // parallel over the batch's rows instead
+    if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, 0, cores > 0 ? (uint32_t)cores : 1, e);
     if (!rc) rc = sf_backend_cpu.load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
         r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));

@@ -41,6 +41,7 @@ static const char help[] =
     "      --pool N             shuffle pool per replica, windows (default 16384)\n"
     "      --decoders N         decoder threads (default 1)\n"
     "      --gpus all|none|0,1  GPUs to use (default all; the CPU when there is none)\n"
+    "      --precision fp32     arithmetic (fp32 on CPU; tf32 and bf16 come with the GPU backend)\n"
     "files:\n"
     "      --checkpoint-dir DIR latest.safetensors (and epoch-NNNN.safetensors) written there\n"
     "      --checkpoint-every N also every N steps (default: at epoch ends only)\n"
@@ -79,7 +80,7 @@ static void report_devices(const char *gpus, bool quiet) {
 int cmd_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
            O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
-           O_EVERY, O_MAX };
+           O_EVERY, O_MAX, O_PRECISION };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
         {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
@@ -93,6 +94,7 @@ int cmd_train(int argc, char **argv) {
         {"epochs", required_argument, 0, O_EPOCHS}, {"seed", required_argument, 0, O_SEED},
         {"pool", required_argument, 0, O_POOL}, {"decoders", required_argument, 0, O_DECODERS},
         {"checkpoint-every", required_argument, 0, O_EVERY}, {"max-steps", required_argument, 0, O_MAX},
+        {"precision", required_argument, 0, O_PRECISION},
         {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .batch = 32,
                      .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
@@ -126,8 +128,12 @@ int cmd_train(int argc, char **argv) {
         case O_DIR: o.checkpoint_dir = optarg; break;
         case O_RESUME: o.resume = true; break;
         case O_LOG: o.log = optarg; break;
+        case O_PRECISION:
+            if (strcmp(optarg, "fp32"))
+                return cli_usage_error("train", "--precision %s: the CPU backend computes in fp32 only", optarg);
+            break;
         default:
-            if (ch < O_WINDOW || ch > O_MAX || !cli_parse_u64(optarg, UINT32_MAX, &v))
+            if (ch < O_WINDOW || ch > O_MAX || !optarg || !cli_parse_u64(optarg, UINT32_MAX, &v))
                 return cli_usage_error("train", "bad option or value '%s'", optarg ? optarg : "");
             switch (ch) {
             case O_WINDOW: o.window.length = (uint32_t)v; break;

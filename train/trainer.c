@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "train.h"
 
@@ -58,12 +59,15 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     t->be = be, t->m = m, t->R = replicas, t->adam = *adam;
+    // The cores shared out among the replicas (each cuts its batch in parts).
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
     pthread_barrier_init(&t->bar, NULL, replicas);
     pthread_mutex_init(&t->gate, NULL);
     pthread_cond_init(&t->gate_cv, NULL);
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
-        int rc = be->open(&t->w[r].rep, m, replica_batch, window, (int)r, e);
+        int rc = be->open(&t->w[r].rep, m, replica_batch, window, (int)r, threads, e);
         if (rc) {
             sf_trainer_close(t);
             return rc;
@@ -209,9 +213,9 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
     t->src = src, t->seed = dropout_seed, t->hook = hook, t->hook_arg = arg;
     t->stop = false, t->rc = 0, t->go = 0;
     uint32_t started = 0;
-    // More threads than cores would only fight: BLAS runs in the replica's
-    // own thread when there are several.
-    sf_cpu_threads(t->R > 1 ? 1 : 0);
+    // The replicas' own threads are the parallelism: BLAS runs in the thread
+    // that calls it.
+    sf_cpu_threads(1);
     for (; started < t->R; started++)
         if (sf_thread_start(&t->w[started].thread, worker_main, &t->w[started])) break;
     pthread_mutex_lock(&t->gate);

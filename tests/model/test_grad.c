@@ -18,7 +18,7 @@ static float uniformf(float lo, float hi) {
 
 static double loss_at(sf_cpu_replica *r, const sf_model *m, const float *params, const float *x, const float *y,
                       uint32_t B, uint32_t global, uint64_t seed) {
-    const float *pred = sf_cpu_replica_forward(r, params, x, B, true, seed);
+    const float *pred = sf_cpu_replica_forward(r, params, x, B, true, seed, 0);
     return sf_mse_sum(pred, y, B, m->outputs) / global;
 }
 
@@ -39,7 +39,7 @@ static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uin
     for (size_t k = 0; k < (size_t)B * outputs; k++) y[k] = uniformf(-1, 1);
     uint32_t global = 2 * B;  // the replica's share of a larger global batch
     uint64_t seed = 99;
-    sf_cpu_replica_forward(r, params, x, B, true, seed);
+    sf_cpu_replica_forward(r, params, x, B, true, seed, 0);
     double loss = sf_cpu_replica_backward(r, grads, params, x, y, B, global) / global;
     CHECK(fabs(loss - loss_at(r, &m, params, x, y, B, global, seed)) < 1e-9, "%s: loss differs between calls", spec);
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];

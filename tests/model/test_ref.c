@@ -68,7 +68,7 @@ static void check_fixture(const char *file) {
     }
     sf_adam adam = {1e-3f, 0.9f, 0.999f, 1e-7f};
     for (int step = 1; step <= steps; step++) {
-        const float *pred = sf_cpu_replica_forward(r, p, x, B, false, 0);
+        const float *pred = sf_cpu_replica_forward(r, p, x, B, false, 0, 0);
         double loss = sf_cpu_replica_backward(r, g, p, x, y, B, B) / B, rel;
         CHECK(fabs(loss - losses_ref[step - 1]) <= 1e-5 * losses_ref[step - 1], "%s: step %d: loss %.9g, reference "
               "%.9g", file, step, loss, losses_ref[step - 1]);

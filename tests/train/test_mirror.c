@@ -75,7 +75,7 @@ int main(void) {
     // The reported loss is the global batch's mean loss, as Keras reports it.
     sf_cpu_replica *one;
     if (sf_cpu_replica_open(&one, &m, GLOBAL, T, &e) == 0) {
-        double want = sf_mse_sum(sf_cpu_replica_forward(one, w0, x, GLOBAL, false, 0), y, GLOBAL, O) / GLOBAL;
+        double want = sf_mse_sum(sf_cpu_replica_forward(one, w0, x, GLOBAL, false, 0, 0), y, GLOBAL, O) / GLOBAL;
         CHECK(fabs(first_loss - want) <= 1e-6 * want, "step 1 loss %.9g, the batch's mean loss is %.9g", first_loss,
               want);
         sf_cpu_replica_close(one);
