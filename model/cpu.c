@@ -192,7 +192,7 @@ static void *helper_main(void *arg) {
     uint32_t p = (uint32_t)(uintptr_t)((void **)arg)[1];
     free(arg);
     pthread_mutex_lock(&r->mu);
-    uint64_t seen = r->generation;
+    uint64_t seen = 0;  // the generation at open: a job may be posted before this thread runs
     for (;;) {
         while (!r->quit && r->generation == seen) pthread_cond_wait(&r->go, &r->mu);
         if (r->quit) break;
