@@ -19,10 +19,11 @@ static inline float exp_fast(float x) {
     x = x < -87.0f ? -87.0f : x;
     x = x > 88.0f ? 88.0f : x;
     float n = __builtin_roundf(x * 1.44269504f);
+    n = n == n ? n : 0.0f;  // NaN: r carries it through; (int)NaN would be undefined
     float r = x - n * 0.693145752f - n * 1.42860677e-6f;
     float p = 1.0f + r * (1.0f + r * (0.5f + r * (1.0f / 6 + r * (1.0f / 24 + r * (1.0f / 120 + r * (1.0f / 720 +
                                                                                                r * (1.0f / 5040)))))));
-    int bits = ((int)n + 127) << 23;
+    int bits = ((int)n + 127) * (1 << 23);
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
@@ -41,7 +42,13 @@ static inline float tanh_fast(float z) {
 
 // The element-wise loops in AVX-512, AVX2 and baseline versions, chosen at
 // load time for the CPU at hand.
+// Not under ThreadSanitizer: the clones' ifunc resolvers run before its
+// runtime has started, and crash.
+#ifdef __SANITIZE_THREAD__
+#define SF_CLONES
+#else
 #define SF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 
 // C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
 static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
@@ -181,7 +188,6 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
 }
 
 void sf_cpu_threads(int n) {
-    if (n <= 0 && getenv("SF_BLAS_THREADS")) n = atoi(getenv("SF_BLAS_THREADS"));
     if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
     openblas_set_num_threads(n > 0 ? n : 1);
 }

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,12 +26,18 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     return EXIT_USAGE;
 }
 
-static char guarded[PATH_MAX];
+// The path to remove, published with an atomic pointer: the handler may run
+// on any thread (BLAS starts threads of its own before main), so blocking
+// signals in this one would not keep it from reading half a path. Two
+// buffers, so that a new path is written where no handler is reading.
+static char guard_buf[2][PATH_MAX];
+static _Atomic(const char *) guarded;
 
 static void on_fatal_signal(int sig) {
     static const char msg[] = "\nseqfeed: interrupted; partial output removed\n";
-    if (guarded[0]) {
-        unlink(guarded);
+    const char *path = atomic_load_explicit(&guarded, memory_order_acquire);
+    if (path) {
+        unlink(path);
         ssize_t ignored = write(2, msg, sizeof msg - 1);
         (void)ignored;
     }
@@ -52,16 +59,13 @@ void cli_guard_temp(const char *path) {
         }
         installed = true;
     }
-    // Block the signals while the name changes so the handler never sees
-    // half a path.
-    sigset_t set, old;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGHUP);
-    sigprocmask(SIG_BLOCK, &set, &old);
-    snprintf(guarded, sizeof guarded, "%s", path ? path : "");
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    if (!path) {
+        atomic_store_explicit(&guarded, NULL, memory_order_release);
+        return;
+    }
+    char *buf = guard_buf[atomic_load_explicit(&guarded, memory_order_relaxed) == guard_buf[0]];
+    snprintf(buf, PATH_MAX, "%s", path);
+    atomic_store_explicit(&guarded, buf, memory_order_release);
 }
 
 void cli_progress_start(cli_progress *p) { *p = (cli_progress){sf_now(), 0, false}; }

@@ -12,11 +12,18 @@
 #include "model/model.h"
 #include "tests/common.h"
 
-static const double *f64(const sf_st *s, const char *name, size_t count) {
+// An aligned copy of an F64 tensor (safetensors does not align tensors),
+// kept until the program ends.
+static double *f64(const sf_st *s, const char *name, size_t count) {
+    static double *copies[64];
+    static int ncopies;
     const sf_st_entry *t = sf_st_find(s, name);
-    bool ok = t && strcmp(t->dtype, "F64") == 0 && t->end - t->begin == count * 8;
+    bool ok = t && strcmp(t->dtype, "F64") == 0 && t->end - t->begin == count * 8 && ncopies < 64;
     CHECK(ok, "fixture: no F64 tensor '%s' of %zu values", name, count);
-    return ok ? sf_st_data(s, t) : NULL;
+    if (!ok) return NULL;
+    double *d = copies[ncopies++] = malloc(count * sizeof *d);
+    if (d) memcpy(d, sf_st_data(s, t), count * sizeof *d);
+    return d;
 }
 
 // max |a - b| over n values, and the norms of a - b and b.
