@@ -211,8 +211,12 @@ double sf_cpu_gemm_rate(size_t n, int reps) {
 // Keras' update, operation for operation (keras/src/optimizers/adam.py):
 // m += (g - m)(1 - b1), v += (g^2 - v)(1 - b2),
 // w -= lr sqrt(1 - b2^t) / (1 - b1^t) m / (sqrt(v) + eps).
+float sf_adam_alpha(const sf_adam *a, uint64_t step) {
+    return (float)(a->lr * sqrt(1.0 - pow(a->beta2, (double)step)) / (1.0 - pow(a->beta1, (double)step)));
+}
+
 void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step) {
-    float alpha = (float)(a->lr * sqrt(1.0 - pow(a->beta2, (double)step)) / (1.0 - pow(a->beta1, (double)step)));
+    float alpha = sf_adam_alpha(a, step);
     float c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
     for (size_t k = 0; k < n; k++) {
         m[k] += (g[k] - m[k]) * c1;

@@ -68,6 +68,23 @@ typedef struct {
 } sf_adam;
 // One Adam step (step counts from 1) over n parameters, as Keras computes it.
 void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step);
+// Its step size lr sqrt(1 - b2^t) / (1 - b1^t), the same for both backends.
+float sf_adam_alpha(const sf_adam *a, uint64_t step);
+
+// ---- the CUDA twins (kernels/gpu.cu) ----
+// Device pointers, work queued on stream (a cudaStream_t); each computes
+// what its CPU twin above does, bit for bit. 0 or SF_EIO (the CUDA error).
+int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed,
+                           uint64_t first, void *stream, sf_err *e);
+int sf_gpu_dropout_backward(float *dx, const float *dy, const float *mask, size_t n, void *stream, sf_err *e);
+int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
+                        void *stream, sf_err *e);
+// out (B,U) = h[:, T-1, :] for h (B,T,U), and its backward: dh zero but the
+// last step, dout.
+int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e);
+int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e);
+int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step,
+                       void *stream, sf_err *e);
 
 // ---- staging: the pipeline's batches onto each replica's GPU ----
 // Replica r lives on devices[r] and has a copy stream there; each slot of its

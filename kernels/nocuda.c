@@ -12,7 +12,7 @@ int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err
     return sf_err_set(e, SF_EINVAL, "no GPU %d: built without CUDA", dev);
 }
 
-static int no_cuda(sf_err *e) { return sf_err_set(e, SF_EINVAL, "GPU staging: built without CUDA"); }
+static int no_cuda(sf_err *e) { return sf_err_set(e, SF_EINVAL, "built without CUDA: no GPU kernels"); }
 
 int sf_gpu_stage_open(sf_gpu_stage **out, const int *devices, uint32_t replicas, uint32_t slots, sf_err *e) {
     (void)devices, (void)replicas, (void)slots;
@@ -58,3 +58,36 @@ int sf_gpu_stage_publish(void *arg, uint32_t r, uint32_t s, const void *host, si
 }
 
 void sf_gpu_stage_release(void *arg, uint32_t r, uint32_t s) { (void)arg, (void)r, (void)s; }
+
+int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed,
+                           uint64_t first, void *stream, sf_err *e) {
+    (void)y, (void)mask, (void)x, (void)n, (void)rate, (void)seed, (void)first, (void)stream;
+    return no_cuda(e);
+}
+
+int sf_gpu_dropout_backward(float *dx, const float *dy, const float *mask, size_t n, void *stream, sf_err *e) {
+    (void)dx, (void)dy, (void)mask, (void)n, (void)stream;
+    return no_cuda(e);
+}
+
+int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
+                        void *stream, sf_err *e) {
+    (void)dy, (void)y, (void)target, (void)B, (void)O, (void)inv_batch, (void)stream;
+    return no_cuda(e);
+}
+
+int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e) {
+    (void)out, (void)h, (void)B, (void)T, (void)U, (void)stream;
+    return no_cuda(e);
+}
+
+int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e) {
+    (void)dh, (void)dout, (void)B, (void)T, (void)U, (void)stream;
+    return no_cuda(e);
+}
+
+int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step,
+                       void *stream, sf_err *e) {
+    (void)w, (void)m, (void)v, (void)g, (void)n, (void)a, (void)step, (void)stream;
+    return no_cuda(e);
+}

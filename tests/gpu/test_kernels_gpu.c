@@ -1,0 +1,82 @@
+// Every small CUDA kernel against its CPU twin, bit for bit (both sides are
+// written without contracted multiply-adds): dropout masks and outputs and
+// their backward, the MSE gradient, the last-step slice and its backward,
+// and 5 Adam steps. Exit 77 without a GPU.
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "tests/common.h"
+
+enum { N = 100003, B = 37, T = 11, U = 29, O = 3 };
+
+static float *upload(const float *h, size_t n) {
+    float *d = NULL;
+    if (cudaMalloc((void **)&d, n * sizeof(float) + 1) != cudaSuccess) return NULL;
+    if (h && cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess) return NULL;
+    return d;
+}
+
+// Copies device d back and compares it with want, bit for bit.
+static void same(const char *what, const float *d, const float *want, size_t n) {
+    float *got = malloc(n * sizeof(float));
+    bool ok = got && cudaMemcpy(got, d, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess &&
+              memcmp(got, want, n * sizeof(float)) == 0;
+    size_t first = 0;
+    while (got && !ok && first < n && memcmp(got + first, want + first, sizeof(float)) == 0) first++;
+    CHECK(ok, "%s: GPU and CPU differ (first at %zu: %.9g vs %.9g)", what, first, got && first < n ? got[first] : 0.0,
+          first < n ? want[first] : 0.0);
+    free(got);
+}
+
+int main(void) {
+    sf_err e = {0};
+    if (sf_gpu_count(&e) == 0) {
+        fprintf(stderr, "skipped: %s\n", e.msg);
+        return 77;
+    }
+    uint64_t s = 9;
+    float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), *mask = malloc(N * sizeof(float));
+    float *g = malloc(N * sizeof(float)), *dx = malloc(N * sizeof(float));
+    for (size_t k = 0; k < N; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-22) - 2;
+    for (size_t k = 0; k < N; k++) g[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-30) - 0.01f;
+    float *dx_ = upload(x, N), *dy_ = upload(NULL, N), *dmask = upload(NULL, N), *dg = upload(g, N), *ddx = upload(NULL, N);
+    CHECK(dx_ && dy_ && dmask && dg && ddx, "cudaMalloc");
+
+    sf_dropout_forward(y, mask, x, N, 0.3f, 1234, 77);
+    CHECK(sf_gpu_dropout_forward(dy_, dmask, dx_, N, 0.3f, 1234, 77, NULL, &e) == 0, "%s", e.msg);
+    same("dropout mask", dmask, mask, N);
+    same("dropout output", dy_, y, N);
+    sf_dropout_backward(dx, g, mask, N);
+    CHECK(sf_gpu_dropout_backward(ddx, dg, dmask, N, NULL, &e) == 0, "%s", e.msg);
+    same("dropout backward", ddx, dx, N);
+
+    sf_mse_backward(dx, x, g, B, O, 1.0f / 64);
+    CHECK(sf_gpu_mse_backward(ddx, dx_, dg, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
+    same("MSE backward", ddx, dx, (size_t)B * O);
+
+    // The slice and its backward, as model/cpu.c does them with memcpy.
+    for (size_t b = 0; b < B; b++) memcpy(y + b * U, x + (b * T + T - 1) * U, U * sizeof(float));
+    CHECK(sf_gpu_last_step(dy_, dx_, B, T, U, NULL, &e) == 0, "%s", e.msg);
+    same("last step", dy_, y, (size_t)B * U);
+    memset(dx, 0, (size_t)B * T * U * sizeof(float));
+    for (size_t b = 0; b < B; b++) memcpy(dx + (b * T + T - 1) * U, g + b * U, U * sizeof(float));
+    CHECK(sf_gpu_last_step_backward(ddx, dg, B, T, U, NULL, &e) == 0, "%s", e.msg);
+    same("last step backward", ddx, dx, (size_t)B * T * U);
+
+    // Adam: weights x, gradients g, 5 steps from zero state.
+    float *m = calloc(N, sizeof(float)), *v = calloc(N, sizeof(float));
+    float *dm = upload(m, N), *dv = upload(v, N), *dw = upload(x, N);
+    sf_adam a = {1e-3f, 0.9f, 0.999f, 1e-7f};
+    for (uint64_t step = 1; step <= 5; step++) {
+        sf_adam_update(x, m, v, g, N, &a, step);
+        CHECK(sf_gpu_adam_update(dw, dm, dv, dg, N, &a, step, NULL, &e) == 0, "%s", e.msg);
+    }
+    same("Adam weights", dw, x, N);
+    same("Adam m", dm, m, N);
+    same("Adam v", dv, v, N);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
+    cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
+    free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);
+    return TEST_EXIT();
+}
