@@ -10,7 +10,7 @@ extern "C" {
 #include "kernels.h"
 }
 
-static const unsigned THREADS = 256;
+#define THREADS 256u
 
 static unsigned blocks_for(size_t n) {
     size_t b = (n + THREADS - 1) / THREADS;
@@ -51,6 +51,28 @@ __global__ static void dropout_backward(float *dx, const float *dy, const float 
 __global__ static void mse_backward(float *dy, const float *y, const float *target, size_t n, float scale) {
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
         dy[k] = __fmul_rn(scale, __fsub_rn(y[k], target[k]));
+}
+
+// One block: thread t sums rows t, t + THREADS, ... in double, then a tree
+// over the threads; the order is fixed, so the sum is too.
+__global__ static void mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O) {
+    __shared__ double part[THREADS];
+    double acc = 0;
+    for (size_t r = threadIdx.x; r < B; r += THREADS) {
+        double row = 0;
+        for (size_t k = 0; k < O; k++) {
+            double d = (double)y[r * O + k] - target[r * O + k];
+            row += d * d;
+        }
+        acc += row / (double)O;
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned half = THREADS / 2; half > 0; half /= 2) {
+        if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *sum = part[0];
 }
 
 // out (B,U) = h[:, T-1, :] for h (B,T,U).
@@ -98,6 +120,12 @@ extern "C" int sf_gpu_mse_backward(float *dy, const float *y, const float *targe
     mse_backward<<<blocks_for(B * O), THREADS, 0, (cudaStream_t)stream>>>(dy, y, target, B * O,
                                                                           2.0f * inv_batch / (float)O);
     return launched("MSE backward", e);
+}
+
+extern "C" int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream,
+                              sf_err *e) {
+    mse_sum<<<1, THREADS, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
+    return launched("MSE sum", e);
 }
 
 extern "C" int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e) {

@@ -105,5 +105,8 @@ typedef struct {
 } sf_backend;
 
 extern const sf_backend sf_backend_cpu;
+// cuDNN and cuBLAS on one GPU per replica (device = the GPU's index); NULL
+// in a build without CUDA.
+extern const sf_backend *const sf_backend_gpu;
 
 #endif

@@ -1,0 +1,450 @@
+// The CUDA backend: a replica on one GPU. Each Keras LSTM layer is a
+// one-layer cuDNN RNN (so that dropout sits exactly where Keras puts it),
+// with one input bias (CUDNN_RNN_SINGLE_INP_BIAS: Keras' single bias), batch
+// major data (B,T,V); dense layers are cuBLAS products; dropout, the MSE
+// gradient, the last-step slice and Adam are the kernels of kernels/gpu.cu,
+// twins of the CPU ones.
+//
+// Parameters live on the device in the device's layout: each LSTM layer's
+// cuDNN weight space, then each dense layer's kernel and bias as Keras lays
+// them out. Adam and the all-reduce are element-wise, so they need no other
+// layout; load and save permute to and from Keras' layout (perm).
+//
+// Status: compiled in CI; not yet run on a GPU (tests/gpu/test_backend_gpu.c
+// checks it against the CPU backend where one is found).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+#include "model.h"
+}
+
+#define CUDA_OK(call, what)                                                                  \
+    do {                                                                                     \
+        cudaError_t rc_ = (call);                                                            \
+        if (rc_ != cudaSuccess)                                                              \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: %s", r->dev, what, cudaGetErrorString(rc_)); \
+    } while (0)
+#define DNN_OK(call, what)                                                                   \
+    do {                                                                                     \
+        cudnnStatus_t rc_ = (call);                                                          \
+        if (rc_ != CUDNN_STATUS_SUCCESS)                                                     \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: %s", r->dev, what, cudnnGetErrorString(rc_)); \
+    } while (0)
+#define BLAS_OK(call, what)                                                                  \
+    do {                                                                                     \
+        cublasStatus_t rc_ = (call);                                                         \
+        if (rc_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: cuBLAS status %d", r->dev, what, (int)rc_); \
+    } while (0)
+#define SF_OK(call)            \
+    do {                       \
+        int rc_ = (call);      \
+        if (rc_) return rc_;   \
+    } while (0)
+
+typedef struct {
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd;  // (1, B, U): the shape of hx and cx (zero: NULL pointers)
+    size_t woff, wbytes;         // its weight space in the parameter buffer
+    void *reserve;
+    size_t reserve_bytes;
+} lstm_layer;
+
+typedef struct {
+    float *out, *dout;  // (B,T,units) or (B,units)
+    float *seq, *dseq;  // LSTM: every step's output, and its gradient (B,T,U)
+    float *mask;        // dropout
+    const float *y;     // what the next layer reads
+    lstm_layer lstm;
+} layer_state;
+
+typedef struct {
+    const sf_model *m;
+    int dev;
+    uint32_t batch, window;
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cudnnDropoutDescriptor_t nodrop;
+    void *drop_states;
+    layer_state *ls;
+    size_t nbuf;                // floats in the device parameter buffers
+    float *w, *g, *m1, *v;      // device, nbuf each
+    int64_t *perm;              // host: Keras index -> device index
+    float *host;                // host image of a parameter buffer, nbuf
+    int32_t *seq_lengths;       // device, batch entries of window
+    int *host_lengths;
+    float *ones;                // device, batch entries of 1 (bias broadcast and sums)
+    void *work;
+    size_t work_bytes;
+    float *xin, *scratch;       // device: a host batch's x; dx of the first layer
+    double *loss_dev, *loss_host;
+    float *pred;                // device, (batch, outputs)
+    bool training;
+} gpu_replica;
+
+static size_t out_size(const gpu_replica *r, const sf_layer *l) { return (l->sequences ? r->window : 1) * l->units; }
+
+static void gpu_close(sf_replica *opaque) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    if (!r) return;
+    cudaSetDevice(r->dev);
+    if (r->stream) cudaStreamSynchronize(r->stream);
+    for (uint32_t i = 0; r->ls && i < r->m->nlayers; i++) {
+        layer_state *s = &r->ls[i];
+        cudaFree(s->out), cudaFree(s->dout), cudaFree(s->seq), cudaFree(s->dseq), cudaFree(s->mask);
+        cudaFree(s->lstm.reserve);
+        if (s->lstm.rnn) cudnnDestroyRNNDescriptor(s->lstm.rnn);
+        if (s->lstm.xd) cudnnDestroyRNNDataDescriptor(s->lstm.xd);
+        if (s->lstm.yd) cudnnDestroyRNNDataDescriptor(s->lstm.yd);
+        if (s->lstm.hd) cudnnDestroyTensorDescriptor(s->lstm.hd);
+    }
+    cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
+    cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
+    cudaFree(r->drop_states);
+    cudaFreeHost(r->loss_host);
+    if (r->nodrop) cudnnDestroyDropoutDescriptor(r->nodrop);
+    if (r->blas) cublasDestroy(r->blas);
+    if (r->dnn) cudnnDestroy(r->dnn);
+    if (r->stream) cudaStreamDestroy(r->stream);
+    free(r->ls), free(r->perm), free(r->host), free(r->host_lengths);
+    free(r);
+}
+
+static int alloc_dev(gpu_replica *r, float **p, size_t floats, sf_err *e) {
+    CUDA_OK(cudaMalloc((void **)p, (floats ? floats : 1) * sizeof(float)), "cudaMalloc");
+    return 0;
+}
+
+// The batch's shape for the data and state descriptors of one LSTM layer.
+static int lstm_shape(gpu_replica *r, const sf_layer *l, lstm_layer *k, uint32_t n, sf_err *e) {
+    DNN_OK(cudnnSetRNNDataDescriptor(k->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                     (int)r->window, (int)n, (int)l->in, r->host_lengths, NULL),
+           "cudnnSetRNNDataDescriptor (x)");
+    DNN_OK(cudnnSetRNNDataDescriptor(k->yd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                     (int)r->window, (int)n, (int)l->units, r->host_lengths, NULL),
+           "cudnnSetRNNDataDescriptor (y)");
+    int dims[3] = {1, (int)n, (int)l->units}, strides[3] = {(int)(n * l->units), (int)l->units, 1};
+    DNN_OK(cudnnSetTensorNdDescriptor(k->hd, CUDNN_DATA_FLOAT, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+    return 0;
+}
+
+// One cuDNN RNN per LSTM layer; its weight space's size and, from
+// cudnnGetRNNWeightParams, where each gate's matrices and bias sit in it.
+static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e) {
+    DNN_OK(cudnnCreateRNNDescriptor(&k->rnn), "cudnnCreateRNNDescriptor");
+    DNN_OK(cudnnCreateRNNDataDescriptor(&k->xd), "cudnnCreateRNNDataDescriptor");
+    DNN_OK(cudnnCreateRNNDataDescriptor(&k->yd), "cudnnCreateRNNDataDescriptor");
+    DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
+    DNN_OK(cudnnSetRNNDescriptor_v8(k->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
+                                    CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                    CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units, (int32_t)l->units, 1, r->nodrop,
+                                    CUDNN_RNN_PADDED_IO_ENABLED),
+           "cudnnSetRNNDescriptor_v8");
+    DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
+    SF_OK(lstm_shape(r, l, k, r->batch, e));
+    size_t work = 0;
+    DNN_OK(cudnnGetRNNTempSpaceSizes(r->dnn, k->rnn, CUDNN_FWD_MODE_TRAINING, k->xd, &work, &k->reserve_bytes),
+           "cudnnGetRNNTempSpaceSizes");
+    if (work > r->work_bytes) r->work_bytes = work;
+    CUDA_OK(cudaMalloc(&k->reserve, k->reserve_bytes ? k->reserve_bytes : 1), "cudaMalloc (reserve space)");
+    return 0;
+}
+
+// Keras index -> device index for one LSTM layer, from the addresses cuDNN
+// gives for gate g's input matrix (linLayerID g, (U, in) row-major), its
+// recurrent matrix (4 + g, (U, U)) and its bias (the input bias of g).
+static int map_lstm(gpu_replica *r, const sf_layer *l, const lstm_layer *k, sf_err *e) {
+    size_t U = l->units, I = l->in;
+    float *base = r->w + k->woff;
+    cudnnTensorDescriptor_t md, bd;
+    DNN_OK(cudnnCreateTensorDescriptor(&md), "cudnnCreateTensorDescriptor");
+    DNN_OK(cudnnCreateTensorDescriptor(&bd), "cudnnCreateTensorDescriptor");
+    int rc = 0;
+    for (int id = 0; id < 8 && !rc; id++) {
+        void *ma = NULL, *ba = NULL;
+        cudnnStatus_t st = cudnnGetRNNWeightParams(r->dnn, k->rnn, 0, k->wbytes, base, id, md, &ma, bd, &ba);
+        if (st != CUDNN_STATUS_SUCCESS || !ma) {
+            rc = sf_err_set(e, SF_EIO, "GPU %d: cudnnGetRNNWeightParams (layer %s, matrix %d): %s", r->dev, l->name,
+                            id, cudnnGetErrorString(st));
+            break;
+        }
+        size_t mo = k->woff + (size_t)((float *)ma - base), g = (size_t)(id % 4);
+        if (id < 4) {
+            for (size_t u = 0; u < U; u++)
+                for (size_t i = 0; i < I; i++) r->perm[l->kernel + i * 4 * U + g * U + u] = (int64_t)(mo + u * I + i);
+            if (!ba) {
+                rc = sf_err_set(e, SF_EIO, "GPU %d: cuDNN gave layer %s no input bias", r->dev, l->name);
+                break;
+            }
+            size_t bo = k->woff + (size_t)((float *)ba - base);
+            for (size_t u = 0; u < U; u++) r->perm[l->bias + g * U + u] = (int64_t)(bo + u);
+        } else {
+            for (size_t u = 0; u < U; u++)
+                for (size_t j = 0; j < U; j++) r->perm[l->recurrent + j * 4 * U + g * U + u] = (int64_t)(mo + u * U + j);
+        }
+    }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    return rc;
+}
+
+static int open_replica(gpu_replica *r, sf_err *e) {
+    const sf_model *m = r->m;
+    size_t B = r->batch, T = r->window;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    DNN_OK(cudnnCreate(&r->dnn), "cudnnCreate");
+    DNN_OK(cudnnSetStream(r->dnn, r->stream), "cudnnSetStream");
+    BLAS_OK(cublasCreate(&r->blas), "cublasCreate");
+    BLAS_OK(cublasSetStream(r->blas, r->stream), "cublasSetStream");
+    // Full fp32 products: the CPU backend's numbers within float rounding.
+    BLAS_OK(cublasSetMathMode(r->blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    size_t states = 0;
+    DNN_OK(cudnnCreateDropoutDescriptor(&r->nodrop), "cudnnCreateDropoutDescriptor");
+    DNN_OK(cudnnDropoutGetStatesSize(r->dnn, &states), "cudnnDropoutGetStatesSize");
+    CUDA_OK(cudaMalloc(&r->drop_states, states ? states : 1), "cudaMalloc (dropout states)");
+    DNN_OK(cudnnSetDropoutDescriptor(r->nodrop, r->dnn, 0.0f, r->drop_states, states, 0), "cudnnSetDropoutDescriptor");
+    r->host_lengths = (int *)malloc(B * sizeof(int));
+    r->ls = (layer_state *)calloc(m->nlayers, sizeof *r->ls);
+    r->perm = (int64_t *)malloc((m->nparams ? m->nparams : 1) * sizeof *r->perm);
+    if (!r->host_lengths || !r->ls || !r->perm) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (size_t b = 0; b < B; b++) r->host_lengths[b] = (int)T;
+    CUDA_OK(cudaMalloc((void **)&r->seq_lengths, B * sizeof(int32_t)), "cudaMalloc");
+    CUDA_OK(cudaMemcpy(r->seq_lengths, r->host_lengths, B * sizeof(int32_t), cudaMemcpyHostToDevice), "cudaMemcpy");
+    // Layers: descriptors, activations, and the parameter layout.
+    size_t off = 0, widest = m->inputs;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        size_t n = B * out_size(r, l);
+        SF_OK(alloc_dev(r, &s->out, n, e));
+        SF_OK(alloc_dev(r, &s->dout, n, e));
+        if (l->in > widest) widest = l->in;
+        if (l->kind == SF_LAYER_LSTM) {
+            SF_OK(open_lstm(r, l, &s->lstm, e));
+            SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
+            SF_OK(alloc_dev(r, &s->dseq, B * T * l->units, e));
+            s->lstm.woff = off;
+            off += (s->lstm.wbytes / sizeof(float) + 63) & ~(size_t)63;  // 256-byte aligned spaces
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            SF_OK(alloc_dev(r, &s->mask, n, e));
+        } else {
+            for (size_t k = 0; k < (size_t)l->in * l->units + l->units; k++) r->perm[l->kernel + k] = (int64_t)(off + k);
+            off += ((size_t)l->in * l->units + l->units + 63) & ~(size_t)63;
+        }
+    }
+    r->nbuf = off;
+    SF_OK(alloc_dev(r, &r->w, off, e));
+    SF_OK(alloc_dev(r, &r->g, off, e));
+    SF_OK(alloc_dev(r, &r->m1, off, e));
+    SF_OK(alloc_dev(r, &r->v, off, e));
+    // Padding between spaces never moves: zero weights, gradients and state.
+    CUDA_OK(cudaMemset(r->w, 0, off * sizeof(float)), "cudaMemset");
+    CUDA_OK(cudaMemset(r->g, 0, off * sizeof(float)), "cudaMemset");
+    CUDA_OK(cudaMemset(r->m1, 0, off * sizeof(float)), "cudaMemset");
+    CUDA_OK(cudaMemset(r->v, 0, off * sizeof(float)), "cudaMemset");
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (m->layer[i].kind == SF_LAYER_LSTM) SF_OK(map_lstm(r, &m->layer[i], &r->ls[i].lstm, e));
+    if (!(r->host = (float *)malloc((off ? off : 1) * sizeof(float)))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    CUDA_OK(cudaMalloc(&r->work, r->work_bytes ? r->work_bytes : 1), "cudaMalloc (work space)");
+    SF_OK(alloc_dev(r, &r->ones, B, e));
+    for (size_t b = 0; b < B; b++) r->host[b] = 1.0f;  // the host image is free until load
+    CUDA_OK(cudaMemcpy(r->ones, r->host, B * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    SF_OK(alloc_dev(r, &r->xin, B * T * m->inputs, e));
+    SF_OK(alloc_dev(r, &r->scratch, B * T * widest, e));
+    SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
+    CUDA_OK(cudaMalloc((void **)&r->loss_dev, sizeof(double)), "cudaMalloc");
+    CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
+    return 0;
+}
+
+static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, int device, uint32_t threads,
+                    sf_err *e) {
+    (void)threads;
+    *out = NULL;
+    gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
+    if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
+    r->m = m, r->dev = device, r->batch = batch, r->window = window;
+    int rc = open_replica(r, e);
+    if (rc) {
+        gpu_close((sf_replica *)r);
+        return rc;
+    }
+    *out = (sf_replica *)r;
+    return 0;
+}
+
+// A host buffer in Keras' layout to a device buffer in the device's.
+static int upload(gpu_replica *r, float *dst, const float *src, sf_err *e) {
+    memset(r->host, 0, r->nbuf * sizeof(float));
+    for (size_t k = 0; k < r->m->nparams; k++) r->host[r->perm[k]] = src[k];
+    CUDA_OK(cudaMemcpy(dst, r->host, r->nbuf * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    return 0;
+}
+
+static int download(gpu_replica *r, float *dst, const float *src, sf_err *e) {
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    CUDA_OK(cudaMemcpy(r->host, src, r->nbuf * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    for (size_t k = 0; k < r->m->nparams; k++) dst[k] = r->host[r->perm[k]];
+    return 0;
+}
+
+static int gpu_load(sf_replica *opaque, const float *w, const float *m, const float *v, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    if (w) SF_OK(upload(r, r->w, w, e));
+    if (m) SF_OK(upload(r, r->m1, m, e));
+    if (v) SF_OK(upload(r, r->v, v, e));
+    return 0;
+}
+
+static int gpu_save(sf_replica *opaque, float *w, float *m, float *v, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    if (w) SF_OK(download(r, w, r->w, e));
+    if (m) SF_OK(download(r, m, r->m1, e));
+    if (v) SF_OK(download(r, v, r->v, e));
+    return 0;
+}
+
+// Y (n,O) = X (n,I) W (I,O) + b, row-major, as column-major Y^T = W^T X^T.
+static int dense_forward(gpu_replica *r, float *y, const float *x, const float *w, const float *b, int n, int I, int O,
+                         sf_err *e) {
+    const float one = 1.0f, zero = 0.0f;
+    // The bias in every row: b 1^T, a product of depth one.
+    BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, n, 1, &one, b, O, r->ones, 1, &zero, y, O), "dense bias");
+    BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, n, I, &one, w, O, x, I, &one, y, O), "dense forward");
+    return 0;
+}
+
+static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, uint64_t seed, sf_err *e) {
+    const sf_model *m = r->m;
+    const float *in = x;
+    r->training = training;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        if (l->kind == SF_LAYER_LSTM) {
+            lstm_layer *k = &s->lstm;
+            SF_OK(lstm_shape(r, l, k, n, e));
+            DNN_OK(cudnnRNNForward(r->dnn, k->rnn, training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                   r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd, NULL, NULL,
+                                   k->wbytes, r->w + k->woff, r->work_bytes, r->work,
+                                   training ? k->reserve_bytes : 0, training ? k->reserve : NULL),
+                   "cudnnRNNForward");
+            if (l->sequences) {
+                s->y = s->seq;
+            } else {
+                SF_OK(sf_gpu_last_step(s->out, s->seq, n, r->window, l->units, r->stream, e));
+                s->y = s->out;
+            }
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            if (training && l->rate > 0) {
+                // The CPU backend's seed per layer: the same masks.
+                SF_OK(sf_gpu_dropout_forward(s->out, s->mask, in, (size_t)n * out_size(r, l), l->rate,
+                                             seed ^ (0x2545f4914f6cdd1dull * (i + 1)), 0, r->stream, e));
+                s->y = s->out;
+            } else {
+                s->y = in;
+            }
+        } else {
+            SF_OK(dense_forward(r, s->out, in, r->w + r->perm[l->kernel], r->w + r->perm[l->bias], (int)n, (int)l->in,
+                                (int)l->units, e));
+            s->y = s->out;
+        }
+        in = s->y;
+    }
+    return 0;
+}
+
+static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                          uint64_t seed, double *loss, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    const sf_model *m = r->m;
+    uint32_t n = count, last = m->nlayers - 1;
+    const float one = 1.0f, zero = 0.0f;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    SF_OK(forward(r, x, n, true, seed, e));
+    SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
+    SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
+                              r->stream, e));
+    for (uint32_t i = m->nlayers; i-- > 0;) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        const float *in = i ? r->ls[i - 1].y : x;
+        float *din = i ? r->ls[i - 1].dout : NULL;
+        if (l->kind == SF_LAYER_LSTM) {
+            lstm_layer *k = &s->lstm;
+            const float *dseq = s->dout;
+            if (!l->sequences) {
+                SF_OK(sf_gpu_last_step_backward(s->dseq, s->dout, n, r->window, l->units, r->stream, e));
+                dseq = s->dseq;
+            }
+            DNN_OK(cudnnRNNBackwardData_v8(r->dnn, k->rnn, r->seq_lengths, k->yd, s->seq, dseq, k->xd,
+                                           din ? din : r->scratch, k->hd, NULL, NULL, NULL, k->hd, NULL, NULL, NULL,
+                                           k->wbytes, r->w + k->woff, r->work_bytes, r->work, k->reserve_bytes,
+                                           k->reserve),
+                   "cudnnRNNBackwardData_v8");
+            // Weight gradients accumulate (ADD is the mode cuDNN supports).
+            CUDA_OK(cudaMemsetAsync(r->g + k->woff, 0, k->wbytes, r->stream), "cudaMemsetAsync");
+            DNN_OK(cudnnRNNBackwardWeights_v8(r->dnn, k->rnn, CUDNN_WGRAD_MODE_ADD, r->seq_lengths, k->xd, in, k->hd,
+                                              NULL, k->yd, s->seq, k->wbytes, r->g + k->woff, r->work_bytes, r->work,
+                                              k->reserve_bytes, k->reserve),
+                   "cudnnRNNBackwardWeights_v8");
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            if (!din) continue;
+            size_t cnt = (size_t)n * out_size(r, l);
+            if (l->rate > 0) SF_OK(sf_gpu_dropout_backward(din, s->dout, s->mask, cnt, r->stream, e));
+            else CUDA_OK(cudaMemcpyAsync(din, s->dout, cnt * sizeof(float), cudaMemcpyDeviceToDevice, r->stream), "copy");
+        } else {
+            int I = (int)l->in, O = (int)l->units, rows = (int)n;
+            float *dw = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];
+            const float *w = r->w + r->perm[l->kernel];
+            // dW^T (O,I) = dY^T X; db = dY^T 1; dX^T (I,n) = W dY^T.
+            BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
+                    "dense dW");
+            BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
+            if (din)
+                BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
+                        "dense dX");
+        }
+    }
+    // The loss is read now, so that a non-finite one stops training before
+    // the update: one wait per step, after all of the step's work is queued.
+    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    *loss = *r->loss_host;
+    return 0;
+}
+
+static float *gpu_gradients(sf_replica *opaque) { return ((gpu_replica *)opaque)->g; }
+
+static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    return sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->stream, e);
+}
+
+static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t count, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    const sf_model *m = r->m;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * r->window * m->inputs * sizeof(float), cudaMemcpyHostToDevice,
+                            r->stream), "cudaMemcpyAsync");
+    SF_OK(forward(r, r->xin, count, false, 0, e));
+    CUDA_OK(cudaMemcpyAsync(out, r->ls[m->nlayers - 1].y, (size_t)count * m->outputs * sizeof(float),
+                            cudaMemcpyDeviceToHost, r->stream), "cudaMemcpyAsync");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    return 0;
+}
+
+static const sf_backend cuda_backend = {"cuda",         gpu_open,      gpu_close, gpu_load,   gpu_save,
+                                        gpu_train_step, gpu_gradients, gpu_apply, gpu_predict};
+extern "C" const sf_backend *const sf_backend_gpu = &cuda_backend;

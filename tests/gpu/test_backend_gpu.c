@@ -1,0 +1,83 @@
+// The CUDA backend against the CPU backend on the same weights and batches:
+// load/save round-trips Keras' layout through cuDNN's; predictions; 5
+// training steps (dropout on: both draw the same masks) with Adam, their
+// losses and the weights after them; a partial batch. fp32 with FMA math on
+// the GPU, so agreement is to float rounding: 1e-5 relative on
+// predictions and losses, 1e-5 absolute on weights. Exit 77 without a GPU.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "tests/common.h"
+
+enum { B = 8, T = 10, I = 3, O = 2, STEPS = 5 };
+
+static double worst_rel(const float *a, const float *b, size_t n) {
+    double w = 0;
+    for (size_t k = 0; k < n; k++) w = fmax(w, fabs((double)a[k] - b[k]) / fmax(1e-3, fabs((double)b[k])));
+    return w;
+}
+
+int main(void) {
+    sf_err e = {0};
+    if (sf_gpu_count(&e) == 0 || !sf_backend_gpu) {
+        fprintf(stderr, "skipped: %s\n", sf_backend_gpu ? e.msg : "built without CUDA");
+        return 77;
+    }
+    sf_model m;
+    if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    size_t n = m.nparams;
+    float *w0 = malloc(n * sizeof(float)), *wc = malloc(n * sizeof(float)), *wg = malloc(n * sizeof(float));
+    float *x = malloc(STEPS * B * T * I * sizeof(float)), *y = malloc(STEPS * B * O * sizeof(float));
+    uint64_t s = 21;
+    for (size_t k = 0; k < (size_t)STEPS * B * T * I; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t k = 0; k < (size_t)STEPS * B * O; k++) y[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    sf_model_init(&m, w0, 4);
+    for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
+    sf_replica *cpu, *gpu;
+    if (sf_backend_cpu.open(&cpu, &m, B, T, 0, 1, &e) || sf_backend_gpu->open(&gpu, &m, B, T, 0, 1, &e)) {
+        CHECK(0, "open: %s", e.msg);
+        return TEST_EXIT();
+    }
+    CHECK(sf_backend_cpu.load(cpu, w0, NULL, NULL, &e) == 0 && sf_backend_gpu->load(gpu, w0, NULL, NULL, &e) == 0,
+          "load: %s", e.msg);
+    CHECK(sf_backend_gpu->save(gpu, wg, NULL, NULL, &e) == 0 && memcmp(wg, w0, n * sizeof(float)) == 0,
+          "save after load does not give the weights back: %s", e.msg);
+    float pc[B * O], pg[B * O];
+    CHECK(sf_backend_cpu.predict(cpu, pc, x, B, &e) == 0 && sf_backend_gpu->predict(gpu, pg, x, B, &e) == 0,
+          "predict: %s", e.msg);
+    CHECK(worst_rel(pg, pc, B * O) <= 1e-5, "predictions differ by %.3g", worst_rel(pg, pc, B * O));
+    float *dx, *dy;
+    CHECK(cudaMalloc((void **)&dx, STEPS * B * T * I * sizeof(float)) == cudaSuccess &&
+              cudaMalloc((void **)&dy, STEPS * B * O * sizeof(float)) == cudaSuccess &&
+              cudaMemcpy(dx, x, STEPS * B * T * I * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(dy, y, STEPS * B * O * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess,
+          "upload");
+    sf_adam a = {1e-2f, 0.9f, 0.999f, 1e-7f};
+    for (uint64_t step = 1; step <= STEPS; step++) {
+        uint32_t count = step == STEPS ? B - 3 : B;  // the last batch partial
+        size_t xo = (size_t)(step - 1) * B * T * I, yo = (size_t)(step - 1) * B * O;
+        double lc, lg;
+        CHECK(sf_backend_cpu.train_step(cpu, x + xo, y + yo, count, B, 1000 + step, &lc, &e) == 0 &&
+                  sf_backend_gpu->train_step(gpu, dx + xo, dy + yo, count, B, 1000 + step, &lg, &e) == 0,
+              "step %llu: %s", (unsigned long long)step, e.msg);
+        CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu: loss %.9g on CPU, %.9g on GPU", (unsigned long long)step, lc, lg);
+        CHECK(sf_backend_cpu.apply(cpu, &a, step, &e) == 0 && sf_backend_gpu->apply(gpu, &a, step, &e) == 0, "apply: %s",
+              e.msg);
+    }
+    CHECK(sf_backend_cpu.save(cpu, wc, NULL, NULL, &e) == 0 && sf_backend_gpu->save(gpu, wg, NULL, NULL, &e) == 0,
+          "save: %s", e.msg);
+    double worst = 0;
+    for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(wc[k] - wg[k]));
+    CHECK(worst <= 1e-5, "weights after %d steps differ by up to %.3g", STEPS, worst);
+    sf_backend_cpu.close(cpu);
+    sf_backend_gpu->close(gpu);
+    cudaFree(dx), cudaFree(dy);
+    free(w0), free(wc), free(wg), free(x), free(y);
+    return TEST_EXIT();
+}
