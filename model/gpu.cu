@@ -3,7 +3,7 @@
 // with one input bias (CUDNN_RNN_SINGLE_INP_BIAS: Keras' single bias), batch
 // major data (B,T,V); dense layers are cuBLAS products; dropout, the MSE
 // gradient, the last-step slice and Adam are the kernels of kernels/gpu.cu,
-// twins of the CPU ones.
+// twins of the CPU ones; gradients are summed across GPUs with NCCL.
 //
 // Parameters live on the device in the device's layout: each LSTM layer's
 // cuDNN weight space, then each dense layer's kernel and bias as Keras lays
@@ -15,6 +15,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+#include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -445,6 +446,73 @@ static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t 
     return 0;
 }
 
-static const sf_backend cuda_backend = {"cuda",         gpu_open,      gpu_close, gpu_load,   gpu_save,
-                                        gpu_train_step, gpu_gradients, gpu_apply, gpu_predict};
-extern "C" const sf_backend *const sf_backend_gpu = &cuda_backend;
+static void *gpu_stream(sf_replica *opaque) { return ((gpu_replica *)opaque)->stream; }
+
+// ---- the all-reduce: NCCL over the replicas' GPUs ----
+
+typedef struct {
+    uint32_t R;
+    gpu_replica **reps;
+    ncclComm_t *comms;
+} nccl_group;
+
+static void gpu_reduce_close(void *opaque) {
+    nccl_group *g = (nccl_group *)opaque;
+    if (!g) return;
+    for (uint32_t r = 0; g->comms && r < g->R; r++)
+        if (g->comms[r]) ncclCommDestroy(g->comms[r]);
+    free(g->comms), free(g->reps), free(g);
+}
+
+// One communicator per GPU from ncclCommInitAll: a replica per GPU, one
+// process. (One replica needs none.)
+static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_err *e) {
+    nccl_group *g = (nccl_group *)calloc(1, sizeof *g);
+    int *devs = (int *)malloc(R * sizeof *devs);
+    *out = NULL;
+    if (!g || !devs || !(g->reps = (gpu_replica **)malloc(R * sizeof *g->reps)) ||
+        !(g->comms = (ncclComm_t *)calloc(R, sizeof *g->comms))) {
+        free(devs);
+        gpu_reduce_close(g);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    g->R = R;
+    for (uint32_t r = 0; r < R; r++) g->reps[r] = (gpu_replica *)reps[r], devs[r] = g->reps[r]->dev;
+    for (uint32_t r = 0; r < R; r++)
+        for (uint32_t q = 0; q < r; q++)
+            if (devs[q] == devs[r]) {
+                free(devs);
+                gpu_reduce_close(g);
+                return sf_err_set(e, SF_EINVAL, "replicas %u and %u are both on GPU %d: NCCL needs one replica per "
+                                  "GPU (hint: --replicas at most the number of GPUs)", q, r, devs[r]);
+            }
+    ncclResult_t nr = R > 1 ? ncclCommInitAll(g->comms, (int)R, devs) : ncclSuccess;
+    free(devs);
+    if (nr != ncclSuccess) {
+        gpu_reduce_close(g);
+        return sf_err_set(e, SF_EIO, "NCCL: ncclCommInitAll over %u GPUs: %s", R, ncclGetErrorString(nr));
+    }
+    *out = g;
+    return 0;
+}
+
+// Replica r's part of the sum, queued on its stream after its backward pass.
+// An error aborts every communicator, so that no other replica waits for
+// this one in a collective that will never complete.
+static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
+    nccl_group *g = (nccl_group *)opaque;
+    if (g->R == 1) return 0;
+    gpu_replica *rep = g->reps[r];
+    ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
+    if (nr == ncclSuccess) return 0;
+    for (uint32_t q = 0; q < g->R; q++) ncclCommAbort(g->comms[q]), g->comms[q] = NULL;
+    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d (replica %u): %s", rep->dev, r, ncclGetErrorString(nr));
+}
+
+static const sf_backend cuda_backend = {"cuda",         gpu_open,      gpu_close,  gpu_load,        gpu_save,
+                                        gpu_train_step, gpu_gradients, gpu_apply,  gpu_predict,     gpu_stream,
+                                        gpu_reduce_open, gpu_reduce,   gpu_reduce_close};
+// The module's one entry point, looked up by model/gpu_loader.c.
+extern "C" __attribute__((visibility("default"))) const sf_backend *sf_gpu_module_backend(void) {
+    return &cuda_backend;
+}

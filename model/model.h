@@ -102,11 +102,24 @@ typedef struct {
     int (*apply)(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e);
     // Predictions (count, outputs) into host memory, dropout off.
     int (*predict)(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e);
+    // The stream (a cudaStream_t) the replica computes on, which its input
+    // copies must be ordered with; NULL for host replicas.
+    void *(*stream)(sf_replica *r);
+    // Summing gradients across replicas, when the backend does it itself
+    // (NCCL): every replica's thread calls reduce(group, r) at the same
+    // point of a step, and then each gradient buffer holds the sum. NULL:
+    // the trainer sums the host buffers.
+    int (*reduce_open)(void **group, sf_replica *const *reps, uint32_t replicas, sf_err *e);
+    int (*reduce)(void *group, uint32_t r, sf_err *e);
+    void (*reduce_close)(void *group);
 } sf_backend;
 
 extern const sf_backend sf_backend_cpu;
-// cuDNN and cuBLAS on one GPU per replica (device = the GPU's index); NULL
-// in a build without CUDA.
-extern const sf_backend *const sf_backend_gpu;
+// cuDNN, cuBLAS and NCCL on one GPU per replica (device: the GPU's index).
+// Loaded on first use from the module seqfeed-gpu.so: those libraries are
+// hundreds of megabytes, and only a run on GPUs should map them. The module
+// is found through $SEQFEED_GPU_MODULE, next to the program, or where it is
+// installed. NULL, with the reason in e, without one (or without CUDA).
+const sf_backend *sf_backend_gpu(sf_err *e);
 
 #endif

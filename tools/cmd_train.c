@@ -32,7 +32,7 @@ static const char help[] =
     "                           the last dense width defaults to the number of targets)\n"
     "training:\n"
     "      --batch-size N       global batch (default 32)\n"
-    "      --replicas R         replicas (default 1 on CPU)\n"
+    "      --replicas R         replicas (default: one per GPU, or 1 on CPU)\n"
     "      --epochs N           (default 10)\n"
     "      --val-split F        the time-ordered tail of every series for validation (default 0.1)\n"
     "      --lr F               Adam's learning rate (default 0.001)\n"
@@ -41,7 +41,7 @@ static const char help[] =
     "      --pool N             shuffle pool per replica, windows (default 16384)\n"
     "      --decoders N         decoder threads (default 1)\n"
     "      --gpus all|none|0,1  GPUs to use (default all; the CPU when there is none)\n"
-    "      --precision fp32     arithmetic (fp32 on CPU; tf32 and bf16 come with the GPU backend)\n"
+    "      --precision fp32     arithmetic (only fp32 so far)\n"
     "files:\n"
     "      --checkpoint-dir DIR latest.safetensors (and epoch-NNNN.safetensors) written there\n"
     "      --checkpoint-every N also every N steps (default: at epoch ends only)\n"
@@ -66,15 +66,46 @@ static bool parse_real(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
-// --gpus: until the GPU backend exists every run is on CPU, and says so
-// when GPUs were there to be used.
-static void report_devices(const char *gpus, bool quiet) {
+// --gpus: which GPUs train, one replica each. Without a usable GPU, or with
+// --gpus none, one line says so and the CPU trains (exit status unchanged).
+// Returns the number of GPUs chosen (their indices in devices, the GPU
+// backend in *backend), 0 for the CPU, or -1 after a usage error.
+static int choose_gpus(const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
     sf_err e = {0};
-    int n = strcmp(gpus, "none") ? sf_gpu_count(&e) : 0;
-    if (quiet) return;
-    if (!strcmp(gpus, "none")) fprintf(stderr, "gpus: none asked for; training on CPU\n");
-    else if (n == 0) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
-    else fprintf(stderr, "gpus: %d found, but this seqfeed has no GPU backend yet; training on CPU\n", n);
+    if (!strcmp(gpus, "none")) {
+        if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
+        return 0;
+    }
+    int n = sf_gpu_count(&e);
+    if (n > 0 && !(*backend = sf_backend_gpu(&e))) n = 0;
+    if (n == 0) {
+        if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
+        return 0;
+    }
+    int k = 0;
+    if (!strcmp(gpus, "all")) {
+        for (; k < n && k < max; k++) devices[k] = k;
+    } else {
+        for (const char *p = gpus; *p;) {
+            char *end;
+            long d = strtol(p, &end, 10);
+            if (end == p || d < 0 || d >= n || k == max || (*end && *end != ',')) {
+                cli_usage_error("train", "--gpus %s: expected all, none or GPU indices below %d", gpus, n);
+                return -1;
+            }
+            devices[k++] = (int)d;
+            p = *end ? end + 1 : end;
+        }
+    }
+    if (!quiet) {
+        for (int i = 0; i < k; i++) {
+            char name[256];
+            size_t mem = 0;
+            if (sf_gpu_describe(devices[i], name, sizeof name, &mem, &e) == 0)
+                fprintf(stderr, "gpu %d: %s, %.0f GiB\n", devices[i], name, (double)mem / (1 << 30));
+        }
+    }
+    return k;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -101,6 +132,7 @@ int cmd_train(int argc, char **argv) {
                      .adam = {1e-3f, 0.9f, 0.999f, 1e-7f}, .pool = 16384, .decoders = 1, .progress = true,
                      .interrupted = &interrupted, .backend = &sf_backend_cpu};
     const char *gpus = "all";
+    bool replicas_given = false;
     double real = 0;
     uint64_t v;
     int ch;
@@ -130,7 +162,8 @@ int cmd_train(int argc, char **argv) {
         case O_LOG: o.log = optarg; break;
         case O_PRECISION:
             if (strcmp(optarg, "fp32"))
-                return cli_usage_error("train", "--precision %s: the CPU backend computes in fp32 only", optarg);
+                return cli_usage_error("train", "--precision %s: only fp32 is implemented (tf32 and bf16 on GPUs are "
+                                       "not yet)", optarg);
             break;
         default:
             if (ch < O_WINDOW || ch > O_MAX || !optarg || !cli_parse_u64(optarg, UINT32_MAX, &v))
@@ -141,7 +174,10 @@ int cmd_train(int argc, char **argv) {
             case O_RATE: o.window.sampling_rate = (uint32_t)v; break;
             case O_HORIZON: o.window.horizon = (uint32_t)v; break;
             case O_BATCH: ok = (o.batch = (uint32_t)v) > 0; break;
-            case O_REPLICAS: ok = (o.replicas = (uint32_t)v) > 0 && v <= 256; break;
+            case O_REPLICAS:
+                ok = (o.replicas = (uint32_t)v) > 0 && v <= 256;
+                replicas_given = true;
+                break;
             case O_EPOCHS: ok = (o.epochs = v) > 0; break;
             case O_SEED: o.seed = v; break;
             case O_POOL: o.pool = v; break;
@@ -155,7 +191,19 @@ int cmd_train(int argc, char **argv) {
     if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
-    report_devices(gpus, !o.progress);
+    int devices[64];
+    const sf_backend *gpu_backend = NULL;
+    int ngpus = choose_gpus(gpus, devices, 64, !o.progress, &gpu_backend);
+    if (ngpus < 0) return EXIT_USAGE;
+    if (ngpus > 0) {
+        // One replica per GPU unless --replicas says otherwise (then the
+        // first replicas GPUs of the list).
+        if (!replicas_given) o.replicas = (uint32_t)ngpus;
+        if (o.replicas > (uint32_t)ngpus)
+            return cli_usage_error("train", "--replicas %u with %d GPU(s): one replica per GPU", o.replicas, ngpus);
+        o.backend = gpu_backend;
+        o.devices = devices;
+    }
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     sf_fit_result res;

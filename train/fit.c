@@ -21,6 +21,8 @@ typedef struct {
     sf_pipe *pipe;
     sf_batch *cur;  // per replica: the batch it holds
     sf_trainer *tr;
+    sf_gpu_stage *stage;  // GPU replicas: the ring's slots copied onto each GPU
+    sf_stage_ops stage_ops;
     sf_checkpoint ck;  // the run's settings; weights filled in when written
     uint32_t R, replica_batch;
     uint64_t epoch, epoch_step, steps_per_epoch, run_steps;
@@ -34,8 +36,18 @@ typedef struct {
 static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
     fit *f = arg;
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
-    if (rc == 1) *x = f->cur[r].x, *y = f->cur[r].y, *count = f->cur[r].count;
-    return rc;
+    if (rc != 1) return rc;
+    *count = f->cur[r].count;
+    if (!f->stage) {
+        *x = f->cur[r].x, *y = f->cur[r].y;
+        return 1;
+    }
+    // On a GPU the replica's stream waits for the batch's copy; the host
+    // does not.
+    *x = f->cur[r].device_x, *y = f->cur[r].device_y;
+    rc = sf_gpu_stage_wait(f->stage, r, f->cur[r].ready, e);
+    if (rc) sf_pipe_release(f->pipe, r, &f->cur[r]);
+    return rc ? rc : 1;
 }
 
 static void pipe_release(void *arg, uint32_t r) {
@@ -173,7 +185,8 @@ static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, 
 }
 
 static void fit_close(fit *f) {
-    sf_pipe_close(f->pipe);
+    sf_pipe_close(f->pipe);  // first: its slots belong to the stage
+    sf_gpu_stage_close(f->stage);
     sf_trainer_close(f->tr);
     sf_plan_free(f->val_plan);
     sf_columns_free(&f->cols);
@@ -241,7 +254,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     }
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.R;
-    if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, f.R, f.replica_batch, o->window.length, &adam, e);
+    if (!rc)
+        rc = sf_trainer_open(&f.tr, o->backend, &f.model, f.R, f.replica_batch, o->window.length, o->devices, &adam, e);
     if (!rc && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
     // Weights: the checkpoint's when resuming, else Keras' initialisers.
@@ -282,7 +296,21 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                        .drop_remainder = true, .seed = o->seed, .epochs = o->epochs, .first_epoch = f.epoch,
                        .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
                        .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN}};
+    if (!rc && o->backend->stream) {
+        // GPU replicas read their batches on their GPU: pinned slots, copied
+        // on each GPU's copy stream, ordered with its compute stream.
+        int *devs = malloc(f.R * sizeof *devs);
+        if (!devs) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        for (uint32_t r = 0; !rc && r < f.R; r++) devs[r] = o->devices ? o->devices[r] : (int)r;
+        if (!rc) rc = sf_gpu_stage_open(&f.stage, devs, f.R, po.slots, e);
+        free(devs);
+        for (uint32_t r = 0; !rc && r < f.R; r++) sf_gpu_stage_set_stream(f.stage, r, sf_trainer_stream(f.tr, r));
+        f.stage_ops = (sf_stage_ops){sf_gpu_stage_alloc, sf_gpu_stage_free, sf_gpu_stage_reclaim, sf_gpu_stage_publish,
+                                     sf_gpu_stage_release, f.stage};
+        po.stage = &f.stage_ops;
+    }
     if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
+    if (rc && f.stage && sf_gpu_stage_error(f.stage, NULL)) sf_gpu_stage_error(f.stage, e);  // the CUDA cause
     if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     // Back to the checkpoint's position in its epoch: the pipeline is
     // deterministic, so skipping its first batches lands on the same ones.

@@ -33,6 +33,7 @@ struct sf_trainer {
     worker *w;
     sf_adam adam;
     uint64_t step;
+    void *group;  // the backend's own reduction, when it has one
     pthread_barrier_t bar;
     // Threads wait at the gate until all have started (go 1), or leave
     // (go -1): the barrier needs every one of them.
@@ -50,7 +51,7 @@ struct sf_trainer {
 };
 
 int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
-                    uint32_t replica_batch, uint32_t window, const sf_adam *adam, sf_err *e) {
+                    uint32_t replica_batch, uint32_t window, const int *devices, const sf_adam *adam, sf_err *e) {
     *out = NULL;
     if (replicas == 0 || replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
     sf_trainer *t = calloc(1, sizeof *t);
@@ -67,7 +68,18 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
     pthread_cond_init(&t->gate_cv, NULL);
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
-        int rc = be->open(&t->w[r].rep, m, replica_batch, window, (int)r, threads, e);
+        int rc = be->open(&t->w[r].rep, m, replica_batch, window, devices ? devices[r] : (int)r, threads, e);
+        if (rc) {
+            sf_trainer_close(t);
+            return rc;
+        }
+    }
+    if (be->reduce_open) {
+        sf_replica **reps = malloc(replicas * sizeof *reps);
+        int rc = reps ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+        for (uint32_t r = 0; !rc && r < replicas; r++) reps[r] = t->w[r].rep;
+        if (!rc) rc = be->reduce_open(&t->group, reps, replicas, e);
+        free(reps);
         if (rc) {
             sf_trainer_close(t);
             return rc;
@@ -79,6 +91,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
 
 void sf_trainer_close(sf_trainer *t) {
     if (!t) return;
+    if (t->group) t->be->reduce_close(t->group);
     for (uint32_t r = 0; r < t->R; r++)
         if (t->w[r].rep) t->be->close(t->w[r].rep);
     pthread_barrier_destroy(&t->bar);
@@ -99,6 +112,10 @@ int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *
 
 int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e) {
     return t->be->save(t->w[0].rep, w, m, v, e);
+}
+
+void *sf_trainer_stream(sf_trainer *t, uint32_t r) {
+    return t->be->stream ? t->be->stream(t->w[r].rep) : NULL;
 }
 
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e) {
@@ -192,7 +209,12 @@ static void *worker_main(void *arg) {
         pthread_barrier_wait(&t->bar);
         if (t->stop) break;
         double t2 = sf_now();
-        reduce_slice(t, w->r);
+        if (t->group) {
+            int rc = t->be->reduce(t->group, w->r, &w->e);
+            if (rc) w->rc = rc;
+        } else {
+            reduce_slice(t, w->r);
+        }
         pthread_barrier_wait(&t->bar);
         w->reduce += sf_now() - t2;
         int rc = t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);

@@ -22,9 +22,14 @@ static double worst_rel(const float *a, const float *b, size_t n) {
 
 int main(void) {
     sf_err e = {0};
-    if (sf_gpu_count(&e) == 0 || !sf_backend_gpu) {
-        fprintf(stderr, "skipped: %s\n", sf_backend_gpu ? e.msg : "built without CUDA");
+    if (sf_gpu_count(&e) == 0) {
+        fprintf(stderr, "skipped: %s\n", e.msg);
         return 77;
+    }
+    const sf_backend *gpu_be = sf_backend_gpu(&e);
+    if (!gpu_be) {
+        CHECK(0, "a GPU but no GPU backend: %s", e.msg);
+        return TEST_EXIT();
     }
     sf_model m;
     if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e)) {
@@ -40,16 +45,16 @@ int main(void) {
     sf_model_init(&m, w0, 4);
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
     sf_replica *cpu, *gpu;
-    if (sf_backend_cpu.open(&cpu, &m, B, T, 0, 1, &e) || sf_backend_gpu->open(&gpu, &m, B, T, 0, 1, &e)) {
+    if (sf_backend_cpu.open(&cpu, &m, B, T, 0, 1, &e) || gpu_be->open(&gpu, &m, B, T, 0, 1, &e)) {
         CHECK(0, "open: %s", e.msg);
         return TEST_EXIT();
     }
-    CHECK(sf_backend_cpu.load(cpu, w0, NULL, NULL, &e) == 0 && sf_backend_gpu->load(gpu, w0, NULL, NULL, &e) == 0,
+    CHECK(sf_backend_cpu.load(cpu, w0, NULL, NULL, &e) == 0 && gpu_be->load(gpu, w0, NULL, NULL, &e) == 0,
           "load: %s", e.msg);
-    CHECK(sf_backend_gpu->save(gpu, wg, NULL, NULL, &e) == 0 && memcmp(wg, w0, n * sizeof(float)) == 0,
+    CHECK(gpu_be->save(gpu, wg, NULL, NULL, &e) == 0 && memcmp(wg, w0, n * sizeof(float)) == 0,
           "save after load does not give the weights back: %s", e.msg);
     float pc[B * O], pg[B * O];
-    CHECK(sf_backend_cpu.predict(cpu, pc, x, B, &e) == 0 && sf_backend_gpu->predict(gpu, pg, x, B, &e) == 0,
+    CHECK(sf_backend_cpu.predict(cpu, pc, x, B, &e) == 0 && gpu_be->predict(gpu, pg, x, B, &e) == 0,
           "predict: %s", e.msg);
     CHECK(worst_rel(pg, pc, B * O) <= 1e-5, "predictions differ by %.3g", worst_rel(pg, pc, B * O));
     float *dx, *dy;
@@ -64,19 +69,19 @@ int main(void) {
         size_t xo = (size_t)(step - 1) * B * T * I, yo = (size_t)(step - 1) * B * O;
         double lc, lg;
         CHECK(sf_backend_cpu.train_step(cpu, x + xo, y + yo, count, B, 1000 + step, &lc, &e) == 0 &&
-                  sf_backend_gpu->train_step(gpu, dx + xo, dy + yo, count, B, 1000 + step, &lg, &e) == 0,
+                  gpu_be->train_step(gpu, dx + xo, dy + yo, count, B, 1000 + step, &lg, &e) == 0,
               "step %llu: %s", (unsigned long long)step, e.msg);
         CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu: loss %.9g on CPU, %.9g on GPU", (unsigned long long)step, lc, lg);
-        CHECK(sf_backend_cpu.apply(cpu, &a, step, &e) == 0 && sf_backend_gpu->apply(gpu, &a, step, &e) == 0, "apply: %s",
+        CHECK(sf_backend_cpu.apply(cpu, &a, step, &e) == 0 && gpu_be->apply(gpu, &a, step, &e) == 0, "apply: %s",
               e.msg);
     }
-    CHECK(sf_backend_cpu.save(cpu, wc, NULL, NULL, &e) == 0 && sf_backend_gpu->save(gpu, wg, NULL, NULL, &e) == 0,
+    CHECK(sf_backend_cpu.save(cpu, wc, NULL, NULL, &e) == 0 && gpu_be->save(gpu, wg, NULL, NULL, &e) == 0,
           "save: %s", e.msg);
     double worst = 0;
     for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(wc[k] - wg[k]));
     CHECK(worst <= 1e-5, "weights after %d steps differ by up to %.3g", STEPS, worst);
     sf_backend_cpu.close(cpu);
-    sf_backend_gpu->close(gpu);
+    gpu_be->close(gpu);
     cudaFree(dx), cudaFree(dy);
     free(w0), free(wc), free(wg), free(x), free(y);
     return TEST_EXIT();
