@@ -31,7 +31,7 @@ threads=$(nproc)
 declare -A ours theirs shares
 for i in $(seq "$reps"); do
     while read -r line; do
-        b=$(sed 's/.*"batch": \([0-9]*\).*/\1/' <<<"$line")
+        b=$(sed 's/.*"batch_per_replica": \([0-9]*\).*/\1/' <<<"$line")
         s=$(sed 's/.*"samples_per_s": \([0-9.]*\).*/\1/' <<<"$line")
         share=$(sed 's/.*"share_of_sgemm": \([0-9.]*\).*/\1/' <<<"$line")
         if python3 -c "import sys; sys.exit(0 if $s > ${ours[$b]:-0} else 1)"; then ours[$b]=$s; shares[$b]=$share; fi

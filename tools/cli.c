@@ -1,4 +1,5 @@
 #include "cli.h"
+#include "kernels/kernels.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -127,4 +128,46 @@ bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
     if (errno || *end || v > max) return false;
     *out = v;
     return true;
+}
+
+// --gpus: which GPUs train, one replica each (cli.h). Without a usable GPU, or with
+// --gpus none, one line says so and the CPU trains (exit status unchanged).
+// Returns the number of GPUs chosen (their indices in devices, the GPU
+// backend in *backend), 0 for the CPU, or -1 after a usage error.
+int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
+    sf_err e = {0};
+    if (!strcmp(gpus, "none")) {
+        if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
+        return 0;
+    }
+    int n = sf_gpu_count(&e);
+    if (n > 0 && !(*backend = sf_backend_gpu(&e))) n = 0;
+    if (n == 0) {
+        if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
+        return 0;
+    }
+    int k = 0;
+    if (!strcmp(gpus, "all")) {
+        for (; k < n && k < max; k++) devices[k] = k;
+    } else {
+        for (const char *p = gpus; *p;) {
+            char *end;
+            long d = strtol(p, &end, 10);
+            if (end == p || d < 0 || d >= n || k == max || (*end && *end != ',')) {
+                cli_usage_error(cmd, "--gpus %s: expected all, none or GPU indices below %d", gpus, n);
+                return -1;
+            }
+            devices[k++] = (int)d;
+            p = *end ? end + 1 : end;
+        }
+    }
+    if (!quiet) {
+        for (int i = 0; i < k; i++) {
+            char name[256];
+            size_t mem = 0;
+            if (sf_gpu_describe(devices[i], name, sizeof name, &mem, &e) == 0)
+                fprintf(stderr, "gpu %d: %s, %.0f GiB\n", devices[i], name, (double)mem / (1 << 30));
+        }
+    }
+    return k;
 }

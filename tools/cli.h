@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "model/model.h"
 #include "pack/pack.h"
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
@@ -50,6 +51,11 @@ void cli_json_string(FILE *f, const char *s);
 // --chunk-rows, --threads (opt names which). Returns EXIT_OK or prints a
 // usage error and returns EXIT_USAGE.
 int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo);
+
+// --gpus all|none|0,2 for cmd: the GPUs chosen (indices into devices, at
+// most max) and the GPU backend in *backend; 0 (and one line on stderr
+// unless quiet) when the CPU trains; -1 after a usage error.
+int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend);
 
 // Parses a whole non-negative integer option; false when it is not one.
 bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out);

@@ -11,10 +11,12 @@ static const char help[] =
     "usage: seqfeed bench train --data FILE.sfpack [options]\n"
     "\n"
     "Trains for a fixed number of steps at each global batch size, from the\n"
-    "file through the pipeline, and reports samples/s, the share of time the\n"
-    "replicas waited for input, and the model's GFLOP/s (3 x the forward pass's\n"
-    "operations per sample) against the float32 GEMM rate of this machine's\n"
-    "BLAS measured in the same run (a 2048 x 2048 product).\n"
+    "file through the pipeline, and again with each replica retraining its\n"
+    "first batch (no input at all: the bound for the pipeline's cost), and\n"
+    "reports samples/s, the share of time the replicas waited for input, the\n"
+    "ratio of the two runs' samples/s, and on CPU the model's GFLOP/s (3 x\n"
+    "the forward pass's operations per sample) against the float32 GEMM rate\n"
+    "of this machine's BLAS measured in the same run (2048 x 2048).\n"
     "\n"
     "options:\n"
     "      --data FILE          the .sfpack file (required)\n"
@@ -22,25 +24,29 @@ static const char help[] =
     "      --targets c,d        target columns (default: all)\n"
     "      --window T           rows per window (default 60)\n"
     "      --model SPEC         (default " SF_MODEL_DEFAULT ")\n"
-    "      --batch-size N,M     global batch sizes (default 32,256)\n"
-    "      --replicas R         (default 1)\n"
+    "      --batch-size N,M     batch sizes per replica (default 32,256)\n"
+    "      --replicas R         (default: one per GPU, or 1)\n"
+    "      --gpus all|none|0,1  (default all; the CPU when there is none)\n"
     "      --steps N            timed steps per batch size (default 20)\n"
     "      --warmup N           untimed steps first (default 3)\n"
     "      --json               one JSON object per batch size\n";
 
 int bench_train(int argc, char **argv) {
-    enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_WINDOW, O_MODEL, O_BATCH, O_REPLICAS, O_STEPS, O_WARMUP, O_JSON };
+    enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_WINDOW, O_MODEL, O_BATCH, O_REPLICAS, O_STEPS, O_WARMUP, O_JSON,
+           O_GPUS };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
         {"targets", required_argument, 0, O_TARGETS}, {"window", required_argument, 0, O_WINDOW},
         {"model", required_argument, 0, O_MODEL}, {"batch-size", required_argument, 0, O_BATCH},
         {"replicas", required_argument, 0, O_REPLICAS}, {"steps", required_argument, 0, O_STEPS},
         {"warmup", required_argument, 0, O_WARMUP}, {"json", no_argument, 0, O_JSON},
+        {"gpus", required_argument, 0, O_GPUS},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .replicas = 1,
                      .epochs = 1000000, .seed = 1, .adam = {1e-3f, 0.9f, 0.999f, 1e-7f}, .pool = 16384,
                      .decoders = 1, .backend = &sf_backend_cpu};
-    const char *batches = "32,256";
+    const char *batches = "32,256", *gpus = "all";
+    bool replicas_given = false;
     uint64_t steps = 20, warmup = 3, v;
     bool json = false;
     int ch;
@@ -54,11 +60,12 @@ int bench_train(int argc, char **argv) {
         case O_MODEL: o.model = optarg; break;
         case O_BATCH: batches = optarg; break;
         case O_JSON: json = true; break;
+        case O_GPUS: gpus = optarg; break;
         default:
             if (!optarg || !cli_parse_u64(optarg, 1u << 30, &v) || v == 0)
                 return cli_usage_error("bench train", "bad option or value '%s'", optarg ? optarg : "");
             if (ch == O_WINDOW) o.window.length = (uint32_t)v;
-            else if (ch == O_REPLICAS) o.replicas = (uint32_t)v;
+            else if (ch == O_REPLICAS) o.replicas = (uint32_t)v, replicas_given = true;
             else if (ch == O_STEPS) steps = v;
             else if (ch == O_WARMUP) warmup = v;
             else return cli_usage_error("bench train", "bad option");
@@ -66,6 +73,15 @@ int bench_train(int argc, char **argv) {
     }
     if (!o.data) return cli_usage_error("bench train", "missing --data FILE.sfpack");
     if (optind < argc) return cli_usage_error("bench train", "unexpected argument '%s'", argv[optind]);
+    int devices[64];
+    const sf_backend *gpu_backend = NULL;
+    int ngpus = cli_choose_gpus("bench train", gpus, devices, 64, json, &gpu_backend);
+    if (ngpus < 0) return EXIT_USAGE;
+    if (ngpus > 0) {
+        if (!replicas_given || o.replicas > (uint32_t)ngpus) o.replicas = (uint32_t)ngpus;
+        o.backend = gpu_backend;
+        o.devices = devices;
+    }
     o.max_steps = warmup + steps;
     o.warmup_steps = warmup;
     o.val_split = 0;
@@ -86,24 +102,30 @@ int bench_train(int argc, char **argv) {
     sf_cpu_threads(0);
     double peak = sf_cpu_gemm_rate(2048, 3);
     if (!json)
-        printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core; %u replica(s)\n",
-               o.model, o.window.length, train_flops / 1e6, peak / 1e9, o.replicas);
+        printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core; %u %s "
+               "replica(s)\n", o.model, o.window.length, train_flops / 1e6, peak / 1e9, o.replicas, o.backend->name);
     for (const char *s = batches; *s;) {
         char *end;
         unsigned long b = strtoul(s, &end, 10);
         if (end == s || b == 0 || (*end && *end != ',')) return cli_usage_error("bench train", "bad --batch-size '%s'", batches);
         s = *end ? end + 1 : end;
-        o.batch = (uint32_t)b;
-        sf_fit_result res;
+        o.batch = (uint32_t)b * o.replicas;
+        sf_fit_result res, bound;
+        o.resident = false;
         if (sf_fit(&o, &res, &e)) return cli_fail("bench train", &e, NULL);
-        double rate = res.samples_per_s * train_flops;
+        o.resident = true;
+        if (sf_fit(&o, &bound, &e)) return cli_fail("bench train", &e, NULL);
+        double rate = res.samples_per_s * train_flops, ratio = res.samples_per_s / bound.samples_per_s;
         if (json)
-            printf("{\"batch\": %lu, \"replicas\": %u, \"steps\": %llu, \"samples_per_s\": %.1f, \"input_wait\": %.4f, "
-                   "\"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f}\n", b, o.replicas,
-                   (unsigned long long)steps, res.samples_per_s, res.input_wait, rate / 1e9, peak / 1e9, rate / peak);
+            printf("{\"backend\": \"%s\", \"batch_per_replica\": %lu, \"replicas\": %u, \"steps\": %llu, "
+                   "\"samples_per_s\": %.1f, \"input_wait\": %.4f, \"resident_samples_per_s\": %.1f, "
+                   "\"real_over_resident\": %.4f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f}\n",
+                   o.backend->name, b, o.replicas, (unsigned long long)steps, res.samples_per_s, res.input_wait,
+                   bound.samples_per_s, ratio, rate / 1e9, peak / 1e9, rate / peak);
         else
-            printf("batch %5lu: %8.1f samples/s, input wait %4.1f%%, %6.1f GFLOP/s = %4.1f%% of SGEMM\n", b,
-                   res.samples_per_s, 100 * res.input_wait, rate / 1e9, 100 * rate / peak);
+            printf("batch %5lu per replica: %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident batch's %.1f; "
+                   "%6.1f GFLOP/s = %4.1f%% of SGEMM\n", b, res.samples_per_s, 100 * res.input_wait, ratio,
+                   bound.samples_per_s, rate / 1e9, 100 * rate / peak);
     }
     return EXIT_OK;
 }

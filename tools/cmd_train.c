@@ -66,48 +66,6 @@ static bool parse_real(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
-// --gpus: which GPUs train, one replica each. Without a usable GPU, or with
-// --gpus none, one line says so and the CPU trains (exit status unchanged).
-// Returns the number of GPUs chosen (their indices in devices, the GPU
-// backend in *backend), 0 for the CPU, or -1 after a usage error.
-static int choose_gpus(const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
-    sf_err e = {0};
-    if (!strcmp(gpus, "none")) {
-        if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
-        return 0;
-    }
-    int n = sf_gpu_count(&e);
-    if (n > 0 && !(*backend = sf_backend_gpu(&e))) n = 0;
-    if (n == 0) {
-        if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
-        return 0;
-    }
-    int k = 0;
-    if (!strcmp(gpus, "all")) {
-        for (; k < n && k < max; k++) devices[k] = k;
-    } else {
-        for (const char *p = gpus; *p;) {
-            char *end;
-            long d = strtol(p, &end, 10);
-            if (end == p || d < 0 || d >= n || k == max || (*end && *end != ',')) {
-                cli_usage_error("train", "--gpus %s: expected all, none or GPU indices below %d", gpus, n);
-                return -1;
-            }
-            devices[k++] = (int)d;
-            p = *end ? end + 1 : end;
-        }
-    }
-    if (!quiet) {
-        for (int i = 0; i < k; i++) {
-            char name[256];
-            size_t mem = 0;
-            if (sf_gpu_describe(devices[i], name, sizeof name, &mem, &e) == 0)
-                fprintf(stderr, "gpu %d: %s, %.0f GiB\n", devices[i], name, (double)mem / (1 << 30));
-        }
-    }
-    return k;
-}
-
 int cmd_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
            O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
@@ -193,7 +151,7 @@ int cmd_train(int argc, char **argv) {
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
     int devices[64];
     const sf_backend *gpu_backend = NULL;
-    int ngpus = choose_gpus(gpus, devices, 64, !o.progress, &gpu_backend);
+    int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
     if (ngpus > 0) {
         // One replica per GPU unless --replicas says otherwise (then the

@@ -35,6 +35,11 @@ typedef struct {
 
 static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
     fit *f = arg;
+    if (f->o->resident && f->cur[r].count) {  // the batch it holds, again
+        *count = f->cur[r].count;
+        *x = f->stage ? f->cur[r].device_x : f->cur[r].x, *y = f->stage ? f->cur[r].device_y : f->cur[r].y;
+        return 1;
+    }
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
     if (rc != 1) return rc;
     *count = f->cur[r].count;
@@ -52,7 +57,7 @@ static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, ui
 
 static void pipe_release(void *arg, uint32_t r) {
     fit *f = arg;
-    sf_pipe_release(f->pipe, r, &f->cur[r]);
+    if (!f->o->resident) sf_pipe_release(f->pipe, r, &f->cur[r]);  // a resident batch is never given back
 }
 
 typedef struct {
@@ -320,6 +325,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
             if (got == 1) sf_pipe_release(f.pipe, r, &f.cur[r]);
             else rc = got < 0 ? got : sf_err_set(e, SF_EINVAL, "resume: the data ended before the checkpoint's step");
         }
+    if (f.cur) memset(f.cur, 0, f.R * sizeof *f.cur);  // nothing held
     if (rc) {
         fit_close(&f);
         return rc;

@@ -114,6 +114,8 @@ typedef struct {
     uint32_t decoders;
     uint64_t max_steps;         // stop after this many steps in this run (0: no limit)
     uint64_t warmup_steps;      // left out of the result's samples/s and input wait
+    bool resident;              // every step retrains each replica's first batch: no input
+                                // at all, the bound benchmarks compare the real run with
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;

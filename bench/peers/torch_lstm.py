@@ -7,8 +7,10 @@ random data held in RAM (the peer gets its batches for free). Times --steps
 training steps after --warmup, best of --reps, and prints one line per batch
 size: "batch B: S samples/s".
 
-usage: torch_lstm.py [--batch 32,256] [--threads 2] [--window 60]
+usage: torch_lstm.py [--batch 32,256] [--threads 2] [--window 60] [--device cpu|cuda]
                      [--features 3] [--targets 3] [--steps 20] [--warmup 3] [--reps 3]
+On cuda the batch stays on the GPU (PyTorch's cuDNN LSTM, TF32 off as in
+seqfeed's fp32 runs) and the clock waits for the GPU.
 """
 import argparse
 import time
@@ -41,24 +43,31 @@ def main():
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
+    dev = torch.device(a.device)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}")
+    print(f"torch {torch.__version__}, {a.device}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}")
     for b in (int(v) for v in a.batch.split(",")):
         best = 0.0
         for _ in range(a.reps):
-            model = Model(a.features, a.targets)
+            model = Model(a.features, a.targets).to(dev)
             opt = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7)
-            x = torch.randn(b, a.window, a.features)
-            y = torch.randn(b, a.targets)
+            x = torch.randn(b, a.window, a.features, device=dev)
+            y = torch.randn(b, a.targets, device=dev)
             for step in range(a.warmup + a.steps):
                 if step == a.warmup:
+                    sync()
                     t0 = time.perf_counter()
                 opt.zero_grad(set_to_none=True)
                 loss = torch.nn.functional.mse_loss(model(x), y)
                 loss.backward()
                 opt.step()
+            sync()
             best = max(best, b * a.steps / (time.perf_counter() - t0))
         print(f"batch {b}: {best:.1f} samples/s")
 
