@@ -22,6 +22,16 @@ extern "C" int sf_gpu_count(sf_err *e) {
     return n;
 }
 
+extern "C" int sf_gpu_capability(int dev) {
+    int major = 0, minor = 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return 10 * major + minor;
+}
+
 extern "C" int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e) {
     cudaDeviceProp prop;
     cudaError_t rc = cudaGetDeviceProperties(&prop, dev);

@@ -20,6 +20,9 @@ int sf_gpu_count(sf_err *e);
 
 // Fills name (and memory in bytes) of device dev. Returns 0 or SF_EINVAL.
 int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e);
+// Compute capability of device dev as 10 major + minor (90 for an H100 or
+// H200), 0 when it cannot be had.
+int sf_gpu_capability(int dev);
 
 // ---- the model's kernels on CPU ----
 // Layouts are row-major; x is (B,T,C) batch-major. Gradients (d*) are

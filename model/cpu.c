@@ -273,10 +273,11 @@ static void cpu_close(sf_replica *r) {
     free(r);
 }
 
-static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, int device, uint32_t threads,
+static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
                     sf_err *e) {
-    (void)device;
+    uint32_t threads = o->threads;
     *out = NULL;
+    if (o->precision != SF_PRECISION_FP32) return sf_err_set(e, SF_EINVAL, "the CPU backend computes in fp32 only");
     sf_replica *r = calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m;

@@ -87,6 +87,7 @@ typedef struct {
     double *loss_dev, *loss_host;
     float *pred;                // device, (batch, outputs)
     bool training;
+    bool tf32;  // tensor-core products (else FMA fp32)
 } gpu_replica;
 
 static size_t out_size(const gpu_replica *r, const sf_layer *l) { return (l->sequences ? r->window : 1) * l->units; }
@@ -144,7 +145,7 @@ static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e
     DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
     DNN_OK(cudnnSetRNNDescriptor_v8(k->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
                                     CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                    CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units, (int32_t)l->units, 1, r->nodrop,
+                                    r->tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units, (int32_t)l->units, 1, r->nodrop,
                                     CUDNN_RNN_PADDED_IO_ENABLED),
            "cudnnSetRNNDescriptor_v8");
     DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
@@ -204,8 +205,9 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     DNN_OK(cudnnSetStream(r->dnn, r->stream), "cudnnSetStream");
     BLAS_OK(cublasCreate(&r->blas), "cublasCreate");
     BLAS_OK(cublasSetStream(r->blas, r->stream), "cublasSetStream");
-    // Full fp32 products: the CPU backend's numbers within float rounding.
-    BLAS_OK(cublasSetMathMode(r->blas, CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    // fp32: full products, the CPU backend's numbers within float rounding.
+    BLAS_OK(cublasSetMathMode(r->blas, r->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+            "cublasSetMathMode");
     size_t states = 0;
     DNN_OK(cudnnCreateDropoutDescriptor(&r->nodrop), "cudnnCreateDropoutDescriptor");
     DNN_OK(cudnnDropoutGetStatesSize(r->dnn, &states), "cudnnDropoutGetStatesSize");
@@ -265,13 +267,12 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     return 0;
 }
 
-static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, int device, uint32_t threads,
+static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
                     sf_err *e) {
-    (void)threads;
     *out = NULL;
     gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
-    r->m = m, r->dev = device, r->batch = batch, r->window = window;
+    r->m = m, r->dev = o->device, r->batch = batch, r->window = window, r->tf32 = o->precision == SF_PRECISION_TF32;
     int rc = open_replica(r, e);
     if (rc) {
         gpu_close((sf_replica *)r);

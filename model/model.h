@@ -82,10 +82,21 @@ double sf_cpu_replica_backward(sf_cpu_replica *r, float *grads, const float *par
 // what a trainer does with replicas; the CPU one is here, the GPU one joins
 // it with the same table.
 typedef struct sf_replica sf_replica;
+
+enum sf_precision {
+    SF_PRECISION_FP32,  // float32 products throughout
+    SF_PRECISION_TF32,  // GPU: float32 storage, tensor-core products with 10-bit mantissas (TensorFlow's default)
+};
+
+typedef struct {
+    int device;        // the replica's GPU
+    uint32_t threads;  // the CPU threads it may use
+    int precision;     // enum sf_precision
+} sf_replica_opts;
+
 typedef struct {
     const char *name;
-    // device: the replica's GPU; threads: the CPU threads it may use.
-    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, int device, uint32_t threads,
+    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
                 sf_err *e);
     void (*close)(sf_replica *r);
     // Host copies into and out of the replica; w, m, v may each be NULL.

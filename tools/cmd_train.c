@@ -41,7 +41,8 @@ static const char help[] =
     "      --pool N             shuffle pool per replica, windows (default 16384)\n"
     "      --decoders N         decoder threads (default 1)\n"
     "      --gpus all|none|0,1  GPUs to use (default all; the CPU when there is none)\n"
-    "      --precision fp32     arithmetic (only fp32 so far)\n"
+    "      --precision fp32|tf32  products in fp32, or TF32 tensor cores (default: tf32 on GPUs\n"
+    "                           of compute capability 8.0 and up, else fp32; bf16 not yet)\n"
     "files:\n"
     "      --checkpoint-dir DIR latest.safetensors (and epoch-NNNN.safetensors) written there\n"
     "      --checkpoint-every N also every N steps (default: at epoch ends only)\n"
@@ -89,7 +90,7 @@ int cmd_train(int argc, char **argv) {
                      .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
                      .adam = {1e-3f, 0.9f, 0.999f, 1e-7f}, .pool = 16384, .decoders = 1, .progress = true,
                      .interrupted = &interrupted, .backend = &sf_backend_cpu};
-    const char *gpus = "all";
+    const char *gpus = "all", *precision = NULL;
     bool replicas_given = false;
     double real = 0;
     uint64_t v;
@@ -118,11 +119,7 @@ int cmd_train(int argc, char **argv) {
         case O_DIR: o.checkpoint_dir = optarg; break;
         case O_RESUME: o.resume = true; break;
         case O_LOG: o.log = optarg; break;
-        case O_PRECISION:
-            if (strcmp(optarg, "fp32"))
-                return cli_usage_error("train", "--precision %s: only fp32 is implemented (tf32 and bf16 on GPUs are "
-                                       "not yet)", optarg);
-            break;
+        case O_PRECISION: precision = optarg; break;
         default:
             if (ch < O_WINDOW || ch > O_MAX || !optarg || !cli_parse_u64(optarg, UINT32_MAX, &v))
                 return cli_usage_error("train", "bad option or value '%s'", optarg ? optarg : "");
@@ -162,6 +159,18 @@ int cmd_train(int argc, char **argv) {
         o.backend = gpu_backend;
         o.devices = devices;
     }
+    // Like TensorFlow: TF32 on GPUs that have it (compute capability 8.0
+    // and up), fp32 everywhere else.
+    bool tf32_capable = ngpus > 0;
+    for (int i = 0; i < ngpus; i++) tf32_capable &= sf_gpu_capability(devices[i]) >= 80;
+    if (!precision) o.precision = tf32_capable ? SF_PRECISION_TF32 : SF_PRECISION_FP32;
+    else if (!strcmp(precision, "fp32")) o.precision = SF_PRECISION_FP32;
+    else if (!strcmp(precision, "tf32") && tf32_capable) o.precision = SF_PRECISION_TF32;
+    else if (!strcmp(precision, "tf32"))
+        return cli_usage_error("train", "--precision tf32 needs GPUs of compute capability 8.0 or later");
+    else if (!strcmp(precision, "bf16"))
+        return cli_usage_error("train", "--precision bf16 is not implemented yet (fp32, or tf32 on GPUs)");
+    else return cli_usage_error("train", "--precision %s: expected fp32, tf32 or bf16", precision);
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     sf_fit_result res;

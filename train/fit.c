@@ -260,7 +260,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.R;
     if (!rc)
-        rc = sf_trainer_open(&f.tr, o->backend, &f.model, f.R, f.replica_batch, o->window.length, o->devices, &adam, e);
+        rc = sf_trainer_open(&f.tr, o->backend, &f.model, f.R, f.replica_batch, o->window.length, o->devices, o->precision,
+                             &adam, e);
     if (!rc && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
     // Weights: the checkpoint's when resuming, else Keras' initialisers.

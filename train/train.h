@@ -44,9 +44,10 @@ typedef int (*sf_step_hook)(void *arg, const sf_step_info *s, sf_err *e);
 // its own copy of the weights. The loss of each replica's rows is divided by
 // the global batch, so the sum is the global batch's mean loss.
 typedef struct sf_trainer sf_trainer;
-// devices: replica r's GPU (NULL: r).
+// devices: replica r's GPU (NULL: r); precision: enum sf_precision.
 int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
-                    uint32_t replica_batch, uint32_t window, const int *devices, const sf_adam *adam, sf_err *e);
+                    uint32_t replica_batch, uint32_t window, const int *devices, int precision, const sf_adam *adam,
+                    sf_err *e);
 // Replica r's compute stream (a cudaStream_t), NULL on CPU.
 void *sf_trainer_stream(sf_trainer *t, uint32_t r);
 void sf_trainer_close(sf_trainer *t);
@@ -120,6 +121,7 @@ typedef struct {
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;
     const int *devices;      // replica r's GPU (NULL: r), for the GPU backend
+    int precision;           // enum sf_precision
 } sf_fit_opts;
 
 typedef struct {

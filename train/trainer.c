@@ -51,7 +51,8 @@ struct sf_trainer {
 };
 
 int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
-                    uint32_t replica_batch, uint32_t window, const int *devices, const sf_adam *adam, sf_err *e) {
+                    uint32_t replica_batch, uint32_t window, const int *devices, int precision, const sf_adam *adam,
+                    sf_err *e) {
     *out = NULL;
     if (replicas == 0 || replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
     sf_trainer *t = calloc(1, sizeof *t);
@@ -68,7 +69,8 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
     pthread_cond_init(&t->gate_cv, NULL);
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
-        int rc = be->open(&t->w[r].rep, m, replica_batch, window, devices ? devices[r] : (int)r, threads, e);
+        sf_replica_opts ro = {devices ? devices[r] : (int)r, threads, precision};
+        int rc = be->open(&t->w[r].rep, m, replica_batch, window, &ro, e);
         if (rc) {
             sf_trainer_close(t);
             return rc;
