@@ -53,26 +53,20 @@ __global__ static void mse_backward(float *dy, const float *y, const float *targ
         dy[k] = __fmul_rn(scale, __fsub_rn(y[k], target[k]));
 }
 
-// One block: thread t sums rows t, t + THREADS, ... in double, then a tree
-// over the threads; the order is fixed, so the sum is too.
+// One thread, rows in order, as sf_mse_sum adds them: a batch's B x O
+// values are a few thousand operations, and the sum is then the CPU's to
+// the bit.
 __global__ static void mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O) {
-    __shared__ double part[THREADS];
     double acc = 0;
-    for (size_t r = threadIdx.x; r < B; r += THREADS) {
+    for (size_t r = 0; r < B; r++) {
         double row = 0;
         for (size_t k = 0; k < O; k++) {
-            double d = (double)y[r * O + k] - target[r * O + k];
-            row += d * d;
+            double d = __dsub_rn((double)y[r * O + k], (double)target[r * O + k]);
+            row = __dadd_rn(row, __dmul_rn(d, d));
         }
-        acc += row / (double)O;
+        acc = __dadd_rn(acc, __ddiv_rn(row, (double)O));
     }
-    part[threadIdx.x] = acc;
-    __syncthreads();
-    for (unsigned half = THREADS / 2; half > 0; half /= 2) {
-        if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) *sum = part[0];
+    *sum = acc;
 }
 
 // out (B,U) = h[:, T-1, :] for h (B,T,U).
@@ -124,7 +118,7 @@ extern "C" int sf_gpu_mse_backward(float *dy, const float *y, const float *targe
 
 extern "C" int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream,
                               sf_err *e) {
-    mse_sum<<<1, THREADS, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
+    mse_sum<<<1, 1, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
     return launched("MSE sum", e);
 }
 

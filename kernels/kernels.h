@@ -82,8 +82,7 @@ int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, floa
 int sf_gpu_dropout_backward(float *dx, const float *dy, const float *mask, size_t n, void *stream, sf_err *e);
 int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
                         void *stream, sf_err *e);
-// *sum (device) = sf_mse_sum of y, target: rows in order, in double, by one
-// block, so the same every run.
+// *sum (device) = sf_mse_sum of y, target, the same to the bit.
 int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream, sf_err *e);
 // out (B,U) = h[:, T-1, :] for h (B,T,U), and its backward: dh zero but the
 // last step, dout.

@@ -18,6 +18,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 extern "C" {
 #include "model.h"
@@ -87,7 +88,8 @@ typedef struct {
     double *loss_dev, *loss_host;
     float *pred;                // device, (batch, outputs)
     bool training;
-    bool tf32;  // tensor-core products (else FMA fp32)
+    bool tf32;         // tensor-core products (else FMA fp32)
+    ncclComm_t comm;   // its communicator, when it has peers
 } gpu_replica;
 
 static size_t out_size(const gpu_replica *r, const sf_layer *l) { return (l->sequences ? r->window : 1) * l->units; }
@@ -145,7 +147,10 @@ static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e
     DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
     DNN_OK(cudnnSetRNNDescriptor_v8(k->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
                                     CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                    r->tf32 ? CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION : CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units, (int32_t)l->units, 1, r->nodrop,
+                                    // TF32 comes with the default math for fp32 data (ALLOW_CONVERSION
+                                    // would mean fp16 products); FMA math is plain fp32.
+                                    r->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units,
+                                    (int32_t)l->units, 1, r->nodrop,
                                     CUDNN_RNN_PADDED_IO_ENABLED),
            "cudnnSetRNNDescriptor_v8");
     DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
@@ -219,7 +224,8 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     if (!r->host_lengths || !r->ls || !r->perm) return sf_err_set(e, SF_ENOMEM, "out of memory");
     for (size_t b = 0; b < B; b++) r->host_lengths[b] = (int)T;
     CUDA_OK(cudaMalloc((void **)&r->seq_lengths, B * sizeof(int32_t)), "cudaMalloc");
-    CUDA_OK(cudaMemcpy(r->seq_lengths, r->host_lengths, B * sizeof(int32_t), cudaMemcpyHostToDevice), "cudaMemcpy");
+    CUDA_OK(cudaMemcpyAsync(r->seq_lengths, r->host_lengths, B * sizeof(int32_t), cudaMemcpyHostToDevice, r->stream),
+            "cudaMemcpyAsync");
     // Layers: descriptors, activations, and the parameter layout.
     size_t off = 0, widest = m->inputs;
     for (uint32_t i = 0; i < m->nlayers; i++) {
@@ -248,22 +254,26 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     SF_OK(alloc_dev(r, &r->m1, off, e));
     SF_OK(alloc_dev(r, &r->v, off, e));
     // Padding between spaces never moves: zero weights, gradients and state.
-    CUDA_OK(cudaMemset(r->w, 0, off * sizeof(float)), "cudaMemset");
-    CUDA_OK(cudaMemset(r->g, 0, off * sizeof(float)), "cudaMemset");
-    CUDA_OK(cudaMemset(r->m1, 0, off * sizeof(float)), "cudaMemset");
-    CUDA_OK(cudaMemset(r->v, 0, off * sizeof(float)), "cudaMemset");
+    // Everything on the replica's own (non-blocking) stream: the legacy
+    // stream's cudaMemset and cudaMemcpy are not ordered with it.
+    CUDA_OK(cudaMemsetAsync(r->w, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->g, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->m1, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->v, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
     for (uint32_t i = 0; i < m->nlayers; i++)
         if (m->layer[i].kind == SF_LAYER_LSTM) SF_OK(map_lstm(r, &m->layer[i], &r->ls[i].lstm, e));
-    if (!(r->host = (float *)malloc((off ? off : 1) * sizeof(float)))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    size_t image = off > B ? off : B;  // also holds the ones below
+    if (!(r->host = (float *)malloc((image ? image : 1) * sizeof(float)))) return sf_err_set(e, SF_ENOMEM, "out of memory");
     CUDA_OK(cudaMalloc(&r->work, r->work_bytes ? r->work_bytes : 1), "cudaMalloc (work space)");
     SF_OK(alloc_dev(r, &r->ones, B, e));
     for (size_t b = 0; b < B; b++) r->host[b] = 1.0f;  // the host image is free until load
-    CUDA_OK(cudaMemcpy(r->ones, r->host, B * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    CUDA_OK(cudaMemcpyAsync(r->ones, r->host, B * sizeof(float), cudaMemcpyHostToDevice, r->stream), "cudaMemcpyAsync");
     SF_OK(alloc_dev(r, &r->xin, B * T * m->inputs, e));
     SF_OK(alloc_dev(r, &r->scratch, B * T * widest, e));
     SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
     CUDA_OK(cudaMalloc((void **)&r->loss_dev, sizeof(double)), "cudaMalloc");
     CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");  // r->host is reused by load
     return 0;
 }
 
@@ -283,16 +293,18 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
 }
 
 // A host buffer in Keras' layout to a device buffer in the device's.
+// On the replica's stream, waited for: r->host is reused at once.
 static int upload(gpu_replica *r, float *dst, const float *src, sf_err *e) {
     memset(r->host, 0, r->nbuf * sizeof(float));
     for (size_t k = 0; k < r->m->nparams; k++) r->host[r->perm[k]] = src[k];
-    CUDA_OK(cudaMemcpy(dst, r->host, r->nbuf * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+    CUDA_OK(cudaMemcpyAsync(dst, r->host, r->nbuf * sizeof(float), cudaMemcpyHostToDevice, r->stream), "cudaMemcpyAsync");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
     return 0;
 }
 
 static int download(gpu_replica *r, float *dst, const float *src, sf_err *e) {
+    CUDA_OK(cudaMemcpyAsync(r->host, src, r->nbuf * sizeof(float), cudaMemcpyDeviceToHost, r->stream), "cudaMemcpyAsync");
     CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
-    CUDA_OK(cudaMemcpy(r->host, src, r->nbuf * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
     for (size_t k = 0; k < r->m->nparams; k++) dst[k] = r->host[r->perm[k]];
     return 0;
 }
@@ -366,12 +378,32 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, ui
     return 0;
 }
 
+// Waits for the replica's stream. With peers, it watches the communicator
+// too: a collective whose peer failed would otherwise never finish.
+static int wait_stream(gpu_replica *r, sf_err *e) {
+    if (!r->comm) {
+        CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+        return 0;
+    }
+    for (;;) {
+        cudaError_t q = cudaStreamQuery(r->stream);
+        if (q == cudaSuccess) return 0;
+        if (q != cudaErrorNotReady) CUDA_OK(q, "the replica's stream");
+        ncclResult_t st = ncclSuccess;
+        if (ncclCommGetAsyncError(r->comm, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
+            return sf_err_set(e, SF_EIO, "NCCL: GPU %d: %s", r->dev, ncclGetErrorString(st));
+        struct timespec pause = {0, 20000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     const sf_model *m = r->m;
     uint32_t n = count, last = m->nlayers - 1;
     const float one = 1.0f, zero = 0.0f;
+    if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     SF_OK(forward(r, x, n, true, seed, e));
     SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
@@ -421,7 +453,7 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
     // The loss is read now, so that a non-finite one stops training before
     // the update: one wait per step, after all of the step's work is queued.
     CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
-    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    SF_OK(wait_stream(r, e));
     *loss = *r->loss_host;
     return 0;
 }
@@ -437,6 +469,7 @@ static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err
 static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t count, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     const sf_model *m = r->m;
+    if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * r->window * m->inputs * sizeof(float), cudaMemcpyHostToDevice,
                             r->stream), "cudaMemcpyAsync");
@@ -457,11 +490,16 @@ typedef struct {
     ncclComm_t *comms;
 } nccl_group;
 
-static void gpu_reduce_close(void *opaque) {
+// Called with no replica thread running. abort: a run failed, and a
+// collective may wait for a peer that will never join it; aborting the
+// communicators ends it, so that the streams can drain.
+static void gpu_reduce_close(void *opaque, bool abort) {
     nccl_group *g = (nccl_group *)opaque;
     if (!g) return;
-    for (uint32_t r = 0; g->comms && r < g->R; r++)
-        if (g->comms[r]) ncclCommDestroy(g->comms[r]);
+    for (uint32_t r = 0; g->comms && r < g->R; r++) {
+        if (g->comms[r]) abort ? ncclCommAbort(g->comms[r]) : ncclCommDestroy(g->comms[r]);
+        g->reps[r]->comm = NULL;
+    }
     free(g->comms), free(g->reps), free(g);
 }
 
@@ -474,7 +512,7 @@ static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_e
     if (!g || !devs || !(g->reps = (gpu_replica **)malloc(R * sizeof *g->reps)) ||
         !(g->comms = (ncclComm_t *)calloc(R, sizeof *g->comms))) {
         free(devs);
-        gpu_reduce_close(g);
+        gpu_reduce_close(g, false);
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     g->R = R;
@@ -483,30 +521,30 @@ static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_e
         for (uint32_t q = 0; q < r; q++)
             if (devs[q] == devs[r]) {
                 free(devs);
-                gpu_reduce_close(g);
+                gpu_reduce_close(g, false);
                 return sf_err_set(e, SF_EINVAL, "replicas %u and %u are both on GPU %d: NCCL needs one replica per "
                                   "GPU (hint: --replicas at most the number of GPUs)", q, r, devs[r]);
             }
     ncclResult_t nr = R > 1 ? ncclCommInitAll(g->comms, (int)R, devs) : ncclSuccess;
     free(devs);
     if (nr != ncclSuccess) {
-        gpu_reduce_close(g);
+        gpu_reduce_close(g, true);
         return sf_err_set(e, SF_EIO, "NCCL: ncclCommInitAll over %u GPUs: %s", R, ncclGetErrorString(nr));
     }
+    for (uint32_t r = 0; R > 1 && r < R; r++) g->reps[r]->comm = g->comms[r];
     *out = g;
     return 0;
 }
 
 // Replica r's part of the sum, queued on its stream after its backward pass.
-// An error aborts every communicator, so that no other replica waits for
-// this one in a collective that will never complete.
+// An error stops the run; the trainer then closes the group with abort,
+// once no thread uses a communicator any more.
 static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
     nccl_group *g = (nccl_group *)opaque;
     if (g->R == 1) return 0;
     gpu_replica *rep = g->reps[r];
     ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
     if (nr == ncclSuccess) return 0;
-    for (uint32_t q = 0; q < g->R; q++) ncclCommAbort(g->comms[q]), g->comms[q] = NULL;
     return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d (replica %u): %s", rep->dev, r, ncclGetErrorString(nr));
 }
 

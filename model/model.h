@@ -122,7 +122,8 @@ typedef struct {
     // the trainer sums the host buffers.
     int (*reduce_open)(void **group, sf_replica *const *reps, uint32_t replicas, sf_err *e);
     int (*reduce)(void *group, uint32_t r, sf_err *e);
-    void (*reduce_close)(void *group);
+    // With no replica thread running; abort after a failed run.
+    void (*reduce_close)(void *group, bool abort);
 } sf_backend;
 
 extern const sf_backend sf_backend_cpu;

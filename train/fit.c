@@ -308,7 +308,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
         int *devs = malloc(f.R * sizeof *devs);
         if (!devs) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
         for (uint32_t r = 0; !rc && r < f.R; r++) devs[r] = o->devices ? o->devices[r] : (int)r;
-        if (!rc) rc = sf_gpu_stage_open(&f.stage, devs, f.R, po.slots, e);
+        // The hooks number slots over all of a replica's lanes.
+        if (!rc) rc = sf_gpu_stage_open(&f.stage, devs, f.R, po.slots * (po.lanes ? po.lanes : 1), e);
         free(devs);
         for (uint32_t r = 0; !rc && r < f.R; r++) sf_gpu_stage_set_stream(f.stage, r, sf_trainer_stream(f.tr, r));
         f.stage_ops = (sf_stage_ops){sf_gpu_stage_alloc, sf_gpu_stage_free, sf_gpu_stage_reclaim, sf_gpu_stage_publish,

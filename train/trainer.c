@@ -93,7 +93,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
 
 void sf_trainer_close(sf_trainer *t) {
     if (!t) return;
-    if (t->group) t->be->reduce_close(t->group);
+    if (t->group) t->be->reduce_close(t->group, false);
     for (uint32_t r = 0; r < t->R; r++)
         if (t->w[r].rep) t->be->close(t->w[r].rep);
     pthread_barrier_destroy(&t->bar);
@@ -248,6 +248,9 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
     pthread_mutex_unlock(&t->gate);
     for (uint32_t r = 0; r < started; r++) pthread_join(t->w[r].thread, NULL);
     if (started < t->R) return sf_err_set(e, SF_ENOMEM, "cannot start %u replica threads", t->R);
+    // A failed step may leave collectives waiting for a replica that will
+    // never join them: abort them, so the devices' streams can drain.
+    if (t->rc && t->group) t->be->reduce_close(t->group, true), t->group = NULL;
     if (t->rc) *e = t->err;
     return t->rc;
 }

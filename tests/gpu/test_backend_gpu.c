@@ -62,7 +62,8 @@ int main(void) {
     CHECK(cudaMalloc((void **)&dx, STEPS * B * T * I * sizeof(float)) == cudaSuccess &&
               cudaMalloc((void **)&dy, STEPS * B * O * sizeof(float)) == cudaSuccess &&
               cudaMemcpy(dx, x, STEPS * B * T * I * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
-              cudaMemcpy(dy, y, STEPS * B * O * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess,
+              cudaMemcpy(dy, y, STEPS * B * O * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaDeviceSynchronize() == cudaSuccess,  // the backend's stream is not ordered with these copies
           "upload");
     sf_adam a = {1e-2f, 0.9f, 0.999f, 1e-7f};
     for (uint64_t step = 1; step <= STEPS; step++) {

@@ -1,6 +1,6 @@
 // Every small CUDA kernel against its CPU twin, bit for bit (both sides are
 // written without contracted multiply-adds): dropout masks and outputs and
-// their backward, the MSE gradient, the last-step slice and its backward,
+// their backward, the MSE sum and gradient, the last-step slice and its backward,
 // and 5 Adam steps. Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <string.h>
@@ -51,6 +51,13 @@ int main(void) {
     CHECK(sf_gpu_dropout_backward(ddx, dg, dmask, N, NULL, &e) == 0, "%s", e.msg);
     same("dropout backward", ddx, dx, N);
 
+    double sum_cpu = sf_mse_sum(x, g, B, O), sum_gpu = 0, *dsum;
+    CHECK(cudaMalloc((void **)&dsum, sizeof *dsum) == cudaSuccess &&
+              sf_gpu_mse_sum(dsum, dx_, dg, B, O, NULL, &e) == 0 &&
+              cudaMemcpy(&sum_gpu, dsum, sizeof sum_gpu, cudaMemcpyDeviceToHost) == cudaSuccess,
+          "MSE sum: %s", e.msg);
+    CHECK(memcmp(&sum_cpu, &sum_gpu, sizeof sum_cpu) == 0, "MSE sum: %.17g on CPU, %.17g on GPU", sum_cpu, sum_gpu);
+    cudaFree(dsum);
     sf_mse_backward(dx, x, g, B, O, 1.0f / 64);
     CHECK(sf_gpu_mse_backward(ddx, dx_, dg, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
     same("MSE backward", ddx, dx, (size_t)B * O);

@@ -53,6 +53,7 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
             cudaMalloc((void **)&dev[2 * r + 1], ny * sizeof(float));
             cudaMemcpy(dev[2 * r], hx, nx * sizeof(float), cudaMemcpyHostToDevice);
             cudaMemcpy(dev[2 * r + 1], hy, ny * sizeof(float), cudaMemcpyHostToDevice);
+            cudaDeviceSynchronize();  // the replicas' streams are not ordered with these copies
             free(hx), free(hy);
             s.x[r] = dev[2 * r], s.y[r] = dev[2 * r + 1];
         } else {
