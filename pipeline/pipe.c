@@ -101,6 +101,14 @@ static void fail(sf_pipe *p, int code, const sf_err *e) {
     wake_all(p);
 }
 
+// A stage's test delay (sf_pipe_opts.delay_us): busy time, as slow work is.
+static void stall(uint32_t us) {
+    if (!us) return;
+    double until = sf_now() + us * 1e-6;
+    while (sf_now() < until) {
+    }
+}
+
 // Waits on cv under the pipe's lock and adds the time to *waited.
 static void wait_timed(sf_pipe *p, pthread_cond_t *cv, double *waited) {
     double t = sf_now();
@@ -200,6 +208,7 @@ static void *reader_main(void *arg) {
             inflight++;
             pthread_mutex_unlock(&p->mu);
             double t = sf_now();
+            stall(p->o.delay_us[SF_STAGE_READ]);
             int rc = sf_reader_submit(p->reader, i, first.offset, len, i, &e);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
@@ -272,6 +281,7 @@ static void *decoder_main(void *arg) {
         for (uint32_t k = 0; k < job.nchunks && !rc; k++) {
             sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk + k);
             const char *stored = (const char *)sf_reader_buffer(p->reader, i) + (c.offset - job.offset);
+            stall(p->o.delay_us[SF_STAGE_DECODE]);
             rc = sf_pack_chunk_decode(d, p->pack, job.chunk + k, stored, values, &e);
             if (!rc) sf_block_gather(&job.job->data, &p->cols, &c, values);  // rows no other decoder touches
         }
@@ -349,6 +359,7 @@ static void *windower_main(void *arg) {
             const sf_stage_ops *so = p->o.stage;
             double t = sf_now();
             if (so && (rc = so->reclaim(so->arg, rep->stage_r, rep->stage_s0 + f, &e))) break;
+            stall(p->o.delay_us[SF_STAGE_WINDOW]);
             int64_t n = sf_stream_next(s, rep->buf[f], slot_y(p, rep, f), rep->ids[f], &e);
             if (n <= 0) {
                 rc = (int)n;

@@ -244,7 +244,11 @@ typedef struct {
                                      // and its own pool, batches taken in turn
     const sf_stage_ops *stage;       // NULL: host slots, no device copy; else
                                      // hooks that outlive the pipe
+    uint32_t delay_us[3];            // tests only: a stage made slow on purpose,
+                                     // microseconds per read, decoded chunk, batch
 } sf_pipe_opts;
+
+enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
 
 // A batch in replica r's staging ring: x (count, length, nfeatures), y
 // (count, ntargets), the window ids, valid until sf_pipe_release. With stage

@@ -104,6 +104,7 @@ int bench_train(int argc, char **argv) {
     if (!json)
         printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core; %u %s "
                "replica(s)\n", o.model, o.window.length, train_flops / 1e6, peak / 1e9, o.replicas, o.backend->name);
+    double first_batch = 0, first_step = 0, last_batch = 0, last_step = 0;
     for (const char *s = batches; *s;) {
         char *end;
         unsigned long b = strtoul(s, &end, 10);
@@ -126,6 +127,16 @@ int bench_train(int argc, char **argv) {
             printf("batch %5lu per replica: %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident batch's %.1f; "
                    "%6.1f GFLOP/s = %4.1f%% of SGEMM\n", b, res.samples_per_s, 100 * res.input_wait, ratio,
                    bound.samples_per_s, rate / 1e9, 100 * rate / peak);
+        // Step time against batch size: flat means the device is not full.
+        double step = (double)o.batch / bound.samples_per_s;
+        if (!first_batch) first_batch = (double)b, first_step = step;
+        last_batch = (double)b, last_step = step;
+    }
+    if (!json && last_batch > first_batch) {
+        double grew = last_step / first_step, more = last_batch / first_batch;
+        printf("step time grew %.2fx for %.0fx the batch per replica: %s\n", grew, more,
+               grew < 0.5 * more ? "the smaller batches leave the device idle (raise the batch per replica)"
+                                 : "the device is busy at these batch sizes");
     }
     return EXIT_OK;
 }

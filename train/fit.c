@@ -167,6 +167,21 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
     return stop ? 1 : 0;
 }
 
+// The run's step-time breakdown against the pipeline's counters, into the
+// result (and on stderr).
+static void diagnose(fit *f, uint32_t decoders) {
+    sf_replica_profile *prof = calloc(f->R, sizeof *prof);
+    sf_pipe_replica_stats *prs = calloc(f->R, sizeof *prs);
+    sf_pipe_stats ps;
+    if (prof && prs) {
+        for (uint32_t r = 0; r < f->R; r++) sf_trainer_profile(f->tr, r, &prof[r]);
+        sf_pipe_get_stats(f->pipe, &ps, prs);
+        sf_diagnose(&f->res->diagnosis, prof, f->R, &ps, prs, decoders);
+        if (f->o->progress) sf_profile_print(stderr, prof, f->R, &f->res->diagnosis);
+    }
+    free(prof), free(prs);
+}
+
 static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
 
 // --resume: settings that decide the run must be the checkpoint's.
@@ -301,7 +316,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                        .block_chunks = 1, .replicas = f.R, .batch = f.replica_batch, .pool = o->pool,
                        .drop_remainder = true, .seed = o->seed, .epochs = o->epochs, .first_epoch = f.epoch,
                        .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
-                       .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN}};
+                       .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
+                       .delay_us = {o->delay_us[0], o->delay_us[1], o->delay_us[2]}};
     if (!rc && o->backend->stream) {
         // GPU replicas read their batches on their GPU: pinned slots, copied
         // on each GPU's copy stream, ordered with its compute stream.
@@ -344,6 +360,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     f.run_t0 = f.epoch_t0 = sf_now();
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
     double el = sf_now() - f.run_t0;
+    if (!rc && f.run_steps) diagnose(&f, po.decoders);
     res->steps = f.run_steps;
     res->samples_per_s = el > 0 ? f.run_samples / el : 0;
     res->input_wait = el > 0 ? f.run_wait / (f.R * el) : 0;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/common.h"
 #include "model/model.h"
@@ -33,6 +34,26 @@ typedef struct {
     double compute, reduce;  // seconds in forward/backward and in the all-reduce, summed
 } sf_step_info;
 
+// Where a replica's steps went. A step runs from the moment the replica asks
+// for its batch to the moment it asks for the next: input (waiting for the
+// batch), compute (forward and backward), reduce (the all-reduce, waiting
+// for the slowest replica included), update (Adam), other (the rest:
+// barriers, the step hook's validation and checkpoints). The phases add up
+// to the step.
+enum sf_phase { SF_PHASE_INPUT, SF_PHASE_COMPUTE, SF_PHASE_REDUCE, SF_PHASE_UPDATE, SF_PHASE_OTHER, SF_PHASES };
+extern const char *const sf_phase_names[SF_PHASES];
+
+typedef struct {
+    double mean, p50, p99;  // seconds per step
+} sf_stat;
+
+typedef struct {
+    uint64_t steps;              // steps measured
+    double wall;                 // seconds from the first step's start to the last's end
+    double total[SF_PHASES];     // seconds in each phase, over all steps
+    sf_stat phase[SF_PHASES], step;  // p50 and p99 over the last 65536 steps
+} sf_replica_profile;
+
 // Called on replica 0's thread after every step, with every replica stopped:
 // the replicas may be read (sf_trainer_save, sf_trainer_predict). Nonzero
 // stops training (a negative code is returned by sf_trainer_run).
@@ -56,10 +77,30 @@ int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *
 // Replica 0's state (all replicas hold the same).
 int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e);
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
+// Replica r's profile of the last sf_trainer_run.
+void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
 // Steps until the source ends or the hook stops; 0 or a negative code.
 // dropout_seed: the masks of step s on replica r come from (seed, s, r).
 int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
                    sf_err *e);
+
+// ---- diagnosis: why replicas wait ----
+
+// TensorFlow's input-pipeline analyzer's classes, by the share of step time
+// spent waiting for input: < 5% not input bound, 5-20% moderately, >= 20%
+// highly.
+typedef struct {
+    double input_share;          // replicas' input wait over their wall time, mean over replicas
+    const char *classification;  // "not input bound", "moderately input bound", "highly input bound"
+    const char *limit;           // "read", "decode", "window"; or "compute", "all-reduce" when not input bound
+    double utilisation[3];       // busy share of each stage (enum sf_stage), per thread
+    char text[1024];             // the diagnosis with its numbers and a hint
+} sf_diagnosis;
+
+void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipe,
+                 const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
+// The per-replica table of phases (mean / p50 / p99) and the diagnosis.
+void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
 
 // ---- windows in order (predict, evaluate, validation) ----
 
@@ -117,6 +158,7 @@ typedef struct {
     uint64_t warmup_steps;      // left out of the result's samples/s and input wait
     bool resident;              // every step retrains each replica's first batch: no input
                                 // at all, the bound benchmarks compare the real run with
+    uint32_t delay_us[3];       // tests only: the pipeline's stages made slow (sf_pipe_opts)
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;
@@ -129,6 +171,7 @@ typedef struct {
     double loss, val_loss;              // of the last epoch (val_loss NAN without validation)
     double samples_per_s, input_wait;   // over the run; input_wait as a share of replica time
     bool interrupted;
+    sf_diagnosis diagnosis;             // of the run (after its first step)
 } sf_fit_result;
 
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e);

@@ -15,12 +15,19 @@
 
 #include "train.h"
 
+enum { RING = 65536 };  // steps kept for percentiles: a bounded buffer however long the run
+
 typedef struct {
     struct sf_trainer *t;
     uint32_t r;
     sf_replica *rep;
     pthread_t thread;
-    double loss, wait, compute, reduce;
+    double loss, wait, compute, reduce, update;  // this step's
+    double start;                                // this step's start
+    uint64_t steps;                              // steps profiled
+    double first, last;                          // the first step's start, the last one's end
+    double total[SF_PHASES];
+    float (*ring)[SF_PHASES + 1];                // per step: the phases, then the step
     uint32_t count;
     int rc;  // of this step: 1 trained, 0 source ended, < 0 error
     sf_err e;
@@ -69,6 +76,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
     pthread_cond_init(&t->gate_cv, NULL);
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
+        t->w[r].ring = malloc(RING * sizeof *t->w[r].ring);  // without it: means only
         sf_replica_opts ro = {devices ? devices[r] : (int)r, threads, precision};
         int rc = be->open(&t->w[r].rep, m, replica_batch, window, &ro, e);
         if (rc) {
@@ -94,8 +102,10 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
 void sf_trainer_close(sf_trainer *t) {
     if (!t) return;
     if (t->group) t->be->reduce_close(t->group, false);
-    for (uint32_t r = 0; r < t->R; r++)
+    for (uint32_t r = 0; r < t->R; r++) {
         if (t->w[r].rep) t->be->close(t->w[r].rep);
+        free(t->w[r].ring);
+    }
     pthread_barrier_destroy(&t->bar);
     pthread_mutex_destroy(&t->gate);
     pthread_cond_destroy(&t->gate_cv);
@@ -168,7 +178,6 @@ static void after_step(sf_trainer *t) {
         s.input_wait += w->wait;
         s.compute += w->compute;
         s.reduce += w->reduce;
-        w->wait = w->compute = w->reduce = 0;
     }
     s.loss /= s.samples;  // the replicas return sums of row losses
     int rc = t->hook ? t->hook(t->hook_arg, &s, &t->err) : 0;
@@ -176,6 +185,50 @@ static void after_step(sf_trainer *t) {
         t->stop = true;
         if (rc < 0) t->rc = rc;
     }
+}
+
+const char *const sf_phase_names[SF_PHASES] = {"input", "compute", "reduce", "update", "other"};
+
+// The step that started at w->start ends at now: its phases into the profile.
+static void profile_step(worker *w, double now) {
+    double step = now - w->start, ph[SF_PHASES] = {w->wait, w->compute, w->reduce, w->update, 0};
+    ph[SF_PHASE_OTHER] = step - ph[0] - ph[1] - ph[2] - ph[3];
+    if (!w->steps) w->first = w->start;
+    w->last = now;
+    for (int k = 0; k < SF_PHASES; k++) w->total[k] += ph[k];
+    if (w->ring) {
+        float *row = w->ring[w->steps % RING];
+        for (int k = 0; k < SF_PHASES; k++) row[k] = (float)ph[k];
+        row[SF_PHASES] = (float)step;
+    }
+    w->steps++;
+    w->wait = w->compute = w->reduce = w->update = 0;
+}
+
+static int by_value(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static sf_stat column_stat(const worker *w, int k, float *tmp, double mean) {
+    uint64_t n = w->steps < RING ? w->steps : RING;
+    for (uint64_t i = 0; i < n; i++) tmp[i] = w->ring[i][k];
+    qsort(tmp, n, sizeof *tmp, by_value);
+    return (sf_stat){mean, n ? tmp[n / 2] : 0, n ? tmp[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] : 0};
+}
+
+void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
+    const worker *w = &t->w[r];
+    *p = (sf_replica_profile){.steps = w->steps, .wall = w->steps ? w->last - w->first : 0};
+    float *tmp = w->ring ? malloc(RING * sizeof *tmp) : NULL;
+    for (int k = 0; k < SF_PHASES; k++) {
+        p->total[k] = w->total[k];
+        double mean = w->steps ? w->total[k] / (double)w->steps : 0;
+        p->phase[k] = tmp ? column_stat(w, k, tmp, mean) : (sf_stat){mean, 0, 0};
+    }
+    double mean = w->steps ? p->wall / (double)w->steps : 0;
+    p->step = tmp ? column_stat(w, SF_PHASES, tmp, mean) : (sf_stat){mean, 0, 0};
+    free(tmp);
 }
 
 static void *worker_main(void *arg) {
@@ -186,9 +239,15 @@ static void *worker_main(void *arg) {
     while (t->go == 0) pthread_cond_wait(&t->gate_cv, &t->gate);
     bool go = t->go > 0;
     pthread_mutex_unlock(&t->gate);
+    w->steps = 0;
+    for (int k = 0; k < SF_PHASES; k++) w->total[k] = 0;
+    w->wait = w->compute = w->reduce = w->update = 0;
+    w->start = 0;
     while (go) {
         const float *x, *y;
         double t0 = sf_now();
+        if (w->start > 0) profile_step(w, t0);  // the previous step ends where this one starts
+        w->start = t0;
         w->rc = src->next(src->arg, w->r, &x, &y, &w->count, &w->e);
         w->wait += sf_now() - t0;
         w->loss = 0;
@@ -218,16 +277,21 @@ static void *worker_main(void *arg) {
             reduce_slice(t, w->r);
         }
         pthread_barrier_wait(&t->bar);
-        w->reduce += sf_now() - t2;
+        double t3 = sf_now();
+        w->reduce += t3 - t2;
         int rc = t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
         if (rc) w->rc = rc;
+        w->update += sf_now() - t3;
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) {
             check_step(t);  // an apply that failed
             if (!t->stop) after_step(t);
         }
         pthread_barrier_wait(&t->bar);
-        if (t->stop) break;
+        if (t->stop) {
+            profile_step(w, sf_now());
+            break;
+        }
     }
     return NULL;
 }

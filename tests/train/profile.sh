@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The step-time breakdown and the diagnosis: a compute-bound run is not
+# input bound; a run whose decode or window stage is slowed on purpose
+# (--test-delay) is input bound and names that stage; the phases add up to
+# the wall time of the steps. meson sets SEQFEED.
+set -u
+: "${SEQFEED:?}"
+tmp=$(mktemp -d /tmp/sfprof.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fails=0
+fail() {
+    echo "FAIL: $*" >&2
+    fails=$((fails + 1))
+}
+"$SEQFEED" synth -o s.sfpack --rows 60000 --features 3 --series 2 --chunk-rows 256 -q || exit 1
+common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
+
+"$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 60 2>err || fail "compute run: $(cat err)"
+grep -q "diagnosis: not input bound" err || fail "a compute-bound run: $(grep diagnosis err)"
+grep -q "Steps are compute bound" err || fail "a compute-bound run names compute: $(grep diagnosis err)"
+pct=$(sed -n 's/.*phases add up to .* wall (\([0-9.]*\)%)/\1/p' err | head -1)
+python3 -c "import sys; sys.exit(0 if 98 <= float('${pct:-0}') <= 102 else 1)" ||
+    fail "the phases add up to ${pct:-nothing}% of the steps' wall time"
+grep -Eq "^  input +[0-9]" err && grep -Eq "^  step +[0-9]" err || fail "no phase table: $(cat err)"
+
+"$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --test-delay decode:40000 2>err ||
+    fail "decode run: $(cat err)"
+grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow decode: $(grep diagnosis err)"
+grep -q "the limiting stage is decode" err || fail "slow decode not named: $(grep diagnosis err)"
+
+"$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --test-delay window:4000 2>err ||
+    fail "window run: $(cat err)"
+grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow window: $(grep diagnosis err)"
+grep -q "the limiting stage is window" err || fail "slow window not named: $(grep diagnosis err)"
+
+"$SEQFEED" train "${common[@]}" --test-delay fetch:10 2>err && fail "an unknown stage was accepted"
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }

@@ -1,0 +1,79 @@
+// Why replicas wait: the step-time breakdown against the pipeline's stage
+// counters.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "train.h"
+
+static const char *const stage_names[3] = {"read", "decode", "window"};
+
+void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipe,
+                 const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders) {
+    *d = (sf_diagnosis){0};
+    double wall = 0, share[SF_PHASES] = {0};
+    for (uint32_t r = 0; r < R; r++) {
+        const sf_replica_profile *p = &replicas[r];
+        if (p->wall > wall) wall = p->wall;
+        for (int k = 0; k < SF_PHASES; k++) share[k] += p->wall > 0 ? p->total[k] / p->wall / R : 0;
+    }
+    d->input_share = share[SF_PHASE_INPUT];
+    d->classification = d->input_share < 0.05 ? "not input bound" : d->input_share < 0.20 ? "moderately input bound"
+                                                                                       : "highly input bound";
+    if (wall > 0) {
+        d->utilisation[SF_STAGE_READ] = pipe->read_busy / wall;
+        d->utilisation[SF_STAGE_DECODE] = pipe->decode_busy / (decoders ? decoders : 1) / wall;
+        for (uint32_t r = 0; r < R; r++)
+            d->utilisation[SF_STAGE_WINDOW] = fmax(d->utilisation[SF_STAGE_WINDOW], pipe_replicas[r].busy / wall);
+    }
+    if (d->input_share >= 0.05) {
+        int s = 0;
+        for (int k = 1; k < 3; k++)
+            if (d->utilisation[k] > d->utilisation[s]) s = k;
+        d->limit = stage_names[s];
+        static const char *const hint[3] = {
+            "reads are the bottleneck: more in flight (--depth), data in the page cache, or a faster disk",
+            "decoding is the bottleneck: more --decoders (cores permitting), or a lower zstd level when packing",
+            "windowing is the bottleneck (one windower per replica): fewer replicas per core, or a smaller --pool"};
+        snprintf(d->text, sizeof d->text,
+                 "%s: replicas waited for input %.1f%% of the time; the limiting stage is %s (busy %.0f%% of the "
+                 "time%s; read %.0f%%, decode %.0f%%, window %.0f%%). Hint: %s.",
+                 d->classification, 100 * d->input_share, d->limit, 100 * d->utilisation[s],
+                 s == SF_STAGE_DECODE ? " per decoder thread" : s == SF_STAGE_WINDOW ? " per windower" : "",
+                 100 * d->utilisation[0], 100 * d->utilisation[1], 100 * d->utilisation[2], hint[s]);
+    } else {
+        bool reduce = share[SF_PHASE_REDUCE] > share[SF_PHASE_COMPUTE];
+        d->limit = reduce ? "all-reduce" : "compute";
+        snprintf(d->text, sizeof d->text,
+                 "%s: replicas waited for input %.1f%% of the time. Steps are %s bound: forward and backward %.0f%%, "
+                 "all-reduce %.0f%%, update %.0f%%, other %.0f%%. %s",
+                 d->classification, 100 * d->input_share, d->limit, 100 * share[SF_PHASE_COMPUTE],
+                 100 * share[SF_PHASE_REDUCE], 100 * share[SF_PHASE_UPDATE], 100 * share[SF_PHASE_OTHER],
+                 reduce ? "Hint: larger batches per replica, so that each step's computation outweighs its "
+                          "all-reduce."
+                        : "Hint: if step time hardly grows with the batch (seqfeed bench train at several "
+                          "--batch-size), the per-replica batch is too small for the device: raise it.");
+    }
+}
+
+void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d) {
+    fprintf(f, "where the steps went (ms per step: mean / p50 / p99)\n  %-8s", "");
+    for (uint32_t r = 0; r < R; r++) fprintf(f, "  replica %-14u", r);
+    fputc('\n', f);
+    for (int k = 0; k <= SF_PHASES; k++) {
+        fprintf(f, "  %-8s", k < SF_PHASES ? sf_phase_names[k] : "step");
+        for (uint32_t r = 0; r < R; r++) {
+            const sf_stat *s = k < SF_PHASES ? &replicas[r].phase[k] : &replicas[r].step;
+            fprintf(f, "  %6.2f / %6.2f / %6.2f", 1e3 * s->mean, 1e3 * s->p50, 1e3 * s->p99);
+        }
+        fputc('\n', f);
+    }
+    for (uint32_t r = 0; r < R; r++) {
+        const sf_replica_profile *p = &replicas[r];
+        double sum = 0;
+        for (int k = 0; k < SF_PHASES; k++) sum += p->total[k];
+        fprintf(f, "  replica %u: %llu steps, phases add up to %.3f s of %.3f s wall (%.1f%%)\n", r,
+                (unsigned long long)p->steps, sum, p->wall, p->wall > 0 ? 100 * sum / p->wall : 0);
+    }
+    fprintf(f, "diagnosis: %s\n", d->text);
+}
