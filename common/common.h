@@ -80,4 +80,21 @@ static inline uint64_t sf_get_u64(const uint8_t *p) {
     return (uint64_t)sf_get_u32(p) | (uint64_t)sf_get_u32(p + 4) << 32;
 }
 
+// ---- traces: Chrome's trace event format (Perfetto, chrome://tracing) ----
+// Tracks are threads of one process; spans and counters are kept in memory,
+// at most max_events of them (later ones are counted and dropped, so memory
+// stays bounded), and written as one JSON file at the end. Every call is
+// thread-safe; a NULL trace ignores them all.
+typedef struct sf_trace sf_trace;
+int sf_trace_open(sf_trace **out, size_t max_events, sf_err *e);
+void sf_trace_close(sf_trace *t);
+// A new track, named (copied), and its id.
+int sf_trace_track(sf_trace *t, const char *name);
+// A span [start, end) in sf_now() seconds; name must outlive the trace.
+void sf_trace_span(sf_trace *t, int track, const char *name, double start, double end);
+// A counter's value at a time; name must outlive the trace.
+void sf_trace_counter(sf_trace *t, const char *name, double at, double value);
+// Writes the trace to path atomically.
+int sf_trace_write(sf_trace *t, const char *path, sf_err *e);
+
 #endif

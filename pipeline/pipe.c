@@ -15,6 +15,7 @@
 // waiter (reader, decoders, each replica's windower, each consumer), so that
 // an event wakes only the threads it concerns: at millions of windows a
 // second a single broadcast condition woke every thread for every batch.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,6 +32,7 @@ typedef struct {
     block_job *job;
     uint64_t chunk, offset;  // first chunk, and the file offset of the buffer's first byte
     uint32_t nchunks, replica;
+    double submitted;        // for the trace
 } read_job;  // what reader buffer i holds: consecutive chunks of one block
 
 enum { SLOT_FREE, SLOT_READY, SLOT_TAKEN };
@@ -54,6 +56,7 @@ typedef struct {
     bool started;
     pthread_cond_t window_cv, consume_cv;  // its windower; its consumer
     sf_pipe_replica_stats st;
+    int track;  // in the trace
 } replica;
 
 struct sf_pipe {
@@ -78,6 +81,8 @@ struct sf_pipe {
     uint32_t *turn;               // per replica: the lane to take from next
     uint64_t *epoch;              // per replica: the epoch being handed out
     pthread_t reader_thread, *decoders;
+    struct decoder_arg *dargs;
+    int reader_track;
     uint32_t ndecoders_started;
     bool reader_started;
     sf_pipe_stats st;
@@ -201,7 +206,7 @@ static void *reader_main(void *arg) {
             uint32_t i = p->free_bufs[--p->nfree], n = 0;
             sf_chunk first = sf_pack_chunk_locate(p->pack, chunk);
             while (n < p->per_read && chunk <= last_chunk) chunk++, n++;
-            p->reads[i] = (read_job){cur, first.first_row / in->chunk_rows, first.offset, n, cur_replica};
+            p->reads[i] = (read_job){cur, first.first_row / in->chunk_rows, first.offset, n, cur_replica, sf_now()};
             if (chunk > last_chunk) cur = NULL;
             // Through the padding to the next chunk: contiguous requests.
             size_t len = (size_t)(sf_pack_chunk_span_end(p->pack, chunk - 1) - first.offset);
@@ -235,6 +240,8 @@ static void *reader_main(void *arg) {
             }
             p->decode_q[(p->dq_head + p->dq_count++) % p->o.io.depth] = i;
             p->st.chunks_read += p->reads[i].nchunks;
+            sf_trace_span(p->o.trace, p->reader_track, "read", p->reads[i].submitted, sf_now());
+            sf_trace_counter(p->o.trace, "decode queue", sf_now(), p->dq_count);
             pthread_cond_signal(&p->decoder_cv);
             continue;
         }
@@ -260,8 +267,14 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
+typedef struct decoder_arg {
+    sf_pipe *p;
+    int track;
+} decoder_arg;
+
 static void *decoder_main(void *arg) {
-    sf_pipe *p = arg;
+    sf_pipe *p = ((decoder_arg *)arg)->p;
+    int track = ((decoder_arg *)arg)->track;
     const sf_pack_info *in = sf_pack_get_info(p->pack);
     sf_pack_dctx *d = sf_pack_dctx_create();
     float *values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
@@ -286,6 +299,7 @@ static void *decoder_main(void *arg) {
             if (!rc) sf_block_gather(&job.job->data, &p->cols, &c, values);  // rows no other decoder touches
         }
         double busy = sf_now() - t;
+        sf_trace_span(p->o.trace, track, "decode", t, t + busy);
         pthread_mutex_lock(&p->mu);
         p->st.decode_busy += busy;
         p->free_bufs[p->nfree++] = i;
@@ -369,6 +383,7 @@ static void *windower_main(void *arg) {
                                         &rep->device[f], &rep->ready[f], &e)))
                 break;
             double busy = sf_now() - t;
+            sf_trace_span(p->o.trace, rep->track, "window", t, t + busy);
             pthread_mutex_lock(&p->mu);
             rep->st.busy += busy;
             rep->count[f] = (uint32_t)n;
@@ -447,6 +462,7 @@ void sf_pipe_close(sf_pipe *p) {
     free(p->turn);
     free(p->epoch);
     free(p->decoders);
+    free(p->dargs);
     free(p->reads);
     free(p->free_bufs);
     free(p->decode_q);
@@ -522,9 +538,11 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     p->decode_q = malloc(depth * sizeof *p->decode_q);
     p->reps = calloc(o->replicas, sizeof *p->reps);
     p->decoders = calloc(o->decoders, sizeof *p->decoders);
+    p->dargs = calloc(o->decoders, sizeof *p->dargs);
     p->turn = calloc(p->replicas, sizeof *p->turn);
     p->epoch = calloc(p->replicas, sizeof *p->epoch);
-    rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders && p->turn && p->epoch ? 0 : SF_ENOMEM;
+    rc = p->reads && p->free_bufs && p->decode_q && p->reps && p->decoders && p->dargs && p->turn && p->epoch ? 0
+                                                                                                   : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
     // y starts on a 256-byte boundary, as device allocations do.
     p->y_offset = ((size_t)o->window.length * p->cols.nfeatures * o->batch * sizeof(float) + 255) & ~(size_t)255;
@@ -536,9 +554,20 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
         sf_pipe_close(p);
         return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the pipeline's buffers", path);
     }
+    // Tracks in the trace: the reader, each decoder, each windower.
+    char name[64];
+    p->reader_track = sf_trace_track(o->trace, "pipeline: reader");
+    for (uint32_t i = 0; i < o->decoders; i++) {
+        snprintf(name, sizeof name, "pipeline: decoder %u", i);
+        p->dargs[i] = (decoder_arg){p, sf_trace_track(o->trace, name)};
+    }
+    for (uint32_t r = 0; r < o->replicas; r++) {
+        snprintf(name, sizeof name, "pipeline: windower %u.%u", r / p->lanes, r % p->lanes);
+        p->reps[r].track = sf_trace_track(o->trace, name);
+    }
     p->reader_started = sf_thread_start(&p->reader_thread, reader_main, p) == 0;
     for (uint32_t i = 0; p->reader_started && i < o->decoders; i++, p->ndecoders_started++)
-        if (sf_thread_start(&p->decoders[i], decoder_main, p)) break;
+        if (sf_thread_start(&p->decoders[i], decoder_main, &p->dargs[i])) break;
     bool all = p->reader_started && p->ndecoders_started == o->decoders;
     for (uint32_t r = 0; all && r < o->replicas; r++)
         all = p->reps[r].started = sf_thread_start(&p->reps[r].thread, windower_main, &p->reps[r]) == 0;

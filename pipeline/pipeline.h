@@ -246,6 +246,8 @@ typedef struct {
                                      // hooks that outlive the pipe
     uint32_t delay_us[3];            // tests only: a stage made slow on purpose,
                                      // microseconds per read, decoded chunk, batch
+    sf_trace *trace;                 // NULL, or spans for every read, decode and
+                                     // batch on one track per thread, and queue depths
 } sf_pipe_opts;
 
 enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };

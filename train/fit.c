@@ -22,6 +22,7 @@ typedef struct {
     sf_batch *cur;  // per replica: the batch it holds
     sf_trainer *tr;
     sf_gpu_stage *stage;  // GPU replicas: the ring's slots copied onto each GPU
+    sf_trace *trace;
     sf_stage_ops stage_ops;
     sf_checkpoint ck;  // the run's settings; weights filled in when written
     uint32_t R, replica_batch;
@@ -208,6 +209,7 @@ static void fit_close(fit *f) {
     sf_pipe_close(f->pipe);  // first: its slots belong to the stage
     sf_gpu_stage_close(f->stage);
     sf_trainer_close(f->tr);
+    sf_trace_close(f->trace);
     sf_plan_free(f->val_plan);
     sf_columns_free(&f->cols);
     sf_pack_close(f->pack);
@@ -318,6 +320,12 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                        .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
                        .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
                        .delay_us = {o->delay_us[0], o->delay_us[1], o->delay_us[2]}};
+    // At most 4M events (128 MB) whatever the run's length: later ones are
+    // counted and dropped.
+    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, 1u << 22, e))) {
+        sf_trainer_set_trace(f.tr, f.trace);
+        po.trace = f.trace;
+    }
     if (!rc && o->backend->stream) {
         // GPU replicas read their batches on their GPU: pinned slots, copied
         // on each GPU's copy stream, ordered with its compute stream.
@@ -361,6 +369,11 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
     double el = sf_now() - f.run_t0;
     if (!rc && f.run_steps) diagnose(&f, po.decoders);
+    if (f.trace) {
+        sf_err te = {0};
+        int trc = sf_trace_write(f.trace, o->trace, &te);
+        if (!rc && trc) rc = trc, *e = te;
+    }
     res->steps = f.run_steps;
     res->samples_per_s = el > 0 ? f.run_samples / el : 0;
     res->input_wait = el > 0 ? f.run_wait / (f.R * el) : 0;

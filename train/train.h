@@ -69,6 +69,9 @@ typedef struct sf_trainer sf_trainer;
 int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
                     uint32_t replica_batch, uint32_t window, const int *devices, int precision, const sf_adam *adam,
                     sf_err *e);
+// Spans for every replica's input wait, forward+backward, all-reduce and
+// update, one track per replica.
+void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace);
 // Replica r's compute stream (a cudaStream_t), NULL on CPU.
 void *sf_trainer_stream(sf_trainer *t, uint32_t r);
 void sf_trainer_close(sf_trainer *t);
@@ -159,6 +162,7 @@ typedef struct {
     bool resident;              // every step retrains each replica's first batch: no input
                                 // at all, the bound benchmarks compare the real run with
     uint32_t delay_us[3];       // tests only: the pipeline's stages made slow (sf_pipe_opts)
+    const char *trace;          // a Chrome trace of the run written here (NULL: none)
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;

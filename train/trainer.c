@@ -9,6 +9,7 @@
 //   | barrier: replica 0 runs the hook with everyone stopped
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,6 +29,7 @@ typedef struct {
     double first, last;                          // the first step's start, the last one's end
     double total[SF_PHASES];
     float (*ring)[SF_PHASES + 1];                // per step: the phases, then the step
+    int track;                                   // in the trace
     uint32_t count;
     int rc;  // of this step: 1 trained, 0 source ended, < 0 error
     sf_err e;
@@ -41,6 +43,7 @@ struct sf_trainer {
     sf_adam adam;
     uint64_t step;
     void *group;  // the backend's own reduction, when it has one
+    sf_trace *trace;
     pthread_barrier_t bar;
     // Threads wait at the gate until all have started (go 1), or leave
     // (go -1): the barrier needs every one of them.
@@ -124,6 +127,15 @@ int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *
 
 int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e) {
     return t->be->save(t->w[0].rep, w, m, v, e);
+}
+
+void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace) {
+    t->trace = trace;
+    for (uint32_t r = 0; r < t->R; r++) {
+        char name[32];
+        snprintf(name, sizeof name, "replica %u", r);
+        t->w[r].track = sf_trace_track(trace, name);
+    }
 }
 
 void *sf_trainer_stream(sf_trainer *t, uint32_t r) {
@@ -249,7 +261,9 @@ static void *worker_main(void *arg) {
         if (w->start > 0) profile_step(w, t0);  // the previous step ends where this one starts
         w->start = t0;
         w->rc = src->next(src->arg, w->r, &x, &y, &w->count, &w->e);
-        w->wait += sf_now() - t0;
+        double got = sf_now();
+        w->wait += got - t0;
+        sf_trace_span(t->trace, w->track, "input", t0, got);
         w->loss = 0;
         pthread_barrier_wait(&t->bar);
         double t1 = sf_now();
@@ -264,7 +278,9 @@ static void *worker_main(void *arg) {
             if (rc) w->rc = rc;
             src->release(src->arg, w->r);
         }
-        w->compute += sf_now() - t1;
+        double done = sf_now();
+        w->compute += done - t1;
+        sf_trace_span(t->trace, w->track, "forward+backward", t1, done);
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) check_step(t);
         pthread_barrier_wait(&t->bar);
@@ -279,9 +295,12 @@ static void *worker_main(void *arg) {
         pthread_barrier_wait(&t->bar);
         double t3 = sf_now();
         w->reduce += t3 - t2;
+        sf_trace_span(t->trace, w->track, "all-reduce", t2, t3);
         int rc = t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
         if (rc) w->rc = rc;
-        w->update += sf_now() - t3;
+        double t4 = sf_now();
+        w->update += t4 - t3;
+        sf_trace_span(t->trace, w->track, "update", t3, t4);
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) {
             check_step(t);  // an apply that failed

@@ -2,7 +2,8 @@
 # The step-time breakdown and the diagnosis: a compute-bound run is not
 # input bound; a run whose decode or window stage is slowed on purpose
 # (--test-delay) is input bound and names that stage; the phases add up to
-# the wall time of the steps. meson sets SEQFEED.
+# the wall time of the steps; --trace writes a valid Chrome trace with the
+# expected tracks. meson sets SEQFEED.
 set -u
 : "${SEQFEED:?}"
 tmp=$(mktemp -d /tmp/sfprof.XXXXXX)
@@ -33,6 +34,24 @@ grep -q "the limiting stage is decode" err || fail "slow decode not named: $(gre
     fail "window run: $(cat err)"
 grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow window: $(grep diagnosis err)"
 grep -q "the limiting stage is window" err || fail "slow window not named: $(grep diagnosis err)"
+
+# The trace: valid JSON in Chrome's format, a track per pipeline thread and
+# per replica, the spans of each, and spans that do not run backwards.
+"$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 40 --replicas 2 --trace t.json -q 2>err ||
+    fail "traced run: $(cat err)"
+python3 - <<'PY' || fail "trace t.json"
+import json, sys
+ev = json.load(open("t.json"))["traceEvents"]
+tracks = {e["args"]["name"] for e in ev if e.get("name") == "thread_name"}
+want = {"pipeline: reader", "pipeline: decoder 0", "pipeline: windower 0.0", "pipeline: windower 1.0",
+        "replica 0", "replica 1"}
+spans = {e["name"] for e in ev if e["ph"] == "X"}
+if not want <= tracks: sys.exit(f"tracks {sorted(tracks)}, expected {sorted(want)}")
+if not {"read", "decode", "window", "input", "forward+backward", "all-reduce", "update"} <= spans:
+    sys.exit(f"spans {sorted(spans)}")
+if any(e["ph"] == "X" and e["dur"] < 0 for e in ev): sys.exit("a span of negative duration")
+if not any(e["ph"] == "C" for e in ev): sys.exit("no counters")
+PY
 
 "$SEQFEED" train "${common[@]}" --test-delay fetch:10 2>err && fail "an unknown stage was accepted"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
