@@ -20,7 +20,8 @@ int cmd_unpack(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int bench_train(int argc, char **argv);  // seqfeed bench train
+int bench_train(int argc, char **argv);    // seqfeed bench train
+int bench_scaling(int argc, char **argv);  // seqfeed bench scaling
 int cmd_train(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);

@@ -443,9 +443,10 @@ int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         fputs(help, stdout);
         return EXIT_OK;
     }
-    return cli_usage_error("bench", "expected 'bench pipeline', 'bench read' or 'bench train'");
+    return cli_usage_error("bench", "expected 'bench pipeline', 'bench read', 'bench train' or 'bench scaling'");
 }

@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "train/train.h"
@@ -137,6 +138,97 @@ int bench_train(int argc, char **argv) {
         printf("step time grew %.2fx for %.0fx the batch per replica: %s\n", grew, more,
                grew < 0.5 * more ? "the smaller batches leave the device idle (raise the batch per replica)"
                                  : "the device is busy at these batch sizes");
+    }
+    return EXIT_OK;
+}
+
+static const char scaling_help[] =
+    "usage: seqfeed bench scaling --data FILE.sfpack [options]\n"
+    "\n"
+    "Trains a fixed number of steps at each replica count with the batch per\n"
+    "replica held constant, and prints samples/s, the speed-up and efficiency\n"
+    "against one replica, and what limits each run (the diagnosis of seqfeed\n"
+    "train: input, compute or all-reduce). Replicas are GPUs when there are\n"
+    "GPUs (--gpus), else CPU replicas sharing the cores.\n"
+    "\n"
+    "options:\n"
+    "      --data FILE          the .sfpack file (required)\n"
+    "      --replicas 1,2,4     replica counts (default 1,2,4)\n"
+    "      --batch-size N       batch per replica (default 32)\n"
+    "      --model SPEC         (default " SF_MODEL_DEFAULT ")\n"
+    "      --window T           (default 60)\n"
+    "      --features a,b / --targets c,d  (default: all)\n"
+    "      --steps N            timed steps per count (default 20), after --warmup N (default 3)\n"
+    "      --gpus all|none|0,1  (default all)\n";
+
+int bench_scaling(int argc, char **argv) {
+    enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_WINDOW, O_MODEL, O_BATCH, O_REPLICAS, O_STEPS, O_WARMUP, O_GPUS };
+    static const struct option opts[] = {
+        {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
+        {"targets", required_argument, 0, O_TARGETS}, {"window", required_argument, 0, O_WINDOW},
+        {"model", required_argument, 0, O_MODEL}, {"batch-size", required_argument, 0, O_BATCH},
+        {"replicas", required_argument, 0, O_REPLICAS}, {"steps", required_argument, 0, O_STEPS},
+        {"warmup", required_argument, 0, O_WARMUP}, {"gpus", required_argument, 0, O_GPUS},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .epochs = 1000000,
+                     .seed = 1, .adam = {1e-3f, 0.9f, 0.999f, 1e-7f}, .pool = 16384, .decoders = 1,
+                     .backend = &sf_backend_cpu};
+    const char *counts = "1,2,4", *gpus = "all";
+    uint64_t steps = 20, warmup = 3, per = 32, v;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': fputs(scaling_help, stdout); return EXIT_OK;
+        case O_DATA: o.data = optarg; break;
+        case O_FEATURES: o.features = optarg; break;
+        case O_TARGETS: o.targets = optarg; break;
+        case O_MODEL: o.model = optarg; break;
+        case O_REPLICAS: counts = optarg; break;
+        case O_GPUS: gpus = optarg; break;
+        default:
+            if (!optarg || !cli_parse_u64(optarg, 1u << 30, &v) || v == 0)
+                return cli_usage_error("bench scaling", "bad option or value '%s'", optarg ? optarg : "");
+            if (ch == O_WINDOW) o.window.length = (uint32_t)v;
+            else if (ch == O_BATCH) per = v;
+            else if (ch == O_STEPS) steps = v;
+            else if (ch == O_WARMUP) warmup = v;
+            else return cli_usage_error("bench scaling", "bad option");
+        }
+    }
+    if (!o.data) return cli_usage_error("bench scaling", "missing --data FILE.sfpack");
+    if (optind < argc) return cli_usage_error("bench scaling", "unexpected argument '%s'", argv[optind]);
+    int devices[64];
+    const sf_backend *gpu_backend = NULL;
+    int ngpus = cli_choose_gpus("bench scaling", gpus, devices, 64, false, &gpu_backend);
+    if (ngpus < 0) return EXIT_USAGE;
+    if (ngpus > 0) o.backend = gpu_backend, o.devices = devices;
+    o.max_steps = warmup + steps, o.warmup_steps = warmup;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("%u windows per replica, %s replicas%s%ld cores\n", (unsigned)per, o.backend->name,
+           ngpus ? "" : " sharing ", ngpus ? 0L : cores);
+    printf("%-9s %12s %9s %11s  %s\n", "replicas", "samples/s", "speed-up", "efficiency", "limited by");
+    double base = 0;
+    sf_err e = {0};
+    for (const char *s = counts; *s;) {
+        char *end;
+        unsigned long R = strtoul(s, &end, 10);
+        if (end == s || R == 0 || R > 256 || (*end && *end != ','))
+            return cli_usage_error("bench scaling", "bad --replicas '%s'", counts);
+        s = *end ? end + 1 : end;
+        if (ngpus && R > (unsigned long)ngpus) {
+            printf("%-9lu (only %d GPU(s))\n", R, ngpus);
+            continue;
+        }
+        o.replicas = (uint32_t)R;
+        o.batch = (uint32_t)(per * R);
+        sf_fit_result res;
+        if (sf_fit(&o, &res, &e)) return cli_fail("bench scaling", &e, NULL);
+        if (!base) base = res.samples_per_s / (double)R;  // the first count's rate per replica
+        double speed = res.samples_per_s / base;
+        printf("%-9lu %12.1f %8.2fx %10.0f%%  %s (input wait %.1f%%)\n", R, res.samples_per_s, speed,
+               100 * speed / (double)R, res.diagnosis.limit ? res.diagnosis.limit : "?",
+               100 * res.diagnosis.input_share);
     }
     return EXIT_OK;
 }
