@@ -371,7 +371,7 @@ static void *windower_main(void *arg) {
             if (stop) break;
             uint32_t f = rep->fill;
             const sf_stage_ops *so = p->o.stage;
-            double t = sf_now();
+            double t = sf_now(), waited = rep->st.input_wait;  // only this thread adds to it
             if (so && (rc = so->reclaim(so->arg, rep->stage_r, rep->stage_s0 + f, &e))) break;
             stall(p->o.delay_us[SF_STAGE_WINDOW]);
             int64_t n = sf_stream_next(s, rep->buf[f], slot_y(p, rep, f), rep->ids[f], &e);
@@ -382,8 +382,9 @@ static void *windower_main(void *arg) {
             if (so && (rc = so->publish(so->arg, rep->stage_r, rep->stage_s0 + f, rep->buf[f], p->slot_bytes,
                                         &rep->device[f], &rep->ready[f], &e)))
                 break;
-            double busy = sf_now() - t;
-            sf_trace_span(p->o.trace, rep->track, "window", t, t + busy);
+            // Busy: the batch's time less the waits for blocks inside it.
+            double now = sf_now(), busy = now - t - (rep->st.input_wait - waited);
+            sf_trace_span(p->o.trace, rep->track, "window", t, now);
             pthread_mutex_lock(&p->mu);
             rep->st.busy += busy;
             rep->count[f] = (uint32_t)n;
