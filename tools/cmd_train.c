@@ -52,6 +52,8 @@ static const char help[] =
     "      --trace FILE         a Chrome trace (Perfetto, chrome://tracing): a track per\n"
     "                           pipeline thread and per replica, a span per read, decode,\n"
     "                           batch, input wait, forward+backward, all-reduce, update\n"
+    "      --report FILE        one self-contained HTML page: step time by phase over the\n"
+    "                           run, stage utilisation, the diagnosis, the settings\n"
     "  -q, --quiet              no progress output\n"
     "      --test-delay STAGE:US  tests only: slow the pipeline's read, decode or window\n"
     "                           stage by US microseconds per item, to see the diagnosis\n"
@@ -79,7 +81,7 @@ static bool parse_real(const char *s, double lo, double hi, double *out) {
 int cmd_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
            O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
-           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE };
+           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE, O_REPORT };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
         {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
@@ -94,7 +96,7 @@ int cmd_train(int argc, char **argv) {
         {"pool", required_argument, 0, O_POOL}, {"decoders", required_argument, 0, O_DECODERS},
         {"checkpoint-every", required_argument, 0, O_EVERY}, {"max-steps", required_argument, 0, O_MAX},
         {"precision", required_argument, 0, O_PRECISION}, {"test-delay", required_argument, 0, O_DELAY},
-        {"trace", required_argument, 0, O_TRACE},
+        {"trace", required_argument, 0, O_TRACE}, {"report", required_argument, 0, O_REPORT},
         {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .batch = 32,
                      .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
@@ -130,6 +132,7 @@ int cmd_train(int argc, char **argv) {
         case O_RESUME: o.resume = true; break;
         case O_LOG: o.log = optarg; break;
         case O_TRACE: o.trace = optarg; break;
+        case O_REPORT: o.report = optarg; break;
         case O_PRECISION: precision = optarg; break;
         case O_DELAY: {  // tests only: STAGE:MICROSECONDS
             static const char *const stages[3] = {"read", "decode", "window"};

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . tools/deps.sh
-sf_install_deps
+sf_install_deps chromium  # the report test renders HTML in headless Chromium
 sf_build "${BUILD:-build}"
 meson test -C "${BUILD:-build}" --print-errorlogs "$@"

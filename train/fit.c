@@ -168,19 +168,44 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
     return stop ? 1 : 0;
 }
 
+// The run's HTML report: replica 0's steps and the settings.
+static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    float (*steps)[SF_PHASES] = malloc(65536 * sizeof *steps);
+    if (!steps) return sf_err_set(e, SF_ENOMEM, "out of memory for the report");
+    size_t n = sf_trainer_steps(f->tr, 0, steps, 65536);
+    char window[64], batch[64], replicas[16], seed[32];
+    snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %u", o->window.length,
+             o->window.stride, o->window.sampling_rate, o->window.horizon);
+    snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
+    snprintf(replicas, sizeof replicas, "%u", f->R);
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
+    const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
+                              f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
+                              o->backend->name, "precision", o->precision == SF_PRECISION_TF32 ? "tf32" : "fp32",
+                              "seed", seed, NULL};
+    int rc = sf_report_write(o->report, (const float (*)[SF_PHASES])steps, n, prof, f->R, &f->res->diagnosis, settings,
+                             e);
+    free(steps);
+    return rc;
+}
+
 // The run's step-time breakdown against the pipeline's counters, into the
-// result (and on stderr).
-static void diagnose(fit *f, uint32_t decoders) {
+// result (on stderr, and in the report).
+static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
     sf_replica_profile *prof = calloc(f->R, sizeof *prof);
     sf_pipe_replica_stats *prs = calloc(f->R, sizeof *prs);
     sf_pipe_stats ps;
-    if (prof && prs) {
+    int rc = prof && prs ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc) {
         for (uint32_t r = 0; r < f->R; r++) sf_trainer_profile(f->tr, r, &prof[r]);
         sf_pipe_get_stats(f->pipe, &ps, prs);
         sf_diagnose(&f->res->diagnosis, prof, f->R, &ps, prs, decoders);
         if (f->o->progress) sf_profile_print(stderr, prof, f->R, &f->res->diagnosis);
+        if (f->o->report) rc = report(f, prof, e);
     }
     free(prof), free(prs);
+    return rc;
 }
 
 static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
@@ -368,7 +393,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     f.run_t0 = f.epoch_t0 = sf_now();
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
     double el = sf_now() - f.run_t0;
-    if (!rc && f.run_steps) diagnose(&f, po.decoders);
+    if (!rc && f.run_steps) rc = diagnose(&f, po.decoders, e);
     if (f.trace) {
         sf_err te = {0};
         int trc = sf_trace_write(f.trace, o->trace, &te);

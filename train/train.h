@@ -48,7 +48,7 @@ typedef struct {
 } sf_stat;
 
 typedef struct {
-    uint64_t steps;              // steps measured
+    uint64_t steps;              // steps measured: all but the run's first (the pipeline filling)
     double wall;                 // seconds from the first step's start to the last's end
     double total[SF_PHASES];     // seconds in each phase, over all steps
     sf_stat phase[SF_PHASES], step;  // p50 and p99 over the last 65536 steps
@@ -82,6 +82,9 @@ int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e);
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
 // Replica r's profile of the last sf_trainer_run.
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
+// Replica r's last steps (at most max, and at most 65536), oldest first:
+// seconds in each phase. Returns how many.
+size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max);
 // Steps until the source ends or the hook stops; 0 or a negative code.
 // dropout_seed: the masks of step s on replica r come from (seed, s, r).
 int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
@@ -104,6 +107,14 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
                  const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
 // The per-replica table of phases (mean / p50 / p99) and the diagnosis.
 void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
+
+// One self-contained HTML page (no network): an SVG chart of replica 0's
+// step time by phase over the run, the stages' utilisation, the diagnosis,
+// the per-replica table and the run's settings (key, value pairs, NULL
+// terminated). Written atomically.
+int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t nsteps,
+                    const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
+                    const char *const *settings, sf_err *e);
 
 // ---- windows in order (predict, evaluate, validation) ----
 
@@ -163,6 +174,7 @@ typedef struct {
                                 // at all, the bound benchmarks compare the real run with
     uint32_t delay_us[3];       // tests only: the pipeline's stages made slow (sf_pipe_opts)
     const char *trace;          // a Chrome trace of the run written here (NULL: none)
+    const char *report;         // an HTML report of the run written here (NULL: none)
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;

@@ -30,6 +30,7 @@ typedef struct {
     double total[SF_PHASES];
     float (*ring)[SF_PHASES + 1];                // per step: the phases, then the step
     int track;                                   // in the trace
+    bool warm;                                   // past the run's first step
     uint32_t count;
     int rc;  // of this step: 1 trained, 0 source ended, < 0 error
     sf_err e;
@@ -201,9 +202,16 @@ static void after_step(sf_trainer *t) {
 
 const char *const sf_phase_names[SF_PHASES] = {"input", "compute", "reduce", "update", "other"};
 
-// The step that started at w->start ends at now: its phases into the profile.
+// The step that started at w->start ends at now: its phases into the
+// profile. The run's first step is left out: its input wait is the
+// pipeline filling up, which every later step is spared.
 static void profile_step(worker *w, double now) {
     double step = now - w->start, ph[SF_PHASES] = {w->wait, w->compute, w->reduce, w->update, 0};
+    if (!w->warm) {
+        w->warm = true;
+        w->wait = w->compute = w->reduce = w->update = 0;
+        return;
+    }
     ph[SF_PHASE_OTHER] = step - ph[0] - ph[1] - ph[2] - ph[3];
     if (!w->steps) w->first = w->start;
     w->last = now;
@@ -229,6 +237,17 @@ static sf_stat column_stat(const worker *w, int k, float *tmp, double mean) {
     return (sf_stat){mean, n ? tmp[n / 2] : 0, n ? tmp[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] : 0};
 }
 
+size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max) {
+    const worker *w = &t->w[r];
+    if (!w->ring) return 0;
+    uint64_t kept = w->steps < RING ? w->steps : RING, n = kept < max ? kept : max;
+    for (uint64_t i = 0; i < n; i++) {
+        const float *row = w->ring[(w->steps - n + i) % RING];
+        for (int k = 0; k < SF_PHASES; k++) out[i][k] = row[k];
+    }
+    return (size_t)n;
+}
+
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
     const worker *w = &t->w[r];
     *p = (sf_replica_profile){.steps = w->steps, .wall = w->steps ? w->last - w->first : 0};
@@ -251,7 +270,7 @@ static void *worker_main(void *arg) {
     while (t->go == 0) pthread_cond_wait(&t->gate_cv, &t->gate);
     bool go = t->go > 0;
     pthread_mutex_unlock(&t->gate);
-    w->steps = 0;
+    w->steps = 0, w->warm = false;
     for (int k = 0; k < SF_PHASES; k++) w->total[k] = 0;
     w->wait = w->compute = w->reduce = w->update = 0;
     w->start = 0;
