@@ -5,7 +5,7 @@
 #      dropped before each run when possible, interleaved, best of N;
 #   2. seqfeed bench pipeline (T=60, 4 features, batch 256, shuffled), which
 #      measures the in-memory random window-copy ceiling in the same run;
-#   3. consumers asking for 80% of the measured throughput: their stall;
+#   3. a consumer asking for 80% of the measured throughput: its stall;
 #   4. PyTorch's DataLoader serving the same windows (bench/peers/torch_loader.py).
 # usage: bench/pipeline.sh [--build DIR] [--rows N] [--reps N]
 #   --rows N  rows of the synthetic file (default 270000000: 4.3 GB of
@@ -51,12 +51,16 @@ echo "reader: seqfeed $best_sf GB/s, fio $best_fio GB/s, ratio $(python3 -c "pri
 
 drop
 "$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 | tee "$dir/pipeline.txt"
-wps=$(sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p' "$dir/pipeline.txt")
+# 3. The stall: one windower (the consumer needs a core of its own on 2
+#    cores), its throughput measured, then a consumer asking for 80% of it,
+#    with a ring of 16 batches.
+"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --lanes 1 >"$dir/lane1.txt"
+wps=$(sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p' "$dir/lane1.txt")
 rate=$(python3 -c "print(int($wps * 1e6 * 0.8 / 256))")
 echo
-echo "consumers asking for 80% of that ($rate batches/s of 256):"
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --consume-rate "$rate" --slots 4 |
-    grep -E 'delivered|consumers'
+echo "one windower: $wps M windows/s; a consumer asking for 80% of that ($rate batches/s of 256):"
+"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --lanes 1 \
+    --consume-rate "$rate" --slots 16 | grep -E 'delivered|consumers'
 
 # 4. PyTorch's DataLoader on the same windows from RAM (bench/peers), side
 #    by side with seqfeed on a 20M-row file (320 MB of float32: RAM for the
