@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 #include <cudnn.h>
 #include <nccl.h>
+#include <nvtx3/nvToolsExt.h>  // header-only: ranges for Nsight Systems
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -397,15 +398,35 @@ static int wait_stream(gpu_replica *r, sf_err *e) {
     }
 }
 
+static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e);
+
 static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
-    const sf_model *m = r->m;
-    uint32_t n = count, last = m->nlayers - 1;
-    const float one = 1.0f, zero = 0.0f;
+    uint32_t n = count;
     if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
-    SF_OK(forward(r, x, n, true, seed, e));
+    nvtxRangePushA("forward");
+    int frc = forward(r, x, n, true, seed, e);
+    nvtxRangePop();
+    if (frc) return frc;
+    nvtxRangePushA("backward");
+    int brc = backward(r, x, y, n, global_batch, e);
+    nvtxRangePop();
+    if (brc) return brc;
+    // The loss is read now, so that a non-finite one stops training before
+    // the update: one wait per step, after all of the step's work is queued.
+    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
+    SF_OK(wait_stream(r, e));
+    *loss = *r->loss_host;
+    return 0;
+}
+
+// The loss's gradient and every layer's backward pass, queued on the stream.
+static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e) {
+    const sf_model *m = r->m;
+    uint32_t last = m->nlayers - 1;
+    const float one = 1.0f, zero = 0.0f;
     SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
     SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
                               r->stream, e));
@@ -450,11 +471,6 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
                         "dense dX");
         }
     }
-    // The loss is read now, so that a non-finite one stops training before
-    // the update: one wait per step, after all of the step's work is queued.
-    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
-    SF_OK(wait_stream(r, e));
-    *loss = *r->loss_host;
     return 0;
 }
 
@@ -463,7 +479,10 @@ static float *gpu_gradients(sf_replica *opaque) { return ((gpu_replica *)opaque)
 static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
-    return sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->stream, e);
+    nvtxRangePushA("update");
+    int rc = sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->stream, e);
+    nvtxRangePop();
+    return rc;
 }
 
 static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t count, sf_err *e) {
@@ -543,7 +562,9 @@ static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
     nccl_group *g = (nccl_group *)opaque;
     if (g->R == 1) return 0;
     gpu_replica *rep = g->reps[r];
+    nvtxRangePushA("all-reduce");
     ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
+    nvtxRangePop();
     if (nr == ncclSuccess) return 0;
     return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d (replica %u): %s", rep->dev, r, ncclGetErrorString(nr));
 }
