@@ -27,6 +27,32 @@ static size_t out_size(const sf_cpu_replica *r, const sf_layer *l) {
     return (l->sequences ? r->window : 1) * l->units;
 }
 
+// Floats of one part's buffers, as sf_cpu_replica_open allocates them.
+static uint64_t part_floats(const sf_model *m, uint64_t B, uint64_t T) {
+    uint64_t n = 0, work = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        uint64_t out = B * (l->sequences ? T : 1) * l->units;
+        n += 2 * out;
+        if (l->kind == SF_LAYER_LSTM) {
+            n += B * T * l->units * 7;  // h, c, dh, and the four gates
+            uint64_t w = sf_lstm_backward_work(B, T, l->units);
+            if (w > work) work = w;
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            n += out;
+        }
+    }
+    return n + work;
+}
+
+uint64_t sf_cpu_replica_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads) {
+    uint32_t parts = threads < 1 ? 1 : threads;
+    while (parts > 1 && batch / parts < 8) parts--;
+    uint64_t per = (batch + parts - 1) / parts;
+    // w, m, v, and a gradient buffer per part.
+    return ((3 + (uint64_t)parts) * m->nparams + parts * part_floats(m, per, window)) * sizeof(float);
+}
+
 int sf_cpu_replica_open(sf_cpu_replica **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e) {
     sf_cpu_replica *r = calloc(1, sizeof *r);
     *out = NULL;

@@ -63,6 +63,9 @@ uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out);
 typedef struct sf_cpu_replica sf_cpu_replica;
 int sf_cpu_replica_open(sf_cpu_replica **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e);
 void sf_cpu_replica_close(sf_cpu_replica *r);
+// Bytes a CPU replica holds for batches of up to batch windows: its weights,
+// gradients and Adam state, and every part's activations (threads parts).
+uint64_t sf_cpu_replica_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads);
 // Predictions (count, outputs) for x (count, window, inputs). training turns
 // dropout on, with masks drawn from seed; first_row is x's first row in the
 // whole batch when x is a part of it (the masks are the whole batch's).

@@ -40,6 +40,8 @@ static const char help[] =
     "      --seed N             weights, shuffling and dropout (default 1)\n"
     "      --pool N             shuffle pool per replica, windows (default 16384)\n"
     "      --decoders N         decoder threads (default 1)\n"
+    "      --memory-budget MB   host memory for the replicas and the pipeline: the shuffle\n"
+    "                           pool shrinks to fit (default: no budget)\n"
     "      --gpus all|none|0,1  GPUs to use (default all; the CPU when there is none)\n"
     "      --precision fp32|tf32  products in fp32, or TF32 tensor cores (default: tf32 on GPUs\n"
     "                           of compute capability 8.0 and up, else fp32; bf16 not yet)\n"
@@ -81,7 +83,7 @@ static bool parse_real(const char *s, double lo, double hi, double *out) {
 int cmd_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
            O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
-           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE, O_REPORT };
+           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE, O_REPORT, O_BUDGET };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
         {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
@@ -97,6 +99,7 @@ int cmd_train(int argc, char **argv) {
         {"checkpoint-every", required_argument, 0, O_EVERY}, {"max-steps", required_argument, 0, O_MAX},
         {"precision", required_argument, 0, O_PRECISION}, {"test-delay", required_argument, 0, O_DELAY},
         {"trace", required_argument, 0, O_TRACE}, {"report", required_argument, 0, O_REPORT},
+        {"memory-budget", required_argument, 0, O_BUDGET},
         {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .batch = 32,
                      .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
@@ -133,6 +136,10 @@ int cmd_train(int argc, char **argv) {
         case O_LOG: o.log = optarg; break;
         case O_TRACE: o.trace = optarg; break;
         case O_REPORT: o.report = optarg; break;
+        case O_BUDGET:
+            ok = parse_real(optarg, 1, 1e9, &real);  // megabytes
+            o.memory_budget = (uint64_t)(real * 1e6);
+            break;
         case O_PRECISION: precision = optarg; break;
         case O_DELAY: {  // tests only: STAGE:MICROSECONDS
             static const char *const stages[3] = {"read", "decode", "window"};

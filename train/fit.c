@@ -365,6 +365,24 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                                      sf_gpu_stage_release, f.stage};
         po.stage = &f.stage_ops;
     }
+    if (!rc && o->memory_budget) {
+        // The replicas' share is fixed by the model and the batch (host
+        // memory: GPU replicas hold theirs on the devices); the pipeline's
+        // shuffle pool gets what is left.
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        uint32_t threads = cores > (long)f.R ? (uint32_t)cores / f.R : 1;
+        uint64_t replicas = o->backend->stream ? 0
+                                               : f.R * sf_cpu_replica_memory(&f.model, f.replica_batch, o->window.length,
+                                                                             threads);
+        if (replicas >= o->memory_budget)
+            rc = sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
+                            "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
+                            o->memory_budget / 1e6, replicas / 1e6);
+        else rc = sf_pipe_fit_budget(&po, sf_pack_get_info(f.pack), o->memory_budget - replicas, e);
+        if (!rc && o->progress && po.pool < o->pool)
+            fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
+                    replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);
+    }
     if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
     if (rc && f.stage && sf_gpu_stage_error(f.stage, NULL)) sf_gpu_stage_error(f.stage, e);  // the CUDA cause
     if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");

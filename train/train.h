@@ -175,6 +175,8 @@ typedef struct {
     uint32_t delay_us[3];       // tests only: the pipeline's stages made slow (sf_pipe_opts)
     const char *trace;          // a Chrome trace of the run written here (NULL: none)
     const char *report;         // an HTML report of the run written here (NULL: none)
+    uint64_t memory_budget;     // bytes for replicas and pipeline (0: no budget); the shuffle pool
+                                // shrinks to fit, and too small a budget is an error
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
     volatile sig_atomic_t *interrupted;
     const sf_backend *backend;

@@ -78,6 +78,9 @@ run 1 train "${common[@]}" --batch-size 32 --checkpoint-dir b --resume
 expect err "--batch-size differs from the checkpoint's"
 run 1 train "${common[@]}" --window 20000
 expect err "fewer than one global batch"
+run 1 train "${common[@]}" --memory-budget 2
+expect err "a memory budget of 2.0 MB is too small: the replicas' weights and activations alone take"
+run 0 train "${common[@]}" --memory-budget 30 --max-steps 3
 run 2 train --data s.sfpack --val-split 1
 run 2 train --data s.sfpack --resume
 expect err "--resume needs --checkpoint-dir"
