@@ -378,7 +378,11 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
             rc = sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
                             "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
                             o->memory_budget / 1e6, replicas / 1e6);
-        else rc = sf_pipe_fit_budget(&po, sf_pack_get_info(f.pack), o->memory_budget - replicas, e);
+        else if ((rc = sf_pipe_fit_budget(&po, sf_pack_get_info(f.pack), o->memory_budget - replicas, e))) {
+            sf_err inner = *e;
+            sf_err_set(e, rc, "--memory-budget %.1f MB: the replicas take %.1f MB, and for the pipeline %s",
+                       o->memory_budget / 1e6, replicas / 1e6, inner.msg);
+        }
         if (!rc && o->progress && po.pool < o->pool)
             fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
                     replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);

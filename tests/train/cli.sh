@@ -79,7 +79,9 @@ expect err "--batch-size differs from the checkpoint's"
 run 1 train "${common[@]}" --window 20000
 expect err "fewer than one global batch"
 run 1 train "${common[@]}" --memory-budget 2
-expect err "a memory budget of 2.0 MB is too small: the replicas' weights and activations alone take"
+expect err "memory-budget 2.0 MB: the replicas take [0-9.]+ MB, and for the pipeline a memory budget of [0-9.]+ MB is too small"
+run 1 train "${common[@]}" --model lstm:512,dense --batch-size 1024 --memory-budget 20
+expect err "the replicas' weights and activations alone take"
 run 0 train "${common[@]}" --memory-budget 30 --max-steps 3
 run 2 train --data s.sfpack --val-split 1
 run 2 train --data s.sfpack --resume
