@@ -324,12 +324,14 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
         else rc = sf_cpu_replica_open(&r->act[p], m, per, window, e);
     }
-    for (uint32_t p = 1; !rc && p < r->parts; p++, r->started++) {
+    for (uint32_t p = 1; !rc && p < r->parts; p++) {
         void **arg = malloc(2 * sizeof *arg);
         if (arg) arg[0] = r, arg[1] = (void *)(uintptr_t)p;
         if (!arg || sf_thread_start(&r->threads[r->started], helper_main, arg)) {
             free(arg);
             rc = sf_err_set(e, SF_ENOMEM, "cannot start a replica's threads");
+        } else {
+            r->started++;  // only threads that exist are joined
         }
     }
     if (rc) {

@@ -63,7 +63,7 @@ int bench_train(int argc, char **argv) {
         case O_JSON: json = true; break;
         case O_GPUS: gpus = optarg; break;
         default:
-            if (!optarg || !cli_parse_u64(optarg, 1u << 30, &v) || v == 0)
+            if (!optarg || !cli_parse_u64(optarg, 1u << 30, &v) || (v == 0 && ch != O_WARMUP))
                 return cli_usage_error("bench train", "bad option or value '%s'", optarg ? optarg : "");
             if (ch == O_WINDOW) o.window.length = (uint32_t)v;
             else if (ch == O_REPLICAS) o.replicas = (uint32_t)v, replicas_given = true;
@@ -109,7 +109,8 @@ int bench_train(int argc, char **argv) {
     for (const char *s = batches; *s;) {
         char *end;
         unsigned long b = strtoul(s, &end, 10);
-        if (end == s || b == 0 || (*end && *end != ',')) return cli_usage_error("bench train", "bad --batch-size '%s'", batches);
+        if (end == s || b == 0 || b > (1u << 20) || (*end && *end != ','))
+            return cli_usage_error("bench train", "bad --batch-size '%s' (1 .. 1048576 per replica)", batches);
         s = *end ? end + 1 : end;
         o.batch = (uint32_t)b * o.replicas;
         sf_fit_result res, bound;

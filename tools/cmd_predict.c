@@ -134,7 +134,7 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
         double row = 0, mean_row = 0, persist_row = 0;
         for (uint32_t j = 0; j < nt; j++) {
             double t = y[(size_t)i * nt + j], p = r->pred[(size_t)i * nt + j];
-            // The column's mean (of the training data), scaled like the targets.
+            // The column's mean in this file, scaled like the targets.
             double mean = in->stats[r->cols.targets[j]].mean * r->cols.target_scale[j] + r->cols.target_offset[j];
             double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
             row += (p - t) * (p - t), mean_row += (mean - t) * (mean - t), persist_row += (last - t) * (last - t);
@@ -166,7 +166,10 @@ static int common_options(const char *cmd, const char *help, int argc, char **ar
     while ((ch = getopt_long(argc, argv, out ? "ho:" : "h", opts, NULL)) != -1) {
         switch (ch) {
         case 'h': fputs(help, stdout); return -1;
-        case 'o': *out = optarg; break;
+        case 'o':
+            if (!out) return cli_usage_error(cmd, "unknown option --output");
+            *out = optarg;
+            break;
         case O_CKPT: *ckpt = optarg; break;
         case O_DATA: *data = optarg; break;
         case O_SPLIT:
@@ -261,8 +264,10 @@ int cmd_evaluate(int argc, char **argv) {
     const sf_pack_info *in = sf_pack_get_info(r.pack);
     if (json) {
         printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": %.9g, \"mean_baseline\": %.9g, "
-               "\"persistence_baseline\": %.9g, \"target_mse\": {", (unsigned long long)r.n, what, r.loss / n,
-               r.mean_loss / n, r.persist_loss / n);
+               "\"persistence_baseline\": ", (unsigned long long)r.n, what, r.loss / n, r.mean_loss / n);
+        if (isnan(r.persist_loss)) printf("null");  // a target that is not a feature
+        else printf("%.9g", r.persist_loss / n);
+        printf(", \"target_mse\": {");
         for (uint32_t j = 0; j < r.cols.ntargets; j++) {
             printf("%s", j ? ", " : "");
             cli_json_string(stdout, in->col_names[r.cols.targets[j]]);

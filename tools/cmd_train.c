@@ -178,6 +178,7 @@ int cmd_train(int argc, char **argv) {
     if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
+    if (o.checkpoint_every && !o.checkpoint_dir) return cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);

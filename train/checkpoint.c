@@ -29,7 +29,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/feature_offset", "F32", 1, {c->inputs}, c->feature_offset};
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
-    char v[16][64];
+    char v[24][64];
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
     snprintf(v[1], 64, "%u", c->inputs);
     snprintf(v[2], 64, "%u", c->outputs);
@@ -42,11 +42,18 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[9], 64, "%u", c->replicas);
     snprintf(v[10], 64, "%.17g", c->val_split);
     snprintf(v[11], 64, "%.9g", c->lr);
+    snprintf(v[12], 64, "%llu", (unsigned long long)c->pool);
+    snprintf(v[13], 64, "%llu", (unsigned long long)c->rows);
+    snprintf(v[14], 64, "%.17g", c->epoch_loss);
+    snprintf(v[15], 64, "%llu", (unsigned long long)c->epoch_samples);
+    snprintf(v[16], 64, "%.17g", c->epoch_wait);
+    snprintf(v[17], 64, "%.17g", c->epoch_seconds);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
-                          "lr_scaling", c->lr_scaling, NULL};
+                          "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
+                          "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17], NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -86,6 +93,13 @@ static int meta_double(const sf_st *s, const char *path, const char *key, double
     return 0;
 }
 
+// Names in a comma-separated list.
+static uint32_t names(const char *list) {
+    uint32_t n = *list ? 1 : 0;
+    for (; *list; list++) n += *list == ',';
+    return n;
+}
+
 static float *read_f32(const sf_st *s, const char *path, const char *name, size_t n, int *rc, sf_err *e) {
     if (*rc) return NULL;
     float *p = malloc((n ? n : 1) * sizeof(float));
@@ -106,7 +120,7 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     if (rc) return rc;
     const char *format = sf_st_meta(s, "format");
     char window[64], norm[16];
-    uint64_t u[10];
+    uint64_t u[12];
     if (!format || strcmp(format, FORMAT) != 0)
         rc = sf_err_set(e, SF_EFORMAT, "%s: not a seqfeed checkpoint (format '%s', expected '" FORMAT "')", path,
                         format ? format : "missing");
@@ -117,17 +131,25 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     if (!rc) rc = meta_text(s, path, "norm", norm, sizeof norm, e);
     if (!rc) rc = meta_text(s, path, "window", window, sizeof window, e);
     if (!rc) rc = meta_text(s, path, "lr_scaling", c->lr_scaling, sizeof c->lr_scaling, e);
-    const char *keys[] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch", "replicas"};
-    for (int k = 0; k < 9 && !rc; k++) rc = meta_u64(s, path, keys[k], &u[k], e);
+    const char *keys[] = {"inputs", "outputs", "epoch",    "epoch_step", "step", "seed",
+                          "epochs", "batch",   "replicas", "pool",       "rows", "epoch_samples"};
+    for (int k = 0; k < 12 && !rc; k++) rc = meta_u64(s, path, keys[k], &u[k], e);
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
+    if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
+    if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
+    if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
     if (!rc) {
         c->inputs = (uint32_t)u[0], c->outputs = (uint32_t)u[1], c->epoch = u[2], c->epoch_step = u[3];
         c->step = u[4], c->seed = u[5], c->epochs = u[6], c->batch = (uint32_t)u[7], c->replicas = (uint32_t)u[8];
+        c->pool = u[9], c->rows = u[10], c->epoch_samples = u[11];
         c->norm = sf_norm_parse(norm);
         if (sscanf(window, "%u,%u,%u,%u", &c->window.length, &c->window.stride, &c->window.sampling_rate,
                    &c->window.horizon) != 4 || c->norm < 0 || u[0] > 1u << 20 || u[1] > 1u << 20)
             rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s' or column counts", path, window, norm);
+        else if (names(c->features) != c->inputs || names(c->targets) != c->outputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s' and targets '%s'", path,
+                            c->inputs, c->outputs, c->features, c->targets);
     }
     if (!rc) {
         sf_err inner = {0};

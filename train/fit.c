@@ -97,6 +97,10 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     int rc = f->ck.w && f->ck.m && f->ck.v ? sf_trainer_save(f->tr, f->ck.w, f->ck.m, f->ck.v, e)
                                           : sf_err_set(e, SF_ENOMEM, "out of memory for a checkpoint");
     f->ck.epoch = f->epoch, f->ck.epoch_step = f->epoch_step;
+    // At an epoch's end (epoch_step 0) the next epoch has nothing yet.
+    bool partial = f->epoch_step > 0;
+    f->ck.epoch_loss = partial ? f->loss_sum : 0, f->ck.epoch_samples = partial ? f->samples : 0;
+    f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
     char path[4200];
     if (!rc) {
         snprintf(path, sizeof path, "%s/latest.safetensors", f->o->checkpoint_dir);
@@ -223,6 +227,9 @@ static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, 
                        : c->seed != r->seed                ? "--seed"
                        : c->val_split != r->val_split      ? "--val-split"
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
+                       : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
+                       : c->pool != r->pool                ? "--pool"
+                       : c->rows != r->rows                ? "the data (its row count)"
                                                            : NULL;
     if (what)
         return sf_err_set(e, SF_EINVAL, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
@@ -296,7 +303,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
         c->feature_scale = f.cols.feature_scale, c->feature_offset = f.cols.feature_offset;
         c->target_scale = f.cols.target_scale, c->target_offset = f.cols.target_offset;
         c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = f.R;
-        c->val_split = o->val_split, c->lr = o->adam.lr;
+        c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pool, c->rows = in->nrows;
         snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     }
     sf_adam adam = o->adam;
@@ -310,6 +317,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     char latest[4200] = "";
     if (o->checkpoint_dir) snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir);
     bool resumed = false;
+    double resumed_seconds = 0;  // of the interrupted epoch, before the checkpoint
     if (!rc && o->resume && access(latest, F_OK) == 0) {
         sf_checkpoint old;
         sf_model om;
@@ -317,6 +325,9 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
             if (!(rc = check_resume(&f, &old, latest, e)))
                 rc = sf_trainer_load(f.tr, old.w, old.m, old.v, old.step, e);
             f.epoch = old.epoch, f.epoch_step = old.epoch_step, c->step = old.step;
+            // The interrupted epoch's totals so far: its line and log row stay whole.
+            f.loss_sum = old.epoch_loss, f.samples = old.epoch_samples, f.wait = old.epoch_wait;
+            resumed_seconds = old.epoch_seconds;
             sf_checkpoint_free(&old);
             resumed = !rc;
         }
@@ -335,9 +346,11 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
         return 0;
     }
     if (!rc && o->log) {
-        bool append = resumed && access(o->log, F_OK) == 0;
+        // A resumed run appends to its log; a log a kill left empty gets its header.
+        struct stat st;
+        bool append = resumed && stat(o->log, &st) == 0 && st.st_size > 0;
         if (!(f.log = fopen(o->log, append ? "a" : "w"))) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write", o->log);
-        else if (!append) fprintf(f.log, "epoch,loss,val_loss,samples_per_s,input_wait\n");
+        else if (!append) fprintf(f.log, "epoch,loss,val_loss,samples_per_s,input_wait\n"), fflush(f.log);
     }
     sf_pipe_opts po = {.window = o->window, .features = c->features, .targets = c->targets, .norm = o->norm,
                        .block_chunks = 1, .replicas = f.R, .batch = f.replica_batch, .pool = o->pool,
@@ -412,7 +425,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f.epoch + 1,
                 (unsigned long long)f.epoch_step, (unsigned long long)c->step);
     sf_batch_source src = {pipe_next, pipe_release, &f};
-    f.run_t0 = f.epoch_t0 = sf_now();
+    f.run_t0 = sf_now();
+    f.epoch_t0 = f.run_t0 - resumed_seconds;
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
     double el = sf_now() - f.run_t0;
     if (!rc && f.run_steps) rc = diagnose(&f, po.decoders, e);

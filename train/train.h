@@ -143,6 +143,10 @@ typedef struct {
     uint32_t batch, replicas;
     double val_split, lr;
     char lr_scaling[16];
+    uint64_t pool, rows;  // the shuffle pool and the data's rows: they decide the batches too
+    // the epoch so far, so that a resumed epoch's line and log row are whole
+    double epoch_loss, epoch_wait, epoch_seconds;
+    uint64_t epoch_samples;
 } sf_checkpoint;
 
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);

@@ -32,6 +32,7 @@ typedef struct {
     int track;                                   // in the trace
     bool warm;                                   // past the run's first step
     uint32_t count;
+    uint32_t got;  // windows in this step's batch (0: none), read by every replica after barrier A
     int rc;  // of this step: 1 trained, 0 source ended, < 0 error
     sf_err e;
 } worker;
@@ -152,13 +153,10 @@ int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count
 // is everyone's); a non-finite loss stops before it reaches the weights.
 static void check_step(sf_trainer *t) {
     double loss = 0;
-    for (uint32_t r = 0; r < t->R && !t->stop; r++) {
+    for (uint32_t r = 0; r < t->R; r++) {  // an error anywhere wins over an end elsewhere
         worker *w = &t->w[r];
-        if (w->rc < 0) {
-            t->stop = true, t->rc = w->rc, t->err = w->e;
-        } else if (w->rc == 0) {
-            t->stop = true;
-        }
+        if (w->rc < 0 && !t->rc) t->stop = true, t->rc = w->rc, t->err = w->e;
+        else if (w->rc == 0) t->stop = true;
         loss += w->loss;
     }
     if (!t->stop && !isfinite(loss)) {
@@ -284,13 +282,14 @@ static void *worker_main(void *arg) {
         w->wait += got - t0;
         sf_trace_span(t->trace, w->track, "input", t0, got);
         w->loss = 0;
+        w->got = w->rc == 1 ? w->count : 0;
         pthread_barrier_wait(&t->bar);
         double t1 = sf_now();
         if (w->rc == 1) {
             // MirroredStrategy divides by the global batch: the sum of every
             // replica's count this step.
             uint32_t global = 0;
-            for (uint32_t q = 0; q < t->R; q++) global += t->w[q].rc == 1 ? t->w[q].count : 0;
+            for (uint32_t q = 0; q < t->R; q++) global += t->w[q].got;
             // Steps count from 1; replicas and steps get their own masks.
             uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + w->r});
             int rc = t->be->train_step(w->rep, x, y, w->count, global, seed, &w->loss, &w->e);

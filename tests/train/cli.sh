@@ -47,6 +47,14 @@ ls b | grep -q tmp && fail "a temporary checkpoint was left: $(ls b)"
 run 0 train "${common[@]}" --checkpoint-dir b --checkpoint-every 40 --resume --log b.csv
 cmp -s a/latest.safetensors b/latest.safetensors || fail "resumed run ends with other weights than the uninterrupted one"
 cmp -s a/epoch-0002.safetensors b/epoch-0002.safetensors || fail "epoch 2 checkpoints differ"
+# The resumed epoch's log row counts the steps before the kill too.
+python3 - <<'PY' || fail "the resumed run's epoch losses differ from the uninterrupted run's: $(cat a.csv b.csv)"
+import csv, sys
+a = list(csv.DictReader(open("a.csv"))); b = list(csv.DictReader(open("b.csv")))
+ok = len(a) == len(b) == 2 and all(abs(float(x["loss"]) - float(y["loss"])) <= 1e-9 * float(x["loss"]) and
+                                   x["val_loss"] == y["val_loss"] for x, y in zip(a, b))
+sys.exit(0 if ok else 1)
+PY
 # Resuming a finished run does nothing.
 cp b/latest.safetensors done.safetensors
 run 0 train "${common[@]}" --checkpoint-dir b --resume
@@ -83,6 +91,31 @@ expect err "memory-budget 2.0 MB: the replicas take [0-9.]+ MB, and for the pipe
 run 1 train "${common[@]}" --model lstm:512,dense --batch-size 1024 --memory-budget 20
 expect err "the replicas' weights and activations alone take"
 run 0 train "${common[@]}" --memory-budget 30 --max-steps 3
+run 1 train "${common[@]}" --pool 64 --checkpoint-dir b --resume
+expect err "--pool differs from the checkpoint's"
+run 1 train "${common[@]}" --lr-scaling linear --checkpoint-dir b --resume
+expect err "--lr-scaling differs from the checkpoint's"
+run 2 train "${common[@]}" --checkpoint-every 5
+expect err "--checkpoint-every needs --checkpoint-dir"
+run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
+expect err "unknown option --output"
+# A target that is not a feature: no persistence baseline, and still JSON.
+run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \
+    --checkpoint-dir nf -q
+run 0 evaluate --checkpoint nf/latest.safetensors --data s.sfpack --json
+python3 -c "import json,sys; d = json.load(open('out')); sys.exit(0 if d['persistence_baseline'] is None else 1)" ||
+    fail "evaluate --json without persistence: $(cat out)"
+# A checkpoint whose column names disagree with its counts is refused.
+python3 - <<'PY'
+import json, struct
+data = open("nf/latest.safetensors", "rb").read()
+n = struct.unpack("<Q", data[:8])[0]
+h = json.loads(data[8:8 + n]); h["__metadata__"]["features"] += ",f2"
+raw = json.dumps(h).encode(); raw += b" " * ((8 - (8 + len(raw)) % 8) % 8)
+open("bad.safetensors", "wb").write(struct.pack("<Q", len(raw)) + raw + data[8 + n:])
+PY
+run 1 predict --checkpoint bad.safetensors --data s.sfpack
+expect err "2 inputs and 1 outputs, but features 'f0,f1,f2'"
 run 2 train --data s.sfpack --val-split 1
 run 2 train --data s.sfpack --resume
 expect err "--resume needs --checkpoint-dir"
