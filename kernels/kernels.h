@@ -106,8 +106,12 @@ void sf_gpu_stage_close(sf_gpu_stage *st);
 // set, the device's default stream.
 void sf_gpu_stage_set_stream(sf_gpu_stage *st, uint32_t r, void *stream);
 // Makes replica r's consumer stream wait for a batch's ready event, without
-// blocking the host.
+// blocking the host; timing events around the wait measure it on the GPU.
 int sf_gpu_stage_wait(sf_gpu_stage *st, uint32_t r, void *ready, sf_err *e);
+// Seconds replica r's stream spent in its last wait: the copy that earlier
+// work did not hide. Read it once the stream has passed the wait (0 if it
+// has not, or without CUDA).
+double sf_gpu_stage_waited(sf_gpu_stage *st, uint32_t r);
 // The first CUDA error the hooks met (release cannot return one), or 0.
 int sf_gpu_stage_error(sf_gpu_stage *st, sf_err *e);
 // Copies and host-blocking waits done so far by the hooks, summed over

@@ -19,6 +19,8 @@ typedef struct {
     int dev;
     cudaStream_t copy, consumer;
     slot_t *slots;
+    cudaEvent_t before, after;  // timing events around the consumer's last wait
+    bool timed;                 // they bracket a wait
 } replica_t;
 
 struct sf_gpu_stage {
@@ -80,6 +82,8 @@ extern "C" int sf_gpu_stage_open(sf_gpu_stage **out, const int *devices, uint32_
             c = cudaEventCreateWithFlags(&rep->slots[s].copied, cudaEventDisableTiming);
             if (c == cudaSuccess) c = cudaEventCreateWithFlags(&rep->slots[s].consumed, cudaEventDisableTiming);
         }
+        if (c == cudaSuccess) c = cudaEventCreate(&rep->before);
+        if (c == cudaSuccess) c = cudaEventCreate(&rep->after);
         if (c != cudaSuccess) rc = fail(st, r, "creating the copy stream and events", c, e);
         if (rc) {
             sf_gpu_stage_close(st);
@@ -102,6 +106,8 @@ extern "C" void sf_gpu_stage_close(sf_gpu_stage *st) {
             if (rep->slots[s].consumed) cudaEventDestroy(rep->slots[s].consumed);
         }
         if (rep->copy) cudaStreamDestroy(rep->copy);
+        if (rep->before) cudaEventDestroy(rep->before);
+        if (rep->after) cudaEventDestroy(rep->after);
         free(rep->slots);
     }
     free(st->reps);
@@ -114,9 +120,23 @@ extern "C" void sf_gpu_stage_set_stream(sf_gpu_stage *st, uint32_t r, void *stre
 }
 
 extern "C" int sf_gpu_stage_wait(sf_gpu_stage *st, uint32_t r, void *ready, sf_err *e) {
-    CHECK_CUDA(cudaSetDevice(st->reps[r].dev));
-    CHECK_CUDA(cudaStreamWaitEvent(st->reps[r].consumer, (cudaEvent_t)ready, 0));
+    replica_t *rep = &st->reps[r];
+    CHECK_CUDA(cudaSetDevice(rep->dev));
+    CHECK_CUDA(cudaEventRecord(rep->before, rep->consumer));
+    CHECK_CUDA(cudaStreamWaitEvent(rep->consumer, (cudaEvent_t)ready, 0));
+    CHECK_CUDA(cudaEventRecord(rep->after, rep->consumer));
+    rep->timed = true;
     return 0;
+}
+
+extern "C" double sf_gpu_stage_waited(sf_gpu_stage *st, uint32_t r) {
+    replica_t *rep = &st->reps[r];
+    float ms = 0;
+    if (!rep->timed || cudaEventElapsedTime(&ms, rep->before, rep->after) != cudaSuccess) {
+        cudaGetLastError();  // not recorded yet, or not complete: no figure, and no sticky error
+        return 0;
+    }
+    return ms * 1e-3;
 }
 
 extern "C" int sf_gpu_stage_error(sf_gpu_stage *st, sf_err *e) {

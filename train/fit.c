@@ -56,6 +56,11 @@ static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, ui
     return rc ? rc : 1;
 }
 
+static double pipe_copy_wait(void *arg, uint32_t r) {
+    fit *f = arg;
+    return sf_gpu_stage_waited(f->stage, r);
+}
+
 static void pipe_release(void *arg, uint32_t r) {
     fit *f = arg;
     if (!f->o->resident) sf_pipe_release(f->pipe, r, &f->cur[r]);  // a resident batch is never given back
@@ -424,7 +429,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     if (resumed && o->progress)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f.epoch + 1,
                 (unsigned long long)f.epoch_step, (unsigned long long)c->step);
-    sf_batch_source src = {pipe_next, pipe_release, &f};
+    sf_batch_source src = {pipe_next, pipe_release, f.stage ? pipe_copy_wait : NULL, &f};
     f.run_t0 = sf_now();
     f.epoch_t0 = f.run_t0 - resumed_seconds;
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);

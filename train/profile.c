@@ -17,7 +17,8 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
         if (p->wall > wall) wall = p->wall;
         for (int k = 0; k < SF_PHASES; k++) share[k] += p->wall > 0 ? p->total[k] / p->wall / R : 0;
     }
-    d->input_share = share[SF_PHASE_INPUT];
+    // The copy that compute waited for is input too, as TensorFlow counts it.
+    d->input_share = share[SF_PHASE_INPUT] + share[SF_PHASE_COPY];
     d->classification = d->input_share < 0.05 ? "not input bound" : d->input_share < 0.20 ? "moderately input bound"
                                                                                        : "highly input bound";
     if (wall > 0) {
@@ -26,7 +27,14 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
         for (uint32_t r = 0; r < R; r++)
             d->utilisation[SF_STAGE_WINDOW] = fmax(d->utilisation[SF_STAGE_WINDOW], pipe_replicas[r].busy / wall);
     }
-    if (d->input_share >= 0.05) {
+    if (d->input_share >= 0.05 && share[SF_PHASE_COPY] > share[SF_PHASE_INPUT]) {
+        d->limit = "copy";
+        snprintf(d->text, sizeof d->text,
+                 "%s: replicas waited for input %.1f%% of the time, %.1f%% of it for host-to-device copies that "
+                 "compute could not hide. Hint: more staging slots (copies start earlier), or larger batches per "
+                 "GPU (fewer, longer copies).",
+                 d->classification, 100 * d->input_share, 100 * share[SF_PHASE_COPY]);
+    } else if (d->input_share >= 0.05) {
         int s = 0;
         for (int k = 1; k < 3; k++)
             if (d->utilisation[k] > d->utilisation[s]) s = k;

@@ -7,7 +7,7 @@
 
 #include "train.h"
 
-static const char *const colours[SF_PHASES] = {"#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#aaaaaa"};
+static const char *const colours[SF_PHASES] = {"#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#aaaaaa"};
 
 static void html(FILE *f, const char *s) {
     for (; *s; s++) {

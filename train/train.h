@@ -22,6 +22,9 @@
 typedef struct {
     int (*next)(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e);
     void (*release)(void *arg, uint32_t r);
+    // Seconds replica r's last step waited on the device for its batch's
+    // copy (after the step); NULL where batches need no copy.
+    double (*copy_wait)(void *arg, uint32_t r);
     void *arg;
 } sf_batch_source;
 
@@ -36,11 +39,20 @@ typedef struct {
 
 // Where a replica's steps went. A step runs from the moment the replica asks
 // for its batch to the moment it asks for the next: input (waiting for the
-// batch), compute (forward and backward), reduce (the all-reduce, waiting
-// for the slowest replica included), update (Adam), other (the rest:
-// barriers, the step hook's validation and checkpoints). The phases add up
-// to the step.
-enum sf_phase { SF_PHASE_INPUT, SF_PHASE_COMPUTE, SF_PHASE_REDUCE, SF_PHASE_UPDATE, SF_PHASE_OTHER, SF_PHASES };
+// batch), copy (on a GPU: the part of the batch's host-to-device copy that
+// compute had to wait for, not hidden behind earlier work), compute (forward
+// and backward), reduce (the all-reduce, waiting for the slowest replica
+// included), update (Adam), other (the rest: barriers, the step hook's
+// validation and checkpoints). The phases add up to the step.
+enum sf_phase {
+    SF_PHASE_INPUT,
+    SF_PHASE_COPY,
+    SF_PHASE_COMPUTE,
+    SF_PHASE_REDUCE,
+    SF_PHASE_UPDATE,
+    SF_PHASE_OTHER,
+    SF_PHASES
+};
 extern const char *const sf_phase_names[SF_PHASES];
 
 typedef struct {
@@ -98,7 +110,7 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
 typedef struct {
     double input_share;          // replicas' input wait over their wall time, mean over replicas
     const char *classification;  // "not input bound", "moderately input bound", "highly input bound"
-    const char *limit;           // "read", "decode", "window"; or "compute", "all-reduce" when not input bound
+    const char *limit;           // "read", "decode", "window", "copy"; or "compute", "all-reduce" when not input bound
     double utilisation[3];       // busy share of each stage (enum sf_stage), per thread
     char text[1024];             // the diagnosis with its numbers and a hint
 } sf_diagnosis;

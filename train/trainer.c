@@ -23,7 +23,7 @@ typedef struct {
     uint32_t r;
     sf_replica *rep;
     pthread_t thread;
-    double loss, wait, compute, reduce, update;  // this step's
+    double loss, wait, copy, compute, reduce, update;  // this step's
     double start;                                // this step's start
     uint64_t steps;                              // steps profiled
     double first, last;                          // the first step's start, the last one's end
@@ -198,19 +198,19 @@ static void after_step(sf_trainer *t) {
     }
 }
 
-const char *const sf_phase_names[SF_PHASES] = {"input", "compute", "reduce", "update", "other"};
+const char *const sf_phase_names[SF_PHASES] = {"input", "copy", "compute", "reduce", "update", "other"};
 
 // The step that started at w->start ends at now: its phases into the
 // profile. The run's first step is left out: its input wait is the
 // pipeline filling up, which every later step is spared.
 static void profile_step(worker *w, double now) {
-    double step = now - w->start, ph[SF_PHASES] = {w->wait, w->compute, w->reduce, w->update, 0};
+    double step = now - w->start, ph[SF_PHASES] = {w->wait, w->copy, w->compute - w->copy, w->reduce, w->update, 0};
     if (!w->warm) {
         w->warm = true;
-        w->wait = w->compute = w->reduce = w->update = 0;
+        w->wait = w->copy = w->compute = w->reduce = w->update = 0;
         return;
     }
-    ph[SF_PHASE_OTHER] = step - ph[0] - ph[1] - ph[2] - ph[3];
+    ph[SF_PHASE_OTHER] = step - ph[0] - ph[1] - ph[2] - ph[3] - ph[4];
     if (!w->steps) w->first = w->start;
     w->last = now;
     for (int k = 0; k < SF_PHASES; k++) w->total[k] += ph[k];
@@ -220,7 +220,7 @@ static void profile_step(worker *w, double now) {
         row[SF_PHASES] = (float)step;
     }
     w->steps++;
-    w->wait = w->compute = w->reduce = w->update = 0;
+    w->wait = w->copy = w->compute = w->reduce = w->update = 0;
 }
 
 static int by_value(const void *a, const void *b) {
@@ -270,7 +270,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&t->gate);
     w->steps = 0, w->warm = false;
     for (int k = 0; k < SF_PHASES; k++) w->total[k] = 0;
-    w->wait = w->compute = w->reduce = w->update = 0;
+    w->wait = w->copy = w->compute = w->reduce = w->update = 0;
     w->start = 0;
     while (go) {
         const float *x, *y;
@@ -298,6 +298,9 @@ static void *worker_main(void *arg) {
         }
         double done = sf_now();
         w->compute += done - t1;
+        // Inside compute: the device's wait for this batch's copy (the
+        // backend's step has waited for its stream, so the figure is final).
+        if (w->rc == 1 && src->copy_wait) w->copy += src->copy_wait(src->arg, w->r);
         sf_trace_span(t->trace, w->track, "forward+backward", t1, done);
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) check_step(t);

@@ -60,7 +60,7 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
             s.x[r] = hx, s.y[r] = hy;
         }
     }
-    sf_batch_source src = {next, release, &s};
+    sf_batch_source src = {next, release, NULL, &s};
     if (!(rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) rc = sf_trainer_run(t, &src, 17, NULL, NULL, e);
     if (!rc) rc = sf_trainer_save(t, w, NULL, NULL, e);
     sf_trainer_close(t);

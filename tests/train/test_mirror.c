@@ -47,7 +47,7 @@ static void train(uint32_t R, const sf_model *m, const float *w0, const float *x
     *rc = sf_trainer_open(&t, &sf_backend_cpu, m, R, GLOBAL / R, T, NULL, SF_PRECISION_FP32, &adam, e);
     if (*rc) return;
     slices s = {x, y, R, {0}};
-    sf_batch_source src = {next, release, &s};
+    sf_batch_source src = {next, release, NULL, &s};
     uint64_t steps = 0;
     if (!(*rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) *rc = sf_trainer_run(t, &src, 5, count_steps, &steps, e);
     if (!*rc) *rc = sf_trainer_save(t, w, NULL, NULL, e);
