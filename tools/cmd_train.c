@@ -60,7 +60,7 @@ static const char help[] =
     "      --test-delay STAGE:US  tests only: slow the pipeline's read, decode or window\n"
     "                           stage by US microseconds per item, to see the diagnosis\n"
     "\n"
-    "After training it prints where each replica's steps went (input, compute,\n"
+    "After training it prints where each replica's steps went (input, copy, compute,\n"
     "all-reduce, update, other: mean, p50, p99) and a diagnosis: how input bound\n"
     "the run was (TensorFlow's classes), and the stage or phase that limits it.\n";
 

@@ -17,7 +17,7 @@ static const struct {
     {"train", cmd_train, "train the LSTM model on an .sfpack file"},
     {"predict", cmd_predict, "predict every window of a file with a checkpoint"},
     {"evaluate", cmd_evaluate, "a checkpoint's loss on a file, next to two baselines"},
-    {"bench", cmd_bench, "measure the input pipeline (bench pipeline)"},
+    {"bench", cmd_bench, "benchmarks: bench pipeline | read | train | scaling"},
     {"info", cmd_info, "show the version, the build and the GPUs found"},
 };
 
