@@ -445,7 +445,13 @@ int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        fputs(help, stdout);
+        fputs("usage: seqfeed bench pipeline|read|train|scaling [options]\n\n"
+              "  pipeline   the input pipeline alone: windows/s, stage utilisation, stalls, its ceiling\n"
+              "  read       the reader alone: GB/s (bench/pipeline.sh puts fio beside it)\n"
+              "  train      the trainer at several batch sizes: samples/s, input cost, GFLOP/s\n"
+              "  scaling    speed-up and efficiency at several replica counts, and what limits them\n\n"
+              "'seqfeed bench SUBCOMMAND --help' describes its options.\n",
+              stdout);
         return EXIT_OK;
     }
     return cli_usage_error("bench", "expected 'bench pipeline', 'bench read', 'bench train' or 'bench scaling'");
