@@ -2,7 +2,6 @@
 // against, and the CPU backend itself. Matrix products go to BLAS (row-major
 // cblas_sgemm); everything element-wise is fused into one pass per row.
 #include <cblas.h>
-#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,51 +187,24 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
     for (size_t k = 0; k < B * O; k++) dy[k] = scale * (y[k] - target[k]);
 }
 
-typedef struct {
-    size_t n;
-    float *a, *b, *c;
-    pthread_barrier_t *start;
-} gemm_job;
-
-static void *gemm_thread(void *arg) {
-    gemm_job *j = arg;
-    pthread_barrier_wait(j->start);
-    gemm(false, false, j->n, j->n, j->n, 1.0f, j->a, j->n, j->b, j->n, 0.0f, j->c, j->n);
-    return NULL;
+void sf_cpu_threads(int n) {
+    if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    openblas_set_num_threads(n > 0 ? n : 1);
 }
 
-double sf_cpu_gemm_rate(size_t n, int reps, int threads) {
-    if (threads < 1) threads = 1;
-    gemm_job *jobs = calloc((size_t)threads, sizeof *jobs);
-    pthread_t *tid = calloc((size_t)threads, sizeof *tid);
-    pthread_barrier_t start;
+double sf_cpu_gemm_rate(size_t n, int reps) {
+    float *a = malloc(n * n * sizeof(float)), *b = malloc(n * n * sizeof(float)), *c = malloc(n * n * sizeof(float));
     double best = 0;
-    bool ok = jobs && tid;
-    for (int t = 0; ok && t < threads; t++) {
-        jobs[t] = (gemm_job){n, malloc(n * n * sizeof(float)), malloc(n * n * sizeof(float)),
-                             malloc(n * n * sizeof(float)), &start};
-        ok = jobs[t].a && jobs[t].b && jobs[t].c;
-        for (size_t k = 0; ok && k < n * n; k++) jobs[t].a[k] = (float)(k % 7) * 0.1f, jobs[t].b[k] = (float)(k % 5) * 0.1f;
-    }
-    for (int r = 0; ok && r <= reps; r++) {  // the first round warms up
-        pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
-        int started = 0;
-        for (; started < threads; started++)
-            if (pthread_create(&tid[started], NULL, gemm_thread, &jobs[started])) break;
-        if (started < threads) {  // cannot time a partial round: release the started ones
-            pthread_barrier_destroy(&start);
-            ok = false;
-            break;
+    if (a && b && c) {
+        for (size_t k = 0; k < n * n; k++) a[k] = (float)(k % 7) * 0.1f, b[k] = (float)(k % 5) * 0.1f;
+        for (int r = 0; r <= reps; r++) {  // the first run warms up
+            double t = sf_now();
+            gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            double rate = 2.0 * (double)n * n * n / (sf_now() - t);
+            if (r && rate > best) best = rate;
         }
-        pthread_barrier_wait(&start);
-        double t0 = sf_now();
-        for (int t = 0; t < threads; t++) pthread_join(tid[t], NULL);
-        double rate = 2.0 * (double)n * n * n * threads / (sf_now() - t0);
-        pthread_barrier_destroy(&start);
-        if (r && rate > best) best = rate;
     }
-    for (int t = 0; jobs && t < threads; t++) free(jobs[t].a), free(jobs[t].b), free(jobs[t].c);
-    free(jobs), free(tid);
+    free(a), free(b), free(c);
     return best;
 }
 

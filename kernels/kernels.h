@@ -58,10 +58,13 @@ void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n
 double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
 void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
 
-// FLOP/s of square float32 GEMMs of side n, one on each of threads threads
-// at once (BLAS itself is single-threaded), best of reps: the ceiling
-// benchmarks report the model's rate against.
-double sf_cpu_gemm_rate(size_t n, int reps, int threads);
+// Threads each BLAS call may use (OpenBLAS' pool): 1 when several replica
+// threads call BLAS at once, 0 for every core.
+void sf_cpu_threads(int n);
+
+// FLOP/s of a square float32 GEMM of side n on the BLAS's current threads,
+// best of reps: the ceiling benchmarks report the model's rate against.
+double sf_cpu_gemm_rate(size_t n, int reps);
 
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7

@@ -99,10 +99,9 @@ int bench_train(int argc, char **argv) {
     sf_columns_free(&cols);
     if (rc) return cli_fail("bench train", &e, NULL);
     double train_flops = 3 * sf_model_flops(&m, o.window.length);
-    // The ceiling: a single-threaded GEMM on every core at once, as the
-    // replicas' parts run theirs.
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    double peak = sf_cpu_gemm_rate(2048, 3, cores > 0 ? (int)cores : 1);
+    // The ceiling: every core in one GEMM.
+    sf_cpu_threads(0);
+    double peak = sf_cpu_gemm_rate(2048, 3);
     if (!json)
         printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core; %u %s "
                "replica(s)\n", o.model, o.window.length, train_flops / 1e6, peak / 1e9, o.replicas, o.backend->name);

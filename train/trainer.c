@@ -341,6 +341,9 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
     t->src = src, t->seed = dropout_seed, t->hook = hook, t->hook_arg = arg;
     t->stop = false, t->rc = 0, t->go = 0;
     uint32_t started = 0;
+    // The replicas' own threads are the parallelism: BLAS runs in the thread
+    // that calls it.
+    sf_cpu_threads(1);
     for (; started < t->R; started++)
         if (sf_thread_start(&t->w[started].thread, worker_main, &t->w[started])) break;
     pthread_mutex_lock(&t->gate);
