@@ -135,11 +135,18 @@ static int jskip(json *j, int depth) {
         } while (eat(j, ','));
         return eat(j, close) ? 0 : jfail(j, c == '{' ? "',' or '}'" : "',' or ']'");
     }
+    // A number or a word, scanned within the header: it is not NUL-terminated
+    // (strspn and friends would read past it), and NUL is no character of either.
     const char *start = j->p;
-    while (j->p < j->end && strchr("+-.0123456789eEtruefalsn", *j->p)) j->p++;
+    bool digits_only = true;
+    while (j->p < j->end && *j->p && strchr("+-.0123456789eEtruefalsn", *j->p)) {
+        digits_only &= strchr("+-.0123456789eE", *j->p) != NULL;
+        j->p++;
+    }
     size_t n = (size_t)(j->p - start);
-    bool word = (n == 4 && (!strncmp(start, "true", 4) || !strncmp(start, "null", 4))) || (n == 5 && !strncmp(start, "false", 5));
-    bool number = n > 0 && strchr("-0123456789", *start) && strspn(start, "+-.0123456789eE") == n;
+    bool word = (n == 4 && (!strncmp(start, "true", 4) || !strncmp(start, "null", 4))) ||
+                (n == 5 && !strncmp(start, "false", 5));
+    bool number = n > 0 && digits_only && (*start == '-' || (*start >= '0' && *start <= '9'));
     if (!word && !number) return j->p = start, jfail(j, "a value");
     return 0;
 }
