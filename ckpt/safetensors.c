@@ -434,26 +434,22 @@ int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *c
         free(h.p);
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    char *tmp;
-    int fd = sf_temp_create(path, &tmp, e);
-    if (fd < 0) {
+    sf_temp_file out;
+    int rc = sf_temp_fopen(&out, path, e);
+    if (rc) {
         free(h.p);
-        return fd;
+        return rc;
     }
     uint8_t len8[8];
     sf_put_u64(len8, h.n);
-    FILE *f = fdopen(dup(fd), "wb");
-    bool ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n;
+    bool ok = fwrite(len8, 1, 8, out.f) == 8 && fwrite(h.p, 1, h.n, out.f) == h.n;
     for (size_t k = 0; ok && k < n; k++) {
         uint64_t bytes = dtype_size(t[k].dtype);
         for (uint32_t d = 0; d < t[k].rank; d++) bytes *= t[k].shape[d];
-        ok = fwrite(t[k].data, 1, bytes, f) == bytes;
+        ok = fwrite(t[k].data, 1, bytes, out.f) == bytes;
     }
-    if (f && fclose(f) != 0) ok = false;
+    int werr = ok ? 0 : errno;
     free(h.p);
-    int rc = ok ? sf_temp_commit(fd, tmp, path, e) : sf_err_errno(e, SF_EIO, errno, "%s: write failed", tmp);
-    close(fd);
-    if (rc) unlink(tmp);
-    free(tmp);
-    return rc;
+    rc = sf_temp_fclose(&out, ok, e);
+    return ok || rc ? rc : sf_err_errno(e, SF_EIO, werr, "%s: write failed", path);
 }

@@ -92,6 +92,35 @@ int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e) {
     return 0;
 }
 
+int sf_temp_fopen(sf_temp_file *t, const char *path, sf_err *e) {
+    *t = (sf_temp_file){NULL, -1, NULL, path};
+    int fd = sf_temp_create(path, &t->tmp, e);
+    if (fd < 0) return fd;
+    // A descriptor of its own for stdio: the commit still needs fd after fclose.
+    int own = dup(fd);
+    if (own < 0 || !(t->f = fdopen(own, "w"))) {
+        int rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
+        if (own >= 0) close(own);
+        close(fd), unlink(t->tmp), free(t->tmp);
+        *t = (sf_temp_file){NULL, -1, NULL, path};
+        return rc;
+    }
+    t->fd = fd;
+    return 0;
+}
+
+int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e) {
+    int rc = 0;
+    if (fflush(t->f) != 0 || ferror(t->f)) rc = sf_err_errno(e, SF_EIO, errno, "%s: write failed", t->path);
+    if (fclose(t->f) != 0 && !rc) rc = sf_err_errno(e, SF_EIO, errno, "%s: write failed", t->path);
+    if (commit && !rc) rc = sf_temp_commit(t->fd, t->tmp, t->path, e);
+    close(t->fd);
+    if (!commit || rc) unlink(t->tmp);
+    free(t->tmp);
+    *t = (sf_temp_file){NULL, -1, NULL, t->path};
+    return rc;
+}
+
 int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
     sigset_t all, old;
     sigfillset(&all);

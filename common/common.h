@@ -5,6 +5,8 @@
 #define SF_COMMON_H
 
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +48,19 @@ uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
 // failure, unlinks tmp.
 int sf_temp_create(const char *path, char **tmp, sf_err *e);
 int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e);
+
+// The same for output written through stdio: sf_temp_fopen opens the
+// temporary file as f; sf_temp_fclose flushes it, and commits it onto path
+// when commit is true and every write succeeded, else removes it. It frees
+// everything either way and returns 0 or a negative code.
+typedef struct {
+    FILE *f;
+    int fd;
+    char *tmp;  // the temporary name, for a signal handler to remove
+    const char *path;
+} sf_temp_file;
+int sf_temp_fopen(sf_temp_file *t, const char *path, sf_err *e);
+int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e);
 
 // pthread_create with every signal blocked in the new thread, so that
 // signals (Ctrl-C) reach the main thread and its handlers. 0 or an errno.

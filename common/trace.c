@@ -76,14 +76,10 @@ void sf_trace_counter(sf_trace *t, const char *name, double at, double value) {
 }
 
 int sf_trace_write(sf_trace *t, const char *path, sf_err *e) {
-    char *tmp;
-    int fd = sf_temp_create(path, &tmp, e);
-    if (fd < 0) return fd;
-    FILE *f = fdopen(dup(fd), "w");
-    if (!f) {
-        close(fd), unlink(tmp), free(tmp);
-        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
-    }
+    sf_temp_file out;
+    int rc = sf_temp_fopen(&out, path, e);
+    if (rc) return rc;
+    FILE *f = out.f;
     pthread_mutex_lock(&t->mu);
     fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"dropped_events\": %llu},\n\"traceEvents\": [\n",
             (unsigned long long)t->dropped);
@@ -108,11 +104,5 @@ int sf_trace_write(sf_trace *t, const char *path, sf_err *e) {
     }
     pthread_mutex_unlock(&t->mu);
     fprintf(f, "\n]}\n");
-    int rc = fflush(f) || ferror(f) ? sf_err_errno(e, SF_EIO, errno, "%s: write failed", tmp) : 0;
-    fclose(f);
-    if (!rc) rc = sf_temp_commit(fd, tmp, path, e);
-    close(fd);
-    if (rc) unlink(tmp);
-    free(tmp);
-    return rc;
+    return sf_temp_fclose(&out, true, e);
 }

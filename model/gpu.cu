@@ -56,6 +56,7 @@ typedef struct {
     size_t woff, wbytes;         // its weight space in the parameter buffer
     void *reserve;
     size_t reserve_bytes;
+    uint32_t shaped;  // the batch size the descriptors describe (0: none yet)
 } lstm_layer;
 
 typedef struct {
@@ -88,7 +89,6 @@ typedef struct {
     float *xin, *scratch;       // device: a host batch's x; dx of the first layer
     double *loss_dev, *loss_host;
     float *pred;                // device, (batch, outputs)
-    bool training;
     bool tf32;         // tensor-core products (else FMA fp32)
     ncclComm_t comm;   // its communicator, when it has peers
 } gpu_replica;
@@ -128,6 +128,7 @@ static int alloc_dev(gpu_replica *r, float **p, size_t floats, sf_err *e) {
 
 // The batch's shape for the data and state descriptors of one LSTM layer.
 static int lstm_shape(gpu_replica *r, const sf_layer *l, lstm_layer *k, uint32_t n, sf_err *e) {
+    if (k->shaped == n) return 0;  // every full batch: set once
     DNN_OK(cudnnSetRNNDataDescriptor(k->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
                                      (int)r->window, (int)n, (int)l->in, r->host_lengths, NULL),
            "cudnnSetRNNDataDescriptor (x)");
@@ -136,6 +137,7 @@ static int lstm_shape(gpu_replica *r, const sf_layer *l, lstm_layer *k, uint32_t
            "cudnnSetRNNDataDescriptor (y)");
     int dims[3] = {1, (int)n, (int)l->units}, strides[3] = {(int)(n * l->units), (int)l->units, 1};
     DNN_OK(cudnnSetTensorNdDescriptor(k->hd, CUDNN_DATA_FLOAT, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+    k->shaped = n;
     return 0;
 }
 
@@ -342,7 +344,6 @@ static int dense_forward(gpu_replica *r, float *y, const float *x, const float *
 static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, uint64_t seed, sf_err *e) {
     const sf_model *m = r->m;
     const float *in = x;
-    r->training = training;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];

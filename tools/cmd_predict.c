@@ -204,31 +204,27 @@ int cmd_predict(int argc, char **argv) {
         run_close(&r);
         return cli_fail("predict", &e, NULL);
     }
-    char *tmp = NULL;
-    int fd = -1;
+    sf_temp_file file = {0};
     r.out = stdout;
     if (out && strcmp(out, "-")) {
-        if ((fd = sf_temp_create(out, &tmp, &e)) < 0 || !(r.out = fdopen(fd, "w"))) {
-            if (fd >= 0) close(fd), unlink(tmp), rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot write", out);
-            else rc = fd;
-            free(tmp);
+        if (sf_temp_fopen(&file, out, &e)) {
             run_close(&r);
             return cli_fail("predict", &e, NULL);
         }
-        cli_guard_temp(tmp);
+        r.out = file.f;
+        cli_guard_temp(file.tmp);
     }
     fprintf(r.out, "series,row");
     const sf_pack_info *in = sf_pack_get_info(r.pack);
     for (uint32_t j = 0; j < r.cols.ntargets; j++) fprintf(r.out, ",%s", in->col_names[r.cols.targets[j]]);
     fputc('\n', r.out);
     rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
-    if (!rc && (fflush(r.out) != 0 || ferror(r.out))) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out ? out : "<stdout>");
-    if (tmp) {
-        if (!rc) rc = sf_temp_commit(fd, tmp, out, &e);
-        fclose(r.out);
+    if (file.f) {
+        int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
+        if (!rc) rc = crc;
         cli_guard_temp(NULL);
-        if (rc) unlink(tmp);
-        free(tmp);
+    } else if (!rc && (fflush(stdout) != 0 || ferror(stdout))) {
+        rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
     }
     run_close(&r);
     return rc ? cli_fail("predict", &e, NULL) : EXIT_OK;

@@ -107,26 +107,17 @@ int cmd_unpack(int argc, char **argv) {
         sf_pack_close(p);
         return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
     }
-    char *tmp = NULL;
-    int fd = sf_temp_create(out, &tmp, &e);
-    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    int rc = fd < 0 ? fd : 0;
-    if (fd >= 0 && !f) {
-        rc = sf_err_errno(&e, SF_EIO, errno, "%s: cannot open the temporary file", out);
-        close(fd);
-    }
-    if (f) {
-        cli_guard_temp(tmp);
+    sf_temp_file file;
+    int rc = sf_temp_fopen(&file, out, &e);
+    if (!rc) {
+        cli_guard_temp(file.tmp);
         static char big[1 << 20];
-        setvbuf(f, big, _IOFBF, sizeof big);
-        rc = write_csv(p, f, &e);
-        if (!rc && (fflush(f) != 0 || ferror(f))) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
-        if (!rc) rc = sf_temp_commit(fd, tmp, out, &e);
-        if (fclose(f) != 0 && !rc) rc = sf_err_errno(&e, SF_EIO, errno, "%s: write failed", out);
+        setvbuf(file.f, big, _IOFBF, sizeof big);
+        rc = write_csv(p, file.f, &e);
+        int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
+        if (!rc) rc = crc;
         cli_guard_temp(NULL);
     }
-    if (rc && tmp) unlink(tmp);
-    free(tmp);
     sf_pack_close(p);
     return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
 }

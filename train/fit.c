@@ -406,7 +406,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                     replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);
     }
     if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
-    if (rc && f.stage && sf_gpu_stage_error(f.stage, NULL)) sf_gpu_stage_error(f.stage, e);  // the CUDA cause
+    if (rc && f.stage) sf_gpu_stage_error(f.stage, e);  // the CUDA cause, if it was one
     if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     // Back to the checkpoint's position in its epoch: the pipeline is
     // deterministic, so skipping its first batches lands on the same ones.

@@ -81,14 +81,10 @@ static void chart(FILE *f, const float (*steps)[SF_PHASES], size_t n) {
 int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t nsteps,
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e) {
-    char *tmp;
-    int fd = sf_temp_create(path, &tmp, e);
-    if (fd < 0) return fd;
-    FILE *f = fdopen(dup(fd), "w");
-    if (!f) {
-        close(fd), unlink(tmp), free(tmp);
-        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
-    }
+    sf_temp_file out;
+    int rc = sf_temp_fopen(&out, path, e);
+    if (rc) return rc;
+    FILE *f = out.f;
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seqfeed run report</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;max-width:1000px} td,th{padding:2px 10px;"
                "text-align:right} th{background:#eee} .key{display:inline-block;width:12px;height:12px} "
@@ -123,11 +119,5 @@ int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t ns
         fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n</body></html>\n");
-    int rc = fflush(f) || ferror(f) ? sf_err_errno(e, SF_EIO, errno, "%s: write failed", tmp) : 0;
-    fclose(f);
-    if (!rc) rc = sf_temp_commit(fd, tmp, path, e);
-    close(fd);
-    if (rc) unlink(tmp);
-    free(tmp);
-    return rc;
+    return sf_temp_fclose(&out, true, e);
 }

@@ -34,7 +34,6 @@ typedef struct {
     double loss;             // the step's loss: summed row losses / global batch
     uint32_t samples;        // windows in the step, all replicas
     double input_wait;       // seconds replicas waited for their batch, summed
-    double compute, reduce;  // seconds in forward/backward and in the all-reduce, summed
 } sf_step_info;
 
 // Where a replica's steps went. A step runs from the moment the replica asks

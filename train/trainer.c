@@ -187,8 +187,6 @@ static void after_step(sf_trainer *t) {
         s.loss += w->loss;
         s.samples += w->count;
         s.input_wait += w->wait;
-        s.compute += w->compute;
-        s.reduce += w->reduce;
     }
     s.loss /= s.samples;  // the replicas return sums of row losses
     int rc = t->hook ? t->hook(t->hook_arg, &s, &t->err) : 0;

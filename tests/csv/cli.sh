@@ -5,30 +5,10 @@
 # SIGTERM. meson runs it with SEQFEED set to the binary (tests/meson.build).
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
 tmp=$(mktemp -d /tmp/sfcli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-fails=0
-
-fail() {
-    echo "FAIL: $*" >&2
-    fails=$((fails + 1))
-}
-
-# run RC ARGS...: runs seqfeed ARGS with stdout in out and stderr in err and
-# expects exit status RC exactly.
-run() {
-    local want=$1 rc
-    shift
-    "$SEQFEED" "$@" >out 2>err
-    rc=$?
-    [ "$rc" -eq "$want" ] || fail "seqfeed $* exited $rc, expected $want; stderr: $(cat err)"
-}
-
-# expect FILE REGEX: the last command's out or err matches the extended regex.
-expect() {
-    grep -Eq -- "$2" "$1" || fail "$1 of the last command does not match /$2/: $(cat "$1")"
-}
 
 # no_temp OUT: no temporary OUT.tmp.* exists.
 no_temp() {
@@ -232,5 +212,5 @@ run 2 bench nothing
 signal_test INT
 signal_test TERM
 
-[ "$fails" -eq 0 ] || { echo "$fails checks failed" >&2; exit 1; }
+finish
 echo "all cli checks passed"

@@ -6,14 +6,10 @@
 # expected tracks. meson sets SEQFEED.
 set -u
 : "${SEQFEED:?}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
 tmp=$(mktemp -d /tmp/sfprof.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-fails=0
-fail() {
-    echo "FAIL: $*" >&2
-    fails=$((fails + 1))
-}
 "$SEQFEED" synth -o s.sfpack --rows 60000 --features 3 --series 2 --chunk-rows 256 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
 
@@ -54,4 +50,4 @@ if not any(e["ph"] == "C" for e in ev): sys.exit("no counters")
 PY
 
 "$SEQFEED" train "${common[@]}" --test-delay fetch:10 2>err && fail "an unknown stage was accepted"
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
+finish
