@@ -4,26 +4,11 @@
 # --lr-scaling linear is lr x replicas; predict writes one row per window;
 # clear errors for bad settings. meson sets SEQFEED.
 set -u
-: "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}" "${SRCDIR:?}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
 tmp=$(mktemp -d /tmp/sftrain.XXXXXX)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-fails=0
-fail() {
-    echo "FAIL: $*" >&2
-    fails=$((fails + 1))
-}
-run() {
-    local want=$1 rc
-    shift
-    "$SEQFEED" "$@" >out 2>err
-    rc=$?
-    [ "$rc" -eq "$want" ] || fail "seqfeed $* exited $rc, expected $want; stderr: $(cat err)"
-}
-expect() {
-    grep -Eq -- "$2" "$1" || fail "$1 of the last command does not match /$2/: $(cat "$1")"
-}
-
 "$SEQFEED" synth -o s.sfpack --rows 24000 --features 3 --series 2 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:24,dropout:0.2,lstm:16,dense
         --window 24 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 -q)
@@ -116,6 +101,26 @@ open("bad.safetensors", "wb").write(struct.pack("<Q", len(raw)) + raw + data[8 +
 PY
 run 1 predict --checkpoint bad.safetensors --data s.sfpack
 expect err "2 inputs and 1 outputs, but features 'f0,f1,f2'"
+run 2 train "${common[@]}" --precision bf16
+expect err "--precision bf16 is not implemented yet"
+run 2 train "${common[@]}" --precision tf32 --gpus none
+expect err "--precision tf32 needs GPUs"
+run 2 train "${common[@]}" --precision fp64
+expect err "expected fp32, tf32 or bf16"
+run 2 train "${common[@]}" --memory-budget lots
+expect err "bad value 'lots'"
+run 1 predict --checkpoint "$SRCDIR/tests/ref/ref_small.safetensors" --data s.sfpack
+expect err "not a seqfeed checkpoint"
+run 2 predict --checkpoint a/latest.safetensors --data s.sfpack --split tail
+expect err "--split all\|train\|validation"
+run 2 predict --data s.sfpack
+expect err "missing --checkpoint"
+run 2 bench train --data s.sfpack --batch-size 0
+expect err "bad --batch-size"
+run 2 bench scaling --data s.sfpack --replicas 1,x
+expect err "bad --replicas"
+run 2 bench frobnicate
+expect err "expected 'bench pipeline'"
 run 2 train --data s.sfpack --val-split 1
 run 2 train --data s.sfpack --resume
 expect err "--resume needs --checkpoint-dir"
@@ -123,4 +128,4 @@ run 1 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack"
 run 0 train --help
 expect out "--checkpoint-dir"
-[ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
+finish
