@@ -77,6 +77,7 @@ struct sf_pipe {
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
     replica *reps;                // replicas x lanes internal replicas
     uint32_t replicas, lanes;     // as the caller sees them; p->o.replicas counts lanes
+    uint32_t shard_base, shards;  // lane shards of the whole job: ours are shard_base + 0 .. o.replicas - 1
     size_t y_offset, slot_bytes;  // in a staging slot
     uint32_t *turn;               // per replica: the lane to take from next
     uint64_t *epoch;              // per replica: the epoch being handed out
@@ -158,7 +159,7 @@ static block_job *new_block(sf_pipe *p, replica *rep, const sf_block_task *t, sf
 // Plans replica r's shard of its next epoch into its task list.
 static void plan_epoch(sf_pipe *p, uint32_t r, uint64_t *order, sf_block_task *tasks, int64_t *ntasks) {
     sf_plan_epoch_order(p->plan, p->o.seed, p->reps[r].read_epoch, order);
-    *ntasks = sf_plan_shard(p->plan, order, p->o.replicas, r, tasks);
+    *ntasks = sf_plan_shard(p->plan, order, p->shards, p->shard_base + r, tasks);
 }
 
 static void *reader_main(void *arg) {
@@ -361,7 +362,8 @@ static void *windower_main(void *arg) {
     for (uint64_t epoch = p->o.first_epoch; !rc && epoch < p->o.epochs; epoch++) {
         sf_stream *s;
         rep->next_put = 0;
-        if ((rc = sf_stream_open_source(&s, p->pack, p->plan, &p->cols, p->o.replicas, rep->r, epoch, &so, &src, &e)))
+        uint32_t shard = p->shard_base + rep->r;
+        if ((rc = sf_stream_open_source(&s, p->pack, p->plan, &p->cols, p->shards, shard, epoch, &so, &src, &e)))
             break;
         for (;;) {
             pthread_mutex_lock(&p->mu);
@@ -508,12 +510,17 @@ int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err 
     if (o->replicas == 0 || o->batch == 0 || o->slots < 2 || o->prefetch == 0 || o->decoders == 0 || o->io.depth == 0)
         return sf_err_set(e, SF_EINVAL, "pipeline: replicas, batch, decoders, prefetch and reader depth must be "
                           "positive and slots at least 2");
+    uint32_t total = o->shard_total ? o->shard_total : o->replicas;
+    if (o->shard_first > total || total - o->shard_first < o->replicas)
+        return sf_err_set(e, SF_EINVAL, "pipeline: replicas %u .. %u of %u do not exist", o->shard_first,
+                          o->shard_first + o->replicas - 1, total);
     sf_pipe *p = calloc(1, sizeof *p);
     if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
     p->o = *o;
     p->replicas = o->replicas;
     p->lanes = o->lanes ? o->lanes : 1;
     p->o.replicas = o->replicas * p->lanes;  // the planner shards over every lane
+    p->shard_base = o->shard_first * p->lanes, p->shards = total * p->lanes;
     o = &p->o;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);

@@ -229,6 +229,10 @@ typedef struct {
     int norm;                        // enum sf_norm
     uint32_t block_chunks;           // chunks per block (0: 1)
     uint32_t replicas;               // >= 1
+    uint32_t shard_first, shard_total;  // these replicas are replicas shard_first ..
+                                     // shard_first + replicas - 1 of shard_total
+                                     // (0: replicas) that share each epoch: the
+                                     // ranks of a job, each with its own pipe
     uint32_t batch;                  // windows per batch per replica
     uint64_t pool;                   // shuffle pool per lane, in windows
     bool drop_remainder;

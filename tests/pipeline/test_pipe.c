@@ -128,6 +128,50 @@ static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns
         }
 }
 
+// The ranks of a job each run a pipe for their replicas (shard_first ..
+// of shard_total): replica r of a rank gives what global replica
+// shard_first + r of one pipe over them all would, and over the ranks
+// every window comes exactly once per epoch.
+static void check_ranks(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
+                        const uint32_t *local, uint32_t ranks) {
+    uint32_t total = 0;
+    for (uint32_t k = 0; k < ranks; k++) total += local[k];
+    uint64_t W = sf_plan_windows(plan);
+    uint32_t *seen = calloc(W * o.epochs, sizeof *seen);
+    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
+    sf_err e = {0};
+    for (uint32_t k = 0, first = 0; k < ranks; first += local[k++]) {
+        sf_pipe_opts ro = o;
+        ro.replicas = local[k], ro.shard_first = first, ro.shard_total = total;
+        sf_pipe *pipe;
+        if (sf_pipe_open(&pipe, path, &ro, &e)) {
+            CHECK(0, "ranks: rank %u: %s", k, e.msg);
+            continue;
+        }
+        for (uint32_t r = 0; r < local[k]; r++) {
+            seq want = expected_lanes(p, plan, cols, total, o.lanes ? o.lanes : 1, first + r, o.epochs, so);
+            uint64_t n = 0;
+            bool same = true;
+            sf_batch b;
+            while (sf_pipe_next_batch(pipe, r, &b, &e) == 1) {
+                same &= n + b.count <= want.n && memcmp(want.ids + n, b.ids, b.count * sizeof *b.ids) == 0;
+                for (uint32_t i = 0; i < b.count; i++) seen[b.epoch * W + b.ids[i]]++;
+                n += b.count;
+                sf_pipe_release(pipe, r, &b);
+            }
+            CHECK(same && n == want.n, "ranks: rank %u replica %u (global %u of %u): %llu windows, not the %llu of "
+                  "one pipe's replica", k, r, first + r, total, (unsigned long long)n, (unsigned long long)want.n);
+            free(want.ids);
+        }
+        sf_pipe_close(pipe);
+    }
+    uint64_t wrong = 0;
+    for (uint64_t i = 0; i < W * o.epochs; i++) wrong += seen[i] != 1;
+    CHECK(wrong == 0, "ranks: %llu of %llu (window, epoch) pairs not delivered exactly once over %u ranks",
+          (unsigned long long)wrong, (unsigned long long)(W * o.epochs), ranks);
+    free(seen);
+}
+
 // Values too: the batches of one configuration, window by window, against
 // the stream's.
 static void check_values(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o) {
@@ -268,6 +312,15 @@ int main(void) {
         }
         sf_pipe_close(lp);
     }
+    o = base;
+    check_ranks(p, plan, &cols, o, (const uint32_t[]){1, 2}, 2);
+    check_ranks(p, plan, &cols, o, (const uint32_t[]){1, 1, 1}, 3);
+    o.lanes = 2;
+    check_ranks(p, plan, &cols, o, (const uint32_t[]){2, 1}, 2);
+    o = base;
+    o.replicas = 2, o.shard_first = 1, o.shard_total = 2;
+    CHECK(sf_pipe_open(&lp, path, &o, &e) == SF_EINVAL && strstr(e.msg, "1 .. 2 of 2"),
+          "replicas past shard_total were not refused: %s", e.msg);
     // A budget never turns "no shuffle" into a pool.
     o = base;
     o.pool = 0;
