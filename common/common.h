@@ -111,5 +111,10 @@ void sf_trace_span(sf_trace *t, int track, const char *name, double start, doubl
 void sf_trace_counter(sf_trace *t, const char *name, double at, double value);
 // Writes the trace to path atomically.
 int sf_trace_write(sf_trace *t, const char *path, sf_err *e);
+// The same in two steps, for traces of several processes (the ranks of a
+// job) in one file: each dumps its tracks and events as process pid into
+// *json (malloc'd, *len bytes), and one writes the dumps, concatenated.
+int sf_trace_dump(sf_trace *t, int pid, const char *process, char **json, size_t *len, sf_err *e);
+int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err *e);
 
 #endif

@@ -75,34 +75,58 @@ void sf_trace_counter(sf_trace *t, const char *name, double at, double value) {
     if (t) add(t, (event){name, at, value, -1});
 }
 
-int sf_trace_write(sf_trace *t, const char *path, sf_err *e) {
-    sf_temp_file out;
-    int rc = sf_temp_fopen(&out, path, e);
-    if (rc) return rc;
-    FILE *f = out.f;
+// One process's tracks and events, each line led by a comma, as a part
+// of the traceEvents array.
+int sf_trace_dump(sf_trace *t, int pid, const char *process, char **json, size_t *len, sf_err *e) {
+    FILE *f = open_memstream(json, len);
+    if (!f) return sf_err_set(e, SF_ENOMEM, "out of memory for a trace");
     pthread_mutex_lock(&t->mu);
-    fprintf(f, "{\"displayTimeUnit\": \"ms\", \"otherData\": {\"dropped_events\": %llu},\n\"traceEvents\": [\n",
-            (unsigned long long)t->dropped);
-    fprintf(f, "{\"ph\": \"M\", \"pid\": 1, \"name\": \"process_name\", \"args\": {\"name\": \"seqfeed\"}}");
+    fprintf(f, ",\n{\"ph\": \"M\", \"pid\": %d, \"name\": \"process_name\", \"args\": {\"name\": \"%s\", "
+            "\"dropped_events\": %llu}}", pid, process, (unsigned long long)t->dropped);
     for (int i = 0; i < t->ntracks; i++) {
-        fprintf(f, ",\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": \"thread_name\", \"args\": {\"name\": \"", i);
+        fprintf(f, ",\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_name\", \"args\": {\"name\": \"",
+                pid, i);
         for (const char *c = t->tracks[i]; *c; c++)
             if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
             else if ((unsigned char)*c >= 0x20) fputc(*c, f);
-        fprintf(f, "\"}},\n{\"ph\": \"M\", \"pid\": 1, \"tid\": %d, \"name\": \"thread_sort_index\", "
-                   "\"args\": {\"sort_index\": %d}}", i, i);
+        fprintf(f, "\"}},\n{\"ph\": \"M\", \"pid\": %d, \"tid\": %d, \"name\": \"thread_sort_index\", "
+                   "\"args\": {\"sort_index\": %d}}", pid, i, i);
     }
     for (size_t k = 0; k < t->n; k++) {
         const event *v = &t->ev[k];
         double ts = (v->start - t->origin) * 1e6;
         if (v->track >= 0)
-            fprintf(f, ",\n{\"ph\": \"X\", \"pid\": 1, \"tid\": %d, \"name\": \"%s\", \"ts\": %.3f, \"dur\": %.3f}",
-                    v->track, v->name, ts, (v->end - v->start) * 1e6);
+            fprintf(f, ",\n{\"ph\": \"X\", \"pid\": %d, \"tid\": %d, \"name\": \"%s\", \"ts\": %.3f, \"dur\": %.3f}",
+                    pid, v->track, v->name, ts, (v->end - v->start) * 1e6);
         else
-            fprintf(f, ",\n{\"ph\": \"C\", \"pid\": 1, \"name\": \"%s\", \"ts\": %.3f, \"args\": {\"value\": %.6g}}",
-                    v->name, ts, v->end);
+            fprintf(f, ",\n{\"ph\": \"C\", \"pid\": %d, \"name\": \"%s\", \"ts\": %.3f, \"args\": {\"value\": %.6g}}",
+                    pid, v->name, ts, v->end);
     }
     pthread_mutex_unlock(&t->mu);
-    fprintf(f, "\n]}\n");
+    bool bad = ferror(f);
+    if (fclose(f) || bad) {
+        free(*json), *json = NULL;
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a trace");
+    }
+    return 0;
+}
+
+int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err *e) {
+    sf_temp_file out;
+    int rc = sf_temp_fopen(&out, path, e);
+    if (rc) return rc;
+    fprintf(out.f, "{\"displayTimeUnit\": \"ms\",\n\"traceEvents\": [\n"
+                   "{\"ph\": \"M\", \"pid\": 0, \"name\": \"process_name\", \"args\": {\"name\": \"seqfeed\"}}");
+    fwrite(parts, 1, len, out.f);
+    fprintf(out.f, "\n]}\n");
     return sf_temp_fclose(&out, true, e);
+}
+
+int sf_trace_write(sf_trace *t, const char *path, sf_err *e) {
+    char *json;
+    size_t len;
+    int rc = sf_trace_dump(t, 1, "seqfeed", &json, &len, e);
+    if (!rc) rc = sf_trace_write_parts(path, json, len, e);
+    free(json);
+    return rc;
 }

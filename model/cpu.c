@@ -387,4 +387,4 @@ static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count
 }
 
 const sf_backend sf_backend_cpu = {"cpu",          cpu_open,      cpu_close, cpu_load, cpu_save, cpu_train_step,
-                                   cpu_gradients, cpu_apply, cpu_predict, NULL, NULL, NULL, NULL};
+                                   cpu_gradients, cpu_apply, cpu_predict, NULL, NULL, NULL, NULL, NULL};

@@ -505,7 +505,7 @@ static void *gpu_stream(sf_replica *opaque) { return ((gpu_replica *)opaque)->st
 // ---- the all-reduce: NCCL over the replicas' GPUs ----
 
 typedef struct {
-    uint32_t R;
+    uint32_t R, total;  // this process's replicas; all ranks' replicas
     gpu_replica **reps;
     ncclComm_t *comms;
 } nccl_group;
@@ -523,9 +523,19 @@ static void gpu_reduce_close(void *opaque, bool abort) {
     free(g->comms), free(g->reps), free(g);
 }
 
-// One communicator per GPU from ncclCommInitAll: a replica per GPU, one
-// process. (One replica needs none.)
-static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_err *e) {
+static int gpu_reduce_id(sf_reduce_id *id, sf_err *e) {
+    static_assert(sizeof(ncclUniqueId) <= sizeof id->bytes, "an NCCL unique id fits");
+    ncclUniqueId u;
+    ncclResult_t nr = ncclGetUniqueId(&u);
+    if (nr != ncclSuccess) return sf_err_set(e, SF_EIO, "NCCL: ncclGetUniqueId: %s", ncclGetErrorString(nr));
+    memcpy(id->bytes, &u, sizeof u);
+    return 0;
+}
+
+// One communicator per GPU: from ncclCommInitAll when the replicas are this
+// process's alone, or from ncclCommInitRank with the job's id when they are
+// part of a job's ranks. A replica per GPU. (One replica alone needs none.)
+static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, const sf_reduce_world *world, sf_err *e) {
     nccl_group *g = (nccl_group *)calloc(1, sizeof *g);
     int *devs = (int *)malloc(R * sizeof *devs);
     *out = NULL;
@@ -545,13 +555,37 @@ static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_e
                 return sf_err_set(e, SF_EINVAL, "replicas %u and %u are both on GPU %d: NCCL needs one replica per "
                                   "GPU (hint: --replicas at most the number of GPUs)", q, r, devs[r]);
             }
-    ncclResult_t nr = R > 1 ? ncclCommInitAll(g->comms, (int)R, devs) : ncclSuccess;
+    g->total = world ? world->total : R;
+    ncclResult_t nr = ncclSuccess;
+    if (world && g->total > 1) {
+        ncclUniqueId id;
+        memcpy(&id, world->id.bytes, sizeof id);
+        // Several GPUs of one process join in one group, or they would wait
+        // for each other.
+        nr = ncclGroupStart();
+        for (uint32_t r = 0; nr == ncclSuccess && r < R; r++) {
+            cudaError_t ce = cudaSetDevice(devs[r]);
+            if (ce != cudaSuccess) {
+                ncclGroupEnd();
+                free(devs);
+                gpu_reduce_close(g, true);
+                return sf_err_set(e, SF_EIO, "CUDA: cudaSetDevice(%d): %s", devs[r], cudaGetErrorString(ce));
+            }
+            nr = ncclCommInitRank(&g->comms[r], (int)g->total, id, (int)(world->first + r));
+        }
+        ncclResult_t end = ncclGroupEnd();
+        if (nr == ncclSuccess) nr = end;
+    } else if (R > 1) {
+        nr = ncclCommInitAll(g->comms, (int)R, devs);
+    }
     free(devs);
     if (nr != ncclSuccess) {
+        uint32_t total = g->total;
         gpu_reduce_close(g, true);
-        return sf_err_set(e, SF_EIO, "NCCL: ncclCommInitAll over %u GPUs: %s", R, ncclGetErrorString(nr));
+        return sf_err_set(e, SF_EIO, "NCCL: communicators for %u GPU(s) of %u in all: %s", R, total,
+                          ncclGetErrorString(nr));
     }
-    for (uint32_t r = 0; R > 1 && r < R; r++) g->reps[r]->comm = g->comms[r];
+    for (uint32_t r = 0; g->total > 1 && r < R; r++) g->reps[r]->comm = g->comms[r];
     *out = g;
     return 0;
 }
@@ -561,7 +595,7 @@ static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, sf_e
 // once no thread uses a communicator any more.
 static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
     nccl_group *g = (nccl_group *)opaque;
-    if (g->R == 1) return 0;
+    if (g->total == 1) return 0;
     gpu_replica *rep = g->reps[r];
     nvtxRangePushA("all-reduce");
     ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
@@ -572,7 +606,7 @@ static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
 
 static const sf_backend cuda_backend = {"cuda",         gpu_open,      gpu_close,  gpu_load,        gpu_save,
                                         gpu_train_step, gpu_gradients, gpu_apply,  gpu_predict,     gpu_stream,
-                                        gpu_reduce_open, gpu_reduce,   gpu_reduce_close};
+                                        gpu_reduce_id,  gpu_reduce_open, gpu_reduce, gpu_reduce_close};
 // The module's one entry point, looked up by model/gpu_loader.c.
 extern "C" __attribute__((visibility("default"))) const sf_backend *sf_gpu_module_backend(void) {
     return &cuda_backend;

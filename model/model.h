@@ -97,6 +97,18 @@ typedef struct {
     int precision;     // enum sf_precision
 } sf_replica_opts;
 
+// The replicas of a job's ranks, for a backend that sums across them
+// itself: this rank's are global replicas first .. first + replicas - 1 of
+// total, and id is what the backend's reduce_id made on rank 0 (NCCL's
+// unique id), broadcast to every rank.
+typedef struct {
+    unsigned char bytes[128];
+} sf_reduce_id;
+typedef struct {
+    uint32_t first, total;
+    sf_reduce_id id;
+} sf_reduce_world;
+
 typedef struct {
     const char *name;
     int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
@@ -123,7 +135,12 @@ typedef struct {
     // (NCCL): every replica's thread calls reduce(group, r) at the same
     // point of a step, and then each gradient buffer holds the sum. NULL:
     // the trainer sums the host buffers.
-    int (*reduce_open)(void **group, sf_replica *const *reps, uint32_t replicas, sf_err *e);
+    // With world (NULL: this process alone) the sum spans every rank of a
+    // job: rank 0 makes an id (reduce_id), every rank gets it, and each
+    // opens its replicas as global replicas world->first ...
+    int (*reduce_id)(sf_reduce_id *id, sf_err *e);
+    int (*reduce_open)(void **group, sf_replica *const *reps, uint32_t replicas, const sf_reduce_world *world,
+                       sf_err *e);
     int (*reduce)(void *group, uint32_t r, sf_err *e);
     // With no replica thread running; abort after a failed run.
     void (*reduce_close)(void *group, bool abort);

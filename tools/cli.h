@@ -1,5 +1,5 @@
 // The seqfeed program: one git-style subcommand per file. Exit codes: 0 ok,
-// 1 runtime or data error, 2 usage error.
+// 1 runtime or data error, 2 usage error, 130 stopped by Ctrl-C (train).
 #ifndef SF_CLI_H
 #define SF_CLI_H
 
@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "pack/pack.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2 };
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
 int cmd_pack(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

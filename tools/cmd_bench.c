@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dist/dist.h"
 #include "pipeline/pipeline.h"
 
 static const char help[] =
@@ -442,6 +443,13 @@ static int bench_read(int argc, char **argv) {
 int cmd_bench(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
+    // Benchmarks measure one process; N copies under a launcher would
+    // compete for the machine and each report alone.
+    if (sf_dist_launched()) {
+        fprintf(stderr, "seqfeed bench: runs in one process, not under mpirun or srun (hint: to measure a job, run "
+                "seqfeed train under the launcher with --report)\n");
+        return EXIT_USAGE;
+    }
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

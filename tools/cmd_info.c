@@ -3,6 +3,7 @@
 #include <zstd.h>
 
 #include "cli.h"
+#include "dist/dist.h"
 #include "kernels/kernels.h"
 
 static const char help[] =
@@ -24,6 +25,8 @@ int cmd_info(int argc, char **argv) {
     printf("seqfeed %s\n", SF_VERSION);
     printf("zstd    %s\n", ZSTD_versionString());
     printf("cuda    %s\n", sf_gpu_built() ? "built with CUDA" : "built without CUDA");
+    printf("mpi     %s\n", sf_dist_has_mpi() ? "built with MPI: train runs as ranks under mpirun or srun"
+                                              : "built without MPI: one process");
     sf_err e = {0};
     int n = sf_gpu_count(&e);
     if (n == 0) printf("gpus    none: %s; using CPU\n", e.msg);

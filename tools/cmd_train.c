@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "kernels/kernels.h"
@@ -18,6 +19,10 @@ static const char help[] =
     "the same Adam update. One line per epoch (a live bar on a terminal) with\n"
     "loss, val_loss, samples/s and the share of time spent waiting for input.\n"
     "Ctrl-C stops at the next step and writes a checkpoint.\n"
+    "\n"
+    "Under mpirun or srun every rank trains its --replicas (its share of the\n"
+    "machine's GPUs, or CPU replicas) and --batch-size is the whole job's;\n"
+    "rank 0 writes checkpoints, logs and reports (docs/MULTI-NODE.md).\n"
     "\n"
     "data and model:\n"
     "      --data FILE          the .sfpack file (required)\n"
@@ -57,6 +62,8 @@ static const char help[] =
     "      --report FILE        one self-contained HTML page: step time by phase over the\n"
     "                           run, stage utilisation, the diagnosis, the settings\n"
     "  -q, --quiet              no progress output\n"
+    "      --collective-timeout S  under a launcher: a rank that waits S seconds for the\n"
+    "                           others (one died or hangs) ends the job (default 300)\n"
     "      --test-delay STAGE:US  tests only: slow the pipeline's read, decode or window\n"
     "                           stage by US microseconds per item, to see the diagnosis\n"
     "\n"
@@ -71,6 +78,17 @@ static void on_signal(int sig) {
     signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
+// Under a launcher SIGTERM is the launcher ending the job (another rank
+// failed, or the job was cancelled): one line that says which rank this is,
+// and out. Checkpoints already written are whole.
+static char term_msg[256];
+static void on_term(int sig) {
+    (void)sig;
+    ssize_t w = write(2, term_msg, strlen(term_msg));
+    (void)w;
+    _exit(143);
+}
+
 // Parses a real option value in [lo, hi).
 static bool parse_real(const char *s, double lo, double hi, double *out) {
     char *end;
@@ -80,10 +98,12 @@ static bool parse_real(const char *s, double lo, double hi, double *out) {
     return true;
 }
 
+static int train(sf_fit_opts *o, const char *gpus, const char *precision, bool replicas_given);
+
 int cmd_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_NORM, O_MODEL, O_VAL, O_LR, O_LRS, O_GPUS, O_DIR, O_RESUME, O_LOG,
            O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_BATCH, O_REPLICAS, O_EPOCHS, O_SEED, O_POOL, O_DECODERS,
-           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE, O_REPORT, O_BUDGET };
+           O_EVERY, O_MAX, O_PRECISION, O_DELAY, O_TRACE, O_REPORT, O_BUDGET, O_TIMEOUT };
     static const struct option opts[] = {
         {"data", required_argument, 0, O_DATA}, {"features", required_argument, 0, O_FEATURES},
         {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
@@ -99,7 +119,7 @@ int cmd_train(int argc, char **argv) {
         {"checkpoint-every", required_argument, 0, O_EVERY}, {"max-steps", required_argument, 0, O_MAX},
         {"precision", required_argument, 0, O_PRECISION}, {"test-delay", required_argument, 0, O_DELAY},
         {"trace", required_argument, 0, O_TRACE}, {"report", required_argument, 0, O_REPORT},
-        {"memory-budget", required_argument, 0, O_BUDGET},
+        {"memory-budget", required_argument, 0, O_BUDGET}, {"collective-timeout", required_argument, 0, O_TIMEOUT},
         {"quiet", no_argument, 0, 'q'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     sf_fit_opts o = {.model = SF_MODEL_DEFAULT, .window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .batch = 32,
                      .replicas = 1, .epochs = 10, .seed = 1, .val_split = 0.1,
@@ -107,7 +127,7 @@ int cmd_train(int argc, char **argv) {
                      .interrupted = &interrupted, .backend = &sf_backend_cpu};
     const char *gpus = "all", *precision = NULL;
     bool replicas_given = false;
-    double real = 0;
+    double real = 0, timeout = 300;
     uint64_t v;
     int ch;
     optind = 1;
@@ -141,6 +161,7 @@ int cmd_train(int argc, char **argv) {
             o.memory_budget = (uint64_t)(real * 1e6);
             break;
         case O_PRECISION: precision = optarg; break;
+        case O_TIMEOUT: ok = parse_real(optarg, 1, 1e7, &timeout); break;
         case O_DELAY: {  // tests only: STAGE:MICROSECONDS
             static const char *const stages[3] = {"read", "decode", "window"};
             const char *colon = strchr(optarg, ':');
@@ -179,10 +200,39 @@ int cmd_train(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("train", "unexpected argument '%s'", argv[optind]);
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
     if (o.checkpoint_every && !o.checkpoint_dir) return cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
+    if (!sf_dist_launched()) return train(&o, gpus, precision, replicas_given);
+    sf_err e = {0};
+    if (sf_dist_open(&o.dist, timeout, &e)) return cli_fail("train", &e, NULL);
+    snprintf(term_msg, sizeof term_msg, "seqfeed train: rank %d of %d: terminated by the launcher (another rank "
+             "failed, or the job was cancelled; its messages say which)\n", sf_dist_rank(o.dist),
+             sf_dist_size(o.dist));
+    signal(SIGTERM, on_term);
+    if (sf_dist_rank(o.dist) != 0) o.progress = false;  // rank 0 speaks for the job
+    int rc = train(&o, gpus, precision, replicas_given);
+    // A failed rank ends the job: the others may wait for it in a collective.
+    // (An interrupt is no failure: every rank stopped at the same step.)
+    if (rc && rc != EXIT_INTERRUPTED) sf_dist_abort(o.dist, rc);
+    sf_dist_close(o.dist);
+    return rc;
+}
+
+// Picks the backend and trains; under a launcher, on this rank's share of
+// the machine's GPUs.
+static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool replicas_given) {
+    sf_fit_opts o = *op;
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
+    int local = sf_dist_local_size(o.dist), l = sf_dist_local_rank(o.dist);
+    if (ngpus > 0 && local > 1) {
+        if (ngpus < local)
+            return cli_usage_error("train", "%d ranks on this machine and %d GPU(s): NCCL needs a GPU per rank (hint: "
+                                   "at most %d ranks per machine, or --gpus none)", local, ngpus, ngpus);
+        int lo = ngpus * l / local, hi = ngpus * (l + 1) / local;
+        memmove(devices, devices + lo, (size_t)(hi - lo) * sizeof *devices);
+        ngpus = hi - lo;
+    }
     if (ngpus > 0) {
         // One replica per GPU unless --replicas says otherwise (then the
         // first replicas GPUs of the list).
@@ -205,17 +255,22 @@ int cmd_train(int argc, char **argv) {
         return cli_usage_error("train", "--precision bf16 is not implemented yet (fp32, or tf32 on GPUs)");
     else return cli_usage_error("train", "--precision %s: expected fp32, tf32 or bf16", precision);
     signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    if (!o.dist) signal(SIGTERM, on_signal);
     sf_fit_result res;
     sf_err e = {0};
     int rc = sf_fit(&o, &res, &e);
     signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
+    if (!o.dist) signal(SIGTERM, SIG_DFL);
+    if (rc && o.dist && strncmp(e.msg, "rank ", 5) != 0) {
+        char msg[sizeof e.msg];
+        snprintf(msg, sizeof msg, "rank %d of %d: %.990s", sf_dist_rank(o.dist), sf_dist_size(o.dist), e.msg);
+        memcpy(e.msg, msg, sizeof msg);
+    }
     if (rc) return cli_fail("train", &e, NULL);
     if (o.progress && res.steps)
         fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time%s%s%s\n",
                 res.interrupted ? "stopped" : "done", (unsigned long long)res.steps, res.samples_per_s,
                 100 * res.input_wait, o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
                 o.checkpoint_dir ? "/latest.safetensors" : "");
-    return res.interrupted ? 130 : EXIT_OK;
+    return res.interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 }

@@ -8,8 +8,8 @@
 
 static const char *const stage_names[3] = {"read", "decode", "window"};
 
-void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipe,
-                 const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders) {
+void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipes,
+                 uint32_t npipes, const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders) {
     *d = (sf_diagnosis){0};
     double wall = 0, share[SF_PHASES] = {0};
     for (uint32_t r = 0; r < R; r++) {
@@ -22,8 +22,11 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
     d->classification = d->input_share < 0.05 ? "not input bound" : d->input_share < 0.20 ? "moderately input bound"
                                                                                        : "highly input bound";
     if (wall > 0) {
-        d->utilisation[SF_STAGE_READ] = pipe->read_busy / wall;
-        d->utilisation[SF_STAGE_DECODE] = pipe->decode_busy / (decoders ? decoders : 1) / wall;
+        for (uint32_t k = 0; k < npipes; k++) {
+            d->utilisation[SF_STAGE_READ] = fmax(d->utilisation[SF_STAGE_READ], pipes[k].read_busy / wall);
+            d->utilisation[SF_STAGE_DECODE] =
+                fmax(d->utilisation[SF_STAGE_DECODE], pipes[k].decode_busy / (decoders ? decoders : 1) / wall);
+        }
         for (uint32_t r = 0; r < R; r++)
             d->utilisation[SF_STAGE_WINDOW] = fmax(d->utilisation[SF_STAGE_WINDOW], pipe_replicas[r].busy / wall);
     }

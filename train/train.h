@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "common/common.h"
+#include "dist/dist.h"
 #include "model/model.h"
 #include "pipeline/pipeline.h"
 
@@ -34,6 +35,7 @@ typedef struct {
     double loss;             // the step's loss: summed row losses / global batch
     uint32_t samples;        // windows in the step, all replicas
     double input_wait;       // seconds replicas waited for their batch, summed
+    bool interrupted;        // asked to stop (Ctrl-C) on some rank: every rank sees it at the same step
 } sf_step_info;
 
 // Where a replica's steps went. A step runs from the moment the replica asks
@@ -75,11 +77,27 @@ typedef int (*sf_step_hook)(void *arg, const sf_step_info *s, sf_err *e);
 // run is deterministic) and every replica applies the same Adam update to
 // its own copy of the weights. The loss of each replica's rows is divided by
 // the global batch, so the sum is the global batch's mean loss.
+//
+// Under a launcher every rank runs a trainer with the same number of
+// replicas; rank k's are global replicas k x R .. k x R + R - 1. Each step
+// the ranks agree on the global batch and on stopping (an end of data, a
+// non-finite loss, an interrupt) before anything changes, and sum the
+// gradients over all of them: after the local fixed-order sum, MPI's
+// in-place sum over ranks (CPU), or the backend's own sum across the job
+// (NCCL). An error on one rank stops that rank; its program ends the job.
+typedef struct {
+    uint32_t replicas;        // this rank's
+    uint32_t replica_batch, window;
+    const int *devices;       // replica r's GPU (NULL: r)
+    int precision;            // enum sf_precision
+    sf_adam adam;
+    uint32_t cores;           // CPU cores the replicas share (0: every online core)
+    sf_dist *dist;            // the job's ranks (NULL: this process alone)
+    volatile sig_atomic_t *interrupted;  // read every step into sf_step_info.interrupted (NULL: never)
+} sf_trainer_opts;
+
 typedef struct sf_trainer sf_trainer;
-// devices: replica r's GPU (NULL: r); precision: enum sf_precision.
-int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
-                    uint32_t replica_batch, uint32_t window, const int *devices, int precision, const sf_adam *adam,
-                    sf_err *e);
+int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, const sf_trainer_opts *o, sf_err *e);
 // Spans for every replica's input wait, forward+backward, all-reduce and
 // update, one track per replica.
 void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace);
@@ -90,6 +108,9 @@ void sf_trainer_close(sf_trainer *t);
 int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *v, uint64_t step, sf_err *e);
 // Replica 0's state (all replicas hold the same).
 int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e);
+// Every rank's weights are bit for bit the same (a collective: every rank
+// calls it), or an error on every rank.
+int sf_trainer_agree(sf_trainer *t, sf_err *e);
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
 // Replica r's profile of the last sf_trainer_run.
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
@@ -114,8 +135,10 @@ typedef struct {
     char text[1024];             // the diagnosis with its numbers and a hint
 } sf_diagnosis;
 
-void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipe,
-                 const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
+// replicas and pipe_replicas: R of each; pipes: one pipeline's counters
+// per rank (each rank runs its own), the busiest rank's stage counts.
+void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipes,
+                 uint32_t npipes, const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
 // The per-replica table of phases (mean / p50 / p99) and the diagnosis.
 void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
 
@@ -197,6 +220,8 @@ typedef struct {
     const sf_backend *backend;
     const int *devices;      // replica r's GPU (NULL: r), for the GPU backend
     int precision;           // enum sf_precision
+    sf_dist *dist;           // the job's ranks (NULL: this process alone); replicas and
+                             // devices are this rank's, batch the whole job's
 } sf_fit_opts;
 
 typedef struct {

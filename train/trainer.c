@@ -1,9 +1,14 @@
 // Mirrored steps: one thread per replica, joined by a barrier at each phase.
 //
-//   take batch, forward/backward   (every replica, in parallel)
+//   take batch
+//   | barrier                      (ranks: replica 0 agrees with the other
+//                                   ranks on the global batch, or the end)
+//   forward/backward               (every replica, in parallel)
 //   | barrier: replica 0 checks the replicas' results and decides to go on
+//                                  (ranks: on the job's loss and interrupts)
 //   sum gradients                  (replica r sums slice r over all replicas
-//                                   and writes the sum back to every one)
+//                                   and writes the sum back to every one;
+//                                   ranks: the sum over ranks comes between)
 //   | barrier
 //   Adam on its own weights        (every replica, the same update)
 //   | barrier: replica 0 runs the hook with everyone stopped
@@ -45,6 +50,13 @@ struct sf_trainer {
     sf_adam adam;
     uint64_t step;
     void *group;  // the backend's own reduction, when it has one
+    sf_dist *dist;
+    uint32_t first;  // global index of replica 0
+    volatile sig_atomic_t *interrupted;
+    // the step as the ranks agreed on it (or this process's alone)
+    uint32_t global;
+    double loss, wait;
+    bool interrupt;
     sf_trace *trace;
     pthread_barrier_t bar;
     // Threads wait at the gate until all have started (go 1), or leave
@@ -62,19 +74,44 @@ struct sf_trainer {
     sf_err err;
 };
 
-int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, uint32_t replicas,
-                    uint32_t replica_batch, uint32_t window, const int *devices, int precision, const sf_adam *adam,
-                    sf_err *e) {
+// A backend that sums across the job itself (NCCL) needs every rank's
+// replicas in one group: rank 0's id, sent to all.
+static int open_group(sf_trainer *t, sf_err *e) {
+    sf_replica **reps = malloc(t->R * sizeof *reps);
+    if (!reps) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint32_t r = 0; r < t->R; r++) reps[r] = t->w[r].rep;
+    sf_reduce_world world = {t->first, t->R * (uint32_t)sf_dist_size(t->dist), {{0}}};
+    int rc = 0;
+    if (t->dist) {
+        if (sf_dist_rank(t->dist) == 0) rc = t->be->reduce_id(&world.id, e);
+        // A rank that failed still joins the broadcast, so that none waits.
+        int64_t failed = rc != 0;
+        int brc = sf_dist_sum_i64(t->dist, &failed, 1, "the replicas' group", e);
+        if (!rc && !brc && failed) rc = sf_err_set(e, SF_EIO, "rank 0 could not make the job's NCCL id");
+        if (!rc) rc = brc ? brc : sf_dist_bcast(t->dist, &world.id, sizeof world.id, "the NCCL id", e);
+    }
+    if (!rc) rc = t->be->reduce_open(&t->group, reps, t->R, t->dist ? &world : NULL, e);
+    free(reps);
+    return rc;
+}
+
+int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, const sf_trainer_opts *o, sf_err *e) {
     *out = NULL;
-    if (replicas == 0 || replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
+    uint32_t replicas = o->replicas;
+    if (replicas == 0 || o->replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
+    // Every rank the same number of replicas: global replica indices, and
+    // the pipeline's shards, follow from it.
+    int rc = sf_dist_agree(o->dist, &replicas, sizeof replicas, "the number of replicas per rank", e);
+    if (rc) return rc;
     sf_trainer *t = calloc(1, sizeof *t);
     if (!t || !(t->w = calloc(replicas, sizeof *t->w))) {
         free(t);
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    t->be = be, t->m = m, t->R = replicas, t->adam = *adam;
+    t->be = be, t->m = m, t->R = replicas, t->adam = o->adam;
+    t->dist = o->dist, t->first = (uint32_t)sf_dist_rank(o->dist) * replicas, t->interrupted = o->interrupted;
     // The cores shared out among the replicas (each cuts its batch in parts).
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
     pthread_barrier_init(&t->bar, NULL, replicas);
     pthread_mutex_init(&t->gate, NULL);
@@ -82,23 +119,13 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, u
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
         t->w[r].ring = malloc(RING * sizeof *t->w[r].ring);  // without it: means only
-        sf_replica_opts ro = {devices ? devices[r] : (int)r, threads, precision};
-        int rc = be->open(&t->w[r].rep, m, replica_batch, window, &ro, e);
-        if (rc) {
-            sf_trainer_close(t);
-            return rc;
-        }
+        sf_replica_opts ro = {o->devices ? o->devices[r] : (int)r, threads, o->precision};
+        if ((rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) break;
     }
-    if (be->reduce_open) {
-        sf_replica **reps = malloc(replicas * sizeof *reps);
-        int rc = reps ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
-        for (uint32_t r = 0; !rc && r < replicas; r++) reps[r] = t->w[r].rep;
-        if (!rc) rc = be->reduce_open(&t->group, reps, replicas, e);
-        free(reps);
-        if (rc) {
-            sf_trainer_close(t);
-            return rc;
-        }
+    if (!rc && be->reduce_open) rc = open_group(t, e);
+    if (rc) {
+        sf_trainer_close(t);
+        return rc;
     }
     *out = t;
     return 0;
@@ -131,6 +158,17 @@ int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e) {
     return t->be->save(t->w[0].rep, w, m, v, e);
 }
 
+int sf_trainer_agree(sf_trainer *t, sf_err *e) {
+    if (!t->dist) return 0;
+    float *w = malloc((t->m->nparams ? t->m->nparams : 1) * sizeof *w);
+    int rc = w ? sf_trainer_save(t, w, NULL, NULL, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    // A rank that failed still joins, with a checksum no other has.
+    uint32_t crc = rc ? ~(uint32_t)sf_dist_rank(t->dist) : sf_crc32c(0, w, t->m->nparams * sizeof *w);
+    free(w);
+    int arc = sf_dist_agree(t->dist, &crc, sizeof crc, "the weights (their CRC-32C)", e);
+    return rc ? rc : arc;
+}
+
 void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace) {
     t->trace = trace;
     for (uint32_t r = 0; r < t->R; r++) {
@@ -151,44 +189,65 @@ int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count
 // Replica 0, after every replica trained: one error or an end stops all
 // (the pipeline gives every replica the same number of batches, so an end
 // is everyone's); a non-finite loss stops before it reaches the weights.
+// With ranks, the job's loss and interrupts are summed first, so that
+// every rank decides the same.
+static void check_errors(sf_trainer *t) {
+    for (uint32_t r = 0; r < t->R; r++)
+        if (t->w[r].rc < 0 && !t->rc) t->stop = true, t->rc = t->w[r].rc, t->err = t->w[r].e;
+}
+
 static void check_step(sf_trainer *t) {
-    double loss = 0;
-    for (uint32_t r = 0; r < t->R; r++) {  // an error anywhere wins over an end elsewhere
-        worker *w = &t->w[r];
-        if (w->rc < 0 && !t->rc) t->stop = true, t->rc = w->rc, t->err = w->e;
-        else if (w->rc == 0) t->stop = true;
-        loss += w->loss;
-    }
-    if (!t->stop && !isfinite(loss)) {
+    double v[3] = {0, 0, t->interrupted && *t->interrupted};  // loss, input wait, interrupts
+    for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].loss, v[1] += t->w[r].wait;
+    check_errors(t);
+    if (t->stop) return;
+    int rc = sf_dist_sum_f64(t->dist, v, 3, "the step's loss", &t->err);
+    if (rc) t->stop = true, t->rc = rc;
+    t->loss = v[0], t->wait = v[1], t->interrupt = v[2] > 0;
+    if (!t->stop && !isfinite(t->loss)) {
         t->stop = true;
         t->rc = SF_EINVAL;
         sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update (hint: "
-                   "a lower learning rate, or check the data for extreme values)", loss,
+                   "a lower learning rate, or check the data for extreme values)", t->loss,
                    (unsigned long long)t->step + 1);
     }
 }
 
+// Replica 0, once every replica has its batch: the step's global batch. With
+// ranks, they agree on it, and an end of data on any stops all at this
+// step; an error here stops this rank, whose program ends the job.
+static void check_input(sf_trainer *t) {
+    int64_t v[2] = {0, 0};  // windows, replicas at their end
+    for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].got, v[1] += t->w[r].rc == 0;
+    check_errors(t);  // an error anywhere wins over an end elsewhere
+    if (t->stop) return;
+    int rc = sf_dist_sum_i64(t->dist, v, 2, "the step's batch", &t->err);
+    if (rc) t->stop = true, t->rc = rc;
+    if (v[1]) t->stop = true;
+    t->global = (uint32_t)v[0];
+}
+
 // The fixed order g0 + g1 + ... + g(R-1) for every element, so that the
-// sum does not depend on thread timing.
-static void reduce_slice(sf_trainer *t, uint32_t r) {
+// sum does not depend on thread timing; into replica 0's buffer.
+static void sum_slice(sf_trainer *t, uint32_t r) {
     size_t n = t->m->nparams, lo = n * r / t->R, hi = n * (r + 1) / t->R;
     float *sum = t->be->gradients(t->w[0].rep);
     for (uint32_t q = 1; q < t->R; q++) {
         const float *g = t->be->gradients(t->w[q].rep);
         for (size_t k = lo; k < hi; k++) sum[k] += g[k];
     }
+}
+
+// Replica 0's sum, slice r, to every other replica.
+static void spread_slice(sf_trainer *t, uint32_t r) {
+    size_t n = t->m->nparams, lo = n * r / t->R, hi = n * (r + 1) / t->R;
+    const float *sum = t->be->gradients(t->w[0].rep);
     for (uint32_t q = 1; q < t->R; q++) memcpy(t->be->gradients(t->w[q].rep) + lo, sum + lo, (hi - lo) * sizeof(float));
 }
 
 static void after_step(sf_trainer *t) {
-    sf_step_info s = {.step = ++t->step};
-    for (uint32_t r = 0; r < t->R; r++) {
-        worker *w = &t->w[r];
-        s.loss += w->loss;
-        s.samples += w->count;
-        s.input_wait += w->wait;
-    }
-    s.loss /= s.samples;  // the replicas return sums of row losses
+    // The replicas return sums of row losses.
+    sf_step_info s = {++t->step, t->loss / t->global, t->global, t->wait, t->interrupt};
     int rc = t->hook ? t->hook(t->hook_arg, &s, &t->err) : 0;
     if (rc) {
         t->stop = true;
@@ -283,14 +342,22 @@ static void *worker_main(void *arg) {
         w->got = w->rc == 1 ? w->count : 0;
         pthread_barrier_wait(&t->bar);
         double t1 = sf_now();
+        if (w->r == 0) check_input(t);
+        pthread_barrier_wait(&t->bar);
+        if (t->dist) {
+            // Waiting for the other ranks' batches is synchronisation.
+            double agreed = sf_now();
+            w->reduce += agreed - t1;
+            sf_trace_span(t->trace, w->track, "ranks: batch", t1, agreed);
+            t1 = agreed;
+        }
+        if (t->stop) break;  // the wait for the end is no step
         if (w->rc == 1) {
-            // MirroredStrategy divides by the global batch: the sum of every
-            // replica's count this step.
-            uint32_t global = 0;
-            for (uint32_t q = 0; q < t->R; q++) global += t->w[q].got;
-            // Steps count from 1; replicas and steps get their own masks.
-            uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + w->r});
-            int rc = t->be->train_step(w->rep, x, y, w->count, global, seed, &w->loss, &w->e);
+            // MirroredStrategy divides by the global batch: every replica's
+            // count this step, on every rank. Steps count from 1; replicas
+            // (global indices) and steps get their own masks.
+            uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + t->first + w->r});
+            int rc = t->be->train_step(w->rep, x, y, w->count, t->global, seed, &w->loss, &w->e);
             if (rc) w->rc = rc;
             src->release(src->arg, w->r);
         }
@@ -301,28 +368,44 @@ static void *worker_main(void *arg) {
         if (w->rc == 1 && src->copy_wait) w->copy += src->copy_wait(src->arg, w->r);
         sf_trace_span(t->trace, w->track, "forward+backward", t1, done);
         pthread_barrier_wait(&t->bar);
+        double t2 = sf_now();
         if (w->r == 0) check_step(t);
         pthread_barrier_wait(&t->bar);
         if (t->stop) break;
-        double t2 = sf_now();
+        if (t->dist) {
+            double agreed = sf_now();
+            w->reduce += agreed - t2;
+            sf_trace_span(t->trace, w->track, "ranks: loss", t2, agreed);
+            t2 = agreed;
+        }
         if (t->group) {
             int rc = t->be->reduce(t->group, w->r, &w->e);
             if (rc) w->rc = rc;
         } else {
-            reduce_slice(t, w->r);
+            sum_slice(t, w->r);
+            if (t->dist) {
+                pthread_barrier_wait(&t->bar);
+                if (w->r == 0) {
+                    int rc = sf_dist_sum_f32(t->dist, t->be->gradients(w->rep), t->m->nparams,
+                                             "the gradient all-reduce", &w->e);
+                    if (rc) w->rc = rc;
+                }
+                pthread_barrier_wait(&t->bar);
+            }
+            spread_slice(t, w->r);
         }
         pthread_barrier_wait(&t->bar);
         double t3 = sf_now();
         w->reduce += t3 - t2;
         sf_trace_span(t->trace, w->track, "all-reduce", t2, t3);
-        int rc = t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
+        int rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
         if (rc) w->rc = rc;
         double t4 = sf_now();
         w->update += t4 - t3;
         sf_trace_span(t->trace, w->track, "update", t3, t4);
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) {
-            check_step(t);  // an apply that failed
+            check_errors(t);  // a sum or an apply that failed
             if (!t->stop) after_step(t);
         }
         pthread_barrier_wait(&t->bar);

@@ -35,7 +35,8 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
                  const float *w0, const float *x, const float *y, float *w, sf_err *e) {
     sf_adam adam = {1e-2f, 0.9f, 0.999f, 1e-7f};
     sf_trainer *t;
-    int rc = sf_trainer_open(&t, be, m, R, PER, T, devices, SF_PRECISION_FP32, &adam, e);
+    int rc = sf_trainer_open(&t, be, m, &(sf_trainer_opts){.replicas = R, .replica_batch = PER, .window = T,
+                             .devices = devices, .precision = SF_PRECISION_FP32, .adam = adam}, e);
     if (rc) return rc;
     source s = {.R = R};
     float *dev[2 * MAX_R] = {0};

@@ -44,7 +44,8 @@ static void train(uint32_t R, const sf_model *m, const float *w0, const float *x
                   sf_err *e) {
     sf_trainer *t;
     sf_adam adam = {1e-2f, 0.9f, 0.999f, 1e-7f};
-    *rc = sf_trainer_open(&t, &sf_backend_cpu, m, R, GLOBAL / R, T, NULL, SF_PRECISION_FP32, &adam, e);
+    *rc = sf_trainer_open(&t, &sf_backend_cpu, m, &(sf_trainer_opts){.replicas = R, .replica_batch = GLOBAL / R,
+                          .window = T, .adam = adam}, e);
     if (*rc) return;
     slices s = {x, y, R, {0}};
     sf_batch_source src = {next, release, NULL, &s};

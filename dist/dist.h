@@ -1,0 +1,55 @@
+// dist: the processes of one training job started by an MPI launcher
+// (mpirun, srun). Each process is a rank with its own replicas; the trainer
+// joins the ranks through these collectives. Without a launcher there is one
+// rank and no handle: every function takes NULL as "one rank".
+//
+// Collectives are called by every rank in the same order, from one thread
+// at a time. A collective that does not complete within the timeout (a rank
+// died, or hangs) makes this rank print which collective and abort the job,
+// so that no rank waits for ever.
+#ifndef SF_DIST_H
+#define SF_DIST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+typedef struct sf_dist sf_dist;
+
+// Whether a launcher started this process as a rank of a job (Open MPI's
+// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, or PMI's PMI_SIZE is set).
+bool sf_dist_launched(void);
+// Joins the job (MPI_Init_thread). timeout_s bounds every collective. In a
+// build without MPI, an error that says so.
+int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e);
+// Leaves the job after every rank finished well (MPI_Finalize).
+void sf_dist_close(sf_dist *d);
+// Ends every rank of the job with a non-zero status (MPI_Abort), after this
+// rank failed: the others may be waiting in a collective for it.
+_Noreturn void sf_dist_abort(sf_dist *d, int status);
+
+int sf_dist_rank(const sf_dist *d);  // 0 for NULL
+int sf_dist_size(const sf_dist *d);  // 1 for NULL
+// This rank among the ranks on its machine, and how many there are (they
+// share its cores and GPUs).
+int sf_dist_local_rank(const sf_dist *d);  // 0 for NULL
+int sf_dist_local_size(const sf_dist *d);  // 1 for NULL
+bool sf_dist_has_mpi(void);          // built with MPI
+
+// In-place sums over the ranks; what names the collective in errors.
+int sf_dist_sum_i64(sf_dist *d, int64_t *v, size_t n, const char *what, sf_err *e);
+int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e);
+int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e);
+// Rank 0's n bytes into every rank's buf.
+int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e);
+// Every rank has the same n bytes in buf (a setting, a checksum), or every
+// rank gets an error naming what differs and on how many ranks.
+int sf_dist_agree(sf_dist *d, const void *buf, size_t n, const char *what, sf_err *e);
+// Rank 0 gets every rank's bytes, in rank order, in *all (malloc'd) with
+// rank k's length in lens[k] (lens: size entries, rank 0 only); the others
+// send theirs and get *all NULL.
+int sf_dist_gather(sf_dist *d, const void *mine, size_t n, void **all, size_t *lens, const char *what, sf_err *e);
+
+#endif

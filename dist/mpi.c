@@ -1,0 +1,241 @@
+// The job's ranks through MPI, with a watchdog on every collective.
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist.h"
+
+struct sf_dist {
+    MPI_Comm comm;  // our own, with errors returned rather than fatal
+    int rank, size, local_rank, local_size;
+    bool multiple;  // MPI_THREAD_MULTIPLE: the watchdog may call MPI_Abort
+    double timeout;
+    // The watchdog: armed with the collective in progress and its deadline.
+    pthread_t dog;
+    bool dog_started, quit;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const char *what;
+    double deadline;
+};
+
+bool sf_dist_has_mpi(void) { return true; }
+
+static void *watchdog(void *arg) {
+    sf_dist *d = arg;
+    pthread_mutex_lock(&d->mu);
+    while (!d->quit) {
+        if (!d->what) {
+            pthread_cond_wait(&d->cv, &d->mu);
+            continue;
+        }
+        double left = d->deadline - sf_now();
+        if (left > 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            double at = ts.tv_sec + ts.tv_nsec * 1e-9 + left;
+            ts.tv_sec = (time_t)at, ts.tv_nsec = (long)((at - (double)ts.tv_sec) * 1e9);
+            pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+            continue;
+        }
+        fprintf(stderr, "seqfeed: rank %d of %d: %s did not complete within %.0f s: another rank died or stopped "
+                "answering; aborting the job (hint: the launcher's messages name the rank that failed; "
+                "--collective-timeout sets the limit)\n", d->rank, d->size, d->what, d->timeout);
+        fflush(stderr);
+        if (d->multiple) MPI_Abort(MPI_COMM_WORLD, 1);
+        _exit(1);
+    }
+    pthread_mutex_unlock(&d->mu);
+    return NULL;
+}
+
+static void arm(sf_dist *d, const char *what) {
+    pthread_mutex_lock(&d->mu);
+    d->what = what, d->deadline = sf_now() + d->timeout;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+}
+
+static void disarm(sf_dist *d) {
+    pthread_mutex_lock(&d->mu);
+    d->what = NULL;
+    pthread_mutex_unlock(&d->mu);
+}
+
+static int mpi_fail(const sf_dist *d, int rc, const char *what, sf_err *e) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS) snprintf(msg, sizeof msg, "MPI error %d", rc);
+    return sf_err_set(e, SF_EIO, "rank %d of %d: %s failed: %s (hint: another rank may have died; the launcher's "
+                      "messages name it)", d->rank, d->size, what, msg);
+}
+
+int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e) {
+    *out = NULL;
+    int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    if (rc != MPI_SUCCESS) return sf_err_set(e, SF_EIO, "MPI_Init_thread failed (error %d)", rc);
+    sf_dist *d = calloc(1, sizeof *d);
+    if (!d) {
+        MPI_Abort(MPI_COMM_WORLD, 1);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    // Collectives come from a replica's thread, not the one that
+    // initialised MPI: at least SERIALIZED.
+    if (provided < MPI_THREAD_SERIALIZED) {
+        free(d);
+        MPI_Finalize();
+        return sf_err_set(e, SF_EINVAL, "this MPI library offers no thread support (level %d): seqfeed calls MPI from "
+                          "its replica threads (hint: an MPI built with threads, like Debian's Open MPI)", provided);
+    }
+    d->multiple = provided == MPI_THREAD_MULTIPLE;
+    d->timeout = timeout_s > 0 ? timeout_s : 300;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
+    MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(d->comm, &d->rank);
+    MPI_Comm_size(d->comm, &d->size);
+    MPI_Comm node;
+    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &d->local_rank);
+        MPI_Comm_size(node, &d->local_size);
+        MPI_Comm_free(&node);
+    } else {
+        d->local_rank = 0, d->local_size = 1;
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (sf_thread_start(&d->dog, watchdog, d)) {
+        sf_dist_close(d);
+        return sf_err_set(e, SF_ENOMEM, "cannot start the collectives' watchdog thread");
+    }
+    d->dog_started = true;
+    *out = d;
+    return 0;
+}
+
+static void stop_watchdog(sf_dist *d) {
+    if (!d->dog_started) return;
+    pthread_mutex_lock(&d->mu);
+    d->quit = true;
+    pthread_cond_signal(&d->cv);
+    pthread_mutex_unlock(&d->mu);
+    pthread_join(d->dog, NULL);
+    d->dog_started = false;
+}
+
+void sf_dist_close(sf_dist *d) {
+    if (!d) return;
+    stop_watchdog(d);
+    MPI_Comm_free(&d->comm);
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    free(d);
+    MPI_Finalize();
+}
+
+_Noreturn void sf_dist_abort(sf_dist *d, int status) {
+    if (d) MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+    exit(status);
+}
+
+int sf_dist_rank(const sf_dist *d) { return d ? d->rank : 0; }
+int sf_dist_size(const sf_dist *d) { return d ? d->size : 1; }
+int sf_dist_local_rank(const sf_dist *d) { return d ? d->local_rank : 0; }
+int sf_dist_local_size(const sf_dist *d) { return d ? d->local_size : 1; }
+
+// MPI counts are ints: large buffers go in pieces.
+static int sum(sf_dist *d, void *v, size_t n, size_t elem, MPI_Datatype type, const char *what, sf_err *e) {
+    if (!d || d->size == 1) return 0;
+    arm(d, what);
+    int rc = MPI_SUCCESS;
+    for (size_t at = 0; rc == MPI_SUCCESS && at < n;) {
+        int part = n - at > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)(n - at);
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)v + at * elem, part, type, MPI_SUM, d->comm);
+        at += (size_t)part;
+    }
+    disarm(d);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_dist_sum_i64(sf_dist *d, int64_t *v, size_t n, const char *what, sf_err *e) {
+    return sum(d, v, n, sizeof *v, MPI_INT64_T, what, e);
+}
+int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e) {
+    return sum(d, v, n, sizeof *v, MPI_DOUBLE, what, e);
+}
+int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e) {
+    return sum(d, v, n, sizeof *v, MPI_FLOAT, what, e);
+}
+
+int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e) {
+    if (!d || d->size == 1) return 0;
+    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu bytes is too many to broadcast", what, n);
+    arm(d, what);
+    int rc = MPI_Bcast(buf, (int)n, MPI_BYTE, 0, d->comm);
+    disarm(d);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_dist_agree(sf_dist *d, const void *buf, size_t n, const char *what, sf_err *e) {
+    if (!d || d->size == 1) return 0;
+    void *root = malloc(n ? n : 1);
+    if (!root) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (d->rank == 0 && n) memcpy(root, buf, n);
+    int rc = sf_dist_bcast(d, root, n, what, e);
+    int64_t differ = !rc && memcmp(root, buf, n) != 0;
+    free(root);
+    if (!rc) rc = sf_dist_sum_i64(d, &differ, 1, what, e);
+    if (!rc && differ)
+        rc = sf_err_set(e, SF_EINVAL, "rank %d of %d: %s differs on %lld rank(s) from rank 0's%s", d->rank, d->size,
+                        what, (long long)differ, d->rank ? "" : " (each rank that differs says so)");
+    return rc;
+}
+
+int sf_dist_gather(sf_dist *d, const void *mine, size_t n, void **all, size_t *lens, const char *what, sf_err *e) {
+    *all = NULL;
+    if (!d || d->size == 1) {
+        if (!(*all = malloc(n ? n : 1))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+        if (n) memcpy(*all, mine, n);
+        lens[0] = n;
+        return 0;
+    }
+    bool root = d->rank == 0;
+    uint64_t len = n, *got = root ? calloc((size_t)d->size, sizeof *got) : NULL;
+    int *counts = root ? calloc((size_t)d->size, sizeof *counts) : NULL;
+    int *displs = root ? calloc((size_t)d->size, sizeof *displs) : NULL;
+    // Rank 0 says whether it can take everything (too much for one call,
+    // or out of memory): every rank then goes on or gives up together.
+    int64_t refused = root && (!got || !counts || !displs);
+    arm(d, what);
+    int rc = MPI_Gather(&len, 1, MPI_UINT64_T, refused ? NULL : got, 1, MPI_UINT64_T, 0, d->comm);
+    disarm(d);
+    uint64_t total = 0;
+    for (int k = 0; root && !refused && k < d->size; k++) total += got[k];
+    char *buf = NULL;
+    if (root && !refused) refused = total > INT_MAX || !(buf = malloc(total ? total : 1));
+    if (rc == MPI_SUCCESS && !(rc = sf_dist_bcast(d, &refused, sizeof refused, what, e)) && !refused) {
+        for (int k = 0, at = 0; root && k < d->size; k++) counts[k] = (int)got[k], displs[k] = at, at += counts[k];
+        arm(d, what);
+        int mrc = MPI_Gatherv(mine, (int)n, MPI_BYTE, buf, counts, displs, MPI_BYTE, 0, d->comm);
+        disarm(d);
+        if (mrc != MPI_SUCCESS) rc = mpi_fail(d, mrc, what, e);
+    } else if (rc > 0) {
+        rc = mpi_fail(d, rc, what, e);
+    }
+    for (int k = 0; root && !refused && k < d->size; k++) lens[k] = got[k];
+    free(got), free(counts), free(displs);
+    if (!rc && refused)
+        rc = sf_err_set(e, SF_ENOMEM, "rank %d of %d: %s: rank 0 cannot take %llu bytes from all ranks in one "
+                        "gather", d->rank, d->size, what, (unsigned long long)total);
+    if (rc) free(buf);
+    else *all = buf;
+    return rc;
+}

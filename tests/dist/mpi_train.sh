@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# seqfeed train under mpirun (Open MPI): 2 ranks x 1 replica end with the
+# weights of 1 rank x 2 replicas, bit for bit (a sum of two is the same in
+# either order), and 2 ranks x 2 those of 1 x 4 to summation-order
+# tolerance; rank 0 alone writes checkpoints and the log; the trace has a
+# process per rank; a run resumes across rank counts; a rank that is killed,
+# hangs or fails ends the job, every rank non-zero, with a message naming
+# the rank, in bounded time; ranks started with other settings are refused.
+set -u
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}" "${SRCDIR:?}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
+command -v mpirun >/dev/null || { echo "mpirun not installed: skipped"; exit 77; }
+"$SEQFEED" info | grep -q 'built with MPI' || { echo "seqfeed built without MPI: skipped"; exit 77; }
+tmp=$(mktemp -d /tmp/sfmpi.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+"$SEQFEED" synth -o s.sfpack --rows 5000 --features 3 --series 2 -q || exit 1
+common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense
+        --window 12 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 --pool 256 -q)
+verbose=("${common[@]:0:${#common[@]}-1}")  # without -q
+
+# mpi NP ARGS...: seqfeed ARGS as NP ranks; stdout in out, stderr in err, status in $rc.
+mpi() {
+    local np=$1
+    shift
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np "$np" "$SEQFEED" "$@" >out 2>err
+    rc=$?
+}
+
+# same A B TOL: every tensor of checkpoint A equals B's within TOL x the
+# largest magnitude of that tensor (TOL 0: bit for bit).
+same() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+from array import array
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: array("f", b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+a, b, tol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+bad = [k for k in a if k not in b or len(a[k]) != len(b[k]) or
+       max((abs(x - y) for x, y in zip(a[k], b[k])), default=0) > tol * max((abs(x) for x in a[k]), default=0)]
+if bad or a.keys() != b.keys():
+    print("differ:", ", ".join(bad) or "names", file=sys.stderr)
+    sys.exit(1)
+PY
+}
+
+# 2 ranks x 1 replica against 1 process x 2 replicas: dropout masks, shards
+# and the gradient sum follow the global replica index.
+run 0 train "${common[@]}" --replicas 2 --checkpoint-dir one --log one.csv
+mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir two --log two.csv --trace t.json
+[ "$rc" -eq 0 ] || fail "2 ranks: exit $rc: $(cat err)"
+same one/latest.safetensors two/latest.safetensors 0 || fail "2 ranks x 1 replica end with other weights than 1 x 2"
+same one/epoch-0001.safetensors two/epoch-0001.safetensors 0 || fail "epoch 1 differs between 2 x 1 and 1 x 2"
+# One log, rows written once (rank 0): a header and 2 epochs.
+[ "$(wc -l <two.csv)" -eq 3 ] || fail "the log of 2 ranks has $(wc -l <two.csv) lines: $(cat two.csv)"
+cut -d, -f2 one.csv >l1 && cut -d, -f2 two.csv >l2
+cmp -s l1 l2 || fail "training losses differ: $(paste -d' ' l1 l2 | tr '\n' ' ')"
+python3 - <<'PY' || fail "the trace of 2 ranks: $(head -c 300 t.json)"
+import json
+ev = json.load(open("t.json"))["traceEvents"]
+procs = {e["pid"]: e["args"]["name"] for e in ev if e.get("name") == "process_name"}
+assert procs.get(1) == "seqfeed rank 0" and procs.get(2) == "seqfeed rank 1", procs
+for pid in (1, 2):
+    spans = {e["name"] for e in ev if e.get("ph") == "X" and e["pid"] == pid}
+    assert {"forward+backward", "all-reduce", "ranks: batch", "update"} <= spans, (pid, spans)
+PY
+
+# 2 ranks x 2 replicas against 1 x 4: the local sums come first, so only
+# the order of the sum differs.
+run 0 train "${common[@]}" --replicas 4 --max-steps 20 --checkpoint-dir four
+mpi 2 train "${common[@]}" --replicas 2 --max-steps 20 --checkpoint-dir twotwo
+[ "$rc" -eq 0 ] || fail "2 ranks x 2: exit $rc: $(cat err)"
+same four/latest.safetensors twotwo/latest.safetensors 1e-4 || fail "2 ranks x 2 replicas differ from 1 x 4"
+# rank 0 speaks for the job: the profile of every replica of every rank.
+mpi 2 train "${verbose[@]}" --replicas 2 --max-steps 20
+[ "$rc" -eq 0 ] || fail "2 ranks, verbose: exit $rc: $(cat err)"
+grep -q "on 4 cpu replica(s) (2 ranks x 2)" err || fail "no job line: $(cat err)"
+grep -q "replica 3: 19 steps" err || fail "the profile lacks rank 1's replicas: $(cat err)"
+[ "$(grep -c '^diagnosis:' err)" -eq 1 ] || fail "more than one rank printed a diagnosis: $(cat err)"
+
+# Stopped by --max-steps on 2 ranks mid-epoch, resumed in one process with
+# the same 2 replicas: exactly the uninterrupted run.
+mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir r --checkpoint-every 25 --max-steps 60
+[ "$rc" -eq 0 ] || fail "2 ranks, stopped: exit $rc: $(cat err)"
+run 0 train "${common[@]}" --replicas 2 --checkpoint-dir r --resume
+same one/latest.safetensors r/latest.safetensors 0 || fail "2 ranks resumed as 1 x 2 differ from the uninterrupted run"
+# With another replica count the interrupted epoch starts again.
+mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir r1 --max-steps 60
+run 0 train "${verbose[@]}" --replicas 1 --checkpoint-dir r1 --resume
+expect err "written by 2 replicas and this run has 1: epoch 1 starts again from its beginning"
+[ -f r1/epoch-0002.safetensors ] || fail "the resumed run with 1 replica did not finish: $(ls r1)"
+
+# Ctrl-C (SIGINT) on rank 1 alone: every rank stops at the same step, and
+# rank 0 writes the checkpoint.
+cat >int.sh <<EOS
+#!/bin/bash
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -INT \$\$) &
+exec "$SEQFEED" train ${verbose[*]} --epochs 1000 --checkpoint-dir i
+EOS
+chmod +x int.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./int.sh >out 2>err
+rc=$?
+[ "$rc" -eq 130 ] || fail "an interrupt on rank 1: exit $rc, expected 130: $(tail -5 err)"
+expect err "^stopped after [0-9]+ steps"
+[ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
+
+# Ranks started with other settings.
+cat >seed.sh <<EOS
+#!/bin/bash
+seed=3; [ "\$OMPI_COMM_WORLD_RANK" = 1 ] && seed=4
+exec "$SEQFEED" train ${common[*]} --seed \$seed
+EOS
+chmod +x seed.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./seed.sh >out 2>err
+rc=$?
+[ "$rc" -ne 0 ] || fail "ranks with different seeds trained"
+expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
+
+# A rank that fails (its data is missing) ends the job, naming itself.
+cat >missing.sh <<EOS
+#!/bin/bash
+data=s.sfpack; [ "\$OMPI_COMM_WORLD_RANK" = 1 ] && data=gone.sfpack
+exec "$SEQFEED" train ${common[*]} --data \$data
+EOS
+chmod +x missing.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./missing.sh >out 2>err
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a rank without its data: exit $rc"
+expect err "rank 1 of 2: gone.sfpack"
+
+# A rank killed mid-training (SIGKILL): the launcher names it and ends the
+# other, which says which rank it is; well before the timeout.
+cat >kill.sh <<EOS
+#!/bin/bash
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 \$\$) &
+exec "$SEQFEED" train ${common[*]} --epochs 1000
+EOS
+chmod +x kill.sh
+start=$(date +%s)
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./kill.sh >out 2>err
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
+expect err "process rank 1 .* exited on signal 9"
+expect err "rank 0 of 2: terminated by the launcher"
+[ $(($(date +%s) - start)) -lt 60 ] || fail "the job took $(($(date +%s) - start)) s to end after a rank was killed"
+
+# A rank that hangs (SIGSTOP): the other's collective times out and ends
+# the job.
+cat >hang.sh <<EOS
+#!/bin/bash
+[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -STOP \$\$) &
+exec "$SEQFEED" train ${common[*]} --epochs 1000 --collective-timeout 2
+EOS
+chmod +x hang.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./hang.sh >out 2>err
+rc=$?
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a hung rank: exit $rc"
+expect err "rank 0 of 2: .* did not complete within 2 s"
+finish
