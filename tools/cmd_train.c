@@ -37,7 +37,7 @@ static const char help[] =
     "                           the last dense width defaults to the number of targets)\n"
     "training:\n"
     "      --batch-size N       global batch (default 32)\n"
-    "      --replicas R         replicas (default: one per GPU, or 1 on CPU)\n"
+    "      --replicas R         replicas, per rank under a launcher (default: one per GPU, or 1 on CPU)\n"
     "      --epochs N           (default 10)\n"
     "      --val-split F        the time-ordered tail of every series for validation (default 0.1)\n"
     "      --lr F               Adam's learning rate (default 0.001)\n"
@@ -71,7 +71,7 @@ static const char help[] =
     "all-reduce, update, other: mean, p50, p99) and a diagnosis: how input bound\n"
     "the run was (TensorFlow's classes), and the stage or phase that limits it.\n";
 
-static volatile sig_atomic_t interrupted;
+static atomic_int interrupted;  // lock-free, so a signal handler may set it
 
 static void on_signal(int sig) {
     interrupted = 1;

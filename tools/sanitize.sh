@@ -36,7 +36,10 @@ asan() {
     echo "== asan+ubsan (build-asan)"
     # b_lundef=false: clang's sanitizer runtimes leave symbols undefined at link time.
     setup build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled -Dbuildtype=debugoptimized &&
-        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        # Full stacks at every allocation, so that the suppressions of what
+        # Open MPI keeps until exit (tools/lsan.supp) match whatever frame.
+        ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
+            LSAN_OPTIONS=suppressions=$PWD/tools/lsan.supp UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             run_tests build-asan
 }
 
@@ -47,7 +50,7 @@ tsan() {
         # OpenBLAS is not instrumented: TSan cannot see how its own worker
         # threads synchronise, and reports their work as races. One BLAS
         # thread (the trainer's parallelism is its own threads, checked).
-        TSAN_OPTIONS=halt_on_error=1 OPENBLAS_NUM_THREADS=1 run_tests build-tsan
+        TSAN_OPTIONS=halt_on_error=1:suppressions=$PWD/tools/tsan.supp OPENBLAS_NUM_THREADS=1 run_tests build-tsan
 }
 
 [ $# -eq 0 ] && set -- asan tsan

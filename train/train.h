@@ -5,7 +5,7 @@
 #ifndef SF_TRAIN_H
 #define SF_TRAIN_H
 
-#include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +43,7 @@ typedef struct {
 // batch), copy (on a GPU: the part of the batch's host-to-device copy that
 // compute had to wait for, not hidden behind earlier work), compute (forward
 // and backward), reduce (the all-reduce, waiting for the slowest replica
-// included), update (Adam), other (the rest: barriers, the step hook's
+// included; across ranks also the step's agreement), update (Adam), other (the rest: barriers, the step hook's
 // validation and checkpoints). The phases add up to the step.
 enum sf_phase {
     SF_PHASE_INPUT,
@@ -93,7 +93,7 @@ typedef struct {
     sf_adam adam;
     uint32_t cores;           // CPU cores the replicas share (0: every online core)
     sf_dist *dist;            // the job's ranks (NULL: this process alone)
-    volatile sig_atomic_t *interrupted;  // read every step into sf_step_info.interrupted (NULL: never)
+    atomic_int *interrupted;  // set by a signal handler, read every step into sf_step_info.interrupted (NULL: never)
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
@@ -216,7 +216,7 @@ typedef struct {
     uint64_t memory_budget;     // bytes for replicas and pipeline (0: no budget); the shuffle pool
                                 // shrinks to fit, and too small a budget is an error
     bool progress;              // epoch lines on stderr (a live bar on a TTY)
-    volatile sig_atomic_t *interrupted;
+    atomic_int *interrupted;  // set by a signal handler (atomic: replica threads read it)
     const sf_backend *backend;
     const int *devices;      // replica r's GPU (NULL: r), for the GPU backend
     int precision;           // enum sf_precision

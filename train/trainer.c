@@ -52,7 +52,7 @@ struct sf_trainer {
     void *group;  // the backend's own reduction, when it has one
     sf_dist *dist;
     uint32_t first;  // global index of replica 0
-    volatile sig_atomic_t *interrupted;
+    atomic_int *interrupted;
     // the step as the ranks agreed on it (or this process's alone)
     uint32_t global;
     double loss, wait;

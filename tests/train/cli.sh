@@ -126,6 +126,13 @@ run 2 train --data s.sfpack --resume
 expect err "--resume needs --checkpoint-dir"
 run 1 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack"
+run 2 train "${common[@]}" --collective-timeout 0
+expect err "bad value '0'"
+# Under a launcher (its variables alone, no MPI needed): bench refuses to
+# run as N competing copies.
+OMPI_COMM_WORLD_SIZE=2 run 2 bench train --data s.sfpack
+expect err "not under mpirun or srun"
 run 0 train --help
 expect out "--checkpoint-dir"
+expect out "--collective-timeout"
 finish
