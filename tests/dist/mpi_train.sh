@@ -76,8 +76,9 @@ mpi 2 train "${common[@]}" --replicas 2 --max-steps 20 --checkpoint-dir twotwo
 [ "$rc" -eq 0 ] || fail "2 ranks x 2: exit $rc: $(cat err)"
 same four/latest.safetensors twotwo/latest.safetensors 1e-4 || fail "2 ranks x 2 replicas differ from 1 x 4"
 # rank 0 speaks for the job: the profile of every replica of every rank.
-mpi 2 train "${verbose[@]}" --replicas 2 --max-steps 20
+mpi 2 train "${verbose[@]}" --replicas 2 --max-steps 20 --report r.html
 [ "$rc" -eq 0 ] || fail "2 ranks, verbose: exit $rc: $(cat err)"
+grep -q "4 (2 ranks x 2)" r.html && grep -q "replica 3" r.html || fail "the report lacks the job's replicas"
 grep -q "on 4 cpu replica(s) (2 ranks x 2)" err || fail "no job line: $(cat err)"
 grep -q "replica 3: 19 steps" err || fail "the profile lacks rank 1's replicas: $(cat err)"
 [ "$(grep -c '^diagnosis:' err)" -eq 1 ] || fail "more than one rank printed a diagnosis: $(cat err)"
@@ -94,55 +95,40 @@ run 0 train "${verbose[@]}" --replicas 1 --checkpoint-dir r1 --resume
 expect err "written by 2 replicas and this run has 1: epoch 1 starts again from its beginning"
 [ -f r1/epoch-0002.safetensors ] || fail "the resumed run with 1 replica did not finish: $(ls r1)"
 
+# ranks NAME PRELUDE ARGS...: seqfeed ARGS on 2 ranks through a wrapper
+# that first runs PRELUDE on rank 1 (a signal to come, or more arguments in
+# extra); stdout in out, stderr in err, status in $rc.
+ranks() {
+    local name=$1 prelude=$2
+    shift 2
+    printf '#!/bin/bash\nextra=()\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then\n%s\nfi\nexec "%s" "$@" "${extra[@]}"\n' \
+        "$prelude" "$SEQFEED" >"$name.sh"
+    chmod +x "$name.sh"
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "./$name.sh" "$@" >out 2>err
+    rc=$?
+}
+
 # Ctrl-C (SIGINT) on rank 1 alone: every rank stops at the same step, and
 # rank 0 writes the checkpoint.
-cat >int.sh <<EOS
-#!/bin/bash
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -INT \$\$) &
-exec "$SEQFEED" train ${verbose[*]} --epochs 1000 --checkpoint-dir i
-EOS
-chmod +x int.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./int.sh >out 2>err
-rc=$?
+ranks int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir i
 [ "$rc" -eq 130 ] || fail "an interrupt on rank 1: exit $rc, expected 130: $(tail -5 err)"
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
 # Ranks started with other settings.
-cat >seed.sh <<EOS
-#!/bin/bash
-seed=3; [ "\$OMPI_COMM_WORLD_RANK" = 1 ] && seed=4
-exec "$SEQFEED" train ${common[*]} --seed \$seed
-EOS
-chmod +x seed.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./seed.sh >out 2>err
-rc=$?
+ranks seed 'extra=(--seed 4)' train "${common[@]}"
 [ "$rc" -ne 0 ] || fail "ranks with different seeds trained"
 expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
 
 # A rank that fails (its data is missing) ends the job, naming itself.
-cat >missing.sh <<EOS
-#!/bin/bash
-data=s.sfpack; [ "\$OMPI_COMM_WORLD_RANK" = 1 ] && data=gone.sfpack
-exec "$SEQFEED" train ${common[*]} --data \$data
-EOS
-chmod +x missing.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./missing.sh >out 2>err
-rc=$?
+ranks missing 'extra=(--data gone.sfpack)' train "${common[@]}"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a rank without its data: exit $rc"
 expect err "rank 1 of 2: gone.sfpack"
 
 # A rank killed mid-training (SIGKILL): the launcher names it and ends the
 # other, which says which rank it is; well before the timeout.
-cat >kill.sh <<EOS
-#!/bin/bash
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -9 \$\$) &
-exec "$SEQFEED" train ${common[*]} --epochs 1000
-EOS
-chmod +x kill.sh
 start=$(date +%s)
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./kill.sh >out 2>err
-rc=$?
+ranks kill '(sleep 2; kill -9 $$) &' train "${common[@]}" --epochs 1000
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
 expect err "process rank 1 .* exited on signal 9"
 expect err "rank 0 of 2: terminated by the launcher"
@@ -150,14 +136,7 @@ expect err "rank 0 of 2: terminated by the launcher"
 
 # A rank that hangs (SIGSTOP): the other's collective times out and ends
 # the job.
-cat >hang.sh <<EOS
-#!/bin/bash
-[ "\$OMPI_COMM_WORLD_RANK" = 1 ] && (sleep 2; kill -STOP \$\$) &
-exec "$SEQFEED" train ${common[*]} --epochs 1000 --collective-timeout 2
-EOS
-chmod +x hang.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./hang.sh >out 2>err
-rc=$?
+ranks hang '(sleep 2; kill -STOP $$) &' train "${common[@]}" --epochs 1000 --collective-timeout 2
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a hung rank: exit $rc"
 expect err "rank 0 of 2: .* did not complete within 2 s"
 finish
