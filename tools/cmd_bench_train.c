@@ -18,6 +18,10 @@ static const char help[] =
     "ratio of the two runs' samples/s, and on CPU the model's GFLOP/s (3 x\n"
     "the forward pass's operations per sample) against the float32 GEMM rate\n"
     "of this machine's BLAS measured in the same run (2048 x 2048).\n"
+    "Before each batch size's line: where each replica's steps went (input,\n"
+    "copy, compute, all-reduce, update, other: mean, p50, p99) and the\n"
+    "diagnosis, as seqfeed train prints them; the last line compares the step\n"
+    "time across batch sizes (flat: the batch is too small for the device).\n"
     "\n"
     "options:\n"
     "      --data FILE          the .sfpack file (required)\n"
@@ -30,7 +34,8 @@ static const char help[] =
     "      --gpus all|none|0,1  (default all; the CPU when there is none)\n"
     "      --steps N            timed steps per batch size (default 20)\n"
     "      --warmup N           untimed steps first (default 3)\n"
-    "      --json               one JSON object per batch size\n";
+    "      --json               one JSON object per batch size, with the classification\n"
+    "                           and the limit\n";
 
 int bench_train(int argc, char **argv) {
     enum { O_DATA = 256, O_FEATURES, O_TARGETS, O_WINDOW, O_MODEL, O_BATCH, O_REPLICAS, O_STEPS, O_WARMUP, O_JSON,
@@ -115,16 +120,20 @@ int bench_train(int argc, char **argv) {
         o.batch = (uint32_t)b * o.replicas;
         sf_fit_result res, bound;
         o.resident = false;
+        o.profile_out = json ? NULL : stdout;  // where the real run's steps went
         if (sf_fit(&o, &res, &e)) return cli_fail("bench train", &e, NULL);
         o.resident = true;
+        o.profile_out = NULL;
         if (sf_fit(&o, &bound, &e)) return cli_fail("bench train", &e, NULL);
         double rate = res.samples_per_s * train_flops, ratio = res.samples_per_s / bound.samples_per_s;
         if (json)
             printf("{\"backend\": \"%s\", \"batch_per_replica\": %lu, \"replicas\": %u, \"steps\": %llu, "
                    "\"samples_per_s\": %.1f, \"input_wait\": %.4f, \"resident_samples_per_s\": %.1f, "
-                   "\"real_over_resident\": %.4f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f}\n",
+                   "\"real_over_resident\": %.4f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, "
+                   "\"input_share\": %.4f, \"classification\": \"%s\", \"limit\": \"%s\"}\n",
                    o.backend->name, b, o.replicas, (unsigned long long)steps, res.samples_per_s, res.input_wait,
-                   bound.samples_per_s, ratio, rate / 1e9, peak / 1e9, rate / peak);
+                   bound.samples_per_s, ratio, rate / 1e9, peak / 1e9, rate / peak, res.diagnosis.input_share,
+                   res.diagnosis.classification, res.diagnosis.limit);
         else
             printf("batch %5lu per replica: %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident batch's %.1f; "
                    "%6.1f GFLOP/s = %4.1f%% of SGEMM\n", b, res.samples_per_s, 100 * res.input_wait, ratio,

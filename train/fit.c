@@ -233,6 +233,7 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
         if (!rc) {
             sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->ranks, prs, decoders);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
+            if (f->o->profile_out) sf_profile_print(f->o->profile_out, prof, f->G, &f->res->diagnosis);
             if (f->o->report) rc = report(f, prof, e);
         }
     }

@@ -215,7 +215,9 @@ typedef struct {
     const char *report;         // an HTML report of the run written here (NULL: none)
     uint64_t memory_budget;     // bytes for replicas and pipeline (0: no budget); the shuffle pool
                                 // shrinks to fit, and too small a budget is an error
-    bool progress;              // epoch lines on stderr (a live bar on a TTY)
+    bool progress;              // epoch lines on stderr (a live bar on a TTY), then the profile
+    FILE *profile_out;          // the per-replica profile and the diagnosis go here too
+                                // (NULL: only to stderr, with progress)
     atomic_int *interrupted;  // set by a signal handler (atomic: replica threads read it)
     const sf_backend *backend;
     const int *devices;      // replica r's GPU (NULL: r), for the GPU backend

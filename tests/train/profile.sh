@@ -50,4 +50,19 @@ if not any(e["ph"] == "C" for e in ev): sys.exit("no counters")
 PY
 
 "$SEQFEED" train "${common[@]}" --test-delay fetch:10 2>err && fail "an unknown stage was accepted"
+
+# bench train: the breakdown and the classification of each batch size's
+# run, and the step time against the batch; bench scaling: a row per
+# replica count with its speed-up and what limits it.
+bench=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 16 --model lstm:8,dense --steps 10 --gpus none)
+"$SEQFEED" bench train "${bench[@]}" --batch-size 4,32 >out 2>err || fail "bench train: $(cat err)"
+[ "$(grep -c '^where the steps went' out)" -eq 2 ] && [ "$(grep -c '^diagnosis: ' out)" -eq 2 ] ||
+    fail "bench train: no breakdown per batch size: $(cat out)"
+grep -Eq "^batch +32 per replica: +[0-9.]+ samples/s, input wait +[0-9.]+%, [0-9.]+ of the resident" out &&
+    grep -q "^step time grew" out || fail "bench train: $(cat out)"
+"$SEQFEED" bench train "${bench[@]}" --batch-size 4 --json >out 2>err || fail "bench train --json: $(cat err)"
+python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0' ||
+    fail "bench train --json: $(cat out)"
+"$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 8 >out 2>err || fail "bench scaling: $(cat err)"
+grep -Eq "^2 +[0-9.]+ +[0-9.]+x +[0-9]+%  (compute|all-reduce|input)" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
 finish
