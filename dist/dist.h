@@ -30,6 +30,17 @@ void sf_dist_close(sf_dist *d);
 // rank failed: the others may be waiting in a collective for it.
 _Noreturn void sf_dist_abort(sf_dist *d, int status);
 
+// Bounds a blocking call that waits for the other ranks outside these
+// collectives (NCCL's communicator set-up) with the same watchdog.
+void sf_dist_watch(sf_dist *d, const char *what);
+void sf_dist_unwatch(sf_dist *d);
+double sf_dist_timeout(const sf_dist *d);  // seconds; 0 for NULL
+
+// The CPU cores this rank may use: those it is bound to (taskset, the
+// launcher's --bind-to), shared out among the ranks on its machine when
+// they are all bound to the same ones (unbound, or one container's).
+uint32_t sf_dist_cores(const sf_dist *d);
+
 int sf_dist_rank(const sf_dist *d);  // 0 for NULL
 int sf_dist_size(const sf_dist *d);  // 1 for NULL
 // This rank among the ranks on its machine, and how many there are (they
@@ -37,6 +48,7 @@ int sf_dist_size(const sf_dist *d);  // 1 for NULL
 int sf_dist_local_rank(const sf_dist *d);  // 0 for NULL
 int sf_dist_local_size(const sf_dist *d);  // 1 for NULL
 bool sf_dist_has_mpi(void);          // built with MPI
+uint32_t sf_dist_affinity(void);     // cores this process is bound to (dist.c)
 
 // In-place sums over the ranks; what names the collective in errors.
 int sf_dist_sum_i64(sf_dist *d, int64_t *v, size_t n, const char *what, sf_err *e);

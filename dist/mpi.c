@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 struct sf_dist {
     MPI_Comm comm;  // our own, with errors returned rather than fatal
     int rank, size, local_rank, local_size;
+    uint32_t cores;  // this rank's share of its machine
     bool multiple;  // MPI_THREAD_MULTIPLE: the watchdog may call MPI_Abort
     double timeout;
     // The watchdog: armed with the collective in progress and its deadline.
@@ -67,6 +69,15 @@ static void disarm(sf_dist *d) {
     pthread_mutex_unlock(&d->mu);
 }
 
+void sf_dist_watch(sf_dist *d, const char *what) {
+    if (d) arm(d, what);
+}
+void sf_dist_unwatch(sf_dist *d) {
+    if (d) disarm(d);
+}
+double sf_dist_timeout(const sf_dist *d) { return d ? d->timeout : 0; }
+uint32_t sf_dist_cores(const sf_dist *d) { return d ? d->cores : sf_dist_affinity(); }
+
 static int mpi_fail(const sf_dist *d, int rc, const char *what, sf_err *e) {
     char msg[MPI_MAX_ERROR_STRING];
     int len = 0;
@@ -98,13 +109,23 @@ int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e) {
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
+    d->local_rank = 0, d->local_size = 1, d->cores = sf_dist_affinity();
     MPI_Comm node;
     if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_rank(node, &d->local_rank);
         MPI_Comm_size(node, &d->local_size);
+        // Ranks bound to the same cores (unbound, or one container's cpuset)
+        // share them; ranks bound apart each have their own.
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        sched_getaffinity(0, sizeof set, &set);
+        unsigned char all[sizeof set], any[sizeof set];
+        memcpy(all, &set, sizeof set), memcpy(any, &set, sizeof set);
+        if (MPI_Allreduce(MPI_IN_PLACE, all, (int)sizeof set, MPI_BYTE, MPI_BAND, node) == MPI_SUCCESS &&
+            MPI_Allreduce(MPI_IN_PLACE, any, (int)sizeof set, MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS &&
+            memcmp(all, any, sizeof set) == 0 && d->local_size > 1)
+            d->cores = d->cores / (uint32_t)d->local_size > 1 ? d->cores / (uint32_t)d->local_size : 1;
         MPI_Comm_free(&node);
-    } else {
-        d->local_rank = 0, d->local_size = 1;
     }
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t ca;
@@ -211,24 +232,29 @@ int sf_dist_gather(sf_dist *d, const void *mine, size_t n, void **all, size_t *l
     uint64_t len = n, *got = root ? calloc((size_t)d->size, sizeof *got) : NULL;
     int *counts = root ? calloc((size_t)d->size, sizeof *counts) : NULL;
     int *displs = root ? calloc((size_t)d->size, sizeof *displs) : NULL;
-    // Rank 0 says whether it can take everything (too much for one call,
-    // or out of memory): every rank then goes on or gives up together.
+    // Rank 0 says whether it can take everything (out of memory, or too
+    // much for one call): every rank then goes on or gives up together.
     int64_t refused = root && (!got || !counts || !displs);
-    arm(d, what);
-    int rc = MPI_Gather(&len, 1, MPI_UINT64_T, refused ? NULL : got, 1, MPI_UINT64_T, 0, d->comm);
-    disarm(d);
+    int rc = sf_dist_bcast(d, &refused, sizeof refused, what, e);
+    if (!rc && !refused) {
+        arm(d, what);
+        int mrc = MPI_Gather(&len, 1, MPI_UINT64_T, got, 1, MPI_UINT64_T, 0, d->comm);
+        disarm(d);
+        if (mrc != MPI_SUCCESS) rc = mpi_fail(d, mrc, what, e);
+    }
     uint64_t total = 0;
-    for (int k = 0; root && !refused && k < d->size; k++) total += got[k];
     char *buf = NULL;
-    if (root && !refused) refused = total > INT_MAX || !(buf = malloc(total ? total : 1));
-    if (rc == MPI_SUCCESS && !(rc = sf_dist_bcast(d, &refused, sizeof refused, what, e)) && !refused) {
+    if (!rc && !refused) {  // every rank, or none, is here
+        for (int k = 0; root && k < d->size; k++) total += got[k];
+        if (root) refused = total > INT_MAX || !(buf = malloc(total ? total : 1));
+        rc = sf_dist_bcast(d, &refused, sizeof refused, what, e);
+    }
+    if (!rc && !refused) {
         for (int k = 0, at = 0; root && k < d->size; k++) counts[k] = (int)got[k], displs[k] = at, at += counts[k];
         arm(d, what);
         int mrc = MPI_Gatherv(mine, (int)n, MPI_BYTE, buf, counts, displs, MPI_BYTE, 0, d->comm);
         disarm(d);
         if (mrc != MPI_SUCCESS) rc = mpi_fail(d, mrc, what, e);
-    } else if (rc > 0) {
-        rc = mpi_fail(d, rc, what, e);
     }
     for (int k = 0; root && !refused && k < d->size; k++) lens[k] = got[k];
     free(got), free(counts), free(displs);

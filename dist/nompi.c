@@ -20,6 +20,10 @@ _Noreturn void sf_dist_abort(sf_dist *d, int status) {
     (void)d;
     exit(status);
 }
+void sf_dist_watch(sf_dist *d, const char *what) { (void)d, (void)what; }
+void sf_dist_unwatch(sf_dist *d) { (void)d; }
+double sf_dist_timeout(const sf_dist *d) { return (void)d, 0; }
+uint32_t sf_dist_cores(const sf_dist *d) { return (void)d, sf_dist_affinity(); }
 int sf_dist_rank(const sf_dist *d) { return (void)d, 0; }
 int sf_dist_size(const sf_dist *d) { return (void)d, 1; }
 int sf_dist_local_rank(const sf_dist *d) { return (void)d, 0; }

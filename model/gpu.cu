@@ -91,6 +91,7 @@ typedef struct {
     float *pred;                // device, (batch, outputs)
     bool tf32;         // tensor-core products (else FMA fp32)
     ncclComm_t comm;   // its communicator, when it has peers
+    double timeout;    // on a wait for a stream with a collective in it (0: none)
 } gpu_replica;
 
 static size_t out_size(const gpu_replica *r, const sf_layer *l) { return (l->sequences ? r->window : 1) * l->units; }
@@ -285,7 +286,7 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     *out = NULL;
     gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
-    r->m = m, r->dev = o->device, r->batch = batch, r->window = window, r->tf32 = o->precision == SF_PRECISION_TF32;
+    r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window, r->tf32 = o->precision == SF_PRECISION_TF32;
     int rc = open_replica(r, e);
     if (rc) {
         gpu_close((sf_replica *)r);
@@ -387,6 +388,9 @@ static int wait_stream(gpu_replica *r, sf_err *e) {
         CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
         return 0;
     }
+    // A peer that stopped answering raises no NCCL error: the deadline
+    // ends the wait, and the trainer aborts the communicators.
+    double deadline = r->timeout > 0 ? sf_now() + r->timeout : 0;
     for (;;) {
         cudaError_t q = cudaStreamQuery(r->stream);
         if (q == cudaSuccess) return 0;
@@ -394,6 +398,10 @@ static int wait_stream(gpu_replica *r, sf_err *e) {
         ncclResult_t st = ncclSuccess;
         if (ncclCommGetAsyncError(r->comm, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
             return sf_err_set(e, SF_EIO, "NCCL: GPU %d: %s", r->dev, ncclGetErrorString(st));
+        if (deadline > 0 && sf_now() > deadline)
+            return sf_err_set(e, SF_EIO, "NCCL: GPU %d: the all-reduce did not complete within %.0f s: another rank "
+                              "died or stopped answering (hint: the launcher's messages name it; "
+                              "--collective-timeout sets the limit)", r->dev, r->timeout);
         struct timespec pause = {0, 20000};
         nanosleep(&pause, NULL);
     }

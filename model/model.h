@@ -95,6 +95,8 @@ typedef struct {
     int device;        // the replica's GPU
     uint32_t threads;  // the CPU threads it may use
     int precision;     // enum sf_precision
+    double timeout;    // seconds a wait on a collective (the all-reduce on the
+                       // stream) may take: a peer died or hangs (0: no limit)
 } sf_replica_opts;
 
 // The replicas of a job's ranks, for a backend that sums across them

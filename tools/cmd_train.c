@@ -224,11 +224,12 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
+    // Ranks that see the machine's GPUs share them out; a rank that sees
+    // fewer GPUs than there are ranks here was given its own by the launcher
+    // (srun --gpus-per-task, CUDA_VISIBLE_DEVICES), and NCCL refuses a GPU
+    // that two ranks use.
     int local = sf_dist_local_size(o.dist), l = sf_dist_local_rank(o.dist);
-    if (ngpus > 0 && local > 1) {
-        if (ngpus < local)
-            return cli_usage_error("train", "%d ranks on this machine and %d GPU(s): NCCL needs a GPU per rank (hint: "
-                                   "at most %d ranks per machine, or --gpus none)", local, ngpus, ngpus);
+    if (ngpus >= local && local > 1) {
         int lo = ngpus * l / local, hi = ngpus * (l + 1) / local;
         memmove(devices, devices + lo, (size_t)(hi - lo) * sizeof *devices);
         ngpus = hi - lo;

@@ -3,7 +3,6 @@
 // takes up exactly where its checkpoint stood.
 #include <errno.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -279,17 +278,6 @@ static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, 
     return 0;
 }
 
-// The cores this process's replicas may use: those it is bound to (taskset,
-// or a launcher's --bind-to), else the machine's, shared with the other
-// ranks on it.
-static uint32_t cores_of_rank(const sf_dist *d) {
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    long mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
-    long cores = mine < online ? mine : online / sf_dist_local_size(d);
-    return cores > 1 ? (uint32_t)cores : 1;
-}
-
 // Every rank must train the same run: a rank started with other settings
 // (or on another file) would go its own way without a word.
 static int agree_settings(fit *f, sf_err *e) {
@@ -298,23 +286,31 @@ static int agree_settings(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     struct {
         sf_window_spec window;
-        int norm;
+        int norm, precision;
         uint32_t batch, replicas;
-        uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps;
+        uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
         double val_split, lr;
-        uint32_t lr_linear, resume, checkpoints;
+        // which files each rank writes or gathers into (rank 0 writes them)
+        uint32_t lr_linear, resume, checkpoints, log, trace, report;
     } k;
     memset(&k, 0, sizeof k);  // padding too
-    k.window = c->window, k.norm = c->norm, k.batch = c->batch, k.replicas = f->R, k.seed = c->seed;
-    k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
-    k.max_steps = o->max_steps, k.val_split = c->val_split, k.lr = c->lr, k.lr_linear = o->lr_linear;
-    k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL;
+    k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.batch = c->batch, k.replicas = f->R;
+    k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
+    k.max_steps = o->max_steps, k.memory_budget = o->memory_budget, k.val_split = c->val_split, k.lr = c->lr;
+    k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
+    k.trace = o->trace != NULL, k.report = o->report != NULL;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
-    crc = sf_crc32c(crc, c->model, strlen(c->model) + 1);
-    crc = sf_crc32c(crc, c->features, strlen(c->features) + 1);
-    crc = sf_crc32c(crc, c->targets, strlen(c->targets) + 1);
+    const char *text[] = {c->model, c->features, c->targets, o->backend->name};
+    for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
+    // The data: the scaling comes from each file's statistics, so another
+    // file (or another version of it) shows there.
+    crc = sf_crc32c(crc, c->feature_scale, c->inputs * sizeof(float));
+    crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
+    crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
+    crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
     return sf_dist_agree(f->dist, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
-                         "seed, epochs, learning rate, checkpoints, the data's rows)", e);
+                         "backend, precision, seed, epochs, learning rate, memory budget, the files written, and "
+                         "the data's rows and statistics)", e);
 }
 
 // Where a resumed run stands, as rank 0 read it from the checkpoint (only
@@ -460,7 +456,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.G;
     sf_trainer_opts to = {f.R, f.replica_batch, o->window.length, o->devices, o->precision, adam,
-                          cores_of_rank(o->dist), o->dist, o->interrupted};
+                          sf_dist_cores(o->dist), o->dist, o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);

@@ -90,7 +90,10 @@ static int open_group(sf_trainer *t, sf_err *e) {
         if (!rc && !brc && failed) rc = sf_err_set(e, SF_EIO, "rank 0 could not make the job's NCCL id");
         if (!rc) rc = brc ? brc : sf_dist_bcast(t->dist, &world.id, sizeof world.id, "the NCCL id", e);
     }
+    // NCCL's set-up waits for every rank: a missing one must not hang it.
+    sf_dist_watch(t->dist, "setting up NCCL's communicators");
     if (!rc) rc = t->be->reduce_open(&t->group, reps, t->R, t->dist ? &world : NULL, e);
+    sf_dist_unwatch(t->dist);
     free(reps);
     return rc;
 }
@@ -119,7 +122,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
         t->w[r].ring = malloc(RING * sizeof *t->w[r].ring);  // without it: means only
-        sf_replica_opts ro = {o->devices ? o->devices[r] : (int)r, threads, o->precision};
+        sf_replica_opts ro = {o->devices ? o->devices[r] : (int)r, threads, o->precision, sf_dist_timeout(o->dist)};
         if ((rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) break;
     }
     if (!rc && be->reduce_open) rc = open_group(t, e);

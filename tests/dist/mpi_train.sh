@@ -115,10 +115,14 @@ ranks int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --chec
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
-# Ranks started with other settings.
-ranks seed 'extra=(--seed 4)' train "${common[@]}"
-[ "$rc" -ne 0 ] || fail "ranks with different seeds trained"
-expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
+# Ranks started with other settings, files to write, or data of the same
+# shape but other values.
+"$SEQFEED" synth -o other.sfpack --rows 5000 --features 3 --series 2 --seed 9 -q || exit 1
+for extra in '--seed 4' '--trace t1.json' '--data other.sfpack'; do
+    ranks other "extra=($extra)" train "${common[@]}"
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 1 with $extra: exit $rc"
+    expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
+done
 
 # A rank that fails (its data is missing) ends the job, naming itself.
 ranks missing 'extra=(--data gone.sfpack)' train "${common[@]}"

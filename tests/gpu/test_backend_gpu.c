@@ -45,7 +45,7 @@ int main(void) {
     sf_model_init(&m, w0, 4);
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
     sf_replica *cpu, *gpu;
-    sf_replica_opts ro = {0, 1, SF_PRECISION_FP32};
+    sf_replica_opts ro = {0, 1, SF_PRECISION_FP32, 0};
     if (sf_backend_cpu.open(&cpu, &m, B, T, &ro, &e) || gpu_be->open(&gpu, &m, B, T, &ro, &e)) {
         CHECK(0, "open: %s", e.msg);
         return TEST_EXIT();
