@@ -271,7 +271,8 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     if (o.progress && res.steps)
         fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time%s%s%s\n",
                 res.interrupted ? "stopped" : "done", (unsigned long long)res.steps, res.samples_per_s,
-                100 * res.input_wait, o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
+                // as the diagnosis counts it: without the first step's wait for the pipeline to fill
+                100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
                 o.checkpoint_dir ? "/latest.safetensors" : "");
     return res.interrupted ? EXIT_INTERRUPTED : EXIT_OK;
 }
