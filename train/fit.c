@@ -484,9 +484,10 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                        .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
                        .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
                        .delay_us = {o->delay_us[0], o->delay_us[1], o->delay_us[2]}};
-    // At most 4M events (128 MB) whatever the run's length: later ones are
+    // At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
+    // length, over all ranks, since rank 0 gathers them: later ones are
     // counted and dropped.
-    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, 1u << 22, e))) {
+    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, (1u << 22) / (uint32_t)f.ranks, e))) {
         sf_trainer_set_trace(f.tr, f.trace);
         po.trace = f.trace;
     }

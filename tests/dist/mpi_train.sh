@@ -9,7 +9,7 @@
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}" "${SRCDIR:?}"
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
-command -v mpirun >/dev/null || { echo "mpirun not installed: skipped"; exit 77; }
+mpirun --version 2>/dev/null | grep -q 'Open MPI' || { echo "Open MPI's mpirun not installed: skipped"; exit 77; }
 "$SEQFEED" info | grep -q 'built with MPI' || { echo "seqfeed built without MPI: skipped"; exit 77; }
 tmp=$(mktemp -d /tmp/sfmpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
