@@ -320,6 +320,18 @@ void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
     free(tmp);
 }
 
+// After replica 0 checked a step's batches or results: the time since
+// `since` was, across ranks, waiting for the others (synchronisation, in
+// the reduce phase); in one process it is the barrier's (other).
+static double agreed(worker *w, double since, const char *what) {
+    double now = sf_now();
+    if (w->t->dist) {
+        w->reduce += now - since;
+        sf_trace_span(w->t->trace, w->track, what, since, now);
+    }
+    return now;
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
     sf_trainer *t = w->t;
@@ -347,13 +359,7 @@ static void *worker_main(void *arg) {
         double t1 = sf_now();
         if (w->r == 0) check_input(t);
         pthread_barrier_wait(&t->bar);
-        if (t->dist) {
-            // Waiting for the other ranks' batches is synchronisation.
-            double agreed = sf_now();
-            w->reduce += agreed - t1;
-            sf_trace_span(t->trace, w->track, "ranks: batch", t1, agreed);
-            t1 = agreed;
-        }
+        t1 = agreed(w, t1, "ranks: batch");
         if (t->stop) break;  // the wait for the end is no step
         if (w->rc == 1) {
             // MirroredStrategy divides by the global batch: every replica's
@@ -375,12 +381,7 @@ static void *worker_main(void *arg) {
         if (w->r == 0) check_step(t);
         pthread_barrier_wait(&t->bar);
         if (t->stop) break;
-        if (t->dist) {
-            double agreed = sf_now();
-            w->reduce += agreed - t2;
-            sf_trace_span(t->trace, w->track, "ranks: loss", t2, agreed);
-            t2 = agreed;
-        }
+        t2 = agreed(w, t2, "ranks: loss");
         if (t->group) {
             int rc = t->be->reduce(t->group, w->r, &w->e);
             if (rc) w->rc = rc;

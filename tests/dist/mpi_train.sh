@@ -89,6 +89,20 @@ mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir r --checkpoint-every 25
 [ "$rc" -eq 0 ] || fail "2 ranks, stopped: exit $rc: $(cat err)"
 run 0 train "${common[@]}" --replicas 2 --checkpoint-dir r --resume
 same one/latest.safetensors r/latest.safetensors 0 || fail "2 ranks resumed as 1 x 2 differ from the uninterrupted run"
+# The whole job killed (SIGKILL, every rank) after its first mid-epoch
+# checkpoint, then resumed on 2 ranks: the uninterrupted run's weights.
+printf '#!/bin/bash\n(while [ ! -f c/latest.safetensors ]; do sleep 0.01; done; kill -9 $$) &\nexec "%s" "$@"\n' \
+    "$SEQFEED" >crash.sh
+chmod +x crash.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./crash.sh train "${common[@]}" --replicas 1 \
+    --checkpoint-dir c --checkpoint-every 40 >out 2>err
+# mpirun may return before the last rank is gone.
+for _ in $(seq 500); do pgrep -f 'checkpoint-dir c ' >/dev/null || break; sleep 0.02; done
+[ -f c/latest.safetensors ] && [ ! -f c/epoch-0002.safetensors ] || fail "the job was not killed mid-run: $(ls c)"
+mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir c --checkpoint-every 40 --resume
+[ "$rc" -eq 0 ] || fail "resuming the killed job: exit $rc: $(cat err)"
+same two/latest.safetensors c/latest.safetensors 0 || fail "the killed and resumed job differs from the uninterrupted one"
+
 # With another replica count the interrupted epoch starts again.
 mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir r1 --max-steps 60
 run 0 train "${verbose[@]}" --replicas 1 --checkpoint-dir r1 --resume
