@@ -13,7 +13,7 @@ sf_install_deps
 dir=${BUILD:-build-gpu}
 # The GPU checks run in one process: without MPI, whose libraries would
 # only add to the kit.
-if [ -f "$dir/build.ninja" ]; then meson configure "$dir" -Dmpi=disabled; fi
+if [ -f "$dir/build.ninja" ]; then meson setup --reconfigure "$dir" -Dmpi=disabled >/dev/null; fi
 sf_build "$dir" -Dcuda=enabled -Dbuildtype=release -Dmpi=disabled
 kit=$(mktemp -d /tmp/gpu-kit.XXXXXX)
 trap 'rm -rf "$kit"' EXIT
