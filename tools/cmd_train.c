@@ -18,7 +18,8 @@ static const char help[] =
     "replicas with the loss scaled by 1 / batch-size, and every replica applies\n"
     "the same Adam update. One line per epoch (a live bar on a terminal) with\n"
     "loss, val_loss, samples/s and the share of time spent waiting for input.\n"
-    "Ctrl-C stops at the next step and writes a checkpoint.\n"
+    "Ctrl-C (and, under a launcher, SIGTERM) stops at the next step and writes a\n"
+    "checkpoint.\n"
     "\n"
     "Under mpirun or srun every rank trains its --replicas (its share of the\n"
     "machine's GPUs, or CPU replicas) and --batch-size is the whole job's;\n"
@@ -78,15 +79,21 @@ static void on_signal(int sig) {
     signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
-// Under a launcher SIGTERM is the launcher ending the job (another rank
-// failed, or the job was cancelled): one line that says which rank this is,
-// and out. Checkpoints already written are whole.
+// Under a launcher SIGTERM is the launcher ending the job: cancelled or
+// preempted (scancel, Ctrl-C on mpirun), or another rank failed. One line
+// that says which rank this is; then, as for Ctrl-C, every rank stops after
+// the same step and rank 0 writes a checkpoint, if the launcher leaves the
+// time (Slurm's KillWait; mpirun's SIGKILL follows within about a second)
+// and every rank is alive (else the launcher's SIGKILL, or the collective
+// timeout, ends this one). A second SIGTERM stops at once.
 static char term_msg[256];
+static void on_term_now(int sig) { _exit(128 + sig); }
 static void on_term(int sig) {
     (void)sig;
     ssize_t w = write(2, term_msg, strlen(term_msg));
     (void)w;
-    _exit(143);
+    interrupted = 1;
+    signal(SIGTERM, on_term_now);
 }
 
 // Parses a real option value in [lo, hi).
@@ -203,9 +210,9 @@ int cmd_train(int argc, char **argv) {
     if (!sf_dist_launched()) return train(&o, gpus, precision, replicas_given);
     sf_err e = {0};
     if (sf_dist_open(&o.dist, timeout, &e)) return cli_fail("train", &e, NULL);
-    snprintf(term_msg, sizeof term_msg, "seqfeed train: rank %d of %d: terminated by the launcher (another rank "
-             "failed, or the job was cancelled; its messages say which)\n", sf_dist_rank(o.dist),
-             sf_dist_size(o.dist));
+    snprintf(term_msg, sizeof term_msg, "seqfeed train: rank %d of %d: SIGTERM from the launcher (the job is "
+             "cancelled, or another rank failed: its messages say which); stopping after this step\n",
+             sf_dist_rank(o.dist), sf_dist_size(o.dist));
     signal(SIGTERM, on_term);
     if (sf_dist_rank(o.dist) != 0) o.progress = false;  // rank 0 speaks for the job
     int rc = train(&o, gpus, precision, replicas_given);

@@ -129,6 +129,18 @@ ranks int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --chec
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
+# SIGTERM on every rank (scancel, preemption): all stop after the same
+# step, with a checkpoint.
+printf '#!/bin/bash\n(sleep 2; kill -TERM $$) &\nexec "%s" "$@"\n' "$SEQFEED" >term.sh
+chmod +x term.sh
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./term.sh train "${verbose[@]}" --epochs 1000 \
+    --checkpoint-dir tm >out 2>err
+rc=$?
+[ "$rc" -eq 130 ] || fail "SIGTERM on every rank: exit $rc, expected 130: $(tail -5 err)"
+expect err "rank 1 of 2: SIGTERM from the launcher"
+expect err "^stopped after [0-9]+ steps"
+[ -f tm/latest.safetensors ] || fail "no checkpoint after SIGTERM: $(ls tm)"
+
 # Ranks started with other settings, files to write, or data of the same
 # shape but other values.
 "$SEQFEED" synth -o other.sfpack --rows 5000 --features 3 --series 2 --seed 9 -q || exit 1
@@ -149,7 +161,7 @@ start=$(date +%s)
 ranks kill '(sleep 2; kill -9 $$) &' train "${common[@]}" --epochs 1000
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
 expect err "process rank 1 .* exited on signal 9"
-expect err "rank 0 of 2: terminated by the launcher"
+expect err "rank 0 of 2: SIGTERM from the launcher"
 [ $(($(date +%s) - start)) -lt 60 ] || fail "the job took $(($(date +%s) - start)) s to end after a rank was killed"
 
 # A rank that hangs (SIGSTOP): the other's collective times out and ends
