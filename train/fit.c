@@ -487,6 +487,10 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     // At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
     // length, over all ranks, since rank 0 gathers them: later ones are
     // counted and dropped.
+    // The ranks' traces start together: an all-reduce ends on every rank
+    // at nearly the same moment (their clocks cannot be compared).
+    int64_t start = 0;
+    if (!rc && o->trace) rc = sf_dist_sum_i64(o->dist, &start, 1, "the trace's start", e);
     if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, (1u << 22) / (uint32_t)f.ranks, e))) {
         sf_trainer_set_trace(f.tr, f.trace);
         po.trace = f.trace;
