@@ -54,6 +54,10 @@ uint32_t sf_dist_affinity(void);     // cores this process is bound to (dist.c)
 int sf_dist_sum_i64(sf_dist *d, int64_t *v, size_t n, const char *what, sf_err *e);
 int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e);
 int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e);
+int sf_dist_min_u64(sf_dist *d, uint64_t *v, size_t n, const char *what, sf_err *e);
+// Whether every rank on this machine has the same n bytes in buf (they see
+// the same GPUs, say); true for NULL.
+int sf_dist_node_same(sf_dist *d, const void *buf, size_t n, bool *same, const char *what, sf_err *e);
 // Rank 0's n bytes into every rank's buf.
 int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e);
 // Every rank has the same n bytes in buf (a setting, a checksum), or every

@@ -13,6 +13,7 @@
 
 struct sf_dist {
     MPI_Comm comm;  // our own, with errors returned rather than fatal
+    MPI_Comm node;  // the ranks on this machine
     int rank, size, local_rank, local_size;
     uint32_t cores;  // this rank's share of its machine
     bool multiple;  // MPI_THREAD_MULTIPLE: the watchdog may call MPI_Abort
@@ -86,6 +87,25 @@ static int mpi_fail(const sf_dist *d, int rc, const char *what, sf_err *e) {
                       "messages name it)", d->rank, d->size, what, msg);
 }
 
+// The cores this rank may use: each core it is bound to, shared with the
+// other ranks on the machine bound to it too (unbound ranks, one
+// container's cpuset, or --bind-to socket groups all count right).
+static int share_cores(sf_dist *d) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return MPI_SUCCESS;
+    int32_t *users = calloc(CPU_SETSIZE, sizeof *users);
+    if (!users) return MPI_SUCCESS;  // keep the whole mask
+    for (int c = 0; c < CPU_SETSIZE; c++) users[c] = CPU_ISSET(c, &set) != 0;
+    int rc = MPI_Allreduce(MPI_IN_PLACE, users, CPU_SETSIZE, MPI_INT32_T, MPI_SUM, d->node);
+    double share = 0;
+    for (int c = 0; rc == MPI_SUCCESS && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) share += 1.0 / users[c];
+    if (rc == MPI_SUCCESS) d->cores = share >= 1 ? (uint32_t)(share + 1e-9) : 1;
+    free(users);
+    return rc;
+}
+
 int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e) {
     *out = NULL;
     int provided = 0, rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
@@ -109,24 +129,7 @@ int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e) {
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
-    d->local_rank = 0, d->local_size = 1, d->cores = sf_dist_affinity();
-    MPI_Comm node;
-    if (MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-        MPI_Comm_rank(node, &d->local_rank);
-        MPI_Comm_size(node, &d->local_size);
-        // Ranks bound to the same cores (unbound, or one container's cpuset)
-        // share them; ranks bound apart each have their own.
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        sched_getaffinity(0, sizeof set, &set);
-        unsigned char all[sizeof set], any[sizeof set];
-        memcpy(all, &set, sizeof set), memcpy(any, &set, sizeof set);
-        if (MPI_Allreduce(MPI_IN_PLACE, all, (int)sizeof set, MPI_BYTE, MPI_BAND, node) == MPI_SUCCESS &&
-            MPI_Allreduce(MPI_IN_PLACE, any, (int)sizeof set, MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS &&
-            memcmp(all, any, sizeof set) == 0 && d->local_size > 1)
-            d->cores = d->cores / (uint32_t)d->local_size > 1 ? d->cores / (uint32_t)d->local_size : 1;
-        MPI_Comm_free(&node);
-    }
+    d->node = MPI_COMM_NULL, d->local_rank = 0, d->local_size = 1, d->cores = sf_dist_affinity();
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -138,6 +141,21 @@ int sf_dist_open(sf_dist **out, double timeout_s, sf_err *e) {
         return sf_err_set(e, SF_ENOMEM, "cannot start the collectives' watchdog thread");
     }
     d->dog_started = true;
+    // The ranks on this machine, which share its cores and GPUs.
+    arm(d, "finding the ranks on this machine");
+    rc = MPI_Comm_split_type(d->comm, MPI_COMM_TYPE_SHARED, d->rank, MPI_INFO_NULL, &d->node);
+    if (rc == MPI_SUCCESS) {
+        MPI_Comm_set_errhandler(d->node, MPI_ERRORS_RETURN);
+        MPI_Comm_rank(d->node, &d->local_rank);
+        MPI_Comm_size(d->node, &d->local_size);
+        rc = share_cores(d);
+    }
+    disarm(d);
+    if (rc != MPI_SUCCESS) {
+        mpi_fail(d, rc, "finding the ranks on this machine", e);
+        sf_dist_close(d);
+        return SF_EIO;
+    }
     *out = d;
     return 0;
 }
@@ -155,6 +173,7 @@ static void stop_watchdog(sf_dist *d) {
 void sf_dist_close(sf_dist *d) {
     if (!d) return;
     stop_watchdog(d);
+    if (d->node != MPI_COMM_NULL) MPI_Comm_free(&d->node);
     MPI_Comm_free(&d->comm);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
@@ -194,6 +213,34 @@ int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e
 }
 int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e) {
     return sum(d, v, n, sizeof *v, MPI_FLOAT, what, e);
+}
+
+int sf_dist_min_u64(sf_dist *d, uint64_t *v, size_t n, const char *what, sf_err *e) {
+    if (!d || d->size == 1) return 0;
+    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu values is too many", what, n);
+    arm(d, what);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_MIN, d->comm);
+    disarm(d);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_dist_node_same(sf_dist *d, const void *buf, size_t n, bool *same, const char *what, sf_err *e) {
+    *same = true;
+    if (!d || d->local_size == 1 || n == 0) return 0;
+    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu bytes is too many", what, n);
+    unsigned char *all = malloc(2 * n);
+    if (!all) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    unsigned char *any = all + n;
+    memcpy(all, buf, n), memcpy(any, buf, n);
+    // Bits set everywhere against bits set anywhere: equal when every rank
+    // has the same bytes.
+    arm(d, what);
+    int rc = MPI_Allreduce(MPI_IN_PLACE, all, (int)n, MPI_BYTE, MPI_BAND, d->node);
+    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, any, (int)n, MPI_BYTE, MPI_BOR, d->node);
+    disarm(d);
+    if (rc == MPI_SUCCESS) *same = memcmp(all, any, n) == 0;
+    free(all);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
 }
 
 int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e) {
@@ -242,12 +289,13 @@ int sf_dist_gather(sf_dist *d, const void *mine, size_t n, void **all, size_t *l
         disarm(d);
         if (mrc != MPI_SUCCESS) rc = mpi_fail(d, mrc, what, e);
     }
-    uint64_t total = 0;
+    int64_t verdict[2] = {0, 0};  // refused, and the bytes it was asked to take
     char *buf = NULL;
     if (!rc && !refused) {  // every rank, or none, is here
-        for (int k = 0; root && k < d->size; k++) total += got[k];
-        if (root) refused = total > INT_MAX || !(buf = malloc(total ? total : 1));
-        rc = sf_dist_bcast(d, &refused, sizeof refused, what, e);
+        for (int k = 0; root && k < d->size; k++) verdict[1] += (int64_t)got[k];
+        if (root) verdict[0] = verdict[1] > INT_MAX || !(buf = malloc(verdict[1] ? (size_t)verdict[1] : 1));
+        rc = sf_dist_bcast(d, verdict, sizeof verdict, what, e);
+        refused = verdict[0];
     }
     if (!rc && !refused) {
         for (int k = 0, at = 0; root && k < d->size; k++) counts[k] = (int)got[k], displs[k] = at, at += counts[k];
@@ -259,8 +307,8 @@ int sf_dist_gather(sf_dist *d, const void *mine, size_t n, void **all, size_t *l
     for (int k = 0; root && !refused && k < d->size; k++) lens[k] = got[k];
     free(got), free(counts), free(displs);
     if (!rc && refused)
-        rc = sf_err_set(e, SF_ENOMEM, "rank %d of %d: %s: rank 0 cannot take %llu bytes from all ranks in one "
-                        "gather", d->rank, d->size, what, (unsigned long long)total);
+        rc = sf_err_set(e, SF_ENOMEM, "rank %d of %d: %s: rank 0 cannot take %lld bytes from all ranks in one "
+                        "gather", d->rank, d->size, what, (long long)verdict[1]);
     if (rc) free(buf);
     else *all = buf;
     return rc;

@@ -38,6 +38,14 @@ int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e
 int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e) {
     return (void)d, (void)v, (void)n, (void)what, (void)e, 0;
 }
+int sf_dist_min_u64(sf_dist *d, uint64_t *v, size_t n, const char *what, sf_err *e) {
+    return (void)d, (void)v, (void)n, (void)what, (void)e, 0;
+}
+int sf_dist_node_same(sf_dist *d, const void *buf, size_t n, bool *same, const char *what, sf_err *e) {
+    (void)d, (void)buf, (void)n, (void)what, (void)e;
+    *same = true;
+    return 0;
+}
 int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e) {
     return (void)d, (void)buf, (void)n, (void)what, (void)e, 0;
 }

@@ -32,6 +32,12 @@ extern "C" int sf_gpu_capability(int dev) {
     return 10 * major + minor;
 }
 
+extern "C" int sf_gpu_bus_id(int dev, char *id, size_t len) {
+    if (cudaDeviceGetPCIBusId(id, (int)len, dev) == cudaSuccess) return 0;
+    cudaGetLastError();
+    return -1;
+}
+
 extern "C" int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e) {
     cudaDeviceProp prop;
     cudaError_t rc = cudaGetDeviceProperties(&prop, dev);

@@ -23,6 +23,9 @@ int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err
 // Compute capability of device dev as 10 major + minor (90 for an H100 or
 // H200), 0 when it cannot be had.
 int sf_gpu_capability(int dev);
+// Device dev's PCI bus id ("0000:3b:00.0"), which names one GPU whatever
+// CUDA_VISIBLE_DEVICES numbers it; 0, or -1 when it cannot be had.
+int sf_gpu_bus_id(int dev, char *id, size_t len);
 
 // ---- the model's kernels on CPU ----
 // Layouts are row-major; x is (B,T,C) batch-major. Gradients (d*) are

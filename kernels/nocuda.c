@@ -12,6 +12,11 @@ int sf_gpu_capability(int dev) {
     return 0;
 }
 
+int sf_gpu_bus_id(int dev, char *id, size_t len) {
+    (void)dev, (void)id, (void)len;
+    return -1;
+}
+
 int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e) {
     (void)name, (void)name_len, (void)memory;
     return sf_err_set(e, SF_EINVAL, "no GPU %d: built without CUDA", dev);

@@ -87,11 +87,13 @@ static void on_signal(int sig) {
 // and every rank is alive (else the launcher's SIGKILL, or the collective
 // timeout, ends this one). A second SIGTERM stops at once.
 static char term_msg[256];
+static atomic_int terminated;  // the stop came from SIGTERM: exit 143, as schedulers expect
 static void on_term_now(int sig) { _exit(128 + sig); }
 static void on_term(int sig) {
     (void)sig;
     ssize_t w = write(2, term_msg, strlen(term_msg));
     (void)w;
+    terminated = 1;
     interrupted = 1;
     signal(SIGTERM, on_term_now);
 }
@@ -216,11 +218,27 @@ int cmd_train(int argc, char **argv) {
     signal(SIGTERM, on_term);
     if (sf_dist_rank(o.dist) != 0) o.progress = false;  // rank 0 speaks for the job
     int rc = train(&o, gpus, precision, replicas_given);
+    signal(SIGTERM, on_term_now);  // nothing is left to stop after a step
     // A failed rank ends the job: the others may wait for it in a collective.
     // (An interrupt is no failure: every rank stopped at the same step.)
     if (rc && rc != EXIT_INTERRUPTED) sf_dist_abort(o.dist, rc);
     sf_dist_close(o.dist);
+    if (rc == EXIT_INTERRUPTED && terminated) rc = 128 + SIGTERM;
     return rc;
+}
+
+// Whether every rank on this machine sees the same GPUs: their PCI bus ids,
+// in order. Returns nonzero after printing an error.
+static int gpus_shared(sf_dist *d, const int *devices, int n, bool *shared) {
+    uint32_t crc = 0;
+    for (int i = 0; i < n; i++) {
+        char id[32] = "";
+        sf_gpu_bus_id(devices[i], id, sizeof id);
+        crc = sf_crc32c(crc, id, sizeof id);
+    }
+    sf_err e = {0};
+    return sf_dist_node_same(d, &crc, sizeof crc, shared, "comparing the ranks' GPUs", &e) ? cli_fail("train", &e, NULL)
+                                                                                          : 0;
 }
 
 // Picks the backend and trains; under a launcher, on this rank's share of
@@ -231,12 +249,16 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
-    // Ranks that see the machine's GPUs share them out; a rank that sees
-    // fewer GPUs than there are ranks here was given its own by the launcher
-    // (srun --gpus-per-task, CUDA_VISIBLE_DEVICES), and NCCL refuses a GPU
-    // that two ranks use.
+    // Ranks on this machine that see the same GPUs (by PCI bus) share them
+    // out; ranks that see others were given their own by the launcher (srun
+    // --gpus-per-task, CUDA_VISIBLE_DEVICES) and keep them.
     int local = sf_dist_local_size(o.dist), l = sf_dist_local_rank(o.dist);
-    if (ngpus >= local && local > 1) {
+    bool shared = false;
+    if (local > 1 && ngpus > 0 && gpus_shared(o.dist, devices, ngpus, &shared)) return EXIT_ERR;
+    if (shared && ngpus < local)
+        return cli_usage_error("train", "%d ranks on this machine share %d GPU(s): NCCL needs a GPU per rank (hint: at "
+                               "most %d ranks per machine, or --gpus none)", local, ngpus, ngpus);
+    if (shared) {
         int lo = ngpus * l / local, hi = ngpus * (l + 1) / local;
         memmove(devices, devices + lo, (size_t)(hi - lo) * sizeof *devices);
         ngpus = hi - lo;

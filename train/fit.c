@@ -302,15 +302,23 @@ static int agree_settings(fit *f, sf_err *e) {
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     const char *text[] = {c->model, c->features, c->targets, o->backend->name};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
-    // The data: the scaling comes from each file's statistics, so another
-    // file (or another version of it) shows there.
+    // The data: its layout decides the blocks and shards, and the scaling
+    // comes from the file's statistics, so another file of the same shape
+    // shows there.
+    const sf_pack_info *in = sf_pack_get_info(f->pack);
+    uint64_t layout[3] = {in->chunk_rows, in->nchunks, in->nseries};
+    crc = sf_crc32c(crc, layout, sizeof layout);
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        uint64_t rows[2] = {in->series[i].first_row, in->series[i].rows};
+        crc = sf_crc32c(crc, rows, sizeof rows);
+    }
     crc = sf_crc32c(crc, c->feature_scale, c->inputs * sizeof(float));
     crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
     return sf_dist_agree(f->dist, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
                          "backend, precision, seed, epochs, learning rate, memory budget, the files written, and "
-                         "the data's rows and statistics)", e);
+                         "the data's layout and statistics)", e);
 }
 
 // Where a resumed run stands, as rank 0 read it from the checkpoint (only
@@ -526,6 +534,9 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
             sf_err_set(e, rc, "--memory-budget %.1f MB: the replicas take %.1f MB, and for the pipeline %s",
                        o->memory_budget / 1e6, replicas / 1e6, inner.msg);
         }
+        // Each rank fits its own cores and decoders: the smallest pool fits
+        // them all, and every rank must shuffle alike.
+        if (!rc) rc = sf_dist_min_u64(o->dist, &po.pool, 1, "the shuffle pool", e);
         if (!rc && f.talk && po.pool < o->pool)
             fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
                     replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);

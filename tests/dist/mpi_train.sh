@@ -136,15 +136,26 @@ chmod +x term.sh
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./term.sh train "${verbose[@]}" --epochs 1000 \
     --checkpoint-dir tm >out 2>err
 rc=$?
-[ "$rc" -eq 130 ] || fail "SIGTERM on every rank: exit $rc, expected 130: $(tail -5 err)"
+[ "$rc" -eq 143 ] || fail "SIGTERM on every rank: exit $rc, expected 143: $(tail -5 err)"
 expect err "rank 1 of 2: SIGTERM from the launcher"
 expect err "^stopped after [0-9]+ steps"
 [ -f tm/latest.safetensors ] || fail "no checkpoint after SIGTERM: $(ls tm)"
 
+# A memory budget shrinks each rank's shuffle pool by its own decoders and
+# cores; the ranks take the smallest, so rank 1 alone with more decoders
+# trains as both with more decoders.
+budget=("${common[@]}" --pool 16384 --memory-budget 25 --max-steps 30)
+ranks decoders 'extra=(--decoders 8)' train "${budget[@]}" --checkpoint-dir d1
+[ "$rc" -eq 0 ] || fail "rank 1 with more decoders: exit $rc: $(cat err)"
+mpi 2 train "${budget[@]}" --decoders 8 --checkpoint-dir d8
+[ "$rc" -eq 0 ] || fail "ranks with more decoders: exit $rc: $(cat err)"
+same d1/latest.safetensors d8/latest.safetensors 0 || fail "ranks shuffled with pools of different sizes"
+
 # Ranks started with other settings, files to write, or data of the same
-# shape but other values.
+# shape but other values or chunks.
 "$SEQFEED" synth -o other.sfpack --rows 5000 --features 3 --series 2 --seed 9 -q || exit 1
-for extra in '--seed 4' '--trace t1.json' '--data other.sfpack'; do
+"$SEQFEED" synth -o chunks.sfpack --rows 5000 --features 3 --series 2 --chunk-rows 512 -q || exit 1
+for extra in '--seed 4' '--trace t1.json' '--data other.sfpack' '--data chunks.sfpack'; do
     ranks other "extra=($extra)" train "${common[@]}"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 1 with $extra: exit $rc"
     expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
