@@ -191,14 +191,15 @@ int sf_dist_size(const sf_dist *d) { return d ? d->size : 1; }
 int sf_dist_local_rank(const sf_dist *d) { return d ? d->local_rank : 0; }
 int sf_dist_local_size(const sf_dist *d) { return d ? d->local_size : 1; }
 
-// MPI counts are ints: large buffers go in pieces.
-static int sum(sf_dist *d, void *v, size_t n, size_t elem, MPI_Datatype type, const char *what, sf_err *e) {
-    if (!d || d->size == 1) return 0;
+// In place, over comm, under the watchdog. MPI counts are ints: large
+// buffers go in pieces.
+static int reduce(sf_dist *d, MPI_Comm comm, void *v, size_t n, size_t elem, MPI_Datatype type, MPI_Op op,
+                  const char *what, sf_err *e) {
     arm(d, what);
     int rc = MPI_SUCCESS;
     for (size_t at = 0; rc == MPI_SUCCESS && at < n;) {
         int part = n - at > (size_t)(INT_MAX / 2) ? INT_MAX / 2 : (int)(n - at);
-        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)v + at * elem, part, type, MPI_SUM, d->comm);
+        rc = MPI_Allreduce(MPI_IN_PLACE, (char *)v + at * elem, part, type, op, comm);
         at += (size_t)part;
     }
     disarm(d);
@@ -206,41 +207,32 @@ static int sum(sf_dist *d, void *v, size_t n, size_t elem, MPI_Datatype type, co
 }
 
 int sf_dist_sum_i64(sf_dist *d, int64_t *v, size_t n, const char *what, sf_err *e) {
-    return sum(d, v, n, sizeof *v, MPI_INT64_T, what, e);
+    return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_INT64_T, MPI_SUM, what, e) : 0;
 }
 int sf_dist_sum_f64(sf_dist *d, double *v, size_t n, const char *what, sf_err *e) {
-    return sum(d, v, n, sizeof *v, MPI_DOUBLE, what, e);
+    return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_DOUBLE, MPI_SUM, what, e) : 0;
 }
 int sf_dist_sum_f32(sf_dist *d, float *v, size_t n, const char *what, sf_err *e) {
-    return sum(d, v, n, sizeof *v, MPI_FLOAT, what, e);
+    return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_FLOAT, MPI_SUM, what, e) : 0;
 }
-
 int sf_dist_min_u64(sf_dist *d, uint64_t *v, size_t n, const char *what, sf_err *e) {
-    if (!d || d->size == 1) return 0;
-    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu values is too many", what, n);
-    arm(d, what);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, v, (int)n, MPI_UINT64_T, MPI_MIN, d->comm);
-    disarm(d);
-    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+    return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_UINT64_T, MPI_MIN, what, e) : 0;
 }
 
 int sf_dist_node_same(sf_dist *d, const void *buf, size_t n, bool *same, const char *what, sf_err *e) {
     *same = true;
     if (!d || d->local_size == 1 || n == 0) return 0;
-    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu bytes is too many", what, n);
     unsigned char *all = malloc(2 * n);
     if (!all) return sf_err_set(e, SF_ENOMEM, "out of memory");
     unsigned char *any = all + n;
     memcpy(all, buf, n), memcpy(any, buf, n);
     // Bits set everywhere against bits set anywhere: equal when every rank
     // has the same bytes.
-    arm(d, what);
-    int rc = MPI_Allreduce(MPI_IN_PLACE, all, (int)n, MPI_BYTE, MPI_BAND, d->node);
-    if (rc == MPI_SUCCESS) rc = MPI_Allreduce(MPI_IN_PLACE, any, (int)n, MPI_BYTE, MPI_BOR, d->node);
-    disarm(d);
-    if (rc == MPI_SUCCESS) *same = memcmp(all, any, n) == 0;
+    int rc = reduce(d, d->node, all, n, 1, MPI_BYTE, MPI_BAND, what, e);
+    if (!rc) rc = reduce(d, d->node, any, n, 1, MPI_BYTE, MPI_BOR, what, e);
+    if (!rc) *same = memcmp(all, any, n) == 0;
     free(all);
-    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+    return rc;
 }
 
 int sf_dist_bcast(sf_dist *d, void *buf, size_t n, const char *what, sf_err *e) {

@@ -189,16 +189,15 @@ int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count
     return t->be->predict(t->w[0].rep, out, x, count, e);
 }
 
-// Replica 0, after every replica trained: one error or an end stops all
-// (the pipeline gives every replica the same number of batches, so an end
-// is everyone's); a non-finite loss stops before it reaches the weights.
-// With ranks, the job's loss and interrupts are summed first, so that
-// every rank decides the same.
+// Replica 0: the first replica's error stops all.
 static void check_errors(sf_trainer *t) {
     for (uint32_t r = 0; r < t->R; r++)
         if (t->w[r].rc < 0 && !t->rc) t->stop = true, t->rc = t->w[r].rc, t->err = t->w[r].e;
 }
 
+// Replica 0, after every replica trained: an error stops all; a non-finite
+// loss stops before it reaches the weights. With ranks, the job's loss and
+// interrupts are summed first, so that every rank decides the same.
 static void check_step(sf_trainer *t) {
     double v[3] = {0, 0, t->interrupted && *t->interrupted};  // loss, input wait, interrupts
     for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].loss, v[1] += t->w[r].wait;
@@ -216,9 +215,10 @@ static void check_step(sf_trainer *t) {
     }
 }
 
-// Replica 0, once every replica has its batch: the step's global batch. With
-// ranks, they agree on it, and an end of data on any stops all at this
-// step; an error here stops this rank, whose program ends the job.
+// Replica 0, once every replica has its batch: the step's global batch. An
+// end of data on any replica stops all (the pipeline gives every replica
+// the same number of batches, so an end is everyone's); with ranks, they
+// agree on both. An error here stops this rank, whose program ends the job.
 static void check_input(sf_trainer *t) {
     int64_t v[2] = {0, 0};  // windows, replicas at their end
     for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].got, v[1] += t->w[r].rc == 0;
@@ -230,10 +230,17 @@ static void check_input(sf_trainer *t) {
     t->global = (uint32_t)v[0];
 }
 
+// Replica r's slice [*lo, *hi) of the parameters, for the sums.
+static void slice(const sf_trainer *t, uint32_t r, size_t *lo, size_t *hi) {
+    size_t n = t->m->nparams;
+    *lo = n * r / t->R, *hi = n * (r + 1) / t->R;
+}
+
 // The fixed order g0 + g1 + ... + g(R-1) for every element, so that the
 // sum does not depend on thread timing; into replica 0's buffer.
 static void sum_slice(sf_trainer *t, uint32_t r) {
-    size_t n = t->m->nparams, lo = n * r / t->R, hi = n * (r + 1) / t->R;
+    size_t lo, hi;
+    slice(t, r, &lo, &hi);
     float *sum = t->be->gradients(t->w[0].rep);
     for (uint32_t q = 1; q < t->R; q++) {
         const float *g = t->be->gradients(t->w[q].rep);
@@ -243,7 +250,8 @@ static void sum_slice(sf_trainer *t, uint32_t r) {
 
 // Replica 0's sum, slice r, to every other replica.
 static void spread_slice(sf_trainer *t, uint32_t r) {
-    size_t n = t->m->nparams, lo = n * r / t->R, hi = n * (r + 1) / t->R;
+    size_t lo, hi;
+    slice(t, r, &lo, &hi);
     const float *sum = t->be->gradients(t->w[0].rep);
     for (uint32_t q = 1; q < t->R; q++) memcpy(t->be->gradients(t->w[q].rep) + lo, sum + lo, (hi - lo) * sizeof(float));
 }

@@ -48,6 +48,21 @@ if bad or a.keys() != b.keys():
 PY
 }
 
+# wrapped WHO NAME PRELUDE ARGS...: seqfeed ARGS on 2 ranks through a
+# wrapper NAME.sh that first runs PRELUDE on rank WHO (or on all): a
+# signal to come, or more arguments in extra. stdout in out, stderr in
+# err, status in $rc.
+wrapped() {
+    local who=$1 name=$2 prelude=$3 cond='[ "$OMPI_COMM_WORLD_RANK" = '"$1"' ]'
+    shift 3
+    [ "$who" = all ] && cond=true
+    printf '#!/bin/bash\nextra=()\nif %s; then\n%s\nfi\nexec "%s" "$@" "${extra[@]}"\n' "$cond" "$prelude" \
+        "$SEQFEED" >"$name.sh"
+    chmod +x "$name.sh"
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "./$name.sh" "$@" >out 2>err
+    rc=$?
+}
+
 # 2 ranks x 1 replica against 1 process x 2 replicas: dropout masks, shards
 # and the gradient sum follow the global replica index.
 run 0 train "${common[@]}" --replicas 2 --checkpoint-dir one --log one.csv
@@ -89,13 +104,11 @@ mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir r --checkpoint-every 25
 [ "$rc" -eq 0 ] || fail "2 ranks, stopped: exit $rc: $(cat err)"
 run 0 train "${common[@]}" --replicas 2 --checkpoint-dir r --resume
 same one/latest.safetensors r/latest.safetensors 0 || fail "2 ranks resumed as 1 x 2 differ from the uninterrupted run"
+
 # The whole job killed (SIGKILL, every rank) after its first mid-epoch
 # checkpoint, then resumed on 2 ranks: the uninterrupted run's weights.
-printf '#!/bin/bash\n(while [ ! -f c/latest.safetensors ]; do sleep 0.01; done; kill -9 $$) &\nexec "%s" "$@"\n' \
-    "$SEQFEED" >crash.sh
-chmod +x crash.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./crash.sh train "${common[@]}" --replicas 1 \
-    --checkpoint-dir c --checkpoint-every 40 >out 2>err
+wrapped all crash '(while [ ! -f c/latest.safetensors ]; do sleep 0.01; done; kill -9 $$) &' \
+    train "${common[@]}" --replicas 1 --checkpoint-dir c --checkpoint-every 40
 # mpirun may return before the last rank is gone.
 for _ in $(seq 500); do pgrep -f 'checkpoint-dir c ' >/dev/null || break; sleep 0.02; done
 [ -f c/latest.safetensors ] && [ ! -f c/epoch-0002.safetensors ] || fail "the job was not killed mid-run: $(ls c)"
@@ -109,33 +122,16 @@ run 0 train "${verbose[@]}" --replicas 1 --checkpoint-dir r1 --resume
 expect err "written by 2 replicas and this run has 1: epoch 1 starts again from its beginning"
 [ -f r1/epoch-0002.safetensors ] || fail "the resumed run with 1 replica did not finish: $(ls r1)"
 
-# ranks NAME PRELUDE ARGS...: seqfeed ARGS on 2 ranks through a wrapper
-# that first runs PRELUDE on rank 1 (a signal to come, or more arguments in
-# extra); stdout in out, stderr in err, status in $rc.
-ranks() {
-    local name=$1 prelude=$2
-    shift 2
-    printf '#!/bin/bash\nextra=()\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then\n%s\nfi\nexec "%s" "$@" "${extra[@]}"\n' \
-        "$prelude" "$SEQFEED" >"$name.sh"
-    chmod +x "$name.sh"
-    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "./$name.sh" "$@" >out 2>err
-    rc=$?
-}
-
 # Ctrl-C (SIGINT) on rank 1 alone: every rank stops at the same step, and
 # rank 0 writes the checkpoint.
-ranks int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir i
+wrapped 1 int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir i
 [ "$rc" -eq 130 ] || fail "an interrupt on rank 1: exit $rc, expected 130: $(tail -5 err)"
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
 # SIGTERM on every rank (scancel, preemption): all stop after the same
 # step, with a checkpoint.
-printf '#!/bin/bash\n(sleep 2; kill -TERM $$) &\nexec "%s" "$@"\n' "$SEQFEED" >term.sh
-chmod +x term.sh
-timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 ./term.sh train "${verbose[@]}" --epochs 1000 \
-    --checkpoint-dir tm >out 2>err
-rc=$?
+wrapped all term '(sleep 2; kill -TERM $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir tm
 [ "$rc" -eq 143 ] || fail "SIGTERM on every rank: exit $rc, expected 143: $(tail -5 err)"
 expect err "rank 1 of 2: SIGTERM from the launcher"
 expect err "^stopped after [0-9]+ steps"
@@ -145,7 +141,7 @@ expect err "^stopped after [0-9]+ steps"
 # cores; the ranks take the smallest, so rank 1 alone with more decoders
 # trains as both with more decoders.
 budget=("${common[@]}" --pool 16384 --memory-budget 25 --max-steps 30)
-ranks decoders 'extra=(--decoders 8)' train "${budget[@]}" --checkpoint-dir d1
+wrapped 1 decoders 'extra=(--decoders 8)' train "${budget[@]}" --checkpoint-dir d1
 [ "$rc" -eq 0 ] || fail "rank 1 with more decoders: exit $rc: $(cat err)"
 mpi 2 train "${budget[@]}" --decoders 8 --checkpoint-dir d8
 [ "$rc" -eq 0 ] || fail "ranks with more decoders: exit $rc: $(cat err)"
@@ -156,20 +152,20 @@ same d1/latest.safetensors d8/latest.safetensors 0 || fail "ranks shuffled with 
 "$SEQFEED" synth -o other.sfpack --rows 5000 --features 3 --series 2 --seed 9 -q || exit 1
 "$SEQFEED" synth -o chunks.sfpack --rows 5000 --features 3 --series 2 --chunk-rows 512 -q || exit 1
 for extra in '--seed 4' '--trace t1.json' '--data other.sfpack' '--data chunks.sfpack'; do
-    ranks other "extra=($extra)" train "${common[@]}"
+    wrapped 1 other "extra=($extra)" train "${common[@]}"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 1 with $extra: exit $rc"
     expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
 done
 
 # A rank that fails (its data is missing) ends the job, naming itself.
-ranks missing 'extra=(--data gone.sfpack)' train "${common[@]}"
+wrapped 1 missing 'extra=(--data gone.sfpack)' train "${common[@]}"
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a rank without its data: exit $rc"
 expect err "rank 1 of 2: gone.sfpack"
 
 # A rank killed mid-training (SIGKILL): the launcher names it and ends the
 # other, which says which rank it is; well before the timeout.
 start=$(date +%s)
-ranks kill '(sleep 2; kill -9 $$) &' train "${common[@]}" --epochs 1000
+wrapped 1 kill '(sleep 2; kill -9 $$) &' train "${common[@]}" --epochs 1000
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
 expect err "process rank 1 .* exited on signal 9"
 expect err "rank 0 of 2: SIGTERM from the launcher"
@@ -177,7 +173,7 @@ expect err "rank 0 of 2: SIGTERM from the launcher"
 
 # A rank that hangs (SIGSTOP): the other's collective times out and ends
 # the job.
-ranks hang '(sleep 2; kill -STOP $$) &' train "${common[@]}" --epochs 1000 --collective-timeout 2
+wrapped 1 hang '(sleep 2; kill -STOP $$) &' train "${common[@]}" --epochs 1000 --collective-timeout 2
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a hung rank: exit $rc"
 expect err "rank 0 of 2: .* did not complete within 2 s"
 finish

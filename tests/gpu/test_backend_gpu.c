@@ -11,6 +11,7 @@
 
 #include "model/model.h"
 #include "tests/common.h"
+#include "tests/gpu/gpu.h"
 
 enum { B = 8, T = 10, I = 3, O = 2, STEPS = 5 };
 
@@ -22,10 +23,7 @@ static double worst_rel(const float *a, const float *b, size_t n) {
 
 int main(void) {
     sf_err e = {0};
-    if (sf_gpu_count(&e) == 0) {
-        fprintf(stderr, "skipped: %s\n", e.msg);
-        return 77;
-    }
+    gpus_or_skip();
     const sf_backend *gpu_be = sf_backend_gpu(&e);
     if (!gpu_be) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);

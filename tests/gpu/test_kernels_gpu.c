@@ -7,6 +7,7 @@
 
 #include "kernels/kernels.h"
 #include "tests/common.h"
+#include "tests/gpu/gpu.h"
 
 enum { N = 100003, B = 37, T = 11, U = 29, O = 3 };
 
@@ -31,10 +32,7 @@ static void same(const char *what, const float *d, const float *want, size_t n) 
 
 int main(void) {
     sf_err e = {0};
-    if (sf_gpu_count(&e) == 0) {
-        fprintf(stderr, "skipped: %s\n", e.msg);
-        return 77;
-    }
+    gpus_or_skip();
     uint64_t s = 9;
     float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float)), *mask = malloc(N * sizeof(float));
     float *g = malloc(N * sizeof(float)), *dx = malloc(N * sizeof(float));

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/kernels.h"
+#include "tests/gpu/gpu.h"
 #include "tests/pipeline/sample.h"
 
 enum { MAX_R = 4 };
@@ -98,12 +99,7 @@ static void run(int ngpus, uint32_t R, uint32_t lanes) {
 }
 
 int main(void) {
-    sf_err e = {0};
-    int n = sf_gpu_count(&e);
-    if (n == 0) {
-        fprintf(stderr, "skipped: %s\n", e.msg);
-        return 77;
-    }
+    int n = gpus_or_skip();
     if (!mkdtemp(dir)) return 2;
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     if (pack_sample(97)) return TEST_EXIT();

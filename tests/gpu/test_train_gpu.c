@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tests/common.h"
+#include "tests/gpu/gpu.h"
 #include "train/train.h"
 
 enum { PER = 8, T = 12, I = 3, O = 2, STEPS = 6, MAX_R = 8 };
@@ -87,11 +88,7 @@ static void compare(const sf_backend *gpu, const sf_model *m, uint32_t R, const 
 
 int main(void) {
     sf_err e = {0};
-    int n = sf_gpu_count(&e);
-    if (n == 0) {
-        fprintf(stderr, "skipped: %s\n", e.msg);
-        return 77;
-    }
+    int n = gpus_or_skip();
     const sf_backend *gpu = sf_backend_gpu(&e);
     sf_model m;
     if (!gpu || sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dense", I, O, &e)) {
