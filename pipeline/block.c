@@ -1,5 +1,5 @@
-// Blocks to window values: read and decode a block's chunks, gather the
-// chosen columns row-major and scaled, then cut windows out of the rows.
+// The block stage: which columns feed x and y and how they are scaled, and
+// a block's rows gathered out of its decoded chunks, row-major and scaled.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,18 +176,4 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
         sf_block_gather(d, cols, &chunk, l->values);
     }
     return 0;
-}
-
-void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
-                   float *y) {
-    const sf_window_spec *w = sf_plan_spec(p);
-    size_t nf = cols->nfeatures, at = (size_t)(sf_plan_window_start(p, id) - d->row_lo);
-    if (w->sampling_rate == 1) {
-        memcpy(x, d->feat + at * nf, (size_t)w->length * nf * sizeof(float));  // consecutive rows
-    } else {
-        for (uint32_t t = 0; t < w->length; t++)
-            memcpy(x + t * nf, d->feat + (at + (size_t)t * w->sampling_rate) * nf, nf * sizeof(float));
-    }
-    size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon;
-    memcpy(y, d->targ + target * cols->ntargets, cols->ntargets * sizeof(float));
 }

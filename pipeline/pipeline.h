@@ -128,6 +128,16 @@ void sf_block_data_free(sf_block_data *d);
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 
+// ---- windows in order (predict, evaluate, validation) ----
+
+// Calls fn on the plan's windows in id order, in batches of up to batch
+// (x (count, length, nfeatures), y (count, ntargets), their ids).
+typedef int (*sf_window_fn)(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count,
+                            sf_err *e);
+int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
+                        sf_window_fn fn, void *arg, sf_err *e);
+
+
 // ---- reading ----
 
 enum sf_io { SF_IO_AUTO, SF_IO_URING, SF_IO_PREAD };

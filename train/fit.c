@@ -21,13 +21,11 @@ typedef struct {
     sf_pipe *pipe;
     sf_batch *cur;  // per replica: the batch it holds
     sf_trainer *tr;
-    sf_gpu_stage *stage;  // GPU replicas: the ring's slots copied onto each GPU
     sf_trace *trace;
-    sf_stage_ops stage_ops;
     sf_checkpoint ck;  // the run's settings; weights filled in when written
     uint32_t R, replica_batch;
-    sf_dist *dist;
-    int rank, ranks;
+    sf_ranks *ranks;
+    int rank, nranks;
     uint32_t G;        // replicas over all ranks (R on each)
     bool talk;         // progress lines: rank 0's, when asked for
     uint64_t epoch, epoch_step, steps_per_epoch, run_steps;
@@ -38,36 +36,20 @@ typedef struct {
     bool tty;
 } fit;
 
-static int pipe_next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
+static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     fit *f = arg;
     if (f->o->resident && f->cur[r].count) {  // the batch it holds, again
-        *count = f->cur[r].count;
-        *x = f->stage ? f->cur[r].device_x : f->cur[r].x, *y = f->stage ? f->cur[r].device_y : f->cur[r].y;
+        *b = f->cur[r];
         return 1;
     }
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
-    if (rc != 1) return rc;
-    *count = f->cur[r].count;
-    if (!f->stage) {
-        *x = f->cur[r].x, *y = f->cur[r].y;
-        return 1;
-    }
-    // On a GPU the replica's stream waits for the batch's copy; the host
-    // does not.
-    *x = f->cur[r].device_x, *y = f->cur[r].device_y;
-    rc = sf_gpu_stage_wait(f->stage, r, f->cur[r].ready, e);
-    if (rc) sf_pipe_release(f->pipe, r, &f->cur[r]);
-    return rc ? rc : 1;
+    if (rc == 1) *b = f->cur[r];
+    return rc;
 }
 
-static double pipe_copy_wait(void *arg, uint32_t r) {
+static void pipe_release(void *arg, uint32_t r, const sf_batch *b) {
     fit *f = arg;
-    return sf_gpu_stage_waited(f->stage, r);
-}
-
-static void pipe_release(void *arg, uint32_t r) {
-    fit *f = arg;
-    if (!f->o->resident) sf_pipe_release(f->pipe, r, &f->cur[r]);  // a resident batch is never given back
+    if (!f->o->resident) sf_pipe_release(f->pipe, r, b);  // a resident batch is never given back
 }
 
 typedef struct {
@@ -80,7 +62,7 @@ typedef struct {
 static int eval_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     eval_acc *a = arg;
     (void)ids;
-    if (a->batches++ % (uint64_t)a->f->ranks != (uint64_t)a->f->rank) return 0;  // each rank its share
+    if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return 0;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
     if (!rc) a->sum += sf_mse_sum(a->pred, y, count, a->f->model.outputs), a->n += count;
     return rc;
@@ -96,7 +78,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
     int rc = sf_windows_in_order(f->pack, f->val_plan, &f->cols, f->replica_batch, eval_batch, &a, e);
     free(a.pred);
     double v[2] = {a.sum, (double)a.n};
-    if (!rc) rc = sf_dist_sum_f64(f->dist, v, 2, "the validation loss", e);
+    if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 2, "the validation loss", e);
     if (!rc && v[1] > 0) *loss = v[0] / v[1];
     return rc;
 }
@@ -195,7 +177,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %u", o->window.length,
              o->window.stride, o->window.sampling_rate, o->window.horizon);
     snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
-    snprintf(replicas, sizeof replicas, f->ranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->ranks, f->R);
+    snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
@@ -211,26 +193,26 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
 // result (on stderr, and in the report): every rank's, on rank 0.
 static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
     size_t pr = f->R * sizeof(sf_replica_profile), pp = f->R * sizeof(sf_pipe_replica_stats);
-    size_t part = pr + pp + sizeof(sf_pipe_stats), *lens = calloc((size_t)f->ranks, sizeof *lens);
+    size_t part = pr + pp + sizeof(sf_pipe_stats), *lens = calloc((size_t)f->nranks, sizeof *lens);
     char *mine = malloc(part), *all = NULL;
     int rc = mine && lens ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!rc) {
         for (uint32_t r = 0; r < f->R; r++) sf_trainer_profile(f->tr, r, (sf_replica_profile *)mine + r);
         sf_pipe_get_stats(f->pipe, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
-        rc = sf_dist_gather(f->dist, mine, part, (void **)&all, lens, "the replicas' profiles", e);
+        rc = sf_ranks_gather(f->ranks, mine, part, (void **)&all, lens, "the replicas' profiles", e);
     }
     sf_replica_profile *prof = NULL;
     sf_pipe_replica_stats *prs = NULL;
     sf_pipe_stats *ps = NULL;
     if (!rc && f->rank == 0) {
-        prof = malloc(f->G * sizeof *prof), prs = malloc(f->G * sizeof *prs), ps = malloc(f->ranks * sizeof *ps);
+        prof = malloc(f->G * sizeof *prof), prs = malloc(f->G * sizeof *prs), ps = malloc(f->nranks * sizeof *ps);
         if (!prof || !prs || !ps) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
-        for (int k = 0; !rc && k < f->ranks; k++) {
+        for (int k = 0; !rc && k < f->nranks; k++) {
             const char *at = all + part * k;
             memcpy(prof + f->R * k, at, pr), memcpy(prs + f->R * k, at + pr, pp), memcpy(ps + k, at + pr + pp, sizeof *ps);
         }
         if (!rc) {
-            sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->ranks, prs, decoders);
+            sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->nranks, prs, decoders);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
             if (f->o->profile_out) sf_profile_print(f->o->profile_out, prof, f->G, &f->res->diagnosis);
             if (f->o->report) rc = report(f, prof, e);
@@ -243,12 +225,12 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
 // The run's trace, every rank a process in it, written by rank 0.
 static int write_trace(fit *f, sf_err *e) {
     char name[32], *json = NULL, *all = NULL;
-    size_t len = 0, *lens = calloc((size_t)f->ranks, sizeof *lens);
-    snprintf(name, sizeof name, f->ranks > 1 ? "seqfeed rank %d" : "seqfeed", f->rank);
+    size_t len = 0, *lens = calloc((size_t)f->nranks, sizeof *lens);
+    snprintf(name, sizeof name, f->nranks > 1 ? "seqfeed rank %d" : "seqfeed", f->rank);
     int rc = lens ? sf_trace_dump(f->trace, f->rank + 1, name, &json, &len, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
-    if (!rc) rc = sf_dist_gather(f->dist, json, len, (void **)&all, lens, "the trace", e);
+    if (!rc) rc = sf_ranks_gather(f->ranks, json, len, (void **)&all, lens, "the trace", e);
     size_t total = 0;
-    for (int k = 0; !rc && f->rank == 0 && k < f->ranks; k++) total += lens[k];
+    for (int k = 0; !rc && f->rank == 0 && k < f->nranks; k++) total += lens[k];
     if (!rc && f->rank == 0) rc = sf_trace_write_parts(f->o->trace, all, total, e);
     free(json), free(all), free(lens);
     return rc;
@@ -281,7 +263,7 @@ static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, 
 // Every rank must train the same run: a rank started with other settings
 // (or on another file) would go its own way without a word.
 static int agree_settings(fit *f, sf_err *e) {
-    if (!f->dist) return 0;
+    if (!f->ranks) return 0;
     const sf_checkpoint *c = &f->ck;
     const sf_fit_opts *o = f->o;
     struct {
@@ -316,7 +298,7 @@ static int agree_settings(fit *f, sf_err *e) {
     crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
-    return sf_dist_agree(f->dist, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
+    return sf_ranks_agree(f->ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
                          "backend, precision, seed, epochs, learning rate, memory budget, the files written, and "
                          "the data's layout and statistics)", e);
 }
@@ -352,15 +334,15 @@ static int start_weights(fit *f, bool *resumed, double *seconds, sf_err *e) {
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
         h.epoch_seconds = old.epoch_seconds;
     }
-    int rc = sf_dist_bcast(f->dist, &h, sizeof h, "the checkpoint's position", e);
+    int rc = sf_ranks_bcast(f->ranks, &h, sizeof h, "the checkpoint's position", e);
     if (!rc && h.rc) rc = f->rank == 0 ? (int)h.rc : sf_err_set(e, (int)h.rc, "rank 0: %s", h.msg);
     float *w = read ? old.w : malloc(n * sizeof *w);
     float *m = h.adam ? (read ? old.m : malloc(n * sizeof *m)) : NULL, *v = h.adam ? (read ? old.v : malloc(n * sizeof *v)) : NULL;
     if (!rc && (!w || (h.adam && (!m || !v)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!rc && h.found) {
-        rc = sf_dist_bcast(f->dist, w, n * sizeof *w, "the checkpoint's weights", e);
-        if (!rc && h.adam) rc = sf_dist_bcast(f->dist, m, n * sizeof *m, "the checkpoint's Adam state", e);
-        if (!rc && h.adam) rc = sf_dist_bcast(f->dist, v, n * sizeof *v, "the checkpoint's Adam state", e);
+        rc = sf_ranks_bcast(f->ranks, w, n * sizeof *w, "the checkpoint's weights", e);
+        if (!rc && h.adam) rc = sf_ranks_bcast(f->ranks, m, n * sizeof *m, "the checkpoint's Adam state", e);
+        if (!rc && h.adam) rc = sf_ranks_bcast(f->ranks, v, n * sizeof *v, "the checkpoint's Adam state", e);
         if (!rc) rc = sf_trainer_load(f->tr, w, m, v, h.step, e);
         f->epoch = h.epoch, f->epoch_step = h.epoch_step, f->ck.step = h.step;
         // The interrupted epoch's totals so far: its line and log row stay whole.
@@ -389,8 +371,7 @@ static int start_weights(fit *f, bool *resumed, double *seconds, sf_err *e) {
 }
 
 static void fit_close(fit *f) {
-    sf_pipe_close(f->pipe);  // first: its slots belong to the stage
-    sf_gpu_stage_close(f->stage);
+    sf_pipe_close(f->pipe);  // first: its slots may be the trainer's staging
     sf_trainer_close(f->tr);
     sf_trace_close(f->trace);
     sf_plan_free(f->val_plan);
@@ -412,10 +393,10 @@ static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *c
 }
 
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
-    fit f = {.o = o, .res = res, .R = o->replicas ? o->replicas : 1, .dist = o->dist, .rank = sf_dist_rank(o->dist),
-             .ranks = sf_dist_size(o->dist)};
+    fit f = {.o = o, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .rank = sf_ranks_rank(o->ranks),
+             .nranks = sf_ranks_size(o->ranks)};
     *res = (sf_fit_result){.val_loss = NAN};
-    f.G = f.R * (uint32_t)f.ranks;
+    f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
     if (o->batch % f.G)
         return sf_err_set(e, SF_EINVAL, "--batch-size %u is not divisible by %u replicas (each replica takes "
@@ -463,8 +444,9 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     if (!rc) rc = agree_settings(&f, e);
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.G;
-    sf_trainer_opts to = {f.R, f.replica_batch, o->window.length, o->devices, o->precision, adam,
-                          sf_dist_cores(o->dist), o->dist, o->interrupted};
+    sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = o->window.length,
+                          .devices = o->devices, .precision = o->precision, .adam = adam, .stage_slots = 4,
+                          .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
@@ -490,7 +472,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
                        .batch = f.replica_batch, .pool = o->pool,
                        .drop_remainder = true, .seed = o->seed, .epochs = o->epochs, .first_epoch = f.epoch,
                        .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
-                       .slots = 4, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
+                       .slots = to.stage_slots, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
+                       .stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL,
                        .delay_us = {o->delay_us[0], o->delay_us[1], o->delay_us[2]}};
     // At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
     // length, over all ranks, since rank 0 gathers them: later ones are
@@ -498,33 +481,17 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     // The ranks' traces start together: an all-reduce ends on every rank
     // at nearly the same moment (their clocks cannot be compared).
     int64_t start = 0;
-    if (!rc && o->trace) rc = sf_dist_sum_i64(o->dist, &start, 1, "the trace's start", e);
-    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, (1u << 22) / (uint32_t)f.ranks, e))) {
+    if (!rc && o->trace) rc = sf_ranks_sum_i64(o->ranks, &start, 1, "the trace's start", e);
+    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, (1u << 22) / (uint32_t)f.nranks, e))) {
         sf_trainer_set_trace(f.tr, f.trace);
         po.trace = f.trace;
-    }
-    if (!rc && o->backend->stream) {
-        // GPU replicas read their batches on their GPU: pinned slots, copied
-        // on each GPU's copy stream, ordered with its compute stream.
-        int *devs = malloc(f.R * sizeof *devs);
-        if (!devs) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
-        for (uint32_t r = 0; !rc && r < f.R; r++) devs[r] = o->devices ? o->devices[r] : (int)r;
-        // The hooks number slots over all of a replica's lanes.
-        if (!rc) rc = sf_gpu_stage_open(&f.stage, devs, f.R, po.slots * (po.lanes ? po.lanes : 1), e);
-        free(devs);
-        for (uint32_t r = 0; !rc && r < f.R; r++) sf_gpu_stage_set_stream(f.stage, r, sf_trainer_stream(f.tr, r));
-        f.stage_ops = (sf_stage_ops){sf_gpu_stage_alloc, sf_gpu_stage_free, sf_gpu_stage_reclaim, sf_gpu_stage_publish,
-                                     sf_gpu_stage_release, f.stage};
-        po.stage = &f.stage_ops;
     }
     if (!rc && o->memory_budget) {
         // The replicas' share is fixed by the model and the batch (host
         // memory: GPU replicas hold theirs on the devices); the pipeline's
         // shuffle pool gets what is left.
         uint32_t threads = to.cores > f.R ? to.cores / f.R : 1;
-        uint64_t replicas = o->backend->stream ? 0
-                                               : f.R * sf_cpu_replica_memory(&f.model, f.replica_batch, o->window.length,
-                                                                             threads);
+        uint64_t replicas = f.R * o->backend->host_memory(&f.model, f.replica_batch, o->window.length, threads);
         if (replicas >= o->memory_budget)
             rc = sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
                             "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
@@ -536,13 +503,13 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
         }
         // Each rank fits its own cores and decoders: the smallest pool fits
         // them all, and every rank must shuffle alike.
-        if (!rc) rc = sf_dist_min_u64(o->dist, &po.pool, 1, "the shuffle pool", e);
+        if (!rc) rc = sf_ranks_min_u64(o->ranks, &po.pool, 1, "the shuffle pool", e);
         if (!rc && f.talk && po.pool < o->pool)
             fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
                     replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);
     }
     if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
-    if (rc && f.stage) sf_gpu_stage_error(f.stage, e);  // the CUDA cause, if it was one
+    if (rc && f.tr) sf_trainer_stage_error(f.tr, e);  // the device's cause, if it was one
     if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     // Back to the checkpoint's position in its epoch: the pipeline is
     // deterministic, so skipping its first batches lands on the same ones.
@@ -559,7 +526,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     }
     f.tty = f.talk && isatty(2);
     char ranks[48] = "";
-    if (f.ranks > 1) snprintf(ranks, sizeof ranks, " (%d ranks x %u)", f.ranks, f.R);
+    if (f.nranks > 1) snprintf(ranks, sizeof ranks, " (%d ranks x %u)", f.nranks, f.R);
     if (f.talk)
         fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
                 "parameters%s\n", c->model, o->batch, f.G, o->backend->name, ranks,
@@ -567,7 +534,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     if (resumed && f.talk)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f.epoch + 1,
                 (unsigned long long)f.epoch_step, (unsigned long long)c->step);
-    sf_batch_source src = {pipe_next, pipe_release, f.stage ? pipe_copy_wait : NULL, &f};
+    sf_batch_source src = {pipe_next, pipe_release, &f};
     f.run_t0 = sf_now();
     f.epoch_t0 = f.run_t0 - resumed_seconds;
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
@@ -576,7 +543,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     if (!rc) rc = sf_trainer_agree(f.tr, e);
     if (!rc && f.run_steps) rc = diagnose(&f, po.decoders, e);
     // A failed rank cannot join the others in gathering the trace.
-    if (f.trace && (!rc || !f.dist)) {
+    if (f.trace && (!rc || !f.ranks)) {
         sf_err te = {0};
         int trc = write_trace(&f, &te);
         if (!rc && trc) rc = trc, *e = te;

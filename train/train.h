@@ -11,21 +11,21 @@
 #include <stdio.h>
 
 #include "common/common.h"
-#include "dist/dist.h"
-#include "model/model.h"
+#include "ranks/ranks.h"
+#include "backend/backend.h"
+#include "checkpoint/checkpoint.h"
 #include "pipeline/pipeline.h"
 
 // ---- mirrored steps ----
 
 // Where replica r's batches come from (the pipeline, or a test): next gives
-// 1 with x (count, window, inputs) and y (count, outputs) in memory the
-// backend reads, 0 at the end, or a negative code; release returns it.
+// 1 with replica r's next batch in *b, 0 at the end, or a negative code;
+// release gives it back after its step. The backend reads b->x and b->y
+// (host memory on CPU), or, when the trainer stages batches onto devices,
+// b->device_x and b->device_y once b->ready has fired.
 typedef struct {
-    int (*next)(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e);
-    void (*release)(void *arg, uint32_t r);
-    // Seconds replica r's last step waited on the device for its batch's
-    // copy (after the step); NULL where batches need no copy.
-    double (*copy_wait)(void *arg, uint32_t r);
+    int (*next)(void *arg, uint32_t r, sf_batch *b, sf_err *e);
+    void (*release)(void *arg, uint32_t r, const sf_batch *b);
     void *arg;
 } sf_batch_source;
 
@@ -91,8 +91,10 @@ typedef struct {
     const int *devices;       // replica r's GPU (NULL: r)
     int precision;            // enum sf_precision
     sf_adam adam;
+    uint32_t stage_slots;     // slots per replica of the pipeline's ring, when the backend
+                              // stages batches onto devices (0: no staging)
     uint32_t cores;           // CPU cores the replicas share (0: every online core)
-    sf_dist *dist;            // the job's ranks (NULL: this process alone)
+    sf_ranks *ranks;            // the job's ranks (NULL: this process alone)
     atomic_int *interrupted;  // set by a signal handler, read every step into sf_step_info.interrupted (NULL: never)
 } sf_trainer_opts;
 
@@ -101,8 +103,13 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
 // Spans for every replica's input wait, forward+backward, all-reduce and
 // update, one track per replica.
 void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace);
-// Replica r's compute stream (a cudaStream_t), NULL on CPU.
-void *sf_trainer_stream(sf_trainer *t, uint32_t r);
+// The pipeline's stage hooks onto the replicas' devices (the trainer's:
+// valid until it closes, and the pipe must close first), or NULL when the
+// replicas read host memory.
+const sf_stage_ops *sf_trainer_stage_ops(const sf_trainer *t);
+// The first error the staging met (a device error behind a failed pipe
+// open, say): its code and e, or 0.
+int sf_trainer_stage_error(const sf_trainer *t, sf_err *e);
 void sf_trainer_close(sf_trainer *t);
 // Every replica gets w (and Adam's m, v when not NULL) and the step count.
 int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *v, uint64_t step, sf_err *e);
@@ -150,44 +157,6 @@ int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t ns
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e);
 
-// ---- windows in order (predict, evaluate, validation) ----
-
-// Calls fn on the plan's windows in id order, in batches of up to batch
-// (x (count, length, nfeatures), y (count, ntargets), their ids).
-typedef int (*sf_window_fn)(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count,
-                            sf_err *e);
-int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
-                        sf_window_fn fn, void *arg, sf_err *e);
-
-// ---- checkpoints ----
-
-// A checkpoint: safetensors with the weights under Keras' names, Adam's
-// state, the scaling of every column, and in its metadata the model, the
-// columns, the window, and the exact training position.
-typedef struct {
-    char model[1024], features[4096], targets[4096], data[4096];
-    sf_window_spec window;
-    int norm;
-    uint32_t inputs, outputs;
-    float *feature_scale, *feature_offset, *target_scale, *target_offset;
-    size_t nparams;
-    float *w, *m, *v;  // m and v NULL in a file without optimizer state
-    // where training stands: epoch, steps into it, Adam steps in all
-    uint64_t epoch, epoch_step, step, seed, epochs;
-    uint32_t batch, replicas;
-    double val_split, lr;
-    char lr_scaling[16];
-    uint64_t pool, rows;  // the shuffle pool and the data's rows: they decide the batches too
-    // the epoch so far, so that a resumed epoch's line and log row are whole
-    double epoch_loss, epoch_wait, epoch_seconds;
-    uint64_t epoch_samples;
-} sf_checkpoint;
-
-int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);
-// Reads c and parses its model into m; free with sf_checkpoint_free.
-int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
-void sf_checkpoint_free(sf_checkpoint *c);
-
 // ---- the fit loop ----
 
 typedef struct {
@@ -222,7 +191,7 @@ typedef struct {
     const sf_backend *backend;
     const int *devices;      // replica r's GPU (NULL: r), for the GPU backend
     int precision;           // enum sf_precision
-    sf_dist *dist;           // the job's ranks (NULL: this process alone); replicas and
+    sf_ranks *ranks;           // the job's ranks (NULL: this process alone); replicas and
                              // devices are this rank's, batch the whole job's
 } sf_fit_opts;
 

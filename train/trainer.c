@@ -50,7 +50,7 @@ struct sf_trainer {
     sf_adam adam;
     uint64_t step;
     void *group;  // the backend's own reduction, when it has one
-    sf_dist *dist;
+    sf_ranks *ranks;
     uint32_t first;  // global index of replica 0
     atomic_int *interrupted;
     // the step as the ranks agreed on it (or this process's alone)
@@ -58,6 +58,8 @@ struct sf_trainer {
     double loss, wait;
     bool interrupt;
     sf_trace *trace;
+    sf_staging *staging;  // the backend's, when it stages batches onto devices
+    sf_stage_ops hooks;
     pthread_barrier_t bar;
     // Threads wait at the gate until all have started (go 1), or leave
     // (go -1): the barrier needs every one of them.
@@ -80,20 +82,20 @@ static int open_group(sf_trainer *t, sf_err *e) {
     sf_replica **reps = malloc(t->R * sizeof *reps);
     if (!reps) return sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t r = 0; r < t->R; r++) reps[r] = t->w[r].rep;
-    sf_reduce_world world = {t->first, t->R * (uint32_t)sf_dist_size(t->dist), {{0}}};
+    sf_reduce_world world = {t->first, t->R * (uint32_t)sf_ranks_size(t->ranks), {{0}}};
     int rc = 0;
-    if (t->dist) {
-        if (sf_dist_rank(t->dist) == 0) rc = t->be->reduce_id(&world.id, e);
+    if (t->ranks) {
+        if (sf_ranks_rank(t->ranks) == 0) rc = t->be->reduce_id(&world.id, e);
         // A rank that failed still joins the broadcast, so that none waits.
         int64_t failed = rc != 0;
-        int brc = sf_dist_sum_i64(t->dist, &failed, 1, "the replicas' group", e);
+        int brc = sf_ranks_sum_i64(t->ranks, &failed, 1, "the replicas' group", e);
         if (!rc && !brc && failed) rc = sf_err_set(e, SF_EIO, "rank 0 could not make the job's NCCL id");
-        if (!rc) rc = brc ? brc : sf_dist_bcast(t->dist, &world.id, sizeof world.id, "the NCCL id", e);
+        if (!rc) rc = brc ? brc : sf_ranks_bcast(t->ranks, &world.id, sizeof world.id, "the NCCL id", e);
     }
     // NCCL's set-up waits for every rank: a missing one must not hang it.
-    sf_dist_watch(t->dist, "setting up NCCL's communicators");
-    if (!rc) rc = t->be->reduce_open(&t->group, reps, t->R, t->dist ? &world : NULL, e);
-    sf_dist_unwatch(t->dist);
+    sf_ranks_watch(t->ranks, "setting up NCCL's communicators");
+    if (!rc) rc = t->be->reduce_open(&t->group, reps, t->R, t->ranks ? &world : NULL, e);
+    sf_ranks_unwatch(t->ranks);
     free(reps);
     return rc;
 }
@@ -104,7 +106,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     if (replicas == 0 || o->replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
     // Every rank the same number of replicas: global replica indices, and
     // the pipeline's shards, follow from it.
-    int rc = sf_dist_agree(o->dist, &replicas, sizeof replicas, "the number of replicas per rank", e);
+    int rc = sf_ranks_agree(o->ranks, &replicas, sizeof replicas, "the number of replicas per rank", e);
     if (rc) return rc;
     sf_trainer *t = calloc(1, sizeof *t);
     if (!t || !(t->w = calloc(replicas, sizeof *t->w))) {
@@ -112,7 +114,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     t->be = be, t->m = m, t->R = replicas, t->adam = o->adam;
-    t->dist = o->dist, t->first = (uint32_t)sf_dist_rank(o->dist) * replicas, t->interrupted = o->interrupted;
+    t->ranks = o->ranks, t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas, t->interrupted = o->interrupted;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
@@ -122,10 +124,17 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     for (uint32_t r = 0; r < replicas; r++) {
         t->w[r].t = t, t->w[r].r = r;
         t->w[r].ring = malloc(RING * sizeof *t->w[r].ring);  // without it: means only
-        sf_replica_opts ro = {o->devices ? o->devices[r] : (int)r, threads, o->precision, sf_dist_timeout(o->dist)};
+        sf_replica_opts ro = {o->devices ? o->devices[r] : (int)r, threads, o->precision, sf_ranks_timeout(o->ranks)};
         if ((rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) break;
     }
     if (!rc && be->reduce_open) rc = open_group(t, e);
+    if (!rc && be->staging_open && o->stage_slots) {
+        sf_replica **reps = malloc(replicas * sizeof *reps);
+        for (uint32_t r = 0; reps && r < replicas; r++) reps[r] = t->w[r].rep;
+        rc = reps ? be->staging_open(&t->staging, &t->hooks, reps, replicas, o->stage_slots, e)
+                  : sf_err_set(e, SF_ENOMEM, "out of memory");
+        free(reps);
+    }
     if (rc) {
         sf_trainer_close(t);
         return rc;
@@ -136,6 +145,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
 
 void sf_trainer_close(sf_trainer *t) {
     if (!t) return;
+    if (t->staging) t->be->staging_close(t->staging);
     if (t->group) t->be->reduce_close(t->group, false);
     for (uint32_t r = 0; r < t->R; r++) {
         if (t->w[r].rep) t->be->close(t->w[r].rep);
@@ -162,13 +172,13 @@ int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e) {
 }
 
 int sf_trainer_agree(sf_trainer *t, sf_err *e) {
-    if (!t->dist) return 0;
+    if (!t->ranks) return 0;
     float *w = malloc((t->m->nparams ? t->m->nparams : 1) * sizeof *w);
     int rc = w ? sf_trainer_save(t, w, NULL, NULL, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
     // A rank that failed still joins, with a checksum no other has.
-    uint32_t crc = rc ? ~(uint32_t)sf_dist_rank(t->dist) : sf_crc32c(0, w, t->m->nparams * sizeof *w);
+    uint32_t crc = rc ? ~(uint32_t)sf_ranks_rank(t->ranks) : sf_crc32c(0, w, t->m->nparams * sizeof *w);
     free(w);
-    int arc = sf_dist_agree(t->dist, &crc, sizeof crc, "the weights (their CRC-32C)", e);
+    int arc = sf_ranks_agree(t->ranks, &crc, sizeof crc, "the weights (their CRC-32C)", e);
     return rc ? rc : arc;
 }
 
@@ -181,8 +191,10 @@ void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace) {
     }
 }
 
-void *sf_trainer_stream(sf_trainer *t, uint32_t r) {
-    return t->be->stream ? t->be->stream(t->w[r].rep) : NULL;
+const sf_stage_ops *sf_trainer_stage_ops(const sf_trainer *t) { return t->staging ? &t->hooks : NULL; }
+
+int sf_trainer_stage_error(const sf_trainer *t, sf_err *e) {
+    return t->staging ? t->be->staging_error(t->staging, e) : 0;
 }
 
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e) {
@@ -203,7 +215,7 @@ static void check_step(sf_trainer *t) {
     for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].loss, v[1] += t->w[r].wait;
     check_errors(t);
     if (t->stop) return;
-    int rc = sf_dist_sum_f64(t->dist, v, 3, "the step's loss", &t->err);
+    int rc = sf_ranks_sum_f64(t->ranks, v, 3, "the step's loss", &t->err);
     if (rc) t->stop = true, t->rc = rc;
     t->loss = v[0], t->wait = v[1], t->interrupt = v[2] > 0;
     if (!t->stop && !isfinite(t->loss)) {
@@ -224,7 +236,7 @@ static void check_input(sf_trainer *t) {
     for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].got, v[1] += t->w[r].rc == 0;
     check_errors(t);  // an error anywhere wins over an end elsewhere
     if (t->stop) return;
-    int rc = sf_dist_sum_i64(t->dist, v, 2, "the step's batch", &t->err);
+    int rc = sf_ranks_sum_i64(t->ranks, v, 2, "the step's batch", &t->err);
     if (rc) t->stop = true, t->rc = rc;
     if (v[1]) t->stop = true;
     t->global = (uint32_t)v[0];
@@ -333,7 +345,7 @@ void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
 // the reduce phase); in one process it is the barrier's (other).
 static double agreed(worker *w, double since, const char *what) {
     double now = sf_now();
-    if (w->t->dist) {
+    if (w->t->ranks) {
         w->reduce += now - since;
         sf_trace_span(w->t->trace, w->track, what, since, now);
     }
@@ -353,11 +365,12 @@ static void *worker_main(void *arg) {
     w->wait = w->copy = w->compute = w->reduce = w->update = 0;
     w->start = 0;
     while (go) {
-        const float *x, *y;
+        sf_batch b = {0};
         double t0 = sf_now();
         if (w->start > 0) profile_step(w, t0);  // the previous step ends where this one starts
         w->start = t0;
-        w->rc = src->next(src->arg, w->r, &x, &y, &w->count, &w->e);
+        w->rc = src->next(src->arg, w->r, &b, &w->e);
+        w->count = b.count;
         double got = sf_now();
         w->wait += got - t0;
         sf_trace_span(t->trace, w->track, "input", t0, got);
@@ -374,15 +387,19 @@ static void *worker_main(void *arg) {
             // count this step, on every rank. Steps count from 1; replicas
             // (global indices) and steps get their own masks.
             uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + t->first + w->r});
-            int rc = t->be->train_step(w->rep, x, y, w->count, t->global, seed, &w->loss, &w->e);
+            // Staged: the replica's stream waits for the batch's copy; the
+            // host does not.
+            int rc = t->staging ? t->be->staging_wait(t->staging, w->r, &b, &w->e) : 0;
+            const float *x = t->staging ? b.device_x : b.x, *y = t->staging ? b.device_y : b.y;
+            if (!rc) rc = t->be->train_step(w->rep, x, y, w->count, t->global, seed, &w->loss, &w->e);
             if (rc) w->rc = rc;
-            src->release(src->arg, w->r);
+            src->release(src->arg, w->r, &b);
         }
         double done = sf_now();
         w->compute += done - t1;
         // Inside compute: the device's wait for this batch's copy (the
         // backend's step has waited for its stream, so the figure is final).
-        if (w->rc == 1 && src->copy_wait) w->copy += src->copy_wait(src->arg, w->r);
+        if (w->rc == 1 && t->staging) w->copy += t->be->staging_waited(t->staging, w->r);
         sf_trace_span(t->trace, w->track, "forward+backward", t1, done);
         pthread_barrier_wait(&t->bar);
         double t2 = sf_now();
@@ -395,10 +412,10 @@ static void *worker_main(void *arg) {
             if (rc) w->rc = rc;
         } else {
             sum_slice(t, w->r);
-            if (t->dist) {
+            if (t->ranks) {
                 pthread_barrier_wait(&t->bar);
                 if (w->r == 0) {
-                    int rc = sf_dist_sum_f32(t->dist, t->be->gradients(w->rep), t->m->nparams,
+                    int rc = sf_ranks_sum_f32(t->ranks, t->be->gradients(w->rep), t->m->nparams,
                                              "the gradient all-reduce", &w->e);
                     if (rc) w->rc = rc;
                 }

@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "ckpt/ckpt.h"
+#include "checkpoint/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "kernels/kernels.h"
+#include "backend/backend.h"
 
 // The number of usable GPUs; exits 77, saying why, when there is none.
 static int gpus_or_skip(void) {

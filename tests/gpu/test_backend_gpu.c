@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "backend/backend.h"
 #include "tests/common.h"
 #include "tests/gpu/gpu.h"
 

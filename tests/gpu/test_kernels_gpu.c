@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backend/backend.h"
 #include "tests/common.h"
 #include "tests/gpu/gpu.h"
 
@@ -60,7 +60,7 @@ int main(void) {
     CHECK(sf_gpu_mse_backward(ddx, dx_, dg, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
     same("MSE backward", ddx, dx, (size_t)B * O);
 
-    // The slice and its backward, as model/cpu.c does them with memcpy.
+    // The slice and its backward, as backend/cpu/cpu_pass.c does them with memcpy.
     for (size_t b = 0; b < B; b++) memcpy(y + b * U, x + (b * T + T - 1) * U, U * sizeof(float));
     CHECK(sf_gpu_last_step(dy_, dx_, B, T, U, NULL, &e) == 0, "%s", e.msg);
     same("last step", dy_, y, (size_t)B * U);

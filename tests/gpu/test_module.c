@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model.h"
+#include "backend/backend.h"
 #include "tests/common.h"
 
 int main(int argc, char **argv) {
@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
     const sf_backend *b = sf_backend_gpu(&e);
     if (argc > 1 && strcmp(argv[1], "--missing") == 0)  // the child below
         return b == NULL && strstr(e.msg, "cannot load the GPU module") ? 0 : 1;
-    CHECK(b && strcmp(b->name, "cuda") == 0 && b->open && b->reduce && b->stream, "module %s: %s",
+    CHECK(b && strcmp(b->name, "cuda") == 0 && b->open && b->reduce && b->staging_open && b->host_memory, "module %s: %s",
           getenv("SEQFEED_GPU_MODULE"), e.msg);
     // Another process, pointed at a module that is not there.
     char cmd[4096];

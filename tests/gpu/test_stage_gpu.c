@@ -7,7 +7,7 @@
 // a GPU.
 #include <cuda_runtime.h>
 
-#include "kernels/kernels.h"
+#include "backend/backend.h"
 #include "tests/gpu/gpu.h"
 #include "tests/pipeline/sample.h"
 

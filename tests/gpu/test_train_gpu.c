@@ -20,16 +20,18 @@ typedef struct {
     uint64_t taken[MAX_R];
 } source;
 
-static int next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
+// Without staging the trainer hands x and y to the backend as they are:
+// device memory here.
+static int next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     source *s = arg;
     (void)e;
     uint64_t k = s->taken[r]++;
     if (k >= STEPS) return 0;
-    *x = s->x[r] + k * PER * T * I, *y = s->y[r] + k * PER * O, *count = PER;
+    *b = (sf_batch){.x = (float *)s->x[r] + k * PER * T * I, .y = (float *)s->y[r] + k * PER * O, .count = PER};
     return 1;
 }
 
-static void release(void *arg, uint32_t r) { (void)arg, (void)r; }
+static void release(void *arg, uint32_t r, const sf_batch *b) { (void)arg, (void)r, (void)b; }
 
 // Trains R replicas for STEPS steps; replica r gets slice r of each global batch.
 static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int *devices, bool on_gpu,
@@ -62,7 +64,7 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
             s.x[r] = hx, s.y[r] = hy;
         }
     }
-    sf_batch_source src = {next, release, NULL, &s};
+    sf_batch_source src = {next, release, &s};
     if (!(rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) rc = sf_trainer_run(t, &src, 17, NULL, NULL, e);
     if (!rc) rc = sf_trainer_save(t, w, NULL, NULL, e);
     sf_trainer_close(t);

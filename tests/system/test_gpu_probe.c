@@ -3,7 +3,7 @@
 // itself and an out-of-range index is refused.
 #include <string.h>
 
-#include "kernels/kernels.h"
+#include "backend/backend.h"
 #include "tests/common.h"
 
 int main(void) {

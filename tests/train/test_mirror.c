@@ -17,19 +17,18 @@ typedef struct {
     uint64_t taken[4];
 } slices;
 
-static int next(void *arg, uint32_t r, const float **x, const float **y, uint32_t *count, sf_err *e) {
+static int next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     slices *s = arg;
     (void)e;
     uint64_t k = s->taken[r]++;
     if (k >= STEPS) return 0;
     uint32_t per = GLOBAL / s->R;
-    *x = s->x + ((size_t)k * GLOBAL + (size_t)r * per) * T * I;
-    *y = s->y + ((size_t)k * GLOBAL + (size_t)r * per) * O;
-    *count = per;
+    *b = (sf_batch){.x = (float *)s->x + ((size_t)k * GLOBAL + (size_t)r * per) * T * I,
+                    .y = (float *)s->y + ((size_t)k * GLOBAL + (size_t)r * per) * O, .count = per};
     return 1;
 }
 
-static void release(void *arg, uint32_t r) { (void)arg, (void)r; }
+static void release(void *arg, uint32_t r, const sf_batch *b) { (void)arg, (void)r, (void)b; }
 
 static int poison_at = -1;  // the step whose loss is made NaN through its batch
 static double first_loss;  // the step hook's loss of step 1
@@ -48,7 +47,7 @@ static void train(uint32_t R, const sf_model *m, const float *w0, const float *x
                           .window = T, .adam = adam}, e);
     if (*rc) return;
     slices s = {x, y, R, {0}};
-    sf_batch_source src = {next, release, NULL, &s};
+    sf_batch_source src = {next, release, &s};
     uint64_t steps = 0;
     if (!(*rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) *rc = sf_trainer_run(t, &src, 5, count_steps, &steps, e);
     if (!*rc) *rc = sf_trainer_save(t, w, NULL, NULL, e);
@@ -74,12 +73,12 @@ int main(void) {
     train(1, &m, w0, x, y, ref, &rc, &e);
     CHECK(rc == 0, "R=1: %s", e.msg);
     // The reported loss is the global batch's mean loss, as Keras reports it.
-    sf_cpu_replica *one;
-    if (sf_cpu_replica_open(&one, &m, GLOBAL, T, &e) == 0) {
-        double want = sf_mse_sum(sf_cpu_replica_forward(one, w0, x, GLOBAL, false, 0, 0), y, GLOBAL, O) / GLOBAL;
+    sf_cpu_pass *one;
+    if (sf_cpu_pass_open(&one, &m, GLOBAL, T, &e) == 0) {
+        double want = sf_mse_sum(sf_cpu_pass_forward(one, w0, x, GLOBAL, false, 0, 0), y, GLOBAL, O) / GLOBAL;
         CHECK(fabs(first_loss - want) <= 1e-6 * want, "step 1 loss %.9g, the batch's mean loss is %.9g", first_loss,
               want);
-        sf_cpu_replica_close(one);
+        sf_cpu_pass_close(one);
     }
     double moved = 0;
     for (size_t k = 0; k < m.nparams; k++) moved = fmax(moved, fabs(ref[k] - w0[k]));

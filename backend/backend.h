@@ -1,0 +1,203 @@
+// backend: replicas of the model on a device, as a table of what the trainer
+// does with them (sf_backend), one table per device kind:
+//   cpu/   the model's forward and backward pass over the kernels, a
+//          replica cut into parts on helper threads (sf_backend_cpu)
+//   cuda/  cuDNN LSTM layers, cuBLAS dense layers, NCCL sums, the staging
+//          of the pipeline's batches onto each GPU, and GPU discovery; built
+//          as a module (seqfeed-gpu.so) that sf_backend_gpu loads on first
+//          use, so that a run on CPU never maps cuDNN, cuBLAS or NCCL.
+// Every function here works, and reports "no GPU", in a build without CUDA
+// and on a machine without a driver.
+#ifndef SF_BACKEND_H
+#define SF_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "pipeline/pipeline.h"
+
+// ---- the model on CPU: one batch's forward and backward pass ----
+
+// The activations of batches of up to `batch` windows of `window` steps, and
+// the pass over them. The model is borrowed and must outlive the pass.
+typedef struct sf_cpu_pass sf_cpu_pass;
+// 0, or SF_ENOMEM; *out is NULL on failure. Free with sf_cpu_pass_close
+// (NULL is ignored).
+int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e);
+void sf_cpu_pass_close(sf_cpu_pass *r);
+// Bytes a pass holds for batches of up to batch windows.
+uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window);
+// Predictions (count, outputs) for x (count, window, inputs), in the pass's
+// memory: valid until its next forward. training turns dropout on, with
+// masks drawn from seed; first_row is x's first row in the whole batch when
+// x is a part of it (the masks are the whole batch's).
+const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const float *x, uint32_t count, bool training,
+                                 uint64_t seed, uint64_t first_row);
+// After a forward pass on the same x: the MSE summed over the rows (Keras'
+// mean over targets per row), and grads (nparams, overwritten) of that sum
+// divided by global_batch, as MirroredStrategy scales each replica's share.
+double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, const float *x, const float *y,
+                            uint32_t count, uint32_t global_batch);
+
+// ---- replicas on a backend ----
+
+// A replica: the model's weights, gradients and Adam state (m, v) on one
+// device, each one contiguous buffer of nparams floats, and its activations
+// for batches of up to `batch` windows.
+typedef struct sf_replica sf_replica;
+
+enum sf_precision {
+    SF_PRECISION_FP32,  // float32 products throughout
+    SF_PRECISION_TF32,  // GPU: float32 storage, tensor-core products with 10-bit mantissas (TensorFlow's default)
+};
+
+typedef struct {
+    int device;                 // the replica's GPU
+    uint32_t threads;           // the CPU threads it may use
+    enum sf_precision precision;
+    double timeout;             // seconds a wait on a collective (the all-reduce on the
+                                // stream) may take: a peer died or hangs (0: no limit)
+} sf_replica_opts;
+
+// The replicas of a job's ranks, for a backend that sums across them
+// itself: this rank's are global replicas first .. first + replicas - 1 of
+// total, and id is what the backend's reduce_id made on rank 0 (NCCL's
+// unique id), broadcast to every rank.
+typedef struct {
+    unsigned char bytes[128];
+} sf_reduce_id;
+typedef struct {
+    uint32_t first, total;
+    sf_reduce_id id;
+} sf_reduce_world;
+
+// A backend's staging of the pipeline's ring onto its replicas' devices.
+typedef struct sf_staging sf_staging;
+
+// Every function returns 0 or a negative code with e filled, unless it says
+// otherwise. A replica is used by one thread at a time.
+typedef struct {
+    const char *name;  // "cpu", "cuda"
+    // A replica of m (borrowed: it outlives the replica) for batches of up
+    // to batch windows of window steps; *r NULL on failure.
+    int (*open)(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
+                sf_err *e);
+    void (*close)(sf_replica *r);  // NULL is ignored
+    // Host copies into and out of the replica; w, m, v may each be NULL.
+    int (*load)(sf_replica *r, const float *w, const float *m, const float *v, sf_err *e);
+    int (*save)(sf_replica *r, float *w, float *m, float *v, sf_err *e);
+    // Forward and backward (dropout on, masks from seed) on a batch where the
+    // replica reads it (host memory on CPU, device memory on a GPU):
+    // gradients of the summed row losses / global_batch into its gradient
+    // buffer, *loss = the sum.
+    int (*train_step)(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                      uint64_t seed, double *loss, sf_err *e);
+    // The contiguous gradient buffer (host memory on CPU), for the all-reduce.
+    float *(*gradients)(sf_replica *r);
+    // One Adam step with the gradient buffer as it is after the reduction.
+    int (*apply)(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e);
+    // Predictions (count, outputs) into host memory for x in host memory,
+    // dropout off.
+    int (*predict)(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e);
+    // Host memory a replica holds (what a memory budget counts); device
+    // memory is not counted.
+    uint64_t (*host_memory)(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads);
+
+    // Summing gradients across replicas, when the backend does it itself
+    // (NCCL); NULL: the trainer sums the host buffers. Every replica's
+    // thread calls reduce(group, r) at the same point of a step, and then
+    // each gradient buffer holds the sum. With world (NULL: this process
+    // alone) the sum spans every rank of a job: rank 0 makes an id
+    // (reduce_id), every rank gets it, and each opens its replicas as global
+    // replicas world->first ... reduce_close runs with no replica thread
+    // running; abort after a failed run.
+    int (*reduce_id)(sf_reduce_id *id, sf_err *e);
+    int (*reduce_open)(void **group, sf_replica *const *reps, uint32_t replicas, const sf_reduce_world *world,
+                       sf_err *e);
+    int (*reduce)(void *group, uint32_t r, sf_err *e);
+    void (*reduce_close)(void *group, bool abort);
+
+    // Staging, when the replicas read device memory; NULL on CPU. Opens the
+    // staging of a ring of `slots` slots per replica onto the replicas'
+    // devices (borrowed: they outlive it), and fills *hooks, the pipeline's
+    // stage hooks, with it as their arg: pinned host slots, one asynchronous
+    // copy per batch on a copy stream, ordered with the replica's compute
+    // stream by events, so that the host never waits for a copy.
+    int (*staging_open)(sf_staging **out, sf_stage_ops *hooks, sf_replica *const *reps, uint32_t replicas,
+                        uint32_t slots, sf_err *e);
+    // Waits for every copy, then frees everything (NULL is ignored).
+    void (*staging_close)(sf_staging *s);
+    // Replica r's compute stream waits for batch b's copy (b->ready); the
+    // host does not wait.
+    int (*staging_wait)(sf_staging *s, uint32_t r, const sf_batch *b, sf_err *e);
+    // Seconds replica r's stream spent in its last wait: the copy that
+    // earlier work did not hide. Read it after the step (0 before).
+    double (*staging_waited)(sf_staging *s, uint32_t r);
+    // The first error the hooks met (a release cannot return one), or 0.
+    int (*staging_error)(sf_staging *s, sf_err *e);
+} sf_backend;
+
+extern const sf_backend sf_backend_cpu;
+// cuDNN, cuBLAS and NCCL on one GPU per replica (device: the GPU's index).
+// Loaded on first use from the module seqfeed-gpu.so, found through
+// $SEQFEED_GPU_MODULE, next to the program, or where it is installed.
+// Returns the table (static: never freed), or NULL with the reason in e (if
+// not NULL): no module, or a build without CUDA.
+const sf_backend *sf_backend_gpu(sf_err *e);
+
+// ---- GPUs: discovery ----
+
+// True when this binary was compiled with the CUDA backend.
+bool sf_gpu_built(void);
+// Number of usable GPUs. 0 means "run on CPU"; then e (if not NULL) says why
+// in one line (no driver, no device, built without CUDA). Never fails.
+int sf_gpu_count(sf_err *e);
+// Fills name (name_len bytes) and *memory (bytes) of device dev. Returns 0
+// or SF_EINVAL.
+int sf_gpu_describe(int dev, char *name, size_t name_len, size_t *memory, sf_err *e);
+// Compute capability of device dev as 10 major + minor (90 for an H100 or
+// H200), 0 when it cannot be had.
+int sf_gpu_capability(int dev);
+// Device dev's PCI bus id ("0000:3b:00.0", len bytes), which names one GPU
+// whatever CUDA_VISIBLE_DEVICES numbers it; 0, or SF_EINVAL when it cannot
+// be had.
+int sf_gpu_bus_id(int dev, char *id, size_t len);
+
+// ---- GPUs: staging (cuda/cuda_staging.cu, in the module and the GPU tests) ----
+// Replica r lives on devices[r] and has a copy stream there; each slot of its
+// ring a device buffer and two events: copied (the consumer's stream waits on
+// it before reading the batch) and consumed (the next copy into the slot
+// waits on it, so a batch is never overwritten while the consumer's queued
+// work still reads it). The hooks take the stage as arg and have the shape of
+// the pipeline's sf_stage_ops.
+typedef struct sf_gpu_stage sf_gpu_stage;
+int sf_gpu_stage_open(sf_gpu_stage **out, const int *devices, uint32_t replicas, uint32_t slots, sf_err *e);
+// Waits for every copy, then frees everything (NULL is ignored).
+void sf_gpu_stage_close(sf_gpu_stage *st);
+// The stream (a cudaStream_t, borrowed) that consumes replica r's batches;
+// until it is set, the device's default stream.
+void sf_gpu_stage_set_stream(sf_gpu_stage *st, uint32_t r, void *stream);
+// Makes replica r's consumer stream wait for a batch's ready event, without
+// blocking the host; timing events around the wait measure it on the GPU.
+int sf_gpu_stage_wait(sf_gpu_stage *st, uint32_t r, void *ready, sf_err *e);
+// Seconds replica r's stream spent in its last wait (0 if it has not passed
+// it yet).
+double sf_gpu_stage_waited(sf_gpu_stage *st, uint32_t r);
+// The first CUDA error the hooks met (release cannot return one), or 0.
+int sf_gpu_stage_error(sf_gpu_stage *st, sf_err *e);
+// Copies and host-blocking waits done so far by the hooks, summed over
+// replicas: reclaims that had to wait for a copy are counted apart.
+void sf_gpu_stage_counts(sf_gpu_stage *st, uint64_t *copies, uint64_t *reclaims_waited);
+// The pipeline's stage hooks (sf_stage_ops), arg the stage.
+void *sf_gpu_stage_alloc(void *arg, uint32_t r, uint32_t s, size_t bytes);
+void sf_gpu_stage_free(void *arg, uint32_t r, uint32_t s, void *host);
+int sf_gpu_stage_reclaim(void *arg, uint32_t r, uint32_t s, sf_err *e);
+int sf_gpu_stage_publish(void *arg, uint32_t r, uint32_t s, const void *host, size_t bytes, void **device,
+                         void **ready, sf_err *e);
+void sf_gpu_stage_release(void *arg, uint32_t r, uint32_t s);
+
+#endif

@@ -1,0 +1,677 @@
+// The CUDA backend: a replica on one GPU. Each Keras LSTM layer is a
+// one-layer cuDNN RNN (so that dropout sits exactly where Keras puts it),
+// with one input bias (CUDNN_RNN_SINGLE_INP_BIAS: Keras' single bias), batch
+// major data (B,T,V); dense layers are cuBLAS products; dropout, the MSE
+// gradient, the last-step slice and Adam are the kernels of
+// kernels/cuda_kernels.cu, twins of the CPU ones; gradients are summed across
+// GPUs with NCCL; the pipeline's batches reach each GPU through
+// cuda_staging.cu.
+//
+// Parameters live on the device in the device's layout: each LSTM layer's
+// cuDNN weight space, then each dense layer's kernel and bias as Keras lays
+// them out. Adam and the all-reduce are element-wise, so they need no other
+// layout; load and save permute to and from Keras' layout (perm).
+//
+// Status: compiled in CI; not yet run on a GPU (tests/gpu/test_backend_gpu.c
+// checks it against the CPU backend where one is found).
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <nccl.h>
+#include <nvtx3/nvToolsExt.h>  // header-only: ranges for Nsight Systems
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+extern "C" {
+#include "backend/backend.h"
+}
+
+#define CUDA_OK(call, what)                                                                  \
+    do {                                                                                     \
+        cudaError_t rc_ = (call);                                                            \
+        if (rc_ != cudaSuccess)                                                              \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: %s", r->dev, what, cudaGetErrorString(rc_)); \
+    } while (0)
+#define DNN_OK(call, what)                                                                   \
+    do {                                                                                     \
+        cudnnStatus_t rc_ = (call);                                                          \
+        if (rc_ != CUDNN_STATUS_SUCCESS)                                                     \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: %s", r->dev, what, cudnnGetErrorString(rc_)); \
+    } while (0)
+#define BLAS_OK(call, what)                                                                  \
+    do {                                                                                     \
+        cublasStatus_t rc_ = (call);                                                         \
+        if (rc_ != CUBLAS_STATUS_SUCCESS)                                                    \
+            return sf_err_set(e, SF_EIO, "GPU %d: %s: cuBLAS status %d", r->dev, what, (int)rc_); \
+    } while (0)
+#define SF_OK(call)            \
+    do {                       \
+        int rc_ = (call);      \
+        if (rc_) return rc_;   \
+    } while (0)
+
+typedef struct {
+    cudnnRNNDescriptor_t rnn;
+    cudnnRNNDataDescriptor_t xd, yd;
+    cudnnTensorDescriptor_t hd;  // (1, B, U): the shape of hx and cx (zero: NULL pointers)
+    size_t woff, wbytes;         // its weight space in the parameter buffer
+    void *reserve;
+    size_t reserve_bytes;
+    uint32_t shaped;  // the batch size the descriptors describe (0: none yet)
+} lstm_layer;
+
+typedef struct {
+    float *out, *dout;  // (B,T,units) or (B,units)
+    float *seq, *dseq;  // LSTM: every step's output, and its gradient (B,T,U)
+    float *mask;        // dropout
+    const float *y;     // what the next layer reads
+    lstm_layer lstm;
+} layer_state;
+
+typedef struct {
+    const sf_model *m;
+    int dev;
+    uint32_t batch, window;
+    cudaStream_t stream;
+    cudnnHandle_t dnn;
+    cublasHandle_t blas;
+    cudnnDropoutDescriptor_t nodrop;
+    void *drop_states;
+    layer_state *ls;
+    size_t nbuf;                // floats in the device parameter buffers
+    float *w, *g, *m1, *v;      // device, nbuf each
+    int64_t *perm;              // host: Keras index -> device index
+    float *host;                // host image of a parameter buffer, nbuf
+    int32_t *seq_lengths;       // device, batch entries of window
+    int *host_lengths;
+    float *ones;                // device, batch entries of 1 (bias broadcast and sums)
+    void *work;
+    size_t work_bytes;
+    float *xin, *scratch;       // device: a host batch's x; dx of the first layer
+    double *loss_dev, *loss_host;
+    float *pred;                // device, (batch, outputs)
+    bool tf32;         // tensor-core products (else FMA fp32)
+    ncclComm_t comm;   // its communicator, when it has peers
+    double timeout;    // on a wait for a stream with a collective in it (0: none)
+} gpu_replica;
+
+static size_t out_size(const gpu_replica *r, const sf_layer *l) { return (l->sequences ? r->window : 1) * l->units; }
+
+static void gpu_close(sf_replica *opaque) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    if (!r) return;
+    cudaSetDevice(r->dev);
+    if (r->stream) cudaStreamSynchronize(r->stream);
+    for (uint32_t i = 0; r->ls && i < r->m->nlayers; i++) {
+        layer_state *s = &r->ls[i];
+        cudaFree(s->out), cudaFree(s->dout), cudaFree(s->seq), cudaFree(s->dseq), cudaFree(s->mask);
+        cudaFree(s->lstm.reserve);
+        if (s->lstm.rnn) cudnnDestroyRNNDescriptor(s->lstm.rnn);
+        if (s->lstm.xd) cudnnDestroyRNNDataDescriptor(s->lstm.xd);
+        if (s->lstm.yd) cudnnDestroyRNNDataDescriptor(s->lstm.yd);
+        if (s->lstm.hd) cudnnDestroyTensorDescriptor(s->lstm.hd);
+    }
+    cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
+    cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
+    cudaFree(r->drop_states);
+    cudaFreeHost(r->loss_host);
+    if (r->nodrop) cudnnDestroyDropoutDescriptor(r->nodrop);
+    if (r->blas) cublasDestroy(r->blas);
+    if (r->dnn) cudnnDestroy(r->dnn);
+    if (r->stream) cudaStreamDestroy(r->stream);
+    free(r->ls), free(r->perm), free(r->host), free(r->host_lengths);
+    free(r);
+}
+
+static int alloc_dev(gpu_replica *r, float **p, size_t floats, sf_err *e) {
+    CUDA_OK(cudaMalloc((void **)p, (floats ? floats : 1) * sizeof(float)), "cudaMalloc");
+    return 0;
+}
+
+// The batch's shape for the data and state descriptors of one LSTM layer.
+static int lstm_shape(gpu_replica *r, const sf_layer *l, lstm_layer *k, uint32_t n, sf_err *e) {
+    if (k->shaped == n) return 0;  // every full batch: set once
+    DNN_OK(cudnnSetRNNDataDescriptor(k->xd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                     (int)r->window, (int)n, (int)l->in, r->host_lengths, NULL),
+           "cudnnSetRNNDataDescriptor (x)");
+    DNN_OK(cudnnSetRNNDataDescriptor(k->yd, CUDNN_DATA_FLOAT, CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED,
+                                     (int)r->window, (int)n, (int)l->units, r->host_lengths, NULL),
+           "cudnnSetRNNDataDescriptor (y)");
+    int dims[3] = {1, (int)n, (int)l->units}, strides[3] = {(int)(n * l->units), (int)l->units, 1};
+    DNN_OK(cudnnSetTensorNdDescriptor(k->hd, CUDNN_DATA_FLOAT, 3, dims, strides), "cudnnSetTensorNdDescriptor");
+    k->shaped = n;
+    return 0;
+}
+
+// One cuDNN RNN per LSTM layer; its weight space's size and, from
+// cudnnGetRNNWeightParams, where each gate's matrices and bias sit in it.
+static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e) {
+    DNN_OK(cudnnCreateRNNDescriptor(&k->rnn), "cudnnCreateRNNDescriptor");
+    DNN_OK(cudnnCreateRNNDataDescriptor(&k->xd), "cudnnCreateRNNDataDescriptor");
+    DNN_OK(cudnnCreateRNNDataDescriptor(&k->yd), "cudnnCreateRNNDataDescriptor");
+    DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
+    DNN_OK(cudnnSetRNNDescriptor_v8(k->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
+                                    CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
+                                    // TF32 comes with the default math for fp32 data (ALLOW_CONVERSION
+                                    // would mean fp16 products); FMA math is plain fp32.
+                                    r->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units,
+                                    (int32_t)l->units, 1, r->nodrop,
+                                    CUDNN_RNN_PADDED_IO_ENABLED),
+           "cudnnSetRNNDescriptor_v8");
+    DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
+    SF_OK(lstm_shape(r, l, k, r->batch, e));
+    size_t work = 0;
+    DNN_OK(cudnnGetRNNTempSpaceSizes(r->dnn, k->rnn, CUDNN_FWD_MODE_TRAINING, k->xd, &work, &k->reserve_bytes),
+           "cudnnGetRNNTempSpaceSizes");
+    if (work > r->work_bytes) r->work_bytes = work;
+    CUDA_OK(cudaMalloc(&k->reserve, k->reserve_bytes ? k->reserve_bytes : 1), "cudaMalloc (reserve space)");
+    return 0;
+}
+
+// Keras index -> device index for one LSTM layer, from the addresses cuDNN
+// gives for gate g's input matrix (linLayerID g, (U, in) row-major), its
+// recurrent matrix (4 + g, (U, U)) and its bias (the input bias of g).
+static int map_lstm(gpu_replica *r, const sf_layer *l, const lstm_layer *k, sf_err *e) {
+    size_t U = l->units, I = l->in;
+    float *base = r->w + k->woff;
+    cudnnTensorDescriptor_t md, bd;
+    DNN_OK(cudnnCreateTensorDescriptor(&md), "cudnnCreateTensorDescriptor");
+    DNN_OK(cudnnCreateTensorDescriptor(&bd), "cudnnCreateTensorDescriptor");
+    int rc = 0;
+    for (int id = 0; id < 8 && !rc; id++) {
+        void *ma = NULL, *ba = NULL;
+        cudnnStatus_t st = cudnnGetRNNWeightParams(r->dnn, k->rnn, 0, k->wbytes, base, id, md, &ma, bd, &ba);
+        if (st != CUDNN_STATUS_SUCCESS || !ma) {
+            rc = sf_err_set(e, SF_EIO, "GPU %d: cudnnGetRNNWeightParams (layer %s, matrix %d): %s", r->dev, l->name,
+                            id, cudnnGetErrorString(st));
+            break;
+        }
+        size_t mo = k->woff + (size_t)((float *)ma - base), g = (size_t)(id % 4);
+        if (id < 4) {
+            for (size_t u = 0; u < U; u++)
+                for (size_t i = 0; i < I; i++) r->perm[l->kernel + i * 4 * U + g * U + u] = (int64_t)(mo + u * I + i);
+            if (!ba) {
+                rc = sf_err_set(e, SF_EIO, "GPU %d: cuDNN gave layer %s no input bias", r->dev, l->name);
+                break;
+            }
+            size_t bo = k->woff + (size_t)((float *)ba - base);
+            for (size_t u = 0; u < U; u++) r->perm[l->bias + g * U + u] = (int64_t)(bo + u);
+        } else {
+            for (size_t u = 0; u < U; u++)
+                for (size_t j = 0; j < U; j++) r->perm[l->recurrent + j * 4 * U + g * U + u] = (int64_t)(mo + u * U + j);
+        }
+    }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    return rc;
+}
+
+static int open_replica(gpu_replica *r, sf_err *e) {
+    const sf_model *m = r->m;
+    size_t B = r->batch, T = r->window;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    DNN_OK(cudnnCreate(&r->dnn), "cudnnCreate");
+    DNN_OK(cudnnSetStream(r->dnn, r->stream), "cudnnSetStream");
+    BLAS_OK(cublasCreate(&r->blas), "cublasCreate");
+    BLAS_OK(cublasSetStream(r->blas, r->stream), "cublasSetStream");
+    // fp32: full products, the CPU backend's numbers within float rounding.
+    BLAS_OK(cublasSetMathMode(r->blas, r->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+            "cublasSetMathMode");
+    size_t states = 0;
+    DNN_OK(cudnnCreateDropoutDescriptor(&r->nodrop), "cudnnCreateDropoutDescriptor");
+    DNN_OK(cudnnDropoutGetStatesSize(r->dnn, &states), "cudnnDropoutGetStatesSize");
+    CUDA_OK(cudaMalloc(&r->drop_states, states ? states : 1), "cudaMalloc (dropout states)");
+    DNN_OK(cudnnSetDropoutDescriptor(r->nodrop, r->dnn, 0.0f, r->drop_states, states, 0), "cudnnSetDropoutDescriptor");
+    r->host_lengths = (int *)malloc(B * sizeof(int));
+    r->ls = (layer_state *)calloc(m->nlayers, sizeof *r->ls);
+    r->perm = (int64_t *)malloc((m->nparams ? m->nparams : 1) * sizeof *r->perm);
+    if (!r->host_lengths || !r->ls || !r->perm) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (size_t b = 0; b < B; b++) r->host_lengths[b] = (int)T;
+    CUDA_OK(cudaMalloc((void **)&r->seq_lengths, B * sizeof(int32_t)), "cudaMalloc");
+    CUDA_OK(cudaMemcpyAsync(r->seq_lengths, r->host_lengths, B * sizeof(int32_t), cudaMemcpyHostToDevice, r->stream),
+            "cudaMemcpyAsync");
+    // Layers: descriptors, activations, and the parameter layout.
+    size_t off = 0, widest = m->inputs;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        size_t n = B * out_size(r, l);
+        SF_OK(alloc_dev(r, &s->out, n, e));
+        SF_OK(alloc_dev(r, &s->dout, n, e));
+        if (l->in > widest) widest = l->in;
+        if (l->kind == SF_LAYER_LSTM) {
+            SF_OK(open_lstm(r, l, &s->lstm, e));
+            SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
+            SF_OK(alloc_dev(r, &s->dseq, B * T * l->units, e));
+            s->lstm.woff = off;
+            off += (s->lstm.wbytes / sizeof(float) + 63) & ~(size_t)63;  // 256-byte aligned spaces
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            SF_OK(alloc_dev(r, &s->mask, n, e));
+        } else {
+            for (size_t k = 0; k < (size_t)l->in * l->units + l->units; k++) r->perm[l->kernel + k] = (int64_t)(off + k);
+            off += ((size_t)l->in * l->units + l->units + 63) & ~(size_t)63;
+        }
+    }
+    r->nbuf = off;
+    SF_OK(alloc_dev(r, &r->w, off, e));
+    SF_OK(alloc_dev(r, &r->g, off, e));
+    SF_OK(alloc_dev(r, &r->m1, off, e));
+    SF_OK(alloc_dev(r, &r->v, off, e));
+    // Padding between spaces never moves: zero weights, gradients and state.
+    // Everything on the replica's own (non-blocking) stream: the legacy
+    // stream's cudaMemset and cudaMemcpy are not ordered with it.
+    CUDA_OK(cudaMemsetAsync(r->w, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->g, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->m1, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->v, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (m->layer[i].kind == SF_LAYER_LSTM) SF_OK(map_lstm(r, &m->layer[i], &r->ls[i].lstm, e));
+    size_t image = off > B ? off : B;  // also holds the ones below
+    if (!(r->host = (float *)malloc((image ? image : 1) * sizeof(float)))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    CUDA_OK(cudaMalloc(&r->work, r->work_bytes ? r->work_bytes : 1), "cudaMalloc (work space)");
+    SF_OK(alloc_dev(r, &r->ones, B, e));
+    for (size_t b = 0; b < B; b++) r->host[b] = 1.0f;  // the host image is free until load
+    CUDA_OK(cudaMemcpyAsync(r->ones, r->host, B * sizeof(float), cudaMemcpyHostToDevice, r->stream), "cudaMemcpyAsync");
+    SF_OK(alloc_dev(r, &r->xin, B * T * m->inputs, e));
+    SF_OK(alloc_dev(r, &r->scratch, B * T * widest, e));
+    SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
+    CUDA_OK(cudaMalloc((void **)&r->loss_dev, sizeof(double)), "cudaMalloc");
+    CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");  // r->host is reused by load
+    return 0;
+}
+
+static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
+                    sf_err *e) {
+    *out = NULL;
+    gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
+    if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
+    r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window, r->tf32 = o->precision == SF_PRECISION_TF32;
+    int rc = open_replica(r, e);
+    if (rc) {
+        gpu_close((sf_replica *)r);
+        return rc;
+    }
+    *out = (sf_replica *)r;
+    return 0;
+}
+
+// A host buffer in Keras' layout to a device buffer in the device's.
+// On the replica's stream, waited for: r->host is reused at once.
+static int upload(gpu_replica *r, float *dst, const float *src, sf_err *e) {
+    memset(r->host, 0, r->nbuf * sizeof(float));
+    for (size_t k = 0; k < r->m->nparams; k++) r->host[r->perm[k]] = src[k];
+    CUDA_OK(cudaMemcpyAsync(dst, r->host, r->nbuf * sizeof(float), cudaMemcpyHostToDevice, r->stream), "cudaMemcpyAsync");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    return 0;
+}
+
+static int download(gpu_replica *r, float *dst, const float *src, sf_err *e) {
+    CUDA_OK(cudaMemcpyAsync(r->host, src, r->nbuf * sizeof(float), cudaMemcpyDeviceToHost, r->stream), "cudaMemcpyAsync");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    for (size_t k = 0; k < r->m->nparams; k++) dst[k] = r->host[r->perm[k]];
+    return 0;
+}
+
+static int gpu_load(sf_replica *opaque, const float *w, const float *m, const float *v, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    if (w) SF_OK(upload(r, r->w, w, e));
+    if (m) SF_OK(upload(r, r->m1, m, e));
+    if (v) SF_OK(upload(r, r->v, v, e));
+    return 0;
+}
+
+static int gpu_save(sf_replica *opaque, float *w, float *m, float *v, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    if (w) SF_OK(download(r, w, r->w, e));
+    if (m) SF_OK(download(r, m, r->m1, e));
+    if (v) SF_OK(download(r, v, r->v, e));
+    return 0;
+}
+
+// Y (n,O) = X (n,I) W (I,O) + b, row-major, as column-major Y^T = W^T X^T.
+static int dense_forward(gpu_replica *r, float *y, const float *x, const float *w, const float *b, int n, int I, int O,
+                         sf_err *e) {
+    const float one = 1.0f, zero = 0.0f;
+    // The bias in every row: b 1^T, a product of depth one.
+    BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, n, 1, &one, b, O, r->ones, 1, &zero, y, O), "dense bias");
+    BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_N, O, n, I, &one, w, O, x, I, &one, y, O), "dense forward");
+    return 0;
+}
+
+static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, uint64_t seed, sf_err *e) {
+    const sf_model *m = r->m;
+    const float *in = x;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        if (l->kind == SF_LAYER_LSTM) {
+            lstm_layer *k = &s->lstm;
+            SF_OK(lstm_shape(r, l, k, n, e));
+            DNN_OK(cudnnRNNForward(r->dnn, k->rnn, training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                   r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd, NULL, NULL,
+                                   k->wbytes, r->w + k->woff, r->work_bytes, r->work,
+                                   training ? k->reserve_bytes : 0, training ? k->reserve : NULL),
+                   "cudnnRNNForward");
+            if (l->sequences) {
+                s->y = s->seq;
+            } else {
+                SF_OK(sf_gpu_last_step(s->out, s->seq, n, r->window, l->units, r->stream, e));
+                s->y = s->out;
+            }
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            if (training && l->rate > 0) {
+                // The CPU backend's seed per layer: the same masks.
+                SF_OK(sf_gpu_dropout_forward(s->out, s->mask, in, (size_t)n * out_size(r, l), l->rate,
+                                             seed ^ (0x2545f4914f6cdd1dull * (i + 1)), 0, r->stream, e));
+                s->y = s->out;
+            } else {
+                s->y = in;
+            }
+        } else {
+            SF_OK(dense_forward(r, s->out, in, r->w + r->perm[l->kernel], r->w + r->perm[l->bias], (int)n, (int)l->in,
+                                (int)l->units, e));
+            s->y = s->out;
+        }
+        in = s->y;
+    }
+    return 0;
+}
+
+// Waits for the replica's stream. With peers, it watches the communicator
+// too: a collective whose peer failed would otherwise never finish.
+static int wait_stream(gpu_replica *r, sf_err *e) {
+    if (!r->comm) {
+        CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+        return 0;
+    }
+    // A peer that stopped answering raises no NCCL error: the deadline
+    // ends the wait, and the trainer aborts the communicators.
+    double deadline = r->timeout > 0 ? sf_now() + r->timeout : 0;
+    for (;;) {
+        cudaError_t q = cudaStreamQuery(r->stream);
+        if (q == cudaSuccess) return 0;
+        if (q != cudaErrorNotReady) CUDA_OK(q, "the replica's stream");
+        ncclResult_t st = ncclSuccess;
+        if (ncclCommGetAsyncError(r->comm, &st) != ncclSuccess || (st != ncclSuccess && st != ncclInProgress))
+            return sf_err_set(e, SF_EIO, "NCCL: GPU %d: %s", r->dev, ncclGetErrorString(st));
+        if (deadline > 0 && sf_now() > deadline)
+            return sf_err_set(e, SF_EIO, "NCCL: GPU %d: the all-reduce did not complete within %.0f s: another rank "
+                              "died or stopped answering (hint: the launcher's messages name it; "
+                              "--collective-timeout sets the limit)", r->dev, r->timeout);
+        struct timespec pause = {0, 20000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e);
+
+static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                          uint64_t seed, double *loss, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    uint32_t n = count;
+    if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    nvtxRangePushA("forward");
+    int frc = forward(r, x, n, true, seed, e);
+    nvtxRangePop();
+    if (frc) return frc;
+    nvtxRangePushA("backward");
+    int brc = backward(r, x, y, n, global_batch, e);
+    nvtxRangePop();
+    if (brc) return brc;
+    // The loss is read now, so that a non-finite one stops training before
+    // the update: one wait per step, after all of the step's work is queued.
+    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
+    SF_OK(wait_stream(r, e));
+    *loss = *r->loss_host;
+    return 0;
+}
+
+// The loss's gradient and every layer's backward pass, queued on the stream.
+static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e) {
+    const sf_model *m = r->m;
+    uint32_t last = m->nlayers - 1;
+    const float one = 1.0f, zero = 0.0f;
+    SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
+    SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
+                              r->stream, e));
+    for (uint32_t i = m->nlayers; i-- > 0;) {
+        const sf_layer *l = &m->layer[i];
+        layer_state *s = &r->ls[i];
+        const float *in = i ? r->ls[i - 1].y : x;
+        float *din = i ? r->ls[i - 1].dout : NULL;
+        if (l->kind == SF_LAYER_LSTM) {
+            lstm_layer *k = &s->lstm;
+            const float *dseq = s->dout;
+            if (!l->sequences) {
+                SF_OK(sf_gpu_last_step_backward(s->dseq, s->dout, n, r->window, l->units, r->stream, e));
+                dseq = s->dseq;
+            }
+            DNN_OK(cudnnRNNBackwardData_v8(r->dnn, k->rnn, r->seq_lengths, k->yd, s->seq, dseq, k->xd,
+                                           din ? din : r->scratch, k->hd, NULL, NULL, NULL, k->hd, NULL, NULL, NULL,
+                                           k->wbytes, r->w + k->woff, r->work_bytes, r->work, k->reserve_bytes,
+                                           k->reserve),
+                   "cudnnRNNBackwardData_v8");
+            // Weight gradients accumulate (ADD is the mode cuDNN supports).
+            CUDA_OK(cudaMemsetAsync(r->g + k->woff, 0, k->wbytes, r->stream), "cudaMemsetAsync");
+            DNN_OK(cudnnRNNBackwardWeights_v8(r->dnn, k->rnn, CUDNN_WGRAD_MODE_ADD, r->seq_lengths, k->xd, in, k->hd,
+                                              NULL, k->yd, s->seq, k->wbytes, r->g + k->woff, r->work_bytes, r->work,
+                                              k->reserve_bytes, k->reserve),
+                   "cudnnRNNBackwardWeights_v8");
+        } else if (l->kind == SF_LAYER_DROPOUT) {
+            if (!din) continue;
+            size_t cnt = (size_t)n * out_size(r, l);
+            if (l->rate > 0) SF_OK(sf_gpu_dropout_backward(din, s->dout, s->mask, cnt, r->stream, e));
+            else CUDA_OK(cudaMemcpyAsync(din, s->dout, cnt * sizeof(float), cudaMemcpyDeviceToDevice, r->stream), "copy");
+        } else {
+            int I = (int)l->in, O = (int)l->units, rows = (int)n;
+            float *dw = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];
+            const float *w = r->w + r->perm[l->kernel];
+            // dW^T (O,I) = dY^T X; db = dY^T 1; dX^T (I,n) = W dY^T.
+            BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
+                    "dense dW");
+            BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
+            if (din)
+                BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
+                        "dense dX");
+        }
+    }
+    return 0;
+}
+
+static float *gpu_gradients(sf_replica *opaque) { return ((gpu_replica *)opaque)->g; }
+
+static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    nvtxRangePushA("update");
+    int rc = sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->stream, e);
+    nvtxRangePop();
+    return rc;
+}
+
+static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t count, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    const sf_model *m = r->m;
+    if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * r->window * m->inputs * sizeof(float), cudaMemcpyHostToDevice,
+                            r->stream), "cudaMemcpyAsync");
+    SF_OK(forward(r, r->xin, count, false, 0, e));
+    CUDA_OK(cudaMemcpyAsync(out, r->ls[m->nlayers - 1].y, (size_t)count * m->outputs * sizeof(float),
+                            cudaMemcpyDeviceToHost, r->stream), "cudaMemcpyAsync");
+    CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+    return 0;
+}
+
+
+// ---- the all-reduce: NCCL over the replicas' GPUs ----
+
+typedef struct {
+    uint32_t R, total;  // this process's replicas; all ranks' replicas
+    gpu_replica **reps;
+    ncclComm_t *comms;
+} nccl_group;
+
+// Called with no replica thread running. abort: a run failed, and a
+// collective may wait for a peer that will never join it; aborting the
+// communicators ends it, so that the streams can drain.
+static void gpu_reduce_close(void *opaque, bool abort) {
+    nccl_group *g = (nccl_group *)opaque;
+    if (!g) return;
+    for (uint32_t r = 0; g->comms && r < g->R; r++) {
+        if (g->comms[r]) abort ? ncclCommAbort(g->comms[r]) : ncclCommDestroy(g->comms[r]);
+        g->reps[r]->comm = NULL;
+    }
+    free(g->comms), free(g->reps), free(g);
+}
+
+static int gpu_reduce_id(sf_reduce_id *id, sf_err *e) {
+    static_assert(sizeof(ncclUniqueId) <= sizeof id->bytes, "an NCCL unique id fits");
+    ncclUniqueId u;
+    ncclResult_t nr = ncclGetUniqueId(&u);
+    if (nr != ncclSuccess) return sf_err_set(e, SF_EIO, "NCCL: ncclGetUniqueId: %s", ncclGetErrorString(nr));
+    memcpy(id->bytes, &u, sizeof u);
+    return 0;
+}
+
+// One communicator per GPU: from ncclCommInitAll when the replicas are this
+// process's alone, or from ncclCommInitRank with the job's id when they are
+// part of a job's ranks. A replica per GPU. (One replica alone needs none.)
+static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, const sf_reduce_world *world, sf_err *e) {
+    nccl_group *g = (nccl_group *)calloc(1, sizeof *g);
+    int *devs = (int *)malloc(R * sizeof *devs);
+    *out = NULL;
+    if (!g || !devs || !(g->reps = (gpu_replica **)malloc(R * sizeof *g->reps)) ||
+        !(g->comms = (ncclComm_t *)calloc(R, sizeof *g->comms))) {
+        free(devs);
+        gpu_reduce_close(g, false);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    g->R = R;
+    for (uint32_t r = 0; r < R; r++) g->reps[r] = (gpu_replica *)reps[r], devs[r] = g->reps[r]->dev;
+    for (uint32_t r = 0; r < R; r++)
+        for (uint32_t q = 0; q < r; q++)
+            if (devs[q] == devs[r]) {
+                free(devs);
+                gpu_reduce_close(g, false);
+                return sf_err_set(e, SF_EINVAL, "replicas %u and %u are both on GPU %d: NCCL needs one replica per "
+                                  "GPU (hint: --replicas at most the number of GPUs)", q, r, devs[r]);
+            }
+    g->total = world ? world->total : R;
+    ncclResult_t nr = ncclSuccess;
+    if (world && g->total > 1) {
+        ncclUniqueId id;
+        memcpy(&id, world->id.bytes, sizeof id);
+        // Several GPUs of one process join in one group, or they would wait
+        // for each other.
+        nr = ncclGroupStart();
+        for (uint32_t r = 0; nr == ncclSuccess && r < R; r++) {
+            cudaError_t ce = cudaSetDevice(devs[r]);
+            if (ce != cudaSuccess) {
+                ncclGroupEnd();
+                free(devs);
+                gpu_reduce_close(g, true);
+                return sf_err_set(e, SF_EIO, "CUDA: cudaSetDevice(%d): %s", devs[r], cudaGetErrorString(ce));
+            }
+            nr = ncclCommInitRank(&g->comms[r], (int)g->total, id, (int)(world->first + r));
+        }
+        ncclResult_t end = ncclGroupEnd();
+        if (nr == ncclSuccess) nr = end;
+    } else if (R > 1) {
+        nr = ncclCommInitAll(g->comms, (int)R, devs);
+    }
+    free(devs);
+    if (nr != ncclSuccess) {
+        uint32_t total = g->total;
+        gpu_reduce_close(g, true);
+        return sf_err_set(e, SF_EIO, "NCCL: communicators for %u GPU(s) of %u in all: %s", R, total,
+                          ncclGetErrorString(nr));
+    }
+    for (uint32_t r = 0; g->total > 1 && r < R; r++) g->reps[r]->comm = g->comms[r];
+    *out = g;
+    return 0;
+}
+
+// Replica r's part of the sum, queued on its stream after its backward pass.
+// An error stops the run; the trainer then closes the group with abort,
+// once no thread uses a communicator any more.
+static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
+    nccl_group *g = (nccl_group *)opaque;
+    if (g->total == 1) return 0;
+    gpu_replica *rep = g->reps[r];
+    nvtxRangePushA("all-reduce");
+    ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
+    nvtxRangePop();
+    if (nr == ncclSuccess) return 0;
+    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d (replica %u): %s", rep->dev, r, ncclGetErrorString(nr));
+}
+
+// Staging: the pipeline's slots copied onto each replica's GPU on a copy
+// stream there, ordered with the replica's compute stream.
+static int gpu_staging_open(sf_staging **out, sf_stage_ops *hooks, sf_replica *const *reps, uint32_t R,
+                            uint32_t slots, sf_err *e) {
+    *out = NULL;
+    int *devs = (int *)malloc(R * sizeof *devs);
+    if (!devs) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint32_t r = 0; r < R; r++) devs[r] = ((gpu_replica *)reps[r])->dev;
+    sf_gpu_stage *st;
+    int rc = sf_gpu_stage_open(&st, devs, R, slots, e);
+    free(devs);
+    if (rc) return rc;
+    for (uint32_t r = 0; r < R; r++) sf_gpu_stage_set_stream(st, r, ((gpu_replica *)reps[r])->stream);
+    *hooks = (sf_stage_ops){sf_gpu_stage_alloc, sf_gpu_stage_free, sf_gpu_stage_reclaim, sf_gpu_stage_publish,
+                            sf_gpu_stage_release, st};
+    *out = (sf_staging *)st;
+    return 0;
+}
+
+static void gpu_staging_close(sf_staging *s) { sf_gpu_stage_close((sf_gpu_stage *)s); }
+
+static int gpu_staging_wait(sf_staging *s, uint32_t r, const sf_batch *b, sf_err *e) {
+    return sf_gpu_stage_wait((sf_gpu_stage *)s, r, b->ready, e);
+}
+
+static double gpu_staging_waited(sf_staging *s, uint32_t r) { return sf_gpu_stage_waited((sf_gpu_stage *)s, r); }
+
+static int gpu_staging_error(sf_staging *s, sf_err *e) { return sf_gpu_stage_error((sf_gpu_stage *)s, e); }
+
+// Host memory: a replica's parameters live on its GPU.
+static uint64_t gpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads) {
+    (void)m, (void)batch, (void)window, (void)threads;
+    return 0;
+}
+
+// In declaration order: C++20 designated initializers.
+static const sf_backend cuda_backend = {
+    .name = "cuda",
+    .open = gpu_open,
+    .close = gpu_close,
+    .load = gpu_load,
+    .save = gpu_save,
+    .train_step = gpu_train_step,
+    .gradients = gpu_gradients,
+    .apply = gpu_apply,
+    .predict = gpu_predict,
+    .host_memory = gpu_host_memory,
+    .reduce_id = gpu_reduce_id,
+    .reduce_open = gpu_reduce_open,
+    .reduce = gpu_reduce,
+    .reduce_close = gpu_reduce_close,
+    .staging_open = gpu_staging_open,
+    .staging_close = gpu_staging_close,
+    .staging_wait = gpu_staging_wait,
+    .staging_waited = gpu_staging_waited,
+    .staging_error = gpu_staging_error,
+};
+
+// The module's one entry point, looked up by cuda_loader.c.
+extern "C" __attribute__((visibility("default"))) const sf_backend *sf_gpu_module_backend(void) {
+    return &cuda_backend;
+}

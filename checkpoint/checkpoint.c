@@ -1,0 +1,183 @@
+// Checkpoints as safetensors: weights under Keras' names (lstm/kernel, ...),
+// optimizer/m and optimizer/v, scaling/*, and the rest as metadata text.
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint.h"
+
+#define FORMAT "seqfeed-checkpoint 1"
+
+static const char *norm_name(int norm) {
+    return norm == SF_NORM_MINMAX ? "minmax" : norm == SF_NORM_NONE ? "none" : "zscore";
+}
+
+int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
+    sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
+    uint32_t nt = sf_model_tensors(m, t);
+    sf_st_tensor st[3 * SF_MODEL_MAX_LAYERS + 6];
+    size_t n = 0;
+    for (uint32_t k = 0; k < nt; k++)
+        st[n++] = (sf_st_tensor){t[k].name, "F32", t[k].rank, {t[k].shape[0], t[k].shape[1]}, c->w + t[k].offset};
+    if (c->m && c->v) {
+        st[n++] = (sf_st_tensor){"optimizer/m", "F32", 1, {m->nparams}, c->m};
+        st[n++] = (sf_st_tensor){"optimizer/v", "F32", 1, {m->nparams}, c->v};
+    }
+    st[n++] = (sf_st_tensor){"scaling/feature_scale", "F32", 1, {c->inputs}, c->feature_scale};
+    st[n++] = (sf_st_tensor){"scaling/feature_offset", "F32", 1, {c->inputs}, c->feature_offset};
+    st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
+    st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
+    char v[24][64];
+    snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
+    snprintf(v[1], 64, "%u", c->inputs);
+    snprintf(v[2], 64, "%u", c->outputs);
+    snprintf(v[3], 64, "%llu", (unsigned long long)c->epoch);
+    snprintf(v[4], 64, "%llu", (unsigned long long)c->epoch_step);
+    snprintf(v[5], 64, "%llu", (unsigned long long)c->step);
+    snprintf(v[6], 64, "%llu", (unsigned long long)c->seed);
+    snprintf(v[7], 64, "%llu", (unsigned long long)c->epochs);
+    snprintf(v[8], 64, "%u", c->batch);
+    snprintf(v[9], 64, "%u", c->replicas);
+    snprintf(v[10], 64, "%.17g", c->val_split);
+    snprintf(v[11], 64, "%.9g", c->lr);
+    snprintf(v[12], 64, "%llu", (unsigned long long)c->pool);
+    snprintf(v[13], 64, "%llu", (unsigned long long)c->rows);
+    snprintf(v[14], 64, "%.17g", c->epoch_loss);
+    snprintf(v[15], 64, "%llu", (unsigned long long)c->epoch_samples);
+    snprintf(v[16], 64, "%.17g", c->epoch_wait);
+    snprintf(v[17], 64, "%.17g", c->epoch_seconds);
+    const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
+                          "data", c->data, "norm", norm_name(c->norm), "window", v[0], "inputs", v[1],
+                          "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
+                          "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
+                          "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
+                          "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17], NULL};
+    return sf_st_write(path, st, n, meta, e);
+}
+
+void sf_checkpoint_free(sf_checkpoint *c) {
+    free(c->w), free(c->m), free(c->v);
+    free(c->feature_scale), free(c->feature_offset), free(c->target_scale), free(c->target_offset);
+    c->w = c->m = c->v = c->feature_scale = c->feature_offset = c->target_scale = c->target_offset = NULL;
+}
+
+// Metadata key as text (copied into out) or as an unsigned or real number.
+static int meta_text(const sf_st *s, const char *path, const char *key, char *out, size_t cap, sf_err *e) {
+    const char *v = sf_st_meta(s, key);
+    if (!v) return sf_err_set(e, SF_EFORMAT, "%s: no '%s' in the checkpoint's metadata", path, key);
+    if (strlen(v) >= cap) return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is too long", path, key);
+    memcpy(out, v, strlen(v) + 1);
+    return 0;
+}
+
+static int meta_u64(const sf_st *s, const char *path, const char *key, uint64_t *out, sf_err *e) {
+    const char *v = sf_st_meta(s, key);
+    char *end;
+    errno = 0;
+    unsigned long long x = v ? strtoull(v, &end, 10) : 0;
+    if (!v || !*v || *end || errno || *v == '-')
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is '%s', expected a count", path, key, v ? v : "missing");
+    *out = x;
+    return 0;
+}
+
+static int meta_double(const sf_st *s, const char *path, const char *key, double *out, sf_err *e) {
+    const char *v = sf_st_meta(s, key);
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || !*v || *end)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is '%s', expected a number", path, key, v ? v : "missing");
+    *out = x;
+    return 0;
+}
+
+// Names in a comma-separated list.
+static uint32_t names(const char *list) {
+    uint32_t n = *list ? 1 : 0;
+    for (; *list; list++) n += *list == ',';
+    return n;
+}
+
+static float *read_f32(const sf_st *s, const char *path, const char *name, size_t n, int *rc, sf_err *e) {
+    if (*rc) return NULL;
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    if (!p) *rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    else if ((*rc = sf_st_read_f32(s, name, p, n, e))) {
+        sf_err inner = *e;
+        sf_err_set(e, *rc, "%s: %s", path, inner.msg);
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e) {
+    *c = (sf_checkpoint){0};
+    sf_st *s;
+    int rc = sf_st_open(&s, path, e);
+    if (rc) return rc;
+    const char *format = sf_st_meta(s, "format");
+    char window[64], norm[16];
+    uint64_t u[12];
+    if (!format || strcmp(format, FORMAT) != 0)
+        rc = sf_err_set(e, SF_EFORMAT, "%s: not a seqfeed checkpoint (format '%s', expected '" FORMAT "')", path,
+                        format ? format : "missing");
+    if (!rc) rc = meta_text(s, path, "model", c->model, sizeof c->model, e);
+    if (!rc) rc = meta_text(s, path, "features", c->features, sizeof c->features, e);
+    if (!rc) rc = meta_text(s, path, "targets", c->targets, sizeof c->targets, e);
+    if (!rc) rc = meta_text(s, path, "data", c->data, sizeof c->data, e);
+    if (!rc) rc = meta_text(s, path, "norm", norm, sizeof norm, e);
+    if (!rc) rc = meta_text(s, path, "window", window, sizeof window, e);
+    if (!rc) rc = meta_text(s, path, "lr_scaling", c->lr_scaling, sizeof c->lr_scaling, e);
+    const char *keys[] = {"inputs", "outputs", "epoch",    "epoch_step", "step", "seed",
+                          "epochs", "batch",   "replicas", "pool",       "rows", "epoch_samples"};
+    for (int k = 0; k < 12 && !rc; k++) rc = meta_u64(s, path, keys[k], &u[k], e);
+    if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
+    if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
+    if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
+    if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
+    if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
+    if (!rc) {
+        c->inputs = (uint32_t)u[0], c->outputs = (uint32_t)u[1], c->epoch = u[2], c->epoch_step = u[3];
+        c->step = u[4], c->seed = u[5], c->epochs = u[6], c->batch = (uint32_t)u[7], c->replicas = (uint32_t)u[8];
+        c->pool = u[9], c->rows = u[10], c->epoch_samples = u[11];
+        c->norm = sf_norm_parse(norm);
+        if (sscanf(window, "%u,%u,%u,%u", &c->window.length, &c->window.stride, &c->window.sampling_rate,
+                   &c->window.horizon) != 4 || c->norm < 0 || u[0] > 1u << 20 || u[1] > 1u << 20)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s' or column counts", path, window, norm);
+        else if (names(c->features) != c->inputs || names(c->targets) != c->outputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s' and targets '%s'", path,
+                            c->inputs, c->outputs, c->features, c->targets);
+    }
+    if (!rc) {
+        sf_err inner = {0};
+        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs, &inner)))
+            sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
+    }
+    if (!rc) {
+        c->nparams = m->nparams;
+        c->w = malloc((m->nparams ? m->nparams : 1) * sizeof(float));
+        if (!c->w) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
+        uint32_t nt = sf_model_tensors(m, t);
+        for (uint32_t k = 0; k < nt && !rc; k++) {
+            size_t n = t[k].shape[0] * (size_t)(t[k].rank == 2 ? t[k].shape[1] : 1);
+            if ((rc = sf_st_read_f32(s, t[k].name, c->w + t[k].offset, n, e))) {
+                sf_err inner = *e;
+                sf_err_set(e, rc, "%s: %s", path, inner.msg);
+            }
+        }
+        if (!rc && sf_st_find(s, "optimizer/m")) {
+            c->m = read_f32(s, path, "optimizer/m", m->nparams, &rc, e);
+            c->v = read_f32(s, path, "optimizer/v", m->nparams, &rc, e);
+        }
+        c->feature_scale = read_f32(s, path, "scaling/feature_scale", c->inputs, &rc, e);
+        c->feature_offset = read_f32(s, path, "scaling/feature_offset", c->inputs, &rc, e);
+        c->target_scale = read_f32(s, path, "scaling/target_scale", c->outputs, &rc, e);
+        c->target_offset = read_f32(s, path, "scaling/target_offset", c->outputs, &rc, e);
+    }
+    sf_st_close(s);
+    if (rc) sf_checkpoint_free(c);
+    return rc;
+}

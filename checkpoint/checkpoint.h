@@ -1,0 +1,86 @@
+// checkpoint: a training run's state on disk, and the container it is kept
+// in. safetensors.c reads and writes safetensors files
+// (https://github.com/huggingface/safetensors): an 8-byte little-endian
+// header length, a JSON header naming each tensor's dtype, shape and byte
+// range, then the data; the test fixtures use it too, so numpy and PyTorch
+// read them directly. checkpoint.c lays a run's weights, Adam state, scaling
+// and settings out in one.
+#ifndef SF_CHECKPOINT_H
+#define SF_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "model/model.h"
+#include "pipeline/pipeline.h"
+
+enum { SF_ST_MAX_RANK = 4 };
+
+typedef struct {
+    char name[128];
+    char dtype[8];  // "F32", "F64", "I64", "U8", ...
+    uint32_t rank;
+    uint64_t shape[SF_ST_MAX_RANK];
+    uint64_t begin, end;  // byte range in the data section
+} sf_st_entry;
+
+// A file read whole into memory (checkpoints are megabytes) and validated:
+// header JSON, dtypes, shapes against byte ranges, ranges inside the data
+// and covering it without overlap, as the format requires.
+typedef struct sf_st sf_st;
+int sf_st_open(sf_st **out, const char *path, sf_err *e);
+// The same from memory (data is copied); name is used in messages.
+int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_err *e);
+void sf_st_close(sf_st *s);
+size_t sf_st_count(const sf_st *s);
+const sf_st_entry *sf_st_entry_at(const sf_st *s, size_t i);
+const sf_st_entry *sf_st_find(const sf_st *s, const char *name);
+const void *sf_st_data(const sf_st *s, const sf_st_entry *t);
+// Copies tensor name, which must be F32 with count elements, into out.
+int sf_st_read_f32(const sf_st *s, const char *name, float *out, size_t count, sf_err *e);
+// A value of the header's __metadata__ (strings only), or NULL.
+const char *sf_st_meta(const sf_st *s, const char *key);
+
+typedef struct {
+    const char *name, *dtype;
+    uint32_t rank;
+    uint64_t shape[SF_ST_MAX_RANK];
+    const void *data;
+} sf_st_tensor;
+// Writes n tensors and the metadata pairs meta[0], meta[1], ... (NULL
+// terminated, may be NULL) to path atomically: a temporary file, fsync,
+// rename. Tensors are laid out in the order given.
+int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *const *meta, sf_err *e);
+
+// ---- checkpoints ----
+
+// A checkpoint: safetensors with the weights under Keras' names, Adam's
+// state, the scaling of every column, and in its metadata the model, the
+// columns, the window, and the exact training position.
+typedef struct {
+    char model[1024], features[4096], targets[4096], data[4096];
+    sf_window_spec window;
+    int norm;
+    uint32_t inputs, outputs;
+    float *feature_scale, *feature_offset, *target_scale, *target_offset;
+    size_t nparams;
+    float *w, *m, *v;  // m and v NULL in a file without optimizer state
+    // where training stands: epoch, steps into it, Adam steps in all
+    uint64_t epoch, epoch_step, step, seed, epochs;
+    uint32_t batch, replicas;
+    double val_split, lr;
+    char lr_scaling[16];
+    uint64_t pool, rows;  // the shuffle pool and the data's rows: they decide the batches too
+    // the epoch so far, so that a resumed epoch's line and log row are whole
+    double epoch_loss, epoch_wait, epoch_seconds;
+    uint64_t epoch_samples;
+} sf_checkpoint;
+
+int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);
+// Reads c and parses its model into m; free with sf_checkpoint_free.
+int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
+void sf_checkpoint_free(sf_checkpoint *c);
+
+#endif

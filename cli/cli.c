@@ -1,0 +1,173 @@
+#include "cli.h"
+#include "backend/backend.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
+    fprintf(stderr, "seqfeed %s: error: %s\n", cmd, e->msg[0] ? e->msg : sf_err_name(e->code));
+    if (hint) fprintf(stderr, "hint: %s\n", hint);
+    return EXIT_ERR;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "seqfeed %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nsee 'seqfeed %s --help'\n", cmd);
+    return EXIT_USAGE;
+}
+
+// The path to remove, published with an atomic pointer: the handler may run
+// on any thread (BLAS starts threads of its own before main), so blocking
+// signals in this one would not keep it from reading half a path. Two
+// buffers, so that a new path is written where no handler is reading.
+static char guard_buf[2][PATH_MAX];
+static _Atomic(const char *) guarded;
+
+static void on_fatal_signal(int sig) {
+    static const char msg[] = "\nseqfeed: interrupted; partial output removed\n";
+    const char *path = atomic_load_explicit(&guarded, memory_order_acquire);
+    if (path) {
+        unlink(path);
+        ssize_t ignored = write(2, msg, sizeof msg - 1);
+        (void)ignored;
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void cli_guard_temp(const char *path) {
+    static bool installed;
+    if (!installed) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_fatal_signal;
+        sigemptyset(&sa.sa_mask);
+        // A signal the caller ignores (nohup, background jobs) stays ignored.
+        const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+        for (int i = 0; i < 3; i++) {
+            struct sigaction old;
+            if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
+        }
+        installed = true;
+    }
+    if (!path) {
+        atomic_store_explicit(&guarded, NULL, memory_order_release);
+        return;
+    }
+    char *buf = guard_buf[atomic_load_explicit(&guarded, memory_order_relaxed) == guard_buf[0]];
+    snprintf(buf, PATH_MAX, "%s", path);
+    atomic_store_explicit(&guarded, buf, memory_order_release);
+}
+
+void cli_progress_start(cli_progress *p) { *p = (cli_progress){sf_now(), 0, false}; }
+
+void cli_progress_line(cli_progress *p, const char *fmt, ...) {
+    double now = sf_now();
+    if (now - p->start < 1.0 || now - p->last < 0.2 || !isatty(2)) return;
+    p->last = now;
+    p->shown = true;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("\r\033[K", stderr);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fflush(stderr);
+}
+
+void cli_progress_end(cli_progress *p) {
+    if (p->shown) fputs("\r\033[K", stderr);
+    p->shown = false;
+}
+
+void cli_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo) {
+    uint64_t v;
+    if (which == 'l') {
+        char *end;
+        long level = strtol(arg, &end, 10);
+        if (*end || end == arg || level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+            return cli_usage_error(cmd, "--level wants an integer from %d to %d, not '%s'", ZSTD_minCLevel(),
+                                   ZSTD_maxCLevel(), arg);
+        wo->level = (int)level;
+    } else if (which == 'c') {
+        if (!cli_parse_u64(arg, UINT32_MAX, &v) || v == 0)
+            return cli_usage_error(cmd, "--chunk-rows wants a positive integer, not '%s'", arg);
+        wo->chunk_rows = (uint32_t)v;
+    } else {
+        if (!cli_parse_u64(arg, 256, &v) || v == 0)
+            return cli_usage_error(cmd, "--threads wants an integer from 1 to 256, not '%s'", arg);
+        wo->threads = (int)v;
+    }
+    return EXIT_OK;
+}
+
+bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v > max) return false;
+    *out = v;
+    return true;
+}
+
+// --gpus: which GPUs train, one replica each (cli.h). Without a usable GPU, or with
+// --gpus none, one line says so and the CPU trains (exit status unchanged).
+// Returns the number of GPUs chosen (their indices in devices, the GPU
+// backend in *backend), 0 for the CPU, or -1 after a usage error.
+int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
+    sf_err e = {0};
+    if (!strcmp(gpus, "none")) {
+        if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
+        return 0;
+    }
+    int n = sf_gpu_count(&e);
+    if (n > 0 && !(*backend = sf_backend_gpu(&e))) n = 0;
+    if (n == 0) {
+        if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
+        return 0;
+    }
+    int k = 0;
+    if (!strcmp(gpus, "all")) {
+        for (; k < n && k < max; k++) devices[k] = k;
+    } else {
+        for (const char *p = gpus; *p;) {
+            char *end;
+            long d = strtol(p, &end, 10);
+            if (end == p || d < 0 || d >= n || k == max || (*end && *end != ',')) {
+                cli_usage_error(cmd, "--gpus %s: expected all, none or GPU indices below %d", gpus, n);
+                return -1;
+            }
+            devices[k++] = (int)d;
+            p = *end ? end + 1 : end;
+        }
+    }
+    if (!quiet) {
+        for (int i = 0; i < k; i++) {
+            char name[256];
+            size_t mem = 0;
+            if (sf_gpu_describe(devices[i], name, sizeof name, &mem, &e) == 0)
+                fprintf(stderr, "gpu %d: %s, %.0f GiB\n", devices[i], name, (double)mem / (1 << 30));
+        }
+    }
+    return k;
+}

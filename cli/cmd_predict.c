@@ -1,0 +1,286 @@
+// seqfeed predict and seqfeed evaluate: a checkpoint on a file's windows, in
+// window order. The checkpoint carries the model, the columns, the window
+// and the training data's scaling, so nothing else is needed.
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "backend/backend.h"
+#include "train/train.h"
+
+static const char predict_help[] =
+    "usage: seqfeed predict --checkpoint FILE.safetensors --data FILE.sfpack [-o OUT.csv]\n"
+    "\n"
+    "Predicts the targets of every window of the file, in order, with the\n"
+    "checkpoint's model, columns, window and scaling (that of its training\n"
+    "data). One CSV row per window: its series, the row of its target and the\n"
+    "predicted targets in the data's units. OUT appears only when complete.\n"
+    "\n"
+    "options:\n"
+    "      --checkpoint FILE   a checkpoint written by seqfeed train (required)\n"
+    "      --data FILE         the .sfpack file (required)\n"
+    "      --split all|train|validation  which part of every series (default all)\n"
+    "      --batch N           windows per forward pass (default 256)\n"
+    "  -o, --output FILE       the CSV (default: stdout)\n";
+
+static const char evaluate_help[] =
+    "usage: seqfeed evaluate --checkpoint FILE.safetensors --data FILE.sfpack\n"
+    "\n"
+    "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
+    "file's windows, next to two baselines on the same windows: predicting the\n"
+    "column means, and predicting the last observed value (persistence, for\n"
+    "targets that are also features); then each target's MSE in data units.\n"
+    "\n"
+    "options:\n"
+    "      --checkpoint FILE   a checkpoint written by seqfeed train (required)\n"
+    "      --data FILE         the .sfpack file (required)\n"
+    "      --split all|train|validation  (default: validation when the checkpoint\n"
+    "                          was trained with a validation split, else all)\n"
+    "      --batch N           windows per forward pass (default 256)\n"
+    "      --json              one JSON object\n";
+
+typedef struct {
+    sf_checkpoint ck;
+    sf_model model;
+    sf_pack *pack;
+    sf_columns cols;
+    sf_plan *plan;
+    sf_replica *rep;
+    float *pred;
+    int *persist;  // per target: its feature index, or -1
+    // predict
+    FILE *out;
+    uint64_t series;  // the series of the last window written
+    // evaluate
+    double loss, mean_loss, persist_loss, *unit_mse;
+    uint64_t n;
+} run;
+
+static void run_close(run *r) {
+    if (r->rep) sf_backend_cpu.close(r->rep);
+    sf_plan_free(r->plan);
+    sf_columns_free(&r->cols);
+    sf_pack_close(r->pack);
+    sf_checkpoint_free(&r->ck);
+    free(r->pred), free(r->persist), free(r->unit_mse);
+}
+
+static int run_open(run *r, const char *ckpt, const char *data, int part, uint32_t batch, sf_err *e) {
+    int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
+    if (!rc) rc = sf_pack_open(&r->pack, data, e);
+    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
+    if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.norm, e);
+    if (!rc) {
+        // The training data's scaling, not this file's.
+        memcpy(r->cols.feature_scale, r->ck.feature_scale, r->cols.nfeatures * sizeof(float));
+        memcpy(r->cols.feature_offset, r->ck.feature_offset, r->cols.nfeatures * sizeof(float));
+        memcpy(r->cols.target_scale, r->ck.target_scale, r->cols.ntargets * sizeof(float));
+        memcpy(r->cols.target_offset, r->ck.target_offset, r->cols.ntargets * sizeof(float));
+        sf_split split = {r->ck.val_split, part};
+        rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &r->ck.window, 1, &split, e);
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    sf_cpu_threads(1);  // parallel over the batch's rows instead
+    sf_replica_opts ro = {0, cores > 0 ? (uint32_t)cores : 1, SF_PRECISION_FP32, 0};
+    if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
+    if (!rc) rc = sf_backend_cpu.load(r->rep, r->ck.w, NULL, NULL, e);
+    if (!rc) {
+        r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));
+        r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
+        r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
+        if (!r->pred || !r->persist || !r->unit_mse) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    for (uint32_t j = 0; !rc && j < r->cols.ntargets; j++) {
+        r->persist[j] = -1;
+        for (uint32_t f = 0; f < r->cols.nfeatures; f++)
+            if (r->cols.features[f] == r->cols.targets[j]) r->persist[j] = (int)f;
+    }
+    return rc;
+}
+
+static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
+    run *r = arg;
+    (void)y;
+    int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
+    const sf_pack_info *in = sf_pack_get_info(r->pack);
+    const sf_window_spec *w = &r->ck.window;
+    for (uint32_t i = 0; !rc && i < count; i++) {
+        uint64_t row = sf_plan_window_start(r->plan, ids[i]) + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
+        while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
+        fprintf(r->out, "%s,%llu", in->series[r->series].name, (unsigned long long)row);
+        for (uint32_t j = 0; j < r->cols.ntargets; j++) {
+            char num[32];
+            float v = (r->pred[(size_t)i * r->cols.ntargets + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
+            sf_format_float(num, v);
+            fprintf(r->out, ",%s", num);
+        }
+        fputc('\n', r->out);
+    }
+    if (!rc && ferror(r->out)) rc = sf_err_errno(e, SF_EIO, errno, "write failed");
+    return rc;
+}
+
+static int evaluate_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
+    run *r = arg;
+    (void)ids;
+    int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
+    uint32_t nt = r->cols.ntargets, nf = r->cols.nfeatures, T = r->ck.window.length;
+    const sf_pack_info *in = sf_pack_get_info(r->pack);
+    for (uint32_t i = 0; !rc && i < count; i++) {
+        double row = 0, mean_row = 0, persist_row = 0;
+        for (uint32_t j = 0; j < nt; j++) {
+            double t = y[(size_t)i * nt + j], p = r->pred[(size_t)i * nt + j];
+            // The column's mean in this file, scaled like the targets.
+            double mean = in->stats[r->cols.targets[j]].mean * r->cols.target_scale[j] + r->cols.target_offset[j];
+            double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
+            row += (p - t) * (p - t), mean_row += (mean - t) * (mean - t), persist_row += (last - t) * (last - t);
+            double unit = (p - t) / r->cols.target_scale[j];
+            r->unit_mse[j] += unit * unit;
+        }
+        r->loss += row / nt, r->mean_loss += mean_row / nt, r->persist_loss += persist_row / nt;
+    }
+    r->n += count;
+    return rc;
+}
+
+static int parse_part(const char *s) {
+    return !strcmp(s, "all") ? SF_PART_ALL : !strcmp(s, "train") ? SF_PART_TRAIN
+                                            : !strcmp(s, "validation") ? SF_PART_VALIDATION : -1;
+}
+
+static int common_options(const char *cmd, const char *help, int argc, char **argv, const char **ckpt,
+                          const char **data, const char **out, int *part, uint32_t *batch, bool *json) {
+    enum { O_CKPT = 256, O_DATA, O_SPLIT, O_BATCH, O_JSON };
+    static const struct option opts[] = {
+        {"checkpoint", required_argument, 0, O_CKPT}, {"data", required_argument, 0, O_DATA},
+        {"split", required_argument, 0, O_SPLIT}, {"batch", required_argument, 0, O_BATCH},
+        {"json", no_argument, 0, O_JSON}, {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    uint64_t v;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, out ? "ho:" : "h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'h': fputs(help, stdout); return -1;
+        case 'o':
+            if (!out) return cli_usage_error(cmd, "unknown option --output");
+            *out = optarg;
+            break;
+        case O_CKPT: *ckpt = optarg; break;
+        case O_DATA: *data = optarg; break;
+        case O_SPLIT:
+            if ((*part = parse_part(optarg)) < 0) return cli_usage_error(cmd, "--split all|train|validation");
+            break;
+        case O_BATCH:
+            if (!cli_parse_u64(optarg, 1 << 20, &v) || v == 0) return cli_usage_error(cmd, "bad --batch '%s'", optarg);
+            *batch = (uint32_t)v;
+            break;
+        case O_JSON:
+            if (!json) return cli_usage_error(cmd, "unknown option --json");
+            *json = true;
+            break;
+        default: return cli_usage_error(cmd, "bad option");
+        }
+    }
+    if (!*ckpt) return cli_usage_error(cmd, "missing --checkpoint FILE");
+    if (!*data) return cli_usage_error(cmd, "missing --data FILE.sfpack");
+    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    return 0;
+}
+
+int cmd_predict(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL, *out = NULL;
+    int part = SF_PART_ALL;
+    uint32_t batch = 256;
+    int rc = common_options("predict", predict_help, argc, argv, &ckpt, &data, &out, &part, &batch, NULL);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    run r = {0};
+    sf_err e = {0};
+    if ((rc = run_open(&r, ckpt, data, part, batch, &e))) {
+        run_close(&r);
+        return cli_fail("predict", &e, NULL);
+    }
+    sf_temp_file file = {0};
+    r.out = stdout;
+    if (out && strcmp(out, "-")) {
+        if (sf_temp_fopen(&file, out, &e)) {
+            run_close(&r);
+            return cli_fail("predict", &e, NULL);
+        }
+        r.out = file.f;
+        cli_guard_temp(file.tmp);
+    }
+    fprintf(r.out, "series,row");
+    const sf_pack_info *in = sf_pack_get_info(r.pack);
+    for (uint32_t j = 0; j < r.cols.ntargets; j++) fprintf(r.out, ",%s", in->col_names[r.cols.targets[j]]);
+    fputc('\n', r.out);
+    rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
+    if (file.f) {
+        int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
+        if (!rc) rc = crc;
+        cli_guard_temp(NULL);
+    } else if (!rc && (fflush(stdout) != 0 || ferror(stdout))) {
+        rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
+    }
+    run_close(&r);
+    return rc ? cli_fail("predict", &e, NULL) : EXIT_OK;
+}
+
+int cmd_evaluate(int argc, char **argv) {
+    const char *ckpt = NULL, *data = NULL;
+    int part = -1;
+    uint32_t batch = 256;
+    bool json = false;
+    int rc = common_options("evaluate", evaluate_help, argc, argv, &ckpt, &data, NULL, &part, &batch, &json);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    run r = {0};
+    sf_err e = {0};
+    // Without --split: the validation part when there is one.
+    sf_checkpoint peek;
+    sf_model pm;
+    if (part < 0) {
+        if (sf_checkpoint_read(ckpt, &peek, &pm, &e)) return cli_fail("evaluate", &e, NULL);
+        part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
+        sf_checkpoint_free(&peek);
+    }
+    if (!(rc = run_open(&r, ckpt, data, part, batch, &e)))
+        rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
+    if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
+                                         part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
+    if (rc) {
+        run_close(&r);
+        return cli_fail("evaluate", &e, NULL);
+    }
+    const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";
+    double n = (double)r.n;
+    const sf_pack_info *in = sf_pack_get_info(r.pack);
+    if (json) {
+        printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": %.9g, \"mean_baseline\": %.9g, "
+               "\"persistence_baseline\": ", (unsigned long long)r.n, what, r.loss / n, r.mean_loss / n);
+        if (isnan(r.persist_loss)) printf("null");  // a target that is not a feature
+        else printf("%.9g", r.persist_loss / n);
+        printf(", \"target_mse\": {");
+        for (uint32_t j = 0; j < r.cols.ntargets; j++) {
+            printf("%s", j ? ", " : "");
+            cli_json_string(stdout, in->col_names[r.cols.targets[j]]);
+            printf(": %.9g", r.unit_mse[j] / n);
+        }
+        printf("}}\n");
+    } else {
+        printf("windows          %llu (%s part of %s)\n", (unsigned long long)r.n, what, data);
+        printf("loss             %.6f   MSE of scaled values, as in training\n", r.loss / n);
+        printf("baseline mean    %.6f   predicting each column's mean\n", r.mean_loss / n);
+        if (isnan(r.persist_loss)) printf("baseline last    n/a        (a target is not a feature)\n");
+        else printf("baseline last    %.6f   predicting the last observed value\n", r.persist_loss / n);
+        printf("target MSE       ");
+        for (uint32_t j = 0; j < r.cols.ntargets; j++)
+            printf("%s%s %.6g", j ? ", " : "", in->col_names[r.cols.targets[j]], r.unit_mse[j] / n);
+        printf("   in data units\n");
+    }
+    run_close(&r);
+    return EXIT_OK;
+}

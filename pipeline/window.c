@@ -1,0 +1,190 @@
+// The window stage: windows cut out of a block's rows; one lane's epoch,
+// single threaded (shard tasks in order, each block loaded once, its windows
+// cut into a bounded shuffle pool, batches drawn from the pool); and a
+// plan's windows in id order, for prediction and validation.
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+struct sf_stream {
+    const sf_plan *plan;
+    const sf_columns *cols;
+    sf_stream_opts o;
+    sf_block_source src;
+    sf_block_loader *loader;  // the source when none is given
+    sf_block_data block;
+    const sf_block_data *data;  // the current task's rows, when `loaded`
+    sf_block_task *tasks;
+    int64_t ntasks, task;  // task: the one being cut (ntasks: none left)
+    uint64_t next_id;      // next window of that task to cut
+    bool loaded;
+    // The pool: `pool` slots of one window each; the first `filled` are live.
+    float *pool_x, *pool_y;
+    uint64_t *pool_id, pool_cap, filled;
+    size_t x_len, y_len;  // floats per window
+    uint64_t rng, batches_left;
+};
+
+__extension__ typedef unsigned __int128 u128;
+
+static uint64_t below(uint64_t *s, uint64_t n) { return (uint64_t)(((u128)sf_splitmix64(s) * n) >> 64); }
+
+static int load_block(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e) {
+    sf_stream *s = arg;
+    (void)k;
+    *d = &s->block;
+    return sf_block_load(s->loader, t, &s->block, e);
+}
+
+int64_t sf_stream_tasks(const sf_stream *s) { return s->ntasks; }
+
+void sf_stream_close(sf_stream *s) {
+    if (!s) return;
+    if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
+    sf_block_loader_free(s->loader);
+    sf_block_data_free(&s->block);
+    free(s->tasks);
+    free(s->pool_x);
+    free(s->pool_y);
+    free(s->pool_id);
+    free(s);
+}
+
+int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols,
+                          uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
+                          const sf_block_source *src, sf_err *e) {
+    *out = NULL;
+    if (o->batch == 0 || replicas == 0 || r >= replicas)
+        return sf_err_set(e, SF_EINVAL, "batch %u, replica %u of %u: expected a batch >= 1 and r < replicas", o->batch,
+                          r, replicas);
+    sf_stream *s = calloc(1, sizeof *s);
+    if (!s) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    s->plan = plan;
+    s->cols = cols;
+    s->o = *o;
+    s->x_len = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
+    s->y_len = cols->ntargets;
+    s->pool_cap = o->pool > 1 ? o->pool : 1;
+    uint64_t nb = sf_plan_blocks(plan);
+    s->tasks = malloc((nb ? nb : 1) * sizeof *s->tasks);
+    uint64_t *order = malloc((nb ? nb : 1) * sizeof *order);
+    if (src) s->src = *src;
+    else s->loader = sf_block_loader_create(p, cols), s->src = (sf_block_source){load_block, NULL, s};
+    s->pool_x = malloc(s->pool_cap * s->x_len * sizeof(float));
+    s->pool_y = malloc(s->pool_cap * (s->y_len ? s->y_len : 1) * sizeof(float));
+    s->pool_id = malloc(s->pool_cap * sizeof *s->pool_id);
+    if (!s->tasks || !order || (!src && !s->loader) || !s->pool_x || !s->pool_y || !s->pool_id) {
+        free(order);
+        sf_stream_close(s);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a pool of %llu windows", (unsigned long long)s->pool_cap);
+    }
+    sf_plan_epoch_order(plan, o->seed, epoch, order);
+    s->ntasks = sf_plan_shard(plan, order, replicas, r, s->tasks);
+    free(order);
+    s->next_id = s->ntasks > 0 ? s->tasks[0].first_window : 0;
+    // Each replica its own pool order, from (seed, epoch, replica).
+    s->rng = o->seed ^ sf_splitmix64(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
+    uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
+                                                     (uint64_t)(((u128)total * r) / replicas);
+    // Drop-remainder: the smallest share, floor(total / replicas), decides
+    // how many full batches every replica gives.
+    s->batches_left = o->drop_remainder ? total / replicas / o->batch : (share + o->batch - 1) / o->batch;
+    *out = s;
+    return 0;
+}
+
+// Cuts the next window of the shard into pool slot k. Returns 1 when there
+// was none left, or a negative code.
+static int cut_next(sf_stream *s, uint64_t k, sf_err *e) {
+    while (s->task < s->ntasks && s->next_id == s->tasks[s->task].end_window) {
+        if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
+        s->loaded = false;
+        if (++s->task < s->ntasks) s->next_id = s->tasks[s->task].first_window;
+    }
+    if (s->task >= s->ntasks) return 1;
+    if (!s->loaded) {
+        int rc = s->src.get(s->src.arg, s->task, &s->tasks[s->task], &s->data, e);
+        if (rc) return rc;
+        s->loaded = true;
+    }
+    sf_window_cut(s->plan, s->cols, s->data, s->next_id, s->pool_x + k * s->x_len, s->pool_y + k * s->y_len);
+    s->pool_id[k] = s->next_id++;
+    return 0;
+}
+
+int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e) {
+    if (s->batches_left == 0) return 0;
+    // Fill the pool before the first draw.
+    while (s->filled < s->pool_cap) {
+        int rc = cut_next(s, s->filled, e);
+        if (rc < 0) return rc;
+        if (rc == 1) break;
+        s->filled++;
+    }
+    uint32_t n = 0;
+    while (n < s->o.batch && s->filled > 0) {
+        uint64_t k = s->pool_cap > 1 ? below(&s->rng, s->filled) : 0;
+        memcpy(x + n * s->x_len, s->pool_x + k * s->x_len, s->x_len * sizeof(float));
+        memcpy(y + n * s->y_len, s->pool_y + k * s->y_len, s->y_len * sizeof(float));
+        if (ids) ids[n] = s->pool_id[k];
+        n++;
+        // The freed slot takes the next window, or the pool's last one.
+        int rc = cut_next(s, k, e);
+        if (rc < 0) return rc;
+        if (rc == 1 && k != --s->filled) {
+            memcpy(s->pool_x + k * s->x_len, s->pool_x + s->filled * s->x_len, s->x_len * sizeof(float));
+            memcpy(s->pool_y + k * s->y_len, s->pool_y + s->filled * s->y_len, s->y_len * sizeof(float));
+            s->pool_id[k] = s->pool_id[s->filled];
+        }
+    }
+    s->batches_left--;
+    return n;
+}
+
+int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
+                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e) {
+    return sf_stream_open_source(out, p, plan, cols, replicas, r, epoch, o, NULL, e);
+}
+
+void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
+                   float *y) {
+    const sf_window_spec *w = sf_plan_spec(p);
+    size_t nf = cols->nfeatures, at = (size_t)(sf_plan_window_start(p, id) - d->row_lo);
+    if (w->sampling_rate == 1) {
+        memcpy(x, d->feat + at * nf, (size_t)w->length * nf * sizeof(float));  // consecutive rows
+    } else {
+        for (uint32_t t = 0; t < w->length; t++)
+            memcpy(x + t * nf, d->feat + (at + (size_t)t * w->sampling_rate) * nf, nf * sizeof(float));
+    }
+    size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon;
+    memcpy(y, d->targ + target * cols->ntargets, cols->ntargets * sizeof(float));
+}
+
+// In id order, block by block: memory is one block and one batch, whatever
+// the file's size.
+int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
+                        sf_window_fn fn, void *arg, sf_err *e) {
+    size_t xl = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
+    sf_block_loader *loader = sf_block_loader_create(p, cols);
+    float *x = malloc(batch * xl * sizeof(float) + 1), *y = malloc(batch * cols->ntargets * sizeof(float) + 1);
+    uint64_t *ids = malloc(batch * sizeof *ids);
+    sf_block_data d = {0};
+    int rc = loader && x && y && ids ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for batches of %u", batch);
+    uint32_t n = 0;
+    for (uint64_t b = 0; !rc && b < sf_plan_blocks(plan); b++) {
+        sf_block_task t = sf_plan_block(plan, b);
+        if (t.first_window == t.end_window) continue;
+        if ((rc = sf_block_load(loader, &t, &d, e))) break;
+        for (uint64_t id = t.first_window; !rc && id < t.end_window; id++) {
+            sf_window_cut(plan, cols, &d, id, x + n * xl, y + (size_t)n * cols->ntargets);
+            ids[n++] = id;
+            if (n == batch) rc = fn(arg, x, y, ids, n, e), n = 0;
+        }
+    }
+    if (!rc && n) rc = fn(arg, x, y, ids, n, e);
+    sf_block_data_free(&d);
+    sf_block_loader_free(loader);
+    free(x), free(y), free(ids);
+    return rc;
+}

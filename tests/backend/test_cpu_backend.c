@@ -1,0 +1,61 @@
+// The CPU backend cuts a batch into parts, one per thread: predictions,
+// loss and gradients (dropout on) agree with one part's; opening and
+// predicting at once, hundreds of times, never hangs (a job posted before a
+// helper thread first waits must still reach it).
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/backend.h"
+#include "tests/common.h"
+
+enum { B = 24, T = 7, I = 3, O = 2 };
+
+int main(void) {
+    sf_model m;
+    sf_err e = {0};
+    if (sf_model_parse(&m, "lstm:12,dropout:0.3,lstm:9,dropout:0.2,dense", I, O, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    float *w = malloc(m.nparams * sizeof(float)), *x = malloc(B * T * I * sizeof(float)), *y = malloc(B * O * sizeof(float));
+    uint64_t s = 5;
+    for (size_t k = 0; k < (size_t)B * T * I; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t k = 0; k < (size_t)B * O; k++) y[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    sf_model_init(&m, w, 2);
+    sf_replica *one, *three;
+    if (sf_backend_cpu.open(&one, &m, B, T, &(sf_replica_opts){0, 1, SF_PRECISION_FP32, 0}, &e) ||
+        sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){0, 3, SF_PRECISION_FP32, 0}, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    sf_backend_cpu.load(one, w, NULL, NULL, &e);
+    sf_backend_cpu.load(three, w, NULL, NULL, &e);
+    float p1[B * O], p3[B * O];
+    sf_backend_cpu.predict(one, p1, x, B, &e);
+    sf_backend_cpu.predict(three, p3, x, B, &e);
+    double worst = 0;
+    for (int k = 0; k < B * O; k++) worst = fmax(worst, fabs(p1[k] - p3[k]));
+    CHECK(worst <= 1e-6, "predictions of 3 parts differ from one part's by %.3g", worst);
+    double l1, l3;
+    sf_backend_cpu.train_step(one, x, y, B, B, 77, &l1, &e);
+    sf_backend_cpu.train_step(three, x, y, B, B, 77, &l3, &e);
+    CHECK(fabs(l1 - l3) <= 1e-6 * l1, "loss %.9g with one part, %.9g with 3 (the same dropout masks?)", l1, l3);
+    const float *g1 = sf_backend_cpu.gradients(one), *g3 = sf_backend_cpu.gradients(three);
+    double num = 0, den = 0;
+    for (size_t k = 0; k < m.nparams; k++) num += (g1[k] - g3[k]) * (g1[k] - g3[k]), den += (double)g1[k] * g1[k];
+    CHECK(sqrt(num) <= 1e-5 * sqrt(den), "gradients of 3 parts differ by %.3g of their norm", sqrt(num / den));
+    // A batch smaller than the parts leaves some parts empty.
+    sf_backend_cpu.predict(three, p3, x, 2, &e);
+    CHECK(memcmp(p3, p1, 2 * O * sizeof(float)) == 0 || fabs(p3[0] - p1[0]) <= 1e-6, "a 2-row batch");
+    sf_backend_cpu.close(one);
+    sf_backend_cpu.close(three);
+    for (int k = 0; k < 300; k++) {
+        if (sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){0, 3, SF_PRECISION_FP32, 0}, &e)) break;
+        sf_backend_cpu.load(three, w, NULL, NULL, &e);
+        sf_backend_cpu.predict(three, p3, x, B, &e);
+        sf_backend_cpu.close(three);
+    }
+    free(w), free(x), free(y);
+    return TEST_EXIT();
+}
