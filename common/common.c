@@ -45,6 +45,8 @@ const char *sf_err_name(int code) {
     case SF_EINVAL: return "invalid argument";
     case SF_EFORMAT: return "bad input";
     case SF_ECORRUPT: return "corrupt file";
+    case SF_EUSAGE: return "unusable option";
+    case SF_ERANGE: return "out of range";
     default: return "error";
     }
 }
@@ -127,7 +129,7 @@ int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(t, NULL, fn, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    return rc ? SF_ENOMEM : 0;
 }
 
 double sf_now(void) {

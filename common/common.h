@@ -10,13 +10,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum {
+enum sf_code {
     SF_OK = 0,
     SF_EIO = -1,       // the operating system refused a read, write, open...
     SF_ENOMEM = -2,    // an allocation failed
     SF_EINVAL = -3,    // a caller or a user passed something unusable
     SF_EFORMAT = -4,   // input data (CSV) is not what was expected
     SF_ECORRUPT = -5,  // a packed file fails a structural or checksum check
+    SF_EUSAGE = -6,    // an option's value cannot work here: the message names
+                       // the option (programs exit 2, as for a usage error)
+    SF_ERANGE = -7,    // a number beyond what its type holds
 };
 
 typedef struct {
@@ -63,7 +66,8 @@ int sf_temp_fopen(sf_temp_file *t, const char *path, sf_err *e);
 int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e);
 
 // pthread_create with every signal blocked in the new thread, so that
-// signals (Ctrl-C) reach the main thread and its handlers. 0 or an errno.
+// signals (Ctrl-C) reach the main thread and its handlers. 0, or SF_ENOMEM
+// when the thread cannot be had.
 int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 // splitmix64: the seeded random numbers of the pipeline and of synth (fast,
@@ -109,8 +113,6 @@ int sf_trace_track(sf_trace *t, const char *name);
 void sf_trace_span(sf_trace *t, int track, const char *name, double start, double end);
 // A counter's value at a time; name must outlive the trace.
 void sf_trace_counter(sf_trace *t, const char *name, double at, double value);
-// Writes the trace to path atomically.
-int sf_trace_write(sf_trace *t, const char *path, sf_err *e);
 // The same in two steps, for traces of several processes (the ranks of a
 // job) in one file: each dumps its tracks and events as process pid into
 // *json (malloc'd, *len bytes), and one writes the dumps, concatenated.

@@ -121,12 +121,3 @@ int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err
     fprintf(out.f, "\n]}\n");
     return sf_temp_fclose(&out, true, e);
 }
-
-int sf_trace_write(sf_trace *t, const char *path, sf_err *e) {
-    char *json = NULL;
-    size_t len;
-    int rc = sf_trace_dump(t, 1, "seqfeed", &json, &len, e);
-    if (!rc) rc = sf_trace_write_parts(path, json, len, e);
-    free(json);
-    return rc;
-}

@@ -328,7 +328,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     char tmp[96];
     int r = sf_parse_float(fs, n, &c->row[k]);
     if (r == 0) return 0;
-    if (r == -2)
+    if (r == SF_ERANGE)
         return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
                        show(fs, n, tmp, sizeof tmp), c->names[f]);
     if (!missing_token(fs, n))

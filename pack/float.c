@@ -31,7 +31,7 @@ const double sf_p10[] = {
 
 int sf_parse_float_slow(const char *s, size_t n, float *out) {
     char stack[128], *buf = n < sizeof stack ? stack : malloc(n + 1);
-    if (!buf) return -1;
+    if (!buf) return SF_ENOMEM;
     memcpy(buf, s, n);
     buf[n] = 0;
     char *end;
@@ -39,8 +39,8 @@ int sf_parse_float_slow(const char *s, size_t n, float *out) {
     float v = strtof(buf, &end);
     bool whole = end == buf + n;
     if (buf != stack) free(buf);
-    if (!whole) return -1;
-    if (isinf(v)) return -2;
+    if (!whole) return SF_EFORMAT;
+    if (isinf(v)) return SF_ERANGE;
     *out = v;
     return 0;
 }
@@ -68,12 +68,12 @@ int sf_parse_float(const char *s, size_t n, float *out) {
             if (digits < 19) m = m * 10 + (uint64_t)(*p - '0'), digits++, e10--;
         }
     }
-    if (!any) return -1;
+    if (!any) return SF_EFORMAT;
     if (p < end && (*p == 'e' || *p == 'E')) {
         p++;
         bool eneg = false;
         if (p < end && (*p == '+' || *p == '-')) eneg = *p++ == '-';
-        if (p == end || !is_digit(*p)) return -1;
+        if (p == end || !is_digit(*p)) return SF_EFORMAT;
         long x = 0;
         bool huge = false;
         for (; p < end && is_digit(*p); p++)
@@ -84,7 +84,7 @@ int sf_parse_float(const char *s, size_t n, float *out) {
         if (huge && p == end) return sf_parse_float_slow(s, n, out);
         e10 += eneg ? -x : x;
     }
-    if (p != end) return -1;
+    if (p != end) return SF_EFORMAT;
     return sf_decimal_to_float(m, e10, digits, neg, s, n, out);
 }
 

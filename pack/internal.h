@@ -31,15 +31,15 @@ int sf_parse_float_slow(const char *s, size_t n, float *out);
 extern const double sf_p10[];  // 10^SF_P10_MIN .. 10^SF_P10_MAX, correctly rounded
 
 // m * 10^e10 (m has `digits` significant digits; the text s[0, n) serves the
-// rare fallback to strtof) rounded to float exactly as strtof does. 0, or -2
-// when out of float32 range. Inline: it runs once per CSV value.
+// rare fallback to strtof) rounded to float exactly as strtof does. 0, or
+// SF_ERANGE when out of float32 range. Inline: it runs once per CSV value.
 static inline int sf_decimal_to_float(uint64_t m, long e10, int digits, bool neg, const char *s, size_t n,
                                       float *out) {
     if (m == 0) {
         *out = neg ? -0.0f : 0.0f;
         return 0;
     }
-    if (e10 + digits > 40) return -2;  // at least 10^39 > FLT_MAX
+    if (e10 + digits > 40) return SF_ERANGE;  // at least 10^39 > FLT_MAX
     if (e10 + digits < -46) {          // below half the smallest subnormal
         *out = neg ? -0.0f : 0.0f;
         return 0;

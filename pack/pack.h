@@ -78,8 +78,12 @@ int sf_pack_open(sf_pack **out, const char *path, sf_err *e);
 int sf_pack_open_fd(sf_pack **out, int fd, const char *name, sf_err *e);
 void sf_pack_close(sf_pack *p);
 
+// The reader's own: valid until sf_pack_close.
 const sf_pack_info *sf_pack_get_info(const sf_pack *p);
 const char *sf_pack_name(const sf_pack *p);
+// The open file (the reader's descriptor: do not close it), for readers of
+// the same file that need their own (O_DIRECT).
+int sf_pack_fd(const sf_pack *p);
 
 // Chunk i's place in the file, in O(1). i < nchunks.
 sf_chunk sf_pack_chunk_locate(const sf_pack *p, uint64_t i);
@@ -179,9 +183,9 @@ int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *ou
                     sf_csv_pack_stats *st, sf_err *e);
 
 // Parses one decimal number field exactly as strtof rounds it. s[0..n) holds
-// the field without surrounding spaces. Returns 0 and sets *out, -1 when the
-// text is not a plain decimal (digits, optional sign, point, exponent), or -2
-// when it rounds beyond the float32 range.
+// the field without surrounding spaces. Returns 0 and sets *out; SF_EFORMAT
+// when the text is not a plain decimal (digits, optional sign, point,
+// exponent); SF_ERANGE when it rounds beyond the float32 range.
 int sf_parse_float(const char *s, size_t n, float *out);
 
 // Writes the shortest decimal that strtof reads back to the same float into

@@ -345,6 +345,7 @@ int sf_pack_open(sf_pack **out, const char *path, sf_err *e) {
 
 const sf_pack_info *sf_pack_get_info(const sf_pack *p) { return &p->info; }
 const char *sf_pack_name(const sf_pack *p) { return p->name; }
+int sf_pack_fd(const sf_pack *p) { return p->fd; }
 size_t sf_pack_max_stored_size(const sf_pack *p) { return p->max_stored; }
 
 uint64_t sf_pack_chunk_span_end(const sf_pack *p, uint64_t i) {

@@ -61,9 +61,9 @@ static void check_parse(const char *s) {
     parse_checks++;
     // Messages show at most 100 bytes of the long fields.
     if (*end != 0 || n == 0) {
-        CHECK(rc == -1, "\"%.100s\" is not a plain decimal: expected -1, got %d", s, rc);
+        CHECK(rc == SF_EFORMAT, "\"%.100s\" is not a plain decimal: expected SF_EFORMAT, got %d", s, rc);
     } else if (isinf(want)) {
-        CHECK(rc == -2, "\"%.100s\" (%zu bytes) overflows in strtof: expected -2, got %d", s, n, rc);
+        CHECK(rc == SF_ERANGE, "\"%.100s\" (%zu bytes) overflows in strtof: expected SF_ERANGE, got %d", s, n, rc);
     } else {
         CHECK(rc == 0 && bits_of(got) == bits_of(want),
               "\"%.100s\" (%zu bytes): rc %d, got %a (0x%08x), strtof gives %a (0x%08x)", s, n, rc, (double)got,
@@ -253,7 +253,7 @@ static void test_parse_fixed(void) {
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         float v = 7;
         int rc = sf_parse_float(bad[i], strlen(bad[i]), &v);
-        CHECK(rc == -1, "\"%s\": expected -1 (not a plain decimal), got %d", bad[i], rc);
+        CHECK(rc == SF_EFORMAT, "\"%s\": expected SF_EFORMAT (not a plain decimal), got %d", bad[i], rc);
     }
     static const char *const good[] = {
         "0", "-0", "+0", "0.0", "-0.0e-99999", "0e99999", ".5", "5.", "-.5", "+5.", "00012.5000", "1e0",
@@ -270,7 +270,7 @@ static void test_parse_fixed(void) {
     // n bounds the text: the rest of the buffer is not part of the number.
     float v = 0;
     CHECK(sf_parse_float("12345", 3, &v) == 0 && v == 123, "\"12345\" with n = 3 gave %g", (double)v);
-    CHECK(sf_parse_float("1.5e10", 4, &v) == -1, "\"1.5e\" (n = 4) is not a number");
+    CHECK(sf_parse_float("1.5e10", 4, &v) == SF_EFORMAT, "\"1.5e\" (n = 4) is not a number");
 }
 
 // Exponents that need more than a few digits only decide the result together
