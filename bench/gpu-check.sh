@@ -62,7 +62,7 @@ done
 # windows per GPU: samples/s, input wait, and the ratio to the same run with
 # a resident batch (no input: the pipeline's cost; target >= 0.99).
 data=/tmp/seqfeed-gpu-8000000x3.sfpack
-[ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 8000000 --features 3 --series 4 -q
+[ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 8000000 --feature-count 3 --series-count 4 -q
 timeout 150 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 \
     --warmup 5 2>&1 | tee "$out/bench-train.txt" || failed+=("bench train")
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,

@@ -29,7 +29,7 @@ sf=$build/seqfeed
 dir=${BENCH_DIR:-/tmp/seqfeed-bench}
 mkdir -p "$dir"
 file=$dir/synth-$rows.sfpack
-[ -f "$file" ] || "$sf" synth -o "$file" --rows "$rows" --features 4 --series 8
+[ -f "$file" ] || "$sf" synth -o "$file" --rows "$rows" --feature-count 4 --series-count 8
 size=$(stat -c %s "$file")
 echo "file: $file, $((size / 1000000)) MB on disk, $rows rows x 4 float32"
 
@@ -50,16 +50,18 @@ done
 echo "reader: seqfeed $best_sf GB/s, fio $best_fio GB/s, ratio $(python3 -c "print(round($best_sf / $best_fio, 3) if $best_fio else 'n/a')")"
 
 drop
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 | tee "$dir/pipeline.txt"
+# Every core windowing (one lane each): the pipeline's best on this machine.
+"$sf" bench pipeline --data "$file" --window 60 --batch-size 256 --pool 16384 --block-chunks 2 --lanes "$(nproc)" |
+    tee "$dir/pipeline.txt"
 # 3. The stall: one windower (the consumer needs a core of its own on 2
 #    cores), its throughput measured, then a consumer asking for 80% of it,
 #    with a ring of 16 batches.
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --lanes 1 >"$dir/lane1.txt"
+"$sf" bench pipeline --data "$file" --window 60 --batch-size 256 --pool 16384 --block-chunks 2 --lanes 1 >"$dir/lane1.txt"
 wps=$(sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p' "$dir/lane1.txt")
 rate=$(python3 -c "print(int($wps * 1e6 * 0.8 / 256))")
 echo
 echo "one windower: $wps M windows/s; a consumer asking for 80% of that ($rate batches/s of 256):"
-"$sf" bench pipeline --data "$file" --window 60 --batch 256 --pool 16384 --block-chunks 2 --lanes 1 \
+"$sf" bench pipeline --data "$file" --window 60 --batch-size 256 --pool 16384 --block-chunks 2 --lanes 1 \
     --consume-rate "$rate" --slots 16 | grep -E 'delivered|consumers'
 
 # 4. PyTorch's DataLoader on the same windows from RAM (bench/peers), side
@@ -67,12 +69,13 @@ echo "one windower: $wps M windows/s; a consumer asking for 80% of that ($rate b
 #    peer). Skipped when torch, numpy or zstandard is not importable.
 if python3 -c "import torch, numpy, zstandard" 2>/dev/null; then
     small=$dir/synth-20000000.sfpack
-    [ -f "$small" ] || "$sf" synth -o "$small" --rows 20000000 --features 4 --series 8 -q
+    [ -f "$small" ] || "$sf" synth -o "$small" --rows 20000000 --feature-count 4 --series-count 8 -q
     echo
     out=$(python3 "$here/peers/torch_loader.py" "$small" --window 60 --batch 256)
     echo "$out"
     peer=$(sed -n 's/^best \([0-9.]*\) M.*/\1/p' <<<"$out")
-    ours=$("$sf" bench pipeline --data "$small" --window 60 --batch 256 --pool 16384 --block-chunks 2 |
+    ours=$("$sf" bench pipeline --data "$small" --window 60 --batch-size 256 --pool 16384 --block-chunks 2 \
+        --lanes "$(nproc)" |
         sed -n 's/^delivered .*: \([0-9.]*\) M windows\/s/\1/p')
     echo "seqfeed $ours M windows/s, PyTorch DataLoader $peer M windows/s: $(python3 -c "print(round($ours / $peer, 1))")x"
 else

@@ -26,7 +26,7 @@ python3 -c "import torch" 2>/dev/null || { echo "train.sh: the peer needs torch 
 dir=${BENCH_DIR:-/tmp/seqfeed-bench}
 mkdir -p "$dir"
 data=$dir/synth-train-2000000x3.sfpack
-[ -f "$data" ] || "$sf" synth -o "$data" --rows 2000000 --features 3 --series 4 -q
+[ -f "$data" ] || "$sf" synth -o "$data" --rows 2000000 --feature-count 3 --series-count 4 -q
 threads=$(nproc)
 declare -A ours theirs shares
 for i in $(seq "$reps"); do

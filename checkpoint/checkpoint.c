@@ -9,10 +9,6 @@
 
 #define FORMAT "seqfeed-checkpoint 1"
 
-static const char *norm_name(int norm) {
-    return norm == SF_NORM_MINMAX ? "minmax" : norm == SF_NORM_NONE ? "none" : "zscore";
-}
-
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t);
@@ -47,12 +43,15 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[15], 64, "%llu", (unsigned long long)c->epoch_samples);
     snprintf(v[16], 64, "%.17g", c->epoch_wait);
     snprintf(v[17], 64, "%.17g", c->epoch_seconds);
+    snprintf(v[18], 64, "%u", c->lanes);
+    snprintf(v[19], 64, "%u", c->block_chunks);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
-                          "data", c->data, "norm", norm_name(c->norm), "window", v[0], "inputs", v[1],
+                          "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
-                          "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17], NULL};
+                          "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
+                          "lanes", v[18], "block_chunks", v[19], NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -80,6 +79,15 @@ static int meta_u64(const sf_st *s, const char *path, const char *key, uint64_t 
         return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is '%s', expected a count", path, key, v ? v : "missing");
     *out = x;
     return 0;
+}
+
+// A count written since a later version: def when the file has none.
+static int meta_u64_or(const sf_st *s, const char *path, const char *key, uint64_t def, uint64_t *out, sf_err *e) {
+    if (!sf_st_meta(s, key)) {
+        *out = def;
+        return 0;
+    }
+    return meta_u64(s, path, key, out, e);
 }
 
 static int meta_double(const sf_st *s, const char *path, const char *key, double *out, sf_err *e) {
@@ -119,7 +127,7 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     if (rc) return rc;
     const char *format = sf_st_meta(s, "format");
     char window[64], norm[16];
-    uint64_t u[12];
+    uint64_t u[14] = {0};
     if (!format || strcmp(format, FORMAT) != 0)
         rc = sf_err_set(e, SF_EFORMAT, "%s: not a seqfeed checkpoint (format '%s', expected '" FORMAT "')", path,
                         format ? format : "missing");
@@ -133,6 +141,10 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     const char *keys[] = {"inputs", "outputs", "epoch",    "epoch_step", "step", "seed",
                           "epochs", "batch",   "replicas", "pool",       "rows", "epoch_samples"};
     for (int k = 0; k < 12 && !rc; k++) rc = meta_u64(s, path, keys[k], &u[k], e);
+    // The pipeline's lanes and blocks decide the batches too; checkpoints
+    // from before they were recorded had one of each.
+    if (!rc) rc = meta_u64_or(s, path, "lanes", 1, &u[12], e);
+    if (!rc) rc = meta_u64_or(s, path, "block_chunks", 1, &u[13], e);
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
@@ -142,10 +154,13 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
         c->inputs = (uint32_t)u[0], c->outputs = (uint32_t)u[1], c->epoch = u[2], c->epoch_step = u[3];
         c->step = u[4], c->seed = u[5], c->epochs = u[6], c->batch = (uint32_t)u[7], c->replicas = (uint32_t)u[8];
         c->pool = u[9], c->rows = u[10], c->epoch_samples = u[11];
-        c->norm = sf_norm_parse(norm);
+        c->lanes = (uint32_t)u[12], c->block_chunks = (uint32_t)u[13];
+        bool norm_ok = sf_norm_parse(norm, &c->norm);
         if (sscanf(window, "%u,%u,%u,%u", &c->window.length, &c->window.stride, &c->window.sampling_rate,
-                   &c->window.horizon) != 4 || c->norm < 0 || u[0] > 1u << 20 || u[1] > 1u << 20)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s' or column counts", path, window, norm);
+                   &c->window.horizon) != 4 || !norm_ok || u[0] > 1u << 20 || u[1] > 1u << 20 || !u[12] ||
+            u[12] > 64 || !u[13] || u[13] > 1u << 20)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s', column counts, lanes or block chunks",
+                            path, window, norm);
         else if (names(c->features) != c->inputs || names(c->targets) != c->outputs)
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s' and targets '%s'", path,
                             c->inputs, c->outputs, c->features, c->targets);

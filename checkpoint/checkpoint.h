@@ -62,7 +62,7 @@ int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *c
 typedef struct {
     char model[1024], features[4096], targets[4096], data[4096];
     sf_window_spec window;
-    int norm;
+    enum sf_norm norm;
     uint32_t inputs, outputs;
     float *feature_scale, *feature_offset, *target_scale, *target_offset;
     size_t nparams;
@@ -73,14 +73,20 @@ typedef struct {
     double val_split, lr;
     char lr_scaling[16];
     uint64_t pool, rows;  // the shuffle pool and the data's rows: they decide the batches too
+    uint32_t lanes, block_chunks;  // as do the pipeline's lanes and blocks
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;
     uint64_t epoch_samples;
 } sf_checkpoint;
 
+// Writes c (its weights laid out as m says) to path atomically.
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);
-// Reads c and parses its model into m; free with sf_checkpoint_free.
+// Reads path into *c (which owns its arrays afterwards: free them with
+// sf_checkpoint_free, also after a failure) and parses its model into *m.
+// A file that is not a seqfeed checkpoint, or whose parts disagree, is
+// SF_EFORMAT naming path.
 int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
+// Frees the arrays sf_checkpoint_read allocated (not the caller's own).
 void sf_checkpoint_free(sf_checkpoint *c);
 
 #endif

@@ -1,5 +1,6 @@
+// What every command shares: errors, temporary outputs, progress lines,
+// JSON strings, the choice of GPUs.
 #include "cli.h"
-#include "backend/backend.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -9,12 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zstd.h>
 
 int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
     fprintf(stderr, "seqfeed %s: error: %s\n", cmd, e->msg[0] ? e->msg : sf_err_name(e->code));
     if (hint) fprintf(stderr, "hint: %s\n", hint);
-    return EXIT_ERR;
+    if (e->code != SF_EUSAGE) return EXIT_ERR;
+    fprintf(stderr, "see 'seqfeed %s --help'\n", cmd);
+    return EXIT_USAGE;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -69,11 +71,11 @@ void cli_guard_temp(const char *path) {
     atomic_store_explicit(&guarded, buf, memory_order_release);
 }
 
-void cli_progress_start(cli_progress *p) { *p = (cli_progress){sf_now(), 0, false}; }
+void cli_progress_start(cli_progress *p, bool quiet) { *p = (cli_progress){sf_now(), 0, false, quiet}; }
 
 void cli_progress_line(cli_progress *p, const char *fmt, ...) {
     double now = sf_now();
-    if (now - p->start < 1.0 || now - p->last < 0.2 || !isatty(2)) return;
+    if (p->quiet || now - p->start < 1.0 || now - p->last < 0.2 || !isatty(2)) return;
     p->last = now;
     p->shown = true;
     va_list ap;
@@ -97,37 +99,6 @@ void cli_json_string(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
-}
-
-int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo) {
-    uint64_t v;
-    if (which == 'l') {
-        char *end;
-        long level = strtol(arg, &end, 10);
-        if (*end || end == arg || level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
-            return cli_usage_error(cmd, "--level wants an integer from %d to %d, not '%s'", ZSTD_minCLevel(),
-                                   ZSTD_maxCLevel(), arg);
-        wo->level = (int)level;
-    } else if (which == 'c') {
-        if (!cli_parse_u64(arg, UINT32_MAX, &v) || v == 0)
-            return cli_usage_error(cmd, "--chunk-rows wants a positive integer, not '%s'", arg);
-        wo->chunk_rows = (uint32_t)v;
-    } else {
-        if (!cli_parse_u64(arg, 256, &v) || v == 0)
-            return cli_usage_error(cmd, "--threads wants an integer from 1 to 256, not '%s'", arg);
-        wo->threads = (int)v;
-    }
-    return EXIT_OK;
-}
-
-bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out) {
-    if (!s || !*s || *s == '-' || *s == '+') return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || *end || v > max) return false;
-    *out = v;
-    return true;
 }
 
 // --gpus: which GPUs train, one replica each (cli.h). Without a usable GPU, or with

@@ -1,5 +1,10 @@
-// The seqfeed program: one git-style subcommand per file. Exit codes: 0 ok,
-// 1 runtime or data error, 2 usage error, 130 stopped by Ctrl-C (train).
+// cli: the seqfeed program, one git-style command per file (cmd_*.c) over
+// one table of options (options.c): one spelling and one meaning for every
+// option in every command, the --help of each command printed from the same
+// table its parser reads. Exit codes: 0 ok, 1 runtime or data error, 2 usage
+// error (an unknown option, a value out of range, an option that cannot
+// work with the data), 130 stopped by Ctrl-C, 143 by SIGTERM under a
+// launcher (train).
 #ifndef SF_CLI_H
 #define SF_CLI_H
 
@@ -7,9 +12,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "common/common.h"
 #include "backend/backend.h"
+#include "common/common.h"
 #include "pack/pack.h"
+#include "train/train.h"
 
 enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
@@ -20,14 +26,102 @@ int cmd_unpack(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
-int bench_train(int argc, char **argv);    // seqfeed bench train
-int bench_scaling(int argc, char **argv);  // seqfeed bench scaling
+int bench_pipeline(int argc, char **argv);  // seqfeed bench pipeline
+int bench_read(int argc, char **argv);      // seqfeed bench read
+int bench_train(int argc, char **argv);     // seqfeed bench train
+int bench_scaling(int argc, char **argv);   // seqfeed bench scaling
 int cmd_train(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
 
+// ---- the options ----
+
+// Every option of every command, in the order their groups appear in help.
+typedef enum {
+    OPT_DATA, OPT_OUTPUT, OPT_CHECKPOINT,
+    // data and model
+    OPT_FEATURES, OPT_TARGETS, OPT_NORM, OPT_WINDOW, OPT_STRIDE, OPT_SAMPLING_RATE, OPT_HORIZON, OPT_SPLIT,
+    OPT_MODEL,
+    // training
+    OPT_BATCH_SIZE, OPT_REPLICAS, OPT_EPOCHS, OPT_VAL_SPLIT, OPT_LR, OPT_LR_SCALING, OPT_SEED, OPT_MAX_STEPS,
+    OPT_GPUS, OPT_PRECISION, OPT_MEMORY_BUDGET,
+    // the pipeline
+    OPT_POOL, OPT_LANES, OPT_BLOCK_CHUNKS, OPT_DECODERS, OPT_PREFETCH, OPT_SLOTS, OPT_DEPTH, OPT_IO, OPT_DIRECT,
+    // files a run writes
+    OPT_CHECKPOINT_DIR, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_LOG, OPT_TRACE, OPT_REPORT, OPT_COLLECTIVE_TIMEOUT,
+    // benchmarks
+    OPT_STEPS, OPT_WARMUP, OPT_CONSUME_RATE,
+    // packing and synthetic data
+    OPT_COLUMNS, OPT_DROP_COLUMNS, OPT_SERIES_COLUMN, OPT_DELIMITER, OPT_MISSING, OPT_ROWS, OPT_FEATURE_COUNT,
+    OPT_SERIES_COUNT, OPT_LEVEL, OPT_CHUNK_ROWS, OPT_FILTER, OPT_THREADS,
+    // output
+    OPT_JSON, OPT_ALL_SERIES, OPT_QUIET, OPT_HELP,
+    OPT_COUNT
+} cli_opt;
+
+enum { CLI_MAX_LIST = 64 };  // values of a comma-separated list of counts
+
+// What the command line gave for one option.
+typedef struct {
+    bool set;
+    const char *text;               // as given (the flag's name for a flag)
+    uint64_t u;                     // a count (the first of a list)
+    uint64_t list[CLI_MAX_LIST];    // a list of counts, n of them
+    uint32_t n;
+    int64_t i;                      // an integer
+    double real;
+    int choice;                     // an index into the option's choices
+} cli_value;
+
+typedef struct {
+    cli_value v[OPT_COUNT];
+    const char *positional;  // the one positional argument, when the command takes one
+} cli_args;
+
+// One option as a command uses it: its default as help shows it (NULL:
+// the option's own, or none), a help line of the command's (NULL: the
+// option's), and whether a list of counts may give several values
+// (--batch-size 32,256 in bench train).
+typedef struct {
+    cli_opt opt;
+    const char *def;
+    const char *help;
+    bool many;
+} cli_use;
+
+typedef struct {
+    const char *name;      // "train", "bench pipeline"
+    const char *usage;     // after "usage: seqfeed NAME "
+    const char *about;     // what it does, as paragraphs
+    const cli_use *uses;   // its options, ending with {OPT_COUNT}
+    const char *positional;  // "FILE.sfpack": a positional argument stands for --data; NULL: none
+    const char *epilog;    // after the options (NULL: none)
+} cli_command;
+
+// The option's spelling, without the dashes: "batch-size".
+const char *cli_opt_name(cli_opt o);
+// Parses argv (argv[0] is the command) for c into *a. Returns 0; -1 after
+// printing --help to stdout; EXIT_USAGE after printing a usage error that
+// names the option and what it accepts.
+int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a);
+// Prints c's help to f.
+void cli_help(const cli_command *c, FILE *f);
+// The data file: --data or the positional shorthand; NULL (after a usage
+// error, *rc = EXIT_USAGE) when there is none.
+const char *cli_data(const cli_command *c, const cli_args *a, int *rc);
+
+// The options of the data, model, training and pipeline groups that a
+// command gave, onto the library's option structs (the defaults stay where
+// an option was not given).
+void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o);
+void cli_apply_fit(const cli_args *a, sf_fit_opts *o);
+// The writer's options shared by pack and synth: --level, --chunk-rows, --threads.
+void cli_apply_writer(const cli_args *a, sf_pack_writer_opts *wo);
+
+// ---- output and errors ----
+
 // "seqfeed CMD: error: MSG" (with a hint line when hint is not NULL); returns
-// EXIT_ERR.
+// EXIT_ERR, or EXIT_USAGE when e is SF_EUSAGE (an option that cannot work).
 int cli_fail(const char *cmd, const sf_err *e, const char *hint);
 // Prints a usage error and "see seqfeed CMD --help"; returns EXIT_USAGE.
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -37,28 +131,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 void cli_guard_temp(const char *path);
 
 // A progress line on stderr, only on a terminal and only once the work has
-// taken more than a second; redrawn at most 5 times a second.
+// taken more than a second; redrawn at most 5 times a second; never with quiet.
 typedef struct {
     double start, last;
-    bool shown;
+    bool shown, quiet;
 } cli_progress;
-void cli_progress_start(cli_progress *p);
+void cli_progress_start(cli_progress *p, bool quiet);
 void cli_progress_line(cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_progress_end(cli_progress *p);
 
 // Prints s as a JSON string literal.
 void cli_json_string(FILE *f, const char *s);
-// The .sfpack writer's options shared by pack and synth: --level,
-// --chunk-rows, --threads (opt names which). Returns EXIT_OK or prints a
-// usage error and returns EXIT_USAGE.
-int cli_writer_option(const char *cmd, char which, const char *arg, sf_pack_writer_opts *wo);
 
 // --gpus all|none|0,2 for cmd: the GPUs chosen (indices into devices, at
 // most max) and the GPU backend in *backend; 0 (and one line on stderr
 // unless quiet) when the CPU trains; -1 after a usage error.
 int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend);
-
-// Parses a whole non-negative integer option; false when it is not one.
-bool cli_parse_u64(const char *s, uint64_t max, uint64_t *out);
 
 #endif

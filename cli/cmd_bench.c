@@ -1,4 +1,5 @@
-#include <getopt.h>
+// seqfeed bench pipeline and bench read: the input pipeline alone, and its
+// reader alone; and the bench command's dispatcher.
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -9,45 +10,30 @@
 
 #include "cli.h"
 #include "ranks/ranks.h"
-#include "pipeline/pipeline.h"
 
-static const char help[] =
-    "usage: seqfeed bench pipeline --data FILE.sfpack [options]\n"
-    "\n"
-    "Runs the input pipeline alone, with one simulated consumer per replica,\n"
-    "and reports windows/s, MB/s read and decoded, each stage's utilisation,\n"
-    "the consumers' stall share and the stage that limits throughput. In the\n"
-    "same run it measures the in-memory ceiling: copying the same kind of\n"
-    "windows in random order out of decoded features held in RAM (the first\n"
-    "16M rows of the file).\n"
-    "\n"
-    "options:\n"
-    "      --data FILE         the .sfpack file (required)\n"
-    "      --window T          rows per window (default 60)\n"
-    "      --stride N          rows between window starts (default 1)\n"
-    "      --sampling-rate N   rows between samples in a window (default 1)\n"
-    "      --horizon N         target row past the window's last (default 1)\n"
-    "      --features a,b      feature columns (default: all)\n"
-    "      --targets c,d       target columns (default: all)\n"
-    "      --norm zscore|minmax|none (default zscore)\n"
-    "      --replicas R        simulated consumers (default 1)\n"
-    "      --batch N           windows per batch per replica (default 256)\n"
-    "      --pool N            shuffle pool per lane, windows (default 16384)\n"
-    "      --epochs N          (default 1)\n"
-    "      --decoders N        decoder threads (default: cores)\n"
-    "      --io uring|pread    (default: io_uring when the kernel allows it)\n"
-    "      --direct auto|on|off  O_DIRECT (default auto)\n"
-    "      --depth N           reads in flight (default 8)\n"
-    "      --prefetch N        decoded blocks queued per replica (default 4)\n"
-    "      --block-chunks N    chunks per block (default 1)\n"
-    "      --slots K           staging slots per replica (default 2)\n"
-    "      --consume-rate N    each consumer spends 1/N s on every batch, off the CPU\n"
-    "                          like a GPU step (default: takes them as fast as it can)\n"
-    "      --lanes N           windower threads per replica, each with its own\n"
-    "                          --pool (default: cores / replicas, at least 1)\n"
-    "      --memory-budget MB  shrink the pool so that the pipeline fits in MB\n"
-    "      --seed N            (default 1)\n"
-    "      --json              one JSON object instead of the table\n";
+static const cli_use pipeline_uses[] = {
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS},
+    {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
+    {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "1", .help = "simulated consumers"},
+    {.opt = OPT_EPOCHS, .def = "1"}, {.opt = OPT_SEED},
+    {.opt = OPT_MEMORY_BUDGET, .help = "shrink the pool so that the pipeline fits in MB (default: no budget)"},
+    {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
+    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CONSUME_RATE},
+    {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command pipeline_command = {
+    .name = "bench pipeline",
+    .usage = "--data FILE.sfpack [options]",
+    .about =
+        "Runs the input pipeline alone, as seqfeed train runs it (the same options\n"
+        "and defaults), with one simulated consumer per replica, and reports\n"
+        "windows/s, MB/s read and decoded, the bytes read over the file's size,\n"
+        "each stage's utilisation, the consumers' stall share and the stage that\n"
+        "limits throughput. In the same run it measures the in-memory ceiling:\n"
+        "copying the same kind of windows in random order out of decoded features\n"
+        "held in RAM (the first 16M rows of the file).\n",
+    .uses = pipeline_uses,
+};
 
 typedef struct {
     sf_pipe *pipe;
@@ -86,26 +72,24 @@ static void *consume(void *arg) {
 // Windows per second copying the pipeline's windows in random order out of
 // the decoded, scaled features held in RAM: what a pipeline without I/O,
 // decoding or pools could at best do on this machine.
-static double memory_ceiling(const sf_pipe_opts *o, const char *path, double seconds, sf_err *e) {
-    sf_pack *p;
-    if (sf_pack_open(&p, path, e)) return -1;
+static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_columns *cp, double seconds,
+                             sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(p);
-    sf_columns cols;
+    const sf_columns cols = *cp;
     sf_plan *plan = NULL;
     double rate = -1;
-    if (sf_columns_create(&cols, in, o->features, o->targets, o->norm, e)) goto out_pack;
     // The first 16M rows at most: enough to leave the caches far behind
     // (random windows over hundreds of MB), little enough for RAM.
     uint64_t rows = in->nrows < (1u << 24) ? in->nrows : (1u << 24), nseries = 0;
     sf_series *series = malloc(in->nseries * sizeof *series);
-    if (!series) goto out_cols;
+    if (!series) return -1;
     for (; nseries < in->nseries && in->series[nseries].first_row < rows; nseries++) {
         series[nseries] = in->series[nseries];
         if (series[nseries].first_row + series[nseries].rows > rows) series[nseries].rows = rows - series[nseries].first_row;
     }
     int prc = sf_plan_create(&plan, rows, in->chunk_rows, series, nseries, &o->window, 1, NULL, e);
     free(series);
-    if (prc) goto out_cols;
+    if (prc) return -1;
     sf_block_task all = {0, 0, sf_plan_windows(plan), 0, rows};
     sf_block_loader *l = sf_block_loader_create(p, &cols);
     sf_block_data d = {0};
@@ -137,116 +121,53 @@ out_loader:
     sf_block_data_free(&d);
     sf_block_loader_free(l);
     sf_plan_free(plan);
-out_cols:
-    sf_columns_free(&cols);
-out_pack:
-    sf_pack_close(p);
     return rate;
 }
 
-static int bench_pipeline(int argc, char **argv) {
-    enum { O_DATA = 256, O_WINDOW, O_STRIDE, O_RATE, O_HORIZON, O_FEATURES, O_TARGETS, O_NORM, O_REPLICAS, O_BATCH,
-           O_POOL, O_EPOCHS, O_DECODERS, O_IO, O_DIRECT, O_DEPTH, O_PREFETCH, O_BLOCK, O_SLOTS, O_CONSUME, O_SEED,
-           O_JSON, O_BUDGET, O_LANES };
-    static const struct option opts[] = {
-        {"data", required_argument, 0, O_DATA}, {"window", required_argument, 0, O_WINDOW},
-        {"stride", required_argument, 0, O_STRIDE}, {"sampling-rate", required_argument, 0, O_RATE},
-        {"horizon", required_argument, 0, O_HORIZON}, {"features", required_argument, 0, O_FEATURES},
-        {"targets", required_argument, 0, O_TARGETS}, {"norm", required_argument, 0, O_NORM},
-        {"replicas", required_argument, 0, O_REPLICAS}, {"batch", required_argument, 0, O_BATCH},
-        {"pool", required_argument, 0, O_POOL}, {"epochs", required_argument, 0, O_EPOCHS},
-        {"decoders", required_argument, 0, O_DECODERS}, {"io", required_argument, 0, O_IO},
-        {"direct", required_argument, 0, O_DIRECT}, {"depth", required_argument, 0, O_DEPTH},
-        {"prefetch", required_argument, 0, O_PREFETCH}, {"block-chunks", required_argument, 0, O_BLOCK},
-        {"slots", required_argument, 0, O_SLOTS}, {"consume-rate", required_argument, 0, O_CONSUME},
-        {"seed", required_argument, 0, O_SEED}, {"json", no_argument, 0, O_JSON},
-        {"memory-budget", required_argument, 0, O_BUDGET}, {"lanes", required_argument, 0, O_LANES},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    sf_pipe_opts o = {.window = {60, 1, 1, 1}, .norm = SF_NORM_ZSCORE, .block_chunks = 1, .replicas = 1,
-                      .batch = 256, .pool = 16384, .seed = 1, .epochs = 1,
-                      .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0}, .decoders = ncpu > 0 ? (uint32_t)ncpu : 1,
-                      .slots = 2, .prefetch = 4};
-    const char *data = NULL;
-    double consume_rate = 0, budget_mb = 0;
-    uint32_t lanes = 0;
-    bool json = false;
-    uint64_t v;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        bool ok = true;
-        switch (ch) {
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case O_DATA: data = optarg; break;
-        case O_FEATURES: o.features = optarg; break;
-        case O_TARGETS: o.targets = optarg; break;
-        case O_NORM: ok = (o.norm = sf_norm_parse(optarg)) >= 0; break;
-        case O_IO:
-            ok = !strcmp(optarg, "uring") || !strcmp(optarg, "pread");
-            o.io.io = !strcmp(optarg, "uring") ? SF_IO_URING : SF_IO_PREAD;
-            break;
-        case O_DIRECT:
-            ok = !strcmp(optarg, "auto") || !strcmp(optarg, "on") || !strcmp(optarg, "off");
-            o.io.direct = !strcmp(optarg, "on") ? SF_DIRECT_ON : !strcmp(optarg, "off") ? SF_DIRECT_OFF : SF_DIRECT_AUTO;
-            break;
-        case O_CONSUME: {
-            char *end;
-            consume_rate = strtod(optarg, &end);
-            ok = *end == 0 && end != optarg && consume_rate > 0;
-            break;
-        }
-        case O_JSON: json = true; break;
-        case O_LANES:
-            ok = cli_parse_u64(optarg, 64, &v) && v > 0;
-            lanes = (uint32_t)v;
-            break;
-        case O_BUDGET: {
-            char *end;
-            budget_mb = strtod(optarg, &end);
-            ok = *end == 0 && end != optarg && budget_mb > 0;
-            break;
-        }
-        default:
-            if (ch < O_WINDOW || ch > O_SEED || !cli_parse_u64(optarg, UINT32_MAX, &v))
-                return cli_usage_error("bench pipeline", "bad option or value '%s'", optarg ? optarg : "");
-            switch (ch) {
-            case O_WINDOW: o.window.length = (uint32_t)v; break;
-            case O_STRIDE: o.window.stride = (uint32_t)v; break;
-            case O_RATE: o.window.sampling_rate = (uint32_t)v; break;
-            case O_HORIZON: o.window.horizon = (uint32_t)v; break;
-            case O_REPLICAS: o.replicas = (uint32_t)v; break;
-            case O_BATCH: o.batch = (uint32_t)v; break;
-            case O_POOL: o.pool = v; break;
-            case O_EPOCHS: o.epochs = v; break;
-            case O_DECODERS: o.decoders = (uint32_t)v; break;
-            case O_DEPTH: o.io.depth = (uint32_t)v; break;
-            case O_PREFETCH: o.prefetch = (uint32_t)v; break;
-            case O_BLOCK: o.block_chunks = (uint32_t)v; break;
-            case O_SLOTS: o.slots = (uint32_t)v; break;
-            case O_SEED: o.seed = v; break;
-            }
-        }
-        if (!ok) return cli_usage_error("bench pipeline", "bad value '%s'", optarg);
-    }
-    if (!data) return cli_usage_error("bench pipeline", "missing --data FILE.sfpack");
-    if (optind < argc) return cli_usage_error("bench pipeline", "unexpected argument '%s'", argv[optind]);
-
-    // Windowing is the pipeline's heaviest stage: one thread per core.
-    uint32_t cores = ncpu > 0 ? (uint32_t)ncpu : 1;
-    o.lanes = lanes ? lanes : o.replicas < cores ? cores / o.replicas : 1;
+int bench_pipeline(int argc, char **argv) {
+    const cli_command *c = &pipeline_command;
+    cli_args a;
+    int rc = cli_parse(c, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    const char *data = cli_data(c, &a, &rc);
+    if (!data) return rc;
+    sf_pipe_opts o = sf_pipe_opts_default();
+    cli_apply_pipe(&a, &o);
+    const cli_value *v = a.v;
+    uint32_t global = v[OPT_BATCH_SIZE].set ? (uint32_t)v[OPT_BATCH_SIZE].u : sf_fit_opts_default().batch;
+    o.replicas = v[OPT_REPLICAS].set ? (uint32_t)v[OPT_REPLICAS].u : 1;
+    if (global % o.replicas)
+        return cli_usage_error(c->name, "--batch-size %u is not divisible by %u replicas (each replica takes "
+                               "batch-size / replicas)", global, o.replicas);
+    o.batch = global / o.replicas;
+    double consume_rate = v[OPT_CONSUME_RATE].set ? v[OPT_CONSUME_RATE].real : 0;
+    bool json = v[OPT_JSON].set;
     sf_err e = {0};
     sf_pack *p;
-    if (sf_pack_open(&p, data, &e)) return cli_fail("bench pipeline", &e, NULL);
+    if (sf_pack_open(&p, data, &e)) return cli_fail(c->name, &e, NULL);
     const sf_pack_info *in = sf_pack_get_info(p);
+    sf_columns cols;
+    if (sf_columns_create(&cols, in, v[OPT_FEATURES].set ? v[OPT_FEATURES].text : NULL,
+                          v[OPT_TARGETS].set ? v[OPT_TARGETS].text : NULL,
+                          v[OPT_NORM].set ? (enum sf_norm)v[OPT_NORM].choice : SF_NORM_ZSCORE, &e)) {
+        sf_pack_close(p);
+        e.code = SF_EUSAGE;
+        return cli_fail(c->name, &e, NULL);
+    }
     double raw_bytes = (double)in->nrows * in->ncols * 4 * (double)o.epochs;
-    int frc = budget_mb > 0 ? sf_pipe_fit_budget(&o, in, (uint64_t)(budget_mb * 1e6), &e) : 0;
-    uint64_t memory = sf_pipe_memory(&o, in);
-    sf_pack_close(p);
-    if (frc) return cli_fail("bench pipeline", &e, NULL);
-    sf_pipe *pipe;
+    // What reading every chunk once per epoch moves (the chunk area).
+    double once = (double)(in->trailer_offset - in->data_offset) * (double)o.epochs;
+    rc = v[OPT_MEMORY_BUDGET].set ? sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e)
+                                  : 0;
+    uint64_t memory = sf_pipe_memory(&o, in, &cols);
+    sf_pipe *pipe = NULL;
     double t0 = sf_now();
-    if (sf_pipe_open(&pipe, data, &o, &e)) return cli_fail("bench pipeline", &e, NULL);
+    if (!rc) rc = sf_pipe_open(&pipe, p, &cols, &o, &e);
+    if (rc) {
+        sf_columns_free(&cols);
+        sf_pack_close(p);
+        return cli_fail(c->name, &e, NULL);
+    }
     consumer *cs = calloc(o.replicas, sizeof *cs);
     pthread_t *ts = calloc(o.replicas, sizeof *ts);
     uint32_t started = 0;
@@ -257,12 +178,13 @@ static int bench_pipeline(int argc, char **argv) {
     if (started < o.replicas) {  // no consumer may be inside the pipe when it closes
         for (uint32_t r = 0; r < started; r++) pthread_join(ts[r], NULL);
         sf_pipe_close(pipe);
+        sf_columns_free(&cols);
+        sf_pack_close(p);
         free(cs);
         free(ts);
-        return cli_fail("bench pipeline", &(sf_err){SF_ENOMEM, "cannot start the consumer threads"}, NULL);
+        return cli_fail(c->name, &(sf_err){SF_ENOMEM, "cannot start the consumer threads"}, NULL);
     }
     uint64_t windows = 0, batches = 0;
-    int rc = 0;
     for (uint32_t r = 0; r < started; r++) {
         pthread_join(ts[r], NULL);
         windows += cs[r].windows;
@@ -279,7 +201,13 @@ static int bench_pipeline(int argc, char **argv) {
     char mode[192];
     snprintf(mode, sizeof mode, "%s", sf_pipe_io_mode(pipe));
     sf_pipe_close(pipe);
-    if (rc) return cli_fail("bench pipeline", &e, NULL);
+    double ceiling = rc ? -1 : memory_ceiling(&o, p, &cols, 1.0, &e);
+    sf_columns_free(&cols);
+    sf_pack_close(p);
+    if (rc) {
+        free(cs), free(ts), free(rs);
+        return cli_fail(c->name, &e, NULL);
+    }
 
     double window_busy = 0, window_in = 0, window_out = 0, stall = 0;
     for (uint32_t r = 0; r < o.replicas; r++) {
@@ -295,28 +223,30 @@ static int bench_pipeline(int argc, char **argv) {
     const char *limit = stall_share < 0.01 ? "consumer" :
                         util_decode >= util_read && util_decode >= util_window ? "decode" :
                         util_window >= util_read ? "window" : "read";
-    double ceiling = memory_ceiling(&o, data, 1.0, &e);
-    double wps = (double)windows / wall;
+    double wps = (double)windows / wall, reads = once > 0 ? st.bytes_read / once : 0;
     if (json) {
         printf("{\"windows\": %" PRIu64 ", \"batches\": %" PRIu64 ", \"seconds\": %.4f, \"windows_per_s\": %.0f, "
                "\"read_MB_per_s\": %.1f, \"decoded_MB_per_s\": %.1f, \"utilisation\": {\"read\": %.3f, \"decode\": "
                "%.3f, \"window\": %.3f}, \"consumer_stall\": %.4f, \"limit\": \"%s\", \"memory_ceiling_windows_per_s\": "
-               "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64 ", \"io\": ",
+               "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
+               ", \"batch_size\": %u, \"batch_per_replica\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
-               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory);
+               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, global,
+               o.batch, o.lanes, reads);
         cli_json_string(stdout, mode);
         printf("}\n");
     } else {
-        printf("pipeline      %s, %u replica(s) x %u lane(s), batch %u, pool %" PRIu64
+        printf("pipeline      %s, %u replica(s) x %u lane(s), batch size %u (%u per replica), pool %" PRIu64
                ", window %u/%u/%u/%u, %u decoder(s)\n",
-               data, o.replicas, o.lanes, o.batch, o.pool, o.window.length, o.window.stride, o.window.sampling_rate,
-               o.window.horizon, o.decoders);
+               data, o.replicas, o.lanes, global, o.batch, o.pool, o.window.length, o.window.stride,
+               o.window.sampling_rate, o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
         printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per lane)\n", memory / 1e6,
                o.pool);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
                batches, wall, wps / 1e6);
-        printf("read          %.1f MB/s stored, %.1f MB/s decoded\n", st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall);
+        printf("read          %.1f MB/s stored, %.1f MB/s decoded; %.2fx the file's chunks per epoch\n",
+               st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, reads);
         printf("utilisation   read %.0f%%, decode %.0f%% (per decoder), window %.0f%% (per windower)\n",
                100 * util_read, 100 * util_decode, 100 * util_window);
         printf("consumers     waited %.2f%% of the time for a batch after the first (%.1f ms for the first)\n",
@@ -335,63 +265,41 @@ static int bench_pipeline(int argc, char **argv) {
     return EXIT_OK;
 }
 
-static const char read_help[] =
-    "usage: seqfeed bench read --data FILE.sfpack [--io uring|pread] [--direct auto|on|off] [--depth N]\n"
-    "                          [--block-chunks N]\n"
-    "\n"
-    "The reader stage alone: reads every chunk once, in file order, N consecutive\n"
-    "chunks per request (as the pipeline reads a block; default 2), with --depth\n"
-    "requests in flight, and prints GB/s; compare with fio --ioengine=io_uring\n"
-    "--direct=1 --bs=1M --iodepth=N on the same file (bench/pipeline.sh does both).\n";
+static const cli_use read_uses[] = {
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
+    {.opt = OPT_BLOCK_CHUNKS, .help = "chunks per read request"}, {.opt = OPT_DEPTH}, {.opt = OPT_IO},
+    {.opt = OPT_DIRECT}, {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
-static int bench_read(int argc, char **argv) {
-    enum { O_DATA = 256, O_IO, O_DIRECT, O_DEPTH, O_JSON, O_BLOCK };
-    static const struct option opts[] = {{"data", required_argument, 0, O_DATA}, {"io", required_argument, 0, O_IO},
-                                         {"direct", required_argument, 0, O_DIRECT},
-                                         {"depth", required_argument, 0, O_DEPTH}, {"json", no_argument, 0, O_JSON},
-                                         {"block-chunks", required_argument, 0, O_BLOCK},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    sf_reader_opts ro = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0};
-    uint64_t per = 2;
-    const char *data = NULL;
-    bool json = false;
-    uint64_t v;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'h': fputs(read_help, stdout); return EXIT_OK;
-        case O_DATA: data = optarg; break;
-        case O_JSON: json = true; break;
-        case O_IO:
-            if (strcmp(optarg, "uring") && strcmp(optarg, "pread"))
-                return cli_usage_error("bench read", "--io wants uring or pread");
-            ro.io = !strcmp(optarg, "uring") ? SF_IO_URING : SF_IO_PREAD;
-            break;
-        case O_DIRECT:
-            if (strcmp(optarg, "auto") && strcmp(optarg, "on") && strcmp(optarg, "off"))
-                return cli_usage_error("bench read", "--direct wants auto, on or off");
-            ro.direct = !strcmp(optarg, "on") ? SF_DIRECT_ON : !strcmp(optarg, "off") ? SF_DIRECT_OFF : SF_DIRECT_AUTO;
-            break;
-        case O_BLOCK:
-            if (!cli_parse_u64(optarg, 64, &per) || !per)
-                return cli_usage_error("bench read", "--block-chunks wants 1 to 64");
-            break;
-        case O_DEPTH:
-            if (!cli_parse_u64(optarg, 1024, &v) || !v) return cli_usage_error("bench read", "--depth wants 1 to 1024");
-            ro.depth = (uint32_t)v;
-            break;
-        default: return cli_usage_error("bench read", "unknown option");
-        }
-    }
-    if (!data) return cli_usage_error("bench read", "missing --data FILE.sfpack");
+static const cli_command read_command = {
+    .name = "bench read",
+    .usage = "--data FILE.sfpack [options]",
+    .about =
+        "The reader stage alone: reads every chunk once, in file order, --block-chunks\n"
+        "consecutive chunks per request (as the pipeline reads a block), with --depth\n"
+        "requests in flight, and prints GB/s; compare with fio --ioengine=io_uring\n"
+        "--direct=1 --bs=1M --iodepth=N on the same file (bench/pipeline.sh does both).\n",
+    .uses = read_uses,
+};
+
+int bench_read(int argc, char **argv) {
+    const cli_command *c = &read_command;
+    cli_args a;
+    int rc = cli_parse(c, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    const char *data = cli_data(c, &a, &rc);
+    if (!data) return rc;
+    sf_pipe_opts po = sf_pipe_opts_default();
+    cli_apply_pipe(&a, &po);
+    sf_reader_opts ro = po.io;
+    uint64_t per = po.block_chunks;
+    bool json = a.v[OPT_JSON].set;
     sf_err e = {0};
     sf_pack *p;
     if (sf_pack_open(&p, data, &e)) return cli_fail("bench read", &e, NULL);
     const sf_pack_info *in = sf_pack_get_info(p);
     ro.buffer_size = per * (sf_pack_max_stored_size(p) + SF_PACK_ALIGN);
     sf_reader *r;
-    if (sf_reader_open(&r, data, &ro, &e)) {
+    if (sf_reader_open(&r, sf_pack_fd(p), data, &ro, &e)) {
         sf_pack_close(p);
         return cli_fail("bench read", &e, NULL);
     }
@@ -399,7 +307,6 @@ static int bench_read(int argc, char **argv) {
     for (uint32_t i = 0; i < ro.depth; i++) free_bufs[nfree++] = i;
     uint64_t next = 0, done = 0, bytes = 0;
     uint32_t inflight = 0;
-    int rc = 0;
     double t0 = sf_now();
     while (!rc && done < in->nchunks) {
         while (!rc && nfree && next < in->nchunks) {
@@ -441,8 +348,6 @@ static int bench_read(int argc, char **argv) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
     // Benchmarks measure one process; N copies under a launcher would
     // compete for the machine and each report alone.
     if (sf_ranks_launched()) {
@@ -450,6 +355,8 @@ int cmd_bench(int argc, char **argv) {
                 "seqfeed train under the launcher with --report)\n");
         return EXIT_USAGE;
     }
+    if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {

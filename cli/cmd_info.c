@@ -1,28 +1,28 @@
-#include <getopt.h>
+// seqfeed info: the version, the build and the GPUs.
 #include <string.h>
 #include <zstd.h>
 
 #include "cli.h"
 #include "ranks/ranks.h"
-#include "backend/backend.h"
 
-static const char help[] =
-    "usage: seqfeed info\n\n"
-    "Prints the version, how this binary was built and the GPUs it can use.\n"
-    "Without a GPU or a driver it says so and that training runs on CPU.\n";
+static const cli_use info_uses[] = {
+    {.opt = OPT_QUIET, .help = "the version line alone"}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command info_command = {
+    .name = "info",
+    .usage = "",
+    .about =
+        "Prints the version, how this binary was built and the GPUs it can use.\n"
+        "Without a GPU or a driver it says so and that training runs on CPU.\n",
+    .uses = info_uses,
+};
 
 int cmd_info(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (ch == 'h') {
-            fputs(help, stdout);
-            return EXIT_OK;
-        }
-        return cli_usage_error("info", "unknown option");
-    }
-    if (optind < argc) return cli_usage_error("info", "unexpected argument '%s'", argv[optind]);
+    cli_args a;
+    int rc = cli_parse(&info_command, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
     printf("seqfeed %s\n", SF_VERSION);
+    if (a.v[OPT_QUIET].set) return EXIT_OK;
     printf("zstd    %s\n", ZSTD_versionString());
     printf("cuda    %s\n", sf_gpu_built() ? "built with CUDA" : "built without CUDA");
     printf("mpi     %s\n", sf_ranks_has_mpi() ? "built with MPI: train runs as ranks under mpirun or srun"

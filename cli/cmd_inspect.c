@@ -1,25 +1,40 @@
-#include <getopt.h>
+// seqfeed inspect and seqfeed verify: what an .sfpack file holds, and
+// whether every byte of it is sound.
 #include <inttypes.h>
 #include <string.h>
 
 #include "cli.h"
-#include "pack/pack.h"
 
-static const char inspect_help[] =
-    "usage: seqfeed inspect FILE.sfpack [--json] [--all-series]\n\n"
-    "Prints the format version, the columns with their statistics (min, max,\n"
-    "mean, population std), the series, a summary of the chunks and the\n"
-    "compression ratio. Reads only the header and the index: fast on any size.\n\n"
-    "options:\n"
-    "      --json        one JSON object, for programs (lists every series)\n"
-    "      --all-series  list every series, not just the first 10\n"
-    "  -h, --help        this text\n";
+static const cli_use inspect_uses[] = {
+    {.opt = OPT_DATA, .help = "the .sfpack file (or as the argument)"},
+    {.opt = OPT_JSON, .help = "one JSON object, for programs (lists every series)"}, {.opt = OPT_ALL_SERIES},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
-static const char verify_help[] =
-    "usage: seqfeed verify FILE.sfpack\n\n"
-    "Decodes every chunk, checks every checksum, size and offset, and recomputes\n"
-    "the column statistics. Prints 'ok' and exits 0, or names the first\n"
-    "problem (chunk and byte offset) and exits 1.\n";
+static const cli_command inspect_command = {
+    .name = "inspect",
+    .usage = "FILE.sfpack [--json] [--all-series]",
+    .about =
+        "Prints the format version, the columns with their statistics (min, max,\n"
+        "mean, population std), the series, a summary of the chunks and the\n"
+        "compression ratio. Reads only the header and the index: fast on any size.\n",
+    .uses = inspect_uses,
+    .positional = "FILE.sfpack",
+};
+
+static const cli_use verify_uses[] = {
+    {.opt = OPT_DATA, .help = "the .sfpack file (or as the argument)"},
+    {.opt = OPT_QUIET, .help = "no 'ok' line: the exit status says it"}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command verify_command = {
+    .name = "verify",
+    .usage = "FILE.sfpack",
+    .about =
+        "Decodes every chunk, checks every checksum, size and offset, and recomputes\n"
+        "the column statistics. Prints 'ok' and exits 0, or names the first\n"
+        "problem (chunk and byte offset) and exits 1.\n",
+    .uses = verify_uses,
+    .positional = "FILE.sfpack",
+};
 
 typedef struct {
     uint64_t raw, stored, min, max;
@@ -106,33 +121,24 @@ static void print_text(const sf_pack *p, bool all_series) {
            s.raw, s.stored, (double)s.raw / (double)s.stored, (double)s.raw / (double)in->file_size);
 }
 
-static int open_one(const char *cmd, int argc, char **argv, sf_pack **p) {
-    if (optind >= argc) return cli_usage_error(cmd, "missing FILE.sfpack");
-    if (optind + 1 < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind + 1]);
+// Parses c's options and opens its data file: 0, -1 after --help, or an exit code.
+static int open_one(const cli_command *c, int argc, char **argv, cli_args *a, sf_pack **p) {
+    int rc = cli_parse(c, argc, argv, a);
+    if (rc) return rc;
+    const char *path = cli_data(c, a, &rc);
+    if (!path) return rc;
     sf_err e = {0};
-    if (sf_pack_open(p, argv[optind], &e)) return cli_fail(cmd, &e, NULL);
-    return EXIT_OK;
+    if (sf_pack_open(p, path, &e)) return cli_fail(c->name, &e, NULL);
+    return 0;
 }
 
 int cmd_inspect(int argc, char **argv) {
-    enum { O_JSON = 256, O_ALL };
-    static const struct option opts[] = {{"json", no_argument, 0, O_JSON}, {"all-series", no_argument, 0, O_ALL},
-                                         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    bool json = false, all = false;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case O_JSON: json = true; break;
-        case O_ALL: all = true; break;
-        case 'h': fputs(inspect_help, stdout); return EXIT_OK;
-        default: return cli_usage_error("inspect", "unknown option");
-        }
-    }
+    cli_args a;
     sf_pack *p;
-    int rc = open_one("inspect", argc, argv, &p);
-    if (rc) return rc;
-    if (json) print_json(p);
-    else print_text(p, all);
+    int rc = open_one(&inspect_command, argc, argv, &a, &p);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    if (a.v[OPT_JSON].set) print_json(p);
+    else print_text(p, a.v[OPT_ALL_SERIES].set);
     sf_pack_close(p);
     return EXIT_OK;
 }
@@ -143,25 +149,17 @@ static void on_chunk(void *arg, uint64_t chunk) {
 }
 
 int cmd_verify(int argc, char **argv) {
-    static const struct option opts[] = {{"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (ch == 'h') {
-            fputs(verify_help, stdout);
-            return EXIT_OK;
-        }
-        return cli_usage_error("verify", "unknown option");
-    }
+    cli_args a;
     sf_pack *p;
-    int rc = open_one("verify", argc, argv, &p);
-    if (rc) return rc;
+    int rc = open_one(&verify_command, argc, argv, &a, &p);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
     cli_progress prog;
-    cli_progress_start(&prog);
+    cli_progress_start(&prog, a.v[OPT_QUIET].set);
     sf_err e = {0};
     rc = sf_pack_verify(p, on_chunk, &prog, &e);
     cli_progress_end(&prog);
     const sf_pack_info *in = sf_pack_get_info(p);
-    if (!rc)
+    if (!rc && !a.v[OPT_QUIET].set)
         printf("%s: ok (%" PRIu64 " rows, %u columns, %" PRIu64 " chunks, checksums and statistics match)\n",
                sf_pack_name(p), in->nrows, in->ncols, in->nchunks);
     sf_pack_close(p);

@@ -1,37 +1,28 @@
-#include <getopt.h>
+// seqfeed pack: a CSV file into an .sfpack file (pack/csv.c).
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "pack/pack.h"
 
-static const char help[] =
-    "usage: seqfeed pack INPUT.csv -o OUT.sfpack [options]\n"
-    "\n"
-    "Converts a CSV file (a header row of column names, then numbers) into an\n"
-    ".sfpack file: float32 values in zstd-compressed, checksummed chunks, with\n"
-    "per-column statistics and a series table. INPUT may be '-' for stdin.\n"
-    "OUT appears only when packing succeeded.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE         the .sfpack file to write (required)\n"
-    "      --columns a,b,c       keep only these columns, in this order\n"
-    "      --drop-columns x,y    leave these columns out\n"
-    "      --series-column NAME  rows with the same value of NAME form one series\n"
-    "                            (rows of a series must be contiguous); NAME is\n"
-    "                            not stored as a feature\n"
-    "      --delimiter C         ',', ';', 'tab' or any single character\n"
-    "                            (default: detected from the header)\n"
-    "      --missing MODE        what to do with empty, NA, NaN or inf values:\n"
-    "                            error (default), drop (the row), ffill (repeat\n"
-    "                            the series' previous value)\n"
-    "      --level N             zstd level (default 1; see docs/FORMAT.md)\n"
-    "      --chunk-rows N        rows per chunk (default: 1 MiB of float32)\n"
-    "      --filter NAME         delta-shuffle (default), shuffle or none\n"
-    "      --threads N           compression threads (default: all cores)\n"
-    "  -q, --quiet               no summary line\n"
-    "  -h, --help                this text\n";
+static const cli_use pack_uses[] = {
+    {.opt = OPT_DATA, .help = "the CSV file, '-' for stdin (or as the first argument)"},
+    {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required); it appears only when packing succeeded"},
+    {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_DELIMITER},
+    {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command pack_command = {
+    .name = "pack",
+    .usage = "INPUT.csv -o OUT.sfpack [options]",
+    .about =
+        "Converts a CSV file (a header row of column names, then numbers) into an\n"
+        ".sfpack file: float32 values in zstd-compressed, checksummed chunks, with\n"
+        "per-column statistics and a series table. It streams: memory stays bounded\n"
+        "whatever the size of the CSV.\n",
+    .uses = pack_uses,
+    .positional = "INPUT.csv",
+};
 
 static void on_temp(void *arg, const char *path) {
     (void)arg;
@@ -46,71 +37,42 @@ static void on_progress(void *arg, uint64_t rows, uint64_t bytes) {
 }
 
 int cmd_pack(int argc, char **argv) {
-    enum { O_COLUMNS = 256, O_DROP, O_SERIES, O_DELIM, O_MISSING, O_LEVEL, O_CHUNK, O_FILTER, O_THREADS };
-    static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'},      {"columns", required_argument, 0, O_COLUMNS},
-        {"drop-columns", required_argument, 0, O_DROP}, {"series-column", required_argument, 0, O_SERIES},
-        {"delimiter", required_argument, 0, O_DELIM}, {"missing", required_argument, 0, O_MISSING},
-        {"level", required_argument, 0, O_LEVEL},   {"chunk-rows", required_argument, 0, O_CHUNK},
-        {"filter", required_argument, 0, O_FILTER}, {"threads", required_argument, 0, O_THREADS},
-        {"quiet", no_argument, 0, 'q'},             {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *out = NULL;
-    bool quiet = false;
+    cli_args a;
+    int rc = cli_parse(&pack_command, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    const char *in = cli_data(&pack_command, &a, &rc);
+    if (!in) return rc;
+    const cli_value *v = a.v;
+    if (!v[OPT_OUTPUT].set) return cli_usage_error("pack", "missing -o OUT.sfpack");
+    const char *out = v[OPT_OUTPUT].text;
+    bool quiet = v[OPT_QUIET].set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_csv_pack_opts o = {.missing = SF_MISSING_ERROR,
                           .pack = {.level = SF_PACK_DEFAULT_LEVEL,
                                    .filter = SF_FILTER_DELTA_SHUFFLE,
                                    .threads = ncpu > 0 ? (int)ncpu : 1}};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'q': quiet = true; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case O_COLUMNS: o.columns = optarg; break;
-        case O_DROP: o.drop_columns = optarg; break;
-        case O_SERIES: o.series_column = optarg; break;
-        case O_DELIM:
-            if (!strcmp(optarg, "tab") || !strcmp(optarg, "\\t")) o.delimiter = '\t';
-            else if (strlen(optarg) == 1 && sf_csv_delimiter_ok(optarg[0]))
-                o.delimiter = optarg[0];
-            else return cli_usage_error("pack", "--delimiter wants 'tab' or one character that is not part of a number, a space or a quote, not '%s'", optarg);
-            break;
-        case O_MISSING:
-            if (!strcmp(optarg, "error")) o.missing = SF_MISSING_ERROR;
-            else if (!strcmp(optarg, "drop")) o.missing = SF_MISSING_DROP;
-            else if (!strcmp(optarg, "ffill")) o.missing = SF_MISSING_FFILL;
-            else return cli_usage_error("pack", "--missing wants error, drop or ffill, not '%s'", optarg);
-            break;
-        case O_LEVEL:
-        case O_CHUNK:
-        case O_THREADS: {
-            int rc = cli_writer_option("pack", ch == O_LEVEL ? 'l' : ch == O_CHUNK ? 'c' : 't', optarg, &o.pack);
-            if (rc) return rc;
-            break;
-        }
-        case O_FILTER:
-            if ((o.pack.filter = sf_filter_parse(optarg)) < 0)
-                return cli_usage_error("pack", "--filter wants delta-shuffle, shuffle or none, not '%s'", optarg);
-            break;
-        default: return cli_usage_error("pack", "unknown option");
-        }
+    cli_apply_writer(&a, &o.pack);
+    if (v[OPT_COLUMNS].set) o.columns = v[OPT_COLUMNS].text;
+    if (v[OPT_DROP_COLUMNS].set) o.drop_columns = v[OPT_DROP_COLUMNS].text;
+    if (v[OPT_SERIES_COLUMN].set) o.series_column = v[OPT_SERIES_COLUMN].text;
+    if (v[OPT_MISSING].set) o.missing = (enum sf_missing)v[OPT_MISSING].choice;
+    if (v[OPT_FILTER].set) o.pack.filter = sf_filter_parse(v[OPT_FILTER].text);
+    if (v[OPT_DELIMITER].set) {
+        const char *d = v[OPT_DELIMITER].text;
+        if (!strcmp(d, "tab") || !strcmp(d, "\\t")) o.delimiter = '\t';
+        else if (strlen(d) == 1 && sf_csv_delimiter_ok(d[0])) o.delimiter = d[0];
+        else return cli_usage_error("pack", "--delimiter %s: expected 'tab' or one character that is not part of a "
+                                    "number, a space or a quote", d);
     }
-    if (optind >= argc) return cli_usage_error("pack", "missing INPUT.csv");
-    if (optind + 1 < argc) return cli_usage_error("pack", "unexpected argument '%s'", argv[optind + 1]);
-    if (!out) return cli_usage_error("pack", "missing -o OUT.sfpack");
     if (o.columns && o.drop_columns) return cli_usage_error("pack", "--columns and --drop-columns exclude each other");
-    const char *in = argv[optind];
-
     cli_progress prog;
-    cli_progress_start(&prog);
+    cli_progress_start(&prog, quiet);
     o.progress = on_progress;
     o.progress_arg = &prog;
     o.temp_path = on_temp;
     sf_csv_pack_stats st = {0};
     sf_err e = {0};
-    int rc = sf_csv_pack(in, out, &o, &st, &e);
+    rc = sf_csv_pack(in, out, &o, &st, &e);
     cli_guard_temp(NULL);
     cli_progress_end(&prog);
     if (rc) return cli_fail("pack", &e, NULL);

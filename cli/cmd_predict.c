@@ -2,46 +2,48 @@
 // window order. The checkpoint carries the model, the columns, the window
 // and the training data's scaling, so nothing else is needed.
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "backend/backend.h"
-#include "train/train.h"
 
-static const char predict_help[] =
-    "usage: seqfeed predict --checkpoint FILE.safetensors --data FILE.sfpack [-o OUT.csv]\n"
-    "\n"
-    "Predicts the targets of every window of the file, in order, with the\n"
-    "checkpoint's model, columns, window and scaling (that of its training\n"
-    "data). One CSV row per window: its series, the row of its target and the\n"
-    "predicted targets in the data's units. OUT appears only when complete.\n"
-    "\n"
-    "options:\n"
-    "      --checkpoint FILE   a checkpoint written by seqfeed train (required)\n"
-    "      --data FILE         the .sfpack file (required)\n"
-    "      --split all|train|validation  which part of every series (default all)\n"
-    "      --batch N           windows per forward pass (default 256)\n"
-    "  -o, --output FILE       the CSV (default: stdout)\n";
+static const cli_use predict_uses[] = {
+    {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
+    {.opt = OPT_OUTPUT, .def = "stdout", .help = "the CSV; a file appears only when complete"},
+    {.opt = OPT_SPLIT, .def = "all"}, {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
-static const char evaluate_help[] =
-    "usage: seqfeed evaluate --checkpoint FILE.safetensors --data FILE.sfpack\n"
-    "\n"
-    "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
-    "file's windows, next to two baselines on the same windows: predicting the\n"
-    "column means, and predicting the last observed value (persistence, for\n"
-    "targets that are also features); then each target's MSE in data units.\n"
-    "\n"
-    "options:\n"
-    "      --checkpoint FILE   a checkpoint written by seqfeed train (required)\n"
-    "      --data FILE         the .sfpack file (required)\n"
-    "      --split all|train|validation  (default: validation when the checkpoint\n"
-    "                          was trained with a validation split, else all)\n"
-    "      --batch N           windows per forward pass (default 256)\n"
-    "      --json              one JSON object\n";
+static const cli_command predict_command = {
+    .name = "predict",
+    .usage = "--checkpoint FILE.safetensors --data FILE.sfpack [-o OUT.csv]",
+    .about =
+        "Predicts the targets of every window of the file, in order, with the\n"
+        "checkpoint's model, columns, window and scaling (that of its training\n"
+        "data). One CSV row per window: its series, the row of its target and the\n"
+        "predicted targets in the data's units.\n",
+    .uses = predict_uses,
+};
+
+static const cli_use evaluate_uses[] = {
+    {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
+    {.opt = OPT_SPLIT, .def = "validation when the checkpoint was trained with a validation split, else all"},
+    {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_JSON},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command evaluate_command = {
+    .name = "evaluate",
+    .usage = "--checkpoint FILE.safetensors --data FILE.sfpack [options]",
+    .about =
+        "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
+        "file's windows, next to two baselines on the same windows: predicting the\n"
+        "column means, and predicting the last observed value (persistence, for\n"
+        "targets that are also features); then each target's MSE in data units.\n",
+    .uses = evaluate_uses,
+};
 
 typedef struct {
     sf_checkpoint ck;
@@ -69,7 +71,7 @@ static void run_close(run *r) {
     free(r->pred), free(r->persist), free(r->unit_mse);
 }
 
-static int run_open(run *r, const char *ckpt, const char *data, int part, uint32_t batch, sf_err *e) {
+static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
@@ -147,57 +149,26 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
     return rc;
 }
 
-static int parse_part(const char *s) {
-    return !strcmp(s, "all") ? SF_PART_ALL : !strcmp(s, "train") ? SF_PART_TRAIN
-                                            : !strcmp(s, "validation") ? SF_PART_VALIDATION : -1;
-}
-
-static int common_options(const char *cmd, const char *help, int argc, char **argv, const char **ckpt,
-                          const char **data, const char **out, int *part, uint32_t *batch, bool *json) {
-    enum { O_CKPT = 256, O_DATA, O_SPLIT, O_BATCH, O_JSON };
-    static const struct option opts[] = {
-        {"checkpoint", required_argument, 0, O_CKPT}, {"data", required_argument, 0, O_DATA},
-        {"split", required_argument, 0, O_SPLIT}, {"batch", required_argument, 0, O_BATCH},
-        {"json", no_argument, 0, O_JSON}, {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    uint64_t v;
-    int ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, out ? "ho:" : "h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'h': fputs(help, stdout); return -1;
-        case 'o':
-            if (!out) return cli_usage_error(cmd, "unknown option --output");
-            *out = optarg;
-            break;
-        case O_CKPT: *ckpt = optarg; break;
-        case O_DATA: *data = optarg; break;
-        case O_SPLIT:
-            if ((*part = parse_part(optarg)) < 0) return cli_usage_error(cmd, "--split all|train|validation");
-            break;
-        case O_BATCH:
-            if (!cli_parse_u64(optarg, 1 << 20, &v) || v == 0) return cli_usage_error(cmd, "bad --batch '%s'", optarg);
-            *batch = (uint32_t)v;
-            break;
-        case O_JSON:
-            if (!json) return cli_usage_error(cmd, "unknown option --json");
-            *json = true;
-            break;
-        default: return cli_usage_error(cmd, "bad option");
-        }
-    }
-    if (!*ckpt) return cli_usage_error(cmd, "missing --checkpoint FILE");
-    if (!*data) return cli_usage_error(cmd, "missing --data FILE.sfpack");
-    if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+// The options predict and evaluate share: 0, -1 after --help, or EXIT_USAGE.
+static int common_options(const cli_command *c, int argc, char **argv, cli_args *a, const char **ckpt,
+                          const char **data, uint32_t *batch) {
+    int rc = cli_parse(c, argc, argv, a);
+    if (rc) return rc;
+    if (!a->v[OPT_CHECKPOINT].set) return cli_usage_error(c->name, "missing --checkpoint FILE");
+    *ckpt = a->v[OPT_CHECKPOINT].text;
+    if (!(*data = cli_data(c, a, &rc))) return rc;
+    *batch = a->v[OPT_BATCH_SIZE].set ? (uint32_t)a->v[OPT_BATCH_SIZE].u : 256;
     return 0;
 }
 
 int cmd_predict(int argc, char **argv) {
-    const char *ckpt = NULL, *data = NULL, *out = NULL;
-    int part = SF_PART_ALL;
-    uint32_t batch = 256;
-    int rc = common_options("predict", predict_help, argc, argv, &ckpt, &data, &out, &part, &batch, NULL);
+    cli_args a;
+    const char *ckpt = NULL, *data = NULL;
+    uint32_t batch = 0;
+    int rc = common_options(&predict_command, argc, argv, &a, &ckpt, &data, &batch);
     if (rc) return rc < 0 ? EXIT_OK : rc;
+    const char *out = a.v[OPT_OUTPUT].set ? a.v[OPT_OUTPUT].text : NULL;
+    enum sf_part part = a.v[OPT_SPLIT].set ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
     if ((rc = run_open(&r, ckpt, data, part, batch, &e))) {
@@ -231,18 +202,19 @@ int cmd_predict(int argc, char **argv) {
 }
 
 int cmd_evaluate(int argc, char **argv) {
+    cli_args a;
     const char *ckpt = NULL, *data = NULL;
-    int part = -1;
-    uint32_t batch = 256;
-    bool json = false;
-    int rc = common_options("evaluate", evaluate_help, argc, argv, &ckpt, &data, NULL, &part, &batch, &json);
+    uint32_t batch = 0;
+    int rc = common_options(&evaluate_command, argc, argv, &a, &ckpt, &data, &batch);
     if (rc) return rc < 0 ? EXIT_OK : rc;
+    bool json = a.v[OPT_JSON].set, split_given = a.v[OPT_SPLIT].set;
+    enum sf_part part = split_given ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
     // Without --split: the validation part when there is one.
     sf_checkpoint peek;
     sf_model pm;
-    if (part < 0) {
+    if (!split_given) {
         if (sf_checkpoint_read(ckpt, &peek, &pm, &e)) return cli_fail("evaluate", &e, NULL);
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);

@@ -1,4 +1,4 @@
-#include <getopt.h>
+// seqfeed synth: synthetic .sfpack files for tests and benchmarks.
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,79 +8,42 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "pack/pack.h"
 
-static const char help[] =
-    "usage: seqfeed synth -o OUT.sfpack --rows N [options]\n"
-    "\n"
-    "Writes a synthetic .sfpack for tests and benchmarks: every feature is a\n"
-    "random walk plus a daily and a weekly seasonal wave, with its own scale,\n"
-    "split into series of equal length. Deterministic for a seed. Streams:\n"
-    "memory does not grow with --rows.\n"
-    "\n"
-    "options:\n"
-    "  -o, --output FILE     the .sfpack file to write (required)\n"
-    "      --rows N          rows in all (required)\n"
-    "      --features N      columns, named f0, f1, ... (default 4)\n"
-    "      --series N        series, named s0, s1, ... (default 1)\n"
-    "      --seed N          (default 1)\n"
-    "      --level N         zstd level (default 1)\n"
-    "      --chunk-rows N    rows per chunk (default: 1 MiB of float32)\n"
-    "      --threads N       compression threads (default: all cores)\n"
-    "  -q, --quiet           no summary line\n"
-    "  -h, --help            this text\n";
+static const cli_use synth_uses[] = {
+    {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required)"},
+    {.opt = OPT_ROWS, .help = "rows in all (required)"}, {.opt = OPT_FEATURE_COUNT, .def = "4"},
+    {.opt = OPT_SERIES_COUNT, .def = "1"}, {.opt = OPT_SEED, .def = "1", .help = "the random numbers"},
+    {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_THREADS}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
+    {.opt = OPT_COUNT}};
+
+static const cli_command synth_command = {
+    .name = "synth",
+    .usage = "-o OUT.sfpack --rows N [options]",
+    .about =
+        "Writes a synthetic .sfpack for tests and benchmarks: every feature is a\n"
+        "random walk plus a daily and a weekly seasonal wave, with its own scale,\n"
+        "split into series of equal length. Deterministic for a seed. Streams:\n"
+        "memory does not grow with --rows.\n",
+    .uses = synth_uses,
+};
 
 int cmd_synth(int argc, char **argv) {
-    enum { O_ROWS = 256, O_FEATURES, O_SERIES, O_SEED, O_LEVEL, O_CHUNK, O_THREADS };
-    static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'},     {"rows", required_argument, 0, O_ROWS},
-        {"features", required_argument, 0, O_FEATURES}, {"series", required_argument, 0, O_SERIES},
-        {"seed", required_argument, 0, O_SEED},    {"level", required_argument, 0, O_LEVEL},
-        {"chunk-rows", required_argument, 0, O_CHUNK}, {"threads", required_argument, 0, O_THREADS},
-        {"quiet", no_argument, 0, 'q'},            {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
-    const char *out = NULL;
-    uint64_t rows = 0, features = 4, nseries = 1, seed = 1;
-    bool quiet = false;
+    cli_args a;
+    int rc = cli_parse(&synth_command, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    const cli_value *v = a.v;
+    if (!v[OPT_OUTPUT].set) return cli_usage_error("synth", "missing -o OUT.sfpack");
+    if (!v[OPT_ROWS].set) return cli_usage_error("synth", "missing --rows N");
+    const char *out = v[OPT_OUTPUT].text;
+    uint64_t rows = v[OPT_ROWS].u, features = v[OPT_FEATURE_COUNT].set ? v[OPT_FEATURE_COUNT].u : 4;
+    uint64_t nseries = v[OPT_SERIES_COUNT].set ? v[OPT_SERIES_COUNT].u : 1, seed = v[OPT_SEED].set ? v[OPT_SEED].u : 1;
+    bool quiet = v[OPT_QUIET].set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_pack_writer_opts wo = {.level = SF_PACK_DEFAULT_LEVEL, .filter = SF_FILTER_DELTA_SHUFFLE,
                               .threads = ncpu > 0 ? (int)ncpu : 1};
-    int ch;
-    while ((ch = getopt_long(argc, argv, "o:qh", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'q': quiet = true; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        case O_ROWS:
-            if (!cli_parse_u64(optarg, UINT64_MAX >> 8, &rows) || rows == 0)
-                return cli_usage_error("synth", "--rows wants a positive integer, not '%s'", optarg);
-            break;
-        case O_FEATURES:
-            if (!cli_parse_u64(optarg, SF_PACK_MAX_COLS, &features) || features == 0)
-                return cli_usage_error("synth", "--features wants 1 to %u, not '%s'", SF_PACK_MAX_COLS, optarg);
-            break;
-        case O_SERIES:
-            if (!cli_parse_u64(optarg, UINT32_MAX, &nseries) || nseries == 0)
-                return cli_usage_error("synth", "--series wants a positive integer, not '%s'", optarg);
-            break;
-        case O_SEED:
-            if (!cli_parse_u64(optarg, UINT64_MAX, &seed))
-                return cli_usage_error("synth", "--seed wants a non-negative integer, not '%s'", optarg);
-            break;
-        case O_LEVEL:
-        case O_CHUNK:
-        case O_THREADS: {
-            int rc = cli_writer_option("synth", ch == O_LEVEL ? 'l' : ch == O_CHUNK ? 'c' : 't', optarg, &wo);
-            if (rc) return rc;
-            break;
-        }
-        default: return cli_usage_error("synth", "unknown option");
-        }
-    }
-    if (optind < argc) return cli_usage_error("synth", "unexpected argument '%s'", argv[optind]);
-    if (!out) return cli_usage_error("synth", "missing -o OUT.sfpack");
-    if (!rows) return cli_usage_error("synth", "missing --rows N");
-    if (nseries > rows) return cli_usage_error("synth", "--series %" PRIu64 " exceeds --rows %" PRIu64, nseries, rows);
+    cli_apply_writer(&a, &wo);
+    if (nseries > rows)
+        return cli_usage_error("synth", "--series-count %" PRIu64 " exceeds --rows %" PRIu64, nseries, rows);
 
     size_t nf = (size_t)features, batch = 4096;
     char **names = calloc(nf, sizeof *names);
@@ -100,8 +63,8 @@ int cmd_synth(int argc, char **argv) {
     sf_err e = {0};
     sf_pack_writer *w;
     cli_progress prog;
-    cli_progress_start(&prog);
-    int rc = sf_pack_writer_open(&w, out, &wo, &e);
+    cli_progress_start(&prog, quiet);
+    rc = sf_pack_writer_open(&w, out, &wo, &e);
     if (!rc) cli_guard_temp(sf_pack_writer_temp_path(w));
     for (uint64_t s = 0; s < nseries && !rc; s++) {
         uint64_t first = rows * s / nseries, end = rows * (s + 1) / nseries;

@@ -1,22 +1,28 @@
+// seqfeed unpack: an .sfpack file back into CSV.
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "pack/pack.h"
 
-static const char help[] =
-    "usage: seqfeed unpack FILE.sfpack -o OUT.csv\n\n"
-    "Writes the packed rows back as CSV: a header row with the column names\n"
-    "(the series column first, when the file has one), then one row per packed\n"
-    "row. Each value is the shortest decimal that reads back to the identical\n"
-    "float32. OUT may be '-' for stdout; a file appears only when complete.\n\n"
-    "options:\n"
-    "  -o, --output FILE   the CSV file to write (required)\n"
-    "  -h, --help          this text\n";
+static const cli_use unpack_uses[] = {
+    {.opt = OPT_DATA, .help = "the .sfpack file (or as the argument)"},
+    {.opt = OPT_OUTPUT, .help = "the CSV file to write (required), '-' for stdout; a file appears only when complete"},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+
+static const cli_command unpack_command = {
+    .name = "unpack",
+    .usage = "FILE.sfpack -o OUT.csv",
+    .about =
+        "Writes the packed rows back as CSV: a header row with the column names\n"
+        "(the series column first, when the file has one), then one row per packed\n"
+        "row. Each value is the shortest decimal that reads back to the identical\n"
+        "float32.\n",
+    .uses = unpack_uses,
+    .positional = "FILE.sfpack",
+};
 
 // CSV-quotes s when it holds anything pack would read differently: any of
 // the delimiters it detects, a quote, a line break, or an edge space or tab.
@@ -34,7 +40,7 @@ static void put_field(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-static int write_csv(const sf_pack *p, FILE *f, sf_err *e) {
+static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(p);
     bool series = in->series_column[0] != 0;
     if (series) {
@@ -53,7 +59,7 @@ static int write_csv(const sf_pack *p, FILE *f, sf_err *e) {
     if (!stored || !vals || !d) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     uint64_t s = 0;
     cli_progress prog;
-    cli_progress_start(&prog);
+    cli_progress_start(&prog, quiet);
     for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
         if ((rc = sf_pack_chunk_read(p, i, stored, e)) || (rc = sf_pack_chunk_decode(d, p, i, stored, vals, e)))
             break;
@@ -83,37 +89,31 @@ static int write_csv(const sf_pack *p, FILE *f, sf_err *e) {
 }
 
 int cmd_unpack(int argc, char **argv) {
-    static const struct option opts[] = {
-        {"output", required_argument, 0, 'o'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out = NULL;
-    int ch;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'o': out = optarg; break;
-        case 'h': fputs(help, stdout); return EXIT_OK;
-        default: return cli_usage_error("unpack", "unknown option");
-        }
-    }
-    if (optind >= argc) return cli_usage_error("unpack", "missing FILE.sfpack");
-    if (optind + 1 < argc) return cli_usage_error("unpack", "unexpected argument '%s'", argv[optind + 1]);
-    if (!out) return cli_usage_error("unpack", "missing -o OUT.csv");
+    cli_args a;
+    int rc = cli_parse(&unpack_command, argc, argv, &a);
+    if (rc) return rc < 0 ? EXIT_OK : rc;
+    const char *data = cli_data(&unpack_command, &a, &rc);
+    if (!data) return rc;
+    if (!a.v[OPT_OUTPUT].set) return cli_usage_error("unpack", "missing -o OUT.csv");
+    const char *out = a.v[OPT_OUTPUT].text;
+    bool quiet = a.v[OPT_QUIET].set;
     sf_err e = {0};
     sf_pack *p;
-    if (sf_pack_open(&p, argv[optind], &e)) return cli_fail("unpack", &e, NULL);
+    if (sf_pack_open(&p, data, &e)) return cli_fail("unpack", &e, NULL);
 
     if (!strcmp(out, "-")) {
-        int rc = write_csv(p, stdout, &e);
+        rc = write_csv(p, stdout, quiet, &e);
         if (!rc && (fflush(stdout) != 0 || ferror(stdout))) rc = sf_err_errno(&e, SF_EIO, errno, "<stdout>: write failed");
         sf_pack_close(p);
         return rc ? cli_fail("unpack", &e, NULL) : EXIT_OK;
     }
     sf_temp_file file;
-    int rc = sf_temp_fopen(&file, out, &e);
+    rc = sf_temp_fopen(&file, out, &e);
     if (!rc) {
         cli_guard_temp(file.tmp);
         static char big[1 << 20];
         setvbuf(file.f, big, _IOFBF, sizeof big);
-        rc = write_csv(p, file.f, &e);
+        rc = write_csv(p, file.f, quiet, &e);
         int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
         if (!rc) rc = crc;
         cli_guard_temp(NULL);

@@ -6,12 +6,18 @@
 
 #include "pipeline.h"
 
-int sf_norm_parse(const char *name) {
-    static const char *const names[] = {"zscore", "minmax", "none"};
+static const char *const norm_names[] = {"zscore", "minmax", "none"};
+
+bool sf_norm_parse(const char *name, enum sf_norm *out) {
     for (int i = 0; i < 3; i++)
-        if (!strcmp(name, names[i])) return i;
-    return -1;
+        if (!strcmp(name, norm_names[i])) {
+            *out = (enum sf_norm)i;
+            return true;
+        }
+    return false;
 }
+
+const char *sf_norm_name(enum sf_norm norm) { return norm_names[norm]; }
 
 void sf_columns_free(sf_columns *c) {
     free(c->features);
@@ -23,7 +29,7 @@ void sf_columns_free(sf_columns *c) {
     *c = (sf_columns){0};
 }
 
-static void scaling(const sf_col_stats *s, int norm, float *scale, float *offset) {
+static void scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, float *offset) {
     double a = 1, b = 0;
     if (norm == SF_NORM_ZSCORE && s->std > 0) {
         a = 1 / s->std;
@@ -70,8 +76,8 @@ static int resolve(const sf_pack_info *info, const char *list, const char *what,
     }
 }
 
-int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets, int norm,
-                      sf_err *e) {
+int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,
+                      enum sf_norm norm, sf_err *e) {
     *c = (sf_columns){0};
     if (norm < SF_NORM_ZSCORE || norm > SF_NORM_NONE) return sf_err_set(e, SF_EINVAL, "unknown normalisation %d", norm);
     int rc = resolve(info, features, "feature", &c->features, &c->nfeatures, e);
@@ -98,21 +104,18 @@ int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *featu
 struct sf_block_loader {
     const sf_pack *pack;
     const sf_columns *cols;
-    sf_pack_dctx *dctx;
+    sf_decoder *dec;
     void *stored;
-    float *values;
 };
 
 sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols) {
-    const sf_pack_info *in = sf_pack_get_info(p);
     sf_block_loader *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     l->pack = p;
     l->cols = cols;
-    l->dctx = sf_pack_dctx_create();
-    l->stored = malloc(sf_pack_max_stored_size(p));
-    l->values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float));
-    if (!l->dctx || !l->stored || !l->values) {
+    l->dec = sf_decoder_create(p);
+    l->stored = malloc(sf_pack_max_stored_size(p) + 1);
+    if (!l->dec || !l->stored) {
         sf_block_loader_free(l);
         return NULL;
     }
@@ -121,9 +124,8 @@ sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols
 
 void sf_block_loader_free(sf_block_loader *l) {
     if (!l) return;
-    sf_pack_dctx_free(l->dctx);
+    sf_decoder_free(l->dec);
     free(l->stored);
-    free(l->values);
     free(l);
 }
 
@@ -170,10 +172,8 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
     if (rows == 0) return 0;
     for (uint64_t c = t->row_lo / in->chunk_rows; c <= (t->row_hi - 1) / in->chunk_rows; c++) {
         int rc = sf_pack_chunk_read(l->pack, c, l->stored, e);
-        if (!rc) rc = sf_pack_chunk_decode(l->dctx, l->pack, c, l->stored, l->values, e);
+        if (!rc) rc = sf_decoder_run(l->dec, l->pack, cols, c, l->stored, d, e);
         if (rc) return rc;
-        sf_chunk chunk = sf_pack_chunk_locate(l->pack, c);
-        sf_block_gather(d, cols, &chunk, l->values);
     }
     return 0;
 }

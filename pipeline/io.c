@@ -59,19 +59,23 @@ static size_t dio_align(int fd) {
     return 4096;
 }
 
-static int open_file(sf_reader *r, int direct, sf_err *e) {
+// The caller's file again: through /proc/self/fd for O_DIRECT (the same
+// file, whatever became of its name; O_DIRECT is a property of the open
+// file, which the caller's descriptor shares with dups), else a dup.
+static int open_file(sf_reader *r, int fd, enum sf_direct direct, sf_err *e) {
     if (direct != SF_DIRECT_OFF) {
-        r->fd = open(r->path, O_RDONLY | O_CLOEXEC | O_DIRECT);
+        char self[64];
+        snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+        r->fd = open(self, O_RDONLY | O_CLOEXEC | O_DIRECT);
         if (r->fd >= 0) {
             r->direct = true;
             r->align = dio_align(r->fd);
             return 0;
         }
-        if (direct == SF_DIRECT_ON || errno != EINVAL)
-            return sf_err_errno(e, SF_EIO, errno, "%s: cannot open%s", r->path,
-                                direct == SF_DIRECT_ON ? " with O_DIRECT (hint: --direct=off)" : "");
+        if (direct == SF_DIRECT_ON)
+            return sf_err_errno(e, SF_EIO, errno, "%s: cannot open with O_DIRECT (hint: --direct off)", r->path);
     }
-    r->fd = open(r->path, O_RDONLY | O_CLOEXEC);
+    r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (r->fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", r->path);
     r->align = 1;
     return 0;
@@ -93,7 +97,7 @@ static int start_uring(sf_reader *r) {
     return 0;
 }
 
-int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, sf_err *e) {
+int sf_reader_open(sf_reader **out, int fd, const char *path, const sf_reader_opts *o, sf_err *e) {
     *out = NULL;
     if (o->depth == 0 || o->buffer_size == 0)
         return sf_err_set(e, SF_EINVAL, "%s: reader depth and buffer size must be positive", path);
@@ -102,7 +106,7 @@ int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, s
     r->fd = -1;
     r->depth = o->depth;
     r->path = strdup(path);
-    int rc = r->path ? open_file(r, o->direct, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    int rc = r->path ? open_file(r, fd, o->direct, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
     struct stat st;
     if (!rc && fstat(r->fd, &st) != 0) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot stat", path);
     if (rc) {
@@ -127,7 +131,7 @@ int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, s
     int refused = o->io == SF_IO_PREAD ? 0 : start_uring(r);
     if (refused && o->io == SF_IO_URING) {
         sf_reader_close(r);
-        return sf_err_errno(e, SF_EIO, refused, "%s: io_uring is not available (hint: --io=pread)", path);
+        return sf_err_errno(e, SF_EIO, refused, "%s: io_uring is not available (hint: --io pread)", path);
     }
     char how[96];
     if (r->uring)

@@ -1,7 +1,17 @@
 // pipeline: from an .sfpack file to batches of windows for every replica
-// (docs/PIPELINE.md). This header grows stage by stage; today it holds the
-// planner, which decides which windows exist, which blocks of chunks hold
-// them, and which replica produces which windows in which epoch.
+// (docs/PIPELINE.md), one file per stage of a batch's path:
+//   plan.c    which windows exist, which blocks of chunks hold them, which
+//             lane produces which windows in which epoch (arithmetic only)
+//   io.c      reads of a block's chunks (io_uring, O_DIRECT, pread)
+//   decode.c  a chunk's stored bytes to its rows, gathered and scaled
+//   block.c   the columns and their scaling; a block's rows
+//   window.c  windows cut out of the rows, through a shuffle pool, into
+//             batches (one lane's epoch); a plan's windows in order
+//   ring.c    a lane's staging ring of batch slots, and its device copies
+//   pipe.c    the threads and the queues between them
+// Functions return 0 or a negative SF_E* code with e filled, unless they say
+// otherwise; what they are given is borrowed, what they open is freed by its
+// close function, and a close function ignores NULL.
 #ifndef SF_PIPELINE_H
 #define SF_PIPELINE_H
 
@@ -36,14 +46,14 @@ typedef struct sf_plan sf_plan;
 // one part, target included, so no validation row reaches training.
 enum sf_part { SF_PART_ALL, SF_PART_TRAIN, SF_PART_VALIDATION };
 typedef struct {
-    double fraction;  // 0 <= fraction < 1
-    int part;         // enum sf_part
+    double fraction;    // 0 <= fraction < 1
+    enum sf_part part;
 } sf_split;
 
 // A plan over a file's rows: chunk_rows rows per chunk, series as in the
 // file's series table, windows from the part of each series that split
 // names (NULL: all of it); blocks of block_chunks consecutive chunks are the
-// unit of shuffling and reading.
+// unit of shuffling and reading. series and w are copied.
 int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_series *series, uint64_t nseries,
                    const sf_window_spec *w, uint32_t block_chunks, const sf_split *split, sf_err *e);
 void sf_plan_free(sf_plan *p);
@@ -53,7 +63,7 @@ void sf_plan_free(sf_plan *p);
 uint64_t sf_plan_windows(const sf_plan *p);
 uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id);  // first row
 uint64_t sf_plan_blocks(const sf_plan *p);
-const sf_window_spec *sf_plan_spec(const sf_plan *p);
+const sf_window_spec *sf_plan_spec(const sf_plan *p);  // the plan's own copy
 
 // The windows that start in block b, and the rows they need: [row_lo,
 // row_hi) starts in the block and may run into the next chunks (never past
@@ -66,23 +76,26 @@ typedef struct {
 
 sf_block_task sf_plan_block(const sf_plan *p, uint64_t b);
 
-// The order of the blocks in an epoch: a permutation of 0..nblocks-1 from
-// (seed, epoch), the same on every machine; another epoch, another order.
+// The order of the blocks in an epoch: a permutation of 0..nblocks-1 into
+// order (nblocks entries) from (seed, epoch), the same on every machine;
+// another epoch, another order.
 void sf_plan_epoch_order(const sf_plan *p, uint64_t seed, uint64_t epoch, uint64_t *order);
 
-// Replica r of `replicas` produces the windows at positions [r * W / R,
+// Shard r of `shards` produces the windows at positions [r * W / R,
 // (r + 1) * W / R) of the epoch's sequence (the blocks in epoch order, each
 // block's windows in id order): every window exactly once per epoch, and
-// replica shares that differ by at most one window. A block on a share's
-// edge is read by both replicas, each taking its own windows. Fills tasks
-// (at most nblocks entries; first/end_window narrowed to the share) and
-// returns how many, or a negative code.
-int64_t sf_plan_shard(const sf_plan *p, const uint64_t *order, uint32_t replicas, uint32_t r, sf_block_task *tasks);
+// shares that differ by at most one window. A block on a share's edge is
+// read by both shards, each taking its own windows. Fills tasks (at most
+// nblocks entries; first/end_window narrowed to the share) and returns how
+// many, or SF_EINVAL.
+int64_t sf_plan_shard(const sf_plan *p, const uint64_t *order, uint32_t shards, uint32_t r, sf_block_task *tasks);
 
-// ---- columns, normalisation, blocks and windows ----
+// ---- columns and their scaling ----
 
 enum sf_norm { SF_NORM_ZSCORE, SF_NORM_MINMAX, SF_NORM_NONE };
-int sf_norm_parse(const char *name);  // "zscore", "minmax", "none"; -1 when unknown
+// "zscore", "minmax" or "none"; false (and *out untouched) for anything else.
+bool sf_norm_parse(const char *name, enum sf_norm *out);
+const char *sf_norm_name(enum sf_norm norm);
 
 // Which columns feed x and y, and how values are scaled. Scaling is float32
 // arithmetic, v * scale + offset, with the two constants computed in double
@@ -97,46 +110,96 @@ typedef struct {
 } sf_columns;
 
 // Resolves comma-separated column names (features, targets) against the
-// file; NULL features means every column, NULL targets every column too.
-int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets, int norm,
-                      sf_err *e);
+// file into *c (its own arrays: free with sf_columns_free); NULL features
+// means every column, NULL targets every column too. An unknown name is
+// SF_EINVAL with the file's columns listed.
+int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,
+                      enum sf_norm norm, sf_err *e);
 void sf_columns_free(sf_columns *c);
+
+// ---- blocks: a task's rows ----
 
 // Rows [row_lo, row_hi) of a block, row-major and scaled: feature values
 // feat[(row - row_lo) * nfeatures + j], targets targ[(row - row_lo) *
-// ntargets + j].
+// ntargets + j]. The buffers are the block's own (cap_rows rows).
 typedef struct {
     uint64_t row_lo, row_hi;
     float *feat, *targ;
     size_t cap_rows;
 } sf_block_data;
+void sf_block_data_free(sf_block_data *d);
 
-// Reads and decodes the chunks a block task needs and fills d. One loader
-// per thread (it owns a decoding context and buffers).
+// Copies the rows of a decoded chunk (column-major values, as
+// sf_pack_chunk_decode writes them) that fall in [d->row_lo, d->row_hi)
+// into d, gathered and scaled.
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values);
+
+// A decoder: a decoding context and a chunk's worth of values, for one
+// thread. NULL when out of memory.
+typedef struct sf_decoder sf_decoder;
+sf_decoder *sf_decoder_create(const sf_pack *p);
+void sf_decoder_free(sf_decoder *d);
+// Checks and decodes chunk i from its stored bytes, and gathers its rows
+// that fall in d's range into d.
+int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
+                   sf_block_data *d, sf_err *e);
+
+// Reads (pread) and decodes a block task's chunks, single threaded: the
+// block stage of the reference stream and of windows in order. One loader
+// per thread; p and cols must outlive it. NULL when out of memory.
 typedef struct sf_block_loader sf_block_loader;
 sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols);
 void sf_block_loader_free(sf_block_loader *l);
+// Fills d (growing its buffers) with the task's rows.
 int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, sf_err *e);
-// The gather step of sf_block_load alone: copies the rows of decoded chunk
-// values (column-major, as sf_pack_chunk_decode writes them) that fall in
-// [d->row_lo, d->row_hi) into d.
-void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values);
-void sf_block_data_free(sf_block_data *d);
+
+// ---- windows ----
 
 // Window id's values: x is (length, nfeatures), y is (ntargets). The block
 // must hold the window's rows.
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 
-// ---- windows in order (predict, evaluate, validation) ----
+typedef struct {
+    uint32_t batch;        // windows per batch for this lane
+    uint64_t pool;         // shuffle pool, in windows; 0 or 1: plan order
+    bool drop_remainder;   // only full batches, the same count on every shard
+    uint64_t seed;
+} sf_stream_opts;
+
+// Where a stream gets its blocks, when not from its own loader: get gives
+// the rows of task k of the shard (tasks come in order, 0, 1, ...; *d stays
+// valid until put), put says that task k's rows are no longer needed.
+typedef struct {
+    int (*get)(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e);
+    void (*put)(void *arg, int64_t k);
+    void *arg;
+} sf_block_source;
+
+// Shard r of `shards` for one epoch: its tasks, block by block, through a
+// shuffle pool (like tf.data's shuffle buffer: the next window replaces a
+// random one of the pool, which goes out), into batches. Single threaded;
+// the threaded pipeline runs one per lane over its own blocks. p, plan and
+// cols must outlive the stream; src (NULL: a loader of its own) is copied.
+typedef struct sf_stream sf_stream;
+int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t shards,
+                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, const sf_block_source *src, sf_err *e);
+// Fills x (batch, length, nfeatures), y (batch, ntargets) and, if not NULL,
+// ids (batch) with the next batch. Returns the windows in it: o->batch, less
+// for the last one, 0 at the end of the epoch, or a negative code.
+int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e);
+void sf_stream_close(sf_stream *s);
+// Tasks in the stream's shard this epoch (its source is asked for tasks
+// 0 .. this - 1).
+int64_t sf_stream_tasks(const sf_stream *s);
 
 // Calls fn on the plan's windows in id order, in batches of up to batch
-// (x (count, length, nfeatures), y (count, ntargets), their ids).
+// (x (count, length, nfeatures), y (count, ntargets), their ids; valid
+// during the call). A nonzero return from fn stops it and is returned.
 typedef int (*sf_window_fn)(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count,
                             sf_err *e);
 int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
                         sf_window_fn fn, void *arg, sf_err *e);
-
 
 // ---- reading ----
 
@@ -144,9 +207,9 @@ enum sf_io { SF_IO_AUTO, SF_IO_URING, SF_IO_PREAD };
 enum sf_direct { SF_DIRECT_AUTO, SF_DIRECT_ON, SF_DIRECT_OFF };
 
 typedef struct {
-    int io;          // enum sf_io
-    int direct;      // enum sf_direct
-    uint32_t depth;  // reads in flight, and buffers (>= 1)
+    enum sf_io io;
+    enum sf_direct direct;
+    uint32_t depth;      // reads in flight, and buffers (>= 1)
     size_t buffer_size;  // bytes per buffer: at least the largest read
 } sf_reader_opts;
 
@@ -155,14 +218,16 @@ typedef struct {
 // registered buffers; O_DIRECT when the file system takes it (alignment from
 // statx STATX_DIOALIGN, else 4096). When io_uring is refused (EPERM, ENOSYS,
 // EINVAL or any other error) with SF_IO_AUTO, or with SF_IO_PREAD, reads are
-// plain preads done at submission. Short reads are resubmitted. sf_reader_mode says which
-// path is in use, for the one line a program prints.
+// plain preads done at submission. Short reads are resubmitted. The file is
+// fd, already open (borrowed: the reader opens the same file again, for
+// O_DIRECT, or dups fd), and name is used in messages.
 typedef struct sf_reader sf_reader;
-int sf_reader_open(sf_reader **out, const char *path, const sf_reader_opts *o, sf_err *e);
+int sf_reader_open(sf_reader **out, int fd, const char *name, const sf_reader_opts *o, sf_err *e);
 void sf_reader_close(sf_reader *r);
+// Which path is in use, for the one line a program prints (the reader's).
 const char *sf_reader_mode(const sf_reader *r);
 size_t sf_reader_align(const sf_reader *r);  // offsets and lengths are rounded to this
-void *sf_reader_buffer(const sf_reader *r, uint32_t i);  // i < depth
+void *sf_reader_buffer(const sf_reader *r, uint32_t i);  // i < depth; the reader's
 // Reads [offset, offset + len) into buffer i (free: not in flight); offset
 // must be a multiple of sf_reader_align, len is rounded up to it, and the
 // read may stop at the end of the file. tag comes back from sf_reader_wait.
@@ -170,51 +235,15 @@ int sf_reader_submit(sf_reader *r, uint32_t i, uint64_t offset, size_t len, uint
 // Waits for a submitted read to complete; returns its buffer index and tag.
 int sf_reader_wait(sf_reader *r, uint32_t *i, uint64_t *tag, sf_err *e);
 
-// ---- one replica's epoch, in batches ----
-
-typedef struct {
-    uint32_t batch;        // windows per batch for this replica (global batch / replicas)
-    uint64_t pool;         // shuffle pool, in windows; 0 or 1: plan order
-    bool drop_remainder;   // only full batches, the same count on every replica
-    uint64_t seed;
-} sf_stream_opts;
-
-// Replica r's windows for one epoch: its shard of the plan, block by block,
-// through a shuffle pool (like tf.data's shuffle buffer: the next window
-// replaces a random one of the pool, which goes out), into batches. Single
-// threaded; the threaded pipeline feeds the same stages.
-typedef struct sf_stream sf_stream;
-int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
-                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e);
-// Fills x (batch, length, nfeatures), y (batch, ntargets) and, if not NULL,
-// ids (batch) with the next batch. Returns the windows in it: o->batch, less
-// for the last one, 0 at the end of the epoch, or a negative code.
-int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e);
-
-// Where a stream gets its blocks, when not from its own loader: get gives
-// the rows of task k of the shard (tasks come in order, 0, 1, ...), put says
-// that task k's rows are no longer needed.
-typedef struct {
-    int (*get)(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e);
-    void (*put)(void *arg, int64_t k);
-    void *arg;
-} sf_block_source;
-int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols,
-                          uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
-                          const sf_block_source *src, sf_err *e);
-void sf_stream_close(sf_stream *s);
-// Blocks in the stream's shard this epoch (its source is asked for tasks
-// 0 .. this - 1).
-int64_t sf_stream_tasks(const sf_stream *s);
-
 // ---- the threaded pipeline ----
 
-// How a replica's staging ring reaches its device. The GPU backend supplies
-// these hooks, so that the pipeline itself stays free of CUDA; without them
-// slots are plain host memory. A slot is one buffer, x then y (sf_batch.y
-// points into it), numbered 0 .. slots * lanes - 1 within its replica.
-// alloc, free and release run on the caller's thread (open, close,
-// sf_pipe_release); reclaim and publish on the replica's windowers.
+// How a replica's staging ring reaches its device. The backend supplies
+// these hooks (backend/backend.h), so that the pipeline itself stays free
+// of CUDA; without them slots are plain host memory. A slot is one buffer,
+// x then y (sf_batch.y points into it), numbered 0 .. slots * lanes - 1
+// within its replica. alloc, free and release run on the caller's thread
+// (open, close, sf_pipe_release); reclaim and publish on the replica's
+// windowers.
 typedef struct {
     // Host memory for slot s of replica r, pinned so that its copy is DMA;
     // NULL when it cannot be had.
@@ -233,43 +262,45 @@ typedef struct {
     void *arg;
 } sf_stage_ops;
 
+// The knobs of one pipeline. Every command that runs one starts from
+// sf_pipe_opts_default() and sets what its options name, so that `train`
+// runs the pipeline `bench pipeline` measures.
 typedef struct {
     sf_window_spec window;
-    const char *features, *targets;  // comma-separated names; NULL: every column
-    int norm;                        // enum sf_norm
-    uint32_t block_chunks;           // chunks per block (0: 1)
-    uint32_t replicas;               // >= 1
+    uint32_t block_chunks;   // chunks per block, the unit of shuffling and reading (>= 1)
+    uint32_t replicas;       // consumers (>= 1)
     uint32_t shard_first, shard_total;  // these replicas are replicas shard_first ..
-                                     // shard_first + replicas - 1 of shard_total
-                                     // (0: replicas) that share each epoch: the
-                                     // ranks of a job, each with its own pipe
-    uint32_t batch;                  // windows per batch per replica
-    uint64_t pool;                   // shuffle pool per lane, in windows
-    bool drop_remainder;
-    uint64_t seed, epochs;           // the epochs to produce: first_epoch .. epochs-1
-    uint64_t first_epoch;            // (a resumed run starts later)
-    sf_reader_opts io;               // io, direct, depth (buffer_size is set here)
-    uint32_t decoders;               // decoder threads, >= 1
-    uint32_t slots;                  // staging ring slots per replica, >= 2
-    uint32_t prefetch;               // decoded blocks queued per lane, >= 1
-    sf_split split;                  // the part of each series to use (zero: all)
-    uint32_t lanes;                  // windower threads per replica (0: 1); each
-                                     // its own share of the replica's windows
-                                     // and its own pool, batches taken in turn
-    const sf_stage_ops *stage;       // NULL: host slots, no device copy; else
-                                     // hooks that outlive the pipe
-    uint32_t delay_us[3];            // tests only: a stage made slow on purpose,
-                                     // microseconds per read, decoded chunk, batch
-    sf_trace *trace;                 // NULL, or spans for every read, decode and
-                                     // batch on one track per thread, and queue depths
+                             // shard_first + replicas - 1 of shard_total (0:
+                             // replicas) that share each epoch: the ranks of a
+                             // job, each with its own pipe
+    uint32_t batch;          // windows per batch per replica (>= 1)
+    uint64_t pool;           // shuffle pool per lane, in windows (0 or 1: plan order)
+    bool drop_remainder;     // only full batches, the same count for every replica
+    uint64_t seed, epochs;   // the epochs to produce: first_epoch .. epochs - 1
+    uint64_t first_epoch;    // (a resumed run starts later)
+    sf_split split;          // the part of each series to use (zero: all)
+    sf_reader_opts io;       // io, direct, depth (buffer_size is set by the pipe)
+    uint32_t decoders;       // decoder threads (>= 1)
+    uint32_t slots;          // staging ring slots per lane (>= 2)
+    uint32_t prefetch;       // decoded blocks queued per lane (>= 1)
+    uint32_t lanes;          // windower threads per replica (>= 1); each its own
+                             // share of the replica's windows and its own pool,
+                             // batches taken in turn
+    const sf_stage_ops *stage;  // NULL: host slots, no device copy; else hooks
+                             // that outlive the pipe
+    sf_trace *trace;         // NULL, or spans for every read, decode and batch on
+                             // one track per thread, and queue depths
 } sf_pipe_opts;
 
-enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
+// The defaults: window 60/1/1/1, one block per chunk, one replica of batch
+// 32, pool 16384, seed 1, one epoch, io_uring when allowed with 8 reads in
+// flight, a decoder per online core, 4 slots, 4 blocks prefetched, 1 lane.
+sf_pipe_opts sf_pipe_opts_default(void);
 
-// A batch in replica r's staging ring: x (count, length, nfeatures), y
-// (count, ntargets), the window ids, valid until sf_pipe_release. With stage
-// hooks the same batch is also on the device at device_x, device_y once
-// ready has fired; without them those are NULL.
+// What a batch of replica r's staging ring holds: x (count, length,
+// nfeatures), y (count, ntargets), the window ids, valid until
+// sf_pipe_release. With stage hooks the same batch is also on the device at
+// device_x, device_y once ready has fired; without them those are NULL.
 typedef struct {
     float *x, *y;
     uint64_t *ids;
@@ -280,6 +311,8 @@ typedef struct {
     uint32_t slot, lane;  // where it lives, for sf_pipe_release
 } sf_batch;
 
+enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
+
 // Seconds and counts since open; *_busy is working time, *_wait blocked
 // time, summed over the stage's threads.
 typedef struct {
@@ -289,29 +322,38 @@ typedef struct {
 
 typedef struct {
     uint64_t batches;
-    double busy, input_wait, output_wait;  // the windower: cutting, waiting for blocks, for free slots
+    double busy, input_wait, output_wait;  // the windowers: cutting, waiting for blocks, for free slots
     double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch, after the first
     double first_wait;                     // waiting for the first batch (the pipeline filling)
 } sf_pipe_replica_stats;
 
-// Bytes the pipeline holds for o on a file: reader buffers, decoders' chunk
-// buffers, each replica's prefetched blocks, shuffle pool and staging ring,
-// and the per-block plan arrays (about 150 bytes a block per lane, the one
-// part that grows with the file). Everything else (code, thread stacks, zstd
-// contexts) is a constant: docs/PIPELINE.md gives its measured size.
-uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in);
+// Bytes the pipeline holds for o on a file with these columns: reader
+// buffers, decoders' chunk buffers, each lane's prefetched blocks, shuffle
+// pool and staging ring, and the per-block plan arrays (about 150 bytes a
+// block per lane, the one part that grows with the file). Everything else
+// (code, thread stacks, zstd contexts) is a constant: docs/PIPELINE.md gives
+// its measured size.
+uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
 // Shrinks o->pool so that sf_pipe_memory fits budget bytes; SF_EINVAL when
-// even a pool of one window per replica does not.
-int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, uint64_t budget, sf_err *e);
+// even a pool of one window per lane does not.
+int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e);
 
+// The threads: a reader, o->decoders decoders, a windower per lane. p and
+// cols are borrowed and must outlive the pipe (the pipe reads p's file
+// through a reader of its own). Tests may make a stage slow on purpose with
+// SEQFEED_TEST_DELAY=STAGE:MICROSECONDS (read, decode or window: busy time
+// per read, decoded chunk or batch); a malformed value is SF_EINVAL.
 typedef struct sf_pipe sf_pipe;
-int sf_pipe_open(sf_pipe **out, const char *path, const sf_pipe_opts *o, sf_err *e);
+int sf_pipe_open(sf_pipe **out, const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e);
 // The next batch of replica r (each replica's batches come in order): 1 and
 // *b filled, 0 when all epochs are done, or a negative code (a bad chunk
 // anywhere stops the pipeline and every replica gets the error).
 int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e);
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b);
+// The reader's mode (sf_reader_mode): the pipe's, valid until close.
 const char *sf_pipe_io_mode(const sf_pipe *p);
+// The counters so far; per_replica (NULL, or replicas entries) sums each
+// replica's lanes.
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica);
 // Stops and joins every thread, at any point, but not while another thread
 // is inside sf_pipe_next_batch or sf_pipe_release.

@@ -51,9 +51,8 @@ void sf_stream_close(sf_stream *s) {
     free(s);
 }
 
-int sf_stream_open_source(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols,
-                          uint32_t replicas, uint32_t r, uint64_t epoch, const sf_stream_opts *o,
-                          const sf_block_source *src, sf_err *e) {
+int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
+                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, const sf_block_source *src, sf_err *e) {
     *out = NULL;
     if (o->batch == 0 || replicas == 0 || r >= replicas)
         return sf_err_set(e, SF_EINVAL, "batch %u, replica %u of %u: expected a batch >= 1 and r < replicas", o->batch,
@@ -140,11 +139,6 @@ int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *
     }
     s->batches_left--;
     return n;
-}
-
-int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
-                   uint32_t r, uint64_t epoch, const sf_stream_opts *o, sf_err *e) {
-    return sf_stream_open_source(out, p, plan, cols, replicas, r, epoch, o, NULL, e);
 }
 
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,

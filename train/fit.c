@@ -1,6 +1,6 @@
-// The fit loop: the pipeline feeds the replicas, a step hook keeps the
-// books (progress, validation, checkpoints, the CSV log), and a resumed run
-// takes up exactly where its checkpoint stood.
+// The fit loop: the data opened once, the pipeline feeding the replicas, and
+// a step hook that keeps the books (progress, validation, checkpoints, the
+// CSV log). Where a run starts is resume.c's.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,20 +9,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "train.h"
+#include "internal.h"
 
 typedef struct {
     const sf_fit_opts *o;
+    const sf_fit_bench *bench;
     sf_fit_result *res;
     sf_model model;
-    sf_pack *pack;
-    sf_columns cols;
+    sf_pack *pack;     // the data, opened once
+    sf_columns cols;   // and its scaling, computed once
     sf_plan *val_plan;
     sf_pipe *pipe;
-    sf_batch *cur;  // per replica: the batch it holds
+    sf_pipe_opts po;
+    sf_batch *cur;     // per replica: the batch it holds
     sf_trainer *tr;
     sf_trace *trace;
-    sf_checkpoint ck;  // the run's settings; weights filled in when written
+    sf_checkpoint ck;  // the run's record; weights filled in when written
     uint32_t R, replica_batch;
     sf_ranks *ranks;
     int rank, nranks;
@@ -32,13 +34,17 @@ typedef struct {
     double loss_sum, wait, epoch_t0, run_t0, bar_t;
     uint64_t samples, run_samples;
     double run_wait;
+    // The pipeline's counters when the profile starts (after the first
+    // step), so that stage utilisation covers the same time as the steps.
+    sf_pipe_stats pipe_warm;
+    sf_pipe_replica_stats *replicas_warm;
     FILE *log;
     bool tty;
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     fit *f = arg;
-    if (f->o->resident && f->cur[r].count) {  // the batch it holds, again
+    if (f->bench && f->bench->resident && f->cur[r].count) {  // the batch it holds, again
         *b = f->cur[r];
         return 1;
     }
@@ -49,7 +55,7 @@ static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
 
 static void pipe_release(void *arg, uint32_t r, const sf_batch *b) {
     fit *f = arg;
-    if (!f->o->resident) sf_pipe_release(f->pipe, r, b);  // a resident batch is never given back
+    if (!(f->bench && f->bench->resident)) sf_pipe_release(f->pipe, r, b);  // a resident batch is never given back
 }
 
 typedef struct {
@@ -133,7 +139,8 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
     f->samples += s->samples, f->run_samples += s->samples;
     f->wait += s->input_wait, f->run_wait += s->input_wait;
     f->epoch_step++, f->run_steps++;
-    if (f->run_steps == o->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
+    if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm);
+    if (f->bench && f->run_steps == f->bench->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
     if (f->talk) progress_bar(f, s);
     int rc = 0;
     bool stop = false;
@@ -174,8 +181,9 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     if (!steps) return sf_err_set(e, SF_ENOMEM, "out of memory for the report");
     size_t n = sf_trainer_steps(f->tr, 0, steps, 65536);
     char window[64], batch[64], replicas[48], seed[32];
-    snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %u", o->window.length,
-             o->window.stride, o->window.sampling_rate, o->window.horizon);
+    const sf_window_spec *w = &o->pipe.window;
+    snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %u", w->length, w->stride,
+             w->sampling_rate, w->horizon);
     snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
@@ -189,6 +197,18 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     return rc;
 }
 
+// The pipeline's busy and waiting time since the profile started: the same
+// span as the replicas' steps.
+static void since_warm(fit *f, sf_pipe_stats *st, sf_pipe_replica_stats *rs) {
+    const sf_pipe_stats *w = &f->pipe_warm;
+    st->read_busy -= w->read_busy, st->read_wait -= w->read_wait;
+    st->decode_busy -= w->decode_busy, st->decode_wait -= w->decode_wait;
+    for (uint32_t r = 0; r < f->R; r++) {
+        const sf_pipe_replica_stats *x = &f->replicas_warm[r];
+        rs[r].busy -= x->busy, rs[r].input_wait -= x->input_wait, rs[r].output_wait -= x->output_wait;
+    }
+}
+
 // The run's step-time breakdown against the pipeline's counters, into the
 // result (on stderr, and in the report): every rank's, on rank 0.
 static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
@@ -199,6 +219,7 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
     if (!rc) {
         for (uint32_t r = 0; r < f->R; r++) sf_trainer_profile(f->tr, r, (sf_replica_profile *)mine + r);
         sf_pipe_get_stats(f->pipe, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
+        since_warm(f, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
         rc = sf_ranks_gather(f->ranks, mine, part, (void **)&all, lens, "the replicas' profiles", e);
     }
     sf_replica_profile *prof = NULL;
@@ -214,7 +235,8 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
         if (!rc) {
             sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->nranks, prs, decoders);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
-            if (f->o->profile_out) sf_profile_print(f->o->profile_out, prof, f->G, &f->res->diagnosis);
+            if (f->bench && f->bench->profile_out)
+                sf_profile_print(f->bench->profile_out, prof, f->G, &f->res->diagnosis);
             if (f->o->report) rc = report(f, prof, e);
         }
     }
@@ -236,140 +258,6 @@ static int write_trace(fit *f, sf_err *e) {
     return rc;
 }
 
-static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
-
-// --resume: settings that decide the run must be the checkpoint's.
-static int check_resume(const fit *f, const sf_checkpoint *c, const char *path, sf_err *e) {
-    const sf_checkpoint *r = &f->ck;
-    const char *what = !same(c->model, r->model)           ? "--model"
-                       : !same(c->features, r->features)   ? "--features"
-                       : !same(c->targets, r->targets)     ? "--targets"
-                       : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
-                       : c->norm != r->norm                ? "--norm"
-                       : c->batch != r->batch              ? "--batch-size"
-                       : c->seed != r->seed                ? "--seed"
-                       : c->val_split != r->val_split      ? "--val-split"
-                       : (float)c->lr != (float)r->lr      ? "the learning rate"
-                       : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
-                       : c->pool != r->pool                ? "--pool"
-                       : c->rows != r->rows                ? "the data (its row count)"
-                                                           : NULL;
-    if (what)
-        return sf_err_set(e, SF_EINVAL, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
-                          "or start afresh in another --checkpoint-dir)", path, what);
-    return 0;
-}
-
-// Every rank must train the same run: a rank started with other settings
-// (or on another file) would go its own way without a word.
-static int agree_settings(fit *f, sf_err *e) {
-    if (!f->ranks) return 0;
-    const sf_checkpoint *c = &f->ck;
-    const sf_fit_opts *o = f->o;
-    struct {
-        sf_window_spec window;
-        int norm, precision;
-        uint32_t batch, replicas;
-        uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
-        double val_split, lr;
-        // which files each rank writes or gathers into (rank 0 writes them)
-        uint32_t lr_linear, resume, checkpoints, log, trace, report;
-    } k;
-    memset(&k, 0, sizeof k);  // padding too
-    k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.batch = c->batch, k.replicas = f->R;
-    k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
-    k.max_steps = o->max_steps, k.memory_budget = o->memory_budget, k.val_split = c->val_split, k.lr = c->lr;
-    k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
-    k.trace = o->trace != NULL, k.report = o->report != NULL;
-    uint32_t crc = sf_crc32c(0, &k, sizeof k);
-    const char *text[] = {c->model, c->features, c->targets, o->backend->name};
-    for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
-    // The data: its layout decides the blocks and shards, and the scaling
-    // comes from the file's statistics, so another file of the same shape
-    // shows there.
-    const sf_pack_info *in = sf_pack_get_info(f->pack);
-    uint64_t layout[3] = {in->chunk_rows, in->nchunks, in->nseries};
-    crc = sf_crc32c(crc, layout, sizeof layout);
-    for (uint64_t i = 0; i < in->nseries; i++) {
-        uint64_t rows[2] = {in->series[i].first_row, in->series[i].rows};
-        crc = sf_crc32c(crc, rows, sizeof rows);
-    }
-    crc = sf_crc32c(crc, c->feature_scale, c->inputs * sizeof(float));
-    crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
-    crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
-    crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
-    return sf_ranks_agree(f->ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
-                         "backend, precision, seed, epochs, learning rate, memory budget, the files written, and "
-                         "the data's layout and statistics)", e);
-}
-
-// Where a resumed run stands, as rank 0 read it from the checkpoint (only
-// rank 0 need see the checkpoint directory) and sends it to every rank.
-typedef struct {
-    int64_t rc;  // rank 0's error, whose message follows
-    int64_t found, adam;
-    uint64_t epoch, epoch_step, step, epoch_samples;
-    double epoch_loss, epoch_wait, epoch_seconds;
-    uint32_t replicas;
-    char msg[1024];
-} resume_head;
-
-// The weights every replica starts from: the checkpoint's when resuming,
-// else Keras' initialisers (the same on every rank, from the seed).
-static int start_weights(fit *f, bool *resumed, double *seconds, sf_err *e) {
-    const sf_fit_opts *o = f->o;
-    size_t n = f->model.nparams ? f->model.nparams : 1;
-    char latest[4200] = "";
-    if (o->checkpoint_dir) snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir);
-    resume_head h = {0};
-    sf_checkpoint old = {0};
-    bool read = false;
-    if (f->rank == 0 && o->resume && latest[0] && access(latest, F_OK) == 0) {
-        sf_model om;
-        read = !(h.rc = sf_checkpoint_read(latest, &old, &om, e));
-        if (read) h.rc = check_resume(f, &old, latest, e);
-        if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
-        h.found = read, h.adam = read && old.m && old.v;
-        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
-        h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
-        h.epoch_seconds = old.epoch_seconds;
-    }
-    int rc = sf_ranks_bcast(f->ranks, &h, sizeof h, "the checkpoint's position", e);
-    if (!rc && h.rc) rc = f->rank == 0 ? (int)h.rc : sf_err_set(e, (int)h.rc, "rank 0: %s", h.msg);
-    float *w = read ? old.w : malloc(n * sizeof *w);
-    float *m = h.adam ? (read ? old.m : malloc(n * sizeof *m)) : NULL, *v = h.adam ? (read ? old.v : malloc(n * sizeof *v)) : NULL;
-    if (!rc && (!w || (h.adam && (!m || !v)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
-    if (!rc && h.found) {
-        rc = sf_ranks_bcast(f->ranks, w, n * sizeof *w, "the checkpoint's weights", e);
-        if (!rc && h.adam) rc = sf_ranks_bcast(f->ranks, m, n * sizeof *m, "the checkpoint's Adam state", e);
-        if (!rc && h.adam) rc = sf_ranks_bcast(f->ranks, v, n * sizeof *v, "the checkpoint's Adam state", e);
-        if (!rc) rc = sf_trainer_load(f->tr, w, m, v, h.step, e);
-        f->epoch = h.epoch, f->epoch_step = h.epoch_step, f->ck.step = h.step;
-        // The interrupted epoch's totals so far: its line and log row stay whole.
-        f->loss_sum = h.epoch_loss, f->samples = h.epoch_samples, f->wait = h.epoch_wait;
-        *seconds = h.epoch_seconds;
-        *resumed = !rc;
-        // Other replica counts share an epoch's windows out otherwise: the
-        // interrupted epoch's position has no meaning, so it starts again.
-        if (!rc && h.replicas != f->G && f->epoch_step > 0) {
-            if (f->talk)
-                fprintf(stderr, "resume: the checkpoint was written by %u replicas and this run has %u: epoch %llu "
-                        "starts again from its beginning (weights, Adam state and step count carry on)\n", h.replicas,
-                        f->G, (unsigned long long)f->epoch + 1);
-            f->epoch_step = 0, f->loss_sum = 0, f->samples = 0, f->wait = 0, *seconds = 0;
-        }
-    } else if (!rc) {
-        if (o->resume && f->talk)
-            fprintf(stderr, "resume: no checkpoint at %s, starting from the beginning\n", latest[0] ? latest : "(no "
-                    "--checkpoint-dir)");
-        sf_model_init(&f->model, w, o->seed);
-        rc = sf_trainer_load(f->tr, w, NULL, NULL, 0, e);
-    }
-    if (read) sf_checkpoint_free(&old);
-    else free(w), free(m), free(v);
-    return rc;
-}
-
 static void fit_close(fit *f) {
     sf_pipe_close(f->pipe);  // first: its slots may be the trainer's staging
     sf_trainer_close(f->tr);
@@ -379,169 +267,185 @@ static void fit_close(fit *f) {
     sf_pack_close(f->pack);
     if (f->log) fclose(f->log);
     free(f->cur);
+    free(f->replicas_warm);
 }
 
-static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *cols, uint32_t n) {
-    size_t len = 0;
-    out[0] = 0;
-    for (uint32_t k = 0; k < n; k++) {
-        int w = snprintf(out + len, cap - len, "%s%s", k ? "," : "", in->col_names[cols[k]]);
-        if (w < 0 || (size_t)w >= cap - len) return -1;
-        len += (size_t)w;
+// The data, opened once: the file, its columns and their scaling, the model
+// for them, the validation plan, and the steps an epoch has.
+static int open_data(fit *f, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    int rc = sf_pack_open(&f->pack, o->data, e);
+    if (rc) return rc;
+    const sf_pack_info *in = sf_pack_get_info(f->pack);
+    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, o->norm, e))) {
+        sf_err inner = *e;
+        return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
     }
-    return 0;
-}
-
-int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
-    fit f = {.o = o, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .rank = sf_ranks_rank(o->ranks),
-             .nranks = sf_ranks_size(o->ranks)};
-    *res = (sf_fit_result){.val_loss = NAN};
-    f.G = f.R * (uint32_t)f.nranks;
-    f.talk = o->progress && f.rank == 0;
-    if (o->batch % f.G)
-        return sf_err_set(e, SF_EINVAL, "--batch-size %u is not divisible by %u replicas (each replica takes "
-                          "batch / replicas)", o->batch, f.G);
-    f.replica_batch = o->batch / f.G;
-    int rc = sf_pack_open(&f.pack, o->data, e);
-    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(f.pack);
-    if (!rc) rc = sf_columns_create(&f.cols, in, o->features, o->targets, o->norm, e);
-    if (!rc) {
-        sf_err inner = {0};
-        if ((rc = sf_model_parse(&f.model, o->model, f.cols.nfeatures, f.cols.ntargets, &inner)))
-            sf_err_set(e, rc, "%s", inner.msg);
-    }
+    sf_err inner = {0};
+    if (sf_model_parse(&f->model, o->model, f->cols.nfeatures, f->cols.ntargets, &inner))
+        return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     sf_plan *train_plan = NULL;
-    if (!rc)
-        rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, 1,
-                            &(sf_split){o->val_split, SF_PART_TRAIN}, e);
+    rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->pipe.window,
+                        o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
     if (!rc && o->val_split > 0)
-        rc = sf_plan_create(&f.val_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, 1,
+        rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->pipe.window, 1,
                             &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
     if (!rc) {
         // Drop-remainder gives every replica floor(floor(W / R) / b) batches.
-        f.steps_per_epoch = sf_plan_windows(train_plan) / f.G / f.replica_batch;
-        if (f.steps_per_epoch == 0)
+        f->steps_per_epoch = sf_plan_windows(train_plan) / f->G / f->replica_batch;
+        if (f->steps_per_epoch == 0)
             rc = sf_err_set(e, SF_EINVAL, "%s: %llu training windows, fewer than one global batch of %u (hint: a "
                             "smaller --batch-size or --window, or less --val-split)", o->data,
                             (unsigned long long)sf_plan_windows(train_plan), o->batch);
     }
     sf_plan_free(train_plan);
-    // The run's settings, as a checkpoint records them.
-    sf_checkpoint *c = &f.ck;
-    if (!rc) {
-        sf_model_format(&f.model, c->model, sizeof c->model);
-        if (join(c->features, sizeof c->features, in, f.cols.features, f.cols.nfeatures) ||
-            join(c->targets, sizeof c->targets, in, f.cols.targets, f.cols.ntargets))
-            rc = sf_err_set(e, SF_EINVAL, "too many column names for a checkpoint");
-        snprintf(c->data, sizeof c->data, "%s", o->data);
-        c->window = o->window, c->norm = o->norm, c->inputs = f.cols.nfeatures, c->outputs = f.cols.ntargets;
-        c->feature_scale = f.cols.feature_scale, c->feature_offset = f.cols.feature_offset;
-        c->target_scale = f.cols.target_scale, c->target_offset = f.cols.target_offset;
-        c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = f.G;
-        c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pool, c->rows = in->nrows;
-        snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
+    return rc;
+}
+
+// A resumed run appends to its log; a log a kill left empty gets its header.
+static int open_log(fit *f, bool resumed, sf_err *e) {
+    const char *path = f->o->log;
+    if (!path || f->rank != 0) return 0;
+    struct stat st;
+    bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
+    if (!(f->log = fopen(path, append ? "a" : "w"))) return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
+    if (!append) fprintf(f->log, "epoch,loss,val_loss,samples_per_s,input_wait\n"), fflush(f->log);
+    return 0;
+}
+
+// At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
+// length, over all ranks, since rank 0 gathers them: later ones are counted
+// and dropped. The ranks' traces start together: an all-reduce ends on
+// every rank at nearly the same moment (their clocks cannot be compared).
+static int open_trace(fit *f, sf_err *e) {
+    if (!f->o->trace) return 0;
+    int64_t start = 0;
+    int rc = sf_ranks_sum_i64(f->ranks, &start, 1, "the trace's start", e);
+    if (!rc) rc = sf_trace_open(&f->trace, (1u << 22) / (uint32_t)f->nranks, e);
+    if (!rc) sf_trainer_set_trace(f->tr, f->trace);
+    return rc;
+}
+
+// The replicas' share of a memory budget is fixed by the model and the
+// batch (host memory: GPU replicas hold theirs on the devices); the
+// pipeline's shuffle pool gets what is left.
+static int fit_budget(fit *f, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    if (!o->memory_budget) return 0;
+    uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
+    uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
+    if (replicas >= o->memory_budget)
+        return sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
+                          "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
+                          o->memory_budget / 1e6, replicas / 1e6);
+    int rc = sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->pack), &f->cols, o->memory_budget - replicas, e);
+    if (rc) {
+        sf_err inner = *e;
+        return sf_err_set(e, rc, "--memory-budget %.1f MB: the replicas take %.1f MB, and for the pipeline %s",
+                          o->memory_budget / 1e6, replicas / 1e6, inner.msg);
     }
-    if (!rc) rc = agree_settings(&f, e);
+    // Each rank fits its own cores and decoders: the smallest pool fits
+    // them all, and every rank must shuffle alike.
+    rc = sf_ranks_min_u64(o->ranks, &f->po.pool, 1, "the shuffle pool", e);
+    if (!rc && f->talk && f->po.pool < o->pipe.pool)
+        fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
+                replicas / 1e6, (unsigned long long)f->po.pool, o->memory_budget / 1e6);
+    return rc;
+}
+
+// The pipeline as the options say, this rank's shards of the training
+// part, from the checkpoint's epoch on and at its step: the pipeline is
+// deterministic, so skipping its first batches lands on the same ones.
+static int open_pipe(fit *f, sf_err *e) {
+    int rc = sf_pipe_open(&f->pipe, f->pack, &f->cols, &f->po, e);
+    if (rc) {
+        sf_trainer_stage_error(f->tr, e);  // the device's cause, if it was one
+        return rc;
+    }
+    f->cur = calloc(f->R, sizeof *f->cur);
+    f->replicas_warm = calloc(f->R, sizeof *f->replicas_warm);
+    if (!f->cur || !f->replicas_warm) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint32_t r = 0; r < f->R; r++)
+        for (uint64_t k = 0; k < f->epoch_step; k++) {
+            int got = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
+            if (got != 1) return got < 0 ? got : sf_err_set(e, SF_EINVAL, "resume: the data ended before the "
+                                                            "checkpoint's step");
+            sf_pipe_release(f->pipe, r, &f->cur[r]);
+        }
+    memset(f->cur, 0, f->R * sizeof *f->cur);  // nothing held
+    return 0;
+}
+
+static void announce(const fit *f, const sf_run_start *start) {
+    if (!f->talk) return;
+    char ranks[48] = "";
+    if (f->nranks > 1) snprintf(ranks, sizeof ranks, " (%d ranks x %u)", f->nranks, f->R);
+    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
+            "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
+            (unsigned long long)f->steps_per_epoch, f->model.nparams, start->resumed ? ", resumed" : "");
+    if (start->resumed)
+        fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
+                (unsigned long long)f->epoch_step, (unsigned long long)start->step);
+}
+
+int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_measured(o, NULL, res, e); }
+
+int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
+    fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks,
+             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks)};
+    *res = (sf_fit_result){.val_loss = NAN};
+    f.G = f.R * (uint32_t)f.nranks;
+    f.talk = o->progress && f.rank == 0;
+    if (o->batch == 0 || o->batch % f.G)
+        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is not divisible by %u replicas (each replica takes "
+                          "batch / replicas)", o->batch, f.G);
+    f.replica_batch = o->batch / f.G;
+    int rc = open_data(&f, e);
+    if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.pack), &f.cols, &f.model, f.G, e);
+    if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.pack), e);
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.G;
-    sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = o->window.length,
-                          .devices = o->devices, .precision = o->precision, .adam = adam, .stage_slots = 4,
+    // The pipeline the options ask for; this run's part of it.
+    f.po = o->pipe;
+    f.po.replicas = f.R, f.po.shard_first = f.R * (uint32_t)f.rank, f.po.shard_total = f.G;
+    f.po.batch = f.replica_batch, f.po.drop_remainder = true, f.po.seed = o->seed, f.po.epochs = o->epochs;
+    f.po.split = (sf_split){o->val_split, SF_PART_TRAIN};
+    sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = f.po.window.length,
+                          .devices = o->devices, .precision = o->precision, .adam = adam,
+                          .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
-    // Weights: the checkpoint's when resuming, else Keras' initialisers.
-    bool resumed = false;
-    double resumed_seconds = 0;  // of the interrupted epoch, before the checkpoint
-    if (!rc) rc = start_weights(&f, &resumed, &resumed_seconds, e);
+    sf_run_start start = {0};
+    if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
+    f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;
+    f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait;
     if (!rc && f.epoch >= o->epochs) {
         fit_close(&f);
         if (f.talk) fprintf(stderr, "resume: the checkpoint is at epoch %llu of %llu: nothing to do\n",
-                                 (unsigned long long)f.epoch, (unsigned long long)o->epochs);
+                            (unsigned long long)f.epoch, (unsigned long long)o->epochs);
         return 0;
     }
-    if (!rc && o->log && f.rank == 0) {
-        // A resumed run appends to its log; a log a kill left empty gets its header.
-        struct stat st;
-        bool append = resumed && stat(o->log, &st) == 0 && st.st_size > 0;
-        if (!(f.log = fopen(o->log, append ? "a" : "w"))) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write", o->log);
-        else if (!append) fprintf(f.log, "epoch,loss,val_loss,samples_per_s,input_wait\n"), fflush(f.log);
-    }
-    sf_pipe_opts po = {.window = o->window, .features = c->features, .targets = c->targets, .norm = o->norm,
-                       .block_chunks = 1, .replicas = f.R, .shard_first = f.R * (uint32_t)f.rank, .shard_total = f.G,
-                       .batch = f.replica_batch, .pool = o->pool,
-                       .drop_remainder = true, .seed = o->seed, .epochs = o->epochs, .first_epoch = f.epoch,
-                       .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = o->decoders ? o->decoders : 1,
-                       .slots = to.stage_slots, .prefetch = 2, .split = {o->val_split, SF_PART_TRAIN},
-                       .stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL,
-                       .delay_us = {o->delay_us[0], o->delay_us[1], o->delay_us[2]}};
-    // At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
-    // length, over all ranks, since rank 0 gathers them: later ones are
-    // counted and dropped.
-    // The ranks' traces start together: an all-reduce ends on every rank
-    // at nearly the same moment (their clocks cannot be compared).
-    int64_t start = 0;
-    if (!rc && o->trace) rc = sf_ranks_sum_i64(o->ranks, &start, 1, "the trace's start", e);
-    if (!rc && o->trace && !(rc = sf_trace_open(&f.trace, (1u << 22) / (uint32_t)f.nranks, e))) {
-        sf_trainer_set_trace(f.tr, f.trace);
-        po.trace = f.trace;
-    }
-    if (!rc && o->memory_budget) {
-        // The replicas' share is fixed by the model and the batch (host
-        // memory: GPU replicas hold theirs on the devices); the pipeline's
-        // shuffle pool gets what is left.
-        uint32_t threads = to.cores > f.R ? to.cores / f.R : 1;
-        uint64_t replicas = f.R * o->backend->host_memory(&f.model, f.replica_batch, o->window.length, threads);
-        if (replicas >= o->memory_budget)
-            rc = sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
-                            "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
-                            o->memory_budget / 1e6, replicas / 1e6);
-        else if ((rc = sf_pipe_fit_budget(&po, sf_pack_get_info(f.pack), o->memory_budget - replicas, e))) {
-            sf_err inner = *e;
-            sf_err_set(e, rc, "--memory-budget %.1f MB: the replicas take %.1f MB, and for the pipeline %s",
-                       o->memory_budget / 1e6, replicas / 1e6, inner.msg);
-        }
-        // Each rank fits its own cores and decoders: the smallest pool fits
-        // them all, and every rank must shuffle alike.
-        if (!rc) rc = sf_ranks_min_u64(o->ranks, &po.pool, 1, "the shuffle pool", e);
-        if (!rc && f.talk && po.pool < o->pool)
-            fprintf(stderr, "memory: %.1f MB for the replicas; the shuffle pool shrinks to %llu windows to fit %.1f MB\n",
-                    replicas / 1e6, (unsigned long long)po.pool, o->memory_budget / 1e6);
-    }
-    if (!rc) rc = sf_pipe_open(&f.pipe, o->data, &po, e);
-    if (rc && f.tr) sf_trainer_stage_error(f.tr, e);  // the device's cause, if it was one
-    if (!rc && !(f.cur = calloc(f.R, sizeof *f.cur))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
-    // Back to the checkpoint's position in its epoch: the pipeline is
-    // deterministic, so skipping its first batches lands on the same ones.
-    for (uint32_t r = 0; !rc && r < f.R; r++)
-        for (uint64_t k = 0; !rc && k < f.epoch_step; k++) {
-            int got = sf_pipe_next_batch(f.pipe, r, &f.cur[r], e);
-            if (got == 1) sf_pipe_release(f.pipe, r, &f.cur[r]);
-            else rc = got < 0 ? got : sf_err_set(e, SF_EINVAL, "resume: the data ended before the checkpoint's step");
-        }
-    if (f.cur) memset(f.cur, 0, f.R * sizeof *f.cur);  // nothing held
+    if (!rc) rc = open_log(&f, start.resumed, e);
+    if (!rc) rc = open_trace(&f, e);
+    f.po.first_epoch = f.epoch, f.po.stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL, f.po.trace = f.trace;
+    if (!rc) rc = fit_budget(&f, e);
+    if (!rc) rc = open_pipe(&f, e);
     if (rc) {
         fit_close(&f);
         return rc;
     }
     f.tty = f.talk && isatty(2);
-    char ranks[48] = "";
-    if (f.nranks > 1) snprintf(ranks, sizeof ranks, " (%d ranks x %u)", f.nranks, f.R);
-    if (f.talk)
-        fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
-                "parameters%s\n", c->model, o->batch, f.G, o->backend->name, ranks,
-                (unsigned long long)f.steps_per_epoch, f.model.nparams, resumed ? ", resumed" : "");
-    if (resumed && f.talk)
-        fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f.epoch + 1,
-                (unsigned long long)f.epoch_step, (unsigned long long)c->step);
+    announce(&f, &start);
     sf_batch_source src = {pipe_next, pipe_release, &f};
     f.run_t0 = sf_now();
-    f.epoch_t0 = f.run_t0 - resumed_seconds;
+    f.epoch_t0 = f.run_t0 - start.seconds;
     rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
     double el = sf_now() - f.run_t0;
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);
-    if (!rc && f.run_steps) rc = diagnose(&f, po.decoders, e);
+    if (!rc && f.run_steps) rc = diagnose(&f, f.po.decoders, e);
     // A failed rank cannot join the others in gathering the trace.
     if (f.trace && (!rc || !f.ranks)) {
         sf_err te = {0};
@@ -554,4 +458,21 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) {
     if (f.tty && f.epoch_step) fputc('\n', stderr);
     fit_close(&f);
     return rc;
+}
+
+sf_fit_opts sf_fit_opts_default(void) {
+    return (sf_fit_opts){
+        .model = SF_MODEL_DEFAULT,
+        .norm = SF_NORM_ZSCORE,
+        .pipe = sf_pipe_opts_default(),
+        .batch = 32,
+        .replicas = 1,
+        .epochs = 10,
+        .seed = 1,
+        .val_split = 0.1,
+        .adam = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-7f},
+        .progress = true,
+        .backend = &sf_backend_cpu,
+        .precision = SF_PRECISION_FP32,
+    };
 }

@@ -1,10 +1,79 @@
-// Why replicas wait: the step-time breakdown against the pipeline's stage
-// counters.
+// Where each replica's steps went, and why replicas wait: the step-time
+// breakdown against the pipeline's stage counters.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "internal.h"
+
+const char *const sf_phase_names[SF_PHASES] = {"input", "copy", "compute", "reduce", "update", "other"};
+
+void sf_profile_reset(sf_worker *w) {
+    w->steps = 0, w->warm = false, w->start = 0;
+    for (int k = 0; k < SF_PHASES; k++) w->total[k] = w->phase[k] = 0;
+}
+
+// The step that started at w->start ends at now: its phases into the
+// profile, and the next step starts. The run's first step is left out: its
+// input wait is the pipeline filling up, which every later step is spared.
+void sf_profile_step(sf_worker *w, double now) {
+    double step = now - w->start, other = step;
+    bool counted = w->start > 0 && w->warm;
+    if (w->start > 0) w->warm = true;
+    w->start = now;
+    if (counted) {
+        for (int k = 0; k < SF_PHASE_OTHER; k++) other -= w->phase[k];
+        w->phase[SF_PHASE_OTHER] = other;
+        if (!w->steps) w->first = now - step;
+        w->last = now;
+        for (int k = 0; k < SF_PHASES; k++) w->total[k] += w->phase[k];
+        if (w->ring) {
+            float *row = w->ring[w->steps % SF_STEP_RING];
+            for (int k = 0; k < SF_PHASES; k++) row[k] = (float)w->phase[k];
+            row[SF_PHASES] = (float)step;
+        }
+        w->steps++;
+    }
+    for (int k = 0; k < SF_PHASES; k++) w->phase[k] = 0;
+}
+
+static int by_value(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static sf_stat column_stat(const sf_worker *w, int k, float *tmp, double mean) {
+    uint64_t n = w->steps < SF_STEP_RING ? w->steps : SF_STEP_RING;
+    for (uint64_t i = 0; i < n; i++) tmp[i] = w->ring[i][k];
+    qsort(tmp, n, sizeof *tmp, by_value);
+    return (sf_stat){mean, n ? tmp[n / 2] : 0, n ? tmp[(n * 99) / 100 < n ? (n * 99) / 100 : n - 1] : 0};
+}
+
+size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max) {
+    const sf_worker *w = &t->w[r];
+    if (!w->ring) return 0;
+    uint64_t kept = w->steps < SF_STEP_RING ? w->steps : SF_STEP_RING, n = kept < max ? kept : max;
+    for (uint64_t i = 0; i < n; i++) {
+        const float *row = w->ring[(w->steps - n + i) % SF_STEP_RING];
+        for (int k = 0; k < SF_PHASES; k++) out[i][k] = row[k];
+    }
+    return (size_t)n;
+}
+
+void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
+    const sf_worker *w = &t->w[r];
+    *p = (sf_replica_profile){.steps = w->steps, .wall = w->steps ? w->last - w->first : 0};
+    float *tmp = w->ring ? malloc(SF_STEP_RING * sizeof *tmp) : NULL;
+    for (int k = 0; k < SF_PHASES; k++) {
+        p->total[k] = w->total[k];
+        double mean = w->steps ? w->total[k] / (double)w->steps : 0;
+        p->phase[k] = tmp ? column_stat(w, k, tmp, mean) : (sf_stat){mean, 0, 0};
+    }
+    double mean = w->steps ? p->wall / (double)w->steps : 0;
+    p->step = tmp ? column_stat(w, SF_PHASES, tmp, mean) : (sf_stat){mean, 0, 0};
+    free(tmp);
+}
 
 static const char *const stage_names[3] = {"read", "decode", "window"};
 
@@ -83,8 +152,9 @@ void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, c
         const sf_replica_profile *p = &replicas[r];
         double sum = 0;
         for (int k = 0; k < SF_PHASES; k++) sum += p->total[k];
-        fprintf(f, "  replica %u: %llu steps, phases add up to %.3f s of %.3f s wall (%.1f%%)\n", r,
-                (unsigned long long)p->steps, sum, p->wall, p->wall > 0 ? 100 * sum / p->wall : 0);
+        fprintf(f, "  replica %u: %llu steps (the first, the pipeline filling, left out), phases add up to %.3f s of "
+                "%.3f s wall (%.1f%%)\n", r, (unsigned long long)p->steps, sum, p->wall,
+                p->wall > 0 ? 100 * sum / p->wall : 0);
     }
     fprintf(f, "diagnosis: %s\n", d->text);
 }

@@ -1,7 +1,16 @@
 // train: mirrored data-parallel training (tf.distribute.MirroredStrategy's
-// semantics) of the model on R replicas of a backend, fed by the pipeline;
-// checkpoints; the fit loop behind `seqfeed train`, and predict/evaluate.
-// Depends on the pipeline and the model, which know nothing of each other.
+// semantics) of the model on R replicas of a backend, fed by the pipeline:
+//   trainer.c    the mirrored step: next batch, forward and backward,
+//                reduce, update, on one thread per replica
+//   allreduce.c  the gradients' sum across replicas and ranks
+//   fit.c        the fit loop behind `seqfeed train`: the data opened once,
+//                the pipeline, validation, checkpoints, the log
+//   resume.c     where a run starts (a checkpoint, or Keras' initialisers),
+//                and the ranks' agreement on the run's settings
+//   profile.c    where each replica's steps went, and why it waited
+//   report.c     the run as one HTML page
+// Functions return 0 or a negative SF_E* code with e filled, unless they say
+// otherwise; what they are given is borrowed.
 #ifndef SF_TRAIN_H
 #define SF_TRAIN_H
 
@@ -89,7 +98,7 @@ typedef struct {
     uint32_t replicas;        // this rank's
     uint32_t replica_batch, window;
     const int *devices;       // replica r's GPU (NULL: r)
-    int precision;            // enum sf_precision
+    enum sf_precision precision;
     sf_adam adam;
     uint32_t stage_slots;     // slots per replica of the pipeline's ring, when the backend
                               // stages batches onto devices (0: no staging)
@@ -99,9 +108,11 @@ typedef struct {
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
+// The replicas of m on be (both borrowed: they outlive the trainer); with
+// ranks, a collective: every rank opens its trainer. *out NULL on failure.
 int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, const sf_trainer_opts *o, sf_err *e);
 // Spans for every replica's input wait, forward+backward, all-reduce and
-// update, one track per replica.
+// update, one track per replica (trace borrowed; NULL: none).
 void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace);
 // The pipeline's stage hooks onto the replicas' devices (the trainer's:
 // valid until it closes, and the pipe must close first), or NULL when the
@@ -113,19 +124,24 @@ int sf_trainer_stage_error(const sf_trainer *t, sf_err *e);
 void sf_trainer_close(sf_trainer *t);
 // Every replica gets w (and Adam's m, v when not NULL) and the step count.
 int sf_trainer_load(sf_trainer *t, const float *w, const float *m, const float *v, uint64_t step, sf_err *e);
-// Replica 0's state (all replicas hold the same).
+// Replica 0's state (all replicas hold the same); w, m, v may each be NULL.
 int sf_trainer_save(sf_trainer *t, float *w, float *m, float *v, sf_err *e);
+// Replica r's weights alone (a test that every replica holds the same).
+int sf_trainer_save_replica(sf_trainer *t, uint32_t r, float *w, sf_err *e);
 // Every rank's weights are bit for bit the same (a collective: every rank
 // calls it), or an error on every rank.
 int sf_trainer_agree(sf_trainer *t, sf_err *e);
+// Replica 0's predictions (count, outputs) for x (count, window, inputs),
+// both in host memory, dropout off.
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
 // Replica r's profile of the last sf_trainer_run.
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
 // Replica r's last steps (at most max, and at most 65536), oldest first:
 // seconds in each phase. Returns how many.
 size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max);
-// Steps until the source ends or the hook stops; 0 or a negative code.
-// dropout_seed: the masks of step s on replica r come from (seed, s, r).
+// Steps until the source ends or the hook stops; 0 or a negative code (the
+// first replica's error, or the hook's). dropout_seed: the masks of step s
+// on replica r come from (seed, s, r).
 int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
                    sf_err *e);
 
@@ -159,41 +175,47 @@ int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t ns
 
 // ---- the fit loop ----
 
+// What `seqfeed train` does: the data file opened once, its columns and
+// their scaling computed once and handed to the pipeline and to validation,
+// the pipeline as `pipe` says, the trainer, then the steps. Strings are
+// borrowed for the call.
 typedef struct {
-    const char *data, *features, *targets, *model;
-    sf_window_spec window;
-    int norm;
-    uint32_t batch;     // global batch
-    uint32_t replicas;  // each takes batch / replicas
+    const char *data;                // the .sfpack file
+    const char *features, *targets;  // comma-separated column names (NULL: every column)
+    enum sf_norm norm;
+    const char *model;               // --model text
+    // The pipeline: window, blocks, pool, reading, decoders, ring, lanes. The
+    // fit sets its batch, replicas, shards, seed, epochs, split, remainder,
+    // staging and trace from the rest.
+    sf_pipe_opts pipe;
+    uint32_t batch;                  // global batch, over every replica of every rank
+    uint32_t replicas;               // this rank's
     uint64_t epochs, seed;
     double val_split;
     sf_adam adam;
-    bool lr_linear;          // lr x replicas
-    const char *checkpoint_dir;
-    uint64_t checkpoint_every;  // steps (0: at the end of every epoch only)
+    bool lr_linear;                  // lr x replicas
+    const char *checkpoint_dir;      // NULL: no checkpoints
+    uint64_t checkpoint_every;       // steps (0: at the end of every epoch only)
     bool resume;
-    const char *log;            // CSV, one row per epoch
-    uint64_t pool;              // shuffle pool per replica, windows
-    uint32_t decoders;
-    uint64_t max_steps;         // stop after this many steps in this run (0: no limit)
-    uint64_t warmup_steps;      // left out of the result's samples/s and input wait
-    bool resident;              // every step retrains each replica's first batch: no input
-                                // at all, the bound benchmarks compare the real run with
-    uint32_t delay_us[3];       // tests only: the pipeline's stages made slow (sf_pipe_opts)
-    const char *trace;          // a Chrome trace of the run written here (NULL: none)
-    const char *report;         // an HTML report of the run written here (NULL: none)
-    uint64_t memory_budget;     // bytes for replicas and pipeline (0: no budget); the shuffle pool
-                                // shrinks to fit, and too small a budget is an error
-    bool progress;              // epoch lines on stderr (a live bar on a TTY), then the profile
-    FILE *profile_out;          // the per-replica profile and the diagnosis go here too
-                                // (NULL: only to stderr, with progress)
-    atomic_int *interrupted;  // set by a signal handler (atomic: replica threads read it)
+    const char *log;                 // CSV, one row per epoch (NULL: none)
+    uint64_t max_steps;              // stop after this many steps in this run (0: no limit)
+    const char *trace;               // a Chrome trace of the run written here (NULL: none)
+    const char *report;              // an HTML report of the run written here (NULL: none)
+    uint64_t memory_budget;          // bytes for replicas and pipeline (0: no budget); the shuffle pool
+                                     // shrinks to fit, and too small a budget is an error
+    bool progress;                   // epoch lines on stderr (a live bar on a TTY), then the profile
+    atomic_int *interrupted;         // set by a signal handler (atomic: replica threads read it)
     const sf_backend *backend;
-    const int *devices;      // replica r's GPU (NULL: r), for the GPU backend
-    int precision;           // enum sf_precision
-    sf_ranks *ranks;           // the job's ranks (NULL: this process alone); replicas and
-                             // devices are this rank's, batch the whole job's
+    const int *devices;              // replica r's GPU (NULL: r), for the GPU backend
+    enum sf_precision precision;
+    sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
+                                     // devices are this rank's, batch the whole job's
 } sf_fit_opts;
+
+// The defaults: the default model, every column, z-score, the pipeline's
+// defaults, global batch 32 on one CPU replica, 10 epochs, seed 1,
+// validation split 0.1, Keras' Adam, progress on.
+sf_fit_opts sf_fit_opts_default(void);
 
 typedef struct {
     uint64_t steps, epochs;             // done in this run
@@ -203,6 +225,19 @@ typedef struct {
     sf_diagnosis diagnosis;             // of the run (after its first step)
 } sf_fit_result;
 
+// Trains as o says; *res is filled as far as the run went. An option whose
+// value cannot work with this data (a batch the replicas do not divide, an
+// unknown column, a bad --model) is SF_EUSAGE with the option named.
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e);
+
+// What benchmarks add to a fit (seqfeed bench train and scaling).
+typedef struct {
+    uint64_t warmup_steps;  // left out of the result's samples/s and input wait
+    bool resident;          // every step retrains each replica's first batch: no input
+                            // at all, the bound the real run is compared with
+    FILE *profile_out;      // the per-replica profile and the diagnosis also go here (NULL: none)
+} sf_fit_bench;
+// sf_fit, measured as b says (NULL: as sf_fit).
+int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e);
 
 #endif

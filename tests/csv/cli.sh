@@ -184,23 +184,24 @@ signal_test() {
     no_output "$out"
 }
 # synth: deterministic for a seed, a valid file with the asked shape.
-run 0 synth -o syn1.sfpack --rows 50000 --features 3 --series 4 --seed 9 --chunk-rows 4096
-run 0 synth -o syn2.sfpack --rows 50000 --features 3 --series 4 --seed 9 --chunk-rows 4096 --threads 1
+run 0 synth -o syn1.sfpack --rows 50000 --feature-count 3 --series-count 4 --seed 9 --chunk-rows 4096
+run 0 synth -o syn2.sfpack --rows 50000 --feature-count 3 --series-count 4 --seed 9 --chunk-rows 4096 --threads 1
 cmp -s syn1.sfpack syn2.sfpack || fail "synth with the same seed wrote different files"
 run 0 verify syn1.sfpack
 run 0 inspect syn1.sfpack
 expect out '^rows +50000 in 4 series'
 expect out '^columns +3$'
-run 0 synth -o syn3.sfpack --rows 50000 --features 3 --series 4 --seed 10 --chunk-rows 4096
+run 0 synth -o syn3.sfpack --rows 50000 --feature-count 3 --series-count 4 --seed 10 --chunk-rows 4096
 cmp -s syn1.sfpack syn3.sfpack && fail "synth with another seed wrote the same file"
 run 2 synth -o x.sfpack
-run 2 synth -o x.sfpack --rows 10 --series 11
-run 2 synth -o x.sfpack --rows 10 --features 0
+run 2 synth -o x.sfpack --rows 10 --series-count 11
+run 2 synth -o x.sfpack --rows 10 --feature-count 0
 
 # bench: the pipeline delivers every window of the epoch; bad options are usage errors.
-run 0 bench pipeline --data syn1.sfpack --window 10 --batch 32 --pool 100 --replicas 2 --json
+run 0 bench pipeline --data syn1.sfpack --window 10 --batch-size 64 --pool 100 --replicas 2 --json
 python3 -m json.tool out >/dev/null || fail "bench pipeline --json is not JSON: $(cat out)"
 expect out '"windows": 49960,'
+expect out '"batch_size": 64, "batch_per_replica": 32'
 run 0 bench read --data syn1.sfpack --io pread --direct off
 expect out '^read [0-9]+ chunks'
 run 1 bench pipeline --data syn1.sfpack --memory-budget 0.5

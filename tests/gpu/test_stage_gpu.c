@@ -16,10 +16,8 @@ enum { MAX_R = 4 };
 static void run(int ngpus, uint32_t R, uint32_t lanes) {
     char what[64];
     snprintf(what, sizeof what, "%u replicas x %u lanes on %d GPUs", R, lanes, ngpus);
-    sf_pipe_opts o = {.window = {20, 3, 2, 1}, .features = "a,c,d", .targets = "b", .norm = SF_NORM_ZSCORE,
-                      .block_chunks = 2, .replicas = R, .batch = 64, .pool = 200, .seed = 5, .epochs = 2,
-                      .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = 2, .slots = 2, .prefetch = 2,
-                      .lanes = lanes};
+    sf_pipe_opts o = sample_opts();
+    o.replicas = R, o.batch = 64, o.pool = 200, o.seed = 5, o.lanes = lanes;
     int devices[MAX_R];
     for (uint32_t r = 0; r < R; r++) devices[r] = (int)(r % (uint32_t)ngpus);
     sf_gpu_stage *st;
@@ -42,9 +40,10 @@ static void run(int ngpus, uint32_t R, uint32_t lanes) {
         want[r] = malloc(floats * sizeof(float));
         sf_gpu_stage_set_stream(st, r, streams[r]);
     }
-    sf_pipe *pipe;
+    sample_pipe sp;
     uint64_t batches = 0;
-    if (sf_pipe_open(&pipe, path, &o, &e) == 0) {
+    if (sample_pipe_open(&sp, path, &o, &e) == 0) {
+        sf_pipe *pipe = sp.pipe;
         bool done[MAX_R] = {false};
         for (uint32_t left = R; left;)
             for (uint32_t r = 0; r < R; r++) {
@@ -75,7 +74,7 @@ static void run(int ngpus, uint32_t R, uint32_t lanes) {
                 sf_pipe_release(pipe, r, &b);
                 batches++;
             }
-        sf_pipe_close(pipe);
+        sample_pipe_close(&sp);
     } else {
         CHECK(0, "%s: %s", what, e.msg);
     }

@@ -61,6 +61,40 @@ __attribute__((unused)) static float *decode_all(const sf_pack *p) {
     return all;
 }
 
+// A pipe over the file at file with features a,c,d and target b, the
+// columns the pipeline tests train on; the pack and the columns live with it.
+typedef struct {
+    sf_pack *pack;
+    sf_columns cols;
+    sf_pipe *pipe;
+} sample_pipe;
+
+__attribute__((unused)) static void sample_pipe_close(sample_pipe *t) {
+    sf_pipe_close(t->pipe);
+    sf_columns_free(&t->cols);
+    sf_pack_close(t->pack);
+    *t = (sample_pipe){0};
+}
+
+__attribute__((unused)) static int sample_pipe_open(sample_pipe *t, const char *file, const sf_pipe_opts *o,
+                                                    sf_err *e) {
+    *t = (sample_pipe){0};
+    int rc = sf_pack_open(&t->pack, file, e);
+    if (!rc) rc = sf_columns_create(&t->cols, sf_pack_get_info(t->pack), "a,c,d", "b", SF_NORM_ZSCORE, e);
+    if (!rc) rc = sf_pipe_open(&t->pipe, t->pack, &t->cols, o, e);
+    if (rc) sample_pipe_close(t);
+    return rc;
+}
+
+// The options the pipeline tests start from: the defaults, on small blocks
+// of the sample.
+__attribute__((unused)) static sf_pipe_opts sample_opts(void) {
+    sf_pipe_opts o = sf_pipe_opts_default();
+    o.window = (sf_window_spec){20, 3, 2, 1}, o.block_chunks = 2, o.batch = 7, o.pool = 50, o.seed = 11;
+    o.epochs = 2, o.io.depth = 4, o.decoders = 2, o.slots = 2, o.prefetch = 2;
+    return o;
+}
+
 // The documented scaling, written out again.
 __attribute__((unused)) static float scaled(float v, const sf_col_stats *s, int norm) {
     double a = 1, b = 0;

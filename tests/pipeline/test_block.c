@@ -94,7 +94,10 @@ int main(void) {
               "unknown column: %s", e.msg);
         sf_pack_close(p);
     }
-    CHECK(sf_norm_parse("minmax") == SF_NORM_MINMAX && sf_norm_parse("z") == -1, "sf_norm_parse");
+    enum sf_norm norm = SF_NORM_NONE;
+    CHECK(sf_norm_parse("minmax", &norm) && norm == SF_NORM_MINMAX && !sf_norm_parse("z", &norm) &&
+              norm == SF_NORM_MINMAX && !strcmp(sf_norm_name(SF_NORM_ZSCORE), "zscore"),
+          "sf_norm_parse");
     unlink(path);
     rmdir(dir);
     return TEST_EXIT();

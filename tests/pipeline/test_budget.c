@@ -43,19 +43,19 @@ static int write_file(void) {
 // The child: run every batch of one epoch through two consumers in turn.
 static int child(void) {
     sf_pack *p;
+    sf_columns cols;
     sf_err e = {0};
-    if (sf_pack_open(&p, path, &e)) return 2;
-    sf_pipe_opts o = {.window = {60, 1, 1, 1}, .targets = "a", .norm = SF_NORM_ZSCORE, .replicas = 2, .batch = 256,
-                      .pool = 1000000, .seed = 3, .epochs = 1, .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 8, 0},
-                      .decoders = 2, .slots = 2, .prefetch = 2};
-    if (sf_pipe_fit_budget(&o, sf_pack_get_info(p), BUDGET, &e)) return 3;
+    if (sf_pack_open(&p, path, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, "a", SF_NORM_ZSCORE, &e))
+        return 2;
+    sf_pipe_opts o = sf_pipe_opts_default();
+    o.replicas = 2, o.batch = 256, o.pool = 1000000, o.seed = 3, o.decoders = 2, o.slots = 2, o.prefetch = 2;
+    if (sf_pipe_fit_budget(&o, sf_pack_get_info(p), &cols, BUDGET, &e)) return 3;
     printf("pool %llu windows, estimate %.1f MB\n", (unsigned long long)o.pool,
-           sf_pipe_memory(&o, sf_pack_get_info(p)) / 1e6);
+           sf_pipe_memory(&o, sf_pack_get_info(p), &cols) / 1e6);
     fflush(stdout);
-    sf_pack_close(p);
     if (o.pool >= 1000000) return 4;
     sf_pipe *pipe;
-    if (sf_pipe_open(&pipe, path, &o, &e)) return 5;
+    if (sf_pipe_open(&pipe, p, &cols, &o, &e)) return 5;
     uint64_t windows = 0;
     for (int live = 3; live;)
         for (uint32_t r = 0; r < 2; r++) {
@@ -71,6 +71,8 @@ static int child(void) {
             sf_pipe_release(pipe, r, &b);
         }
     sf_pipe_close(pipe);
+    sf_columns_free(&cols);
+    sf_pack_close(p);
     return windows == ROWS - 60 ? 0 : 7;
 }
 

@@ -21,7 +21,7 @@ static seq expected(const sf_pack *p, const sf_plan *plan, const sf_columns *col
     seq s = {malloc((sf_plan_windows(plan) + 1) * sizeof *s.ids), 0, 0};
     sf_stream *st;
     sf_err e = {0};
-    if (sf_stream_open(&st, p, plan, cols, replicas, r, epoch, &so, &e)) return s;
+    if (sf_stream_open(&st, p, plan, cols, replicas, r, epoch, &so, NULL, &e)) return s;
     size_t xl = (size_t)geometry.length * cols->nfeatures;
     float *x = malloc(so.batch * xl * sizeof(float)), *y = malloc(so.batch * cols->ntargets * sizeof(float));
     for (int64_t got; (got = sf_stream_next(st, x, y, s.ids + s.n, &e)) > 0; s.n += (uint64_t)got) s.batches++;
@@ -63,7 +63,7 @@ static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns
                          const char *what) {
     sf_pipe *pipe;
     sf_err e = {0};
-    if (sf_pipe_open(&pipe, path, &o, &e)) {
+    if (sf_pipe_open(&pipe, p, cols, &o, &e)) {
         CHECK(0, "%s: %s", what, e.msg);
         return;
     }
@@ -144,7 +144,7 @@ static void check_ranks(const sf_pack *p, const sf_plan *plan, const sf_columns 
         sf_pipe_opts ro = o;
         ro.replicas = local[k], ro.shard_first = first, ro.shard_total = total;
         sf_pipe *pipe;
-        if (sf_pipe_open(&pipe, path, &ro, &e)) {
+        if (sf_pipe_open(&pipe, p, cols, &ro, &e)) {
             CHECK(0, "ranks: rank %u: %s", k, e.msg);
             continue;
         }
@@ -179,7 +179,7 @@ static void check_values(const sf_pack *p, const sf_plan *plan, const sf_columns
     sf_stream *st;
     sf_err e = {0};
     sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
-    if (sf_pipe_open(&pipe, path, &o, &e) || sf_stream_open(&st, p, plan, cols, 1, 0, 0, &so, &e)) {
+    if (sf_pipe_open(&pipe, p, cols, &o, &e) || sf_stream_open(&st, p, plan, cols, 1, 0, 0, &so, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return;
     }
@@ -202,7 +202,7 @@ static void check_values(const sf_pack *p, const sf_plan *plan, const sf_columns
     sf_pipe_close(pipe);
 }
 
-static void check_corrupt(const sf_pack *p, sf_pipe_opts o) {
+static void check_corrupt(const sf_pack *p, const sf_columns *good_cols, sf_pipe_opts o) {
     char bad[96];
     snprintf(bad, sizeof bad, "%s/bad.sfpack", dir);
     sf_chunk c = sf_pack_chunk_locate(p, 5);
@@ -216,10 +216,16 @@ static void check_corrupt(const sf_pack *p, sf_pipe_opts o) {
     close(in);
     close(out);
     sf_pipe *pipe;
+    sf_pack *bp;
+    sf_columns cols;
     sf_err e = {0};
     o.replicas = 2;
     o.pool = 0;
-    if (sf_pipe_open(&pipe, bad, &o, &e)) {
+    (void)good_cols;
+    // The header and index are intact: the damage shows when chunk 5 is decoded.
+    if (sf_pack_open(&bp, bad, &e) ||
+        sf_columns_create(&cols, sf_pack_get_info(bp), "a,c,d", "b", SF_NORM_ZSCORE, &e) ||
+        sf_pipe_open(&pipe, bp, &cols, &o, &e)) {
         CHECK(0, "%s", e.msg);
         return;
     }
@@ -237,6 +243,8 @@ static void check_corrupt(const sf_pack *p, sf_pipe_opts o) {
         }
     CHECK(last[0] < 0 && last[1] < 0, "the bad chunk ended replicas with %d and %d, expected errors", last[0], last[1]);
     sf_pipe_close(pipe);
+    sf_columns_free(&cols);
+    sf_pack_close(bp);
     unlink(bad);
 }
 
@@ -257,9 +265,9 @@ int main(void) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
-    sf_pipe_opts base = {.window = geometry, .features = "a,c,d", .targets = "b", .norm = SF_NORM_ZSCORE,
-                         .block_chunks = 2, .replicas = 1, .batch = 7, .pool = 50, .seed = 11, .epochs = 2,
-                         .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = 2, .slots = 2, .prefetch = 2};
+    sf_pipe_opts base = sf_pipe_opts_default();
+    base.window = geometry, base.block_chunks = 2, base.batch = 7, base.pool = 50, base.seed = 11, base.epochs = 2;
+    base.io.depth = 4, base.decoders = 2, base.slots = 2, base.prefetch = 2;
     for (uint32_t R = 1; R <= 3; R++)
         for (int io = SF_IO_URING; io <= SF_IO_PREAD; io++)
             for (int direct = SF_DIRECT_ON; direct <= SF_DIRECT_OFF; direct++) {
@@ -296,7 +304,7 @@ int main(void) {
     o.drop_remainder = true;
     o.epochs = 1;
     sf_pipe *lp;
-    if (sf_pipe_open(&lp, path, &o, &e) == 0) {
+    if (sf_pipe_open(&lp, p, &cols, &o, &e) == 0) {
         uint64_t want = 2 * (sf_plan_windows(plan) / 4 / o.batch);
         for (uint32_t r = 0; r < 2; r++) {
             sf_batch b;
@@ -319,18 +327,18 @@ int main(void) {
     check_ranks(p, plan, &cols, o, (const uint32_t[]){2, 1}, 2);
     o = base;
     o.replicas = 2, o.shard_first = 1, o.shard_total = 2;
-    CHECK(sf_pipe_open(&lp, path, &o, &e) == SF_EINVAL && strstr(e.msg, "1 .. 2 of 2"),
+    CHECK(sf_pipe_open(&lp, p, &cols, &o, &e) == SF_EINVAL && strstr(e.msg, "1 .. 2 of 2"),
           "replicas past shard_total were not refused: %s", e.msg);
     // A budget never turns "no shuffle" into a pool.
     o = base;
     o.pool = 0;
-    CHECK(sf_pipe_fit_budget(&o, in, 1u << 30, &e) == 0 && o.pool == 0, "pool 0 became %llu",
+    CHECK(sf_pipe_fit_budget(&o, in, &cols, 1u << 30, &e) == 0 && o.pool == 0, "pool 0 became %llu",
           (unsigned long long)o.pool);
     // A resumed run starts at a later epoch: the same batches as that epoch of a full run.
     o = base;
     o.first_epoch = 1;
     sf_pipe *rp;
-    if (sf_pipe_open(&rp, path, &o, &e) == 0) {
+    if (sf_pipe_open(&rp, p, &cols, &o, &e) == 0) {
         seq want = expected(p, plan, &cols, 1, 0, 1, (sf_stream_opts){o.batch, o.pool, o.drop_remainder, o.seed});
         uint64_t n = 0;
         bool same = true;
@@ -346,17 +354,17 @@ int main(void) {
         sf_pipe_close(rp);
     }
     check_values(p, plan, &cols, base);
-    check_corrupt(p, base);
+    check_corrupt(p, &cols, base);
     // Closing with batches still coming must not hang or leak.
     sf_pipe *pipe;
-    if (sf_pipe_open(&pipe, path, &base, &e) == 0) {
+    if (sf_pipe_open(&pipe, p, &cols, &base, &e) == 0) {
         sf_batch b;
         CHECK(sf_pipe_next_batch(pipe, 0, &b, &e) == 1, "%s", e.msg);
         sf_pipe_close(pipe);
     }
     o = base;
     o.slots = 1;
-    CHECK(sf_pipe_open(&pipe, path, &o, &e) == SF_EINVAL, "one slot accepted");
+    CHECK(sf_pipe_open(&pipe, p, &cols, &o, &e) == SF_EINVAL, "one slot accepted");
     sf_plan_free(plan);
     sf_columns_free(&cols);
     sf_pack_close(p);

@@ -14,7 +14,7 @@ static void read_all(const sf_pack *p, const sf_reader_opts *o, const char *what
     const sf_pack_info *in = sf_pack_get_info(p);
     sf_reader *r;
     sf_err e = {0};
-    if (sf_reader_open(&r, path, o, &e)) {
+    if (sf_reader_open(&r, sf_pack_fd(p), path, o, &e)) {
         CHECK(0, "%s: %s", what, e.msg);
         return;
     }
@@ -97,7 +97,7 @@ int main(void) {
     if (setrlimit(RLIMIT_MEMLOCK, &lim) == 0) {
         sf_reader_opts o = {SF_IO_URING, SF_DIRECT_OFF, 8, 1u << 20};
         sf_reader *r;
-        if (sf_reader_open(&r, path, &o, &e) == 0) {
+        if (sf_reader_open(&r, sf_pack_fd(p), path, &o, &e) == 0) {
             CHECK(strstr(sf_reader_mode(r), "buffers not registered (RLIMIT_MEMLOCK)"),
                   "8 MiB registered under a 1 MiB limit: %s", sf_reader_mode(r));
             sf_reader_close(r);
@@ -112,13 +112,13 @@ int main(void) {
     if (fd >= 0 && write(fd, "x", 1) == 1) {
         sf_reader *r;
         sf_reader_opts o = {SF_IO_AUTO, SF_DIRECT_ON, 2, 4096};
-        int rc = sf_reader_open(&r, shm, &o, &e);
+        int rc = sf_reader_open(&r, fd, shm, &o, &e);
         if (rc == 0) {
             sf_reader_close(r);  // this tmpfs takes O_DIRECT: nothing to check
         } else {
-            CHECK(rc == SF_EIO && strstr(e.msg, "--direct=off"), "forced O_DIRECT: %s", e.msg);
+            CHECK(rc == SF_EIO && strstr(e.msg, "--direct off"), "forced O_DIRECT: %s", e.msg);
             o.direct = SF_DIRECT_AUTO;
-            CHECK(sf_reader_open(&r, shm, &o, &e) == 0 && strstr(sf_reader_mode(r), "page cache"),
+            CHECK(sf_reader_open(&r, fd, shm, &o, &e) == 0 && strstr(sf_reader_mode(r), "page cache"),
                   "auto O_DIRECT on tmpfs: %s", e.msg);
             sf_reader_close(r);
         }
@@ -129,7 +129,7 @@ int main(void) {
     }
     sf_reader_opts bad = {SF_IO_PREAD, SF_DIRECT_OFF, 0, 4096};
     sf_reader *r;
-    CHECK(sf_reader_open(&r, path, &bad, &e) == SF_EINVAL, "depth 0 accepted");
+    CHECK(sf_reader_open(&r, 0, path, &bad, &e) == SF_EINVAL, "depth 0 accepted");
     unlink(path);
     rmdir(dir);
     return TEST_EXIT();

@@ -141,14 +141,15 @@ static void fake_release(void *arg, uint32_t r, uint32_t s) {
 // in test_pipe). Returns the first error from the pipeline, or 0.
 static int run(sf_pipe_opts o, fake_device *d, const char *what, sf_err *err) {
     sf_stage_ops ops = {fake_alloc, fake_free, fake_reclaim, fake_publish, fake_release, d};
-    *d = (fake_device){.fail_at = d->fail_at, .slots = o.slots * (o.lanes ? o.lanes : 1)};
+    *d = (fake_device){.fail_at = d->fail_at, .slots = o.slots * o.lanes};
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     pthread_t t;
     if (pthread_create(&t, NULL, engine, d)) return SF_ENOMEM;
     o.stage = &ops;
-    sf_pipe *pipe;
-    int rc = sf_pipe_open(&pipe, path, &o, err);
+    sample_pipe sp;
+    int rc = sample_pipe_open(&sp, path, &o, err);
+    sf_pipe *pipe = sp.pipe;
     uint64_t batches = 0;
     if (!rc) {
         bool done[MAX_R] = {false};
@@ -176,7 +177,7 @@ static int run(sf_pipe_opts o, fake_device *d, const char *what, sf_err *err) {
                 sf_pipe_release(pipe, r, &b);
                 batches++;
             }
-        sf_pipe_close(pipe);
+        sample_pipe_close(&sp);
     }
     pthread_mutex_lock(&d->mu);
     d->quit = true;
@@ -201,9 +202,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 2;
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     if (pack_sample(97)) return TEST_EXIT();
-    sf_pipe_opts base = {.window = {20, 3, 2, 1}, .features = "a,c,d", .targets = "b", .norm = SF_NORM_ZSCORE,
-                         .block_chunks = 2, .replicas = 1, .batch = 7, .pool = 50, .seed = 11, .epochs = 2,
-                         .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = 2, .slots = 2, .prefetch = 2};
+    sf_pipe_opts base = sample_opts();
     fake_device d = {0};
     sf_err e = {0};
     CHECK(run(base, &d, "1 replica", &e) == 0, "1 replica: %s", e.msg);

@@ -36,7 +36,7 @@ static uint64_t run_replica(const fixture *f, const sf_pack *p, uint32_t replica
                             sf_stream_opts o, uint64_t *ids, uint64_t *n) {
     sf_stream *s;
     sf_err e = {0};
-    if (sf_stream_open(&s, p, f->plan, &f->cols, replicas, r, epoch, &o, &e)) {
+    if (sf_stream_open(&s, p, f->plan, &f->cols, replicas, r, epoch, &o, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return 0;
     }
@@ -136,9 +136,9 @@ int main(void) {
     check_streams(&f, p, 16, 100000);  // a pool larger than the epoch
     sf_stream *s;
     sf_stream_opts bad = {.batch = 0};
-    CHECK(sf_stream_open(&s, p, f.plan, &f.cols, 2, 0, 0, &bad, &e) == SF_EINVAL, "batch 0 accepted");
+    CHECK(sf_stream_open(&s, p, f.plan, &f.cols, 2, 0, 0, &bad, NULL, &e) == SF_EINVAL, "batch 0 accepted");
     bad.batch = 4;
-    CHECK(sf_stream_open(&s, p, f.plan, &f.cols, 2, 2, 0, &bad, &e) == SF_EINVAL, "replica 2 of 2 accepted");
+    CHECK(sf_stream_open(&s, p, f.plan, &f.cols, 2, 2, 0, &bad, NULL, &e) == SF_EINVAL, "replica 2 of 2 accepted");
     sf_plan_free(f.plan);
     sf_columns_free(&f.cols);
     free((float *)f.all);

@@ -14,7 +14,7 @@ mpirun --version 2>/dev/null | grep -q 'Open MPI' || { echo "Open MPI's mpirun n
 tmp=$(mktemp -d /tmp/sfmpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-"$SEQFEED" synth -o s.sfpack --rows 5000 --features 3 --series 2 -q || exit 1
+"$SEQFEED" synth -o s.sfpack --rows 5000 --feature-count 3 --series-count 2 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense
         --window 12 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 --pool 256 -q)
 verbose=("${common[@]:0:${#common[@]}-1}")  # without -q
@@ -140,7 +140,7 @@ expect err "^stopped after [0-9]+ steps"
 # A memory budget shrinks each rank's shuffle pool by its own decoders and
 # cores; the ranks take the smallest, so rank 1 alone with more decoders
 # trains as both with more decoders.
-budget=("${common[@]}" --pool 16384 --memory-budget 25 --max-steps 30)
+budget=("${common[@]}" --pool 16384 --memory-budget 34 --decoders 2 --max-steps 30)
 wrapped 1 decoders 'extra=(--decoders 8)' train "${budget[@]}" --checkpoint-dir d1
 [ "$rc" -eq 0 ] || fail "rank 1 with more decoders: exit $rc: $(cat err)"
 mpi 2 train "${budget[@]}" --decoders 8 --checkpoint-dir d8
@@ -149,8 +149,8 @@ same d1/latest.safetensors d8/latest.safetensors 0 || fail "ranks shuffled with 
 
 # Ranks started with other settings, files to write, or data of the same
 # shape but other values or chunks.
-"$SEQFEED" synth -o other.sfpack --rows 5000 --features 3 --series 2 --seed 9 -q || exit 1
-"$SEQFEED" synth -o chunks.sfpack --rows 5000 --features 3 --series 2 --chunk-rows 512 -q || exit 1
+"$SEQFEED" synth -o other.sfpack --rows 5000 --feature-count 3 --series-count 2 --seed 9 -q || exit 1
+"$SEQFEED" synth -o chunks.sfpack --rows 5000 --feature-count 3 --series-count 2 --chunk-rows 512 -q || exit 1
 for extra in '--seed 4' '--trace t1.json' '--data other.sfpack' '--data chunks.sfpack'; do
     wrapped 1 other "extra=($extra)" train "${common[@]}"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 1 with $extra: exit $rc"

@@ -28,14 +28,14 @@ int main(void) {
     if (!mkdtemp(dir)) sf_ranks_abort(d, 2);
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     if (pack_sample(97)) sf_ranks_abort(d, 1);
-    sf_pipe_opts o = {.window = {20, 3, 2, 1}, .features = "a,c,d", .targets = "b", .norm = SF_NORM_ZSCORE,
-                      .block_chunks = 2, .replicas = R, .shard_first = (uint32_t)rank * R,
-                      .shard_total = (uint32_t)ranks * R, .batch = 7, .pool = 50, .seed = 11, .epochs = EPOCHS,
-                      .io = {SF_IO_AUTO, SF_DIRECT_AUTO, 4, 0}, .decoders = 2, .slots = 3, .prefetch = 2};
+    sf_pipe_opts o = sample_opts();
+    o.replicas = R, o.shard_first = (uint32_t)rank * R, o.shard_total = (uint32_t)ranks * R, o.epochs = EPOCHS;
+    o.slots = 3;
     size_t cap = 1 << 16, n = 0;
     record *mine = malloc(cap * sizeof *mine);
-    sf_pipe *pipe;
-    CHECK(sf_pipe_open(&pipe, path, &o, &e) == 0, "rank %d: %s", rank, e.msg);
+    sample_pipe sp;
+    CHECK(sample_pipe_open(&sp, path, &o, &e) == 0, "rank %d: %s", rank, e.msg);
+    sf_pipe *pipe = sp.pipe;
     for (uint32_t r = 0; r < R && !test_failures; r++) {
         sf_batch b;
         int rc;
@@ -45,7 +45,7 @@ int main(void) {
         }
         CHECK(rc == 0, "rank %d replica %u: %s", rank, r, e.msg);
     }
-    if (!test_failures) sf_pipe_close(pipe);
+    if (!test_failures) sample_pipe_close(&sp);
     size_t *lens = calloc((size_t)ranks, sizeof *lens);
     record *all = NULL;
     CHECK(sf_ranks_gather(d, mine, n * sizeof *mine, (void **)&all, lens, "the windows", &e) == 0, "%s", e.msg);
@@ -54,7 +54,8 @@ int main(void) {
         for (int k = 0; k < ranks; k++) total += lens[k] / sizeof(record);
         // One process's pipe over every replica: the reference.
         o.replicas = (uint32_t)ranks * R, o.shard_first = 0, o.shard_total = 0;
-        CHECK(sf_pipe_open(&pipe, path, &o, &e) == 0, "reference: %s", e.msg);
+        CHECK(sample_pipe_open(&sp, path, &o, &e) == 0, "reference: %s", e.msg);
+        pipe = sp.pipe;
         size_t at = 0, wrong = 0, want_n = 0;
         sf_pack *p;
         CHECK(sf_pack_open(&p, path, &e) == 0, "%s", e.msg);
@@ -68,7 +69,7 @@ int main(void) {
                 sf_pipe_release(pipe, r, &b);
             }
         }
-        sf_pipe_close(pipe);
+        sample_pipe_close(&sp);
         CHECK(wrong == 0 && want_n == total, "%zu of %zu windows over %d ranks differ from one pipe's (which gives %zu)",
               wrong, total, ranks, want_n);
         size_t twice = 0;

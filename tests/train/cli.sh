@@ -9,7 +9,7 @@ set -u
 tmp=$(mktemp -d /tmp/sftrain.XXXXXX)
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-"$SEQFEED" synth -o s.sfpack --rows 24000 --features 3 --series 2 -q || exit 1
+"$SEQFEED" synth -o s.sfpack --rows 24000 --feature-count 3 --series-count 2 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:24,dropout:0.2,lstm:16,dense
         --window 24 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 -q)
 
@@ -63,10 +63,29 @@ run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack --split train -
 expect out '"split": "train"'
 
 # Errors.
-run 1 train "${common[@]}" --replicas 3
+run 2 train "${common[@]}" --replicas 3
 expect err "not divisible by 3 replicas"
-run 1 train "${common[@]}" --model lstm:8,gru:4,dense
+expect err "see 'seqfeed train --help'"
+run 2 train "${common[@]}" --model lstm:8,gru:4,dense
 expect err "item 2 'gru:4'"
+run 2 train "${common[@]}" --model lstm:0,dense
+expect err "--model: item 1 'lstm:0'"
+run 2 train "${common[@]}" --features f0,nope
+expect err 'feature "nope" is not a column'
+# A value out of range names the option and the range; an unknown option
+# says so in one line.
+run 2 train "${common[@]}" --window 0
+expect err "^seqfeed train: --window 0: expected an integer from 1 to 4294967295$"
+run 2 train "${common[@]}" --depht 4
+[ "$(grep -c . err)" -eq 2 ] && expect err "^seqfeed train: unknown option '--depht'$" ||
+    fail "an unknown option: $(cat err)"
+run 2 train "${common[@]}" --batch 16
+expect err "unknown option '--batch'"
+run 2 train "${common[@]}" --batch-size 16,32
+expect err "--batch-size 16,32: expected one value"
+# The pipeline's knobs, as bench pipeline spells them.
+run 0 train "${common[@]}" --max-steps 3 --decoders 1 --lanes 1 --depth 2 --prefetch 1 --slots 2 --io pread \
+    --direct off --block-chunks 1
 run 1 train "${common[@]}" --batch-size 32 --checkpoint-dir b --resume
 expect err "--batch-size differs from the checkpoint's"
 run 1 train "${common[@]}" --window 20000
@@ -83,7 +102,10 @@ expect err "--lr-scaling differs from the checkpoint's"
 run 2 train "${common[@]}" --checkpoint-every 5
 expect err "--checkpoint-every needs --checkpoint-dir"
 run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
-expect err "unknown option --output"
+expect err "unknown option '--output'"
+run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64
+run 0 predict --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64 -o p64.csv
+cmp -s p64.csv p1.csv && fail "predictions of two different checkpoints are the same"
 # A target that is not a feature: no persistence baseline, and still JSON.
 run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \
     --checkpoint-dir nf -q
@@ -106,19 +128,21 @@ expect err "--precision bf16 is not implemented yet"
 run 2 train "${common[@]}" --precision tf32 --gpus none
 expect err "--precision tf32 needs GPUs"
 run 2 train "${common[@]}" --precision fp64
-expect err "expected fp32, tf32 or bf16"
+expect err "--precision fp64: expected one of fp32, tf32, bf16"
 run 2 train "${common[@]}" --memory-budget lots
-expect err "bad value 'lots'"
+expect err "--memory-budget lots: expected a number above 0"
 run 1 predict --checkpoint "$SRCDIR/tests/ref/ref_small.safetensors" --data s.sfpack
 expect err "not a seqfeed checkpoint"
 run 2 predict --checkpoint a/latest.safetensors --data s.sfpack --split tail
-expect err "--split all\|train\|validation"
+expect err "--split tail: expected one of all, train, validation"
 run 2 predict --data s.sfpack
 expect err "missing --checkpoint"
 run 2 bench train --data s.sfpack --batch-size 0
-expect err "bad --batch-size"
+expect err "--batch-size 0: expected integers from 1 to 1048576"
 run 2 bench scaling --data s.sfpack --replicas 1,x
-expect err "bad --replicas"
+expect err "--replicas 1,x: expected integers from 1 to 256"
+run 2 bench scaling --data s.sfpack --replicas 1,3 --batch-size 32
+expect err "--batch-size 32 is not divisible by 3 replicas"
 run 2 bench frobnicate
 expect err "expected 'bench pipeline'"
 run 2 train --data s.sfpack --val-split 1
@@ -127,7 +151,7 @@ expect err "--resume needs --checkpoint-dir"
 run 1 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack"
 run 2 train "${common[@]}" --collective-timeout 0
-expect err "bad value '0'"
+expect err "--collective-timeout 0: expected a number from 1"
 # Under a launcher (its variables alone, no MPI needed): bench refuses to
 # run as N competing copies.
 OMPI_COMM_WORLD_SIZE=2 run 2 bench train --data s.sfpack

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The step-time breakdown and the diagnosis: a compute-bound run is not
 # input bound; a run whose decode or window stage is slowed on purpose
-# (--test-delay) is input bound and names that stage; the phases add up to
+# (SEQFEED_TEST_DELAY) is input bound and names that stage; the phases add up to
 # the wall time of the steps; --trace writes a valid Chrome trace with the
 # expected tracks. meson sets SEQFEED.
 set -u
@@ -10,7 +10,7 @@ set -u
 tmp=$(mktemp -d /tmp/sfprof.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-"$SEQFEED" synth -o s.sfpack --rows 60000 --features 3 --series 2 --chunk-rows 256 -q || exit 1
+"$SEQFEED" synth -o s.sfpack --rows 60000 --feature-count 3 --series-count 2 --chunk-rows 256 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
 
 "$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 60 2>err || fail "compute run: $(cat err)"
@@ -21,12 +21,12 @@ python3 -c "import sys; sys.exit(0 if 98 <= float('${pct:-0}') <= 102 else 1)" |
     fail "the phases add up to ${pct:-nothing}% of the steps' wall time"
 grep -Eq "^  input +[0-9]" err && grep -Eq "^  step +[0-9]" err || fail "no phase table: $(cat err)"
 
-"$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --test-delay decode:40000 2>err ||
+SEQFEED_TEST_DELAY=decode:40000 "$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 2>err ||
     fail "decode run: $(cat err)"
 grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow decode: $(grep diagnosis err)"
 grep -q "the limiting stage is decode" err || fail "slow decode not named: $(grep diagnosis err)"
 
-"$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --test-delay window:4000 2>err ||
+SEQFEED_TEST_DELAY=window:4000 "$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 2>err ||
     fail "window run: $(cat err)"
 grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow window: $(grep diagnosis err)"
 grep -q "the limiting stage is window" err || fail "slow window not named: $(grep diagnosis err)"
@@ -49,7 +49,8 @@ if any(e["ph"] == "X" and e["dur"] < 0 for e in ev): sys.exit("a span of negativ
 if not any(e["ph"] == "C" for e in ev): sys.exit("no counters")
 PY
 
-"$SEQFEED" train "${common[@]}" --test-delay fetch:10 2>err && fail "an unknown stage was accepted"
+SEQFEED_TEST_DELAY=fetch:10 "$SEQFEED" train "${common[@]}" 2>err && fail "an unknown stage was accepted"
+grep -q "SEQFEED_TEST_DELAY=fetch:10: expected read, decode or window" err || fail "a bad test delay: $(cat err)"
 
 # bench train: the breakdown and the classification of each batch size's
 # run, and the step time against the batch; bench scaling: a row per
@@ -58,11 +59,11 @@ bench=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 16 --model lstm
 "$SEQFEED" bench train "${bench[@]}" --batch-size 4,32 >out 2>err || fail "bench train: $(cat err)"
 [ "$(grep -c '^where the steps went' out)" -eq 2 ] && [ "$(grep -c '^diagnosis: ' out)" -eq 2 ] ||
     fail "bench train: no breakdown per batch size: $(cat out)"
-grep -Eq "^batch +32 per replica: +[0-9.]+ samples/s, input wait +[0-9.]+%, [0-9.]+ of the resident" out &&
+grep -Eq "^batch size +32 \(32 per replica\): +[0-9.]+ samples/s, input wait +[0-9.]+%, [0-9.]+ of the resident" out &&
     grep -q "^step time grew" out || fail "bench train: $(cat out)"
 "$SEQFEED" bench train "${bench[@]}" --batch-size 4 --json >out 2>err || fail "bench train --json: $(cat err)"
 python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0' ||
     fail "bench train --json: $(cat out)"
 "$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 8 >out 2>err || fail "bench scaling: $(cat err)"
-grep -Eq "^2 +[0-9.]+ +[0-9.]+x +[0-9]+%  (compute|all-reduce|input)" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
+grep -Eq "^2 +4 +[0-9.]+ +[0-9.]+x +[0-9]+%  (compute|all-reduce|input)" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
 finish

@@ -9,7 +9,7 @@ browser=$(command -v chromium || command -v chromium-browser) || { echo "skipped
 tmp=$(mktemp -d /tmp/sfreport.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-"$SEQFEED" synth -o s.sfpack --rows 20000 --features 3 -q &&
+"$SEQFEED" synth -o s.sfpack --rows 20000 --feature-count 3 -q &&
 "$SEQFEED" train --data s.sfpack --features f0,f1,f2 --targets f0 --window 16 --batch-size 32 --epochs 1 \
     --model lstm:16,dense --max-steps 200 --gpus none --report r.html -q || exit 1
 flags=(--headless --no-sandbox --disable-gpu --user-data-dir="$tmp/profile")

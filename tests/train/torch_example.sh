@@ -8,7 +8,7 @@ python3 -c "import torch, numpy" 2>/dev/null || { echo "skipped: torch and numpy
 tmp=$(mktemp -d /tmp/sftorch.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
-"$SEQFEED" synth -o s.sfpack --rows 3000 --features 3 --series 2 -q &&
+"$SEQFEED" synth -o s.sfpack --rows 3000 --feature-count 3 --series-count 2 -q &&
 "$SEQFEED" train --data s.sfpack --features f0,f1,f2 --targets f1,f2 --window 16 --stride 3 --horizon 2 \
     --model lstm:20,dropout:0.2,lstm:12,dense:6,dense --batch-size 32 --epochs 1 --checkpoint-dir ck -q &&
 "$SEQFEED" predict --checkpoint ck/latest.safetensors --data s.sfpack -o seqfeed.csv &&

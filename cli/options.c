@@ -1,0 +1,464 @@
+// The one table of options: every spelling, its value's kind and range, its
+// group and its help line. Each command names the options it takes
+// (cli_command.uses); the parser and --help both read that list, so a
+// command's help lists exactly what it accepts. Names must be given whole:
+// no abbreviations, so that each option has one spelling.
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "cli.h"
+
+typedef enum { K_FLAG, K_TEXT, K_COUNT, K_COUNTS, K_INT, K_REAL, K_CHOICE } kind;
+
+typedef struct {
+    const char *name;
+    char letter;                 // a one-letter spelling too ('q', 'o', 'h'), or 0
+    const char *meta;            // the value in help: "N", "FILE"
+    kind k;
+    uint64_t lo, hi;             // counts: [lo, hi]
+    int64_t ilo, ihi;            // integers: [ilo, ihi] (0, 0: zstd's levels)
+    double rlo, rhi;             // reals: (rlo or [rlo, up to rhi)
+    bool rlo_open, rhi_open;
+    const char *const *choices;  // NULL terminated
+    const char *group;
+    const char *help;
+} option;
+
+static const char *const norms[] = {"zscore", "minmax", "none", NULL};
+static const char *const lr_scalings[] = {"none", "linear", NULL};
+static const char *const precisions[] = {"fp32", "tf32", "bf16", NULL};
+static const char *const ios[] = {"auto", "uring", "pread", NULL};
+static const char *const directs[] = {"auto", "on", "off", NULL};
+static const char *const splits[] = {"all", "train", "validation", NULL};
+static const char *const missings[] = {"error", "drop", "ffill", NULL};
+static const char *const filters[] = {"delta-shuffle", "shuffle", "none", NULL};
+
+#define U32 UINT32_MAX
+#define FILES "input and output"
+#define DATA "data and model"
+#define TRAINING "training"
+#define PIPELINE "the pipeline (seqfeed bench pipeline measures it alone)"
+#define RUN "what a run writes"
+#define BENCH "benchmark"
+#define PACKING "packing"
+#define OUTPUT "output"
+
+static const option options[OPT_COUNT] = {
+    [OPT_DATA] = {"data", 0, "FILE", K_TEXT, .group = FILES, .help = "the .sfpack file"},
+    [OPT_OUTPUT] = {"output", 'o', "FILE", K_TEXT, .group = FILES,
+                    .help = "where the output goes ('-': stdout); a file appears only when complete"},
+    [OPT_CHECKPOINT] = {"checkpoint", 0, "FILE", K_TEXT, .group = FILES,
+                        .help = "a checkpoint written by seqfeed train"},
+    [OPT_FEATURES] = {"features", 0, "a,b", K_TEXT, .group = DATA, .help = "feature columns (default: all)"},
+    [OPT_TARGETS] = {"targets", 0, "c,d", K_TEXT, .group = DATA, .help = "target columns (default: all)"},
+    [OPT_NORM] = {"norm", 0, "zscore|minmax|none", K_CHOICE, .choices = norms, .group = DATA,
+                  .help = "scaling from the file's statistics"},
+    [OPT_WINDOW] = {"window", 0, "T", K_COUNT, 1, U32, .group = DATA, .help = "rows per window"},
+    [OPT_STRIDE] = {"stride", 0, "N", K_COUNT, 1, U32, .group = DATA, .help = "rows between window starts"},
+    [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
+                           .help = "rows between samples in a window"},
+    [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 0, U32, .group = DATA, .help = "target row past the window's last"},
+    [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
+                   .help = "which part of every series (the checkpoint's --val-split)"},
+    [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
+                   .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
+                           "of targets"},
+    [OPT_BATCH_SIZE] = {"batch-size", 0, "N", K_COUNTS, 1, 1u << 20, .group = TRAINING,
+                        .help = "global batch: windows per step over every replica (each takes batch-size / "
+                                "replicas)"},
+    [OPT_REPLICAS] = {"replicas", 0, "R", K_COUNTS, 1, 256, .group = TRAINING,
+                      .help = "replicas (per rank under a launcher)"},
+    [OPT_EPOCHS] = {"epochs", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING, .help = "passes over the data"},
+    [OPT_VAL_SPLIT] = {"val-split", 0, "F", K_REAL, .rlo = 0, .rhi = 1, .rhi_open = true, .group = TRAINING,
+                       .help = "the time-ordered tail of every series for validation"},
+    [OPT_LR] = {"lr", 0, "F", K_REAL, .rlo = 0, .rhi = 1000, .rlo_open = true, .group = TRAINING,
+                .help = "Adam's learning rate"},
+    [OPT_LR_SCALING] = {"lr-scaling", 0, "none|linear", K_CHOICE, .choices = lr_scalings, .group = TRAINING,
+                        .help = "linear: lr x replicas"},
+    [OPT_SEED] = {"seed", 0, "N", K_COUNT, 0, UINT64_MAX, .group = TRAINING,
+                  .help = "the random numbers: weights, shuffling, dropout"},
+    [OPT_MAX_STEPS] = {"max-steps", 0, "N", K_COUNT, 1, UINT64_MAX, .group = TRAINING,
+                       .help = "stop after N steps (a checkpoint is written)"},
+    [OPT_GPUS] = {"gpus", 0, "all|none|0,1", K_TEXT, .group = TRAINING,
+                  .help = "GPUs to use, one replica each (the CPU when there is none)"},
+    [OPT_PRECISION] = {"precision", 0, "fp32|tf32", K_CHOICE, .choices = precisions, .group = TRAINING,
+                       .help = "products in fp32, or TF32 tensor cores (default: tf32 on GPUs of compute "
+                               "capability 8.0 and up, else fp32)"},
+    [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0, .rhi = 1e9, .rlo_open = true,
+                           .group = TRAINING,
+                           .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "
+                                   "fit (default: no budget)"},
+    [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
+                  .help = "shuffle pool per lane, in windows (0 or 1: no shuffle)"},
+    [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
+                   .help = "windower threads per replica, each with its own share of the windows and its own "
+                           "pool (changes the batches: recorded in checkpoints)"},
+    [OPT_BLOCK_CHUNKS] = {"block-chunks", 0, "N", K_COUNT, 1, 1u << 20, .group = PIPELINE,
+                          .help = "chunks per block, the unit of reading and shuffling"},
+    [OPT_DECODERS] = {"decoders", 0, "N", K_COUNT, 1, 256, .group = PIPELINE,
+                      .help = "decoder threads (default: one per core)"},
+    [OPT_PREFETCH] = {"prefetch", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE,
+                      .help = "decoded blocks queued per lane"},
+    [OPT_SLOTS] = {"slots", 0, "N", K_COUNT, 2, 1024, .group = PIPELINE,
+                   .help = "staging slots per lane (batches ready or being copied)"},
+    [OPT_DEPTH] = {"depth", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE, .help = "reads in flight"},
+    [OPT_IO] = {"io", 0, "auto|uring|pread", K_CHOICE, .choices = ios, .group = PIPELINE,
+                .help = "how the file is read (auto: io_uring when the kernel allows it)"},
+    [OPT_DIRECT] = {"direct", 0, "auto|on|off", K_CHOICE, .choices = directs, .group = PIPELINE,
+                    .help = "O_DIRECT reads, past the page cache"},
+    [OPT_CHECKPOINT_DIR] = {"checkpoint-dir", 0, "DIR", K_TEXT, .group = RUN,
+                            .help = "latest.safetensors (and epoch-NNNN.safetensors) written there"},
+    [OPT_CHECKPOINT_EVERY] = {"checkpoint-every", 0, "N", K_COUNT, 1, UINT64_MAX, .group = RUN,
+                              .help = "also every N steps (default: at epoch ends only)"},
+    [OPT_RESUME] = {"resume", 0, NULL, K_FLAG, .group = RUN,
+                    .help = "continue from DIR/latest.safetensors, exactly where it stopped"},
+    [OPT_LOG] = {"log", 0, "FILE", K_TEXT, .group = RUN,
+                 .help = "one CSV row per epoch: epoch,loss,val_loss,samples_per_s,input_wait"},
+    [OPT_TRACE] = {"trace", 0, "FILE", K_TEXT, .group = RUN,
+                   .help = "a Chrome trace (Perfetto, chrome://tracing): a track per pipeline thread and per "
+                           "replica, a span per read, decode, batch, input wait, forward+backward, all-reduce, "
+                           "update"},
+    [OPT_REPORT] = {"report", 0, "FILE", K_TEXT, .group = RUN,
+                    .help = "one self-contained HTML page: step time by phase over the run, stage utilisation, "
+                            "the diagnosis, the settings"},
+    [OPT_COLLECTIVE_TIMEOUT] = {"collective-timeout", 0, "S", K_REAL, .rlo = 1, .rhi = 1e7, .group = RUN,
+                                .help = "under a launcher: a rank that waits S seconds for the others (one died "
+                                        "or hangs) ends the job"},
+    [OPT_STEPS] = {"steps", 0, "N", K_COUNT, 1, 1u << 30, .group = BENCH, .help = "timed steps per run"},
+    [OPT_WARMUP] = {"warmup", 0, "N", K_COUNT, 0, 1u << 30, .group = BENCH, .help = "untimed steps first"},
+    [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0, .rhi = 1e9, .rlo_open = true, .group = BENCH,
+                          .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step "
+                                  "(default: takes them as fast as it can)"},
+    [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order"},
+    [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out"},
+    [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME", K_TEXT, .group = PACKING,
+                           .help = "rows with the same value of NAME form one series (rows of a series must be "
+                                   "contiguous); NAME is not stored as a feature"},
+    [OPT_DELIMITER] = {"delimiter", 0, "C", K_TEXT, .group = PACKING,
+                       .help = "',', ';', 'tab' or any single character (default: detected from the header)"},
+    [OPT_MISSING] = {"missing", 0, "error|drop|ffill", K_CHOICE, .choices = missings, .group = PACKING,
+                     .help = "empty, NA, NaN or inf values: an error, drop the row, or repeat the series' "
+                             "previous value"},
+    [OPT_ROWS] = {"rows", 0, "N", K_COUNT, 1, UINT64_MAX >> 8, .group = PACKING, .help = "rows in all"},
+    [OPT_FEATURE_COUNT] = {"feature-count", 0, "N", K_COUNT, 1, SF_PACK_MAX_COLS, .group = PACKING,
+                           .help = "columns, named f0, f1, ..."},
+    [OPT_SERIES_COUNT] = {"series-count", 0, "N", K_COUNT, 1, U32, .group = PACKING,
+                          .help = "series, named s0, s1, ..."},
+    [OPT_LEVEL] = {"level", 0, "N", K_INT, .group = PACKING, .help = "zstd level (see docs/FORMAT.md)"},
+    [OPT_CHUNK_ROWS] = {"chunk-rows", 0, "N", K_COUNT, 1, U32, .group = PACKING,
+                        .help = "rows per chunk (default: 1 MiB of float32)"},
+    [OPT_FILTER] = {"filter", 0, "NAME", K_CHOICE, .choices = filters, .group = PACKING,
+                    .help = "delta-shuffle, shuffle or none"},
+    [OPT_THREADS] = {"threads", 0, "N", K_COUNT, 1, 256, .group = PACKING,
+                     .help = "compression threads (default: all cores)"},
+    [OPT_JSON] = {"json", 0, NULL, K_FLAG, .group = OUTPUT, .help = "one JSON object instead of text"},
+    [OPT_ALL_SERIES] = {"all-series", 0, NULL, K_FLAG, .group = OUTPUT, .help = "list every series, not the first 10"},
+    [OPT_QUIET] = {"quiet", 'q', NULL, K_FLAG, .group = OUTPUT,
+                   .help = "no progress or summary lines: results and errors only"},
+    [OPT_HELP] = {"help", 'h', NULL, K_FLAG, .group = OUTPUT, .help = "this text"},
+};
+
+const char *cli_opt_name(cli_opt o) { return options[o].name; }
+
+// The range of an option's value, in words; many: a list of them.
+static void range_text(const option *op, bool many, char *buf, size_t n) {
+    if (op->k == K_COUNT || op->k == K_COUNTS) {
+        const char *what = many ? "integers" : "an integer", *list = many ? ", comma-separated" : "";
+        if (op->hi >= UINT64_MAX >> 8) snprintf(buf, n, "%s of at least %" PRIu64 "%s", what, op->lo, list);
+        else snprintf(buf, n, "%s from %" PRIu64 " to %" PRIu64 "%s", what, op->lo, op->hi, list);
+    } else if (op->k == K_INT) {
+        snprintf(buf, n, "an integer from %d to %d", ZSTD_minCLevel(), ZSTD_maxCLevel());
+    } else if (op->k == K_REAL) {
+        snprintf(buf, n, "a number %s %g and %s %g", op->rlo_open ? "above" : "from", op->rlo,
+                 op->rhi_open ? "below" : "up to", op->rhi);
+    } else if (op->k == K_CHOICE) {
+        size_t k = (size_t)snprintf(buf, n, "one of");
+        for (int i = 0; op->choices[i] && k < n; i++)
+            k += (size_t)snprintf(buf + k, n - k, "%s %s", i ? "," : "", op->choices[i]);
+    } else {
+        snprintf(buf, n, "a value");
+    }
+}
+
+static bool parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+    if (!s || !*s || *s == '-' || *s == '+') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+// Parses text as op says into *v; false when it is not a value of op.
+static bool parse_value(const option *op, const char *text, cli_value *v) {
+    v->text = text;
+    switch (op->k) {
+    case K_FLAG:
+    case K_TEXT: return true;
+    case K_COUNT: return parse_count(text, op->lo, op->hi, &v->u);
+    case K_COUNTS: {
+        v->n = 0;
+        for (const char *p = text;;) {
+            char buf[32];
+            size_t len = strcspn(p, ",");
+            if (len == 0 || len >= sizeof buf || v->n == CLI_MAX_LIST) return false;
+            memcpy(buf, p, len);
+            buf[len] = 0;
+            if (!parse_count(buf, op->lo, op->hi, &v->list[v->n++])) return false;
+            if (!p[len]) break;
+            p += len + 1;
+        }
+        v->u = v->list[0];
+        return true;
+    }
+    case K_INT: {
+        char *end;
+        errno = 0;
+        long x = strtol(text, &end, 10);
+        if (errno || end == text || *end || x < ZSTD_minCLevel() || x > ZSTD_maxCLevel()) return false;
+        v->i = x;
+        return true;
+    }
+    case K_REAL: {
+        char *end;
+        double x = strtod(text, &end);
+        if (end == text || *end || !(op->rlo_open ? x > op->rlo : x >= op->rlo) ||
+            !(op->rhi_open ? x < op->rhi : x <= op->rhi))
+            return false;
+        v->real = x;
+        return true;
+    }
+    case K_CHOICE:
+        for (int i = 0; op->choices[i]; i++)
+            if (!strcmp(text, op->choices[i])) {
+                v->choice = i;
+                return true;
+            }
+        return false;
+    }
+    return false;
+}
+
+// The command's use of option o, or NULL when it does not take it.
+static const cli_use *use_of(const cli_command *c, cli_opt o) {
+    for (const cli_use *u = c->uses; u->opt != OPT_COUNT; u++)
+        if (u->opt == o) return u;
+    return NULL;
+}
+
+// The option arg names (a "--name", "--name=value", "-q" or "-o"), or
+// OPT_COUNT.
+static cli_opt lookup(const char *arg, const char **inline_value) {
+    *inline_value = NULL;
+    if (arg[1] != '-') {
+        for (int o = 0; o < OPT_COUNT; o++)
+            if (options[o].letter && arg[1] == options[o].letter && !arg[2]) return (cli_opt)o;
+        return OPT_COUNT;
+    }
+    const char *name = arg + 2, *eq = strchr(name, '=');
+    size_t len = eq ? (size_t)(eq - name) : strlen(name);
+    for (int o = 0; o < OPT_COUNT; o++)
+        if (strlen(options[o].name) == len && !strncmp(options[o].name, name, len)) {
+            if (eq) *inline_value = eq + 1;
+            return (cli_opt)o;
+        }
+    return OPT_COUNT;
+}
+
+int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
+    *a = (cli_args){0};
+    bool options_end = false;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (options_end || arg[0] != '-' || !arg[1]) {  // "-" is a file: stdin or stdout
+            if (!c->positional) return cli_usage_error(c->name, "unexpected argument '%s'", arg);
+            if (a->positional) return cli_usage_error(c->name, "unexpected argument '%s' (one %s only)", arg,
+                                                      c->positional);
+            a->positional = arg;
+            continue;
+        }
+        if (!strcmp(arg, "--")) {
+            options_end = true;
+            continue;
+        }
+        const char *value;
+        cli_opt o = lookup(arg, &value);
+        if (o == OPT_COUNT || !use_of(c, o)) {
+            int len = (int)strcspn(arg, "=");
+            return cli_usage_error(c->name, "unknown option '%.*s'", len, arg);
+        }
+        const option *op = &options[o];
+        if (op->k == K_FLAG) {
+            if (value) return cli_usage_error(c->name, "--%s takes no value", op->name);
+            value = arg;
+        } else if (!value) {
+            if (i + 1 >= argc) return cli_usage_error(c->name, "--%s needs a value (%s)", op->name, op->meta);
+            value = argv[++i];
+        }
+        if (o == OPT_HELP) {
+            cli_help(c, stdout);
+            return -1;
+        }
+        if (!parse_value(op, value, &a->v[o])) {
+            char range[160];
+            range_text(op, use_of(c, o)->many, range, sizeof range);
+            return cli_usage_error(c->name, "--%s %s: expected %s", op->name, value, range);
+        }
+        if (op->k == K_COUNTS && a->v[o].n > 1 && !use_of(c, o)->many)
+            return cli_usage_error(c->name, "--%s %s: expected one value (from %" PRIu64 " to %" PRIu64 ")",
+                                   op->name, value, op->lo, op->hi);
+        a->v[o].set = true;
+    }
+    return 0;
+}
+
+const char *cli_data(const cli_command *c, const cli_args *a, int *rc) {
+    const cli_value *d = &a->v[OPT_DATA];
+    if (d->set && a->positional) {
+        *rc = cli_usage_error(c->name, "the data is given twice: --data %s and %s", d->text, a->positional);
+        return NULL;
+    }
+    if (d->set) return d->text;
+    if (a->positional) return a->positional;
+    *rc = cli_usage_error(c->name, "missing --data %s", c->positional ? c->positional : "FILE.sfpack");
+    return NULL;
+}
+
+// The library's default of an option, as help shows it ("" when it has none).
+static void default_text(cli_opt o, char *buf, size_t n) {
+    sf_fit_opts f = sf_fit_opts_default();
+    const sf_pipe_opts *p = &f.pipe;
+    buf[0] = 0;
+    switch (o) {
+    case OPT_NORM: snprintf(buf, n, "%s", sf_norm_name(f.norm)); break;
+    case OPT_WINDOW: snprintf(buf, n, "%u", p->window.length); break;
+    case OPT_STRIDE: snprintf(buf, n, "%u", p->window.stride); break;
+    case OPT_SAMPLING_RATE: snprintf(buf, n, "%u", p->window.sampling_rate); break;
+    case OPT_HORIZON: snprintf(buf, n, "%u", p->window.horizon); break;
+    case OPT_MODEL: snprintf(buf, n, "%s", f.model); break;
+    case OPT_BATCH_SIZE: snprintf(buf, n, "%u", f.batch); break;
+    case OPT_EPOCHS: snprintf(buf, n, "%" PRIu64, f.epochs); break;
+    case OPT_VAL_SPLIT: snprintf(buf, n, "%g", f.val_split); break;
+    case OPT_LR: snprintf(buf, n, "%g", (double)f.adam.lr); break;
+    case OPT_LR_SCALING: snprintf(buf, n, "%s", lr_scalings[f.lr_linear]); break;
+    case OPT_SEED: snprintf(buf, n, "%" PRIu64, f.seed); break;
+    case OPT_POOL: snprintf(buf, n, "%" PRIu64, p->pool); break;
+    case OPT_LANES: snprintf(buf, n, "%u", p->lanes); break;
+    case OPT_BLOCK_CHUNKS: snprintf(buf, n, "%u", p->block_chunks); break;
+    case OPT_PREFETCH: snprintf(buf, n, "%u", p->prefetch); break;
+    case OPT_SLOTS: snprintf(buf, n, "%u", p->slots); break;
+    case OPT_DEPTH: snprintf(buf, n, "%u", p->io.depth); break;
+    case OPT_IO: snprintf(buf, n, "%s", ios[p->io.io]); break;
+    case OPT_DIRECT: snprintf(buf, n, "%s", directs[p->io.direct]); break;
+    case OPT_GPUS: snprintf(buf, n, "all"); break;
+    case OPT_COLLECTIVE_TIMEOUT: snprintf(buf, n, "300"); break;
+    case OPT_LEVEL: snprintf(buf, n, "%d", SF_PACK_DEFAULT_LEVEL); break;
+    case OPT_FILTER: snprintf(buf, n, "%s", sf_filter_name(SF_FILTER_DELTA_SHUFFLE)); break;
+    case OPT_MISSING: snprintf(buf, n, "error"); break;
+    default: break;
+    }
+}
+
+// Prints text from column `at` on (the cursor is at column col), wrapped
+// before column 100.
+static void wrapped(FILE *f, const char *text, int at, int col) {
+    bool first = true;
+    for (const char *p = text; *p;) {
+        while (*p == ' ') p++;
+        size_t word = strcspn(p, " ");
+        if (!word) break;
+        if (!first && col + 1 + (int)word > 100) {
+            fprintf(f, "\n%*s", at, "");
+            col = at;
+        } else if (!first) {
+            fputc(' ', f), col++;
+        }
+        fprintf(f, "%.*s", (int)word, p);
+        col += (int)word, p += word, first = false;
+    }
+    fputc('\n', f);
+}
+
+void cli_help(const cli_command *c, FILE *f) {
+    fprintf(f, "usage: seqfeed %s%s%s\n\n%s", c->name, *c->usage ? " " : "", c->usage, c->about);
+    const char *group = NULL;
+    for (const cli_use *u = c->uses; u->opt != OPT_COUNT; u++) {
+        const option *op = &options[u->opt];
+        if (!group || strcmp(group, op->group)) fprintf(f, "\n%s:\n", op->group), group = op->group;
+        char left[64], def[256];
+        int at = 28;
+        snprintf(left, sizeof left, "  %c%c%s--%s%s%s", op->letter ? '-' : ' ', op->letter ? op->letter : ' ',
+                 op->letter ? ", " : "  ", op->name, op->meta ? " " : "", op->meta ? op->meta : "");
+        if ((int)strlen(left) > at - 2) fprintf(f, "%s\n%*s", left, at, "");
+        else fprintf(f, "%-*s", at, left);
+        int col = at;
+        const char *help = u->help ? u->help : op->help;
+        if (u->def) snprintf(def, sizeof def, "%s (default %s)", help, u->def);
+        else {
+            char d[200];
+            default_text(u->opt, d, sizeof d);
+            if (d[0]) snprintf(def, sizeof def, "%s (default %s)", help, d);
+            else snprintf(def, sizeof def, "%s", help);
+        }
+        wrapped(f, def, at, col);
+    }
+    if (c->epilog) fprintf(f, "\n%s", c->epilog);
+}
+
+void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {
+    const cli_value *v = a->v;
+    if (v[OPT_WINDOW].set) o->window.length = (uint32_t)v[OPT_WINDOW].u;
+    if (v[OPT_STRIDE].set) o->window.stride = (uint32_t)v[OPT_STRIDE].u;
+    if (v[OPT_SAMPLING_RATE].set) o->window.sampling_rate = (uint32_t)v[OPT_SAMPLING_RATE].u;
+    if (v[OPT_HORIZON].set) o->window.horizon = (uint32_t)v[OPT_HORIZON].u;
+    if (v[OPT_POOL].set) o->pool = v[OPT_POOL].u;
+    if (v[OPT_LANES].set) o->lanes = (uint32_t)v[OPT_LANES].u;
+    if (v[OPT_BLOCK_CHUNKS].set) o->block_chunks = (uint32_t)v[OPT_BLOCK_CHUNKS].u;
+    if (v[OPT_DECODERS].set) o->decoders = (uint32_t)v[OPT_DECODERS].u;
+    if (v[OPT_PREFETCH].set) o->prefetch = (uint32_t)v[OPT_PREFETCH].u;
+    if (v[OPT_SLOTS].set) o->slots = (uint32_t)v[OPT_SLOTS].u;
+    if (v[OPT_DEPTH].set) o->io.depth = (uint32_t)v[OPT_DEPTH].u;
+    if (v[OPT_IO].set) o->io.io = (enum sf_io)v[OPT_IO].choice;
+    if (v[OPT_DIRECT].set) o->io.direct = (enum sf_direct)v[OPT_DIRECT].choice;
+    if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
+    if (v[OPT_EPOCHS].set) o->epochs = v[OPT_EPOCHS].u;
+}
+
+void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
+    const cli_value *v = a->v;
+    cli_apply_pipe(a, &o->pipe);
+    if (v[OPT_DATA].set) o->data = v[OPT_DATA].text;
+    if (v[OPT_FEATURES].set) o->features = v[OPT_FEATURES].text;
+    if (v[OPT_TARGETS].set) o->targets = v[OPT_TARGETS].text;
+    if (v[OPT_NORM].set) o->norm = (enum sf_norm)v[OPT_NORM].choice;
+    if (v[OPT_MODEL].set) o->model = v[OPT_MODEL].text;
+    if (v[OPT_BATCH_SIZE].set) o->batch = (uint32_t)v[OPT_BATCH_SIZE].u;
+    if (v[OPT_REPLICAS].set) o->replicas = (uint32_t)v[OPT_REPLICAS].u;
+    if (v[OPT_EPOCHS].set) o->epochs = v[OPT_EPOCHS].u;
+    if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
+    if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
+    if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
+    if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
+    if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
+    if (v[OPT_MEMORY_BUDGET].set) o->memory_budget = (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6);
+    if (v[OPT_CHECKPOINT_DIR].set) o->checkpoint_dir = v[OPT_CHECKPOINT_DIR].text;
+    if (v[OPT_CHECKPOINT_EVERY].set) o->checkpoint_every = v[OPT_CHECKPOINT_EVERY].u;
+    if (v[OPT_RESUME].set) o->resume = true;
+    if (v[OPT_LOG].set) o->log = v[OPT_LOG].text;
+    if (v[OPT_TRACE].set) o->trace = v[OPT_TRACE].text;
+    if (v[OPT_REPORT].set) o->report = v[OPT_REPORT].text;
+    if (v[OPT_QUIET].set) o->progress = false;
+}
+
+void cli_apply_writer(const cli_args *a, sf_pack_writer_opts *wo) {
+    const cli_value *v = a->v;
+    if (v[OPT_LEVEL].set) wo->level = (int)v[OPT_LEVEL].i;
+    if (v[OPT_CHUNK_ROWS].set) wo->chunk_rows = (uint32_t)v[OPT_CHUNK_ROWS].u;
+    if (v[OPT_THREADS].set) wo->threads = (int)v[OPT_THREADS].u;
+}

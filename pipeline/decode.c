@@ -1,0 +1,41 @@
+// The decode stage: a chunk's stored bytes checked, decompressed and
+// unfiltered into column-major values, and its rows that a block needs
+// gathered into the block, scaled. The pipeline's decoder threads and the
+// single-threaded block loader both decode through here.
+#include <stdlib.h>
+
+#include "pipeline.h"
+
+struct sf_decoder {
+    sf_pack_dctx *dctx;
+    float *values;  // one chunk, column-major
+};
+
+sf_decoder *sf_decoder_create(const sf_pack *p) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    sf_decoder *d = calloc(1, sizeof *d);
+    if (!d) return NULL;
+    d->dctx = sf_pack_dctx_create();
+    d->values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float) + 1);
+    if (!d->dctx || !d->values) {
+        sf_decoder_free(d);
+        return NULL;
+    }
+    return d;
+}
+
+void sf_decoder_free(sf_decoder *d) {
+    if (!d) return;
+    sf_pack_dctx_free(d->dctx);
+    free(d->values);
+    free(d);
+}
+
+int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
+                   sf_block_data *d, sf_err *e) {
+    int rc = sf_pack_chunk_decode(dec->dctx, p, i, stored, dec->values, e);
+    if (rc) return rc;
+    sf_chunk c = sf_pack_chunk_locate(p, i);
+    sf_block_gather(d, cols, &c, dec->values);
+    return 0;
+}

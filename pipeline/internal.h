@@ -1,0 +1,44 @@
+// What the pipeline's files share and nobody else sees.
+#ifndef SF_PIPELINE_INTERNAL_H
+#define SF_PIPELINE_INTERNAL_H
+
+#include "pipeline.h"
+
+// A lane's staging ring: slots of one buffer each, x then y (y on a 256-byte
+// boundary, as device allocations are), with the batch's window ids, count
+// and epoch, and where its device copy lands when the ring has stage hooks.
+// A slot is free (its windower may fill it), ready (filled, its copy
+// started) or taken (its consumer reads it). The indices and states belong
+// to the pipe's lock; the buffers to whoever the state says.
+enum sf_slot_state { SF_SLOT_FREE, SF_SLOT_READY, SF_SLOT_TAKEN };
+typedef struct {
+    uint32_t slots, fill, take;  // fill: the next slot to fill; take: the next to hand out
+    void **buf, **device, **ready;
+    uint64_t **ids;
+    uint32_t *count;
+    uint64_t *epoch;
+    enum sf_slot_state *state;
+    size_t y_offset, bytes;        // of y in a slot, and of the slot
+    const sf_stage_ops *stage;     // NULL: host memory only
+    uint32_t stage_r, stage_s0;    // the replica, and this ring's first slot among its lanes'
+} sf_ring;
+
+// Slots for batches of up to batch windows of x_len and y_len floats each;
+// with stage, slots stage_s0 .. stage_s0 + slots - 1 of replica stage_r.
+// Returns 0 or SF_ENOMEM; sf_ring_close frees what was allocated either way.
+int sf_ring_open(sf_ring *g, uint32_t slots, uint32_t batch, size_t x_len, size_t y_len, const sf_stage_ops *stage,
+                 uint32_t stage_r, uint32_t stage_s0);
+void sf_ring_close(sf_ring *g);
+// Before slot k is refilled: its last copy must have read the host memory.
+int sf_ring_reclaim(sf_ring *g, uint32_t k, sf_err *e);
+// Slot k is filled: its device copy starts.
+int sf_ring_publish(sf_ring *g, uint32_t k, sf_err *e);
+// Slot k as its consumer sees it, for lane `lane`.
+sf_batch sf_ring_batch(const sf_ring *g, uint32_t k, uint32_t lane);
+// The consumer is done with slot k (its device copy may be overwritten once
+// its queued work is).
+void sf_ring_release(sf_ring *g, uint32_t k);
+static inline float *sf_ring_x(const sf_ring *g, uint32_t k) { return (float *)g->buf[k]; }
+static inline float *sf_ring_y(const sf_ring *g, uint32_t k) { return (float *)((char *)g->buf[k] + g->y_offset); }
+
+#endif

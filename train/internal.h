@@ -1,0 +1,109 @@
+// What the train files share and nobody else sees: the trainer's state
+// (trainer.c, allreduce.c) and where a run starts (fit.c, resume.c).
+#ifndef SF_TRAIN_INTERNAL_H
+#define SF_TRAIN_INTERNAL_H
+
+#include <pthread.h>
+
+#include "train.h"
+
+enum { SF_STEP_RING = 65536 };  // steps kept for percentiles: a bounded buffer however long the run
+
+typedef struct {
+    struct sf_trainer *t;
+    uint32_t r;
+    sf_replica *rep;
+    pthread_t thread;
+    double phase[SF_PHASES];  // this step's seconds in each phase (other: the rest)
+    double loss;              // this step's summed row losses
+    double start;             // this step's start
+    uint64_t steps;           // steps profiled
+    double first, last;       // the first profiled step's start, the last one's end
+    double total[SF_PHASES];
+    float (*ring)[SF_PHASES + 1];  // per step: the phases, then the step
+    int track;                // in the trace
+    bool warm;                // past the run's first step
+    uint32_t got;  // windows in this step's batch (0: none), read by replica 0 after the barrier
+    int rc;        // of this step: 1 trained, 0 source ended, < 0 error
+    sf_err e;
+} sf_worker;
+
+struct sf_trainer {
+    const sf_backend *be;
+    const sf_model *m;
+    uint32_t R;
+    sf_worker *w;
+    sf_adam adam;
+    uint64_t step;
+    void *group;      // the backend's own reduction, when it has one
+    sf_ranks *ranks;
+    uint32_t first;   // global index of replica 0
+    atomic_int *interrupted;
+    // the step as the ranks agreed on it (or this process's alone)
+    uint32_t global;
+    double loss, wait;
+    bool interrupt;
+    sf_trace *trace;
+    sf_staging *staging;  // the backend's, when it stages batches onto devices
+    sf_stage_ops hooks;
+    pthread_barrier_t bar;
+    // Threads wait at the gate until all have started (go 1), or leave
+    // (go -1): the barrier needs every one of them.
+    pthread_mutex_t gate;
+    pthread_cond_t gate_cv;
+    int go;
+    // one run's
+    const sf_batch_source *src;
+    uint64_t seed;
+    sf_step_hook hook;
+    void *hook_arg;
+    bool stop;
+    int rc;
+    sf_err err;
+};
+
+// ---- profile.c ----
+
+// Before a run: nothing profiled.
+void sf_profile_reset(sf_worker *w);
+// The replica's step that began at w->start ends at now (none before the
+// first call): its phases (w->phase, then zeroed; other is what the rest
+// leaves) into the profile, but the run's first step's. The next begins.
+void sf_profile_step(sf_worker *w, double now);
+
+// ---- allreduce.c ----
+
+// The backend's own group (NCCL) over every rank's replicas, when it has
+// one: t->group. A collective across ranks.
+int sf_allreduce_open(sf_trainer *t, sf_err *e);
+// Replica r's part of the step's sum (every replica's thread calls it after
+// its backward pass): then every replica's gradient buffer holds the sum
+// over every replica of the job, in a fixed order. 0 or a negative code.
+int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e);
+
+// ---- resume.c ----
+
+// The run's record, as a checkpoint keeps it: settings from o and the
+// data's columns and scaling (borrowed from cols: c is a view), for
+// replicas replicas in all. SF_EINVAL when the column names do not fit.
+int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in, const sf_columns *cols,
+                  const sf_model *m, uint32_t replicas, sf_err *e);
+// Every rank has the same record and data layout (a collective).
+int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, uint32_t replicas,
+                 const sf_pack_info *in, sf_err *e);
+
+// Where a run starts, and its interrupted epoch so far.
+typedef struct {
+    bool resumed;
+    uint64_t epoch, epoch_step, step;
+    double loss_sum, wait, seconds;
+    uint64_t samples;
+} sf_run_start;
+// Loads every replica: with o->resume, from checkpoint_dir/latest.safetensors
+// when there is one (rank 0 reads it, checks it against run, and sends it
+// to every rank), else Keras' initialisers from o->seed. talk: say what
+// happens on stderr. A collective.
+int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *run, const sf_fit_opts *o,
+                         bool talk, sf_run_start *st, sf_err *e);
+
+#endif

@@ -1,0 +1,174 @@
+// Where a run starts, and what every rank must agree on first: the run's
+// record (its settings as a checkpoint keeps them), a resumed run's check
+// against its checkpoint, the ranks' agreement on settings and data, and the
+// weights every replica starts from.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+// Column names, comma-separated, into out (cap bytes); -1 when they do not fit.
+static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *cols, uint32_t n) {
+    size_t len = 0;
+    out[0] = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        int w = snprintf(out + len, cap - len, "%s%s", k ? "," : "", in->col_names[cols[k]]);
+        if (w < 0 || (size_t)w >= cap - len) return -1;
+        len += (size_t)w;
+    }
+    return 0;
+}
+
+int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in, const sf_columns *cols,
+                  const sf_model *m, uint32_t replicas, sf_err *e) {
+    *c = (sf_checkpoint){0};
+    sf_model_format(m, c->model, sizeof c->model);
+    if (join(c->features, sizeof c->features, in, cols->features, cols->nfeatures) ||
+        join(c->targets, sizeof c->targets, in, cols->targets, cols->ntargets))
+        return sf_err_set(e, SF_EINVAL, "too many column names for a checkpoint");
+    snprintf(c->data, sizeof c->data, "%s", o->data);
+    c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
+    c->feature_scale = cols->feature_scale, c->feature_offset = cols->feature_offset;
+    c->target_scale = cols->target_scale, c->target_offset = cols->target_offset;
+    c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
+    c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
+    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks;
+    snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
+    return 0;
+}
+
+static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+// --resume: settings that decide the run must be the checkpoint's.
+static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const char *path, sf_err *e) {
+    const char *what = !same(c->model, r->model)           ? "--model"
+                       : !same(c->features, r->features)   ? "--features"
+                       : !same(c->targets, r->targets)     ? "--targets"
+                       : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
+                       : c->norm != r->norm                ? "--norm"
+                       : c->batch != r->batch              ? "--batch-size"
+                       : c->seed != r->seed                ? "--seed"
+                       : c->val_split != r->val_split      ? "--val-split"
+                       : (float)c->lr != (float)r->lr      ? "the learning rate"
+                       : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
+                       : c->pool != r->pool                ? "--pool"
+                       : c->lanes != r->lanes              ? "--lanes"
+                       : c->block_chunks != r->block_chunks ? "--block-chunks"
+                       : c->rows != r->rows                ? "the data (its row count)"
+                                                           : NULL;
+    if (what)
+        return sf_err_set(e, SF_EINVAL, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
+                          "or start afresh in another --checkpoint-dir)", path, what);
+    return 0;
+}
+
+// Every rank must train the same run: a rank started with other settings
+// (or on another file) would go its own way without a word.
+int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, uint32_t replicas,
+                 const sf_pack_info *in, sf_err *e) {
+    if (!ranks) return 0;
+    struct {
+        sf_window_spec window;
+        uint32_t norm, precision, batch, replicas, lanes, block_chunks;
+        uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
+        double val_split, lr;
+        // which files each rank writes or gathers into (rank 0 writes them)
+        uint32_t lr_linear, resume, checkpoints, log, trace, report;
+    } k;
+    memset(&k, 0, sizeof k);  // padding too
+    k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.batch = c->batch, k.replicas = replicas;
+    k.lanes = c->lanes, k.block_chunks = c->block_chunks;
+    k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
+    k.max_steps = o->max_steps, k.memory_budget = o->memory_budget, k.val_split = c->val_split, k.lr = c->lr;
+    k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
+    k.trace = o->trace != NULL, k.report = o->report != NULL;
+    uint32_t crc = sf_crc32c(0, &k, sizeof k);
+    const char *text[] = {c->model, c->features, c->targets, o->backend->name};
+    for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
+    // The data: its layout decides the blocks and shards, and the scaling
+    // comes from the file's statistics, so another file of the same shape
+    // shows there.
+    uint64_t layout[3] = {in->chunk_rows, in->nchunks, in->nseries};
+    crc = sf_crc32c(crc, layout, sizeof layout);
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        uint64_t rows[2] = {in->series[i].first_row, in->series[i].rows};
+        crc = sf_crc32c(crc, rows, sizeof rows);
+    }
+    crc = sf_crc32c(crc, c->feature_scale, c->inputs * sizeof(float));
+    crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
+    crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
+    crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
+    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
+                          "pipeline lanes and blocks, backend, precision, seed, epochs, learning rate, memory "
+                          "budget, the files written, and the data's layout and statistics)", e);
+}
+
+// Where a resumed run stands, as rank 0 read it from the checkpoint (only
+// rank 0 need see the checkpoint directory) and sends it to every rank.
+typedef struct {
+    int64_t rc;  // rank 0's error, whose message follows
+    int64_t found, adam;
+    uint64_t epoch, epoch_step, step, epoch_samples;
+    double epoch_loss, epoch_wait, epoch_seconds;
+    uint32_t replicas;
+    char msg[1024];
+} resume_head;
+
+int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *run, const sf_fit_opts *o,
+                         bool talk, sf_run_start *st, sf_err *e) {
+    *st = (sf_run_start){0};
+    int rank = sf_ranks_rank(o->ranks);
+    size_t n = m->nparams ? m->nparams : 1;
+    char latest[4200] = "";
+    if (o->checkpoint_dir) snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir);
+    resume_head h = {0};
+    sf_checkpoint old = {0};
+    bool read = false;
+    if (rank == 0 && o->resume && latest[0] && access(latest, F_OK) == 0) {
+        sf_model om;
+        read = !(h.rc = sf_checkpoint_read(latest, &old, &om, e));
+        if (read) h.rc = check_resume(&old, run, latest, e);
+        if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
+        h.found = read, h.adam = read && old.m && old.v;
+        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
+        h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
+        h.epoch_seconds = old.epoch_seconds;
+    }
+    int rc = sf_ranks_bcast(o->ranks, &h, sizeof h, "the checkpoint's position", e);
+    if (!rc && h.rc) rc = rank == 0 ? (int)h.rc : sf_err_set(e, (int)h.rc, "rank 0: %s", h.msg);
+    float *w = read ? old.w : malloc(n * sizeof *w);
+    float *mm = h.adam ? (read ? old.m : malloc(n * sizeof *mm)) : NULL;
+    float *v = h.adam ? (read ? old.v : malloc(n * sizeof *v)) : NULL;
+    if (!rc && (!w || (h.adam && (!mm || !v)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc && h.found) {
+        rc = sf_ranks_bcast(o->ranks, w, n * sizeof *w, "the checkpoint's weights", e);
+        if (!rc && h.adam) rc = sf_ranks_bcast(o->ranks, mm, n * sizeof *mm, "the checkpoint's Adam state", e);
+        if (!rc && h.adam) rc = sf_ranks_bcast(o->ranks, v, n * sizeof *v, "the checkpoint's Adam state", e);
+        if (!rc) rc = sf_trainer_load(t, w, mm, v, h.step, e);
+        // The interrupted epoch's totals so far: its line and log row stay whole.
+        *st = (sf_run_start){.resumed = !rc, .epoch = h.epoch, .epoch_step = h.epoch_step, .step = h.step,
+                             .loss_sum = h.epoch_loss, .wait = h.epoch_wait, .seconds = h.epoch_seconds,
+                             .samples = h.epoch_samples};
+        // Other replica counts share an epoch's windows out otherwise: the
+        // interrupted epoch's position has no meaning, so it starts again.
+        if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {
+            if (talk)
+                fprintf(stderr, "resume: the checkpoint was written by %u replicas and this run has %u: epoch %llu "
+                        "starts again from its beginning (weights, Adam state and step count carry on)\n", h.replicas,
+                        run->replicas, (unsigned long long)st->epoch + 1);
+            st->epoch_step = 0, st->loss_sum = 0, st->samples = 0, st->wait = 0, st->seconds = 0;
+        }
+    } else if (!rc) {
+        if (o->resume && talk)
+            fprintf(stderr, "resume: no checkpoint at %s, starting from the beginning\n",
+                    latest[0] ? latest : "(no --checkpoint-dir)");
+        sf_model_init(m, w, o->seed);
+        rc = sf_trainer_load(t, w, NULL, NULL, 0, e);
+    }
+    if (read) sf_checkpoint_free(&old);
+    else free(w), free(mm), free(v);
+    return rc;
+}
