@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the unit suite under the sanitizers, each in its own build directory:
+# Runs the unit and integration suites under the sanitizers, each in its own build directory:
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan), leaks
 #         included; any report fails the test that triggered it.
 #   tsan: ThreadSanitizer (build-tsan): the packer's compression threads,
@@ -29,7 +29,7 @@ setup() {
 # the tests' timeouts assume.
 run_tests() {
     meson compile -C "$1" &&
-        meson test -C "$1" --suite unit --print-errorlogs --timeout-multiplier 4
+        meson test -C "$1" --suite unit --suite integration --print-errorlogs --timeout-multiplier 4
 }
 
 asan() {

@@ -1,7 +1,8 @@
 // Mirrored steps: R = 1, 2 and 4 replicas fed the same global batches (each
 // replica its slice) end with the same weights after 6 steps, to float
-// summation-order tolerance, and with bit-identical replicas; a repeated run
-// is bit-identical; a loss that turns non-finite stops before the update.
+// summation-order tolerance, and every replica of a run with bit-identical
+// weights; a repeated run is bit-identical; a loss that turns non-finite
+// stops before the update.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,14 @@ static void train(uint32_t R, const sf_model *m, const float *w0, const float *x
     uint64_t steps = 0;
     if (!(*rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) *rc = sf_trainer_run(t, &src, 5, count_steps, &steps, e);
     if (!*rc) *rc = sf_trainer_save(t, w, NULL, NULL, e);
+    // Every replica applied the same update to the same weights: bit for bit.
+    float *other = malloc(m->nparams * sizeof(float));
+    for (uint32_t r = 1; !*rc && other && r < R; r++) {
+        *rc = sf_trainer_save_replica(t, r, other, e);
+        CHECK(*rc || memcmp(other, w, m->nparams * sizeof(float)) == 0, "R=%u: replica %u's weights differ from "
+              "replica 0's", R, r);
+    }
+    free(other);
     if (!*rc && poison_at < 0) CHECK(steps == STEPS, "R=%u: %llu steps", R, (unsigned long long)steps);
     if (!*rc && poison_at >= 0) CHECK(steps == (uint64_t)poison_at, "poisoned: %llu steps", (unsigned long long)steps);
     sf_trainer_close(t);
