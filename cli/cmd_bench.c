@@ -90,7 +90,7 @@ static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_c
     int prc = sf_plan_create(&plan, rows, in->chunk_rows, series, nseries, &o->window, 1, NULL, e);
     free(series);
     if (prc) return -1;
-    sf_block_task all = {0, 0, sf_plan_windows(plan), 0, rows};
+    sf_block_task all = {.end_window = sf_plan_windows(plan), .row_hi = rows};
     sf_block_loader *l = sf_block_loader_create(p, &cols);
     sf_block_data d = {0};
     if (!l || sf_block_load(l, &all, &d, e)) goto out_loader;

@@ -171,7 +171,7 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
     d->row_hi = t->row_hi;
     if (rows == 0) return 0;
     for (uint64_t c = t->row_lo / in->chunk_rows; c <= (t->row_hi - 1) / in->chunk_rows; c++) {
-        int rc = sf_pack_chunk_read(l->pack, c, l->stored, e);
+        int rc = sf_decoder_holds(l->dec, c) ? 0 : sf_pack_chunk_read(l->pack, c, l->stored, e);
         if (!rc) rc = sf_decoder_run(l->dec, l->pack, cols, c, l->stored, d, e);
         if (rc) return rc;
     }

@@ -9,12 +9,14 @@
 struct sf_decoder {
     sf_pack_dctx *dctx;
     float *values;  // one chunk, column-major
+    int64_t chunk;  // the chunk values holds (-1: none)
 };
 
 sf_decoder *sf_decoder_create(const sf_pack *p) {
     const sf_pack_info *in = sf_pack_get_info(p);
     sf_decoder *d = calloc(1, sizeof *d);
     if (!d) return NULL;
+    d->chunk = -1;
     d->dctx = sf_pack_dctx_create();
     d->values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float) + 1);
     if (!d->dctx || !d->values) {
@@ -31,10 +33,16 @@ void sf_decoder_free(sf_decoder *d) {
     free(d);
 }
 
+bool sf_decoder_holds(const sf_decoder *dec, uint64_t i) { return dec->chunk == (int64_t)i; }
+
 int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
                    sf_block_data *d, sf_err *e) {
-    int rc = sf_pack_chunk_decode(dec->dctx, p, i, stored, dec->values, e);
-    if (rc) return rc;
+    if (dec->chunk != (int64_t)i) {
+        dec->chunk = -1;
+        int rc = sf_pack_chunk_decode(dec->dctx, p, i, stored, dec->values, e);
+        if (rc) return rc;
+        dec->chunk = (int64_t)i;
+    }
     sf_chunk c = sf_pack_chunk_locate(p, i);
     sf_block_gather(d, cols, &c, dec->values);
     return 0;

@@ -78,6 +78,7 @@ struct sf_pipe {
     lane *lanes;                  // replicas x lanes-per-replica, replica-major
     uint32_t nlanes, per;         // lanes in all, and per replica
     uint32_t shard_base, shards;  // lane shards of the whole job: ours are shard_base + 0 .. nlanes - 1
+    uint64_t max_edges;           // block edges each lane keeps at once for seams
     uint32_t *turn;               // per replica: the lane to take from next
     uint64_t *epoch;              // per replica: the epoch being handed out
     pthread_t reader_thread, *decoders;
@@ -174,10 +175,12 @@ static block_job *new_block(sf_pipe *p, lane *ln, const sf_block_task *t, sf_err
     return b;
 }
 
-// Plans lane l's shard of its next epoch into its task list.
-static void plan_epoch(sf_pipe *p, uint32_t l, uint64_t *order, sf_block_task *tasks, int64_t *ntasks) {
-    sf_plan_epoch_order(p->plan, p->o.seed, p->lanes[l].read_epoch, order);
-    *ntasks = sf_plan_shard(p->plan, order, p->shards, p->shard_base + l, tasks);
+// Plans lane l's shard of its next epoch into its task list: the tasks its
+// windower's stream will ask for, in the same order.
+static void plan_epoch(sf_pipe *p, uint32_t l, sf_block_task *tasks, int64_t *ntasks) {
+    *ntasks = sf_plan_shard(p->plan, p->o.seed, p->lanes[l].read_epoch, p->shards, p->shard_base + l, p->max_edges,
+                            tasks);
+    if (*ntasks < 0) fail(p, (int)*ntasks, &(sf_err){(int)*ntasks, "out of memory for a shard's plan"});
 }
 
 static void *reader_main(void *arg) {
@@ -185,15 +188,14 @@ static void *reader_main(void *arg) {
     const sf_pack_info *in = sf_pack_get_info(p->pack);
     uint32_t L = p->nlanes;
     uint64_t nb = sf_plan_blocks(p->plan);
-    uint64_t *order = malloc((nb + 1) * sizeof *order);
     // Each lane its own epoch and position: lanes run independently, one
     // may be an epoch ahead of another.
     sf_block_task *tasks = malloc((size_t)L * (nb + 1) * sizeof *tasks);
     int64_t *ntasks = calloc(L, sizeof *ntasks), *next = calloc(L, sizeof *next);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
-    if (!order || !tasks || !ntasks || !next) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory"});
-    for (uint32_t l = 0; l < L && !p->stop; l++) plan_epoch(p, l, order, tasks + (size_t)l * (nb + 1), &ntasks[l]);
+    if (!tasks || !ntasks || !next) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory"});
+    for (uint32_t l = 0; l < L && !p->stop; l++) plan_epoch(p, l, tasks + (size_t)l * (nb + 1), &ntasks[l]);
     block_job *cur = NULL;
     uint64_t chunk = 0, last_chunk = 0;
     uint32_t inflight = 0, turn = 0, cur_lane = 0;
@@ -203,7 +205,7 @@ static void *reader_main(void *arg) {
             uint32_t l = (turn + k) % L;
             lane *ln = &p->lanes[l];
             while (ln->read_epoch < p->o.epochs && next[l] >= ntasks[l]) {
-                if (++ln->read_epoch < p->o.epochs) plan_epoch(p, l, order, tasks + (size_t)l * (nb + 1), &ntasks[l]);
+                if (++ln->read_epoch < p->o.epochs) plan_epoch(p, l, tasks + (size_t)l * (nb + 1), &ntasks[l]);
                 next[l] = 0;
             }
             if (ln->read_epoch >= p->o.epochs) continue;
@@ -279,7 +281,6 @@ static void *reader_main(void *arg) {
     p->reader_done = true;
     pthread_cond_broadcast(&p->decoder_cv);
     pthread_mutex_unlock(&p->mu);
-    free(order);
     free(tasks);
     free(ntasks);
     free(next);
@@ -394,7 +395,7 @@ static void *windower_main(void *arg) {
     lane *ln = arg;
     sf_pipe *p = ln->pipe;
     sf_block_source src = {block_get, block_put, ln};
-    sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed};
+    sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed, p->max_edges};
     sf_err e = {0};
     int rc = 0;
     for (uint64_t epoch = p->o.first_epoch; !rc && epoch < p->o.epochs; epoch++) {
@@ -484,6 +485,7 @@ sf_pipe_opts sf_pipe_opts_default(void) {
         .slots = 4,
         .prefetch = 4,
         .lanes = 1,
+        .edge_bytes = 16u << 20,
     };
 }
 
@@ -510,6 +512,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->per = o->lanes, p->nlanes = o->replicas * o->lanes;  // the planner shards over every lane
     p->shard_base = o->shard_first * p->per;
     p->shards = (o->shard_total ? o->shard_total : o->replicas) * p->per;
+    p->max_edges = sf_pipe_max_edges(o, cols);
     o = &p->o;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
@@ -656,6 +659,14 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
     pthread_mutex_unlock(&p->mu);
 }
 
+// Bytes of one block edge a seam keeps: at most span - 1 rows.
+static uint64_t edge_size(const sf_pipe_opts *o, const sf_columns *c) {
+    uint64_t span = sf_window_span(&o->window);
+    return (span > 1 ? span - 1 : 1) * (c->nfeatures + c->ntargets) * 4 + 64;
+}
+
+uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return o->edge_bytes / edge_size(o, c); }
+
 // Bytes of one window in a pool or a slot: x, y and its id.
 static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
     return ((uint64_t)o->window.length * nf + nt) * 4 + 8;
@@ -670,21 +681,26 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
     uint64_t reader = (uint64_t)o->io.depth * per * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
     uint64_t lane = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
-                    (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8);
+                    (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8) +
+                    sf_pipe_max_edges(o, cols) * edge_size(o, cols);
     return reader + decoders + (uint64_t)o->replicas * o->lanes * lane + blocks * sizeof(sf_block_task);
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
-    uint64_t want = o->pool;
-    o->pool = 1;
+    uint64_t want = o->pool, edges = o->edge_bytes;
+    o->pool = 1, o->edge_bytes = 0;
     uint64_t least = sf_pipe_memory(o, in, cols);
     if (least > budget)
         return sf_err_set(e, SF_EINVAL,
                           "a memory budget of %.1f MB is too small: reader, decoders, prefetch and ring alone take "
                           "%.1f MB (hint: lower --depth, --decoders, --prefetch, --slots or --batch-size)",
                           budget / 1e6, least / 1e6);
-    uint64_t window = window_bytes(o, cols->nfeatures, cols->ntargets);
-    uint64_t fits = 1 + (budget - least) / ((uint64_t)o->replicas * o->lanes * window);
+    // The pool first, as asked (it decides the batches); the edges, which
+    // only spare reads, take what is left.
+    uint64_t window = window_bytes(o, cols->nfeatures, cols->ntargets), lanes = (uint64_t)o->replicas * o->lanes;
+    uint64_t fits = 1 + (budget - least) / (lanes * window);
     o->pool = want <= 1 ? want : want < fits ? want : fits;  // 0 or 1: no shuffle stays so
+    uint64_t used = sf_pipe_memory(o, in, cols), spare = budget > used ? (budget - used) / lanes : 0;
+    o->edge_bytes = edges < spare ? edges : spare;
     return 0;
 }

@@ -65,30 +65,44 @@ uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id);  // first row
 uint64_t sf_plan_blocks(const sf_plan *p);
 const sf_window_spec *sf_plan_spec(const sf_plan *p);  // the plan's own copy
 
-// The windows that start in block b, and the rows they need: [row_lo,
-// row_hi) starts in the block and may run into the next chunks (never past
-// a series end).
+// How a block's seam is cut: its windows that reach past the block's last
+// row into the next block's first rows. A seam is cut with the later of its
+// two blocks in the shard's order, after that task's own windows, so that
+// each chunk is read once an epoch: the earlier task keeps the edge rows
+// the seam needs (its tail, or its head for the previous block's seam)
+// until the later one takes them (KEEP, TAKE); when no more edges may be
+// kept, or the next block has no task in the shard, the later task reads
+// the other block's edge again (READ); NONE: nothing to do here. The order
+// of the windows does not depend on which.
+enum sf_seam { SF_SEAM_NONE, SF_SEAM_READ, SF_SEAM_KEEP, SF_SEAM_TAKE };
+
+// A block's windows in a shard, the rows to load for them, and what the task
+// does with its seam (next) and the previous block's (prev).
 typedef struct {
     uint64_t block;
     uint64_t first_window, end_window;  // ids [first, end)
-    uint64_t row_lo, row_hi;
+    uint64_t seam_window;               // [seam, end): the windows that reach into the next block
+    uint64_t row_lo, row_hi;            // the rows to load: [row_lo, row_hi)
+    enum sf_seam prev, next;
+    uint64_t prev_first, prev_end;      // the previous block's seam (when prev is not NONE)
 } sf_block_task;
 
+// Every window that starts in block b, and the rows they need (into the
+// next chunks, never past a series end); seam_window is end_window.
 sf_block_task sf_plan_block(const sf_plan *p, uint64_t b);
+// Block b's own rows [*lo, *hi).
+void sf_plan_block_rows(const sf_plan *p, uint64_t b, uint64_t *lo, uint64_t *hi);
 
-// The order of the blocks in an epoch: a permutation of 0..nblocks-1 into
-// order (nblocks entries) from (seed, epoch), the same on every machine;
-// another epoch, another order.
-void sf_plan_epoch_order(const sf_plan *p, uint64_t seed, uint64_t epoch, uint64_t *order);
-
-// Shard r of `shards` produces the windows at positions [r * W / R,
-// (r + 1) * W / R) of the epoch's sequence (the blocks in epoch order, each
-// block's windows in id order): every window exactly once per epoch, and
-// shares that differ by at most one window. A block on a share's edge is
-// read by both shards, each taking its own windows. Fills tasks (at most
-// nblocks entries; first/end_window narrowed to the share) and returns how
-// many, or SF_EINVAL.
-int64_t sf_plan_shard(const sf_plan *p, const uint64_t *order, uint32_t shards, uint32_t r, sf_block_task *tasks);
+// Shard r of `shards` owns the windows [r * W / R, (r + 1) * W / R) in id
+// order: a stretch of the file of its own, the same every epoch (as
+// tf.data's file sharding), shares that differ by at most one window, and
+// every window once per epoch over all shards. Each epoch the shard visits
+// its blocks in an order drawn from (seed, epoch, r), the same on every
+// machine; its seams are shared between neighbouring blocks (enum sf_seam)
+// with at most max_edges edges kept at once. Fills tasks (at most nblocks
+// entries) and returns how many, SF_EINVAL or SF_ENOMEM.
+int64_t sf_plan_shard(const sf_plan *p, uint64_t seed, uint64_t epoch, uint32_t shards, uint32_t r,
+                      uint64_t max_edges, sf_block_task *tasks);
 
 // ---- columns and their scaling ----
 
@@ -140,13 +154,17 @@ typedef struct sf_decoder sf_decoder;
 sf_decoder *sf_decoder_create(const sf_pack *p);
 void sf_decoder_free(sf_decoder *d);
 // Checks and decodes chunk i from its stored bytes, and gathers its rows
-// that fall in d's range into d.
+// that fall in d's range into d. The decoder keeps the last chunk it
+// decoded: asked for it again, it gathers without decoding (stored unread).
 int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
                    sf_block_data *d, sf_err *e);
+bool sf_decoder_holds(const sf_decoder *dec, uint64_t i);
 
 // Reads (pread) and decodes a block task's chunks, single threaded: the
-// block stage of the reference stream and of windows in order. One loader
-// per thread; p and cols must outlive it. NULL when out of memory.
+// block stage of the reference stream and of windows in order (where the
+// next block's first chunk, which a block's last windows reach into, is
+// read once). One loader per thread; p and cols must outlive it. NULL when
+// out of memory.
 typedef struct sf_block_loader sf_block_loader;
 sf_block_loader *sf_block_loader_create(const sf_pack *p, const sf_columns *cols);
 void sf_block_loader_free(sf_block_loader *l);
@@ -165,6 +183,7 @@ typedef struct {
     uint64_t pool;         // shuffle pool, in windows; 0 or 1: plan order
     bool drop_remainder;   // only full batches, the same count on every shard
     uint64_t seed;
+    uint64_t max_edges;    // block edges kept at once for seams (sf_plan_shard)
 } sf_stream_opts;
 
 // Where a stream gets its blocks, when not from its own loader: get gives
@@ -286,6 +305,9 @@ typedef struct {
     uint32_t lanes;          // windower threads per replica (>= 1); each its own
                              // share of the replica's windows and its own pool,
                              // batches taken in turn
+    uint64_t edge_bytes;     // bytes each lane may keep of block edges, so that a
+                             // block's seam need not read the next block again
+                             // (sf_plan_shard); the batches do not depend on it
     const sf_stage_ops *stage;  // NULL: host slots, no device copy; else hooks
                              // that outlive the pipe
     sf_trace *trace;         // NULL, or spans for every read, decode and batch on
@@ -294,8 +316,11 @@ typedef struct {
 
 // The defaults: window 60/1/1/1, one block per chunk, one replica of batch
 // 32, pool 16384, seed 1, one epoch, io_uring when allowed with 8 reads in
-// flight, a decoder per online core, 4 slots, 4 blocks prefetched, 1 lane.
+// flight, a decoder per online core, 4 slots, 4 blocks prefetched, 1 lane,
+// 16 MB of block edges per lane.
 sf_pipe_opts sf_pipe_opts_default(void);
+// The block edges o->edge_bytes holds for these columns (sf_stream_opts).
+uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *cols);
 
 // What a batch of replica r's staging ring holds: x (count, length,
 // nfeatures), y (count, ntargets), the window ids, valid until
@@ -329,13 +354,13 @@ typedef struct {
 
 // Bytes the pipeline holds for o on a file with these columns: reader
 // buffers, decoders' chunk buffers, each lane's prefetched blocks, shuffle
-// pool and staging ring, and the per-block plan arrays (about 150 bytes a
-// block per lane, the one part that grows with the file). Everything else
-// (code, thread stacks, zstd contexts) is a constant: docs/PIPELINE.md gives
-// its measured size.
+// pool, staging ring and kept block edges, and the per-block plan arrays
+// (about 250 bytes a block per lane, the one part that grows with the file).
+// Everything else (code, thread stacks, zstd contexts) is a constant:
+// docs/PIPELINE.md gives its measured size.
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
-// Shrinks o->pool so that sf_pipe_memory fits budget bytes; SF_EINVAL when
-// even a pool of one window per lane does not.
+// Shrinks o->pool, then o->edge_bytes, so that sf_pipe_memory fits budget
+// bytes; SF_EINVAL when even a pool of one window per lane does not.
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e);
 
 // The threads: a reader, o->decoders decoders, a windower per lane. p and

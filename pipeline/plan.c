@@ -118,7 +118,8 @@ uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id) {
 }
 
 static sf_block_task task_for(const sf_plan *p, uint64_t b, uint64_t first, uint64_t end) {
-    sf_block_task t = {b, first, end, b * p->block_rows, b * p->block_rows};
+    sf_block_task t = {.block = b, .first_window = first, .end_window = end, .seam_window = end,
+                       .row_lo = b * p->block_rows, .row_hi = b * p->block_rows};
     if (first < end) {
         t.row_lo = sf_plan_window_start(p, first);
         t.row_hi = sf_plan_window_start(p, end - 1) + p->span;
@@ -131,29 +132,115 @@ sf_block_task sf_plan_block(const sf_plan *p, uint64_t b) {
     return task_for(p, b, windows_before(p, lo), windows_before(p, hi));
 }
 
-void sf_plan_epoch_order(const sf_plan *p, uint64_t seed, uint64_t epoch, uint64_t *order) {
-    uint64_t s = seed ^ sf_splitmix64(&(uint64_t){epoch});
-    for (uint64_t i = 0; i < p->nblocks; i++) order[i] = i;
-    // Fisher-Yates; the multiply-shift index is biased by at most n / 2^64.
-    for (uint64_t i = p->nblocks; i > 1; i--) {
-        uint64_t j = (uint64_t)(((u128)sf_splitmix64(&s) * i) >> 64);
-        uint64_t t = order[i - 1];
-        order[i - 1] = order[j];
-        order[j] = t;
+void sf_plan_block_rows(const sf_plan *p, uint64_t b, uint64_t *lo, uint64_t *hi) {
+    *lo = b * p->block_rows;
+    *hi = *lo + p->block_rows < p->nrows ? *lo + p->block_rows : p->nrows;
+}
+
+// The last row (exclusive) windows [first, end) need; first < end.
+static uint64_t rows_end(const sf_plan *p, uint64_t first, uint64_t end) {
+    (void)first;
+    return sf_plan_window_start(p, end - 1) + p->span;
+}
+
+// The shard's part of block b: windows [f, e), and where its seam starts
+// (the first window that needs a row past the block's last).
+static sf_block_task shard_part(const sf_plan *p, uint64_t b, uint64_t f, uint64_t e) {
+    uint64_t lo, hi;
+    sf_plan_block_rows(p, b, &lo, &hi);
+    uint64_t seam = hi >= p->span - 1 ? windows_before(p, hi - p->span + 1) : 0;
+    seam = seam < f ? f : seam > e ? e : seam;
+    return (sf_block_task){.block = b, .first_window = f, .end_window = e, .seam_window = seam};
+}
+
+// Whether block b's seam can be shared with the next block's task: it has
+// seam windows, and their rows end inside the next block.
+static bool shareable(const sf_plan *p, const sf_block_task *t) {
+    if (t->seam_window == t->end_window) return false;
+    uint64_t lo, hi;
+    sf_plan_block_rows(p, t->block + 1, &lo, &hi);
+    return rows_end(p, t->seam_window, t->end_window) <= hi;
+}
+
+// Each task's seam modes, in the shard's order: a seam is cut with the
+// later of its two blocks; the earlier keeps its edge rows for it while at
+// most max_edges are kept at once, else the later reads them again. pos:
+// where each block's task is in the order (-1: none), block b0 + j at j.
+static void plan_seams(const sf_plan *p, sf_block_task *t, int64_t n, const int64_t *pos, uint64_t b0, uint64_t nb,
+                       uint64_t max_edges, bool *kept) {
+    uint64_t open = 0;
+    for (int64_t i = 0; i < n; i++) {
+        sf_block_task *k = &t[i];
+        uint64_t j = k->block - b0, lo, hi;
+        sf_plan_block_rows(p, k->block, &lo, &hi);
+        k->prev = SF_SEAM_NONE, k->next = SF_SEAM_NONE;
+        k->row_lo = sf_plan_window_start(p, k->first_window);
+        k->row_hi = k->seam_window > k->first_window ? rows_end(p, k->first_window, k->seam_window) : k->row_lo + 1;
+        // The previous block's seam (boundary j - 1).
+        const sf_block_task *q = j > 0 && pos[j - 1] >= 0 ? &t[pos[j - 1]] : NULL;
+        if (q && shareable(p, q)) {
+            k->prev_first = q->seam_window, k->prev_end = q->end_window;
+            uint64_t head = rows_end(p, q->seam_window, q->end_window);
+            if (pos[j - 1] < i) {
+                k->prev = kept[j - 1] ? SF_SEAM_TAKE : SF_SEAM_READ;
+                if (kept[j - 1]) kept[j - 1] = false, open--;
+            } else if (open < max_edges) {
+                k->prev = SF_SEAM_KEEP, kept[j - 1] = true, open++;
+            }
+            if (k->prev == SF_SEAM_READ) k->row_lo = sf_plan_window_start(p, q->seam_window);
+            else if (k->prev != SF_SEAM_NONE) k->row_lo = lo;
+            if (k->prev != SF_SEAM_NONE && head > k->row_hi) k->row_hi = head;
+        }
+        // Its own seam (boundary j).
+        if (k->seam_window < k->end_window) {
+            uint64_t head = rows_end(p, k->seam_window, k->end_window);
+            bool next = j + 1 < nb && pos[j + 1] >= 0 && shareable(p, k);
+            if (!next) k->next = SF_SEAM_READ;
+            else if (pos[j + 1] < i) k->next = kept[j] ? SF_SEAM_TAKE : SF_SEAM_READ;
+            else if (open < max_edges) k->next = SF_SEAM_KEEP;  // else the next task reads this edge again
+            if (k->next == SF_SEAM_TAKE) kept[j] = false, open--;
+            if (k->next == SF_SEAM_KEEP) kept[j] = true, open++;
+            if (k->next == SF_SEAM_READ && head > k->row_hi) k->row_hi = head;
+            if ((k->next == SF_SEAM_KEEP || k->next == SF_SEAM_TAKE) && hi > k->row_hi) k->row_hi = hi;
+        }
     }
 }
 
-int64_t sf_plan_shard(const sf_plan *p, const uint64_t *order, uint32_t replicas, uint32_t r, sf_block_task *tasks) {
-    if (replicas == 0 || r >= replicas) return SF_EINVAL;
+int64_t sf_plan_shard(const sf_plan *p, uint64_t seed, uint64_t epoch, uint32_t shards, uint32_t r, uint64_t max_edges,
+                      sf_block_task *tasks) {
+    if (shards == 0 || r >= shards) return SF_EINVAL;
     u128 total = sf_plan_windows(p);
-    uint64_t lo = (uint64_t)(total * r / replicas), hi = (uint64_t)(total * (r + 1) / replicas), pos = 0;
-    int64_t n = 0;
-    for (uint64_t k = 0; k < p->nblocks && pos < hi; k++) {
-        sf_block_task b = sf_plan_block(p, order[k]);
-        uint64_t count = b.end_window - b.first_window;
-        uint64_t from = lo > pos ? lo : pos, to = hi < pos + count ? hi : pos + count;
-        if (from < to) tasks[n++] = task_for(p, b.block, b.first_window + (from - pos), b.first_window + (to - pos));
-        pos += count;
+    uint64_t first = (uint64_t)(total * r / shards), end = (uint64_t)(total * (r + 1) / shards);
+    if (first == end) return 0;
+    uint64_t b0 = sf_plan_window_start(p, first) / p->block_rows;
+    uint64_t nb = sf_plan_window_start(p, end - 1) / p->block_rows - b0 + 1;
+    sf_block_task *parts = malloc(nb * sizeof *parts);
+    int64_t *pos = malloc(nb * sizeof *pos);
+    bool *kept = calloc(nb, sizeof *kept);
+    if (!parts || !pos || !kept) {
+        free(parts), free(pos), free(kept);
+        return SF_ENOMEM;
     }
+    int64_t n = 0;
+    for (uint64_t j = 0; j < nb; j++) {
+        sf_block_task full = sf_plan_block(p, b0 + j);
+        uint64_t f = full.first_window > first ? full.first_window : first;
+        uint64_t e = full.end_window < end ? full.end_window : end;
+        pos[j] = -1;
+        if (f < e) parts[n++] = shard_part(p, b0 + j, f, e);
+    }
+    // This epoch's order of the shard's blocks: Fisher-Yates from (seed,
+    // epoch, shard); the multiply-shift index is biased by at most n / 2^64.
+    uint64_t s = seed ^ sf_splitmix64(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
+    for (int64_t i = 0; i < n; i++) tasks[i] = parts[i];
+    for (int64_t i = n; i > 1; i--) {
+        uint64_t k = (uint64_t)(((u128)sf_splitmix64(&s) * (uint64_t)i) >> 64);
+        sf_block_task x = tasks[i - 1];
+        tasks[i - 1] = tasks[k];
+        tasks[k] = x;
+    }
+    for (int64_t i = 0; i < n; i++) pos[tasks[i].block - b0] = i;
+    plan_seams(p, tasks, n, pos, b0, nb, max_edges, kept);
+    free(parts), free(pos), free(kept);
     return n;
 }

@@ -7,6 +7,12 @@
 
 #include "pipeline.h"
 
+// A stretch of the current task's windows and where their rows are.
+typedef struct {
+    uint64_t first, end;
+    const sf_block_data *data;
+} run;
+
 struct sf_stream {
     const sf_plan *plan;
     const sf_columns *cols;
@@ -14,11 +20,16 @@ struct sf_stream {
     sf_block_source src;
     sf_block_loader *loader;  // the source when none is given
     sf_block_data block;
-    const sf_block_data *data;  // the current task's rows, when `loaded`
     sf_block_task *tasks;
     int64_t ntasks, task;  // task: the one being cut (ntasks: none left)
-    uint64_t next_id;      // next window of that task to cut
-    bool loaded;
+    bool loaded;           // the current task's rows are in hand
+    run runs[3];           // the current task's windows: its own, then the seams cut with it
+    int nruns, at;         // and the run being cut
+    uint64_t next_id;      // next window of that run to cut
+    // Edge rows kept for seams (plan.c), by the seam's block less b0.
+    sf_block_data **edges;
+    uint64_t b0, nb;
+    sf_block_data seam[2];  // the current task's assembled seams: the previous block's, its own
     // The pool: `pool` slots of one window each; the first `filled` are live.
     float *pool_x, *pool_y;
     uint64_t *pool_id, pool_cap, filled;
@@ -42,6 +53,11 @@ int64_t sf_stream_tasks(const sf_stream *s) { return s->ntasks; }
 void sf_stream_close(sf_stream *s) {
     if (!s) return;
     if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
+    for (uint64_t j = 0; s->edges && j < s->nb; j++)
+        if (s->edges[j]) sf_block_data_free(s->edges[j]), free(s->edges[j]);
+    free(s->edges);
+    sf_block_data_free(&s->seam[0]);
+    sf_block_data_free(&s->seam[1]);
     sf_block_loader_free(s->loader);
     sf_block_data_free(&s->block);
     free(s->tasks);
@@ -49,6 +65,80 @@ void sf_stream_close(sf_stream *s) {
     free(s->pool_y);
     free(s->pool_id);
     free(s);
+}
+
+// Makes d hold rows [lo, hi) (their values still to be copied in).
+static int reserve(sf_block_data *d, const sf_columns *c, uint64_t lo, uint64_t hi, sf_err *e) {
+    size_t rows = (size_t)(hi - lo);
+    if (rows > d->cap_rows) {
+        float *f = realloc(d->feat, rows * c->nfeatures * sizeof(float) + 1);
+        if (f) d->feat = f;
+        float *g = realloc(d->targ, rows * c->ntargets * sizeof(float) + 1);
+        if (g) d->targ = g;
+        if (!f || !g) return sf_err_set(e, SF_ENOMEM, "out of memory for a seam of %zu rows", rows);
+        d->cap_rows = rows;
+    }
+    d->row_lo = lo, d->row_hi = hi;
+    return 0;
+}
+
+// Rows [lo, hi) of src into the same rows of dst, which holds them.
+static void copy_rows(sf_block_data *dst, const sf_block_data *src, const sf_columns *c, uint64_t lo, uint64_t hi) {
+    size_t nf = c->nfeatures, nt = c->ntargets, n = (size_t)(hi - lo);
+    memcpy(dst->feat + (lo - dst->row_lo) * nf, src->feat + (lo - src->row_lo) * nf, n * nf * sizeof(float));
+    memcpy(dst->targ + (lo - dst->row_lo) * nt, src->targ + (lo - src->row_lo) * nt, n * nt * sizeof(float));
+}
+
+// Keeps rows [lo, hi) of d for the seam of block (b0 + j).
+static int keep_edge(sf_stream *s, uint64_t j, const sf_block_data *d, uint64_t lo, uint64_t hi, sf_err *e) {
+    sf_block_data *edge = calloc(1, sizeof *edge);
+    if (!edge || reserve(edge, s->cols, lo, hi, e)) {
+        free(edge);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a block's edge");
+    }
+    copy_rows(edge, d, s->cols, lo, hi);
+    s->edges[j] = edge;
+    return 0;
+}
+
+// Seam [first, end) of block (b0 + j) into buf: the rows up to split from
+// `tail`, the rest from `head`; the kept edge is freed.
+static int take_edge(sf_stream *s, uint64_t j, sf_block_data *buf, const sf_block_data *tail,
+                     const sf_block_data *head, uint64_t split, uint64_t first, uint64_t end, sf_err *e) {
+    uint64_t lo = sf_plan_window_start(s->plan, first), hi = sf_plan_window_start(s->plan, end - 1) +
+                                                          sf_window_span(sf_plan_spec(s->plan));
+    int rc = reserve(buf, s->cols, lo, hi, e);
+    if (!rc) copy_rows(buf, tail, s->cols, lo, split), copy_rows(buf, head, s->cols, split, hi);
+    sf_block_data_free(s->edges[j]);
+    free(s->edges[j]);
+    s->edges[j] = NULL;
+    return rc;
+}
+
+// The current task's rows d are in hand: its runs, and the edges it keeps
+// or takes for seams (plan.c's enum sf_seam).
+static int start_task(sf_stream *s, const sf_block_task *t, const sf_block_data *d, sf_err *e) {
+    uint64_t j = t->block - s->b0, lo, hi;
+    sf_plan_block_rows(s->plan, t->block, &lo, &hi);
+    uint64_t span = sf_window_span(sf_plan_spec(s->plan));
+    int rc = 0;
+    s->nruns = 0, s->at = 0;
+    if (t->first_window < t->seam_window) s->runs[s->nruns++] = (run){t->first_window, t->seam_window, d};
+    // The previous block's seam, boundary j - 1: this task holds its head.
+    uint64_t head_end = t->prev != SF_SEAM_NONE ? sf_plan_window_start(s->plan, t->prev_end - 1) + span : 0;
+    if (t->prev == SF_SEAM_KEEP) rc = keep_edge(s, j - 1, d, lo, head_end, e);
+    if (t->prev == SF_SEAM_TAKE)
+        rc = take_edge(s, j - 1, &s->seam[0], s->edges[j - 1], d, lo, t->prev_first, t->prev_end, e);
+    if (!rc && (t->prev == SF_SEAM_TAKE || t->prev == SF_SEAM_READ))
+        s->runs[s->nruns++] = (run){t->prev_first, t->prev_end, t->prev == SF_SEAM_TAKE ? &s->seam[0] : d};
+    // Its own seam, boundary j: this task holds its tail.
+    if (!rc && t->next == SF_SEAM_KEEP) rc = keep_edge(s, j, d, sf_plan_window_start(s->plan, t->seam_window), hi, e);
+    if (!rc && t->next == SF_SEAM_TAKE)
+        rc = take_edge(s, j, &s->seam[1], d, s->edges[j], hi, t->seam_window, t->end_window, e);
+    if (!rc && (t->next == SF_SEAM_TAKE || t->next == SF_SEAM_READ))
+        s->runs[s->nruns++] = (run){t->seam_window, t->end_window, t->next == SF_SEAM_TAKE ? &s->seam[1] : d};
+    if (s->nruns) s->next_id = s->runs[0].first;
+    return rc;
 }
 
 int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas,
@@ -67,22 +157,28 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     s->pool_cap = o->pool > 1 ? o->pool : 1;
     uint64_t nb = sf_plan_blocks(plan);
     s->tasks = malloc((nb ? nb : 1) * sizeof *s->tasks);
-    uint64_t *order = malloc((nb ? nb : 1) * sizeof *order);
     if (src) s->src = *src;
     else s->loader = sf_block_loader_create(p, cols), s->src = (sf_block_source){load_block, NULL, s};
     s->pool_x = malloc(s->pool_cap * s->x_len * sizeof(float));
     s->pool_y = malloc(s->pool_cap * (s->y_len ? s->y_len : 1) * sizeof(float));
     s->pool_id = malloc(s->pool_cap * sizeof *s->pool_id);
-    if (!s->tasks || !order || (!src && !s->loader) || !s->pool_x || !s->pool_y || !s->pool_id) {
-        free(order);
+    if (!s->tasks || (!src && !s->loader) || !s->pool_x || !s->pool_y || !s->pool_id) {
         sf_stream_close(s);
         return sf_err_set(e, SF_ENOMEM, "out of memory for a pool of %llu windows", (unsigned long long)s->pool_cap);
     }
-    sf_plan_epoch_order(plan, o->seed, epoch, order);
-    s->ntasks = sf_plan_shard(plan, order, replicas, r, s->tasks);
-    free(order);
-    s->next_id = s->ntasks > 0 ? s->tasks[0].first_window : 0;
-    // Each replica its own pool order, from (seed, epoch, replica).
+    s->ntasks = sf_plan_shard(plan, o->seed, epoch, replicas, r, o->max_edges, s->tasks);
+    // The shard's blocks are consecutive: an edge slot for each.
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (int64_t k = 0; k < s->ntasks; k++) {
+        lo = s->tasks[k].block < lo ? s->tasks[k].block : lo;
+        hi = s->tasks[k].block > hi ? s->tasks[k].block : hi;
+    }
+    s->b0 = lo, s->nb = s->ntasks > 0 ? hi - lo + 1 : 0;
+    if (s->ntasks < 0 || !(s->edges = calloc(s->nb + 1, sizeof *s->edges))) {
+        sf_stream_close(s);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a shard's plan");
+    }
+    // Each lane its own pool order, from (seed, epoch, shard).
     s->rng = o->seed ^ sf_splitmix64(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
     uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
                                                      (uint64_t)(((u128)total * r) / replicas);
@@ -96,20 +192,30 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
 // Cuts the next window of the shard into pool slot k. Returns 1 when there
 // was none left, or a negative code.
 static int cut_next(sf_stream *s, uint64_t k, sf_err *e) {
-    while (s->task < s->ntasks && s->next_id == s->tasks[s->task].end_window) {
-        if (s->loaded && s->src.put) s->src.put(s->src.arg, s->task);
-        s->loaded = false;
-        if (++s->task < s->ntasks) s->next_id = s->tasks[s->task].first_window;
-    }
-    if (s->task >= s->ntasks) return 1;
-    if (!s->loaded) {
-        int rc = s->src.get(s->src.arg, s->task, &s->tasks[s->task], &s->data, e);
+    for (;;) {
+        if (s->loaded && s->at < s->nruns) {
+            const run *u = &s->runs[s->at];
+            if (s->next_id < u->end) {
+                sf_window_cut(s->plan, s->cols, u->data, s->next_id, s->pool_x + k * s->x_len,
+                              s->pool_y + k * s->y_len);
+                s->pool_id[k] = s->next_id++;
+                return 0;
+            }
+            if (++s->at < s->nruns) s->next_id = s->runs[s->at].first;
+            continue;
+        }
+        if (s->loaded) {
+            if (s->src.put) s->src.put(s->src.arg, s->task);
+            s->loaded = false;
+            s->task++;
+        }
+        if (s->task >= s->ntasks) return 1;
+        const sf_block_data *d;
+        int rc = s->src.get(s->src.arg, s->task, &s->tasks[s->task], &d, e);
         if (rc) return rc;
         s->loaded = true;
+        if ((rc = start_task(s, &s->tasks[s->task], d, e))) return rc;
     }
-    sf_window_cut(s->plan, s->cols, s->data, s->next_id, s->pool_x + k * s->x_len, s->pool_y + k * s->y_len);
-    s->pool_id[k] = s->next_id++;
-    return 0;
 }
 
 int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e) {

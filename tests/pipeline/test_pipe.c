@@ -97,7 +97,7 @@ static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns
     CHECK(st.chunks_decoded == st.chunks_read && st.chunks_read > 0, "%s: %llu chunks read, %llu decoded", what,
           (unsigned long long)st.chunks_read, (unsigned long long)st.chunks_decoded);
     sf_pipe_close(pipe);
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
+    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
     if (o.lanes > 1) {
         for (uint32_t r = 0; r < R; r++) {
             seq want = expected_lanes(p, plan, cols, R, o.lanes, r, o.epochs, so);
@@ -138,7 +138,7 @@ static void check_ranks(const sf_pack *p, const sf_plan *plan, const sf_columns 
     for (uint32_t k = 0; k < ranks; k++) total += local[k];
     uint64_t W = sf_plan_windows(plan);
     uint32_t *seen = calloc(W * o.epochs, sizeof *seen);
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
+    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
     sf_err e = {0};
     for (uint32_t k = 0, first = 0; k < ranks; first += local[k++]) {
         sf_pipe_opts ro = o;
@@ -178,7 +178,7 @@ static void check_values(const sf_pack *p, const sf_plan *plan, const sf_columns
     sf_pipe *pipe;
     sf_stream *st;
     sf_err e = {0};
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed};
+    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
     if (sf_pipe_open(&pipe, p, cols, &o, &e) || sf_stream_open(&st, p, plan, cols, 1, 0, 0, &so, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return;
@@ -339,7 +339,7 @@ int main(void) {
     o.first_epoch = 1;
     sf_pipe *rp;
     if (sf_pipe_open(&rp, p, &cols, &o, &e) == 0) {
-        seq want = expected(p, plan, &cols, 1, 0, 1, (sf_stream_opts){o.batch, o.pool, o.drop_remainder, o.seed});
+        seq want = expected(p, plan, &cols, 1, 0, 1, (sf_stream_opts){o.batch, o.pool, o.drop_remainder, o.seed, 0});
         uint64_t n = 0;
         bool same = true;
         sf_batch b;

@@ -1,7 +1,9 @@
 // The planner against a naive reference that walks every row of every
 // series: the same windows (by start row), blocks that partition them and
 // read the rows they need, shards that produce each window exactly once per
-// epoch whatever the replica count, and seeded epoch orders.
+// epoch whatever the shard count, in the same order whatever the edges
+// kept for seams, each chunk read once when every edge is kept, and seeded
+// epoch orders.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,44 @@ static layout random_layout(void) {
     return l;
 }
 
+// The windows a stream cuts from these tasks, in order (window.c): each
+// task's own, the previous block's seam when it is cut here, then its own
+// seam when it is cut here. Checks that each run's rows are loaded or kept,
+// and that every kept edge is taken. Returns how many.
+static uint64_t cut_order(const sf_plan *p, const sf_block_task *t, int64_t n, uint64_t *out, uint64_t span, int trial) {
+    uint64_t count = 0, kept = 0, taken = 0;
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t lo, hi;
+        sf_plan_block_rows(p, t[k].block, &lo, &hi);
+        for (uint64_t id = t[k].first_window; id < t[k].seam_window; id++) {
+            uint64_t s = sf_plan_window_start(p, id);
+            CHECK(t[k].row_lo <= s && s + span <= t[k].row_hi, "trial %d: window %llu outside its task's rows", trial,
+                  (unsigned long long)id);
+            out[count++] = id;
+        }
+        if (t[k].prev == SF_SEAM_TAKE || t[k].prev == SF_SEAM_READ)
+            for (uint64_t id = t[k].prev_first; id < t[k].prev_end; id++) {
+                uint64_t s = sf_plan_window_start(p, id);
+                CHECK(t[k].prev == SF_SEAM_TAKE ? s + span > lo && s + span <= t[k].row_hi
+                                                : t[k].row_lo <= s && s + span <= t[k].row_hi,
+                      "trial %d: seam window %llu outside the rows", trial, (unsigned long long)id);
+                out[count++] = id;
+            }
+        if (t[k].next == SF_SEAM_TAKE || t[k].next == SF_SEAM_READ)
+            for (uint64_t id = t[k].seam_window; id < t[k].end_window; id++) {
+                uint64_t s = sf_plan_window_start(p, id);
+                CHECK(t[k].row_lo <= s && (t[k].next == SF_SEAM_TAKE ? hi <= t[k].row_hi : s + span <= t[k].row_hi),
+                      "trial %d: seam window %llu outside the rows", trial, (unsigned long long)id);
+                out[count++] = id;
+            }
+        kept += (t[k].prev == SF_SEAM_KEEP) + (t[k].next == SF_SEAM_KEEP);
+        taken += (t[k].prev == SF_SEAM_TAKE) + (t[k].next == SF_SEAM_TAKE);
+    }
+    CHECK(kept == taken, "trial %d: %llu edges kept, %llu taken", trial, (unsigned long long)kept,
+          (unsigned long long)taken);
+    return count;
+}
+
 static void check_layout(const layout *l, int trial) {
     sf_plan *p;
     sf_err e = {0};
@@ -93,44 +133,88 @@ static void check_layout(const layout *l, int trial) {
     CHECK(next == nref, "trial %d: blocks cover %llu of %llu windows", trial, (unsigned long long)next,
           (unsigned long long)nref);
 
-    // Two epochs, 1 to 3 replicas: every window exactly once per epoch,
-    // shares within one window of each other.
-    uint64_t *order = malloc(nb * sizeof *order), *seen = calloc(nref + 1, sizeof *seen);
-    sf_block_task *tasks = malloc(nb * sizeof *tasks);
-    for (uint64_t epoch = 0; epoch < 2; epoch++) {
-        sf_plan_epoch_order(p, 42, epoch, order);
-        for (uint32_t replicas = 1; replicas <= 3; replicas++) {
+    // Two epochs, 1 to 3 shards: every window exactly once per epoch, each
+    // shard a stretch of ids within one window of the others' sizes, every
+    // window cut from rows its task loads (or from edges a neighbour kept),
+    // and the same windows in the same order whatever the edges kept.
+    uint64_t *seen = calloc(nref + 1, sizeof *seen), *order = malloc((nref + 1) * sizeof *order);
+    uint64_t *again = malloc((nref + 1) * sizeof *again);
+    sf_block_task *tasks = malloc((nb + 1) * sizeof *tasks);
+    for (uint64_t epoch = 0; epoch < 2; epoch++)
+        for (uint32_t shards = 1; shards <= 3; shards++) {
             memset(seen, 0, (nref + 1) * sizeof *seen);
             uint64_t most = 0, least = UINT64_MAX;
-            for (uint32_t r = 0; r < replicas; r++) {
-                int64_t n = sf_plan_shard(p, order, replicas, r, tasks);
-                CHECK(n >= 0 && (uint64_t)n <= nb, "trial %d: shard gave %lld tasks", trial, (long long)n);
-                uint64_t count = 0;
-                for (int64_t k = 0; k < n; k++) {
-                    sf_block_task full = sf_plan_block(p, tasks[k].block);
-                    CHECK(tasks[k].first_window >= full.first_window && tasks[k].end_window <= full.end_window &&
-                              tasks[k].first_window < tasks[k].end_window,
-                          "trial %d: task outside its block", trial);
-                    for (uint64_t id = tasks[k].first_window; id < tasks[k].end_window && id < nref; id++) seen[id]++;
-                    count += tasks[k].end_window - tasks[k].first_window;
+            for (uint32_t r = 0; r < shards; r++) {
+                uint64_t caps[3] = {UINT64_MAX, 0, 1}, n0 = 0;
+                for (int c = 0; c < 3; c++) {
+                    int64_t n = sf_plan_shard(p, 42, epoch, shards, r, caps[c], tasks);
+                    CHECK(n >= 0 && (uint64_t)n <= nb, "trial %d: shard gave %lld tasks", trial, (long long)n);
+                    uint64_t count = cut_order(p, tasks, n, c ? again : order, span, trial);
+                    if (c == 0) {
+                        n0 = count;
+                        for (uint64_t k = 0; k < count; k++) seen[order[k] < nref ? order[k] : nref]++;
+                        uint64_t lo = nref * r / shards;  // nref is small here
+                        for (uint64_t k = 0; k < count; k++)
+                            if (order[k] < lo || order[k] >= lo + count) {
+                                CHECK(0, "trial %d: shard %u of %u has window %llu outside its stretch", trial, r,
+                                      shards, (unsigned long long)order[k]);
+                                break;
+                            }
+                        most = count > most ? count : most;
+                        least = count < least ? count : least;
+                    } else {
+                        CHECK(count == n0 && memcmp(order, again, count * sizeof *order) == 0,
+                              "trial %d: keeping %llu edges cuts other windows, or in another order", trial,
+                              (unsigned long long)caps[c]);
+                    }
                 }
-                most = count > most ? count : most;
-                least = count < least ? count : least;
             }
             for (uint64_t id = 0; id < nref; id++)
                 if (seen[id] != 1) {
-                    CHECK(0, "trial %d epoch %llu replicas %u: window %llu produced %llu times", trial,
-                          (unsigned long long)epoch, replicas, (unsigned long long)id, (unsigned long long)seen[id]);
+                    CHECK(0, "trial %d epoch %llu shards %u: window %llu produced %llu times", trial,
+                          (unsigned long long)epoch, shards, (unsigned long long)id, (unsigned long long)seen[id]);
                     break;
                 }
             CHECK(most - least <= 1, "trial %d: shares of %llu and %llu windows", trial, (unsigned long long)most,
                   (unsigned long long)least);
         }
-    }
     free(order);
+    free(again);
     free(seen);
     free(tasks);
     free(ref);
+    sf_plan_free(p);
+}
+
+// One shard, every edge kept: each chunk is read once, but for the seams of
+// the shard's last block and of blocks whose seam reaches past the next.
+static void check_reads(void) {
+    layout l = {.nrows = 20000, .chunk_rows = 100, .block_chunks = 1, .nseries = 1, .w = {20, 1, 1, 1}};
+    l.series[0] = (sf_series){0, l.nrows, ""};
+    sf_plan *p;
+    sf_err e = {0};
+    CHECK(sf_plan_create(&p, l.nrows, l.chunk_rows, l.series, 1, &l.w, 1, NULL, &e) == 0, "%s", e.msg);
+    uint64_t nb = sf_plan_blocks(p), *reads = calloc(nb, sizeof *reads);
+    sf_block_task *tasks = malloc(nb * sizeof *tasks);
+    for (uint64_t cap = 0; cap <= 1; cap++) {
+        memset(reads, 0, nb * sizeof *reads);
+        int64_t n = sf_plan_shard(p, 9, 1, 1, 0, cap ? UINT64_MAX : 0, tasks);
+        uint64_t total = 0;
+        for (int64_t k = 0; k < n; k++)
+            for (uint64_t c = tasks[k].row_lo / l.chunk_rows; c <= (tasks[k].row_hi - 1) / l.chunk_rows; c++)
+                reads[c]++, total++;
+        if (cap) {
+            for (uint64_t c = 0; c < nb; c++)
+                CHECK(reads[c] == 1, "chunk %llu read %llu times with every edge kept", (unsigned long long)c,
+                      (unsigned long long)reads[c]);
+        } else {
+            // Nothing kept: every seam reads its other block again.
+            CHECK(total == 2 * nb - 1, "%llu chunk reads without edges, expected %llu", (unsigned long long)total,
+                  (unsigned long long)(2 * nb - 1));
+        }
+    }
+    free(reads);
+    free(tasks);
     sf_plan_free(p);
 }
 
@@ -140,14 +224,17 @@ static void check_orders(void) {
     sf_plan *p;
     sf_err e = {0};
     CHECK(sf_plan_create(&p, l.nrows, l.chunk_rows, l.series, 1, &l.w, 1, NULL, &e) == 0, "%s", e.msg);
-    uint64_t a[100], b[100], c[100];
-    sf_plan_epoch_order(p, 7, 3, a);
-    sf_plan_epoch_order(p, 7, 3, b);
-    sf_plan_epoch_order(p, 7, 4, c);
-    CHECK(memcmp(a, b, sizeof a) == 0, "the same seed and epoch give different orders");
-    CHECK(memcmp(a, c, sizeof a) != 0, "epochs 3 and 4 give the same order");
+    sf_block_task a[100], b[100], c[100];
+    CHECK(sf_plan_shard(p, 7, 3, 1, 0, 8, a) == 100 && sf_plan_shard(p, 7, 3, 1, 0, 8, b) == 100 &&
+              sf_plan_shard(p, 7, 4, 1, 0, 8, c) == 100, "100 blocks, 100 tasks");
+    bool same = true, other = false;
     uint64_t mark[100] = {0};
-    for (int i = 0; i < 100; i++) mark[a[i] < 100 ? a[i] : 0]++;
+    for (int i = 0; i < 100; i++) {
+        same &= a[i].block == b[i].block, other |= a[i].block != c[i].block;
+        mark[a[i].block < 100 ? a[i].block : 0]++;
+    }
+    CHECK(same, "the same seed and epoch give different orders");
+    CHECK(other, "epochs 3 and 4 give the same order");
     for (int i = 0; i < 100; i++) CHECK(mark[i] == 1, "block %d appears %llu times", i, (unsigned long long)mark[i]);
     sf_plan_free(p);
 }
@@ -173,6 +260,7 @@ int main(void) {
         check_layout(&l, trial);
     }
     check_orders();
+    check_reads();
     check_errors();
     return TEST_EXIT();
 }

@@ -1,7 +1,8 @@
 // Replica streams: over two epochs and 1 to 3 replicas every window comes
-// out exactly once, with the reference's values bit for bit, in batches of
-// the asked size; seeded and different per epoch; drop-remainder gives every
-// replica the same number of full batches.
+// out exactly once, with the reference's values bit for bit (seams from kept
+// edges or read again), in batches of the asked size, in the same order
+// whatever the edges kept; seeded and different per epoch; drop-remainder
+// gives every replica the same number of full batches.
 #include "tests/pipeline/sample.h"
 
 typedef struct {
@@ -72,9 +73,19 @@ static void check_streams(const fixture *f, const sf_pack *p, uint32_t batch, ui
     uint64_t *first = malloc((total + 1) * sizeof *first), nfirst = 0;
     for (uint64_t epoch = 0; epoch < 2; epoch++)
         for (uint32_t replicas = 1; replicas <= 3; replicas++) {
-            sf_stream_opts o = {.batch = batch, .pool = pool, .seed = 5};
+            // Seams from kept edges (every one, or two at a time) or read
+            // again: each window's values are the reference's either way.
+            sf_stream_opts o = {.batch = batch, .pool = pool, .seed = 5, .max_edges = UINT64_MAX};
             uint64_t n = 0;
             for (uint32_t r = 0; r < replicas; r++) run_replica(f, p, replicas, r, epoch, o, ids, &n);
+            for (uint64_t cap = 0; cap <= 2; cap += 2) {
+                sf_stream_opts c = o;
+                c.max_edges = cap;
+                uint64_t m = 0;
+                for (uint32_t r = 0; r < replicas; r++) run_replica(f, p, replicas, r, epoch, c, seen, &m);
+                CHECK(m == n && memcmp(seen, ids, n * sizeof *ids) == 0, "%llu edges kept: other windows or order",
+                      (unsigned long long)cap);
+            }
             memset(seen, 0, (total + 1) * sizeof *seen);
             for (uint64_t k = 0; k < n; k++) seen[ids[k] < total ? ids[k] : total]++;
             uint64_t wrong = 0;
