@@ -276,8 +276,8 @@ static const cli_command read_command = {
     .about =
         "The reader stage alone: reads every chunk once, in file order, --block-chunks\n"
         "consecutive chunks per request (as the pipeline reads a block), with --depth\n"
-        "requests in flight, and prints GB/s; compare with fio --ioengine=io_uring\n"
-        "--direct=1 --bs=1M --iodepth=N on the same file (bench/pipeline.sh does both).\n",
+        "requests in flight, and prints GB/s, to compare with fio reading the same\n"
+        "file with io_uring and O_DIRECT (bench/pipeline.sh runs both).\n",
     .uses = read_uses,
 };
 

@@ -64,7 +64,7 @@ static const option options[OPT_COUNT] = {
                            .help = "rows between samples in a window"},
     [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 0, U32, .group = DATA, .help = "target row past the window's last"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
-                   .help = "which part of every series (the checkpoint's --val-split)"},
+                   .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
                    .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},

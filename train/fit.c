@@ -35,9 +35,11 @@ typedef struct {
     uint64_t samples, run_samples;
     double run_wait;
     // The pipeline's counters when the profile starts (after the first
-    // step), so that stage utilisation covers the same time as the steps.
-    sf_pipe_stats pipe_warm;
-    sf_pipe_replica_stats *replicas_warm;
+    // step) and when the last step ends, so that stage utilisation covers
+    // the time the steps do.
+    sf_pipe_stats pipe_warm, pipe_end;
+    sf_pipe_replica_stats *replicas_warm, *replicas_end;
+    bool ended;
     FILE *log;
     bool tty;
 } fit;
@@ -171,6 +173,7 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
         f->res->interrupted = s->interrupted;
         if (f->epoch_step && (rc = checkpoint(f, false, e))) return rc;  // at an epoch's end it is written
     }
+    if (stop) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
     return stop ? 1 : 0;
 }
 
@@ -197,9 +200,11 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     return rc;
 }
 
-// The pipeline's busy and waiting time since the profile started: the same
-// span as the replicas' steps.
-static void since_warm(fit *f, sf_pipe_stats *st, sf_pipe_replica_stats *rs) {
+// The pipeline's busy and waiting time while the profiled steps ran.
+static void during_steps(fit *f, sf_pipe_stats *st, sf_pipe_replica_stats *rs) {
+    if (!f->ended) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end);  // the data ran out
+    *st = f->pipe_end;
+    memcpy(rs, f->replicas_end, f->R * sizeof *rs);
     const sf_pipe_stats *w = &f->pipe_warm;
     st->read_busy -= w->read_busy, st->read_wait -= w->read_wait;
     st->decode_busy -= w->decode_busy, st->decode_wait -= w->decode_wait;
@@ -218,8 +223,7 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
     int rc = mine && lens ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!rc) {
         for (uint32_t r = 0; r < f->R; r++) sf_trainer_profile(f->tr, r, (sf_replica_profile *)mine + r);
-        sf_pipe_get_stats(f->pipe, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
-        since_warm(f, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
+        during_steps(f, (sf_pipe_stats *)(mine + pr + pp), (sf_pipe_replica_stats *)(mine + pr));
         rc = sf_ranks_gather(f->ranks, mine, part, (void **)&all, lens, "the replicas' profiles", e);
     }
     sf_replica_profile *prof = NULL;
@@ -268,6 +272,7 @@ static void fit_close(fit *f) {
     if (f->log) fclose(f->log);
     free(f->cur);
     free(f->replicas_warm);
+    free(f->replicas_end);
 }
 
 // The data, opened once: the file, its columns and their scaling, the model
@@ -364,7 +369,8 @@ static int open_pipe(fit *f, sf_err *e) {
     }
     f->cur = calloc(f->R, sizeof *f->cur);
     f->replicas_warm = calloc(f->R, sizeof *f->replicas_warm);
-    if (!f->cur || !f->replicas_warm) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    f->replicas_end = calloc(f->R, sizeof *f->replicas_end);
+    if (!f->cur || !f->replicas_warm || !f->replicas_end) return sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t r = 0; r < f->R; r++)
         for (uint64_t k = 0; k < f->epoch_step; k++) {
             int got = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);

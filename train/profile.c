@@ -98,6 +98,9 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
         }
         for (uint32_t r = 0; r < R; r++)
             d->utilisation[SF_STAGE_WINDOW] = fmax(d->utilisation[SF_STAGE_WINDOW], pipe_replicas[r].busy / wall);
+        // A batch or a read in progress at either end is counted whole: a
+        // thread is never busier than all the time.
+        for (int k = 0; k < 3; k++) d->utilisation[k] = fmin(d->utilisation[k], 1);
     }
     if (d->input_share >= 0.05 && share[SF_PHASE_COPY] > share[SF_PHASE_INPUT]) {
         d->limit = "copy";

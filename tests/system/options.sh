@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One spelling and one meaning per option, kept so:
+#   1. every flag a command's --help lists, its parser accepts, and every
+#      option of the program that its --help does not list, it refuses as
+#      unknown (help and parser read one table, cli/options.c);
+#   2. every flag named in a hint or an error that a command prints (the
+#      diagnosis of slow stages and of compute-bound runs, memory budgets,
+#      too little data, resume, reads) is one the command accepts;
+#   3. every flag spelled in a string of the sources is an option of some
+#      command.
+# meson sets SEQFEED and SRCDIR.
+set -u
+: "${SEQFEED:?}" "${SRCDIR:?}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
+tmp=$(mktemp -d /tmp/sfopts.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+commands=(pack inspect verify unpack synth train predict evaluate info "bench pipeline" "bench read" "bench train"
+          "bench scaling")
+flags_of() { grep -oE -- '(^|[ ,])--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | sort -u; }
+declare -A helps
+for c in "${commands[@]}"; do
+    # shellcheck disable=SC2086
+    $SEQFEED $c --help >"help" 2>&1 || fail "seqfeed $c --help failed: $(cat help)"
+    helps[$c]=$(flags_of <help)
+done
+all=$(printf '%s\n' "${helps[@]}" | sort -u)
+
+# 1. Help and parser agree.
+for c in "${commands[@]}"; do
+    for f in $all; do
+        # shellcheck disable=SC2086
+        $SEQFEED $c "$f" x >/dev/null 2>err
+        if grep -qx -- "$f" <<<"${helps[$c]}"; then
+            grep -q "unknown option '$f'" err && fail "seqfeed $c --help lists $f, but $c refuses it"
+        else
+            grep -q "unknown option '$f'" err || fail "seqfeed $c takes $f, which its --help does not list: $(cat err)"
+        fi
+    done
+done
+
+# 2. The flags in what each command says are its own.
+accepts() {  # accepts CMD FILE: every flag FILE names is in CMD's help
+    local f
+    for f in $(flags_of <"$2"); do
+        grep -qx -- "$f" <<<"${helps[$1]}" || fail "seqfeed $1 names $f, which it does not take: $(grep -- "$f" "$2")"
+    done
+}
+"$SEQFEED" synth -o s.sfpack --rows 20000 --feature-count 3 --series-count 2 --chunk-rows 512 -q || exit 1
+common=(--data s.sfpack --features f0,f1 --targets f0 --model lstm:8,dense --window 16 --batch-size 16 --epochs 1
+        --gpus none --max-steps 30)
+bench=(--data s.sfpack --features f0,f1 --targets f0 --model lstm:8,dense --window 16 --batch-size 16 --gpus none
+       --steps 20 --warmup 1)
+for stage in read:3000 decode:3000 window:3000; do
+    SEQFEED_TEST_DELAY=$stage "$SEQFEED" train "${common[@]}" --val-split 0 >/dev/null 2>out
+    grep -q "Hint: .*--" out || fail "no hint naming a flag for a slow ${stage%%:*} stage: $(grep diagnosis out)"
+    accepts train out
+    SEQFEED_TEST_DELAY=$stage "$SEQFEED" bench train "${bench[@]}" >out 2>&1
+    accepts "bench train" out
+done
+"$SEQFEED" train "${common[@]}" --model lstm:64,lstm:64,dense >/dev/null 2>out  # compute bound
+accepts train out
+# Budgets too small for the replicas, and for the pipeline (on 1 MiB chunks).
+"$SEQFEED" synth -o big.sfpack --rows 200000 --feature-count 3 -q || exit 1
+for budget in 0.01 2; do
+    "$SEQFEED" train "${common[@]/s.sfpack/big.sfpack}" --memory-budget $budget >/dev/null 2>out &&
+        fail "a budget of $budget MB fit"
+    grep -q "hint: .*--" out || fail "a budget of $budget MB: no hint: $(cat out)"
+    accepts train out
+done
+"$SEQFEED" bench pipeline --data big.sfpack --memory-budget 2 >/dev/null 2>out && fail "bench pipeline fit in 2 MB"
+accepts "bench pipeline" out
+"$SEQFEED" train "${common[@]}" --window 20000 >/dev/null 2>out && fail "a window longer than the data trained"
+grep -q -- "--val-split" out || fail "too little data: no --val-split in the hint: $(cat out)"
+accepts train out
+"$SEQFEED" train "${common[@]}" --checkpoint-dir ck -q || fail "a run for resuming"
+"$SEQFEED" train "${common[@]}" --checkpoint-dir ck --resume --pool 7 >/dev/null 2>out && fail "resumed with another pool"
+accepts train out
+"$SEQFEED" train "${common[@]}" --resume >/dev/null 2>out
+accepts train out
+"$SEQFEED" bench read --data s.sfpack --direct on >/dev/null 2>out  # tmpfs may refuse O_DIRECT: the hint
+accepts "bench read" out
+printf 'a,b\n1,x\n' >text.csv
+"$SEQFEED" pack text.csv -o text.sfpack >/dev/null 2>out && fail "a text column packed"
+accepts pack out
+
+# 3. Every flag the sources spell in a string is some command's option.
+python3 - "$SRCDIR" "$all" <<'PY' || fail "the sources name flags no command takes"
+import pathlib, re, sys
+root, known = pathlib.Path(sys.argv[1]), set(sys.argv[2].split())
+known |= {"--version"}  # seqfeed --version
+bad = []
+for path in sorted(root.glob("**/*.c")) + sorted(root.glob("**/*.cu")):
+    rel = path.relative_to(root)
+    if rel.parts[0] in ("tests", "bench") or rel.parts[0].startswith("build"): continue  # their own programs
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(), flags=re.S)  # code, not comments
+    for literal in re.findall(r'"((?:[^"\\\n]|\\.)*)"', text):
+        for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", literal):
+            if flag not in known: bad.append(f"{path.relative_to(root)}: {flag}")
+print("\n".join(bad), file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+finish
