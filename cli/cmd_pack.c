@@ -56,7 +56,7 @@ int cmd_pack(int argc, char **argv) {
     if (v[OPT_DROP_COLUMNS].set) o.drop_columns = v[OPT_DROP_COLUMNS].text;
     if (v[OPT_SERIES_COLUMN].set) o.series_column = v[OPT_SERIES_COLUMN].text;
     if (v[OPT_MISSING].set) o.missing = (enum sf_missing)v[OPT_MISSING].choice;
-    if (v[OPT_FILTER].set) o.pack.filter = sf_filter_parse(v[OPT_FILTER].text);
+    if (v[OPT_FILTER].set) o.pack.filter = (enum sf_filter)sf_filter_parse(v[OPT_FILTER].text);  // a choice: known
     if (v[OPT_DELIMITER].set) {
         const char *d = v[OPT_DELIMITER].text;
         if (!strcmp(d, "tab") || !strcmp(d, "\\t")) o.delimiter = '\t';

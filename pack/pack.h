@@ -122,7 +122,7 @@ typedef struct {
     const char *series_column;  // NULL or "" when rows form one series
     uint32_t chunk_rows;        // 0: SF_PACK_DEFAULT_CHUNK_BYTES worth of rows
     int level;                  // zstd level
-    int filter;                 // enum sf_filter
+    enum sf_filter filter;
     int threads;                // compression threads, 0 or 1: compress inline
 } sf_pack_writer_opts;
 
@@ -154,7 +154,7 @@ typedef struct {
     const char *drop_columns;   // comma-separated names to leave out; NULL: none
     const char *series_column;  // NULL: the file is one series
     char delimiter;             // 0: detect from the header (',', ';', '\t'); see sf_csv_delimiter_ok
-    int missing;                // enum sf_missing
+    enum sf_missing missing;
     sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in; threads > 1
                                 // also parses with a second thread where it can
     // Called now and then with rows and CSV bytes done (may be NULL).

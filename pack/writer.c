@@ -240,7 +240,7 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     *out = NULL;
     if (o->ncols == 0 || o->ncols > SF_PACK_MAX_COLS)
         return sf_err_set(e, SF_EINVAL, "%s: %u columns; expected 1 to %u", path, o->ncols, SF_PACK_MAX_COLS);
-    if (o->filter < 0 || o->filter >= SF_FILTER_COUNT)
+    if ((unsigned)o->filter >= SF_FILTER_COUNT)
         return sf_err_set(e, SF_EINVAL, "%s: unknown filter %d", path, o->filter);
     if (o->level < ZSTD_minCLevel() || o->level > ZSTD_maxCLevel())
         return sf_err_set(e, SF_EINVAL, "%s: zstd level %d; expected %d to %d", path, o->level, ZSTD_minCLevel(),
