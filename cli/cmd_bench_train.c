@@ -43,38 +43,51 @@ static const cli_command train_command = {
     .uses = train_uses,
 };
 
-// Options for a short measured run: every step timed but the warmup, no
-// validation, as many epochs as the steps need.
-static sf_fit_opts bench_fit(const cli_args *a) {
-    sf_fit_opts o = sf_fit_opts_default();
-    cli_apply_fit(a, &o);
-    o.epochs = 1000000, o.val_split = 0, o.progress = false;
-    return o;
+// What bench train and bench scaling share: options for short measured
+// runs (every step timed but the warmup, no validation, as many epochs as
+// the steps need), the GPUs asked for, the steps. 0, -1 after --help, or
+// EXIT_USAGE.
+typedef struct {
+    sf_fit_opts o;
+    const char *gpus;
+    uint64_t steps, warmup;
+} bench_runs;
+
+static int bench_setup(const cli_command *c, int argc, char **argv, cli_args *a, bench_runs *b) {
+    int rc = cli_parse(c, argc, argv, a);
+    if (rc) return rc;
+    const cli_value *v = a->v;
+    b->o = sf_fit_opts_default();
+    cli_apply_fit(a, &b->o);
+    b->o.epochs = 1000000, b->o.val_split = 0, b->o.progress = false;
+    if (!b->o.data) return cli_usage_error(c->name, "missing --data FILE.sfpack");
+    b->gpus = v[OPT_GPUS].set ? v[OPT_GPUS].text : "all";
+    b->steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 20, b->warmup = v[OPT_WARMUP].set ? v[OPT_WARMUP].u : 3;
+    b->o.max_steps = b->warmup + b->steps;
+    return 0;
 }
 
 int bench_train(int argc, char **argv) {
     const cli_command *c = &train_command;
     cli_args a;
-    int prc = cli_parse(c, argc, argv, &a);
+    bench_runs b;
+    int prc = bench_setup(c, argc, argv, &a, &b);
     if (prc) return prc < 0 ? EXIT_OK : prc;
-    sf_fit_opts o = bench_fit(&a);
-    if (!o.data) return cli_usage_error(c->name, "missing --data FILE.sfpack");
+    sf_fit_opts o = b.o;
     const cli_value *v = a.v;
     uint64_t defaults[2] = {32, 256}, *batches = v[OPT_BATCH_SIZE].set ? (uint64_t *)v[OPT_BATCH_SIZE].list : defaults;
     uint32_t nbatches = v[OPT_BATCH_SIZE].set ? v[OPT_BATCH_SIZE].n : 2;
-    const char *gpus = v[OPT_GPUS].set ? v[OPT_GPUS].text : "all";
     bool replicas_given = v[OPT_REPLICAS].set, json = v[OPT_JSON].set;
-    uint64_t steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 20, warmup = v[OPT_WARMUP].set ? v[OPT_WARMUP].u : 3;
+    uint64_t steps = b.steps, warmup = b.warmup;
     int devices[64];
     const sf_backend *gpu_backend = NULL;
-    int ngpus = cli_choose_gpus(c->name, gpus, devices, 64, json || v[OPT_QUIET].set, &gpu_backend);
+    int ngpus = cli_choose_gpus(c->name, b.gpus, devices, 64, json || v[OPT_QUIET].set, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
     if (ngpus > 0) {
         if (!replicas_given || o.replicas > (uint32_t)ngpus) o.replicas = (uint32_t)ngpus;
         o.backend = gpu_backend;
         o.devices = devices;
     }
-    o.max_steps = warmup + steps;
     sf_err e = {0};
     // The model's size, for its FLOPs.
     sf_pack *p;
@@ -159,15 +172,13 @@ static const cli_command scaling_command = {
 int bench_scaling(int argc, char **argv) {
     const cli_command *c = &scaling_command;
     cli_args a;
-    int rc = cli_parse(c, argc, argv, &a);
+    bench_runs b;
+    int rc = bench_setup(c, argc, argv, &a, &b);
     if (rc) return rc < 0 ? EXIT_OK : rc;
-    sf_fit_opts o = bench_fit(&a);
-    if (!o.data) return cli_usage_error(c->name, "missing --data FILE.sfpack");
+    sf_fit_opts o = b.o;
     const cli_value *v = a.v;
     uint64_t defaults[3] = {1, 2, 4}, *counts = v[OPT_REPLICAS].set ? (uint64_t *)v[OPT_REPLICAS].list : defaults;
     uint32_t ncounts = v[OPT_REPLICAS].set ? v[OPT_REPLICAS].n : 3;
-    const char *gpus = v[OPT_GPUS].set ? v[OPT_GPUS].text : "all";
-    uint64_t steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 20, warmup = v[OPT_WARMUP].set ? v[OPT_WARMUP].u : 3;
     uint64_t most = 1;
     for (uint32_t k = 0; k < ncounts; k++) most = counts[k] > most ? counts[k] : most;
     uint64_t global = v[OPT_BATCH_SIZE].set ? v[OPT_BATCH_SIZE].u : 32 * most;
@@ -178,10 +189,9 @@ int bench_scaling(int argc, char **argv) {
                                    (unsigned long long)counts[k]);
     int devices[64];
     const sf_backend *gpu_backend = NULL;
-    int ngpus = cli_choose_gpus(c->name, gpus, devices, 64, v[OPT_QUIET].set, &gpu_backend);
+    int ngpus = cli_choose_gpus(c->name, b.gpus, devices, 64, v[OPT_QUIET].set, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
     if (ngpus > 0) o.backend = gpu_backend, o.devices = devices;
-    o.max_steps = warmup + steps;
     o.batch = (uint32_t)global;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     printf("global batch %llu, %s replicas%s%ld cores\n", (unsigned long long)global, o.backend->name,
@@ -197,8 +207,8 @@ int bench_scaling(int argc, char **argv) {
         }
         o.replicas = (uint32_t)R;
         sf_fit_result res;
-        sf_fit_bench b = {.warmup_steps = warmup};
-        if (sf_fit_measured(&o, &b, &res, &e)) return cli_fail(c->name, &e, NULL);
+        sf_fit_bench measure = {.warmup_steps = b.warmup};
+        if (sf_fit_measured(&o, &measure, &res, &e)) return cli_fail(c->name, &e, NULL);
         if (!base) base = res.samples_per_s, base_r = (double)R;  // the first count's rate
         double speed = res.samples_per_s / base;
         printf("%-9llu %9llu %12.1f %8.2fx %10.0f%%  %s (input wait %.1f%%)\n", (unsigned long long)R,
