@@ -1,88 +1,137 @@
 #!/usr/bin/env bash
-# The one script to run on a machine with GPUs: every GPU test (suite gpu)
-# and the GPU benchmarks, in well under 5 minutes. Two ways to get the
-# binaries:
-#   - with gpu-kit.tar.gz in the repository root (made here by
-#     bench/gpu-kit.sh; for the device machines, which cannot install
-#     anything): unpacked and run as they are;
-#   - else: built here with CUDA (needs the build dependencies).
-# It goes on after a failure and exits non-zero at the end if anything
-# failed; a test that skips (77) means no usable GPU and counts as failed.
-# Logs and the benchmark output go to $OUT (default /tmp/gpu-check).
+# The one script to run on a machine with a GPU: every GPU test, the GPU
+# benchmarks and a short real run, in under 5 minutes (each step's time
+# limit is cut to what is left of 280 s), results streamed into $OUT
+# (default /tmp/gpu-check) as they come: summary.txt, info.txt, tests.txt,
+# bench-train.txt, train.txt, report.html, trace.json, torch.txt.
+#
+# Where the binaries come from:
+#   - gpu-kit.tar.gz in the repository root (made here by bench/gpu-kit.sh).
+#     It is ignored by git, so it reaches a device machine only when it is
+#     sent along explicitly (the device tool's carry: ["gpu-kit.tar.gz"]).
+#     The device machines cannot install anything: there, without the kit,
+#     the script stops in its first second and says so.
+#   - else, where apt-get and the toolkit are: built here with CUDA.
+#
+# Exit status: 0 when every step passed; 77 (within seconds, one line) on a
+# machine without a usable GPU; 1 when anything failed or did not run, every
+# step's result in summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/gpu-check}
 mkdir -p "$out"
+start=$(date +%s)
+budget=280
 failed=()
+say() { echo "$*" | tee -a "$out/summary.txt"; }
 
-if [ -f gpu-kit.tar.gz ]; then
-    tar -xzf gpu-kit.tar.gz -C /tmp
-    bin=/tmp/gpu-kit/bin
-    # The kit's libraries, then cuDNN, cuBLAS and NCCL wherever this machine
-    # has them: the CUDA toolkit, or Python's nvidia-* packages.
-    libs=/tmp/gpu-kit/lib
-    [ -d /usr/local/cuda/lib64 ] && libs=$libs:/usr/local/cuda/lib64
-    py=$(python3 -c 'import glob, nvidia, os; print(":".join(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*", "lib"))))' 2>/dev/null)
-    [ -n "$py" ] && libs=$libs:$py
-    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    seqfeed=$bin/seqfeed
-    tests=("$bin/test_gpu_probe" "$bin/test_module" "$bin/test_kernels_gpu" "$bin/test_stage_gpu"
-           "$bin/test_backend_gpu" "$bin/test_train_gpu")
-    export SEQFEED_GPU_MODULE=$bin/seqfeed-gpu.so
-else
-    . tools/deps.sh
-    sf_install_deps
-    command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found (CUDA toolkit under ${CUDA_ROOT:-/usr/local/cuda}?)" >&2; exit 1; }
-    dir=${BUILD:-build-gpu}
-    sf_build "$dir" -Dcuda=enabled -Dbuildtype=release || exit 1
-    seqfeed=$dir/seqfeed
-    tests=("$dir/tests/system/test_gpu_probe" "$dir/tests/gpu/test_module" "$dir/tests/gpu/test_kernels_gpu"
-           "$dir/tests/gpu/test_stage_gpu" "$dir/tests/gpu/test_backend_gpu" "$dir/tests/gpu/test_train_gpu")
-    export SEQFEED_GPU_MODULE=$dir/seqfeed-gpu.so
+if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "gpu-check: no usable GPU (nvidia-smi lists none): nothing to check here"
+    exit 77
 fi
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1 | tee "$out/nvidia-smi.txt"
-"$seqfeed" info 2>&1 | tee "$out/info.txt"
+if [ -f gpu-kit.tar.gz ]; then
+    rm -rf /tmp/gpu-kit && tar -xzf gpu-kit.tar.gz -C /tmp || { echo "gpu-check: gpu-kit.tar.gz does not unpack" >&2; exit 1; }
+    bin=/tmp/gpu-kit/bin
+    # The kit's libraries first (liburing, zstd, OpenBLAS, the CUDA
+    # runtime), then cuDNN, cuBLAS and NCCL wherever this machine has them:
+    # the CUDA toolkit, or Python's nvidia-* packages.
+    libs=/tmp/gpu-kit/lib
+    [ -d /usr/local/cuda/lib64 ] && libs=$libs:/usr/local/cuda/lib64
+    py=$(python3 -c 'import glob, nvidia, os
+print(":".join(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*", "lib")) +
+               glob.glob(os.path.join(p, "*", "*", "lib"))))' 2>/dev/null)
+    [ -n "$py" ] && libs=$libs:$py
+    export LD_LIBRARY_PATH=$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    tests=("$bin"/test_gpu_probe "$bin"/test_module "$bin"/test_kernels_gpu "$bin"/test_stage_gpu
+           "$bin"/test_backend_gpu "$bin"/test_train_gpu)
+    seqfeed=$bin/seqfeed
+    module=$bin/seqfeed-gpu.so
+elif ! command -v apt-get >/dev/null; then
+    echo "gpu-check: gpu-kit.tar.gz is missing, and this machine cannot build (no apt-get): run bench/gpu-kit.sh" \
+         "where the toolkit is and send gpu-kit.tar.gz along (it is ignored by git)" >&2
+    exit 1
+else
+    . tools/deps.sh
+    sf_install_deps || exit 1
+    command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found (CUDA toolkit under ${CUDA_ROOT:-/usr/local/cuda}?)" >&2; exit 1; }
+    dir=$(pwd)/${BUILD:-build-gpu}
+    sf_build "$dir" -Dcuda=enabled -Dbuildtype=release || exit 1
+    tests=("$dir"/tests/system/test_gpu_probe "$dir"/tests/gpu/test_module "$dir"/tests/gpu/test_kernels_gpu
+           "$dir"/tests/gpu/test_stage_gpu "$dir"/tests/gpu/test_backend_gpu "$dir"/tests/gpu/test_train_gpu)
+    seqfeed=$dir/seqfeed
+    module=$dir/seqfeed-gpu.so
+fi
+export SEQFEED_GPU_MODULE=$module
 
-# The tests, one by one, with a time limit each; their output into one log.
-for t in "${tests[@]}"; do
-    name=$(basename "$t")
-    (cd /tmp && timeout 120 "$t") >/tmp/gpu-check-test.log 2>&1
+# Every library the binaries load must be found before anything runs.
+missing=$(for f in "$seqfeed" "$module" "${tests[@]}"; do ldd "$f" 2>&1 | sed -n "s|^\t*\([^ ]*\) => not found|\1|p"; done |
+          sort -u | tr '\n' ' ')
+if [ -n "$missing" ]; then
+    say "gpu-check: libraries not found: $missing(LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
+    exit 1
+fi
+
+# step NAME LOG SECONDS CMD...: runs CMD with at most SECONDS (fewer when
+# less of the budget is left), its output into $out/LOG.txt as it comes (at
+# most 8 files come back from a device machine's $OUT).
+step() {
+    local name=$1 log=$2 limit=$3 left rc
+    shift 3
+    left=$((budget - ($(date +%s) - start)))
+    if [ "$left" -lt 5 ]; then
+        say "$name: NOT RUN (the 280 s budget is spent)"
+        failed+=("$name")
+        return
+    fi
+    [ "$limit" -gt "$left" ] && limit=$left
+    echo "== $name: $*" >>"$out/$log.txt"
+    timeout "$limit" "$@" >>"$out/$log.txt" 2>&1
     rc=$?
-    { echo "== $name (exit $rc)"; cat /tmp/gpu-check-test.log; } >>"$out/tests.log"
-    tail -5 /tmp/gpu-check-test.log
     case $rc in
-    0) echo "$name: ok" ;;
-    77) echo "$name: SKIPPED (no usable GPU)"; failed+=("$name") ;;
-    *) echo "$name: FAILED ($rc)"; failed+=("$name") ;;
+    0) say "$name: ok ($(($(date +%s) - start)) s in)" ;;
+    77) say "$name: SKIPPED (no usable GPU)"; failed+=("$name") ;;
+    124) say "$name: TIMED OUT after $limit s"; failed+=("$name") ;;
+    *) say "$name: FAILED (exit $rc)"; failed+=("$name") ;;
     esac
-done
+    tail -3 "$out/$log.txt"
+}
 
-# The default model on every GPU, one replica each, at 32, 256 and 1024
-# windows per GPU: samples/s, input wait, and the ratio to the same run with
-# a resident batch (no input: the pipeline's cost; target >= 0.99).
-data=/tmp/seqfeed-gpu-8000000x3.sfpack
-[ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 8000000 --feature-count 3 --series-count 4 -q
-timeout 150 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 \
-    --warmup 5 2>&1 | tee "$out/bench-train.txt" || failed+=("bench train")
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$out/info.txt" 2>&1
+"$seqfeed" info >>"$out/info.txt" 2>&1
+cat "$out/info.txt"
+
+cd /tmp || exit 1  # the tests write their scratch files where they run
+for t in "${tests[@]}"; do step "$(basename "$t")" tests 45 "$t"; done
+cd - >/dev/null || exit 1
+
+# The default model on the GPU(s), one replica each, at global batches of
+# 32, 256 and 1024: samples/s, input wait, and the ratio to the same run
+# with a resident batch (no input: the pipeline's cost; target >= 0.99).
+data=/tmp/seqfeed-gpu-2000000x3.sfpack
+small=/tmp/seqfeed-gpu-100000x3.sfpack
+[ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 2000000 --feature-count 3 --series-count 4 -q
+[ -f "$small" ] || "$seqfeed" synth -o "$small" --rows 100000 --feature-count 3 --series-count 4 -q
+step bench-train bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 --warmup 5
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,
-# evaluate, with its report and trace.
-timeout 90 "$seqfeed" train --data "$data" --gpus all --batch-size 256 --epochs 1 --max-steps 300 \
-    --checkpoint-dir /tmp/gpu-ckpt --report "$out/report.html" --trace "$out/trace.json" 2>&1 |
-    tee "$out/train.txt" || failed+=("train")
-timeout 60 "$seqfeed" evaluate --checkpoint /tmp/gpu-ckpt/latest.safetensors --data "$data" 2>&1 |
-    tee -a "$out/train.txt" || failed+=("evaluate")
+# with its report and trace; then evaluate (on the CPU: predict and
+# evaluate do not take --gpus yet) on a file small enough for it.
+step train train 45 "$seqfeed" train --data "$data" --gpus all --batch-size 256 --epochs 1 --max-steps 300 \
+    --checkpoint-dir /tmp/gpu-ckpt --report "$out/report.html" --trace "$out/trace.json"
+step evaluate train 30 "$seqfeed" evaluate --checkpoint /tmp/gpu-ckpt/latest.safetensors --data "$small"
+# With one GPU the NCCL all-reduce does not run: NCCL takes one replica per
+# GPU, so two replicas cannot share this one.
+[ "$(nvidia-smi -L | wc -l)" -lt 2 ] && say "nccl: one GPU: the NCCL all-reduce is not exercised here"
 # PyTorch's cuDNN LSTM on one GPU, same model and batches (target: seqfeed's
 # samples/s per GPU at least this), when torch with CUDA is there.
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
-    timeout 90 python3 bench/peers/torch_lstm.py --device cuda --batch 32,256,1024 --steps 30 --reps 1 2>&1 |
-        tee "$out/torch.txt"
+    step torch torch 60 python3 bench/peers/torch_lstm.py --device cuda --batch 32,256,1024 --steps 30 --reps 1
 else
-    echo "gpu-check: PyTorch with CUDA not installed: no peer numbers"
+    say "torch: PyTorch with CUDA not installed: no peer numbers"
 fi
 
 if [ ${#failed[@]} -gt 0 ]; then
-    echo "gpu-check: FAILED: ${failed[*]}" >&2
+    say "gpu-check: FAILED: ${failed[*]} ($(($(date +%s) - start)) s)"
     exit 1
 fi
-echo "gpu-check: all passed"
+say "gpu-check: all passed ($(($(date +%s) - start)) s)"
