@@ -86,15 +86,15 @@ step() {
     fi
     [ "$limit" -gt "$left" ] && limit=$left
     echo "== $name: $*" >>"$out/$log.txt"
-    timeout "$limit" "$@" >>"$out/$log.txt" 2>&1
-    rc=$?
+    timeout "$limit" "$@" 2>&1 | tee -a "$out/$log.txt" >/tmp/gpu-check-step.txt
+    rc=${PIPESTATUS[0]}
     case $rc in
     0) say "$name: ok ($(($(date +%s) - start)) s in)" ;;
     77) say "$name: SKIPPED (no usable GPU)"; failed+=("$name") ;;
     124) say "$name: TIMED OUT after $limit s"; failed+=("$name") ;;
     *) say "$name: FAILED (exit $rc)"; failed+=("$name") ;;
     esac
-    tail -3 "$out/$log.txt"
+    tail -3 /tmp/gpu-check-step.txt
 }
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv >"$out/info.txt" 2>&1
