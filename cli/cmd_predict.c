@@ -87,7 +87,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead
-    sf_replica_opts ro = {0, cores > 0 ? (uint32_t)cores : 1, SF_PRECISION_FP32, 0};
+    sf_replica_opts ro = {.threads = cores > 0 ? (uint32_t)cores : 1, .precision = SF_PRECISION_FP32};
     if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
     if (!rc) rc = sf_backend_cpu.load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {

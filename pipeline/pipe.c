@@ -395,7 +395,8 @@ static void *windower_main(void *arg) {
     lane *ln = arg;
     sf_pipe *p = ln->pipe;
     sf_block_source src = {block_get, block_put, ln};
-    sf_stream_opts so = {p->o.batch, p->o.pool, p->o.drop_remainder, p->o.seed, p->max_edges};
+    sf_stream_opts so = {.batch = p->o.batch, .pool = p->o.pool, .drop_remainder = p->o.drop_remainder,
+                         .seed = p->o.seed, .max_edges = p->max_edges};
     sf_err e = {0};
     int rc = 0;
     for (uint64_t epoch = p->o.first_epoch; !rc && epoch < p->o.epochs; epoch++) {
