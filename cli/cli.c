@@ -107,6 +107,26 @@ void cli_json_string(FILE *f, const char *s) {
 // backend in *backend), 0 for the CPU, or -1 after a usage error.
 int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
     sf_err e = {0};
+    // The list is checked whatever the machine has, so that a command line
+    // that fails on a GPU machine fails everywhere.
+    int k = 0;
+    bool all = !strcmp(gpus, "all");
+    if (strcmp(gpus, "none") && !all) {
+        for (const char *p = gpus;; p++) {
+            char *end;
+            long d = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+            bool twice = false;
+            for (int i = 0; i < k && d >= 0; i++) twice |= devices[i] == d;
+            if (d < 0 || d > 1023 || k == max || twice || (*end && *end != ',')) {
+                cli_usage_error(cmd, "--gpus %s: expected all, none or distinct GPU indices, comma-separated%s", gpus,
+                                twice ? " (one replica per GPU)" : "");
+                return -1;
+            }
+            devices[k++] = (int)d;
+            if (!*end) break;
+            p = end;
+        }
+    }
     if (!strcmp(gpus, "none")) {
         if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
         return 0;
@@ -117,20 +137,14 @@ int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bo
         if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
         return 0;
     }
-    int k = 0;
-    if (!strcmp(gpus, "all")) {
-        for (; k < n && k < max; k++) devices[k] = k;
+    if (all) {
+        for (k = 0; k < n && k < max; k++) devices[k] = k;
     } else {
-        for (const char *p = gpus; *p;) {
-            char *end;
-            long d = strtol(p, &end, 10);
-            if (end == p || d < 0 || d >= n || k == max || (*end && *end != ',')) {
-                cli_usage_error(cmd, "--gpus %s: expected all, none or GPU indices below %d", gpus, n);
+        for (int i = 0; i < k; i++)
+            if (devices[i] >= n) {
+                cli_usage_error(cmd, "--gpus %s: GPU %d does not exist (GPUs 0 to %d are)", gpus, devices[i], n - 1);
                 return -1;
             }
-            devices[k++] = (int)d;
-            p = *end ? end + 1 : end;
-        }
     }
     if (!quiet) {
         for (int i = 0; i < k; i++) {

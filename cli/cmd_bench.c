@@ -194,6 +194,9 @@ int bench_pipeline(int argc, char **argv) {
             e = cs[r].e;
         }
     }
+    if (!rc && windows == 0)
+        rc = sf_err_set(&e, SF_EUSAGE, "%s: no window of %u rows (with --horizon and --stride) fits in any series: "
+                        "nothing to measure (hint: a smaller --window)", data, o.window.length);
     double wall = sf_now() - t0;
     sf_pipe_stats st;
     sf_pipe_replica_stats *rs = calloc(o.replicas, sizeof *rs);
@@ -369,5 +372,8 @@ int cmd_bench(int argc, char **argv) {
               stdout);
         return EXIT_OK;
     }
+    if (argc >= 2 && argv[1][0] == '-')
+        return cli_usage_error("bench", "'%s' before the subcommand: options go after it (seqfeed bench pipeline "
+                               "%s ...)", argv[1], argv[1]);
     return cli_usage_error("bench", "expected 'bench pipeline', 'bench read', 'bench train' or 'bench scaling'");
 }

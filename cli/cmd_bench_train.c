@@ -84,7 +84,9 @@ int bench_train(int argc, char **argv) {
     int ngpus = cli_choose_gpus(c->name, b.gpus, devices, 64, json || v[OPT_QUIET].set, &gpu_backend);
     if (ngpus < 0) return EXIT_USAGE;
     if (ngpus > 0) {
-        if (!replicas_given || o.replicas > (uint32_t)ngpus) o.replicas = (uint32_t)ngpus;
+        if (!replicas_given) o.replicas = (uint32_t)ngpus;
+        if (o.replicas > (uint32_t)ngpus)
+            return cli_usage_error(c->name, "--replicas %u with %d GPU(s): one replica per GPU", o.replicas, ngpus);
         o.backend = gpu_backend;
         o.devices = devices;
     }

@@ -77,11 +77,12 @@ int cmd_pack(int argc, char **argv) {
     cli_progress_end(&prog);
     if (rc) return cli_fail("pack", &e, NULL);
     if (!quiet) {
+        FILE *say = strcmp(out, "-") ? stdout : stderr;  // stdout may hold the .sfpack
         double dt = sf_now() - prog.start;
-        printf("packed %llu rows (%llu series", (unsigned long long)st.rows, (unsigned long long)st.nseries);
-        if (st.rows_dropped) printf(", %llu rows dropped", (unsigned long long)st.rows_dropped);
-        if (st.values_filled) printf(", %llu values filled", (unsigned long long)st.values_filled);
-        printf(") from %.1f MB of CSV into %s, %.1f MB, in %.2f s (%.0f MB/s)\n", st.csv_bytes / 1e6, out,
+        fprintf(say, "packed %llu rows (%llu series", (unsigned long long)st.rows, (unsigned long long)st.nseries);
+        if (st.rows_dropped) fprintf(say, ", %llu rows dropped", (unsigned long long)st.rows_dropped);
+        if (st.values_filled) fprintf(say, ", %llu values filled", (unsigned long long)st.values_filled);
+        fprintf(say, ") from %.1f MB of CSV into %s, %.1f MB, in %.2f s (%.0f MB/s)\n", st.csv_bytes / 1e6, out,
                st.out_bytes / 1e6, dt, dt > 0 ? st.csv_bytes / 1e6 / dt : 0.0);
     }
     return EXIT_OK;

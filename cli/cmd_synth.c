@@ -102,8 +102,9 @@ int cmd_synth(int argc, char **argv) {
     free(phase);
     if (rc) return cli_fail("synth", &e, NULL);
     struct stat st;
-    if (!quiet && stat(out, &st) == 0)
-        printf("wrote %s: %" PRIu64 " rows x %zu features in %" PRIu64 " series (%.1f MB of float32 in %.1f MB)\n",
-               out, rows, nf, nseries, (double)rows * (double)nf * 4 / 1e6, (double)st.st_size / 1e6);
+    bool to_stdout = !strcmp(out, "-");  // then stdout holds the .sfpack
+    if (!quiet && (to_stdout ? fstat(STDOUT_FILENO, &st) : stat(out, &st)) == 0)
+        fprintf(to_stdout ? stderr : stdout, "wrote %s: %" PRIu64 " rows x %zu features in %" PRIu64 " series (%.1f MB of float32 in %.1f MB)\n",
+               to_stdout ? "stdout" : out, rows, nf, nseries, (double)rows * (double)nf * 4 / 1e6, (double)st.st_size / 1e6);
     return EXIT_OK;
 }

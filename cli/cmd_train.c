@@ -44,8 +44,11 @@ static const cli_command train_command = {
 
 static atomic_int interrupted;  // lock-free, so a signal handler may set it
 
+static atomic_int terminated;  // the stop came from SIGTERM: exit 143, as schedulers expect
+
 static void on_signal(int sig) {
     interrupted = 1;
+    if (sig == SIGTERM) terminated = 1;
     signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
@@ -57,7 +60,6 @@ static void on_signal(int sig) {
 // and every rank is alive (else the launcher's SIGKILL, or the collective
 // timeout, ends this one). A second SIGTERM stops at once.
 static char term_msg[256];
-static atomic_int terminated;  // the stop came from SIGTERM: exit 143, as schedulers expect
 static void on_term_now(int sig) { _exit(128 + sig); }
 static void on_term(int sig) {
     (void)sig;
@@ -84,7 +86,10 @@ int cmd_train(int argc, char **argv) {
     if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
     if (o.checkpoint_every && !o.checkpoint_dir) return cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
-    if (!sf_ranks_launched()) return train(&o, gpus, precision, replicas_given);
+    if (!sf_ranks_launched()) {
+        rc = train(&o, gpus, precision, replicas_given);
+        return rc == EXIT_INTERRUPTED && terminated ? 128 + SIGTERM : rc;
+    }
     sf_err e = {0};
     if (sf_ranks_open(&o.ranks, timeout, &e)) return cli_fail("train", &e, NULL);
     snprintf(term_msg, sizeof term_msg, "seqfeed train: rank %d of %d: SIGTERM from the launcher (the job is "

@@ -1,4 +1,5 @@
 // seqfeed: pack time series into .sfpack files, feed them to LSTM replicas.
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,14 @@ static void without_blas_pool(char **argv) {
     unsetenv("OPENBLAS_NUM_THREADS");  // no exec: carry on, with the pool
 }
 
+// What a command printed must have reached its destination (a full disk, a
+// closed pipe): a lost report is an error, not a success.
+static int finish(const char *cmd, int rc) {
+    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    fprintf(stderr, "seqfeed %s: error: <stdout>: write failed: %s\n", cmd, strerror(errno ? errno : EIO));
+    return rc ? rc : EXIT_ERR;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2) without_blas_pool(argv);
     if (argc < 2) {
@@ -49,17 +58,28 @@ int main(int argc, char **argv) {
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    if (!strcmp(cmd, "help") && argc > 2) {  // seqfeed help train: as seqfeed train --help
+        for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+            if (!strcmp(argv[2], commands[i].name))
+                return finish(argv[2], commands[i].run(2, (char *[]){argv[2], "--help", NULL}));
+        fprintf(stderr, "seqfeed: unknown command '%s'\n\n", argv[2]);
+        usage(stderr);
+        return EXIT_USAGE;
+    }
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
-        return EXIT_OK;
+        return finish("help", EXIT_OK);
     }
     if (!strcmp(cmd, "--version")) {
         printf("seqfeed %s\n", SF_VERSION);
-        return EXIT_OK;
+        return finish("--version", EXIT_OK);
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (!strcmp(cmd, commands[i].name)) return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "seqfeed: unknown command '%s'\n\n", cmd);
+        if (!strcmp(cmd, commands[i].name)) return finish(cmd, commands[i].run(argc - 1, argv + 1));
+    if (cmd[0] == '-')
+        fprintf(stderr, "seqfeed: '%s' before the command: options go after it (seqfeed train %s ...)\n\n", cmd, cmd);
+    else
+        fprintf(stderr, "seqfeed: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return EXIT_USAGE;
 }

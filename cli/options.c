@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zstd.h>
 
 #include "cli.h"
@@ -76,7 +78,7 @@ static const option options[OPT_COUNT] = {
     [OPT_EPOCHS] = {"epochs", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING, .help = "passes over the data"},
     [OPT_VAL_SPLIT] = {"val-split", 0, "F", K_REAL, .rlo = 0, .rhi = 1, .rhi_open = true, .group = TRAINING,
                        .help = "the time-ordered tail of every series for validation"},
-    [OPT_LR] = {"lr", 0, "F", K_REAL, .rlo = 0, .rhi = 1000, .rlo_open = true, .group = TRAINING,
+    [OPT_LR] = {"lr", 0, "F", K_REAL, .rlo = 1e-10, .rhi = 1000, .group = TRAINING,
                 .help = "Adam's learning rate"},
     [OPT_LR_SCALING] = {"lr-scaling", 0, "none|linear", K_CHOICE, .choices = lr_scalings, .group = TRAINING,
                         .help = "linear: lr x replicas"},
@@ -86,10 +88,10 @@ static const option options[OPT_COUNT] = {
                        .help = "stop after N steps (a checkpoint is written)"},
     [OPT_GPUS] = {"gpus", 0, "all|none|0,1", K_TEXT, .group = TRAINING,
                   .help = "GPUs to use, one replica each (the CPU when there is none)"},
-    [OPT_PRECISION] = {"precision", 0, "fp32|tf32", K_CHOICE, .choices = precisions, .group = TRAINING,
+    [OPT_PRECISION] = {"precision", 0, "fp32|tf32|bf16", K_CHOICE, .choices = precisions, .group = TRAINING,
                        .help = "products in fp32, or TF32 tensor cores (default: tf32 on GPUs of compute "
-                               "capability 8.0 and up, else fp32)"},
-    [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0, .rhi = 1e9, .rlo_open = true,
+                               "capability 8.0 and up, else fp32); bf16 is not implemented yet"},
+    [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0.001, .rhi = 1e9,
                            .group = TRAINING,
                            .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "
                                    "fit (default: no budget)"},
@@ -131,7 +133,7 @@ static const option options[OPT_COUNT] = {
                                         "or hangs) ends the job"},
     [OPT_STEPS] = {"steps", 0, "N", K_COUNT, 1, 1u << 30, .group = BENCH, .help = "timed steps per run"},
     [OPT_WARMUP] = {"warmup", 0, "N", K_COUNT, 0, 1u << 30, .group = BENCH, .help = "untimed steps first"},
-    [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0, .rhi = 1e9, .rlo_open = true, .group = BENCH,
+    [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0.01, .rhi = 1e9, .group = BENCH,
                           .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step "
                                   "(default: takes them as fast as it can)"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order"},
@@ -169,24 +171,24 @@ const char *cli_opt_name(cli_opt o) { return options[o].name; }
 static void range_text(const option *op, bool many, char *buf, size_t n) {
     if (op->k == K_COUNT || op->k == K_COUNTS) {
         const char *what = many ? "integers" : "an integer", *list = many ? ", comma-separated" : "";
-        if (op->hi >= UINT64_MAX >> 8) snprintf(buf, n, "%s of at least %" PRIu64 "%s", what, op->lo, list);
-        else snprintf(buf, n, "%s from %" PRIu64 " to %" PRIu64 "%s", what, op->lo, op->hi, list);
+        snprintf(buf, n, "%s from %" PRIu64 " to %" PRIu64 "%s", what, op->lo, op->hi, list);
+        if (many) snprintf(buf + strlen(buf), n - strlen(buf), ", at most %d of them", CLI_MAX_LIST);
     } else if (op->k == K_INT) {
         snprintf(buf, n, "an integer from %d to %d", ZSTD_minCLevel(), ZSTD_maxCLevel());
     } else if (op->k == K_REAL) {
-        snprintf(buf, n, "a number %s %g and %s %g", op->rlo_open ? "above" : "from", op->rlo,
-                 op->rhi_open ? "below" : "up to", op->rhi);
+        snprintf(buf, n, "a number %s %g %s %g", op->rlo_open ? "above" : "from", op->rlo,
+                 op->rhi_open ? "to below" : op->rlo_open ? "and up to" : "to", op->rhi);
     } else if (op->k == K_CHOICE) {
         size_t k = (size_t)snprintf(buf, n, "one of");
         for (int i = 0; op->choices[i] && k < n; i++)
             k += (size_t)snprintf(buf + k, n - k, "%s %s", i ? "," : "", op->choices[i]);
     } else {
-        snprintf(buf, n, "a value");
+        snprintf(buf, n, "a value that is not empty");
     }
 }
 
 static bool parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
-    if (!s || !*s || *s == '-' || *s == '+') return false;
+    if (!s || *s < '0' || *s > '9') return false;  // strtoull would take spaces and signs
     char *end;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
@@ -199,13 +201,13 @@ static bool parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) 
 static bool parse_value(const option *op, const char *text, cli_value *v) {
     v->text = text;
     switch (op->k) {
-    case K_FLAG:
-    case K_TEXT: return true;
+    case K_FLAG: return true;
+    case K_TEXT: return *text != 0;
     case K_COUNT: return parse_count(text, op->lo, op->hi, &v->u);
     case K_COUNTS: {
         v->n = 0;
         for (const char *p = text;;) {
-            char buf[32];
+            char buf[64];
             size_t len = strcspn(p, ",");
             if (len == 0 || len >= sizeof buf || v->n == CLI_MAX_LIST) return false;
             memcpy(buf, p, len);
@@ -271,6 +273,52 @@ static cli_opt lookup(const char *arg, const char **inline_value) {
     return OPT_COUNT;
 }
 
+
+static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT};
+
+// A file the command writes must be one it can write, and none may be one
+// it reads or another of its outputs: that file would be destroyed.
+// Checked before any work, so that a long run does not fail at its end.
+// Only regular files count as the same: /dev/stdout and /dev/stdin may well
+// be one terminal.
+static int check_files(const cli_command *c, const cli_args *a) {
+    struct { const char *name, *path; } seen[2 + sizeof output_opts / sizeof *output_opts] = {
+        {"data", a->v[OPT_DATA].set ? a->v[OPT_DATA].text : a->positional},
+        {"checkpoint", a->v[OPT_CHECKPOINT].text}};
+    size_t nseen = 2;
+    for (size_t k = 0; k < sizeof output_opts / sizeof *output_opts; k++) {
+        const cli_value *v = &a->v[output_opts[k]];
+        const char *name = options[output_opts[k]].name;
+        if (!v->set || !strcmp(v->text, "-")) continue;
+        struct stat st;
+        bool exists = stat(v->text, &st) == 0;
+        if (exists && S_ISDIR(st.st_mode))
+            return cli_usage_error(c->name, "--%s %s is a directory: expected a file to write", name, v->text);
+        for (size_t i = 0; i < nseen; i++) {
+            struct stat si;
+            if (!seen[i].path) continue;
+            bool same = exists ? S_ISREG(st.st_mode) && stat(seen[i].path, &si) == 0 && si.st_dev == st.st_dev &&
+                                     si.st_ino == st.st_ino
+                               : !strcmp(seen[i].path, v->text);
+            if (same)
+                return cli_usage_error(c->name, "--%s %s is the same file as --%s %s: one would destroy the other; "
+                                       "write to another file", name, v->text, seen[i].name, seen[i].path);
+        }
+        if (!exists) {  // its folder must take new files
+            char *dir = strdup(v->text), *slash = dir ? strrchr(dir, '/') : NULL;
+            const char *d = !slash ? "." : slash == dir ? "/" : (*slash = 0, dir);
+            int err = !dir ? ENOMEM : access(d, W_OK | X_OK) ? errno : 0;
+            int rc = err ? cli_usage_error(c->name, "--%s %s: cannot create a file in %s: %s", name, v->text, d,
+                                           strerror(err))
+                         : 0;
+            free(dir);
+            if (rc) return rc;
+        }
+        seen[nseen].name = name, seen[nseen++].path = v->text;
+    }
+    return 0;
+}
+
 int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
     *a = (cli_args){0};
     bool options_end = false;
@@ -289,6 +337,9 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
         }
         const char *value;
         cli_opt o = lookup(arg, &value);
+        if (o == OPT_COUNT && arg[1] != '-' && arg[2] && lookup((char[]){'-', arg[1], 0}, &value) != OPT_COUNT)
+            return cli_usage_error(c->name, "unknown option '%s' (a one-letter option takes its value as the next "
+                                   "argument: -%c VALUE)", arg, arg[1]);
         if (o == OPT_COUNT || !use_of(c, o)) {
             int len = (int)strcspn(arg, "=");
             return cli_usage_error(c->name, "unknown option '%.*s'", len, arg);
@@ -298,7 +349,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
             if (value) return cli_usage_error(c->name, "--%s takes no value", op->name);
             value = arg;
         } else if (!value) {
-            if (i + 1 >= argc) return cli_usage_error(c->name, "--%s needs a value (%s)", op->name, op->meta);
+            if (i + 1 >= argc) {
+                char range[160];
+                range_text(op, use_of(c, o)->many, range, sizeof range);
+                return cli_usage_error(c->name, "--%s needs a value: %s", op->name, range);
+            }
             value = argv[++i];
         }
         if (o == OPT_HELP) {
@@ -315,7 +370,7 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
                                    op->name, value, op->lo, op->hi);
         a->v[o].set = true;
     }
-    return 0;
+    return check_files(c, a);
 }
 
 const char *cli_data(const cli_command *c, const cli_args *a, int *rc) {
@@ -409,6 +464,7 @@ void cli_help(const cli_command *c, FILE *f) {
         wrapped(f, def, at, col);
     }
     if (c->epilog) fprintf(f, "\n%s", c->epilog);
+    fputs("\nAn option given twice takes its last value; '--' ends the options.\n", f);
 }
 
 void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {

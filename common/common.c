@@ -4,11 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <libgen.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -51,10 +54,85 @@ const char *sf_err_name(int code) {
     }
 }
 
+// The file an output path names: a symbolic link's target (resolved from
+// the link's folder, whether or not the target exists yet), else the path
+// itself. malloc'd; NULL when out of memory.
+static char *output_target(const char *path) {
+    char *cur = strdup(path);
+    for (int hops = 0; cur && hops < 40; hops++) {
+        struct stat st;
+        char link[PATH_MAX];
+        ssize_t n;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(cur, link, sizeof link - 1)) < 0)
+            return cur;
+        link[n] = 0;
+        char *next;
+        if (link[0] == '/') {
+            next = strdup(link);
+        } else {  // relative to the link's own folder
+            char *copy = strdup(cur);
+            const char *dir = copy ? dirname(copy) : NULL;
+            next = dir && (next = malloc(strlen(dir) + strlen(link) + 2)) ? next : NULL;
+            if (next) sprintf(next, "%s/%s", dir, link);
+            free(copy);
+        }
+        free(cur);
+        cur = next;
+    }
+    return cur;
+}
+
+// Temporary files a killed run of this program left for target: those
+// named target.tmp.PID.* whose process is gone.
+static void remove_stale(const char *target) {
+    char *copy = strdup(target), *copy2 = strdup(target);
+    if (!copy || !copy2) {
+        free(copy), free(copy2);
+        return;
+    }
+    const char *dir = dirname(copy), *base = basename(copy2);
+    size_t blen = strlen(base);
+    DIR *d = opendir(dir);
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        const char *n = ent->d_name;
+        if (strncmp(n, base, blen) || strncmp(n + blen, ".tmp.", 5)) continue;
+        char *end;
+        long pid = strtol(n + blen + 5, &end, 10);
+        if (end == n + blen + 5 || *end != '.' || pid <= 0 || pid == getpid()) continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+        char *full = malloc(strlen(dir) + strlen(n) + 2);
+        if (full) sprintf(full, "%s/%s", dir, n), unlink(full);
+        free(full);
+    }
+    if (d) closedir(d);
+    free(copy), free(copy2);
+}
+
 int sf_temp_create(const char *path, char **tmp, sf_err *e) {
-    size_t len = strlen(path) + 16;
-    char *name = malloc(len);
-    if (!name) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", path);
+    *tmp = NULL;
+    if (!strcmp(path, "-")) {
+        int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 0);
+        return fd >= 0 ? fd : sf_err_errno(e, SF_EIO, errno, "stdout: cannot write");
+    }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        // A device, a FIFO: written as it is, never replaced; a folder, a
+        // socket or a disk: refused.
+        if (S_ISDIR(st.st_mode)) return sf_err_set(e, SF_EUSAGE, "%s is a directory: expected a file to write", path);
+        if (!S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+            return sf_err_set(e, SF_EUSAGE, "%s is a %s: expected a file, a character device or a FIFO to write", path,
+                              S_ISBLK(st.st_mode) ? "block device" : "socket");
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        return fd >= 0 ? fd : sf_err_errno(e, SF_EIO, errno, "%s: cannot open for writing", path);
+    }
+    char *target = output_target(path);
+    size_t len = target ? strlen(target) + 40 : 0;
+    char *name = target ? malloc(len) : NULL;
+    if (!name) {
+        free(target);
+        return sf_err_set(e, SF_ENOMEM, "%s: out of memory", path);
+    }
+    remove_stale(target);
     static const char chars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -64,29 +142,45 @@ int sf_temp_create(const char *path, char **tmp, sf_err *e) {
         for (int i = 0; i < 6; i++, x = x * 6364136223846793005ull + 1442695040888963407ull)
             suffix[i] = chars[(x >> 33) % (sizeof chars - 1)];
         suffix[6] = 0;
-        snprintf(name, len, "%s.tmp.%s", path, suffix);
+        // The PID in the name: a later run removes what a killed one left.
+        snprintf(name, len, "%s.tmp.%ld.%s", target, (long)getpid(), suffix);
         // open() applies the umask: no process-wide umask() dance.
         int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0) {
+            free(target);
             *tmp = name;
             return fd;
         }
         if (errno != EEXIST) {
             int err = errno;
-            free(name);
+            free(name), free(target);
             return sf_err_errno(e, SF_EIO, err, "%s: cannot create a temporary file next to it", path);
         }
     }
-    free(name);
+    free(name), free(target);
     return sf_err_set(e, SF_EIO, "%s: cannot find a free temporary name next to it", path);
 }
 
 int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e) {
-    if (fsync(fd) != 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot flush the file to disk", path);
-    if (rename(tmp, path) != 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot rename %s onto it", path, tmp);
-    char *copy = strdup(path);
-    int dir = copy ? open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    free(copy);
+    // A device or a FIFO was written as it is: what fsync cannot do there
+    // (EINVAL) is no loss.
+    if (fsync(fd) != 0 && (tmp || errno != EINVAL))
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot flush the file to disk", path);
+    if (!tmp) return 0;
+    // The target is the temporary name less its .tmp.PID.XXXXXX: a link's
+    // target, where the output goes.
+    char *target = strdup(tmp);
+    if (!target) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", path);
+    char *suffix = strrchr(target, '.');
+    while (suffix && suffix > target && strncmp(suffix, ".tmp.", 5)) suffix = memrchr(target, '.', (size_t)(suffix - target));
+    if (suffix) *suffix = 0;
+    if (rename(tmp, target) != 0) {
+        int err = errno;
+        free(target);
+        return sf_err_errno(e, SF_EIO, err, "%s: cannot rename %s onto it", path, tmp);
+    }
+    int dir = open(dirname(target), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(target);
     if (dir >= 0) {  // best effort: the data itself is already durable
         fsync(dir);
         close(dir);
@@ -103,7 +197,9 @@ int sf_temp_fopen(sf_temp_file *t, const char *path, sf_err *e) {
     if (own < 0 || !(t->f = fdopen(own, "w"))) {
         int rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
         if (own >= 0) close(own);
-        close(fd), unlink(t->tmp), free(t->tmp);
+        close(fd);
+        if (t->tmp) unlink(t->tmp);
+        free(t->tmp);
         *t = (sf_temp_file){NULL, -1, NULL, path};
         return rc;
     }
@@ -117,7 +213,7 @@ int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e) {
     if (fclose(t->f) != 0 && !rc) rc = sf_err_errno(e, SF_EIO, errno, "%s: write failed", t->path);
     if (commit && !rc) rc = sf_temp_commit(t->fd, t->tmp, t->path, e);
     close(t->fd);
-    if (!commit || rc) unlink(t->tmp);
+    if ((!commit || rc) && t->tmp) unlink(t->tmp);
     free(t->tmp);
     *t = (sf_temp_file){NULL, -1, NULL, t->path};
     return rc;

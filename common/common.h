@@ -44,11 +44,17 @@ const char *sf_err_name(int code);
 uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
 
 // Output files appear whole or not at all: sf_temp_create opens a new
-// PATH.tmp.XXXXXX next to path (mode 0666 less the umask, as the final file
-// gets) and returns its descriptor, with its malloc'd name in *tmp;
-// sf_temp_commit fsyncs fd, renames tmp onto path and fsyncs the directory.
-// Both return a negative code on failure; the caller closes fd and, on
-// failure, unlinks tmp.
+// TARGET.tmp.PID.XXXXXX next to the file path names (mode 0666 less the
+// umask, as the final file gets) and returns its descriptor, with its
+// malloc'd name in *tmp; sf_temp_commit fsyncs fd, renames tmp onto the
+// target and fsyncs the directory. The target is path, or where path links
+// to: a symbolic link is followed, never replaced. A character device or a
+// FIFO (/dev/stdout, /dev/null) is opened and written as it is, never
+// replaced: then *tmp is NULL and commit only flushes; a directory, a block
+// device or a socket is SF_EUSAGE. Temporary files of the same target whose
+// process is gone (a killed run) are removed. Both return a negative code
+// on failure; the caller closes fd and, on failure, unlinks tmp (when not
+// NULL).
 int sf_temp_create(const char *path, char **tmp, sf_err *e);
 int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e);
 

@@ -555,7 +555,7 @@ static int not_a_column(csv *c, const char *option, const char *s, size_t n) {
     size_t k = 0;
     for (uint32_t i = 0; i < c->ncsv && k < sizeof all - 4; i++)
         k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", c->names[i]);
-    return sf_err_set(c->e, SF_EINVAL, "%s: %s names \"%s\", which is not a column; the columns are: %s", c->name,
+    return sf_err_set(c->e, SF_EUSAGE, "%s: %s names \"%s\", which is not a column; the columns are: %s", c->name,
                       option, show(s, n, tmp, sizeof tmp), all);
 }
 
@@ -578,9 +578,9 @@ static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv
 
 static int keep_field(csv *c, int f, const char *option) {
     if (c->role[f] == ROLE_KEEP)
-        return sf_err_set(c->e, SF_EINVAL, "%s: %s lists column \"%s\" twice", c->name, option, c->names[f]);
+        return sf_err_set(c->e, SF_EUSAGE, "%s: %s lists column \"%s\" twice", c->name, option, c->names[f]);
     if (c->role[f] == ROLE_SERIES)
-        return sf_err_set(c->e, SF_EINVAL, "%s: column \"%s\" is the series column and cannot also be a feature",
+        return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" is the series column and cannot also be a feature",
                           c->name, c->names[f]);
     c->role[f] = ROLE_KEEP;
     c->keep_at[f] = c->nkeep++;
@@ -590,7 +590,7 @@ static int keep_field(csv *c, int f, const char *option) {
 static int drop_field(csv *c, int f, const char *option) {
     (void)option;
     if (c->role[f] == ROLE_SERIES)
-        return sf_err_set(c->e, SF_EINVAL, "%s: column \"%s\" is the series column; it is never stored as a feature",
+        return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" is the series column; it is never stored as a feature",
                           c->name, c->names[f]);
     c->role[f] = ROLE_SKIP;
     return 0;
@@ -611,7 +611,7 @@ static int read_header(csv *c) {
         return fail_at(c, start + ok, "column names must be UTF-8; found byte 0x%02x",
                        (unsigned char)start[ok]);
     if (c->o->delimiter && !sf_csv_delimiter_ok(c->o->delimiter))
-        return sf_err_set(c->e, SF_EINVAL, "%s: '%c' cannot be the delimiter: it can be part of a number", c->name,
+        return sf_err_set(c->e, SF_EUSAGE, "%s: '%c' cannot be the delimiter: it can be part of a number", c->name,
                           c->o->delimiter);
     c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);
 
@@ -665,7 +665,7 @@ static int read_header(csv *c) {
     }
     // Dropping from an explicit list would leave holes in the kept columns.
     if (o->columns && o->drop_columns)
-        return sf_err_set(c->e, SF_EINVAL, "%s: --columns and --drop-columns exclude each other", c->name);
+        return sf_err_set(c->e, SF_EUSAGE, "%s: --columns and --drop-columns exclude each other", c->name);
     if (o->columns) {
         if ((rc = each_name(c, o->columns, "--columns", keep_field))) return rc;
     } else {
@@ -678,7 +678,7 @@ static int read_header(csv *c) {
         for (uint32_t f = 0; f < c->ncsv; f++)
             if (c->role[f] == ROLE_KEEP) c->keep_at[f] = c->nkeep++;
     }
-    if (c->nkeep == 0) return sf_err_set(c->e, SF_EINVAL, "%s: no columns left to pack", c->name);
+    if (c->nkeep == 0) return sf_err_set(c->e, SF_EUSAGE, "%s: no columns left to pack", c->name);
     return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -203,7 +204,7 @@ static void free_writer(sf_pack_writer *w) {
 
 void sf_pack_writer_abort(sf_pack_writer *w) {
     if (!w) return;
-    if (w->fd >= 0) unlink(w->tmp_path);
+    if (w->fd >= 0 && w->tmp_path) unlink(w->tmp_path);
     free_writer(w);
 }
 
@@ -257,7 +258,8 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     uint64_t chunk_rows = o->chunk_rows ? o->chunk_rows : SF_PACK_DEFAULT_CHUNK_BYTES / (4u * o->ncols);
     if (chunk_rows == 0) chunk_rows = 1;
     if (chunk_rows * o->ncols * 4 > SF_MAX_CHUNK_RAW)
-        return sf_err_set(e, SF_EINVAL, "%s: chunks of %llu rows x %u columns exceed %u MiB; use fewer rows", path,
+        return sf_err_set(e, SF_EUSAGE, "%s: chunks of %llu rows x %u columns exceed %u MiB (hint: a smaller "
+                          "--chunk-rows)", path,
                           (unsigned long long)chunk_rows, o->ncols, SF_MAX_CHUNK_RAW >> 20);
 
     sf_pack_writer *w = calloc(1, sizeof *w);
@@ -286,12 +288,26 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     }
     if (!w->nthreads && !(w->cctx = ZSTD_createCCtx())) goto nomem;
 
+    // The header is rewritten at the end, so the output must take writes at
+    // offsets: not a FIFO (whose open would wait for a reader), nor a pipe.
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) {
+        free_writer(w);
+        return sf_err_set(e, SF_EUSAGE, "%s is a FIFO: an .sfpack is written at offsets, so it cannot go to a pipe "
+                          "or a FIFO (write it to a file)", path);
+    }
     int fd = sf_temp_create(path, &w->tmp_path, e);
     if (fd < 0) {
         free_writer(w);
         return fd;
     }
     w->fd = fd;
+    if (!w->tmp_path && lseek(fd, 0, SEEK_CUR) < 0) {
+        int err = errno;
+        free_writer(w);
+        return sf_err_errno(e, SF_EUSAGE, err, "%s: an .sfpack is written at offsets, so it cannot go to a pipe or a "
+                            "FIFO (write it to a file)", path);
+    }
     int rc = write_header(w, series_column, e);
     if (rc) {
         sf_pack_writer_abort(w);

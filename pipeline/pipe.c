@@ -525,7 +525,9 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, o->block_chunks,
                             &o->split, e);
     if (!rc) {
-        p->per_read = o->block_chunks;
+        // A block never holds more chunks than the file: a huge
+        // --block-chunks must not size buffers for chunks that do not exist.
+        p->per_read = o->block_chunks < in->nchunks ? o->block_chunks : (uint32_t)in->nchunks;
         p->o.io.buffer_size = p->per_read * (sf_pack_max_stored_size(pack) + SF_PACK_ALIGN);
         rc = sf_reader_open(&p->reader, sf_pack_fd(pack), path, &p->o.io, e);
     }
@@ -676,8 +678,11 @@ static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
     uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
+    if (per > in->nchunks) per = in->nchunks ? in->nchunks : 1;
     uint64_t chunk_raw = (uint64_t)in->chunk_rows * in->ncols * 4, blocks = in->nchunks / per + 1;
-    uint64_t block_rows = per * in->chunk_rows + sf_window_span(&o->window);
+    // A block's task loads its rows and, re-reading both seams, up to a
+    // window span on either side.
+    uint64_t block_rows = per * in->chunk_rows + 2 * sf_window_span(&o->window);
     // A stored chunk can exceed its raw size slightly (zstd's bound).
     uint64_t reader = (uint64_t)o->io.depth * per * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
@@ -687,12 +692,18 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
     return reader + decoders + (uint64_t)o->replicas * o->lanes * lane + blocks * sizeof(sf_block_task);
 }
 
+uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
+    uint64_t lanes = o->lanes ? o->lanes : 1, shards = (o->shard_total ? o->shard_total : o->replicas) * lanes;
+    return o->batch && shards ? lanes * (windows / shards / o->batch) : 0;
+}
+
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
     uint64_t want = o->pool, edges = o->edge_bytes;
     o->pool = 1, o->edge_bytes = 0;
     uint64_t least = sf_pipe_memory(o, in, cols);
+    o->pool = want, o->edge_bytes = edges;
     if (least > budget)
-        return sf_err_set(e, SF_EINVAL,
+        return sf_err_set(e, SF_EUSAGE,
                           "a memory budget of %.1f MB is too small: reader, decoders, prefetch and ring alone take "
                           "%.1f MB (hint: lower --depth, --decoders, --prefetch, --slots or --batch-size)",
                           budget / 1e6, least / 1e6);

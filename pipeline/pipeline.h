@@ -359,8 +359,13 @@ typedef struct {
 // Everything else (code, thread stacks, zstd contexts) is a constant:
 // docs/PIPELINE.md gives its measured size.
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
+// Batches each replica gives in an epoch of a plan of `windows` windows
+// under o->drop_remainder: every lane of the job its shard, and the smallest
+// shard, floor(windows / lanes of the job), decides each lane's full batches.
+uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows);
 // Shrinks o->pool, then o->edge_bytes, so that sf_pipe_memory fits budget
-// bytes; SF_EINVAL when even a pool of one window per lane does not.
+// bytes; SF_EUSAGE (o unchanged) when even a pool of one window per lane
+// does not.
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e);
 
 // The threads: a reader, o->decoders decoders, a windower per lane. p and

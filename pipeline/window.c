@@ -93,6 +93,7 @@ static void copy_rows(sf_block_data *dst, const sf_block_data *src, const sf_col
 static int keep_edge(sf_stream *s, uint64_t j, const sf_block_data *d, uint64_t lo, uint64_t hi, sf_err *e) {
     sf_block_data *edge = calloc(1, sizeof *edge);
     if (!edge || reserve(edge, s->cols, lo, hi, e)) {
+        if (edge) sf_block_data_free(edge);
         free(edge);
         return sf_err_set(e, SF_ENOMEM, "out of memory for a block's edge");
     }

@@ -155,11 +155,9 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
                     "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
                     (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val,
                     f->samples / el, 100 * wait);
-        if (f->log) {
-            fprintf(f->log, "%llu,%.9g,%.9g,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val,
-                    f->samples / el, wait);
-            fflush(f->log);
-        }
+        if (f->log && (fprintf(f->log, "%llu,%.9g,%.9g,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val,
+                               f->samples / el, wait) < 0 || fflush(f->log) != 0))
+            return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
         f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
         f->epoch++, f->epoch_step = 0;
         if ((rc = checkpoint(f, true, e))) return rc;
@@ -296,25 +294,47 @@ static int open_data(fit *f, sf_err *e) {
         rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->pipe.window, 1,
                             &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
     if (!rc) {
-        // Drop-remainder gives every replica floor(floor(W / R) / b) batches.
-        f->steps_per_epoch = sf_plan_windows(train_plan) / f->G / f->replica_batch;
+        sf_pipe_opts po = o->pipe;
+        po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
+        f->steps_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
         if (f->steps_per_epoch == 0)
-            rc = sf_err_set(e, SF_EINVAL, "%s: %llu training windows, fewer than one global batch of %u (hint: a "
-                            "smaller --batch-size or --window, or less --val-split)", o->data,
-                            (unsigned long long)sf_plan_windows(train_plan), o->batch);
+            rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s (hint: a "
+                            "smaller --batch-size or --window%s%s)", o->data,
+                            (unsigned long long)sf_plan_windows(train_plan), o->batch,
+                            po.lanes > 1 ? " for each of the replicas' lanes" : "", po.lanes > 1 ? ", fewer --lanes" : "",
+                            o->val_split > 0 ? ", or less --val-split" : "");
     }
     sf_plan_free(train_plan);
     return rc;
 }
 
-// A resumed run appends to its log; a log a kill left empty gets its header.
+static int make_checkpoint_dir(const char *dir, sf_err *e) {
+    struct stat st;
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is not a directory (a file of that name is in the way)",
+                          dir);
+    if (access(dir, W_OK | X_OK) != 0)
+        return sf_err_errno(e, SF_EIO, errno, "--checkpoint-dir %s: cannot write checkpoints there", dir);
+    return 0;
+}
+
+// A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
     if (!path || f->rank != 0) return 0;
     struct stat st;
     bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
-    if (!(f->log = fopen(path, append ? "a" : "w"))) return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
-    if (!append) fprintf(f->log, "epoch,loss,val_loss,samples_per_s,input_wait\n"), fflush(f->log);
+    int out = !strcmp(path, "-") ? dup(STDOUT_FILENO) : -1;
+    f->log = !strcmp(path, "-") ? (out >= 0 ? fdopen(out, "w") : NULL) : fopen(path, append ? "a" : "w");
+    if (!f->log) {
+        int err = errno;
+        if (out >= 0) close(out);
+        return sf_err_errno(e, SF_EIO, err, "%s: cannot write", path);
+    }
+    if (!append && (fprintf(f->log, "epoch,loss,val_loss,samples_per_s,input_wait\n") < 0 || fflush(f->log) != 0))
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", path);
     return 0;
 }
 
@@ -340,8 +360,9 @@ static int fit_budget(fit *f, sf_err *e) {
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
     if (replicas >= o->memory_budget)
-        return sf_err_set(e, SF_EINVAL, "a memory budget of %.1f MB is too small: the replicas' weights and "
-                          "activations alone take %.1f MB (hint: a smaller --batch-size or model)",
+        return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "
+                          "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
+                          "--memory-budget)",
                           o->memory_budget / 1e6, replicas / 1e6);
     int rc = sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->pack), &f->cols, o->memory_budget - replicas, e);
     if (rc) {
@@ -407,22 +428,25 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           "batch / replicas)", o->batch, f.G);
     f.replica_batch = o->batch / f.G;
     int rc = open_data(&f, e);
-    if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.pack), &f.cols, &f.model, f.G, e);
-    if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.pack), e);
-    sf_adam adam = o->adam;
-    if (o->lr_linear) adam.lr *= (float)f.G;
     // The pipeline the options ask for; this run's part of it.
     f.po = o->pipe;
     f.po.replicas = f.R, f.po.shard_first = f.R * (uint32_t)f.rank, f.po.shard_total = f.G;
     f.po.batch = f.replica_batch, f.po.drop_remainder = true, f.po.seed = o->seed, f.po.epochs = o->epochs;
     f.po.split = (sf_split){o->val_split, SF_PART_TRAIN};
+    if (!rc) rc = fit_budget(&f, e);
+    if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.pack), &f.cols, &f.model, f.G, e);
+    // The pool decides the batches: a checkpoint holds the one used (a
+    // --memory-budget may have shrunk it), and a resume must shuffle alike.
+    f.ck.pool = f.po.pool;
+    if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.pack), e);
+    sf_adam adam = o->adam;
+    if (o->lr_linear) adam.lr *= (float)f.G;
     sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = f.po.window.length,
                           .devices = o->devices, .precision = o->precision, .adam = adam,
                           .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
-    if (!rc && f.rank == 0 && o->checkpoint_dir && mkdir(o->checkpoint_dir, 0777) != 0 && errno != EEXIST)
-        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", o->checkpoint_dir);
+    if (!rc && f.rank == 0 && o->checkpoint_dir) rc = make_checkpoint_dir(o->checkpoint_dir, e);
     sf_run_start start = {0};
     if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
     f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;
@@ -436,7 +460,6 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     if (!rc) rc = open_log(&f, start.resumed, e);
     if (!rc) rc = open_trace(&f, e);
     f.po.first_epoch = f.epoch, f.po.stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL, f.po.trace = f.trace;
-    if (!rc) rc = fit_budget(&f, e);
     if (!rc) rc = open_pipe(&f, e);
     if (rc) {
         fit_close(&f);
@@ -462,6 +485,11 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     res->samples_per_s = el > 0 ? f.run_samples / el : 0;
     res->input_wait = el > 0 ? f.run_wait / (f.G * el) : 0;
     if (f.tty && f.epoch_step) fputc('\n', stderr);
+    // The log's last rows reach the disk, or the run says they did not.
+    if (f.log && (fsync(fileno(f.log)) != 0 && errno != EINVAL) && !rc)
+        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
+    if (f.log && fclose(f.log) != 0 && !rc) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
+    f.log = NULL;
     fit_close(&f);
     return rc;
 }

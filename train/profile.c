@@ -117,7 +117,7 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
         static const char *const hint[3] = {
             "reads are the bottleneck: more in flight (--depth), data in the page cache, or a faster disk",
             "decoding is the bottleneck: more --decoders (cores permitting), or a lower zstd level when packing",
-            "windowing is the bottleneck (one windower per replica): fewer replicas per core, or a smaller --pool"};
+            "windowing is the bottleneck: more --lanes (windowers per replica), cores permitting, or a smaller --pool"};
         snprintf(d->text, sizeof d->text,
                  "%s: replicas waited for input %.1f%% of the time; the limiting stage is %s (busy %.0f%% of the "
                  "time%s; read %.0f%%, decode %.0f%%, window %.0f%%). Hint: %s.",

@@ -54,13 +54,13 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->val_split != r->val_split      ? "--val-split"
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
                        : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
-                       : c->pool != r->pool                ? "--pool"
+                       : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"
                        : c->lanes != r->lanes              ? "--lanes"
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->rows != r->rows                ? "the data (its row count)"
                                                            : NULL;
     if (what)
-        return sf_err_set(e, SF_EINVAL, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
+        return sf_err_set(e, SF_EUSAGE, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
                           "or start afresh in another --checkpoint-dir)", path, what);
     return 0;
 }

@@ -92,7 +92,7 @@ no_output bad.sfpack
 run 1 pack holes.csv -o bad.sfpack --series-column id
 expect err 'holes\.csv:3:3: .*--missing'
 no_output bad.sfpack
-run 1 pack data.csv -o bad.sfpack --columns x,nope
+run 2 pack data.csv -o bad.sfpack --columns x,nope
 expect err '"nope", which is not a column; the columns are: id, x, y'
 no_output bad.sfpack
 run 1 pack missing.csv -o bad.sfpack
@@ -204,7 +204,7 @@ expect out '"windows": 49960,'
 expect out '"batch_size": 64, "batch_per_replica": 32'
 run 0 bench read --data syn1.sfpack --io pread --direct off
 expect out '^read [0-9]+ chunks'
-run 1 bench pipeline --data syn1.sfpack --memory-budget 0.5
+run 2 bench pipeline --data syn1.sfpack --memory-budget 0.5
 expect err 'too small'
 run 2 bench pipeline --data syn1.sfpack --io nope
 run 2 bench pipeline

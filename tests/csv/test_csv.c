@@ -407,20 +407,20 @@ static void case_columns_order(void) {
 static void case_columns_unknown(void) {
     sf_csv_pack_opts o = defaults();
     o.columns = "a,zz";
-    reject("a,b,c\n1,2,3\n", &o, SF_EINVAL, "in.csv: ", "--columns", "\"zz\"", "the columns are: a, b, c", NULL);
+    reject("a,b,c\n1,2,3\n", &o, SF_EUSAGE, "in.csv: ", "--columns", "\"zz\"", "the columns are: a, b, c", NULL);
 }
 
 static void case_columns_twice(void) {
     sf_csv_pack_opts o = defaults();
     o.columns = "a,b,a";
-    reject("a,b,c\n1,2,3\n", &o, SF_EINVAL, "in.csv: ", "\"a\" twice", NULL);
+    reject("a,b,c\n1,2,3\n", &o, SF_EUSAGE, "in.csv: ", "\"a\" twice", NULL);
 }
 
 static void case_columns_and_drop(void) {
     sf_csv_pack_opts o = defaults();
     o.columns = "a,b,c";
     o.drop_columns = "b";
-    reject("a,b,c\n1,2,3\n", &o, SF_EINVAL, "in.csv: ", "--columns", "--drop-columns", NULL);
+    reject("a,b,c\n1,2,3\n", &o, SF_EUSAGE, "in.csv: ", "--columns", "--drop-columns", NULL);
 }
 
 static void case_drop_columns(void) {
@@ -433,7 +433,7 @@ static void case_drop_columns(void) {
 static void case_drop_all(void) {
     sf_csv_pack_opts o = defaults();
     o.drop_columns = "a,b";
-    reject("a,b\n1,2\n", &o, SF_EINVAL, "in.csv: ", "no columns left", NULL);
+    reject("a,b\n1,2\n", &o, SF_EUSAGE, "in.csv: ", "no columns left", NULL);
 }
 
 // ---- series ----
@@ -462,20 +462,20 @@ static void case_series_reappears(void) {
 static void case_series_unknown(void) {
     sf_csv_pack_opts o = defaults();
     o.series_column = "zz";
-    reject("a,b\n1,2\n", &o, SF_EINVAL, "in.csv: ", "--series-column", "\"zz\"", "the columns are: a, b", NULL);
+    reject("a,b\n1,2\n", &o, SF_EUSAGE, "in.csv: ", "--series-column", "\"zz\"", "the columns are: a, b", NULL);
     // Not split at commas: "a,b" is one name, and not a column here.
     o.series_column = "a,b";
-    reject("a,b\n1,2\n", &o, SF_EINVAL, "in.csv: ", "--series-column", "\"a,b\"", NULL);
+    reject("a,b\n1,2\n", &o, SF_EUSAGE, "in.csv: ", "--series-column", "\"a,b\"", NULL);
 }
 
 static void case_series_in_columns(void) {
     sf_csv_pack_opts o = defaults();
     o.series_column = "id";
     o.columns = "x,id";
-    reject("id,x\nA,1\n", &o, SF_EINVAL, "in.csv: ", "series column", NULL);
+    reject("id,x\nA,1\n", &o, SF_EUSAGE, "in.csv: ", "series column", NULL);
     o.columns = NULL;
     o.drop_columns = "id";
-    reject("id,x\nA,1\n", &o, SF_EINVAL, "in.csv: ", "series column", NULL);
+    reject("id,x\nA,1\n", &o, SF_EUSAGE, "in.csv: ", "series column", NULL);
 }
 
 // ---- missing values ----
@@ -667,7 +667,7 @@ static void case_bad_delimiter(void) {
     const char bad[] = {'.', '5', '-', '+', 'e', 'E', ' ', '"'};
     for (size_t i = 0; i < sizeof bad; i++) {
         o.delimiter = bad[i];
-        reject("a.b\n1.5\n", &o, SF_EINVAL, "in.csv: ", "delimiter", NULL);
+        reject("a.b\n1.5\n", &o, SF_EUSAGE, "in.csv: ", "delimiter", NULL);
     }
 }
 

@@ -84,6 +84,20 @@ accepts "bench read" out
 printf 'a,b\n1,x\n' >text.csv
 "$SEQFEED" pack text.csv -o text.sfpack >/dev/null 2>out && fail "a text column packed"
 accepts pack out
+"$SEQFEED" bench pipeline --data s.sfpack --window 100000 >/dev/null 2>out && fail "bench pipeline measured no windows"
+grep -q "no window of 100000 rows" out || fail "bench pipeline without windows: $(cat out)"
+accepts "bench pipeline" out
+
+# Where the options go: after the command (and the bench subcommand);
+# seqfeed help CMD is CMD's help.
+"$SEQFEED" --batch-size 8 train >/dev/null 2>out && fail "an option before the command was taken"
+grep -q "options go after it" out || fail "an option before the command: $(cat out)"
+"$SEQFEED" bench --steps 3 train >/dev/null 2>out && fail "an option before bench's subcommand was taken"
+grep -q "options go after it" out || fail "an option before bench's subcommand: $(cat out)"
+"$SEQFEED" help predict >out 2>&1 || fail "seqfeed help predict failed"
+"$SEQFEED" predict --help >help.txt
+cmp -s out help.txt || fail "seqfeed help predict is not predict --help"
+"$SEQFEED" help nothing >/dev/null 2>&1 && fail "help for an unknown command succeeded"
 
 # 3. Every flag the sources spell in a string is some command's option.
 python3 - "$SRCDIR" "$all" <<'PY' || fail "the sources name flags no command takes"

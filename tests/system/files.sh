@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# A user's files are sacred: no output replaces an input of the same
+# command, a device, a FIFO or a symbolic link itself; outputs appear whole
+# or not at all; a failed write to stdout is an error.
+set -uo pipefail
+. "$SRCDIR/tests/lib.sh"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+
+run 0 synth -o s.sfpack --rows 3000 --feature-count 2 -q
+cp s.sfpack keep.sfpack
+
+# An output that is an input (by another name too) is refused before any work.
+run 2 unpack s.sfpack -o s.sfpack
+expect err "--output s.sfpack is the same file as --data s.sfpack"
+ln -s s.sfpack link.sfpack
+run 2 unpack link.sfpack -o s.sfpack
+expect err "is the same file as --data link.sfpack"
+ln s.sfpack hard.sfpack
+run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --log hard.sfpack
+expect err "--log hard.sfpack is the same file as --data s.sfpack"
+run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --log x.csv --report x.csv
+expect err "--report x.csv is the same file as --log x.csv"
+cmp -s s.sfpack keep.sfpack || fail "a refused command changed its input"
+run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 -q --checkpoint-dir ck
+cp ck/latest.safetensors ck.keep
+run 2 predict --checkpoint ck/latest.safetensors --data s.sfpack -o ck/latest.safetensors
+expect err "--output ck/latest.safetensors is the same file as --checkpoint"
+cmp -s ck/latest.safetensors ck.keep || fail "predict changed its checkpoint"
+printf 'a,b\n1,2\n3,4\n' >in.csv
+run 2 pack in.csv -o in.csv
+expect err "is the same file as --data in.csv"
+[ "$(cat in.csv)" = "$(printf 'a,b\n1,2\n3,4')" ] || fail "pack changed its CSV"
+
+# Outputs that cannot be written are refused before any work.
+run 2 unpack s.sfpack -o .
+expect err "--output \. is a directory"
+run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --trace nowhere/t.json
+expect err "--trace nowhere/t.json: cannot create a file in nowhere"
+run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir s.sfpack
+expect err "--checkpoint-dir s.sfpack is not a directory"
+
+# A symbolic link is followed: its target gets the output, the link stays.
+ln -s target.csv out.csv
+run 0 unpack s.sfpack -o out.csv
+[ -L out.csv ] || fail "the output replaced the symbolic link"
+[ "$(head -c 5 target.csv)" = "$(head -c 5 out.csv)" ] && [ -s target.csv ] || fail "the link's target was not written"
+# Devices and FIFOs are written as they are, never replaced.
+run 0 unpack s.sfpack -o /dev/null
+[ -c /dev/null ] || fail "/dev/null is no longer a device"
+mkfifo fifo
+cat fifo >from-fifo &
+reader=$!
+run 0 unpack s.sfpack -o fifo
+wait $reader
+[ -p fifo ] || fail "the FIFO was replaced"
+cmp -s from-fifo target.csv || fail "the FIFO did not carry the CSV"
+run 2 pack in.csv -o fifo
+expect err "fifo is a FIFO: an .sfpack is written at offsets"
+# '-' is stdout, for every output.
+"$SEQFEED" synth -o - --rows 500 -q >piped.sfpack || fail "synth -o - to a file failed"
+run 0 verify piped.sfpack
+run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 -q --log -
+expect out "^epoch,loss,val_loss"
+[ -e ./- ] && fail "--log - wrote a file named '-'"
+
+# A killed run's temporary files are removed by the next run on that
+# output; a running one's are left alone.
+sleep 60 &
+alive=$!
+touch "s.csv.tmp.999999999.abcdef" "s.csv.tmp.$alive.abcdef"
+run 0 unpack s.sfpack -o s.csv
+[ -e "s.csv.tmp.999999999.abcdef" ] && fail "a dead run's temporary file was left"
+[ -e "s.csv.tmp.$alive.abcdef" ] || fail "a live run's temporary file was removed"
+kill $alive
+
+# stdout that cannot be written is an error, not a silent success.
+if [ -w /dev/full ]; then
+    "$SEQFEED" inspect s.sfpack >/dev/full 2>err && fail "inspect to a full stdout exited 0"
+    expect err "stdout"
+    "$SEQFEED" train --help >/dev/full 2>err && fail "train --help to a full stdout exited 0"
+    "$SEQFEED" unpack s.sfpack -o - >/dev/full 2>err && fail "unpack -o - to a full stdout exited 0"
+fi
+
+# SIGTERM stops a run after its step, with a checkpoint, and exit 143.
+"$SEQFEED" train --data s.sfpack --model lstm:8,dense --window 10 --epochs 100000 --checkpoint-dir term >out 2>err &
+pid=$!
+for _ in $(seq 500); do grep -q "^train:" err 2>/dev/null && break; sleep 0.02; done
+sleep 0.5
+kill -TERM $pid
+wait $pid
+rc=$?
+[ "$rc" -eq 143 ] || fail "SIGTERM: exit $rc, expected 143: $(tail -3 err)"
+[ -f term/latest.safetensors ] || fail "SIGTERM left no checkpoint"
+finish
