@@ -1,6 +1,8 @@
 // Checkpoints as safetensors: weights under Keras' names (lstm/kernel, ...),
 // optimizer/m and optimizer/v, scaling/*, and the rest as metadata text.
 #include <errno.h>
+#include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,13 +109,58 @@ static uint32_t names(const char *list) {
     return n;
 }
 
-static float *read_f32(const sf_st *s, const char *path, const char *name, size_t n, int *rc, sf_err *e) {
+// A list of names with one name twice ("a,a"): a checkpoint that
+// contradicts itself.
+static bool has_twice(const char *list) {
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        for (const char *q = p + n; *q == ',';) {
+            q++;
+            size_t m = strcspn(q, ",");
+            if (m == n && !strncmp(p, q, n)) return true;
+            q += m;
+        }
+        p += n;
+        if (*p == ',') p++;
+    }
+    return false;
+}
+
+// Tensor name into out: F32 of exactly the shape the model needs (a
+// transposed kernel has the right byte count, and would load as garbage),
+// every value finite.
+static int read_tensor(const sf_st *s, const char *path, const char *name, float *out, uint32_t rank,
+                       const uint64_t *shape, sf_err *e) {
+    const sf_st_entry *t = sf_st_find(s, name);
+    size_t n = 1;
+    for (uint32_t d = 0; d < rank; d++) n *= shape[d];
+    if (t && (t->rank != rank || memcmp(t->shape, shape, rank * sizeof *shape))) {
+        char got[96] = "", want[96] = "";
+        for (uint32_t d = 0, k = 0; d < t->rank && k < sizeof got; d++)
+            k += (size_t)snprintf(got + k, sizeof got - k, "%s%llu", d ? "," : "", (unsigned long long)t->shape[d]);
+        for (uint32_t d = 0, k = 0; d < rank && k < sizeof want; d++)
+            k += (size_t)snprintf(want + k, sizeof want - k, "%s%llu", d ? "," : "", (unsigned long long)shape[d]);
+        return sf_err_set(e, SF_EFORMAT, "%s: tensor '%s' has shape [%s]; the model needs [%s]", path, name, got,
+                          want);
+    }
+    int rc = sf_st_read_f32(s, name, out, n, e);
+    if (rc) {
+        sf_err inner = *e;
+        return sf_err_set(e, rc, "%s: %s", path, inner.msg);
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(out[i]))
+            return sf_err_set(e, SF_EFORMAT, "%s: tensor '%s' holds %s at index %zu: the weights or scaling are "
+                              "damaged (a run that diverged writes no checkpoint)", path, name,
+                              isnan(out[i]) ? "NaN" : "an infinity", i);
+    return 0;
+}
+
+static float *read_f32(const sf_st *s, const char *path, const char *name, uint64_t n, int *rc, sf_err *e) {
     if (*rc) return NULL;
     float *p = malloc((n ? n : 1) * sizeof(float));
     if (!p) *rc = sf_err_set(e, SF_ENOMEM, "out of memory");
-    else if ((*rc = sf_st_read_f32(s, name, p, n, e))) {
-        sf_err inner = *e;
-        sf_err_set(e, *rc, "%s: %s", path, inner.msg);
+    else if ((*rc = read_tensor(s, path, name, p, 1, &n, e))) {
         free(p);
         p = NULL;
     }
@@ -164,6 +211,9 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
         else if (names(c->features) != c->inputs || names(c->targets) != c->outputs)
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s' and targets '%s'", path,
                             c->inputs, c->outputs, c->features, c->targets);
+        else if (has_twice(c->features) || has_twice(c->targets))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
+                            c->features, c->targets);
     }
     if (!rc) {
         sf_err inner = {0};
@@ -176,13 +226,9 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
         if (!c->w) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
         sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
         uint32_t nt = sf_model_tensors(m, t);
-        for (uint32_t k = 0; k < nt && !rc; k++) {
-            size_t n = t[k].shape[0] * (size_t)(t[k].rank == 2 ? t[k].shape[1] : 1);
-            if ((rc = sf_st_read_f32(s, t[k].name, c->w + t[k].offset, n, e))) {
-                sf_err inner = *e;
-                sf_err_set(e, rc, "%s: %s", path, inner.msg);
-            }
-        }
+        for (uint32_t k = 0; k < nt && !rc; k++)
+            rc = read_tensor(s, path, t[k].name, c->w + t[k].offset, t[k].rank,
+                             (const uint64_t[2]){t[k].shape[0], t[k].shape[1]}, e);
         if (!rc && sf_st_find(s, "optimizer/m")) {
             c->m = read_f32(s, path, "optimizer/m", m->nparams, &rc, e);
             c->v = read_f32(s, path, "optimizer/v", m->nparams, &rc, e);

@@ -242,6 +242,9 @@ static int by_begin(const void *a, const void *b) {
 int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_err *e) {
     *out = NULL;
     if (len < 8) return sf_err_set(e, SF_EFORMAT, "%s: %zu bytes, too short for a safetensors file", name, len);
+    if (len >= 8 && !memcmp(data, "SFPACK\x1a\n", 8))
+        return sf_err_set(e, SF_EUSAGE, "%s: an .sfpack data file, not a checkpoint: give it as --data, and a "
+                          "checkpoint seqfeed train wrote as --checkpoint", name);
     uint64_t hl = sf_get_u64(data);
     if (hl > MAX_HEADER || hl > len - 8)
         return sf_err_set(e, SF_EFORMAT, "%s: header length %llu does not fit in the file's %zu bytes", name,
@@ -300,8 +303,8 @@ int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_
 
 int sf_st_open(sf_st **out, const char *path, sf_err *e) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", path);
+    int fd = sf_open_file(path, "a checkpoint (.safetensors)", e);
+    if (fd < 0) return fd;
     struct stat st;
     void *buf = NULL;
     int rc = 0;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -99,6 +100,11 @@ void cli_json_string(FILE *f, const char *s) {
         else fputc(*p, f);
     }
     fputc('"', f);
+}
+
+void cli_json_real(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.17g", v);
+    else fputs("null", f);
 }
 
 // --gpus: which GPUs train, one replica each (cli.h). Without a usable GPU, or with

@@ -142,6 +142,9 @@ void cli_progress_end(cli_progress *p);
 
 // Prints s as a JSON string literal.
 void cli_json_string(FILE *f, const char *s);
+// Prints v as a JSON number, or null when it is NaN or infinite (JSON has
+// no such tokens).
+void cli_json_real(FILE *f, double v);
 
 // --gpus all|none|0,2 for cmd: the GPUs chosen (indices into devices, at
 // most max) and the GPU backend in *backend; 0 (and one line on stderr

@@ -66,8 +66,13 @@ static void print_json(const sf_pack *p) {
         const sf_col_stats *st = &in->stats[c];
         printf("%s{\"name\": ", c ? ", " : "");
         cli_json_string(stdout, in->col_names[c]);
-        printf(", \"min\": %.17g, \"max\": %.17g, \"mean\": %.17g, \"std\": %.17g}", st->min, st->max, st->mean,
-               st->std);
+        const char *key[4] = {"min", "max", "mean", "std"};
+        const double val[4] = {st->min, st->max, st->mean, st->std};
+        for (int k = 0; k < 4; k++) {
+            printf(", \"%s\": ", key[k]);
+            cli_json_real(stdout, val[k]);
+        }
+        printf("}");
     }
     printf("], \"series_column\": ");
     if (in->series_column[0]) cli_json_string(stdout, in->series_column);
@@ -82,8 +87,11 @@ static void print_json(const sf_pack *p) {
            ", \"raw_bytes\": %" PRIu64 ", \"stored_bytes\": %" PRIu64 ", \"min_stored\": %" PRIu64
            ", \"max_stored\": %" PRIu64 "}",
            in->nchunks, in->chunk_rows, in->data_offset, s.raw, s.stored, s.min, s.max);
-    printf(", \"compression_ratio\": %.4f, \"file_ratio\": %.4f}\n", (double)s.raw / (double)s.stored,
-           (double)s.raw / (double)in->file_size);
+    printf(", \"compression_ratio\": ");
+    cli_json_real(stdout, (double)s.raw / (double)s.stored);
+    printf(", \"file_ratio\": ");
+    cli_json_real(stdout, (double)s.raw / (double)in->file_size);
+    printf("}\n");
 }
 
 static void print_text(const sf_pack *p, bool all_series) {

@@ -231,15 +231,18 @@ int cmd_evaluate(int argc, char **argv) {
     double n = (double)r.n;
     const sf_pack_info *in = sf_pack_get_info(r.pack);
     if (json) {
-        printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": %.9g, \"mean_baseline\": %.9g, "
-               "\"persistence_baseline\": ", (unsigned long long)r.n, what, r.loss / n, r.mean_loss / n);
-        if (isnan(r.persist_loss)) printf("null");  // a target that is not a feature
-        else printf("%.9g", r.persist_loss / n);
+        printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": ", (unsigned long long)r.n, what);
+        cli_json_real(stdout, r.loss / n);
+        printf(", \"mean_baseline\": ");
+        cli_json_real(stdout, r.mean_loss / n);
+        printf(", \"persistence_baseline\": ");
+        cli_json_real(stdout, r.persist_loss / n);  // NaN: a target that is not a feature
         printf(", \"target_mse\": {");
         for (uint32_t j = 0; j < r.cols.ntargets; j++) {
             printf("%s", j ? ", " : "");
             cli_json_string(stdout, in->col_names[r.cols.targets[j]]);
-            printf(": %.9g", r.unit_mse[j] / n);
+            printf(": ");
+            cli_json_real(stdout, r.unit_mse[j] / n);
         }
         printf("}}\n");
     } else {
@@ -253,6 +256,10 @@ int cmd_evaluate(int argc, char **argv) {
             printf("%s%s %.6g", j ? ", " : "", in->col_names[r.cols.targets[j]], r.unit_mse[j] / n);
         printf("   in data units\n");
     }
+    bool finite = isfinite(r.loss);
     run_close(&r);
+    if (!finite)
+        return cli_fail("evaluate", &(sf_err){SF_EFORMAT, "the loss is not finite: the checkpoint's weights or the "
+                                                          "data hold values that overflow float32"}, NULL);
     return EXIT_OK;
 }

@@ -108,6 +108,30 @@ static void remove_stale(const char *target) {
     free(copy), free(copy2);
 }
 
+int sf_open_file(const char *path, const char *what, sf_err *e) {
+    // O_NONBLOCK: a FIFO must not block open() before it can be refused.
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return sf_err_errno(e, errno == EISDIR ? SF_EUSAGE : SF_EIO, errno, "%s: cannot open", path);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int err = errno;
+        close(fd);
+        return sf_err_errno(e, SF_EIO, err, "%s: cannot stat", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sf_err_set(e, SF_EUSAGE, "%s is a %s: expected %s", path,
+                          S_ISDIR(st.st_mode)    ? "directory"
+                          : S_ISFIFO(st.st_mode) ? "FIFO or pipe (its data cannot be read at offsets)"
+                          : S_ISCHR(st.st_mode)  ? "character device"
+                          : S_ISBLK(st.st_mode)  ? "block device"
+                                                 : "socket",
+                          what);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
 int sf_temp_create(const char *path, char **tmp, sf_err *e) {
     *tmp = NULL;
     if (!strcmp(path, "-")) {

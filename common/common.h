@@ -56,6 +56,11 @@ uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
 // on failure; the caller closes fd and, on failure, unlinks tmp (when not
 // NULL).
 int sf_temp_create(const char *path, char **tmp, sf_err *e);
+// Opens path for reading when it is a regular file; returns its descriptor
+// (the caller closes it), or SF_EUSAGE naming what it is instead (a
+// directory, a FIFO: never waiting for a FIFO's writer) and what was
+// expected (`what`: "an .sfpack file"), or SF_EIO.
+int sf_open_file(const char *path, const char *what, sf_err *e);
 int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e);
 
 // The same for output written through stdio: sf_temp_fopen opens the

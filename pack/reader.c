@@ -80,16 +80,32 @@ static char *take_name(const uint8_t *buf, size_t end, size_t *pos) {
     return s;
 }
 
+// Printable ASCII, tabs and line ends only: a CSV given where data goes.
+static bool looks_like_text(const uint8_t *b, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if ((b[i] < 0x20 && b[i] != '\t' && b[i] != '\n' && b[i] != '\r') || b[i] > 0x7e) return false;
+    return true;
+}
+
 static int parse_header(sf_pack *p, sf_err *e) {
     const char *nm = p->name;
     uint8_t fixed[SF_HEADER_FIXED];
+    size_t head = p->info.file_size < sizeof fixed ? (size_t)p->info.file_size : sizeof fixed;
+    if (head && !read_at(p->fd, fixed, head, 0) && memcmp(fixed, SF_MAGIC_HEADER, head < 8 ? head : 8) &&
+        looks_like_text(fixed, head))
+        return sf_err_set(e, SF_EUSAGE, "%s: a text file (CSV?), not an .sfpack file: pack it first (seqfeed "
+                          "pack %s -o FILE.sfpack)", nm, nm);
     if (p->info.file_size < SF_PACK_ALIGN + SF_FOOTER_SIZE)
         return CORRUPT("%s: %llu bytes is too short for an .sfpack file (header %u + footer %u bytes at least)", nm,
                        (unsigned long long)p->info.file_size, SF_PACK_ALIGN, SF_FOOTER_SIZE);
     int rc = read_at(p->fd, fixed, sizeof fixed, 0);
     if (rc) return sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the header", nm);
-    if (memcmp(fixed, SF_MAGIC_HEADER, 8) != 0)
+    if (memcmp(fixed, SF_MAGIC_HEADER, 8) != 0) {
+        uint64_t hl = sf_get_u64(fixed);
+        if (hl > 1 && hl < p->info.file_size && fixed[8] == '{')
+            return sf_err_set(e, SF_EUSAGE, "%s: a checkpoint (safetensors), not an .sfpack data file", nm);
         return CORRUPT("%s: byte 0: not an .sfpack file (expected the magic \"SFPACK\\x1a\\n\")", nm);
+    }
     uint32_t version = sf_get_u32(fixed + 8);
     if (version != SF_PACK_VERSION)
         return CORRUPT("%s: byte 8: format version %u; this seqfeed reads version %u", nm, version, SF_PACK_VERSION);
@@ -336,8 +352,8 @@ int sf_pack_open_fd(sf_pack **out, int fd, const char *name, sf_err *e) {
 
 int sf_pack_open(sf_pack **out, const char *path, sf_err *e) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", path);
+    int fd = sf_open_file(path, "an .sfpack file", e);
+    if (fd < 0) return fd;
     int rc = sf_pack_open_fd(out, fd, path, e);
     close(fd);
     return rc;

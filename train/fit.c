@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +44,7 @@ typedef struct {
     sf_pipe_replica_stats *replicas_warm, *replicas_end;
     bool ended;
     FILE *log;
+    int lock;          // the checkpoint directory's lock file, held while the run lasts (-1: none)
     bool tty;
 } fit;
 
@@ -268,6 +272,7 @@ static void fit_close(fit *f) {
     sf_columns_free(&f->cols);
     sf_pack_close(f->pack);
     if (f->log) fclose(f->log);
+    if (f->lock >= 0) close(f->lock);  // and with it the lock
     free(f->cur);
     free(f->replicas_warm);
     free(f->replicas_end);
@@ -308,15 +313,36 @@ static int open_data(fit *f, sf_err *e) {
     return rc;
 }
 
-static int make_checkpoint_dir(const char *dir, sf_err *e) {
+// The checkpoint directory, created when missing and locked for this run:
+// two runs writing one directory would replace each other's checkpoints.
+// The lock (flock on DIR/seqfeed.lock, which holds the owner's PID) goes
+// with the process, so a killed run leaves none behind.
+static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     struct stat st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", dir);
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is not a directory (a file of that name is in the way)",
-                          dir);
-    if (access(dir, W_OK | X_OK) != 0)
-        return sf_err_errno(e, SF_EIO, errno, "--checkpoint-dir %s: cannot write checkpoints there", dir);
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is not a directory (a file of that name, or a dangling "
+                          "link, is in the way)", dir);
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/seqfeed.lock", dir) >= (int)sizeof path)
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s: the path is too long", dir);
+    f->lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (f->lock < 0) return sf_err_errno(e, SF_EIO, errno, "--checkpoint-dir %s: cannot write checkpoints there", dir);
+    if (flock(f->lock, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char pid[32] = "";
+        ssize_t n = err == EWOULDBLOCK ? pread(f->lock, pid, sizeof pid - 1, 0) : -1;
+        if (n > 0) pid[strcspn(pid, "\n")] = 0;
+        if (err != EWOULDBLOCK) return sf_err_errno(e, SF_EIO, err, "%s: cannot lock", path);
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is in use by another run (PID %s): two runs would "
+                          "replace each other's checkpoints; wait for it, or use another --checkpoint-dir", dir,
+                          n > 0 && pid[0] ? pid : "unknown");
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(f->lock, 0) != 0 || pwrite(f->lock, pid, (size_t)len, 0) != len)
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
     return 0;
 }
 
@@ -418,7 +444,7 @@ static void announce(const fit *f, const sf_run_start *start) {
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_measured(o, NULL, res, e); }
 
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
-    fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks,
+    fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
              .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks)};
     *res = (sf_fit_result){.val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
@@ -446,7 +472,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
-    if (!rc && f.rank == 0 && o->checkpoint_dir) rc = make_checkpoint_dir(o->checkpoint_dir, e);
+    if (!rc && f.rank == 0 && o->checkpoint_dir) rc = lock_checkpoint_dir(&f, o->checkpoint_dir, e);
     sf_run_start start = {0};
     if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
     f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;

@@ -127,7 +127,7 @@ usage verify
 usage unpack good.sfpack
 usage info extra
 run 1 inspect nothing.sfpack
-run 1 verify data.csv
+run 2 verify data.csv
 run 1 unpack nothing.sfpack -o use.csv
 
 run 2

@@ -41,6 +41,32 @@ expect err "--trace nowhere/t.json: cannot create a file in nowhere"
 run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir s.sfpack
 expect err "--checkpoint-dir s.sfpack is not a directory"
 
+# Inputs are what they claim to be: regular files of the right kind.
+mkfifo data.fifo
+timeout 10 "$SEQFEED" train --data data.fifo -q >out 2>err
+rc=$?
+[ "$rc" -eq 2 ] || fail "train --data FIFO: exit $rc, expected 2 (124: it hung)"
+expect err "data.fifo is a FIFO or pipe .*: expected an .sfpack file"
+run 2 inspect .
+expect err "\. is a directory: expected an .sfpack file"
+run 2 train --data in.csv -q
+expect err "in.csv: a text file \(CSV\?\), not an .sfpack file: pack it first \(seqfeed pack in.csv"
+run 2 predict --checkpoint s.sfpack --data s.sfpack
+expect err "s.sfpack: an .sfpack data file, not a checkpoint"
+run 2 predict --checkpoint ck --data s.sfpack
+expect err "ck is a directory: expected a checkpoint"
+run 2 inspect ck/latest.safetensors
+expect err "a checkpoint \(safetensors\), not an .sfpack data file"
+
+# One run owns a checkpoint directory: a second stops at once, naming the first.
+"$SEQFEED" train --data s.sfpack --model lstm:8,dense --window 10 --epochs 100000 --checkpoint-dir owned -q &
+first=$!
+for _ in $(seq 500); do [ -s owned/seqfeed.lock ] && break; sleep 0.02; done
+run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q
+expect err "--checkpoint-dir owned is in use by another run \(PID $first\)"
+kill -9 $first; wait $first 2>/dev/null
+run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q
+
 # A symbolic link is followed: its target gets the output, the link stays.
 ln -s target.csv out.csv
 run 0 unpack s.sfpack -o out.csv

@@ -161,8 +161,8 @@ expect err "expected 'bench pipeline'"
 run 2 train --data s.sfpack --val-split 1
 run 2 train --data s.sfpack --resume
 expect err "--resume needs --checkpoint-dir"
-run 1 predict --checkpoint s.sfpack --data s.sfpack
-expect err "s.sfpack"
+run 2 predict --checkpoint s.sfpack --data s.sfpack
+expect err "s.sfpack: an .sfpack data file, not a checkpoint"
 run 2 train "${common[@]}" --collective-timeout 0
 expect err "--collective-timeout 0: expected a number from 1"
 # Under a launcher (its variables alone, no MPI needed): bench refuses to

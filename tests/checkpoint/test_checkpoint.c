@@ -1,0 +1,118 @@
+// Checkpoints: a round trip, and nothing loaded on its byte count alone: a
+// tensor of the right size but the wrong shape, a non-finite weight or
+// scale, and metadata that contradicts itself are refused with the
+// tensor's or the field's name.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "checkpoint/checkpoint.h"
+#include "tests/common.h"
+
+static char dir[] = "/tmp/sfck.XXXXXX";
+
+static uint8_t *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *b = malloc(*len + 1);
+    if (b && fread(b, 1, *len, f) != *len) free(b), b = NULL;
+    fclose(f);
+    return b;
+}
+
+static void spit(const char *path, const uint8_t *b, size_t len) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(b, 1, len, f) == len && fclose(f) == 0, "cannot write %s", path);
+}
+
+// Reads path and expects SF_EFORMAT with says in the message.
+static void refused(const char *path, const char *says, const char *what) {
+    sf_checkpoint c;
+    sf_model m;
+    sf_err e = {0};
+    int rc = sf_checkpoint_read(path, &c, &m, &e);
+    CHECK(rc == SF_EFORMAT && strstr(e.msg, says) && strstr(e.msg, path), "%s: rc %d '%s', expected '%s'", what, rc,
+          e.msg, says);
+    sf_checkpoint_free(&c);
+}
+
+// The file good with its first occurrence of from (in the header) replaced
+// by to, of the same length, written to path.
+static void patched(const uint8_t *good, size_t len, const char *from, const char *to, const char *path) {
+    uint8_t *b = malloc(len);
+    memcpy(b, good, len);
+    uint8_t *at = memmem(b, len, from, strlen(from));
+    CHECK(at && strlen(from) == strlen(to), "'%s' not in the header", from);
+    if (at) memcpy(at, to, strlen(to));
+    spit(path, b, len);
+    free(b);
+}
+
+int main(void) {
+    if (!mkdtemp(dir)) return 2;
+    sf_model m;
+    sf_err e = {0};
+    CHECK(sf_model_parse(&m, "lstm:4,dense", 2, 1, &e) == 0, "model: %s", e.msg);
+    float *w = malloc(m.nparams * sizeof *w);
+    for (size_t i = 0; i < m.nparams; i++) w[i] = (float)i / 100;
+    float fs[2] = {1, 2}, fo[2] = {0, -1}, ts[1] = {3}, to[1] = {0.5f};
+    sf_checkpoint c = {.model = "lstm:4,dense", .features = "a,b", .targets = "b", .data = "d.sfpack",
+                       .window = {.length = 5, .stride = 1, .sampling_rate = 1}, .norm = SF_NORM_ZSCORE,
+                       .inputs = 2, .outputs = 1, .feature_scale = fs, .feature_offset = fo, .target_scale = ts,
+                       .target_offset = to, .nparams = m.nparams, .w = w, .batch = 8, .replicas = 1,
+                       .lr = 1e-3, .lr_scaling = "none", .lanes = 1, .block_chunks = 1};
+    char path[96], bad[96];
+    snprintf(path, sizeof path, "%s/good.safetensors", dir);
+    snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
+    CHECK(sf_checkpoint_write(path, &c, &m, &e) == 0, "write: %s", e.msg);
+    sf_checkpoint r;
+    sf_model rm;
+    int rc = sf_checkpoint_read(path, &r, &rm, &e);
+    CHECK(rc == 0, "read: %s", e.msg);
+    if (!rc) {
+        CHECK(r.nparams == m.nparams && !memcmp(r.w, w, m.nparams * sizeof *w) && r.feature_scale[1] == 2 &&
+                  r.target_offset[0] == 0.5f && !strcmp(r.features, "a,b"),
+              "the round trip changed the checkpoint");
+        sf_checkpoint_free(&r);
+    }
+
+    size_t len;
+    uint8_t *good = slurp(path, &len);
+    CHECK(good != NULL, "cannot read %s", path);
+    if (!good) return TEST_EXIT();
+    // The kernel stored transposed: 2 x 16 and 16 x 2 are the same bytes.
+    patched(good, len, "\"shape\":[2,16]", "\"shape\":[16,2]", bad);
+    refused(bad, "tensor 'lstm/kernel' has shape [16,2]; the model needs [2,16]", "a transposed kernel");
+    // One weight NaN, one scale infinite.
+    uint64_t hl = sf_get_u64(good);
+    const sf_st_entry *t;
+    sf_st *s;
+    CHECK(sf_st_open(&s, path, &e) == 0, "open: %s", e.msg);
+    const char *names[] = {"lstm/recurrent_kernel", "scaling/feature_scale"};
+    const float poison[] = {NAN, INFINITY};
+    for (int k = 0; k < 2; k++) {
+        t = sf_st_find(s, names[k]);
+        CHECK(t != NULL, "no %s", names[k]);
+        if (!t) continue;
+        uint8_t *b = malloc(len);
+        memcpy(b, good, len);
+        memcpy(b + 8 + hl + t->begin + 4, &poison[k], 4);
+        spit(bad, b, len);
+        free(b);
+        char says[96];
+        snprintf(says, sizeof says, "tensor '%s' holds %s at index 1", names[k], k ? "an infinity" : "NaN");
+        refused(bad, says, names[k]);
+    }
+    sf_st_close(s);
+    // Features that name one column twice.
+    patched(good, len, "\"features\":\"a,b\"", "\"features\":\"a,a\"", bad);
+    refused(bad, "a column named twice in features 'a,a'", "features a,a");
+    free(good);
+    free(w);
+    unlink(path), unlink(bad), rmdir(dir);
+    return TEST_EXIT();
+}
