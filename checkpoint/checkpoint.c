@@ -27,6 +27,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     char v[24][64];
+    snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
     snprintf(v[1], 64, "%u", c->inputs);
     snprintf(v[2], 64, "%u", c->outputs);
@@ -53,7 +54,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
-                          "lanes", v[18], "block_chunks", v[19], NULL};
+                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -102,26 +103,23 @@ static int meta_double(const sf_st *s, const char *path, const char *key, double
     return 0;
 }
 
-// Names in a comma-separated list.
+// Names in a list (sf_list_next); UINT32_MAX when it is not one.
 static uint32_t names(const char *list) {
-    uint32_t n = *list ? 1 : 0;
-    for (; *list; list++) n += *list == ',';
+    uint32_t n = 0;
+    char name[4096];
+    for (const char *p = *list ? list : NULL; p; n++)
+        if (sf_list_next(&p, name, sizeof name)) return UINT32_MAX;
     return n;
 }
 
 // A list of names with one name twice ("a,a"): a checkpoint that
 // contradicts itself.
 static bool has_twice(const char *list) {
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        for (const char *q = p + n; *q == ',';) {
-            q++;
-            size_t m = strcspn(q, ",");
-            if (m == n && !strncmp(p, q, n)) return true;
-            q += m;
-        }
-        p += n;
-        if (*p == ',') p++;
+    char a[4096], b[4096];  // a checkpoint keeps 4096 bytes of names
+    for (const char *p = *list ? list : NULL; p;) {
+        if (sf_list_next(&p, a, sizeof a)) return false;  // names() refused it already
+        for (const char *q = p; q;)
+            if (sf_list_next(&q, b, sizeof b) || !strcmp(a, b)) return true;
     }
     return false;
 }
@@ -192,6 +190,13 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     // from before they were recorded had one of each.
     if (!rc) rc = meta_u64_or(s, path, "lanes", 1, &u[12], e);
     if (!rc) rc = meta_u64_or(s, path, "block_chunks", 1, &u[13], e);
+    const char *fp = sf_st_meta(s, "data_fingerprint");
+    if (!rc && fp) {
+        char *end;
+        c->data_fingerprint = strtoull(fp, &end, 16);
+        if (!*fp || *end)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'data_fingerprint' is '%s', expected 16 hex digits", path, fp);
+    }
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);

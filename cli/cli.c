@@ -102,6 +102,20 @@ void cli_json_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+void cli_csv_field(FILE *f, const char *s) {
+    size_t n = strlen(s);
+    if (n && !strpbrk(s, ",;\t\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"') fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
 void cli_json_real(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.17g", v);
     else fputs("null", f);

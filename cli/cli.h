@@ -140,6 +140,10 @@ void cli_progress_start(cli_progress *p, bool quiet);
 void cli_progress_line(cli_progress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void cli_progress_end(cli_progress *p);
 
+// Prints s as one CSV field (RFC 4180): quoted, with quotes doubled, when
+// it holds anything pack would read differently (a delimiter pack detects,
+// a quote, a line break, an edge space) or is empty.
+void cli_csv_field(FILE *f, const char *s);
 // Prints s as a JSON string literal.
 void cli_json_string(FILE *f, const char *s);
 // Prints v as a JSON number, or null when it is NaN or infinite (JSON has

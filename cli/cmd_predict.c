@@ -113,7 +113,8 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
     for (uint32_t i = 0; !rc && i < count; i++) {
         uint64_t row = sf_plan_window_start(r->plan, ids[i]) + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
         while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
-        fprintf(r->out, "%s,%llu", in->series[r->series].name, (unsigned long long)row);
+        cli_csv_field(r->out, in->series[r->series].name);
+        fprintf(r->out, ",%llu", (unsigned long long)row);
         for (uint32_t j = 0; j < r->cols.ntargets; j++) {
             char num[32];
             float v = (r->pred[(size_t)i * r->cols.ntargets + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
@@ -187,7 +188,10 @@ int cmd_predict(int argc, char **argv) {
     }
     fprintf(r.out, "series,row");
     const sf_pack_info *in = sf_pack_get_info(r.pack);
-    for (uint32_t j = 0; j < r.cols.ntargets; j++) fprintf(r.out, ",%s", in->col_names[r.cols.targets[j]]);
+    for (uint32_t j = 0; j < r.cols.ntargets; j++) {
+        fputc(',', r.out);
+        cli_csv_field(r.out, in->col_names[r.cols.targets[j]]);
+    }
     fputc('\n', r.out);
     rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
     if (file.f) {

@@ -24,32 +24,16 @@ static const cli_command unpack_command = {
     .positional = "FILE.sfpack",
 };
 
-// CSV-quotes s when it holds anything pack would read differently: any of
-// the delimiters it detects, a quote, a line break, or an edge space or tab.
-static void put_field(FILE *f, const char *s) {
-    size_t n = strlen(s);
-    if (n && !strpbrk(s, ",;\t\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"') fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(p);
     bool series = in->series_column[0] != 0;
     if (series) {
-        put_field(f, in->series_column);
+        cli_csv_field(f, in->series_column);
         fputc(',', f);
     }
     for (uint32_t c = 0; c < in->ncols; c++) {
         if (c) fputc(',', f);
-        put_field(f, in->col_names[c]);
+        cli_csv_field(f, in->col_names[c]);
     }
     fputc('\n', f);
     void *stored = malloc(sf_pack_max_stored_size(p));
@@ -68,7 +52,7 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
             uint64_t row = ch.first_row + r;
             while (row >= in->series[s].first_row + in->series[s].rows) s++;
             if (series) {
-                put_field(f, in->series[s].name);
+                cli_csv_field(f, in->series[s].name);
                 fputc(',', f);
             }
             for (uint32_t c = 0; c < in->ncols; c++) {

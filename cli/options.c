@@ -56,8 +56,8 @@ static const option options[OPT_COUNT] = {
                     .help = "where the output goes ('-': stdout); a file appears only when complete"},
     [OPT_CHECKPOINT] = {"checkpoint", 0, "FILE", K_TEXT, .group = FILES,
                         .help = "a checkpoint written by seqfeed train"},
-    [OPT_FEATURES] = {"features", 0, "a,b", K_TEXT, .group = DATA, .help = "feature columns (default: all)"},
-    [OPT_TARGETS] = {"targets", 0, "c,d", K_TEXT, .group = DATA, .help = "target columns (default: all)"},
+    [OPT_FEATURES] = {"features", 0, "a,b", K_TEXT, .group = DATA, .help = "feature columns (default: all); a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
+    [OPT_TARGETS] = {"targets", 0, "c,d", K_TEXT, .group = DATA, .help = "target columns (default: all), quoted as --features"},
     [OPT_NORM] = {"norm", 0, "zscore|minmax|none", K_CHOICE, .choices = norms, .group = DATA,
                   .help = "scaling from the file's statistics"},
     [OPT_WINDOW] = {"window", 0, "T", K_COUNT, 1, U32, .group = DATA, .help = "rows per window"},
@@ -136,8 +136,8 @@ static const option options[OPT_COUNT] = {
     [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0.01, .rhi = 1e9, .group = BENCH,
                           .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step "
                                   "(default: takes them as fast as it can)"},
-    [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order"},
-    [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out"},
+    [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
+    [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME", K_TEXT, .group = PACKING,
                            .help = "rows with the same value of NAME form one series (rows of a series must be "
                                    "contiguous); NAME is not stored as a feature"},

@@ -108,6 +108,51 @@ static void remove_stale(const char *target) {
     free(copy), free(copy2);
 }
 
+int sf_list_next(const char **p, char *out, size_t cap) {
+    const char *s = *p;
+    size_t n = 0;
+    while (*s == ' ') s++;
+    if (*s == '"') {
+        for (s++;; s++) {
+            if (!*s) return SF_EFORMAT;
+            if (*s == '"' && s[1] != '"') break;
+            if (*s == '"') s++;
+            if (n + 1 >= cap) return SF_EFORMAT;
+            out[n++] = *s;
+        }
+        s++;
+        while (*s == ' ') s++;
+        if (*s && *s != ',') return SF_EFORMAT;
+    } else {
+        const char *end = s + strcspn(s, ",");
+        const char *t = end;
+        while (t > s && t[-1] == ' ') t--;
+        if ((size_t)(t - s) >= cap) return SF_EFORMAT;
+        memcpy(out, s, (size_t)(t - s));
+        n = (size_t)(t - s);
+        s = end;
+    }
+    out[n] = 0;
+    *p = *s == ',' ? s + 1 : NULL;
+    return 0;
+}
+
+int sf_list_append(char *out, size_t cap, size_t *len, const char *name) {
+    size_t n = strlen(name), k = *len;
+    bool quote = !n || strpbrk(name, ",\"") || name[0] == ' ' || name[n - 1] == ' ';
+    if (k && k < cap) out[k++] = ',';
+    if (quote && k < cap) out[k++] = '"';
+    for (const char *s = name; *s && k < cap; s++) {
+        if (*s == '"' && k < cap) out[k++] = '"';
+        if (k < cap) out[k++] = *s;
+    }
+    if (quote && k < cap) out[k++] = '"';
+    if (k >= cap) return SF_ERANGE;
+    out[k] = 0;
+    *len = k;
+    return 0;
+}
+
 int sf_open_file(const char *path, const char *what, sf_err *e) {
     // O_NONBLOCK: a FIFO must not block open() before it can be refused.
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -56,6 +56,17 @@ uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
 // on failure; the caller closes fd and, on failure, unlinks tmp (when not
 // NULL).
 int sf_temp_create(const char *path, char **tmp, sf_err *e);
+
+// Lists of column names, comma-separated, as --features and checkpoints
+// spell them: a name with a comma, a quote or an edge space is quoted as in
+// CSV ("rate,1y", "say ""hi"""); unquoted names lose their edge spaces.
+// sf_list_next copies the name at *p into out (cap bytes) and moves *p past
+// it and its comma, to NULL after the last name; returns 0, or SF_EFORMAT
+// (an unclosed quote, text after a closing quote, a name longer than cap).
+int sf_list_next(const char **p, char *out, size_t cap);
+// Appends name (quoted when it must be) to the list in out (cap bytes, *len
+// of them used); returns 0, or SF_ERANGE when it does not fit.
+int sf_list_append(char *out, size_t cap, size_t *len, const char *name);
 // Opens path for reading when it is a regular file; returns its descriptor
 // (the caller closes it), or SF_EUSAGE naming what it is instead (a
 // directory, a FIFO: never waiting for a FIFO's writer) and what was

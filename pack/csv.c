@@ -37,6 +37,7 @@ typedef struct {
     sf_err *e;
 
     int fd;  // -1: the whole input is in buf already
+    struct stat opened;  // the input as it was at open (st_mode 0: not a regular file)
     char *buf;
     size_t len, cap;
     bool eof;
@@ -559,21 +560,20 @@ static int not_a_column(csv *c, const char *option, const char *s, size_t n) {
                       option, show(s, n, tmp, sizeof tmp), all);
 }
 
-// Calls fn for each comma-separated, space-trimmed name in list.
+// Calls fn for each name in list (sf_list_next: comma-separated, quoted
+// as in CSV when a name holds a comma).
 static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv *, int field, const char *option)) {
-    for (const char *p = list;;) {
-        const char *q = strchr(p, ',');
-        if (!q) q = p + strlen(p);
-        const char *s = p, *t = q;
-        while (s < t && *s == ' ') s++;
-        while (t > s && t[-1] == ' ') t--;
-        int f = find_name(c, s, (size_t)(t - s));
-        if (f < 0) return not_a_column(c, option, s, (size_t)(t - s));
+    char name[4096];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name))
+            return sf_err_set(c->e, SF_EUSAGE, "%s %s: expected names separated by commas; a name with a comma or a "
+                              "quote in quotes, as in CSV (\"rate,1y\")", option, list);
+        int f = find_name(c, name, strlen(name));
+        if (f < 0) return not_a_column(c, option, name, strlen(name));
         int rc = fn(c, f, option);
         if (rc) return rc;
-        if (!*q) return 0;
-        p = q + 1;
     }
+    return 0;
 }
 
 static int keep_field(csv *c, int f, const char *option) {
@@ -784,6 +784,19 @@ static int parse_parallel(csv *c) {
     return 0;
 }
 
+// A file written to while it was packed (appended to, say) would give a
+// torn last row and a pack of neither version: refused.
+static int check_unchanged(csv *c) {
+    struct stat now;
+    if (!S_ISREG(c->opened.st_mode) || fstat(c->fd, &now) != 0) return 0;
+    if (now.st_size != c->opened.st_size || now.st_mtim.tv_sec != c->opened.st_mtim.tv_sec ||
+        now.st_mtim.tv_nsec != c->opened.st_mtim.tv_nsec)
+        return sf_err_set(c->e, SF_EIO, "%s changed while it was packed (%lld bytes at the start, %lld at the end): "
+                          "pack it again once nothing writes to it", c->name, (long long)c->opened.st_size,
+                          (long long)now.st_size);
+    return 0;
+}
+
 static int convert(csv *c, const char *out) {
     int rc = read_header(c);
     if (rc) return rc;
@@ -812,6 +825,7 @@ static int convert(csv *c, const char *out) {
     }
     if (rc == REC_END) rc = 0;
     if (!rc) rc = flush_batch(c);
+    if (!rc) rc = check_unchanged(c);
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
         rc = sf_err_set(c->e, SF_EFORMAT, "%s:%llu:1: the file has a header row but no data rows",
                         c->name, (unsigned long long)(c->blank_line ? c->blank_line : c->line));
@@ -858,6 +872,7 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
     csv c = {.name = is_stdin ? "<stdin>" : in, .o = o, .e = e, .line = 1};
     c.fd = is_stdin ? 0 : open(in, O_RDONLY | O_CLOEXEC);
     if (c.fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", in);
+    if (fstat(c.fd, &c.opened) != 0 || !S_ISREG(c.opened.st_mode)) c.opened.st_mode = 0;
     posix_fadvise(c.fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     c.cap = BUF_INITIAL;
     c.buf = malloc(c.cap + PAD);

@@ -63,6 +63,11 @@ typedef struct {
     uint64_t file_size;
     uint64_t data_offset;     // first chunk
     uint64_t trailer_offset;  // end of the chunk area
+    // The file's content and layout in 64 bits: the trailer's checksum
+    // (over every chunk's CRC, the statistics and the series table) and the
+    // header's. Another file, or the same CSV packed again with other
+    // chunks, has another; a resume compares them.
+    uint64_t fingerprint;
 } sf_pack_info;
 
 // ---- reading ----

@@ -100,6 +100,7 @@ static int parse_header(sf_pack *p, sf_err *e) {
                        (unsigned long long)p->info.file_size, SF_PACK_ALIGN, SF_FOOTER_SIZE);
     int rc = read_at(p->fd, fixed, sizeof fixed, 0);
     if (rc) return sf_err_errno(e, SF_EIO, -rc, "%s: cannot read the header", nm);
+    p->info.fingerprint = sf_crc32c(0, fixed, sizeof fixed);
     if (memcmp(fixed, SF_MAGIC_HEADER, 8) != 0) {
         uint64_t hl = sf_get_u64(fixed);
         if (hl > 1 && hl < p->info.file_size && fixed[8] == '{')
@@ -216,6 +217,7 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
                      (unsigned long long)toff, (unsigned long long)(foot - 1), crc, want);
         goto out;
     }
+    in->fingerprint |= (uint64_t)crc << 32;
     if (memcmp(t, SF_MAGIC_TRAILER, 8) != 0) {
         rc = CORRUPT("%s: trailer (byte %llu): magic \"SFTRAIL\\n\" missing", nm, (unsigned long long)toff);
         goto out;

@@ -57,23 +57,23 @@ static int resolve(const sf_pack_info *info, const char *list, const char *what,
         for (uint32_t c = 0; c < info->ncols; c++) (*out)[(*n)++] = c;
         return 0;
     }
-    for (const char *p = list;;) {
-        const char *q = strchr(p, ',');
-        size_t len = q ? (size_t)(q - p) : strlen(p);
+    char name[4096];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name))
+            return sf_err_set(e, SF_EINVAL, "%s list '%s': expected names separated by commas; a name with a comma or "
+                              "a quote in quotes, as in CSV (\"rate,1y\")", what, list);
         uint32_t c = 0;
-        while (c < info->ncols && (strlen(info->col_names[c]) != len || memcmp(info->col_names[c], p, len) != 0)) c++;
+        while (c < info->ncols && strcmp(info->col_names[c], name)) c++;
         if (c == info->ncols) {
             char names[512] = "";
             size_t k = 0;
             for (uint32_t i = 0; i < info->ncols && k < sizeof names - 4; i++)
                 k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", info->col_names[i]);
-            return sf_err_set(e, SF_EINVAL, "%s \"%.*s\" is not a column; the columns are: %s", what, (int)len, p,
-                              names);
+            return sf_err_set(e, SF_EINVAL, "%s \"%s\" is not a column; the columns are: %s", what, name, names);
         }
         (*out)[(*n)++] = c;
-        if (!q) return 0;
-        p = q + 1;
     }
+    return 0;
 }
 
 int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,

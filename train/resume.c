@@ -10,15 +10,13 @@
 
 #include "internal.h"
 
-// Column names, comma-separated, into out (cap bytes); -1 when they do not fit.
+// Column names as a list (sf_list_append) into out (cap bytes); -1 when they
+// do not fit.
 static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *cols, uint32_t n) {
     size_t len = 0;
     out[0] = 0;
-    for (uint32_t k = 0; k < n; k++) {
-        int w = snprintf(out + len, cap - len, "%s%s", k ? "," : "", in->col_names[cols[k]]);
-        if (w < 0 || (size_t)w >= cap - len) return -1;
-        len += (size_t)w;
-    }
+    for (uint32_t k = 0; k < n; k++)
+        if (sf_list_append(out, cap, &len, in->col_names[cols[k]])) return -1;
     return 0;
 }
 
@@ -35,7 +33,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->target_scale = cols->target_scale, c->target_offset = cols->target_offset;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
-    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks;
+    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     return 0;
 }
@@ -58,6 +56,8 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->lanes != r->lanes              ? "--lanes"
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->rows != r->rows                ? "the data (its row count)"
+                       : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
+                           ? "the data (its content or layout: another file, or the CSV packed again)"
                                                            : NULL;
     if (what)
         return sf_err_set(e, SF_EUSAGE, "%s: %s differs from the checkpoint's (hint: resume with the same settings, "
@@ -91,7 +91,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     // The data: its layout decides the blocks and shards, and the scaling
     // comes from the file's statistics, so another file of the same shape
     // shows there.
-    uint64_t layout[3] = {in->chunk_rows, in->nchunks, in->nseries};
+    uint64_t layout[4] = {in->chunk_rows, in->nchunks, in->nseries, in->fingerprint};
     crc = sf_crc32c(crc, layout, sizeof layout);
     for (uint64_t i = 0; i < in->nseries; i++) {
         uint64_t rows[2] = {in->series[i].first_row, in->series[i].rows};

@@ -52,8 +52,43 @@ static void patched(const uint8_t *good, size_t len, const char *from, const cha
     free(b);
 }
 
+// Lists of names (sf_list_append, sf_list_next) as checkpoints and
+// --features spell them: every name comes back, whatever it holds.
+static void test_lists(void) {
+    const char *names[] = {"a", "rate,1y", "say \"hi\"", " edge ", "", "\"", ",", "x y"};
+    size_t n = sizeof names / sizeof *names;
+    char list[256], got[64];
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) CHECK(sf_list_append(list, sizeof list, &len, names[i]) == 0, "append %zu", i);
+    CHECK(!strcmp(list, "a,\"rate,1y\",\"say \"\"hi\"\"\",\" edge \",\"\",\"\"\"\",\",\",x y"), "list: %s", list);
+    size_t k = 0;
+    for (const char *p = list; p; k++) {
+        CHECK(sf_list_next(&p, got, sizeof got) == 0, "next %zu in %s", k, list);
+        CHECK(k < n && !strcmp(got, names[k]), "name %zu: '%s'", k, got);
+    }
+    CHECK(k == n, "%zu names of %zu", k, n);
+    // As people type them: spaces after commas, quotes only where needed.
+    const char *typed = "a, b ,\"c,d\" , e";
+    const char *want[] = {"a", "b", "c,d", "e"};
+    k = 0;
+    for (const char *p = typed; p; k++) {
+        CHECK(sf_list_next(&p, got, sizeof got) == 0 && k < 4 && !strcmp(got, want[k]), "typed %zu: '%s'", k, got);
+    }
+    CHECK(k == 4, "typed: %zu names", k);
+    const char *bad[] = {"\"open", "\"a\"b", "a,\"b"};
+    for (size_t i = 0; i < 3; i++) {
+        const char *p = bad[i];
+        int rc = 0;
+        while (p && !rc) rc = sf_list_next(&p, got, sizeof got);
+        CHECK(rc == SF_EFORMAT, "'%s' is no list", bad[i]);
+    }
+    len = 0;
+    CHECK(sf_list_append(list, 4, &len, "abcd") == SF_ERANGE, "a list too long for its buffer");
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
+    test_lists();
     sf_model m;
     sf_err e = {0};
     CHECK(sf_model_parse(&m, "lstm:4,dense", 2, 1, &e) == 0, "model: %s", e.msg);

@@ -101,6 +101,27 @@ run 0 unpack s.sfpack -o s.csv
 [ -e "s.csv.tmp.$alive.abcdef" ] || fail "a live run's temporary file was removed"
 kill $alive
 
+# A CSV that grows while it is packed is refused, and no pack appears. The
+# append must land while pack runs (about half a second): tried up to 3
+# times, each time on a fresh file.
+changed=0
+for attempt in 1 2 3; do
+    { echo a,b; seq 1 2000000 | awk '{print $1 "," $1 * 2}'; } >grow.csv
+    "$SEQFEED" pack grow.csv -o grow.sfpack --threads 1 -q 2>err &
+    pid=$!
+    for _ in $(seq 400); do ls grow.sfpack.tmp.* >/dev/null 2>&1 && break; sleep 0.005; done
+    echo 7,14 >>grow.csv
+    wait $pid
+    rc=$?
+    [ "$rc" -eq 0 ] && { rm -f grow.sfpack; continue; }  # it ended before the append
+    [ "$rc" -eq 1 ] || fail "pack of a growing CSV: exit $rc"
+    expect err "grow.csv changed while it was packed"
+    [ -e grow.sfpack ] && fail "a pack of a changed CSV appeared"
+    changed=1
+    break
+done
+[ "$changed" -eq 1 ] || fail "pack never saw its CSV change in 3 tries"
+
 # stdout that cannot be written is an error, not a silent success.
 if [ -w /dev/full ]; then
     "$SEQFEED" inspect s.sfpack >/dev/full 2>err && fail "inspect to a full stdout exited 0"

@@ -112,6 +112,17 @@ run 2 train "${common[@]}" --pool 64 --checkpoint-dir b --resume
 expect err "--pool \(or what --memory-budget left of it\) differs from the checkpoint.s"
 run 2 train "${common[@]}" --lr-scaling linear --checkpoint-dir b --resume
 expect err "--lr-scaling differs from the checkpoint's"
+# A resume on other data of the same shape, or the same data packed again
+# in other chunks, or with a budget that shrinks the pool, would train
+# another run: refused, naming what differs.
+"$SEQFEED" unpack s.sfpack -o s.csv && "$SEQFEED" pack s.csv -o rechunked.sfpack --series-column series --chunk-rows 1000 -q || exit 1
+run 2 train "${common[@]}" --data rechunked.sfpack --checkpoint-dir b --resume
+expect err "the data \(its content or layout: another file, or the CSV packed again\) differs"
+"$SEQFEED" synth -o other.sfpack --rows 24000 --feature-count 3 --series-count 2 --seed 9 -q || exit 1
+run 2 train "${common[@]}" --data other.sfpack --checkpoint-dir b --resume
+expect err "the data .* differs"
+run 2 train "${common[@]}" --checkpoint-dir b --resume --memory-budget 22
+expect err "--pool \(or what --memory-budget left of it\) differs"
 run 2 train "${common[@]}" --checkpoint-every 5
 expect err "--checkpoint-every needs --checkpoint-dir"
 run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
@@ -119,6 +130,28 @@ expect err "unknown option '--output'"
 run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64
 run 0 predict --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64 -o p64.csv
 cmp -s p64.csv p1.csv && fail "predictions of two different checkpoints are the same"
+# Series names with a comma, a quote and a line break, and a column name
+# with a comma: predict's CSV quotes them (RFC 4180), so a CSV reader gets
+# them back whole.
+python3 - <<'PY'
+import csv
+with open("odd.csv", "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["id", "rate,1y"])
+    for name in ['a,b', 'say "hi"', 'two\nlines']:
+        for i in range(40): w.writerow([name, i % 7])
+PY
+run 0 pack odd.csv -o odd.sfpack --series-column id -q
+run 0 train --data odd.sfpack --features '"rate,1y"' --targets ' "rate,1y" ' --model lstm:4,dense --window 5 \
+    --epochs 1 --val-split 0 --checkpoint-dir odd -q
+run 0 predict --checkpoint odd/latest.safetensors --data odd.sfpack -o odd-pred.csv -q
+python3 - <<'PY' || fail "predict's CSV does not read back: $(head -3 odd-pred.csv)"
+import csv, sys
+rows = list(csv.reader(open("odd-pred.csv", newline="")))
+names = {r[0] for r in rows[1:]}
+sys.exit(0 if rows[0] == ["series", "row", "rate,1y"] and names == {'a,b', 'say "hi"', 'two\nlines'} and
+         all(len(r) == 3 for r in rows) else 1)
+PY
 # A target that is not a feature: no persistence baseline, and still JSON.
 run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \
     --checkpoint-dir nf -q
