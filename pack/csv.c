@@ -351,7 +351,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
 // Parses the record at buf + pos into c->row (NaN for a missing value).
 static int parse_record(csv *c, const char **next) {
     const char *p = c->buf + c->pos, *end = c->buf + c->len;
-    const char *eol;
+    const char *eol = NULL;
     if (p == end) return c->eof ? REC_END : REC_MORE;
     if (is_blank_line(c, p, &eol)) {
         if (eol == end && !c->eof) return REC_MORE;
@@ -517,6 +517,9 @@ static int header_line(csv *c, const char **eol) {
                 else inq = false;
             } else if (*p == '\n') {
                 break;
+            } else if (*p == '\r' && p + 1 < end && p[1] != '\n') {
+                return fail_at(c, p, "a line ends with a carriage return alone (an old Mac file); expected \\n or "
+                               "\\r\\n line ends (convert it: tr '\\r' '\\n' < IN.csv > OUT.csv)");
             } else if (*p == '"' && (prev == ',' || prev == ';' || prev == '\t')) {
                 inq = true;
             }
@@ -600,12 +603,14 @@ static int read_header(csv *c) {
     int rc = refill(c);
     if (rc < 0) return rc;
     if (c->len - c->pos >= 3 && memcmp(c->buf + c->pos, "\xef\xbb\xbf", 3) == 0) c->pos += 3;
-    const char *eol;
+    const char *eol = NULL;
     if ((rc = header_line(c, &eol))) return rc;
     const char *start = c->buf + c->pos, *tmp_eol;
     if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
         return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
                           c->name);
+    const char *nul = memchr(start, 0, (size_t)(eol - start));
+    if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
     size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
     if (ok < (size_t)(eol - start))
         return fail_at(c, start + ok, "column names must be UTF-8; found byte 0x%02x",

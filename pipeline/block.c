@@ -1,5 +1,6 @@
 // The block stage: which columns feed x and y and how they are scaled, and
 // a block's rows gathered out of its decoded chunks, row-major and scaled.
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,20 +30,22 @@ void sf_columns_free(sf_columns *c) {
     *c = (sf_columns){0};
 }
 
-static void scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, float *offset) {
-    double a = 1, b = 0;
-    if (norm == SF_NORM_ZSCORE && s->std > 0) {
+// Returns true when a spread that is not 0 is too small to scale by.
+static bool scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, float *offset) {
+    double a = 1, b = 0, spread = norm == SF_NORM_ZSCORE ? s->std : s->max - s->min;
+    bool flat = spread > 0 && spread < FLT_MIN;
+    if (norm == SF_NORM_ZSCORE && spread >= FLT_MIN) {
         a = 1 / s->std;
         b = -s->mean / s->std;
     } else if (norm == SF_NORM_ZSCORE) {
         b = -s->mean;
     } else if (norm == SF_NORM_MINMAX) {
-        double range = s->max - s->min;
-        a = range > 0 ? 1 / range : 1;
-        b = range > 0 ? -s->min / range : -s->min;
+        a = spread >= FLT_MIN ? 1 / spread : 1;
+        b = spread >= FLT_MIN ? -s->min / spread : -s->min;
     }
     *scale = (float)a;
     *offset = (float)b;
+    return flat;
 }
 
 // Column indices of a comma-separated list of names (every column for NULL).
@@ -94,10 +97,14 @@ int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *featu
         sf_columns_free(c);
         return rc;
     }
-    for (uint32_t j = 0; j < c->nfeatures; j++)
-        scaling(&info->stats[c->features[j]], norm, &c->feature_scale[j], &c->feature_offset[j]);
-    for (uint32_t j = 0; j < c->ntargets; j++)
-        scaling(&info->stats[c->targets[j]], norm, &c->target_scale[j], &c->target_offset[j]);
+    for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
+        bool is_x = j < c->nfeatures;
+        uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
+        if (scaling(&info->stats[col], norm, is_x ? &c->feature_scale[k] : &c->target_scale[k],
+                    is_x ? &c->feature_offset[k] : &c->target_offset[k]) &&
+            (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once
+            c->flat_column = c->nflat++ ? c->flat_column : col;
+    }
     return 0;
 }
 

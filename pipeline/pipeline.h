@@ -116,11 +116,14 @@ const char *sf_norm_name(enum sf_norm norm);
 // from the file's statistics and rounded to float32: z-score scale = 1 / std
 // and offset = -mean / std (scale 1 when std is 0); min-max scale =
 // 1 / (max - min) and offset = -min / (max - min) (scale 1, offset -min when
-// max == min); none: 1 and 0.
+// max == min); none: 1 and 0. A spread below float32's normal range
+// (FLT_MIN: values that differ only in denormals) would scale by infinity:
+// such a column is scaled as a constant, and counted in nflat.
 typedef struct {
     uint32_t nfeatures, ntargets;
     uint32_t *features, *targets;  // column indices
     float *feature_scale, *feature_offset, *target_scale, *target_offset;
+    uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
 } sf_columns;
 
 // Resolves comma-separated column names (features, targets) against the

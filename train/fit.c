@@ -436,6 +436,12 @@ static void announce(const fit *f, const sf_run_start *start) {
     fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
             "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, f->model.nparams, start->resumed ? ", resumed" : "");
+    if (f->cols.nflat) {
+        const sf_pack_info *in = sf_pack_get_info(f->pack);
+        fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
+                "scaled as a constant\n", in->col_names[f->cols.flat_column],
+                f->cols.nflat > 1 ? " and others" : "", in->stats[f->cols.flat_column].std);
+    }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
                 (unsigned long long)f->epoch_step, (unsigned long long)start->step);

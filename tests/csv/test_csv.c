@@ -671,6 +671,20 @@ static void case_bad_delimiter(void) {
     }
 }
 
+// A NUL byte in a name would cut it short in silence; a file with a
+// carriage return alone as its line end would read as one long header.
+static void case_nul_and_cr(void) {
+    sf_csv_pack_opts o = defaults();
+    sf_err e = {0};
+    sf_csv_pack_stats st;
+    static const char nul[] = "a\0z,b\n1,2\n";
+    int rc = sf_csv_pack_mem(nul, sizeof nul - 1, "in.csv", out, &o, &st, &e);
+    CHECK(rc == SF_EFORMAT && strstr(e.msg, "in.csv:1:2: a NUL byte in the header row"), "NUL: %d %s", rc, e.msg);
+    check_outputs(false);
+    reject("a,b\r1,2\r3,4\r", &o, SF_EFORMAT, "in.csv:1:4: ", "carriage return alone", "tr '\\r' '\\n'", NULL);
+    accept_simple("a,b\r\n1,2\r\n", &o, LIST("a", "b"), LIST("1", "2"));  // CRLF stays fine
+}
+
 static void case_non_utf8_header(void) {
     sf_csv_pack_opts o = defaults();
     reject("a,b\xff,c\n1,2,3\n", &o, SF_EFORMAT, "in.csv:1:4: ", "UTF-8", "0xff", NULL);
@@ -929,6 +943,7 @@ static const struct {
     C(bad_series_id),
     C(long_names),
     C(bad_delimiter),
+    C(nul_and_cr),
 #undef C
 };
 

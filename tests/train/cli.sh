@@ -152,6 +152,14 @@ names = {r[0] for r in rows[1:]}
 sys.exit(0 if rows[0] == ["series", "row", "rate,1y"] and names == {'a,b', 'say "hi"', 'two\nlines'} and
          all(len(r) == 3 for r in rows) else 1)
 PY
+# A column whose spread is below float32's normal range (0 and 1e-45) would
+# scale by infinity and turn the loss to NaN at step 1: it is scaled as a
+# constant, and train says so.
+{ echo a,b; for i in $(seq 40); do echo "$(( i % 2 ))e-45,$i"; done; } >flat.csv
+run 0 pack flat.csv -o flat.sfpack -q
+run 0 train --data flat.sfpack --model lstm:4,dense --window 3 --batch-size 4 --epochs 1 --val-split 0
+expect err 'scaling: column "a" varies by less than float32.s smallest normal number .*: scaled as a constant'
+expect err "epoch 1/1 .* loss [0-9]"
 # A target that is not a feature: no persistence baseline, and still JSON.
 run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \
     --checkpoint-dir nf -q
