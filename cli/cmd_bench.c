@@ -69,6 +69,17 @@ static void *consume(void *arg) {
     return NULL;
 }
 
+// The process's peak resident set (VmHWM), in bytes; 0 when unknown.
+static uint64_t peak_rss(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    unsigned long long kb = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %llu kB", &kb) == 1) break;
+    if (f) fclose(f);
+    return (uint64_t)kb * 1024;
+}
+
 // Windows per second copying the pipeline's windows in random order out of
 // the decoded, scaled features held in RAM: what a pipeline without I/O,
 // decoding or pools could at best do on this machine.
@@ -204,6 +215,7 @@ int bench_pipeline(int argc, char **argv) {
     char mode[192];
     snprintf(mode, sizeof mode, "%s", sf_pipe_io_mode(pipe));
     sf_pipe_close(pipe);
+    uint64_t peak = peak_rss();  // before the ceiling's copy of the data
     double ceiling = rc ? -1 : memory_ceiling(&o, p, &cols, 1.0, &e);
     sf_columns_free(&cols);
     sf_pack_close(p);
@@ -232,9 +244,9 @@ int bench_pipeline(int argc, char **argv) {
                "\"read_MB_per_s\": %.1f, \"decoded_MB_per_s\": %.1f, \"utilisation\": {\"read\": %.3f, \"decode\": "
                "%.3f, \"window\": %.3f}, \"consumer_stall\": %.4f, \"limit\": \"%s\", \"memory_ceiling_windows_per_s\": "
                "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-               ", \"batch_size\": %u, \"batch_per_replica\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
+               ", \"peak_rss_bytes\": %" PRIu64 ", \"batch_size\": %u, \"batch_per_replica\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
-               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, global,
+               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
                o.batch, o.lanes, reads);
         cli_json_string(stdout, mode);
         printf("}\n");
@@ -244,8 +256,8 @@ int bench_pipeline(int argc, char **argv) {
                data, o.replicas, o.lanes, global, o.batch, o.pool, o.window.length, o.window.stride,
                o.window.sampling_rate, o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
-        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per lane)\n", memory / 1e6,
-               o.pool);
+        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per lane); the process peaked "
+               "at %.1f MB resident\n", memory / 1e6, o.pool, peak / 1e6);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
                batches, wall, wps / 1e6);
         printf("read          %.1f MB/s stored, %.1f MB/s decoded; %.2fx the file's chunks per epoch\n",

@@ -439,7 +439,7 @@ int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const vo
 
 int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e) {
     const sf_pack_info *in = &p->info;
-    size_t raw_max = (size_t)in->chunk_rows * in->ncols * 4;
+    size_t raw_max = (size_t)(in->chunk_rows < in->nrows ? in->chunk_rows : in->nrows) * in->ncols * 4;
     void *stored = malloc(p->max_stored ? p->max_stored : 1);
     float *vals = malloc(raw_max);
     sf_moments *acc = calloc(in->ncols, sizeof *acc);

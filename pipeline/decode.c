@@ -18,7 +18,9 @@ sf_decoder *sf_decoder_create(const sf_pack *p) {
     if (!d) return NULL;
     d->chunk = -1;
     d->dctx = sf_pack_dctx_create();
-    d->values = malloc((size_t)in->chunk_rows * in->ncols * sizeof(float) + 1);
+    // The largest chunk: a file of fewer rows than its chunk size has one.
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    d->values = malloc(rows * in->ncols * sizeof(float) + 1);
     if (!d->dctx || !d->values) {
         sf_decoder_free(d);
         return NULL;

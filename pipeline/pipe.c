@@ -678,18 +678,25 @@ static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
     uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
-    if (per > in->nchunks) per = in->nchunks ? in->nchunks : 1;
-    uint64_t chunk_raw = (uint64_t)in->chunk_rows * in->ncols * 4, blocks = in->nchunks / per + 1;
+    uint64_t nchunks = in->nchunks ? in->nchunks : 1, lanes = (uint64_t)o->replicas * o->lanes;
+    if (per > nchunks) per = nchunks;
+    // What the file can fill: a chunk holds at most the file's rows, and
+    // no stage holds more blocks, reads or chunks than there are.
+    uint64_t chunk_rows = in->chunk_rows < in->nrows ? in->chunk_rows : in->nrows;
+    uint64_t chunk_raw = chunk_rows * in->ncols * 4, blocks = (nchunks + per - 1) / per;
+    uint64_t in_flight = o->io.depth < blocks ? o->io.depth : blocks;
+    uint64_t decoding = o->decoders < nchunks ? o->decoders : nchunks;
+    uint64_t lane_blocks = blocks / (lanes ? lanes : 1) + 1, queued = o->prefetch < lane_blocks ? o->prefetch : lane_blocks;
     // A block's task loads its rows and, re-reading both seams, up to a
     // window span on either side.
-    uint64_t block_rows = per * in->chunk_rows + 2 * sf_window_span(&o->window);
+    uint64_t block_rows = per * chunk_rows + 2 * sf_window_span(&o->window);
     // A stored chunk can exceed its raw size slightly (zstd's bound).
-    uint64_t reader = (uint64_t)o->io.depth * per * (chunk_raw + chunk_raw / 128 + 8192);
-    uint64_t decoders = (uint64_t)o->decoders * 2 * chunk_raw;
-    uint64_t lane = (uint64_t)o->prefetch * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
+    uint64_t reader = in_flight * per * (chunk_raw + chunk_raw / 128 + 8192);
+    uint64_t decoders = decoding * 2 * chunk_raw;
+    uint64_t lane = queued * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
                     (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8) +
                     sf_pipe_max_edges(o, cols) * edge_size(o, cols);
-    return reader + decoders + (uint64_t)o->replicas * o->lanes * lane + blocks * sizeof(sf_block_task);
+    return reader + decoders + lanes * lane + blocks * sizeof(sf_block_task);
 }
 
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
