@@ -88,7 +88,33 @@ int sf_parse_float(const char *s, size_t n, float *out) {
     return sf_decimal_to_float(m, e10, digits, neg, s, n, out);
 }
 
+// The shortest of "%.1g" .. "%.9g" that reads back as v; false if none
+// does (left in buf is "%.9g", which always does but for the powers of two
+// handled below).
+static int shortest(char *buf, float v) {
+    // Away from powers of two, the decimals that read back are those within
+    // half an ulp of v, and the nearest p + 1 digits are no farther than the
+    // nearest p: reading back is monotone in the precision, so bisect.
+    int lo = 1, hi = 9, len = 0;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        int n = snprintf(buf, 24, "%.*g", mid, (double)v);
+        float back;  // the parser pack reads with: strtof's result, faster
+        if (sf_parse_float(buf, (size_t)n, &back) == 0 && memcmp(&back, &v, 4) == 0) hi = mid;
+        else lo = mid + 1;
+    }
+    len = snprintf(buf, 24, "%.*g", lo, (double)v);
+    return len;
+}
+
 int sf_format_float(char *buf, float v) {
+    uint32_t bits;
+    memcpy(&bits, &v, 4);
+    if ((bits & 0x7fffffu) != 0 || (bits & 0x7f800000u) <= 0x00800000u || (bits & 0x7f800000u) == 0x7f800000u) {
+        int len = shortest(buf, v);
+        if (strchr(buf, 'e') && fabsf(v) >= 1 && fabsf(v) < 1e9f) len = snprintf(buf, 24, "%.0f", (double)v);
+        return len;
+    }
     int len = 0, prec = 1;
     for (; prec <= 9; prec++) {
         len = snprintf(buf, 24, "%.*g", prec, (double)v);
