@@ -3,8 +3,8 @@
 // option in every command, the --help of each command printed from the same
 // table its parser reads. Exit codes: 0 ok, 1 runtime or data error, 2 usage
 // error (an unknown option, a value out of range, an option that cannot
-// work with the data), 130 stopped by Ctrl-C, 143 by SIGTERM under a
-// launcher (train).
+// work with the data), 130 stopped by Ctrl-C, 143 by SIGTERM (train: on
+// every rank when any got one).
 #ifndef SF_CLI_H
 #define SF_CLI_H
 
@@ -17,7 +17,7 @@
 #include "pack/pack.h"
 #include "train/train.h"
 
-enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+enum { EXIT_OK = 0, EXIT_ERR = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130, EXIT_TERMINATED = 143 };
 
 int cmd_pack(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

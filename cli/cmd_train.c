@@ -44,11 +44,8 @@ static const cli_command train_command = {
 
 static atomic_int interrupted;  // lock-free, so a signal handler may set it
 
-static atomic_int terminated;  // the stop came from SIGTERM: exit 143, as schedulers expect
-
 static void on_signal(int sig) {
-    interrupted = 1;
-    if (sig == SIGTERM) terminated = 1;
+    interrupted = sig;
     signal(sig, SIG_DFL);  // a second Ctrl-C stops at once
 }
 
@@ -65,8 +62,7 @@ static void on_term(int sig) {
     (void)sig;
     ssize_t w = write(2, term_msg, strlen(term_msg));
     (void)w;
-    terminated = 1;
-    interrupted = 1;
+    interrupted = SIGTERM;
     signal(SIGTERM, on_term_now);
 }
 
@@ -86,10 +82,7 @@ int cmd_train(int argc, char **argv) {
     if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
     if (o.checkpoint_every && !o.checkpoint_dir) return cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
-    if (!sf_ranks_launched()) {
-        rc = train(&o, gpus, precision, replicas_given);
-        return rc == EXIT_INTERRUPTED && terminated ? 128 + SIGTERM : rc;
-    }
+    if (!sf_ranks_launched()) return train(&o, gpus, precision, replicas_given);
     sf_err e = {0};
     if (sf_ranks_open(&o.ranks, timeout, &e)) return cli_fail("train", &e, NULL);
     snprintf(term_msg, sizeof term_msg, "seqfeed train: rank %d of %d: SIGTERM from the launcher (the job is "
@@ -101,9 +94,8 @@ int cmd_train(int argc, char **argv) {
     signal(SIGTERM, on_term_now);  // nothing is left to stop after a step
     // A failed rank ends the job: the others may wait for it in a collective.
     // (An interrupt is no failure: every rank stopped at the same step.)
-    if (rc && rc != EXIT_INTERRUPTED) sf_ranks_abort(o.ranks, rc);
+    if (rc && rc != EXIT_INTERRUPTED && rc != EXIT_TERMINATED) sf_ranks_abort(o.ranks, rc);
     sf_ranks_close(o.ranks);
-    if (rc == EXIT_INTERRUPTED && terminated) rc = 128 + SIGTERM;
     return rc;
 }
 
@@ -181,5 +173,6 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
                 // as the diagnosis counts it: without the first step's wait for the pipeline to fill
                 100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
                 o.checkpoint_dir ? "/latest.safetensors" : "");
-    return res.interrupted ? EXIT_INTERRUPTED : EXIT_OK;
+    // The signal that stopped some rank decides, the same on every rank.
+    return !res.interrupted ? EXIT_OK : res.interrupted == SIGTERM ? EXIT_TERMINATED : EXIT_INTERRUPTED;
 }

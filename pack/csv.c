@@ -33,6 +33,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    const char *out;  // the .sfpack path, for the command a message suggests
     const sf_csv_pack_opts *o;
     sf_err *e;
 
@@ -237,6 +238,111 @@ static bool missing_token(const char *s, size_t n) {
     return false;
 }
 
+// What a text column looks like, from the rows a message can see.
+typedef struct {
+    uint64_t rows, text, changes, numbers;
+    uint32_t ndistinct;
+    bool many, times;  // more distinct values than kept; every text value a date or time
+    char distinct[32][48];
+    char prev[48];
+} text_kind;
+
+// "2012-01-01", "2010-01-01T01:00:00", "2010-01-01 01:00": an ISO-8601 date first.
+static bool looks_like_time(const char *s, size_t n) {
+    static const char pat[] = "dddd-dd-dd";
+    if (n < 10) return false;
+    for (int i = 0; i < 10; i++)
+        if (pat[i] == 'd' ? (unsigned)(s[i] - '0') >= 10 : s[i] != '-') return false;
+    return n == 10 || s[10] == 'T' || s[10] == ' ';
+}
+
+// A value not a number in column f: one message for every text column the
+// buffered rows show, what each looks like, and the command line that
+// packs the file.
+static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size_t fn) {
+    text_kind *k = calloc(c->ncsv, sizeof *k);
+    if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    const char *p = at, *end = c->buf + c->len;
+    while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
+    for (int row = 0; row < 2000 && p < end; row++) {
+        for (uint32_t j = 0; j < c->ncsv; j++) {
+            const char *s, *e2, *where;
+            bool quoted;
+            if (next_field(c, &p, &s, &e2, &quoted, &where)) goto done;
+            size_t n = (size_t)(e2 - s);
+            float v;
+            text_kind *t = &k[j];
+            t->rows++;
+            bool number = sf_parse_float(s, n, &v) == 0;
+            t->numbers += number;
+            if (c->role[j] == ROLE_KEEP && !number && !missing_token(s, n)) {
+                if (!t->text++) t->times = true;
+                t->times &= looks_like_time(s, n);
+                char val[48];
+                snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
+                if (t->text > 1 && strcmp(val, t->prev)) t->changes++;
+                memcpy(t->prev, val, sizeof val);
+                uint32_t d = 0;
+                while (d < t->ndistinct && strcmp(t->distinct[d], val)) d++;
+                if (d == t->ndistinct && !(t->many |= d == 32)) memcpy(t->distinct[t->ndistinct++], val, sizeof val);
+            }
+            if (p >= end || *p == '\n') {
+                if (j + 1 < c->ncsv) goto done;  // a short row: stop looking
+                break;
+            }
+            p++;
+        }
+        if (p < end && *p == '\n') p++;
+    }
+done:;
+    char list[1024] = "", drop[1024] = "", series[256] = "";
+    size_t ln = 0, dn = 0;
+    uint32_t ntext = 0;
+    const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field];
+    k[f].text += k[f].text == 0;  // the value that failed counts, whatever the scan saw
+    for (uint32_t j = 0; j < c->ncsv; j++) {
+        text_kind *t = &k[j];
+        if (!t->text) continue;
+        ntext++;
+        char what[128];
+        // Series ids come in one run each (pack refuses a series that
+        // comes back), and repeat.
+        bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
+        if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
+        else if (t->times) snprintf(what, sizeof what, "dates or times");
+        else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
+        else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
+        else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
+        else snprintf(what, sizeof what, "text with many distinct values");
+        ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
+                               c->names[j], what);
+        if (id && !series_name) {
+            series_name = c->names[j];
+            snprintf(series, sizeof series, " --series-column %s", c->names[j]);
+        } else {
+            sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
+        }
+    }
+    char tmp[96], fix[1400];
+    // With --columns the kept list is the user's: suggest it without the text columns.
+    if (c->o->columns) {
+        char keep[1024] = "";
+        size_t kn = 0;
+        for (uint32_t j = 0; j < c->ncsv; j++)
+            if (c->role[j] == ROLE_KEEP && !k[j].text && sf_list_append(keep, sizeof keep, &kn, c->names[j])) break;
+        snprintf(fix, sizeof fix, " --columns '%s'%s", keep, series);
+    } else {
+        snprintf(fix, sizeof fix, "%s%s%s%s", series, dn ? " --drop-columns '" : "", drop, dn ? "'" : "");
+    }
+    const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
+    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s. Pack it "
+                     "with: seqfeed pack %s -o %s%s",
+                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, in,
+                     c->out ? c->out : "OUT.sfpack", fix);
+    free(k);
+    return rc;
+}
+
 // The common field: [-]digits[.digits] in at most 8 bytes after the sign (8
 // digits, or 7 and the point), directly followed by the delimiter or the line
 // end. Parsed 8 bytes at a time without a branch per character; anything
@@ -332,11 +438,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     if (r == SF_ERANGE)
         return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
                        show(fs, n, tmp, sizeof tmp), c->names[f]);
-    if (!missing_token(fs, n))
-        return fail_at(c, at,
-                       "expected a number in column \"%s\", found \"%s\" (hint: choose numeric columns with "
-                       "--columns or leave this one out with --drop-columns %s)",
-                       c->names[f], show(fs, n, tmp, sizeof tmp), c->names[f]);
+    if (!missing_token(fs, n)) return text_columns(c, at, f, fs, n);
     if (c->o->missing == SF_MISSING_ERROR)
         return fail_at(c, at,
                        "missing or non-finite value \"%s\" in column \"%s\"; expected a number (hint: --missing "
@@ -803,6 +905,7 @@ static int check_unchanged(csv *c) {
 }
 
 static int convert(csv *c, const char *out) {
+    c->out = out;
     int rc = read_header(c);
     if (rc) return rc;
     const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);

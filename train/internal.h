@@ -42,7 +42,7 @@ struct sf_trainer {
     // the step as the ranks agreed on it (or this process's alone)
     uint32_t global;
     double loss, wait;
-    bool interrupt;
+    int interrupt;  // sf_step_info.interrupted
     sf_trace *trace;
     sf_staging *staging;  // the backend's, when it stages batches onto devices
     sf_stage_ops hooks;

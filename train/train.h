@@ -44,7 +44,8 @@ typedef struct {
     double loss;             // the step's loss: summed row losses / global batch
     uint32_t samples;        // windows in the step, all replicas
     double input_wait;       // seconds replicas waited for their batch, summed
-    bool interrupted;        // asked to stop (Ctrl-C) on some rank: every rank sees it at the same step
+    int interrupted;         // 0, or the signal that stops the run, seen by every rank at the same step:
+                             // SIGTERM when some rank got one, else SIGINT
 } sf_step_info;
 
 // Where a replica's steps went. A step runs from the moment the replica asks
@@ -104,7 +105,8 @@ typedef struct {
                               // stages batches onto devices (0: no staging)
     uint32_t cores;           // CPU cores the replicas share (0: every online core)
     sf_ranks *ranks;            // the job's ranks (NULL: this process alone)
-    atomic_int *interrupted;  // set by a signal handler, read every step into sf_step_info.interrupted (NULL: never)
+    atomic_int *interrupted;  // set by a signal handler to the signal's number, read every step into
+                              // sf_step_info.interrupted (NULL: never)
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
@@ -204,7 +206,8 @@ typedef struct {
     uint64_t memory_budget;          // bytes for replicas and pipeline (0: no budget); the shuffle pool
                                      // shrinks to fit, and too small a budget is an error
     bool progress;                   // epoch lines on stderr (a live bar on a TTY), then the profile
-    atomic_int *interrupted;         // set by a signal handler (atomic: replica threads read it)
+    atomic_int *interrupted;         // set by a signal handler to the signal's number (atomic: replica
+                                     // threads read it)
     const sf_backend *backend;
     const int *devices;              // replica r's GPU (NULL: r), for the GPU backend
     enum sf_precision precision;
@@ -221,7 +224,7 @@ typedef struct {
     uint64_t steps, epochs;             // done in this run
     double loss, val_loss;              // of the last epoch (val_loss NAN without validation)
     double samples_per_s, input_wait;   // over the run; input_wait as a share of replica time
-    bool interrupted;
+    int interrupted;                    // 0, or the signal that stopped the run (sf_step_info)
     sf_diagnosis diagnosis;             // of the run (after its first step)
 } sf_fit_result;
 

@@ -12,6 +12,7 @@
 // where each | is a barrier. The time of each phase goes to the replica's
 // profile (profile.c) and, with a trace, to a span on its track.
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,13 +150,16 @@ static void check_input(sf_trainer *t) {
 // loss stops before it reaches the weights. With ranks, the job's loss and
 // interrupts are summed first, so that every rank decides the same.
 static void check_step(sf_trainer *t) {
-    double v[3] = {0, 0, t->interrupted && *t->interrupted};  // loss, input wait, interrupts
+    // loss, input wait, interrupts, and of them SIGTERMs: a job that some
+    // rank's scheduler terminates ends as terminated on every rank
+    int sig = t->interrupted ? *t->interrupted : 0;
+    double v[4] = {0, 0, sig != 0, sig == SIGTERM};
     for (uint32_t r = 0; r < t->R; r++) v[0] += t->w[r].loss, v[1] += t->w[r].phase[SF_PHASE_INPUT];
     check_errors(t);
     if (t->stop) return;
-    int rc = sf_ranks_sum_f64(t->ranks, v, 3, "the step's loss", &t->err);
+    int rc = sf_ranks_sum_f64(t->ranks, v, 4, "the step's loss", &t->err);
     if (rc) t->stop = true, t->rc = rc;
-    t->loss = v[0], t->wait = v[1], t->interrupt = v[2] > 0;
+    t->loss = v[0], t->wait = v[1], t->interrupt = v[3] > 0 ? SIGTERM : v[2] > 0 ? SIGINT : 0;
     if (!t->stop && !isfinite(t->loss)) {
         t->stop = true;
         t->rc = SF_EINVAL;
