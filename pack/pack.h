@@ -193,6 +193,27 @@ int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *ou
 // exponent); SF_ERANGE when it rounds beyond the float32 range.
 int sf_parse_float(const char *s, size_t n, float *out);
 
+// ---- time ----
+
+// What an ISO-8601 time showed, so that it is written back the same way.
+enum {
+    SF_TIME_CLOCK = 1,       // a time of day (else a date alone)
+    SF_TIME_SECONDS = 2,     // with seconds
+    SF_TIME_ZONE = 4,        // with Z or an offset (written back as Z: the same instant in UTC)
+    SF_TIME_FRACTION_SHIFT = 3,  // bits 3-5: digits of the seconds' fraction, 0 to 6
+};
+// Parses s[0..n): YYYY-MM-DD, then optionally T or a space and HH:MM, :SS
+// and a fraction (. or ,) of up to 6 significant digits, then optionally Z,
+// +HH:MM, +HHMM or +HH (or -). Returns 0 with *us, microseconds since
+// 1970-01-01T00:00Z (negative before), and *parts (the flags above);
+// SF_EFORMAT when s is not such a time, SF_ERANGE when a field is out of its
+// range (2019-02-29, 24:00, a fraction below a microsecond).
+int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts);
+// Writes us as ISO-8601 into buf (cap bytes; 40 hold any) in the style of
+// parts (a date alone when it has no clock and us is a whole day; more
+// fraction digits when us needs them); returns the length, as snprintf.
+int sf_time_format(char *buf, size_t cap, int64_t us, unsigned parts);
+
 // Writes the shortest decimal that strtof reads back to the same float into
 // buf (24 bytes), plain digits for integers below 10^9. Returns the length.
 int sf_format_float(char *buf, float v);

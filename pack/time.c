@@ -1,0 +1,134 @@
+// ISO-8601 dates and date-times <-> int64 microseconds since 1970-01-01
+// UTC, exactly: the proleptic Gregorian calendar by integer arithmetic (days
+// from a civil date as in Hinnant's chrono-compatible algorithms), no
+// locale, no time zone database, no libc time functions.
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pack.h"
+
+static bool digits(const char *s, size_t n, int *out) {
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)(s[i] - '0') >= 10) return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static bool leap(int64_t y) { return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0; }
+
+static int month_days(int64_t y, int m) {
+    static const int d[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    return m == 2 && leap(y) ? 29 : d[m - 1];
+}
+
+// Days since 1970-01-01 of a civil date (any year; March-based eras of 400
+// years, so that the leap day ends the year).
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;                                  // [0, 399]
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;  // [0, 365]
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           // [0, 146096]
+    return era * 146097 + doe - 719468;
+}
+
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
+    int y, mo, d, h = 0, mi = 0, sec = 0;
+    unsigned got = 0;
+    int64_t frac = 0;
+    if (n < 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
+        !digits(s + 8, 2, &d))
+        return SF_EFORMAT;
+    if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo)) return SF_ERANGE;
+    size_t i = 10;
+    if (i < n && (s[i] == 'T' || s[i] == ' ')) {
+        if (n < i + 6 || s[i + 3] != ':' || !digits(s + i + 1, 2, &h) || !digits(s + i + 4, 2, &mi))
+            return SF_EFORMAT;
+        got |= SF_TIME_CLOCK;
+        i += 6;
+        if (i < n && s[i] == ':') {
+            if (n < i + 3 || !digits(s + i + 1, 2, &sec)) return SF_EFORMAT;
+            got |= SF_TIME_SECONDS;
+            i += 3;
+            if (i < n && (s[i] == '.' || s[i] == ',')) {
+                size_t k = 0;
+                for (i++; i < n && (unsigned)(s[i] - '0') < 10; i++, k++) {
+                    if (k < 6) frac = frac * 10 + (s[i] - '0');
+                    else if (s[i] != '0') return SF_ERANGE;  // below a microsecond: not stored exactly
+                }
+                if (k == 0) return SF_EFORMAT;
+                for (size_t z = k; z < 6; z++) frac *= 10;
+                got |= (unsigned)(k < 6 ? k : 6) << SF_TIME_FRACTION_SHIFT;
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 59) return SF_ERANGE;  // no leap seconds: UTC as POSIX counts it
+    }
+    int64_t offset = 0;  // minutes east of UTC
+    if (i < n && s[i] == 'Z') {
+        got |= SF_TIME_ZONE;
+        i++;
+    } else if (i < n && (s[i] == '+' || s[i] == '-') && (got & SF_TIME_CLOCK)) {
+        int oh, om = 0;
+        bool east = s[i] == '+';
+        if (n < i + 3 || !digits(s + i + 1, 2, &oh)) return SF_EFORMAT;
+        i += 3;
+        if (i < n && s[i] == ':') i++;
+        if (i + 2 <= n && digits(s + i, 2, &om)) i += 2;
+        else if (i < n && s[i - 1] == ':') return SF_EFORMAT;
+        if (oh > 23 || om > 59) return SF_ERANGE;
+        offset = (east ? 1 : -1) * (oh * 60 + om);
+        got |= SF_TIME_ZONE;
+    }
+    if (i != n) return SF_EFORMAT;
+    int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset * 60;
+    *us = secs * 1000000 + frac;
+    *parts = got;
+    return 0;
+}
+
+int sf_time_format(char *buf, size_t cap, int64_t us, unsigned parts) {
+    // Floor division: instants before 1970 have negative microseconds.
+    int64_t secs = us / 1000000, frac = us % 1000000;
+    if (frac < 0) frac += 1000000, secs--;
+    int64_t days = secs / 86400, tod = secs % 86400;
+    if (tod < 0) tod += 86400, days--;
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    int len = snprintf(buf, cap, "%04lld-%02d-%02d", (long long)y, m, d);
+    if (parts & SF_TIME_CLOCK || tod || frac) {
+        len += snprintf(buf + len, cap > (size_t)len ? cap - (size_t)len : 0, "T%02d:%02d", (int)(tod / 3600),
+                        (int)(tod / 60 % 60));
+        // The style's fraction digits, or more when the instant needs them:
+        // what is written must read back to the same microsecond.
+        unsigned fd = (parts >> SF_TIME_FRACTION_SHIFT) & 7, need = frac ? 6 : 0;
+        for (int64_t f = frac; f && f % 10 == 0; f /= 10) need--;
+        if (fd < need) fd = need;
+        if (parts & SF_TIME_SECONDS || tod % 60 || fd)
+            len += snprintf(buf + len, cap > (size_t)len ? cap - (size_t)len : 0, ":%02d", (int)(tod % 60));
+        if (fd) {
+            int64_t shown = frac;
+            for (unsigned k = fd; k < 6; k++) shown /= 10;
+            len += snprintf(buf + len, cap > (size_t)len ? cap - (size_t)len : 0, ".%0*lld", (int)fd,
+                            (long long)shown);
+        }
+    }
+    if (parts & SF_TIME_ZONE) len += snprintf(buf + len, cap > (size_t)len ? cap - (size_t)len : 0, "Z");
+    return len;
+}
