@@ -13,11 +13,14 @@
 #define SF_MAGIC_TRAILER "SFTRAIL\n"
 #define SF_MAGIC_FOOTER "SFPKEND\n"
 #define SF_HEADER_FIXED 40u   // magic .. reserved, before the column names
+#define SF_FLAG_TIME 1u       // version 2: a time column (its name and kind after the series column name)
+#define SF_FLAG_LINES 2u      // version 2: every row keeps its CSV line
 #define SF_FOOTER_SIZE 32u
 #define SF_TRAILER_FIXED 32u  // magic, nrows, nchunks, nseries
 #define SF_STATS_SIZE 32u     // min, max, mean, std as float64
 #define SF_INDEX_ENTRY 16u    // offset u64, stored size u32, crc u32
 #define SF_SERIES_ENTRY 16u   // first row u64, rows u64
+#define SF_TIME_FIXED 24u     // version 2 trailer with a time column: step i64, gaps u64, parts u32, 0 u32
 #define SF_MAX_HEADER (16u << 20)
 #define SF_MAX_CHUNK_RAW (256u << 20)
 

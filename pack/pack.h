@@ -13,7 +13,7 @@
 
 #include "common/common.h"
 
-#define SF_PACK_VERSION 1
+#define SF_PACK_VERSION 2  // written when rows carry times or CSV lines; else version 1, which every reader reads
 #define SF_PACK_ALIGN 4096u              // chunk offsets are multiples of this
 #define SF_PACK_DEFAULT_CHUNK_BYTES (1u << 20)  // raw float32 bytes per chunk
 #define SF_PACK_DEFAULT_LEVEL 1          // zstd level; docs/FORMAT.md says why
@@ -47,6 +47,11 @@ typedef struct {
     uint32_t rows;
 } sf_chunk;
 
+// A time column: how its values were given, which decides how they are
+// written back. Stored as int64: microseconds since 1970-01-01T00:00Z for
+// ISO-8601 times, else the integer epoch in the unit given.
+enum sf_time_kind { SF_TIME_NONE, SF_TIME_ISO, SF_TIME_EPOCH_S, SF_TIME_EPOCH_MS, SF_TIME_EPOCH_US, SF_TIME_EPOCH_NS };
+
 typedef struct {
     uint32_t version;
     uint32_t ncols;
@@ -68,6 +73,14 @@ typedef struct {
     // header's. Another file, or the same CSV packed again with other
     // chunks, has another; a resume compares them.
     uint64_t fingerprint;
+    // Version 2: the time axis and where rows came from.
+    const char *time_column;      // "" when the file has none
+    enum sf_time_kind time_kind;  // SF_TIME_NONE when none
+    unsigned time_parts;          // ISO: the union of the SF_TIME_* parts the values showed
+    int64_t time_step;            // the most common step between rows of a series among the first 10000 (0: none)
+    uint64_t time_gaps;           // steps between rows of a series larger than time_step
+    const int64_t *series_times;  // first and last time of series i at [2i], [2i + 1]; NULL without a time column
+    bool has_lines;               // each row keeps its line in the CSV it was packed from
 } sf_pack_info;
 
 // ---- reading ----
@@ -113,6 +126,16 @@ void sf_pack_dctx_free(sf_pack_dctx *d);
 // column c. out holds sf_pack_chunk_raw_size(p, i) bytes.
 int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
                          sf_err *e);
+// The same, and the rows' times and CSV lines (rows values each) into time
+// and line; any of out, time and line may be NULL (not wanted). time and
+// line must be NULL when the file has no time column or no lines.
+int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
+                             int64_t *time, int64_t *line, sf_err *e);
+// The largest step between consecutive rows of one series that ends in
+// chunk i (from the row before it, in chunk i - 1, too); 0 without a time
+// column. A window that must not span a gap needs to look only where this
+// is larger than the gap.
+int64_t sf_pack_chunk_max_step(const sf_pack *p, uint64_t i);
 
 // Decodes every chunk, checks every checksum, size and offset, and recomputes
 // the column statistics; reports the first problem. progress (may be NULL) is
@@ -129,6 +152,9 @@ typedef struct {
     int level;                  // zstd level
     enum sf_filter filter;
     int threads;                // compression threads, 0 or 1: compress inline
+    const char *time_column;    // NULL: none; else every row has a time, non-decreasing in its series
+    enum sf_time_kind time_kind;
+    bool lines;                 // every row has its line in the CSV it comes from
 } sf_pack_writer_opts;
 
 typedef struct sf_pack_writer sf_pack_writer;
@@ -142,6 +168,14 @@ const char *sf_pack_writer_temp_path(const sf_pack_writer *w);
 int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_err *e);
 // Appends n rows, row-major (rows[r * ncols + c]). Values must be finite.
 int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *e);
+// The same with each row's time and CSV line (n each): required when the
+// writer was opened with a time column or lines, else NULL. A time before
+// the previous row's in the same series is SF_EINVAL.
+int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line, size_t n,
+                           sf_err *e);
+// ISO-8601 parts (SF_TIME_*) the times showed, joined into what the file
+// records, so that they are written back alike.
+void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts);
 uint64_t sf_pack_writer_nrows(const sf_pack_writer *w);
 uint64_t sf_pack_writer_bytes(const sf_pack_writer *w);  // written so far
 // Writes the trailer and footer, fsyncs, renames onto path and frees w.

@@ -22,6 +22,9 @@ struct sf_pack {
     sf_series *series;
     char *series_names;  // storage for series[i].name
     char *series_column;
+    char *time_column;
+    int64_t *series_times, *chunk_steps;
+    uint32_t naux;  // int64 columns after the floats in each chunk
     uint64_t *chunk_offset;
     uint32_t *chunk_size, *chunk_crc;
     size_t max_stored;
@@ -57,6 +60,9 @@ void sf_pack_close(sf_pack *p) {
     free(p->series);
     free(p->series_names);
     free(p->series_column);
+    free(p->time_column);
+    free(p->series_times);
+    free(p->chunk_steps);
     free(p->chunk_offset);
     free(p->chunk_size);
     free(p->chunk_crc);
@@ -108,8 +114,9 @@ static int parse_header(sf_pack *p, sf_err *e) {
         return CORRUPT("%s: byte 0: not an .sfpack file (expected the magic \"SFPACK\\x1a\\n\")", nm);
     }
     uint32_t version = sf_get_u32(fixed + 8);
-    if (version != SF_PACK_VERSION)
-        return CORRUPT("%s: byte 8: format version %u; this seqfeed reads version %u", nm, version, SF_PACK_VERSION);
+    if (version < 1 || version > SF_PACK_VERSION)
+        return CORRUPT("%s: byte 8: format version %u; this seqfeed reads versions 1 to %u", nm, version,
+                       SF_PACK_VERSION);
     uint32_t hsize = sf_get_u32(fixed + 12);
     if (hsize < SF_HEADER_FIXED + 6 || hsize > SF_MAX_HEADER || hsize > p->info.file_size - SF_FOOTER_SIZE)
         return CORRUPT("%s: byte 12: header size %u; expected %u to %u bytes, within the file", nm, hsize,
@@ -132,11 +139,14 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.filter = sf_get_u32(h + 24);
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
-    if (sf_get_u32(h + 32) || sf_get_u32(h + 36)) {
-        rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; this version writes and expects 0", nm,
-                     sf_get_u32(h + 32), sf_get_u32(h + 36));
+    uint32_t flags = sf_get_u32(h + 32), known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES : 0;
+    if ((flags & ~known) || sf_get_u32(h + 36)) {
+        rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; version %u knows flags %08x and reserves 0", nm,
+                     flags, sf_get_u32(h + 36), version, known);
         goto out;
     }
+    p->info.has_lines = flags & SF_FLAG_LINES;
+    p->naux = (flags & SF_FLAG_TIME ? 1 : 0) + p->info.has_lines;
     uint32_t nc = p->info.ncols;
     if (nc == 0 || nc > SF_PACK_MAX_COLS) {
         rc = CORRUPT("%s: byte 16: %u columns; expected 1 to %u", nm, nc, SF_PACK_MAX_COLS);
@@ -164,12 +174,33 @@ static int parse_header(sf_pack *p, sf_err *e) {
         }
     }
     p->series_column = take_name(h, hsize - 4, &pos);
-    if (!p->series_column || pos != hsize - 4) {
-        rc = CORRUPT("%s: header byte %zu: series column name missing or header has trailing bytes", nm, pos);
+    if (!p->series_column) {
+        rc = CORRUPT("%s: header byte %zu: the series column's name runs past the header", nm, pos);
+        goto out;
+    }
+    if (flags & SF_FLAG_TIME) {
+        p->time_column = take_name(h, hsize - 4, &pos);
+        uint32_t kind = pos + 4 <= hsize - 4 ? sf_get_u32(h + pos) : 0;
+        if (!p->time_column || !p->time_column[0] || kind <= SF_TIME_NONE || kind > SF_TIME_EPOCH_NS) {
+            rc = CORRUPT("%s: header byte %zu: the time column's name or kind is missing or unknown", nm, pos);
+            goto out;
+        }
+        p->info.time_kind = (enum sf_time_kind)kind;
+        pos += 4;
+    }
+    if (pos != hsize - 4) {
+        rc = CORRUPT("%s: header byte %zu: %zu unexpected bytes before the header's checksum", nm, pos,
+                     (size_t)(hsize - 4 - pos));
+        goto out;
+    }
+    if (p->naux && (uint64_t)p->info.chunk_rows * (nc * 4 + p->naux * 8) > SF_MAX_CHUNK_RAW) {
+        rc = CORRUPT("%s: byte 20: chunk of %u rows x %u columns and times or lines is out of range", nm,
+                     p->info.chunk_rows, nc);
         goto out;
     }
     p->info.col_names = (const char *const *)p->col_names;
     p->info.series_column = p->series_column;
+    p->info.time_column = p->time_column ? p->time_column : "";
 out:
     free(h);
     return rc;
@@ -258,7 +289,7 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
         p->stats[c] = s;
     }
     uint64_t prev_end = in->data_offset;
-    size_t zbound = ZSTD_compressBound((size_t)in->chunk_rows * nc * 4);
+    size_t zbound = ZSTD_compressBound((size_t)in->chunk_rows * (nc * 4 + p->naux * 8));
     for (uint64_t i = 0; i < in->nchunks; i++, q += SF_INDEX_ENTRY) {
         uint64_t off = sf_get_u64(q);
         uint32_t size = sf_get_u32(q + 8);
@@ -308,9 +339,43 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
         pos += 2 + len;
         out_pos += len + 1;
     }
+    if (p->time_column) {
+        uint64_t need = SF_TIME_FIXED + in->nseries * 16 + in->nchunks * 8;
+        p->series_times = malloc(in->nseries * 16);
+        p->chunk_steps = malloc(in->nchunks * 8);
+        if (!p->series_times || !p->chunk_steps) {
+            rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+            goto out;
+        }
+        if (end - pos < need) {
+            rc = CORRUPT("%s: trailer (byte %llu): the time column's summary runs past the trailer", nm,
+                         (unsigned long long)(toff + pos));
+            goto out;
+        }
+        in->time_step = (int64_t)sf_get_u64(t + pos);
+        in->time_gaps = sf_get_u64(t + pos + 8);
+        in->time_parts = sf_get_u32(t + pos + 16);
+        if (in->time_step < 0 || sf_get_u32(t + pos + 20)) {
+            rc = CORRUPT("%s: trailer (byte %llu): the time column's step is negative or its reserved field is not 0",
+                         nm, (unsigned long long)(toff + pos));
+            goto out;
+        }
+        pos += SF_TIME_FIXED;
+        for (uint64_t i = 0; i < in->nseries; i++, pos += 16) {
+            p->series_times[2 * i] = (int64_t)sf_get_u64(t + pos);
+            p->series_times[2 * i + 1] = (int64_t)sf_get_u64(t + pos + 8);
+            if (p->series_times[2 * i] > p->series_times[2 * i + 1]) {
+                rc = CORRUPT("%s: trailer (byte %llu): series %llu ends before it starts", nm,
+                             (unsigned long long)(toff + pos), (unsigned long long)i);
+                goto out;
+            }
+        }
+        for (uint64_t i = 0; i < in->nchunks; i++, pos += 8) p->chunk_steps[i] = (int64_t)sf_get_u64(t + pos);
+        in->series_times = p->series_times;
+    }
     if (pos != end) {
-        rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series names", nm,
-                     (unsigned long long)(toff + pos), end - pos);
+        rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series %s", nm,
+                     (unsigned long long)(toff + pos), end - pos, p->time_column ? "times" : "names");
         goto out;
     }
     in->stats = p->stats;
@@ -413,6 +478,28 @@ void sf_pack_dctx_free(sf_pack_dctx *d) {
 }
 
 int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out, sf_err *e) {
+    return sf_pack_chunk_decode_all(d, p, i, stored, out, NULL, NULL, e);
+}
+
+int64_t sf_pack_chunk_max_step(const sf_pack *p, uint64_t i) {
+    return p->chunk_steps && i < p->info.nchunks ? p->chunk_steps[i] : 0;
+}
+
+// The running sum of zigzag deltas aux_encode wrote (pack/writer.c).
+static void aux_decode(int64_t *out, const uint8_t *in, size_t rows) {
+    uint64_t v = 0;
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t z = sf_get_u64(in + 8 * r);
+        v += z >> 1 ^ (uint64_t)-(int64_t)(z & 1);
+        out[r] = (int64_t)v;
+    }
+}
+
+int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
+                             int64_t *time, int64_t *line, sf_err *e) {
+    if ((time && !p->time_column) || (line && !p->info.has_lines))
+        return sf_err_set(e, SF_EINVAL, "%s: the file has no %s", p->name, time && !p->time_column ? "time column"
+                                                                                                  : "CSV lines");
     if (i >= p->info.nchunks)
         return sf_err_set(e, SF_EINVAL, "%s: no chunk %llu (the file has %llu)", p->name, (unsigned long long)i,
                           (unsigned long long)p->info.nchunks);
@@ -421,7 +508,7 @@ int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const vo
     if (crc != c.crc)
         return CORRUPT("%s: chunk %llu (byte %llu): checksum mismatch (index says %08x, data gives %08x)", p->name,
                        (unsigned long long)i, (unsigned long long)c.offset, c.crc, crc);
-    size_t raw = (size_t)c.rows * p->info.ncols * 4;
+    size_t floats = (size_t)c.rows * p->info.ncols * 4, raw = floats + (size_t)c.rows * p->naux * 8;
     if (d->cap < raw) {
         uint8_t *b = realloc(d->buf, raw);
         if (!b) return sf_err_set(e, SF_ENOMEM, "%s: out of memory decoding chunk %llu", p->name, (unsigned long long)i);
@@ -433,7 +520,9 @@ int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const vo
         return CORRUPT("%s: chunk %llu (byte %llu): zstd data does not decode to %zu bytes (%s)", p->name,
                        (unsigned long long)i, (unsigned long long)c.offset, raw,
                        ZSTD_isError(r) ? ZSTD_getErrorName(r) : "wrong size");
-    sf_filter_decode(out, d->buf, p->info.ncols, c.rows, (int)p->info.filter);
+    if (out) sf_filter_decode(out, d->buf, p->info.ncols, c.rows, (int)p->info.filter);
+    if (time) aux_decode(time, d->buf + floats, c.rows);
+    if (line) aux_decode(line, d->buf + floats + (p->time_column ? (size_t)c.rows * 8 : 0), c.rows);
     return 0;
 }
 
@@ -444,16 +533,48 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
     float *vals = malloc(raw_max);
     sf_moments *acc = calloc(in->ncols, sizeof *acc);
     sf_pack_dctx *d = sf_pack_dctx_create();
+    size_t rows_max = raw_max / (4 * in->ncols);
+    int64_t *time = p->time_column ? malloc(rows_max * 8) : NULL, *line = in->has_lines ? malloc(rows_max * 8) : NULL;
+    int64_t prev_time = 0, prev_line = 0;
+    uint64_t series = 0;
     int rc = 0;
-    if (!stored || !vals || !acc || !d) {
+    if (!stored || !vals || !acc || !d || (p->time_column && !time) || (in->has_lines && !line)) {
         rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
         goto out;
     }
     for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
         rc = sf_pack_chunk_read(p, i, stored, e);
-        if (!rc) rc = sf_pack_chunk_decode(d, p, i, stored, vals, e);
+        if (!rc) rc = sf_pack_chunk_decode_all(d, p, i, stored, vals, time, line, e);
         if (rc) break;
         sf_chunk c = sf_pack_chunk_locate(p, i);
+        // Times: non-decreasing in each series, the series' first and last
+        // and each chunk's largest step as the trailer says. Lines: rising.
+        int64_t most = 0;
+        for (uint32_t r = 0; (time || line) && r < c.rows; r++) {
+            uint64_t row = c.first_row + r;
+            bool starts = row == in->series[series].first_row;
+            if (row >= in->series[series].first_row + in->series[series].rows) series++, starts = true;
+            if (line && row && line[r] <= prev_line)
+                rc = CORRUPT("%s: chunk %llu: row %llu's CSV line %lld does not follow line %lld", p->name,
+                             (unsigned long long)i, (unsigned long long)row, (long long)line[r], (long long)prev_line);
+            if (time && !starts && time[r] < prev_time)
+                rc = CORRUPT("%s: chunk %llu: row %llu's time goes back in its series", p->name,
+                             (unsigned long long)i, (unsigned long long)row);
+            if (time && !starts && time[r] - prev_time > most) most = time[r] - prev_time;
+            if (time && ((starts && time[r] != p->series_times[2 * series]) ||
+                         (row + 1 == in->series[series].first_row + in->series[series].rows &&
+                          time[r] != p->series_times[2 * series + 1])))
+                rc = CORRUPT("%s: trailer: the first or last time of series %llu differs from its rows'", p->name,
+                             (unsigned long long)series);
+            if (rc) goto out;
+            if (time) prev_time = time[r];
+            if (line) prev_line = line[r];
+        }
+        if (time && most != p->chunk_steps[i]) {
+            rc = CORRUPT("%s: trailer: chunk %llu's largest step is %lld, its rows' is %lld", p->name,
+                         (unsigned long long)i, (long long)p->chunk_steps[i], (long long)most);
+            goto out;
+        }
         for (uint32_t col = 0; col < in->ncols; col++) {
             const float *x = vals + (size_t)col * c.rows;
             for (uint32_t r = 0; r < c.rows; r++)
@@ -481,6 +602,8 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
 out:
     free(stored);
     free(vals);
+    free(time);
+    free(line);
     free(acc);
     sf_pack_dctx_free(d);
     return rc;

@@ -16,6 +16,8 @@
 
 typedef struct {
     float *raw;        // column-major, chunk_rows * ncols
+    int64_t *aux;      // the rows' times, then their lines: column-major, chunk_rows each
+    int64_t max_step;  // sf_pack_chunk_max_step
     uint8_t *filtered;
     void *stored;      // compressed bytes
     size_t stored_cap, stored_size, rows;
@@ -29,7 +31,13 @@ typedef struct {
     uint64_t first_row, rows;
     char *name;
     size_t len;  // names may hold NUL bytes
+    int64_t first_time, last_time;
 } series_entry;
+
+// The typical step of a time column: the most common among the first
+// STEP_SAMPLE steps (a table of up to STEP_KINDS distinct ones); after that,
+// steps above it count as gaps as they come.
+enum { STEP_SAMPLE = 10000, STEP_KINDS = 256 };
 
 struct sf_pack_writer {
     char *path, *tmp_path;
@@ -50,8 +58,19 @@ struct sf_pack_writer {
     pthread_cond_t cv;
     bool stop;
 
+    uint32_t version, naux;  // naux: int64 columns after the floats (time, line)
+    bool has_time, has_lines;
+    const char *time_column;  // borrowed until finish
+    enum sf_time_kind time_kind;
+    unsigned time_parts;
+    int64_t step_value[STEP_KINDS];
+    uint64_t step_count[STEP_KINDS], steps_seen, gaps;
+    uint32_t step_kinds;
+    int64_t step;  // decided after STEP_SAMPLE steps, or at the end
+
     uint64_t nrows, offset;  // offset: where the next chunk goes
     uint8_t *index;          // SF_INDEX_ENTRY per chunk
+    int64_t *chunk_steps;    // sf_pack_chunk_max_step, per chunk written
     size_t index_len, index_cap;
     sf_moments *moments;     // ncols, merged in chunk order
     series_entry *series;
@@ -74,10 +93,24 @@ static int write_all(sf_pack_writer *w, const void *buf, size_t n, uint64_t off,
     return 0;
 }
 
-static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, int level, int filter) {
+// The int64 columns after the floats: each value minus the one before
+// (the first minus 0), zigzag-coded, little-endian. Times and lines step
+// by the same amount row after row, which zstd takes to almost nothing.
+static void aux_encode(uint8_t *out, const int64_t *in, size_t rows) {
+    uint64_t prev = 0;
+    for (size_t r = 0; r < rows; r++) {
+        uint64_t d = (uint64_t)in[r] - prev;
+        prev = (uint64_t)in[r];
+        sf_put_u64(out + 8 * r, d << 1 ^ (uint64_t)-(int64_t)(d >> 63));
+    }
+}
+
+static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, uint32_t naux, int level, int filter) {
     for (uint32_t c = 0; c < ncols; c++) sf_moments_of(&j->moments[c], j->raw + c * j->rows, j->rows);
-    size_t raw_size = j->rows * ncols * 4;
+    size_t raw_size = j->rows * (ncols * 4 + naux * 8);
     sf_filter_encode(j->filtered, j->raw, ncols, j->rows, filter);
+    for (uint32_t a = 0; a < naux; a++)
+        aux_encode(j->filtered + j->rows * (ncols * 4 + a * 8), j->aux + (size_t)a * j->rows, j->rows);
     size_t r = ZSTD_compressCCtx(cctx, j->stored, j->stored_cap, j->filtered, raw_size, level);
     j->error_name = ZSTD_isError(r) ? ZSTD_getErrorName(r) : NULL;
     j->stored_size = ZSTD_isError(r) ? 0 : r;
@@ -85,9 +118,10 @@ static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, int level, int
 
 // Chunks of a job are laid out column-major with the job's row count, which
 // for a partial last chunk is smaller than chunk_rows: compact it first.
-static void job_compact(job *j, uint32_t ncols, uint32_t chunk_rows) {
+static void job_compact(job *j, uint32_t ncols, uint32_t naux, uint32_t chunk_rows) {
     if (j->rows == chunk_rows) return;
     for (uint32_t c = 1; c < ncols; c++) memmove(j->raw + c * j->rows, j->raw + (size_t)c * chunk_rows, j->rows * 4);
+    for (uint32_t a = 1; a < naux; a++) memmove(j->aux + a * j->rows, j->aux + (size_t)a * chunk_rows, j->rows * 8);
 }
 
 static void *worker_main(void *arg) {
@@ -99,7 +133,7 @@ static void *worker_main(void *arg) {
         if (w->next_take == w->next_seq) break;  // stop requested and nothing queued
         job *j = &w->jobs[w->next_take++ % w->njobs];
         pthread_mutex_unlock(&w->mu);
-        if (cctx) job_compress(j, cctx, w->ncols, w->level, w->filter);
+        if (cctx) job_compress(j, cctx, w->ncols, w->naux, w->level, w->filter);
         else j->error_name = "cannot create a zstd context";
         pthread_mutex_lock(&w->mu);
         j->done = true;
@@ -133,10 +167,13 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
     if (w->index_len == w->index_cap) {
         size_t cap = w->index_cap ? 2 * w->index_cap : 64;
         uint8_t *p = realloc(w->index, cap * SF_INDEX_ENTRY);
-        if (!p) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the chunk index", w->path);
-        w->index = p;
+        if (p) w->index = p;
+        int64_t *s = p ? realloc(w->chunk_steps, cap * sizeof *s) : NULL;
+        if (!s) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the chunk index", w->path);
+        w->chunk_steps = s;
         w->index_cap = cap;
     }
+    w->chunk_steps[w->index_len] = j->max_step;
     uint8_t *ent = w->index + w->index_len++ * SF_INDEX_ENTRY;
     sf_put_u64(ent, w->offset);
     sf_put_u32(ent + 8, (uint32_t)j->stored_size);
@@ -154,7 +191,7 @@ static int flush_chunk(sf_pack_writer *w, sf_err *e) {
     job *j = &w->jobs[w->next_seq % w->njobs];
     j->rows = w->fill;
     j->seq = w->next_seq;
-    job_compact(j, w->ncols, w->chunk_rows);
+    job_compact(j, w->ncols, w->naux, w->chunk_rows);
     w->fill = 0;
     if (w->nthreads) {
         pthread_mutex_lock(&w->mu);
@@ -162,7 +199,7 @@ static int flush_chunk(sf_pack_writer *w, sf_err *e) {
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
     } else {
-        job_compress(j, w->cctx, w->ncols, w->level, w->filter);
+        job_compress(j, w->cctx, w->ncols, w->naux, w->level, w->filter);
         j->done = true;
         w->next_seq++;
     }
@@ -186,6 +223,7 @@ static void free_writer(sf_pack_writer *w) {
     }
     for (size_t i = 0; w->jobs && i < w->njobs; i++) {
         free(w->jobs[i].raw);
+        free(w->jobs[i].aux);
         free(w->jobs[i].filtered);
         free(w->jobs[i].stored);
         free(w->jobs[i].moments);
@@ -195,6 +233,7 @@ static void free_writer(sf_pack_writer *w) {
     for (size_t i = 0; i < w->nseries; i++) free(w->series[i].name);
     free(w->series);
     free(w->index);
+    free(w->chunk_steps);
     free(w->moments);
     if (w->fd >= 0) close(w->fd);
     free(w->path);
@@ -209,27 +248,29 @@ void sf_pack_writer_abort(sf_pack_writer *w) {
 }
 
 static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e) {
-    size_t n = SF_HEADER_FIXED + 2 + strlen(series_column) + 4;
+    size_t n = SF_HEADER_FIXED + 2 + strlen(series_column) + 4 + (w->has_time ? 2 + strlen(w->time_column) + 4 : 0);
     for (uint32_t c = 0; c < w->ncols; c++) n += 2 + strlen(w->col_names[c]);
     if (n > SF_MAX_HEADER) return sf_err_set(e, SF_EINVAL, "%s: column names too long for the header", w->path);
     uint64_t data_offset = sf_align_up(n, SF_PACK_ALIGN);
     uint8_t *h = calloc(1, data_offset);
     if (!h) return sf_err_set(e, SF_ENOMEM, "%s: out of memory", w->path);
     memcpy(h, SF_MAGIC_HEADER, 8);
-    sf_put_u32(h + 8, SF_PACK_VERSION);
+    sf_put_u32(h + 8, w->version);
     sf_put_u32(h + 12, (uint32_t)n);
     sf_put_u32(h + 16, w->ncols);
     sf_put_u32(h + 20, w->chunk_rows);
     sf_put_u32(h + 24, (uint32_t)w->filter);
     sf_put_u32(h + 28, (uint32_t)w->level);
-    uint8_t *p = h + SF_HEADER_FIXED;  // flags and reserved stay zero
-    for (uint32_t c = 0; c <= w->ncols; c++) {
-        const char *s = c < w->ncols ? w->col_names[c] : series_column;
+    sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0));  // reserved stays 0
+    uint8_t *p = h + SF_HEADER_FIXED;
+    for (uint32_t c = 0; c <= w->ncols + w->has_time; c++) {
+        const char *s = c < w->ncols ? w->col_names[c] : c == w->ncols ? series_column : w->time_column;
         size_t len = strlen(s);
         sf_put_u16(p, (uint16_t)len);
         memcpy(p + 2, s, len);
         p += 2 + len;
     }
+    if (w->has_time) sf_put_u32(p, (uint32_t)w->time_kind), p += 4;
     sf_put_u32(p, sf_crc32c(0, h, n - 4));
     int rc = write_all(w, h, data_offset, 0, e);
     free(h);
@@ -249,6 +290,11 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     const char *series_column = o->series_column ? o->series_column : "";
     if (strlen(series_column) > SF_PACK_MAX_NAME)
         return sf_err_set(e, SF_EINVAL, "%s: series column name too long", path);
+    bool has_time = o->time_column != NULL;
+    if (has_time && (!o->time_column[0] || strlen(o->time_column) > SF_PACK_MAX_NAME ||
+                     o->time_kind <= SF_TIME_NONE || o->time_kind > SF_TIME_EPOCH_NS))
+        return sf_err_set(e, SF_EINVAL, "%s: a time column needs a name of 1 to %u bytes and a kind", path,
+                          SF_PACK_MAX_NAME);
     for (uint32_t c = 0; c < o->ncols; c++) {
         size_t len = strlen(o->col_names[c]);
         if (len == 0 || len > SF_PACK_MAX_NAME)
@@ -270,6 +316,9 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->level = o->level;
     w->filter = o->filter;
     w->col_names = o->col_names;
+    w->has_time = has_time, w->has_lines = o->lines, w->naux = has_time + o->lines;
+    w->time_column = o->time_column, w->time_kind = has_time ? o->time_kind : SF_TIME_NONE;
+    w->version = w->naux ? 2 : 1;  // a file without times or lines stays readable by version-1 readers
     w->path = strdup(path);
     w->nthreads = o->threads > 1 ? o->threads : 0;
     w->njobs = w->nthreads ? 2 * (size_t)w->nthreads : 1;
@@ -279,12 +328,14 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     size_t raw = chunk_rows * o->ncols * 4;
     for (size_t i = 0; i < w->njobs; i++) {
         job *j = &w->jobs[i];
+        size_t all = raw + chunk_rows * w->naux * 8;
         j->raw = malloc(raw);
-        j->filtered = malloc(raw);
-        j->stored_cap = ZSTD_compressBound(raw);
+        j->aux = w->naux ? malloc(chunk_rows * w->naux * 8) : NULL;
+        j->filtered = malloc(all);
+        j->stored_cap = ZSTD_compressBound(all);
         j->stored = malloc(j->stored_cap);
         j->moments = calloc(o->ncols, sizeof *j->moments);
-        if (!j->raw || !j->filtered || !j->stored || !j->moments) goto nomem;
+        if (!j->raw || (w->naux && !j->aux) || !j->filtered || !j->stored || !j->moments) goto nomem;
     }
     if (!w->nthreads && !(w->cctx = ZSTD_createCCtx())) goto nomem;
 
@@ -358,26 +409,86 @@ int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_er
         w->series = p;
         w->series_cap = cap;
     }
-    w->series[w->nseries++] = (series_entry){w->nrows, 0, copy, len};
+    w->series[w->nseries++] = (series_entry){w->nrows, 0, copy, len, 0, 0};
     return 0;
 }
 
+void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts) {
+    unsigned frac = (parts >> SF_TIME_FRACTION_SHIFT) & 7, had = (w->time_parts >> SF_TIME_FRACTION_SHIFT) & 7;
+    w->time_parts |= parts & ((1u << SF_TIME_FRACTION_SHIFT) - 1);
+    if (frac > had) w->time_parts = (w->time_parts & ((1u << SF_TIME_FRACTION_SHIFT) - 1)) | frac << SF_TIME_FRACTION_SHIFT;
+}
+
+// The typical step: the most common of the sample (the smallest of equals).
+static void decide_step(sf_pack_writer *w) {
+    uint32_t best = 0;
+    for (uint32_t k = 1; k < w->step_kinds; k++)
+        if (w->step_count[k] > w->step_count[best] ||
+            (w->step_count[k] == w->step_count[best] && w->step_value[k] < w->step_value[best]))
+            best = k;
+    w->step = w->step_kinds ? w->step_value[best] : 0;
+    for (uint32_t k = 0; k < w->step_kinds; k++)
+        if (w->step_value[k] > w->step) w->gaps += w->step_count[k];
+}
+
+static void count_step(sf_pack_writer *w, int64_t step) {
+    if (w->steps_seen++ >= STEP_SAMPLE) {
+        w->gaps += step > w->step;
+        return;
+    }
+    uint32_t k = 0;
+    while (k < w->step_kinds && w->step_value[k] != step) k++;
+    if (k == w->step_kinds && k < STEP_KINDS) w->step_value[w->step_kinds++] = step, w->step_count[k] = 0;
+    if (k < w->step_kinds) w->step_count[k]++;
+    else w->gaps++;  // a rare step the table has no room for: far from typical
+    if (w->steps_seen == STEP_SAMPLE) decide_step(w);
+}
+
 int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *e) {
+    return sf_pack_writer_rows_at(w, rows, NULL, NULL, n, e);
+}
+
+int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line, size_t n,
+                           sf_err *e) {
+    if (!time != !w->has_time || !line != !w->has_lines)
+        return sf_err_set(e, SF_EINVAL, "%s: rows %s times and %s lines, the writer was opened %s a time column and "
+                          "%s lines", w->path, time ? "with" : "without", line ? "with" : "without",
+                          w->has_time ? "with" : "without", w->has_lines ? "with" : "without");
     if (w->nseries == 0) {
         int rc = sf_pack_writer_series(w, "", 0, e);
         if (rc) return rc;
     }
     uint32_t nc = w->ncols;
+    series_entry *s = &w->series[w->nseries - 1];
     while (n) {
         job *j = &w->jobs[w->next_seq % w->njobs];
         size_t take = w->chunk_rows - w->fill;
         if (take > n) take = n;
+        if (w->fill == 0) j->max_step = 0;
         for (size_t r = 0; r < take; r++)
             for (uint32_t c = 0; c < nc; c++) j->raw[(size_t)c * w->chunk_rows + w->fill + r] = rows[r * nc + c];
+        for (size_t r = 0; time && r < take; r++) {
+            if (s->rows + r) {
+                if (time[r] < s->last_time)
+                    return sf_err_set(e, SF_EINVAL, "%s: row %llu: time %lld is before the row before it (%lld) in "
+                                      "the same series", w->path, (unsigned long long)(w->nrows + r),
+                                      (long long)time[r], (long long)s->last_time);
+                int64_t step = time[r] - s->last_time;
+                if (step > j->max_step) j->max_step = step;
+                count_step(w, step);
+            } else {
+                s->first_time = time[r];
+            }
+            s->last_time = time[r];
+            j->aux[w->fill + r] = time[r];
+        }
+        for (size_t r = 0; line && r < take; r++) j->aux[(size_t)w->has_time * w->chunk_rows + w->fill + r] = line[r];
         w->fill += take;
         w->nrows += take;
-        w->series[w->nseries - 1].rows += take;
+        s->rows += take;
         rows += take * nc;
+        if (time) time += take;
+        if (line) line += take;
         n -= take;
         if (w->fill == w->chunk_rows) {
             int rc = flush_chunk(w, e);
@@ -391,7 +502,8 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
     size_t names = 0;
     for (size_t i = 0; i < w->nseries; i++) names += 2 + w->series[i].len;
     size_t n = SF_TRAILER_FIXED + w->ncols * SF_STATS_SIZE + w->index_len * SF_INDEX_ENTRY +
-               w->nseries * SF_SERIES_ENTRY + names + 4;
+               w->nseries * SF_SERIES_ENTRY + names + 4 +
+               (w->has_time ? SF_TIME_FIXED + w->nseries * 16 + w->index_len * 8 : 0);
     uint8_t *t = malloc(n + SF_FOOTER_SIZE);
     if (!t) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the trailer", w->path);
     memcpy(t, SF_MAGIC_TRAILER, 8);
@@ -420,6 +532,19 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
         memcpy(p + 2, w->series[i].name, w->series[i].len);
         p += 2 + w->series[i].len;
     }
+    if (w->has_time) {
+        if (w->steps_seen < STEP_SAMPLE) decide_step(w);
+        sf_put_u64(p, (uint64_t)w->step);
+        sf_put_u64(p + 8, w->gaps);
+        sf_put_u32(p + 16, w->time_parts);
+        sf_put_u32(p + 20, 0);
+        p += SF_TIME_FIXED;
+        for (size_t i = 0; i < w->nseries; i++, p += 16) {
+            sf_put_u64(p, (uint64_t)w->series[i].first_time);
+            sf_put_u64(p + 8, (uint64_t)w->series[i].last_time);
+        }
+        for (size_t i = 0; i < w->index_len; i++, p += 8) sf_put_u64(p, (uint64_t)w->chunk_steps[i]);
+    }
     sf_put_u32(p, sf_crc32c(0, t, n - 4));
     p += 4;
     // The trailer follows the last chunk directly; only chunks need alignment.
@@ -428,7 +553,7 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
                                            : w->offset;
     sf_put_u64(p, trailer_offset);
     sf_put_u64(p + 8, n);
-    sf_put_u32(p + 16, SF_PACK_VERSION);
+    sf_put_u32(p + 16, w->version);
     sf_put_u32(p + 20, sf_crc32c(0, p, 20));
     memcpy(p + 24, SF_MAGIC_FOOTER, 8);
     int rc = write_all(w, t, n + SF_FOOTER_SIZE, trailer_offset, e);

@@ -86,7 +86,7 @@ static void check_pack(const char *label, const char *path, const expect *x, uin
     const sf_pack_info *in = sf_pack_get_info(p);
     struct stat st;
     stat(path, &st);
-    CHECK(in->version == SF_PACK_VERSION && in->filter == (uint32_t)filter && in->level == level &&
+    CHECK(in->version == 1u + (in->has_lines || in->time_kind != SF_TIME_NONE) && in->filter == (uint32_t)filter && in->level == level &&
               in->chunk_rows == chunk_rows && in->file_size == (uint64_t)st.st_size,
           "%s: version %u filter %u level %d chunk_rows %u size %llu", label, in->version, in->filter, in->level,
           in->chunk_rows, (unsigned long long)in->file_size);
@@ -517,6 +517,112 @@ static void test_writer_api(const char *dir) {
     CHECK(count_entries(dir) == 0, "refused opens left %d files", count_entries(dir));
 }
 
+// Version 2: rows with times and CSV lines come back exact through every
+// chunk layout and thread count, with the summary the trailer keeps (each
+// series' first and last time, the typical step, the gaps, each chunk's
+// largest step) equal to a brute-force count; a time that goes back in a
+// series is refused.
+static void test_times(const char *dir) {
+    enum { N = 5003, NS = 3 };
+    static float rows[N * 2];
+    static int64_t time[N], line[N];
+    uint64_t starts[NS + 1] = {0, 1200, 1201, N};  // a series of one row in the middle
+    int64_t t = -86400000000ll * 400;  // before 1970
+    for (size_t r = 0; r < N; r++) {
+        rows[2 * r] = (float)r, rows[2 * r + 1] = (float)uniform();
+        int64_t step = rng() % 50 ? 3600000000ll : (int64_t)(rng() % 100) * 3600000000ll;  // hours, a few gaps
+        t += step;
+        time[r] = t, line[r] = (int64_t)(r + 2 + r / 100);  // lines skip, as after dropped rows
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/times.sfpack", dir);
+    static const char *const names[] = {"a", "b"};
+    for (int layout = 0; layout < 3; layout++) {
+        uint32_t chunk_rows = layout == 0 ? 64 : layout == 1 ? 1000 : 8192;
+        int threads = layout == 1 ? 3 : 0;
+        sf_err e = {0};
+        sf_pack_writer *w;
+        sf_pack_writer_opts o = {.ncols = 2, .col_names = names, .series_column = "id", .chunk_rows = chunk_rows,
+                                 .level = 1, .filter = SF_FILTER_DELTA_SHUFFLE, .threads = threads,
+                                 .time_column = "when", .time_kind = SF_TIME_ISO, .lines = true};
+        if (sf_pack_writer_open(&w, path, &o, &e)) {
+            CHECK(0, "open: %s", e.msg);
+            return;
+        }
+        int rc = 0;
+        for (int s = 0; s < NS && !rc; s++) {
+            char id[8];
+            snprintf(id, sizeof id, "s%d", s);
+            rc = sf_pack_writer_series(w, id, strlen(id), &e);
+            for (uint64_t r = starts[s]; r < starts[s + 1] && !rc; r += 700) {
+                size_t n = starts[s + 1] - r < 700 ? (size_t)(starts[s + 1] - r) : 700;
+                rc = sf_pack_writer_rows_at(w, rows + 2 * r, time + r, line + r, n, &e);
+            }
+        }
+        sf_pack_writer_time_parts(w, SF_TIME_CLOCK | 3u << SF_TIME_FRACTION_SHIFT);
+        sf_pack_writer_time_parts(w, SF_TIME_SECONDS | 1u << SF_TIME_FRACTION_SHIFT);
+        if (!rc) rc = sf_pack_writer_finish(w, &e);
+        else sf_pack_writer_abort(w);
+        CHECK(rc == 0, "layout %d: %s", layout, e.msg);
+        sf_pack *p;
+        if (rc || sf_pack_open(&p, path, &e)) {
+            CHECK(0, "layout %d: open: %s", layout, e.msg);
+            continue;
+        }
+        const sf_pack_info *in = sf_pack_get_info(p);
+        CHECK(in->version == 2 && in->has_lines && in->time_kind == SF_TIME_ISO && !strcmp(in->time_column, "when") &&
+                  in->time_parts == (SF_TIME_CLOCK | SF_TIME_SECONDS | 3u << SF_TIME_FRACTION_SHIFT),
+              "layout %d: version %u, lines %d, kind %d, column %s, parts %x", layout, in->version, in->has_lines,
+              in->time_kind, in->time_column, in->time_parts);
+        // Brute force: the typical step among the first 10000 steps, the gaps above it.
+        uint64_t gaps = 0, steps = 0;
+        for (int s = 0; s < NS; s++) {
+            CHECK(in->series_times[2 * s] == time[starts[s]] && in->series_times[2 * s + 1] == time[starts[s + 1] - 1],
+                  "layout %d: series %d times", layout, s);
+            for (uint64_t r = starts[s] + 1; r < starts[s + 1]; r++, steps++) gaps += time[r] - time[r - 1] > 3600000000ll;
+        }
+        CHECK(in->time_step == 3600000000ll && in->time_gaps == gaps, "layout %d: step %lld, %llu gaps (want %llu)",
+              layout, (long long)in->time_step, (unsigned long long)in->time_gaps, (unsigned long long)gaps);
+        sf_pack_dctx *d = sf_pack_dctx_create();
+        float *vals = malloc(sf_pack_chunk_raw_size(p, 0));
+        int64_t *gt = malloc(chunk_rows * 8), *gl = malloc(chunk_rows * 8);
+        void *stored = malloc(sf_pack_max_stored_size(p));
+        for (uint64_t i = 0; i < in->nchunks; i++) {
+            sf_chunk c = sf_pack_chunk_locate(p, i);
+            rc = sf_pack_chunk_read(p, i, stored, &e);
+            if (!rc) rc = sf_pack_chunk_decode_all(d, p, i, stored, vals, gt, gl, &e);
+            CHECK(rc == 0, "layout %d: chunk %llu: %s", layout, (unsigned long long)i, e.msg);
+            if (rc) break;
+            int64_t most = 0;
+            for (uint32_t k = 0; k < c.rows; k++) {
+                uint64_t r = c.first_row + k;
+                CHECK(gt[k] == time[r] && gl[k] == line[r] && vals[k] == rows[2 * r], "layout %d: row %llu", layout,
+                      (unsigned long long)r);
+                bool first = r == 0 || r == starts[1] || r == starts[2];
+                if (!first && time[r] - time[r - 1] > most) most = time[r] - time[r - 1];
+            }
+            CHECK(sf_pack_chunk_max_step(p, i) == most, "layout %d: chunk %llu: largest step %lld, want %lld", layout,
+                  (unsigned long long)i, (long long)sf_pack_chunk_max_step(p, i), (long long)most);
+        }
+        CHECK(sf_pack_verify(p, NULL, NULL, &e) == 0, "layout %d: verify: %s", layout, e.msg);
+        free(vals), free(gt), free(gl), free(stored);
+        sf_pack_dctx_free(d);
+        sf_pack_close(p);
+        unlink(path);
+    }
+    // A time before the one before it, in the same series: refused.
+    sf_err e = {0};
+    sf_pack_writer *w;
+    sf_pack_writer_opts o = {.ncols = 2, .col_names = names, .level = 1, .time_column = "when",
+                             .time_kind = SF_TIME_EPOCH_S};
+    if (sf_pack_writer_open(&w, path, &o, &e) == 0) {
+        int64_t back[3] = {10, 20, 15};
+        int rc = sf_pack_writer_rows_at(w, rows, back, NULL, 3, &e);
+        CHECK(rc == SF_EINVAL && strstr(e.msg, "row 2: time 15 is before"), "a time going back: %d %s", rc, e.msg);
+        sf_pack_writer_abort(w);
+    }
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR"), *seqfeed = getenv("SEQFEED");
     if (!srcdir || !seqfeed) {
@@ -531,6 +637,7 @@ int main(void) {
     remove_dir(dir);
     dir = scratch_dir("writer");
     test_writer_api(dir);
+    test_times(dir);
     remove_dir(dir);
     printf("%.1f s\n", sf_now() - t0);
     return TEST_EXIT();
