@@ -53,6 +53,11 @@ static chunk_summary summarize(const sf_pack *p) {
     return s;
 }
 
+static const char *time_kind_name(enum sf_time_kind k) {
+    static const char *const names[] = {"none", "iso-8601", "epoch-s", "epoch-ms", "epoch-us", "epoch-ns"};
+    return names[k];
+}
+
 static void print_json(const sf_pack *p) {
     const sf_pack_info *in = sf_pack_get_info(p);
     chunk_summary s = summarize(p);
@@ -77,11 +82,30 @@ static void print_json(const sf_pack *p) {
     printf("], \"series_column\": ");
     if (in->series_column[0]) cli_json_string(stdout, in->series_column);
     else printf("null");
+    bool timed = in->time_kind != SF_TIME_NONE;
+    printf(", \"time\": ");
+    if (timed) {
+        printf("{\"column\": ");
+        cli_json_string(stdout, in->time_column);
+        printf(", \"kind\": \"%s\", \"step_seconds\": ", time_kind_name(in->time_kind));
+        cli_json_real(stdout, (double)in->time_step * sf_pack_time_unit(in));
+        printf(", \"gaps\": %" PRIu64 "}", in->time_gaps);
+    } else {
+        printf("null");
+    }
+    printf(", \"lines\": %s", in->has_lines ? "true" : "false");
     printf(", \"series\": [");
     for (uint64_t i = 0; i < in->nseries; i++) {
         printf("%s{\"name\": ", i ? ", " : "");
         cli_json_string(stdout, in->series[i].name);
-        printf(", \"first_row\": %" PRIu64 ", \"rows\": %" PRIu64 "}", in->series[i].first_row, in->series[i].rows);
+        printf(", \"first_row\": %" PRIu64 ", \"rows\": %" PRIu64, in->series[i].first_row, in->series[i].rows);
+        if (timed) {
+            char a[48], b[48];
+            sf_pack_time_text(in, in->series_times[2 * i], a, sizeof a);
+            sf_pack_time_text(in, in->series_times[2 * i + 1], b, sizeof b);
+            printf(", \"first_time\": \"%s\", \"last_time\": \"%s\"", a, b);
+        }
+        printf("}");
     }
     printf("], \"chunks\": {\"count\": %" PRIu64 ", \"rows_per_chunk\": %u, \"data_offset\": %" PRIu64
            ", \"raw_bytes\": %" PRIu64 ", \"stored_bytes\": %" PRIu64 ", \"min_stored\": %" PRIu64
@@ -103,6 +127,13 @@ static void print_text(const sf_pack *p, bool all_series) {
     printf("rows         %" PRIu64 " in %" PRIu64 " series%s%s%s\n", in->nrows, in->nseries,
            in->series_column[0] ? " (series column \"" : "", in->series_column,
            in->series_column[0] ? "\")" : "");
+    if (in->time_kind != SF_TIME_NONE) {
+        char step[32] = "none";
+        if (in->time_step) sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
+        printf("time         column \"%s\" (%s), typical step %s, %" PRIu64 " larger step(s) (gaps)\n",
+               in->time_column, time_kind_name(in->time_kind), step, in->time_gaps);
+    }
+    if (in->has_lines) printf("lines        every row keeps its line in the CSV it was packed from\n");
     printf("columns      %u\n", in->ncols);
     int w = 4;
     for (uint32_t c = 0; c < in->ncols; c++) {
@@ -117,11 +148,20 @@ static void print_text(const sf_pack *p, bool all_series) {
     }
     uint64_t shown = all_series || in->nseries <= 10 ? in->nseries : 10;
     printf("series       %" PRIu64 "\n", in->nseries);
-    printf("  %8s  %-20s %14s %14s\n", "#", "name", "first row", "rows");
-    for (uint64_t i = 0; i < shown; i++)
-        printf("  %8" PRIu64 "  %-20s %14" PRIu64 " %14" PRIu64 "\n", i + 1,
+    bool timed = in->time_kind != SF_TIME_NONE;
+    printf("  %8s  %-20s %14s %14s%s\n", "#", "name", "first row", "rows", timed ? "  first time .. last time" : "");
+    for (uint64_t i = 0; i < shown; i++) {
+        printf("  %8" PRIu64 "  %-20s %14" PRIu64 " %14" PRIu64, i + 1,
                in->series[i].name[0] ? in->series[i].name : "(all rows)", in->series[i].first_row,
                in->series[i].rows);
+        if (timed) {
+            char a[48], b[48];
+            sf_pack_time_text(in, in->series_times[2 * i], a, sizeof a);
+            sf_pack_time_text(in, in->series_times[2 * i + 1], b, sizeof b);
+            printf("  %s .. %s", a, b);
+        }
+        printf("\n");
+    }
     if (shown < in->nseries) printf("  ... %" PRIu64 " more (--all-series lists them)\n", in->nseries - shown);
     printf("chunks       %" PRIu64 " of up to %u rows; stored %" PRIu64 " to %" PRIu64 " bytes, %.1f on average\n",
            in->nchunks, in->chunk_rows, s.min, s.max, (double)s.stored / (double)in->nchunks);

@@ -26,9 +26,13 @@ static const cli_command unpack_command = {
 
 static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(p);
-    bool series = in->series_column[0] != 0;
+    bool series = in->series_column[0] != 0, timed = in->time_kind != SF_TIME_NONE;
     if (series) {
         cli_csv_field(f, in->series_column);
+        fputc(',', f);
+    }
+    if (timed) {
+        cli_csv_field(f, in->time_column);
         fputc(',', f);
     }
     for (uint32_t c = 0; c < in->ncols; c++) {
@@ -37,15 +41,18 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     }
     fputc('\n', f);
     void *stored = malloc(sf_pack_max_stored_size(p));
-    float *vals = malloc((size_t)in->chunk_rows * in->ncols * 4);
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    float *vals = malloc(rows * in->ncols * 4);
+    int64_t *time = timed ? malloc(rows * 8) : NULL;
     sf_pack_dctx *d = sf_pack_dctx_create();
     int rc = 0;
-    if (!stored || !vals || !d) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!stored || !vals || !d || (timed && !time)) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     uint64_t s = 0;
     cli_progress prog;
     cli_progress_start(&prog, quiet);
     for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
-        if ((rc = sf_pack_chunk_read(p, i, stored, e)) || (rc = sf_pack_chunk_decode(d, p, i, stored, vals, e)))
+        if ((rc = sf_pack_chunk_read(p, i, stored, e)) ||
+            (rc = sf_pack_chunk_decode_all(d, p, i, stored, vals, time, NULL, e)))
             break;
         sf_chunk ch = sf_pack_chunk_locate(p, i);
         for (uint32_t r = 0; r < ch.rows; r++) {
@@ -53,6 +60,11 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
             while (row >= in->series[s].first_row + in->series[s].rows) s++;
             if (series) {
                 cli_csv_field(f, in->series[s].name);
+                fputc(',', f);
+            }
+            if (timed) {
+                char t[48];
+                fwrite(t, 1, (size_t)sf_pack_time_text(in, time[r], t, sizeof t), f);
                 fputc(',', f);
             }
             for (uint32_t c = 0; c < in->ncols; c++) {
@@ -68,6 +80,7 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     cli_progress_end(&prog);
     free(stored);
     free(vals);
+    free(time);
     sf_pack_dctx_free(d);
     return rc;
 }

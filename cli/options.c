@@ -39,6 +39,7 @@ static const char *const directs[] = {"auto", "on", "off", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
 static const char *const missings[] = {"error", "drop", "ffill", NULL};
 static const char *const filters[] = {"delta-shuffle", "shuffle", "none", NULL};
+static const char *const time_units[] = {"s", "ms", "us", "ns", NULL};  // in the order of SF_TIME_EPOCH_*
 
 #define U32 UINT32_MAX
 #define FILES "input and output"
@@ -141,6 +142,12 @@ static const option options[OPT_COUNT] = {
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME", K_TEXT, .group = PACKING,
                            .help = "rows with the same value of NAME form one series (rows of a series must be "
                                    "contiguous); NAME is not stored as a feature"},
+    [OPT_TIME_COLUMN] = {"time-column", 0, "NAME|none", K_TEXT, .group = PACKING,
+                         .help = "the time of each row, stored exactly and never as a feature: ISO-8601 dates and "
+                                 "times, or integers with --time-unit; never going back within a series (default: "
+                                 "the first column whose first value is an ISO-8601 time)"},
+    [OPT_TIME_UNIT] = {"time-unit", 0, "s|ms|us|ns", K_CHOICE, .choices = time_units, .group = PACKING,
+                       .help = "the --time-column holds integer counts of this unit since 1970-01-01T00:00Z"},
     [OPT_DELIMITER] = {"delimiter", 0, "C", K_TEXT, .group = PACKING,
                        .help = "',', ';', 'tab' or any single character (default: detected from the header)"},
     [OPT_MISSING] = {"missing", 0, "error|drop|ffill", K_CHOICE, .choices = missings, .group = PACKING,

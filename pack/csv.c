@@ -23,7 +23,7 @@
 #define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define PAD 16  // zeroed bytes behind the data: the 8-byte loads of fast_number
 
-enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES };
+enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME };
 
 typedef struct {
     char *key;
@@ -60,7 +60,16 @@ typedef struct {
     size_t key_len, key_cap;
     const char *key_at;  // where it starts in the input
 
+    uint32_t time_field;       // UINT32_MAX: none
+    enum sf_time_kind time_kind;
+    bool time_found;           // found from the first row, not named
+    unsigned time_parts;       // the union of the ISO parts seen
+    int64_t rec_time, prev_time;  // the record's time; the series' last stored one
+    uint64_t prev_time_line;
+    const char *time_at;       // where the record's time starts
+
     float *batch;
+    int64_t *batch_time, *batch_line;  // each batch row's time and CSV line
     size_t nbatch, batch_rows;
     float *last;  // ffill: the last row of the previous batch
     bool have_last;
@@ -73,6 +82,7 @@ typedef struct {
     bool rec_quoted, rec_missing;
 
     float *half_rows;  // the second half of a buffer, parsed by a helper thread
+    int64_t *half_times;
     size_t half_cap;
 
     char *field;  // an unquoted copy of a quoted field
@@ -298,7 +308,7 @@ done:;
     char list[1024] = "", drop[1024] = "", series[256] = "";
     size_t ln = 0, dn = 0;
     uint32_t ntext = 0;
-    const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field];
+    const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
     k[f].text += k[f].text == 0;  // the value that failed counts, whatever the scan saw
     for (uint32_t j = 0; j < c->ncsv; j++) {
         text_kind *t = &k[j];
@@ -316,9 +326,12 @@ done:;
         else snprintf(what, sizeof what, "text with many distinct values");
         ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
                                c->names[j], what);
+        bool no_time = c->o->time_column && !c->o->time_column[0];
         if (id && !series_name) {
             series_name = c->names[j];
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
+        } else if (t->times && c->time_field == UINT32_MAX && !no_time && !time_name) {
+            time_name = c->names[j];
         } else {
             sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
         }
@@ -332,7 +345,8 @@ done:;
             if (c->role[j] == ROLE_KEEP && !k[j].text && sf_list_append(keep, sizeof keep, &kn, c->names[j])) break;
         snprintf(fix, sizeof fix, " --columns '%s'%s", keep, series);
     } else {
-        snprintf(fix, sizeof fix, "%s%s%s%s", series, dn ? " --drop-columns '" : "", drop, dn ? "'" : "");
+        snprintf(fix, sizeof fix, "%s%s%s%s%s%s", series, time_name ? " --time-column " : "", time_name ? time_name : "",
+                 dn ? " --drop-columns '" : "", drop, dn ? "'" : "");
     }
     const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
     int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s. Pack it "
@@ -406,6 +420,44 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
 
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
+// An integer epoch time: digits with an optional sign.
+static bool parse_epoch(const char *s, size_t n, int64_t *out) {
+    size_t i = n && (s[0] == '-' || s[0] == '+');
+    if (i == n || n - i > 18) return false;
+    int64_t v = 0;
+    for (size_t k = i; k < n; k++) {
+        if ((unsigned)(s[k] - '0') >= 10) return false;
+        v = v * 10 + (s[k] - '0');
+    }
+    *out = s[0] == '-' ? -v : v;
+    return true;
+}
+
+// The record's time from the time column's field.
+static int time_field(csv *c, const char *at, const char *s, size_t n) {
+    char tmp[96];
+    c->time_at = at;
+    if (c->time_kind == SF_TIME_ISO) {
+        unsigned parts;
+        int rc = sf_time_parse(s, n, &c->rec_time, &parts);
+        if (rc == 0) {
+            c->time_parts = sf_time_parts_join(c->time_parts, parts);
+            return 0;
+        }
+        if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
+        return fail_at(c, at, "%s \"%s\" in the time column \"%s\"; expected an ISO-8601 date or time "
+                       "(2012-01-01, 2012-01-01T10:00:00, with seconds, a fraction, Z or an offset)%s",
+                       rc == SF_ERANGE ? "an impossible date or time" : "not a time", show(s, n, tmp, sizeof tmp),
+                       c->names[c->time_field],
+                       c->time_found ? " (found as the time column from its first row; --time-column none stops "
+                                       "that)" : "");
+    }
+    if (parse_epoch(s, n, &c->rec_time)) return 0;
+    if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
+    return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of the --time-unit since "
+                   "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field]);
+}
+
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
     const char *fs, *fe, *at;
     bool quoted;
@@ -430,9 +482,10 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         c->key_at = at;
         return 0;
     }
+    char tmp[96];
+    if (c->role[f] == ROLE_TIME) return time_field(c, at, fs, n);
     if (c->role[f] != ROLE_KEEP) return 0;
     uint32_t k = c->keep_at[f];
-    char tmp[96];
     int r = sf_parse_float(fs, n, &c->row[k]);
     if (r == 0) return 0;
     if (r == SF_ERANGE)
@@ -535,9 +588,15 @@ static series_seen *seen_find_or_add(csv *c, const char *key, size_t n, uint64_t
     return &c->seen[j];
 }
 
+static void format_time(const csv *c, int64_t t, char *buf, size_t cap) {
+    if (c->time_kind == SF_TIME_ISO) sf_time_format(buf, cap, t, c->time_parts);
+    else snprintf(buf, cap, "%lld", (long long)t);
+}
+
 static int flush_batch(csv *c) {
     if (c->nbatch == 0) return 0;
-    int rc = sf_pack_writer_rows(c->w, c->batch, c->nbatch, c->e);
+    int rc = sf_pack_writer_rows_at(c->w, c->batch, c->time_field != UINT32_MAX ? c->batch_time : NULL, c->batch_line,
+                                    c->nbatch, c->e);
     memcpy(c->last, c->batch + (c->nbatch - 1) * c->nkeep, c->nkeep * sizeof(float));
     c->st.rows += c->nbatch;
     c->nbatch = 0;
@@ -594,6 +653,19 @@ static int commit_record(csv *c) {
             c->st.values_filled++;
         }
     }
+    if (c->time_field != UINT32_MAX) {
+        if (c->have_last && c->rec_time < c->prev_time) {
+            char now[48], before[48];
+            format_time(c, c->rec_time, now, sizeof now);
+            format_time(c, c->prev_time, before, sizeof before);
+            return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
+                           "must not go back within a series (sort the CSV by time%s)", now, before,
+                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "");
+        }
+        c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
+        c->prev_time_line = c->line;
+    }
+    c->batch_line[c->nbatch] = (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
@@ -681,7 +753,43 @@ static int each_name(csv *c, const char *list, const char *option, int (*fn)(csv
     return 0;
 }
 
+// The time column when none was named: the first kept column whose value
+// in the first data row is an ISO-8601 time and not a number (a date of a
+// row that is not in the buffer yet is not looked for: the buffer holds
+// megabytes). The kept columns after it move up one.
+static int find_time_column(csv *c) {
+    int rc = 0;
+    while (!c->eof && !memchr(c->buf + c->pos, '\n', c->len - c->pos) && c->len - c->pos < (1u << 20))
+        if ((rc = refill(c)) < 0) return rc;
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    for (uint32_t f = 0; f < c->ncsv && p < end; f++) {
+        const char *s, *t, *at;
+        bool quoted;
+        if (next_field(c, &p, &s, &t, &quoted, &at)) return 0;  // the parser will say what is wrong
+        float v;
+        int64_t us;
+        unsigned parts;
+        if (c->role[f] == ROLE_KEEP && sf_parse_float(s, (size_t)(t - s), &v) != 0 &&
+            sf_time_parse(s, (size_t)(t - s), &us, &parts) == 0) {
+            uint32_t k = c->keep_at[f];
+            for (uint32_t g = 0; g < c->ncsv; g++)
+                if (c->role[g] == ROLE_KEEP && c->keep_at[g] > k) c->keep_at[g]--;
+            c->role[f] = ROLE_TIME;
+            c->time_field = f;
+            c->time_found = true;
+            c->nkeep--;
+            return 0;
+        }
+        if (p >= end || *p == '\n') return 0;
+        p++;
+    }
+    return 0;
+}
+
 static int keep_field(csv *c, int f, const char *option) {
+    if (c->role[f] == ROLE_TIME)
+        return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" is the time column; it is stored as the time of each "
+                          "row, never as a feature", c->name, c->names[f]);
     if (c->role[f] == ROLE_KEEP)
         return sf_err_set(c->e, SF_EUSAGE, "%s: %s lists column \"%s\" twice", c->name, option, c->names[f]);
     if (c->role[f] == ROLE_SERIES)
@@ -694,6 +802,9 @@ static int keep_field(csv *c, int f, const char *option) {
 
 static int drop_field(csv *c, int f, const char *option) {
     (void)option;
+    if (c->role[f] == ROLE_TIME)
+        return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" is the time column named by --time-column: it cannot "
+                          "be dropped too", c->name, c->names[f]);
     if (c->role[f] == ROLE_SERIES)
         return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" is the series column; it is never stored as a feature",
                           c->name, c->names[f]);
@@ -770,6 +881,17 @@ static int read_header(csv *c) {
         c->role[f] = ROLE_SERIES;
         c->series_field = (uint32_t)f;
     }
+    c->time_field = UINT32_MAX;
+    c->time_kind = o->time_unit > SF_TIME_ISO ? o->time_unit : SF_TIME_ISO;
+    if (o->time_column && o->time_column[0]) {
+        int f = find_name(c, o->time_column, strlen(o->time_column));
+        if (f < 0) return not_a_column(c, "--time-column", o->time_column, strlen(o->time_column));
+        if (c->role[f] == ROLE_SERIES)
+            return sf_err_set(c->e, SF_EUSAGE, "%s: column \"%s\" cannot be both the series and the time column",
+                              c->name, c->names[f]);
+        c->role[f] = ROLE_TIME;
+        c->time_field = (uint32_t)f;
+    }
     // Dropping from an explicit list would leave holes in the kept columns.
     if (o->columns && o->drop_columns)
         return sf_err_set(c->e, SF_EUSAGE, "%s: --columns and --drop-columns exclude each other", c->name);
@@ -777,7 +899,7 @@ static int read_header(csv *c) {
         if ((rc = each_name(c, o->columns, "--columns", keep_field))) return rc;
     } else {
         for (uint32_t f = 0; f < c->ncsv; f++)
-            if (c->role[f] != ROLE_SERIES) c->role[f] = ROLE_KEEP;
+            if (c->role[f] != ROLE_SERIES && c->role[f] != ROLE_TIME) c->role[f] = ROLE_KEEP;
     }
     if (o->drop_columns && (rc = each_name(c, o->drop_columns, "--drop-columns", drop_field))) return rc;
     if (!o->columns) {
@@ -785,6 +907,7 @@ static int read_header(csv *c) {
         for (uint32_t f = 0; f < c->ncsv; f++)
             if (c->role[f] == ROLE_KEEP) c->keep_at[f] = c->nkeep++;
     }
+    if (!o->time_column && c->time_kind == SF_TIME_ISO && (rc = find_time_column(c))) return rc;
     if (c->nkeep == 0) return sf_err_set(c->e, SF_EUSAGE, "%s: no columns left to pack", c->name);
     return 0;
 }
@@ -818,7 +941,9 @@ typedef struct {
     const csv *c;
     const char *start, *end;  // whole records, no quotes
     float *rows;
-    long nrows;  // -1: a record needs the general path
+    int64_t *times;  // with a time column
+    unsigned parts;  // the ISO parts its times showed
+    long nrows;      // -1: a record needs the general path
 } half_job;
 
 // The helper thread's half: numbers and skipped fields only, nothing that
@@ -841,6 +966,12 @@ static void *parse_half(void *arg) {
                 // quotes and missing values are for the main thread.
                 if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
                     goto give_up;
+                unsigned parts = 0;
+                if (c->role[f] == ROLE_TIME &&
+                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0
+                                                 : !parse_epoch(p, (size_t)(text_end - p), &h->times[n])))
+                    goto give_up;
+                h->parts = sf_time_parts_join(h->parts, parts);
             }
             p = after;
             bool last = f + 1 == c->ncsv;
@@ -870,21 +1001,44 @@ static int parse_parallel(csv *c) {
     mid++;
     // A record has ncsv - 1 delimiters, a line feed and a byte per number.
     size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 1;
-    if (max_rows * c->nkeep > c->half_cap) {
+    if (max_rows > c->half_cap) {
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
-        if (!r) return 1;
-        c->half_rows = r;
-        c->half_cap = max_rows * c->nkeep;
+        if (r) c->half_rows = r;
+        int64_t *t = r ? realloc(c->half_times, max_rows * sizeof(int64_t)) : NULL;
+        if (!t) return 1;
+        c->half_times = t;
+        c->half_cap = max_rows;
     }
-    half_job h = {c, mid, last + 1, c->half_rows, -1};
+    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1};
     pthread_t t;
     if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
     pthread_join(t, NULL);
     if (rc < 0) return rc;
-    // Behind a blank line records are an error that only the main path names.
+    // Behind a blank line records are an error that only the main path
+    // names; so is a time going back.
+    bool timed = c->time_field != UINT32_MAX;
+    for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++)
+        if ((k ? h.times[k - 1] : c->have_last ? c->prev_time : h.times[0]) > h.times[k]) h.nrows = -1;
     if (h.nrows < 0 || c->blank_line) return parse_until(c, (size_t)(last + 1 - c->buf), false);
-    if ((rc = flush_batch(c)) || (rc = sf_pack_writer_rows(c->w, h.rows, (size_t)h.nrows, c->e))) return rc;
+    if ((rc = flush_batch(c))) return rc;
+    // Lines and the batch's line buffer: one line per record (no quotes).
+    for (long done = 0; done < h.nrows;) {
+        size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
+        for (size_t k = 0; k < n; k++) c->batch_line[k] = (int64_t)(c->line + (uint64_t)done + k);
+        if ((rc = sf_pack_writer_rows_at(c->w, h.rows + (size_t)done * c->nkeep, timed ? h.times + done : NULL,
+                                         c->batch_line, n, c->e)))
+            return rc;
+        done += (long)n;
+    }
+    if (timed && h.nrows > 0) {
+        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = c->line + (uint64_t)h.nrows - 1;
+        c->time_parts = sf_time_parts_join(c->time_parts, h.parts);
+    }
+    if (h.nrows > 0) {
+        c->have_last = true;
+        memcpy(c->last, h.rows + (size_t)(h.nrows - 1) * c->nkeep, c->nkeep * sizeof(float));
+    }
     c->st.rows += (uint64_t)h.nrows;
     c->line += (uint64_t)h.nrows;  // no quotes: one line per record
     c->pos = (size_t)(last + 1 - c->buf);
@@ -911,10 +1065,12 @@ static int convert(csv *c, const char *out) {
     const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);
     c->last = malloc(c->nkeep * sizeof(float));
     c->miss = calloc(c->nkeep, sizeof *c->miss);
-    c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float)) + 1;
+    c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
     c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
+    c->batch_time = malloc(c->batch_rows * sizeof(int64_t));
+    c->batch_line = malloc(c->batch_rows * sizeof(int64_t));
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->batch) {
+    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }
@@ -924,6 +1080,9 @@ static int convert(csv *c, const char *out) {
     wo.ncols = c->nkeep;
     wo.col_names = col_names;
     wo.series_column = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field];
+    wo.time_column = c->time_field == UINT32_MAX ? NULL : c->names[c->time_field];
+    wo.time_kind = c->time_kind;
+    wo.lines = true;  // what predict joins back to the CSV by
     rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
@@ -943,6 +1102,7 @@ static int convert(csv *c, const char *out) {
     c->st.csv_bytes = c->consumed + c->len;
     if (c->w) {
         if (!rc) {
+            sf_pack_writer_time_parts(c->w, c->time_parts);
             rc = sf_pack_writer_finish(c->w, c->e);
             struct stat sb;
             if (!rc && stat(out, &sb) == 0) c->st.out_bytes = (uint64_t)sb.st_size;
@@ -968,6 +1128,9 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->batch);
+    free(c->batch_time);
+    free(c->batch_line);
+    free(c->half_times);
     free(c->field);
     free(c->half_rows);
     free(c->key);

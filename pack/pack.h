@@ -192,6 +192,12 @@ typedef struct {
     const char *columns;        // comma-separated names to keep, in order; NULL: all
     const char *drop_columns;   // comma-separated names to leave out; NULL: none
     const char *series_column;  // NULL: the file is one series
+    // The time column: NULL finds it (the first kept column whose first
+    // value is an ISO-8601 date or time and not a number), "" means none,
+    // else its name. time_unit: SF_TIME_ISO (ISO-8601 texts) or an epoch
+    // unit (integers); SF_TIME_NONE: ISO.
+    const char *time_column;
+    enum sf_time_kind time_unit;
     char delimiter;             // 0: detect from the header (',', ';', '\t'); see sf_csv_delimiter_ok
     enum sf_missing missing;
     sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in; threads > 1
@@ -243,6 +249,18 @@ enum {
 // SF_EFORMAT when s is not such a time, SF_ERANGE when a field is out of its
 // range (2019-02-29, 24:00, a fraction below a microsecond).
 int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts);
+// A time of in's time column as the CSV had it: ISO-8601 in the file's
+// style, or the integer epoch. Returns the length, as snprintf.
+int sf_pack_time_text(const sf_pack_info *in, int64_t t, char *buf, size_t cap);
+// Seconds per unit of in's times (1e-6 for ISO-8601: microseconds).
+double sf_pack_time_unit(const sf_pack_info *in);
+// A duration of `seconds` for people: "1d", "6h", "15min", "30s", "250ms".
+int sf_duration_text(double seconds, char *buf, size_t cap);
+// Parses "90s", "15min", "2h", "3d", "1w", "250ms" (a number and a unit)
+// into seconds; SF_EFORMAT when it is not such a duration or not above 0.
+int sf_duration_parse(const char *s, double *seconds);
+// Parts a and b showed between them: their flags, the more fraction digits.
+unsigned sf_time_parts_join(unsigned a, unsigned b);
 // Writes us as ISO-8601 into buf (cap bytes; 40 hold any) in the style of
 // parts (a date alone when it has no clock and us is a whole day; more
 // fraction digits when us needs them); returns the length, as snprintf.

@@ -2,8 +2,10 @@
 // UTC, exactly: the proleptic Gregorian calendar by integer arithmetic (days
 // from a civil date as in Hinnant's chrono-compatible algorithms), no
 // locale, no time zone database, no libc time functions.
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pack.h"
@@ -100,6 +102,51 @@ int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
     *us = secs * 1000000 + frac;
     *parts = got;
     return 0;
+}
+
+int sf_pack_time_text(const sf_pack_info *in, int64_t t, char *buf, size_t cap) {
+    if (in->time_kind == SF_TIME_ISO) return sf_time_format(buf, cap, t, in->time_parts);
+    return snprintf(buf, cap, "%lld", (long long)t);
+}
+
+double sf_pack_time_unit(const sf_pack_info *in) {
+    switch (in->time_kind) {
+    case SF_TIME_EPOCH_S: return 1;
+    case SF_TIME_EPOCH_MS: return 1e-3;
+    case SF_TIME_EPOCH_NS: return 1e-9;
+    default: return 1e-6;  // ISO-8601 and epoch microseconds
+    }
+}
+
+static const struct {
+    const char *name;
+    double seconds;
+} units[] = {{"w", 604800}, {"d", 86400}, {"h", 3600}, {"min", 60}, {"s", 1}, {"ms", 1e-3}, {"us", 1e-6},
+             {"ns", 1e-9}};
+
+int sf_duration_text(double seconds, char *buf, size_t cap) {
+    for (size_t k = 1; k < sizeof units / sizeof *units; k++) {  // weeks read worse than days
+        double n = seconds / units[k].seconds;
+        if (n >= 1 || k + 1 == sizeof units / sizeof *units) return snprintf(buf, cap, "%.4g%s", n, units[k].name);
+    }
+    return snprintf(buf, cap, "0s");
+}
+
+int sf_duration_parse(const char *s, double *seconds) {
+    char *end;
+    double n = strtod(s, &end);
+    if (end == s || !(n > 0) || !isfinite(n)) return SF_EFORMAT;
+    for (size_t k = 0; k < sizeof units / sizeof *units; k++)
+        if (!strcmp(end, units[k].name)) {
+            *seconds = n * units[k].seconds;
+            return 0;
+        }
+    return SF_EFORMAT;
+}
+
+unsigned sf_time_parts_join(unsigned a, unsigned b) {
+    unsigned flags = (1u << SF_TIME_FRACTION_SHIFT) - 1, fa = a >> SF_TIME_FRACTION_SHIFT, fb = b >> SF_TIME_FRACTION_SHIFT;
+    return ((a | b) & flags) | (fa > fb ? fa : fb) << SF_TIME_FRACTION_SHIFT;
 }
 
 int sf_time_format(char *buf, size_t cap, int64_t us, unsigned parts) {

@@ -414,9 +414,7 @@ int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_er
 }
 
 void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts) {
-    unsigned frac = (parts >> SF_TIME_FRACTION_SHIFT) & 7, had = (w->time_parts >> SF_TIME_FRACTION_SHIFT) & 7;
-    w->time_parts |= parts & ((1u << SF_TIME_FRACTION_SHIFT) - 1);
-    if (frac > had) w->time_parts = (w->time_parts & ((1u << SF_TIME_FRACTION_SHIFT) - 1)) | frac << SF_TIME_FRACTION_SHIFT;
+    w->time_parts = sf_time_parts_join(w->time_parts, parts);
 }
 
 // The typical step: the most common of the sample (the smallest of equals).

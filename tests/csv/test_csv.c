@@ -566,9 +566,14 @@ static void case_non_numeric(void) {
            "--drop-columns 'b'", NULL);
     // Every text column at once, what each looks like, and one command.
     reject("site,day,t,sky\nA,2020-01-01,1,sun\nA,2020-01-02,2,rain\nA,2020-01-03,3,sun\nB,2020-01-01,4,fog\n"
-           "B,2020-01-02,5,rain\n", &o, SF_EFORMAT, "in.csv:2:1: ", "3 columns are text",
-           "\"site\" (text ids in long runs, 2 distinct: a series column?)", "\"day\" (dates or times)",
-           "\"sky\" (a category of 3 values, mixed)", "--series-column site --drop-columns 'day,sky'", NULL);
+           "B,2020-01-02,5,rain\n", &o, SF_EFORMAT, "in.csv:2:1: ", "2 columns are text",
+           "\"site\" (text ids in long runs, 2 distinct: a series column?)",
+           "\"sky\" (a category of 3 values, mixed)", "--series-column site --drop-columns 'sky'", NULL);
+    // Without the time column found, a column of dates is named as one.
+    o.time_column = "";
+    reject("site,day,t\nA,2020-01-01,1\nA,2020-01-02,2\n", &o, SF_EFORMAT, "in.csv:2:1: ", "2 columns are text",
+           "\"day\" (dates or times)", "--series-column site --drop-columns 'day'", NULL);
+    o.time_column = NULL;
     reject("a,b\n1,2e\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
     reject("a,b\n1,0x10\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
 }

@@ -256,15 +256,17 @@ static int pack_gen(const char *csv, const char *out, uint32_t chunk_rows, int f
 static int write_gen(const expect *x, const char *out, uint32_t chunk_rows, int filter, int level, int threads,
                      sf_err *e) {
     sf_pack_writer_opts o = {.ncols = 3, .col_names = x->col_names, .series_column = "id", .chunk_rows = chunk_rows,
-                             .level = level, .filter = filter, .threads = threads};
+                             .level = level, .filter = filter, .threads = threads, .lines = true};
     sf_pack_writer *w;
     int rc = sf_pack_writer_open(&w, out, &o, e);
+    int64_t lines[300];
     for (uint64_t s = 0; !rc && s < x->nseries; s++) {
         rc = sf_pack_writer_series(w, x->series[s], strlen(x->series[s]), e);
         for (uint64_t r = x->first[s]; !rc && r < x->first[s] + x->rows[s];) {
             uint64_t n = 1 + rng() % 300;
             if (n > x->first[s] + x->rows[s] - r) n = x->first[s] + x->rows[s] - r;
-            rc = sf_pack_writer_rows(w, x->v + r * 3, n, e);
+            for (uint64_t k = 0; k < n; k++) lines[k] = (int64_t)(r + k + 2);  // the header is line 1
+            rc = sf_pack_writer_rows_at(w, x->v + r * 3, NULL, lines, n, e);
             r += n;
         }
     }

@@ -17,6 +17,7 @@
 //     statistics per column, then 16-byte index entries (u64 offset, u32 stored
 //     size, u32 CRC of the stored bytes), ...; its last 4 bytes are the CRC of
 //     the rest.
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,8 +62,13 @@ static void read_everything(const sf_pack *p) {
     size_t max_stored = sf_pack_max_stored_size(p);
     uint8_t *stored = malloc(max_stored);
     float *vals = malloc((size_t)in->chunk_rows * in->ncols * sizeof *vals);
+    bool timed = in->time_kind != SF_TIME_NONE;
+    int64_t *time = timed ? malloc((size_t)in->chunk_rows * 8) : NULL;
+    int64_t *line = in->has_lines ? malloc((size_t)in->chunk_rows * 8) : NULL;
     sf_pack_dctx *d = sf_pack_dctx_create();
-    if (!stored || !vals || !d) fail("out of memory", sf_pack_name(p));
+    if (!stored || !vals || !d || (timed && !time) || (in->has_lines && !line)) fail("out of memory", sf_pack_name(p));
+    for (uint64_t i = 0; timed && i < in->nseries; i++)
+        if (in->series_times[2 * i] > in->series_times[2 * i + 1]) fail("a series ends before it starts", "");
     sf_err e;
     for (uint64_t i = 0; i < in->nchunks; i++) {
         sf_chunk c = sf_pack_chunk_locate(p, i);
@@ -70,11 +76,14 @@ static void read_everything(const sf_pack *p) {
             c.offset < in->data_offset || c.offset + c.stored_size > in->trailer_offset)
             fail("a chunk of an opened file lies outside its bounds", sf_pack_name(p));
         if (sf_pack_chunk_read(p, i, stored, &e) != 0) fail("a chunk of an opened file cannot be read", e.msg);
-        sf_pack_chunk_decode(d, p, i, stored, vals, &e);
+        sf_pack_chunk_decode_all(d, p, i, stored, vals, time, line, &e);
+        (void)sf_pack_chunk_max_step(p, i);
     }
     sf_pack_verify(p, NULL, NULL, &e);
     free(stored);
     free(vals);
+    free(time);
+    free(line);
     sf_pack_dctx_free(d);
 }
 
