@@ -14,7 +14,7 @@ static const cli_use predict_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_OUTPUT, .def = "stdout", .help = "the CSV; a file appears only when complete"},
     {.opt = OPT_SPLIT, .def = "all"}, {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"},
-    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+    {.opt = OPT_WITH_ACTUAL}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command predict_command = {
     .name = "predict",
@@ -22,8 +22,11 @@ static const cli_command predict_command = {
     .about =
         "Predicts the targets of every window of the file, in order, with the\n"
         "checkpoint's model, columns, window and scaling (that of its training\n"
-        "data). One CSV row per window: its series, the row of its target and the\n"
-        "predicted targets in the data's units.\n",
+        "data). One CSV row per window, for the row it predicts: its series, its\n"
+        "time (when the file has a time column, as the CSV had it), its line in the\n"
+        "CSV the file was packed from (else its row in the file), and each target\n"
+        "as NAME_pred in the data's units (with --with-actual, NAME beside it), so\n"
+        "that the forecasts join back to the CSV on the time or the line.\n",
     .uses = predict_uses,
 };
 
@@ -57,6 +60,12 @@ typedef struct {
     // predict
     FILE *out;
     uint64_t series;  // the series of the last window written
+    bool actual;
+    // the time and line of the rows of one chunk, the one the last predicted row lies in
+    int64_t *time, *line;
+    uint64_t aux_chunk;
+    sf_pack_dctx *dctx;
+    void *stored;
     // evaluate
     double loss, mean_loss, persist_loss, *unit_mse;
     uint64_t n;
@@ -69,6 +78,30 @@ static void run_close(run *r) {
     sf_pack_close(r->pack);
     sf_checkpoint_free(&r->ck);
     free(r->pred), free(r->persist), free(r->unit_mse);
+    free(r->time), free(r->line), free(r->stored);
+    sf_pack_dctx_free(r->dctx);
+}
+
+// Row's time and CSV line into r->time / r->line at *k: the chunk holding
+// it decoded (rows come in order, so each chunk about once).
+static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(r->pack);
+    uint64_t c = row / in->chunk_rows;
+    *k = (size_t)(row - c * in->chunk_rows);
+    if (c == r->aux_chunk) return 0;
+    if (!r->dctx) {
+        size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+        r->dctx = sf_pack_dctx_create();
+        r->stored = malloc(sf_pack_max_stored_size(r->pack));
+        if (in->time_kind != SF_TIME_NONE) r->time = malloc(rows * 8);
+        if (in->has_lines) r->line = malloc(rows * 8);
+        if (!r->dctx || !r->stored || (in->time_kind != SF_TIME_NONE && !r->time) || (in->has_lines && !r->line))
+            return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    int rc = sf_pack_chunk_read(r->pack, c, r->stored, e);
+    if (!rc) rc = sf_pack_chunk_decode_all(r->dctx, r->pack, c, r->stored, NULL, r->time, r->line, e);
+    r->aux_chunk = rc ? UINT64_MAX : c;
+    return rc;
 }
 
 static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch, sf_err *e) {
@@ -106,20 +139,32 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
-    (void)y;
     int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     const sf_window_spec *w = &r->ck.window;
+    uint32_t nt = r->cols.ntargets;
     for (uint32_t i = 0; !rc && i < count; i++) {
         uint64_t row = sf_plan_window_start(r->plan, ids[i]) + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
         while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
+        size_t k = 0;
+        if ((in->time_kind != SF_TIME_NONE || in->has_lines) && (rc = row_aux(r, row, &k, e))) break;
         cli_csv_field(r->out, in->series[r->series].name);
-        fprintf(r->out, ",%llu", (unsigned long long)row);
-        for (uint32_t j = 0; j < r->cols.ntargets; j++) {
+        if (r->time) {
+            char t[48];
+            sf_pack_time_text(in, r->time[k], t, sizeof t);
+            fprintf(r->out, ",%s", t);
+        }
+        fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
+        for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = (r->pred[(size_t)i * r->cols.ntargets + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
+            float v = (r->pred[(size_t)i * nt + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
+            if (r->actual) {
+                // The scaling inverted in float32: the CSV's value back, to float32's rounding.
+                sf_format_float(num, (y[(size_t)i * nt + j] - r->cols.target_offset[j]) / r->cols.target_scale[j]);
+                fprintf(r->out, ",%s", num);
+            }
         }
         fputc('\n', r->out);
     }
@@ -186,11 +231,27 @@ int cmd_predict(int argc, char **argv) {
         r.out = file.f;
         cli_guard_temp(file.tmp);
     }
-    fprintf(r.out, "series,row");
     const sf_pack_info *in = sf_pack_get_info(r.pack);
-    for (uint32_t j = 0; j < r.cols.ntargets; j++) {
+    r.actual = a.v[OPT_WITH_ACTUAL].set;
+    r.aux_chunk = UINT64_MAX;
+    // Named as the data names them, so that a join on time or line needs no renaming.
+    cli_csv_field(r.out, in->series_column[0] ? in->series_column : "series");
+    if (in->time_kind != SF_TIME_NONE) {
         fputc(',', r.out);
-        cli_csv_field(r.out, in->col_names[r.cols.targets[j]]);
+        cli_csv_field(r.out, in->time_column);
+    }
+    fputs(in->has_lines ? ",line" : ",row", r.out);
+    for (uint32_t j = 0; j < r.cols.ntargets; j++) {
+        const char *name = in->col_names[r.cols.targets[j]];
+        char *pred = malloc(strlen(name) + 6);
+        if (pred) sprintf(pred, "%s_pred", name);
+        fputc(',', r.out);
+        cli_csv_field(r.out, pred ? pred : name);
+        free(pred);
+        if (r.actual) {
+            fputc(',', r.out);
+            cli_csv_field(r.out, name);
+        }
     }
     fputc('\n', r.out);
     rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);

@@ -167,6 +167,8 @@ static const option options[OPT_COUNT] = {
                      .help = "compression threads (default: all cores)"},
     [OPT_JSON] = {"json", 0, NULL, K_FLAG, .group = OUTPUT, .help = "one JSON object instead of text"},
     [OPT_ALL_SERIES] = {"all-series", 0, NULL, K_FLAG, .group = OUTPUT, .help = "list every series, not the first 10"},
+    [OPT_WITH_ACTUAL] = {"with-actual", 0, NULL, K_FLAG, .group = OUTPUT,
+                         .help = "also each target's true value, as column NAME beside NAME_pred"},
     [OPT_QUIET] = {"quiet", 'q', NULL, K_FLAG, .group = OUTPUT,
                    .help = "no progress or summary lines: results and errors only"},
     [OPT_HELP] = {"help", 'h', NULL, K_FLAG, .group = OUTPUT, .help = "this text"},

@@ -436,6 +436,15 @@ static void announce(const fit *f, const sf_run_start *start) {
     fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
             "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, f->model.nparams, start->resumed ? ", resumed" : "");
+    {
+        const sf_pack_info *in = sf_pack_get_info(f->pack);
+        char feats[1024] = "", targs[1024] = "";
+        size_t fl = 0, tl = 0;
+        for (uint32_t j = 0; j < f->cols.nfeatures; j++) sf_list_append(feats, sizeof feats, &fl, in->col_names[f->cols.features[j]]);
+        for (uint32_t j = 0; j < f->cols.ntargets; j++) sf_list_append(targs, sizeof targs, &tl, in->col_names[f->cols.targets[j]]);
+        fprintf(stderr, "columns: features %s%s; targets %s%s\n", feats, f->o->features ? "" : " (all: --features chooses)",
+                targs, f->o->targets ? "" : " (all: --targets chooses)");
+    }
     if (f->cols.nflat) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
         fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "

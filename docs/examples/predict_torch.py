@@ -93,7 +93,7 @@ def main():
     series = [r[0] if has_series else "" for r in body]
     model = SeqfeedModel(meta["model"], t).eval()
     out = csv.writer(sys.stdout, lineterminator="\n")
-    out.writerow(["series", "row"] + targets)
+    out.writerow(["series", "row"] + [name + "_pred" for name in targets])  # a file without lines: its rows
     start = 0
     while start < len(body):  # one series at a time, as seqfeed windows them
         end = start

@@ -54,7 +54,7 @@ run 0 predict --checkpoint l2/latest.safetensors --data s.sfpack -o p2.csv
 cmp -s p1.csv p2.csv || fail "--lr-scaling linear is not lr x replicas"
 # One row per window: 2 series of 12000 rows, span 25: 11976 windows each.
 [ "$(wc -l <p1.csv)" -eq $((2 * 11976 + 1)) ] || fail "predict wrote $(wc -l <p1.csv) lines"
-head -1 p1.csv | grep -qx 'series,row,f0,f2' || fail "predict header: $(head -1 p1.csv)"
+head -1 p1.csv | grep -qx 'series,row,f0_pred,f2_pred' || fail "predict header: $(head -1 p1.csv)"
 sed -n 2p p1.csv | grep -Eq '^s0,24,-?[0-9]' || fail "first prediction row: $(sed -n 2p p1.csv)"
 run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack
 expect out "validation part"
@@ -155,7 +155,7 @@ python3 - <<'PY' || fail "predict's CSV does not read back: $(head -3 odd-pred.c
 import csv, sys
 rows = list(csv.reader(open("odd-pred.csv", newline="")))
 names = {r[0] for r in rows[1:]}
-sys.exit(0 if rows[0] == ["series", "row", "rate,1y"] and names == {'a,b', 'say "hi"', 'two\nlines'} and
+sys.exit(0 if rows[0] == ["id", "line", "rate,1y_pred"] and names == {'a,b', 'say "hi"', 'two\nlines'} and
          all(len(r) == 3 for r in rows) else 1)
 PY
 # A column whose spread is below float32's normal range (0 and 1e-45) would

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Forecasts join back to the CSV they came from: on the time column and on
+# the CSV line, for one series with a date column, several series keyed by
+# a text id, and a file packed with --missing drop (where row numbers and
+# lines part ways). Each predicted row's actual value (--with-actual) must
+# be the CSV's value at the joined line and time.
+set -uo pipefail
+. "$SRCDIR/tests/lib.sh"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+python3 - <<'PY'
+import datetime as dt, random
+random.seed(5)
+with open("one.csv", "w") as f:  # weekly, a date column, some values missing
+    f.write("date,co2,temp\n")
+    d = dt.date(1999, 12, 25)
+    for i in range(300):
+        co2 = "" if i % 37 == 5 else "%.2f" % (370 + i * 0.02 + random.random())
+        f.write("%s,%s,%.2f\n" % (d.isoformat(), co2, random.random() * 10))
+        d += dt.timedelta(days=7)
+with open("many.csv", "w") as f:  # hourly, three sites keyed by text, a zone offset
+    f.write("site,when,load\n")
+    for s in ["north", "south, coast", "east"]:
+        t = dt.datetime(2021, 3, 27, 20, 0)
+        for i in range(120):
+            f.write('"%s",%s+01:00,%.3f\n' % (s, t.isoformat(), 50 + 10 * random.random()))
+            t += dt.timedelta(hours=1)
+PY
+small=(--model lstm:8,dense --window 6 --epochs 1 --batch-size 16 -q)
+check() {  # CSV PACK-OPTIONS...: pack, train, predict, join
+    local csv=$1
+    shift
+    run 0 pack "$csv" -o d.sfpack "$@" -q
+    run 0 train --data d.sfpack "${small[@]}" --checkpoint-dir ck
+    run 0 predict --checkpoint ck/latest.safetensors --data d.sfpack --with-actual -o pred.csv -q
+    python3 - "$csv" <<'PY' || fail "$csv: the forecasts do not join back: $(head -3 pred.csv)"
+import csv, datetime as dt, sys
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+header, data = rows[0], rows[1:]
+by_line = {i + 2: r for i, r in enumerate(data)}  # the header is line 1; no quoted line breaks here
+pred = list(csv.DictReader(open("pred.csv", newline="")))
+assert pred, "no predictions"
+time_col = list(pred[0].keys())[1]  # series, the time column by its name, line, ...
+def instant(s):
+    t = dt.datetime.fromisoformat(s.replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+n = 0
+for p in pred:
+    src = dict(zip(header, by_line[int(p["line"])]))
+    assert instant(p[time_col]) == instant(src[time_col]), (p, src)
+    if "site" in src: assert p["site"] == src["site"], (p, src)
+    for col in header:
+        if col in (time_col, "site") or col + "_pred" not in p: continue
+        assert abs(float(p[col]) - float(src[col])) <= 1e-4 * max(1, abs(float(src[col]))), (col, p, src)
+        float(p[col + "_pred"])
+    n += 1
+print(n, "forecasts joined on line and time")
+PY
+}
+check one.csv --missing drop
+check many.csv --series-column site
+finish
