@@ -28,6 +28,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     char v[24][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
+    snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
     snprintf(v[1], 64, "%u", c->inputs);
     snprintf(v[2], 64, "%u", c->outputs);
@@ -54,7 +55,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
-                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], NULL};
+                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -198,6 +199,9 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
             rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'data_fingerprint' is '%s', expected 16 hex digits", path, fp);
     }
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
+    if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
+    if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'max_gap' is %g, expected seconds >= 0", path, c->max_gap);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);

@@ -116,7 +116,18 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
         memcpy(r->cols.target_scale, r->ck.target_scale, r->cols.ntargets * sizeof(float));
         memcpy(r->cols.target_offset, r->ck.target_offset, r->cols.ntargets * sizeof(float));
         sf_split split = {r->ck.val_split, part};
-        rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &r->ck.window, 1, &split, e);
+        // The series cut at the checkpoint's --max-gap, as training cut them.
+        sf_series *cut = NULL;
+        uint64_t ncut = 0;
+        if (r->ck.max_gap > 0 && in->time_kind == SF_TIME_NONE)
+            rc = sf_err_set(e, SF_EUSAGE, "%s: the checkpoint was trained on windows kept off steps longer than %g s, "
+                            "and this file has no time column to find them", data, r->ck.max_gap);
+        else if (r->ck.max_gap > 0)
+            rc = sf_pack_segments(r->pack, (int64_t)floor(r->ck.max_gap / sf_pack_time_unit(in)), &cut, &ncut, e);
+        if (!rc)
+            rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, cut ? cut : in->series, cut ? ncut : in->nseries,
+                                &r->ck.window, 1, &split, e);
+        free(cut);
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead

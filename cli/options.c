@@ -15,7 +15,7 @@
 
 #include "cli.h"
 
-typedef enum { K_FLAG, K_TEXT, K_COUNT, K_COUNTS, K_INT, K_REAL, K_CHOICE } kind;
+typedef enum { K_FLAG, K_TEXT, K_COUNT, K_COUNTS, K_INT, K_REAL, K_CHOICE, K_DURATION } kind;
 
 typedef struct {
     const char *name;
@@ -66,6 +66,9 @@ static const option options[OPT_COUNT] = {
     [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
                            .help = "rows between samples in a window"},
     [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 0, U32, .group = DATA, .help = "target row past the window's last"},
+    [OPT_MAX_GAP] = {"max-gap", 0, "DURATION", K_DURATION, .group = DATA,
+                     .help = "no window spans a step between rows longer than this (90s, 15min, 2h, 3d, 1w): a gap "
+                             "splits its series (default: no limit)"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
                    .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
@@ -187,6 +190,8 @@ static void range_text(const option *op, bool many, char *buf, size_t n) {
     } else if (op->k == K_REAL) {
         snprintf(buf, n, "a number %s %g %s %g", op->rlo_open ? "above" : "from", op->rlo,
                  op->rhi_open ? "to below" : op->rlo_open ? "and up to" : "to", op->rhi);
+    } else if (op->k == K_DURATION) {
+        snprintf(buf, n, "a duration: a number above 0 and a unit (ns, us, ms, s, min, h, d or w), such as 2h");
     } else if (op->k == K_CHOICE) {
         size_t k = (size_t)snprintf(buf, n, "one of");
         for (int i = 0; op->choices[i] && k < n; i++)
@@ -245,6 +250,7 @@ static bool parse_value(const option *op, const char *text, cli_value *v) {
         v->real = x;
         return true;
     }
+    case K_DURATION: return sf_duration_parse(text, &v->real) == 0;
     case K_CHOICE:
         for (int i = 0; op->choices[i]; i++)
             if (!strcmp(text, op->choices[i])) {
@@ -508,6 +514,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_EPOCHS].set) o->epochs = v[OPT_EPOCHS].u;
     if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
     if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
+    if (v[OPT_MAX_GAP].set) o->max_gap = v[OPT_MAX_GAP].real;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;

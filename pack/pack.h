@@ -137,6 +137,14 @@ int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, cons
 // is larger than the gap.
 int64_t sf_pack_chunk_max_step(const sf_pack *p, uint64_t i);
 
+// The file's series cut wherever consecutive rows of one are more than
+// max_step apart (in the file's time unit): each gap starts a new segment,
+// named as its series. Decodes only the chunks whose largest step exceeds
+// max_step. Returns 0 with *out (malloc'd, the caller frees it; names
+// borrowed from the file) and *n segments, *n - nseries of them cut at a
+// gap; without a time column, the series as they are.
+int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64_t *n, sf_err *e);
+
 // Decodes every chunk, checks every checksum, size and offset, and recomputes
 // the column statistics; reports the first problem. progress (may be NULL) is
 // called after each chunk.

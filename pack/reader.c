@@ -526,6 +526,73 @@ int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, cons
     return 0;
 }
 
+int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64_t *n, sf_err *e) {
+    const sf_pack_info *in = &p->info;
+    uint64_t cap = in->nseries, k = 0;
+    sf_series *seg = malloc(cap * sizeof *seg);
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    int64_t *time = NULL, last_of_prev = 0;  // the last time of chunk i - 1, when decoded
+    void *stored = NULL;
+    sf_pack_dctx *d = NULL;
+    uint64_t prev_decoded = UINT64_MAX, s = 0;
+    int rc = seg ? 0 : sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
+    for (uint64_t i = 0; i < in->nseries && !rc; i++) seg[k++] = in->series[i];
+    for (uint64_t c = 0; p->chunk_steps && !rc && c < in->nchunks; c++) {
+        if (p->chunk_steps[c] <= max_step) continue;
+        if (!time && (!(time = malloc(rows * 8)) || !(stored = malloc(p->max_stored)) ||
+                      !(d = sf_pack_dctx_create()))) {
+            rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
+            break;
+        }
+        sf_chunk ch = sf_pack_chunk_locate(p, c);
+        // The step into the chunk's first row needs the row before it.
+        if (c > 0 && prev_decoded != c - 1) {
+            sf_chunk pc = sf_pack_chunk_locate(p, c - 1);
+            if ((rc = sf_pack_chunk_read(p, c - 1, stored, e)) ||
+                (rc = sf_pack_chunk_decode_all(d, p, c - 1, stored, NULL, time, NULL, e)))
+                break;
+            last_of_prev = time[pc.rows - 1];
+        }
+        if ((rc = sf_pack_chunk_read(p, c, stored, e)) || (rc = sf_pack_chunk_decode_all(d, p, c, stored, NULL, time, NULL, e)))
+            break;
+        prev_decoded = c;
+        for (uint32_t r = 0; r < ch.rows; r++) {
+            uint64_t row = ch.first_row + r;
+            while (s + 1 < in->nseries && in->series[s + 1].first_row <= row) s++;
+            int64_t before = r ? time[r - 1] : last_of_prev;
+            if (row == in->series[s].first_row || time[r] - before <= max_step) continue;
+            if (k == cap) {
+                sf_series *g = realloc(seg, 2 * cap * sizeof *seg);
+                if (!g) {
+                    rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory for the segments", p->name);
+                    break;
+                }
+                seg = g, cap *= 2;
+            }
+            seg[k++] = (sf_series){row, 0, in->series[s].name};  // a cut: sorted into place below
+        }
+        last_of_prev = time[ch.rows - 1];
+    }
+    free(time), free(stored);
+    sf_pack_dctx_free(d);
+    if (rc) {
+        free(seg);
+        return rc;
+    }
+    // The series and the cuts (both in row order) merged; each runs to the next.
+    sf_series *all = malloc(k * sizeof *all);
+    if (!all) {
+        free(seg);
+        return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the segments", p->name);
+    }
+    for (uint64_t a = 0, b = in->nseries, j = 0; j < k; j++)
+        all[j] = b == k || (a < in->nseries && seg[a].first_row < seg[b].first_row) ? seg[a++] : seg[b++];
+    for (uint64_t i = 0; i < k; i++) all[i].rows = (i + 1 < k ? all[i + 1].first_row : in->nrows) - all[i].first_row;
+    free(seg);
+    *out = all, *n = k;
+    return 0;
+}
+
 int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e) {
     const sf_pack_info *in = &p->info;
     size_t raw_max = (size_t)(in->chunk_rows < in->nrows ? in->chunk_rows : in->nrows) * in->ncols * 4;

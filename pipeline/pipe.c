@@ -522,7 +522,8 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     const char *path = sf_pack_name(pack);
     rc = test_delays(p->delay_us, e);
     if (!rc)
-        rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->window, o->block_chunks,
+        rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, o->series ? o->series : in->series,
+                            o->series ? o->nseries : in->nseries, &o->window, o->block_chunks,
                             &o->split, e);
     if (!rc) {
         // A block never holds more chunks than the file: a huge

@@ -289,6 +289,8 @@ typedef struct {
 // runs the pipeline `bench pipeline` measures.
 typedef struct {
     sf_window_spec window;
+    const sf_series *series; // the series windows stay inside (borrowed; NULL: the file's table),
+    uint64_t nseries;        // e.g. cut at gaps (sf_pack_segments)
     uint32_t block_chunks;   // chunks per block, the unit of shuffling and reading (>= 1)
     uint32_t replicas;       // consumers (>= 1)
     uint32_t shard_first, shard_total;  // these replicas are replicas shard_first ..

@@ -45,6 +45,9 @@ typedef struct {
     bool ended;
     FILE *log;
     int lock;          // the checkpoint directory's lock file, held while the run lasts (-1: none)
+    sf_series *segments;        // the series cut at --max-gap (NULL: the file's series)
+    uint64_t nsegments;
+    uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
 } fit;
 
@@ -273,9 +276,27 @@ static void fit_close(fit *f) {
     sf_pack_close(f->pack);
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
+    free(f->segments);
     free(f->cur);
     free(f->replicas_warm);
     free(f->replicas_end);
+}
+
+// Without --max-gap: how many training windows span a step above twice the
+// typical one, as the windows the file's series have less those of its
+// series cut at such steps.
+static int count_across(fit *f, const sf_plan *train, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(f->pack);
+    sf_series *cut = NULL;
+    uint64_t n = 0;
+    sf_plan *plan = NULL;
+    int rc = sf_pack_segments(f->pack, 2 * in->time_step, &cut, &n, e);
+    if (!rc) rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, cut, n, &f->o->pipe.window, 1,
+                                 &(sf_split){f->o->val_split, SF_PART_TRAIN}, e);
+    if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);
+    sf_plan_free(plan);
+    free(cut);
+    return rc;
 }
 
 // The data, opened once: the file, its columns and their scaling, the model
@@ -292,12 +313,23 @@ static int open_data(fit *f, sf_err *e) {
     sf_err inner = {0};
     if (sf_model_parse(&f->model, o->model, f->cols.nfeatures, f->cols.ntargets, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
+    if (o->max_gap > 0) {
+        if (in->time_kind == SF_TIME_NONE)
+            return sf_err_set(e, SF_EUSAGE, "%s: --max-gap needs times, and the file has no time column (pack the "
+                              "CSV with its time column)", o->data);
+        rc = sf_pack_segments(f->pack, (int64_t)floor(o->max_gap / sf_pack_time_unit(in)), &f->segments,
+                              &f->nsegments, e);
+        if (rc) return rc;
+    }
+    const sf_series *series = f->segments ? f->segments : in->series;
+    uint64_t nseries = f->segments ? f->nsegments : in->nseries;
     sf_plan *train_plan = NULL;
-    rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->pipe.window,
+    rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window,
                         o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
     if (!rc && o->val_split > 0)
-        rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, in->series, in->nseries, &o->pipe.window, 1,
+        rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window, 1,
                             &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+    if (!rc && !f->segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
         sf_pipe_opts po = o->pipe;
         po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
@@ -445,6 +477,17 @@ static void announce(const fit *f, const sf_run_start *start) {
         fprintf(stderr, "columns: features %s%s; targets %s%s\n", feats, f->o->features ? "" : " (all: --features chooses)",
                 targs, f->o->targets ? "" : " (all: --targets chooses)");
     }
+    if (f->across) {
+        const sf_pack_info *in = sf_pack_get_info(f->pack);
+        char step[32];
+        sf_duration_text(2.0 * (double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
+        fprintf(stderr, "time: %llu of %llu training windows span a step of more than %s (twice the typical "
+                "step); --max-gap %s keeps every window off them\n", (unsigned long long)f->across,
+                (unsigned long long)f->windows, step, step);
+    } else if (f->segments) {
+        fprintf(stderr, "time: --max-gap cuts the series into %llu segments that windows stay inside\n",
+                (unsigned long long)f->nsegments);
+    }
     if (f->cols.nflat) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
         fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
@@ -474,6 +517,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.po.replicas = f.R, f.po.shard_first = f.R * (uint32_t)f.rank, f.po.shard_total = f.G;
     f.po.batch = f.replica_batch, f.po.drop_remainder = true, f.po.seed = o->seed, f.po.epochs = o->epochs;
     f.po.split = (sf_split){o->val_split, SF_PART_TRAIN};
+    f.po.series = f.segments, f.po.nseries = f.nsegments;
     if (!rc) rc = fit_budget(&f, e);
     if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.pack), &f.cols, &f.model, f.G, e);
     // The pool decides the batches: a checkpoint holds the one used (a

@@ -34,6 +34,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
+    c->max_gap = o->max_gap;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     return 0;
 }
@@ -55,6 +56,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"
                        : c->lanes != r->lanes              ? "--lanes"
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
+                       : c->max_gap != r->max_gap          ? "--max-gap"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"
@@ -74,7 +76,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         sf_window_spec window;
         uint32_t norm, precision, batch, replicas, lanes, block_chunks;
         uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
-        double val_split, lr;
+        double val_split, lr, max_gap;
         // which files each rank writes or gathers into (rank 0 writes them)
         uint32_t lr_linear, resume, checkpoints, log, trace, report;
     } k;
@@ -83,6 +85,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.lanes = c->lanes, k.block_chunks = c->block_chunks;
     k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
     k.max_steps = o->max_steps, k.memory_budget = o->memory_budget, k.val_split = c->val_split, k.lr = c->lr;
+    k.max_gap = c->max_gap;
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);

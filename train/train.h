@@ -194,6 +194,7 @@ typedef struct {
     uint32_t replicas;               // this rank's
     uint64_t epochs, seed;
     double val_split;
+    double max_gap;                  // seconds: no window spans a larger step between rows (0: any may)
     sf_adam adam;
     bool lr_linear;                  // lr x replicas
     const char *checkpoint_dir;      // NULL: no checkpoints

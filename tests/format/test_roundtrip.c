@@ -519,6 +519,13 @@ static void test_writer_api(const char *dir) {
     CHECK(count_entries(dir) == 0, "refused opens left %d files", count_entries(dir));
 }
 
+// Row r's series start, when r starts one of the ns series in starts.
+static uint64_t starts_of(const uint64_t *starts, int ns, uint64_t r) {
+    for (int s = 0; s < ns; s++)
+        if (starts[s] == r) return r;
+    return UINT64_MAX;
+}
+
 // Version 2: rows with times and CSV lines come back exact through every
 // chunk layout and thread count, with the summary the trailer keeps (each
 // series' first and last time, the typical step, the gaps, each chunk's
@@ -607,6 +614,29 @@ static void test_times(const char *dir) {
                   (unsigned long long)i, (long long)sf_pack_chunk_max_step(p, i), (long long)most);
         }
         CHECK(sf_pack_verify(p, NULL, NULL, &e) == 0, "layout %d: verify: %s", layout, e.msg);
+        // Segments at several gaps against a brute-force cut: a new segment
+        // at every series start and at every row more than max after the
+        // row before it in its series.
+        const int64_t hour = 3600000000ll, maxes[] = {0, hour, 2 * hour, 50 * hour, 1000 * hour};
+        for (size_t m = 0; m < sizeof maxes / sizeof *maxes; m++) {
+            sf_series *seg = NULL;
+            uint64_t nseg = 0, want = 0;
+            rc = sf_pack_segments(p, maxes[m], &seg, &nseg, &e);
+            CHECK(rc == 0, "layout %d: segments: %s", layout, e.msg);
+            bool ok = rc == 0;
+            for (uint64_t r = 0; ok && r < N; r++) {
+                bool cut = r == 0 || r == starts_of(starts, NS, r) || time[r] - time[r - 1] > maxes[m];
+                if (!cut) continue;
+                ok = want < nseg && seg[want].first_row == r;
+                want++;
+            }
+            for (uint64_t i = 0; ok && i < nseg; i++)
+                ok = seg[i].rows > 0 && (i + 1 == nseg ? seg[i].first_row + seg[i].rows == N
+                                                       : seg[i].first_row + seg[i].rows == seg[i + 1].first_row);
+            CHECK(ok && want == nseg, "layout %d: max step %lld: %llu segments, brute force %llu", layout,
+                  (long long)maxes[m], (unsigned long long)nseg, (unsigned long long)want);
+            free(seg);
+        }
         free(vals), free(gt), free(gl), free(stored);
         sf_pack_dctx_free(d);
         sf_pack_close(p);

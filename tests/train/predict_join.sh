@@ -60,4 +60,37 @@ PY
 }
 check one.csv --missing drop
 check many.csv --series-column site
+
+# --max-gap: no window, target included, spans a step longer than 2h; and
+# without it train says how many windows span steps above twice the
+# typical one.
+python3 - <<'PY'
+import datetime as dt, random
+random.seed(9)
+t = dt.datetime(2022, 1, 1)
+with open("gaps.csv", "w") as f:
+    f.write("time,v\n")
+    for i in range(600):
+        f.write("%s,%.3f\n" % (t.isoformat(), random.random()))
+        t += dt.timedelta(hours=5 if i % 50 == 49 else 1)
+PY
+run 0 pack gaps.csv -o gaps.sfpack -q
+run 0 train --data gaps.sfpack --model lstm:4,dense --window 4 --horizon 1 --epochs 1 --batch-size 8
+expect err "time: [0-9]+ of [0-9]+ training windows span a step of more than 2h \(twice the typical step\); --max-gap 2h"
+run 0 train --data gaps.sfpack --model lstm:4,dense --window 4 --horizon 1 --epochs 1 --batch-size 8 --max-gap 2h \
+    --checkpoint-dir gap
+expect err "time: --max-gap cuts the series into 12 segments"
+run 0 predict --checkpoint gap/latest.safetensors --data gaps.sfpack -o gap-pred.csv -q
+python3 - <<'PY' || fail "a window spans a gap: $(head -3 gap-pred.csv)"
+import csv, datetime as dt
+rows = list(csv.reader(open("gaps.csv")))[1:]
+times = [dt.datetime.fromisoformat(r[0]) for r in rows]
+pred = list(csv.DictReader(open("gap-pred.csv")))
+span = 4 + 1  # window rows and the target after them
+assert len(pred) == 600 - 12 * (span - 1), len(pred)
+for p in pred:
+    last = int(p["line"]) - 2
+    for r in range(last - span + 2, last + 1):
+        assert times[r] - times[r - 1] <= dt.timedelta(hours=2), (p, r)
+PY
 finish
