@@ -55,7 +55,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
-                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], NULL};
+                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features, NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -200,6 +200,8 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     }
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
+    if (!rc && sf_st_meta(s, "time_features"))
+        rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
     if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'max_gap' is %g, expected seconds >= 0", path, c->max_gap);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
@@ -217,9 +219,9 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
             u[12] > 64 || !u[13] || u[13] > 1u << 20)
             rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s', column counts, lanes or block chunks",
                             path, window, norm);
-        else if (names(c->features) != c->inputs || names(c->targets) != c->outputs)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s' and targets '%s'", path,
-                            c->inputs, c->outputs, c->features, c->targets);
+        else if (names(c->features) + 2 * names(c->time_features) != c->inputs || names(c->targets) != c->outputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', time features '%s' and "
+                            "targets '%s'", path, c->inputs, c->outputs, c->features, c->time_features, c->targets);
         else if (has_twice(c->features) || has_twice(c->targets))
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);

@@ -76,6 +76,7 @@ typedef struct {
     uint32_t lanes, block_chunks;  // as do the pipeline's lanes and blocks
     uint64_t data_fingerprint;     // sf_pack_info.fingerprint (0: a checkpoint from before it was recorded)
     double max_gap;                // seconds: windows do not span a larger step (0: none)
+    char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;
     uint64_t epoch_samples;

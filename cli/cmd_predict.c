@@ -109,6 +109,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
     if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.norm, e);
+    if (!rc) rc = sf_columns_add_time(&r->cols, in, r->ck.time_features, e);  // recomputed, as in training
     if (!rc) {
         // The training data's scaling, not this file's.
         memcpy(r->cols.feature_scale, r->ck.feature_scale, r->cols.nfeatures * sizeof(float));

@@ -69,6 +69,9 @@ static const option options[OPT_COUNT] = {
     [OPT_MAX_GAP] = {"max-gap", 0, "DURATION", K_DURATION, .group = DATA,
                      .help = "no window spans a step between rows longer than this (90s, 15min, 2h, 3d, 1w): a gap "
                              "splits its series (default: no limit)"},
+    [OPT_TIME_FEATURES] = {"time-features", 0, "hour,weekday,yearday", K_TEXT, .group = DATA,
+                           .help = "inputs from the time column: the sine and cosine of each time's phase in its "
+                                   "day, week or year (UTC), so that daily and yearly cycles are learnable"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
                    .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
@@ -515,6 +518,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
     if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
     if (v[OPT_MAX_GAP].set) o->max_gap = v[OPT_MAX_GAP].real;
+    if (v[OPT_TIME_FEATURES].set) o->time_features = v[OPT_TIME_FEATURES].text;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;

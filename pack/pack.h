@@ -267,6 +267,14 @@ int sf_duration_text(double seconds, char *buf, size_t cap);
 // Parses "90s", "15min", "2h", "3d", "1w", "250ms" (a number and a unit)
 // into seconds; SF_EFORMAT when it is not such a duration or not above 0.
 int sf_duration_parse(const char *s, double *seconds);
+// Calendar features of a time, for models to learn daily, weekly and
+// yearly cycles: the phase of the time in its day, its week (from Monday)
+// or its year (a leap year has 366 days), in [0, 1), in UTC (times without
+// a zone count as UTC, so their clock is kept). us is microseconds since
+// 1970-01-01T00:00Z.
+enum sf_time_feature { SF_TIME_HOUR, SF_TIME_WEEKDAY, SF_TIME_YEARDAY, SF_TIME_FEATURE_COUNT };
+double sf_time_phase(int64_t us, enum sf_time_feature f);
+const char *sf_time_feature_name(enum sf_time_feature f);  // "hour", "weekday", "yearday"
 // Parts a and b showed between them: their flags, the more fraction digits.
 unsigned sf_time_parts_join(unsigned a, unsigned b);
 // Writes us as ISO-8601 into buf (cap bytes; 40 hold any) in the style of

@@ -144,6 +144,28 @@ int sf_duration_parse(const char *s, double *seconds) {
     return SF_EFORMAT;
 }
 
+double sf_time_phase(int64_t us, enum sf_time_feature f) {
+    int64_t day_us = 86400000000ll, days = us / day_us, in_day = us % day_us;
+    if (in_day < 0) in_day += day_us, days--;
+    double frac = (double)in_day / (double)day_us;
+    if (f == SF_TIME_HOUR) return frac;
+    if (f == SF_TIME_WEEKDAY) {
+        int64_t wd = (days + 3) % 7;  // 1970-01-01 was a Thursday; Monday is 0
+        if (wd < 0) wd += 7;
+        return ((double)wd + frac) / 7;
+    }
+    int64_t y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    int64_t jan1 = days_from_civil(y, 1, 1);
+    return ((double)(days - jan1) + frac) / (leap(y) ? 366.0 : 365.0);
+}
+
+const char *sf_time_feature_name(enum sf_time_feature f) {
+    static const char *const names[] = {"hour", "weekday", "yearday"};
+    return (unsigned)f < SF_TIME_FEATURE_COUNT ? names[f] : "?";
+}
+
 unsigned sf_time_parts_join(unsigned a, unsigned b) {
     unsigned flags = (1u << SF_TIME_FRACTION_SHIFT) - 1, fa = a >> SF_TIME_FRACTION_SHIFT, fb = b >> SF_TIME_FRACTION_SHIFT;
     return ((a | b) & flags) | (fa > fb ? fa : fb) << SF_TIME_FRACTION_SHIFT;

@@ -1,6 +1,7 @@
 // The block stage: which columns feed x and y and how they are scaled, and
 // a block's rows gathered out of its decoded chunks, row-major and scaled.
 #include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,43 @@ bool sf_norm_parse(const char *name, enum sf_norm *out) {
 }
 
 const char *sf_norm_name(enum sf_norm norm) { return norm_names[norm]; }
+
+int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e) {
+    if (!list || !*list) return 0;
+    if (info->time_kind == SF_TIME_NONE)
+        return sf_err_set(e, SF_EUSAGE, "time features %s need times, and the file has no time column (pack the CSV "
+                          "with its time column)", list);
+    char name[32];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name)) return sf_err_set(e, SF_EUSAGE, "time features '%s': not a list", list);
+        int f = 0;
+        while (f < SF_TIME_FEATURE_COUNT && strcmp(name, sf_time_feature_name((enum sf_time_feature)f))) f++;
+        if (f == SF_TIME_FEATURE_COUNT)
+            return sf_err_set(e, SF_EUSAGE, "time feature \"%s\": expected hour, weekday or yearday", name);
+        for (uint32_t k = 0; k < c->ntime; k++)
+            if (c->time[k] == (enum sf_time_feature)f)
+                return sf_err_set(e, SF_EUSAGE, "time feature \"%s\" is named twice", name);
+        uint32_t n = c->nfeatures + 2;
+        uint32_t *idx = realloc(c->features, n * sizeof *idx);
+        if (idx) c->features = idx;
+        float *s = idx ? realloc(c->feature_scale, n * sizeof *s) : NULL;
+        if (s) c->feature_scale = s;
+        float *o = s ? realloc(c->feature_offset, n * sizeof *o) : NULL;
+        if (!o) return sf_err_set(e, SF_ENOMEM, "out of memory");
+        c->feature_offset = o;
+        for (uint32_t j = c->nfeatures; j < n; j++) idx[j] = SF_COLUMN_TIME, s[j] = 1, o[j] = 0;  // sin, cos: in [-1, 1]
+        c->nfeatures = n;
+        c->time[c->ntime++] = (enum sf_time_feature)f;
+    }
+    c->time_kind = info->time_kind;
+    return 0;
+}
+
+void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t k = 0; k < c->ntime; k++) sf_list_append(buf, cap, &len, sf_time_feature_name(c->time[k]));
+}
 
 void sf_columns_free(sf_columns *c) {
     free(c->features);
@@ -147,15 +185,34 @@ static void gather_column(float *dst, size_t dst_stride, const float *src, size_
     for (size_t r = 0; r < n; r++) dst[r * dst_stride] = src[r] * scale + offset;
 }
 
-void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values) {
+// A time of the file in microseconds since 1970, as sf_time_phase takes it.
+static int64_t time_us(enum sf_time_kind kind, int64_t t) {
+    switch (kind) {
+    case SF_TIME_EPOCH_S: return t * 1000000;
+    case SF_TIME_EPOCH_MS: return t * 1000;
+    case SF_TIME_EPOCH_NS: return t / 1000;
+    default: return t;  // ISO-8601 and epoch microseconds
+    }
+}
+
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,
+                     const int64_t *times) {
     uint64_t lo = chunk->first_row > d->row_lo ? chunk->first_row : d->row_lo;
     uint64_t hi = chunk->first_row + chunk->rows < d->row_hi ? chunk->first_row + chunk->rows : d->row_hi;
     if (lo >= hi) return;
     size_t n = (size_t)(hi - lo), from = (size_t)(lo - chunk->first_row), to = (size_t)(lo - d->row_lo);
-    for (uint32_t j = 0; j < cols->nfeatures; j++)
-        gather_column(d->feat + to * cols->nfeatures + j, cols->nfeatures,
-                      values + (size_t)cols->features[j] * chunk->rows + from, n, cols->feature_scale[j],
-                      cols->feature_offset[j]);
+    uint32_t nf = cols->nfeatures, ncol = nf - 2 * cols->ntime;
+    for (uint32_t j = 0; j < ncol; j++)
+        gather_column(d->feat + to * nf + j, nf, values + (size_t)cols->features[j] * chunk->rows + from, n,
+                      cols->feature_scale[j], cols->feature_offset[j]);
+    for (size_t r = 0; cols->ntime && r < n; r++) {
+        int64_t us = time_us(cols->time_kind, times[from + r]);
+        float *x = d->feat + (to + r) * nf + ncol;
+        for (uint32_t k = 0; k < cols->ntime; k++) {
+            double a = 2 * M_PI * sf_time_phase(us, cols->time[k]);
+            x[2 * k] = (float)sin(a), x[2 * k + 1] = (float)cos(a);
+        }
+    }
     for (uint32_t j = 0; j < cols->ntargets; j++)
         gather_column(d->targ + to * cols->ntargets + j, cols->ntargets,
                       values + (size_t)cols->targets[j] * chunk->rows + from, n, cols->target_scale[j],

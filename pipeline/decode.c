@@ -2,6 +2,7 @@
 // unfiltered into column-major values, and its rows that a block needs
 // gathered into the block, scaled. The pipeline's decoder threads and the
 // single-threaded block loader both decode through here.
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "pipeline.h"
@@ -9,6 +10,8 @@
 struct sf_decoder {
     sf_pack_dctx *dctx;
     float *values;  // one chunk, column-major
+    int64_t *times; // its rows' times, when the file has a time column
+    bool timed;     // times holds the chunk's times too
     int64_t chunk;  // the chunk values holds (-1: none)
 };
 
@@ -21,7 +24,8 @@ sf_decoder *sf_decoder_create(const sf_pack *p) {
     // The largest chunk: a file of fewer rows than its chunk size has one.
     size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
     d->values = malloc(rows * in->ncols * sizeof(float) + 1);
-    if (!d->dctx || !d->values) {
+    d->times = in->time_kind != SF_TIME_NONE ? malloc(rows * sizeof(int64_t)) : NULL;
+    if (!d->dctx || !d->values || (in->time_kind != SF_TIME_NONE && !d->times)) {
         sf_decoder_free(d);
         return NULL;
     }
@@ -32,6 +36,7 @@ void sf_decoder_free(sf_decoder *d) {
     if (!d) return;
     sf_pack_dctx_free(d->dctx);
     free(d->values);
+    free(d->times);
     free(d);
 }
 
@@ -39,13 +44,14 @@ bool sf_decoder_holds(const sf_decoder *dec, uint64_t i) { return dec->chunk == 
 
 int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
                    sf_block_data *d, sf_err *e) {
-    if (dec->chunk != (int64_t)i) {
+    bool timed = cols->ntime > 0;  // times only when time features need them
+    if (dec->chunk != (int64_t)i || (timed && !dec->timed)) {
         dec->chunk = -1;
-        int rc = sf_pack_chunk_decode(dec->dctx, p, i, stored, dec->values, e);
+        int rc = sf_pack_chunk_decode_all(dec->dctx, p, i, stored, dec->values, timed ? dec->times : NULL, NULL, e);
         if (rc) return rc;
-        dec->chunk = (int64_t)i;
+        dec->chunk = (int64_t)i, dec->timed = timed;
     }
     sf_chunk c = sf_pack_chunk_locate(p, i);
-    sf_block_gather(d, cols, &c, dec->values);
+    sf_block_gather(d, cols, &c, dec->values, timed ? dec->times : NULL);
     return 0;
 }

@@ -120,11 +120,15 @@ const char *sf_norm_name(enum sf_norm norm);
 // (FLT_MIN: values that differ only in denormals) would scale by infinity:
 // such a column is scaled as a constant, and counted in nflat.
 typedef struct {
-    uint32_t nfeatures, ntargets;
-    uint32_t *features, *targets;  // column indices
-    float *feature_scale, *feature_offset, *target_scale, *target_offset;
+    uint32_t nfeatures, ntargets;  // x's width: the feature columns, then sin and cos of each time feature
+    uint32_t *features, *targets;  // column indices (a time feature's two: SF_COLUMN_TIME)
+    float *feature_scale, *feature_offset, *target_scale, *target_offset;  // (a time feature's: 1 and 0)
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
+    uint32_t ntime;               // time features, computed from the file's time column
+    enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
+    enum sf_time_kind time_kind;  // the file's, to read its times
 } sf_columns;
+#define SF_COLUMN_TIME UINT32_MAX
 
 // Resolves comma-separated column names (features, targets) against the
 // file into *c (its own arrays: free with sf_columns_free); NULL features
@@ -133,6 +137,13 @@ typedef struct {
 int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,
                       enum sf_norm norm, sf_err *e);
 void sf_columns_free(sf_columns *c);
+// Appends the time features list names ("hour,weekday,yearday", each once)
+// to c's features: two each, sin and cos of the time's phase in its day,
+// week or year (sf_time_phase), so that cycles are learnable. SF_EUSAGE
+// when the file has no time column or a name is unknown.
+int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// Writes c's time features as a list ("hour,yearday") into buf; "" for none.
+void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
 
 // ---- blocks: a task's rows ----
 
@@ -148,8 +159,10 @@ void sf_block_data_free(sf_block_data *d);
 
 // Copies the rows of a decoded chunk (column-major values, as
 // sf_pack_chunk_decode writes them) that fall in [d->row_lo, d->row_hi)
-// into d, gathered and scaled.
-void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values);
+// into d, gathered and scaled, with their time features computed from
+// times (the chunk's rows' times; NULL when cols has no time features).
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,
+                     const int64_t *times);
 
 // A decoder: a decoding context and a chunk's worth of values, for one
 // thread. NULL when out of memory.

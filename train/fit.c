@@ -306,7 +306,8 @@ static int open_data(fit *f, sf_err *e) {
     int rc = sf_pack_open(&f->pack, o->data, e);
     if (rc) return rc;
     const sf_pack_info *in = sf_pack_get_info(f->pack);
-    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, o->norm, e))) {
+    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, o->norm, e)) ||
+        (rc = sf_columns_add_time(&f->cols, in, o->time_features, e))) {
         sf_err inner = *e;
         return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
     }
@@ -472,7 +473,13 @@ static void announce(const fit *f, const sf_run_start *start) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
         char feats[1024] = "", targs[1024] = "";
         size_t fl = 0, tl = 0;
-        for (uint32_t j = 0; j < f->cols.nfeatures; j++) sf_list_append(feats, sizeof feats, &fl, in->col_names[f->cols.features[j]]);
+        for (uint32_t j = 0; j < f->cols.nfeatures - 2 * f->cols.ntime; j++)
+            sf_list_append(feats, sizeof feats, &fl, in->col_names[f->cols.features[j]]);
+        for (uint32_t k = 0; k < f->cols.ntime; k++) {
+            char both[48];
+            snprintf(both, sizeof both, "sin/cos(%s)", sf_time_feature_name(f->cols.time[k]));
+            sf_list_append(feats, sizeof feats, &fl, both);
+        }
         for (uint32_t j = 0; j < f->cols.ntargets; j++) sf_list_append(targs, sizeof targs, &tl, in->col_names[f->cols.targets[j]]);
         fprintf(stderr, "columns: features %s%s; targets %s%s\n", feats, f->o->features ? "" : " (all: --features chooses)",
                 targs, f->o->targets ? "" : " (all: --targets chooses)");

@@ -195,6 +195,7 @@ typedef struct {
     uint64_t epochs, seed;
     double val_split;
     double max_gap;                  // seconds: no window spans a larger step between rows (0: any may)
+    const char *time_features;       // "hour,weekday,yearday" or part of it: sin/cos features from the time (NULL: none)
     sf_adam adam;
     bool lr_linear;                  // lr x replicas
     const char *checkpoint_dir;      // NULL: no checkpoints

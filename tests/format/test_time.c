@@ -8,8 +8,32 @@
 #include "pack/pack.h"
 #include "tests/common.h"
 
+#include <math.h>
+
+// Phases in the day, week and year against Python's datetime
+// (tests/ref/gen_time_phases.py wrote the fixture).
+static void test_phases(const char *path) {
+    FILE *f = fopen(path, "r");
+    CHECK(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    long long us;
+    double want[3];
+    int n = 0;
+    while (fscanf(f, "%lld %lf %lf %lf", &us, &want[0], &want[1], &want[2]) == 4) {
+        for (int k = 0; k < 3; k++) {
+            double got = sf_time_phase(us, (enum sf_time_feature)k);
+            CHECK(fabs(got - want[k]) < 1e-12 && got >= 0 && got < 1, "%lld: %s phase %.17g, want %.17g", us,
+                  sf_time_feature_name((enum sf_time_feature)k), got, want[k]);
+        }
+        n++;
+    }
+    fclose(f);
+    CHECK(n > 3000, "only %d phases in %s", n, path);
+}
+
 int main(int argc, char **argv) {
-    if (argc < 2) return 2;
+    if (argc < 3) return 2;
+    test_phases(argv[2]);
     FILE *f = fopen(argv[1], "r");
     if (!f) {
         fprintf(stderr, "cannot open %s\n", argv[1]);

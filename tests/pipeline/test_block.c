@@ -63,8 +63,63 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
     sf_columns_free(&cols);
 }
 
+// Time features: after the feature columns, the sine and cosine of each
+// row's phase (sf_time_phase, itself checked against Python), row by row
+// through chunks of 97 rows.
+static void test_time_features(void) {
+    char tpath[256];
+    snprintf(tpath, sizeof tpath, "%s/timed.sfpack", dir);
+    static const char *const names[] = {"v"};
+    sf_pack_writer_opts o = {.ncols = 1, .col_names = names, .chunk_rows = 97, .level = 1, .time_column = "t",
+                             .time_kind = SF_TIME_EPOCH_S};
+    enum { N = 1000 };
+    float v[N];
+    int64_t t[N];
+    for (int r = 0; r < N; r++) v[r] = (float)r, t[r] = 1600000000 + (int64_t)r * 4999;  // about 83 minutes apart
+    sf_pack_writer *w;
+    sf_err e = {0};
+    if (sf_pack_writer_open(&w, tpath, &o, &e) || sf_pack_writer_rows_at(w, v, t, NULL, N, &e) ||
+        sf_pack_writer_finish(w, &e)) {
+        CHECK(0, "write: %s", e.msg);
+        return;
+    }
+    sf_pack *p;
+    sf_columns cols;
+    if (sf_pack_open(&p, tpath, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, NULL, SF_NORM_NONE, &e)) {
+        CHECK(0, "open: %s", e.msg);
+        return;
+    }
+    int rc = sf_columns_add_time(&cols, sf_pack_get_info(p), "yearday, hour,weekday", &e);
+    CHECK(rc == 0 && cols.nfeatures == 7 && cols.ntime == 3, "add: %d %s, %u features", rc, e.msg, cols.nfeatures);
+    CHECK(sf_columns_add_time(&cols, sf_pack_get_info(p), "hour", &e) == SF_EUSAGE && strstr(e.msg, "twice"),
+          "a feature twice: %s", e.msg);
+    CHECK(sf_columns_add_time(&cols, sf_pack_get_info(p), "minute", &e) == SF_EUSAGE && strstr(e.msg, "hour, weekday"),
+          "an unknown feature: %s", e.msg);
+    sf_block_loader *l = sf_block_loader_create(p, &cols);
+    sf_block_data d = {0};
+    sf_block_task all = {.row_lo = 0, .row_hi = N};
+    if (!rc && (rc = sf_block_load(l, &all, &d, &e))) CHECK(0, "load: %s", e.msg);
+    const enum sf_time_feature order[3] = {SF_TIME_YEARDAY, SF_TIME_HOUR, SF_TIME_WEEKDAY};
+    for (int r = 0; !rc && r < N; r++) {
+        const float *x = d.feat + (size_t)r * 7;
+        bool ok = x[0] == v[r];
+        for (int k = 0; k < 3; k++) {
+            double a = 2 * M_PI * sf_time_phase(t[r] * 1000000, order[k]);
+            ok &= x[1 + 2 * k] == (float)sin(a) && x[2 + 2 * k] == (float)cos(a);
+        }
+        CHECK(ok, "row %d: %g %g %g %g %g %g %g", r, x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
+        if (!ok) break;
+    }
+    sf_block_data_free(&d);
+    sf_block_loader_free(l);
+    sf_columns_free(&cols);
+    sf_pack_close(p);
+    unlink(tpath);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
+    test_time_features();
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     const uint32_t chunk_rows[] = {97, 256, 5000};
     for (int c = 0; c < 3; c++) {

@@ -93,4 +93,19 @@ for p in pred:
     for r in range(last - span + 2, last + 1):
         assert times[r] - times[r - 1] <= dt.timedelta(hours=2), (p, r)
 PY
+
+# --time-features: inputs computed from the times, kept by the checkpoint
+# and computed again by predict and evaluate; a resume must keep them.
+run 0 train --data gaps.sfpack --model lstm:4,dense --window 4 --epochs 1 --batch-size 8 --time-features hour,weekday \
+    --targets v --checkpoint-dir tf
+expect err "columns: features v,sin/cos\(hour\),sin/cos\(weekday\)"
+expect err ", 165 parameters"  # lstm:4 on 5 inputs: 4 x 4 x (5 + 4) + 4 x 4 biases, dense 4 + 1
+run 0 predict --checkpoint tf/latest.safetensors --data gaps.sfpack -o tf.csv -q
+[ "$(wc -l <tf.csv)" -gt 500 ] || fail "predict with time features: $(head -3 tf.csv)"
+run 0 evaluate --checkpoint tf/latest.safetensors --data gaps.sfpack -q
+run 2 train --data gaps.sfpack --model lstm:4,dense --window 4 --epochs 2 --batch-size 8 --time-features hour \
+    --targets v --checkpoint-dir tf --resume
+expect err "--time-features differs from the checkpoint's"
+run 2 train --data gaps.sfpack --time-features minute
+expect err 'time feature "minute": expected hour, weekday or yearday'
 finish
