@@ -77,6 +77,15 @@ static void print_json(const sf_pack *p) {
             printf(", \"%s\": ", key[k]);
             cli_json_real(stdout, val[k]);
         }
+        const sf_category *cat = sf_pack_category(in, c);
+        if (cat) {
+            printf(", \"categories\": [");  // the value of code i at [i]
+            for (uint32_t v = 0; v < cat->nvalues; v++) {
+                if (v) printf(", ");
+                cli_json_string(stdout, cat->values[v]);
+            }
+            printf("]");
+        }
         printf("}");
     }
     printf("], \"series_column\": ");
@@ -143,8 +152,18 @@ static void print_text(const sf_pack *p, bool all_series) {
     printf("  %4s  %-*s  %14s %14s %14s %14s\n", "#", w, "name", "min", "max", "mean", "std");
     for (uint32_t c = 0; c < in->ncols; c++) {
         const sf_col_stats *st = &in->stats[c];
-        printf("  %4u  %-*s  %14.7g %14.7g %14.7g %14.7g\n", c + 1, w, in->col_names[c], st->min, st->max, st->mean,
-               st->std);
+        const sf_category *cat = sf_pack_category(in, c);
+        if (!cat) {
+            printf("  %4u  %-*s  %14.7g %14.7g %14.7g %14.7g\n", c + 1, w, in->col_names[c], st->min, st->max,
+                   st->mean, st->std);
+            continue;
+        }
+        char list[72] = "";  // as lists of names are spelled: a value with a comma quoted
+        size_t len = 0;
+        uint32_t v = 0;
+        while (v < cat->nvalues && !sf_list_append(list, sizeof list, &len, cat->values[v])) v++;
+        printf("  %4u  %-*s  categorical, %u values: %s%s\n", c + 1, w, in->col_names[c], cat->nvalues, list,
+               v < cat->nvalues ? " ... (--json lists them all)" : "");
     }
     uint64_t shown = all_series || in->nseries <= 10 ? in->nseries : 10;
     printf("series       %" PRIu64 "\n", in->nseries);

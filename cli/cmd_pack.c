@@ -9,7 +9,7 @@ static const cli_use pack_uses[] = {
     {.opt = OPT_DATA, .help = "the CSV file, '-' for stdin (or as the first argument)"},
     {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required); it appears only when packing succeeded"},
     {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_TIME_COLUMN},
-    {.opt = OPT_TIME_UNIT}, {.opt = OPT_DELIMITER},
+    {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
     {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -57,6 +57,7 @@ int cmd_pack(int argc, char **argv) {
     if (v[OPT_DROP_COLUMNS].set) o.drop_columns = v[OPT_DROP_COLUMNS].text;
     if (v[OPT_SERIES_COLUMN].set) o.series_column = v[OPT_SERIES_COLUMN].text;
     if (v[OPT_TIME_COLUMN].set) o.time_column = strcmp(v[OPT_TIME_COLUMN].text, "none") ? v[OPT_TIME_COLUMN].text : "";
+    if (v[OPT_CATEGORICAL].set) o.categorical = v[OPT_CATEGORICAL].text;
     if (v[OPT_TIME_UNIT].set) {
         if (!o.time_column || !o.time_column[0])
             return cli_usage_error("pack", "--time-unit needs --time-column NAME: integers are never taken for times "

@@ -44,9 +44,11 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
     float *vals = malloc(rows * in->ncols * 4);
     int64_t *time = timed ? malloc(rows * 8) : NULL;
+    const sf_category **cats = calloc(in->ncols, sizeof *cats);
     sf_pack_dctx *d = sf_pack_dctx_create();
     int rc = 0;
-    if (!stored || !vals || !d || (timed && !time)) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!stored || !vals || !d || (timed && !time) || !cats) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint32_t c = 0; cats && c < in->ncols; c++) cats[c] = sf_pack_category(in, c);
     uint64_t s = 0;
     cli_progress prog;
     cli_progress_start(&prog, quiet);
@@ -68,11 +70,23 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
                 fputc(',', f);
             }
             for (uint32_t c = 0; c < in->ncols; c++) {
-                char num[32];
-                int len = sf_format_float(num, vals[(size_t)c * ch.rows + r]);
+                float v = vals[(size_t)c * ch.rows + r];
                 if (c) fputc(',', f);
+                if (cats[c] && !(v >= 0 && v < (float)cats[c]->nvalues && v == (float)(uint32_t)v)) {
+                    rc = sf_err_set(e, SF_EFORMAT, "%s: chunk %" PRIu64 ": row %" PRIu64 " of categorical column "
+                                    "\"%s\" holds %g, not a code of its %u values (see 'seqfeed verify')",
+                                    sf_pack_name(p), i, row, in->col_names[c], v, cats[c]->nvalues);
+                    break;
+                }
+                if (cats[c]) {
+                    cli_csv_field(f, cats[c]->values[(uint32_t)v]);
+                    continue;
+                }
+                char num[32];
+                int len = sf_format_float(num, v);
                 fwrite(num, 1, (size_t)len, f);
             }
+            if (rc) break;
             fputc('\n', f);
         }
         cli_progress_line(&prog, "unpacking: %" PRIu64 " of %" PRIu64 " rows", ch.first_row + ch.rows, in->nrows);
@@ -81,6 +95,7 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     free(stored);
     free(vals);
     free(time);
+    free(cats);
     sf_pack_dctx_free(d);
     return rc;
 }

@@ -152,6 +152,9 @@ static const option options[OPT_COUNT] = {
                          .help = "the time of each row, stored exactly and never as a feature: ISO-8601 dates and "
                                  "times, or integers with --time-unit; never going back within a series (default: "
                                  "the first column whose first value is an ISO-8601 time)"},
+    [OPT_CATEGORICAL] = {"categorical", 0, "a,b", K_TEXT, .group = PACKING,
+                         .help = "text columns of a few distinct values (at most 1024), stored as categories: train "
+                                 "gives the model one input per value (one-hot)"},
     [OPT_TIME_UNIT] = {"time-unit", 0, "s|ms|us|ns", K_CHOICE, .choices = time_units, .group = PACKING,
                        .help = "the --time-column holds integer counts of this unit since 1970-01-01T00:00Z"},
     [OPT_DELIMITER] = {"delimiter", 0, "C", K_TEXT, .group = PACKING,

@@ -23,7 +23,16 @@
 #define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define PAD 16  // zeroed bytes behind the data: the 8-byte loads of fast_number
 
-enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME };
+enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME, ROLE_CATEGORY };
+
+// A categorical column: its texts in order of first appearance (a value's
+// code is its index), found through an open-addressing hash of indices.
+typedef struct {
+    uint32_t field;
+    char **values;
+    uint32_t n;
+    uint32_t slots[2 * SF_PACK_MAX_CATEGORY];  // value index + 1; 0: empty
+} category;
 
 typedef struct {
     char *key;
@@ -60,6 +69,9 @@ typedef struct {
     size_t key_len, key_cap;
     const char *key_at;  // where it starts in the input
 
+    category *cats;            // in kept-column order
+    uint32_t ncat;
+    int32_t *cat_of;           // per field: its index in cats, or -1
     uint32_t time_field;       // UINT32_MAX: none
     enum sf_time_kind time_kind;
     bool time_found;           // found from the first row, not named
@@ -255,6 +267,7 @@ typedef struct {
     bool many, times;  // more distinct values than kept; every text value a date or time
     char distinct[32][48];
     char prev[48];
+    bool category;  // suggested for --categorical
 } text_kind;
 
 // "2012-01-01", "2010-01-01T01:00:00", "2010-01-01 01:00": an ISO-8601 date first.
@@ -305,10 +318,15 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
         if (p < end && *p == '\n') p++;
     }
 done:;
-    char list[1024] = "", drop[1024] = "", series[256] = "";
-    size_t ln = 0, dn = 0;
+    // The command keeps what was given: the fix is the whole command line.
+    char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
+    size_t ln = 0, dn = 0, cn = 0;
     uint32_t ntext = 0;
     const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
+    if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
+    if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
+    if (c->o->categorical) cn = (size_t)snprintf(cats, sizeof cats, "%s", c->o->categorical);
+    if (c->o->drop_columns) dn = (size_t)snprintf(drop, sizeof drop, "%s", c->o->drop_columns);
     k[f].text += k[f].text == 0;  // the value that failed counts, whatever the scan saw
     for (uint32_t j = 0; j < c->ncsv; j++) {
         text_kind *t = &k[j];
@@ -330,23 +348,32 @@ done:;
         if (id && !series_name) {
             series_name = c->names[j];
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
-        } else if (t->times && c->time_field == UINT32_MAX && !no_time && !time_name) {
+        } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
             time_name = c->names[j];
+        } else if (!t->many && !t->times && !t->numbers && t->ndistinct > 1) {
+            sf_list_append(cats, sizeof cats, &cn, c->names[j]);  // a category: one-hot inputs
+            t->category = true;
         } else {
             sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
         }
     }
-    char tmp[96], fix[1400];
+    char tmp[96], fix[1600];
+    static const char *const missing[] = {"", " --missing drop", " --missing ffill"};
     // With --columns the kept list is the user's: suggest it without the text columns.
     if (c->o->columns) {
         char keep[1024] = "";
         size_t kn = 0;
         for (uint32_t j = 0; j < c->ncsv; j++)
-            if (c->role[j] == ROLE_KEEP && !k[j].text && sf_list_append(keep, sizeof keep, &kn, c->names[j])) break;
-        snprintf(fix, sizeof fix, " --columns '%s'%s", keep, series);
+            if ((c->role[j] == ROLE_CATEGORY || (c->role[j] == ROLE_KEEP && (!k[j].text || k[j].category))) &&
+                sf_list_append(keep, sizeof keep, &kn, c->names[j]))
+                break;
+        snprintf(fix, sizeof fix, " --columns '%s'%s%s%s%s%s%s%s", keep, series, time_name ? " --time-column " : "",
+                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
+                 missing[c->o->missing]);
     } else {
-        snprintf(fix, sizeof fix, "%s%s%s%s%s%s", series, time_name ? " --time-column " : "", time_name ? time_name : "",
-                 dn ? " --drop-columns '" : "", drop, dn ? "'" : "");
+        snprintf(fix, sizeof fix, "%s%s%s%s%s%s%s%s%s%s", series, time_name ? " --time-column " : "",
+                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
+                 dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
     }
     const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
     int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s. Pack it "
@@ -433,6 +460,33 @@ static bool parse_epoch(const char *s, size_t n, int64_t *out) {
     return true;
 }
 
+// The code of a categorical field's text, a new one for a text not seen yet.
+static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
+    category *g = &c->cats[c->cat_of[f]];
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)h & mask;
+    for (; g->slots[j]; j = (j + 1) & mask) {
+        const char *v = g->values[g->slots[j] - 1];
+        if (strlen(v) == n && !memcmp(v, s, n)) {
+            c->row[c->keep_at[f]] = (float)(g->slots[j] - 1);
+            return 0;
+        }
+    }
+    if (g->n == SF_PACK_MAX_CATEGORY)
+        return fail_at(c, at, "column \"%s\" has more than %u distinct values: ids or text rather than a category "
+                       "(--series-column or --drop-columns)", c->names[f], SF_PACK_MAX_CATEGORY);
+    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n || n > SF_PACK_MAX_NAME)
+        return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes, at most %u "
+                       "bytes", c->names[f], SF_PACK_MAX_NAME);
+    char **v = g->n % 64 ? g->values : realloc(g->values, (g->n + 64) * sizeof *v);
+    if (!v || !(v[g->n] = strndup(s, n))) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    g->values = v;
+    g->slots[j] = ++g->n;
+    c->row[c->keep_at[f]] = (float)(g->n - 1);
+    return 0;
+}
+
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
     char tmp[96];
@@ -484,7 +538,8 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     }
     char tmp[96];
     if (c->role[f] == ROLE_TIME) return time_field(c, at, fs, n);
-    if (c->role[f] != ROLE_KEEP) return 0;
+    if (c->role[f] == ROLE_CATEGORY && !missing_token(fs, n)) return category_field(c, f, at, fs, n);
+    if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) return 0;
     uint32_t k = c->keep_at[f];
     int r = sf_parse_float(fs, n, &c->row[k]);
     if (r == 0) return 0;
@@ -494,9 +549,10 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     if (!missing_token(fs, n)) return text_columns(c, at, f, fs, n);
     if (c->o->missing == SF_MISSING_ERROR)
         return fail_at(c, at,
-                       "missing or non-finite value \"%s\" in column \"%s\"; expected a number (hint: --missing "
+                       "missing or non-finite value \"%s\" in column \"%s\"; expected %s (hint: --missing "
                        "drop or --missing ffill)",
-                       show(fs, n, tmp, sizeof tmp), c->names[f]);
+                       show(fs, n, tmp, sizeof tmp), c->names[f],
+                       c->role[f] == ROLE_CATEGORY ? "one of its category values" : "a number");
     c->row[k] = NAN;
     c->miss[k] = at;
     c->rec_missing = true;
@@ -773,7 +829,7 @@ static int find_time_column(csv *c) {
             sf_time_parse(s, (size_t)(t - s), &us, &parts) == 0) {
             uint32_t k = c->keep_at[f];
             for (uint32_t g = 0; g < c->ncsv; g++)
-                if (c->role[g] == ROLE_KEEP && c->keep_at[g] > k) c->keep_at[g]--;
+                if ((c->role[g] == ROLE_KEEP || c->role[g] == ROLE_CATEGORY) && c->keep_at[g] > k) c->keep_at[g]--;
             c->role[f] = ROLE_TIME;
             c->time_field = f;
             c->time_found = true;
@@ -783,6 +839,32 @@ static int find_time_column(csv *c) {
         if (p >= end || *p == '\n') return 0;
         p++;
     }
+    return 0;
+}
+
+// A column --categorical names: kept, its texts coded. The columns are in
+// kept-column order (the writer's), whatever order the list has.
+static int category_column(csv *c, int f, const char *option) {
+    (void)option;
+    if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY)
+        return sf_err_set(c->e, SF_EUSAGE, "%s: --categorical names \"%s\", which is %s", c->name, c->names[f],
+                          c->role[f] == ROLE_SERIES ? "the series column" : c->role[f] == ROLE_TIME ? "the time column"
+                                                                          : "not packed (--columns or --drop-columns "
+                                                                            "leaves it out)");
+    if (c->role[f] == ROLE_CATEGORY) return sf_err_set(c->e, SF_EUSAGE, "%s: --categorical names \"%s\" twice", c->name, c->names[f]);
+    if (!c->cat_of) {
+        if (!(c->cat_of = malloc(c->ncsv * sizeof *c->cat_of)))
+            return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+        for (uint32_t g = 0; g < c->ncsv; g++) c->cat_of[g] = -1;
+    }
+    category *n = realloc(c->cats, (c->ncat + 1) * sizeof *n);
+    if (!n) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    c->cats = n;
+    uint32_t k = c->ncat++;
+    while (k > 0 && c->keep_at[c->cats[k - 1].field] > c->keep_at[f]) c->cats[k] = c->cats[k - 1], k--;
+    c->cats[k] = (category){.field = (uint32_t)f};
+    for (uint32_t i = 0; i < c->ncat; i++) c->cat_of[c->cats[i].field] = (int32_t)i;
+    c->role[f] = ROLE_CATEGORY;
     return 0;
 }
 
@@ -907,6 +989,7 @@ static int read_header(csv *c) {
         for (uint32_t f = 0; f < c->ncsv; f++)
             if (c->role[f] == ROLE_KEEP) c->keep_at[f] = c->nkeep++;
     }
+    if (o->categorical && (rc = each_name(c, o->categorical, "--categorical", category_column))) return rc;
     if (!o->time_column && c->time_kind == SF_TIME_ISO && (rc = find_time_column(c))) return rc;
     if (c->nkeep == 0) return sf_err_set(c->e, SF_EUSAGE, "%s: no columns left to pack", c->name);
     return 0;
@@ -993,7 +1076,7 @@ give_up:
 // not qualify (quotes, little data, a pending blank line).
 static int parse_parallel(csv *c) {
     const char *start = c->buf + c->pos, *end = c->buf + c->len;
-    if (c->blank_line || end - start < (1 << 18)) return 1;
+    if (c->blank_line || c->ncat || end - start < (1 << 18)) return 1;  // categories: codes are shared state
     const char *last = memrchr(start, '\n', (size_t)(end - start));
     if (!last || memchr(start, '"', (size_t)(last - start))) return 1;
     const char *mid = memchr(start + (last - start) / 2, '\n', (size_t)(last - start) / 2 + 1);
@@ -1075,7 +1158,7 @@ static int convert(csv *c, const char *out) {
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }
     for (uint32_t f = 0; f < c->ncsv; f++)
-        if (c->role[f] == ROLE_KEEP) col_names[c->keep_at[f]] = c->names[f];
+        if (c->role[f] == ROLE_KEEP || c->role[f] == ROLE_CATEGORY) col_names[c->keep_at[f]] = c->names[f];
     sf_pack_writer_opts wo = c->o->pack;
     wo.ncols = c->nkeep;
     wo.col_names = col_names;
@@ -1083,6 +1166,13 @@ static int convert(csv *c, const char *out) {
     wo.time_column = c->time_field == UINT32_MAX ? NULL : c->names[c->time_field];
     wo.time_kind = c->time_kind;
     wo.lines = true;  // what predict joins back to the CSV by
+    uint32_t cat_cols[64];
+    if (c->ncat > sizeof cat_cols / sizeof *cat_cols) {
+        free(col_names);
+        return sf_err_set(c->e, SF_EUSAGE, "%s: at most %zu categorical columns", c->name, sizeof cat_cols / sizeof *cat_cols);
+    }
+    for (uint32_t k = 0; k < c->ncat; k++) cat_cols[k] = c->keep_at[c->cats[k].field];
+    wo.categorical = cat_cols, wo.ncategorical = c->ncat;
     rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
@@ -1103,7 +1193,15 @@ static int convert(csv *c, const char *out) {
     if (c->w) {
         if (!rc) {
             sf_pack_writer_time_parts(c->w, c->time_parts);
-            rc = sf_pack_writer_finish(c->w, c->e);
+            for (uint32_t k = 0; !rc && k < c->ncat; k++) {
+                if (c->cats[k].n == 0)
+                    rc = sf_err_set(c->e, SF_EFORMAT, "%s: categorical column \"%s\" has only missing values",
+                                    c->name, c->names[c->cats[k].field]);
+                else
+                    rc = sf_pack_writer_category(c->w, k, (const char *const *)c->cats[k].values, c->cats[k].n, c->e);
+            }
+            if (rc) sf_pack_writer_abort(c->w);
+            else rc = sf_pack_writer_finish(c->w, c->e);
             struct stat sb;
             if (!rc && stat(out, &sb) == 0) c->st.out_bytes = (uint64_t)sb.st_size;
         } else {
@@ -1128,6 +1226,12 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->batch);
+    for (uint32_t k = 0; k < c->ncat; k++) {
+        for (uint32_t i = 0; i < c->cats[k].n; i++) free(c->cats[k].values[i]);
+        free(c->cats[k].values);
+    }
+    free(c->cats);
+    free(c->cat_of);
     free(c->batch_time);
     free(c->batch_line);
     free(c->half_times);

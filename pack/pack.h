@@ -39,6 +39,15 @@ typedef struct {
     const char *name;  // value of the series column, "" when there is none
 } sf_series;
 
+// A categorical column: its values are the codes 0 .. nvalues - 1 of the
+// texts values[code], in the order they first appeared.
+typedef struct {
+    uint32_t column;
+    uint32_t nvalues;
+    const char *const *values;
+} sf_category;
+#define SF_PACK_MAX_CATEGORY 1024u  // distinct values a categorical column may have
+
 typedef struct {
     uint64_t offset;       // byte offset of the stored (compressed) bytes
     uint32_t stored_size;  // compressed bytes
@@ -81,7 +90,12 @@ typedef struct {
     uint64_t time_gaps;           // steps between rows of a series larger than time_step
     const int64_t *series_times;  // first and last time of series i at [2i], [2i + 1]; NULL without a time column
     bool has_lines;               // each row keeps its line in the CSV it was packed from
+    uint32_t ncategories;         // categorical columns, in column order
+    const sf_category *categories;
 } sf_pack_info;
+
+// Column c's category, or NULL when c holds numbers.
+const sf_category *sf_pack_category(const sf_pack_info *in, uint32_t c);
 
 // ---- reading ----
 
@@ -163,6 +177,8 @@ typedef struct {
     const char *time_column;    // NULL: none; else every row has a time, non-decreasing in its series
     enum sf_time_kind time_kind;
     bool lines;                 // every row has its line in the CSV it comes from
+    const uint32_t *categorical; // columns whose values are category codes (ascending), ncategorical of them
+    uint32_t ncategorical;
 } sf_pack_writer_opts;
 
 typedef struct sf_pack_writer sf_pack_writer;
@@ -184,6 +200,9 @@ int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *
 // ISO-8601 parts (SF_TIME_*) the times showed, joined into what the file
 // records, so that they are written back alike.
 void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts);
+// The texts of categorical column k's codes (k indexes o->categorical),
+// copied; every categorical column needs them before finish.
+int sf_pack_writer_category(sf_pack_writer *w, uint32_t k, const char *const *values, uint32_t n, sf_err *e);
 uint64_t sf_pack_writer_nrows(const sf_pack_writer *w);
 uint64_t sf_pack_writer_bytes(const sf_pack_writer *w);  // written so far
 // Writes the trailer and footer, fsyncs, renames onto path and frees w.
@@ -206,6 +225,7 @@ typedef struct {
     // unit (integers); SF_TIME_NONE: ISO.
     const char *time_column;
     enum sf_time_kind time_unit;
+    const char *categorical;    // names of text columns to store as categories (one-hot inputs in train); NULL: none
     char delimiter;             // 0: detect from the header (',', ';', '\t'); see sf_csv_delimiter_ok
     enum sf_missing missing;
     sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in; threads > 1

@@ -24,6 +24,9 @@ struct sf_pack {
     char *series_column;
     char *time_column;
     int64_t *series_times, *chunk_steps;
+    sf_category *categories;
+    char **category_text;  // every category's values, in one array
+    uint64_t ncategory_text;
     uint32_t naux;  // int64 columns after the floats in each chunk
     uint64_t *chunk_offset;
     uint32_t *chunk_size, *chunk_crc;
@@ -61,6 +64,9 @@ void sf_pack_close(sf_pack *p) {
     free(p->series_names);
     free(p->series_column);
     free(p->time_column);
+    for (uint64_t i = 0; i < p->ncategory_text; i++) free(p->category_text[i]);
+    free(p->category_text);
+    free(p->categories);
     free(p->series_times);
     free(p->chunk_steps);
     free(p->chunk_offset);
@@ -139,7 +145,7 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.filter = sf_get_u32(h + 24);
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
-    uint32_t flags = sf_get_u32(h + 32), known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES : 0;
+    uint32_t flags = sf_get_u32(h + 32), known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES : 0;
     if ((flags & ~known) || sf_get_u32(h + 36)) {
         rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; version %u knows flags %08x and reserves 0", nm,
                      flags, sf_get_u32(h + 36), version, known);
@@ -187,6 +193,29 @@ static int parse_header(sf_pack *p, sf_err *e) {
         }
         p->info.time_kind = (enum sf_time_kind)kind;
         pos += 4;
+    }
+    if (flags & SF_FLAG_CATEGORIES) {
+        uint32_t n = pos + 4 <= hsize - 4 ? sf_get_u32(h + pos) : 0;
+        if (n == 0 || n > nc || (uint64_t)pos + 4 + 4ull * n > hsize - 4) {
+            rc = CORRUPT("%s: header byte %zu: the list of categorical columns is empty or runs past the header", nm,
+                         pos);
+            goto out;
+        }
+        if (!(p->categories = calloc(n, sizeof *p->categories))) {
+            rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+            goto out;
+        }
+        for (uint32_t k = 0; k < n; k++) {
+            uint32_t col = sf_get_u32(h + pos + 4 + 4 * k);
+            if (col >= nc || (k && col <= p->categories[k - 1].column)) {
+                rc = CORRUPT("%s: header byte %zu: categorical column %u is out of range or out of order", nm,
+                             pos + 4 + 4 * k, col);
+                goto out;
+            }
+            p->categories[k].column = col;
+        }
+        p->info.ncategories = n;
+        pos += 4 + 4 * (size_t)n;
     }
     if (pos != hsize - 4) {
         rc = CORRUPT("%s: header byte %zu: %zu unexpected bytes before the header's checksum", nm, pos,
@@ -373,6 +402,34 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
         for (uint64_t i = 0; i < in->nchunks; i++, pos += 8) p->chunk_steps[i] = (int64_t)sf_get_u64(t + pos);
         in->series_times = p->series_times;
     }
+    for (uint32_t k = 0; k < in->ncategories; k++) {
+        uint32_t n = end - pos >= 4 ? sf_get_u32(t + pos) : 0;
+        if (n == 0 || n > SF_PACK_MAX_CATEGORY) {
+            rc = CORRUPT("%s: trailer (byte %llu): categorical column %u has %u values (1 to %u)", nm,
+                         (unsigned long long)(toff + pos), p->categories[k].column, n, SF_PACK_MAX_CATEGORY);
+            goto out;
+        }
+        pos += 4;
+        char **v = realloc(p->category_text, (p->ncategory_text + n) * sizeof *v);
+        if (!v) {
+            rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+            goto out;
+        }
+        p->category_text = v;
+        p->categories[k].nvalues = n;
+        for (uint32_t i = 0; i < n; i++) {
+            char *s = take_name(t, end, &pos);
+            if (!s) {
+                rc = CORRUPT("%s: trailer (byte %llu): a value of categorical column %u runs past the trailer", nm,
+                             (unsigned long long)(toff + pos), p->categories[k].column);
+                goto out;
+            }
+            v[p->ncategory_text++] = s;
+        }
+    }
+    for (uint64_t k = 0, at = 0; k < in->ncategories; at += p->categories[k++].nvalues)
+        p->categories[k].values = (const char *const *)p->category_text + at;
+    in->categories = p->categories;
     if (pos != end) {
         rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series %s", nm,
                      (unsigned long long)(toff + pos), end - pos, p->time_column ? "times" : "names");
@@ -427,6 +484,12 @@ int sf_pack_open(sf_pack **out, const char *path, sf_err *e) {
 }
 
 const sf_pack_info *sf_pack_get_info(const sf_pack *p) { return &p->info; }
+
+const sf_category *sf_pack_category(const sf_pack_info *in, uint32_t c) {
+    for (uint32_t k = 0; k < in->ncategories; k++)
+        if (in->categories[k].column == c) return &in->categories[k];
+    return NULL;
+}
 const char *sf_pack_name(const sf_pack *p) { return p->name; }
 int sf_pack_fd(const sf_pack *p) { return p->fd; }
 size_t sf_pack_max_stored_size(const sf_pack *p) { return p->max_stored; }
@@ -649,6 +712,14 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
                     rc = CORRUPT("%s: chunk %llu (byte %llu): row %llu of column \"%s\" is not finite", p->name,
                                  (unsigned long long)i, (unsigned long long)c.offset,
                                  (unsigned long long)(c.first_row + r), in->col_names[col]);
+                    goto out;
+                }
+            const sf_category *cat = sf_pack_category(in, col);
+            for (uint32_t r = 0; cat && r < c.rows; r++)
+                if (!(x[r] >= 0 && x[r] < (float)cat->nvalues && x[r] == (float)(uint32_t)x[r])) {
+                    rc = CORRUPT("%s: chunk %llu: row %llu of categorical column \"%s\" holds %g, not a code of its "
+                                 "%u values", p->name, (unsigned long long)i, (unsigned long long)(c.first_row + r),
+                                 in->col_names[col], x[r], cat->nvalues);
                     goto out;
                 }
             sf_moments m;

@@ -67,6 +67,9 @@ struct sf_pack_writer {
     uint64_t step_count[STEP_KINDS], steps_seen, gaps;
     uint32_t step_kinds;
     int64_t step;  // decided after STEP_SAMPLE steps, or at the end
+    uint32_t *cat_cols, ncat;  // categorical columns
+    char ***cat_values;        // each one's texts (NULL until given)
+    uint32_t *cat_n;
 
     uint64_t nrows, offset;  // offset: where the next chunk goes
     uint8_t *index;          // SF_INDEX_ENTRY per chunk
@@ -232,6 +235,11 @@ static void free_writer(sf_pack_writer *w) {
     ZSTD_freeCCtx(w->cctx);
     for (size_t i = 0; i < w->nseries; i++) free(w->series[i].name);
     free(w->series);
+    for (uint32_t k = 0; k < w->ncat; k++) {
+        for (uint32_t i = 0; w->cat_values && w->cat_values[k] && i < w->cat_n[k]; i++) free(w->cat_values[k][i]);
+        if (w->cat_values) free(w->cat_values[k]);
+    }
+    free(w->cat_values), free(w->cat_n), free(w->cat_cols);
     free(w->index);
     free(w->chunk_steps);
     free(w->moments);
@@ -248,7 +256,8 @@ void sf_pack_writer_abort(sf_pack_writer *w) {
 }
 
 static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e) {
-    size_t n = SF_HEADER_FIXED + 2 + strlen(series_column) + 4 + (w->has_time ? 2 + strlen(w->time_column) + 4 : 0);
+    size_t n = SF_HEADER_FIXED + 2 + strlen(series_column) + 4 + (w->has_time ? 2 + strlen(w->time_column) + 4 : 0) +
+               (w->ncat ? 4 + 4 * (size_t)w->ncat : 0);
     for (uint32_t c = 0; c < w->ncols; c++) n += 2 + strlen(w->col_names[c]);
     if (n > SF_MAX_HEADER) return sf_err_set(e, SF_EINVAL, "%s: column names too long for the header", w->path);
     uint64_t data_offset = sf_align_up(n, SF_PACK_ALIGN);
@@ -261,7 +270,8 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
     sf_put_u32(h + 20, w->chunk_rows);
     sf_put_u32(h + 24, (uint32_t)w->filter);
     sf_put_u32(h + 28, (uint32_t)w->level);
-    sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0));  // reserved stays 0
+    sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0) |
+                           (w->ncat ? SF_FLAG_CATEGORIES : 0));  // reserved stays 0
     uint8_t *p = h + SF_HEADER_FIXED;
     for (uint32_t c = 0; c <= w->ncols + w->has_time; c++) {
         const char *s = c < w->ncols ? w->col_names[c] : c == w->ncols ? series_column : w->time_column;
@@ -271,6 +281,10 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
         p += 2 + len;
     }
     if (w->has_time) sf_put_u32(p, (uint32_t)w->time_kind), p += 4;
+    if (w->ncat) {
+        sf_put_u32(p, w->ncat), p += 4;
+        for (uint32_t k = 0; k < w->ncat; k++) sf_put_u32(p, w->cat_cols[k]), p += 4;
+    }
     sf_put_u32(p, sf_crc32c(0, h, n - 4));
     int rc = write_all(w, h, data_offset, 0, e);
     free(h);
@@ -318,7 +332,22 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->col_names = o->col_names;
     w->has_time = has_time, w->has_lines = o->lines, w->naux = has_time + o->lines;
     w->time_column = o->time_column, w->time_kind = has_time ? o->time_kind : SF_TIME_NONE;
-    w->version = w->naux ? 2 : 1;  // a file without times or lines stays readable by version-1 readers
+    w->ncat = o->ncategorical;
+    // A file without times, lines or categories stays readable by version-1 readers.
+    w->version = w->naux || w->ncat ? 2 : 1;
+    if (w->ncat) {
+        w->cat_cols = malloc(w->ncat * sizeof *w->cat_cols);
+        w->cat_values = calloc(w->ncat, sizeof *w->cat_values);
+        w->cat_n = calloc(w->ncat, sizeof *w->cat_n);
+        if (!w->cat_cols || !w->cat_values || !w->cat_n) goto nomem;
+        for (uint32_t k = 0; k < w->ncat; k++) {
+            w->cat_cols[k] = o->categorical[k];
+            if (o->categorical[k] >= o->ncols || (k && o->categorical[k] <= o->categorical[k - 1])) {
+                free_writer(w);
+                return sf_err_set(e, SF_EINVAL, "%s: categorical columns must be distinct columns, ascending", path);
+            }
+        }
+    }
     w->path = strdup(path);
     w->nthreads = o->threads > 1 ? o->threads : 0;
     w->njobs = w->nthreads ? 2 * (size_t)w->nthreads : 1;
@@ -413,6 +442,21 @@ int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_er
     return 0;
 }
 
+int sf_pack_writer_category(sf_pack_writer *w, uint32_t k, const char *const *values, uint32_t n, sf_err *e) {
+    if (k >= w->ncat || n > SF_PACK_MAX_CATEGORY || w->cat_values[k])
+        return sf_err_set(e, SF_EINVAL, "%s: category %u of %u given twice, or with %u values (at most %u)", w->path,
+                          k, w->ncat, n, SF_PACK_MAX_CATEGORY);
+    char **v = calloc(n ? n : 1, sizeof *v);
+    if (!v) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    w->cat_values[k] = v;
+    for (uint32_t i = 0; i < n; i++) {
+        if (strlen(values[i]) > SF_PACK_MAX_NAME) return sf_err_set(e, SF_EINVAL, "%s: a category value is too long", w->path);
+        if (!(v[i] = strdup(values[i]))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+        w->cat_n[k] = i + 1;
+    }
+    return 0;
+}
+
 void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts) {
     w->time_parts = sf_time_parts_join(w->time_parts, parts);
 }
@@ -499,6 +543,11 @@ int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *
 static int write_trailer(sf_pack_writer *w, sf_err *e) {
     size_t names = 0;
     for (size_t i = 0; i < w->nseries; i++) names += 2 + w->series[i].len;
+    for (uint32_t k = 0; k < w->ncat; k++) {
+        if (!w->cat_values[k]) return sf_err_set(e, SF_EINVAL, "%s: categorical column %u has no values", w->path, k);
+        names += 4;
+        for (uint32_t i = 0; i < w->cat_n[k]; i++) names += 2 + strlen(w->cat_values[k][i]);
+    }
     size_t n = SF_TRAILER_FIXED + w->ncols * SF_STATS_SIZE + w->index_len * SF_INDEX_ENTRY +
                w->nseries * SF_SERIES_ENTRY + names + 4 +
                (w->has_time ? SF_TIME_FIXED + w->nseries * 16 + w->index_len * 8 : 0);
@@ -542,6 +591,15 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
             sf_put_u64(p + 8, (uint64_t)w->series[i].last_time);
         }
         for (size_t i = 0; i < w->index_len; i++, p += 8) sf_put_u64(p, (uint64_t)w->chunk_steps[i]);
+    }
+    for (uint32_t k = 0; k < w->ncat; k++) {
+        sf_put_u32(p, w->cat_n[k]), p += 4;
+        for (uint32_t i = 0; i < w->cat_n[k]; i++) {
+            size_t len = strlen(w->cat_values[k][i]);
+            sf_put_u16(p, (uint16_t)len);
+            memcpy(p + 2, w->cat_values[k][i], len);
+            p += 2 + len;
+        }
     }
     sf_put_u32(p, sf_crc32c(0, t, n - 4));
     p += 4;

@@ -521,6 +521,56 @@ static void case_missing_ffill(void) {
     reject("id,x\n A ,\n", &o, SF_EFORMAT, "in.csv:2:5: ", "column \"x\"", "no earlier row", NULL);
 }
 
+// Categories: codes in order of first appearance, texts in the trailer, a
+// missing value filled like a number, numbers as text ("1" is a value, not
+// the number 1), in any column order of the --categorical list.
+static void case_categorical(void) {
+    sf_csv_pack_opts o = defaults();
+    o.missing = SF_MISSING_FFILL;
+    o.categorical = "n,sky";
+    loaded l;
+    sf_csv_pack_stats st;
+    if (!accept("t,sky,n\n1,sun,7\n2,rain,1\n3,sun,7\n4,,x\n5,\"fog, thick\",1\n", &o, LIST("t", "sky", "n"),
+                LIST("1", "0", "0", "2", "1", "1", "3", "0", "0", "4", "0", "2", "5", "2", "1"), &l, &st))
+        return;
+    CHECK(st.values_filled == 1, "%llu values filled, expected 1", (unsigned long long)st.values_filled);
+    const sf_category *sky = sf_pack_category(l.in, 1), *n = sf_pack_category(l.in, 2);
+    CHECK(l.in->ncategories == 2 && !sf_pack_category(l.in, 0) && sky && n, "%u categorical columns, expected 2",
+          l.in->ncategories);
+    if (sky && n) {
+        CHECK(sky->nvalues == 3 && !strcmp(sky->values[0], "sun") && !strcmp(sky->values[1], "rain") &&
+                  !strcmp(sky->values[2], "fog, thick"), "sky has %u values", sky->nvalues);
+        CHECK(n->nvalues == 3 && !strcmp(n->values[0], "7") && !strcmp(n->values[1], "1") &&
+                  !strcmp(n->values[2], "x"), "n has %u values", n->nvalues);
+    }
+    sf_err e = {0};
+    CHECK(sf_pack_verify(l.p, NULL, NULL, &e) == 0, "verify: %s", e.msg);
+    unload(&l);
+    // Refused: a column named twice, the series column, one not packed, a
+    // column with nothing but missing values, and too many distinct values.
+    o.categorical = "sky,sky";
+    reject("t,sky\n1,sun\n", &o, SF_EUSAGE, "in.csv: ", "--categorical names \"sky\" twice", NULL);
+    o.categorical = "id";
+    o.series_column = "id";
+    reject("id,t\nA,1\n", &o, SF_EUSAGE, "in.csv: ", "\"id\", which is the series column", NULL);
+    o.series_column = NULL;
+    o.categorical = "sky";
+    o.drop_columns = "sky";
+    reject("t,sky\n1,sun\n", &o, SF_EUSAGE, "in.csv: ", "\"sky\", which is not packed", NULL);
+    o.drop_columns = NULL;
+    o.missing = SF_MISSING_ERROR;
+    reject("t,sky\n1,sun\n2,\n", &o, SF_EFORMAT, "in.csv:3:3: ", "expected one of its category values", NULL);
+    o.missing = SF_MISSING_FFILL;
+    reject("t,sky\n1,\n", &o, SF_EFORMAT, "in.csv:2:3: ", "no earlier row", NULL);
+    size_t cap = 16 + 16 * (SF_PACK_MAX_CATEGORY + 1);
+    char *many = malloc(cap);
+    if (!many) return;
+    size_t k = (size_t)sprintf(many, "t,sky\n");
+    for (uint32_t i = 0; i <= SF_PACK_MAX_CATEGORY; i++) k += (size_t)sprintf(many + k, "%u,v%u\n", i, i);
+    reject(many, &o, SF_EFORMAT, "in.csv:1026:6: ", "more than 1024 distinct values", NULL);
+    free(many);
+}
+
 // The previous row of a missing value can sit in the batch before, already
 // handed to the writer.
 static void case_ffill_batches(void) {
@@ -568,11 +618,11 @@ static void case_non_numeric(void) {
     reject("site,day,t,sky\nA,2020-01-01,1,sun\nA,2020-01-02,2,rain\nA,2020-01-03,3,sun\nB,2020-01-01,4,fog\n"
            "B,2020-01-02,5,rain\n", &o, SF_EFORMAT, "in.csv:2:1: ", "2 columns are text",
            "\"site\" (text ids in long runs, 2 distinct: a series column?)",
-           "\"sky\" (a category of 3 values, mixed)", "--series-column site --drop-columns 'sky'", NULL);
+           "\"sky\" (a category of 3 values, mixed)", "--series-column site --categorical 'sky'", NULL);
     // Without the time column found, a column of dates is named as one.
     o.time_column = "";
     reject("site,day,t\nA,2020-01-01,1\nA,2020-01-02,2\n", &o, SF_EFORMAT, "in.csv:2:1: ", "2 columns are text",
-           "\"day\" (dates or times)", "--series-column site --drop-columns 'day'", NULL);
+           "\"day\" (dates or times)", "--series-column site --time-column none --drop-columns 'day'", NULL);
     o.time_column = NULL;
     reject("a,b\n1,2e\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
     reject("a,b\n1,0x10\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
@@ -958,6 +1008,7 @@ static const struct {
     C(long_names),
     C(bad_delimiter),
     C(nul_and_cr),
+    C(categorical),
 #undef C
 };
 

@@ -51,4 +51,22 @@ cmp -s again.sfpack "$golden/v2.sfpack" || fail "packing v2.csv again gives othe
 run 0 pack back2.csv -o again2.sfpack --series-column station --chunk-rows 4 --level 3 -q
 run 0 unpack again2.sfpack -o back3.csv
 cmp -s back3.csv back2.csv || fail "the unpacked CSV does not pack to the same rows and times"
+
+# Version 2 with categorical columns (a value with a comma, missing values
+# filled) after the time column in the header, their texts in the trailer.
+g=v2-categories
+run 0 unpack "$golden/$g.sfpack" -o back4.csv
+cmp -s back4.csv "$golden/$g.unpacked.csv" || fail "$g.sfpack unpacks to other CSV: $(diff back4.csv "$golden/$g.unpacked.csv")"
+run 0 verify "$golden/$g.sfpack"
+run 0 inspect --json "$golden/$g.sfpack"
+python3 - <<'PY' || fail "inspect --json of v2-categories.sfpack: $(cat out)"
+import json
+d = json.load(open("out"))
+assert d["format_version"] == 2 and d["rows"] == 7, d
+assert [(c["name"], c.get("categories")) for c in d["columns"]] == [
+    ("temp", None), ("sky", ["sun", "rain", "fog, thick", "snow"]), ("wind", ["N", "NW", "E"])], d["columns"]
+PY
+run 0 pack "$golden/$g.csv" -o again4.sfpack --series-column site --categorical sky,wind --missing ffill --chunk-rows 3 \
+    --level 3 -q
+cmp -s again4.sfpack "$golden/$g.sfpack" || fail "packing $g.csv again gives other bytes than $g.sfpack"
 finish

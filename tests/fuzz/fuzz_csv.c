@@ -133,6 +133,7 @@ static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const s
     unlink(path);
     if (rows != st->rows) fail("the packed file's row count differs from the packer's", path);
     sf_csv_pack_opts ref = {.drop_columns = o->series_column,
+                            .categorical = o->categorical,
                             .delimiter = o->delimiter,
                             .missing = o->missing,
                             .pack = {.level = 1, .filter = SF_FILTER_NONE}};
@@ -162,7 +163,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool use_series = (data[0] & 0x10) && series[0], threads = data[0] & 0x20;
     char *big = threads && (data[1] & 0xc0) == 0xc0 ? inflate(text, n, &n) : NULL;
     if (big) text = big;
+    // The first column as a category instead, when it is not the series.
+    bool use_category = !use_series && (data[0] & 0x40) && series[0];
     sf_csv_pack_opts o = {.series_column = use_series ? series : NULL,
+                          .categorical = use_category ? series : NULL,
                           .delimiter = delimiters[data[0] & 3],
                           .missing = missing[(data[0] >> 2) & 3],
                           .pack = {.chunk_rows = (1u + (data[1] & 15u)) << (big ? 10 : 0),
