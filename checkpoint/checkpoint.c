@@ -55,7 +55,8 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
-                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features, NULL};
+                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
+                          "categories", c->categories, NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -110,6 +111,20 @@ static uint32_t names(const char *list) {
     char name[4096];
     for (const char *p = *list ? list : NULL; p; n++)
         if (sf_list_next(&p, name, sizeof name)) return UINT32_MAX;
+    return n;
+}
+
+// The inputs categorical features add to their one column each: a group
+// '"weather,sun,rain"' is two inputs, one more than its column.
+static uint32_t one_hot_inputs(const char *categories) {
+    size_t cap = strlen(categories) + 1;
+    char *group = malloc(cap);
+    uint32_t n = 0;
+    for (const char *p = *categories ? categories : NULL; p && n != UINT32_MAX / 2;) {
+        uint32_t k = !group || sf_list_next(&p, group, cap) ? 0 : names(group);
+        n = k < 2 || k == UINT32_MAX ? UINT32_MAX / 2 : n + k - 2;  // UINT32_MAX / 2: no count adds up to it
+    }
+    free(group);
     return n;
 }
 
@@ -202,6 +217,8 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
+    if (!rc && sf_st_meta(s, "categories"))
+        rc = meta_text(s, path, "categories", c->categories, sizeof c->categories, e);
     if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'max_gap' is %g, expected seconds >= 0", path, c->max_gap);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
@@ -219,9 +236,11 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
             u[12] > 64 || !u[13] || u[13] > 1u << 20)
             rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s', column counts, lanes or block chunks",
                             path, window, norm);
-        else if (names(c->features) + 2 * names(c->time_features) != c->inputs || names(c->targets) != c->outputs)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', time features '%s' and "
-                            "targets '%s'", path, c->inputs, c->outputs, c->features, c->time_features, c->targets);
+        else if (names(c->features) + one_hot_inputs(c->categories) + 2 * names(c->time_features) != c->inputs ||
+                 names(c->targets) != c->outputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', categories '%s', time "
+                            "features '%s' and targets '%s'", path, c->inputs, c->outputs, c->features,
+                            c->categories, c->time_features, c->targets);
         else if (has_twice(c->features) || has_twice(c->targets))
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);

@@ -77,6 +77,9 @@ typedef struct {
     uint64_t data_fingerprint;     // sf_pack_info.fingerprint (0: a checkpoint from before it was recorded)
     double max_gap;                // seconds: windows do not span a larger step (0: none)
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
+    // categorical features and the value of each of their inputs, as
+    // sf_columns_categories writes them ("": none)
+    char categories[16384];
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;
     uint64_t epoch_samples;

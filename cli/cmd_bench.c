@@ -159,7 +159,7 @@ int bench_pipeline(int argc, char **argv) {
     const sf_pack_info *in = sf_pack_get_info(p);
     sf_columns cols;
     if (sf_columns_create(&cols, in, v[OPT_FEATURES].set ? v[OPT_FEATURES].text : NULL,
-                          v[OPT_TARGETS].set ? v[OPT_TARGETS].text : NULL,
+                          v[OPT_TARGETS].set ? v[OPT_TARGETS].text : NULL, NULL,
                           v[OPT_NORM].set ? (enum sf_norm)v[OPT_NORM].choice : SF_NORM_ZSCORE, &e)) {
         sf_pack_close(p);
         e.code = SF_EUSAGE;

@@ -95,7 +95,7 @@ int bench_train(int argc, char **argv) {
     sf_pack *p;
     sf_columns cols;
     if (sf_pack_open(&p, o.data, &e)) return cli_fail(c->name, &e, NULL);
-    int rc = sf_columns_create(&cols, sf_pack_get_info(p), o.features, o.targets, o.norm, &e);
+    int rc = sf_columns_create(&cols, sf_pack_get_info(p), o.features, o.targets, NULL, o.norm, &e);
     sf_pack_close(p);
     if (rc) return e.code = SF_EUSAGE, cli_fail(c->name, &e, NULL);
     sf_model m;

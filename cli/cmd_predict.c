@@ -108,7 +108,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
-    if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.norm, e);
+    if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.categories, r->ck.norm, e);
     if (!rc) rc = sf_columns_add_time(&r->cols, in, r->ck.time_features, e);  // recomputed, as in training
     if (!rc) {
         // The training data's scaling, not this file's.
@@ -141,6 +141,10 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
         r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
         if (!r->pred || !r->persist || !r->unit_mse) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
+    if (!rc && r->cols.nunseen)
+        fprintf(stderr, "note: %s: %u value(s) of categorical column \"%s\"%s are not in the training data: "
+                "their rows get 0 for every input of the column\n", data, r->cols.nunseen,
+                in->col_names[r->cols.unseen_column], r->cols.nunseen > 1 ? " (or others)" : "");
     for (uint32_t j = 0; !rc && j < r->cols.ntargets; j++) {
         r->persist[j] = -1;
         for (uint32_t f = 0; f < r->cols.nfeatures; f++)

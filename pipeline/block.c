@@ -42,9 +42,12 @@ int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *lis
         float *s = idx ? realloc(c->feature_scale, n * sizeof *s) : NULL;
         if (s) c->feature_scale = s;
         float *o = s ? realloc(c->feature_offset, n * sizeof *o) : NULL;
-        if (!o) return sf_err_set(e, SF_ENOMEM, "out of memory");
-        c->feature_offset = o;
-        for (uint32_t j = c->nfeatures; j < n; j++) idx[j] = SF_COLUMN_TIME, s[j] = 1, o[j] = 0;  // sin, cos: in [-1, 1]
+        if (o) c->feature_offset = o;
+        int32_t *code = o ? realloc(c->codes, n * sizeof *code) : NULL;
+        if (!code) return sf_err_set(e, SF_ENOMEM, "out of memory");
+        c->codes = code;
+        for (uint32_t j = c->nfeatures; j < n; j++)  // sin, cos: in [-1, 1]
+            idx[j] = SF_COLUMN_TIME, s[j] = 1, o[j] = 0, code[j] = SF_CODE_NONE;
         c->nfeatures = n;
         c->time[c->ntime++] = (enum sf_time_feature)f;
     }
@@ -65,6 +68,7 @@ void sf_columns_free(sf_columns *c) {
     free(c->feature_offset);
     free(c->target_scale);
     free(c->target_offset);
+    free(c->codes);
     *c = (sf_columns){0};
 }
 
@@ -86,16 +90,20 @@ static bool scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, floa
     return flat;
 }
 
-// Column indices of a comma-separated list of names (every column for NULL).
-static int resolve(const sf_pack_info *info, const char *list, const char *what, uint32_t **out, uint32_t *n,
+// Column indices of a comma-separated list of names (NULL: every column, or
+// every numeric one for targets).
+static int resolve(const sf_pack_info *info, const char *list, bool targets, uint32_t **out, uint32_t *n,
                    sf_err *e) {
+    const char *what = targets ? "target" : "feature";
     *n = 0;
     size_t names = 1;
     for (const char *q = list; q && *q; q++) names += *q == ',';
-    *out = malloc((list ? names : info->ncols) * sizeof **out);
+    *out = malloc((list ? names : info->ncols) * sizeof **out + 1);
     if (!*out) return sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!list) {
-        for (uint32_t c = 0; c < info->ncols; c++) (*out)[(*n)++] = c;
+        for (uint32_t c = 0; c < info->ncols; c++)
+            if (!targets || !sf_pack_category(info, c)) (*out)[(*n)++] = c;
+        if (*n == 0) return sf_err_set(e, SF_EUSAGE, "every column is categorical: there is no number to predict");
         return 0;
     }
     char name[4096];
@@ -112,22 +120,108 @@ static int resolve(const sf_pack_info *info, const char *list, const char *what,
                 k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", info->col_names[i]);
             return sf_err_set(e, SF_EINVAL, "%s \"%s\" is not a column; the columns are: %s", what, name, names);
         }
+        if (targets && sf_pack_category(info, c))
+            return sf_err_set(e, SF_EUSAGE, "target \"%s\" is categorical: the model predicts numbers (MSE); "
+                              "choose numeric --targets, and \"%s\" can be a feature", name, name);
         (*out)[(*n)++] = c;
     }
     return 0;
 }
 
+// The inputs of categorical column col in *codes (malloc'd): the file's
+// codes, or, given a model's categories, the file's code of each of its
+// values in the model's order.
+static int category_inputs(sf_columns *c, const sf_pack_info *info, uint32_t col, const char *categories,
+                           int32_t **codes, uint32_t *n, sf_err *e) {
+    const sf_category *cat = sf_pack_category(info, col);
+    const char *name = info->col_names[col];
+    *codes = NULL, *n = 0;
+    if (!categories) {
+        if (!(*codes = malloc(cat->nvalues * sizeof **codes))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+        for (uint32_t v = 0; v < cat->nvalues; v++) (*codes)[v] = (int32_t)v;
+        *n = cat->nvalues;
+        return 0;
+    }
+    size_t cap = strlen(categories) + 1;
+    char *group = malloc(cap), *value = malloc(cap);
+    bool *seen = calloc(cat ? cat->nvalues : 1, sizeof *seen);
+    int rc = !group || !value || !seen ? sf_err_set(e, SF_ENOMEM, "out of memory") : 0;
+    bool found = false;
+    for (const char *p = *categories ? categories : NULL; !rc && p && !found;) {
+        if (sf_list_next(&p, group, cap)) {
+            rc = sf_err_set(e, SF_EFORMAT, "the model's categories '%s' are not a list of lists", categories);
+            break;
+        }
+        const char *q = group;
+        if (sf_list_next(&q, value, cap) || strcmp(value, name)) continue;
+        found = true;
+        if (!cat) {
+            rc = sf_err_set(e, SF_EUSAGE, "column \"%s\" was categorical in training and holds numbers in this file "
+                            "(hint: pack it with --categorical %s)", name, name);
+            break;
+        }
+        uint32_t max = 1;
+        for (const char *t = q; t && *t; t++) max += *t == ',';
+        if (!(*codes = malloc(max * sizeof **codes))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        while (!rc && q) {
+            if (sf_list_next(&q, value, cap)) {
+                rc = sf_err_set(e, SF_EFORMAT, "the model's values of \"%s\" are not a list", name);
+                break;
+            }
+            int32_t code = SF_CODE_UNSEEN;
+            for (uint32_t v = 0; v < cat->nvalues && code == SF_CODE_UNSEEN; v++)
+                if (!strcmp(cat->values[v], value)) code = (int32_t)v, seen[v] = true;
+            (*codes)[(*n)++] = code;
+        }
+    }
+    if (!rc && !found && cat)
+        rc = sf_err_set(e, SF_EUSAGE, "column \"%s\" is categorical in this file and held numbers in training "
+                        "(hint: pack the CSV as it was packed for training, without --categorical %s)", name, name);
+    for (uint32_t v = 0; !rc && cat && v < cat->nvalues; v++)
+        if (!seen[v]) c->unseen_column = c->nunseen++ ? c->unseen_column : col;
+    free(group), free(value), free(seen);
+    if (rc) free(*codes), *codes = NULL;
+    return rc;
+}
+
+// The feature columns into c's arrays: a number one input, a categorical
+// column one per value.
+static int expand_features(sf_columns *c, const sf_pack_info *info, const uint32_t *cols, uint32_t ncols,
+                           const char *categories, sf_err *e) {
+    int rc = 0;
+    for (uint32_t k = 0; !rc && k < ncols; k++) {
+        int32_t one = SF_CODE_NONE, *codes = &one;
+        uint32_t n = 1;
+        bool category = sf_pack_category(info, cols[k]) || (categories && *categories);
+        if (category && (rc = category_inputs(c, info, cols[k], categories, &codes, &n, e))) break;
+        if (!codes) codes = &one, n = 1;  // a number, as the model's categories say too
+        uint32_t total = c->nfeatures + n;
+        uint32_t *f = realloc(c->features, total * sizeof *f + 1);
+        if (f) c->features = f;
+        int32_t *cd = f ? realloc(c->codes, total * sizeof *cd + 1) : NULL;
+        if (cd) c->codes = cd;
+        if (!cd) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        for (uint32_t j = 0; !rc && j < n; j++) f[c->nfeatures + j] = cols[k], cd[c->nfeatures + j] = codes[j];
+        if (!rc) c->nfeatures = total;
+        if (codes != &one) free(codes);
+    }
+    return rc;
+}
+
 int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,
-                      enum sf_norm norm, sf_err *e) {
+                      const char *categories, enum sf_norm norm, sf_err *e) {
     *c = (sf_columns){0};
     if (norm < SF_NORM_ZSCORE || norm > SF_NORM_NONE) return sf_err_set(e, SF_EINVAL, "unknown normalisation %d", norm);
-    int rc = resolve(info, features, "feature", &c->features, &c->nfeatures, e);
-    if (!rc) rc = resolve(info, targets, "target", &c->targets, &c->ntargets, e);
+    uint32_t *cols = NULL, ncols = 0;
+    int rc = resolve(info, features, false, &cols, &ncols, e);
+    if (!rc) rc = expand_features(c, info, cols, ncols, categories, e);
+    free(cols);
+    if (!rc) rc = resolve(info, targets, true, &c->targets, &c->ntargets, e);
     if (!rc) {
-        c->feature_scale = malloc(c->nfeatures * sizeof(float));
-        c->feature_offset = malloc(c->nfeatures * sizeof(float));
-        c->target_scale = malloc(c->ntargets * sizeof(float));
-        c->target_offset = malloc(c->ntargets * sizeof(float));
+        c->feature_scale = malloc(c->nfeatures * sizeof(float) + 1);
+        c->feature_offset = malloc(c->nfeatures * sizeof(float) + 1);
+        c->target_scale = malloc(c->ntargets * sizeof(float) + 1);
+        c->target_offset = malloc(c->ntargets * sizeof(float) + 1);
         if (!c->feature_scale || !c->feature_offset || !c->target_scale || !c->target_offset)
             rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
@@ -138,10 +232,50 @@ int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *featu
     for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
         bool is_x = j < c->nfeatures;
         uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
+        if (is_x && c->codes[k] != SF_CODE_NONE) {  // one-hot: 0 or 1 as it is
+            c->feature_scale[k] = 1, c->feature_offset[k] = 0;
+            continue;
+        }
         if (scaling(&info->stats[col], norm, is_x ? &c->feature_scale[k] : &c->target_scale[k],
                     is_x ? &c->feature_offset[k] : &c->target_offset[k]) &&
             (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once
             c->flat_column = c->nflat++ ? c->flat_column : col;
+    }
+    return 0;
+}
+
+int sf_columns_feature_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t j = 0; j < c->nfeatures; j++) {
+        if (c->features[j] == SF_COLUMN_TIME) continue;
+        if (c->codes[j] != SF_CODE_NONE && j && c->features[j - 1] == c->features[j]) continue;
+        if (sf_list_append(buf, cap, &len, info->col_names[c->features[j]])) return SF_ERANGE;
+    }
+    return 0;
+}
+
+int sf_columns_categories(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t j = 0; j < c->nfeatures;) {
+        uint32_t col = c->features[j], end = j + 1;
+        if (c->codes[j] == SF_CODE_NONE) {
+            j++;
+            continue;
+        }
+        while (end < c->nfeatures && c->features[end] == col && c->codes[end] != SF_CODE_NONE) end++;
+        size_t glen = 0, gcap = cap;
+        char *group = malloc(gcap);
+        if (!group) return SF_ENOMEM;
+        int rc = sf_list_append(group, gcap, &glen, info->col_names[col]);
+        const sf_category *cat = sf_pack_category(info, col);
+        for (uint32_t k = j; !rc && k < end; k++)
+            rc = c->codes[k] >= 0 && cat ? sf_list_append(group, gcap, &glen, cat->values[c->codes[k]]) : SF_EINVAL;
+        if (!rc) rc = sf_list_append(buf, cap, &len, group);
+        free(group);
+        if (rc) return rc;
+        j = end;
     }
     return 0;
 }
@@ -202,9 +336,15 @@ void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *c
     if (lo >= hi) return;
     size_t n = (size_t)(hi - lo), from = (size_t)(lo - chunk->first_row), to = (size_t)(lo - d->row_lo);
     uint32_t nf = cols->nfeatures, ncol = nf - 2 * cols->ntime;
-    for (uint32_t j = 0; j < ncol; j++)
-        gather_column(d->feat + to * nf + j, nf, values + (size_t)cols->features[j] * chunk->rows + from, n,
-                      cols->feature_scale[j], cols->feature_offset[j]);
+    for (uint32_t j = 0; j < ncol; j++) {
+        const float *src = values + (size_t)cols->features[j] * chunk->rows + from;
+        if (cols->codes[j] == SF_CODE_NONE) {
+            gather_column(d->feat + to * nf + j, nf, src, n, cols->feature_scale[j], cols->feature_offset[j]);
+            continue;
+        }
+        float code = (float)cols->codes[j];  // SF_CODE_UNSEEN matches no code
+        for (size_t r = 0; r < n; r++) d->feat[(to + r) * nf + j] = src[r] == code ? 1.0f : 0.0f;
+    }
     for (size_t r = 0; cols->ntime && r < n; r++) {
         int64_t us = time_us(cols->time_kind, times[from + r]);
         float *x = d->feat + (to + r) * nf + ncol;

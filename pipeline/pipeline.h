@@ -118,25 +118,43 @@ const char *sf_norm_name(enum sf_norm norm);
 // 1 / (max - min) and offset = -min / (max - min) (scale 1, offset -min when
 // max == min); none: 1 and 0. A spread below float32's normal range
 // (FLT_MIN: values that differ only in denormals) would scale by infinity:
-// such a column is scaled as a constant, and counted in nflat.
+// such a column is scaled as a constant, and counted in nflat. A
+// categorical feature column (sf_pack_category) is one input per value,
+// one-hot: 1 where the row's code is the input's code, else 0.
 typedef struct {
     uint32_t nfeatures, ntargets;  // x's width: the feature columns, then sin and cos of each time feature
     uint32_t *features, *targets;  // column indices (a time feature's two: SF_COLUMN_TIME)
     float *feature_scale, *feature_offset, *target_scale, *target_offset;  // (a time feature's: 1 and 0)
+    int32_t *codes;                // per feature: the code it is one-hot for; SF_CODE_NONE: a number
+    uint32_t nunseen, unseen_column;  // values of the file the categories given to create leave out
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
     uint32_t ntime;               // time features, computed from the file's time column
     enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
     enum sf_time_kind time_kind;  // the file's, to read its times
 } sf_columns;
 #define SF_COLUMN_TIME UINT32_MAX
+#define SF_CODE_NONE (-1)    // a feature that is a number
+#define SF_CODE_UNSEEN (-2)  // a category value this file does not have: always 0
 
 // Resolves comma-separated column names (features, targets) against the
 // file into *c (its own arrays: free with sf_columns_free); NULL features
-// means every column, NULL targets every column too. An unknown name is
-// SF_EINVAL with the file's columns listed.
+// means every column, NULL targets every numeric column. An unknown name is
+// SF_EINVAL with the file's columns listed; a categorical target SF_EUSAGE.
+// categories (as sf_columns_categories writes them, a model's) gives each
+// categorical feature's inputs by value, so that a file whose codes differ
+// feeds the model alike (a value it lacks: SF_CODE_UNSEEN; a value of the
+// file's not there is counted in nunseen and gets zeros); NULL: the file's
+// values, one input per code.
 int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *features, const char *targets,
-                      enum sf_norm norm, sf_err *e);
+                      const char *categories, enum sf_norm norm, sf_err *e);
 void sf_columns_free(sf_columns *c);
+// Writes c's categorical features into buf (cap bytes) as a list of lists
+// (sf_list_append), each its column's name and then its inputs' values:
+// '"weather,sun,rain",...'; "" for none. SF_ERANGE when it does not fit.
+int sf_columns_categories(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap);
+// The feature columns as a list, a categorical column once; SF_ERANGE when
+// it does not fit cap bytes.
+int sf_columns_feature_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap);
 // Appends the time features list names ("hour,weekday,yearday", each once)
 // to c's features: two each, sin and cos of the time's phase in its day,
 // week or year (sf_time_phase), so that cycles are learnable. SF_EUSAGE

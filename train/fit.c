@@ -306,7 +306,7 @@ static int open_data(fit *f, sf_err *e) {
     int rc = sf_pack_open(&f->pack, o->data, e);
     if (rc) return rc;
     const sf_pack_info *in = sf_pack_get_info(f->pack);
-    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, o->norm, e)) ||
+    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, NULL, o->norm, e)) ||
         (rc = sf_columns_add_time(&f->cols, in, o->time_features, e))) {
         sf_err inner = *e;
         return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
@@ -473,8 +473,15 @@ static void announce(const fit *f, const sf_run_start *start) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
         char feats[1024] = "", targs[1024] = "";
         size_t fl = 0, tl = 0;
-        for (uint32_t j = 0; j < f->cols.nfeatures - 2 * f->cols.ntime; j++)
-            sf_list_append(feats, sizeof feats, &fl, in->col_names[f->cols.features[j]]);
+        for (uint32_t j = 0; j < f->cols.nfeatures - 2 * f->cols.ntime; j++) {
+            uint32_t end = j + 1;
+            while (f->cols.codes[j] != SF_CODE_NONE && end < f->cols.nfeatures && f->cols.features[end] == f->cols.features[j])
+                end++;
+            char one_hot[300];
+            if (end > j + 1) snprintf(one_hot, sizeof one_hot, "%s (%u one-hot)", in->col_names[f->cols.features[j]], end - j);
+            sf_list_append(feats, sizeof feats, &fl, end > j + 1 ? one_hot : in->col_names[f->cols.features[j]]);
+            j = end - 1;
+        }
         for (uint32_t k = 0; k < f->cols.ntime; k++) {
             char both[48];
             snprintf(both, sizeof both, "sin/cos(%s)", sf_time_feature_name(f->cols.time[k]));

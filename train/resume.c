@@ -24,9 +24,12 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
                   const sf_model *m, uint32_t replicas, sf_err *e) {
     *c = (sf_checkpoint){0};
     sf_model_format(m, c->model, sizeof c->model);
-    if (join(c->features, sizeof c->features, in, cols->features, cols->nfeatures - 2 * cols->ntime) ||
+    if (sf_columns_feature_list(cols, in, c->features, sizeof c->features) ||
         join(c->targets, sizeof c->targets, in, cols->targets, cols->ntargets))
         return sf_err_set(e, SF_EINVAL, "too many column names for a checkpoint");
+    if (sf_columns_categories(cols, in, c->categories, sizeof c->categories))
+        return sf_err_set(e, SF_EINVAL, "the categorical features' values take more than the %zu bytes a checkpoint "
+                          "keeps for them (hint: fewer categorical --features)", sizeof c->categories);
     snprintf(c->data, sizeof c->data, "%s", o->data);
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
     c->feature_scale = cols->feature_scale, c->feature_offset = cols->feature_offset;
@@ -59,6 +62,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
+                       : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"
@@ -91,7 +95,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, o->backend->name};
+    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
     // The data: its layout decides the blocks and shards, and the scaling
     // comes from the file's statistics, so another file of the same shape

@@ -80,7 +80,7 @@ __attribute__((unused)) static int sample_pipe_open(sample_pipe *t, const char *
                                                     sf_err *e) {
     *t = (sample_pipe){0};
     int rc = sf_pack_open(&t->pack, file, e);
-    if (!rc) rc = sf_columns_create(&t->cols, sf_pack_get_info(t->pack), "a,c,d", "b", SF_NORM_ZSCORE, e);
+    if (!rc) rc = sf_columns_create(&t->cols, sf_pack_get_info(t->pack), "a,c,d", "b", NULL, SF_NORM_ZSCORE, e);
     if (!rc) rc = sf_pipe_open(&t->pipe, t->pack, &t->cols, o, e);
     if (rc) sample_pipe_close(t);
     return rc;

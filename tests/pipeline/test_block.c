@@ -12,7 +12,7 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
     sf_columns cols;
     sf_plan *plan;
     sf_err e = {0};
-    if (sf_columns_create(&cols, in, features, targets, norm, &e) ||
+    if (sf_columns_create(&cols, in, features, targets, NULL, norm, &e) ||
         sf_plan_create(&plan, in->nrows, in->chunk_rows, in->series, in->nseries, &w, block_chunks, NULL, &e)) {
         CHECK(0, "%s", e.msg);
         return;
@@ -85,7 +85,7 @@ static void test_time_features(void) {
     }
     sf_pack *p;
     sf_columns cols;
-    if (sf_pack_open(&p, tpath, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, NULL, SF_NORM_NONE, &e)) {
+    if (sf_pack_open(&p, tpath, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, NULL, NULL, SF_NORM_NONE, &e)) {
         CHECK(0, "open: %s", e.msg);
         return;
     }
@@ -117,9 +117,84 @@ static void test_time_features(void) {
     unlink(tpath);
 }
 
+// A file with categorical column "sky" of the given values, whose row r has
+// code codes[r % 5].
+static int pack_sky(const char *path, const char *const *values, uint32_t nvalues, const float *codes) {
+    static const char *const names[] = {"v", "sky"};
+    const uint32_t cat = 1;
+    sf_pack_writer_opts o = {.ncols = 2, .col_names = names, .chunk_rows = 7, .level = 1, .categorical = &cat,
+                             .ncategorical = 1};
+    float rows[2 * 20];
+    for (int r = 0; r < 20; r++) rows[2 * r] = (float)r, rows[2 * r + 1] = codes[r % 5];
+    sf_pack_writer *w;
+    sf_err e = {0};
+    int rc = sf_pack_writer_open(&w, path, &o, &e);
+    if (!rc && (rc = sf_pack_writer_rows(w, rows, 20, &e) || sf_pack_writer_category(w, 0, values, nvalues, &e)))
+        sf_pack_writer_abort(w);
+    if (!rc) rc = sf_pack_writer_finish(w, &e);
+    CHECK(rc == 0, "write %s: %s", path, e.msg);
+    return rc;
+}
+
+// Categorical features: one input per value, 1 for the row's value; the
+// column never a target; and a model's categories map another file's codes
+// by text, a value it lacks to zeros.
+static void test_categories(void) {
+    char a[256], b[256];
+    snprintf(a, sizeof a, "%s/sky-a.sfpack", dir);
+    snprintf(b, sizeof b, "%s/sky-b.sfpack", dir);
+    static const char *const va[] = {"sun", "rain", "fog, thick"}, *const vb[] = {"hail", "fog, thick", "sun"};
+    if (pack_sky(a, va, 3, (const float[]){0, 1, 2, 1, 0}) || pack_sky(b, vb, 3, (const float[]){2, 0, 1, 0, 2}))
+        return;
+    sf_pack *pa, *pb;
+    sf_err e = {0};
+    if (sf_pack_open(&pa, a, &e) || sf_pack_open(&pb, b, &e)) {
+        CHECK(0, "open: %s", e.msg);
+        return;
+    }
+    const sf_pack_info *ia = sf_pack_get_info(pa), *ib = sf_pack_get_info(pb);
+    sf_columns ca, cb;
+    int rc = sf_columns_create(&ca, ia, NULL, NULL, NULL, SF_NORM_ZSCORE, &e);
+    CHECK(rc == 0 && ca.nfeatures == 4 && ca.ntargets == 1 && ca.targets[0] == 0, "columns: %d %s, %u features",
+          rc, e.msg, ca.nfeatures);
+    char list[256], feats[64];
+    CHECK(!rc && !sf_columns_categories(&ca, ia, list, sizeof list) && !strcmp(list, "\"sky,sun,rain,\"\"fog, thick\"\"\"") &&
+              !sf_columns_feature_list(&ca, ia, feats, sizeof feats) && !strcmp(feats, "v,sky"),
+          "categories '%s', features '%s'", list, feats);
+    CHECK(sf_columns_create(&cb, ia, NULL, "v,sky", NULL, SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+              strstr(e.msg, "target \"sky\" is categorical"), "a categorical target: %s", e.msg);
+    rc = rc ? rc : sf_columns_create(&cb, ib, "v,sky", "v", list, SF_NORM_ZSCORE, &e);
+    CHECK(rc == 0 && cb.nfeatures == 4 && cb.nunseen == 1 && cb.unseen_column == 1, "mapped: %d %s, %u unseen", rc,
+          e.msg, cb.nunseen);
+    sf_block_data da = {0}, db = {0};
+    sf_block_task all = {.row_lo = 0, .row_hi = 20};
+    sf_block_loader *la = rc ? NULL : sf_block_loader_create(pa, &ca), *lb = rc ? NULL : sf_block_loader_create(pb, &cb);
+    if (!rc && (sf_block_load(la, &all, &da, &e) || sf_block_load(lb, &all, &db, &e))) CHECK(rc = 1, "load: %s", e.msg);
+    // Row r of a: sun rain fog rain sun; of b (hail=0 fog=1 sun=2): sun hail fog hail sun.
+    static const float want_a[5][3] = {{1, 0, 0}, {0, 1, 0}, {0, 0, 1}, {0, 1, 0}, {1, 0, 0}};
+    static const float want_b[5][3] = {{1, 0, 0}, {0, 0, 0}, {0, 0, 1}, {0, 0, 0}, {1, 0, 0}};
+    for (int r = 0; !rc && r < 20; r++) {
+        const float *xa = da.feat + 4 * r, *xb = db.feat + 4 * r;
+        bool ok = xa[0] == xb[0];
+        for (int k = 0; k < 3; k++) ok &= xa[1 + k] == want_a[r % 5][k] && xb[1 + k] == want_b[r % 5][k];
+        CHECK(ok, "row %d: a %g %g %g %g, b %g %g %g %g", r, xa[0], xa[1], xa[2], xa[3], xb[0], xb[1], xb[2], xb[3]);
+        if (!ok) break;
+    }
+    CHECK(sf_columns_create(&cb, ib, "v", "v", "", SF_NORM_ZSCORE, &e) == 0, "a numeric feature: %s", e.msg);
+    sf_columns_free(&cb);
+    CHECK(sf_columns_create(&cb, ib, "sky", "v", "", SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+              strstr(e.msg, "held numbers in training"), "categorical here, numbers in training: %s", e.msg);
+    sf_block_data_free(&da), sf_block_data_free(&db);
+    sf_block_loader_free(la), sf_block_loader_free(lb);
+    sf_columns_free(&ca);
+    sf_pack_close(pa), sf_pack_close(pb);
+    unlink(a), unlink(b);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     test_time_features();
+    test_categories();
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     const uint32_t chunk_rows[] = {97, 256, 5000};
     for (int c = 0; c < 3; c++) {
@@ -144,7 +219,7 @@ int main(void) {
     sf_err e = {0};
     sf_columns cols;
     if (sf_pack_open(&p, path, &e) == 0) {
-        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,nope", NULL, SF_NORM_ZSCORE, &e) == SF_EINVAL &&
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,nope", NULL, NULL, SF_NORM_ZSCORE, &e) == SF_EINVAL &&
                   strstr(e.msg, "\"nope\" is not a column"),
               "unknown column: %s", e.msg);
         sf_pack_close(p);

@@ -45,7 +45,7 @@ static int child(void) {
     sf_pack *p;
     sf_columns cols;
     sf_err e = {0};
-    if (sf_pack_open(&p, path, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, "a", SF_NORM_ZSCORE, &e))
+    if (sf_pack_open(&p, path, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, "a", NULL, SF_NORM_ZSCORE, &e))
         return 2;
     sf_pipe_opts o = sf_pipe_opts_default();
     o.replicas = 2, o.batch = 256, o.pool = 1000000, o.seed = 3, o.decoders = 2, o.slots = 2, o.prefetch = 2;

@@ -224,7 +224,7 @@ static void check_corrupt(const sf_pack *p, const sf_columns *good_cols, sf_pipe
     (void)good_cols;
     // The header and index are intact: the damage shows when chunk 5 is decoded.
     if (sf_pack_open(&bp, bad, &e) ||
-        sf_columns_create(&cols, sf_pack_get_info(bp), "a,c,d", "b", SF_NORM_ZSCORE, &e) ||
+        sf_columns_create(&cols, sf_pack_get_info(bp), "a,c,d", "b", NULL, SF_NORM_ZSCORE, &e) ||
         sf_pipe_open(&pipe, bp, &cols, &o, &e)) {
         CHECK(0, "%s", e.msg);
         return;
@@ -256,7 +256,7 @@ int main(void) {
     sf_columns cols;
     sf_plan *plan;
     if (pack_sample(97) || sf_pack_open(&p, path, &e) ||
-        sf_columns_create(&cols, sf_pack_get_info(p), "a,c,d", "b", SF_NORM_ZSCORE, &e)) {
+        sf_columns_create(&cols, sf_pack_get_info(p), "a,c,d", "b", NULL, SF_NORM_ZSCORE, &e)) {
         CHECK(0, "setup: %s", e.msg);
         return TEST_EXIT();
     }

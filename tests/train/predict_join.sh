@@ -108,4 +108,57 @@ run 2 train --data gaps.sfpack --model lstm:4,dense --window 4 --epochs 2 --batc
 expect err "--time-features differs from the checkpoint's"
 run 2 train --data gaps.sfpack --time-features minute
 expect err 'time feature "minute": expected hour, weekday or yearday'
+
+# --categorical: a text column of a few values, with missing ones, packed as
+# categories and fed to the model one-hot. predict maps a file's values by
+# their text: the same rows packed with their series in another order (so
+# other codes) forecast the same numbers, and a value the model never saw
+# is said and fed as zeros.
+python3 - <<'PY'
+import datetime as dt, random
+random.seed(3)
+sky = ["sun", "rain", "fog", "snow, wet"]
+rows = {}
+for city in ["paris", "berlin"]:
+    t = dt.date(2012, 1, 1)
+    rows[city] = []
+    for i in range(90):
+        w = "" if i % 29 == 7 else random.choice(sky[:3] if city == "paris" else sky[1:])
+        rows[city].append('%s,%s,%.1f,"%s",%.1f\n' % (city, t.isoformat(), 10 * random.random(), w, random.random()))
+        t += dt.timedelta(days=1)
+for name, order in [("w.csv", ["paris", "berlin"]), ("w-swapped.csv", ["berlin", "paris"])]:
+    with open(name, "w") as f:
+        f.write("location,date,temp,weather,rain\n")
+        for city in order: f.writelines(rows[city])
+with open("w-new.csv", "w") as f:
+    f.write("location,date,temp,weather,rain\n")
+    f.writelines(r.replace('"fog"', '"hail"') for r in rows["paris"])
+PY
+run 1 pack w.csv -o w.sfpack --series-column location --missing ffill
+expect err "Pack it with: seqfeed pack w.csv -o w.sfpack --series-column location --categorical 'weather' --missing ffill"
+for f in w w-swapped w-new; do run 0 pack $f.csv -o $f.sfpack --series-column location --categorical weather --missing ffill -q; done
+run 0 inspect w.sfpack
+expect out 'weather +categorical, 4 values: [a-z,]*"snow, wet"'
+run 0 unpack w.sfpack -o w-back.csv -q
+grep -q '^berlin,2012-01-01,[0-9.]*,\(sun\|rain\|fog\|"snow, wet"\),' w-back.csv || fail "unpack: $(sed -n 92p w-back.csv)"
+run 0 train --data w.sfpack --model lstm:4,dense:2 --window 5 --epochs 1 --batch-size 16 --targets temp,rain \
+    --time-features yearday --max-gap 2d --checkpoint-dir cat
+expect err "columns: features temp,weather \(4 one-hot\),rain,sin/cos\(yearday\) \(all: --features chooses\); targets temp,rain$"
+expect err ", 218 parameters"  # lstm:4 on 8 inputs: 4 x 4 x (8 + 4) + 16 biases, dense 2 x 4 + 2
+run 2 train --data w.sfpack --targets weather
+expect err 'target "weather" is categorical'
+run 0 predict --checkpoint cat/latest.safetensors --data w.sfpack -o a.csv -q
+run 0 predict --checkpoint cat/latest.safetensors --data w-swapped.sfpack -o b.csv -q
+python3 - <<'PY' || fail "the forecasts differ when only the codes differ: $(head -3 a.csv) / $(head -3 b.csv)"
+import csv
+a = {(r["location"], r["date"]): r for r in csv.DictReader(open("a.csv"))}
+b = {(r["location"], r["date"]): r for r in csv.DictReader(open("b.csv"))}
+assert len(a) == 2 * (90 - 5) and a.keys() == b.keys(), (len(a), len(b))
+for k in a: assert a[k]["temp_pred"] == b[k]["temp_pred"] and a[k]["rain_pred"] == b[k]["rain_pred"], (a[k], b[k])
+PY
+run 0 predict --checkpoint cat/latest.safetensors --data w-new.sfpack -o c.csv
+expect err 'note: w-new.sfpack: 1 value\(s\) of categorical column "weather" are not in the training data'
+run 0 pack w.csv -o plain.sfpack --series-column location --drop-columns weather --missing ffill -q
+run 1 predict --checkpoint cat/latest.safetensors --data plain.sfpack
+expect err 'feature "weather" is not a column'
 finish
