@@ -265,18 +265,35 @@ typedef struct {
     uint64_t rows, text, changes, numbers;
     uint32_t ndistinct;
     bool many, times;  // more distinct values than kept; every text value a date or time
+    bool other_dates;  // every text value a date that is not year first
     char distinct[32][48];
     char prev[48];
     bool category;  // suggested for --categorical
 } text_kind;
 
-// "2012-01-01", "2010-01-01T01:00:00", "2010-01-01 01:00": an ISO-8601 date first.
+// "2012-01-01", "2010-01-01T01:00:00", "2010/01/01 01:00": a year-first
+// date first, as sf_time_parse reads it.
 static bool looks_like_time(const char *s, size_t n) {
     static const char pat[] = "dddd-dd-dd";
-    if (n < 10) return false;
+    if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4]) return false;
     for (int i = 0; i < 10; i++)
-        if (pat[i] == 'd' ? (unsigned)(s[i] - '0') >= 10 : s[i] != '-') return false;
+        if (pat[i] == 'd' && (unsigned)(s[i] - '0') >= 10) return false;
     return n == 10 || s[10] == 'T' || s[10] == ' ';
+}
+
+// "01/31/2012", "31.01.2012", "Jan 31 2012": a date that is not year
+// first, which seqfeed does not guess the order of.
+static bool looks_like_other_date(const char *s, size_t n) {
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    size_t run = 0, most = 0, seps = 0;
+    for (size_t i = 0; i < n; i++) {
+        run = (unsigned)(s[i] - '0') < 10 ? run + 1 : 0;
+        most = run > most ? run : most;
+        seps += s[i] == '/' || s[i] == '.' || s[i] == '-';
+    }
+    bool month = false;
+    for (int m = 0; m < 12 && n >= 3; m++) month |= !strncasecmp(s, months + 3 * m, 3);
+    return most == 4 && (seps == 2 || month);
 }
 
 // A value not a number in column f: one message for every text column the
@@ -299,8 +316,9 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
             bool number = sf_parse_float(s, n, &v) == 0;
             t->numbers += number;
             if (c->role[j] == ROLE_KEEP && !number && !missing_token(s, n)) {
-                if (!t->text++) t->times = true;
+                if (!t->text++) t->times = t->other_dates = true;
                 t->times &= looks_like_time(s, n);
+                t->other_dates &= looks_like_other_date(s, n);
                 char val[48];
                 snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
                 if (t->text > 1 && strcmp(val, t->prev)) t->changes++;
@@ -338,6 +356,9 @@ done:;
         bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
         if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
         else if (t->times) snprintf(what, sizeof what, "dates or times");
+        else if (t->other_dates)
+            snprintf(what, sizeof what, "dates such as \"%s\", not year first: pack reads times as 2012-01-31 or "
+                     "2012/01/31", t->distinct[0]);
         else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
         else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
         else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
@@ -350,7 +371,7 @@ done:;
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
         } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
             time_name = c->names[j];
-        } else if (!t->many && !t->times && !t->numbers && t->ndistinct > 1) {
+        } else if (!t->many && !t->times && !t->other_dates && !t->numbers && t->ndistinct > 1) {
             sf_list_append(cats, sizeof cats, &cn, c->names[j]);  // a category: one-hot inputs
             t->category = true;
         } else {

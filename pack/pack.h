@@ -270,7 +270,8 @@ enum {
     SF_TIME_ZONE = 4,        // with Z or an offset (written back as Z: the same instant in UTC)
     SF_TIME_FRACTION_SHIFT = 3,  // bits 3-5: digits of the seconds' fraction, 0 to 6
 };
-// Parses s[0..n): YYYY-MM-DD, then optionally T or a space and HH:MM, :SS
+// Parses s[0..n): YYYY-MM-DD (or YYYY/MM/DD, as many exports write dates),
+// then optionally T or a space and HH:MM, :SS
 // and a fraction (. or ,) of up to 6 significant digits, then optionally Z,
 // +HH:MM, +HHMM or +HH (or -). Returns 0 with *us, microseconds since
 // 1970-01-01T00:00Z (negative before), and *parts (the flags above);

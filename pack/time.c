@@ -54,7 +54,7 @@ int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
     int y, mo, d, h = 0, mi = 0, sec = 0;
     unsigned got = 0;
     int64_t frac = 0;
-    if (n < 10 || s[4] != '-' || s[7] != '-' || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
+    if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4] || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
         !digits(s + 8, 2, &d))
         return SF_EFORMAT;
     if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo)) return SF_ERANGE;

@@ -624,6 +624,21 @@ static void case_non_numeric(void) {
     reject("site,day,t\nA,2020-01-01,1\nA,2020-01-02,2\n", &o, SF_EFORMAT, "in.csv:2:1: ", "2 columns are text",
            "\"day\" (dates or times)", "--series-column site --time-column none --drop-columns 'day'", NULL);
     o.time_column = NULL;
+    // Dates that are not year first are not guessed at: named as such.
+    reject("d,t\n01/31/2012,1\n02/01/2012,2\n", &o, SF_EFORMAT, "in.csv:2:1: ",
+           "\"d\" (dates such as \"01/31/2012\", not year first: pack reads times as 2012-01-31 or 2012/01/31)",
+           "--drop-columns 'd'", NULL);
+    reject("d,t\nJan 31 2012,1\n", &o, SF_EFORMAT, "in.csv:2:1: ", "dates such as \"Jan 31 2012\", not year first",
+           NULL);
+    // Year-first dates with slashes are a time column.
+    loaded l;
+    sf_csv_pack_stats st;
+    if (accept("d,t\n2012/01/31,1\n2012/02/01 06:30,2\n", &o, LIST("t"), LIST("1", "2"), &l, &st)) {
+        CHECK(l.in->time_kind == SF_TIME_ISO && !strcmp(l.in->time_column, "d") && l.in->series_times &&
+                  l.in->series_times[0] == 1327968000000000 && l.in->series_times[1] == 1328077800000000,
+              "a time column of slashed dates: kind %d", l.in->time_kind);
+        unload(&l);
+    }
     reject("a,b\n1,2e\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
     reject("a,b\n1,0x10\n", &o, SF_EFORMAT, "in.csv:2:3: ", "expected a number", NULL);
 }

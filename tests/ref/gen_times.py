@@ -3,6 +3,8 @@
 # 1970-01-01T00:00Z that Python's datetime (an independent implementation
 # of the proleptic Gregorian calendar) gives for them, or "error" for texts
 # that are not valid times. One case per line: TEXT<TAB>MICROSECONDS|error.
+# Year-first dates with slashes (2012/01/01, as many exports write them)
+# are read as the same dates with dashes.
 import datetime as dt
 import random
 
@@ -22,12 +24,12 @@ fixed = ["1970-01-01", "1969-12-31", "2000-02-29", "1900-03-01", "0001-01-01", "
          "2010-01-01T01:00:00", "2010-01-01 01:00:00", "2010-01-01T01:00:00Z", "2010-01-01T01:00:00.5",
          "2010-01-01T01:00:00,25", "2010-01-01T01:00:00.123456", "2010-01-01T01:00:00.123456000",
          "2010-01-01T01:00:00+02:00", "2010-01-01T01:00:00-0530", "2010-01-01T01:00+01", "1969-12-31T23:59:59.999999Z",
-         "1600-02-29", "2024-02-29T12:00", "1583-10-15"]
+         "1600-02-29", "2024-02-29T12:00", "1583-10-15", "2012/01/01", "2010/01/01 00:00", "2000/02/29T12:30:00Z"]
 cases += [(s, None) for s in fixed]
 bad = ["2019-02-29", "2100-02-29", "2010-13-01", "2010-00-10", "2010-01-32", "2010-01-01T24:00", "2010-01-01T10:60",
        "2010-01-01T10:00:60", "2010-1-01", "2010-01-01T1:00", "2010-01-01T01:00:00.", "2010-01-01T01:00:00.1234567",
        "2010-01-01X", "20100101", "2010-01-01T01:00:00+2", "2010-01-01T01:00:00+24:00", "2010-01-01T",
-       "2010/01/01", " 2010-01-01", "2010-01-01+01:00"]
+       "2010/01-01", "2010-01/01", "2019/02/29", "01/02/2010", "2010/1/01", " 2010-01-01", "2010-01-01+01:00"]
 rnd = random.Random(7)
 random_cases = []
 for _ in range(2000):
@@ -58,8 +60,8 @@ for _ in range(2000):
     random_cases.append((s, micros(base) - off * 60 * 1000000))
 with open("tests/format/times.txt", "w") as f:
     for s in fixed:
-        t = dt.datetime.fromisoformat(s.replace(",", ".").replace("+01", "+01:00") if s.endswith("+01") else
-                                      s.replace(",", "."))
+        iso = s.replace(",", ".").replace("/", "-")
+        t = dt.datetime.fromisoformat(iso.replace("+01", "+01:00") if iso.endswith("+01") else iso)
         f.write("%s\t%d\n" % (s, micros(t)))
     for s, us in random_cases:
         f.write("%s\t%d\n" % (s, us))
