@@ -61,9 +61,12 @@ typedef struct {
     FILE *out;
     uint64_t series;  // the series of the last window written
     bool actual;
-    // the time and line of the rows of one chunk, the one the last predicted row lies in
+    // the time, line and (--with-actual) values of the rows of one chunk, the
+    // one the last predicted row lies in: values column-major, aux_rows a column
     int64_t *time, *line;
+    float *vals;
     uint64_t aux_chunk;
+    uint32_t aux_rows;
     sf_pack_dctx *dctx;
     void *stored;
     // evaluate
@@ -78,12 +81,13 @@ static void run_close(run *r) {
     sf_pack_close(r->pack);
     sf_checkpoint_free(&r->ck);
     free(r->pred), free(r->persist), free(r->unit_mse);
-    free(r->time), free(r->line), free(r->stored);
+    free(r->time), free(r->line), free(r->vals), free(r->stored);
     sf_pack_dctx_free(r->dctx);
 }
 
-// Row's time and CSV line into r->time / r->line at *k: the chunk holding
-// it decoded (rows come in order, so each chunk about once).
+// Row's time, CSV line and values into r->time / r->line / r->vals at *k:
+// the chunk holding it decoded (rows come in order, so each chunk about
+// once).
 static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     uint64_t c = row / in->chunk_rows;
@@ -95,12 +99,15 @@ static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
         r->stored = malloc(sf_pack_max_stored_size(r->pack));
         if (in->time_kind != SF_TIME_NONE) r->time = malloc(rows * 8);
         if (in->has_lines) r->line = malloc(rows * 8);
-        if (!r->dctx || !r->stored || (in->time_kind != SF_TIME_NONE && !r->time) || (in->has_lines && !r->line))
+        if (r->actual) r->vals = malloc(rows * in->ncols * sizeof(float));
+        if (!r->dctx || !r->stored || (in->time_kind != SF_TIME_NONE && !r->time) || (in->has_lines && !r->line) ||
+            (r->actual && !r->vals))
             return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     int rc = sf_pack_chunk_read(r->pack, c, r->stored, e);
-    if (!rc) rc = sf_pack_chunk_decode_all(r->dctx, r->pack, c, r->stored, NULL, r->time, r->line, e);
+    if (!rc) rc = sf_pack_chunk_decode_all(r->dctx, r->pack, c, r->stored, r->vals, r->time, r->line, e);
     r->aux_chunk = rc ? UINT64_MAX : c;
+    r->aux_rows = sf_pack_chunk_locate(r->pack, c).rows;
     return rc;
 }
 
@@ -155,6 +162,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
+    (void)y;  // --with-actual writes the file's values, not their scaled copies
     int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     const sf_window_spec *w = &r->ck.window;
@@ -163,7 +171,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         uint64_t row = sf_plan_window_start(r->plan, ids[i]) + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
         while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
         size_t k = 0;
-        if ((in->time_kind != SF_TIME_NONE || in->has_lines) && (rc = row_aux(r, row, &k, e))) break;
+        if ((in->time_kind != SF_TIME_NONE || in->has_lines || r->actual) && (rc = row_aux(r, row, &k, e))) break;
         cli_csv_field(r->out, in->series[r->series].name);
         if (r->time) {
             char t[48];
@@ -176,9 +184,8 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
             float v = (r->pred[(size_t)i * nt + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
-            if (r->actual) {
-                // The scaling inverted in float32: the CSV's value back, to float32's rounding.
-                sf_format_float(num, (y[(size_t)i * nt + j] - r->cols.target_offset[j]) / r->cols.target_scale[j]);
+            if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
+                sf_format_float(num, r->vals[(size_t)r->cols.targets[j] * r->aux_rows + k]);
                 fprintf(r->out, ",%s", num);
             }
         }
