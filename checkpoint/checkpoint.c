@@ -56,7 +56,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
                           "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
-                          "categories", c->categories, NULL};
+                          "categories", c->categories, "target", c->target_change ? "change" : "value", NULL};
     return sf_st_write(path, st, n, meta, e);
 }
 
@@ -217,6 +217,10 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
+    const char *target = sf_st_meta(s, "target");  // "value" before it was kept
+    if (!rc && target && strcmp(target, "value") && strcmp(target, "change"))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'target' is '%s', expected value or change", path, target);
+    c->target_change = target && !strcmp(target, "change");
     if (!rc && sf_st_meta(s, "categories"))
         rc = meta_text(s, path, "categories", c->categories, sizeof c->categories, e);
     if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))

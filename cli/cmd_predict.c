@@ -117,6 +117,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
     if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.categories, r->ck.norm, e);
     if (!rc) rc = sf_columns_add_time(&r->cols, in, r->ck.time_features, e);  // recomputed, as in training
+    if (!rc && r->ck.target_change) rc = sf_columns_predict_change(&r->cols, in, e);
     if (!rc) {
         // The training data's scaling, not this file's.
         memcpy(r->cols.feature_scale, r->ck.feature_scale, r->cols.nfeatures * sizeof(float));
@@ -160,6 +161,15 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     return rc;
 }
 
+// Window i's scaled value of target j at its last row when the model
+// predicts changes from it (0 when it predicts values): what turns a
+// predicted or true change back into a value.
+static float last_value(const run *r, const float *x, uint32_t i, uint32_t j) {
+    if (!r->cols.change_from) return 0;
+    size_t T = r->ck.window.length, nf = r->cols.nfeatures;
+    return x[((size_t)i * T + T - 1) * nf + (size_t)r->cols.change_from[j]];
+}
+
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
     (void)y;  // --with-actual writes the file's values, not their scaled copies
@@ -181,7 +191,8 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = (r->pred[(size_t)i * nt + j] - r->cols.target_offset[j]) / r->cols.target_scale[j];
+            float v = (r->pred[(size_t)i * nt + j] + last_value(r, x, i, j) - r->cols.target_offset[j]) /
+                      r->cols.target_scale[j];
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
             if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
@@ -195,6 +206,27 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
     return rc;
 }
 
+// One line on the model against the baselines: true when it beats
+// persistence. What to try when it does not names train's own options.
+static bool verdict_text(const run *r, char *buf, size_t cap) {
+    double loss = r->loss, mean = r->mean_loss, last = r->persist_loss;
+    if (isnan(last)) {
+        snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
+                 loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
+        return false;
+    }
+    if (loss < last) {
+        snprintf(buf, cap, "better than persistence: loss %.1f%% below predicting the last value", 100 * (1 - loss / last));
+        return true;
+    }
+    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)",
+             last > 0 ? loss / last : INFINITY,
+             r->ck.target_change ? "more epochs, a longer --window, --time-features, or other --features"
+                                 : "train with --target change, so that the model learns the change from the "
+                                   "last value: one that learns nothing is persistence");
+    return false;
+}
+
 static int evaluate_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
     (void)ids;
@@ -204,7 +236,8 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
     for (uint32_t i = 0; !rc && i < count; i++) {
         double row = 0, mean_row = 0, persist_row = 0;
         for (uint32_t j = 0; j < nt; j++) {
-            double t = y[(size_t)i * nt + j], p = r->pred[(size_t)i * nt + j];
+            double base = last_value(r, x, i, j);  // values, also from a model of changes
+            double t = y[(size_t)i * nt + j] + base, p = r->pred[(size_t)i * nt + j] + base;
             // The column's mean in this file, scaled like the targets.
             double mean = in->stats[r->cols.targets[j]].mean * r->cols.target_scale[j] + r->cols.target_offset[j];
             double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
@@ -318,6 +351,8 @@ int cmd_evaluate(int argc, char **argv) {
     const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";
     double n = (double)r.n;
     const sf_pack_info *in = sf_pack_get_info(r.pack);
+    char verdict[512];
+    bool beats = verdict_text(&r, verdict, sizeof verdict);
     if (json) {
         printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": ", (unsigned long long)r.n, what);
         cli_json_real(stdout, r.loss / n);
@@ -325,6 +360,8 @@ int cmd_evaluate(int argc, char **argv) {
         cli_json_real(stdout, r.mean_loss / n);
         printf(", \"persistence_baseline\": ");
         cli_json_real(stdout, r.persist_loss / n);  // NaN: a target that is not a feature
+        printf(", \"beats_persistence\": %s", isnan(r.persist_loss) ? "null" : beats ? "true" : "false");
+        printf(", \"target_change\": %s", r.ck.target_change ? "true" : "false");
         printf(", \"target_mse\": {");
         for (uint32_t j = 0; j < r.cols.ntargets; j++) {
             printf("%s", j ? ", " : "");
@@ -343,6 +380,7 @@ int cmd_evaluate(int argc, char **argv) {
         for (uint32_t j = 0; j < r.cols.ntargets; j++)
             printf("%s%s %.6g", j ? ", " : "", in->col_names[r.cols.targets[j]], r.unit_mse[j] / n);
         printf("   in data units\n");
+        printf("verdict          %s\n", verdict);
     }
     bool finite = isfinite(r.loss);
     run_close(&r);

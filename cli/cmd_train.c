@@ -1,15 +1,18 @@
 // seqfeed train: the fit loop (train/fit.c) from the command line, on GPUs
 // when there are any, under a launcher as one rank of a job.
+#include <errno.h>
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 static const cli_use train_uses[] = {
-    {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS},
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS}, {.opt = OPT_TARGET},
     {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING}, {.opt = OPT_SEED},
@@ -21,7 +24,7 @@ static const cli_use train_uses[] = {
 
 static const cli_command train_command = {
     .name = "train",
-    .usage = "--data FILE.sfpack [options]",
+    .usage = "--data FILE.sfpack [options]   |   --checkpoint-dir DIR --resume [--epochs N]",
     .about =
         "Trains the Keras stacked-LSTM model on windows of the file with mirrored\n"
         "data parallelism (tf.distribute.MirroredStrategy): each replica takes\n"
@@ -67,6 +70,126 @@ static void on_term(int sig) {
 }
 
 static int train(sf_fit_opts *o, const char *gpus, const char *precision, bool replicas_given);
+static int run_train(sf_fit_opts *o, const char *gpus, const char *precision, bool replicas_given, double timeout);
+
+// A list of names spelled as checkpoints spell them (quotes only where
+// needed), so that "a, b" and "a,b" compare equal; the text itself when it
+// is not a list.
+static void normal_list(const char *list, char *out, size_t cap) {
+    char name[4096];
+    size_t len = 0;
+    out[0] = 0;
+    for (const char *p = list && *list ? list : NULL; p;)
+        if (sf_list_next(&p, name, sizeof name) || sf_list_append(out, cap, &len, name)) {
+            snprintf(out, cap, "%s", list);
+            return;
+        }
+}
+
+// A flag that contradicts the checkpoint: the exit code, else 0.
+static int differs(cli_opt opt, const char *given, const char *theirs, const char *path) {
+    if (!strcmp(given, theirs)) return 0;
+    return cli_usage_error("train", "--%s %s differs from the checkpoint's %s in %s (hint: --resume continues the run "
+                           "as it was: leave --%s out, or start afresh in another --checkpoint-dir)", cli_opt_name(opt),
+                           given[0] ? given : "''", theirs[0] ? theirs : "(none)", path, cli_opt_name(opt));
+}
+
+// --resume: what decides the run comes from its checkpoint, so that
+// --checkpoint-dir alone resumes it; a flag given that says otherwise is a
+// usage error naming both values. 0, or the exit code.
+static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck) {
+    const cli_value *v = a->v;
+    char path[4200], given[8192], theirs[8192];
+    snprintf(path, sizeof path, "%s/latest.safetensors", o->checkpoint_dir);
+    if (access(path, F_OK) != 0) return 0;  // nothing to resume: fit says so and starts afresh
+    sf_model m;
+    sf_err e = {0};
+    int rc;
+    if (sf_checkpoint_read(path, ck, &m, &e)) return cli_fail("train", &e, NULL);
+    if (!v[OPT_DATA].set) o->data = ck->data;  // given: the same data moved (its fingerprint must match)
+    if (v[OPT_MODEL].set) {
+        sf_model gm;
+        if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs, &e) == 0) sf_model_format(&gm, given, sizeof given);
+        else snprintf(given, sizeof given, "%s", o->model);
+        snprintf(theirs, sizeof theirs, "%s", ck->model);
+        if ((rc = differs(OPT_MODEL, given, theirs, path))) return rc;
+    }
+    o->model = ck->model;
+    const struct {
+        cli_opt opt;
+        const char **field;
+        const char *value;
+    } lists[] = {{OPT_FEATURES, &o->features, ck->features}, {OPT_TARGETS, &o->targets, ck->targets},
+                 {OPT_TIME_FEATURES, &o->time_features, ck->time_features}};
+    for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
+        if (v[lists[k].opt].set) {
+            normal_list(*lists[k].field, given, sizeof given);
+            snprintf(theirs, sizeof theirs, "%s", lists[k].value);
+            if ((rc = differs(lists[k].opt, given, theirs, path))) return rc;
+        }
+        *lists[k].field = lists[k].value[0] ? lists[k].value : NULL;
+    }
+    // The numbers, as the checkpoint keeps them (text, to compare and to say).
+    const sf_window_spec *w = &ck->window;
+    const cli_opt nums[] = {OPT_WINDOW, OPT_STRIDE,      OPT_SAMPLING_RATE, OPT_HORIZON, OPT_BATCH_SIZE,
+                            OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,    OPT_LANES,
+                            OPT_BLOCK_CHUNKS, OPT_MAX_GAP, OPT_NORM,        OPT_LR_SCALING, OPT_TARGET};
+    const double ck_values[] = {w->length, w->stride, w->sampling_rate, w->horizon, ck->batch, (double)ck->seed,
+                                ck->val_split, (float)ck->lr, (double)ck->pool, ck->lanes, ck->block_chunks,
+                                ck->max_gap};
+    sf_fit_opts mine = *o;
+    const double my_values[] = {mine.pipe.window.length, mine.pipe.window.stride, mine.pipe.window.sampling_rate,
+                                mine.pipe.window.horizon, mine.batch, (double)mine.seed, mine.val_split,
+                                (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.lanes, mine.pipe.block_chunks,
+                                mine.max_gap};
+    const char *ck_choices[] = {sf_norm_name(ck->norm), ck->lr_scaling, ck->target_change ? "change" : "value"};
+    const char *my_choices[] = {sf_norm_name(mine.norm), mine.lr_linear ? "linear" : "none",
+                                mine.target_change ? "change" : "value"};
+    for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
+        if (!v[nums[k]].set) continue;
+        if (k < 12) {
+            snprintf(given, sizeof given, "%.9g", my_values[k]);
+            snprintf(theirs, sizeof theirs, "%.9g", ck_values[k]);
+        } else {
+            snprintf(given, sizeof given, "%s", my_choices[k - 12]);
+            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 12]);
+        }
+        if ((rc = differs(nums[k], given, theirs, path))) return rc;
+    }
+    o->pipe.window = ck->window, o->batch = ck->batch, o->seed = ck->seed, o->val_split = ck->val_split;
+    o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool, o->pipe.lanes = ck->lanes;
+    o->pipe.block_chunks = ck->block_chunks, o->max_gap = ck->max_gap, o->norm = ck->norm;
+    o->lr_linear = !strcmp(ck->lr_scaling, "linear"), o->target_change = ck->target_change;
+    if (!v[OPT_EPOCHS].set) o->epochs = ck->epochs;  // --epochs may go on further
+    return 0;
+}
+
+// Without --checkpoint-dir: runs/YYYYmmdd-HHMMSS (-2, -3, ... when taken),
+// created here so that two runs started in one second do not share it.
+static int default_run_dir(char *dir, size_t cap) {
+    time_t now = time(NULL);
+    struct tm tm;
+    char stamp[32];
+    strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+    for (int k = 1; k < 1000 && (mkdir("runs", 0777) == 0 || errno == EEXIST); k++) {
+        snprintf(dir, cap, k == 1 ? "runs/%s" : "runs/%s-%d", stamp, k);
+        if (mkdir(dir, 0777) == 0) return 0;
+        if (errno != EEXIST) break;
+    }
+    sf_err e;
+    sf_err_errno(&e, SF_EIO, errno, "%s: cannot create the directory for the run's checkpoints", dir);
+    return cli_fail("train", &e, "--checkpoint-dir DIR puts them elsewhere");
+}
+
+// A default run directory a failed run wrote no checkpoint into goes again.
+static void forget_run_dir(const char *dir) {
+    char path[128];
+    snprintf(path, sizeof path, "%s/latest.safetensors", dir);
+    if (access(path, F_OK) == 0) return;
+    snprintf(path, sizeof path, "%s/seqfeed.lock", dir);
+    unlink(path);
+    if (rmdir(dir) == 0) rmdir("runs");  // each only when empty
+}
 
 int cmd_train(int argc, char **argv) {
     cli_args a;
@@ -79,9 +202,23 @@ int cmd_train(int argc, char **argv) {
     const char *precision = a.v[OPT_PRECISION].set ? a.v[OPT_PRECISION].text : NULL;
     bool replicas_given = a.v[OPT_REPLICAS].set;
     double timeout = a.v[OPT_COLLECTIVE_TIMEOUT].set ? a.v[OPT_COLLECTIVE_TIMEOUT].real : 300;
-    if (!o.data) return cli_usage_error("train", "missing --data FILE.sfpack");
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
-    if (o.checkpoint_every && !o.checkpoint_dir) return cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
+    sf_checkpoint *ck = calloc(1, sizeof *ck);  // the resumed run's settings point into it
+    if (!ck) return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
+    rc = o.resume ? resume_settings(&a, &o, ck) : 0;
+    if (!rc && !o.data) rc = cli_usage_error("train", "missing --data FILE.sfpack");
+    if (!rc && o.checkpoint_every && !o.checkpoint_dir)
+        rc = cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
+    if (!rc) rc = run_train(&o, gpus, precision, replicas_given, timeout);
+    sf_checkpoint_free(ck);
+    free(ck);
+    return rc;
+}
+
+// Under a launcher, as one rank of the job.
+static int run_train(sf_fit_opts *op, const char *gpus, const char *precision, bool replicas_given, double timeout) {
+    sf_fit_opts o = *op;
+    int rc;
     if (!sf_ranks_launched()) return train(&o, gpus, precision, replicas_given);
     sf_err e = {0};
     if (sf_ranks_open(&o.ranks, timeout, &e)) return cli_fail("train", &e, NULL);
@@ -117,6 +254,16 @@ static int gpus_shared(sf_ranks *d, const int *devices, int n, bool *shared) {
 // the machine's GPUs.
 static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool replicas_given) {
     sf_fit_opts o = *op;
+    // Nothing trained is lost for want of --checkpoint-dir. Rank 0 writes
+    // the checkpoints; the other ranks need only know that there are some.
+    char run_dir[64] = "runs/(rank 0's)";
+    bool default_dir = !o.checkpoint_dir;
+    if (default_dir && sf_ranks_rank(o.ranks) == 0) {
+        int rc = default_run_dir(run_dir, sizeof run_dir);
+        if (rc) return rc;
+        if (o.progress) fprintf(stderr, "run: checkpoints go to %s/ (--checkpoint-dir chooses)\n", run_dir);
+    }
+    if (default_dir) o.checkpoint_dir = run_dir;
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);
@@ -161,6 +308,7 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     int rc = sf_fit(&o, &res, &e);
     signal(SIGINT, SIG_DFL);
     if (!o.ranks) signal(SIGTERM, SIG_DFL);
+    if (rc && default_dir && sf_ranks_rank(o.ranks) == 0) forget_run_dir(run_dir);
     if (rc && o.ranks && strncmp(e.msg, "rank ", 5) != 0) {
         char msg[sizeof e.msg];
         snprintf(msg, sizeof msg, "rank %d of %d: %.990s", sf_ranks_rank(o.ranks), sf_ranks_size(o.ranks), e.msg);
@@ -168,11 +316,13 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     }
     if (rc) return cli_fail("train", &e, NULL);
     if (o.progress && res.steps)
-        fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time%s%s%s\n",
-                res.interrupted ? "stopped" : "done", (unsigned long long)res.steps, res.samples_per_s,
+        fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time; checkpoint "
+                "%s/latest.safetensors\n", res.interrupted ? "stopped" : "done", (unsigned long long)res.steps,
+                res.samples_per_s,
                 // as the diagnosis counts it: without the first step's wait for the pipeline to fill
-                100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir ? "; checkpoint " : "", o.checkpoint_dir ? o.checkpoint_dir : "",
-                o.checkpoint_dir ? "/latest.safetensors" : "");
+                100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir);
+    else if (default_dir && res.steps && sf_ranks_rank(o.ranks) == 0)  // -q: where the run went, still
+        fprintf(stderr, "checkpoint %s/latest.safetensors\n", o.checkpoint_dir);
     // The signal that stopped some rank decides, the same on every rank.
     return !res.interrupted ? EXIT_OK : res.interrupted == SIGTERM ? EXIT_TERMINATED : EXIT_INTERRUPTED;
 }

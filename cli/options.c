@@ -37,6 +37,7 @@ static const char *const precisions[] = {"fp32", "tf32", "bf16", NULL};
 static const char *const ios[] = {"auto", "uring", "pread", NULL};
 static const char *const directs[] = {"auto", "on", "off", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
+static const char *const target_kinds[] = {"value", "change", NULL};
 static const char *const missings[] = {"error", "drop", "ffill", NULL};
 static const char *const filters[] = {"delta-shuffle", "shuffle", "none", NULL};
 static const char *const time_units[] = {"s", "ms", "us", "ns", NULL};  // in the order of SF_TIME_EPOCH_*
@@ -58,9 +59,14 @@ static const option options[OPT_COUNT] = {
     [OPT_CHECKPOINT] = {"checkpoint", 0, "FILE", K_TEXT, .group = FILES,
                         .help = "a checkpoint written by seqfeed train"},
     [OPT_FEATURES] = {"features", 0, "a,b", K_TEXT, .group = DATA, .help = "feature columns (default: all); a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
-    [OPT_TARGETS] = {"targets", 0, "c,d", K_TEXT, .group = DATA, .help = "target columns (default: all), quoted as --features"},
+    [OPT_TARGETS] = {"targets", 0, "c,d", K_TEXT, .group = DATA,
+                     .help = "target columns (default: every numeric column), quoted as --features"},
+    [OPT_TARGET] = {"target", 0, "value|change", K_CHOICE, .choices = target_kinds, .group = DATA,
+                    .help = "what the model learns for each target: its value, or its change from its value at "
+                            "the window's last row (each target a feature too: a model that learns nothing is then "
+                            "persistence); predict and evaluate give values either way"},
     [OPT_NORM] = {"norm", 0, "zscore|minmax|none", K_CHOICE, .choices = norms, .group = DATA,
-                  .help = "scaling from the file's statistics"},
+                  .help = "scaling, from the statistics of the training part's rows"},
     [OPT_WINDOW] = {"window", 0, "T", K_COUNT, 1, U32, .group = DATA, .help = "rows per window"},
     [OPT_STRIDE] = {"stride", 0, "N", K_COUNT, 1, U32, .group = DATA, .help = "rows between window starts"},
     [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
@@ -121,11 +127,13 @@ static const option options[OPT_COUNT] = {
     [OPT_DIRECT] = {"direct", 0, "auto|on|off", K_CHOICE, .choices = directs, .group = PIPELINE,
                     .help = "O_DIRECT reads, past the page cache"},
     [OPT_CHECKPOINT_DIR] = {"checkpoint-dir", 0, "DIR", K_TEXT, .group = RUN,
-                            .help = "latest.safetensors (and epoch-NNNN.safetensors) written there"},
+                            .help = "latest.safetensors (and epoch-NNNN.safetensors) written there (default: "
+                                    "runs/YYYYmmdd-HHMMSS)"},
     [OPT_CHECKPOINT_EVERY] = {"checkpoint-every", 0, "N", K_COUNT, 1, UINT64_MAX, .group = RUN,
                               .help = "also every N steps (default: at epoch ends only)"},
     [OPT_RESUME] = {"resume", 0, NULL, K_FLAG, .group = RUN,
-                    .help = "continue from DIR/latest.safetensors, exactly where it stopped"},
+                    .help = "continue from DIR/latest.safetensors exactly where it stopped, with the run's "
+                            "settings from it: --checkpoint-dir alone is enough"},
     [OPT_LOG] = {"log", 0, "FILE", K_TEXT, .group = RUN,
                  .help = "one CSV row per epoch: epoch,loss,val_loss,samples_per_s,input_wait"},
     [OPT_TRACE] = {"trace", 0, "FILE", K_TEXT, .group = RUN,
@@ -522,6 +530,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
     if (v[OPT_MAX_GAP].set) o->max_gap = v[OPT_MAX_GAP].real;
     if (v[OPT_TIME_FEATURES].set) o->time_features = v[OPT_TIME_FEATURES].text;
+    if (v[OPT_TARGET].set) o->target_change = v[OPT_TARGET].choice == 1;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;

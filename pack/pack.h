@@ -159,6 +159,12 @@ int64_t sf_pack_chunk_max_step(const sf_pack *p, uint64_t i);
 // gap; without a time column, the series as they are.
 int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64_t *n, sf_err *e);
 
+// The statistics of every column (out: ncols of them) over the rows of
+// ranges (n of them, as series: first_row and rows; ascending, apart), as
+// the file's own are computed, decoding only the chunks that hold them: a
+// training part's statistics, say. Rows of no range count nowhere.
+int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n, sf_col_stats *out, sf_err *e);
+
 // Decodes every chunk, checks every checksum, size and offset, and recomputes
 // the column statistics; reports the first problem. progress (may be NULL) is
 // called after each chunk.

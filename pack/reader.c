@@ -656,6 +656,44 @@ int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64
     return 0;
 }
 
+int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n, sf_col_stats *out, sf_err *e) {
+    const sf_pack_info *in = &p->info;
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    sf_moments *acc = calloc(in->ncols, sizeof *acc);
+    float *vals = malloc(rows * in->ncols * sizeof *vals + 1);
+    void *stored = malloc(p->max_stored + 1);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = acc && vals && stored && d ? 0 : sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
+    uint64_t decoded = UINT64_MAX;
+    for (uint64_t k = 0; !rc && k < n; k++) {
+        uint64_t lo = ranges[k].first_row, hi = lo + ranges[k].rows;
+        if (hi > in->nrows || hi < lo || (k && lo < ranges[k - 1].first_row + ranges[k - 1].rows)) {
+            rc = sf_err_set(e, SF_EINVAL, "%s: rows %llu+%llu are not a range after the one before", p->name,
+                            (unsigned long long)lo, (unsigned long long)ranges[k].rows);
+            break;
+        }
+        while (!rc && lo < hi) {
+            uint64_t c = lo / in->chunk_rows;
+            sf_chunk ch = sf_pack_chunk_locate(p, c);
+            if (c != decoded && !(rc = sf_pack_chunk_read(p, c, stored, e)))
+                rc = sf_pack_chunk_decode(d, p, c, stored, vals, e);
+            if (rc) break;
+            decoded = c;
+            uint64_t end = hi < ch.first_row + ch.rows ? hi : ch.first_row + ch.rows;
+            for (uint32_t col = 0; col < in->ncols; col++) {
+                sf_moments m;
+                sf_moments_of(&m, vals + (size_t)col * ch.rows + (lo - ch.first_row), (size_t)(end - lo));
+                sf_moments_merge(&acc[col], &m);
+            }
+            lo = end;
+        }
+    }
+    for (uint32_t c = 0; !rc && c < in->ncols; c++) sf_moments_finish(&out[c], &acc[c]);
+    free(acc), free(vals), free(stored);
+    sf_pack_dctx_free(d);
+    return rc;
+}
+
 int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e) {
     const sf_pack_info *in = &p->info;
     size_t raw_max = (size_t)(in->chunk_rows < in->nrows ? in->chunk_rows : in->nrows) * in->ncols * 4;

@@ -69,6 +69,7 @@ void sf_columns_free(sf_columns *c) {
     free(c->target_scale);
     free(c->target_offset);
     free(c->codes);
+    free(c->change_from);
     *c = (sf_columns){0};
 }
 
@@ -229,17 +230,41 @@ int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *featu
         sf_columns_free(c);
         return rc;
     }
+    sf_columns_rescale(c, info->stats, norm);
+    return 0;
+}
+
+void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm norm) {
+    c->nflat = 0, c->flat_column = 0;
     for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
         bool is_x = j < c->nfeatures;
         uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
-        if (is_x && c->codes[k] != SF_CODE_NONE) {  // one-hot: 0 or 1 as it is
+        if (is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) {  // one-hot, sin/cos: as they are
             c->feature_scale[k] = 1, c->feature_offset[k] = 0;
             continue;
         }
-        if (scaling(&info->stats[col], norm, is_x ? &c->feature_scale[k] : &c->target_scale[k],
+        if (scaling(&stats[col], norm, is_x ? &c->feature_scale[k] : &c->target_scale[k],
                     is_x ? &c->feature_offset[k] : &c->target_offset[k]) &&
             (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once
             c->flat_column = c->nflat++ ? c->flat_column : col;
+    }
+}
+
+int sf_columns_predict_change(sf_columns *c, const sf_pack_info *info, sf_err *e) {
+    free(c->change_from);
+    if (!(c->change_from = malloc(c->ntargets * sizeof *c->change_from + 1))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint32_t j = 0; j < c->ntargets; j++) {
+        c->change_from[j] = -1;
+        for (uint32_t k = 0; k < c->nfeatures && c->change_from[j] < 0; k++)
+            if (c->features[k] == c->targets[j] && c->codes[k] == SF_CODE_NONE) c->change_from[j] = (int32_t)k;
+        if (c->change_from[j] < 0) {
+            int rc = sf_err_set(e, SF_EUSAGE, "--target change: target \"%s\" is not a feature, so there is no last "
+                                "value to predict a change from (hint: add it to --features)",
+                                info->col_names[c->targets[j]]);
+            free(c->change_from);
+            c->change_from = NULL;
+            return rc;
+        }
     }
     return 0;
 }

@@ -50,6 +50,11 @@ typedef struct {
     enum sf_part part;
 } sf_split;
 
+// The rows of split's part of series[i] as out[i] (first_row, rows): the
+// last fraction of its rows (rounded down) for validation, the rest for
+// training; NULL split: all of them.
+void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *split, sf_series *out);
+
 // A plan over a file's rows: chunk_rows rows per chunk, series as in the
 // file's series table, windows from the part of each series that split
 // names (NULL: all of it); blocks of block_chunks consecutive chunks are the
@@ -126,6 +131,8 @@ typedef struct {
     uint32_t *features, *targets;  // column indices (a time feature's two: SF_COLUMN_TIME)
     float *feature_scale, *feature_offset, *target_scale, *target_offset;  // (a time feature's: 1 and 0)
     int32_t *codes;                // per feature: the code it is one-hot for; SF_CODE_NONE: a number
+    int32_t *change_from;          // per target: the feature whose value at the window's last row y is
+                                   // given as a change from (sf_columns_predict_change); NULL: y the value
     uint32_t nunseen, unseen_column;  // values of the file the categories given to create leave out
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
     uint32_t ntime;               // time features, computed from the file's time column
@@ -162,6 +169,14 @@ int sf_columns_feature_list(const sf_columns *c, const sf_pack_info *info, char 
 int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
+// Windows' targets become each target's change from its own value at the
+// window's last row (scaled alike, so the change's loss is the value's): a
+// model that predicts 0 is persistence. SF_EUSAGE naming a target that is
+// not a feature.
+int sf_columns_predict_change(sf_columns *c, const sf_pack_info *info, sf_err *e);
+// Scales c's numeric columns from stats (one per column of the file: those
+// of the training rows, say) instead of the file's; nflat is counted again.
+void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm norm);
 
 // ---- blocks: a task's rows ----
 

@@ -62,13 +62,9 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
                               (unsigned long long)i, (unsigned long long)series[i].first_row,
                               (unsigned long long)series[i].rows, (unsigned long long)row);
         }
-        // The part's rows [lo, hi) of the series.
-        uint64_t lo = row, hi = row + series[i].rows;
-        if (split && split->part != SF_PART_ALL) {
-            uint64_t cut = hi - (uint64_t)((double)series[i].rows * split->fraction);
-            if (split->part == SF_PART_TRAIN) hi = cut;
-            else lo = cut;
-        }
+        sf_series part;
+        sf_split_rows(series + i, 1, split, &part);
+        uint64_t lo = part.first_row, hi = lo + part.rows;
         p->first[i] = row;
         p->lo[i] = lo;
         p->before[i] = windows;
@@ -84,6 +80,18 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
     p->before[nseries] = windows;
     *out = p;
     return 0;
+}
+
+void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *split, sf_series *out) {
+    for (uint64_t i = 0; i < nseries; i++) {
+        uint64_t lo = series[i].first_row, hi = lo + series[i].rows;
+        if (split && split->part != SF_PART_ALL) {
+            uint64_t cut = hi - (uint64_t)((double)series[i].rows * split->fraction);
+            if (split->part == SF_PART_TRAIN) hi = cut;
+            else lo = cut;
+        }
+        out[i] = (sf_series){.first_row = lo, .rows = hi - lo, .name = series[i].name};
+    }
 }
 
 uint64_t sf_plan_windows(const sf_plan *p) { return p->before[p->nseries]; }

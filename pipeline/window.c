@@ -260,6 +260,8 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
     }
     size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon;
     memcpy(y, d->targ + target * cols->ntargets, cols->ntargets * sizeof(float));
+    const float *last = x + (size_t)(w->length - 1) * nf;
+    for (uint32_t j = 0; cols->change_from && j < cols->ntargets; j++) y[j] -= last[cols->change_from[j]];
 }
 
 // In id order, block by block: memory is one block and one batch, whatever

@@ -48,6 +48,8 @@ typedef struct {
     sf_series *segments;        // the series cut at --max-gap (NULL: the file's series)
     uint64_t nsegments;
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
+    sf_col_stats *stats;        // each column's over the training part's rows, which scale them
+    uint64_t stats_rows;
     bool tty;
 } fit;
 
@@ -157,12 +159,17 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
         double el = sf_now() - f->epoch_t0, val;
         if ((rc = validate(f, &val, e))) return rc;
         double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * (el > 0 ? el : 1e-9));
+        // Without validation windows val_loss is left out, not printed as nan (announce says why).
+        char val_text[48] = "";
+        if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
         if (f->talk)
-            fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f - val_loss %.6f - %.0f samples/s - "
+            fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s - %.0f samples/s - "
                     "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
-                    (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val,
+                    (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
                     f->samples / el, 100 * wait);
-        if (f->log && (fprintf(f->log, "%llu,%.9g,%.9g,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val,
+        char val_field[32] = "";
+        if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
+        if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val_field,
                                f->samples / el, wait) < 0 || fflush(f->log) != 0))
             return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
         f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
@@ -277,6 +284,7 @@ static void fit_close(fit *f) {
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
     free(f->segments);
+    free(f->stats);
     free(f->cur);
     free(f->replicas_warm);
     free(f->replicas_end);
@@ -296,6 +304,27 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);
     sf_plan_free(plan);
     free(cut);
+    return rc;
+}
+
+// The columns scaled by the statistics of the training part's rows, as
+// Keras' and TensorFlow's time-series guides fit them: the validation rows
+// do not leak into the training inputs. Without a validation part the
+// file's own statistics are those rows'.
+static int training_scaling(fit *f, const sf_series *series, uint64_t nseries, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(f->pack);
+    f->stats = malloc(in->ncols * sizeof *f->stats + 1);
+    sf_series *part = malloc(nseries * sizeof *part + 1);
+    int rc = f->stats && part ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc) {
+        sf_split_rows(series, nseries, &(sf_split){f->o->val_split, SF_PART_TRAIN}, part);
+        f->stats_rows = 0;
+        for (uint64_t i = 0; i < nseries; i++) f->stats_rows += part[i].rows;
+        if (f->stats_rows == in->nrows) memcpy(f->stats, in->stats, in->ncols * sizeof *f->stats);
+        else rc = sf_pack_stats_of_rows(f->pack, part, nseries, f->stats, e);
+    }
+    if (!rc) sf_columns_rescale(&f->cols, f->stats, f->o->norm);
+    free(part);
     return rc;
 }
 
@@ -324,6 +353,8 @@ static int open_data(fit *f, sf_err *e) {
     }
     const sf_series *series = f->segments ? f->segments : in->series;
     uint64_t nseries = f->segments ? f->nsegments : in->nseries;
+    if (o->target_change && (rc = sf_columns_predict_change(&f->cols, in, e))) return rc;
+    if ((rc = training_scaling(f, series, nseries, e))) return rc;
     sf_plan *train_plan = NULL;
     rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window,
                         o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
@@ -488,8 +519,10 @@ static void announce(const fit *f, const sf_run_start *start) {
             sf_list_append(feats, sizeof feats, &fl, both);
         }
         for (uint32_t j = 0; j < f->cols.ntargets; j++) sf_list_append(targs, sizeof targs, &tl, in->col_names[f->cols.targets[j]]);
-        fprintf(stderr, "columns: features %s%s; targets %s%s\n", feats, f->o->features ? "" : " (all: --features chooses)",
-                targs, f->o->targets ? "" : " (all: --targets chooses)");
+        fprintf(stderr, "columns: features %s%s; targets %s%s%s\n", feats,
+                f->o->features ? "" : " (all: --features chooses)", targs,
+                f->o->targets ? "" : " (all numeric: --targets chooses)",
+                f->cols.change_from ? ", learnt as changes from the window's last row (--target change)" : "");
     }
     if (f->across) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
@@ -502,11 +535,22 @@ static void announce(const fit *f, const sf_run_start *start) {
         fprintf(stderr, "time: --max-gap cuts the series into %llu segments that windows stay inside\n",
                 (unsigned long long)f->nsegments);
     }
+    if (f->stats_rows < sf_pack_get_info(f->pack)->nrows)
+        fprintf(stderr, "scaling: %s from the %llu rows of the training part (the validation part's left out)\n",
+                sf_norm_name(f->o->norm), (unsigned long long)f->stats_rows);
+    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
+        if (f->o->val_split == 0)
+            fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
+        else
+            fprintf(stderr, "validation: none: the validation part of every series (its last %g of rows) is shorter "
+                    "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
+                    "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
+    }
     if (f->cols.nflat) {
         const sf_pack_info *in = sf_pack_get_info(f->pack);
         fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
                 "scaled as a constant\n", in->col_names[f->cols.flat_column],
-                f->cols.nflat > 1 ? " and others" : "", in->stats[f->cols.flat_column].std);
+                f->cols.nflat > 1 ? " and others" : "", f->stats[f->cols.flat_column].std);
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,

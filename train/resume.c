@@ -38,6 +38,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
     c->max_gap = o->max_gap;
+    c->target_change = o->target_change;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     return 0;
@@ -63,6 +64,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
+                       : c->target_change != r->target_change ? "--target"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"
@@ -84,14 +86,14 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
         double val_split, lr, max_gap;
         // which files each rank writes or gathers into (rank 0 writes them)
-        uint32_t lr_linear, resume, checkpoints, log, trace, report;
+        uint32_t lr_linear, resume, checkpoints, log, trace, report, target_change;
     } k;
     memset(&k, 0, sizeof k);  // padding too
     k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.batch = c->batch, k.replicas = replicas;
     k.lanes = c->lanes, k.block_chunks = c->block_chunks;
     k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;
     k.max_steps = o->max_steps, k.memory_budget = o->memory_budget, k.val_split = c->val_split, k.lr = c->lr;
-    k.max_gap = c->max_gap;
+    k.max_gap = c->max_gap, k.target_change = c->target_change;
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);

@@ -180,6 +180,7 @@ static void test_categories(void) {
         CHECK(ok, "row %d: a %g %g %g %g, b %g %g %g %g", r, xa[0], xa[1], xa[2], xa[3], xb[0], xb[1], xb[2], xb[3]);
         if (!ok) break;
     }
+    sf_columns_free(&cb);
     CHECK(sf_columns_create(&cb, ib, "v", "v", "", SF_NORM_ZSCORE, &e) == 0, "a numeric feature: %s", e.msg);
     sf_columns_free(&cb);
     CHECK(sf_columns_create(&cb, ib, "sky", "v", "", SF_NORM_ZSCORE, &e) == SF_EUSAGE &&

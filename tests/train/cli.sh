@@ -20,7 +20,8 @@ run 0 train "${common[@]}" --checkpoint-dir a --log a.csv
 [ "$(wc -l <a.csv)" -eq 3 ] || fail "a.csv: $(cat a.csv)"
 
 # The same run killed (SIGKILL) soon after its first mid-epoch checkpoint,
-# then resumed: the final checkpoint must be the same file, byte for byte.
+# then resumed from its checkpoint alone: the final checkpoint must be the
+# same file, byte for byte.
 "$SEQFEED" train "${common[@]}" --checkpoint-dir b --checkpoint-every 40 --log b.csv &
 pid=$!
 for _ in $(seq 1000); do [ -f b/latest.safetensors ] && break; sleep 0.01; done
@@ -29,7 +30,8 @@ wait $pid 2>/dev/null
 [ -f b/latest.safetensors ] || fail "no checkpoint before the kill"
 [ -f b/epoch-0002.safetensors ] && fail "the run ended before it could be killed: make it longer"
 ls b | grep -q tmp && fail "a temporary checkpoint was left: $(ls b)"
-run 0 train "${common[@]}" --checkpoint-dir b --checkpoint-every 40 --resume --log b.csv
+# The checkpoint carries the run: --checkpoint-dir alone resumes it.
+run 0 train --checkpoint-dir b --checkpoint-every 40 --resume --log b.csv -q
 cmp -s a/latest.safetensors b/latest.safetensors || fail "resumed run ends with other weights than the uninterrupted one"
 cmp -s a/epoch-0002.safetensors b/epoch-0002.safetensors || fail "epoch 2 checkpoints differ"
 # The resumed epoch's log row counts the steps before the kill too.
@@ -87,7 +89,7 @@ expect err "--batch-size 16,32: expected one value"
 run 0 train "${common[@]}" --max-steps 3 --decoders 1 --lanes 1 --depth 2 --prefetch 1 --slots 2 --io pread \
     --direct off --block-chunks 1
 run 2 train "${common[@]}" --batch-size 32 --checkpoint-dir b --resume
-expect err "--batch-size differs from the checkpoint's"
+expect err "^seqfeed train: --batch-size 32 differs from the checkpoint's 16 in b/latest.safetensors \(hint: --resume continues the run as it was: leave --batch-size out"
 run 2 train "${common[@]}" --window 20000
 expect err "fewer than one global batch"
 
@@ -109,9 +111,9 @@ run 2 train "${common[@]}" --model lstm:512,dense --batch-size 1024 --memory-bud
 expect err "the replicas' weights and activations alone take"
 run 0 train "${common[@]}" --memory-budget 30 --max-steps 3
 run 2 train "${common[@]}" --pool 64 --checkpoint-dir b --resume
-expect err "--pool \(or what --memory-budget left of it\) differs from the checkpoint.s"
+expect err "--pool 64 differs from the checkpoint's 16384"
 run 2 train "${common[@]}" --lr-scaling linear --checkpoint-dir b --resume
-expect err "--lr-scaling differs from the checkpoint's"
+expect err "--lr-scaling linear differs from the checkpoint's none"
 # A resume on other data of the same shape, or the same data packed again
 # in other chunks, or with a budget that shrinks the pool, would train
 # another run: refused, naming what differs.

@@ -105,7 +105,7 @@ run 0 predict --checkpoint tf/latest.safetensors --data gaps.sfpack -o tf.csv -q
 run 0 evaluate --checkpoint tf/latest.safetensors --data gaps.sfpack -q
 run 2 train --data gaps.sfpack --model lstm:4,dense --window 4 --epochs 2 --batch-size 8 --time-features hour \
     --targets v --checkpoint-dir tf --resume
-expect err "--time-features differs from the checkpoint's"
+expect err "--time-features hour differs from the checkpoint's hour,weekday"
 run 2 train --data gaps.sfpack --time-features minute
 expect err 'time feature "minute": expected hour, weekday or yearday'
 
