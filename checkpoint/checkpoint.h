@@ -96,4 +96,23 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
 // Frees the arrays sf_checkpoint_read allocated (not the caller's own).
 void sf_checkpoint_free(sf_checkpoint *c);
 
+// ---- Keras ----
+
+enum sf_keras_format {
+    SF_KERAS_MODEL,    // a .keras file: keras.models.load_model opens it, no custom objects
+    SF_KERAS_WEIGHTS,  // a .weights.h5 alone, for the same model built in code (model.load_weights)
+};
+// Writes c's model (m, its layout) to path atomically, as Keras 3 saves
+// one: a Sequential of InputLayer (window, inputs), Normalization (the
+// inputs' scaling as mean and variance: it takes data units), the LSTM,
+// Dropout and Dense layers under their Keras names, and an inverted
+// Normalization that gives the targets in data units (with
+// c->target_change: their change from the window's last row, in data
+// units). Loads the module seqfeed-keras.so on first use: SF_EUSAGE saying
+// why when it cannot (seqfeed built without libhdf5 and libzip).
+int sf_keras_export(const char *path, const sf_checkpoint *c, const sf_model *m, enum sf_keras_format format,
+                    sf_err *e);
+// Whether export can work: true, or false with the reason in *why (may be NULL).
+bool sf_keras_available(sf_err *why);
+
 #endif

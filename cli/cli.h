@@ -33,6 +33,7 @@ int bench_scaling(int argc, char **argv);   // seqfeed bench scaling
 int cmd_train(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_evaluate(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 // ---- the options ----
 
@@ -55,7 +56,7 @@ typedef enum {
     OPT_COLUMNS, OPT_DROP_COLUMNS, OPT_SERIES_COLUMN, OPT_TIME_COLUMN, OPT_TIME_UNIT, OPT_CATEGORICAL, OPT_DELIMITER, OPT_MISSING, OPT_ROWS, OPT_FEATURE_COUNT,
     OPT_SERIES_COUNT, OPT_LEVEL, OPT_CHUNK_ROWS, OPT_FILTER, OPT_THREADS,
     // output
-    OPT_JSON, OPT_ALL_SERIES, OPT_WITH_ACTUAL, OPT_QUIET, OPT_HELP,
+    OPT_FORMAT, OPT_JSON, OPT_ALL_SERIES, OPT_WITH_ACTUAL, OPT_QUIET, OPT_HELP,
     OPT_COUNT
 } cli_opt;
 

@@ -20,6 +20,7 @@ static const struct {
     {"train", cmd_train, "train the LSTM model on an .sfpack file"},
     {"predict", cmd_predict, "predict every window of a file with a checkpoint"},
     {"evaluate", cmd_evaluate, "a checkpoint's loss on a file, next to two baselines"},
+    {"export", cmd_export, "a checkpoint as a Keras 3 model (.keras) or weights file"},
     {"bench", cmd_bench, "benchmarks: bench pipeline | read | train | scaling"},
     {"info", cmd_info, "show the version, the build and the GPUs found"},
 };

@@ -38,6 +38,7 @@ static const char *const ios[] = {"auto", "uring", "pread", NULL};
 static const char *const directs[] = {"auto", "on", "off", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
 static const char *const target_kinds[] = {"value", "change", NULL};
+static const char *const export_formats[] = {"keras", "keras-weights", NULL};
 static const char *const missings[] = {"error", "drop", "ffill", NULL};
 static const char *const filters[] = {"delta-shuffle", "shuffle", "none", NULL};
 static const char *const time_units[] = {"s", "ms", "us", "ns", NULL};  // in the order of SF_TIME_EPOCH_*
@@ -182,6 +183,8 @@ static const option options[OPT_COUNT] = {
                     .help = "delta-shuffle, shuffle or none"},
     [OPT_THREADS] = {"threads", 0, "N", K_COUNT, 1, 256, .group = PACKING,
                      .help = "compression threads (default: all cores)"},
+    [OPT_FORMAT] = {"format", 0, "keras|keras-weights", K_CHOICE, .choices = export_formats, .group = OUTPUT,
+                    .help = "keras: a .keras model; keras-weights: its .weights.h5 alone"},
     [OPT_JSON] = {"json", 0, NULL, K_FLAG, .group = OUTPUT, .help = "one JSON object instead of text"},
     [OPT_ALL_SERIES] = {"all-series", 0, NULL, K_FLAG, .group = OUTPUT, .help = "list every series, not the first 10"},
     [OPT_WITH_ACTUAL] = {"with-actual", 0, NULL, K_FLAG, .group = OUTPUT,

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <errno.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <libgen.h>
@@ -360,4 +361,29 @@ uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n) {
         return ~crc32c_hw(crc, p, n);
 #endif
     return ~crc32c_table(crc, p, n);
+}
+
+static void *module_at(const char *path, const char *what, sf_err *why) {
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *msg = dlerror();
+        sf_err_set(why, SF_EUSAGE, "cannot load %s: %s", what, msg ? msg : path);
+    }
+    return h;
+}
+
+void *sf_module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why) {
+    const char *given = getenv(env);
+    if (given && *given) return module_at(given, what, why);
+    char path[PATH_MAX + 64], self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    void *h = NULL;
+    if (n > 0) {
+        self[n] = 0;
+        snprintf(path, sizeof path, "%s/%s", dirname(self), file);
+        if (access(path, F_OK) == 0) h = module_at(path, what, why);
+    }
+    if (!h && access(installed, F_OK) == 0) h = module_at(installed, what, why);
+    if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "no %s (%s) next to the program or at %s", what, file, installed);
+    return h;
 }

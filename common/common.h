@@ -141,4 +141,10 @@ void sf_trace_counter(sf_trace *t, const char *name, double at, double value);
 int sf_trace_dump(sf_trace *t, int pid, const char *process, char **json, size_t *len, sf_err *e);
 int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err *e);
 
+// A module seqfeed loads when a command needs it (seqfeed-gpu.so,
+// seqfeed-keras.so): $env when set, else file next to the program, else
+// installed (a path). Returns its dlopen handle, or NULL with why (SF_EUSAGE,
+// naming what, "the GPU module") saying where it looked or dlerror().
+void *sf_module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why);
+
 #endif

@@ -16,7 +16,7 @@ tmp=$(mktemp -d /tmp/sfopts.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
-commands=(pack inspect verify unpack synth train predict evaluate info "bench pipeline" "bench read" "bench train"
+commands=(pack inspect verify unpack synth train predict evaluate export info "bench pipeline" "bench read" "bench train"
           "bench scaling")
 flags_of() { grep -oE -- '(^|[ ,])--[a-z][a-z-]*' | grep -oE -- '--[a-z][a-z-]*' | sort -u; }
 declare -A helps

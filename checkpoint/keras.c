@@ -1,0 +1,279 @@
+// A checkpoint as Keras 3 files: model.weights.h5 (HDF5, through libhdf5)
+// and the .keras zip (through libzip) that holds it with config.json and
+// metadata.json. Built as the module seqfeed-keras.so, which only export
+// loads (keras_loader.c): libhdf5 brings some forty libraries with it, which
+// no other command should pay for. The layout is Keras 3's saving_lib: layers/NAME/vars/0..
+// for each layer's variables in order (an LSTM's under layers/NAME/cell),
+// every vars group named by an attribute. The model is a Sequential that
+// takes raw data: a Normalization of the inputs with the training data's
+// mean and variance in front, one that inverts the targets' at the end.
+#include <errno.h>
+#include <hdf5.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include "checkpoint.h"
+
+// ---- model.weights.h5 ----
+
+static int h5_fail(sf_err *e, const char *what) {
+    return sf_err_set(e, SF_EIO, "HDF5: cannot %s", what);
+}
+
+// Group path (created with its parents) with attribute name=value when value.
+static hid_t h5_group(hid_t file, const char *path, const char *value) {
+    hid_t lcpl = H5Pcreate(H5P_LINK_CREATE), gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    if (lcpl < 0 || gcpl < 0) return -1;
+    H5Pset_create_intermediate_group(lcpl, 1);
+    H5Pset_obj_track_times(gcpl, 0);  // no clock in the file: an export is the same bytes every time
+    hid_t g = H5Gcreate2(file, path, lcpl, gcpl, H5P_DEFAULT);
+    H5Pclose(lcpl), H5Pclose(gcpl);
+    if (g < 0 || !value) return g;
+    hid_t type = H5Tcopy(H5T_C_S1), space = H5Screate(H5S_SCALAR);
+    H5Tset_size(type, strlen(value));
+    hid_t a = type >= 0 && space >= 0 ? H5Acreate2(g, "name", type, space, H5P_DEFAULT, H5P_DEFAULT) : -1;
+    herr_t w = a >= 0 ? H5Awrite(a, type, value) : -1;
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(space), H5Tclose(type);
+    if (w < 0) {
+        H5Gclose(g);
+        return -1;
+    }
+    return g;
+}
+
+static int h5_tensor(hid_t g, int index, const float *data, uint32_t rank, const uint32_t *shape) {
+    char name[16];
+    snprintf(name, sizeof name, "%d", index);
+    hsize_t dims[2] = {shape[0], rank > 1 ? shape[1] : 0};
+    hid_t space = H5Screate_simple((int)rank, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (dcpl >= 0) H5Pset_obj_track_times(dcpl, 0);
+    hid_t d = space >= 0 && dcpl >= 0 ? H5Dcreate2(g, name, H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT) : -1;
+    herr_t w = d >= 0 ? H5Dwrite(d, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) : -1;
+    if (d >= 0) H5Dclose(d);
+    if (dcpl >= 0) H5Pclose(dcpl);
+    if (space >= 0) H5Sclose(space);
+    return w < 0 ? -1 : 0;
+}
+
+// The weights file's bytes, built in memory (the core driver, no backing
+// file): *out malloc'd, *len bytes.
+static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, size_t *len, sf_err *e) {
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);  // errors come back as codes, not as prints
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    if (fapl < 0 || H5Pset_fapl_core(fapl, 1 << 20, 0) < 0) return h5_fail(e, "set up an in-memory file");
+    hid_t f = H5Fcreate("model.weights.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (f < 0) return h5_fail(e, "create the weights file");
+    int rc = 0;
+    hid_t g = h5_group(f, "vars", "sequential");
+    if (g < 0) rc = h5_fail(e, "write the model's group");
+    else H5Gclose(g);
+    sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
+    uint32_t nt = sf_model_tensors(m, t), k = 0;
+    // layers/normalization, the model's layers, layers/normalization_1
+    for (int32_t l = -1; !rc && l <= (int32_t)m->nlayers; l++) {
+        const sf_layer *ly = l >= 0 && l < (int32_t)m->nlayers ? &m->layer[l] : NULL;
+        const char *name = ly ? ly->name : l < 0 ? "normalization" : "normalization_1";
+        char path[96];
+        snprintf(path, sizeof path, "layers/%s/vars", name);
+        hid_t v = h5_group(f, path, name), cell = -1;
+        if (v >= 0 && ly && ly->kind == SF_LAYER_LSTM) {
+            snprintf(path, sizeof path, "layers/%s/cell/vars", name);
+            cell = h5_group(f, path, "lstm_cell");
+        }
+        if (v < 0 || (ly && ly->kind == SF_LAYER_LSTM && cell < 0)) rc = h5_fail(e, "write a layer's group");
+        // The layer's tensors follow in buffer order: kernel, recurrent kernel, bias.
+        size_t prefix = strlen(name);
+        for (int i = 0; !rc && ly && k < nt && !strncmp(t[k].name, name, prefix) && t[k].name[prefix] == '/'; i++, k++)
+            if (h5_tensor(cell >= 0 ? cell : v, i, c->w + t[k].offset, t[k].rank, t[k].shape))
+                rc = h5_fail(e, "write a tensor");
+        if (cell >= 0) H5Gclose(cell);
+        if (v >= 0) H5Gclose(v);
+    }
+    if (!rc && k != nt) rc = sf_err_set(e, SF_EINVAL, "export: %u of the model's %u tensors written", k, nt);
+    if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5_fail(e, "flush the weights file");
+    ssize_t size = rc ? -1 : H5Fget_file_image(f, NULL, 0);
+    if (!rc && size <= 0) rc = h5_fail(e, "take the weights file's image");
+    if (!rc && !(*out = malloc((size_t)size))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc && H5Fget_file_image(f, *out, (size_t)size) != size) {
+        free(*out);
+        rc = h5_fail(e, "take the weights file's image");
+    }
+    if (!rc) *len = (size_t)size;
+    H5Fclose(f);
+    return rc;
+}
+
+// ---- config.json ----
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool nomem;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = t->nomem ? 0 : vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (t->nomem || n < 0) return;
+        if ((size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        char *g = realloc(t->s, 2 * t->cap + (size_t)n + 1);
+        if (!g) {
+            t->nomem = true;
+            return;
+        }
+        t->s = g, t->cap = 2 * t->cap + (size_t)n + 1;
+    }
+}
+
+// A Normalization layer's mean and variance from scaled = value x scale +
+// offset: mean -offset / scale, variance 1 / scale^2 (Keras computes
+// (x - mean) / sqrt(variance), and invert: mean + x sqrt(variance)). For
+// changes (invert, no mean): the change in data units.
+static void normalization(text *t, const char *name, const float *scale, const float *offset, uint32_t n, bool invert,
+                          bool no_mean, const char *shape) {
+    put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\",\"axis\":[-1],"
+        "\"invert\":%s,\"mean\":[", name, invert ? "true" : "false");
+    for (uint32_t j = 0; j < n; j++) put(t, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[j] / scale[j]);
+    put(t, "],\"variance\":[");
+    for (uint32_t j = 0; j < n; j++) put(t, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[j] * scale[j]));
+    put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
+}
+
+static char *config_json(const sf_checkpoint *c, const sf_model *m) {
+    text t = {0};
+    uint32_t T = c->window.length;
+    char shape[64];
+    put(&t, "{\"module\":\"keras\",\"class_name\":\"Sequential\",\"config\":{\"name\":\"sequential\",\"layers\":["
+        "{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{\"batch_shape\":[null,%u,%u],"
+        "\"dtype\":\"float32\",\"name\":\"input_layer\"}}", T, m->inputs);
+    snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
+    normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, false, false, shape);
+    bool steps = true;  // the layer's input has every time step: until an LSTM returns only the last
+    for (uint32_t l = 0; l < m->nlayers; l++) {
+        const sf_layer *ly = &m->layer[l];
+        if (steps) snprintf(shape, sizeof shape, "[null,%u,%u]", T, ly->in);
+        else snprintf(shape, sizeof shape, "[null,%u]", ly->in);
+        if (ly->kind == SF_LAYER_LSTM)
+            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"LSTM\",\"config\":{\"name\":\"%s\",\"units\":%u,"
+                "\"return_sequences\":%s}", ly->name, ly->units, ly->sequences ? "true" : "false");
+        else if (ly->kind == SF_LAYER_DROPOUT)
+            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dropout\",\"config\":{\"name\":\"%s\",\"rate\":%.9g}",
+                ly->name, (double)ly->rate);
+        else
+            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{\"name\":\"%s\",\"units\":%u}",
+                ly->name, ly->units);
+        put(&t, ",\"build_config\":{\"input_shape\":%s}}", shape);
+        if (ly->kind == SF_LAYER_LSTM) steps = ly->sequences;
+    }
+    snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
+    normalization(&t, "normalization_1", c->target_scale, c->target_offset, m->outputs, true, c->target_change, shape);
+    snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
+    put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
+    if (t.nomem) free(t.s), t.s = NULL;
+    return t.s;
+}
+
+// ---- the files ----
+
+static int write_bytes(const char *path, const void *data, size_t len, sf_err *e) {
+    char *tmp = NULL;
+    int fd = sf_temp_create(path, &tmp, e);
+    if (fd < 0) return fd;
+    int rc = 0;
+    for (size_t at = 0; !rc && at < len;) {
+        ssize_t w = write(fd, (const char *)data + at, len - at);
+        if (w < 0) rc = sf_err_errno(e, SF_EIO, errno, "%s: write failed", path);
+        else at += (size_t)w;
+    }
+    if (!rc) rc = sf_temp_commit(fd, tmp, path, e);
+    close(fd);
+    if (rc && tmp) unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+// The .keras zip in memory: a buffer source libzip writes the archive into.
+static int keras_zip(const void *h5, size_t h5_len, const char *config, void **out, size_t *len, sf_err *e) {
+    zip_error_t ze;
+    zip_error_init(&ze);
+    zip_source_t *src = zip_source_buffer_create(NULL, 0, 0, &ze);
+    zip_t *z = src ? zip_open_from_source(src, ZIP_TRUNCATE, &ze) : NULL;
+    if (!z) {
+        int rc = sf_err_set(e, SF_EIO, "libzip: %s", zip_error_strerror(&ze));
+        if (src) zip_source_free(src);
+        zip_error_fini(&ze);
+        return rc;
+    }
+    zip_source_keep(src);  // the archive's bytes stay in it after zip_close
+    char meta[128], date[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(date, sizeof date, "%Y-%m-%d@%H:%M:%S", localtime_r(&now, &tm));
+    snprintf(meta, sizeof meta, "{\"keras_version\": \"3.0.0\", \"date_saved\": \"%s\"}", date);
+    const struct {
+        const char *name;
+        const void *data;
+        size_t len;
+    } files[] = {{"metadata.json", meta, strlen(meta)}, {"config.json", config, strlen(config)},
+                 {"model.weights.h5", h5, h5_len}};
+    int rc = 0;
+    for (size_t i = 0; !rc && i < 3; i++) {
+        zip_source_t *s = zip_source_buffer(z, files[i].data, files[i].len, 0);
+        if (!s || zip_file_add(z, files[i].name, s, ZIP_FL_OVERWRITE) < 0) {
+            if (s) zip_source_free(s);
+            rc = sf_err_set(e, SF_EIO, "libzip: %s", zip_strerror(z));
+        }
+    }
+    if (rc) zip_discard(z);
+    else if (zip_close(z) < 0) rc = sf_err_set(e, SF_EIO, "libzip: %s", zip_strerror(z));
+    zip_stat_t st;
+    if (!rc && (zip_source_stat(src, &st) < 0 || !(st.valid & ZIP_STAT_SIZE) || zip_source_open(src) < 0))
+        rc = sf_err_set(e, SF_EIO, "libzip: cannot read back the archive");
+    if (!rc && !(*out = malloc(st.size + 1))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc) {
+        zip_int64_t n = zip_source_read(src, *out, st.size);
+        if (n != (zip_int64_t)st.size) {
+            free(*out);
+            rc = sf_err_set(e, SF_EIO, "libzip: cannot read back the archive");
+        }
+        *len = (size_t)st.size;
+        zip_source_close(src);
+    }
+    zip_source_free(src);
+    zip_error_fini(&ze);
+    return rc;
+}
+
+// The module's one entry point (keras_loader.c finds it by name).
+__attribute__((visibility("default"))) int sf_keras_module_export(const char *path, const sf_checkpoint *c,
+                                                                  const sf_model *m, enum sf_keras_format format,
+                                                                  sf_err *e);
+int sf_keras_module_export(const char *path, const sf_checkpoint *c, const sf_model *m, enum sf_keras_format format,
+                           sf_err *e) {
+    void *h5 = NULL, *zip = NULL;
+    size_t h5_len = 0, zip_len = 0;
+    int rc = weights_h5(c, m, &h5, &h5_len, e);
+    if (!rc && format == SF_KERAS_WEIGHTS) rc = write_bytes(path, h5, h5_len, e);
+    else if (!rc) {
+        char *config = config_json(c, m);
+        rc = config ? keras_zip(h5, h5_len, config, &zip, &zip_len, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
+        if (!rc) rc = write_bytes(path, zip, zip_len, e);
+        free(config);
+    }
+    free(h5), free(zip);
+    return rc;
+}

@@ -1,0 +1,40 @@
+// Finds and loads the Keras module (keras.c, built as seqfeed-keras.so)
+// the first time export needs it: next to the program, or where it is
+// installed, or at $SEQFEED_KERAS_MODULE.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "checkpoint.h"
+
+typedef int (*export_fn)(const char *, const sf_checkpoint *, const sf_model *, enum sf_keras_format, sf_err *);
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static export_fn entry;
+static sf_err why;
+
+static void load(void) {
+    if (!SF_KERAS_BUILT) {
+        sf_err_set(&why, SF_EUSAGE, "this seqfeed was built without libhdf5 and libzip, which Keras files need "
+                   "(hint: apt-get install libhdf5-dev libzip-dev, configure the build again and rebuild)");
+        return;
+    }
+    void *h = sf_module_open("seqfeed-keras.so", "SEQFEED_KERAS_MODULE", SF_KERAS_MODULE_INSTALLED, "the Keras module",
+                             &why);
+    if (!h) return;
+    void *sym = dlsym(h, "sf_keras_module_export");
+    memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
+    if (!entry) sf_err_set(&why, SF_EUSAGE, "the Keras module has no sf_keras_module_export");
+}
+
+bool sf_keras_available(sf_err *e) {
+    pthread_once(&once, load);
+    if (!entry && e) *e = why;
+    return entry != NULL;
+}
+
+int sf_keras_export(const char *path, const sf_checkpoint *c, const sf_model *m, enum sf_keras_format format,
+                    sf_err *e) {
+    if (!sf_keras_available(e)) return e ? e->code : SF_EUSAGE;
+    return entry(path, c, m, format, e);
+}
