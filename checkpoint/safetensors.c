@@ -166,7 +166,7 @@ static int add_meta(sf_st *s, json *j) {
     if (!eat(j, '{')) return jfail(j, "__metadata__ to be an object");
     if (eat(j, '}')) return 0;
     do {
-        char k[1024], v[4096];
+        char k[1024], v[16384];  // a checkpoint's longest value: its categories (sf_checkpoint)
         if (jstring(j, k, sizeof k)) return SF_EFORMAT;
         if (!eat(j, ':')) return jfail(j, "':'");
         if (jstring(j, v, sizeof v)) return SF_EFORMAT;

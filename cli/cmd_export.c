@@ -39,6 +39,12 @@ int cmd_export(int argc, char **argv) {
     if (!sf_keras_available(&why)) return cli_usage_error("export", "%s", why.msg);
     const char *ckpt = a.v[OPT_CHECKPOINT].text, *out = a.v[OPT_OUTPUT].text;
     enum sf_keras_format format = a.v[OPT_FORMAT].choice == 1 ? SF_KERAS_WEIGHTS : SF_KERAS_MODEL;
+    // Keras opens a model only from NAME.keras, and weights only from NAME.weights.h5.
+    const char *suffix = format == SF_KERAS_MODEL ? ".keras" : ".weights.h5";
+    size_t ol = strlen(out), sl = strlen(suffix);
+    if (ol <= sl || strcmp(out + ol - sl, suffix))
+        return cli_usage_error("export", "-o %s: Keras loads --format %s only from a file named *%s", out,
+                               format == SF_KERAS_MODEL ? "keras" : "keras-weights", suffix);
     sf_checkpoint ck;
     sf_model m;
     sf_err e = {0};

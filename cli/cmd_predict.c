@@ -23,10 +23,11 @@ static const cli_command predict_command = {
         "Predicts the targets of every window of the file, in order, with the\n"
         "checkpoint's model, columns, window and scaling (that of its training\n"
         "data). One CSV row per window, for the row it predicts: its series, its\n"
-        "time (when the file has a time column, as the CSV had it), its line in the\n"
-        "CSV the file was packed from (else its row in the file), and each target\n"
-        "as NAME_pred in the data's units (with --with-actual, NAME beside it), so\n"
-        "that the forecasts join back to the CSV on the time or the line.\n",
+        "time (when the file has a time column: ISO-8601 with a T, an offset as the\n"
+        "same instant in UTC with Z; integers as they were), its line in the CSV\n"
+        "the file was packed from (else its row in the file), and each target as\n"
+        "NAME_pred in the data's units (with --with-actual, NAME beside it), so that\n"
+        "the forecasts join back to the CSV on the line, or on the time parsed.\n",
     .uses = predict_uses,
 };
 

@@ -147,9 +147,10 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck)
                                 mine.target_change ? "change" : "value"};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
         if (!v[nums[k]].set) continue;
-        if (k < 12) {
-            snprintf(given, sizeof given, "%.9g", my_values[k]);
-            snprintf(theirs, sizeof theirs, "%.9g", ck_values[k]);
+        if (k < 12) {  // as they were given: the learning rate in float32's digits, the gap in seconds
+            const char *fmt = nums[k] == OPT_LR ? "%.7g" : nums[k] == OPT_MAX_GAP ? "%gs" : "%.9g";
+            snprintf(given, sizeof given, fmt, my_values[k]);
+            snprintf(theirs, sizeof theirs, fmt, ck_values[k]);
         } else {
             snprintf(given, sizeof given, "%s", my_choices[k - 12]);
             snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 12]);
@@ -171,6 +172,7 @@ static int default_run_dir(char *dir, size_t cap) {
     struct tm tm;
     char stamp[32];
     strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", localtime_r(&now, &tm));
+    snprintf(dir, cap, "runs");
     for (int k = 1; k < 1000 && (mkdir("runs", 0777) == 0 || errno == EEXIST); k++) {
         snprintf(dir, cap, k == 1 ? "runs/%s" : "runs/%s-%d", stamp, k);
         if (mkdir(dir, 0777) == 0) return 0;

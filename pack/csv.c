@@ -281,6 +281,13 @@ static bool looks_like_time(const char *s, size_t n) {
     return n == 10 || s[10] == 'T' || s[10] == ' ';
 }
 
+// "2012/1/5": four digits and a separator first.
+static bool year_first(const char *s) {
+    for (int i = 0; i < 4; i++)
+        if ((unsigned)(s[i] - '0') >= 10) return false;
+    return s[4] == '-' || s[4] == '/';
+}
+
 // "01/31/2012", "31.01.2012", "Jan 31 2012": a date that is not year
 // first, which seqfeed does not guess the order of.
 static bool looks_like_other_date(const char *s, size_t n) {
@@ -350,12 +357,15 @@ done:;
         text_kind *t = &k[j];
         if (!t->text) continue;
         ntext++;
-        char what[128];
+        char what[192];
         // Series ids come in one run each (pack refuses a series that
         // comes back), and repeat.
         bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
         if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
         else if (t->times) snprintf(what, sizeof what, "dates or times");
+        else if (t->other_dates && year_first(t->distinct[0]))
+            snprintf(what, sizeof what, "dates such as \"%s\", without two-digit months and days: pack reads times "
+                     "as 2012-01-05 or 2012/01/05", t->distinct[0]);
         else if (t->other_dates)
             snprintf(what, sizeof what, "dates such as \"%s\", not year first: pack reads times as 2012-01-31 or "
                      "2012/01/31", t->distinct[0]);

@@ -35,6 +35,10 @@ run 2 export --checkpoint v/latest.safetensors -o x.keras
 expect err "missing --format keras\|keras-weights"
 run 2 export --checkpoint v/latest.safetensors --format keras -o v/latest.safetensors
 expect err "is the same file as --checkpoint"
+run 2 export --checkpoint v/latest.safetensors --format keras -o m.h5
+expect err "Keras loads --format keras only from a file named \*.keras"
+run 2 export --checkpoint v/latest.safetensors --format keras-weights -o w.h5
+expect err "only from a file named \*.weights.h5"
 run 1 export --checkpoint d.csv --format keras -o x.keras
 [ -e x.keras ] && fail "a failed export left x.keras"
 # The container, with the standard library alone: the three files, the

@@ -158,6 +158,13 @@ for k in a: assert a[k]["temp_pred"] == b[k]["temp_pred"] and a[k]["rain_pred"] 
 PY
 run 0 predict --checkpoint cat/latest.safetensors --data w-new.sfpack -o c.csv
 expect err 'note: w-new.sfpack: 1 value\(s\) of categorical column "weather" are not in the training data'
+# Many values (a checkpoint keeps up to 16 KB of them) load back.
+python3 -c "
+import random; random.seed(1); print('v,c')
+for i in range(3000): print('%.4f,category_%04d' % (random.random(), i % 700))" >many.csv
+run 0 pack many.csv -o many.sfpack --categorical c -q
+run 0 train --data many.sfpack --model lstm:2,dense --window 4 --epochs 1 --batch-size 64 --checkpoint-dir many -q
+run 0 predict --checkpoint many/latest.safetensors --data many.sfpack -o many-pred.csv -q
 run 0 pack w.csv -o plain.sfpack --series-column location --drop-columns weather --missing ffill -q
 run 1 predict --checkpoint cat/latest.safetensors --data plain.sfpack
 expect err 'feature "weather" is not a column'
