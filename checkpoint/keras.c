@@ -112,52 +112,26 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
 
 // ---- config.json ----
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    bool nomem;
-} text;
-
-static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void put(text *t, const char *fmt, ...) {
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = t->nomem ? 0 : vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
-        va_end(ap);
-        if (t->nomem || n < 0) return;
-        if ((size_t)n < t->cap - t->len) {
-            t->len += (size_t)n;
-            return;
-        }
-        char *g = realloc(t->s, 2 * t->cap + (size_t)n + 1);
-        if (!g) {
-            t->nomem = true;
-            return;
-        }
-        t->s = g, t->cap = 2 * t->cap + (size_t)n + 1;
-    }
-}
 
 // A Normalization layer's mean and variance from scaled = value x scale +
 // offset: mean -offset / scale, variance 1 / scale^2 (Keras computes
 // (x - mean) / sqrt(variance), and invert: mean + x sqrt(variance)). For
 // changes (invert, no mean): the change in data units.
-static void normalization(text *t, const char *name, const float *scale, const float *offset, uint32_t n, bool invert,
+static void normalization(sf_text *t, const char *name, const float *scale, const float *offset, uint32_t n, bool invert,
                           bool no_mean, const char *shape) {
-    put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\",\"axis\":[-1],"
+    sf_text_put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\",\"axis\":[-1],"
         "\"invert\":%s,\"mean\":[", name, invert ? "true" : "false");
-    for (uint32_t j = 0; j < n; j++) put(t, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[j] / scale[j]);
-    put(t, "],\"variance\":[");
-    for (uint32_t j = 0; j < n; j++) put(t, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[j] * scale[j]));
-    put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
+    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[j] / scale[j]);
+    sf_text_put(t, "],\"variance\":[");
+    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[j] * scale[j]));
+    sf_text_put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
 }
 
 static char *config_json(const sf_checkpoint *c, const sf_model *m) {
-    text t = {0};
+    sf_text t = {0};
     uint32_t T = c->window.length;
     char shape[64];
-    put(&t, "{\"module\":\"keras\",\"class_name\":\"Sequential\",\"config\":{\"name\":\"sequential\",\"layers\":["
+    sf_text_put(&t, "{\"module\":\"keras\",\"class_name\":\"Sequential\",\"config\":{\"name\":\"sequential\",\"layers\":["
         "{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{\"batch_shape\":[null,%u,%u],"
         "\"dtype\":\"float32\",\"name\":\"input_layer\"}}", T, m->inputs);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
@@ -168,23 +142,22 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         if (steps) snprintf(shape, sizeof shape, "[null,%u,%u]", T, ly->in);
         else snprintf(shape, sizeof shape, "[null,%u]", ly->in);
         if (ly->kind == SF_LAYER_LSTM)
-            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"LSTM\",\"config\":{\"name\":\"%s\",\"units\":%u,"
+            sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"LSTM\",\"config\":{\"name\":\"%s\",\"units\":%u,"
                 "\"return_sequences\":%s}", ly->name, ly->units, ly->sequences ? "true" : "false");
         else if (ly->kind == SF_LAYER_DROPOUT)
-            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dropout\",\"config\":{\"name\":\"%s\",\"rate\":%.9g}",
+            sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dropout\",\"config\":{\"name\":\"%s\",\"rate\":%.9g}",
                 ly->name, (double)ly->rate);
         else
-            put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{\"name\":\"%s\",\"units\":%u}",
+            sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{\"name\":\"%s\",\"units\":%u}",
                 ly->name, ly->units);
-        put(&t, ",\"build_config\":{\"input_shape\":%s}}", shape);
+        sf_text_put(&t, ",\"build_config\":{\"input_shape\":%s}}", shape);
         if (ly->kind == SF_LAYER_LSTM) steps = ly->sequences;
     }
     snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
     normalization(&t, "normalization_1", c->target_scale, c->target_offset, m->outputs, true, c->target_change, shape);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
-    put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
-    if (t.nomem) free(t.s), t.s = NULL;
-    return t.s;
+    sf_text_put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
+        return t.s;
 }
 
 // ---- the files ----

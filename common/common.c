@@ -387,3 +387,24 @@ void *sf_module_open(const char *file, const char *env, const char *installed, c
     if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "no %s (%s) next to the program or at %s", what, file, installed);
     return h;
 }
+
+void sf_text_put(sf_text *t, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = t->nomem ? 0 : vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (t->nomem || n < 0) return;
+        if (t->s && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        char *g = realloc(t->s, 2 * t->cap + (size_t)n + 64);
+        if (!g) {
+            free(t->s);
+            *t = (sf_text){.nomem = true};
+            return;
+        }
+        t->s = g, t->cap = 2 * t->cap + (size_t)n + 64;
+    }
+}

@@ -147,4 +147,14 @@ int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err
 // naming what, "the GPU module") saying where it looked or dlerror().
 void *sf_module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why);
 
+// Text that grows as it is written (JSON, say): sf_text_put appends
+// printf-style; after out of memory it stops, s is freed and NULL, nomem set.
+// The caller frees s.
+typedef struct {
+    char *s;
+    size_t len, cap;
+    bool nomem;
+} sf_text;
+void sf_text_put(sf_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

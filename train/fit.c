@@ -19,8 +19,7 @@ typedef struct {
     const sf_fit_bench *bench;
     sf_fit_result *res;
     sf_model model;
-    sf_pack *pack;     // the data, opened once
-    sf_columns cols;   // and its scaling, computed once
+    sf_run_data d;     // the data, its columns and their scaling: opened once
     sf_plan *val_plan;
     sf_pipe *pipe;
     sf_pipe_opts po;
@@ -45,11 +44,7 @@ typedef struct {
     bool ended;
     FILE *log;
     int lock;          // the checkpoint directory's lock file, held while the run lasts (-1: none)
-    sf_series *segments;        // the series cut at --max-gap (NULL: the file's series)
-    uint64_t nsegments;
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
-    sf_col_stats *stats;        // each column's over the training part's rows, which scale them
-    uint64_t stats_rows;
     bool tty;
 } fit;
 
@@ -92,7 +87,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
     eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
-    int rc = sf_windows_in_order(f->pack, f->val_plan, &f->cols, f->replica_batch, eval_batch, &a, e);
+    int rc = sf_windows_in_order(f->d.pack, f->val_plan, &f->d.cols, f->replica_batch, eval_batch, &a, e);
     free(a.pred);
     double v[2] = {a.sum, (double)a.n};
     if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 2, "the validation loss", e);
@@ -279,12 +274,9 @@ static void fit_close(fit *f) {
     sf_trainer_close(f->tr);
     sf_trace_close(f->trace);
     sf_plan_free(f->val_plan);
-    sf_columns_free(&f->cols);
-    sf_pack_close(f->pack);
+    sf_run_data_close(&f->d);
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
-    free(f->segments);
-    free(f->stats);
     free(f->cur);
     free(f->replicas_warm);
     free(f->replicas_end);
@@ -294,11 +286,11 @@ static void fit_close(fit *f) {
 // typical one, as the windows the file's series have less those of its
 // series cut at such steps.
 static int count_across(fit *f, const sf_plan *train, sf_err *e) {
-    const sf_pack_info *in = sf_pack_get_info(f->pack);
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     sf_series *cut = NULL;
     uint64_t n = 0;
     sf_plan *plan = NULL;
-    int rc = sf_pack_segments(f->pack, 2 * in->time_step, &cut, &n, e);
+    int rc = sf_pack_segments(f->d.pack, 2 * in->time_step, &cut, &n, e);
     if (!rc) rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, cut, n, &f->o->pipe.window, 1,
                                  &(sf_split){f->o->val_split, SF_PART_TRAIN}, e);
     if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);
@@ -307,61 +299,25 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     return rc;
 }
 
-// The columns scaled by the statistics of the training part's rows, as
-// Keras' and TensorFlow's time-series guides fit them: the validation rows
-// do not leak into the training inputs. Without a validation part the
-// file's own statistics are those rows'.
-static int training_scaling(fit *f, const sf_series *series, uint64_t nseries, sf_err *e) {
-    const sf_pack_info *in = sf_pack_get_info(f->pack);
-    f->stats = malloc(in->ncols * sizeof *f->stats + 1);
-    sf_series *part = malloc(nseries * sizeof *part + 1);
-    int rc = f->stats && part ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
-    if (!rc) {
-        sf_split_rows(series, nseries, &(sf_split){f->o->val_split, SF_PART_TRAIN}, part);
-        f->stats_rows = 0;
-        for (uint64_t i = 0; i < nseries; i++) f->stats_rows += part[i].rows;
-        if (f->stats_rows == in->nrows) memcpy(f->stats, in->stats, in->ncols * sizeof *f->stats);
-        else rc = sf_pack_stats_of_rows(f->pack, part, nseries, f->stats, e);
-    }
-    if (!rc) sf_columns_rescale(&f->cols, f->stats, f->o->norm);
-    free(part);
-    return rc;
-}
-
 // The data, opened once: the file, its columns and their scaling, the model
 // for them, the validation plan, and the steps an epoch has.
 static int open_data(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
-    int rc = sf_pack_open(&f->pack, o->data, e);
+    int rc = sf_run_data_open(&f->d, o, e);
     if (rc) return rc;
-    const sf_pack_info *in = sf_pack_get_info(f->pack);
-    if ((rc = sf_columns_create(&f->cols, in, o->features, o->targets, NULL, o->norm, e)) ||
-        (rc = sf_columns_add_time(&f->cols, in, o->time_features, e))) {
-        sf_err inner = *e;
-        return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
-    }
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     sf_err inner = {0};
-    if (sf_model_parse(&f->model, o->model, f->cols.nfeatures, f->cols.ntargets, &inner))
+    if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
-    if (o->max_gap > 0) {
-        if (in->time_kind == SF_TIME_NONE)
-            return sf_err_set(e, SF_EUSAGE, "%s: --max-gap needs times, and the file has no time column (pack the "
-                              "CSV with its time column)", o->data);
-        rc = sf_pack_segments(f->pack, (int64_t)floor(o->max_gap / sf_pack_time_unit(in)), &f->segments,
-                              &f->nsegments, e);
-        if (rc) return rc;
-    }
-    const sf_series *series = f->segments ? f->segments : in->series;
-    uint64_t nseries = f->segments ? f->nsegments : in->nseries;
-    if (o->target_change && (rc = sf_columns_predict_change(&f->cols, in, e))) return rc;
-    if ((rc = training_scaling(f, series, nseries, e))) return rc;
+    uint64_t nseries;
+    const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_plan *train_plan = NULL;
     rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window,
                         o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
     if (!rc && o->val_split > 0)
         rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window, 1,
                             &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
-    if (!rc && !f->segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
+    if (!rc && !f->d.segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
         sf_pipe_opts po = o->pipe;
         po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
@@ -454,7 +410,7 @@ static int fit_budget(fit *f, sf_err *e) {
                           "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
                           "--memory-budget)",
                           o->memory_budget / 1e6, replicas / 1e6);
-    int rc = sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->pack), &f->cols, o->memory_budget - replicas, e);
+    int rc = sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, o->memory_budget - replicas, e);
     if (rc) {
         sf_err inner = *e;
         return sf_err_set(e, rc, "--memory-budget %.1f MB: the replicas take %.1f MB, and for the pipeline %s",
@@ -473,7 +429,7 @@ static int fit_budget(fit *f, sf_err *e) {
 // part, from the checkpoint's epoch on and at its step: the pipeline is
 // deterministic, so skipping its first batches lands on the same ones.
 static int open_pipe(fit *f, sf_err *e) {
-    int rc = sf_pipe_open(&f->pipe, f->pack, &f->cols, &f->po, e);
+    int rc = sf_pipe_open(&f->pipe, f->d.pack, &f->d.cols, &f->po, e);
     if (rc) {
         sf_trainer_stage_error(f->tr, e);  // the device's cause, if it was one
         return rc;
@@ -501,43 +457,43 @@ static void announce(const fit *f, const sf_run_start *start) {
             "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, f->model.nparams, start->resumed ? ", resumed" : "");
     {
-        const sf_pack_info *in = sf_pack_get_info(f->pack);
+        const sf_pack_info *in = sf_pack_get_info(f->d.pack);
         char feats[1024] = "", targs[1024] = "";
         size_t fl = 0, tl = 0;
-        for (uint32_t j = 0; j < f->cols.nfeatures - 2 * f->cols.ntime; j++) {
+        for (uint32_t j = 0; j < f->d.cols.nfeatures - 2 * f->d.cols.ntime; j++) {
             uint32_t end = j + 1;
-            while (f->cols.codes[j] != SF_CODE_NONE && end < f->cols.nfeatures && f->cols.features[end] == f->cols.features[j])
+            while (f->d.cols.codes[j] != SF_CODE_NONE && end < f->d.cols.nfeatures && f->d.cols.features[end] == f->d.cols.features[j])
                 end++;
             char one_hot[300];
-            if (end > j + 1) snprintf(one_hot, sizeof one_hot, "%s (%u one-hot)", in->col_names[f->cols.features[j]], end - j);
-            sf_list_append(feats, sizeof feats, &fl, end > j + 1 ? one_hot : in->col_names[f->cols.features[j]]);
+            if (end > j + 1) snprintf(one_hot, sizeof one_hot, "%s (%u one-hot)", in->col_names[f->d.cols.features[j]], end - j);
+            sf_list_append(feats, sizeof feats, &fl, end > j + 1 ? one_hot : in->col_names[f->d.cols.features[j]]);
             j = end - 1;
         }
-        for (uint32_t k = 0; k < f->cols.ntime; k++) {
+        for (uint32_t k = 0; k < f->d.cols.ntime; k++) {
             char both[48];
-            snprintf(both, sizeof both, "sin/cos(%s)", sf_time_feature_name(f->cols.time[k]));
+            snprintf(both, sizeof both, "sin/cos(%s)", sf_time_feature_name(f->d.cols.time[k]));
             sf_list_append(feats, sizeof feats, &fl, both);
         }
-        for (uint32_t j = 0; j < f->cols.ntargets; j++) sf_list_append(targs, sizeof targs, &tl, in->col_names[f->cols.targets[j]]);
+        for (uint32_t j = 0; j < f->d.cols.ntargets; j++) sf_list_append(targs, sizeof targs, &tl, in->col_names[f->d.cols.targets[j]]);
         fprintf(stderr, "columns: features %s%s; targets %s%s%s\n", feats,
                 f->o->features ? "" : " (all: --features chooses)", targs,
                 f->o->targets ? "" : " (all numeric: --targets chooses)",
-                f->cols.change_from ? ", learnt as changes from the window's last row (--target change)" : "");
+                f->d.cols.change_from ? ", learnt as changes from the window's last row (--target change)" : "");
     }
     if (f->across) {
-        const sf_pack_info *in = sf_pack_get_info(f->pack);
+        const sf_pack_info *in = sf_pack_get_info(f->d.pack);
         char step[32];
         sf_duration_text(2.0 * (double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
         fprintf(stderr, "time: %llu of %llu training windows span a step of more than %s (twice the typical "
                 "step); --max-gap %s keeps every window off them\n", (unsigned long long)f->across,
                 (unsigned long long)f->windows, step, step);
-    } else if (f->segments) {
+    } else if (f->d.segments) {
         fprintf(stderr, "time: --max-gap cuts the series into %llu segments that windows stay inside\n",
-                (unsigned long long)f->nsegments);
+                (unsigned long long)f->d.nsegments);
     }
-    if (f->stats_rows < sf_pack_get_info(f->pack)->nrows)
+    if (f->d.stats_rows < sf_pack_get_info(f->d.pack)->nrows)
         fprintf(stderr, "scaling: %s from the %llu rows of the training part (the validation part's left out)\n",
-                sf_norm_name(f->o->norm), (unsigned long long)f->stats_rows);
+                sf_norm_name(f->o->norm), (unsigned long long)f->d.stats_rows);
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
         if (f->o->val_split == 0)
             fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
@@ -546,11 +502,11 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
                     "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
     }
-    if (f->cols.nflat) {
-        const sf_pack_info *in = sf_pack_get_info(f->pack);
+    if (f->d.cols.nflat) {
+        const sf_pack_info *in = sf_pack_get_info(f->d.pack);
         fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
-                "scaled as a constant\n", in->col_names[f->cols.flat_column],
-                f->cols.nflat > 1 ? " and others" : "", f->stats[f->cols.flat_column].std);
+                "scaled as a constant\n", in->col_names[f->d.cols.flat_column],
+                f->d.cols.nflat > 1 ? " and others" : "", f->d.stats[f->d.cols.flat_column].std);
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
@@ -570,18 +526,13 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           "batch / replicas)", o->batch, f.G);
     f.replica_batch = o->batch / f.G;
     int rc = open_data(&f, e);
-    // The pipeline the options ask for; this run's part of it.
-    f.po = o->pipe;
-    f.po.replicas = f.R, f.po.shard_first = f.R * (uint32_t)f.rank, f.po.shard_total = f.G;
-    f.po.batch = f.replica_batch, f.po.drop_remainder = true, f.po.seed = o->seed, f.po.epochs = o->epochs;
-    f.po.split = (sf_split){o->val_split, SF_PART_TRAIN};
-    f.po.series = f.segments, f.po.nseries = f.nsegments;
+    f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);
     if (!rc) rc = fit_budget(&f, e);
-    if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.pack), &f.cols, &f.model, f.G, e);
+    if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.d.pack), &f.d.cols, &f.model, f.G, e);
     // The pool decides the batches: a checkpoint holds the one used (a
     // --memory-budget may have shrunk it), and a resume must shuffle alike.
     f.ck.pool = f.po.pool;
-    if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.pack), e);
+    if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.d.pack), e);
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.G;
     sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = f.po.window.length,

@@ -5,6 +5,8 @@
 //   allreduce.c  the gradients' sum across replicas and ranks
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
+//   data.c       the data as the fit opens it: columns, scaling, segments,
+//                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),
 //                and the ranks' agreement on the run's settings
 //   profile.c    where each replica's steps went, and why it waited
@@ -235,6 +237,28 @@ typedef struct {
 // value cannot work with this data (a batch the replicas do not divide, an
 // unknown column, a bad --model) is SF_EUSAGE with the option named.
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e);
+
+// The data of a run as sf_fit opens it: the file, its columns as o says
+// (features, targets, time features, --target change) scaled by the
+// statistics of the training part's rows, and its series cut at --max-gap.
+typedef struct {
+    sf_pack *pack;
+    sf_columns cols;
+    sf_series *segments;  // the series cut at --max-gap (NULL: the file's series)
+    uint64_t nsegments;
+    sf_col_stats *stats;  // each column's over the training part's rows, which scale them
+    uint64_t stats_rows;
+} sf_run_data;
+// Opens o->data into *d (its own: close it with sf_run_data_close, also
+// after a failure). SF_EUSAGE naming an option that cannot work here.
+int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e);
+void sf_run_data_close(sf_run_data *d);
+// The series windows stay inside (the segments, else the file's), *n of them.
+const sf_series *sf_run_data_series(const sf_run_data *d, uint64_t *n);
+// The pipeline of rank `rank`'s replicas in a job of nranks ranks, as the
+// fit runs it: its shards of the training part, per-replica batches of
+// o->batch / (replicas x nranks), full batches only, o's seed and epochs.
+sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32_t replicas, int rank, int nranks);
 
 // What benchmarks add to a fit (seqfeed bench train and scaling).
 typedef struct {

@@ -1,0 +1,219 @@
+// libseqfeed's C API (seqfeed.h) over the pack, pipeline and train layers.
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/seqfeed.h"
+#include "train/train.h"
+
+// ---- JSON text ----
+
+
+static void put_string(sf_text *t, const char *s) {
+    sf_text_put(t, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') sf_text_put(t, "\\%c", c);
+        else if (c < 0x20) sf_text_put(t, "\\u%04x", c);
+        else sf_text_put(t, "%c", c);
+    }
+    sf_text_put(t, "\"");
+}
+
+static void put_real(sf_text *t, double v) {
+    if (v != v || v - v != 0) sf_text_put(t, "null");  // JSON has no NaN or infinity
+    else sf_text_put(t, "%.17g", v);
+}
+
+int sf_api_pack_open(sf_pack **out, const char *path, sf_err *e) { return sf_pack_open(out, path, e); }
+void sf_api_pack_close(sf_pack *p) { sf_pack_close(p); }
+
+char *sf_api_pack_describe(const sf_pack *p) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    sf_text t = {0};
+    sf_text_put(&t, "{\"version\": %u, \"rows\": %" PRIu64 ", \"chunk_rows\": %u, \"columns\": [", in->version, in->nrows,
+        in->chunk_rows);
+    for (uint32_t c = 0; c < in->ncols; c++) {
+        const sf_col_stats *st = &in->stats[c];
+        sf_text_put(&t, "%s{\"name\": ", c ? ", " : "");
+        put_string(&t, in->col_names[c]);
+        const char *key[4] = {"min", "max", "mean", "std"};
+        const double val[4] = {st->min, st->max, st->mean, st->std};
+        for (int k = 0; k < 4; k++) {
+            sf_text_put(&t, ", \"%s\": ", key[k]);
+            put_real(&t, val[k]);
+        }
+        const sf_category *cat = sf_pack_category(in, c);
+        if (cat) {
+            sf_text_put(&t, ", \"categories\": [");
+            for (uint32_t v = 0; v < cat->nvalues; v++) {
+                if (v) sf_text_put(&t, ", ");
+                put_string(&t, cat->values[v]);
+            }
+            sf_text_put(&t, "]");
+        }
+        sf_text_put(&t, "}");
+    }
+    sf_text_put(&t, "], \"series_column\": ");
+    put_string(&t, in->series_column);
+    sf_text_put(&t, ", \"time_column\": ");
+    if (in->time_kind == SF_TIME_NONE) sf_text_put(&t, "null");
+    else put_string(&t, in->time_column);
+    static const char *const kinds[] = {"none", "iso-8601", "epoch-s", "epoch-ms", "epoch-us", "epoch-ns"};
+    sf_text_put(&t, ", \"time_kind\": \"%s\", \"series\": [", kinds[in->time_kind]);
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        sf_text_put(&t, "%s{\"name\": ", i ? ", " : "");
+        put_string(&t, in->series[i].name);
+        sf_text_put(&t, ", \"first_row\": %" PRIu64 ", \"rows\": %" PRIu64 "}", in->series[i].first_row, in->series[i].rows);
+    }
+    sf_text_put(&t, "]}");
+        return t.s;
+}
+
+// Each chunk of [row_lo, row_hi) decoded once, handed to take.
+static int each_chunk(const sf_pack *p, uint64_t row_lo, uint64_t row_hi, bool times,
+                      void (*take)(void *arg, const sf_chunk *c, const float *vals, const int64_t *time, uint64_t lo,
+                                   uint64_t hi),
+                      void *arg, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    if (row_lo > row_hi || row_hi > in->nrows)
+        return sf_err_set(e, SF_EINVAL, "%s: rows %" PRIu64 " to %" PRIu64 " are not within its %" PRIu64 " rows",
+                          sf_pack_name(p), row_lo, row_hi, in->nrows);
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    float *vals = malloc(rows * in->ncols * sizeof *vals + 1);
+    int64_t *time = times ? malloc(rows * sizeof *time + 1) : NULL;
+    void *stored = malloc(sf_pack_max_stored_size(p) + 1);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = vals && stored && d && (!times || time) ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint64_t row = row_lo; !rc && row < row_hi;) {
+        uint64_t c = row / in->chunk_rows;
+        sf_chunk ch = sf_pack_chunk_locate(p, c);
+        if ((rc = sf_pack_chunk_read(p, c, stored, e)) ||
+            (rc = sf_pack_chunk_decode_all(d, p, c, stored, vals, time, NULL, e)))
+            break;
+        uint64_t hi = row_hi < ch.first_row + ch.rows ? row_hi : ch.first_row + ch.rows;
+        take(arg, &ch, vals, time, row, hi);
+        row = hi;
+    }
+    free(vals), free(time), free(stored);
+    sf_pack_dctx_free(d);
+    return rc;
+}
+
+typedef struct {
+    const uint32_t *cols;
+    uint32_t ncols;
+    uint64_t row_lo;
+    float *out;
+    int64_t *times;
+} read_job;
+
+static void take_values(void *arg, const sf_chunk *c, const float *vals, const int64_t *time, uint64_t lo, uint64_t hi) {
+    read_job *j = arg;
+    (void)time;
+    for (uint64_t r = lo; r < hi; r++)
+        for (uint32_t k = 0; k < j->ncols; k++)
+            j->out[(r - j->row_lo) * j->ncols + k] = vals[(size_t)j->cols[k] * c->rows + (r - c->first_row)];
+}
+
+static void take_times(void *arg, const sf_chunk *c, const float *vals, const int64_t *time, uint64_t lo, uint64_t hi) {
+    read_job *j = arg;
+    (void)vals;
+    memcpy(j->times + (lo - j->row_lo), time + (lo - c->first_row), (size_t)(hi - lo) * sizeof *time);
+}
+
+int sf_api_pack_read(const sf_pack *p, const uint32_t *cols, uint32_t ncols, uint64_t row_lo, uint64_t row_hi,
+                     float *out, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    for (uint32_t k = 0; k < ncols; k++)
+        if (cols[k] >= in->ncols)
+            return sf_err_set(e, SF_EINVAL, "%s: column %u: the file has %u columns", sf_pack_name(p), cols[k], in->ncols);
+    read_job j = {.cols = cols, .ncols = ncols, .row_lo = row_lo, .out = out};
+    return each_chunk(p, row_lo, row_hi, false, take_values, &j, e);
+}
+
+int sf_api_pack_read_times(const sf_pack *p, uint64_t row_lo, uint64_t row_hi, int64_t *out, sf_err *e) {
+    if (sf_pack_get_info(p)->time_kind == SF_TIME_NONE)
+        return sf_err_set(e, SF_EINVAL, "%s has no time column", sf_pack_name(p));
+    read_job j = {.row_lo = row_lo, .times = out};
+    return each_chunk(p, row_lo, row_hi, true, take_times, &j, e);
+}
+
+void sf_api_free(void *p) { free(p); }
+
+// ---- the pipeline ----
+
+struct sf_dataset {
+    sf_run_data data;
+    sf_pipe *pipe;
+    uint32_t batch, window;
+    uint64_t batches_per_epoch;
+};
+
+int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
+    *out = NULL;
+    sf_fit_opts f = sf_fit_opts_default();
+    f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
+    if (o->norm && !sf_norm_parse(o->norm, &f.norm))
+        return sf_err_set(e, SF_EUSAGE, "norm '%s': expected zscore, minmax or none", o->norm);
+    f.target_change = o->target_change;
+    f.pipe.window = (sf_window_spec){o->window ? o->window : 60, o->stride ? o->stride : 1,
+                                     o->sampling_rate ? o->sampling_rate : 1, o->horizon};
+    if (o->batch) f.batch = o->batch;
+    if (o->pool) f.pipe.pool = o->pool;
+    if (o->decoders) f.pipe.decoders = o->decoders;
+    f.seed = o->seed, f.epochs = o->epochs ? o->epochs : 1, f.val_split = o->val_split, f.max_gap = o->max_gap;
+    uint32_t R = o->replicas ? o->replicas : 1;
+    if (o->replica >= R) return sf_err_set(e, SF_EUSAGE, "replica %u of %u: expected 0 to %u", o->replica, R, R - 1);
+    if (f.batch % R) return sf_err_set(e, SF_EUSAGE, "batch %u is not divisible by %u replicas", f.batch, R);
+    sf_dataset *d = calloc(1, sizeof *d);
+    if (!d) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    int rc = sf_run_data_open(&d->data, &f, e);
+    // Replica r of R reads as rank r of R ranks of one replica: the same
+    // shard of the same plan, so the same batches (test python-dataset).
+    sf_pipe_opts po = rc ? (sf_pipe_opts){0} : sf_run_pipe_opts(&f, &d->data, 1, (int)o->replica, (int)R);
+    if (!rc) {
+        uint64_t nseries;
+        const sf_series *series = sf_run_data_series(&d->data, &nseries);
+        const sf_pack_info *in = sf_pack_get_info(d->data.pack);
+        sf_plan *plan = NULL;
+        rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, series, nseries, &po.window, po.block_chunks,
+                            &po.split, e);
+        if (!rc) d->batches_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(plan));
+        sf_plan_free(plan);
+    }
+    if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
+    d->batch = po.batch, d->window = po.window.length;
+    if (rc) {
+        sf_dataset_close(d);
+        return rc;
+    }
+    *out = d;
+    return 0;
+}
+
+void sf_dataset_shape(const sf_dataset *d, uint32_t *nfeatures, uint32_t *ntargets, uint64_t *batches_per_epoch,
+                      uint32_t *batch) {
+    *nfeatures = d->data.cols.nfeatures, *ntargets = d->data.cols.ntargets;
+    *batches_per_epoch = d->batches_per_epoch, *batch = d->batch;
+}
+
+int sf_dataset_next(sf_dataset *d, float *x, float *y, sf_err *e) {
+    sf_batch b;
+    int rc = sf_pipe_next_batch(d->pipe, 0, &b, e);
+    if (rc != 1) return rc;
+    size_t nx = (size_t)b.count * d->window * d->data.cols.nfeatures, ny = (size_t)b.count * d->data.cols.ntargets;
+    memcpy(x, b.x, nx * sizeof *x);
+    memcpy(y, b.y, ny * sizeof *y);
+    sf_pipe_release(d->pipe, 0, &b);
+    return 1;
+}
+
+void sf_dataset_close(sf_dataset *d) {
+    if (!d) return;
+    sf_pipe_close(d->pipe);
+    sf_run_data_close(&d->data);
+    free(d);
+}
