@@ -148,7 +148,13 @@ class Dataset:
     scales them. replicas and replica give replica `replica`'s share (each
     batch batch_size / replicas windows), as train's replica of that number
     sees it. shuffle=False keeps the windows of each block in order. Its len()
-    is the batches of all epochs; iterating again starts the epochs again."""
+    is the batches of all epochs; iterating again starts the epochs again.
+
+    In Keras 3: model.fit(iter(ds), steps_per_epoch=ds.batches_per_epoch,
+    epochs=E) with E the dataset's epochs (a generator of known length; a
+    keras.utils.PyDataset is asked for batches by index, in its own order,
+    which a pipeline with its own order cannot serve). In PyTorch:
+    torch.from_numpy(x) is a view of each batch."""
 
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
