@@ -102,8 +102,26 @@ def main():
                       "input_share": max(0.0, t - t_res) / t,
                       "loader_windows_per_s": float(np.median([loader_rate(make) for _ in range(a.rounds)]))}
     try:
-        import torch  # noqa: F401
-        rows["torch DataLoader"] = {"loader": "see bench/peers/torch_loader.py"}
+        import torch
+
+        # The same windows from the same array, one gather per batch (bench/peers/torch_loader.py's way).
+        starts = np.concatenate([np.arange(f, f + n - T) for _, f, n in p.series if n > T]).astype(np.int64)
+        offsets = np.arange(T)
+
+        class Windows(torch.utils.data.Dataset):
+            def __len__(self):
+                return len(starts)
+
+            def __getitem__(self, batch):
+                s = starts[np.asarray(batch)]
+                return torch.from_numpy(values[s[:, None] + offsets]), torch.from_numpy(values[s + T])
+
+        def torch_input():
+            sampler = torch.utils.data.BatchSampler(torch.utils.data.RandomSampler(Windows()), B, drop_last=True)
+            return torch.utils.data.DataLoader(Windows(), sampler=sampler, batch_size=None, num_workers=0)
+
+        rows["torch DataLoader"] = {"loader_windows_per_s": float(np.median([loader_rate(torch_input)
+                                                                              for _ in range(a.rounds)]))}
     except ImportError:
         pass
     print(f"Keras {keras.__version__} ({keras.backend.backend()}), TensorFlow {tf.__version__}; {p.rows} rows x {F}, "
@@ -114,9 +132,13 @@ def main():
         if "step_ms" in r:
             print(f"{name:32} {r['step_ms']:9.2f} {r['input_wait_ms']:14.2f} {r['input_share']:11.1%} "
                   f"{r['loader_windows_per_s']:17.0f}")
+        else:
+            print(f"{name + ' (loader only)':32} {'':>9} {'':>14} {'':>11} {r['loader_windows_per_s']:17.0f}")
     sf, tfd = rows["seqfeed.Dataset"], rows["timeseries_dataset_from_array"]
     ratio = {"loader": sf["loader_windows_per_s"] / tfd["loader_windows_per_s"],
              "step": tfd["step_ms"] / sf["step_ms"]}
+    if "torch DataLoader" in rows:
+        ratio["loader_vs_torch"] = sf["loader_windows_per_s"] / rows["torch DataLoader"]["loader_windows_per_s"]
     print(f"seqfeed.Dataset: {ratio['loader']:.1f}x the tf.data loader's windows/s; fit steps {ratio['step']:.2f}x faster")
     print(json.dumps({"resident_step_ms": 1e3 * t_res, "inputs": rows, "ratio": ratio}))
 
