@@ -18,10 +18,12 @@ done
 # cannot be preloaded into it usefully: the pipeline's threads are checked
 # by the C tests there.
 runtime=$(ldd "$LIBSEQFEED" | grep -o '/[^ ]*lib[at]san\.so[^ ]*' | head -1)
+preload=()
 case $runtime in
 *libtsan*) echo "a TSan build: the Python package is checked in the other builds" >&2; exit 77 ;;
-*libasan*) export LD_PRELOAD=$runtime ASAN_OPTIONS=detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS} ;;
+*libasan*) preload=(LD_PRELOAD="$runtime" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0") ;;
 esac
+pyrun() { env "${preload[@]}" "$py" "$@"; }  # only Python gets the runtime first
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
@@ -39,7 +41,7 @@ with open("d.csv", "w") as f:
 PY
 run 0 pack d.csv -o d.sfpack --series-column site --categorical sky --chunk-rows 100 -q
 run 0 unpack d.sfpack -o back.csv -q
-"$py" - <<'PY' || fail "Pack does not read what unpack writes"
+pyrun - <<'PY' || fail "Pack does not read what unpack writes"
 import csv, datetime as dt
 import numpy as np
 import seqfeed
@@ -66,7 +68,7 @@ PY
 # Batches: the fit's pipeline (dump_batches) against Dataset, replica by replica.
 check() {  # WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS
     "$DUMP_BATCHES" d.sfpack ref.bin "$@" a,b || { fail "dump_batches $*"; return; }
-    "$py" - "$@" <<'PY' || fail "Dataset differs from train's batches for $*"
+    pyrun - "$@" <<'PY' || fail "Dataset differs from train's batches for $*"
 import sys
 import numpy as np
 import seqfeed
@@ -95,7 +97,7 @@ check 12 32 1 0.1 0 1 2
 check 12 32 1 0.25 1 3 1
 check 8 48 3 0.1 0 7 2
 check 20 30 3 0 64 2 1
-"$py" - <<'PY' || fail "Dataset errors"
+pyrun - <<'PY' || fail "Dataset errors"
 import seqfeed
 for kw, msg in ((dict(targets="nope"), 'target "nope" is not a column'), (dict(batch_size=10, replicas=3), "not divisible"),
                 (dict(targets="sky"), 'target "sky" is categorical'), (dict(norm="log"), "norm 'log'")):
