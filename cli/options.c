@@ -308,6 +308,22 @@ static cli_opt lookup(const char *arg, const char **inline_value) {
 
 static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT};
 
+// Whether path names a file train writes in the checkpoint directory dir
+// (latest.safetensors, epoch-NNNN.safetensors, seqfeed.lock): the run would
+// replace it, or it the run's checkpoint.
+static bool checkpoint_file(const char *path, const char *dir) {
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "seqfeed.lock") ||
+                (!strncmp(base, "epoch-", 6) && strlen(base) > 18 && !strcmp(base + strlen(base) - 12, ".safetensors"));
+    if (!ours) return false;
+    char *parent = strndup(path, slash ? (size_t)(slash - path) : 0);
+    struct stat a, b;
+    bool same = parent && stat(*parent ? parent : (slash ? "/" : "."), &a) == 0 && stat(dir, &b) == 0 &&
+                a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+    free(parent);
+    return same;
+}
+
 // A file the command writes must be one it can write, and none may be one
 // it reads or another of its outputs: that file would be destroyed.
 // Checked before any work, so that a long run does not fail at its end.
@@ -336,6 +352,9 @@ static int check_files(const cli_command *c, const cli_args *a) {
                 return cli_usage_error(c->name, "--%s %s is the same file as --%s %s: one would destroy the other; "
                                        "write to another file", name, v->text, seen[i].name, seen[i].path);
         }
+        if (a->v[OPT_CHECKPOINT_DIR].set && checkpoint_file(v->text, a->v[OPT_CHECKPOINT_DIR].text))
+            return cli_usage_error(c->name, "--%s %s is a file train writes in --checkpoint-dir %s: write to another "
+                                   "file", name, v->text, a->v[OPT_CHECKPOINT_DIR].text);
         if (!exists) {  // its folder must take new files
             char *dir = strdup(v->text), *slash = dir ? strrchr(dir, '/') : NULL;
             const char *d = !slash ? "." : slash == dir ? "/" : (*slash = 0, dir);

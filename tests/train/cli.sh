@@ -133,6 +133,11 @@ run 2 train "${common[@]}" --checkpoint-dir b --resume --memory-budget "$least"
 expect err "--pool \(or what --memory-budget left of it\) differs"
 run 2 train "${common[@]}" --checkpoint-every 5
 expect err "--checkpoint-every needs --checkpoint-dir"
+# A log where the run writes its checkpoints would be replaced by one.
+run 2 train "${common[@]}" --checkpoint-dir a --log a/latest.safetensors
+expect err "--log a/latest.safetensors is a file train writes in --checkpoint-dir a"
+run 2 train "${common[@]}" --checkpoint-dir a --report ./a/../a/epoch-0001.safetensors
+expect err "is a file train writes in --checkpoint-dir a"
 run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
 expect err "unknown option '--output'"
 run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64
