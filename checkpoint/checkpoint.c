@@ -14,7 +14,7 @@
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t);
-    sf_st_tensor st[3 * SF_MODEL_MAX_LAYERS + 6];
+    sf_st_tensor st[3 * SF_MODEL_MAX_LAYERS + 7];
     size_t n = 0;
     for (uint32_t k = 0; k < nt; k++)
         st[n++] = (sf_st_tensor){t[k].name, "F32", t[k].rank, {t[k].shape[0], t[k].shape[1]}, c->w + t[k].offset};
@@ -26,6 +26,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/feature_offset", "F32", 1, {c->inputs}, c->feature_offset};
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
+    if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
     char v[24][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
@@ -63,7 +64,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
 void sf_checkpoint_free(sf_checkpoint *c) {
     free(c->w), free(c->m), free(c->v);
     free(c->feature_scale), free(c->feature_offset), free(c->target_scale), free(c->target_offset);
+    free(c->target_mean);
     c->w = c->m = c->v = c->feature_scale = c->feature_offset = c->target_scale = c->target_offset = NULL;
+    c->target_mean = NULL;
 }
 
 // Metadata key as text (copied into out) or as an unsigned or real number.
@@ -271,6 +274,8 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
         c->feature_offset = read_f32(s, path, "scaling/feature_offset", c->inputs, &rc, e);
         c->target_scale = read_f32(s, path, "scaling/target_scale", c->outputs, &rc, e);
         c->target_offset = read_f32(s, path, "scaling/target_offset", c->outputs, &rc, e);
+        if (sf_st_find(s, "scaling/target_mean"))
+            c->target_mean = read_f32(s, path, "scaling/target_mean", c->outputs, &rc, e);
     }
     sf_st_close(s);
     if (rc) sf_checkpoint_free(c);

@@ -65,6 +65,7 @@ typedef struct {
     enum sf_norm norm;
     uint32_t inputs, outputs;
     float *feature_scale, *feature_offset, *target_scale, *target_offset;
+    float *target_mean;  // the training rows' mean of each target, data units (NULL: a checkpoint from before)
     size_t nparams;
     float *w, *m, *v;  // m and v NULL in a file without optimizer state
     // where training stands: epoch, steps into it, Adam steps in all

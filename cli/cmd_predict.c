@@ -240,7 +240,9 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
             double base = last_value(r, x, i, j);  // values, also from a model of changes
             double t = y[(size_t)i * nt + j] + base, p = r->pred[(size_t)i * nt + j] + base;
             // The column's mean in this file, scaled like the targets.
-            double mean = in->stats[r->cols.targets[j]].mean * r->cols.target_scale[j] + r->cols.target_offset[j];
+            // The training rows' mean, as the model could have learnt it (this file's, for older checkpoints).
+            double mean = (r->ck.target_mean ? r->ck.target_mean[j] : in->stats[r->cols.targets[j]].mean) *
+                              r->cols.target_scale[j] + r->cols.target_offset[j];
             double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
             row += (p - t) * (p - t), mean_row += (mean - t) * (mean - t), persist_row += (last - t) * (last - t);
             double unit = (p - t) / r->cols.target_scale[j];

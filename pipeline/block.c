@@ -68,6 +68,7 @@ void sf_columns_free(sf_columns *c) {
     free(c->feature_offset);
     free(c->target_scale);
     free(c->target_offset);
+    free(c->target_mean);
     free(c->codes);
     free(c->change_from);
     *c = (sf_columns){0};
@@ -223,7 +224,8 @@ int sf_columns_create(sf_columns *c, const sf_pack_info *info, const char *featu
         c->feature_offset = malloc(c->nfeatures * sizeof(float) + 1);
         c->target_scale = malloc(c->ntargets * sizeof(float) + 1);
         c->target_offset = malloc(c->ntargets * sizeof(float) + 1);
-        if (!c->feature_scale || !c->feature_offset || !c->target_scale || !c->target_offset)
+        c->target_mean = malloc(c->ntargets * sizeof(float) + 1);
+        if (!c->feature_scale || !c->feature_offset || !c->target_scale || !c->target_offset || !c->target_mean)
             rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     if (rc) {
@@ -243,6 +245,7 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
             c->feature_scale[k] = 1, c->feature_offset[k] = 0;
             continue;
         }
+        if (!is_x) c->target_mean[k] = (float)stats[col].mean;
         if (scaling(&stats[col], norm, is_x ? &c->feature_scale[k] : &c->target_scale[k],
                     is_x ? &c->feature_offset[k] : &c->target_offset[k]) &&
             (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once

@@ -130,6 +130,7 @@ typedef struct {
     uint32_t nfeatures, ntargets;  // x's width: the feature columns, then sin and cos of each time feature
     uint32_t *features, *targets;  // column indices (a time feature's two: SF_COLUMN_TIME)
     float *feature_scale, *feature_offset, *target_scale, *target_offset;  // (a time feature's: 1 and 0)
+    float *target_mean;            // each target's mean in the statistics it is scaled by, in data units
     int32_t *codes;                // per feature: the code it is one-hot for; SF_CODE_NONE: a number
     int32_t *change_from;          // per target: the feature whose value at the window's last row y is
                                    // given as a change from (sf_columns_predict_change); NULL: y the value

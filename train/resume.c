@@ -33,7 +33,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     snprintf(c->data, sizeof c->data, "%s", o->data);
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
     c->feature_scale = cols->feature_scale, c->feature_offset = cols->feature_offset;
-    c->target_scale = cols->target_scale, c->target_offset = cols->target_offset;
+    c->target_scale = cols->target_scale, c->target_offset = cols->target_offset, c->target_mean = cols->target_mean;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;

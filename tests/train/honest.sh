@@ -51,6 +51,26 @@ for k, col in enumerate(["a", "b"]):
 PY
 run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack
 expect out "^verdict +(better|worse) than persistence"
+# The mean baseline predicts the training rows' mean (the checkpoint's), not the file's.
+run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack --json
+python3 - <<'PY' || fail "the mean baseline is not the training part's mean: $(cat out)"
+import csv, json, math, struct
+rows = list(csv.DictReader(open("d.csv")))
+f32 = lambda v: struct.unpack("<f", struct.pack("<f", float(v)))[0]
+train, targets = {"a": [], "b": []}, []
+for s in ("x", "y"):
+    part = [r for r in rows if r["id"] == s]
+    cut = len(part) - int(len(part) * 0.25)
+    for c in ("a", "b"): train[c] += [f32(r[c]) for r in part[:cut]]
+    targets += part[cut + 8:]  # windows of 8 rows in the validation part, each target the row after
+stat = {}
+for c in ("a", "b"):
+    m = math.fsum(train[c]) / len(train[c])
+    stat[c] = (m, math.sqrt(math.fsum((v - m) ** 2 for v in train[c]) / len(train[c])))
+want = sum(((f32(r[c]) - stat[c][0]) / stat[c][1]) ** 2 for r in targets for c in ("a", "b")) / (2 * len(targets))
+got = json.load(open("out"))["mean_baseline"]
+assert abs(got - want) <= 1e-5 * want, (got, want)
+PY
 
 # --target change: the model's zero is persistence. Its dense layer zeroed,
 # evaluate's loss is the persistence baseline exactly and predict gives the
