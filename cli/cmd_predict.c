@@ -376,7 +376,7 @@ int cmd_evaluate(int argc, char **argv) {
     } else {
         printf("windows          %llu (%s part of %s)\n", (unsigned long long)r.n, what, data);
         printf("loss             %.6f   MSE of scaled values, as in training\n", r.loss / n);
-        printf("baseline mean    %.6f   predicting each column's mean\n", r.mean_loss / n);
+        printf("baseline mean    %.6f   predicting each target's training mean\n", r.mean_loss / n);
         if (isnan(r.persist_loss)) printf("baseline last    n/a        (a target is not a feature)\n");
         else printf("baseline last    %.6f   predicting the last observed value\n", r.persist_loss / n);
         printf("target MSE       ");
