@@ -21,6 +21,20 @@ with open("d.csv", "w") as f:  # two series whose level drifts: the tail's stati
             a += random.gauss(0.05, 1)
             f.write("%s,%.4f,%.4f\n" % (s, a, math.sin(i / 5) + random.random()))
 PY
+# zero_dense IN OUT: IN with its dense layers' weights and biases zeroed,
+# a model whose output is 0 whatever its input.
+zero_dense() {
+    python3 - "$1" "$2" <<'PY'
+import json, struct, sys
+data = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", data[:8])[0]
+for name, t in json.loads(data[8:8 + n]).items():
+    if name.startswith("dense"):
+        lo, hi = t["data_offsets"]
+        data[8 + n + lo:8 + n + hi] = bytes(hi - lo)
+open(sys.argv[2], "wb").write(data)
+PY
+}
 run 0 pack d.csv -o d.sfpack --series-column id -q
 small=(--data d.sfpack --model lstm:6,dense --window 8 --batch-size 16 --epochs 2 --seed 5)
 run 0 train "${small[@]}" --val-split 0.25 --checkpoint-dir v
@@ -77,17 +91,7 @@ PY
 # last value of each window.
 run 0 train "${small[@]}" --val-split 0.25 --target change --checkpoint-dir c
 expect err "targets a,b \(all numeric: --targets chooses\), learnt as changes from the window's last row"
-python3 - <<'PY'
-import json, struct
-data = bytearray(open("c/latest.safetensors", "rb").read())
-n = struct.unpack("<Q", data[:8])[0]
-head = json.loads(data[8:8 + n])
-for name, t in head.items():
-    if name.startswith("dense"):
-        lo, hi = t["data_offsets"]
-        data[8 + n + lo:8 + n + hi] = bytes(hi - lo)
-open("zero.safetensors", "wb").write(data)
-PY
+zero_dense c/latest.safetensors zero.safetensors
 run 0 evaluate --checkpoint zero.safetensors --data d.sfpack --json
 python3 - <<'PY' || fail "a zero change is not persistence: $(cat out)"
 import json
@@ -111,16 +115,7 @@ PY
 run 0 pack pow.csv -o pow.sfpack -q
 run 0 train --data pow.sfpack --model lstm:2,dense --window 2 --batch-size 4 --epochs 1 --val-split 0 --norm none \
     --target change --checkpoint-dir pow -q
-python3 - <<'PY'
-import json, struct
-data = bytearray(open("pow/latest.safetensors", "rb").read())
-n = struct.unpack("<Q", data[:8])[0]
-for name, t in json.loads(data[8:8 + n]).items():
-    if name.startswith("dense"):
-        lo, hi = t["data_offsets"]
-        data[8 + n + lo:8 + n + hi] = bytes(hi - lo)
-open("pow0.safetensors", "wb").write(data)
-PY
+zero_dense pow/latest.safetensors pow0.safetensors
 run 0 evaluate --checkpoint pow0.safetensors --data pow.sfpack --json
 python3 - <<'PY' || fail "--target change on 1, 2, 4, ...: $(cat out)"
 import json
