@@ -3,6 +3,7 @@
 // cblas_sgemm); everything element-wise is fused into one pass per row.
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,6 +154,94 @@ void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const f
     if (dx) gemm(false, true, B, C, O, 1.0f, dy, O, W, O, 0.0f, dx, C);
 }
 
+// ---- bf16 (the definition: docs/TRAINING.md) ----
+
+SF_CLONES void sf_bf16_round(sf_bf16 *restrict out, const float *restrict x, size_t n) {
+    for (size_t k = 0; k < n; k++) {
+        uint32_t u;
+        memcpy(&u, &x[k], sizeof u);
+        uint32_t nearest = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+        // A NaN's payload could round into infinity: keep it a (quiet) NaN.
+        out[k] = (sf_bf16)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : nearest);
+    }
+}
+
+void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur,
+                          const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 4 * U;
+    sf_bf16_round(q->W, W, C * G);
+    sf_bf16_round(q->Ur, Ur, U * G);
+    sf_matmul_pack(q->mm, q->slot, q->W, C, G, false, B * T);
+    sf_matmul_pack(q->mm, q->slot + 1, q->Ur, U, G, false, B);
+    for (size_t bi = 0; bi < B; bi++)
+        for (size_t t = 0; t < T; t++) sf_bf16_round(q->x + (t * B + bi) * C, x + (bi * T + t) * C, C);
+    for (size_t row = 0; row < B * T; row++) memcpy(gates + row * G, b, G * sizeof(float));
+    sf_matmul_bf16_packed(q->mm, q->slot, gates, q->x, B * T, true);
+    for (size_t t = 0; t < T; t++) {
+        float *z = gates + t * B * G;  // (B,4U), time t
+        if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 1, z, q->h + (t - 1) * B * U, B, true);
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            if (t == 0) memset(c + row * U, 0, U * sizeof(float));
+            lstm_cell(h + row * U, c + row * U, z + bi * G, c + (t ? row - 1 : row) * U, U);
+            sf_bf16_round(q->h + (t * B + bi) * U, h + row * U, U);
+        }
+    }
+}
+
+size_t sf_lstm_backward_bf16_work(size_t B, size_t T, size_t C, size_t U) {
+    return B * 4 * U + 2 * B * U + U + B * T * C;
+}
+
+void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *c,
+                           const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 4 * U;
+    float *dz = work, *dh_next = dz + B * G, *dc_next = dh_next + B * U, *zeros = dc_next + B * U;
+    float *dx_tm = zeros + U;  // dx time-major, (T,B,C)
+    memset(dh_next, 0, (2 * B * U + U) * sizeof(float));
+    memset(db, 0, G * sizeof(float));
+    // Ur^T and W^T, (4U,U) and (4U,C), for dh_{t-1} and dx.
+    sf_matmul_pack(q->mm, q->slot + 3, q->Ur, G, U, true, B);
+    if (dx) sf_matmul_pack(q->mm, q->slot + 2, q->W, G, C, true, B * T);
+    for (size_t t = T; t-- > 0;) {
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            lstm_cell_backward(dz + bi * G, dc_next + bi * U, gates + (t * B + bi) * G, c + row * U,
+                               t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
+            for (size_t k = 0; k < G; k++) db[k] += dz[bi * G + k];
+        }
+        sf_bf16_round(q->d + t * B * G, dz, B * G);
+        // dh_{t-1} = dz_t Ur^T
+        if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 3, dh_next, q->d + t * B * G, B, false);
+    }
+    sf_matmul_bf16(q->mm, dW, q->x, q->d, C, G, B * T, true, false, false);
+    // dUr = sum over t >= 1 of h_{t-1}^T dz_t: times 0 .. T-2 of h against 1 .. T-1 of dz.
+    if (T > 1) sf_matmul_bf16(q->mm, dUr, q->h, q->d + B * G, U, G, (T - 1) * B, true, false, false);
+    else memset(dUr, 0, U * G * sizeof(float));
+    if (!dx) return;
+    sf_matmul_bf16_packed(q->mm, q->slot + 2, dx_tm, q->d, B * T, false);
+    for (size_t bi = 0; bi < B; bi++)
+        for (size_t t = 0; t < T; t++) memcpy(dx + (bi * T + t) * C, dx_tm + (t * B + bi) * C, C * sizeof(float));
+}
+
+void sf_dense_forward_bf16(float *y, const float *x, const float *W, const float *b, sf_bf16_layer *q, size_t B,
+                           size_t C, size_t O) {
+    sf_bf16_round(q->x, x, B * C);
+    sf_bf16_round(q->W, W, C * O);
+    for (size_t r = 0; r < B; r++) memcpy(y + r * O, b, O * sizeof(float));
+    sf_matmul_bf16(q->mm, y, q->x, q->W, B, O, C, false, false, true);
+}
+
+void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf_bf16_layer *q, size_t B, size_t C,
+                            size_t O) {
+    sf_bf16_round(q->d, dy, B * O);
+    sf_matmul_bf16(q->mm, dW, q->x, q->d, C, O, B, true, false, false);
+    memset(db, 0, O * sizeof(float));
+    for (size_t r = 0; r < B; r++)
+        for (size_t k = 0; k < O; k++) db[k] += dy[r * O + k];
+    if (dx) sf_matmul_bf16(q->mm, dx, q->d, q->W, B, C, O, false, true, false);
+}
+
 // Element k's draw depends on (seed, k) only: the same mask on every backend
 // and after a resume, with no generator state to carry.
 void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed, uint64_t first) {
@@ -190,6 +279,13 @@ void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, s
 void sf_cpu_threads(int n) {
     if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
     openblas_set_num_threads(n > 0 ? n : 1);
+}
+
+void sf_cpu_describe(char *what, size_t n) {
+    // The clone target_clones picks, by the same test.
+    const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512" : __builtin_cpu_supports("avx2") ? "AVX2"
+                                                                                                      : "baseline";
+    snprintf(what, n, "%s sgemm, element-wise loops in %s", openblas_get_config(), loops);
 }
 
 double sf_cpu_gemm_rate(size_t n, int reps) {

@@ -2,8 +2,9 @@
 // The CPU kernels (cpu_kernels.c, BLAS) are the reference; their CUDA twins
 // (cuda_kernels.cu) compute the same, in the same order, on device memory.
 // Backends (backend/backend.h) build replicas out of them. Nothing here
-// allocates, keeps state or fails, but the CUDA twins, which return the
-// CUDA error.
+// allocates, keeps state or fails, but the bf16 products (sf_matmul, which
+// keeps oneDNN's primitives) and the CUDA twins, which return the CUDA
+// error.
 #ifndef SF_KERNELS_H
 #define SF_KERNELS_H
 
@@ -47,9 +48,88 @@ void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n
 double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
 void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
 
+// ---- bf16 products on CPU (docs/TRAINING.md, "bf16") ----
+// Every matrix product's two operands rounded from float32 to bfloat16 (to
+// nearest, ties to even), the products and their sums in float32; storage,
+// element-wise math, biases and the loss stay float32.
+
+// A bfloat16 as its bits: the top half of a float32.
+typedef uint16_t sf_bf16;
+// out[k] = x[k] rounded to bfloat16; NaN stays NaN, overflow goes to infinity.
+void sf_bf16_round(sf_bf16 *out, const float *x, size_t n);
+
+// One thread's bf16 products (cpu_matmul.c: oneDNN's matmul), which keeps
+// the primitives it makes, by shape. Use it from one thread at a time.
+typedef struct sf_matmul sf_matmul;
+// True when this build and CPU have bf16 products; what (the library and the
+// instructions, or why none) into what[n] either way.
+bool sf_matmul_available(char *what, size_t n);
+// True when the CPU has AVX-512 but no bf16 dot products: correct, slower.
+bool sf_matmul_emulated(void);
+// 0, or SF_EUSAGE (no bf16 products here: the message says why and names
+// --precision) or SF_ENOMEM; *out NULL on failure. Close with
+// sf_matmul_close (NULL is ignored).
+int sf_matmul_open(sf_matmul **out, sf_err *e);
+void sf_matmul_close(sf_matmul *mm);
+// C (M,N) = A B, or C += A B when accumulate, on dense row-major matrices:
+// A is (M,K), or (K,M) when ta and then transposed; B is (K,N), or (N,K)
+// when tb. A failure is kept (see sf_matmul_status) and later calls do
+// nothing.
+void sf_matmul_bf16(sf_matmul *mm, float *C, const sf_bf16 *A, const sf_bf16 *B, size_t M, size_t N, size_t K, bool ta,
+                    bool tb, bool accumulate);
+// Weights many products read (a recurrent kernel, at every time step),
+// packed once into the layout oneDNN's products want: B (K,N), or (N,K)
+// when tb, into weights slot (0 .. SF_MATMUL_SLOTS - 1) of mm, replacing
+// what the slot held (the same shape every time). rows: the M of the
+// products to come, which the layout is chosen for.
+enum { SF_MATMUL_SLOTS = 128 };
+void sf_matmul_pack(sf_matmul *mm, int slot, const sf_bf16 *B, size_t K, size_t N, bool tb, size_t rows);
+// C (M,N) = A B, or C += A B, with B the weights packed in slot.
+void sf_matmul_bf16_packed(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, size_t M, bool accumulate);
+// Bytes packed weights of (K,N) take at most (oneDNN pads K and N to its
+// blocks).
+size_t sf_matmul_packed_bytes(size_t K, size_t N);
+// 0, or the first failure since open (with its message).
+int sf_matmul_status(const sf_matmul *mm, sf_err *e);
+// FLOP/s of a square bf16 product of side n on every core, best of reps:
+// the bf16 ceiling, as sf_cpu_gemm_rate is the float32 one; 0 without bf16
+// products.
+double sf_matmul_rate(size_t n, int reps);
+
+// A layer's rounded operands, kept from its forward to its backward pass,
+// owned by the caller: time-major (T,B,...) for the LSTM, so that every
+// product reads and writes dense matrices (oneDNN's AMX kernels take no
+// leading dimensions). LSTM: x (T,B,C), h (T,B,U), W (C,4U), Ur (U,4U);
+// dense: x (B,C), W (C,O). d is backward scratch for the rounded gradient,
+// (T,B,4U) or (B,O), and may be shared between layers. An LSTM packs its
+// weights into slots slot .. slot + 3 of mm: W, Ur, and their transposes.
+typedef struct {
+    sf_matmul *mm;
+    sf_bf16 *x, *h, *W, *Ur, *d;
+    int slot;
+} sf_bf16_layer;
+
+// The LSTM and dense passes above in bf16. gates is (T,B,4U) here,
+// time-major; h, c, x, dx and every gradient are as above. q holds the
+// rounded operands between forward and backward.
+void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur,
+                          const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U);
+// Floats of scratch sf_lstm_backward_bf16 needs.
+size_t sf_lstm_backward_bf16_work(size_t B, size_t T, size_t C, size_t U);
+void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *c,
+                           const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U);
+void sf_dense_forward_bf16(float *y, const float *x, const float *W, const float *b, sf_bf16_layer *q, size_t B,
+                           size_t C, size_t O);
+void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf_bf16_layer *q, size_t B, size_t C,
+                            size_t O);
+
 // Threads each BLAS call may use (OpenBLAS' pool): 1 when several replica
 // threads call BLAS at once, 0 for every core.
 void sf_cpu_threads(int n);
+
+// What the float32 kernels run on (the BLAS and its build, the element-wise
+// loops' instructions), into what[n].
+void sf_cpu_describe(char *what, size_t n);
 
 // FLOP/s of a square float32 GEMM of side n on the BLAS's current threads,
 // best of reps: the ceiling benchmarks report the model's rate against.

@@ -2,7 +2,7 @@
 # that are missing (as root), and puts the CUDA toolkit on PATH when present
 # so that meson finds nvcc and builds the CUDA backend.
 sf_install_deps() {
-    local pkgs=(build-essential meson ninja-build pkg-config liburing-dev libzstd-dev libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev libzip-dev zstd python3 python3-numpy "$@")
+    local pkgs=(build-essential meson ninja-build pkg-config liburing-dev libzstd-dev libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev libzip-dev libdnnl-dev zstd python3 python3-numpy "$@")
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,74 @@
+// Finds and loads the bf16 module (cpu_matmul.c, built as seqfeed-bf16.so)
+// the first time a command asks about bf16: next to the program, or where
+// it is installed, or at $SEQFEED_BF16_MODULE. A build without oneDNN has
+// no module, and every function here says so.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const sf_matmul_table *table;
+static sf_err why;
+
+static void load(void) {
+    if (!SF_BF16_BUILT) {
+        sf_err_set(&why, SF_EUSAGE, "seqfeed was built without oneDNN (hint: apt-get install libdnnl-dev, configure "
+                   "the build again and rebuild)");
+        return;
+    }
+    void *h = sf_module_open("seqfeed-bf16.so", "SEQFEED_BF16_MODULE", SF_BF16_MODULE_INSTALLED, "the bf16 module",
+                             &why);
+    if (!h) return;
+    void *sym = dlsym(h, "sf_matmul_module");
+    sf_matmul_module_fn entry;
+    memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
+    if (entry) table = entry();
+    else sf_err_set(&why, SF_EUSAGE, "the bf16 module has no sf_matmul_module");
+}
+
+static const sf_matmul_table *loaded(void) {
+    pthread_once(&once, load);
+    return table;
+}
+
+bool sf_matmul_available(char *what, size_t n) {
+    if (loaded()) return table->available(what, n);
+    snprintf(what, n, "none: %s", why.msg);
+    return false;
+}
+
+bool sf_matmul_emulated(void) { return loaded() && table->emulated(); }
+
+int sf_matmul_open(sf_matmul **out, sf_err *e) {
+    *out = NULL;
+    if (loaded()) return table->open(out, e);
+    return sf_err_set(e, SF_EUSAGE, "--precision bf16: %s; or use --precision fp32", why.msg);
+}
+
+void sf_matmul_close(sf_matmul *mm) {
+    if (mm) table->close(mm);  // only a loaded module opens one
+}
+
+void sf_matmul_bf16(sf_matmul *mm, float *C, const sf_bf16 *A, const sf_bf16 *B, size_t M, size_t N, size_t K, bool ta,
+                    bool tb, bool accumulate) {
+    table->bf16(mm, C, A, B, M, N, K, ta, tb, accumulate);
+}
+
+void sf_matmul_pack(sf_matmul *mm, int slot, const sf_bf16 *B, size_t K, size_t N, bool tb, size_t rows) {
+    table->pack(mm, slot, B, K, N, tb, rows);
+}
+
+void sf_matmul_bf16_packed(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, size_t M, bool accumulate) {
+    table->bf16_packed(mm, slot, C, A, M, accumulate);
+}
+
+// oneDNN's AMX layouts block K by 32 and N by 64 at most (measured: 180 x
+// 720 packs into 192 x 768).
+size_t sf_matmul_packed_bytes(size_t K, size_t N) { return (K + 63) / 64 * 64 * ((N + 63) / 64 * 64) * sizeof(sf_bf16); }
+
+int sf_matmul_status(const sf_matmul *mm, sf_err *e) { return table->status(mm, e); }
+
+double sf_matmul_rate(size_t n, int reps) { return loaded() ? table->rate(n, reps) : 0; }
