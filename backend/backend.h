@@ -22,15 +22,30 @@
 
 // ---- the model on CPU: one batch's forward and backward pass ----
 
+enum sf_precision {
+    SF_PRECISION_FP32,  // float32 products throughout
+    SF_PRECISION_TF32,  // GPU: float32 storage, tensor-core products with 10-bit mantissas (TensorFlow's default)
+    SF_PRECISION_BF16,  // CPU: bfloat16 operands, float32 sums and storage (docs/TRAINING.md, "bf16")
+};
+
+// "fp32", "tf32", "bf16"
+const char *sf_precision_name(enum sf_precision p);
+
 // The activations of batches of up to `batch` windows of `window` steps, and
-// the pass over them. The model is borrowed and must outlive the pass.
+// the pass over them, in fp32 or bf16. The model is borrowed and must
+// outlive the pass. A pass is used by one thread at a time.
 typedef struct sf_cpu_pass sf_cpu_pass;
-// 0, or SF_ENOMEM; *out is NULL on failure. Free with sf_cpu_pass_close
-// (NULL is ignored).
-int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e);
+// 0, SF_ENOMEM, or SF_EUSAGE (tf32, or bf16 where there are no bf16
+// products: the message says why); *out is NULL on failure. Free with
+// sf_cpu_pass_close (NULL is ignored).
+int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint32_t window,
+                     enum sf_precision precision, sf_err *e);
 void sf_cpu_pass_close(sf_cpu_pass *r);
+// 0, or the first failure of a bf16 product since open (oneDNN out of
+// memory): check it after a pass.
+int sf_cpu_pass_status(const sf_cpu_pass *r, sf_err *e);
 // Bytes a pass holds for batches of up to batch windows.
-uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window);
+uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, enum sf_precision precision);
 // Predictions (count, outputs) for x (count, window, inputs), in the pass's
 // memory: valid until its next forward. training turns dropout on, with
 // masks drawn from seed; first_row is x's first row in the whole batch when
@@ -49,11 +64,6 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
 // device, each one contiguous buffer of nparams floats, and its activations
 // for batches of up to `batch` windows.
 typedef struct sf_replica sf_replica;
-
-enum sf_precision {
-    SF_PRECISION_FP32,  // float32 products throughout
-    SF_PRECISION_TF32,  // GPU: float32 storage, tensor-core products with 10-bit mantissas (TensorFlow's default)
-};
 
 typedef struct {
     int device;                 // the replica's GPU

@@ -121,6 +121,35 @@ void cli_json_real(FILE *f, double v) {
     else fputs("null", f);
 }
 
+// --precision (cli.h): TF32 by default on GPUs that have it, as TensorFlow
+// does; bf16 on CPU only, where this build and CPU have bf16 products.
+int cli_choose_precision(const char *cmd, const char *text, const int *devices, int ngpus, bool quiet,
+                         enum sf_precision *out) {
+    bool tf32 = ngpus > 0;
+    for (int i = 0; i < ngpus; i++) tf32 &= sf_gpu_capability(devices[i]) >= 80;
+    if (!text) {
+        *out = tf32 ? SF_PRECISION_TF32 : SF_PRECISION_FP32;
+    } else if (!strcmp(text, "fp32")) {
+        *out = SF_PRECISION_FP32;
+    } else if (!strcmp(text, "tf32")) {
+        if (!tf32) return cli_usage_error(cmd, "--precision tf32 needs GPUs of compute capability 8.0 or later");
+        *out = SF_PRECISION_TF32;
+    } else {
+        char what[160];
+        if (ngpus > 0)
+            return cli_usage_error(cmd, "--precision bf16 on GPUs is not implemented yet (fp32 or tf32 there; "
+                                   "--gpus none computes in bf16 on the CPU)");
+        if (!sf_matmul_available(what, sizeof what))
+            return cli_usage_error(cmd, "--precision bf16: no bf16 products here (%s); use --precision fp32",
+                                   what + strlen("none: "));
+        if (!quiet && sf_matmul_emulated())
+            fprintf(stderr, "precision: bf16 emulated: this CPU has AVX-512 but no bf16 dot products (correct, "
+                    "slower than fp32)\n");
+        *out = SF_PRECISION_BF16;
+    }
+    return 0;
+}
+
 // --gpus: which GPUs train, one replica each (cli.h). Without a usable GPU, or with
 // --gpus none, one line says so and the CPU trains (exit status unchanged).
 // Returns the number of GPUs chosen (their indices in devices, the GPU

@@ -155,5 +155,11 @@ void cli_json_real(FILE *f, double v);
 // most max) and the GPU backend in *backend; 0 (and one line on stderr
 // unless quiet) when the CPU trains; -1 after a usage error.
 int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend);
+// --precision fp32|tf32|bf16 for cmd, given as text (NULL: not given) for
+// the ngpus GPUs chosen (0: the CPU): 0 with *out set (and one line on
+// stderr unless quiet when bf16 is emulated), or EXIT_USAGE after a usage
+// error that says why the choice cannot work here.
+int cli_choose_precision(const char *cmd, const char *text, const int *devices, int ngpus, bool quiet,
+                         enum sf_precision *out);
 
 #endif

@@ -20,8 +20,8 @@
 
 static const cli_use train_uses[] = {
     FIT_USES, {.opt = OPT_BATCH_SIZE, .def = "32,256", .help = "global batch sizes, one run each", .many = true},
-    {.opt = OPT_REPLICAS, .def = "one per GPU, or 1"}, {.opt = OPT_SEED}, {.opt = OPT_GPUS}, PIPE_USES,
-    {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
+    {.opt = OPT_REPLICAS, .def = "one per GPU, or 1"}, {.opt = OPT_SEED}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION},
+    PIPE_USES, {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
     {.opt = OPT_JSON, .help = "one JSON object per batch size, with the classification and the limit"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -35,7 +35,8 @@ static const cli_command train_command = {
         "reports samples/s, the share of time the replicas waited for input, the\n"
         "ratio of the two runs' samples/s, and on CPU the model's GFLOP/s (3 x\n"
         "the forward pass's operations per sample) against the float32 GEMM rate\n"
-        "of this machine's BLAS measured in the same run (2048 x 2048).\n"
+        "of this machine's BLAS measured in the same run (2048 x 2048), and in\n"
+        "bf16 against oneDNN's bf16 one too.\n"
         "Before each batch size's line: where each replica's steps went (input,\n"
         "copy, compute, all-reduce, update, other: mean, p50, p99) and the\n"
         "diagnosis, as seqfeed train prints them; the last line compares the step\n"
@@ -90,6 +91,10 @@ int bench_train(int argc, char **argv) {
         o.backend = gpu_backend;
         o.devices = devices;
     }
+    if ((prc = cli_choose_precision(c->name, v[OPT_PRECISION].set ? v[OPT_PRECISION].text : NULL, devices, ngpus,
+                                    json || v[OPT_QUIET].set, &o.precision)))
+        return prc;
+    bool bf16 = o.precision == SF_PRECISION_BF16;
     sf_err e = {0};
     // The model's size, for its FLOPs.
     sf_pack *p;
@@ -109,11 +114,13 @@ int bench_train(int argc, char **argv) {
     double train_flops = 3 * sf_model_flops(&m, o.pipe.window.length);
     // The ceiling: every core in one GEMM.
     sf_cpu_threads(0);
-    double peak = sf_cpu_gemm_rate(2048, 3);
-    if (!json)
-        printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core; %u %s "
-               "replica(s)\n", o.model, o.pipe.window.length, train_flops / 1e6, peak / 1e9, o.replicas,
-               o.backend->name);
+    double peak = sf_cpu_gemm_rate(2048, 3), bf16_peak = bf16 ? sf_matmul_rate(2048, 3) : 0;
+    if (!json) {
+        printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core", o.model,
+               o.pipe.window.length, train_flops / 1e6, peak / 1e9);
+        if (bf16) printf(", bf16 GEMM %.1f", bf16_peak / 1e9);
+        printf("; %u %s replica(s), %s\n", o.replicas, o.backend->name, sf_precision_name(o.precision));
+    }
     double first_batch = 0, first_step = 0, last_batch = 0, last_step = 0;
     for (uint32_t k = 0; k < nbatches; k++) {
         o.batch = (uint32_t)batches[k];
@@ -126,17 +133,21 @@ int bench_train(int argc, char **argv) {
             return cli_fail(c->name, &e, NULL);
         double rate = res.samples_per_s * train_flops, ratio = res.samples_per_s / bound.samples_per_s;
         if (json)
-            printf("{\"backend\": \"%s\", \"batch_size\": %u, \"batch_per_replica\": %u, \"replicas\": %u, "
-                   "\"steps\": %llu, \"samples_per_s\": %.1f, \"input_wait\": %.4f, \"resident_samples_per_s\": %.1f, "
-                   "\"real_over_resident\": %.4f, \"gflops\": %.2f, \"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, "
-                   "\"input_share\": %.4f, \"classification\": \"%s\", \"limit\": \"%s\"}\n",
-                   o.backend->name, o.batch, per, o.replicas, (unsigned long long)steps, res.samples_per_s,
-                   res.input_wait, bound.samples_per_s, ratio, rate / 1e9, peak / 1e9, rate / peak,
+            printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"batch_size\": %u, \"batch_per_replica\": %u, "
+                   "\"replicas\": %u, \"steps\": %llu, \"samples_per_s\": %.1f, \"input_wait\": %.4f, "
+                   "\"resident_samples_per_s\": %.1f, \"real_over_resident\": %.4f, \"gflops\": %.2f, "
+                   "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"bf16_gemm_gflops\": %.2f, "
+                   "\"share_of_bf16_gemm\": %.4f, \"input_share\": %.4f, \"classification\": \"%s\", "
+                   "\"limit\": \"%s\"}\n",
+                   o.backend->name, sf_precision_name(o.precision), o.batch, per, o.replicas,
+                   (unsigned long long)steps, res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
+                   rate / 1e9, peak / 1e9, rate / peak, bf16_peak / 1e9, bf16 ? rate / bf16_peak : 0,
                    res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit);
         else
             printf("batch size %5u (%u per replica): %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident "
-                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of SGEMM\n", o.batch, per, res.samples_per_s,
-                   100 * res.input_wait, ratio, bound.samples_per_s, rate / 1e9, 100 * rate / peak);
+                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of %s\n", o.batch, per, res.samples_per_s,
+                   100 * res.input_wait, ratio, bound.samples_per_s, rate / 1e9,
+                   100 * rate / (bf16 ? bf16_peak : peak), bf16 ? "bf16 GEMM" : "SGEMM");
         // Step time against batch size: flat means the device is not full.
         double step = (double)o.batch / bound.samples_per_s;
         if (!first_batch) first_batch = (double)per, first_step = step;

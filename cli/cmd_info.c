@@ -12,7 +12,8 @@ static const cli_command info_command = {
     .name = "info",
     .usage = "",
     .about =
-        "Prints the version, how this binary was built and the GPUs it can use.\n"
+        "Prints the version, how this binary was built, which kernels each\n"
+        "precision runs on, and the GPUs it can use.\n"
         "Without a GPU or a driver it says so and that training runs on CPU.\n",
     .uses = info_uses,
 };
@@ -27,6 +28,13 @@ int cmd_info(int argc, char **argv) {
     printf("cuda    %s\n", sf_gpu_built() ? "built with CUDA" : "built without CUDA");
     printf("mpi     %s\n", sf_ranks_has_mpi() ? "built with MPI: train runs as ranks under mpirun or srun"
                                               : "built without MPI: one process");
+    // The kernels of each precision (docs/TRAINING.md).
+    char cpu[256], bf16[256];
+    sf_cpu_describe(cpu, sizeof cpu);
+    sf_matmul_available(bf16, sizeof bf16);
+    printf("fp32    cpu: %s%s\n", cpu, sf_gpu_built() ? "; gpu: cuDNN LSTM, cuBLAS" : "");
+    if (sf_gpu_built()) printf("tf32    gpu: cuDNN and cuBLAS on tensor cores (compute capability 8.0 and up)\n");
+    printf("bf16    cpu: %s%s\n", bf16, sf_gpu_built() ? "; gpu: not implemented yet" : "");
     sf_err e = {0};
     int n = sf_gpu_count(&e);
     if (n == 0) printf("gpus    none: %s; using CPU\n", e.msg);

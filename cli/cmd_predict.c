@@ -9,12 +9,15 @@
 
 #include "cli.h"
 
+#define PREDICT_PRECISION "the matrix products: fp32, or bf16 operands with fp32 sums (docs/TRAINING.md)"
+
 static const cli_use predict_uses[] = {
     {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_OUTPUT, .def = "stdout", .help = "the CSV; a file appears only when complete"},
     {.opt = OPT_SPLIT, .def = "all"}, {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"},
-    {.opt = OPT_WITH_ACTUAL}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+    {.opt = OPT_WITH_ACTUAL}, {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION}, {.opt = OPT_QUIET},
+    {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command predict_command = {
     .name = "predict",
@@ -36,7 +39,8 @@ static const cli_use evaluate_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_SPLIT, .def = "validation when the checkpoint was trained with a validation split, else all"},
     {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_JSON},
-    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+    {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
+    {.opt = OPT_COUNT}};
 
 static const cli_command evaluate_command = {
     .name = "evaluate",
@@ -112,7 +116,8 @@ static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
     return rc;
 }
 
-static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch, sf_err *e) {
+static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch,
+                    enum sf_precision precision, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
@@ -141,7 +146,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead
-    sf_replica_opts ro = {.threads = cores > 0 ? (uint32_t)cores : 1, .precision = SF_PRECISION_FP32};
+    sf_replica_opts ro = {.threads = cores > 0 ? (uint32_t)cores : 1, .precision = precision};
     if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
     if (!rc) rc = sf_backend_cpu.load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
@@ -256,27 +261,30 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
 
 // The options predict and evaluate share: 0, -1 after --help, or EXIT_USAGE.
 static int common_options(const cli_command *c, int argc, char **argv, cli_args *a, const char **ckpt,
-                          const char **data, uint32_t *batch) {
+                          const char **data, uint32_t *batch, enum sf_precision *precision) {
     int rc = cli_parse(c, argc, argv, a);
     if (rc) return rc;
     if (!a->v[OPT_CHECKPOINT].set) return cli_usage_error(c->name, "missing --checkpoint FILE");
     *ckpt = a->v[OPT_CHECKPOINT].text;
     if (!(*data = cli_data(c, a, &rc))) return rc;
     *batch = a->v[OPT_BATCH_SIZE].set ? (uint32_t)a->v[OPT_BATCH_SIZE].u : 256;
-    return 0;
+    // The CPU backend computes predictions: no GPU to choose from.
+    return cli_choose_precision(c->name, a->v[OPT_PRECISION].set ? a->v[OPT_PRECISION].text : "fp32", NULL, 0,
+                                a->v[OPT_QUIET].set, precision);
 }
 
 int cmd_predict(int argc, char **argv) {
     cli_args a;
     const char *ckpt = NULL, *data = NULL;
     uint32_t batch = 0;
-    int rc = common_options(&predict_command, argc, argv, &a, &ckpt, &data, &batch);
+    enum sf_precision precision;
+    int rc = common_options(&predict_command, argc, argv, &a, &ckpt, &data, &batch, &precision);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     const char *out = a.v[OPT_OUTPUT].set ? a.v[OPT_OUTPUT].text : NULL;
     enum sf_part part = a.v[OPT_SPLIT].set ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
-    if ((rc = run_open(&r, ckpt, data, part, batch, &e))) {
+    if ((rc = run_open(&r, ckpt, data, part, batch, precision, &e))) {
         run_close(&r);
         return cli_fail("predict", &e, NULL);
     }
@@ -329,7 +337,8 @@ int cmd_evaluate(int argc, char **argv) {
     cli_args a;
     const char *ckpt = NULL, *data = NULL;
     uint32_t batch = 0;
-    int rc = common_options(&evaluate_command, argc, argv, &a, &ckpt, &data, &batch);
+    enum sf_precision precision;
+    int rc = common_options(&evaluate_command, argc, argv, &a, &ckpt, &data, &batch, &precision);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     bool json = a.v[OPT_JSON].set, split_given = a.v[OPT_SPLIT].set;
     enum sf_part part = split_given ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
@@ -343,7 +352,7 @@ int cmd_evaluate(int argc, char **argv) {
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
-    if (!(rc = run_open(&r, ckpt, data, part, batch, &e)))
+    if (!(rc = run_open(&r, ckpt, data, part, batch, precision, &e)))
         rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
     if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");

@@ -293,16 +293,8 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         o.backend = gpu_backend;
         o.devices = devices;
     }
-    // Like TensorFlow: TF32 on GPUs that have it (compute capability 8.0
-    // and up), fp32 everywhere else.
-    bool tf32_capable = ngpus > 0;
-    for (int i = 0; i < ngpus; i++) tf32_capable &= sf_gpu_capability(devices[i]) >= 80;
-    if (!precision) o.precision = tf32_capable ? SF_PRECISION_TF32 : SF_PRECISION_FP32;
-    else if (!strcmp(precision, "fp32")) o.precision = SF_PRECISION_FP32;
-    else if (!strcmp(precision, "tf32") && tf32_capable) o.precision = SF_PRECISION_TF32;
-    else if (!strcmp(precision, "tf32"))
-        return cli_usage_error("train", "--precision tf32 needs GPUs of compute capability 8.0 or later");
-    else return cli_usage_error("train", "--precision bf16 is not implemented yet (fp32, or tf32 on GPUs)");
+    int prc = cli_choose_precision("train", precision, devices, ngpus, !o.progress, &o.precision);
+    if (prc) return prc;
     signal(SIGINT, on_signal);
     if (!o.ranks) signal(SIGTERM, on_signal);
     sf_fit_result res;

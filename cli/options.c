@@ -103,8 +103,9 @@ static const option options[OPT_COUNT] = {
     [OPT_GPUS] = {"gpus", 0, "all|none|0,1", K_TEXT, .group = TRAINING,
                   .help = "GPUs to use, one replica each (the CPU when there is none)"},
     [OPT_PRECISION] = {"precision", 0, "fp32|tf32|bf16", K_CHOICE, .choices = precisions, .group = TRAINING,
-                       .help = "products in fp32, or TF32 tensor cores (default: tf32 on GPUs of compute "
-                               "capability 8.0 and up, else fp32); bf16 is not implemented yet"},
+                       .help = "matrix products in fp32, TF32 tensor cores (GPUs), or bf16 operands with fp32 "
+                               "sums (CPU; docs/TRAINING.md); default: tf32 on GPUs of compute capability 8.0 "
+                               "and up, else fp32"},
     [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0.001, .rhi = 1e9,
                            .group = TRAINING,
                            .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "

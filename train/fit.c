@@ -199,7 +199,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
-                              o->backend->name, "precision", o->precision == SF_PRECISION_TF32 ? "tf32" : "fp32",
+                              o->backend->name, "precision", sf_precision_name(o->precision),
                               "seed", seed, NULL};
     int rc = sf_report_write(o->report, (const float (*)[SF_PHASES])steps, n, prof, f->G, &f->res->diagnosis, settings,
                              e);

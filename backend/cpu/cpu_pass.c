@@ -12,53 +12,119 @@ typedef struct {
     float *h, *c, *gates, *dh; // LSTM: every step's output and cell, the gates, dh for every step
     float *mask;               // dropout
     const float *y;            // what the next layer reads (out, or the input when dropout is off)
+    sf_bf16_layer q;           // bf16: the layer's rounded operands
 } layer_state;
 
 struct sf_cpu_pass {
     const sf_model *m;
     size_t batch, window;
     layer_state *ls;
-    float *work;  // LSTM backward scratch
+    float *work;     // LSTM backward scratch
+    sf_matmul *mm;   // bf16 products, NULL in fp32
+    sf_bf16 *dbf16;  // bf16 backward scratch, shared by the layers
     bool training;
 };
+
+const char *sf_precision_name(enum sf_precision p) {
+    static const char *const names[] = {[SF_PRECISION_FP32] = "fp32", [SF_PRECISION_TF32] = "tf32",
+                                        [SF_PRECISION_BF16] = "bf16"};
+    return names[p];
+}
 
 // Values per window of layer l's output.
 static size_t out_size(const sf_cpu_pass *r, const sf_layer *l) {
     return (l->sequences ? r->window : 1) * l->units;
 }
 
-// Floats of one part's buffers, as sf_cpu_pass_open allocates them.
-static uint64_t part_floats(const sf_model *m, uint64_t B, uint64_t T) {
-    uint64_t n = 0, work = 0;
+// What a part holds beyond its float32 activations in bf16: each layer's
+// rounded operands (sizes in bf16 values).
+typedef struct {
+    uint64_t x, h, W, Ur;
+} bf16_sizes;
+
+static bf16_sizes bf16_of(const sf_layer *l, uint64_t B, uint64_t T) {
+    uint64_t G = 4 * (uint64_t)l->units;
+    if (l->kind == SF_LAYER_LSTM)
+        return (bf16_sizes){.x = T * B * l->in, .h = T * B * l->units, .W = l->in * G, .Ur = l->units * G};
+    if (l->kind == SF_LAYER_DENSE) return (bf16_sizes){.x = B * l->in, .W = (uint64_t)l->in * l->units};
+    return (bf16_sizes){0};
+}
+
+// The backward scratch every layer shares: floats of work, bf16 values of
+// rounded gradients.
+static void scratch_of(const sf_model *m, uint64_t B, uint64_t T, bool bf16, uint64_t *work, uint64_t *grads) {
+    *work = *grads = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        uint64_t w = 0, g = 0;
+        if (l->kind == SF_LAYER_LSTM) {
+            w = bf16 ? sf_lstm_backward_bf16_work(B, T, l->in, l->units) : sf_lstm_backward_work(B, T, l->units);
+            g = T * B * 4 * l->units;
+        } else if (l->kind == SF_LAYER_DENSE) {
+            g = B * l->units;
+        }
+        if (w > *work) *work = w;
+        if (bf16 && g > *grads) *grads = g;
+    }
+}
+
+uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, enum sf_precision precision) {
+    uint64_t B = batch, T = window, floats = 0, halves = 0, work, grads;
+    bool bf16 = precision == SF_PRECISION_BF16;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         uint64_t out = B * (l->sequences ? T : 1) * l->units;
-        n += 2 * out;
-        if (l->kind == SF_LAYER_LSTM) {
-            n += B * T * l->units * 7;  // h, c, dh, and the four gates
-            uint64_t w = sf_lstm_backward_work(B, T, l->units);
-            if (w > work) work = w;
-        } else if (l->kind == SF_LAYER_DROPOUT) {
-            n += out;
+        floats += 2 * out;
+        if (l->kind == SF_LAYER_LSTM) floats += B * T * l->units * 7;  // h, c, dh, and the four gates
+        else if (l->kind == SF_LAYER_DROPOUT) floats += out;
+        bf16_sizes q = bf16_of(l, B, T);
+        if (bf16) halves += q.x + q.h + q.W + q.Ur;
+        if (bf16 && l->kind == SF_LAYER_LSTM) {  // W, Ur and their transposes, packed
+            uint64_t C = l->in, U = l->units, G = 4 * U;
+            halves += (sf_matmul_packed_bytes(C, G) + sf_matmul_packed_bytes(U, G) + sf_matmul_packed_bytes(G, C) +
+                       sf_matmul_packed_bytes(G, U)) / sizeof(sf_bf16);
         }
     }
-    return n + work;
+    scratch_of(m, B, T, bf16, &work, &grads);
+    return (floats + work) * sizeof(float) + (halves + grads) * sizeof(sf_bf16);
 }
 
-uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window) {
-    return part_floats(m, batch, window) * sizeof(float);
+// The rounded operands of layer s, when the pass computes in bf16.
+static bool bf16_open(sf_cpu_pass *r, layer_state *s, const sf_layer *l) {
+    bf16_sizes n = bf16_of(l, r->batch, r->window);
+    s->q = (sf_bf16_layer){.mm = r->mm, .d = r->dbf16, .slot = 4 * (int)(s - r->ls)};
+    bool ok = true;
+    sf_bf16 **bufs[] = {&s->q.x, &s->q.h, &s->q.W, &s->q.Ur};
+    uint64_t sizes[] = {n.x, n.h, n.W, n.Ur};
+    for (int k = 0; k < 4; k++)
+        if (sizes[k]) ok = ok && (*bufs[k] = malloc(sizes[k] * sizeof(sf_bf16)));
+    return ok;
 }
 
-int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint32_t window, sf_err *e) {
-    sf_cpu_pass *r = calloc(1, sizeof *r);
+int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint32_t window,
+                     enum sf_precision precision, sf_err *e) {
     *out = NULL;
+    if (precision != SF_PRECISION_FP32 && precision != SF_PRECISION_BF16)
+        return sf_err_set(e, SF_EUSAGE, "--precision: the CPU backend computes in fp32 or bf16");
+    sf_cpu_pass *r = calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m;
     r->batch = batch;
     r->window = window;
+    bool bf16 = precision == SF_PRECISION_BF16;
+    if (bf16) {
+        int rc = sf_matmul_open(&r->mm, e);
+        if (rc) {
+            free(r);
+            return rc;
+        }
+    }
     r->ls = calloc(m->nlayers, sizeof *r->ls);
-    bool ok = r->ls != NULL;
-    size_t B = batch, T = window, work = 0;
+    uint64_t work, grads;
+    scratch_of(m, batch, window, bf16, &work, &grads);
+    bool ok = r->ls && (r->work = malloc(work * sizeof(float)));
+    if (ok && bf16) ok = (r->dbf16 = malloc(grads * sizeof(sf_bf16))) != NULL;
+    size_t B = batch, T = window;
     for (uint32_t i = 0; ok && i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
@@ -73,13 +139,11 @@ int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint3
             s->gates = malloc(B * T * 4 * U * sizeof(float));
             s->dh = malloc(B * T * U * sizeof(float));
             ok = ok && s->h && s->c && s->gates && s->dh;
-            size_t w = sf_lstm_backward_work(B, T, U);
-            if (w > work) work = w;
         } else if (l->kind == SF_LAYER_DROPOUT) {
             ok = ok && (s->mask = malloc(n * sizeof(float)));
         }
+        if (ok && bf16) ok = bf16_open(r, s, l);
     }
-    if (ok) ok = (r->work = malloc(work * sizeof(float))) != NULL;
     if (!ok) {
         sf_cpu_pass_close(r);
         return sf_err_set(e, SF_ENOMEM, "out of memory for a replica's activations (batch %u, window %u)", batch,
@@ -89,14 +153,19 @@ int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint3
     return 0;
 }
 
+int sf_cpu_pass_status(const sf_cpu_pass *r, sf_err *e) { return r->mm ? sf_matmul_status(r->mm, e) : 0; }
+
 void sf_cpu_pass_close(sf_cpu_pass *r) {
     if (!r) return;
     for (uint32_t i = 0; r->ls && i < r->m->nlayers; i++) {
         layer_state *s = &r->ls[i];
         free(s->out), free(s->dout), free(s->h), free(s->c), free(s->gates), free(s->dh), free(s->mask);
+        free(s->q.x), free(s->q.h), free(s->q.W), free(s->q.Ur);
     }
     free(r->ls);
     free(r->work);
+    free(r->dbf16);
+    sf_matmul_close(r->mm);
     free(r);
 }
 
@@ -111,8 +180,12 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
         layer_state *s = &r->ls[i];
         if (l->kind == SF_LAYER_LSTM) {
             size_t U = l->units;
-            sf_lstm_forward(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent, params + l->bias, B,
-                            T, l->in, U);
+            if (r->mm)
+                sf_lstm_forward_bf16(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent,
+                                     params + l->bias, &s->q, B, T, l->in, U);
+            else
+                sf_lstm_forward(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent, params + l->bias,
+                                B, T, l->in, U);
             if (l->sequences) {
                 s->y = s->h;
             } else {
@@ -129,7 +202,8 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
                 s->y = in;
             }
         } else {
-            sf_dense_forward(s->out, in, params + l->kernel, params + l->bias, B, l->in, l->units);
+            if (r->mm) sf_dense_forward_bf16(s->out, in, params + l->kernel, params + l->bias, &s->q, B, l->in, l->units);
+            else sf_dense_forward(s->out, in, params + l->kernel, params + l->bias, B, l->in, l->units);
             s->y = s->out;
         }
         in = s->y;
@@ -158,16 +232,24 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 for (size_t b = 0; b < B; b++) memcpy(s->dh + (b * T + T - 1) * U, s->dout + b * U, U * sizeof(float));
                 dh = s->dh;
             }
-            sf_lstm_backward(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, in, params + l->kernel,
-                             params + l->recurrent, s->h, s->c, s->gates, r->work, B, T, l->in, U);
+            if (r->mm)
+                sf_lstm_backward_bf16(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, s->c,
+                                      s->gates, &s->q, r->work, B, T, l->in, U);
+            else
+                sf_lstm_backward(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, in,
+                                 params + l->kernel, params + l->recurrent, s->h, s->c, s->gates, r->work, B, T, l->in,
+                                 U);
         } else if (l->kind == SF_LAYER_DROPOUT) {
             if (!din) continue;
             size_t n = B * out_size(r, l);
             if (r->training && l->rate > 0) sf_dropout_backward(din, s->dout, s->mask, n);
             else memcpy(din, s->dout, n * sizeof(float));
         } else {
-            sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
-                              l->units);
+            if (r->mm)
+                sf_dense_backward_bf16(din, grads + l->kernel, grads + l->bias, s->dout, &s->q, B, l->in, l->units);
+            else
+                sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
+                                  l->units);
         }
     }
     return loss;

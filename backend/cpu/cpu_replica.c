@@ -139,7 +139,6 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
                     sf_err *e) {
     uint32_t threads = o->threads;
     *out = NULL;
-    if (o->precision != SF_PRECISION_FP32) return sf_err_set(e, SF_EINVAL, "the CPU backend computes in fp32 only");
     sf_replica *r = calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m;
@@ -157,7 +156,7 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     uint32_t per = (batch + r->parts - 1) / r->parts;
     for (uint32_t p = 0; !rc && p < r->parts; p++) {
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
-        else rc = sf_cpu_pass_open(&r->act[p], m, per, window, e);
+        else rc = sf_cpu_pass_open(&r->act[p], m, per, window, o->precision, e);
     }
     for (uint32_t p = 1; !rc && p < r->parts; p++) {
         void **arg = malloc(2 * sizeof *arg);
@@ -195,15 +194,21 @@ static int cpu_save(sf_replica *r, float *w, float *m, float *v, sf_err *e) {
     return 0;
 }
 
+// The first failure of a part's bf16 products, or 0.
+static int parts_status(const sf_replica *r, sf_err *e) {
+    int rc = 0;
+    for (uint32_t p = 0; p < r->parts && !rc; p++) rc = sf_cpu_pass_status(r->act[p], e);
+    return rc;
+}
+
 static int cpu_train_step(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
-    (void)e;
     r->x = x, r->y = y, r->count = count, r->global = global_batch, r->seed = seed;
     run_parts(r, train_part);
     if (r->parts > 1) run_parts(r, sum_part);
     *loss = 0;
     for (uint32_t p = 0; p < r->parts; p++) *loss += r->loss[p];
-    return 0;
+    return parts_status(r, e);
 }
 
 static float *cpu_gradients(sf_replica *r) { return r->g[0]; }
@@ -215,16 +220,18 @@ static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) 
 }
 
 static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e) {
-    (void)e;
     r->x = x, r->out = out, r->count = count;
     run_parts(r, predict_part);
-    return 0;
+    return parts_status(r, e);
 }
 
-// Its weights, Adam state, and each part's gradients and activations.
+// Its weights, Adam state, and each part's gradients and activations, in
+// whichever precision holds more.
 static uint64_t cpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads) {
     uint32_t parts = parts_for(batch, threads), per = (batch + parts - 1) / parts;
-    return (3 + (uint64_t)parts) * m->nparams * sizeof(float) + parts * sf_cpu_pass_bytes(m, per, window);
+    uint64_t fp32 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_FP32);
+    uint64_t bf16 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_BF16);
+    return (3 + (uint64_t)parts) * m->nparams * sizeof(float) + parts * (fp32 > bf16 ? fp32 : bf16);
 }
 
 const sf_backend sf_backend_cpu = {

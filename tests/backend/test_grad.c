@@ -26,7 +26,7 @@ static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uin
     sf_model m;
     sf_err e = {0};
     sf_cpu_pass *r;
-    if (sf_model_parse(&m, spec, inputs, outputs, &e) || sf_cpu_pass_open(&r, &m, B, T, &e)) {
+    if (sf_model_parse(&m, spec, inputs, outputs, &e) || sf_cpu_pass_open(&r, &m, B, T, SF_PRECISION_FP32, &e)) {
         CHECK(0, "%s: %s", spec, e.msg);
         return;
     }

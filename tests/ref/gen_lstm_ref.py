@@ -95,6 +95,38 @@ def write_safetensors(path, tensors, meta):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def run(forward, w32, x, y, out, prefix=""):
+    """STEPS steps of Keras' Adam on forward(p, x) from the weights w32: the
+    first step's predictions, loss and gradients, every step's loss and the
+    final weights, into out under prefix. Returns the losses."""
+    p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w32.items()}
+    xt, yt = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    m = {k: torch.zeros_like(v) for k, v in p.items()}
+    v2 = {k: torch.zeros_like(v) for k, v in p.items()}
+    losses = []
+    for step in range(1, STEPS + 1):
+        for t in p.values():
+            t.grad = None
+        pred = forward(p, xt)
+        loss = ((pred - yt) ** 2).mean(dim=1).mean()
+        loss.backward()
+        losses.append(loss.item())
+        if step == 1:
+            out[prefix + "pred"] = pred.detach().numpy()
+            out[prefix + "loss"] = np.array([loss.item()])
+            out.update({prefix + "grad/" + k: t.grad.numpy().copy() for k, t in p.items()})
+        alpha = LR * np.sqrt(1 - B2 ** step) / (1 - B1 ** step)
+        with torch.no_grad():
+            for k, t in p.items():
+                g = t.grad
+                m[k] += (g - m[k]) * (1 - B1)
+                v2[k] += (g * g - v2[k]) * (1 - B2)
+                t -= m[k] * alpha / (torch.sqrt(v2[k]) + EPS)
+    out[prefix + "losses"] = np.array(losses)
+    out.update({prefix + "final/" + k: t.detach().numpy() for k, t in p.items()})
+    return losses
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     for name, spec, inputs, outputs, batch, window, seed in MODELS:
@@ -103,33 +135,9 @@ def main():
         w32 = weights(layers, rng)
         x = rng.standard_normal((batch, window, inputs)).astype(np.float32)
         y = rng.standard_normal((batch, outputs)).astype(np.float32)
-        p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w32.items()}
-        xt, yt = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
-        m = {k: torch.zeros_like(v) for k, v in p.items()}
-        v2 = {k: torch.zeros_like(v) for k, v in p.items()}
         out = {"x": x, "y": y}
-        out.update({k: v for k, v in w32.items()})
-        losses = []
-        for step in range(1, STEPS + 1):
-            for t in p.values():
-                t.grad = None
-            pred = forward(layers, p, xt)
-            loss = ((pred - yt) ** 2).mean(dim=1).mean()
-            loss.backward()
-            losses.append(loss.item())
-            if step == 1:
-                out["pred"] = pred.detach().numpy()
-                out["loss"] = np.array([loss.item()])
-                out.update({"grad/" + k: t.grad.numpy().copy() for k, t in p.items()})
-            alpha = LR * np.sqrt(1 - B2 ** step) / (1 - B1 ** step)
-            with torch.no_grad():
-                for k, t in p.items():
-                    g = t.grad
-                    m[k] += (g - m[k]) * (1 - B1)
-                    v2[k] += (g * g - v2[k]) * (1 - B2)
-                    t -= m[k] * alpha / (torch.sqrt(v2[k]) + EPS)
-        out["losses"] = np.array(losses)
-        out.update({"final/" + k: t.detach().numpy() for k, t in p.items()})
+        out.update(w32)
+        losses = run(lambda p, xt: forward(layers, p, xt), w32, x, y, out)
         meta = {"model": spec, "inputs": str(inputs), "outputs": str(outputs), "batch": str(batch),
                 "window": str(window), "steps": str(STEPS), "generator": "tests/ref/gen_lstm_ref.py",
                 "torch": torch.__version__}

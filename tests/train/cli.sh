@@ -190,8 +190,6 @@ open("bad.safetensors", "wb").write(struct.pack("<Q", len(raw)) + raw + data[8 +
 PY
 run 1 predict --checkpoint bad.safetensors --data s.sfpack
 expect err "2 inputs and 1 outputs, but features 'f0,f1,f2'"
-run 2 train "${common[@]}" --precision bf16
-expect err "--precision bf16 is not implemented yet"
 run 2 train "${common[@]}" --precision tf32 --gpus none
 expect err "--precision tf32 needs GPUs"
 run 2 train "${common[@]}" --precision fp64
