@@ -243,12 +243,18 @@ void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf
 }
 
 // Element k's draw depends on (seed, k) only: the same mask on every backend
-// and after a resume, with no generator state to carry.
-void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed, uint64_t first) {
+// and after a resume, with no generator state to carry. The draw is
+// sf_splitmix64 written out so that the loop vectorizes (8.5 ns an element
+// as a call, a tenth of a bf16 step at batch 32).
+SF_CLONES void sf_dropout_forward(float *restrict y, float *restrict mask, const float *restrict x, size_t n,
+                                  float rate, uint64_t seed, uint64_t first) {
     float scale = 1.0f / (1.0f - rate);
     for (size_t k = 0; k < n; k++) {
-        uint64_t s = seed + (first + k) * 0x9e3779b97f4a7c15ull;
-        float u = (float)(sf_splitmix64(&s) >> 40) * 0x1p-24f;
+        uint64_t z = seed + (first + k + 1) * 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        float u = (float)(int32_t)(z >> 40) * 0x1p-24f;  // 24 bits: exact in float32
         mask[k] = u >= rate ? scale : 0.0f;
         y[k] = x[k] * mask[k];
     }
