@@ -5,10 +5,13 @@
 (lr 1e-3, eps 1e-7); windows of --window steps x --features features from
 random data held in RAM (the peer gets its batches for free). Times --steps
 training steps after --warmup, best of --reps, and prints one line per batch
-size: "batch B: S samples/s".
+size: "batch B: S samples/s". --precision bf16 runs the forward pass and the
+loss under torch.autocast(dtype=torch.bfloat16), PyTorch's mixed precision:
+bf16 matmuls (oneDNN), fp32 weights and Adam.
 
 usage: torch_lstm.py [--batch 32,256] [--threads 2] [--window 60] [--device cpu|cuda]
                      [--features 3] [--targets 3] [--steps 20] [--warmup 3] [--reps 3]
+                     [--precision fp32|bf16]
 On cuda the batch stays on the GPU (PyTorch's cuDNN LSTM, TF32 off as in
 seqfeed's fp32 runs) and the clock waits for the GPU.
 """
@@ -44,6 +47,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
@@ -51,7 +55,9 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
     sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {a.device}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}")
+    bf16 = a.precision == "bf16"
+    print(f"torch {torch.__version__}, {a.device}, {a.threads} threads, mkldnn {torch.backends.mkldnn.is_available()}, "
+          f"{a.precision}")
     for b in (int(v) for v in a.batch.split(",")):
         best = 0.0
         for _ in range(a.reps):
@@ -64,7 +70,8 @@ def main():
                     sync()
                     t0 = time.perf_counter()
                 opt.zero_grad(set_to_none=True)
-                loss = torch.nn.functional.mse_loss(model(x), y)
+                with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+                    loss = torch.nn.functional.mse_loss(model(x), y)
                 loss.backward()
                 opt.step()
             sync()
