@@ -5,7 +5,7 @@
 // the float32 master copy, as a training step must. The evaluation of
 // issue 17; prints JSON, one object per batch size, milliseconds per pass.
 // usage: lstm_bench [--batch 16,128] [--window 60] [--inputs 180] [--units 180] [--reps 10]
-// (seqfeed's bf16 needs the module: SEQFEED_BF16_MODULE or next to this program)
+// (seqfeed's bf16 needs the module: SEQFEED_ONEDNN_MODULE or next to this program)
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>

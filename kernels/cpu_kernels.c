@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "kernels.h"
+#include "internal.h"
 
 // e^x in float32 arithmetic alone, so that loops over it vectorize (libm's
 // expf and tanhf are scalar calls, and were a quarter of a training step):
@@ -51,9 +51,18 @@ static inline float tanh_fast(float z) {
 #define SF_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 
+// Which float32 products go to oneDNN's sgemm when its module is there:
+// OpenBLAS repacks B at every call, which costs most on a time step's few
+// rows, and is slow on a transposed A. Measured one-threaded (BENCHMARKS.md):
+// (16,180)x(180,720) 51 us on oneDNN, 124 on OpenBLAS; (180,960)x(960,720)
+// with A transposed 4.1 ms, 6.3; but the (960,180)x(180,720) projection
+// 4.5 ms, 3.7, and (128,180)x(180,720) 586 us, 508.
+static bool onednn_sgemm_wins(bool ta, size_t M) { return ta || M <= 64; }
+
 // C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
 static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
                  const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+    if (onednn_sgemm_wins(ta, M) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
@@ -291,7 +300,8 @@ void sf_cpu_describe(char *what, size_t n) {
     // The clone target_clones picks, by the same test.
     const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512" : __builtin_cpu_supports("avx2") ? "AVX2"
                                                                                                       : "baseline";
-    snprintf(what, n, "%s sgemm, element-wise loops in %s", openblas_get_config(), loops);
+    snprintf(what, n, "%s sgemm%s, element-wise loops in %s", openblas_get_config(),
+             sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A" : "", loops);
 }
 
 double sf_cpu_gemm_rate(size_t n, int reps) {

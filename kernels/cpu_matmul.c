@@ -1,6 +1,6 @@
 // bf16 matrix products on oneDNN's matmul primitive (Debian libdnnl-dev):
 // AMX or AVX512_BF16 dot products where the CPU has them, float32 sums.
-// Built as the module seqfeed-bf16.so, which cpu_matmul_loader.c loads
+// Built as the module seqfeed-onednn.so, which cpu_matmul_loader.c loads
 // when bf16 is asked for: oneDNN adds 4.5 MB to the resident size of every
 // process that maps it, and only bf16 runs need it.
 // Creating a primitive costs 0.5-10 ms and a product at batch 32 about
@@ -281,6 +281,13 @@ static double mm_rate(size_t n, int reps) {
     return best;
 }
 
+static int mm_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                    const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+    omp_set_num_threads(1);  // as the bf16 products: the replica's parts are the parallelism
+    return (int)dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t)M, (dnnl_dim_t)N, (dnnl_dim_t)K, alpha, A,
+                           (dnnl_dim_t)lda, B, (dnnl_dim_t)ldb, beta, C, (dnnl_dim_t)ldc);
+}
+
 // The module's one exported symbol.
 __attribute__((visibility("default"))) const sf_matmul_table *sf_matmul_module(void) {
     static const sf_matmul_table table = {
@@ -293,6 +300,7 @@ __attribute__((visibility("default"))) const sf_matmul_table *sf_matmul_module(v
         .bf16_packed = mm_bf16_packed,
         .status = mm_status,
         .rate = mm_rate,
+        .sgemm = mm_sgemm,
     };
     return &table;
 }

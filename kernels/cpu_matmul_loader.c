@@ -1,6 +1,6 @@
-// Finds and loads the bf16 module (cpu_matmul.c, built as seqfeed-bf16.so)
+// Finds and loads the oneDNN module (cpu_matmul.c, built as seqfeed-onednn.so)
 // the first time a command asks about bf16: next to the program, or where
-// it is installed, or at $SEQFEED_BF16_MODULE. A build without oneDNN has
+// it is installed, or at $SEQFEED_ONEDNN_MODULE. A build without oneDNN has
 // no module, and every function here says so.
 #include <dlfcn.h>
 #include <pthread.h>
@@ -14,19 +14,19 @@ static const sf_matmul_table *table;
 static sf_err why;
 
 static void load(void) {
-    if (!SF_BF16_BUILT) {
+    if (!SF_ONEDNN_BUILT) {
         sf_err_set(&why, SF_EUSAGE, "seqfeed was built without oneDNN (hint: apt-get install libdnnl-dev, configure "
                    "the build again and rebuild)");
         return;
     }
-    void *h = sf_module_open("seqfeed-bf16.so", "SEQFEED_BF16_MODULE", SF_BF16_MODULE_INSTALLED, "the bf16 module",
+    void *h = sf_module_open("seqfeed-onednn.so", "SEQFEED_ONEDNN_MODULE", SF_ONEDNN_MODULE_INSTALLED, "the oneDNN module",
                              &why);
     if (!h) return;
     void *sym = dlsym(h, "sf_matmul_module");
     sf_matmul_module_fn entry;
     memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
     if (entry) table = entry();
-    else sf_err_set(&why, SF_EUSAGE, "the bf16 module has no sf_matmul_module");
+    else sf_err_set(&why, SF_EUSAGE, "the oneDNN module has no sf_matmul_module");
 }
 
 static const sf_matmul_table *loaded(void) {
@@ -70,5 +70,12 @@ void sf_matmul_bf16_packed(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, 
 size_t sf_matmul_packed_bytes(size_t K, size_t N) { return (K + 63) / 64 * 64 * ((N + 63) / 64 * 64) * sizeof(sf_bf16); }
 
 int sf_matmul_status(const sf_matmul *mm, sf_err *e) { return table->status(mm, e); }
+
+bool sf_matmul_loaded(void) { return loaded() != NULL; }
+
+bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                     const float *B, size_t ldb, float beta, float *C, size_t ldc) {
+    return loaded() && table->sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0;
+}
 
 double sf_matmul_rate(size_t n, int reps) { return loaded() ? table->rate(n, reps) : 0; }

@@ -1,6 +1,7 @@
 // What the kernels' files share and nothing else includes: the table of
-// the bf16 module (cpu_matmul.c, seqfeed-bf16.so) that cpu_matmul_loader.c
-// loads, one function per sf_matmul_* of kernels.h, with the same contracts.
+// the oneDNN module (cpu_matmul.c, seqfeed-onednn.so) that cpu_matmul_loader.c
+// loads, one function per sf_matmul_* of kernels.h, with the same contracts,
+// and the float32 products cpu_kernels.c hands to oneDNN.
 #ifndef SF_KERNELS_INTERNAL_H
 #define SF_KERNELS_INTERNAL_H
 
@@ -17,9 +18,21 @@ typedef struct {
     void (*bf16_packed)(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, size_t M, bool accumulate);
     int (*status)(const sf_matmul *mm, sf_err *e);
     double (*rate)(size_t n, int reps);
+    // cblas_sgemm's row-major product on oneDNN's sgemm, one thread: 0, or
+    // oneDNN's status.
+    int (*sgemm)(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                 const float *B, size_t ldb, float beta, float *C, size_t ldc);
 } sf_matmul_table;
 
 // The module's entry point, which the loader looks up by this name.
 typedef const sf_matmul_table *(*sf_matmul_module_fn)(void);
+
+// True when the module is loaded (it is, after this call, if it can be).
+bool sf_matmul_loaded(void);
+// C = alpha op(A) op(B) + beta C as cblas_sgemm (row-major), on oneDNN's
+// sgemm: true when done, false when the module is not there (then the
+// caller uses BLAS).
+bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
+                     const float *B, size_t ldb, float beta, float *C, size_t ldc);
 
 #endif

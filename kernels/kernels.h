@@ -127,8 +127,9 @@ void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf
 // threads call BLAS at once, 0 for every core.
 void sf_cpu_threads(int n);
 
-// What the float32 kernels run on (the BLAS and its build, the element-wise
-// loops' instructions), into what[n].
+// What the float32 kernels run on (the BLAS and its build, the products
+// oneDNN's sgemm takes when its module is there, the element-wise loops'
+// instructions), into what[n].
 void sf_cpu_describe(char *what, size_t n);
 
 // FLOP/s of a square float32 GEMM of side n on the BLAS's current threads,

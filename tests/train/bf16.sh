@@ -2,7 +2,7 @@
 # --precision bf16 on CPU from the command line: a short run on the bundled
 # data lands within 5% of the fp32 run's validation loss (same seed, same
 # steps); checkpoints stay fp32, so either precision predicts from either
-# run's, and a run resumes in the other precision; without the bf16 module
+# run's, and a run resumes in the other precision; without the oneDNN module
 # the error names --precision. Skipped (77) where this build or CPU has no
 # bf16 products. meson sets SEQFEED and SRCDIR.
 set -u
@@ -66,7 +66,7 @@ assert h["__metadata__"]["step"] == "60", h["__metadata__"]
 PY
 
 # Without the module: a usage error that names the option and the way out.
-SEQFEED_BF16_MODULE=/nonexistent/seqfeed-bf16.so run 2 train "${common[@]}" --precision bf16 --checkpoint-dir m
-expect err "--precision bf16: .*bf16 module.*--precision fp32"
+SEQFEED_ONEDNN_MODULE=/nonexistent/seqfeed-onednn.so run 2 train "${common[@]}" --precision bf16 --checkpoint-dir m
+expect err "--precision bf16: .*oneDNN module.*--precision fp32"
 [ -e m/latest.safetensors ] && fail "a refused run wrote a checkpoint"
 finish
