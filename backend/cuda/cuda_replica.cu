@@ -161,9 +161,14 @@ static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e
            "cudnnSetRNNDescriptor_v8");
     DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
     SF_OK(lstm_shape(r, l, k, r->batch, e));
-    size_t work = 0;
+    // The workspace serves training and inference (predict, validation):
+    // the larger of the two.
+    size_t work = 0, infer_work = 0, infer_reserve = 0;
     DNN_OK(cudnnGetRNNTempSpaceSizes(r->dnn, k->rnn, CUDNN_FWD_MODE_TRAINING, k->xd, &work, &k->reserve_bytes),
-           "cudnnGetRNNTempSpaceSizes");
+           "cudnnGetRNNTempSpaceSizes (training)");
+    DNN_OK(cudnnGetRNNTempSpaceSizes(r->dnn, k->rnn, CUDNN_FWD_MODE_INFERENCE, k->xd, &infer_work, &infer_reserve),
+           "cudnnGetRNNTempSpaceSizes (inference)");
+    if (infer_work > work) work = infer_work;
     if (work > r->work_bytes) r->work_bytes = work;
     CUDA_OK(cudaMalloc(&k->reserve, k->reserve_bytes ? k->reserve_bytes : 1), "cudaMalloc (reserve space)");
     return 0;
@@ -546,7 +551,7 @@ static int gpu_reduce_id(sf_reduce_id *id, sf_err *e) {
 // part of a job's ranks. A replica per GPU. (One replica alone needs none.)
 static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, const sf_reduce_world *world, sf_err *e) {
     nccl_group *g = (nccl_group *)calloc(1, sizeof *g);
-    int *devs = (int *)malloc(R * sizeof *devs);
+    int *devs = (int *)calloc(R ? R : 1, sizeof *devs);  // zeroed: R may be 0
     *out = NULL;
     if (!g || !devs || !(g->reps = (gpu_replica **)malloc(R * sizeof *g->reps)) ||
         !(g->comms = (ncclComm_t *)calloc(R, sizeof *g->comms))) {
@@ -618,7 +623,7 @@ static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
 static int gpu_staging_open(sf_staging **out, sf_stage_ops *hooks, sf_replica *const *reps, uint32_t R,
                             uint32_t slots, sf_err *e) {
     *out = NULL;
-    int *devs = (int *)malloc(R * sizeof *devs);
+    int *devs = (int *)calloc(R ? R : 1, sizeof *devs);  // zeroed: R may be 0
     if (!devs) return sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t r = 0; r < R; r++) devs[r] = ((gpu_replica *)reps[r])->dev;
     sf_gpu_stage *st;

@@ -132,7 +132,11 @@ extern "C" int sf_gpu_stage_wait(sf_gpu_stage *st, uint32_t r, void *ready, sf_e
 extern "C" double sf_gpu_stage_waited(sf_gpu_stage *st, uint32_t r) {
     replica_t *rep = &st->reps[r];
     float ms = 0;
-    if (!rep->timed || cudaEventElapsedTime(&ms, rep->before, rep->after) != cudaSuccess) {
+    // Read once: a step that waited for no copy (resident batches) must not
+    // report the last copy's wait again.
+    bool timed = rep->timed;
+    rep->timed = false;
+    if (!timed || cudaEventElapsedTime(&ms, rep->before, rep->after) != cudaSuccess) {
         cudaGetLastError();  // not recorded yet, or not complete: no figure, and no sticky error
         return 0;
     }
