@@ -53,20 +53,29 @@ __global__ static void mse_backward(float *dy, const float *y, const float *targ
         dy[k] = __fmul_rn(scale, __fsub_rn(y[k], target[k]));
 }
 
-// One thread, rows in order, as sf_mse_sum adds them: a batch's B x O
-// values are a few thousand operations, and the sum is then the CPU's to
-// the bit.
+// One block: its threads compute a chunk of rows' terms at once, then
+// thread 0 adds them in row order, as sf_mse_sum does, so that the sum is
+// the CPU's to the bit (one thread alone ran every row's O terms serially).
+enum { MSE_THREADS = 256 };
 __global__ static void mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O) {
+    __shared__ double terms[MSE_THREADS];
     double acc = 0;
-    for (size_t r = 0; r < B; r++) {
-        double row = 0;
-        for (size_t k = 0; k < O; k++) {
-            double d = __dsub_rn((double)y[r * O + k], (double)target[r * O + k]);
-            row = __dadd_rn(row, __dmul_rn(d, d));
+    for (size_t first = 0; first < B; first += MSE_THREADS) {
+        size_t r = first + threadIdx.x;
+        if (r < B) {
+            double row = 0;
+            for (size_t k = 0; k < O; k++) {
+                double d = __dsub_rn((double)y[r * O + k], (double)target[r * O + k]);
+                row = __dadd_rn(row, __dmul_rn(d, d));
+            }
+            terms[threadIdx.x] = __ddiv_rn(row, (double)O);
         }
-        acc = __dadd_rn(acc, __ddiv_rn(row, (double)O));
+        __syncthreads();
+        if (threadIdx.x == 0)
+            for (size_t k = 0; k < MSE_THREADS && first + k < B; k++) acc = __dadd_rn(acc, terms[k]);
+        __syncthreads();
     }
-    *sum = acc;
+    if (threadIdx.x == 0) *sum = acc;
 }
 
 // out (B,U) = h[:, T-1, :] for h (B,T,U).
@@ -118,7 +127,7 @@ extern "C" int sf_gpu_mse_backward(float *dy, const float *y, const float *targe
 
 extern "C" int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream,
                               sf_err *e) {
-    mse_sum<<<1, 1, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
+    mse_sum<<<1, MSE_THREADS, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
     return launched("MSE sum", e);
 }
 

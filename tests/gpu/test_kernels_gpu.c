@@ -49,12 +49,17 @@ int main(void) {
     CHECK(sf_gpu_dropout_backward(ddx, dg, dmask, N, NULL, &e) == 0, "%s", e.msg);
     same("dropout backward", ddx, dx, N);
 
-    double sum_cpu = sf_mse_sum(x, g, B, O), sum_gpu = 0, *dsum;
-    CHECK(cudaMalloc((void **)&dsum, sizeof *dsum) == cudaSuccess &&
-              sf_gpu_mse_sum(dsum, dx_, dg, B, O, NULL, &e) == 0 &&
-              cudaMemcpy(&sum_gpu, dsum, sizeof sum_gpu, cudaMemcpyDeviceToHost) == cudaSuccess,
-          "MSE sum: %s", e.msg);
-    CHECK(memcmp(&sum_cpu, &sum_gpu, sizeof sum_cpu) == 0, "MSE sum: %.17g on CPU, %.17g on GPU", sum_cpu, sum_gpu);
+    // B rows, and more rows than the kernel's block has threads.
+    double *dsum = NULL;
+    CHECK(cudaMalloc((void **)&dsum, sizeof *dsum) == cudaSuccess, "cudaMalloc");
+    for (size_t rows = B; dsum && rows <= 1000; rows += 1000 - B) {
+        double sum_cpu = sf_mse_sum(x, g, rows, O), sum_gpu = 0;
+        CHECK(sf_gpu_mse_sum(dsum, dx_, dg, rows, O, NULL, &e) == 0 &&
+                  cudaMemcpy(&sum_gpu, dsum, sizeof sum_gpu, cudaMemcpyDeviceToHost) == cudaSuccess,
+              "MSE sum: %s", e.msg);
+        CHECK(memcmp(&sum_cpu, &sum_gpu, sizeof sum_cpu) == 0, "MSE sum of %zu rows: %.17g on CPU, %.17g on GPU",
+              rows, sum_cpu, sum_gpu);
+    }
     cudaFree(dsum);
     sf_mse_backward(dx, x, g, B, O, 1.0f / 64);
     CHECK(sf_gpu_mse_backward(ddx, dx_, dg, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
