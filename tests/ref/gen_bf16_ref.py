@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gen_lstm_ref import STEPS, parse, run, weights, write_safetensors  # noqa: E402
+from gen_lstm_ref import STEPS, problem, run, write_safetensors  # noqa: E402
 
 NAME, SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, SEED = "ref_bf16", "lstm:32,dropout:0.2,lstm:24,lstm:16,dense", 5, 3, 8, 20, 3
 
@@ -76,13 +76,7 @@ def forward(layers, p, x, mm):
 
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
-    rng = np.random.default_rng(SEED)
-    layers = parse(SPEC, INPUTS, OUTPUTS)
-    w32 = weights(layers, rng)
-    x = rng.standard_normal((BATCH, WINDOW, INPUTS)).astype(np.float32)
-    y = rng.standard_normal((BATCH, OUTPUTS)).astype(np.float32)
-    out = {"x": x, "y": y}
-    out.update(w32)
+    layers, w32, x, y, out = problem(SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, SEED)
     losses = run(lambda p, xt: forward(layers, p, xt, Matmul.apply), w32, x, y, out)
     exact = run(lambda p, xt: forward(layers, p, xt, lambda a, b: a @ b), w32, x, y, out, "fp64/")
     meta = {"model": SPEC, "inputs": str(INPUTS), "outputs": str(OUTPUTS), "batch": str(BATCH), "window": str(WINDOW),

@@ -127,16 +127,23 @@ def run(forward, w32, x, y, out, prefix=""):
     return losses
 
 
+def problem(spec, inputs, outputs, batch, window, seed):
+    """The model's layers, float32 weights and a batch x, y drawn from seed,
+    and the fixture's tensors so far (x, y, the weights)."""
+    rng = np.random.default_rng(seed)
+    layers = parse(spec, inputs, outputs)
+    w32 = weights(layers, rng)
+    x = rng.standard_normal((batch, window, inputs)).astype(np.float32)
+    y = rng.standard_normal((batch, outputs)).astype(np.float32)
+    out = {"x": x, "y": y}
+    out.update(w32)
+    return layers, w32, x, y, out
+
+
 def main():
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     for name, spec, inputs, outputs, batch, window, seed in MODELS:
-        rng = np.random.default_rng(seed)
-        layers = parse(spec, inputs, outputs)
-        w32 = weights(layers, rng)
-        x = rng.standard_normal((batch, window, inputs)).astype(np.float32)
-        y = rng.standard_normal((batch, outputs)).astype(np.float32)
-        out = {"x": x, "y": y}
-        out.update(w32)
+        layers, w32, x, y, out = problem(spec, inputs, outputs, batch, window, seed)
         losses = run(lambda p, xt: forward(layers, p, xt), w32, x, y, out)
         meta = {"model": spec, "inputs": str(inputs), "outputs": str(outputs), "batch": str(batch),
                 "window": str(window), "steps": str(STEPS), "generator": "tests/ref/gen_lstm_ref.py",
