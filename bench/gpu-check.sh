@@ -114,11 +114,23 @@ small=/tmp/seqfeed-gpu-100000x3.sfpack
 [ -f "$small" ] || "$seqfeed" synth -o "$small" --rows 100000 --feature-count 3 --series-count 4 -q
 step bench-train bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 --warmup 5
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,
-# with its report and trace; then evaluate (on the CPU: predict and
-# evaluate do not take --gpus yet) on a file small enough for it.
+# with its report and trace; then evaluate on the GPU, and predict on the
+# GPU and on the CPU (a file small enough for the CPU), which must agree
+# within fp32's tolerance (1e-4 of the predictions' scale).
+ck=/tmp/gpu-ckpt/latest.safetensors
 step train train 45 "$seqfeed" train --data "$data" --gpus all --batch-size 256 --epochs 1 --max-steps 300 \
     --checkpoint-dir /tmp/gpu-ckpt --report "$out/report.html" --trace "$out/trace.json"
-step evaluate train 30 "$seqfeed" evaluate --checkpoint /tmp/gpu-ckpt/latest.safetensors --data "$small"
+step evaluate train 30 "$seqfeed" evaluate --checkpoint "$ck" --data "$small" --gpus all
+step predict-gpu train 30 "$seqfeed" predict --checkpoint "$ck" --data "$small" --gpus all -o /tmp/gpu-pred.csv
+step predict-cpu train 60 "$seqfeed" predict --checkpoint "$ck" --data "$small" --gpus none -o /tmp/cpu-pred.csv
+step predict-agree train 10 python3 -c '
+import csv, sys
+g = list(csv.reader(open("/tmp/gpu-pred.csv"))); c = list(csv.reader(open("/tmp/cpu-pred.csv")))
+cols = [i for i, n in enumerate(c[0]) if n.endswith("_pred")]
+a = [float(r[i]) for r in g[1:] for i in cols]; b = [float(r[i]) for r in c[1:] for i in cols]
+scale = max(abs(v) for v in b); worst = max(abs(x - y) for x, y in zip(a, b))
+print(f"predict: {len(a)} values, GPU within {worst:.3g} of CPU (scale {scale:.3g})")
+sys.exit(len(a) != len(b) or worst > 1e-4 * scale)'
 # With one GPU the NCCL all-reduce does not run: NCCL takes one replica per
 # GPU, so two replicas cannot share this one.
 [ "$(nvidia-smi -L | wc -l)" -lt 2 ] && say "nccl: one GPU: the NCCL all-reduce is not exercised here"

@@ -154,6 +154,11 @@ int cli_choose_precision(const char *cmd, const char *text, const int *devices, 
 // --gpus none, one line says so and the CPU trains (exit status unchanged).
 // Returns the number of GPUs chosen (their indices in devices, the GPU
 // backend in *backend), 0 for the CPU, or -1 after a usage error.
+// What cmd does on the device it was given, for the line that names it.
+static const char *gpu_verb(const char *cmd) {
+    return !strcmp(cmd, "predict") ? "predicting" : !strcmp(cmd, "evaluate") ? "evaluating" : "training";
+}
+
 int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend) {
     sf_err e = {0};
     // The list is checked whatever the machine has, so that a command line
@@ -177,13 +182,13 @@ int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bo
         }
     }
     if (!strcmp(gpus, "none")) {
-        if (!quiet) fprintf(stderr, "gpus: none asked for; training on CPU\n");
+        if (!quiet) fprintf(stderr, "gpus: none asked for; %s on CPU\n", gpu_verb(cmd));
         return 0;
     }
     int n = sf_gpu_count(&e);
     if (n > 0 && !(*backend = sf_backend_gpu(&e))) n = 0;
     if (n == 0) {
-        if (!quiet) fprintf(stderr, "gpus: none (%s); training on CPU\n", e.msg);
+        if (!quiet) fprintf(stderr, "gpus: none (%s); %s on CPU\n", e.msg, gpu_verb(cmd));
         return 0;
     }
     if (all) {

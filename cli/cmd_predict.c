@@ -9,15 +9,17 @@
 
 #include "cli.h"
 
-#define PREDICT_PRECISION "the matrix products: fp32, or bf16 operands with fp32 sums (docs/TRAINING.md)"
+#define PREDICT_PRECISION "the matrix products: fp32, tf32 (GPUs), or bf16 operands with fp32 sums (CPU; docs/TRAINING.md)"
+#define PREDICT_GPUS "the GPU to run on: the first of the list (the CPU when there is none)"
 
 static const cli_use predict_uses[] = {
     {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_OUTPUT, .def = "stdout", .help = "the CSV; a file appears only when complete"},
     {.opt = OPT_SPLIT, .def = "all"}, {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"},
-    {.opt = OPT_WITH_ACTUAL}, {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION}, {.opt = OPT_QUIET},
-    {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+    {.opt = OPT_WITH_ACTUAL}, {.opt = OPT_GPUS, .def = "all", .help = PREDICT_GPUS},
+    {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
+    {.opt = OPT_COUNT}};
 
 static const cli_command predict_command = {
     .name = "predict",
@@ -39,8 +41,8 @@ static const cli_use evaluate_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_SPLIT, .def = "validation when the checkpoint was trained with a validation split, else all"},
     {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_JSON},
-    {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
-    {.opt = OPT_COUNT}};
+    {.opt = OPT_GPUS, .def = "all", .help = PREDICT_GPUS}, {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION},
+    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command evaluate_command = {
     .name = "evaluate",
@@ -59,6 +61,7 @@ typedef struct {
     sf_pack *pack;
     sf_columns cols;
     sf_plan *plan;
+    const sf_backend *be;  // the replica's: the CPU's or the GPU's
     sf_replica *rep;
     float *pred;
     int *persist;  // per target: its feature index, or -1
@@ -80,7 +83,7 @@ typedef struct {
 } run;
 
 static void run_close(run *r) {
-    if (r->rep) sf_backend_cpu.close(r->rep);
+    if (r->rep) r->be->close(r->rep);
     sf_plan_free(r->plan);
     sf_columns_free(&r->cols);
     sf_pack_close(r->pack);
@@ -116,8 +119,15 @@ static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
     return rc;
 }
 
+// Where predictions run: the backend, its device, the precision.
+typedef struct {
+    const sf_backend *be;
+    int device;
+    enum sf_precision precision;
+} placement;
+
 static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch,
-                    enum sf_precision precision, sf_err *e) {
+                    const placement *where, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
@@ -146,9 +156,11 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead
-    sf_replica_opts ro = {.threads = cores > 0 ? (uint32_t)cores : 1, .precision = precision};
-    if (!rc) rc = sf_backend_cpu.open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
-    if (!rc) rc = sf_backend_cpu.load(r->rep, r->ck.w, NULL, NULL, e);
+    sf_replica_opts ro = {.device = where->device, .threads = cores > 0 ? (uint32_t)cores : 1,
+                          .precision = where->precision};
+    r->be = where->be;
+    if (!rc) rc = r->be->open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
+    if (!rc) rc = r->be->load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
         r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));
         r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
@@ -179,7 +191,7 @@ static float last_value(const run *r, const float *x, uint32_t i, uint32_t j) {
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
     (void)y;  // --with-actual writes the file's values, not their scaled copies
-    int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
+    int rc = r->be->predict(r->rep, r->pred, x, count, e);
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     const sf_window_spec *w = &r->ck.window;
     uint32_t nt = r->cols.ntargets;
@@ -236,7 +248,7 @@ static bool verdict_text(const run *r, char *buf, size_t cap) {
 static int evaluate_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
     (void)ids;
-    int rc = sf_backend_cpu.predict(r->rep, r->pred, x, count, e);
+    int rc = r->be->predict(r->rep, r->pred, x, count, e);
     uint32_t nt = r->cols.ntargets, nf = r->cols.nfeatures, T = r->ck.window.length;
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     for (uint32_t i = 0; !rc && i < count; i++) {
@@ -261,30 +273,37 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
 
 // The options predict and evaluate share: 0, -1 after --help, or EXIT_USAGE.
 static int common_options(const cli_command *c, int argc, char **argv, cli_args *a, const char **ckpt,
-                          const char **data, uint32_t *batch, enum sf_precision *precision) {
+                          const char **data, uint32_t *batch, placement *where) {
     int rc = cli_parse(c, argc, argv, a);
     if (rc) return rc;
     if (!a->v[OPT_CHECKPOINT].set) return cli_usage_error(c->name, "missing --checkpoint FILE");
     *ckpt = a->v[OPT_CHECKPOINT].text;
     if (!(*data = cli_data(c, a, &rc))) return rc;
     *batch = a->v[OPT_BATCH_SIZE].set ? (uint32_t)a->v[OPT_BATCH_SIZE].u : 256;
-    // The CPU backend computes predictions: no GPU to choose from.
-    return cli_choose_precision(c->name, a->v[OPT_PRECISION].set ? a->v[OPT_PRECISION].text : "fp32", NULL, 0,
-                                a->v[OPT_QUIET].set, precision);
+    // One replica: on the first GPU chosen, else on CPU.
+    int devices[64];
+    const sf_backend *gpu = NULL;
+    int ngpus = cli_choose_gpus(c->name, a->v[OPT_GPUS].set ? a->v[OPT_GPUS].text : "all", devices, 64,
+                                a->v[OPT_QUIET].set || a->v[OPT_JSON].set, &gpu);
+    if (ngpus < 0) return EXIT_USAGE;
+    *where = (placement){.be = ngpus ? gpu : &sf_backend_cpu, .device = ngpus ? devices[0] : 0};
+    // fp32 unless asked: predictions that do not depend on the device's default.
+    return cli_choose_precision(c->name, a->v[OPT_PRECISION].set ? a->v[OPT_PRECISION].text : "fp32", devices,
+                                ngpus ? 1 : 0, a->v[OPT_QUIET].set, &where->precision);
 }
 
 int cmd_predict(int argc, char **argv) {
     cli_args a;
     const char *ckpt = NULL, *data = NULL;
     uint32_t batch = 0;
-    enum sf_precision precision;
-    int rc = common_options(&predict_command, argc, argv, &a, &ckpt, &data, &batch, &precision);
+    placement where;
+    int rc = common_options(&predict_command, argc, argv, &a, &ckpt, &data, &batch, &where);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     const char *out = a.v[OPT_OUTPUT].set ? a.v[OPT_OUTPUT].text : NULL;
     enum sf_part part = a.v[OPT_SPLIT].set ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
-    if ((rc = run_open(&r, ckpt, data, part, batch, precision, &e))) {
+    if ((rc = run_open(&r, ckpt, data, part, batch, &where, &e))) {
         run_close(&r);
         return cli_fail("predict", &e, NULL);
     }
@@ -337,8 +356,8 @@ int cmd_evaluate(int argc, char **argv) {
     cli_args a;
     const char *ckpt = NULL, *data = NULL;
     uint32_t batch = 0;
-    enum sf_precision precision;
-    int rc = common_options(&evaluate_command, argc, argv, &a, &ckpt, &data, &batch, &precision);
+    placement where;
+    int rc = common_options(&evaluate_command, argc, argv, &a, &ckpt, &data, &batch, &where);
     if (rc) return rc < 0 ? EXIT_OK : rc;
     bool json = a.v[OPT_JSON].set, split_given = a.v[OPT_SPLIT].set;
     enum sf_part part = split_given ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
@@ -352,7 +371,7 @@ int cmd_evaluate(int argc, char **argv) {
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
-    if (!(rc = run_open(&r, ckpt, data, part, batch, precision, &e)))
+    if (!(rc = run_open(&r, ckpt, data, part, batch, &where, &e)))
         rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
     if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");

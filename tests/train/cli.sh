@@ -63,6 +63,14 @@ expect out "validation part"
 expect out "baseline mean"
 run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack --split train --json
 expect out '"split": "train"'
+# predict and evaluate choose a GPU as train does, and say where they run.
+run 0 predict --checkpoint l1/latest.safetensors --data s.sfpack --gpus none -o p3.csv
+expect err "gpus: none asked for; predicting on CPU"
+[ "$(wc -l <p3.csv)" -eq "$(wc -l <p1.csv)" ] || fail "predict --gpus none wrote $(wc -l <p3.csv) lines"
+run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack --gpus none
+expect err "evaluating on CPU"
+run 2 predict --checkpoint l1/latest.safetensors --data s.sfpack --gpus 0,0
+expect err "--gpus 0,0: expected all, none or distinct GPU indices"
 
 # Errors.
 run 2 train "${common[@]}" --replicas 3
