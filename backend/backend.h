@@ -116,6 +116,11 @@ typedef struct {
     // Host memory a replica holds (what a memory budget counts); device
     // memory is not counted.
     uint64_t (*host_memory)(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads);
+    // A CRC-32C of where the replica keeps its parameters (the buffer's size
+    // and each Keras parameter's place in it), which every replica that a
+    // reduce sums element by element must share; NULL when that is the
+    // model's own layout (CPU).
+    uint32_t (*layout_crc)(sf_replica *r);
 
     // Summing gradients across replicas, when the backend does it itself
     // (NCCL); NULL: the trainer sums the host buffers. Every replica's

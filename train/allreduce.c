@@ -17,8 +17,22 @@ int sf_allreduce_open(sf_trainer *t, sf_err *e) {
     for (uint32_t r = 0; r < t->R; r++) reps[r] = t->w[r].rep;
     sf_reduce_world world = {t->first, t->R * (uint32_t)sf_ranks_size(t->ranks), {{0}}};
     int rc = 0;
+    // The sum is element by element: every replica of the job must keep its
+    // parameters in the same places. Every rank joins the agreement, so
+    // that none waits for one that found its own replicas differ.
+    if (t->be->layout_crc) {
+        uint32_t crc = t->be->layout_crc(reps[0]);
+        for (uint32_t r = 1; r < t->R && !rc; r++)
+            if (t->be->layout_crc(reps[r]) != crc)
+                rc = sf_err_set(e, SF_EIO, "replicas 0 and %u keep their parameters in different layouts (cuDNN's "
+                                "weight space): their gradients cannot be summed element by element", r);
+        sf_err other = {0};  // the first failure's message is the one kept
+        int arc = sf_ranks_agree(t->ranks, &crc, sizeof crc, "the replicas' parameter layout (cuDNN's weight space)",
+                                 rc ? &other : e);
+        if (!rc) rc = arc;
+    }
     if (t->ranks) {
-        if (sf_ranks_rank(t->ranks) == 0) rc = t->be->reduce_id(&world.id, e);
+        if (sf_ranks_rank(t->ranks) == 0 && !rc) rc = t->be->reduce_id(&world.id, e);
         // A rank that failed still joins the broadcast, so that none waits.
         int64_t failed = rc != 0;
         int brc = sf_ranks_sum_i64(t->ranks, &failed, 1, "the replicas' group", e);

@@ -553,6 +553,14 @@ static int gpu_reduce_id(sf_reduce_id *id, sf_err *e) {
 // One communicator per GPU: from ncclCommInitAll when the replicas are this
 // process's alone, or from ncclCommInitRank with the job's id when they are
 // part of a job's ranks. A replica per GPU. (One replica alone needs none.)
+// cuDNN chooses where each LSTM's weights lie in its weight space: perm
+// says where every Keras parameter went.
+static uint32_t gpu_layout_crc(sf_replica *opaque) {
+    const gpu_replica *r = (const gpu_replica *)opaque;
+    uint64_t n = r->nbuf;
+    return sf_crc32c(sf_crc32c(0, &n, sizeof n), r->perm, r->m->nparams * sizeof *r->perm);
+}
+
 static int gpu_reduce_open(void **out, sf_replica *const *reps, uint32_t R, const sf_reduce_world *world, sf_err *e) {
     nccl_group *g = (nccl_group *)calloc(1, sizeof *g);
     int *devs = (int *)calloc(R ? R : 1, sizeof *devs);  // zeroed: R may be 0
@@ -669,6 +677,7 @@ static const sf_backend cuda_backend = {
     .apply = gpu_apply,
     .predict = gpu_predict,
     .host_memory = gpu_host_memory,
+    .layout_crc = gpu_layout_crc,
     .reduce_id = gpu_reduce_id,
     .reduce_open = gpu_reduce_open,
     .reduce = gpu_reduce,
