@@ -56,13 +56,16 @@ static inline float tanh_fast(float z) {
 // rows, and is slow on a transposed A. Measured one-threaded (BENCHMARKS.md):
 // (16,180)x(180,720) 51 us on oneDNN, 124 on OpenBLAS; (180,960)x(960,720)
 // with A transposed 4.1 ms, 6.3; but the (960,180)x(180,720) projection
-// 4.5 ms, 3.7, and (128,180)x(180,720) 586 us, 508.
-static bool onednn_sgemm_wins(bool ta, size_t M) { return ta || M <= 64; }
+// 4.5 ms, 3.7, and (128,180)x(180,720) 586 us, 508. oneDNN's call costs
+// about 1 us, OpenBLAS' 0.2: below (16,256)x(256,64) OpenBLAS wins.
+static bool onednn_sgemm_wins(bool ta, size_t M, size_t N, size_t K) {
+    return (ta || M <= 64) && M * N * K >= (size_t)16 * 256 * 64;
+}
 
 // C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
 static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
                  const float *B, size_t ldb, float beta, float *C, size_t ldc) {
-    if (onednn_sgemm_wins(ta, M) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (onednn_sgemm_wins(ta, M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
@@ -301,7 +304,7 @@ void sf_cpu_describe(char *what, size_t n) {
     const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512" : __builtin_cpu_supports("avx2") ? "AVX2"
                                                                                                       : "baseline";
     snprintf(what, n, "%s sgemm%s, element-wise loops in %s", openblas_get_config(),
-             sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A" : "", loops);
+             sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A (but tiny ones)" : "", loops);
 }
 
 double sf_cpu_gemm_rate(size_t n, int reps) {
