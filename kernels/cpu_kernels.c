@@ -103,6 +103,12 @@ SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_
     }
 }
 
+// sum (n) += the rows of dy (rows, n), in row order: a bias's gradient.
+static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < n; k++) sum[k] += dy[r * n + k];
+}
+
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
@@ -147,8 +153,7 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
     gemm(true, false, C, G, B * T, 1.0f, x, C, dgates, G, 0.0f, dW, G);
     gemm(true, false, U, G, B * T, 1.0f, hprev, U, dgates, G, 0.0f, dUr, G);
     memset(db, 0, G * sizeof(float));
-    for (size_t row = 0; row < B * T; row++)
-        for (size_t k = 0; k < G; k++) db[k] += dgates[row * G + k];
+    rows_add(db, dgates, B * T, G);
     if (dx) gemm(false, true, B * T, C, G, 1.0f, dgates, G, W, G, 0.0f, dx, C);
 }
 
@@ -161,8 +166,7 @@ void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const f
                        size_t C, size_t O) {
     gemm(true, false, C, O, B, 1.0f, x, C, dy, O, 0.0f, dW, O);
     memset(db, 0, O * sizeof(float));
-    for (size_t r = 0; r < B; r++)
-        for (size_t k = 0; k < O; k++) db[k] += dy[r * O + k];
+    rows_add(db, dy, B, O);
     if (dx) gemm(false, true, B, C, O, 1.0f, dy, O, W, O, 0.0f, dx, C);
 }
 
@@ -220,8 +224,8 @@ void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const fl
             size_t row = bi * T + t;
             lstm_cell_backward(dz + bi * G, dc_next + bi * U, gates + (t * B + bi) * G, c + row * U,
                                t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
-            for (size_t k = 0; k < G; k++) db[k] += dz[bi * G + k];
         }
+        rows_add(db, dz, B, G);
         sf_bf16_round(q->d + t * B * G, dz, B * G);
         // dh_{t-1} = dz_t Ur^T
         if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 3, dh_next, q->d + t * B * G, B, false);
@@ -249,8 +253,7 @@ void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf
     sf_bf16_round(q->d, dy, B * O);
     sf_matmul_bf16(q->mm, dW, q->x, q->d, C, O, B, true, false, false);
     memset(db, 0, O * sizeof(float));
-    for (size_t r = 0; r < B; r++)
-        for (size_t k = 0; k < O; k++) db[k] += dy[r * O + k];
+    rows_add(db, dy, B, O);
     if (dx) sf_matmul_bf16(q->mm, dx, q->d, q->W, B, C, O, false, true, false);
 }
 
