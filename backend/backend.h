@@ -52,11 +52,17 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
 // x is a part of it (the masks are the whole batch's).
 const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const float *x, uint32_t count, bool training,
                                  uint64_t seed, uint64_t first_row);
+// A backward pass's news that layer `layer`'s range of the gradient buffer
+// (sf_model_layer_params) is final, top layer first, while the layers below
+// are still to come: what lets their sum across ranks start early.
+typedef void (*sf_layer_done)(void *arg, uint32_t layer);
+
 // After a forward pass on the same x: the MSE summed over the rows (Keras'
 // mean over targets per row), and grads (nparams, overwritten) of that sum
 // divided by global_batch, as MirroredStrategy scales each replica's share.
+// done (NULL: none) is called with arg for each layer with parameters.
 double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, const float *x, const float *y,
-                            uint32_t count, uint32_t global_batch);
+                            uint32_t count, uint32_t global_batch, sf_layer_done done, void *arg);
 
 // ---- replicas on a backend ----
 
@@ -108,6 +114,11 @@ typedef struct {
                       uint64_t seed, double *loss, sf_err *e);
     // The contiguous gradient buffer (host memory on CPU), for the all-reduce.
     float *(*gradients)(sf_replica *r);
+    // During every later train_step, fn(arg, layer) once for each layer
+    // with parameters, top first, from any of the replica's threads, when
+    // that layer's part of the gradient buffer is final (fn NULL: none).
+    // NULL on a backend whose buffer is final only when train_step returns.
+    void (*on_layer_done)(sf_replica *r, sf_layer_done fn, void *arg);
     // One Adam step with the gradient buffer as it is after the reduction.
     int (*apply)(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e);
     // Predictions (count, outputs) into host memory for x in host memory,

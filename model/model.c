@@ -115,6 +115,18 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
     return 0;
 }
 
+void sf_model_layer_params(const sf_model *m, uint32_t i, size_t *lo, size_t *hi) {
+    const sf_layer *l = &m->layer[i];
+    *lo = *hi = 0;
+    if (l->kind == SF_LAYER_DROPOUT) return;
+    *lo = l->kernel, *hi = m->nparams;
+    for (uint32_t k = i + 1; k < m->nlayers; k++)
+        if (m->layer[k].kind != SF_LAYER_DROPOUT) {
+            *hi = m->layer[k].kernel;
+            break;
+        }
+}
+
 void sf_model_format(const sf_model *m, char *buf, size_t len) {
     size_t n = 0;
     buf[0] = 0;

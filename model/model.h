@@ -49,6 +49,10 @@ void sf_model_format(const sf_model *m, char *buf, size_t len);
 // forget gate's at 1.
 void sf_model_init(const sf_model *m, float *params, uint64_t seed);
 
+// Layer i's parameters: [*lo, *hi) of the buffer (kernel, recurrent
+// kernel, bias: contiguous), empty for a dropout layer.
+void sf_model_layer_params(const sf_model *m, uint32_t i, size_t *lo, size_t *hi);
+
 // Floating-point operations of one window's forward pass (multiply-adds
 // count two); training (forward and backward) is about three times this.
 double sf_model_flops(const sf_model *m, uint32_t window);

@@ -14,6 +14,10 @@
 struct sf_ranks {
     MPI_Comm comm;  // our own, with errors returned rather than fatal
     MPI_Comm node;  // the ranks on this machine
+    MPI_Comm sums;  // the sums in flight, apart from the blocking collectives
+    MPI_Request *req;  // of the sums in flight, in start order
+    size_t *first;     // sum k's requests: req[first[k] .. first[k + 1])
+    size_t nsums, nreq, cap;
     int rank, size, local_rank, local_size;
     uint32_t cores;  // this rank's share of its machine
     bool multiple;  // MPI_THREAD_MULTIPLE: the watchdog may call MPI_Abort
@@ -127,6 +131,7 @@ int sf_ranks_open(sf_ranks **out, double timeout_s, sf_err *e) {
     d->timeout = timeout_s > 0 ? timeout_s : 300;
     MPI_Comm_dup(MPI_COMM_WORLD, &d->comm);
     MPI_Comm_set_errhandler(d->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(d->comm, &d->sums);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
     d->node = MPI_COMM_NULL, d->local_rank = 0, d->local_size = 1, d->cores = sf_ranks_affinity();
@@ -174,7 +179,9 @@ void sf_ranks_close(sf_ranks *d) {
     if (!d) return;
     stop_watchdog(d);
     if (d->node != MPI_COMM_NULL) MPI_Comm_free(&d->node);
+    MPI_Comm_free(&d->sums);
     MPI_Comm_free(&d->comm);
+    free(d->req), free(d->first);
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
     free(d);
@@ -215,6 +222,53 @@ int sf_ranks_sum_f64(sf_ranks *d, double *v, size_t n, const char *what, sf_err 
 int sf_ranks_sum_f32(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
     return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_FLOAT, MPI_SUM, what, e) : 0;
 }
+// Room for one more sum of up to `pieces` requests.
+static bool sums_room(sf_ranks *d, size_t pieces) {
+    size_t need = d->nreq + pieces > d->nsums + 2 ? d->nreq + pieces : d->nsums + 2;
+    if (need <= d->cap) return true;
+    size_t cap = need * 2;
+    MPI_Request *req = realloc(d->req, cap * sizeof *req);
+    if (req) d->req = req;
+    size_t *first = realloc(d->first, cap * sizeof *first);
+    if (first) d->first = first;
+    if (!req || !first) return false;
+    d->cap = cap;
+    return true;
+}
+
+int sf_ranks_sum_start(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
+    if (!d || d->size == 1) return 0;
+    size_t piece = INT_MAX / 2;
+    if (!sums_room(d, n / piece + 1)) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (d->nsums == 0) d->first[0] = 0;
+    int rc = MPI_SUCCESS;
+    for (size_t at = 0; rc == MPI_SUCCESS && at < n; at += piece) {
+        int part = n - at > piece ? (int)piece : (int)(n - at);
+        rc = MPI_Iallreduce(MPI_IN_PLACE, v + at, part, MPI_FLOAT, MPI_SUM, d->sums, &d->req[d->nreq]);
+        if (rc == MPI_SUCCESS) d->nreq++;
+    }
+    d->first[++d->nsums] = d->nreq;
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_ranks_sum_test(sf_ranks *d, size_t k, bool *done, const char *what, sf_err *e) {
+    *done = true;
+    if (!d || d->size == 1 || k >= d->nsums) return 0;
+    size_t lo = d->first[k];
+    int flag = 0, rc = MPI_Testall((int)(d->first[k + 1] - lo), d->req + lo, &flag, MPI_STATUSES_IGNORE);
+    *done = flag != 0;
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_ranks_sum_finish(sf_ranks *d, const char *what, sf_err *e) {
+    if (!d || d->size == 1 || d->nsums == 0) return 0;
+    arm(d, what);
+    int rc = MPI_Waitall((int)d->nreq, d->req, MPI_STATUSES_IGNORE);
+    disarm(d);
+    d->nsums = d->nreq = 0;
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
 int sf_ranks_min_u64(sf_ranks *d, uint64_t *v, size_t n, const char *what, sf_err *e) {
     return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_UINT64_T, MPI_MIN, what, e) : 0;
 }

@@ -54,6 +54,19 @@ uint32_t sf_ranks_affinity(void);     // cores this process is bound to (ranks.c
 int sf_ranks_sum_i64(sf_ranks *d, int64_t *v, size_t n, const char *what, sf_err *e);
 int sf_ranks_sum_f64(sf_ranks *d, double *v, size_t n, const char *what, sf_err *e);
 int sf_ranks_sum_f32(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
+// Sums in flight: in-place float sums over the ranks (MPI_Iallreduce on a
+// communicator of their own) that run while the caller computes. Every rank
+// starts the same sums in the same order, one thread at a time, then
+// finishes them together; between, v (n floats) is MPI's. Each start and
+// test also lets the sums started before it progress (MPI moves data only
+// inside its calls). start: 0 or SF_EIO/SF_ENOMEM; a failed start leaves
+// the sums before it in flight.
+int sf_ranks_sum_start(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
+// Whether sum k (0 is the first started since the last finish) is done.
+int sf_ranks_sum_test(sf_ranks *d, size_t k, bool *done, const char *what, sf_err *e);
+// Waits for every sum started (under the watchdog, as a collective); then
+// none is in flight.
+int sf_ranks_sum_finish(sf_ranks *d, const char *what, sf_err *e);
 int sf_ranks_min_u64(sf_ranks *d, uint64_t *v, size_t n, const char *what, sf_err *e);
 // Whether every rank on this machine has the same n bytes in buf (they see
 // the same GPUs, say); true for NULL.

@@ -4,13 +4,102 @@
 // a run does not depend on thread timing; across ranks MPI's in-place sum
 // comes between the two halves. A backend that sums itself (NCCL on GPUs)
 // does all of it in its group.
+//
+// Across ranks, on a backend that reports each layer's gradients as they
+// become final (CPU), a layer's sum starts as soon as every replica of the
+// rank has it: the replicas' sum into replica 0's buffer, in replica order,
+// then MPI_Iallreduce, while the layers below are still in their backward
+// pass. The step's reduce then waits for the sums still in flight. Each
+// element is summed in the same order as by the one sum after the backward,
+// so the weights are the same bit for bit.
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
+static const char *const what_sum = "the gradient all-reduce";
+
+// g0 + g1 + ... + g(R-1) for every element of [lo, hi), into replica 0's buffer.
+static void sum_range(sf_trainer *t, size_t lo, size_t hi) {
+    float *sum = t->be->gradients(t->w[0].rep);
+    for (uint32_t q = 1; q < t->R; q++) {
+        const float *g = t->be->gradients(t->w[q].rep);
+        for (size_t k = lo; k < hi; k++) sum[k] += g[k];
+    }
+}
+
+// The sums in flight that have completed, in start order; each a span on the
+// trace (from its start to when it was seen complete).
+static void buckets_poll(sf_trainer *t) {
+    sf_buckets *b = &t->bk;
+    while (!b->rc && b->done < b->started) {
+        bool done = false;
+        b->rc = sf_ranks_sum_test(t->ranks, b->done, &done, what_sum, &b->e);
+        if (!done) break;
+        sf_trace_span(t->trace, b->track, t->m->layer[b->layer[b->done]].name, b->since[b->done], sf_now());
+        b->done++;
+    }
+}
+
+// A replica's layer is final (any of its threads, during its backward): the
+// layers every replica has, in the fixed order, have their sums started.
+static void layer_ready(void *arg, uint32_t layer) {
+    sf_worker *w = arg;
+    sf_trainer *t = w->t;
+    sf_buckets *b = &t->bk;
+    pthread_mutex_lock(&b->mu);
+    b->ready[layer]++;
+    while (!b->rc && b->started < b->n && b->ready[b->layer[b->started]] == t->R) {
+        size_t lo, hi;
+        sf_model_layer_params(t->m, b->layer[b->started], &lo, &hi);
+        sum_range(t, lo, hi);
+        b->since[b->started++] = sf_now();
+        b->rc = sf_ranks_sum_start(t->ranks, t->be->gradients(t->w[0].rep) + lo, hi - lo, what_sum, &b->e);
+    }
+    buckets_poll(t);
+    pthread_mutex_unlock(&b->mu);
+}
+
+static void buckets_reset(sf_buckets *b) {
+    memset(b->ready, 0, sizeof b->ready);
+    b->started = b->done = 0, b->rc = 0;
+}
+
+// Replica 0, after every replica's backward: the sums still in flight.
+static int buckets_finish(sf_trainer *t, sf_err *e) {
+    sf_buckets *b = &t->bk;
+    int rc = b->rc;
+    if (rc) *e = b->e;
+    else if (b->started < b->n)
+        rc = sf_err_set(e, SF_EIO, "%s: %u of %u layers' gradients were reported by the replicas", what_sum, b->started,
+                        b->n);
+    if (!rc) rc = sf_ranks_sum_finish(t->ranks, what_sum, e);
+    for (double now = sf_now(); !rc && b->done < b->started; b->done++)
+        sf_trace_span(t->trace, b->track, t->m->layer[b->layer[b->done]].name, b->since[b->done], now);
+    buckets_reset(b);
+    return rc;
+}
+
+void sf_allreduce_settle(sf_trainer *t) {
+    sf_err ignored = {0};
+    if (t->bk.started == t->bk.n) buckets_finish(t, &ignored);
+    buckets_reset(&t->bk);
+}
+
+// The layers' sums started during the backward: with ranks, on a backend
+// that reports its layers, when there is more than one rank.
+static void buckets_open(sf_trainer *t) {
+    if (!t->be->on_layer_done || sf_ranks_size(t->ranks) < 2) return;
+    for (uint32_t i = t->m->nlayers; i-- > 0;)
+        if (t->m->layer[i].kind != SF_LAYER_DROPOUT) t->bk.layer[t->bk.n++] = i;
+    for (uint32_t r = 0; r < t->R; r++) t->be->on_layer_done(t->w[r].rep, layer_ready, &t->w[r]);
+}
+
 int sf_allreduce_open(sf_trainer *t, sf_err *e) {
-    if (!t->be->reduce_open) return 0;
+    if (!t->be->reduce_open) {
+        buckets_open(t);
+        return 0;
+    }
     // Every rank's replicas in one group: rank 0's id, sent to all.
     sf_replica **reps = malloc(t->R * sizeof *reps);
     if (!reps) return sf_err_set(e, SF_ENOMEM, "out of memory");
@@ -53,16 +142,6 @@ static void slice(const sf_trainer *t, uint32_t r, size_t *lo, size_t *hi) {
     *lo = n * r / t->R, *hi = n * (r + 1) / t->R;
 }
 
-// g0 + g1 + ... + g(R-1) for every element of slice r, into replica 0's buffer.
-static void sum_slice(sf_trainer *t, uint32_t r) {
-    size_t lo, hi;
-    slice(t, r, &lo, &hi);
-    float *sum = t->be->gradients(t->w[0].rep);
-    for (uint32_t q = 1; q < t->R; q++) {
-        const float *g = t->be->gradients(t->w[q].rep);
-        for (size_t k = lo; k < hi; k++) sum[k] += g[k];
-    }
-}
 
 // Replica 0's sum, slice r, to every other replica.
 static void spread_slice(sf_trainer *t, uint32_t r) {
@@ -75,7 +154,15 @@ static void spread_slice(sf_trainer *t, uint32_t r) {
 int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e) {
     if (t->group) return t->be->reduce(t->group, r, e);
     int rc = 0;
-    sum_slice(t, r);
+    if (t->bk.n) {
+        if (r == 0) rc = buckets_finish(t, e);
+        pthread_barrier_wait(&t->bar);
+        spread_slice(t, r);
+        return rc;
+    }
+    size_t lo, hi;
+    slice(t, r, &lo, &hi);
+    sum_range(t, lo, hi);
     if (t->ranks) {
         pthread_barrier_wait(&t->bar);
         if (r == 0) rc = sf_ranks_sum_f32(t->ranks, t->be->gradients(t->w[0].rep), t->m->nparams,

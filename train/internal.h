@@ -28,6 +28,21 @@ typedef struct {
     sf_err e;
 } sf_worker;
 
+// Across ranks on a backend that reports each layer's gradients as final
+// (CPU), the sum across ranks goes a layer at a time and starts while the
+// layers below are still in their backward pass (allreduce.c).
+typedef struct {
+    uint32_t n;                            // layers with parameters; 0: one sum after the backward
+    uint32_t layer[SF_MODEL_MAX_LAYERS];   // top first: the order the sums start in, on every rank
+    pthread_mutex_t mu;                    // the replicas' threads report under it
+    uint32_t ready[SF_MODEL_MAX_LAYERS];   // per layer: replicas done with it this step
+    uint32_t started, done;                // sums started this step; the first `done` of them complete
+    double since[SF_MODEL_MAX_LAYERS];     // when each started
+    int rc;                                // the first failure this step
+    sf_err e;
+    int track;                             // in the trace
+} sf_buckets;
+
 struct sf_trainer {
     const sf_backend *be;
     const sf_model *m;
@@ -44,6 +59,7 @@ struct sf_trainer {
     double loss, wait;
     int interrupt;  // sf_step_info.interrupted
     sf_trace *trace;
+    sf_buckets bk;
     sf_staging *staging;  // the backend's, when it stages batches onto devices
     sf_stage_ops hooks;
     pthread_barrier_t bar;
@@ -80,6 +96,11 @@ int sf_allreduce_open(sf_trainer *t, sf_err *e);
 // its backward pass): then every replica's gradient buffer holds the sum
 // over every replica of the job, in a fixed order. 0 or a negative code.
 int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e);
+// After a run that stopped between the backward pass and the sum: waits for
+// the sums in flight when every layer's was started (a stop the ranks
+// agreed on), so that none outlives the run; else leaves them to the job's
+// abort.
+void sf_allreduce_settle(sf_trainer *t);
 
 // ---- resume.c ----
 

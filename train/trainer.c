@@ -5,7 +5,8 @@
 //   forward and backward         (every replica, in parallel)
 //   | replica 0 checks the replicas' results and decides to go on
 //                                (ranks: on the job's loss and interrupts)
-//   reduce                       (the gradients' sum: allreduce.c)
+//   reduce                       (the gradients' sum: allreduce.c; across
+//                                 ranks, started layer by layer in the backward)
 //   update                       (Adam, every replica on its own weights)
 //   | replica 0 runs the hook with everyone stopped
 //
@@ -41,6 +42,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     pthread_barrier_init(&t->bar, NULL, replicas);
     pthread_mutex_init(&t->gate, NULL);
     pthread_cond_init(&t->gate_cv, NULL);
+    pthread_mutex_init(&t->bk.mu, NULL);
     sf_replica **reps = malloc(replicas * sizeof *reps);
     if (!reps) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t r = 0; !rc && r < replicas; r++) {
@@ -73,6 +75,7 @@ void sf_trainer_close(sf_trainer *t) {
     pthread_barrier_destroy(&t->bar);
     pthread_mutex_destroy(&t->gate);
     pthread_cond_destroy(&t->gate_cv);
+    pthread_mutex_destroy(&t->bk.mu);
     free(t->w);
     free(t);
 }
@@ -113,6 +116,7 @@ void sf_trainer_set_trace(sf_trainer *t, sf_trace *trace) {
         snprintf(name, sizeof name, "replica %u", r);
         t->w[r].track = sf_trace_track(trace, name);
     }
+    if (t->bk.n) t->bk.track = sf_trace_track(trace, "gradient sums across ranks");
 }
 
 const sf_stage_ops *sf_trainer_stage_ops(const sf_trainer *t) { return t->staging ? &t->hooks : NULL; }
@@ -286,6 +290,7 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
     pthread_cond_broadcast(&t->gate_cv);
     pthread_mutex_unlock(&t->gate);
     for (uint32_t r = 0; r < started; r++) pthread_join(t->w[r].thread, NULL);
+    sf_allreduce_settle(t);
     if (started < t->R) return sf_err_set(e, SF_ENOMEM, "cannot start %u replica threads", t->R);
     // A failed step may leave collectives waiting for a replica that will
     // never join them: abort them, so the devices' streams can drain.

@@ -212,7 +212,8 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
 }
 
 double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, const float *x,
-                               const float *y, uint32_t count, uint32_t global_batch) {
+                               const float *y, uint32_t count, uint32_t global_batch, sf_layer_done done,
+                               void *arg) {
     const sf_model *m = r->m;
     size_t B = count, T = r->window;
     uint32_t last = m->nlayers - 1;
@@ -251,6 +252,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
                                   l->units);
         }
+        if (done && l->kind != SF_LAYER_DROPOUT) done(arg, i);
     }
     return loss;
 }

@@ -1,6 +1,7 @@
 // The CPU backend: a replica's weights, gradients and Adam state in host
 // memory, its batch cut into parts that run on helper threads.
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,9 @@
 // parts' gradients in part order. Each thread runs BLAS on its own part, so
 // small per-step products are not split across cores (measured: R = 1 on 2
 // cores went from the speed of one BLAS with 2 threads to that of 2
-// replicas).
+// replicas). A layer's sum is the work of the last part to finish that
+// layer, while the others go on below it, so that the layer's gradients are
+// final (and their sum across ranks may start) before the backward ends.
 struct sf_replica {
     const sf_model *m;
     uint32_t window;
@@ -21,6 +24,9 @@ struct sf_replica {
     sf_cpu_pass **act;  // per part
     float **g;             // per part; g[0] is the replica's gradient buffer
     double *loss;          // per part
+    atomic_uint *finished;  // per layer: the parts done with its gradients this step
+    sf_layer_done ready;    // told when a layer's sum is final
+    void *ready_arg;
     // the step being run
     const float *x, *y;
     float *out;
@@ -86,6 +92,19 @@ static void run_parts(sf_replica *r, void (*job)(sf_replica *r, uint32_t part)) 
     }
 }
 
+// A part is done with layer's gradients; the last one sums the parts' in
+// part order into g[0].
+static void part_done(void *arg, uint32_t layer) {
+    sf_replica *r = arg;
+    // acq_rel: the last part sees every other part's gradients.
+    if (r->parts > 1 && atomic_fetch_add_explicit(&r->finished[layer], 1, memory_order_acq_rel) + 1 < r->parts) return;
+    size_t lo, hi;
+    sf_model_layer_params(r->m, layer, &lo, &hi);
+    for (uint32_t q = 1; q < r->parts; q++)
+        for (size_t k = lo; k < hi; k++) r->g[0][k] += r->g[q][k];
+    if (r->ready) r->ready(r->ready_arg, layer);
+}
+
 static void train_part(sf_replica *r, uint32_t p) {
     uint32_t lo, n;
     part_rows(r, p, &lo, &n);
@@ -94,18 +113,13 @@ static void train_part(sf_replica *r, uint32_t p) {
     r->loss[p] = 0;
     if (n == 0) {
         memset(r->g[p], 0, m->nparams * sizeof(float));
+        for (uint32_t i = m->nlayers; i-- > 0;)
+            if (m->layer[i].kind != SF_LAYER_DROPOUT) part_done(r, i);
         return;
     }
     sf_cpu_pass_forward(r->act[p], r->w, r->x + lo * xrow, n, true, r->seed, lo);
     r->loss[p] = sf_cpu_pass_backward(r->act[p], r->g[p], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->outputs, n,
-                                      r->global);
-}
-
-// Slice p of the gradient: the parts' sum, in part order, into g[0].
-static void sum_part(sf_replica *r, uint32_t p) {
-    size_t n = r->m->nparams, lo = n * p / r->parts, hi = n * (p + 1) / r->parts;
-    for (uint32_t q = 1; q < r->parts; q++)
-        for (size_t k = lo; k < hi; k++) r->g[0][k] += r->g[q][k];
+                                      r->global, part_done, r);
 }
 
 static void predict_part(sf_replica *r, uint32_t p) {
@@ -130,7 +144,7 @@ static void cpu_close(sf_replica *r) {
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->go);
     pthread_cond_destroy(&r->done);
-    free(r->act), free(r->g), free(r->loss), free(r->threads);
+    free(r->act), free(r->g), free(r->loss), free(r->finished), free(r->threads);
     free(r->w), free(r->m1), free(r->v);
     free(r);
 }
@@ -151,7 +165,8 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     r->w = calloc(n, sizeof(float)), r->m1 = calloc(n, sizeof(float)), r->v = calloc(n, sizeof(float));
     r->act = calloc(r->parts, sizeof *r->act), r->g = calloc(r->parts, sizeof *r->g);
     r->loss = calloc(r->parts, sizeof *r->loss), r->threads = calloc(r->parts, sizeof *r->threads);
-    int rc = r->w && r->m1 && r->v && r->act && r->g && r->loss && r->threads
+    r->finished = calloc(m->nlayers, sizeof *r->finished);
+    int rc = r->w && r->m1 && r->v && r->act && r->g && r->loss && r->threads && r->finished
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
     uint32_t per = (batch + r->parts - 1) / r->parts;
     for (uint32_t p = 0; !rc && p < r->parts; p++) {
@@ -204,14 +219,16 @@ static int parts_status(const sf_replica *r, sf_err *e) {
 static int cpu_train_step(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
     r->x = x, r->y = y, r->count = count, r->global = global_batch, r->seed = seed;
+    for (uint32_t i = 0; i < r->m->nlayers; i++) atomic_store_explicit(&r->finished[i], 0, memory_order_relaxed);
     run_parts(r, train_part);
-    if (r->parts > 1) run_parts(r, sum_part);
     *loss = 0;
     for (uint32_t p = 0; p < r->parts; p++) *loss += r->loss[p];
     return parts_status(r, e);
 }
 
 static float *cpu_gradients(sf_replica *r) { return r->g[0]; }
+
+static void cpu_on_layer_done(sf_replica *r, sf_layer_done fn, void *arg) { r->ready = fn, r->ready_arg = arg; }
 
 static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
     (void)e;
@@ -242,6 +259,7 @@ const sf_backend sf_backend_cpu = {
     .save = cpu_save,
     .train_step = cpu_train_step,
     .gradients = cpu_gradients,
+    .on_layer_done = cpu_on_layer_done,
     .apply = cpu_apply,
     .predict = cpu_predict,
     .host_memory = cpu_host_memory,

@@ -40,7 +40,7 @@ static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uin
     uint32_t global = 2 * B;  // the replica's share of a larger global batch
     uint64_t seed = 99;
     sf_cpu_pass_forward(r, params, x, B, true, seed, 0);
-    double loss = sf_cpu_pass_backward(r, grads, params, x, y, B, global) / global;
+    double loss = sf_cpu_pass_backward(r, grads, params, x, y, B, global, NULL, NULL) / global;
     CHECK(fabs(loss - loss_at(r, &m, params, x, y, B, global, seed)) < 1e-9, "%s: loss differs between calls", spec);
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(&m, t);

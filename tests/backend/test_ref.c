@@ -98,7 +98,7 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     sf_adam adam = {1e-3f, 0.9f, 0.999f, 1e-7f};
     for (int step = 1; step <= steps; step++) {
         const float *pred = sf_cpu_pass_forward(r, p, x, B, false, 0, 0);
-        double loss = sf_cpu_pass_backward(r, g, p, x, y, B, B) / B, rel, ref = losses_ref[step - 1];
+        double loss = sf_cpu_pass_backward(r, g, p, x, y, B, B, NULL, NULL) / B, rel, ref = losses_ref[step - 1];
         CHECK(sf_cpu_pass_status(r, &e) == 0, "%s: %s", file, e.msg);
         worst.loss = fmax(worst.loss, fabs(loss - ref) / ref);
         CHECK(fabs(loss - ref) <= (step == 1 ? tol->loss1 : tol->loss) * ref, "%s: step %d: loss %.9g, %s%.9g", file,

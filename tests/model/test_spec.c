@@ -34,6 +34,19 @@ int main(void) {
               strcmp(t[9].name, "dense/kernel") == 0 && t[9].shape[0] == 180 && t[9].shape[1] == 4 &&
               t[10].offset + 4 == m.nparams,
           "tensors: %u, %s, %s, %s", n, t[0].name, t[4].name, t[9].name);
+    // Layers' parameter ranges tile the buffer in order; dropout has none.
+    size_t lo, hi, at = 0;
+    for (uint32_t i = 0; i < m.nlayers; i++) {
+        sf_model_layer_params(&m, i, &lo, &hi);
+        if (m.layer[i].kind == SF_LAYER_DROPOUT) {
+            CHECK(lo == hi, "layer %u (dropout) has parameters [%zu, %zu)", i, lo, hi);
+            continue;
+        }
+        CHECK(lo == at && hi > lo && lo == m.layer[i].kernel, "layer %u: [%zu, %zu), expected to start at %zu", i, lo,
+              hi, at);
+        at = hi;
+    }
+    CHECK(at == m.nparams, "the layers' ranges end at %zu of %zu", at, m.nparams);
     CHECK(sf_model_parse(&m, " lstm:8 , dense:5 , dense ", 3, 2, &e) == 0 && m.nlayers == 3 &&
               strcmp(m.layer[2].name, "dense_1") == 0,
           "spaces and two dense layers: %s", e.msg);

@@ -3,9 +3,11 @@
 # weights of 1 rank x 2 replicas, bit for bit (a sum of two is the same in
 # either order), and 2 ranks x 2 those of 1 x 4 to summation-order
 # tolerance; rank 0 alone writes checkpoints and the log; the trace has a
-# process per rank; a run resumes across rank counts; a rank that is killed,
-# hangs or fails ends the job, every rank non-zero, with a message naming
-# the rank, in bounded time; ranks started with other settings are refused.
+# process per rank, and each layer's gradient sum across ranks starts while
+# the backward pass goes on below it; a run resumes across rank counts; a
+# rank that is killed, hangs or fails ends the job, every rank non-zero,
+# with a message naming the rank, in bounded time; ranks started with other
+# settings are refused.
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}" "${SRCDIR:?}"
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
@@ -82,6 +84,18 @@ assert procs.get(1) == "seqfeed rank 0" and procs.get(2) == "seqfeed rank 1", pr
 for pid in (1, 2):
     spans = {e["name"] for e in ev if e.get("ph") == "X" and e["pid"] == pid}
     assert {"forward+backward", "all-reduce", "ranks: batch", "update"} <= spans, (pid, spans)
+    # Every step sums its layers across ranks top first, and the top layer's
+    # sum starts while the backward pass is still on the layers below.
+    track = {e["tid"] for e in ev if e.get("name") == "thread_name" and e["pid"] == pid
+             and e["args"]["name"] == "gradient sums across ranks"}
+    assert len(track) == 1, (pid, track)
+    sums = sorted((e for e in ev if e.get("ph") == "X" and e["pid"] == pid and e["tid"] in track),
+                  key=lambda e: e["ts"])
+    passes = [e for e in ev if e.get("ph") == "X" and e["pid"] == pid and e["name"] == "forward+backward"]
+    assert sums and len(sums) == 3 * len(passes), (pid, len(sums), len(passes))
+    assert [e["name"] for e in sums[:3]] == ["dense", "lstm_1", "lstm"], [e["name"] for e in sums[:3]]
+    for top in sums[::3]:
+        assert any(p["ts"] < top["ts"] < p["ts"] + p["dur"] for p in passes), (pid, top)
 PY
 
 # 2 ranks x 2 replicas against 1 x 4: the local sums come first, so only
