@@ -71,12 +71,24 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
 // for batches of up to `batch` windows.
 typedef struct sf_replica sf_replica;
 
+// How cuDNN runs an LSTM layer's recurrence on a GPU.
+enum sf_rnn_algo {
+    SF_RNN_STANDARD,          // CUDNN_RNN_ALGO_STANDARD: kernels per step
+    SF_RNN_PERSISTENT,        // CUDNN_RNN_ALGO_PERSIST_STATIC: one kernel keeps the weights on chip
+    SF_RNN_PERSISTENT_SMALL,  // CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H: the same for small hidden sizes
+};
+
+// "standard", "persistent", "persistent-small": --rnn-algo's words
+const char *sf_rnn_algo_name(enum sf_rnn_algo a);
+
 typedef struct {
     int device;                 // the replica's GPU
     uint32_t threads;           // the CPU threads it may use
     enum sf_precision precision;
     double timeout;             // seconds a wait on a collective (the all-reduce on the
                                 // stream) may take: a peer died or hangs (0: no limit)
+    enum sf_rnn_algo rnn_algo;  // GPU
+    bool late_loss;             // GPU, on a backend with step_loss: train_step only queues
 } sf_replica_opts;
 
 // The replicas of a job's ranks, for a backend that sums across them
@@ -121,6 +133,13 @@ typedef struct {
     void (*on_layer_done)(sf_replica *r, sf_layer_done fn, void *arg);
     // One Adam step with the gradient buffer as it is after the reduction.
     int (*apply)(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e);
+    // A replica opened with late_loss: its train_step queues the step on
+    // the device and returns without *loss, apply skips the update on the
+    // device when the loss or the summed gradients are not finite, and this
+    // waits for the step's loss (computed early in the step: the device
+    // still has the rest of it queued) and gives it. NULL: train_step's
+    // *loss is final when it returns.
+    int (*step_loss)(sf_replica *r, double *loss, sf_err *e);
     // Predictions (count, outputs) into host memory for x in host memory,
     // dropout off.
     int (*predict)(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e);

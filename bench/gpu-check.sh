@@ -103,6 +103,10 @@ cat "$out/info.txt"
 
 cd /tmp || exit 1  # the tests write their scratch files where they run
 for t in "${tests[@]}"; do step "$(basename "$t")" tests 45 "$t"; done
+# cuDNN's persistent recurrence (--rnn-algo persistent) against the CPU too.
+for t in "${tests[@]}"; do
+    [ "$(basename "$t")" = test_backend_gpu ] && step test_backend_gpu-persistent tests 45 "$t" persistent
+done
 cd - >/dev/null || exit 1
 
 # The default model on the GPU(s), one replica each, at global batches of
@@ -113,6 +117,13 @@ small=/tmp/seqfeed-gpu-100000x3.sfpack
 [ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 2000000 --feature-count 3 --series-count 4 -q
 [ -f "$small" ] || "$seqfeed" synth -o "$small" --rows 100000 --feature-count 3 --series-count 4 -q
 step bench-train bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 --warmup 5
+# Each new path against its switch back, so that a failure names its path:
+# the host waiting for every step's end before the update (the plain stream
+# path), and the persistent recurrence at the small batches it is for.
+step bench-train-sync bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 \
+    --steps 30 --warmup 5 --deferred-loss off
+step bench-train-persistent bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256 \
+    --steps 30 --warmup 5 --rnn-algo persistent
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,
 # with its report and trace; then evaluate on the GPU, and predict on the
 # GPU and on the CPU (a file small enough for the CPU), which must agree

@@ -34,6 +34,8 @@ typedef struct {
 static const char *const norms[] = {"zscore", "minmax", "none", NULL};
 static const char *const lr_scalings[] = {"none", "linear", NULL};
 static const char *const precisions[] = {"fp32", "tf32", "bf16", NULL};
+static const char *const rnn_algos[] = {"standard", "persistent", "persistent-small", NULL};  // sf_rnn_algo's order
+static const char *const on_off[] = {"on", "off", NULL};
 static const char *const ios[] = {"auto", "uring", "pread", NULL};
 static const char *const directs[] = {"auto", "on", "off", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
@@ -106,6 +108,15 @@ static const option options[OPT_COUNT] = {
                        .help = "matrix products in fp32, TF32 tensor cores (GPUs), or bf16 operands with fp32 "
                                "sums (CPU; docs/TRAINING.md); default: tf32 on GPUs of compute capability 8.0 "
                                "and up, else fp32"},
+    [OPT_RNN_ALGO] = {"rnn-algo", 0, "standard|persistent|persistent-small", K_CHOICE, .choices = rnn_algos,
+                      .group = TRAINING,
+                      .help = "GPUs: cuDNN's LSTM recurrence, a kernel per step or one persistent kernel that "
+                              "keeps the weights on chip (fast at small batches; persistent-small for small "
+                              "hidden sizes)"},
+    [OPT_DEFERRED_LOSS] = {"deferred-loss", 0, "on|off", K_CHOICE, .choices = on_off, .group = TRAINING,
+                           .help = "GPUs: the host reads each step's loss after queuing its update, which the GPU "
+                                   "skips if the loss or a gradient is not finite, so the GPU never waits for the "
+                                   "host (off: the host waits for each step's end before the update)"},
     [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0.001, .rhi = 1e9,
                            .group = TRAINING,
                            .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "
@@ -464,6 +475,8 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_IO: snprintf(buf, n, "%s", ios[p->io.io]); break;
     case OPT_DIRECT: snprintf(buf, n, "%s", directs[p->io.direct]); break;
     case OPT_GPUS: snprintf(buf, n, "all"); break;
+    case OPT_RNN_ALGO: snprintf(buf, n, "%s", sf_rnn_algo_name(f.rnn_algo)); break;
+    case OPT_DEFERRED_LOSS: snprintf(buf, n, "%s", on_off[!f.late_loss]); break;
     case OPT_COLLECTIVE_TIMEOUT: snprintf(buf, n, "300"); break;
     case OPT_LEVEL: snprintf(buf, n, "%d", SF_PACK_DEFAULT_LEVEL); break;
     case OPT_FILTER: snprintf(buf, n, "%s", sf_filter_name(SF_FILTER_DELTA_SHUFFLE)); break;
@@ -557,6 +570,8 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
+    if (v[OPT_RNN_ALGO].set) o->rnn_algo = (enum sf_rnn_algo)v[OPT_RNN_ALGO].choice;
+    if (v[OPT_DEFERRED_LOSS].set) o->late_loss = v[OPT_DEFERRED_LOSS].choice == 0;
     if (v[OPT_MEMORY_BUDGET].set) o->memory_budget = (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6);
     if (v[OPT_CHECKPOINT_DIR].set) o->checkpoint_dir = v[OPT_CHECKPOINT_DIR].text;
     if (v[OPT_CHECKPOINT_EVERY].set) o->checkpoint_every = v[OPT_CHECKPOINT_EVERY].u;

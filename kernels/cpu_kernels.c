@@ -333,6 +333,12 @@ float sf_adam_alpha(const sf_adam *a, uint64_t step) {
     return (float)(a->lr * sqrt(1.0 - pow(a->beta2, (double)step)) / (1.0 - pow(a->beta1, (double)step)));
 }
 
+bool sf_update_finite(const float *g, size_t n, double loss) {
+    bool finite = isfinite(loss);
+    for (size_t k = 0; k < n; k++) finite &= isfinite(g[k]) != 0;
+    return finite;
+}
+
 void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step) {
     float alpha = sf_adam_alpha(a, step);
     float c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;

@@ -94,9 +94,20 @@ __global__ static void last_step_backward(float *dh, const float *dout, size_t B
     }
 }
 
-// One Adam step over the contiguous parameters; as sf_adam_update.
+// *bad, zeroed before, becomes 1 when the loss or any gradient is not
+// finite; as !sf_update_finite.
+__global__ static void update_finite(int *bad, const float *g, size_t n, const double *loss) {
+    bool finite = blockIdx.x || threadIdx.x || isfinite(*loss);
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
+        finite &= isfinite(g[k]) != 0;
+    if (!finite) *bad = 1;
+}
+
+// One Adam step over the contiguous parameters; as sf_adam_update, or
+// nothing when the step's guard says skip.
 __global__ static void adam(float *w, float *m, float *v, const float *g, size_t n, float alpha, float c1, float c2,
-                            float eps) {
+                            float eps, const int *skip) {
+    if (skip && *skip) return;
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
         float mk = __fadd_rn(m[k], __fmul_rn(__fsub_rn(g[k], m[k]), c1));
         float vk = __fadd_rn(v[k], __fmul_rn(__fsub_rn(__fmul_rn(g[k], g[k]), v[k]), c2));
@@ -142,9 +153,17 @@ extern "C" int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B,
     return launched("last step backward", e);
 }
 
+extern "C" int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss, void *stream,
+                                    sf_err *e) {
+    cudaError_t rc = cudaMemsetAsync(bad, 0, sizeof *bad, (cudaStream_t)stream);
+    if (rc != cudaSuccess) return sf_err_set(e, SF_EIO, "the update's guard: %s", cudaGetErrorString(rc));
+    update_finite<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(bad, g, n, loss);
+    return launched("the update's guard", e);
+}
+
 extern "C" int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a,
-                                  uint64_t step, void *stream, sf_err *e) {
+                                  uint64_t step, const int *skip, void *stream, sf_err *e) {
     adam<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, m, v, g, n, sf_adam_alpha(a, step), 1.0f - a->beta1,
-                                                              1.0f - a->beta2, a->epsilon);
+                                                              1.0f - a->beta2, a->epsilon, skip);
     return launched("Adam", e);
 }

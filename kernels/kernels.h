@@ -143,6 +143,10 @@ typedef struct {
 void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step);
 // Its step size lr sqrt(1 - b2^t) / (1 - b1^t), the same for both backends.
 float sf_adam_alpha(const sf_adam *a, uint64_t step);
+// Whether a step may update: its loss and its n summed gradients all
+// finite. The guard a GPU applies to an update queued before the host has
+// read the loss.
+bool sf_update_finite(const float *g, size_t n, double loss);
 
 // ---- the CUDA twins (cuda_kernels.cu; only in a build with CUDA) ----
 // Device pointers, work queued on stream (a cudaStream_t); each computes
@@ -158,7 +162,10 @@ int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, s
 // last step, dout.
 int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e);
 int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e);
+// *bad (device) = !sf_update_finite(g, n, *loss) (loss: device).
+int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss, void *stream, sf_err *e);
+// skip (device; NULL: never): when *skip is nonzero, w, m and v stay as they are.
 int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step,
-                       void *stream, sf_err *e);
+                       const int *skip, void *stream, sf_err *e);
 
 #endif

@@ -102,6 +102,11 @@ typedef struct {
     uint32_t replica_batch, window;
     const int *devices;       // replica r's GPU (NULL: r)
     enum sf_precision precision;
+    enum sf_rnn_algo rnn_algo;  // GPU replicas' LSTM recurrence
+    bool late_loss;           // on a backend with step_loss (GPUs): the host reads each step's
+                              // loss after queuing its update, which the device skips when the
+                              // loss or the gradients are not finite; off, it waits for each
+                              // step's end before the update
     sf_adam adam;
     uint32_t stage_slots;     // slots per replica of the pipeline's ring, when the backend
                               // stages batches onto devices (0: no staging)
@@ -216,6 +221,8 @@ typedef struct {
     const sf_backend *backend;
     const int *devices;              // replica r's GPU (NULL: r), for the GPU backend
     enum sf_precision precision;
+    enum sf_rnn_algo rnn_algo;       // GPU: cuDNN's LSTM algorithm
+    bool late_loss;                  // GPU: sf_trainer_opts.late_loss
     sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
                                      // devices are this rank's, batch the whole job's
 } sf_fit_opts;

@@ -34,7 +34,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         free(t);
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    t->be = be, t->m = m, t->R = replicas, t->adam = o->adam;
+    t->be = be, t->m = m, t->R = replicas, t->adam = o->adam, t->late = o->late_loss && be->step_loss;
     t->ranks = o->ranks, t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas, t->interrupted = o->interrupted;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
@@ -49,7 +49,8 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         t->w[r].t = t, t->w[r].r = r;
         t->w[r].ring = malloc(SF_STEP_RING * sizeof *t->w[r].ring);  // without it: means only
         sf_replica_opts ro = {.device = o->devices ? o->devices[r] : (int)r, .threads = threads,
-                              .precision = o->precision, .timeout = sf_ranks_timeout(o->ranks)};
+                              .precision = o->precision, .timeout = sf_ranks_timeout(o->ranks),
+                              .rnn_algo = o->rnn_algo, .late_loss = t->late};
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }
     if (!rc) rc = sf_allreduce_open(t, e);
@@ -151,8 +152,9 @@ static void check_input(sf_trainer *t) {
 }
 
 // Replica 0, after every replica trained: an error stops all; a non-finite
-// loss stops before it reaches the weights. With ranks, the job's loss and
-// interrupts are summed first, so that every rank decides the same.
+// loss stops before it reaches the weights (late, the devices skipped the
+// update that was queued before its loss was read). With ranks, the job's
+// loss and interrupts are summed first, so that every rank decides the same.
 static void check_step(sf_trainer *t) {
     // loss, input wait, interrupts, and of them SIGTERMs: a job that some
     // rank's scheduler terminates ends as terminated on every rank
@@ -225,6 +227,15 @@ static void forward_backward(sf_worker *w, const sf_batch *b) {
     if (rc) w->rc = rc;
 }
 
+// After the backend waited for its stream (the step, or its loss), which
+// comes after the batch's copy: the copy's figure is final. The wait for it
+// moves from compute to copy.
+static void copy_figure(sf_worker *w) {
+    if (w->rc != 1 || !w->t->staging) return;
+    double copy = w->t->be->staging_waited(w->t->staging, w->r);
+    w->phase[SF_PHASE_COPY] += copy, w->phase[SF_PHASE_COMPUTE] -= copy;
+}
+
 static void *worker_main(void *arg) {
     sf_worker *w = arg;
     sf_trainer *t = w->t;
@@ -249,12 +260,12 @@ static void *worker_main(void *arg) {
             src->release(src->arg, w->r, &b);
         }
         phase(w, SF_PHASE_COMPUTE, "forward+backward", &at);
-        // The backend's step has waited for its stream: the copy's figure is final.
-        if (w->rc == 1 && t->staging) {
-            double copy = t->be->staging_waited(t->staging, w->r);
-            w->phase[SF_PHASE_COPY] += copy, w->phase[SF_PHASE_COMPUTE] -= copy;
+        if (!t->late) {
+            copy_figure(w);
+            if (!decide(w, check_step, "ranks: loss", &at)) break;
+        } else if (!t->group) {
+            pthread_barrier_wait(&t->bar);  // the host sums read every replica's gradients
         }
-        if (!decide(w, check_step, "ranks: loss", &at)) break;
         // reduce
         int rc = sf_allreduce(t, w->r, &w->e);
         if (rc) w->rc = rc;
@@ -264,6 +275,15 @@ static void *worker_main(void *arg) {
         rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
         if (rc) w->rc = rc;
         phase(w, SF_PHASE_UPDATE, "update", &at);
+        if (t->late) {
+            // The step's loss, on the host while the device runs the rest of
+            // the step: waiting for it is waiting for the forward pass.
+            rc = w->rc < 0 ? w->rc : t->be->step_loss(w->rep, &w->loss, &w->e);
+            if (rc) w->rc = rc;
+            phase(w, SF_PHASE_COMPUTE, "loss", &at);
+            copy_figure(w);
+            if (!decide(w, check_step, "ranks: loss", &at)) break;
+        }
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) after_step(t);
         pthread_barrier_wait(&t->bar);

@@ -31,6 +31,12 @@ const char *sf_precision_name(enum sf_precision p) {
     return names[p];
 }
 
+const char *sf_rnn_algo_name(enum sf_rnn_algo a) {
+    static const char *const names[] = {[SF_RNN_STANDARD] = "standard", [SF_RNN_PERSISTENT] = "persistent",
+                                        [SF_RNN_PERSISTENT_SMALL] = "persistent-small"};
+    return names[a];
+}
+
 // Values per window of layer l's output.
 static size_t out_size(const sf_cpu_pass *r, const sf_layer *l) {
     return (l->sequences ? r->window : 1) * l->units;

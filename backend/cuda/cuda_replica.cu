@@ -91,6 +91,10 @@ typedef struct {
     size_t work_bytes;
     float *xin, *scratch;       // device: a host batch's x; dx of the first layer
     double *loss_dev, *loss_host;
+    cudaEvent_t loss_ready;     // recorded after the loss's copy to loss_host
+    bool late;                  // late_loss: train_step only queues, step_loss reads the loss
+    int *bad;                   // device: the update's guard (late: a non-finite loss or gradient)
+    cudnnRNNAlgo_t algo;
     float *pred;                // device, (batch, outputs)
     bool tf32;         // tensor-core products (else FMA fp32)
     ncclComm_t comm;   // its communicator, when it has peers
@@ -115,8 +119,9 @@ static void gpu_close(sf_replica *opaque) {
     }
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
-    cudaFree(r->drop_states);
+    cudaFree(r->drop_states), cudaFree(r->bad);
     cudaFreeHost(r->loss_host);
+    if (r->loss_ready) cudaEventDestroy(r->loss_ready);
     if (r->nodrop) cudnnDestroyDropoutDescriptor(r->nodrop);
     if (r->blas) cublasDestroy(r->blas);
     if (r->dnn) cudnnDestroy(r->dnn);
@@ -145,6 +150,14 @@ static int lstm_shape(gpu_replica *r, const sf_layer *l, lstm_layer *k, uint32_t
     return 0;
 }
 
+// A cuDNN call of layer l's recurrence that failed; a persistent algorithm
+// has limits (hidden size, batch, compute capability) the standard one has not.
+static int rnn_failed(const gpu_replica *r, const sf_layer *l, const char *what, cudnnStatus_t st, sf_err *e) {
+    return sf_err_set(e, SF_EIO, "GPU %d: %s (layer %s, %u units, batch %u): %s%s", r->dev, what, l->name, l->units,
+                      r->batch, cudnnGetErrorString(st),
+                      r->algo == CUDNN_RNN_ALGO_STANDARD ? "" : " (hint: --rnn-algo standard)");
+}
+
 // One cuDNN RNN per LSTM layer; its weight space's size and, from
 // cudnnGetRNNWeightParams, where each gate's matrices and bias sit in it.
 static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e) {
@@ -152,14 +165,15 @@ static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e
     DNN_OK(cudnnCreateRNNDataDescriptor(&k->xd), "cudnnCreateRNNDataDescriptor");
     DNN_OK(cudnnCreateRNNDataDescriptor(&k->yd), "cudnnCreateRNNDataDescriptor");
     DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
-    DNN_OK(cudnnSetRNNDescriptor_v8(k->rnn, CUDNN_RNN_ALGO_STANDARD, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
-                                    CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT,
-                                    // TF32 comes with the default math for fp32 data (ALLOW_CONVERSION
-                                    // would mean fp16 products); FMA math is plain fp32.
-                                    r->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, (int32_t)l->in, (int32_t)l->units,
-                                    (int32_t)l->units, 1, r->nodrop,
-                                    CUDNN_RNN_PADDED_IO_ENABLED),
-           "cudnnSetRNNDescriptor_v8");
+    cudnnStatus_t st = cudnnSetRNNDescriptor_v8(k->rnn, r->algo, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
+                                                CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
+                                                CUDNN_DATA_FLOAT,
+                                                // TF32 comes with the default math for fp32 data (ALLOW_CONVERSION
+                                                // would mean fp16 products); FMA math is plain fp32.
+                                                r->tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH, (int32_t)l->in,
+                                                (int32_t)l->units, (int32_t)l->units, 1, r->nodrop,
+                                                CUDNN_RNN_PADDED_IO_ENABLED);
+    if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnSetRNNDescriptor_v8", st, e);
     DNN_OK(cudnnGetRNNWeightSpaceSize(r->dnn, k->rnn, &k->wbytes), "cudnnGetRNNWeightSpaceSize");
     SF_OK(lstm_shape(r, l, k, r->batch, e));
     // The workspace serves training and inference (predict, validation):
@@ -285,6 +299,8 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
     CUDA_OK(cudaMalloc((void **)&r->loss_dev, sizeof(double)), "cudaMalloc");
     CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
+    CUDA_OK(cudaEventCreateWithFlags(&r->loss_ready, cudaEventDisableTiming), "cudaEventCreate");
+    CUDA_OK(cudaMalloc((void **)&r->bad, sizeof *r->bad), "cudaMalloc");
     CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");  // r->host is reused by load
     return 0;
 }
@@ -294,7 +310,12 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     *out = NULL;
     gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
-    r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window, r->tf32 = o->precision == SF_PRECISION_TF32;
+    r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window;
+    r->tf32 = o->precision == SF_PRECISION_TF32, r->late = o->late_loss;
+    static const cudnnRNNAlgo_t algos[] = {[SF_RNN_STANDARD] = CUDNN_RNN_ALGO_STANDARD,
+                                           [SF_RNN_PERSISTENT] = CUDNN_RNN_ALGO_PERSIST_STATIC,
+                                           [SF_RNN_PERSISTENT_SMALL] = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H};
+    r->algo = algos[o->rnn_algo];
     int rc = open_replica(r, e);
     if (rc) {
         gpu_close((sf_replica *)r);
@@ -359,11 +380,12 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, ui
         if (l->kind == SF_LAYER_LSTM) {
             lstm_layer *k = &s->lstm;
             SF_OK(lstm_shape(r, l, k, n, e));
-            DNN_OK(cudnnRNNForward(r->dnn, k->rnn, training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                                   r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd, NULL, NULL,
-                                   k->wbytes, r->w + k->woff, r->work_bytes, r->work,
-                                   training ? k->reserve_bytes : 0, training ? k->reserve : NULL),
-                   "cudnnRNNForward");
+            cudnnStatus_t st = cudnnRNNForward(r->dnn, k->rnn,
+                                               training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                               r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd,
+                                               NULL, NULL, k->wbytes, r->w + k->woff, r->work_bytes, r->work,
+                                               training ? k->reserve_bytes : 0, training ? k->reserve : NULL);
+            if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNForward", st, e);
             if (l->sequences) {
                 s->y = s->seq;
             } else {
@@ -389,11 +411,13 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, ui
     return 0;
 }
 
-// Waits for the replica's stream. With peers, it watches the communicator
-// too: a collective whose peer failed would otherwise never finish.
-static int wait_stream(gpu_replica *r, sf_err *e) {
+// Waits for an event of the replica's stream (NULL: all of the stream's
+// work). With peers, it watches the communicator too: a collective whose
+// peer failed (this step's, or the last step's before this step's event)
+// would otherwise never finish.
+static int wait_for(gpu_replica *r, cudaEvent_t ev, sf_err *e) {
     if (!r->comm) {
-        CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
+        CUDA_OK(ev ? cudaEventSynchronize(ev) : cudaStreamSynchronize(r->stream), "waiting for the replica's stream");
         return 0;
     }
     // A peer that stopped answering raises no NCCL error: the deadline
@@ -403,7 +427,7 @@ static int wait_stream(gpu_replica *r, sf_err *e) {
     prctl(PR_SET_TIMERSLACK, 1000UL, 0UL, 0UL, 0UL);
     double deadline = r->timeout > 0 ? sf_now() + r->timeout : 0;
     for (;;) {
-        cudaError_t q = cudaStreamQuery(r->stream);
+        cudaError_t q = ev ? cudaEventQuery(ev) : cudaStreamQuery(r->stream);
         if (q == cudaSuccess) return 0;
         if (q != cudaErrorNotReady) CUDA_OK(q, "the replica's stream");
         ncclResult_t st = ncclSuccess;
@@ -433,11 +457,21 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
     nvtxRangePushA("backward");
     int brc = backward(r, x, y, n, global_batch, e);
     nvtxRangePop();
-    if (brc) return brc;
+    if (brc || r->late) return brc;
     // The loss is read now, so that a non-finite one stops training before
-    // the update: one wait per step, after all of the step's work is queued.
-    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
-    SF_OK(wait_stream(r, e));
+    // the update: one wait per step, after all of the step's work is queued,
+    // and the device idles until the host queues the next.
+    SF_OK(wait_for(r, NULL, e));
+    *loss = *r->loss_host;
+    return 0;
+}
+
+// Late: the loss is on the host early in the step, and the host goes on
+// to queue the next one while the device still runs this one.
+static int gpu_step_loss(sf_replica *opaque, double *loss, sf_err *e) {
+    gpu_replica *r = (gpu_replica *)opaque;
+    CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    SF_OK(wait_for(r, r->loss_ready, e));
     *loss = *r->loss_host;
     return 0;
 }
@@ -448,6 +482,8 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
     uint32_t last = m->nlayers - 1;
     const float one = 1.0f, zero = 0.0f;
     SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
+    CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
+    CUDA_OK(cudaEventRecord(r->loss_ready, r->stream), "cudaEventRecord");
     SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
                               r->stream, e));
     for (uint32_t i = m->nlayers; i-- > 0;) {
@@ -462,17 +498,17 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
                 SF_OK(sf_gpu_last_step_backward(s->dseq, s->dout, n, r->window, l->units, r->stream, e));
                 dseq = s->dseq;
             }
-            DNN_OK(cudnnRNNBackwardData_v8(r->dnn, k->rnn, r->seq_lengths, k->yd, s->seq, dseq, k->xd,
-                                           din ? din : r->scratch, k->hd, NULL, NULL, NULL, k->hd, NULL, NULL, NULL,
-                                           k->wbytes, r->w + k->woff, r->work_bytes, r->work, k->reserve_bytes,
-                                           k->reserve),
-                   "cudnnRNNBackwardData_v8");
+            cudnnStatus_t st = cudnnRNNBackwardData_v8(r->dnn, k->rnn, r->seq_lengths, k->yd, s->seq, dseq, k->xd,
+                                                       din ? din : r->scratch, k->hd, NULL, NULL, NULL, k->hd, NULL,
+                                                       NULL, NULL, k->wbytes, r->w + k->woff, r->work_bytes, r->work,
+                                                       k->reserve_bytes, k->reserve);
+            if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNBackwardData_v8", st, e);
             // Weight gradients accumulate (ADD is the mode cuDNN supports).
             CUDA_OK(cudaMemsetAsync(r->g + k->woff, 0, k->wbytes, r->stream), "cudaMemsetAsync");
-            DNN_OK(cudnnRNNBackwardWeights_v8(r->dnn, k->rnn, CUDNN_WGRAD_MODE_ADD, r->seq_lengths, k->xd, in, k->hd,
-                                              NULL, k->yd, s->seq, k->wbytes, r->g + k->woff, r->work_bytes, r->work,
-                                              k->reserve_bytes, k->reserve),
-                   "cudnnRNNBackwardWeights_v8");
+            st = cudnnRNNBackwardWeights_v8(r->dnn, k->rnn, CUDNN_WGRAD_MODE_ADD, r->seq_lengths, k->xd, in, k->hd,
+                                            NULL, k->yd, s->seq, k->wbytes, r->g + k->woff, r->work_bytes, r->work,
+                                            k->reserve_bytes, k->reserve);
+            if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNBackwardWeights_v8", st, e);
         } else if (l->kind == SF_LAYER_DROPOUT) {
             if (!din) continue;
             size_t cnt = (size_t)n * out_size(r, l);
@@ -500,7 +536,9 @@ static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err
     gpu_replica *r = (gpu_replica *)opaque;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     nvtxRangePushA("update");
-    int rc = sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->stream, e);
+    // Late, the host has not seen the loss yet: the device guards the update.
+    int rc = r->late ? sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e) : 0;
+    if (!rc) rc = sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->late ? r->bad : NULL, r->stream, e);
     nvtxRangePop();
     return rc;
 }
@@ -674,7 +712,9 @@ static const sf_backend cuda_backend = {
     .save = gpu_save,
     .train_step = gpu_train_step,
     .gradients = gpu_gradients,
+    .on_layer_done = NULL,  // the buffer is final when the stream is
     .apply = gpu_apply,
+    .step_loss = gpu_step_loss,
     .predict = gpu_predict,
     .host_memory = gpu_host_memory,
     .layout_crc = gpu_layout_crc,

@@ -35,8 +35,8 @@ int main(int argc, char **argv) {
     for (size_t k = 0; k < (size_t)B * O; k++) y[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
     sf_model_init(&m, w, 2);
     sf_replica *one, *three;
-    if (sf_backend_cpu.open(&one, &m, B, T, &(sf_replica_opts){0, 1, precision, 0}, &e) ||
-        sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){0, 3, precision, 0}, &e)) {
+    if (sf_backend_cpu.open(&one, &m, B, T, &(sf_replica_opts){.threads = 1, .precision = precision}, &e) ||
+        sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){.threads = 3, .precision = precision}, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     sf_backend_cpu.close(one);
     sf_backend_cpu.close(three);
     for (int k = 0; k < 300; k++) {
-        if (sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){0, 3, precision, 0}, &e)) break;
+        if (sf_backend_cpu.open(&three, &m, B, T, &(sf_replica_opts){.threads = 3, .precision = precision}, &e)) break;
         sf_backend_cpu.load(three, w, NULL, NULL, &e);
         sf_backend_cpu.predict(three, p3, x, B, &e);
         sf_backend_cpu.close(three);

@@ -3,7 +3,11 @@
 // training steps (dropout on: both draw the same masks) with Adam, their
 // losses and the weights after them; a partial batch. fp32 with FMA math on
 // the GPU, so agreement is to float rounding: 1e-5 relative on
-// predictions and losses, 1e-5 absolute on weights. Exit 77 without a GPU.
+// predictions and losses, 1e-5 absolute on weights. All of it twice: the
+// host waiting for each step before the update, and late (the loss read
+// after the update is queued), where a step with a NaN target must leave
+// the weights as they were. Argument: the --rnn-algo (standard,
+// persistent, persistent-small). Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -21,19 +25,9 @@ static double worst_rel(const float *a, const float *b, size_t n) {
     return w;
 }
 
-int main(void) {
+static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo algo, bool late) {
     sf_err e = {0};
-    gpus_or_skip();
-    const sf_backend *gpu_be = sf_backend_gpu(&e);
-    if (!gpu_be) {
-        CHECK(0, "a GPU but no GPU backend: %s", e.msg);
-        return TEST_EXIT();
-    }
-    sf_model m;
-    if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e)) {
-        CHECK(0, "%s", e.msg);
-        return TEST_EXIT();
-    }
+    sf_model m = *mp;
     size_t n = m.nparams;
     float *w0 = malloc(n * sizeof(float)), *wc = malloc(n * sizeof(float)), *wg = malloc(n * sizeof(float));
     float *x = malloc(STEPS * B * T * I * sizeof(float)), *y = malloc(STEPS * B * O * sizeof(float));
@@ -43,10 +37,11 @@ int main(void) {
     sf_model_init(&m, w0, 4);
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
     sf_replica *cpu, *gpu;
-    sf_replica_opts ro = {0, 1, SF_PRECISION_FP32, 0};
-    if (sf_backend_cpu.open(&cpu, &m, B, T, &ro, &e) || gpu_be->open(&gpu, &m, B, T, &ro, &e)) {
-        CHECK(0, "open: %s", e.msg);
-        return TEST_EXIT();
+    sf_replica_opts ro = {.threads = 1, .precision = SF_PRECISION_FP32}, go = ro;
+    go.rnn_algo = algo, go.late_loss = late;
+    if (sf_backend_cpu.open(&cpu, &m, B, T, &ro, &e) || gpu_be->open(&gpu, &m, B, T, &go, &e)) {
+        CHECK(0, "open (late %d): %s", late, e.msg);
+        return;
     }
     CHECK(sf_backend_cpu.load(cpu, w0, NULL, NULL, &e) == 0 && gpu_be->load(gpu, w0, NULL, NULL, &e) == 0,
           "load: %s", e.msg);
@@ -67,22 +62,59 @@ int main(void) {
     for (uint64_t step = 1; step <= STEPS; step++) {
         uint32_t count = step == STEPS ? B - 3 : B;  // the last batch partial
         size_t xo = (size_t)(step - 1) * B * T * I, yo = (size_t)(step - 1) * B * O;
-        double lc, lg;
+        double lc, lg = NAN;
         CHECK(sf_backend_cpu.train_step(cpu, x + xo, y + yo, count, B, 1000 + step, &lc, &e) == 0 &&
                   gpu_be->train_step(gpu, dx + xo, dy + yo, count, B, 1000 + step, &lg, &e) == 0,
               "step %llu: %s", (unsigned long long)step, e.msg);
-        CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu: loss %.9g on CPU, %.9g on GPU", (unsigned long long)step, lc, lg);
         CHECK(sf_backend_cpu.apply(cpu, &a, step, &e) == 0 && gpu_be->apply(gpu, &a, step, &e) == 0, "apply: %s",
               e.msg);
+        if (late)
+            CHECK(gpu_be->step_loss(gpu, &lg, &e) == 0, "step %llu: the late loss: %s", (unsigned long long)step,
+                  e.msg);
+        CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu (late %d): loss %.9g on CPU, %.9g on GPU",
+              (unsigned long long)step, late, lc, lg);
     }
     CHECK(sf_backend_cpu.save(cpu, wc, NULL, NULL, &e) == 0 && gpu_be->save(gpu, wg, NULL, NULL, &e) == 0,
           "save: %s", e.msg);
     double worst = 0;
     for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(wc[k] - wg[k]));
-    CHECK(worst <= 1e-5, "weights after %d steps differ by up to %.3g", STEPS, worst);
+    CHECK(worst <= 1e-5, "weights after %d steps (late %d) differ by up to %.3g", STEPS, late, worst);
+    if (late) {
+        // A NaN target: a NaN loss, which the host learns only after the
+        // update is queued; the device skips it.
+        float nan = NAN;
+        double lg = 0;
+        CHECK(cudaMemcpy(dy, &nan, sizeof nan, cudaMemcpyHostToDevice) == cudaSuccess &&
+                  gpu_be->train_step(gpu, dx, dy, B, B, 7, &lg, &e) == 0 &&
+                  gpu_be->apply(gpu, &a, STEPS + 1, &e) == 0 && gpu_be->step_loss(gpu, &lg, &e) == 0 && isnan(lg),
+              "a NaN target: loss %g: %s", lg, e.msg);
+        CHECK(gpu_be->save(gpu, wc, NULL, NULL, &e) == 0 && memcmp(wc, wg, n * sizeof(float)) == 0,
+              "a step with a NaN loss changed the weights: %s", e.msg);
+    }
     sf_backend_cpu.close(cpu);
     gpu_be->close(gpu);
     cudaFree(dx), cudaFree(dy);
     free(w0), free(wc), free(wg), free(x), free(y);
+}
+
+int main(int argc, char **argv) {
+    sf_err e = {0};
+    gpus_or_skip();
+    const sf_backend *gpu_be = sf_backend_gpu(&e);
+    if (!gpu_be) {
+        CHECK(0, "a GPU but no GPU backend: %s", e.msg);
+        return TEST_EXIT();
+    }
+    sf_model m;
+    if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    const char *name = argc > 1 ? argv[1] : "standard";
+    enum sf_rnn_algo algo = strcmp(name, "persistent") == 0         ? SF_RNN_PERSISTENT
+                            : strcmp(name, "persistent-small") == 0 ? SF_RNN_PERSISTENT_SMALL
+                                                                    : SF_RNN_STANDARD;
+    run(gpu_be, &m, algo, false);
+    run(gpu_be, &m, algo, true);
     return TEST_EXIT();
 }

@@ -3,6 +3,7 @@
 // their backward, the MSE sum and gradient, the last-step slice and its backward,
 // and 5 Adam steps. Exit 77 without a GPU.
 #include <cuda_runtime.h>
+#include <math.h>
 #include <string.h>
 
 #include "backend/backend.h"
@@ -80,11 +81,48 @@ int main(void) {
     sf_adam a = {1e-3f, 0.9f, 0.999f, 1e-7f};
     for (uint64_t step = 1; step <= 5; step++) {
         sf_adam_update(x, m, v, g, N, &a, step);
-        CHECK(sf_gpu_adam_update(dw, dm, dv, dg, N, &a, step, NULL, &e) == 0, "%s", e.msg);
+        CHECK(sf_gpu_adam_update(dw, dm, dv, dg, N, &a, step, NULL, NULL, &e) == 0, "%s", e.msg);
     }
     same("Adam weights", dw, x, N);
     same("Adam m", dm, m, N);
     same("Adam v", dv, v, N);
+
+    // The update's guard, as sf_update_finite: a NaN or an infinity in the
+    // gradients (first, last, or in the middle) or in the loss; and Adam
+    // under a guard that says skip leaves the state as it was.
+    int *dbad;
+    double *dloss;
+    CHECK(cudaMalloc((void **)&dbad, sizeof *dbad) == cudaSuccess &&
+              cudaMalloc((void **)&dloss, sizeof *dloss) == cudaSuccess, "cudaMalloc");
+    const size_t places[] = {0, N / 2, N - 1};
+    for (int c = 0; c < 8; c++) {
+        double loss = c == 6 ? NAN : c == 7 ? INFINITY : 0.5;
+        float keep = 0, bad_value = c % 2 ? INFINITY : NAN;
+        size_t at = places[c % 3];
+        if (c < 6) keep = g[at], g[at] = bad_value;
+        float *dgc = upload(g, N);
+        int bad = -1;
+        CHECK(cudaMemcpy(dloss, &loss, sizeof loss, cudaMemcpyHostToDevice) == cudaSuccess &&
+                  sf_gpu_update_finite(dbad, dgc, N, dloss, NULL, &e) == 0 &&
+                  cudaMemcpy(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess,
+              "the update's guard: %s", e.msg);
+        CHECK(bad == !sf_update_finite(g, N, loss) && bad == 1, "case %d: the guard says %d", c, bad);
+        if (c == 0) {
+            CHECK(sf_gpu_adam_update(dw, dm, dv, dgc, N, &a, 6, dbad, NULL, &e) == 0, "%s", e.msg);
+            same("Adam skipped: weights", dw, x, N);
+            same("Adam skipped: m", dm, m, N);
+        }
+        if (c < 6) g[at] = keep;
+        cudaFree(dgc);
+    }
+    double fine = 0.5;
+    int bad = -1;
+    CHECK(cudaMemcpy(dloss, &fine, sizeof fine, cudaMemcpyHostToDevice) == cudaSuccess &&
+              sf_gpu_update_finite(dbad, dg, N, dloss, NULL, &e) == 0 &&
+              cudaMemcpy(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess && bad == 0 &&
+              sf_update_finite(g, N, fine),
+          "finite gradients and loss: the guard says %d", bad);
+    cudaFree(dbad), cudaFree(dloss);
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
     free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);

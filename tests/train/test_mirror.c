@@ -2,7 +2,9 @@
 // replica its slice) end with the same weights after 6 steps, to float
 // summation-order tolerance, and every replica of a run with bit-identical
 // weights; a repeated run is bit-identical; a loss that turns non-finite
-// stops before the update.
+// stops before the update. The same on a backend that gives its loss late
+// (as GPUs do: the CPU backend with step_loss, and apply guarded as the
+// GPU's is): the same weights bit for bit, and the same stop.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,18 +42,72 @@ static int count_steps(void *arg, const sf_step_info *s, sf_err *e) {
     return 0;
 }
 
-static void train(uint32_t R, const sf_model *m, const float *w0, const float *x, const float *y, float *w, int *rc,
-                  sf_err *e) {
+// The late backend: each replica's loss kept from train_step for step_loss.
+static struct {
+    sf_replica *rep;
+    double loss;
+    size_t nparams;
+} late[4];
+static sf_backend late_backend;
+
+static double *late_loss(const sf_replica *r) {
+    for (int k = 0; k < 4; k++)
+        if (late[k].rep == r) return &late[k].loss;
+    abort();
+}
+
+static int late_open(sf_replica **r, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
+                     sf_err *e) {
+    int rc = sf_backend_cpu.open(r, m, batch, window, o, e);
+    for (int k = 0; !rc && k < 4; k++)
+        if (!late[k].rep) {
+            late[k].rep = *r, late[k].nparams = m->nparams;
+            break;
+        }
+    return rc;
+}
+
+static void late_close(sf_replica *r) {
+    for (int k = 0; k < 4; k++)
+        if (late[k].rep == r) late[k].rep = NULL;
+    sf_backend_cpu.close(r);
+}
+
+static int late_train_step(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
+                           uint64_t seed, double *loss, sf_err *e) {
+    *loss = NAN;  // not for the trainer to read
+    return sf_backend_cpu.train_step(r, x, y, count, global_batch, seed, late_loss(r), e);
+}
+
+static int late_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
+    size_t n = 0;
+    for (int k = 0; k < 4; k++)
+        if (late[k].rep == r) n = late[k].nparams;
+    return sf_update_finite(sf_backend_cpu.gradients(r), n, *late_loss(r)) ? sf_backend_cpu.apply(r, a, step, e) : 0;
+}
+
+static int late_step_loss(sf_replica *r, double *loss, sf_err *e) {
+    (void)e;
+    *loss = *late_loss(r);
+    return 0;
+}
+
+static void train_on(const sf_backend *be, uint32_t R, const sf_model *m, const float *w0, const float *x,
+                     const float *y, float *w, int *rc, sf_err *e) {
     sf_trainer *t;
     sf_adam adam = {1e-2f, 0.9f, 0.999f, 1e-7f};
-    *rc = sf_trainer_open(&t, &sf_backend_cpu, m, &(sf_trainer_opts){.replicas = R, .replica_batch = GLOBAL / R,
-                          .window = T, .adam = adam}, e);
+    *rc = sf_trainer_open(&t, be, m, &(sf_trainer_opts){.replicas = R, .replica_batch = GLOBAL / R, .window = T,
+                          .adam = adam, .late_loss = true}, e);
     if (*rc) return;
     slices s = {x, y, R, {0}};
     sf_batch_source src = {next, release, &s};
     uint64_t steps = 0;
     if (!(*rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) *rc = sf_trainer_run(t, &src, 5, count_steps, &steps, e);
-    if (!*rc) *rc = sf_trainer_save(t, w, NULL, NULL, e);
+    // After a stop, the weights as the stop left them.
+    if (!*rc || *rc == SF_EINVAL) {
+        int src_rc = sf_trainer_save(t, w, NULL, NULL, &(sf_err){0});
+        if (src_rc) *rc = src_rc;
+    }
     // Every replica applied the same update to the same weights: bit for bit.
     float *other = malloc(m->nparams * sizeof(float));
     for (uint32_t r = 1; !*rc && other && r < R; r++) {
@@ -61,8 +117,13 @@ static void train(uint32_t R, const sf_model *m, const float *w0, const float *x
     }
     free(other);
     if (!*rc && poison_at < 0) CHECK(steps == STEPS, "R=%u: %llu steps", R, (unsigned long long)steps);
-    if (!*rc && poison_at >= 0) CHECK(steps == (uint64_t)poison_at, "poisoned: %llu steps", (unsigned long long)steps);
+    if (poison_at >= 0) CHECK(steps == (uint64_t)poison_at, "poisoned: %llu steps", (unsigned long long)steps);
     sf_trainer_close(t);
+}
+
+static void train(uint32_t R, const sf_model *m, const float *w0, const float *x, const float *y, float *w, int *rc,
+                  sf_err *e) {
+    train_on(&sf_backend_cpu, R, m, w0, x, y, w, rc, e);
 }
 
 int main(void) {
@@ -105,12 +166,25 @@ int main(void) {
     train(2, &m, w0, x, y, ref, &rc, &e);
     train(2, &m, w0, x, y, w, &rc, &e);
     CHECK(memcmp(w, ref, m.nparams * sizeof(float)) == 0, "two runs with R=2 differ");
+    late_backend = sf_backend_cpu;
+    late_backend.open = late_open, late_backend.close = late_close, late_backend.train_step = late_train_step;
+    late_backend.apply = late_apply, late_backend.step_loss = late_step_loss;
+    train_on(&late_backend, 2, &m, w0, x, y, w, &rc, &e);
+    CHECK(rc == 0 && memcmp(w, ref, m.nparams * sizeof(float)) == 0, "R=2, the loss read late: other weights (%s)",
+          rc ? e.msg : "");
     // A NaN in a batch makes the loss NaN: the trainer stops before applying
-    // that step, so the weights are those after the steps before it.
+    // that step, so the weights are those after the steps before it; late,
+    // the backend skipped the update queued before the loss was read.
     poison_at = 3;
     x[(size_t)poison_at * GLOBAL * T * I + 1] = NAN;
-    train(2, &m, w0, x, y, w, &rc, &e);
+    train(2, &m, w0, x, y, ref, &rc, &e);
     CHECK(rc == SF_EINVAL && strstr(e.msg, "loss became nan at step 4"), "NaN: %d %s", rc, e.msg);
+    train_on(&late_backend, 2, &m, w0, x, y, w, &rc, &e);
+    CHECK(rc == SF_EINVAL && strstr(e.msg, "loss became nan at step 4"), "NaN, late: %d %s", rc, e.msg);
+    CHECK(memcmp(w, ref, m.nparams * sizeof(float)) == 0, "NaN, late: the update of step 4 reached the weights");
+    bool finite = true;
+    for (size_t k = 0; k < m.nparams; k++) finite &= isfinite(w[k]) != 0;
+    CHECK(finite, "NaN: the weights after the stop are not finite");
     free(w0), free(ref), free(w), free(x), free(y);
     return TEST_EXIT();
 }
