@@ -89,6 +89,7 @@ typedef struct {
                                 // stream) may take: a peer died or hangs (0: no limit)
     enum sf_rnn_algo rnn_algo;  // GPU
     bool late_loss;             // GPU, on a backend with step_loss: train_step only queues
+    bool cuda_graph;            // GPU, late: full batches replay the step captured in a CUDA graph
 } sf_replica_opts;
 
 // The replicas of a job's ranks, for a backend that sums across them

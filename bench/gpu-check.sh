@@ -119,9 +119,12 @@ small=/tmp/seqfeed-gpu-100000x3.sfpack
 step bench-train bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 --warmup 5
 # Each new path against its switch back, so that a failure names its path:
 # the host waiting for every step's end before the update (the plain stream
-# path), and the persistent recurrence at the small batches it is for.
+# path, no graph), the step on streams without its CUDA graph, and the
+# persistent recurrence at the small batches it is for.
 step bench-train-sync bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 \
     --steps 30 --warmup 5 --deferred-loss off
+step bench-train-streams bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 \
+    --steps 30 --warmup 5 --cuda-graph off
 step bench-train-persistent bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256 \
     --steps 30 --warmup 5 --rnn-algo persistent
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,

@@ -17,7 +17,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING}, {.opt = OPT_SEED},
     {.opt = OPT_MAX_STEPS}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
-    {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_MEMORY_BUDGET},
+    {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
     {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CHECKPOINT_DIR},
     {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT},

@@ -33,7 +33,8 @@ __device__ static uint64_t splitmix64(uint64_t s) {
 
 // mask and y are (n); as sf_dropout_forward.
 __global__ static void dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, float scale,
-                                       uint64_t seed, uint64_t first) {
+                                       const uint64_t *step_seed, uint64_t salt, uint64_t first) {
+    uint64_t seed = *step_seed ^ salt;
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
         float u = (float)(splitmix64(seed + (first + k) * 0x9e3779b97f4a7c15ull) >> 40) * 0x1p-24f;
         float m = u >= rate ? scale : 0.0f;
@@ -105,9 +106,10 @@ __global__ static void update_finite(int *bad, const float *g, size_t n, const d
 
 // One Adam step over the contiguous parameters; as sf_adam_update, or
 // nothing when the step's guard says skip.
-__global__ static void adam(float *w, float *m, float *v, const float *g, size_t n, float alpha, float c1, float c2,
-                            float eps, const int *skip) {
+__global__ static void adam(float *w, float *m, float *v, const float *g, size_t n, const float *step_alpha, float c1,
+                            float c2, float eps, const int *skip) {
     if (skip && *skip) return;
+    float alpha = *step_alpha;
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
         float mk = __fadd_rn(m[k], __fmul_rn(__fsub_rn(g[k], m[k]), c1));
         float vk = __fadd_rn(v[k], __fmul_rn(__fsub_rn(__fmul_rn(g[k], g[k]), v[k]), c2));
@@ -116,10 +118,10 @@ __global__ static void adam(float *w, float *m, float *v, const float *g, size_t
     }
 }
 
-extern "C" int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed,
-                                      uint64_t first, void *stream, sf_err *e) {
+extern "C" int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate,
+                                      const uint64_t *seed, uint64_t salt, uint64_t first, void *stream, sf_err *e) {
     dropout_forward<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(y, mask, x, n, rate, 1.0f / (1.0f - rate),
-                                                                          seed, first);
+                                                                          seed, salt, first);
     return launched("dropout forward", e);
 }
 
@@ -162,8 +164,8 @@ extern "C" int sf_gpu_update_finite(int *bad, const float *g, size_t n, const do
 }
 
 extern "C" int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a,
-                                  uint64_t step, const int *skip, void *stream, sf_err *e) {
-    adam<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, m, v, g, n, sf_adam_alpha(a, step), 1.0f - a->beta1,
-                                                              1.0f - a->beta2, a->epsilon, skip);
+                                  const float *alpha, const int *skip, void *stream, sf_err *e) {
+    adam<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(w, m, v, g, n, alpha, 1.0f - a->beta1, 1.0f - a->beta2,
+                                                              a->epsilon, skip);
     return launched("Adam", e);
 }

@@ -151,8 +151,12 @@ bool sf_update_finite(const float *g, size_t n, double loss);
 // ---- the CUDA twins (cuda_kernels.cu; only in a build with CUDA) ----
 // Device pointers, work queued on stream (a cudaStream_t); each computes
 // what its CPU twin above does, bit for bit. 0 or SF_EIO (the CUDA error).
-int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed,
-                           uint64_t first, void *stream, sf_err *e);
+// What changes every step (dropout's seed, Adam's step size) is read from
+// device memory when the kernel runs, so that a step captured once in a
+// CUDA graph runs every later step.
+// The masks of sf_dropout_forward with the seed *seed ^ salt (seed: device).
+int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, const uint64_t *seed,
+                           uint64_t salt, uint64_t first, void *stream, sf_err *e);
 int sf_gpu_dropout_backward(float *dx, const float *dy, const float *mask, size_t n, void *stream, sf_err *e);
 int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
                         void *stream, sf_err *e);
@@ -164,8 +168,9 @@ int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, v
 int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e);
 // *bad (device) = !sf_update_finite(g, n, *loss) (loss: device).
 int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss, void *stream, sf_err *e);
-// skip (device; NULL: never): when *skip is nonzero, w, m and v stay as they are.
-int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step,
+// Adam with the step size *alpha (device: sf_adam_alpha of the step); skip
+// (device; NULL: never): when *skip is nonzero, w, m and v stay as they are.
+int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, const float *alpha,
                        const int *skip, void *stream, sf_err *e);
 
 #endif

@@ -107,6 +107,7 @@ typedef struct {
                               // loss after queuing its update, which the device skips when the
                               // loss or the gradients are not finite; off, it waits for each
                               // step's end before the update
+    bool cuda_graph;          // GPUs, with late_loss: the whole step in a CUDA graph, replayed
     sf_adam adam;
     uint32_t stage_slots;     // slots per replica of the pipeline's ring, when the backend
                               // stages batches onto devices (0: no staging)
@@ -223,6 +224,7 @@ typedef struct {
     enum sf_precision precision;
     enum sf_rnn_algo rnn_algo;       // GPU: cuDNN's LSTM algorithm
     bool late_loss;                  // GPU: sf_trainer_opts.late_loss
+    bool cuda_graph;                 // GPU: sf_trainer_opts.cuda_graph
     sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
                                      // devices are this rank's, batch the whole job's
 } sf_fit_opts;

@@ -50,7 +50,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         t->w[r].ring = malloc(SF_STEP_RING * sizeof *t->w[r].ring);  // without it: means only
         sf_replica_opts ro = {.device = o->devices ? o->devices[r] : (int)r, .threads = threads,
                               .precision = o->precision, .timeout = sf_ranks_timeout(o->ranks),
-                              .rnn_algo = o->rnn_algo, .late_loss = t->late};
+                              .rnn_algo = o->rnn_algo, .late_loss = t->late, .cuda_graph = o->cuda_graph};
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }
     if (!rc) rc = sf_allreduce_open(t, e);

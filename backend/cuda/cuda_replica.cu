@@ -12,6 +12,14 @@
 // them out. Adam and the all-reduce are element-wise, so they need no other
 // layout; load and save permute to and from Keras' layout (perm).
 //
+// A step, with --deferred-loss on (late): train_step queues forward and
+// backward, the loss's copy to the host and an event right after the
+// forward pass; reduce queues NCCL's sum; apply queues a guard and Adam,
+// which skips the update when the guard finds a non-finite loss or
+// gradient; step_loss then waits for the loss's event only. With
+// --cuda-graph on, a full batch's step is all of that captured once in a
+// CUDA graph and replayed (train_step copies the batch in, apply launches).
+//
 // Status: compiled in CI; not yet run on a GPU (tests/gpu/test_backend_gpu.c
 // checks it against the CPU backend where one is found).
 #include <cublas_v2.h>
@@ -70,6 +78,18 @@ typedef struct {
     lstm_layer lstm;
 } layer_state;
 
+// What a step's kernels read from device memory rather than as arguments,
+// so that a captured step runs every step: dropout's seed, Adam's step size.
+typedef struct {
+    uint64_t seed;
+    float alpha;
+} step_values;
+// Steps whose values may still be read: the host waits for each step's loss
+// before it queues the step after next.
+enum { VALUE_RING = 4 };
+// cuBLAS' workspace (its guide asks 32 MiB on Hopper).
+enum { BLAS_WORK = 32u << 20 };
+
 typedef struct {
     const sf_model *m;
     int dev;
@@ -95,6 +115,19 @@ typedef struct {
     bool late;                  // late_loss: train_step only queues, step_loss reads the loss
     int *bad;                   // device: the update's guard (late: a non-finite loss or gradient)
     cudnnRNNAlgo_t algo;
+    step_values *values;        // device: the values the step's kernels read
+    step_values *ring;          // pinned host: each step's, VALUE_RING steps in turn
+    uint32_t turn;              // the step's place in the ring
+    uint32_t global;            // the step's global batch
+    void *blas_work;            // cuBLAS' workspace, its own so that a capture allocates nothing
+    // CUDA graph: the whole step (forward, backward, all-reduce, guard,
+    // Adam) on fixed buffers, captured at the first full batch and replayed
+    // for every full batch of the same global batch.
+    bool graphs;                // --cuda-graph on (and late)
+    bool graph_step;            // this step runs as the graph: train_step only copied its batch in
+    float *yin;                 // device: the graph's targets (its x is xin)
+    cudaGraphExec_t graph;
+    uint32_t graph_global;      // the global batch the graph was captured with
     float *pred;                // device, (batch, outputs)
     bool tf32;         // tensor-core products (else FMA fp32)
     ncclComm_t comm;   // its communicator, when it has peers
@@ -119,8 +152,9 @@ static void gpu_close(sf_replica *opaque) {
     }
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
-    cudaFree(r->drop_states), cudaFree(r->bad);
-    cudaFreeHost(r->loss_host);
+    cudaFree(r->drop_states), cudaFree(r->bad), cudaFree(r->values), cudaFree(r->yin), cudaFree(r->blas_work);
+    cudaFreeHost(r->loss_host), cudaFreeHost(r->ring);
+    if (r->graph) cudaGraphExecDestroy(r->graph);
     if (r->loss_ready) cudaEventDestroy(r->loss_ready);
     if (r->nodrop) cudnnDestroyDropoutDescriptor(r->nodrop);
     if (r->blas) cublasDestroy(r->blas);
@@ -239,6 +273,8 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     // fp32: full products, the CPU backend's numbers within float rounding.
     BLAS_OK(cublasSetMathMode(r->blas, r->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
             "cublasSetMathMode");
+    CUDA_OK(cudaMalloc(&r->blas_work, BLAS_WORK), "cudaMalloc (cuBLAS workspace)");
+    BLAS_OK(cublasSetWorkspace(r->blas, r->blas_work, BLAS_WORK), "cublasSetWorkspace");
     size_t states = 0;
     DNN_OK(cudnnCreateDropoutDescriptor(&r->nodrop), "cudnnCreateDropoutDescriptor");
     DNN_OK(cudnnDropoutGetStatesSize(r->dnn, &states), "cudnnDropoutGetStatesSize");
@@ -301,6 +337,9 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
     CUDA_OK(cudaEventCreateWithFlags(&r->loss_ready, cudaEventDisableTiming), "cudaEventCreate");
     CUDA_OK(cudaMalloc((void **)&r->bad, sizeof *r->bad), "cudaMalloc");
+    CUDA_OK(cudaMalloc((void **)&r->values, sizeof *r->values), "cudaMalloc");
+    CUDA_OK(cudaHostAlloc((void **)&r->ring, VALUE_RING * sizeof *r->ring, cudaHostAllocDefault), "cudaHostAlloc");
+    SF_OK(alloc_dev(r, &r->yin, B * m->outputs, e));
     CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");  // r->host is reused by load
     return 0;
 }
@@ -311,7 +350,7 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window;
-    r->tf32 = o->precision == SF_PRECISION_TF32, r->late = o->late_loss;
+    r->tf32 = o->precision == SF_PRECISION_TF32, r->late = o->late_loss, r->graphs = o->late_loss && o->cuda_graph;
     static const cudnnRNNAlgo_t algos[] = {[SF_RNN_STANDARD] = CUDNN_RNN_ALGO_STANDARD,
                                            [SF_RNN_PERSISTENT] = CUDNN_RNN_ALGO_PERSIST_STATIC,
                                            [SF_RNN_PERSISTENT_SMALL] = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H};
@@ -371,7 +410,8 @@ static int dense_forward(gpu_replica *r, float *y, const float *x, const float *
     return 0;
 }
 
-static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, uint64_t seed, sf_err *e) {
+// Dropout's masks come from the step's seed in r->values.
+static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf_err *e) {
     const sf_model *m = r->m;
     const float *in = x;
     for (uint32_t i = 0; i < m->nlayers; i++) {
@@ -396,7 +436,7 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, ui
             if (training && l->rate > 0) {
                 // The CPU backend's seed per layer: the same masks.
                 SF_OK(sf_gpu_dropout_forward(s->out, s->mask, in, (size_t)n * out_size(r, l), l->rate,
-                                             seed ^ (0x2545f4914f6cdd1dull * (i + 1)), 0, r->stream, e));
+                                             &r->values->seed, 0x2545f4914f6cdd1dull * (i + 1), 0, r->stream, e));
                 s->y = s->out;
             } else {
                 s->y = in;
@@ -444,14 +484,32 @@ static int wait_for(gpu_replica *r, cudaEvent_t ev, sf_err *e) {
 
 static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e);
 
+// A step as the graph runs it: a full batch in xin and yin.
+static bool graph_fits(const gpu_replica *r, uint32_t count, uint32_t global_batch) {
+    return r->graphs && count == r->batch && (!r->graph || global_batch == r->graph_global);
+}
+
 static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     uint32_t n = count;
     if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
+    step_values *v = &r->ring[r->turn % VALUE_RING];
+    v->seed = seed, r->global = global_batch;
+    r->graph_step = graph_fits(r, count, global_batch);
+    if (r->graph_step) {
+        // Into the graph's own buffers (the batch's slot is free again at
+        // once); apply queues the graph.
+        size_t xs = (size_t)n * r->window * r->m->inputs * sizeof(float), ys = (size_t)n * r->m->outputs * sizeof(float);
+        CUDA_OK(cudaMemcpyAsync(r->xin, x, xs, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch x)");
+        CUDA_OK(cudaMemcpyAsync(r->yin, y, ys, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch y)");
+        return 0;
+    }
+    CUDA_OK(cudaMemcpyAsync(&r->values->seed, &v->seed, sizeof v->seed, cudaMemcpyHostToDevice, r->stream),
+            "cudaMemcpyAsync (seed)");
     nvtxRangePushA("forward");
-    int frc = forward(r, x, n, true, seed, e);
+    int frc = forward(r, x, n, true, e);
     nvtxRangePop();
     if (frc) return frc;
     nvtxRangePushA("backward");
@@ -483,7 +541,8 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
     const float one = 1.0f, zero = 0.0f;
     SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
     CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
-    CUDA_OK(cudaEventRecord(r->loss_ready, r->stream), "cudaEventRecord");
+    // External: in a captured step too, an event the host can wait for.
+    CUDA_OK(cudaEventRecordWithFlags(r->loss_ready, r->stream, cudaEventRecordExternal), "cudaEventRecord");
     SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
                               r->stream, e));
     for (uint32_t i = m->nlayers; i-- > 0;) {
@@ -532,15 +591,65 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
 
 static float *gpu_gradients(sf_replica *opaque) { return ((gpu_replica *)opaque)->g; }
 
+// Adam, with the step size in r->values. Late, the host has not seen the
+// loss yet: the device guards the update.
+static int update(gpu_replica *r, const sf_adam *a, sf_err *e) {
+    if (r->late) SF_OK(sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e));
+    return sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, &r->values->alpha, r->late ? r->bad : NULL,
+                              r->stream, e);
+}
+
+static int all_reduce(gpu_replica *r, sf_err *e) {
+    ncclResult_t nr = ncclAllReduce(r->g, r->g, r->nbuf, ncclFloat, ncclSum, r->comm, r->stream);
+    if (nr == ncclSuccess) return 0;
+    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d: %s", r->dev, ncclGetErrorString(nr));
+}
+
+// The whole step on xin and yin, captured once into r->graph. A call that
+// cannot be captured fails here, before anything ran.
+static int capture(gpu_replica *r, const sf_adam *a, sf_err *e) {
+    // Relaxed: cuDNN or NCCL may make calls a stricter capture refuses.
+    CUDA_OK(cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    int rc = forward(r, r->xin, r->batch, true, e);
+    if (!rc) rc = backward(r, r->xin, r->yin, r->batch, r->global, e);
+    if (!rc && r->comm) rc = all_reduce(r, e);
+    if (!rc) rc = update(r, a, e);
+    cudaGraph_t graph = NULL;
+    cudaError_t end = cudaStreamEndCapture(r->stream, &graph);
+    if (!rc && end != cudaSuccess) rc = sf_err_set(e, SF_EIO, "%s", cudaGetErrorString(end));
+    if (!rc) {
+        cudaError_t inst = cudaGraphInstantiate(&r->graph, graph, 0);
+        if (inst != cudaSuccess) r->graph = NULL, rc = sf_err_set(e, SF_EIO, "%s", cudaGetErrorString(inst));
+    }
+    if (graph) cudaGraphDestroy(graph);
+    if (rc) {
+        char why[sizeof e->msg];
+        snprintf(why, sizeof why, "%s", e->msg);
+        return sf_err_set(e, SF_EIO, "GPU %d: capturing the training step in a CUDA graph: %s (hint: --cuda-graph "
+                          "off runs it on streams)", r->dev, why);
+    }
+    r->graph_global = r->global;
+    return 0;
+}
+
 static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
-    nvtxRangePushA("update");
-    // Late, the host has not seen the loss yet: the device guards the update.
-    int rc = r->late ? sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e) : 0;
-    if (!rc) rc = sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, step, r->late ? r->bad : NULL, r->stream, e);
-    nvtxRangePop();
-    return rc;
+    step_values *v = &r->ring[r->turn++ % VALUE_RING];
+    v->alpha = sf_adam_alpha(a, step);
+    // The graph reads the whole step's values; the streams' forward pass
+    // has read its seed already.
+    CUDA_OK(r->graph_step ? cudaMemcpyAsync(r->values, v, sizeof *v, cudaMemcpyHostToDevice, r->stream)
+                          : cudaMemcpyAsync(&r->values->alpha, &v->alpha, sizeof v->alpha, cudaMemcpyHostToDevice,
+                                            r->stream),
+            "cudaMemcpyAsync (the step's values)");
+    if (!r->graph_step) return update(r, a, e);
+    if (!r->graph) SF_OK(capture(r, a, e));
+    cudaError_t rc = cudaGraphLaunch(r->graph, r->stream);
+    if (rc != cudaSuccess)
+        return sf_err_set(e, SF_EIO, "GPU %d: cudaGraphLaunch: %s (hint: --cuda-graph off runs the step on streams)",
+                          r->dev, cudaGetErrorString(rc));
+    return 0;
 }
 
 static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t count, sf_err *e) {
@@ -550,7 +659,7 @@ static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t 
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * r->window * m->inputs * sizeof(float), cudaMemcpyHostToDevice,
                             r->stream), "cudaMemcpyAsync");
-    SF_OK(forward(r, r->xin, count, false, 0, e));
+    SF_OK(forward(r, r->xin, count, false, e));
     CUDA_OK(cudaMemcpyAsync(out, r->ls[m->nlayers - 1].y, (size_t)count * m->outputs * sizeof(float),
                             cudaMemcpyDeviceToHost, r->stream), "cudaMemcpyAsync");
     CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");
@@ -661,11 +770,11 @@ static int gpu_reduce(void *opaque, uint32_t r, sf_err *e) {
     nccl_group *g = (nccl_group *)opaque;
     if (g->total == 1) return 0;
     gpu_replica *rep = g->reps[r];
+    if (rep->graph_step) return 0;  // the all-reduce is in the step's graph
     nvtxRangePushA("all-reduce");
-    ncclResult_t nr = ncclAllReduce(rep->g, rep->g, rep->nbuf, ncclFloat, ncclSum, g->comms[r], rep->stream);
+    int rc = all_reduce(rep, e);
     nvtxRangePop();
-    if (nr == ncclSuccess) return 0;
-    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d (replica %u): %s", rep->dev, r, ncclGetErrorString(nr));
+    return rc;
 }
 
 // Staging: the pipeline's slots copied onto each replica's GPU on a copy

@@ -3,11 +3,13 @@
 // training steps (dropout on: both draw the same masks) with Adam, their
 // losses and the weights after them; a partial batch. fp32 with FMA math on
 // the GPU, so agreement is to float rounding: 1e-5 relative on
-// predictions and losses, 1e-5 absolute on weights. All of it twice: the
-// host waiting for each step before the update, and late (the loss read
+// predictions and losses, 1e-5 absolute on weights. All of it three times:
+// the host waiting for each step before the update; late (the loss read
 // after the update is queued), where a step with a NaN target must leave
-// the weights as they were. Argument: the --rnn-algo (standard,
-// persistent, persistent-small). Exit 77 without a GPU.
+// the weights as they were; and late with full batches replaying the step
+// captured in a CUDA graph (the partial batch on streams). Argument: the
+// --rnn-algo (standard, persistent, persistent-small). Exit 77 without a
+// GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +27,7 @@ static double worst_rel(const float *a, const float *b, size_t n) {
     return w;
 }
 
-static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo algo, bool late) {
+static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo algo, bool late, bool graph) {
     sf_err e = {0};
     sf_model m = *mp;
     size_t n = m.nparams;
@@ -38,9 +40,9 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
     sf_replica *cpu, *gpu;
     sf_replica_opts ro = {.threads = 1, .precision = SF_PRECISION_FP32}, go = ro;
-    go.rnn_algo = algo, go.late_loss = late;
+    go.rnn_algo = algo, go.late_loss = late, go.cuda_graph = graph;
     if (sf_backend_cpu.open(&cpu, &m, B, T, &ro, &e) || gpu_be->open(&gpu, &m, B, T, &go, &e)) {
-        CHECK(0, "open (late %d): %s", late, e.msg);
+        CHECK(0, "open (late %d, graph %d): %s", late, graph, e.msg);
         return;
     }
     CHECK(sf_backend_cpu.load(cpu, w0, NULL, NULL, &e) == 0 && gpu_be->load(gpu, w0, NULL, NULL, &e) == 0,
@@ -71,14 +73,14 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
         if (late)
             CHECK(gpu_be->step_loss(gpu, &lg, &e) == 0, "step %llu: the late loss: %s", (unsigned long long)step,
                   e.msg);
-        CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu (late %d): loss %.9g on CPU, %.9g on GPU",
-              (unsigned long long)step, late, lc, lg);
+        CHECK(fabs(lc - lg) <= 1e-5 * lc, "step %llu (late %d, graph %d): loss %.9g on CPU, %.9g on GPU",
+              (unsigned long long)step, late, graph, lc, lg);
     }
     CHECK(sf_backend_cpu.save(cpu, wc, NULL, NULL, &e) == 0 && gpu_be->save(gpu, wg, NULL, NULL, &e) == 0,
           "save: %s", e.msg);
     double worst = 0;
     for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(wc[k] - wg[k]));
-    CHECK(worst <= 1e-5, "weights after %d steps (late %d) differ by up to %.3g", STEPS, late, worst);
+    CHECK(worst <= 1e-5, "weights after %d steps (late %d, graph %d) differ by up to %.3g", STEPS, late, graph, worst);
     if (late) {
         // A NaN target: a NaN loss, which the host learns only after the
         // update is queued; the device skips it.
@@ -114,7 +116,8 @@ int main(int argc, char **argv) {
     enum sf_rnn_algo algo = strcmp(name, "persistent") == 0         ? SF_RNN_PERSISTENT
                             : strcmp(name, "persistent-small") == 0 ? SF_RNN_PERSISTENT_SMALL
                                                                     : SF_RNN_STANDARD;
-    run(gpu_be, &m, algo, false);
-    run(gpu_be, &m, algo, true);
+    run(gpu_be, &m, algo, false, false);
+    run(gpu_be, &m, algo, true, false);
+    run(gpu_be, &m, algo, true, true);
     return TEST_EXIT();
 }

@@ -42,8 +42,13 @@ int main(void) {
     float *dx_ = upload(x, N), *dy_ = upload(NULL, N), *dmask = upload(NULL, N), *dg = upload(g, N), *ddx = upload(NULL, N);
     CHECK(dx_ && dy_ && dmask && dg && ddx, "cudaMalloc");
 
+    // The seed from device memory, with the layer's salt: 1234 in all.
+    uint64_t seed = 1234 ^ 0x55, *dseed = NULL;
+    CHECK(cudaMalloc((void **)&dseed, sizeof *dseed) == cudaSuccess &&
+              cudaMemcpy(dseed, &seed, sizeof seed, cudaMemcpyHostToDevice) == cudaSuccess, "the seed");
     sf_dropout_forward(y, mask, x, N, 0.3f, 1234, 77);
-    CHECK(sf_gpu_dropout_forward(dy_, dmask, dx_, N, 0.3f, 1234, 77, NULL, &e) == 0, "%s", e.msg);
+    CHECK(sf_gpu_dropout_forward(dy_, dmask, dx_, N, 0.3f, dseed, 0x55, 77, NULL, &e) == 0, "%s", e.msg);
+    cudaFree(dseed);
     same("dropout mask", dmask, mask, N);
     same("dropout output", dy_, y, N);
     sf_dropout_backward(dx, g, mask, N);
@@ -79,9 +84,13 @@ int main(void) {
     float *m = calloc(N, sizeof(float)), *v = calloc(N, sizeof(float));
     float *dm = upload(m, N), *dv = upload(v, N), *dw = upload(x, N);
     sf_adam a = {1e-3f, 0.9f, 0.999f, 1e-7f};
+    float *dalpha = upload(NULL, 1);
     for (uint64_t step = 1; step <= 5; step++) {
         sf_adam_update(x, m, v, g, N, &a, step);
-        CHECK(sf_gpu_adam_update(dw, dm, dv, dg, N, &a, step, NULL, NULL, &e) == 0, "%s", e.msg);
+        float alpha = sf_adam_alpha(&a, step);
+        CHECK(cudaMemcpy(dalpha, &alpha, sizeof alpha, cudaMemcpyHostToDevice) == cudaSuccess &&
+                  sf_gpu_adam_update(dw, dm, dv, dg, N, &a, dalpha, NULL, NULL, &e) == 0,
+              "%s", e.msg);
     }
     same("Adam weights", dw, x, N);
     same("Adam m", dm, m, N);
@@ -108,7 +117,7 @@ int main(void) {
               "the update's guard: %s", e.msg);
         CHECK(bad == !sf_update_finite(g, N, loss) && bad == 1, "case %d: the guard says %d", c, bad);
         if (c == 0) {
-            CHECK(sf_gpu_adam_update(dw, dm, dv, dgc, N, &a, 6, dbad, NULL, &e) == 0, "%s", e.msg);
+            CHECK(sf_gpu_adam_update(dw, dm, dv, dgc, N, &a, dalpha, dbad, NULL, &e) == 0, "%s", e.msg);
             same("Adam skipped: weights", dw, x, N);
             same("Adam skipped: m", dm, m, N);
         }
@@ -122,7 +131,7 @@ int main(void) {
               cudaMemcpy(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess && bad == 0 &&
               sf_update_finite(g, N, fine),
           "finite gradients and loss: the guard says %d", bad);
-    cudaFree(dbad), cudaFree(dloss);
+    cudaFree(dbad), cudaFree(dloss), cudaFree(dalpha);
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
     free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);
