@@ -90,6 +90,7 @@ typedef struct {
     enum sf_rnn_algo rnn_algo;  // GPU
     bool late_loss;             // GPU, on a backend with step_loss: train_step only queues
     bool cuda_graph;            // GPU, late: full batches replay the step captured in a CUDA graph
+    bool overlap_reduce;        // GPU: each layer's NCCL sum starts when its gradients are final
 } sf_replica_opts;
 
 // The replicas of a job's ranks, for a backend that sums across them

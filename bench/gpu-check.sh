@@ -146,8 +146,14 @@ scale = max(abs(v) for v in b); worst = max(abs(x - y) for x, y in zip(a, b))
 print(f"predict: {len(a)} values, GPU within {worst:.3g} of CPU (scale {scale:.3g})")
 sys.exit(len(a) != len(b) or worst > 1e-4 * scale)'
 # With one GPU the NCCL all-reduce does not run: NCCL takes one replica per
-# GPU, so two replicas cannot share this one.
-[ "$(nvidia-smi -L | wc -l)" -lt 2 ] && say "nccl: one GPU: the NCCL all-reduce is not exercised here"
+# GPU, so two replicas cannot share this one. With more, the layers' sums
+# overlapped with the backward pass against one sum after it.
+if [ "$(nvidia-smi -L | wc -l)" -lt 2 ]; then
+    say "nccl: one GPU: the NCCL all-reduce is not exercised here"
+else
+    step bench-train-one-sum bench-train 45 "$seqfeed" bench train --data "$data" --gpus all \
+        --batch-size 256,1024 --steps 30 --warmup 5 --overlap-reduce off
+fi
 # PyTorch's cuDNN LSTM on one GPU, same model and batches (target: seqfeed's
 # samples/s per GPU at least this), when torch with CUDA is there.
 if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then

@@ -21,7 +21,8 @@
 static const cli_use train_uses[] = {
     FIT_USES, {.opt = OPT_BATCH_SIZE, .def = "32,256", .help = "global batch sizes, one run each", .many = true},
     {.opt = OPT_REPLICAS, .def = "one per GPU, or 1"}, {.opt = OPT_SEED}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION},
-    {.opt = OPT_RNN_ALGO}, {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH}, PIPE_USES, {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
+    {.opt = OPT_RNN_ALGO}, {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
+    {.opt = OPT_OVERLAP_REDUCE}, PIPE_USES, {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
     {.opt = OPT_JSON, .help = "one JSON object per batch size, with the classification and the limit"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -114,6 +115,7 @@ int bench_train(int argc, char **argv) {
     double train_flops = 3 * sf_model_flops(&m, o.pipe.window.length);
     // The ceiling: every core in one GEMM.
     sf_cpu_threads(0);
+    bool late = o.late_loss && o.backend->step_loss;  // what runs: GPUs only
     double peak = sf_cpu_gemm_rate(2048, 3), bf16_peak = bf16 ? sf_matmul_rate(2048, 3) : 0;
     if (!json) {
         printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core", o.model,
@@ -121,8 +123,9 @@ int bench_train(int argc, char **argv) {
         if (bf16) printf(", bf16 GEMM %.1f", bf16_peak / 1e9);
         printf("; %u %s replica(s), %s", o.replicas, o.backend->name, sf_precision_name(o.precision));
         if (o.backend != &sf_backend_cpu)
-            printf(", --rnn-algo %s, --deferred-loss %s, --cuda-graph %s", sf_rnn_algo_name(o.rnn_algo),
-                   o.late_loss ? "on" : "off", o.late_loss && o.cuda_graph ? "on" : "off");
+            printf(", --rnn-algo %s, --deferred-loss %s, --cuda-graph %s, --overlap-reduce %s",
+                   sf_rnn_algo_name(o.rnn_algo), late ? "on" : "off", late && o.cuda_graph ? "on" : "off",
+                   o.overlap_reduce ? "on" : "off");
         printf("\n");
     }
     double first_batch = 0, first_step = 0, last_batch = 0, last_step = 0;
@@ -137,17 +140,16 @@ int bench_train(int argc, char **argv) {
             return cli_fail(c->name, &e, NULL);
         double rate = res.samples_per_s * train_flops, ratio = res.samples_per_s / bound.samples_per_s;
         if (json)
-            printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"rnn_algo\": \"%s\", \"deferred_loss\": %s, \"cuda_graph\": %s, "
-                   "\"batch_size\": %u, \"batch_per_replica\": %u, "
+            printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"rnn_algo\": \"%s\", \"deferred_loss\": %s, "
+                   "\"cuda_graph\": %s, \"overlap_reduce\": %s, \"batch_size\": %u, \"batch_per_replica\": %u, "
                    "\"replicas\": %u, \"steps\": %llu, \"samples_per_s\": %.1f, \"input_wait\": %.4f, "
                    "\"resident_samples_per_s\": %.1f, \"real_over_resident\": %.4f, \"gflops\": %.2f, "
                    "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"bf16_gemm_gflops\": %.2f, "
                    "\"share_of_bf16_gemm\": %.4f, \"input_share\": %.4f, \"classification\": \"%s\", "
                    "\"limit\": \"%s\"}\n",
                    o.backend->name, sf_precision_name(o.precision), sf_rnn_algo_name(o.rnn_algo),
-                   o.late_loss ? "true" : "false", o.late_loss && o.cuda_graph ? "true" : "false", o.batch, per,
-                   o.replicas,
-                   (unsigned long long)steps, res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
+                   late ? "true" : "false", late && o.cuda_graph ? "true" : "false",
+                   o.overlap_reduce ? "true" : "false", o.batch, per, o.replicas, (unsigned long long)steps, res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
                    rate / 1e9, peak / 1e9, rate / peak, bf16_peak / 1e9, bf16 ? rate / bf16_peak : 0,
                    res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit);
         else

@@ -121,6 +121,9 @@ static const option options[OPT_COUNT] = {
                         .help = "GPUs, with --deferred-loss on: each full batch's whole step (forward, backward, "
                                 "all-reduce, update) replays one CUDA graph, a launch instead of a thousand "
                                 "(off: each call queued on streams)"},
+    [OPT_OVERLAP_REDUCE] = {"overlap-reduce", 0, "on|off", K_CHOICE, .choices = on_off, .group = TRAINING,
+                            .help = "the gradients' sum across GPUs (NCCL) or MPI ranks starts a layer at a time, "
+                                    "top first, while the backward pass goes on below (off: one sum after it)"},
     [OPT_MEMORY_BUDGET] = {"memory-budget", 0, "MB", K_REAL, .rlo = 0.001, .rhi = 1e9,
                            .group = TRAINING,
                            .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "
@@ -482,6 +485,7 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_RNN_ALGO: snprintf(buf, n, "%s", sf_rnn_algo_name(f.rnn_algo)); break;
     case OPT_DEFERRED_LOSS: snprintf(buf, n, "%s", on_off[!f.late_loss]); break;
     case OPT_CUDA_GRAPH: snprintf(buf, n, "%s", on_off[!f.cuda_graph]); break;
+    case OPT_OVERLAP_REDUCE: snprintf(buf, n, "%s", on_off[!f.overlap_reduce]); break;
     case OPT_COLLECTIVE_TIMEOUT: snprintf(buf, n, "300"); break;
     case OPT_LEVEL: snprintf(buf, n, "%d", SF_PACK_DEFAULT_LEVEL); break;
     case OPT_FILTER: snprintf(buf, n, "%s", sf_filter_name(SF_FILTER_DELTA_SHUFFLE)); break;
@@ -578,6 +582,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_RNN_ALGO].set) o->rnn_algo = (enum sf_rnn_algo)v[OPT_RNN_ALGO].choice;
     if (v[OPT_DEFERRED_LOSS].set) o->late_loss = v[OPT_DEFERRED_LOSS].choice == 0;
     if (v[OPT_CUDA_GRAPH].set) o->cuda_graph = v[OPT_CUDA_GRAPH].choice == 0;
+    if (v[OPT_OVERLAP_REDUCE].set) o->overlap_reduce = v[OPT_OVERLAP_REDUCE].choice == 0;
     if (v[OPT_MEMORY_BUDGET].set) o->memory_budget = (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6);
     if (v[OPT_CHECKPOINT_DIR].set) o->checkpoint_dir = v[OPT_CHECKPOINT_DIR].text;
     if (v[OPT_CHECKPOINT_EVERY].set) o->checkpoint_every = v[OPT_CHECKPOINT_EVERY].u;

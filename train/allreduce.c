@@ -89,7 +89,7 @@ void sf_allreduce_settle(sf_trainer *t) {
 // The layers' sums started during the backward: with ranks, on a backend
 // that reports its layers, when there is more than one rank.
 static void buckets_open(sf_trainer *t) {
-    if (!t->be->on_layer_done || sf_ranks_size(t->ranks) < 2) return;
+    if (!t->overlap || !t->be->on_layer_done || sf_ranks_size(t->ranks) < 2) return;
     for (uint32_t i = t->m->nlayers; i-- > 0;)
         if (t->m->layer[i].kind != SF_LAYER_DROPOUT) t->bk.layer[t->bk.n++] = i;
     for (uint32_t r = 0; r < t->R; r++) t->be->on_layer_done(t->w[r].rep, layer_ready, &t->w[r]);

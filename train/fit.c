@@ -537,7 +537,8 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     if (o->lr_linear) adam.lr *= (float)f.G;
     sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = f.po.window.length,
                           .devices = o->devices, .precision = o->precision, .rnn_algo = o->rnn_algo,
-                          .late_loss = o->late_loss, .cuda_graph = o->cuda_graph, .adam = adam,
+                          .late_loss = o->late_loss, .cuda_graph = o->cuda_graph,
+                          .overlap_reduce = o->overlap_reduce, .adam = adam,
                           .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
@@ -606,5 +607,6 @@ sf_fit_opts sf_fit_opts_default(void) {
         .rnn_algo = SF_RNN_STANDARD,
         .late_loss = true,
         .cuda_graph = true,
+        .overlap_reduce = true,
     };
 }

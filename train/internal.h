@@ -47,7 +47,8 @@ struct sf_trainer {
     const sf_backend *be;
     const sf_model *m;
     uint32_t R;
-    bool late;  // the backend's loss is read after the update is queued
+    bool late;     // the backend's loss is read after the update is queued
+    bool overlap;  // sums start during the backward pass
     sf_worker *w;
     sf_adam adam;
     uint64_t step;

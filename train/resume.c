@@ -82,7 +82,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     if (!ranks) return 0;
     struct {
         sf_window_spec window;
-        uint32_t norm, precision, rnn_algo, late_loss, cuda_graph, batch, replicas, lanes, block_chunks;
+        uint32_t norm, precision, rnn_algo, late_loss, cuda_graph, overlap_reduce, batch, replicas, lanes, block_chunks;
         uint64_t seed, epochs, pool, rows, checkpoint_every, max_steps, memory_budget;
         double val_split, lr, max_gap;
         // which files each rank writes or gathers into (rank 0 writes them)
@@ -90,6 +90,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     } k;
     memset(&k, 0, sizeof k);  // padding too
     k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo, k.late_loss = o->late_loss, k.cuda_graph = o->cuda_graph;
+    k.overlap_reduce = o->overlap_reduce;
     k.batch = c->batch, k.replicas = replicas;
     k.lanes = c->lanes, k.block_chunks = c->block_chunks;
     k.seed = c->seed, k.epochs = c->epochs, k.pool = c->pool, k.rows = c->rows, k.checkpoint_every = o->checkpoint_every;

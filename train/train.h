@@ -108,6 +108,8 @@ typedef struct {
                               // loss or the gradients are not finite; off, it waits for each
                               // step's end before the update
     bool cuda_graph;          // GPUs, with late_loss: the whole step in a CUDA graph, replayed
+    bool overlap_reduce;      // the gradients' sum across replicas (NCCL) or ranks (CPU) starts a
+                              // layer at a time during the backward pass
     sf_adam adam;
     uint32_t stage_slots;     // slots per replica of the pipeline's ring, when the backend
                               // stages batches onto devices (0: no staging)
@@ -225,6 +227,7 @@ typedef struct {
     enum sf_rnn_algo rnn_algo;       // GPU: cuDNN's LSTM algorithm
     bool late_loss;                  // GPU: sf_trainer_opts.late_loss
     bool cuda_graph;                 // GPU: sf_trainer_opts.cuda_graph
+    bool overlap_reduce;             // sf_trainer_opts.overlap_reduce
     sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
                                      // devices are this rank's, batch the whole job's
 } sf_fit_opts;

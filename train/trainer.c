@@ -35,7 +35,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     t->be = be, t->m = m, t->R = replicas, t->adam = o->adam, t->late = o->late_loss && be->step_loss;
-    t->ranks = o->ranks, t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas, t->interrupted = o->interrupted;
+    t->overlap = o->overlap_reduce, t->ranks = o->ranks, t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas, t->interrupted = o->interrupted;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
@@ -50,7 +50,8 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         t->w[r].ring = malloc(SF_STEP_RING * sizeof *t->w[r].ring);  // without it: means only
         sf_replica_opts ro = {.device = o->devices ? o->devices[r] : (int)r, .threads = threads,
                               .precision = o->precision, .timeout = sf_ranks_timeout(o->ranks),
-                              .rnn_algo = o->rnn_algo, .late_loss = t->late, .cuda_graph = o->cuda_graph};
+                              .rnn_algo = o->rnn_algo, .late_loss = t->late, .cuda_graph = o->cuda_graph,
+                              .overlap_reduce = o->overlap_reduce};
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }
     if (!rc) rc = sf_allreduce_open(t, e);

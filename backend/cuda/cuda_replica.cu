@@ -76,6 +76,8 @@ typedef struct {
     float *mask;        // dropout
     const float *y;     // what the next layer reads
     lstm_layer lstm;
+    size_t glo, ghi;         // LSTM, dense: its part of the parameter buffers
+    cudaEvent_t grads_done;  // its gradients are final (overlapped all-reduce)
 } layer_state;
 
 // What a step's kernels read from device memory rather than as arguments,
@@ -123,6 +125,9 @@ typedef struct {
     // CUDA graph: the whole step (forward, backward, all-reduce, guard,
     // Adam) on fixed buffers, captured at the first full batch and replayed
     // for every full batch of the same global batch.
+    bool overlap;               // each layer's NCCL sum starts on comm_stream when its gradients are final
+    cudaStream_t comm_stream;
+    cudaEvent_t reduced;        // comm_stream's sums are done: the update may read them
     bool graphs;                // --cuda-graph on (and late)
     bool graph_step;            // this step runs as the graph: train_step only copied its batch in
     float *yin;                 // device: the graph's targets (its x is xin)
@@ -149,7 +154,10 @@ static void gpu_close(sf_replica *opaque) {
         if (s->lstm.xd) cudnnDestroyRNNDataDescriptor(s->lstm.xd);
         if (s->lstm.yd) cudnnDestroyRNNDataDescriptor(s->lstm.yd);
         if (s->lstm.hd) cudnnDestroyTensorDescriptor(s->lstm.hd);
+        if (s->grads_done) cudaEventDestroy(s->grads_done);
     }
+    if (r->comm_stream) cudaStreamSynchronize(r->comm_stream), cudaStreamDestroy(r->comm_stream);
+    if (r->reduced) cudaEventDestroy(r->reduced);
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
     cudaFree(r->drop_states), cudaFree(r->bad), cudaFree(r->values), cudaFree(r->yin), cudaFree(r->blas_work);
@@ -266,6 +274,11 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     size_t B = r->batch, T = r->window;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     CUDA_OK(cudaStreamCreateWithFlags(&r->stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    // The sums first where both streams have work: the backward pass waits for none of them.
+    int lowest = 0, highest = 0;
+    CUDA_OK(cudaDeviceGetStreamPriorityRange(&lowest, &highest), "cudaDeviceGetStreamPriorityRange");
+    CUDA_OK(cudaStreamCreateWithPriority(&r->comm_stream, cudaStreamNonBlocking, highest), "cudaStreamCreate (sums)");
+    CUDA_OK(cudaEventCreateWithFlags(&r->reduced, cudaEventDisableTiming), "cudaEventCreate");
     DNN_OK(cudnnCreate(&r->dnn), "cudnnCreate");
     DNN_OK(cudnnSetStream(r->dnn, r->stream), "cudnnSetStream");
     BLAS_OK(cublasCreate(&r->blas), "cublasCreate");
@@ -297,6 +310,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
         SF_OK(alloc_dev(r, &s->out, n, e));
         SF_OK(alloc_dev(r, &s->dout, n, e));
         if (l->in > widest) widest = l->in;
+        s->glo = off;
         if (l->kind == SF_LAYER_LSTM) {
             SF_OK(open_lstm(r, l, &s->lstm, e));
             SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
@@ -309,6 +323,9 @@ static int open_replica(gpu_replica *r, sf_err *e) {
             for (size_t k = 0; k < (size_t)l->in * l->units + l->units; k++) r->perm[l->kernel + k] = (int64_t)(off + k);
             off += ((size_t)l->in * l->units + l->units + 63) & ~(size_t)63;
         }
+        s->ghi = off;
+        if (l->kind != SF_LAYER_DROPOUT)
+            CUDA_OK(cudaEventCreateWithFlags(&s->grads_done, cudaEventDisableTiming), "cudaEventCreate");
     }
     r->nbuf = off;
     SF_OK(alloc_dev(r, &r->w, off, e));
@@ -351,6 +368,7 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window;
     r->tf32 = o->precision == SF_PRECISION_TF32, r->late = o->late_loss, r->graphs = o->late_loss && o->cuda_graph;
+    r->overlap = o->overlap_reduce;
     static const cudnnRNNAlgo_t algos[] = {[SF_RNN_STANDARD] = CUDNN_RNN_ALGO_STANDARD,
                                            [SF_RNN_PERSISTENT] = CUDNN_RNN_ALGO_PERSIST_STATIC,
                                            [SF_RNN_PERSISTENT_SMALL] = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H};
@@ -484,6 +502,32 @@ static int wait_for(gpu_replica *r, cudaEvent_t ev, sf_err *e) {
 
 static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e);
 
+static int nccl_sum(gpu_replica *r, float *g, size_t n, cudaStream_t stream, sf_err *e) {
+    ncclResult_t nr = ncclAllReduce(g, g, n, ncclFloat, ncclSum, r->comm, stream);
+    if (nr == ncclSuccess) return 0;
+    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d: %s", r->dev, ncclGetErrorString(nr));
+}
+
+// Layer i's gradients are final on the stream: with overlap, their sum
+// across the replicas starts on the comm stream while the layers below go
+// on. Every replica starts them in the same order, top layer first.
+static int layer_reduce(gpu_replica *r, uint32_t i, sf_err *e) {
+    if (!r->comm || !r->overlap) return 0;
+    layer_state *s = &r->ls[i];
+    CUDA_OK(cudaEventRecord(s->grads_done, r->stream), "cudaEventRecord");
+    CUDA_OK(cudaStreamWaitEvent(r->comm_stream, s->grads_done, 0), "cudaStreamWaitEvent");
+    return nccl_sum(r, r->g + s->glo, s->ghi - s->glo, r->comm_stream, e);
+}
+
+// The step's sum: the layers' sums joined back into the stream, or one sum
+// of the whole buffer.
+static int all_reduce(gpu_replica *r, sf_err *e) {
+    if (!r->overlap) return nccl_sum(r, r->g, r->nbuf, r->stream, e);
+    CUDA_OK(cudaEventRecord(r->reduced, r->comm_stream), "cudaEventRecord");
+    CUDA_OK(cudaStreamWaitEvent(r->stream, r->reduced, 0), "cudaStreamWaitEvent");
+    return 0;
+}
+
 // A step as the graph runs it: a full batch in xin and yin.
 static bool graph_fits(const gpu_replica *r, uint32_t count, uint32_t global_batch) {
     return r->graphs && count == r->batch && (!r->graph || global_batch == r->graph_global);
@@ -568,6 +612,7 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
                                             NULL, k->yd, s->seq, k->wbytes, r->g + k->woff, r->work_bytes, r->work,
                                             k->reserve_bytes, k->reserve);
             if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNBackwardWeights_v8", st, e);
+            SF_OK(layer_reduce(r, i, e));
         } else if (l->kind == SF_LAYER_DROPOUT) {
             if (!din) continue;
             size_t cnt = (size_t)n * out_size(r, l);
@@ -581,6 +626,7 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
             BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
                     "dense dW");
             BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
+            SF_OK(layer_reduce(r, i, e));
             if (din)
                 BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
                         "dense dX");
@@ -597,12 +643,6 @@ static int update(gpu_replica *r, const sf_adam *a, sf_err *e) {
     if (r->late) SF_OK(sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e));
     return sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, &r->values->alpha, r->late ? r->bad : NULL,
                               r->stream, e);
-}
-
-static int all_reduce(gpu_replica *r, sf_err *e) {
-    ncclResult_t nr = ncclAllReduce(r->g, r->g, r->nbuf, ncclFloat, ncclSum, r->comm, r->stream);
-    if (nr == ncclSuccess) return 0;
-    return sf_err_set(e, SF_EIO, "NCCL: all-reduce on GPU %d: %s", r->dev, ncclGetErrorString(nr));
 }
 
 // The whole step on xin and yin, captured once into r->graph. A call that

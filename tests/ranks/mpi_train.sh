@@ -4,7 +4,8 @@
 # either order), and 2 ranks x 2 those of 1 x 4 to summation-order
 # tolerance; rank 0 alone writes checkpoints and the log; the trace has a
 # process per rank, and each layer's gradient sum across ranks starts while
-# the backward pass goes on below it; a run resumes across rank counts; a
+# the backward pass goes on below it, with the weights of one sum after it
+# (--overlap-reduce off); a run resumes across rank counts; a
 # rank that is killed, hangs or fails ends the job, every rank non-zero,
 # with a message naming the rank, in bounded time; ranks started with other
 # settings are refused.
@@ -97,6 +98,12 @@ for pid in (1, 2):
     for top in sums[::3]:
         assert any(p["ts"] < top["ts"] < p["ts"] + p["dur"] for p in passes), (pid, top)
 PY
+
+# The layers' sums started during the backward pass add in the same order
+# as one sum after it: the same weights, bit for bit.
+mpi 2 train "${common[@]}" --replicas 1 --checkpoint-dir after --overlap-reduce off
+[ "$rc" -eq 0 ] || fail "2 ranks, --overlap-reduce off: exit $rc: $(cat err)"
+same two/latest.safetensors after/latest.safetensors 0 || fail "--overlap-reduce off ends with other weights"
 
 # 2 ranks x 2 replicas against 1 x 4: the local sums come first, so only
 # the order of the sum differs.
