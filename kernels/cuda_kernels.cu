@@ -95,8 +95,8 @@ __global__ static void last_step_backward(float *dh, const float *dout, size_t B
     }
 }
 
-// *bad, zeroed before, becomes 1 when the loss or any gradient is not
-// finite; as !sf_update_finite.
+// *bad becomes 1 when the loss or any gradient is not finite (as
+// !sf_update_finite), and stays so.
 __global__ static void update_finite(int *bad, const float *g, size_t n, const double *loss) {
     bool finite = blockIdx.x || threadIdx.x || isfinite(*loss);
     for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
@@ -157,8 +157,6 @@ extern "C" int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B,
 
 extern "C" int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss, void *stream,
                                     sf_err *e) {
-    cudaError_t rc = cudaMemsetAsync(bad, 0, sizeof *bad, (cudaStream_t)stream);
-    if (rc != cudaSuccess) return sf_err_set(e, SF_EIO, "the update's guard: %s", cudaGetErrorString(rc));
     update_finite<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(bad, g, n, loss);
     return launched("the update's guard", e);
 }

@@ -166,7 +166,9 @@ int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, s
 // last step, dout.
 int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e);
 int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e);
-// *bad (device) = !sf_update_finite(g, n, *loss) (loss: device).
+// *bad (device) becomes 1 when !sf_update_finite(g, n, *loss) (loss:
+// device), and then stays 1 (its owner zeroes it once): every later update
+// is skipped too, so the weights stay those before the first bad step.
 int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss, void *stream, sf_err *e);
 // Adam with the step size *alpha (device: sf_adam_alpha of the step); skip
 // (device; NULL: never): when *skip is nonzero, w, m and v stay as they are.

@@ -9,9 +9,11 @@
 // become final (CPU), a layer's sum starts as soon as every replica of the
 // rank has it: the replicas' sum into replica 0's buffer, in replica order,
 // then MPI_Iallreduce, while the layers below are still in their backward
-// pass. The step's reduce then waits for the sums still in flight. Each
-// element is summed in the same order as by the one sum after the backward,
-// so the weights are the same bit for bit.
+// pass. The step's reduce then waits for the sums still in flight. Within
+// the rank each element is summed in the same order as by the one sum after
+// the backward; across ranks MPI chooses its order by message size, so the
+// weights are the same bit for bit with 2 ranks (a + b = b + a), and to
+// summation-order rounding with more.
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,7 +84,9 @@ static int buckets_finish(sf_trainer *t, sf_err *e) {
 
 void sf_allreduce_settle(sf_trainer *t) {
     sf_err ignored = {0};
-    if (t->bk.started == t->bk.n) buckets_finish(t, &ignored);
+    // A failed collective (SF_EIO) is no stop the ranks agreed on: its
+    // peers may never finish these.
+    if (t->bk.started == t->bk.n && t->rc != SF_EIO) buckets_finish(t, &ignored);
     buckets_reset(&t->bk);
 }
 

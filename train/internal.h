@@ -99,9 +99,9 @@ int sf_allreduce_open(sf_trainer *t, sf_err *e);
 // over every replica of the job, in a fixed order. 0 or a negative code.
 int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e);
 // After a run that stopped between the backward pass and the sum: waits for
-// the sums in flight when every layer's was started (a stop the ranks
-// agreed on), so that none outlives the run; else leaves them to the job's
-// abort.
+// the sums in flight when every layer's was started and no collective
+// failed (a stop the ranks agreed on), so that none outlives the run; else
+// leaves them to the job's abort.
 void sf_allreduce_settle(sf_trainer *t);
 
 // ---- resume.c ----

@@ -27,6 +27,7 @@
 #include <cudnn.h>
 #include <nccl.h>
 #include <nvtx3/nvToolsExt.h>  // header-only: ranges for Nsight Systems
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -115,7 +116,9 @@ typedef struct {
     double *loss_dev, *loss_host;
     cudaEvent_t loss_ready;     // recorded after the loss's copy to loss_host
     bool late;                  // late_loss: train_step only queues, step_loss reads the loss
-    int *bad;                   // device: the update's guard (late: a non-finite loss or gradient)
+    int *bad;                   // device: the update's guard (late: a non-finite loss or gradient), sticky
+    int *bad_host;              // pinned: its copy after each update
+    bool told;                  // step_loss gave a non-finite loss: the host knows why updates stop
     cudnnRNNAlgo_t algo;
     step_values *values;        // device: the values the step's kernels read
     step_values *ring;          // pinned host: each step's, VALUE_RING steps in turn
@@ -130,6 +133,8 @@ typedef struct {
     cudaEvent_t reduced;        // comm_stream's sums are done: the update may read them
     bool graphs;                // --cuda-graph on (and late)
     bool graph_step;            // this step runs as the graph: train_step only copied its batch in
+    bool warm;                  // a full batch ran on streams: cuDNN, cuBLAS and NCCL set up, outside a capture
+    bool capturing;
     float *yin;                 // device: the graph's targets (its x is xin)
     cudaGraphExec_t graph;
     uint32_t graph_global;      // the global batch the graph was captured with
@@ -161,7 +166,7 @@ static void gpu_close(sf_replica *opaque) {
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
     cudaFree(r->drop_states), cudaFree(r->bad), cudaFree(r->values), cudaFree(r->yin), cudaFree(r->blas_work);
-    cudaFreeHost(r->loss_host), cudaFreeHost(r->ring);
+    cudaFreeHost(r->loss_host), cudaFreeHost(r->ring), cudaFreeHost(r->bad_host);
     if (r->graph) cudaGraphExecDestroy(r->graph);
     if (r->loss_ready) cudaEventDestroy(r->loss_ready);
     if (r->nodrop) cudnnDestroyDropoutDescriptor(r->nodrop);
@@ -354,6 +359,9 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     CUDA_OK(cudaHostAlloc((void **)&r->loss_host, sizeof(double), cudaHostAllocDefault), "cudaHostAlloc");
     CUDA_OK(cudaEventCreateWithFlags(&r->loss_ready, cudaEventDisableTiming), "cudaEventCreate");
     CUDA_OK(cudaMalloc((void **)&r->bad, sizeof *r->bad), "cudaMalloc");
+    CUDA_OK(cudaMemsetAsync(r->bad, 0, sizeof *r->bad, r->stream), "cudaMemsetAsync");
+    CUDA_OK(cudaHostAlloc((void **)&r->bad_host, sizeof *r->bad_host, cudaHostAllocDefault), "cudaHostAlloc");
+    *r->bad_host = 0;
     CUDA_OK(cudaMalloc((void **)&r->values, sizeof *r->values), "cudaMalloc");
     CUDA_OK(cudaHostAlloc((void **)&r->ring, VALUE_RING * sizeof *r->ring, cudaHostAllocDefault), "cudaHostAlloc");
     SF_OK(alloc_dev(r, &r->yin, B * m->outputs, e));
@@ -399,6 +407,17 @@ static int download(gpu_replica *r, float *dst, const float *src, sf_err *e) {
     return 0;
 }
 
+// Late, a finite loss with a gradient that was not: the guard skipped the
+// update, and every later one, without the host knowing (a non-finite loss
+// the host sees, and stops on). The guard's copy is complete once a later
+// step's loss is, or the stream is.
+static int check_guard(const gpu_replica *r, sf_err *e) {
+    if (!r->late || !*r->bad_host || r->told) return 0;
+    return sf_err_set(e, SF_EINVAL, "GPU %d: a summed gradient was not finite (inf or NaN) with a finite loss: the "
+                      "update of that step and of every step after it was skipped, and training stopped (hint: a "
+                      "lower learning rate, or check the data for extreme values)", r->dev);
+}
+
 static int gpu_load(sf_replica *opaque, const float *w, const float *m, const float *v, sf_err *e) {
     gpu_replica *r = (gpu_replica *)opaque;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
@@ -415,7 +434,7 @@ static int gpu_save(sf_replica *opaque, float *w, float *m, float *v, sf_err *e)
     if (w) SF_OK(download(r, w, r->w, e));
     if (m) SF_OK(download(r, m, r->m1, e));
     if (v) SF_OK(download(r, v, r->v, e));
-    return 0;
+    return check_guard(r, e);  // the stream is done: the last step's guard is in
 }
 
 // Y (n,O) = X (n,I) W (I,O) + b, row-major, as column-major Y^T = W^T X^T.
@@ -528,9 +547,10 @@ static int all_reduce(gpu_replica *r, sf_err *e) {
     return 0;
 }
 
-// A step as the graph runs it: a full batch in xin and yin.
+// A step as the graph runs it: a full batch in xin and yin, after one on
+// streams (the libraries' first calls set things up that a capture refuses).
 static bool graph_fits(const gpu_replica *r, uint32_t count, uint32_t global_batch) {
-    return r->graphs && count == r->batch && (!r->graph || global_batch == r->graph_global);
+    return r->graphs && r->warm && count == r->batch && (!r->graph || global_batch == r->graph_global);
 }
 
 static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, uint32_t count, uint32_t global_batch,
@@ -542,6 +562,7 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
     step_values *v = &r->ring[r->turn % VALUE_RING];
     v->seed = seed, r->global = global_batch;
     r->graph_step = graph_fits(r, count, global_batch);
+    if (count == r->batch) r->warm = true;
     if (r->graph_step) {
         // Into the graph's own buffers (the batch's slot is free again at
         // once); apply queues the graph.
@@ -575,7 +596,8 @@ static int gpu_step_loss(sf_replica *opaque, double *loss, sf_err *e) {
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     SF_OK(wait_for(r, r->loss_ready, e));
     *loss = *r->loss_host;
-    return 0;
+    if (!isfinite(*loss)) r->told = true;
+    return check_guard(r, e);
 }
 
 // The loss's gradient and every layer's backward pass, queued on the stream.
@@ -585,8 +607,11 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
     const float one = 1.0f, zero = 0.0f;
     SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
     CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
-    // External: in a captured step too, an event the host can wait for.
-    CUDA_OK(cudaEventRecordWithFlags(r->loss_ready, r->stream, cudaEventRecordExternal), "cudaEventRecord");
+    // In a capture, External makes it an event the host can wait for (a flag
+    // only a capture takes).
+    CUDA_OK(r->capturing ? cudaEventRecordWithFlags(r->loss_ready, r->stream, cudaEventRecordExternal)
+                         : cudaEventRecord(r->loss_ready, r->stream),
+            "cudaEventRecord");
     SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
                               r->stream, e));
     for (uint32_t i = m->nlayers; i-- > 0;) {
@@ -640,7 +665,10 @@ static float *gpu_gradients(sf_replica *opaque) { return ((gpu_replica *)opaque)
 // Adam, with the step size in r->values. Late, the host has not seen the
 // loss yet: the device guards the update.
 static int update(gpu_replica *r, const sf_adam *a, sf_err *e) {
-    if (r->late) SF_OK(sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e));
+    if (r->late) {
+        SF_OK(sf_gpu_update_finite(r->bad, r->g, r->nbuf, r->loss_dev, r->stream, e));
+        CUDA_OK(cudaMemcpyAsync(r->bad_host, r->bad, sizeof *r->bad, cudaMemcpyDeviceToHost, r->stream), "the guard");
+    }
     return sf_gpu_adam_update(r->w, r->m1, r->v, r->g, r->nbuf, a, &r->values->alpha, r->late ? r->bad : NULL,
                               r->stream, e);
 }
@@ -650,12 +678,14 @@ static int update(gpu_replica *r, const sf_adam *a, sf_err *e) {
 static int capture(gpu_replica *r, const sf_adam *a, sf_err *e) {
     // Relaxed: cuDNN or NCCL may make calls a stricter capture refuses.
     CUDA_OK(cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture");
+    r->capturing = true;
     int rc = forward(r, r->xin, r->batch, true, e);
     if (!rc) rc = backward(r, r->xin, r->yin, r->batch, r->global, e);
     if (!rc && r->comm) rc = all_reduce(r, e);
     if (!rc) rc = update(r, a, e);
     cudaGraph_t graph = NULL;
     cudaError_t end = cudaStreamEndCapture(r->stream, &graph);
+    r->capturing = false;
     if (!rc && end != cudaSuccess) rc = sf_err_set(e, SF_EIO, "%s", cudaGetErrorString(end));
     if (!rc) {
         cudaError_t inst = cudaGraphInstantiate(&r->graph, graph, 0);
@@ -722,6 +752,13 @@ static void gpu_reduce_close(void *opaque, bool abort) {
     nccl_group *g = (nccl_group *)opaque;
     if (!g) return;
     for (uint32_t r = 0; g->comms && r < g->R; r++) {
+        // A graph that captured a collective holds its communicator: NCCL's
+        // destroy and abort wait for the graph to go (since NCCL 2.26).
+        if (g->reps[r]->graph) {
+            cudaSetDevice(g->reps[r]->dev);
+            cudaGraphExecDestroy(g->reps[r]->graph);
+            g->reps[r]->graph = NULL;
+        }
         if (g->comms[r]) abort ? ncclCommAbort(g->comms[r]) : ncclCommDestroy(g->comms[r]);
         g->reps[r]->comm = NULL;
     }

@@ -111,7 +111,8 @@ int main(void) {
         if (c < 6) keep = g[at], g[at] = bad_value;
         float *dgc = upload(g, N);
         int bad = -1;
-        CHECK(cudaMemcpy(dloss, &loss, sizeof loss, cudaMemcpyHostToDevice) == cudaSuccess &&
+        CHECK(cudaMemset(dbad, 0, sizeof *dbad) == cudaSuccess &&
+                  cudaMemcpy(dloss, &loss, sizeof loss, cudaMemcpyHostToDevice) == cudaSuccess &&
                   sf_gpu_update_finite(dbad, dgc, N, dloss, NULL, &e) == 0 &&
                   cudaMemcpy(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess,
               "the update's guard: %s", e.msg);
@@ -124,13 +125,18 @@ int main(void) {
         if (c < 6) g[at] = keep;
         cudaFree(dgc);
     }
+    // Finite: the guard stays as it was, 0 from zero, and 1 once set.
     double fine = 0.5;
-    int bad = -1;
-    CHECK(cudaMemcpy(dloss, &fine, sizeof fine, cudaMemcpyHostToDevice) == cudaSuccess &&
+    int bad = -1, stuck = -1;
+    CHECK(cudaMemset(dbad, 0, sizeof *dbad) == cudaSuccess &&
+              cudaMemcpy(dloss, &fine, sizeof fine, cudaMemcpyHostToDevice) == cudaSuccess &&
               sf_gpu_update_finite(dbad, dg, N, dloss, NULL, &e) == 0 &&
               cudaMemcpy(&bad, dbad, sizeof bad, cudaMemcpyDeviceToHost) == cudaSuccess && bad == 0 &&
               sf_update_finite(g, N, fine),
           "finite gradients and loss: the guard says %d", bad);
+    CHECK(cudaMemset(dbad, 1, 1) == cudaSuccess && sf_gpu_update_finite(dbad, dg, N, dloss, NULL, &e) == 0 &&
+              cudaMemcpy(&stuck, dbad, sizeof stuck, cudaMemcpyDeviceToHost) == cudaSuccess && stuck == 1,
+          "a guard set before: now %d", stuck);
     cudaFree(dbad), cudaFree(dloss), cudaFree(dalpha);
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
