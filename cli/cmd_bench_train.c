@@ -149,7 +149,8 @@ int bench_train(int argc, char **argv) {
                    "\"limit\": \"%s\"}\n",
                    o.backend->name, sf_precision_name(o.precision), sf_rnn_algo_name(o.rnn_algo),
                    late ? "true" : "false", late && o.cuda_graph ? "true" : "false",
-                   o.overlap_reduce ? "true" : "false", o.batch, per, o.replicas, (unsigned long long)steps, res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
+                   o.overlap_reduce ? "true" : "false", o.batch, per, o.replicas, (unsigned long long)steps,
+                   res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
                    rate / 1e9, peak / 1e9, rate / peak, bf16_peak / 1e9, bf16 ? rate / bf16_peak : 0,
                    res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit);
         else

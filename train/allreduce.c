@@ -146,7 +146,6 @@ static void slice(const sf_trainer *t, uint32_t r, size_t *lo, size_t *hi) {
     *lo = n * r / t->R, *hi = n * (r + 1) / t->R;
 }
 
-
 // Replica 0's sum, slice r, to every other replica.
 static void spread_slice(sf_trainer *t, uint32_t r) {
     size_t lo, hi;

@@ -89,7 +89,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         uint32_t lr_linear, resume, checkpoints, log, trace, report, target_change;
     } k;
     memset(&k, 0, sizeof k);  // padding too
-    k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo, k.late_loss = o->late_loss, k.cuda_graph = o->cuda_graph;
+    k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo;
+    k.late_loss = o->late_loss, k.cuda_graph = o->cuda_graph;
     k.overlap_reduce = o->overlap_reduce;
     k.batch = c->batch, k.replicas = replicas;
     k.lanes = c->lanes, k.block_chunks = c->block_chunks;

@@ -5,13 +5,18 @@
 //   forward and backward         (every replica, in parallel)
 //   | replica 0 checks the replicas' results and decides to go on
 //                                (ranks: on the job's loss and interrupts)
-//   reduce                       (the gradients' sum: allreduce.c; across
-//                                 ranks, started layer by layer in the backward)
+//   reduce                       (the gradients' sum: allreduce.c; with
+//                                 --overlap-reduce, started layer by layer
+//                                 during the backward)
 //   update                       (Adam, every replica on its own weights)
 //   | replica 0 runs the hook with everyone stopped
 //
-// where each | is a barrier. The time of each phase goes to the replica's
-// profile (profile.c) and, with a trace, to a span on its track.
+// where each | is a barrier. On a backend that gives its loss late (GPUs,
+// --deferred-loss), the step is queued whole first, forward and backward,
+// reduce, update, and then each replica reads its loss and replica 0
+// decides: the devices skip an update whose loss or gradients are not
+// finite themselves. The time of each phase goes to the replica's profile
+// (profile.c) and, with a trace, to a span on its track.
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,7 +40,8 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     t->be = be, t->m = m, t->R = replicas, t->adam = o->adam, t->late = o->late_loss && be->step_loss;
-    t->overlap = o->overlap_reduce, t->ranks = o->ranks, t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas, t->interrupted = o->interrupted;
+    t->overlap = o->overlap_reduce, t->ranks = o->ranks, t->interrupted = o->interrupted;
+    t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;

@@ -566,7 +566,8 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
     if (r->graph_step) {
         // Into the graph's own buffers (the batch's slot is free again at
         // once); apply queues the graph.
-        size_t xs = (size_t)n * r->window * r->m->inputs * sizeof(float), ys = (size_t)n * r->m->outputs * sizeof(float);
+        size_t xs = (size_t)n * r->window * r->m->inputs * sizeof(float);
+        size_t ys = (size_t)n * r->m->outputs * sizeof(float);
         CUDA_OK(cudaMemcpyAsync(r->xin, x, xs, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch x)");
         CUDA_OK(cudaMemcpyAsync(r->yin, y, ys, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch y)");
         return 0;
