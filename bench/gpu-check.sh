@@ -47,6 +47,7 @@ print(":".join(d for p in nvidia.__path__ for d in glob.glob(os.path.join(p, "*"
            "$bin"/test_backend_gpu "$bin"/test_train_gpu)
     seqfeed=$bin/seqfeed
     module=$bin/seqfeed-gpu.so
+    onednn=$bin/seqfeed-onednn.so
 elif ! command -v apt-get >/dev/null; then
     echo "gpu-check: gpu-kit.tar.gz is missing, and this machine cannot build (no apt-get): run bench/gpu-kit.sh" \
          "where the toolkit is and send gpu-kit.tar.gz along (it is ignored by git)" >&2
@@ -61,11 +62,13 @@ else
            "$dir"/tests/gpu/test_stage_gpu "$dir"/tests/gpu/test_backend_gpu "$dir"/tests/gpu/test_train_gpu)
     seqfeed=$dir/seqfeed
     module=$dir/seqfeed-gpu.so
+    onednn=$dir/seqfeed-onednn.so
 fi
 export SEQFEED_GPU_MODULE=$module
+[ -f "$onednn" ] && export SEQFEED_ONEDNN_MODULE=$onednn || onednn=""
 
 # Every library the binaries load must be found before anything runs.
-missing=$(for f in "$seqfeed" "$module" "${tests[@]}"; do ldd "$f" 2>&1 | sed -n "s|^\t*\([^ ]*\) => not found|\1|p"; done |
+missing=$(for f in "$seqfeed" "$module" $onednn "${tests[@]}"; do ldd "$f" 2>&1 | sed -n "s|^\t*\([^ ]*\) => not found|\1|p"; done |
           sort -u | tr '\n' ' ')
 if [ -n "$missing" ]; then
     say "gpu-check: libraries not found: $missing(LD_LIBRARY_PATH=$LD_LIBRARY_PATH)"
@@ -90,7 +93,7 @@ step() {
     rc=${PIPESTATUS[0]}
     case $rc in
     0) say "$name: ok ($(($(date +%s) - start)) s in)" ;;
-    77) say "$name: SKIPPED (no usable GPU)"; failed+=("$name") ;;
+    77) say "$name: SKIPPED (exit 77: its last lines say why)"; failed+=("$name") ;;
     124) say "$name: TIMED OUT after $limit s"; failed+=("$name") ;;
     *) say "$name: FAILED (exit $rc)"; failed+=("$name") ;;
     esac
@@ -103,9 +106,12 @@ cat "$out/info.txt"
 
 cd /tmp || exit 1  # the tests write their scratch files where they run
 for t in "${tests[@]}"; do step "$(basename "$t")" tests 45 "$t"; done
-# cuDNN's persistent recurrence (--rnn-algo persistent) against the CPU too.
+# cuDNN's persistent recurrence (--rnn-algo persistent), and the bf16 path,
+# against the CPU too.
 for t in "${tests[@]}"; do
-    [ "$(basename "$t")" = test_backend_gpu ] && step test_backend_gpu-persistent tests 45 "$t" persistent
+    [ "$(basename "$t")" = test_backend_gpu ] || continue
+    step test_backend_gpu-persistent tests 45 "$t" persistent
+    step test_backend_gpu-bf16 tests 45 "$t" bf16
 done
 cd - >/dev/null || exit 1
 
@@ -127,6 +133,8 @@ step bench-train-streams bench-train 45 "$seqfeed" bench train --data "$data" --
     --steps 30 --warmup 5 --cuda-graph off
 step bench-train-persistent bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256 \
     --steps 30 --warmup 5 --rnn-algo persistent
+step bench-train-bf16 bench-train 45 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 \
+    --steps 30 --warmup 5 --precision bf16
 # A short real run end to end: pipeline, pinned ring, cuDNN, checkpoint,
 # with its report and trace; then evaluate on the GPU, and predict on the
 # GPU and on the CPU (a file small enough for the CPU), which must agree

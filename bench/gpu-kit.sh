@@ -3,7 +3,8 @@
 # GPU machine that cannot install anything (the device machines: no
 # network, and no liburing, zstd or OpenBLAS): the program, the GPU module,
 # the GPU tests, and every library they load beyond glibc's and the driver's,
-# the CUDA runtime (libcudart) included, into gpu-kit.tar.gz (about 15 MB).
+# the CUDA runtime (libcudart) included, into gpu-kit.tar.gz (about 25 MB with
+# oneDNN's module for the bf16 comparison).
 # cuDNN, cuBLAS and NCCL come from the GPU machine: its CUDA toolkit, or its
 # Python nvidia-* packages (gpu-check.sh looks in both, and stops before
 # anything runs when a library is missing, naming it).
@@ -23,6 +24,8 @@ kit=$(mktemp -d /tmp/gpu-kit.XXXXXX)
 trap 'rm -rf "$kit"' EXIT
 mkdir -p "$kit/gpu-kit/bin" "$kit/gpu-kit/lib"
 cp "$dir/seqfeed" "$dir/seqfeed-gpu.so" "$kit/gpu-kit/bin/"
+# oneDNN's module (and libdnnl): the CPU's bf16 that backend-gpu-bf16 compares the GPU's with.
+[ -f "$dir/seqfeed-onednn.so" ] && cp "$dir/seqfeed-onednn.so" "$kit/gpu-kit/bin/"
 for t in system/test_gpu_probe gpu/test_stage_gpu gpu/test_kernels_gpu gpu/test_backend_gpu gpu/test_train_gpu \
     gpu/test_module; do
     cp "$dir/tests/$t" "$kit/gpu-kit/bin/"

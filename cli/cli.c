@@ -122,10 +122,11 @@ void cli_json_real(FILE *f, double v) {
 }
 
 // --precision (cli.h): TF32 by default on GPUs that have it, as TensorFlow
-// does; bf16 on CPU only, where this build and CPU have bf16 products.
+// does; bf16 on GPUs of compute capability 8.0 and up (bf16 tensor cores),
+// and on CPUs where this build and CPU have bf16 products.
 int cli_choose_precision(const char *cmd, const char *text, const int *devices, int ngpus, bool quiet,
                          enum sf_precision *out) {
-    bool tf32 = ngpus > 0;
+    bool tf32 = ngpus > 0;  // and bf16: both came with compute capability 8.0
     for (int i = 0; i < ngpus; i++) tf32 &= sf_gpu_capability(devices[i]) >= 80;
     if (!text) {
         *out = tf32 ? SF_PRECISION_TF32 : SF_PRECISION_FP32;
@@ -136,9 +137,13 @@ int cli_choose_precision(const char *cmd, const char *text, const int *devices, 
         *out = SF_PRECISION_TF32;
     } else {
         char what[160];
-        if (ngpus > 0)
-            return cli_usage_error(cmd, "--precision bf16 on GPUs is not implemented yet (fp32 or tf32 there; "
-                                   "--gpus none computes in bf16 on the CPU)");
+        if (ngpus > 0 && !tf32)
+            return cli_usage_error(cmd, "--precision bf16 needs GPUs of compute capability 8.0 or later (fp32 "
+                                   "there; --gpus none computes in bf16 on the CPU)");
+        if (ngpus > 0) {
+            *out = SF_PRECISION_BF16;
+            return 0;
+        }
         if (!sf_matmul_available(what, sizeof what))
             return cli_usage_error(cmd, "--precision bf16: no bf16 products here (%s); use --precision fp32",
                                    what + strlen("none: "));

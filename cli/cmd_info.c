@@ -34,7 +34,8 @@ int cmd_info(int argc, char **argv) {
     sf_matmul_available(bf16, sizeof bf16);
     printf("fp32    cpu: %s%s\n", cpu, sf_gpu_built() ? "; gpu: cuDNN LSTM, cuBLAS" : "");
     if (sf_gpu_built()) printf("tf32    gpu: cuDNN and cuBLAS on tensor cores (compute capability 8.0 and up)\n");
-    printf("bf16    cpu: %s%s\n", bf16, sf_gpu_built() ? "; gpu: not implemented yet" : "");
+    printf("bf16    cpu: %s%s\n", bf16,
+           sf_gpu_built() ? "; gpu: cuBLAS bf16 products, seqfeed's LSTM (compute capability 8.0 and up)" : "");
     sf_err e = {0};
     int n = sf_gpu_count(&e);
     if (n == 0) printf("gpus    none: %s; using CPU\n", e.msg);

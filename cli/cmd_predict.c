@@ -9,7 +9,7 @@
 
 #include "cli.h"
 
-#define PREDICT_PRECISION "the matrix products: fp32, tf32 (GPUs), or bf16 operands with fp32 sums (CPU; docs/TRAINING.md)"
+#define PREDICT_PRECISION "the matrix products: fp32, tf32 (GPUs), or bf16 operands with fp32 sums (docs/TRAINING.md)"
 #define PREDICT_GPUS "the GPU to run on: the first of the list (the CPU when there is none)"
 
 static const cli_use predict_uses[] = {

@@ -106,7 +106,8 @@ static const option options[OPT_COUNT] = {
                   .help = "GPUs to use, one replica each (the CPU when there is none)"},
     [OPT_PRECISION] = {"precision", 0, "fp32|tf32|bf16", K_CHOICE, .choices = precisions, .group = TRAINING,
                        .help = "matrix products in fp32, TF32 tensor cores (GPUs), or bf16 operands with fp32 "
-                               "sums (CPU; docs/TRAINING.md); default: tf32 on GPUs of compute capability 8.0 "
+                               "sums (docs/TRAINING.md; GPUs of compute capability 8.0 and up); default: tf32 on "
+                               "GPUs of compute capability 8.0 "
                                "and up, else fp32"},
     [OPT_RNN_ALGO] = {"rnn-algo", 0, "standard|persistent|persistent-small", K_CHOICE, .choices = rnn_algos,
                       .group = TRAINING,

@@ -167,3 +167,147 @@ extern "C" int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, 
                                                               a->epsilon, skip);
     return launched("Adam", e);
 }
+
+// ---- bf16 (docs/TRAINING.md, "bf16"): the LSTM on cuBLAS' bf16 products,
+// whose element-wise steps are these, each the twin of cpu_kernels.c's ----
+
+// sf_bf16_round: to nearest, ties to even; a NaN stays a (quiet) NaN.
+__device__ static uint16_t bf16_round(float x) {
+    uint32_t u = __float_as_uint(x);
+    uint32_t nearest = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? (u >> 16) | 0x40u : nearest);
+}
+
+// exp_fast, sigmoid_fast and tanh_fast, operation for operation.
+__device__ static float exp_fast(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    float n = roundf(__fmul_rn(x, 1.44269504f));
+    n = n == n ? n : 0.0f;
+    float r = __fsub_rn(__fsub_rn(x, __fmul_rn(n, 0.693145752f)), __fmul_rn(n, 1.42860677e-6f));
+    float p = __fadd_rn(1.0f / 720, __fmul_rn(r, 1.0f / 5040));
+    p = __fadd_rn(1.0f / 120, __fmul_rn(r, p));
+    p = __fadd_rn(1.0f / 24, __fmul_rn(r, p));
+    p = __fadd_rn(1.0f / 6, __fmul_rn(r, p));
+    p = __fadd_rn(0.5f, __fmul_rn(r, p));
+    p = __fadd_rn(1.0f, __fmul_rn(r, p));
+    p = __fadd_rn(1.0f, __fmul_rn(r, p));
+    return __fmul_rn(p, __int_as_float(((int)n + 127) * (1 << 23)));
+}
+
+__device__ static float sigmoid_fast(float z) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_fast(-z))); }
+
+__device__ static float tanh_fast(float z) {
+    float z2 = __fmul_rn(z, z);
+    float series = __fmul_rn(z, __fadd_rn(1.0f, __fmul_rn(z2, __fadd_rn(-1.0f / 3, __fmul_rn(z2, 2.0f / 15)))));
+    float full = __fsub_rn(1.0f, __fdiv_rn(2.0f, __fadd_rn(1.0f, exp_fast(__fmul_rn(2.0f, z)))));
+    return z2 < 0.0016f ? series : full;
+}
+
+__global__ static void round_bf16(uint16_t *out, const float *x, size_t n) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
+        out[k] = bf16_round(x[k]);
+}
+
+// out (T,B,C) = the rounded x (B,T,C).
+__global__ static void round_time_major(uint16_t *out, const float *x, size_t B, size_t T, size_t C) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < T * B * C; k += (size_t)gridDim.x * blockDim.x) {
+        size_t t = k / (B * C), b = k / C % B, c = k % C;
+        out[k] = bf16_round(x[(b * T + t) * C + c]);
+    }
+}
+
+// out (B,T,C) = in (T,B,C).
+__global__ static void batch_major(float *out, const float *in, size_t B, size_t T, size_t C) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < B * T * C; k += (size_t)gridDim.x * blockDim.x) {
+        size_t b = k / (T * C), t = k / C % T, c = k % C;
+        out[k] = in[(t * B + b) * C + c];
+    }
+}
+
+// y (rows,n) = b in every row.
+__global__ static void rows_fill(float *y, const float *b, size_t rows, size_t n) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < rows * n; k += (size_t)gridDim.x * blockDim.x)
+        y[k] = b[k % n];
+}
+
+// sum (n) += the rows of dy (rows,n) in row order, a column per thread: rows_add.
+__global__ static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x) {
+        float s = sum[k];
+        for (size_t r = 0; r < rows; r++) s = __fadd_rn(s, dy[r * n + k]);
+        sum[k] = s;
+    }
+}
+
+// Step t of lstm_cell for every row b: z (B,4U) is the step's, h and c
+// (B,T,U), hq (B,U) the rounded h.
+__global__ static void lstm_cell(float *h, float *c, float *z, uint16_t *hq, size_t B, size_t T, size_t U, size_t t) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < B * U; k += (size_t)gridDim.x * blockDim.x) {
+        size_t b = k / U, u = k % U, row = b * T + t;
+        float *zr = z + b * 4 * U;
+        float i = sigmoid_fast(zr[u]), f = sigmoid_fast(zr[U + u]), g = tanh_fast(zr[2 * U + u]);
+        float o = sigmoid_fast(zr[3 * U + u]);
+        float cp = t ? c[(row - 1) * U + u] : 0.0f;
+        float cn = __fadd_rn(__fmul_rn(i, g), __fmul_rn(f, cp));
+        zr[u] = i, zr[U + u] = f, zr[2 * U + u] = g, zr[3 * U + u] = o;
+        c[row * U + u] = cn;
+        float hv = __fmul_rn(o, tanh_fast(cn));
+        h[row * U + u] = hv;
+        hq[k] = bf16_round(hv);
+    }
+}
+
+// Step t of lstm_cell_backward for every row b: dz (B,4U) and its rounding
+// dzq, dc_next (B,U) in and out; z (B,4U) the step's gates; c and dh
+// (B,T,U); dh_next (B,U).
+__global__ static void lstm_cell_backward(float *dz, uint16_t *dzq, float *dc_next, const float *z, const float *c,
+                                          const float *dh, const float *dh_next, size_t B, size_t T, size_t U,
+                                          size_t t) {
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < B * U; k += (size_t)gridDim.x * blockDim.x) {
+        size_t b = k / U, u = k % U, row = b * T + t, G = 4 * U;
+        const float *zr = z + b * G;
+        float i = zr[u], f = zr[U + u], g = zr[2 * U + u], o = zr[3 * U + u];
+        float tc = tanh_fast(c[row * U + u]), cp = t ? c[(row - 1) * U + u] : 0.0f;
+        float dhu = __fadd_rn(dh[row * U + u], dh_next[k]);
+        float dc = __fadd_rn(dc_next[k], __fmul_rn(__fmul_rn(dhu, o), __fsub_rn(1.0f, __fmul_rn(tc, tc))));
+        float d[4] = {__fmul_rn(__fmul_rn(__fmul_rn(dc, g), i), __fsub_rn(1.0f, i)),
+                      __fmul_rn(__fmul_rn(__fmul_rn(dc, cp), f), __fsub_rn(1.0f, f)),
+                      __fmul_rn(__fmul_rn(dc, i), __fsub_rn(1.0f, __fmul_rn(g, g))),
+                      __fmul_rn(__fmul_rn(__fmul_rn(dhu, tc), o), __fsub_rn(1.0f, o))};
+        for (int q = 0; q < 4; q++) dz[b * G + q * U + u] = d[q], dzq[b * G + q * U + u] = bf16_round(d[q]);
+        dc_next[k] = __fmul_rn(dc, f);
+    }
+}
+
+#define LAUNCH(kernel, n, what, ...)                                                         \
+    do {                                                                                     \
+        kernel<<<blocks_for(n), THREADS, 0, (cudaStream_t)stream>>>(__VA_ARGS__);            \
+        return launched(what, e);                                                            \
+    } while (0)
+
+extern "C" int sf_gpu_bf16_round(sf_bf16 *out, const float *x, size_t n, void *stream, sf_err *e) {
+    LAUNCH(round_bf16, n, "bf16 rounding", out, x, n);
+}
+extern "C" int sf_gpu_bf16_round_time_major(sf_bf16 *out, const float *x, size_t B, size_t T, size_t C, void *stream,
+                                            sf_err *e) {
+    LAUNCH(round_time_major, B * T * C, "bf16 rounding", out, x, B, T, C);
+}
+extern "C" int sf_gpu_batch_major(float *out, const float *in, size_t B, size_t T, size_t C, void *stream, sf_err *e) {
+    LAUNCH(batch_major, B * T * C, "batch-major copy", out, in, B, T, C);
+}
+extern "C" int sf_gpu_rows_fill(float *y, const float *b, size_t rows, size_t n, void *stream, sf_err *e) {
+    LAUNCH(rows_fill, rows * n, "bias rows", y, b, rows, n);
+}
+extern "C" int sf_gpu_rows_add(float *sum, const float *dy, size_t rows, size_t n, void *stream, sf_err *e) {
+    LAUNCH(rows_add, n, "bias gradient", sum, dy, rows, n);
+}
+extern "C" int sf_gpu_lstm_cell(float *h, float *c, float *z, sf_bf16 *hq, size_t B, size_t T, size_t U, size_t t,
+                                void *stream, sf_err *e) {
+    LAUNCH(lstm_cell, B * U, "LSTM cell", h, c, z, hq, B, T, U, t);
+}
+extern "C" int sf_gpu_lstm_cell_backward(float *dz, sf_bf16 *dzq, float *dc_next, const float *z, const float *c,
+                                         const float *dh, const float *dh_next, size_t B, size_t T, size_t U, size_t t,
+                                         void *stream, sf_err *e) {
+    LAUNCH(lstm_cell_backward, B * U, "LSTM cell backward", dz, dzq, dc_next, z, c, dh, dh_next, B, T, U, t);
+}

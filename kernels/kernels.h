@@ -175,4 +175,21 @@ int sf_gpu_update_finite(int *bad, const float *g, size_t n, const double *loss,
 int sf_gpu_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, const float *alpha,
                        const int *skip, void *stream, sf_err *e);
 
+// The bf16 LSTM's element-wise steps (docs/TRAINING.md, "bf16"), as
+// sf_lstm_forward_bf16 and sf_lstm_backward_bf16 do them: rounding
+// (sf_bf16_round), x (B,T,C) rounded into time-major (T,B,C), its way back
+// for dx, a bias in every row and a bias gradient summed in row order, and
+// time step t of the cell for every row: z (B,4U) the step's
+// pre-activations, left holding its gates; h, c, dh (B,T,U); hq (B,U) the
+// rounded h; dz (B,4U) with its rounding dzq; dh_next, dc_next (B,U).
+int sf_gpu_bf16_round(sf_bf16 *out, const float *x, size_t n, void *stream, sf_err *e);
+int sf_gpu_bf16_round_time_major(sf_bf16 *out, const float *x, size_t B, size_t T, size_t C, void *stream, sf_err *e);
+int sf_gpu_batch_major(float *out, const float *in, size_t B, size_t T, size_t C, void *stream, sf_err *e);
+int sf_gpu_rows_fill(float *y, const float *b, size_t rows, size_t n, void *stream, sf_err *e);
+int sf_gpu_rows_add(float *sum, const float *dy, size_t rows, size_t n, void *stream, sf_err *e);
+int sf_gpu_lstm_cell(float *h, float *c, float *z, sf_bf16 *hq, size_t B, size_t T, size_t U, size_t t, void *stream,
+                     sf_err *e);
+int sf_gpu_lstm_cell_backward(float *dz, sf_bf16 *dzq, float *dc_next, const float *z, const float *c, const float *dh,
+                              const float *dh_next, size_t B, size_t T, size_t U, size_t t, void *stream, sf_err *e);
+
 #endif

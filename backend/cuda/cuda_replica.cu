@@ -20,6 +20,11 @@
 // --cuda-graph on, a full batch's step is all of that captured once in a
 // CUDA graph and replayed (train_step copies the batch in, apply launches).
 //
+// With --precision bf16 the LSTM layers are not cuDNN's (its RNN has no
+// bf16 data) but the CPU's bf16 steps (docs/TRAINING.md, "bf16"): cuBLAS
+// GemmEx on bf16 operands with fp32 sums, and the cell kernels of
+// kernels/cuda_kernels.cu, in Keras' layout.
+//
 // Status: compiled in CI; not yet run on a GPU (tests/gpu/test_backend_gpu.c
 // checks it against the CPU backend where one is found).
 #include <cublas_v2.h>
@@ -79,6 +84,11 @@ typedef struct {
     lstm_layer lstm;
     size_t glo, ghi;         // LSTM, dense: its part of the parameter buffers
     cudaEvent_t grads_done;  // its gradients are final (overlapped all-reduce)
+    // bf16 (our LSTM, not cuDNN's): the rounded operands, x and h
+    // time-major (T,B,C) and (T,B,U), and the LSTM's gates (T,B,4U) and
+    // cell (B,T,U) in fp32
+    sf_bf16 *xq, *hq, *Wq, *Urq;
+    float *gates, *c;
 } layer_state;
 
 // What a step's kernels read from device memory rather than as arguments,
@@ -140,6 +150,12 @@ typedef struct {
     uint32_t graph_global;      // the global batch the graph was captured with
     float *pred;                // device, (batch, outputs)
     bool tf32;         // tensor-core products (else FMA fp32)
+    bool bf16;         // bf16 products on cuBLAS, our LSTM (docs/TRAINING.md, "bf16")
+    // bf16 backward scratch, shared by the layers: dz of a step (B,4U),
+    // dh_next and dc_next (B,U), dx time-major (T,B,C), and the rounded
+    // gradients of every step (T,B,4U) or of a dense layer's output
+    float *dz, *dh_next, *dc_next, *dx_tm;
+    sf_bf16 *dq;
     ncclComm_t comm;   // its communicator, when it has peers
     double timeout;    // on a wait for a stream with a collective in it (0: none)
 } gpu_replica;
@@ -160,7 +176,9 @@ static void gpu_close(sf_replica *opaque) {
         if (s->lstm.yd) cudnnDestroyRNNDataDescriptor(s->lstm.yd);
         if (s->lstm.hd) cudnnDestroyTensorDescriptor(s->lstm.hd);
         if (s->grads_done) cudaEventDestroy(s->grads_done);
+        cudaFree(s->xq), cudaFree(s->hq), cudaFree(s->Wq), cudaFree(s->Urq), cudaFree(s->gates), cudaFree(s->c);
     }
+    cudaFree(r->dz), cudaFree(r->dh_next), cudaFree(r->dc_next), cudaFree(r->dx_tm), cudaFree(r->dq);
     if (r->comm_stream) cudaStreamSynchronize(r->comm_stream), cudaStreamDestroy(r->comm_stream);
     if (r->reduced) cudaEventDestroy(r->reduced);
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
@@ -274,6 +292,43 @@ static int map_lstm(gpu_replica *r, const sf_layer *l, const lstm_layer *k, sf_e
     return rc;
 }
 
+// The bf16 scratch the layers share, in values: the largest of each.
+typedef struct {
+    size_t dz, dh, dx, dq;
+} bf16_scratch;
+
+static int alloc_bf16(gpu_replica *r, sf_bf16 **p, size_t n, sf_err *e) {
+    CUDA_OK(cudaMalloc((void **)p, (n ? n : 1) * sizeof(sf_bf16)), "cudaMalloc (bf16 operands)");
+    return 0;
+}
+
+// Layer l's rounded operands and, for an LSTM, its gates and cell; what it
+// needs of the shared scratch into bf.
+static int open_bf16(gpu_replica *r, const sf_layer *l, layer_state *s, bf16_scratch *bf, sf_err *e) {
+    size_t B = r->batch, T = r->window, C = l->in, U = l->units, G = 4 * U;
+#define GROW(field, n) bf->field = bf->field > (n) ? bf->field : (n)
+    if (l->kind == SF_LAYER_DENSE) {
+        SF_OK(alloc_bf16(r, &s->xq, B * C, e));
+        SF_OK(alloc_bf16(r, &s->Wq, C * U, e));
+        GROW(dq, B * U);
+        return 0;
+    }
+    SF_OK(alloc_bf16(r, &s->xq, T * B * C, e));
+    SF_OK(alloc_bf16(r, &s->hq, T * B * U, e));
+    SF_OK(alloc_bf16(r, &s->Wq, C * G, e));
+    SF_OK(alloc_bf16(r, &s->Urq, U * G, e));
+    SF_OK(alloc_dev(r, &s->gates, T * B * G, e));
+    SF_OK(alloc_dev(r, &s->c, B * T * U, e));
+    SF_OK(alloc_dev(r, &s->seq, B * T * U, e));
+    SF_OK(alloc_dev(r, &s->dseq, B * T * U, e));
+    GROW(dz, B * G);
+    GROW(dh, B * U);
+    GROW(dx, T * B * C);
+    GROW(dq, T * B * G);
+#undef GROW
+    return 0;
+}
+
 static int open_replica(gpu_replica *r, sf_err *e) {
     const sf_model *m = r->m;
     size_t B = r->batch, T = r->window;
@@ -289,7 +344,10 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     BLAS_OK(cublasCreate(&r->blas), "cublasCreate");
     BLAS_OK(cublasSetStream(r->blas, r->stream), "cublasSetStream");
     // fp32: full products, the CPU backend's numbers within float rounding.
-    BLAS_OK(cublasSetMathMode(r->blas, r->tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH),
+    // bf16 products take the tensor cores (default math).
+    BLAS_OK(cublasSetMathMode(r->blas, r->tf32  ? CUBLAS_TF32_TENSOR_OP_MATH
+                                       : r->bf16 ? CUBLAS_DEFAULT_MATH
+                                                 : CUBLAS_PEDANTIC_MATH),
             "cublasSetMathMode");
     CUDA_OK(cudaMalloc(&r->blas_work, BLAS_WORK), "cudaMalloc (cuBLAS workspace)");
     BLAS_OK(cublasSetWorkspace(r->blas, r->blas_work, BLAS_WORK), "cublasSetWorkspace");
@@ -308,6 +366,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
             "cudaMemcpyAsync");
     // Layers: descriptors, activations, and the parameter layout.
     size_t off = 0, widest = m->inputs;
+    bf16_scratch bf = {};
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
@@ -316,7 +375,13 @@ static int open_replica(gpu_replica *r, sf_err *e) {
         SF_OK(alloc_dev(r, &s->dout, n, e));
         if (l->in > widest) widest = l->in;
         s->glo = off;
-        if (l->kind == SF_LAYER_LSTM) {
+        if (l->kind != SF_LAYER_DROPOUT && r->bf16) {
+            SF_OK(open_bf16(r, l, s, &bf, e));
+            size_t count = (size_t)l->in * 4 * l->units + (size_t)l->units * 4 * l->units + 4 * l->units;
+            if (l->kind == SF_LAYER_DENSE) count = (size_t)l->in * l->units + l->units;
+            for (size_t k = 0; k < count; k++) r->perm[l->kernel + k] = (int64_t)(off + k);  // Keras' layout
+            off += (count + 63) & ~(size_t)63;
+        } else if (l->kind == SF_LAYER_LSTM) {
             SF_OK(open_lstm(r, l, &s->lstm, e));
             SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
             SF_OK(alloc_dev(r, &s->dseq, B * T * l->units, e));
@@ -344,8 +409,15 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     CUDA_OK(cudaMemsetAsync(r->g, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
     CUDA_OK(cudaMemsetAsync(r->m1, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
     CUDA_OK(cudaMemsetAsync(r->v, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
-    for (uint32_t i = 0; i < m->nlayers; i++)
+    for (uint32_t i = 0; i < m->nlayers && !r->bf16; i++)
         if (m->layer[i].kind == SF_LAYER_LSTM) SF_OK(map_lstm(r, &m->layer[i], &r->ls[i].lstm, e));
+    if (r->bf16) {
+        SF_OK(alloc_dev(r, &r->dz, bf.dz, e));
+        SF_OK(alloc_dev(r, &r->dh_next, bf.dh, e));
+        SF_OK(alloc_dev(r, &r->dc_next, bf.dh, e));
+        SF_OK(alloc_dev(r, &r->dx_tm, bf.dx, e));
+        CUDA_OK(cudaMalloc((void **)&r->dq, (bf.dq ? bf.dq : 1) * sizeof(sf_bf16)), "cudaMalloc (bf16 gradients)");
+    }
     size_t image = off > B ? off : B;  // also holds the ones below
     if (!(r->host = (float *)malloc((image ? image : 1) * sizeof(float)))) return sf_err_set(e, SF_ENOMEM, "out of memory");
     CUDA_OK(cudaMalloc(&r->work, r->work_bytes ? r->work_bytes : 1), "cudaMalloc (work space)");
@@ -375,7 +447,8 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     gpu_replica *r = (gpu_replica *)calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m, r->dev = o->device, r->timeout = o->timeout, r->batch = batch, r->window = window;
-    r->tf32 = o->precision == SF_PRECISION_TF32, r->late = o->late_loss, r->graphs = o->late_loss && o->cuda_graph;
+    r->tf32 = o->precision == SF_PRECISION_TF32, r->bf16 = o->precision == SF_PRECISION_BF16;
+    r->late = o->late_loss, r->graphs = o->late_loss && o->cuda_graph;
     r->overlap = o->overlap_reduce;
     static const cudnnRNNAlgo_t algos[] = {[SF_RNN_STANDARD] = CUDNN_RNN_ALGO_STANDARD,
                                            [SF_RNN_PERSISTENT] = CUDNN_RNN_ALGO_PERSIST_STATIC,
@@ -447,6 +520,85 @@ static int dense_forward(gpu_replica *r, float *y, const float *x, const float *
     return 0;
 }
 
+// ---- bf16: the layers as sf_lstm_forward_bf16 and its kin compute them,
+// on cuBLAS' bf16 products with fp32 sums ----
+
+// C (M,N) = op(A) op(B) (+ C when acc), row-major with leading dimensions,
+// as the column-major C^T = op(B)^T op(A)^T.
+static int gemm_bf16(gpu_replica *r, bool ta, bool tb, size_t M, size_t N, size_t K, const sf_bf16 *A, size_t lda,
+                     const sf_bf16 *B, size_t ldb, bool acc, float *C, size_t ldc, const char *what, sf_err *e) {
+    const float one = 1.0f, zero = 0.0f;
+    BLAS_OK(cublasGemmEx(r->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)N, (int)M,
+                         (int)K, &one, B, CUDA_R_16BF, (int)ldb, A, CUDA_R_16BF, (int)lda, acc ? &one : &zero, C,
+                         CUDA_R_32F, (int)ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            what);
+    return 0;
+}
+
+// As sf_lstm_forward_bf16: in (B,T,C) batch-major, h into s->seq.
+static int lstm_forward_bf16(gpu_replica *r, const sf_layer *l, layer_state *s, const float *in, size_t B, sf_err *e) {
+    size_t T = r->window, C = l->in, U = l->units, G = 4 * U;
+    cudaStream_t st = r->stream;
+    const float *W = r->w + r->perm[l->kernel], *Ur = r->w + r->perm[l->recurrent], *b = r->w + r->perm[l->bias];
+    SF_OK(sf_gpu_bf16_round(s->Wq, W, C * G, st, e));
+    SF_OK(sf_gpu_bf16_round(s->Urq, Ur, U * G, st, e));
+    SF_OK(sf_gpu_bf16_round_time_major(s->xq, in, B, T, C, st, e));
+    SF_OK(sf_gpu_rows_fill(s->gates, b, B * T, G, st, e));
+    SF_OK(gemm_bf16(r, false, false, B * T, G, C, s->xq, C, s->Wq, G, true, s->gates, G, "LSTM input projection", e));
+    for (size_t t = 0; t < T; t++) {
+        float *z = s->gates + t * B * G;  // (B,4U), time t
+        if (t > 0) SF_OK(gemm_bf16(r, false, false, B, G, U, s->hq + (t - 1) * B * U, U, s->Urq, G, true, z, G,
+                                   "LSTM recurrent product", e));
+        SF_OK(sf_gpu_lstm_cell(s->seq, s->c, z, s->hq + t * B * U, B, T, U, t, st, e));
+    }
+    return 0;
+}
+
+// As sf_lstm_backward_bf16: dh (B,T,U); dx (B,T,C) when there is one.
+static int lstm_backward_bf16(gpu_replica *r, const sf_layer *l, layer_state *s, const float *dh, float *dx, size_t B,
+                              sf_err *e) {
+    size_t T = r->window, C = l->in, U = l->units, G = 4 * U;
+    cudaStream_t st = r->stream;
+    float *dW = r->g + r->perm[l->kernel], *dUr = r->g + r->perm[l->recurrent], *db = r->g + r->perm[l->bias];
+    CUDA_OK(cudaMemsetAsync(r->dh_next, 0, B * U * sizeof(float), st), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(r->dc_next, 0, B * U * sizeof(float), st), "cudaMemsetAsync");
+    CUDA_OK(cudaMemsetAsync(db, 0, G * sizeof(float), st), "cudaMemsetAsync");
+    for (size_t t = T; t-- > 0;) {
+        sf_bf16 *dzq = r->dq + t * B * G;
+        SF_OK(sf_gpu_lstm_cell_backward(r->dz, dzq, r->dc_next, s->gates + t * B * G, s->c, dh, r->dh_next, B, T, U,
+                                        t, st, e));
+        SF_OK(sf_gpu_rows_add(db, r->dz, B, G, st, e));
+        // dh_{t-1} = dz_t Ur^T
+        if (t > 0) SF_OK(gemm_bf16(r, false, true, B, U, G, dzq, G, s->Urq, G, false, r->dh_next, U, "LSTM dh", e));
+    }
+    SF_OK(gemm_bf16(r, true, false, C, G, B * T, s->xq, C, r->dq, G, false, dW, G, "LSTM dW", e));
+    // dUr = sum over t >= 1 of h_{t-1}^T dz_t
+    if (T > 1) SF_OK(gemm_bf16(r, true, false, U, G, (T - 1) * B, s->hq, U, r->dq + B * G, G, false, dUr, G, "LSTM dUr", e));
+    else CUDA_OK(cudaMemsetAsync(dUr, 0, U * G * sizeof(float), st), "cudaMemsetAsync");
+    if (!dx) return 0;
+    SF_OK(gemm_bf16(r, false, true, B * T, C, G, r->dq, G, s->Wq, G, false, r->dx_tm, C, "LSTM dx", e));
+    return sf_gpu_batch_major(dx, r->dx_tm, B, T, C, st, e);
+}
+
+// As sf_dense_forward_bf16 and sf_dense_backward_bf16.
+static int dense_forward_bf16(gpu_replica *r, const sf_layer *l, layer_state *s, const float *in, size_t B, sf_err *e) {
+    size_t C = l->in, O = l->units;
+    SF_OK(sf_gpu_bf16_round(s->xq, in, B * C, r->stream, e));
+    SF_OK(sf_gpu_bf16_round(s->Wq, r->w + r->perm[l->kernel], C * O, r->stream, e));
+    SF_OK(sf_gpu_rows_fill(s->out, r->w + r->perm[l->bias], B, O, r->stream, e));
+    return gemm_bf16(r, false, false, B, O, C, s->xq, C, s->Wq, O, true, s->out, O, "dense forward", e);
+}
+
+static int dense_backward_bf16(gpu_replica *r, const sf_layer *l, layer_state *s, float *dx, size_t B, sf_err *e) {
+    size_t C = l->in, O = l->units;
+    float *dW = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];
+    SF_OK(sf_gpu_bf16_round(r->dq, s->dout, B * O, r->stream, e));
+    SF_OK(gemm_bf16(r, true, false, C, O, B, s->xq, C, r->dq, O, false, dW, O, "dense dW", e));
+    CUDA_OK(cudaMemsetAsync(db, 0, O * sizeof(float), r->stream), "cudaMemsetAsync");
+    SF_OK(sf_gpu_rows_add(db, s->dout, B, O, r->stream, e));
+    return dx ? gemm_bf16(r, false, true, B, C, O, r->dq, O, s->Wq, O, false, dx, C, "dense dx", e) : 0;
+}
+
 // Dropout's masks come from the step's seed in r->values.
 static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf_err *e) {
     const sf_model *m = r->m;
@@ -454,7 +606,15 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        if (l->kind == SF_LAYER_LSTM) {
+        if (l->kind == SF_LAYER_LSTM && r->bf16) {
+            SF_OK(lstm_forward_bf16(r, l, s, in, n, e));
+            if (l->sequences) {
+                s->y = s->seq;
+            } else {
+                SF_OK(sf_gpu_last_step(s->out, s->seq, n, r->window, l->units, r->stream, e));
+                s->y = s->out;
+            }
+        } else if (l->kind == SF_LAYER_LSTM) {
             lstm_layer *k = &s->lstm;
             SF_OK(lstm_shape(r, l, k, n, e));
             cudnnStatus_t st = cudnnRNNForward(r->dnn, k->rnn,
@@ -479,8 +639,9 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf
                 s->y = in;
             }
         } else {
-            SF_OK(dense_forward(r, s->out, in, r->w + r->perm[l->kernel], r->w + r->perm[l->bias], (int)n, (int)l->in,
-                                (int)l->units, e));
+            if (r->bf16) SF_OK(dense_forward_bf16(r, l, s, in, n, e));
+            else SF_OK(dense_forward(r, s->out, in, r->w + r->perm[l->kernel], r->w + r->perm[l->bias], (int)n,
+                                     (int)l->in, (int)l->units, e));
             s->y = s->out;
         }
         in = s->y;
@@ -627,6 +788,11 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
                 SF_OK(sf_gpu_last_step_backward(s->dseq, s->dout, n, r->window, l->units, r->stream, e));
                 dseq = s->dseq;
             }
+            if (r->bf16) {
+                SF_OK(lstm_backward_bf16(r, l, s, dseq, din, n, e));
+                SF_OK(layer_reduce(r, i, e));
+                continue;
+            }
             cudnnStatus_t st = cudnnRNNBackwardData_v8(r->dnn, k->rnn, r->seq_lengths, k->yd, s->seq, dseq, k->xd,
                                                        din ? din : r->scratch, k->hd, NULL, NULL, NULL, k->hd, NULL,
                                                        NULL, NULL, k->wbytes, r->w + k->woff, r->work_bytes, r->work,
@@ -644,6 +810,9 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
             size_t cnt = (size_t)n * out_size(r, l);
             if (l->rate > 0) SF_OK(sf_gpu_dropout_backward(din, s->dout, s->mask, cnt, r->stream, e));
             else CUDA_OK(cudaMemcpyAsync(din, s->dout, cnt * sizeof(float), cudaMemcpyDeviceToDevice, r->stream), "copy");
+        } else if (r->bf16) {
+            SF_OK(dense_backward_bf16(r, l, s, din, n, e));
+            SF_OK(layer_reduce(r, i, e));
         } else {
             int I = (int)l->in, O = (int)l->units, rows = (int)n;
             float *dw = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];

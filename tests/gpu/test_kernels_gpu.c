@@ -1,7 +1,8 @@
 // Every small CUDA kernel against its CPU twin, bit for bit (both sides are
 // written without contracted multiply-adds): dropout masks and outputs and
 // their backward, the MSE sum and gradient, the last-step slice and its backward,
-// and 5 Adam steps. Exit 77 without a GPU.
+// 5 Adam steps and the update's guard; the bf16 path's rounding, layouts and
+// bias-gradient sum. Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <string.h>
@@ -138,6 +139,44 @@ int main(void) {
               cudaMemcpy(&stuck, dbad, sizeof stuck, cudaMemcpyDeviceToHost) == cudaSuccess && stuck == 1,
           "a guard set before: now %d", stuck);
     cudaFree(dbad), cudaFree(dloss), cudaFree(dalpha);
+
+    // bf16 rounding, bit for bit with sf_bf16_round: ties both ways, the
+    // largest finite values, infinities, NaNs, subnormals, then x itself;
+    // and x (B,T,U) rounded into time-major.
+    float special[] = {1.0f + 0x1p-8f, 1.0f + 0x3p-8f, -1.0f - 0x1p-8f, 0x1.fffffep127f, INFINITY, -INFINITY, NAN,
+                       -NAN, 0x1p-140f, -0.0f, 0.0f};
+    size_t ns = sizeof special / sizeof *special;
+    memcpy(y, special, sizeof special);
+    memcpy(y + ns, x, (N - ns) * sizeof(float));
+    sf_bf16 *qc = malloc(N * sizeof *qc), *qg = malloc(N * sizeof *qg), *dq = NULL;
+    float *dyy = upload(y, N), *dxx = upload(x, N);  // x as Adam left it
+    CHECK(qc && qg && dyy && dxx && cudaMalloc((void **)&dq, N * sizeof *dq) == cudaSuccess, "cudaMalloc");
+    sf_bf16_round(qc, y, N);
+    CHECK(sf_gpu_bf16_round(dq, dyy, N, NULL, &e) == 0 &&
+              cudaMemcpy(qg, dq, N * sizeof *qg, cudaMemcpyDeviceToHost) == cudaSuccess &&
+              memcmp(qc, qg, N * sizeof *qc) == 0,
+          "bf16 rounding: GPU and CPU differ %s", e.msg);
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) sf_bf16_round(qc + (t * B + b) * U, x + (b * T + t) * U, U);
+    CHECK(sf_gpu_bf16_round_time_major(dq, dxx, B, T, U, NULL, &e) == 0 &&
+              cudaMemcpy(qg, dq, (size_t)B * T * U * sizeof *qg, cudaMemcpyDeviceToHost) == cudaSuccess &&
+              memcmp(qc, qg, (size_t)B * T * U * sizeof *qc) == 0,
+          "bf16 rounding into time-major: GPU and CPU differ %s", e.msg);
+    // Back to batch-major, and a bias gradient summed over rows in row order.
+    for (size_t b = 0; b < B; b++)
+        for (size_t t = 0; t < T; t++) memcpy(y + (b * T + t) * U, x + (t * B + b) * U, U * sizeof(float));
+    CHECK(sf_gpu_batch_major(ddx, dxx, B, T, U, NULL, &e) == 0, "%s", e.msg);
+    same("batch-major copy", ddx, y, (size_t)B * T * U);
+    float *sum = calloc(U, sizeof(float));
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (size_t k = 0; k < U; k++) sum[k] += x[r * U + k];
+    float *dsumf = upload(NULL, U);
+    CHECK(dsumf && cudaMemset(dsumf, 0, U * sizeof(float)) == cudaSuccess &&
+              sf_gpu_rows_add(dsumf, dxx, (size_t)B * T, U, NULL, &e) == 0,
+          "%s", e.msg);
+    same("rows summed in order", dsumf, sum, U);
+    cudaFree(dq), cudaFree(dyy), cudaFree(dxx), cudaFree(dsumf);
+    free(qc), free(qg), free(sum);
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
     free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);
