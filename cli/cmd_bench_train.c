@@ -95,7 +95,8 @@ int bench_train(int argc, char **argv) {
     if ((prc = cli_choose_precision(c->name, v[OPT_PRECISION].set ? v[OPT_PRECISION].text : NULL, devices, ngpus,
                                     json || v[OPT_QUIET].set, &o.precision)))
         return prc;
-    bool bf16 = o.precision == SF_PRECISION_BF16;
+    // The CPU's bf16 GEMM is the ceiling of a CPU bf16 run only.
+    bool bf16 = o.precision == SF_PRECISION_BF16 && o.backend == &sf_backend_cpu;
     sf_err e = {0};
     // The model's size, for its FLOPs.
     sf_pack *p;

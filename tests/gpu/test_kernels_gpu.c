@@ -1,8 +1,9 @@
 // Every small CUDA kernel against its CPU twin, bit for bit (both sides are
 // written without contracted multiply-adds): dropout masks and outputs and
 // their backward, the MSE sum and gradient, the last-step slice and its backward,
-// 5 Adam steps and the update's guard; the bf16 path's rounding, layouts and
-// bias-gradient sum. Exit 77 without a GPU.
+// 5 Adam steps and the update's guard; the bf16 path's rounding, layouts,
+// bias-gradient sum, and its LSTM cell forward and backward (with the
+// CPU's oneDNN module). Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <string.h>
@@ -30,6 +31,70 @@ static void same(const char *what, const float *d, const float *want, size_t n) 
     CHECK(ok, "%s: GPU and CPU differ (first at %zu: %.9g vs %.9g)", what, first, got && first < n ? got[first] : 0.0,
           first < n ? want[first] : 0.0);
     free(got);
+}
+
+// The bf16 LSTM's cell, forward and backward, bit for bit with
+// sf_lstm_forward_bf16 and sf_lstm_backward_bf16: with zero kernels every
+// product is exactly 0 whatever its order, so the gates are the bias and
+// any difference is the cell's own arithmetic (h, c, the gates, the rounded
+// dz of every step, and db, which sums the dz in order).
+static void lstm_cell_bf16(void) {
+    enum { LB = 5, LT = 7, LC = 3, LU = 6, LG = 4 * LU };
+    sf_err e = {0};
+    sf_matmul *mm = NULL;
+    if (sf_matmul_open(&mm, &e) != 0) {
+        printf("the bf16 cell is not compared: no CPU bf16 products (%s)\n", e.msg);
+        return;
+    }
+    uint64_t s = 17;
+    float *W = calloc(LC * LG, sizeof(float)), *Ur = calloc(LU * LG, sizeof(float)), *b = malloc(LG * sizeof(float));
+    float *x = malloc(LB * LT * LC * sizeof(float)), *dh = malloc(LB * LT * LU * sizeof(float));
+    float *h = malloc(LB * LT * LU * sizeof(float)), *c = malloc(LB * LT * LU * sizeof(float));
+    float *gates = malloc(LT * LB * LG * sizeof(float)), *dW = malloc(LC * LG * sizeof(float));
+    float *dUr = malloc(LU * LG * sizeof(float)), *db = malloc(LG * sizeof(float));
+    float *work = malloc(sf_lstm_backward_bf16_work(LB, LT, LC, LU) * sizeof(float));
+    sf_bf16_layer q = {.mm = mm, .x = malloc(LT * LB * LC * sizeof(sf_bf16)), .h = malloc(LT * LB * LU * sizeof(sf_bf16)),
+                       .W = malloc(LC * LG * sizeof(sf_bf16)), .Ur = malloc(LU * LG * sizeof(sf_bf16)),
+                       .d = malloc(LT * LB * LG * sizeof(sf_bf16)), .slot = 0};
+    for (size_t k = 0; k < LG; k++) b[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t k = 0; k < LB * LT * LC; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t k = 0; k < LB * LT * LU; k++) dh[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-25) - 0.25f;
+    sf_lstm_forward_bf16(h, c, gates, x, W, Ur, b, &q, LB, LT, LC, LU);
+    sf_lstm_backward_bf16(NULL, dW, dUr, db, dh, c, gates, &q, work, LB, LT, LC, LU);
+    CHECK(sf_matmul_status(mm, &e) == 0, "the CPU's bf16 pass: %s", e.msg);
+    float *dgates = upload(NULL, LT * LB * LG), *dhv = upload(NULL, LB * LT * LU), *dc = upload(NULL, LB * LT * LU);
+    float *ddh = upload(dh, LB * LT * LU), *ddb = upload(NULL, LG), *dbias = upload(b, LG), *dz = upload(NULL, LB * LG);
+    float *dcn = upload(NULL, LB * LU), *dhn = upload(NULL, LB * LU);
+    sf_bf16 *dhq = NULL, *dzq = NULL, *zq = malloc(LT * LB * LG * sizeof(sf_bf16));
+    CHECK(cudaMalloc((void **)&dhq, LT * LB * LU * sizeof(sf_bf16)) == cudaSuccess &&
+              cudaMalloc((void **)&dzq, LT * LB * LG * sizeof(sf_bf16)) == cudaSuccess,
+          "cudaMalloc");
+    CHECK(sf_gpu_rows_fill(dgates, dbias, LT * LB, LG, NULL, &e) == 0, "%s", e.msg);
+    for (size_t t = 0; t < LT; t++)
+        CHECK(sf_gpu_lstm_cell(dhv, dc, dgates + t * LB * LG, dhq + t * LB * LU, LB, LT, LU, t, NULL, &e) == 0, "%s",
+              e.msg);
+    same("bf16 cell: h", dhv, h, LB * LT * LU);
+    same("bf16 cell: c", dc, c, LB * LT * LU);
+    same("bf16 cell: gates", dgates, gates, LT * LB * LG);
+    // Backward: dh_next stays 0 (its product is), as on the CPU.
+    CHECK(cudaMemset(dcn, 0, LB * LU * sizeof(float)) == cudaSuccess &&
+              cudaMemset(dhn, 0, LB * LU * sizeof(float)) == cudaSuccess &&
+              cudaMemset(ddb, 0, LG * sizeof(float)) == cudaSuccess,
+          "cudaMemset");
+    for (size_t t = LT; t-- > 0;)
+        CHECK(sf_gpu_lstm_cell_backward(dz, dzq + t * LB * LG, dcn, dgates + t * LB * LG, dc, ddh, dhn, LB, LT, LU, t,
+                                        NULL, &e) == 0 &&
+                  sf_gpu_rows_add(ddb, dz, LB, LG, NULL, &e) == 0,
+              "%s", e.msg);
+    same("bf16 cell backward: db", ddb, db, LG);
+    CHECK(cudaMemcpy(zq, dzq, LT * LB * LG * sizeof(sf_bf16), cudaMemcpyDeviceToHost) == cudaSuccess &&
+              memcmp(zq, q.d, LT * LB * LG * sizeof(sf_bf16)) == 0,
+          "bf16 cell backward: the rounded dz differ");
+    cudaFree(dgates), cudaFree(dhv), cudaFree(dc), cudaFree(ddh), cudaFree(ddb), cudaFree(dbias), cudaFree(dz);
+    cudaFree(dcn), cudaFree(dhn), cudaFree(dhq), cudaFree(dzq);
+    free(W), free(Ur), free(b), free(x), free(dh), free(h), free(c), free(gates), free(dW), free(dUr), free(db);
+    free(work), free(q.x), free(q.h), free(q.W), free(q.Ur), free(q.d), free(zq);
+    sf_matmul_close(mm);
 }
 
 int main(void) {
@@ -177,6 +242,7 @@ int main(void) {
     same("rows summed in order", dsumf, sum, U);
     cudaFree(dq), cudaFree(dyy), cudaFree(dxx), cudaFree(dsumf);
     free(qc), free(qg), free(sum);
+    lstm_cell_bf16();
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
     free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);
