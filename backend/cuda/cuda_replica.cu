@@ -606,23 +606,19 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        if (l->kind == SF_LAYER_LSTM && r->bf16) {
-            SF_OK(lstm_forward_bf16(r, l, s, in, n, e));
-            if (l->sequences) {
-                s->y = s->seq;
-            } else {
-                SF_OK(sf_gpu_last_step(s->out, s->seq, n, r->window, l->units, r->stream, e));
-                s->y = s->out;
-            }
-        } else if (l->kind == SF_LAYER_LSTM) {
+        if (l->kind == SF_LAYER_LSTM) {
             lstm_layer *k = &s->lstm;
-            SF_OK(lstm_shape(r, l, k, n, e));
-            cudnnStatus_t st = cudnnRNNForward(r->dnn, k->rnn,
-                                               training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
-                                               r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd,
-                                               NULL, NULL, k->wbytes, r->w + k->woff, r->work_bytes, r->work,
-                                               training ? k->reserve_bytes : 0, training ? k->reserve : NULL);
-            if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNForward", st, e);
+            if (r->bf16) {
+                SF_OK(lstm_forward_bf16(r, l, s, in, n, e));
+            } else {
+                SF_OK(lstm_shape(r, l, k, n, e));
+                cudnnStatus_t st = cudnnRNNForward(r->dnn, k->rnn,
+                                                   training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE,
+                                                   r->seq_lengths, k->xd, in, k->yd, s->seq, k->hd, NULL, NULL, k->hd,
+                                                   NULL, NULL, k->wbytes, r->w + k->woff, r->work_bytes, r->work,
+                                                   training ? k->reserve_bytes : 0, training ? k->reserve : NULL);
+                if (st != CUDNN_STATUS_SUCCESS) return rnn_failed(r, l, "cudnnRNNForward", st, e);
+            }
             if (l->sequences) {
                 s->y = s->seq;
             } else {
