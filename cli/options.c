@@ -111,9 +111,9 @@ static const option options[OPT_COUNT] = {
                                "and up, else fp32"},
     [OPT_RNN_ALGO] = {"rnn-algo", 0, "standard|persistent|persistent-small", K_CHOICE, .choices = rnn_algos,
                       .group = TRAINING,
-                      .help = "GPUs: cuDNN's LSTM recurrence, a kernel per step or one persistent kernel that "
-                              "keeps the weights on chip (fast at small batches; persistent-small for small "
-                              "hidden sizes)"},
+                      .help = "GPUs in fp32 or tf32: cuDNN's LSTM recurrence, a kernel per step or one "
+                              "persistent kernel that keeps the weights on chip (fast at small batches; "
+                              "persistent-small for small hidden sizes; bf16 runs seqfeed's own LSTM)"},
     [OPT_DEFERRED_LOSS] = {"deferred-loss", 0, "on|off", K_CHOICE, .choices = on_off, .group = TRAINING,
                            .help = "GPUs: the host reads each step's loss after queuing its update, which the GPU "
                                    "skips if the loss or a gradient is not finite, so the GPU never waits for the "
