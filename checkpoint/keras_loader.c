@@ -1,9 +1,7 @@
 // Finds and loads the Keras module (keras.c, built as seqfeed-keras.so)
 // the first time export needs it: next to the program, or where it is
 // installed, or at $SEQFEED_KERAS_MODULE.
-#include <dlfcn.h>
 #include <pthread.h>
-#include <string.h>
 
 #include "checkpoint.h"
 
@@ -19,12 +17,8 @@ static void load(void) {
                    "(hint: apt-get install libhdf5-dev libzip-dev, configure the build again and rebuild)");
         return;
     }
-    void *h = sf_module_open("seqfeed-keras.so", "SEQFEED_KERAS_MODULE", SF_KERAS_MODULE_INSTALLED, "the Keras module",
-                             &why);
-    if (!h) return;
-    void *sym = dlsym(h, "sf_keras_module_export");
-    memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
-    if (!entry) sf_err_set(&why, SF_EUSAGE, "the Keras module has no sf_keras_module_export");
+    entry = (export_fn)sf_module_entry("seqfeed-keras.so", "SEQFEED_KERAS_MODULE", SF_KERAS_MODULE_INSTALLED,
+                                       "the Keras module", "sf_keras_module_export", &why);
 }
 
 bool sf_keras_available(sf_err *e) {

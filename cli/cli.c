@@ -140,14 +140,10 @@ int cli_choose_precision(const char *cmd, const char *text, const int *devices, 
         if (ngpus > 0 && !tf32)
             return cli_usage_error(cmd, "--precision bf16 needs GPUs of compute capability 8.0 or later (fp32 "
                                    "there; --gpus none computes in bf16 on the CPU)");
-        if (ngpus > 0) {
-            *out = SF_PRECISION_BF16;
-            return 0;
-        }
-        if (!sf_matmul_available(what, sizeof what))
+        if (ngpus == 0 && !sf_matmul_available(what, sizeof what))
             return cli_usage_error(cmd, "--precision bf16: no bf16 products here (%s); use --precision fp32",
                                    what + strlen("none: "));
-        if (!quiet && sf_matmul_emulated())
+        if (ngpus == 0 && !quiet && sf_matmul_emulated())
             fprintf(stderr, "precision: bf16 emulated: this CPU has AVX-512 but no bf16 dot products (correct, "
                     "slower than fp32)\n");
         *out = SF_PRECISION_BF16;

@@ -372,7 +372,7 @@ static void *module_at(const char *path, const char *what, sf_err *why) {
     return h;
 }
 
-void *sf_module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why) {
+static void *module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why) {
     const char *given = getenv(env);
     if (given && *given) return module_at(given, what, why);
     char path[PATH_MAX + 64], self[PATH_MAX];
@@ -386,6 +386,16 @@ void *sf_module_open(const char *file, const char *env, const char *installed, c
     if (!h && access(installed, F_OK) == 0) h = module_at(installed, what, why);
     if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "no %s (%s) next to the program or at %s", what, file, installed);
     return h;
+}
+
+sf_module_fn sf_module_entry(const char *file, const char *env, const char *installed, const char *what,
+                             const char *entry, sf_err *why) {
+    void *h = module_open(file, env, installed, what, why);
+    void *sym = h ? dlsym(h, entry) : NULL;
+    sf_module_fn fn = NULL;
+    memcpy(&fn, &sym, sizeof fn);  // POSIX: a function's address as data
+    if (h && !fn) sf_err_set(why, SF_EUSAGE, "%s has no %s", what, entry);
+    return fn;
 }
 
 void sf_text_put(sf_text *t, const char *fmt, ...) {

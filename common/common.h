@@ -143,9 +143,12 @@ int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err
 
 // A module seqfeed loads when a command needs it (seqfeed-gpu.so,
 // seqfeed-keras.so): $env when set, else file next to the program, else
-// installed (a path). Returns its dlopen handle, or NULL with why (SF_EUSAGE,
-// naming what, "the GPU module") saying where it looked or dlerror().
-void *sf_module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why);
+// installed (a path). Returns its function named entry (cast it back to its
+// type to call it), or NULL with why (SF_EUSAGE, naming what, "the GPU
+// module") saying where it looked, dlerror(), or that entry is missing.
+typedef void (*sf_module_fn)(void);
+sf_module_fn sf_module_entry(const char *file, const char *env, const char *installed, const char *what,
+                             const char *entry, sf_err *why);
 
 // Text that grows as it is written (JSON, say): sf_text_put appends
 // printf-style; after out of memory it stops, s is freed and NULL, nomem set.

@@ -103,6 +103,11 @@ SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_
     }
 }
 
+// y (rows, n) = b in every row: a bias, before the product adds to it.
+static void rows_fill(float *y, const float *b, size_t rows, size_t n) {
+    for (size_t r = 0; r < rows; r++) memcpy(y + r * n, b, n * sizeof(float));
+}
+
 // sum (n) += the rows of dy (rows, n), in row order: a bias's gradient.
 static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
     for (size_t r = 0; r < rows; r++)
@@ -113,7 +118,7 @@ void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const flo
                      size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
     // The input projection of every time step in one GEMM: gates = x W + b.
-    for (size_t row = 0; row < B * T; row++) memcpy(gates + row * G, b, G * sizeof(float));
+    rows_fill(gates, b, B * T, G);
     gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
     for (size_t t = 0; t < T; t++) {
         // Rows (b, t) for every b are T rows apart: the strides are the
@@ -158,7 +163,7 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
 }
 
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O) {
-    for (size_t r = 0; r < B; r++) memcpy(y + r * O, b, O * sizeof(float));
+    rows_fill(y, b, B, O);
     gemm(false, false, B, O, C, 1.0f, x, C, W, O, 1.0f, y, O);
 }
 
@@ -191,7 +196,7 @@ void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, cons
     sf_matmul_pack(q->mm, q->slot + 1, q->Ur, U, G, false, B);
     for (size_t bi = 0; bi < B; bi++)
         for (size_t t = 0; t < T; t++) sf_bf16_round(q->x + (t * B + bi) * C, x + (bi * T + t) * C, C);
-    for (size_t row = 0; row < B * T; row++) memcpy(gates + row * G, b, G * sizeof(float));
+    rows_fill(gates, b, B * T, G);
     sf_matmul_bf16_packed(q->mm, q->slot, gates, q->x, B * T, true);
     for (size_t t = 0; t < T; t++) {
         float *z = gates + t * B * G;  // (B,4U), time t
@@ -244,7 +249,7 @@ void sf_dense_forward_bf16(float *y, const float *x, const float *W, const float
                            size_t C, size_t O) {
     sf_bf16_round(q->x, x, B * C);
     sf_bf16_round(q->W, W, C * O);
-    for (size_t r = 0; r < B; r++) memcpy(y + r * O, b, O * sizeof(float));
+    rows_fill(y, b, B, O);
     sf_matmul_bf16(q->mm, y, q->x, q->W, B, O, C, false, false, true);
 }
 

@@ -2,7 +2,6 @@
 // the first time a command asks about bf16: next to the program, or where
 // it is installed, or at $SEQFEED_ONEDNN_MODULE. A build without oneDNN has
 // no module, and every function here says so.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,14 +18,10 @@ static void load(void) {
                    "the build again and rebuild)");
         return;
     }
-    void *h = sf_module_open("seqfeed-onednn.so", "SEQFEED_ONEDNN_MODULE", SF_ONEDNN_MODULE_INSTALLED, "the oneDNN module",
-                             &why);
-    if (!h) return;
-    void *sym = dlsym(h, "sf_matmul_module");
-    sf_matmul_module_fn entry;
-    memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
+    sf_matmul_module_fn entry = (sf_matmul_module_fn)sf_module_entry(
+        "seqfeed-onednn.so", "SEQFEED_ONEDNN_MODULE", SF_ONEDNN_MODULE_INSTALLED, "the oneDNN module",
+        "sf_matmul_module", &why);
     if (entry) table = entry();
-    else sf_err_set(&why, SF_EUSAGE, "the oneDNN module has no sf_matmul_module");
 }
 
 static const sf_matmul_table *loaded(void) {

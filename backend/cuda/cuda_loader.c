@@ -1,8 +1,6 @@
 // Finds and loads the GPU backend module once: cuda_replica.cu and
 // cuda_staging.cu, built as seqfeed-gpu.so.
-#include <dlfcn.h>
 #include <pthread.h>
-#include <string.h>
 
 #include "backend/backend.h"
 
@@ -11,16 +9,10 @@ static const sf_backend *backend;
 static sf_err why;
 
 static void load(void) {
-    void *h = sf_module_open("seqfeed-gpu.so", "SEQFEED_GPU_MODULE", SF_GPU_MODULE_INSTALLED, "the GPU module", &why);
-    if (!h) return;
-    const sf_backend *(*entry)(void);
-    void *sym = dlsym(h, "sf_gpu_module_backend");
-    memcpy(&entry, &sym, sizeof entry);  // POSIX: a function's address as data
-    if (!entry) {
-        sf_err_set(&why, SF_EINVAL, "the GPU module has no sf_gpu_module_backend");
-        return;
-    }
-    backend = entry();
+    typedef const sf_backend *(*entry_fn)(void);
+    entry_fn entry = (entry_fn)sf_module_entry("seqfeed-gpu.so", "SEQFEED_GPU_MODULE", SF_GPU_MODULE_INSTALLED,
+                                               "the GPU module", "sf_gpu_module_backend", &why);
+    if (entry) backend = entry();
 }
 
 const sf_backend *sf_backend_gpu(sf_err *e) {

@@ -375,13 +375,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
         SF_OK(alloc_dev(r, &s->dout, n, e));
         if (l->in > widest) widest = l->in;
         s->glo = off;
-        if (l->kind != SF_LAYER_DROPOUT && r->bf16) {
-            SF_OK(open_bf16(r, l, s, &bf, e));
-            size_t count = (size_t)l->in * 4 * l->units + (size_t)l->units * 4 * l->units + 4 * l->units;
-            if (l->kind == SF_LAYER_DENSE) count = (size_t)l->in * l->units + l->units;
-            for (size_t k = 0; k < count; k++) r->perm[l->kernel + k] = (int64_t)(off + k);  // Keras' layout
-            off += (count + 63) & ~(size_t)63;
-        } else if (l->kind == SF_LAYER_LSTM) {
+        if (l->kind == SF_LAYER_LSTM && !r->bf16) {
             SF_OK(open_lstm(r, l, &s->lstm, e));
             SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
             SF_OK(alloc_dev(r, &s->dseq, B * T * l->units, e));
@@ -389,9 +383,12 @@ static int open_replica(gpu_replica *r, sf_err *e) {
             off += (s->lstm.wbytes / sizeof(float) + 63) & ~(size_t)63;  // 256-byte aligned spaces
         } else if (l->kind == SF_LAYER_DROPOUT) {
             SF_OK(alloc_dev(r, &s->mask, n, e));
-        } else {
-            for (size_t k = 0; k < (size_t)l->in * l->units + l->units; k++) r->perm[l->kernel + k] = (int64_t)(off + k);
-            off += ((size_t)l->in * l->units + l->units + 63) & ~(size_t)63;
+        } else {  // dense, and bf16's LSTM: Keras' layout
+            if (r->bf16) SF_OK(open_bf16(r, l, s, &bf, e));
+            size_t lo, hi;
+            sf_model_layer_params(m, i, &lo, &hi);
+            for (size_t k = lo; k < hi; k++) r->perm[k] = (int64_t)(off + k - lo);
+            off += (hi - lo + 63) & ~(size_t)63;
         }
         s->ghi = off;
         if (l->kind != SF_LAYER_DROPOUT)
