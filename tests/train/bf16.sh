@@ -69,4 +69,9 @@ PY
 SEQFEED_ONEDNN_MODULE=/nonexistent/seqfeed-onednn.so run 2 train "${common[@]}" --precision bf16 --checkpoint-dir m
 expect err "--precision bf16: .*oneDNN module.*--precision fp32"
 [ -e m/latest.safetensors ] && fail "a refused run wrote a checkpoint"
+# A library in the module's place that is no oneDNN module (the program's
+# own API library): refused the same way, naming the missing entry point.
+SEQFEED_ONEDNN_MODULE="$(dirname "$SEQFEED")/libseqfeed.so" run 2 train "${common[@]}" --precision bf16 \
+    --checkpoint-dir m
+expect err "--precision bf16: .*the oneDNN module has no sf_matmul_module.*--precision fp32"
 finish

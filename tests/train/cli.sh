@@ -202,6 +202,13 @@ run 2 train "${common[@]}" --precision tf32 --gpus none
 expect err "--precision tf32 needs GPUs"
 run 2 train "${common[@]}" --precision fp64
 expect err "--precision fp64: expected one of fp32, tf32, bf16"
+# The GPU step's switches: their words only (accepted, and unused, on CPU).
+for opt in rnn-algo deferred-loss cuda-graph overlap-reduce; do
+    run 2 train "${common[@]}" --$opt maybe
+    expect err "--$opt maybe: expected one of"
+done
+run 0 train "${common[@]}" --rnn-algo persistent --deferred-loss off --cuda-graph off --overlap-reduce off -q \
+    --max-steps 2 --checkpoint-dir switches
 run 2 train "${common[@]}" --memory-budget lots
 expect err "--memory-budget lots: expected a number from 0.001"
 run 1 predict --checkpoint "$SRCDIR/tests/ref/ref_small.safetensors" --data s.sfpack
