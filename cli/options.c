@@ -431,6 +431,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
             cli_help(c, stdout);
             return -1;
         }
+        // A value given twice is a contradiction the user did not see (--data
+        // a --data b trained on b alone): which one was meant is theirs to say.
+        if (a->v[o].set && op->k != K_FLAG)
+            return cli_usage_error(c->name, "--%s is given twice (%s, then %s): give it once", op->name,
+                                   a->v[o].text, value);
         if (!parse_value(op, value, &a->v[o])) {
             char range[160];
             range_text(op, use_of(c, o)->many, range, sizeof range);
@@ -539,7 +544,7 @@ void cli_help(const cli_command *c, FILE *f) {
         wrapped(f, def, at, col);
     }
     if (c->epilog) fprintf(f, "\n%s", c->epilog);
-    fputs("\nAn option given twice takes its last value; '--' ends the options.\n", f);
+    fputs("\nAn option that takes a value is given once; '--' ends the options.\n", f);
 }
 
 void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {
