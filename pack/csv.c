@@ -507,9 +507,11 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (g->n == SF_PACK_MAX_CATEGORY)
         return fail_at(c, at, "column \"%s\" has more than %u distinct values: ids or text rather than a category "
                        "(--series-column or --drop-columns)", c->names[f], SF_PACK_MAX_CATEGORY);
-    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n || n > SF_PACK_MAX_NAME)
-        return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes, at most %u "
-                       "bytes", c->names[f], SF_PACK_MAX_NAME);
+    if (n > SF_PACK_MAX_CATEGORY_VALUE)
+        return fail_at(c, at, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
+                       "value may have (checkpoints keep every value)", c->names[f], n, SF_PACK_MAX_CATEGORY_VALUE);
+    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n)
+        return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->names[f]);
     char **v = g->n % 64 ? g->values : realloc(g->values, (g->n + 64) * sizeof *v);
     if (!v || !(v[g->n] = strndup(s, n))) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
     g->values = v;

@@ -47,6 +47,10 @@ typedef struct {
     const char *const *values;
 } sf_category;
 #define SF_PACK_MAX_CATEGORY 1024u  // distinct values a categorical column may have
+// Bytes of one category value: pack, train and checkpoints share this limit
+// (a checkpoint keeps the values in its metadata; a longer one would leave
+// a run whose checkpoints nothing can load).
+#define SF_PACK_MAX_CATEGORY_VALUE 4095u
 
 typedef struct {
     uint64_t offset;       // byte offset of the stored (compressed) bytes

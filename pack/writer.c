@@ -450,7 +450,9 @@ int sf_pack_writer_category(sf_pack_writer *w, uint32_t k, const char *const *va
     if (!v) return sf_err_set(e, SF_ENOMEM, "out of memory");
     w->cat_values[k] = v;
     for (uint32_t i = 0; i < n; i++) {
-        if (strlen(values[i]) > SF_PACK_MAX_NAME) return sf_err_set(e, SF_EINVAL, "%s: a category value is too long", w->path);
+        if (strlen(values[i]) > SF_PACK_MAX_CATEGORY_VALUE)
+            return sf_err_set(e, SF_EINVAL, "%s: category %u's value %u is %zu bytes long, more than the %u a category "
+                              "value may have", w->path, k, i, strlen(values[i]), SF_PACK_MAX_CATEGORY_VALUE);
         if (!(v[i] = strdup(values[i]))) return sf_err_set(e, SF_ENOMEM, "out of memory");
         w->cat_n[k] = i + 1;
     }
