@@ -1,15 +1,48 @@
 // Checkpoints as safetensors: weights under Keras' names (lstm/kernel, ...),
 // optimizer/m and optimizer/v, scaling/*, and the rest as metadata text.
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint.h"
 
 #define FORMAT "seqfeed-checkpoint 1"
+
+static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
+
+typedef struct {
+    const sf_checkpoint *c;
+    const sf_model *m;
+} read_back_arg;
+
+// The file just written loads as predict, export and --resume load it, with
+// the weights it was given: else it is not kept (a run must never end with
+// checkpoints nothing can load).
+static int read_back(const char *tmp, const char *path, void *arg, sf_err *e) {
+    const read_back_arg *a = arg;
+    sf_checkpoint *r = calloc(1, sizeof *r);
+    sf_st *s = NULL;
+    sf_model m;
+    int rc = r ? sf_st_open_named(&s, tmp, path, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc) rc = from_st(s, path, r, &m, e);
+    if (!rc && (r->nparams != a->m->nparams || memcmp(r->w, a->c->w, r->nparams * sizeof *r->w)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: its weights read back differ from those written", path);
+    if (rc) {
+        sf_err inner = *e;
+        sf_err_set(e, SF_EFORMAT, "%s was not written: it would not load (%s)", path, inner.msg);
+    }
+    sf_st_close(s);
+    if (r) sf_checkpoint_free(r);
+    free(r);
+    return rc ? SF_EFORMAT : 0;
+}
 
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
@@ -57,8 +90,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
                           "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
-                          "categories", c->categories, "target", c->target_change ? "change" : "value", NULL};
-    return sf_st_write(path, st, n, meta, e);
+                          "categories", c->categories, "target", c->target_change ? "change" : "value",
+                          "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir, NULL};
+    return sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
 }
 
 void sf_checkpoint_free(sf_checkpoint *c) {
@@ -73,7 +107,9 @@ void sf_checkpoint_free(sf_checkpoint *c) {
 static int meta_text(const sf_st *s, const char *path, const char *key, char *out, size_t cap, sf_err *e) {
     const char *v = sf_st_meta(s, key);
     if (!v) return sf_err_set(e, SF_EFORMAT, "%s: no '%s' in the checkpoint's metadata", path, key);
-    if (strlen(v) >= cap) return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is too long", path, key);
+    if (strlen(v) >= cap)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %zu bytes long, more than the %zu a checkpoint keeps",
+                          path, key, strlen(v), cap - 1);
     memcpy(out, v, strlen(v) + 1);
     return 0;
 }
@@ -111,7 +147,7 @@ static int meta_double(const sf_st *s, const char *path, const char *key, double
 // Names in a list (sf_list_next); UINT32_MAX when it is not one.
 static uint32_t names(const char *list) {
     uint32_t n = 0;
-    char name[4096];
+    char name[SF_PACK_MAX_CATEGORY_VALUE + 1];  // and a column name: a checkpoint keeps 4096 bytes of them
     for (const char *p = *list ? list : NULL; p; n++)
         if (sf_list_next(&p, name, sizeof name)) return UINT32_MAX;
     return n;
@@ -134,7 +170,7 @@ static uint32_t one_hot_inputs(const char *categories) {
 // A list of names with one name twice ("a,a"): a checkpoint that
 // contradicts itself.
 static bool has_twice(const char *list) {
-    char a[4096], b[4096];  // a checkpoint keeps 4096 bytes of names
+    char a[SF_PACK_MAX_CATEGORY_VALUE + 1], b[SF_PACK_MAX_CATEGORY_VALUE + 1];  // as names()
     for (const char *p = *list ? list : NULL; p;) {
         if (sf_list_next(&p, a, sizeof a)) return false;  // names() refused it already
         for (const char *q = p; q;)
@@ -189,6 +225,14 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     sf_st *s;
     int rc = sf_st_open(&s, path, e);
     if (rc) return rc;
+    rc = from_st(s, path, c, m, e);
+    sf_st_close(s);
+    return rc;
+}
+
+static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model *m, sf_err *e) {
+    *c = (sf_checkpoint){0};
+    int rc = 0;
     const char *format = sf_st_meta(s, "format");
     char window[64], norm[16];
     uint64_t u[14] = {0};
@@ -226,6 +270,13 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
     c->target_change = target && !strcmp(target, "change");
     if (!rc && sf_st_meta(s, "categories"))
         rc = meta_text(s, path, "categories", c->categories, sizeof c->categories, e);
+    // Both kept since a later version: "" before.
+    if (!rc && sf_st_meta(s, "data_from_checkpoint_dir"))
+        rc = meta_text(s, path, "data_from_checkpoint_dir", c->data_from_dir, sizeof c->data_from_dir, e);
+    const char *precision = sf_st_meta(s, "precision");
+    if (!rc && precision && *precision && strcmp(precision, "fp32") && strcmp(precision, "tf32") && strcmp(precision, "bf16"))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'precision' is '%s', expected fp32, tf32 or bf16", path, precision);
+    if (!rc && precision) memcpy(c->precision, precision, strlen(precision) + 1);
     if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'max_gap' is %g, expected seconds >= 0", path, c->max_gap);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
@@ -277,7 +328,120 @@ int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *
         if (sf_st_find(s, "scaling/target_mean"))
             c->target_mean = read_f32(s, path, "scaling/target_mean", c->outputs, &rc, e);
     }
-    sf_st_close(s);
     if (rc) sf_checkpoint_free(c);
+    return rc;
+}
+
+// ---- a run's directory ----
+
+// Whether name is epoch-NNNN.safetensors (digits, at least 4), with N in *epoch.
+static bool epoch_file(const char *name, uint64_t *epoch) {
+    size_t len = strlen(name), digits = len > 18 ? len - 18 : 0;
+    if (strncmp(name, "epoch-", 6) || digits < 4 || digits > 19 || strcmp(name + 6 + digits, ".safetensors"))
+        return false;
+    *epoch = 0;
+    for (size_t k = 0; k < digits; k++) {
+        if (name[6 + k] < '0' || name[6 + k] > '9') return false;
+        *epoch = *epoch * 10 + (uint64_t)(name[6 + k] - '0');
+    }
+    return true;
+}
+
+// Whether name is a temporary file (sf_temp_create's NAME.tmp.PID.XXXXXX)
+// of latest.safetensors or of an epoch's file.
+static bool run_temporary(const char *name) {
+    const char *tmp = strstr(name, ".safetensors.tmp.");
+    if (!tmp) return false;
+    char base[64];
+    size_t blen = (size_t)(tmp - name) + strlen(".safetensors");
+    uint64_t epoch;
+    if (blen >= sizeof base) return false;
+    memcpy(base, name, blen);
+    base[blen] = 0;
+    return !strcmp(base, "latest.safetensors") || epoch_file(base, &epoch);
+}
+
+void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {
+    *out = (sf_checkpoint_dir_info){0};
+    DIR *d = opendir(dir);
+    uint64_t last = 0, epoch;
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        if (!strcmp(ent->d_name, "latest.safetensors")) out->latest = true;
+        else if (epoch_file(ent->d_name, &epoch) && ++out->epochs && epoch >= last) {
+            last = epoch;
+            snprintf(out->last_epoch, sizeof out->last_epoch, "%.63s", ent->d_name);  // 37 bytes at most
+        }
+    }
+    if (d) closedir(d);
+}
+
+// path's bytes into a new file to, atomically.
+static int copy_file(const char *path, const char *to, sf_err *e) {
+    int in = sf_open_file(path, "a checkpoint (.safetensors)", e);
+    if (in < 0) return in;
+    char *tmp = NULL;
+    int out = sf_temp_create(to, &tmp, e), rc = out < 0 ? out : 0;
+    char buf[1 << 16];
+    for (ssize_t n; !rc && (n = read(in, buf, sizeof buf)) != 0;) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) rc = sf_err_errno(e, SF_EIO, errno, "%s: read failed", path);
+        for (ssize_t at = 0; !rc && at < n;) {
+            ssize_t w = write(out, buf + at, (size_t)(n - at));
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) rc = sf_err_errno(e, SF_EIO, w ? errno : EIO, "%s: write failed", to);
+            else at += w;
+        }
+    }
+    if (!rc) rc = sf_temp_commit(out, tmp, to, e);
+    if (out >= 0) close(out);
+    if (rc && tmp) unlink(tmp);
+    free(tmp);
+    close(in);
+    return rc;
+}
+
+int sf_checkpoint_save(const char *dir, const sf_checkpoint *c, const sf_model *m, bool epoch_end, sf_err *e) {
+    char latest[4200], epoch[4200];
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
+    snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)c->epoch);
+    int rc = sf_checkpoint_write(latest, c, m, e);
+    // The same bytes, read back already.
+    if (!rc && epoch_end) rc = copy_file(latest, epoch, e);
+    return rc;
+}
+
+int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, sf_err *e) {
+    *completed = 0;
+    // Under the run's lock every temporary file is a dead run's, whatever
+    // its PID names (that number may be another process's by now).
+    DIR *d = opendir(dir);
+    for (struct dirent *ent; d && (ent = readdir(d));) {
+        if (!run_temporary(ent->d_name)) continue;
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%s", dir, ent->d_name);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            int err = errno;
+            closedir(d);
+            return sf_err_errno(e, SF_EIO, err, "%s: cannot remove a killed run's temporary file", path);
+        }
+    }
+    if (d) closedir(d);
+    char latest[4200], epoch[4200];
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
+    if (access(latest, F_OK) != 0) return 0;
+    sf_st *s;
+    int rc = sf_st_open(&s, latest, e);
+    if (rc) return rc;
+    // At an epoch's end (and only there) latest is written with epoch_step 0.
+    const char *step = sf_st_meta(s, "epoch_step"), *at = sf_st_meta(s, "epoch");
+    char *end = NULL;
+    uint64_t n = at ? strtoull(at, &end, 10) : 0;
+    bool epoch_end = step && !strcmp(step, "0") && at && *at && !*end && n > 0;
+    sf_st_close(s);
+    if (!epoch_end) return 0;
+    snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)n);
+    if (access(epoch, F_OK) == 0) return 0;
+    rc = copy_file(latest, epoch, e);
+    if (!rc) *completed = n;
     return rc;
 }

@@ -31,6 +31,9 @@ typedef struct {
 // and covering it without overlap, as the format requires.
 typedef struct sf_st sf_st;
 int sf_st_open(sf_st **out, const char *path, sf_err *e);
+// The same, its format errors naming name instead of path (a temporary
+// file read back under the name it is about to get).
+int sf_st_open_named(sf_st **out, const char *path, const char *name, sf_err *e);
 // The same from memory (data is copied); name is used in messages.
 int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_err *e);
 void sf_st_close(sf_st *s);
@@ -53,6 +56,11 @@ typedef struct {
 // terminated, may be NULL) to path atomically: a temporary file, fsync,
 // rename. Tensors are laid out in the order given.
 int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *const *meta, sf_err *e);
+// The same, with check(tmp, path, arg, e) called on the complete temporary
+// file tmp before it becomes path: nonzero leaves path as it was.
+typedef int (*sf_st_check)(const char *tmp, const char *path, void *arg, sf_err *e);
+int sf_st_write_checked(const char *path, const sf_st_tensor *t, size_t n, const char *const *meta,
+                        sf_st_check check, void *arg, sf_err *e);
 
 // ---- checkpoints ----
 
@@ -61,6 +69,10 @@ int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *c
 // columns, the window, and the exact training position.
 typedef struct {
     char model[1024], features[4096], targets[4096], data[4096];
+    // data's path from the checkpoint's directory ("../s.sfpack"), so that a
+    // resume elsewhere finds a relative data ("": not known)
+    char data_from_dir[4096];
+    char precision[8];  // sf_precision_name of the run's ("": a checkpoint from before it was kept)
     sf_window_spec window;
     enum sf_norm norm;
     uint32_t inputs, outputs;
@@ -87,7 +99,10 @@ typedef struct {
     uint64_t epoch_samples;
 } sf_checkpoint;
 
-// Writes c (its weights laid out as m says) to path atomically.
+// Writes c (its weights laid out as m says) to path atomically, after
+// reading the complete temporary file back as sf_checkpoint_read does:
+// a checkpoint that would not load (or not give c's weights) is never
+// written, and SF_EFORMAT says why.
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e);
 // Reads path into *c (which owns its arrays afterwards: free them with
 // sf_checkpoint_free, also after a failure) and parses its model into *m.
@@ -96,6 +111,35 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
 int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e);
 // Frees the arrays sf_checkpoint_read allocated (not the caller's own).
 void sf_checkpoint_free(sf_checkpoint *c);
+
+// ---- a run's directory ----
+
+// A run keeps DIR/latest.safetensors, where it stands, and at each epoch's
+// end DIR/epoch-NNNN.safetensors too, and nothing else but its lock
+// (seqfeed.lock) and, while one is written, a temporary file
+// (NAME.tmp.PID.XXXXXX). An epoch's end is one transaction of two renames:
+// latest first, then the epoch's file copied from it. A run killed between
+// them leaves latest at the epoch's end without its epoch file, which
+// sf_checkpoint_dir_recover completes.
+
+// Writes c as DIR/latest.safetensors and, when epoch_end, as
+// DIR/epoch-NNNN.safetensors (NNNN: c->epoch).
+int sf_checkpoint_save(const char *dir, const sf_checkpoint *c, const sf_model *m, bool epoch_end, sf_err *e);
+
+// What DIR holds of a run: latest.safetensors, and how many
+// epoch-NNNN.safetensors (the highest's name in last_epoch).
+typedef struct {
+    bool latest;
+    uint64_t epochs;
+    char last_epoch[64];
+} sf_checkpoint_dir_info;
+void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out);
+
+// For the one run that holds DIR's lock: removes every temporary file a
+// killed run left there, and completes an epoch's end that a kill
+// interrupted (latest at the end of epoch N, epoch-NNNN missing: copied
+// from latest). *completed: the epoch file written (0: none).
+int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, sf_err *e);
 
 // ---- Keras ----
 

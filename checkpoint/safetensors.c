@@ -301,7 +301,9 @@ int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_
     return 0;
 }
 
-int sf_st_open(sf_st **out, const char *path, sf_err *e) {
+int sf_st_open(sf_st **out, const char *path, sf_err *e) { return sf_st_open_named(out, path, path, e); }
+
+int sf_st_open_named(sf_st **out, const char *path, const char *name, sf_err *e) {
     *out = NULL;
     int fd = sf_open_file(path, "a checkpoint (.safetensors)", e);
     if (fd < 0) return fd;
@@ -318,7 +320,7 @@ int sf_st_open(sf_st **out, const char *path, sf_err *e) {
         else got += (size_t)n;
     }
     close(fd);
-    if (!rc) rc = sf_st_parse(out, buf, got, path, e);
+    if (!rc) rc = sf_st_parse(out, buf, got, name, e);
     free(buf);
     return rc;
 }
@@ -396,6 +398,11 @@ static void put_string(hbuf *h, const char *s) {
 }
 
 int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *const *meta, sf_err *e) {
+    return sf_st_write_checked(path, t, n, meta, NULL, NULL, e);
+}
+
+int sf_st_write_checked(const char *path, const sf_st_tensor *t, size_t n, const char *const *meta,
+                        sf_st_check check, void *arg, sf_err *e) {
     hbuf h = {0};
     char num[96];
     uint64_t at = 0;
@@ -453,6 +460,11 @@ int sf_st_write(const char *path, const sf_st_tensor *t, size_t n, const char *c
     }
     int werr = ok ? 0 : errno;
     free(h.p);
-    rc = sf_temp_fclose(&out, ok, e);
+    ok = ok && fflush(out.f) == 0;
+    if (!ok) werr = werr ? werr : errno;
+    // Read back under its temporary name (a device or FIFO has none: no check).
+    int crc = ok && check && out.tmp ? check(out.tmp, path, arg, e) : 0;
+    rc = sf_temp_fclose(&out, ok && !crc, e);
+    if (crc) return crc;
     return ok || rc ? rc : sf_err_errno(e, SF_EIO, werr, "%s: write failed", path);
 }

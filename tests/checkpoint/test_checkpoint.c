@@ -1,7 +1,9 @@
 // Checkpoints: a round trip, and nothing loaded on its byte count alone: a
 // tensor of the right size but the wrong shape, a non-finite weight or
 // scale, and metadata that contradicts itself are refused with the
-// tensor's or the field's name.
+// tensor's or the field's name. Nothing written that would not load; a
+// run's directory recovered after a kill between its two files.
+#include <dirent.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +88,106 @@ static void test_lists(void) {
     CHECK(sf_list_append(list, 4, &len, "abcd") == SF_ERANGE, "a list too long for its buffer");
 }
 
+// Whether dir holds a file whose name has part in it.
+static bool dir_has(const char *part) {
+    DIR *d = opendir(dir);
+    bool found = false;
+    for (struct dirent *ent; d && (ent = readdir(d));) found |= strstr(ent->d_name, part) != NULL;
+    if (d) closedir(d);
+    return found;
+}
+
+// A checkpoint that would not load is never written (the previous one
+// stays, no temporary is left), and a category value of the limit's length
+// loads; one byte more does not.
+static void test_read_back(const sf_checkpoint *good, const sf_model *m, const char *path) {
+    size_t len, len2;
+    uint8_t *before = slurp(path, &len);
+    sf_checkpoint c = *good;
+    snprintf(c.features, sizeof c.features, "a,a");
+    sf_err e = {0};
+    int rc = sf_checkpoint_write(path, &c, m, &e);
+    CHECK(rc == SF_EFORMAT && strstr(e.msg, "was not written: it would not load") && strstr(e.msg, "named twice") &&
+              strstr(e.msg, path) && !strstr(e.msg, ".tmp."),
+          "a checkpoint that cannot load: rc %d '%s'", rc, e.msg);
+    uint8_t *after = slurp(path, &len2);
+    CHECK(before && after && len == len2 && !memcmp(before, after, len), "the previous checkpoint was replaced");
+    CHECK(!dir_has(".tmp."), "a temporary file was left");
+    free(before), free(after);
+
+    // One categorical input more: '"a,<value>,y"' is a (one-hot, 2 inputs) and b.
+    sf_model m3;
+    CHECK(sf_model_parse(&m3, "lstm:4,dense", 3, 1, &e) == 0, "model: %s", e.msg);
+    float *w = calloc(m3.nparams, sizeof *w), ones[3] = {1, 1, 1}, zeros[3] = {0};
+    c = *good;
+    c.inputs = 3, c.w = w, c.nparams = m3.nparams, c.feature_scale = ones, c.feature_offset = zeros;
+    char value[SF_PACK_MAX_CATEGORY_VALUE + 2];
+    for (int extra = 0; extra < 2; extra++) {
+        memset(value, 'x', sizeof value);
+        value[SF_PACK_MAX_CATEGORY_VALUE + extra] = 0;
+        char group[sizeof value + 16];
+        snprintf(group, sizeof group, "a,%s,y", value);
+        size_t n = 0;
+        c.categories[0] = 0;
+        CHECK(sf_list_append(c.categories, sizeof c.categories, &n, group) == 0, "categories");
+        rc = sf_checkpoint_write(path, &c, &m3, &e);
+        if (!extra) {
+            CHECK(rc == 0, "a category value of %u bytes: %s", SF_PACK_MAX_CATEGORY_VALUE, e.msg);
+        } else {
+            CHECK(rc == SF_EFORMAT && strstr(e.msg, "would not load"), "a category value of %u bytes: rc %d '%s'",
+                  SF_PACK_MAX_CATEGORY_VALUE + 1, rc, e.msg);
+        }
+    }
+    free(w);
+    CHECK(sf_checkpoint_write(path, good, m, &e) == 0, "write: %s", e.msg);
+}
+
+// An epoch's end is latest and then epoch-NNNN; a kill between the two
+// leaves latest at the epoch's end without its file, and temporaries:
+// recovery completes the one and removes the others.
+static void test_run_dir(const sf_checkpoint *good, const sf_model *m) {
+    sf_checkpoint c = *good;
+    c.epoch = 2, c.epoch_step = 0;
+    sf_err e = {0};
+    char latest[128], epoch[128], tmp[160];
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
+    snprintf(epoch, sizeof epoch, "%s/epoch-0002.safetensors", dir);
+    CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(dir, &info);
+    CHECK(info.latest && info.epochs == 1 && !strcmp(info.last_epoch, "epoch-0002.safetensors"),
+          "look: latest %d, %llu epochs, last '%s'", info.latest, (unsigned long long)info.epochs, info.last_epoch);
+    size_t la, ea;
+    uint8_t *lb = slurp(latest, &la), *eb = slurp(epoch, &ea);
+    CHECK(lb && eb && la == ea && !memcmp(lb, eb, la), "the epoch's file is not latest's bytes");
+    // The kill: epoch-0002 never renamed, its temporary (the running test's
+    // own PID: under the lock the name's PID proves nothing) and latest's left.
+    unlink(epoch);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld.abcdef", epoch, (long)getpid());
+    spit(tmp, lb, la / 2);
+    snprintf(tmp, sizeof tmp, "%s.tmp.1.ghijkl", latest);
+    spit(tmp, lb, la);
+    snprintf(tmp, sizeof tmp, "%s/notes.txt.tmp.1.ghijkl", dir);  // not the run's: stays
+    spit(tmp, lb, 1);
+    uint64_t done = 99;
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0 && done == 2, "recover: done %llu, %s",
+          (unsigned long long)done, e.msg);
+    free(eb);
+    eb = slurp(epoch, &ea);
+    CHECK(eb && la == ea && !memcmp(lb, eb, la), "the recovered epoch file is not latest's bytes");
+    CHECK(!dir_has("safetensors.tmp."), "a temporary file outlived the recovery");
+    CHECK(dir_has("notes.txt.tmp."), "recovery removed a file that was not the run's");
+    unlink(tmp);
+    // Mid-epoch: nothing to complete.
+    c.epoch = 2, c.epoch_step = 5;
+    CHECK(sf_checkpoint_save(dir, &c, m, false, &e) == 0, "save: %s", e.msg);
+    unlink(epoch);
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0 && done == 0 && access(epoch, F_OK) != 0,
+          "recover mid-epoch: done %llu", (unsigned long long)done);
+    free(lb), free(eb);
+    unlink(latest);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     test_lists();
@@ -99,7 +201,7 @@ int main(void) {
                        .window = {.length = 5, .stride = 1, .sampling_rate = 1}, .norm = SF_NORM_ZSCORE,
                        .inputs = 2, .outputs = 1, .feature_scale = fs, .feature_offset = fo, .target_scale = ts,
                        .target_offset = to, .nparams = m.nparams, .w = w, .batch = 8, .replicas = 1,
-                       .lr = 1e-3, .lr_scaling = "none", .lanes = 1, .block_chunks = 1};
+                       .lr = 1e-3, .lr_scaling = "none", .lanes = 1, .block_chunks = 1, .precision = "fp32"};
     char path[96], bad[96];
     snprintf(path, sizeof path, "%s/good.safetensors", dir);
     snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
@@ -110,7 +212,7 @@ int main(void) {
     CHECK(rc == 0, "read: %s", e.msg);
     if (!rc) {
         CHECK(r.nparams == m.nparams && !memcmp(r.w, w, m.nparams * sizeof *w) && r.feature_scale[1] == 2 &&
-                  r.target_offset[0] == 0.5f && !strcmp(r.features, "a,b"),
+                  r.target_offset[0] == 0.5f && !strcmp(r.features, "a,b") && !strcmp(r.precision, "fp32"),
               "the round trip changed the checkpoint");
         sf_checkpoint_free(&r);
     }
@@ -143,10 +245,15 @@ int main(void) {
         refused(bad, says, names[k]);
     }
     sf_st_close(s);
+    // Precision: kept; an unknown one refused.
+    patched(good, len, "\"precision\":\"fp32\"", "\"precision\":\"fp64\"", bad);
+    refused(bad, "metadata 'precision' is 'fp64', expected fp32, tf32 or bf16", "precision fp64");
     // Features that name one column twice.
     patched(good, len, "\"features\":\"a,b\"", "\"features\":\"a,a\"", bad);
     refused(bad, "a column named twice in features 'a,a'", "features a,a");
     free(good);
+    test_read_back(&c, &m, path);
+    test_run_dir(&c, &m);
     free(w);
     unlink(path), unlink(bad), rmdir(dir);
     return TEST_EXIT();
