@@ -99,16 +99,50 @@ static int differs(cli_opt opt, const char *given, const char *theirs, const cha
 // --resume: what decides the run comes from its checkpoint, so that
 // --checkpoint-dir alone resumes it; a flag given that says otherwise is a
 // usage error naming both values. 0, or the exit code.
-static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck) {
+static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck, const char **precision,
+                           char *data, size_t data_cap) {
     const cli_value *v = a->v;
     char path[4200], given[8192], theirs[8192];
     snprintf(path, sizeof path, "%s/latest.safetensors", o->checkpoint_dir);
-    if (access(path, F_OK) != 0) return 0;  // nothing to resume: fit says so and starts afresh
+    if (access(path, F_OK) != 0) {
+        // With --data a run that was never checkpointed starts afresh (fit
+        // says so): the same command line serves every attempt of a job.
+        sf_checkpoint_dir_info info;
+        sf_checkpoint_dir_look(o->checkpoint_dir, &info);
+        if (info.epochs)
+            return cli_usage_error("train", "--checkpoint-dir %s holds %s but no latest.safetensors, where a run "
+                                   "stands: --resume has nothing to continue from (hint: copy the epoch's file to "
+                                   "%s/latest.safetensors to go on from it, or start afresh in another "
+                                   "--checkpoint-dir)", o->checkpoint_dir, info.last_epoch, o->checkpoint_dir);
+        if (!v[OPT_DATA].set)
+            return cli_usage_error("train", "there is no checkpoint in %s (no latest.safetensors): nothing to resume "
+                                   "(hint: leave --resume out, and give --data, to start a run there)",
+                                   o->checkpoint_dir);
+        return 0;
+    }
     sf_model m;
     sf_err e = {0};
     int rc;
     if (sf_checkpoint_read(path, ck, &m, &e)) return cli_fail("train", &e, NULL);
-    if (!v[OPT_DATA].set) o->data = ck->data;  // given: the same data moved (its fingerprint must match)
+    // Given: the same data moved (its fingerprint must match). Else the
+    // checkpoint's, from this directory, or else as seen from the
+    // checkpoint's directory (a resume started elsewhere).
+    if (!v[OPT_DATA].set) {
+        o->data = ck->data;
+        const char *near = ck->data_from_dir[0] ? ck->data_from_dir : ck->data;  // older checkpoints: data itself
+        if (ck->data[0] != '/' && access(ck->data, F_OK) != 0 &&
+            snprintf(data, data_cap, "%s/%s", o->checkpoint_dir, near) < (int)data_cap && access(data, F_OK) == 0)
+            o->data = data;
+        else if (access(ck->data, F_OK) != 0)
+            return cli_usage_error("train", "%s: the run's data %s is neither in this directory nor at %s/%s (hint: "
+                                   "--data FILE.sfpack names where it is now)", path, ck->data, o->checkpoint_dir,
+                                   ck->data_from_dir[0] ? ck->data_from_dir : ck->data);
+    }
+    // Precision too (a checkpoint from before it was kept: as given, or the default).
+    if (ck->precision[0]) {
+        if (*precision && (rc = differs(OPT_PRECISION, *precision, ck->precision, path))) return rc;
+        *precision = ck->precision;
+    }
     if (v[OPT_MODEL].set) {
         sf_model gm;
         if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs, &e) == 0) sf_model_format(&gm, given, sizeof given);
@@ -209,7 +243,8 @@ int cmd_train(int argc, char **argv) {
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
     sf_checkpoint *ck = calloc(1, sizeof *ck);  // the resumed run's settings point into it
     if (!ck) return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
-    rc = o.resume ? resume_settings(&a, &o, ck) : 0;
+    char data[8400];
+    rc = o.resume ? resume_settings(&a, &o, ck, &precision, data, sizeof data) : 0;
     if (!rc && !o.data) rc = cli_usage_error("train", "missing --data FILE.sfpack");
     if (!rc && o.checkpoint_every && !o.checkpoint_dir)
         rc = cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
@@ -267,7 +302,14 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         if (rc) return rc;
         if (o.progress) fprintf(stderr, "run: checkpoints go to %s/ (--checkpoint-dir chooses)\n", run_dir);
     }
-    if (default_dir) o.checkpoint_dir = run_dir;
+    // A rank without --checkpoint-dir names rank 0's, as the ranks compare
+    // the files written (every rank takes part: a rank given one is refused there).
+    char rank0_dir[sizeof run_dir];
+    memcpy(rank0_dir, run_dir, sizeof run_dir);
+    sf_err be = {0};
+    if (sf_ranks_bcast(o.ranks, rank0_dir, sizeof rank0_dir, "the run's directory", &be))
+        return cli_fail("train", &be, NULL);
+    if (default_dir) memcpy(run_dir, rank0_dir, sizeof run_dir), o.checkpoint_dir = run_dir;
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus("train", gpus, devices, 64, !o.progress, &gpu_backend);

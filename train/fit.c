@@ -96,7 +96,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
 }
 
 // Writes DIR/latest.safetensors (and DIR/epoch-NNNN.safetensors at an
-// epoch's end), each atomically; rank 0 only.
+// epoch's end), each atomically and read back; rank 0 only.
 static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     if (!f->o->checkpoint_dir || f->rank != 0) return 0;
     size_t n = f->model.nparams;
@@ -108,16 +108,7 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     bool partial = f->epoch_step > 0;
     f->ck.epoch_loss = partial ? f->loss_sum : 0, f->ck.epoch_samples = partial ? f->samples : 0;
     f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
-    char path[4200];
-    if (!rc) {
-        snprintf(path, sizeof path, "%s/latest.safetensors", f->o->checkpoint_dir);
-        rc = sf_checkpoint_write(path, &f->ck, &f->model, e);
-    }
-    if (!rc && epoch_end) {
-        snprintf(path, sizeof path, "%s/epoch-%04llu.safetensors", f->o->checkpoint_dir,
-                 (unsigned long long)f->epoch);
-        rc = sf_checkpoint_write(path, &f->ck, &f->model, e);
-    }
+    if (!rc) rc = sf_checkpoint_save(f->o->checkpoint_dir, &f->ck, &f->model, epoch_end, e);
     free(f->ck.w), free(f->ck.m), free(f->ck.v);
     f->ck.w = f->ck.m = f->ck.v = NULL;
     return rc;
@@ -363,7 +354,23 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
     if (ftruncate(f->lock, 0) != 0 || pwrite(f->lock, pid, (size_t)len, 0) != len)
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write", path);
-    return 0;
+    // One directory, one run: a new run beside another's checkpoints would
+    // leave its latest next to their epoch files, and a resume of either
+    // would take the other's.
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(dir, &info);
+    if (!f->o->resume && (info.latest || info.epochs))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds another run's checkpoints (%s%s%s): a new run there "
+                          "would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts a new "
+                          "one)", dir, info.latest ? "latest.safetensors" : "", info.latest && info.epochs ? ", " : "",
+                          info.last_epoch);
+    uint64_t completed;
+    int rc = sf_checkpoint_dir_recover(dir, &completed, e);
+    if (!rc && completed && f->talk)
+        fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing (the run was killed between its two files at "
+                "that epoch's end): written now from latest.safetensors\n", dir, (unsigned long long)completed);
+    if (!rc) sf_run_data_from_dir(f->ck.data_from_dir, sizeof f->ck.data_from_dir, f->o->data, dir);
+    return rc;
 }
 
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.

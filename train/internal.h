@@ -111,6 +111,9 @@ void sf_allreduce_settle(sf_trainer *t);
 // replicas replicas in all. SF_EINVAL when the column names do not fit.
 int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in, const sf_columns *cols,
                   const sf_model *m, uint32_t replicas, sf_err *e);
+// data's path from dir ("../s.sfpack") into out (cap bytes), "" when either
+// cannot be resolved: a resume from another directory finds it by that.
+void sf_run_data_from_dir(char *out, size_t cap, const char *data, const char *dir);
 // Every rank has the same record and data layout (a collective).
 int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, uint32_t replicas,
                  const sf_pack_info *in, sf_err *e);

@@ -20,16 +20,51 @@ static int join(char *out, size_t cap, const sf_pack_info *in, const uint32_t *c
     return 0;
 }
 
+// The bytes a list of names takes at least: each name and a comma between
+// (quotes come on top).
+static size_t list_bytes(const sf_pack_info *in, const uint32_t *cols, uint32_t n, const int32_t *codes) {
+    size_t len = 0;
+    for (uint32_t k = 0; k < n; k++)
+        if (!(codes && codes[k] != SF_CODE_NONE && k && cols[k - 1] == cols[k]))  // a categorical column once
+            len += strlen(in->col_names[cols[k]]) + (len > 0);
+    return len;
+}
+
 int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in, const sf_columns *cols,
                   const sf_model *m, uint32_t replicas, sf_err *e) {
     *c = (sf_checkpoint){0};
     sf_model_format(m, c->model, sizeof c->model);
-    if (sf_columns_feature_list(cols, in, c->features, sizeof c->features) ||
-        join(c->targets, sizeof c->targets, in, cols->targets, cols->ntargets))
-        return sf_err_set(e, SF_EINVAL, "too many column names for a checkpoint");
-    if (sf_columns_categories(cols, in, c->categories, sizeof c->categories))
-        return sf_err_set(e, SF_EINVAL, "the categorical features' values take more than the %zu bytes a checkpoint "
-                          "keeps for them (hint: fewer categorical --features)", sizeof c->categories);
+    uint32_t nplain = cols->nfeatures - 2 * cols->ntime;  // the time features' inputs come from no column
+    if (sf_columns_feature_list(cols, in, c->features, sizeof c->features))
+        return sf_err_set(e, SF_EINVAL, "the feature columns' names take at least %zu bytes as a list, more than the "
+                          "%zu a checkpoint keeps (hint: fewer --features)", list_bytes(in, cols->features, nplain,
+                          cols->codes), sizeof c->features - 1);
+    if (join(c->targets, sizeof c->targets, in, cols->targets, cols->ntargets))
+        return sf_err_set(e, SF_EINVAL, "the target columns' names take at least %zu bytes as a list, more than the "
+                          "%zu a checkpoint keeps (hint: fewer --targets)", list_bytes(in, cols->targets,
+                          cols->ntargets, NULL), sizeof c->targets - 1);
+    // Files packed before the limit was checked may hold longer values.
+    for (uint32_t j = 0; j < nplain; j++) {
+        const sf_category *cat = cols->codes[j] >= 0 ? sf_pack_category(in, cols->features[j]) : NULL;
+        size_t len = cat ? strlen(cat->values[cols->codes[j]]) : 0;
+        if (len > SF_PACK_MAX_CATEGORY_VALUE)
+            return sf_err_set(e, SF_EUSAGE, "%s: a value of categorical column \"%s\" is %zu bytes long, more than "
+                              "the %u a category value may have: no checkpoint could keep it (hint: pack the CSV "
+                              "again with shorter values)", o->data, in->col_names[cols->features[j]], len,
+                              SF_PACK_MAX_CATEGORY_VALUE);
+    }
+    if (sf_columns_categories(cols, in, c->categories, sizeof c->categories)) {
+        size_t need = 0;
+        for (uint32_t j = 0; j < nplain; j++)
+            if (cols->codes[j] >= 0) {
+                bool first = !j || cols->features[j - 1] != cols->features[j];
+                need += strlen(sf_pack_category(in, cols->features[j])->values[cols->codes[j]]) + 1 +
+                        (first ? strlen(in->col_names[cols->features[j]]) + 1 : 0);
+            }
+        return sf_err_set(e, SF_EINVAL, "the categorical features' names and values take at least %zu bytes as a "
+                          "list, more than the %zu a checkpoint keeps for them (hint: fewer categorical --features)",
+                          need, sizeof c->categories - 1);
+    }
     snprintf(c->data, sizeof c->data, "%s", o->data);
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
     c->feature_scale = cols->feature_scale, c->feature_offset = cols->feature_offset;
@@ -41,7 +76,27 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->target_change = o->target_change;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
+    snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
     return 0;
+}
+
+void sf_run_data_from_dir(char *out, size_t cap, const char *data, const char *dir) {
+    out[0] = 0;
+    char *file = data ? realpath(data, NULL) : NULL, *from = realpath(dir, NULL);
+    size_t fl = from ? strlen(from) : 0;
+    char *slashed = from ? malloc(fl + 2) : NULL;  // from with one '/' at its end
+    if (file && slashed) {
+        snprintf(slashed, fl + 2, "%s%s", from, fl > 1 ? "/" : "");
+        // The last directory both share, then a "../" for each of from's below it.
+        size_t common = 0, len = 0;
+        for (size_t k = 0; file[k] && file[k] == slashed[k]; k++)
+            if (file[k] == '/') common = k;
+        for (size_t k = common + 1; slashed[k] && len < cap; k++)
+            if (slashed[k] == '/') len += (size_t)snprintf(out + len, cap - len, "../");
+        if (len < cap) len += (size_t)snprintf(out + len, cap - len, "%s", file + common + 1);
+        if (len >= cap) out[0] = 0;  // too long to keep: a resume finds the data from the current directory only
+    }
+    free(file), free(from), free(slashed);
 }
 
 static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
@@ -65,6 +120,8 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !same(c->time_features, r->time_features) ? "--time-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
+                       // a checkpoint from before precision was kept: any (docs/TRAINING.md)
+                       : c->precision[0] && !same(c->precision, r->precision) ? "--precision"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"
@@ -100,7 +157,10 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name};
+    // The files written by name: a rank given another --log would have it ignored without a word.
+    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
+                          o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
+                          o->report ? o->report : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
     // The data: its layout decides the blocks and shards, and the scaling
     // comes from the file's statistics, so another file of the same shape
@@ -117,7 +177,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
     return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
                           "pipeline lanes and blocks, backend, precision, seed, epochs, learning rate, memory "
-                          "budget, the files written, and the data's layout and statistics)", e);
+                          "budget, the files written: --checkpoint-dir, --log, --trace, --report, and the data's "
+                          "layout and statistics)", e);
 }
 
 // Where a resumed run stands, as rank 0 read it from the checkpoint (only
