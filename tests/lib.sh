@@ -26,3 +26,24 @@ expect() {
 finish() {
     [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
 }
+
+# over ARRAY ARGS...: sets the array args to the words of the array named
+# ARRAY followed by ARGS, without the options ARGS gives again (and their
+# values): a command line like another but for some settings (an option
+# given twice is an error).
+over() {
+    local -n over_base=$1
+    shift
+    local given=" " k w next
+    for w in "$@"; do [[ $w == -* ]] && given+="$w "; done
+    args=()
+    for ((k = 0; k < ${#over_base[@]}; k++)); do
+        w=${over_base[k]} next=${over_base[k + 1]:-}
+        if [[ $given == *" $w "* ]]; then
+            [[ -n $next && $next != --* && ! $next =~ ^-[a-zA-Z]$ ]] && k=$((k + 1))
+            continue
+        fi
+        args+=("$w")
+    done
+    args+=("$@")
+}

@@ -8,7 +8,8 @@
 # (--overlap-reduce off); a run resumes across rank counts; a
 # rank that is killed, hangs or fails ends the job, every rank non-zero,
 # with a message naming the rank, in bounded time; ranks started with other
-# settings are refused.
+# settings, or other files to write (--checkpoint-dir, --log, ...), are
+# refused.
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}" "${SRCDIR:?}"
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
@@ -18,9 +19,12 @@ tmp=$(mktemp -d /tmp/sfmpi.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 5000 --feature-count 3 --series-count 2 -q || exit 1
-common=(--data s.sfpack --features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense
-        --window 12 --batch-size 16 --epochs 2 --val-split 0.2 --seed 3 --pool 256 -q)
+# Without --data, --epochs, --seed and --pool, which some runs give otherwise.
+base=(--features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense --window 12 --batch-size 16
+      --val-split 0.2)
+common=(--data s.sfpack "${base[@]}" --epochs 2 --seed 3 --pool 256 -q)
 verbose=("${common[@]:0:${#common[@]}-1}")  # without -q
+long=(--data s.sfpack "${base[@]}" --epochs 1000 --seed 3 --pool 256)  # stopped by a signal
 
 # mpi NP ARGS...: seqfeed ARGS as NP ranks; stdout in out, stderr in err, status in $rc.
 mpi() {
@@ -145,14 +149,14 @@ expect err "written by 2 replicas and this run has 1: epoch 1 starts again from 
 
 # Ctrl-C (SIGINT) on rank 1 alone: every rank stops at the same step, and
 # rank 0 writes the checkpoint.
-wrapped 1 int '(sleep 2; kill -INT $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir i
+wrapped 1 int '(sleep 2; kill -INT $$) &' train "${long[@]}" --checkpoint-dir i
 [ "$rc" -eq 130 ] || fail "an interrupt on rank 1: exit $rc, expected 130: $(tail -5 err)"
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
 # SIGTERM on every rank (scancel, preemption): all stop after the same
 # step, with a checkpoint.
-wrapped all term '(sleep 2; kill -TERM $$) &' train "${verbose[@]}" --epochs 1000 --checkpoint-dir tm
+wrapped all term '(sleep 2; kill -TERM $$) &' train "${long[@]}" --checkpoint-dir tm
 [ "$rc" -eq 143 ] || fail "SIGTERM on every rank: exit $rc, expected 143: $(tail -5 err)"
 expect err "rank [01] of 2: SIGTERM from the launcher"  # a rank may stop, by the other's, before its own arrives
 expect err "^stopped after [0-9]+ steps"
@@ -161,8 +165,9 @@ expect err "^stopped after [0-9]+ steps"
 # A memory budget shrinks each rank's shuffle pool by its own decoders and
 # cores; the ranks take the smallest, so rank 1 alone with more decoders
 # trains as both with more decoders.
-budget=("${common[@]}" --pool 16384 --memory-budget 34 --decoders 2 --max-steps 30)
-wrapped 1 decoders 'extra=(--decoders 8)' train "${budget[@]}" --checkpoint-dir d1
+budget=(--data s.sfpack "${base[@]}" --epochs 2 --seed 3 -q --pool 16384 --memory-budget 34 --max-steps 30)
+wrapped all decoders 'extra=(--decoders 2); [ "$OMPI_COMM_WORLD_RANK" = 1 ] && extra=(--decoders 8)' \
+    train "${budget[@]}" --checkpoint-dir d1
 [ "$rc" -eq 0 ] || fail "rank 1 with more decoders: exit $rc: $(cat err)"
 mpi 2 train "${budget[@]}" --decoders 8 --checkpoint-dir d8
 [ "$rc" -eq 0 ] || fail "ranks with more decoders: exit $rc: $(cat err)"
@@ -172,21 +177,37 @@ same d1/latest.safetensors d8/latest.safetensors 0 || fail "ranks shuffled with 
 # shape but other values or chunks.
 "$SEQFEED" synth -o other.sfpack --rows 5000 --feature-count 3 --series-count 2 --seed 9 -q || exit 1
 "$SEQFEED" synth -o chunks.sfpack --rows 5000 --feature-count 3 --series-count 2 --chunk-rows 512 -q || exit 1
-for extra in '--seed 4' '--trace t1.json' '--overlap-reduce off' '--data other.sfpack' '--data chunks.sfpack'; do
-    wrapped 1 other "extra=($extra)" train "${common[@]}"
+# differ OPT VALUE0 VALUE1: seqfeed train on 2 ranks for an epoch, rank 0
+# with OPT VALUE0 and rank 1 with OPT VALUE1 (VALUE0 '': rank 0 without
+# OPT), every other option as in one.
+one=(--data s.sfpack --seed 3 "${base[@]}" --epochs 1 --pool 256 -q)
+differ() {
+    local opt=$1 zero=$2 one_value=$3 args=() k
+    for ((k = 0; k < ${#one[@]}; k++)); do
+        if [ "${one[k]}" = "$opt" ]; then k=$((k + 1)); else args+=("${one[k]}"); fi
+    done
+    wrapped all other "extra=(${zero:+$opt $zero}); [ \"\$OMPI_COMM_WORLD_RANK\" = 1 ] && extra=($opt $one_value)" \
+        train "${args[@]}"
+}
+for extra in '--seed 3 4' '--trace "" t1.json' '--overlap-reduce "" off' '--data s.sfpack other.sfpack' \
+             '--data s.sfpack chunks.sfpack' '--checkpoint-dir c0 c1' '--log l0.csv l1.csv' '--checkpoint-dir "" c1' \
+             '--report r0.html r1.html'; do
+    eval "differ $extra"
     [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "rank 1 with $extra: exit $rc"
     expect err "rank 1 of 2: the run's settings .* differs on 1 rank\(s\) from rank 0's"
 done
+expect err "the files written: --checkpoint-dir, --log, --trace, --report"
+[ ! -e l0.csv ] && [ ! -e l1.csv ] || fail "ranks that disagree on --log wrote one"
 
 # A rank that fails (its data is missing) ends the job, naming itself.
-wrapped 1 missing 'extra=(--data gone.sfpack)' train "${common[@]}"
+differ --data s.sfpack gone.sfpack
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a rank without its data: exit $rc"
 expect err "rank 1 of 2: gone.sfpack"
 
 # A rank killed mid-training (SIGKILL): the launcher names it and ends the
 # other, which says which rank it is; well before the timeout.
 start=$(date +%s)
-wrapped 1 kill '(sleep 2; kill -9 $$) &' train "${common[@]}" --epochs 1000
+wrapped 1 kill '(sleep 2; kill -9 $$) &' train "${long[@]}" -q
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
 expect err "process rank 1 .* exited on signal 9"
 expect err "rank 0 of 2: SIGTERM from the launcher"
@@ -194,7 +215,7 @@ expect err "rank 0 of 2: SIGTERM from the launcher"
 
 # A rank that hangs (SIGSTOP): the other's collective times out and ends
 # the job.
-wrapped 1 hang '(sleep 2; kill -STOP $$) &' train "${common[@]}" --epochs 1000 --collective-timeout 2
+wrapped 1 hang '(sleep 2; kill -STOP $$) &' train "${long[@]}" -q --collective-timeout 2
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a hung rank: exit $rc"
 expect err "rank 0 of 2: .* did not complete within 2 s"
 finish

@@ -59,7 +59,8 @@ for stage in read:3000 decode:3000 window:3000; do
     SEQFEED_TEST_DELAY=$stage "$SEQFEED" bench train "${bench[@]}" >out 2>&1
     accepts "bench train" out
 done
-"$SEQFEED" train "${common[@]}" --model lstm:64,lstm:64,dense >/dev/null 2>out  # compute bound
+over common --model lstm:64,lstm:64,dense
+"$SEQFEED" train "${args[@]}" >/dev/null 2>out  # compute bound
 accepts train out
 # Budgets too small for the replicas, and for the pipeline (on 1 MiB chunks).
 "$SEQFEED" synth -o big.sfpack --rows 200000 --feature-count 3 -q || exit 1
@@ -71,7 +72,8 @@ for budget in 0.01 2; do
 done
 "$SEQFEED" bench pipeline --data big.sfpack --memory-budget 2 >/dev/null 2>out && fail "bench pipeline fit in 2 MB"
 accepts "bench pipeline" out
-"$SEQFEED" train "${common[@]}" --window 20000 >/dev/null 2>out && fail "a window longer than the data trained"
+over common --window 20000
+"$SEQFEED" train "${args[@]}" >/dev/null 2>out && fail "a window longer than the data trained"
 grep -q -- "--val-split" out || fail "too little data: no --val-split in the hint: $(cat out)"
 accepts train out
 "$SEQFEED" train "${common[@]}" --checkpoint-dir ck -q || fail "a run for resuming"

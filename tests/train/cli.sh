@@ -49,8 +49,10 @@ cmp -s b/latest.safetensors done.safetensors || fail "resuming a finished run ch
 
 # --lr-scaling linear with 2 replicas is lr 2e-3: the same weights, so the
 # same predictions.
-run 0 train "${common[@]}" --epochs 1 --replicas 2 --lr-scaling linear --checkpoint-dir l1
-run 0 train "${common[@]}" --epochs 1 --replicas 2 --lr 0.002 --checkpoint-dir l2
+over common --epochs 1 --replicas 2 --lr-scaling linear --checkpoint-dir l1
+run 0 train "${args[@]}"
+over common --epochs 1 --replicas 2 --lr 0.002 --checkpoint-dir l2
+run 0 train "${args[@]}"
 run 0 predict --checkpoint l1/latest.safetensors --data s.sfpack -o p1.csv
 run 0 predict --checkpoint l2/latest.safetensors --data s.sfpack -o p2.csv
 cmp -s p1.csv p2.csv || fail "--lr-scaling linear is not lr x replicas"
@@ -76,29 +78,36 @@ expect err "--gpus 0,0: expected all, none or distinct GPU indices"
 run 2 train "${common[@]}" --replicas 3
 expect err "not divisible by 3 replicas"
 expect err "see 'seqfeed train --help'"
-run 2 train "${common[@]}" --model lstm:8,gru:4,dense
+over common --model lstm:8,gru:4,dense
+run 2 train "${args[@]}"
 expect err "item 2 'gru:4'"
-run 2 train "${common[@]}" --model lstm:0,dense
+over common --model lstm:0,dense
+run 2 train "${args[@]}"
 expect err "--model: item 1 'lstm:0'"
-run 2 train "${common[@]}" --features f0,nope
+over common --features f0,nope
+run 2 train "${args[@]}"
 expect err 'feature "nope" is not a column'
 # A value out of range names the option and the range; an unknown option
 # says so in one line.
-run 2 train "${common[@]}" --window 0
+over common --window 0
+run 2 train "${args[@]}"
 expect err "^seqfeed train: --window 0: expected an integer from 1 to 4294967295$"
 run 2 train "${common[@]}" --depht 4
 [ "$(grep -c . err)" -eq 2 ] && expect err "^seqfeed train: unknown option '--depht'$" ||
     fail "an unknown option: $(cat err)"
 run 2 train "${common[@]}" --batch 16
 expect err "unknown option '--batch'"
-run 2 train "${common[@]}" --batch-size 16,32
+over common --batch-size 16,32
+run 2 train "${args[@]}"
 expect err "--batch-size 16,32: expected one value"
 # The pipeline's knobs, as bench pipeline spells them.
 run 0 train "${common[@]}" --max-steps 3 --decoders 1 --lanes 1 --depth 2 --prefetch 1 --slots 2 --io pread \
     --direct off --block-chunks 1
-run 2 train "${common[@]}" --batch-size 32 --checkpoint-dir b --resume
+over common --batch-size 32 --checkpoint-dir b --resume
+run 2 train "${args[@]}"
 expect err "^seqfeed train: --batch-size 32 differs from the checkpoint's 16 in b/latest.safetensors \(hint: --resume continues the run as it was: leave --batch-size out"
-run 2 train "${common[@]}" --window 20000
+over common --window 20000
+run 2 train "${args[@]}"
 expect err "fewer than one global batch"
 
 # Lanes shard a replica's windows further: an epoch is what the lanes'
@@ -115,7 +124,8 @@ run 2 train "${lanes[@]}" --lanes 8
 expect err "fewer than one global batch of 32 for each of the replicas' lanes .*fewer --lanes"
 run 2 train "${common[@]}" --memory-budget 2
 expect err "memory-budget 2.0 MB: the replicas take [0-9.]+ MB, and for the pipeline a memory budget of [0-9.]+ MB is too small"
-run 2 train "${common[@]}" --model lstm:512,dense --batch-size 1024 --memory-budget 20
+over common --model lstm:512,dense --batch-size 1024 --memory-budget 20
+run 2 train "${args[@]}"
 expect err "the replicas' weights and activations alone take"
 run 0 train "${common[@]}" --memory-budget 30 --max-steps 3
 run 2 train "${common[@]}" --pool 64 --checkpoint-dir b --resume
@@ -126,10 +136,12 @@ expect err "--lr-scaling linear differs from the checkpoint's none"
 # in other chunks, or with a budget that shrinks the pool, would train
 # another run: refused, naming what differs.
 "$SEQFEED" unpack s.sfpack -o s.csv && "$SEQFEED" pack s.csv -o rechunked.sfpack --series-column series --chunk-rows 1000 -q || exit 1
-run 2 train "${common[@]}" --data rechunked.sfpack --checkpoint-dir b --resume
+over common --data rechunked.sfpack --checkpoint-dir b --resume
+run 2 train "${args[@]}"
 expect err "the data \(its content or layout: another file, or the CSV packed again\) differs"
 "$SEQFEED" synth -o other.sfpack --rows 24000 --feature-count 3 --series-count 2 --seed 9 -q || exit 1
-run 2 train "${common[@]}" --data other.sfpack --checkpoint-dir b --resume
+over common --data other.sfpack --checkpoint-dir b --resume
+run 2 train "${args[@]}"
 expect err "the data .* differs"
 # A budget just above the least the run needs (as its error for 2 MB says)
 # leaves a smaller pool than the checkpoint's.

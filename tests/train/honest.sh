@@ -132,15 +132,18 @@ expect err "^validation: none \(--val-split 0\): no val_loss$"
 grep -q val_loss err && ! grep -q "^validation:" err && fail "val_loss printed without validation: $(cat err)"
 grep -q "val_loss [0-9n]" err && fail "a val_loss on an epoch line: $(cat err)"
 [ "$(sed -n 2p n.csv | cut -d, -f3)" = "" ] || fail "the log's val_loss without validation: $(cat n.csv)"
-run 0 train "${small[@]}" --window 60 --val-split 0.1 --checkpoint-dir short
+over small --window 60 --val-split 0.1 --checkpoint-dir short
+run 0 train "${args[@]}"
 expect err "^validation: none: the validation part of every series \(its last 0.1 of rows\) is shorter than a window and its target \(61 rows\)"
 
 # Without --checkpoint-dir: runs/<stamp>/, said first and last; -q: last only.
-run 0 train "${small[@]}" --epochs 1
+over small --epochs 1
+run 0 train "${args[@]}"
 expect err "^run: checkpoints go to runs/[0-9]{8}-[0-9]{6}/ \(--checkpoint-dir chooses\)$"
 head -1 err | grep -q "^run: " || fail "the run's directory is not the first line: $(head -2 err)"
 tail -1 err | grep -Eq "checkpoint runs/[0-9]{8}-[0-9]{6}/latest.safetensors$" || fail "last line: $(tail -1 err)"
-run 0 train "${small[@]}" --epochs 1 -q
+over small --epochs 1 -q
+run 0 train "${args[@]}"
 [ "$(wc -l <err)" -eq 1 ] && expect err "^checkpoint runs/[0-9]{8}-[0-9]{6}(-2)?/latest.safetensors$" ||
     fail "-q without --checkpoint-dir: $(cat err)"
 [ "$(ls runs/*/latest.safetensors | wc -l)" -eq 2 ] || fail "runs/: $(ls -R runs)"

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# A run and its checkpoint directory: one run per directory (another is
+# refused without --resume); an epoch's end killed between its two files
+# is completed by the resume and leaves no temporary; precision is a
+# setting of the run; --resume without a checkpoint says so; a relative
+# --data is found from another directory; an option given twice is
+# refused; a category value is as long as checkpoints keep, or pack says
+# which one is not; limits in messages name their numbers.
+set -u
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
+tmp=$(mktemp -d /tmp/sfruns.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+"$SEQFEED" synth -o s.sfpack --rows 3000 --feature-count 2 --series-count 1 -q || exit 1
+settings=(--window 8 --batch-size 16 --model lstm:4,dense --seed 5 --val-split 0.1 -q)
+common=(--data s.sfpack "${settings[@]}")
+
+# same A B: every tensor of checkpoint A is B's, bit for bit (the metadata
+# says when and how long, so the files differ).
+same() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]] for k, v in h.items()}
+sys.exit(load(sys.argv[1]) != load(sys.argv[2]))
+PY
+}
+
+# --- An option given twice: which value was meant is the user's to say.
+"$SEQFEED" synth -o t.sfpack --rows 3000 --feature-count 2 --series-count 1 --seed 2 -q || exit 1
+run 2 train "${common[@]}" --epochs 1 --data t.sfpack --checkpoint-dir twice
+expect err "^seqfeed train: --data is given twice \(s.sfpack, then t.sfpack\): give it once"
+[ ! -e twice ] || fail "a refused command line created its checkpoint directory"
+run 2 train "${common[@]}" --epochs 1 --window 8 --checkpoint-dir twice
+expect err "--window is given twice \(8, then 8\)"
+run 2 synth -o x.sfpack -o y.sfpack --rows 10
+expect err "^seqfeed synth: --output is given twice \(x.sfpack, then y.sfpack\)"
+run 2 inspect --data s.sfpack --data t.sfpack
+expect err "^seqfeed inspect: --data is given twice"
+# A flag given twice says nothing new: accepted.
+run 0 inspect --data s.sfpack -q -q
+
+# --- One run per directory.
+run 0 train "${common[@]}" --epochs 2 --checkpoint-dir a
+cp a/latest.safetensors a.before
+run 2 train "${common[@]}" --epochs 3 --checkpoint-dir a
+expect err "^seqfeed train: error: --checkpoint-dir a holds another run's checkpoints \(latest.safetensors, epoch-0002.safetensors\): a new run there would mix with it \(hint: --resume continues that run; a fresh --checkpoint-dir starts a new one\)"
+cmp -s a.before a/latest.safetensors || fail "the refused run changed the other run's latest.safetensors"
+[ ! -e a/epoch-0003.safetensors ] || fail "the refused run wrote an epoch file"
+# Its epoch files alone are a run too.
+mkdir olds && cp a/epoch-0001.safetensors olds/
+run 2 train "${common[@]}" --epochs 1 --checkpoint-dir olds
+expect err "--checkpoint-dir olds holds another run's checkpoints \(epoch-0001.safetensors\)"
+# And --resume goes on with it.
+run 0 train --checkpoint-dir a --resume --epochs 3 -q
+[ -f a/epoch-0003.safetensors ] || fail "--resume did not go on: $(ls a)"
+
+# --- --resume where there is nothing to resume.
+run 2 train --checkpoint-dir empty --resume
+expect err "^seqfeed train: there is no checkpoint in empty \(no latest.safetensors\): nothing to resume \(hint: leave --resume out, and give --data, to start a run there\)"
+grep -q "missing --data" err && fail "--resume without a checkpoint still says 'missing --data': $(cat err)"
+run 2 train --checkpoint-dir olds --resume
+expect err "--checkpoint-dir olds holds epoch-0001.safetensors but no latest.safetensors"
+# With --data the same command line starts the run (a job's first attempt).
+run 0 train "${common[@]}" --epochs 1 --checkpoint-dir first --resume
+[ -f first/epoch-0001.safetensors ] || fail "--resume --data without a checkpoint did not start the run"
+
+# --- A kill between an epoch's two renames: latest at the end of epoch 2,
+# no epoch-0002, the temporaries the writes had open. The resume completes
+# the epoch file from latest, removes them, and the run ends as one never
+# killed.
+run 0 train "${common[@]}" --epochs 3 --checkpoint-dir full
+run 0 train "${common[@]}" --epochs 2 --checkpoint-dir k
+cp k/epoch-0002.safetensors e2
+killed() {
+    rm -f k/epoch-0002.safetensors
+    head -c 1000 k/latest.safetensors >"k/epoch-0002.safetensors.tmp.$$.abcdef"
+    cp k/latest.safetensors "k/latest.safetensors.tmp.999999.ghijkl"
+}
+killed
+run 0 train --checkpoint-dir k --resume
+expect err "^resume: k/epoch-0002.safetensors was missing \(the run was killed between its two files at that epoch's end\): written now from latest.safetensors"
+expect err "nothing to do"
+cmp -s e2 k/epoch-0002.safetensors || fail "the completed epoch-0002 is not the epoch's checkpoint"
+ls k | grep -q '\.tmp\.' && fail "a temporary outlived the resume: $(ls k)"
+killed
+run 0 train --checkpoint-dir k --resume --epochs 3 -q
+cmp -s e2 k/epoch-0002.safetensors || fail "the completed epoch-0002 is not the epoch's checkpoint"
+ls k | grep -q '\.tmp\.' && fail "a temporary outlived the resumed run: $(ls k)"
+same full/latest.safetensors k/latest.safetensors || fail "the killed and resumed run differs from the one never killed"
+same full/epoch-0003.safetensors k/epoch-0003.safetensors || fail "epoch 3 differs from the run never killed"
+
+# --- Precision is the run's: another is refused, naming both.
+run 2 train --checkpoint-dir a --resume --epochs 4 --precision bf16
+expect err "^seqfeed train: --precision bf16 differs from the checkpoint's fp32 in a/latest.safetensors \(hint: --resume continues the run as it was: leave --precision out"
+run 0 train --checkpoint-dir a --resume --epochs 4 --precision fp32 -q
+# A checkpoint from before precision was kept resumes in the one given.
+cp -r full old && rm old/seqfeed.lock
+python3 - old/latest.safetensors <<'PY' || exit 1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+del h["__metadata__"]["precision"]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-(8 + len(t)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+run 0 train --checkpoint-dir old --resume --epochs 4 --precision fp32 -q
+[ -f old/epoch-0004.safetensors ] || fail "a checkpoint without precision did not resume"
+grep -aq '"precision":"fp32"' old/latest.safetensors || fail "the resumed run's checkpoint does not keep its precision"
+
+# --- A relative --data kept in the checkpoint, resumed from elsewhere:
+# found from the checkpoint's directory.
+mkdir -p d elsewhere nest && cp s.sfpack d/
+run 0 train "${settings[@]}" --data d/s.sfpack --epochs 1 --checkpoint-dir nest/rel
+(cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel --resume --epochs 2 -q) >out 2>err ||
+    fail "a resume from another directory: $(cat err)"
+[ -f nest/rel/epoch-0002.safetensors ] || fail "the resume from another directory did not train"
+mv d gone
+(cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel --resume --epochs 3 -q) >out 2>err
+[ $? -eq 2 ] || fail "a resume whose data is gone: $(cat err)"
+expect err "the run's data .*s.sfpack is neither in this directory nor at ../nest/rel/../../d/s.sfpack \(hint: --data FILE.sfpack names where it is now\)"
+mv gone d
+
+# --- Category values: as long as the limit, every command loads the run;
+# one byte more, pack names the line, the column, the limit and the length.
+category_csv() {
+    python3 - "$1" "$2" <<'PY'
+import random, sys
+random.seed(1)
+long = "x" * int(sys.argv[2])
+with open(sys.argv[1], "w") as f:
+    f.write("time,cat,v\n")
+    for i in range(600):
+        f.write(f"2020-01-01T{i // 60:02d}:{i % 60:02d}:00,{long if i % 3 == 0 else 'b'},{random.random()}\n")
+PY
+}
+category_csv c4095.csv 4095
+run 0 pack c4095.csv -o c4095.sfpack --categorical cat -q
+run 0 train --data c4095.sfpack --window 5 --batch-size 16 --epochs 1 --model lstm:4,dense --checkpoint-dir cat -q
+run 0 predict --checkpoint cat/latest.safetensors --data c4095.sfpack -o p.csv -q
+run 0 evaluate --checkpoint cat/latest.safetensors --data c4095.sfpack -q
+run 0 train --checkpoint-dir cat --resume --epochs 2 -q
+category_csv c4096.csv 4096
+run 1 pack c4096.csv -o c4096.sfpack --categorical cat
+expect err "c4096.csv:2:21: a value of categorical column \"cat\" is 4096 bytes long, more than the 4095 a category value may have"
+[ ! -e c4096.sfpack ] || fail "pack wrote a file it refused"
+
+# --- Limits name their numbers: column names longer than a checkpoint keeps.
+python3 - <<'PY' || exit 1
+import random
+random.seed(2)
+names = ["c%d_" % k + "n" * 2000 for k in range(3)]
+with open("wide.csv", "w") as f:
+    f.write(",".join(names) + "\n")
+    for i in range(300):
+        f.write(",".join("%.3f" % random.random() for _ in names) + "\n")
+PY
+run 0 pack wide.csv -o wide.sfpack -q
+run 1 train --data wide.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir wide -q
+expect err "the feature columns' names take at least 6011 bytes as a list, more than the 4095 a checkpoint keeps \(hint: fewer --features\)"
+finish
