@@ -56,6 +56,13 @@ static int hex4(const char *p, unsigned *v) {
     return 0;
 }
 
+// The error for a string longer than a buffer of cap bytes keeps: the limit in it.
+static int jtoo_long(json *j, size_t cap) {
+    char what[64];
+    snprintf(what, sizeof what, "a string of at most %zu bytes", cap - 1);
+    return jfail(j, what);
+}
+
 // A string into out (cap bytes with its NUL); escapes decoded, \u to UTF-8
 // (surrogate pairs joined).
 static int jstring(json *j, char *out, size_t cap) {
@@ -83,7 +90,7 @@ static int jstring(json *j, char *out, size_t cap) {
                 else if (un == 2) u[0] = (char)(0xc0 | c >> 6), u[1] = (char)(0x80 | (c & 0x3f));
                 else if (un == 3) u[0] = (char)(0xe0 | c >> 12), u[1] = (char)(0x80 | (c >> 6 & 0x3f)), u[2] = (char)(0x80 | (c & 0x3f));
                 else u[0] = (char)(0xf0 | c >> 18), u[1] = (char)(0x80 | (c >> 12 & 0x3f)), u[2] = (char)(0x80 | (c >> 6 & 0x3f)), u[3] = (char)(0x80 | (c & 0x3f));
-                if (n + un >= cap) return jfail(j, "a shorter string");
+                if (n + un >= cap) return jtoo_long(j, cap);
                 memcpy(out + n, u, un);
                 n += un;
                 continue;
@@ -91,7 +98,7 @@ static int jstring(json *j, char *out, size_t cap) {
                 return j->p--, jfail(j, "a valid escape");
             }
         }
-        if (n + 1 >= cap) return jfail(j, "a shorter string");
+        if (n + 1 >= cap) return jtoo_long(j, cap);
         out[n++] = (char)c;
     }
     if (j->p >= j->end) return jfail(j, "the end of a string");

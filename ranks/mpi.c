@@ -291,7 +291,8 @@ int sf_ranks_node_same(sf_ranks *d, const void *buf, size_t n, bool *same, const
 
 int sf_ranks_bcast(sf_ranks *d, void *buf, size_t n, const char *what, sf_err *e) {
     if (!d || d->size == 1) return 0;
-    if (n > INT_MAX) return sf_err_set(e, SF_EINVAL, "%s: %zu bytes is too many to broadcast", what, n);
+    if (n > INT_MAX)
+        return sf_err_set(e, SF_EINVAL, "%s: %zu bytes, more than the %d one broadcast takes", what, n, INT_MAX);
     arm(d, what);
     int rc = MPI_Bcast(buf, (int)n, MPI_BYTE, 0, d->comm);
     disarm(d);

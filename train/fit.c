@@ -329,6 +329,11 @@ static int open_data(fit *f, sf_err *e) {
 // The lock (flock on DIR/seqfeed.lock, which holds the owner's PID) goes
 // with the process, so a killed run leaves none behind.
 static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
+    // Room for the longest name a run writes there: an epoch's file's temporary.
+    size_t most = PATH_MAX - sizeof "/epoch-0000.safetensors.tmp.4194304.XXXXXX";
+    if (strlen(dir) > most)
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %.64s...: the path is %zu bytes long, more than the %zu the "
+                          "run's files there leave it", dir, strlen(dir), most);
     struct stat st;
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot create the checkpoint directory", dir);
@@ -336,8 +341,7 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is not a directory (a file of that name, or a dangling "
                           "link, is in the way)", dir);
     char path[PATH_MAX];
-    if (snprintf(path, sizeof path, "%s/seqfeed.lock", dir) >= (int)sizeof path)
-        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s: the path is too long", dir);
+    snprintf(path, sizeof path, "%s/seqfeed.lock", dir);
     f->lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (f->lock < 0) return sf_err_errno(e, SF_EIO, errno, "--checkpoint-dir %s: cannot write checkpoints there", dir);
     if (flock(f->lock, LOCK_EX | LOCK_NB) != 0) {

@@ -87,6 +87,11 @@ int main(void) {
     CHECK(sf_st_parse(&s, tiny, 4, "t", &e) == SF_EFORMAT && strstr(e.msg, "too short"), "4 bytes: %s", e.msg);
     uint8_t huge[16] = {0xff, 0xff, 0, 0, 0, 0, 0, 0};
     CHECK(sf_st_parse(&s, huge, 16, "t", &e) == SF_EFORMAT && strstr(e.msg, "does not fit"), "length: %s", e.msg);
+    {  // a string longer than the reader keeps: the limit named
+        char header[1200];
+        snprintf(header, sizeof header, "{\"__metadata__\":{\"%01100d\":\"v\"}}", 0);
+        bad(header, 0, "expected a string of at most 1023 bytes");
+    }
     bad("[]", 0, "byte 8: expected '{'");
     bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}", 4, "',' or '}'");
     bad("{\"a\":{\"dtype\":\"F33\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, "a known dtype");

@@ -165,4 +165,21 @@ PY
 run 0 pack wide.csv -o wide.sfpack -q
 run 1 train --data wide.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir wide -q
 expect err "the feature columns' names take at least 6011 bytes as a list, more than the 4095 a checkpoint keeps \(hint: fewer --features\)"
+# Categorical values that together take more than a checkpoint keeps.
+python3 - <<'PY' || exit 1
+import random
+random.seed(3)
+with open("cats.csv", "w") as f:
+    f.write("cat,v\n")
+    for i in range(300):
+        f.write("%s,%.3f\n" % ("abcde"[i % 5] * 4000, random.random()))
+PY
+run 0 pack cats.csv -o cats.sfpack --categorical cat -q
+run 1 train --data cats.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir cats -q
+expect err "the categorical features' names and values take at least 20009 bytes as a list, more than the 16383 a checkpoint keeps for them"
+
+# A --checkpoint-dir too long for the files a run writes there.
+long=$(printf 'd/%.0s' {1..2100})
+run 2 train "${common[@]}" --epochs 1 --checkpoint-dir "$long"
+expect err "the path is 4200 bytes long, more than the 4053 the run's files there leave it"
 finish
