@@ -368,6 +368,10 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
                           "would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts a new "
                           "one)", dir, info.latest ? "latest.safetensors" : "", info.latest && info.epochs ? ", " : "",
                           info.last_epoch);
+    if (f->o->resume && !info.latest && info.epochs)
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
+                          "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
+                          "to go on from it, or start afresh in another --checkpoint-dir)", dir, info.last_epoch, dir);
     uint64_t completed;
     int rc = sf_checkpoint_dir_recover(dir, &completed, e);
     if (!rc && completed && f->talk)

@@ -66,6 +66,8 @@ expect err "^seqfeed train: there is no checkpoint in empty \(no latest.safetens
 grep -q "missing --data" err && fail "--resume without a checkpoint still says 'missing --data': $(cat err)"
 run 2 train --checkpoint-dir olds --resume
 expect err "--checkpoint-dir olds holds epoch-0001.safetensors but no latest.safetensors"
+run 2 train "${common[@]}" --epochs 2 --checkpoint-dir olds --resume
+expect err "--checkpoint-dir olds holds epoch-0001.safetensors but no latest.safetensors"
 # With --data the same command line starts the run (a job's first attempt).
 run 0 train "${common[@]}" --epochs 1 --checkpoint-dir first --resume
 [ -f first/epoch-0001.safetensors ] || fail "--resume --data without a checkpoint did not start the run"
