@@ -32,6 +32,7 @@ check() {  # CSV PACK-OPTIONS...: pack, train, predict, join
     local csv=$1
     shift
     run 0 pack "$csv" -o d.sfpack "$@" -q
+    rm -rf ck  # a new run each time: a directory holds one
     run 0 train --data d.sfpack "${small[@]}" --checkpoint-dir ck
     run 0 predict --checkpoint ck/latest.safetensors --data d.sfpack --with-actual -o pred.csv -q
     python3 - "$csv" <<'PY' || fail "$csv: the forecasts do not join back: $(head -3 pred.csv)"
