@@ -2,7 +2,7 @@
 # --precision bf16 on CPU from the command line: a short run on the bundled
 # data lands within 5% of the fp32 run's validation loss (same seed, same
 # steps); checkpoints stay fp32, so either precision predicts from either
-# run's, and a run resumes in the other precision; without the oneDNN module
+# run's, and a run resumes in its own precision only; without the oneDNN module
 # the error names --precision. Skipped (77) where this build or CPU has no
 # bf16 products. meson sets SEQFEED and SRCDIR.
 set -u
@@ -55,9 +55,13 @@ PY
 done
 run 0 evaluate --checkpoint b/latest.safetensors --data t.sfpack --precision bf16 --json
 expect out '"loss": '
-# A run resumes in the other precision: the weights and Adam state are fp32.
-run 0 train "${common[@]}" --precision fp32 --checkpoint-dir r --max-steps 20
-run 0 train --checkpoint-dir r --resume --precision bf16 --max-steps 40 -q
+# A run resumes in its own precision, which its checkpoint keeps: another
+# would make the resumed steps another run's.
+run 0 train "${common[@]}" --precision bf16 --checkpoint-dir r --max-steps 20
+run 2 train --checkpoint-dir r --resume --precision fp32 --max-steps 40 -q
+expect err "--precision fp32 differs from the checkpoint's bf16 in r/latest.safetensors"
+run 0 train --checkpoint-dir r --resume --max-steps 40 -q
+grep -aq '"precision":"bf16"' r/latest.safetensors || fail "the resumed run's checkpoint does not say bf16"
 python3 - <<'PY' || fail "the resumed checkpoint is not at step 20 + 40"
 import json, struct
 data = open("r/latest.safetensors", "rb").read()
