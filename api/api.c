@@ -224,9 +224,20 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
 // The pipeline po would hold must fit the machine's memory: refused before
 // anything is allocated, never left to the OOM killer. Overflow-free: the
 // largest terms are bounded in double first.
-static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char *path, sf_err *e) {
+// The machine's memory, or its cgroup's limit (v2) when lower: where the
+// OOM killer would come.
+static double machine_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    double budget = pages > 0 && page > 0 ? (double)pages * (double)page : 1e12;
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 1e12;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    unsigned long long limit;
+    if (f && fscanf(f, "%llu", &limit) == 1 && (double)limit < bytes) bytes = (double)limit;  // "max": none
+    if (f) fclose(f);
+    return bytes;
+}
+
+static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char *path, sf_err *e) {
+    double budget = machine_memory();
     const sf_columns *c = &d->cols;
     double window = ((double)po->window.length * c->nfeatures + c->ntargets) * 4 + 8;
     double rough = window * ((po->pool > 1 ? (double)po->pool : 1) + (double)po->slots * po->batch) *
@@ -234,7 +245,7 @@ static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char
     double need = rough > budget ? rough : (double)sf_pipe_memory(po, sf_pack_get_info(d->pack), c);
     if (need <= budget) return 0;
     return sf_err_set(e, SF_EUSAGE, "%s: the pipeline would hold %.1f MB for windows of %u rows x %u inputs, batches "
-                      "of %u and a shuffle pool of %" PRIu64 ": more than this machine's %.1f MB (hint: a smaller "
+                      "of %u and a shuffle pool of %" PRIu64 ": more than this machine's %.1f MB of memory (hint: a smaller "
                       "pool (--pool), batch (--batch-size) or window (--window))",
                       path, need / 1e6, po->window.length, c->nfeatures, po->batch, po->pool, budget / 1e6);
 }
@@ -248,7 +259,10 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     *out = NULL;
     int rc = check_opts(o, e);
     if (rc) return rc;
-    sf_fit_opts f = sf_fit_opts_default();
+    // Only what sf_run_data_open and sf_run_pipe_opts read, each from o: the
+    // pipeline's own defaults are train's (sf_fit_opts_default), and the
+    // library needs nothing of the fit itself.
+    sf_fit_opts f = {.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);

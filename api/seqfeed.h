@@ -75,7 +75,8 @@ typedef struct sf_dataset sf_dataset;
 // The pipeline that train's replica `replica` of `replicas` reads, for the
 // same options and seed: the same batches in the same order. SF_EUSAGE also
 // when no batch fits the training part, and when the pipeline would hold
-// more than the machine's physical memory (checked before allocating).
+// more than the machine's memory (physical, or its cgroup's limit; checked
+// before allocating).
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e);
 // The shape of its batches: 0, or SF_EINVAL for a NULL d or out.
 int sf_dataset_shape(const sf_dataset *d, sf_dataset_info *out);

@@ -325,7 +325,7 @@ class Dataset:
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
                  target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None):
-        self._closed, self._open_iters = False, weakref.WeakSet()
+        self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
         replicas = _int("replicas", "replicas", replicas, 1, 256)
         batch_size = _int("batch_size", "batch-size", batch_size, 1, 2**20)
         if batch_size % replicas:
@@ -377,16 +377,19 @@ class Dataset:
         return self.batches_per_epoch * self.epochs
 
     def __iter__(self):
-        if self._closed:
-            raise ValueError("Dataset %s is closed" % os.fsdecode(self.path))
-        it = _Batches(self, self._opts)
-        self._open_iters.add(it)
+        with self._lock:  # a close() meanwhile sees this iterator
+            if self._closed:
+                raise ValueError("Dataset %s is closed" % os.fsdecode(self.path))
+            it = _Batches(self, self._opts)
+            self._open_iters.add(it)
         return it
 
     def close(self):
         """Ends every iteration over it (a next() then raises ValueError), and any later one."""
-        self._closed = True
-        for it in list(self._open_iters):
+        with self._lock:
+            self._closed = True
+            its = list(self._open_iters)
+        for it in its:
             it.close()
 
     def __enter__(self):

@@ -83,7 +83,7 @@ raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: \d+ training windo
                                                  r"1048576 \(hint: .*--batch-size.*"), batch_size=2**20)
 raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: 0 training windows, .*--window.*"), window=400)
 raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: the pipeline would hold [0-9.]+ MB .* more than this "
-                                                 r"machine's [0-9.]+ MB \(hint: a smaller pool.*"), pool=2**50)
+                                                 r"machine's [0-9.]+ MB of memory \(hint: a smaller pool.*"), pool=2**50)
 
 # reals, flags, texts
 want = cli_range("val-split", "1.5")
