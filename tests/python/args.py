@@ -327,6 +327,8 @@ def ckpt(path, header, data):
         f.write(struct.pack("<Q", len(raw)) + raw + data)
 
 
+t, m = seqfeed.load_checkpoint("ck/latest.safetensors")  # one train wrote
+assert t and all(a.dtype == np.float32 for a in t.values()) and m["format"].startswith("seqfeed-checkpoint"), m
 meta = {"format": "seqfeed-checkpoint 3"}
 good = {"__metadata__": meta, "w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}
 ckpt("good.safetensors", good, np.arange(4, dtype=np.float32).tobytes())

@@ -28,5 +28,6 @@ with open("d.csv", "w") as f, open("plain.csv", "w") as g:
 PY
 run 0 pack d.csv -o d.sfpack --series-column site --chunk-rows 64 -q
 run 0 pack plain.csv -o plain.sfpack -q
+run 0 train --data d.sfpack --targets a --window 8 --epochs 1 --max-steps 2 --checkpoint-dir ck -q
 pyrun "$SRCDIR/tests/python/args.py" "$SEQFEED" || fail "args.py"
 finish
