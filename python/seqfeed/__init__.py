@@ -278,7 +278,16 @@ class _Batches:
         _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(opts), ctypes.byref(err)), err)
         self._h = _Handle(d.value, _lib.sf_dataset_close, "the Dataset's iterator")
         self._ended = False
-        self._shape = (ds.batch, ds.window, ds.inputs), (ds.batch, ds.targets)
+        # The batches' shape as this pipeline says, which is the Dataset's
+        # unless the file was replaced since.
+        info = _DatasetInfo()
+        _lib.sf_dataset_shape(d, ctypes.byref(info))
+        self._shape = (info.batch, info.window, info.nfeatures), (info.batch, info.ntargets)
+        if self._shape != ((ds.batch, ds.window, ds.inputs), (ds.batch, ds.targets)):
+            self._h.close()
+            raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
+                               "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
+                                                               ds.inputs, ds.targets))
 
     def __iter__(self):
         return self

@@ -223,6 +223,14 @@ for rnd in range(10):
 raises(ValueError, iter, "Dataset d.sfpack is closed", ds)
 raises(ValueError, next, "the Dataset's iterator is closed", its[0])
 
+# a file replaced under a Dataset: said, not batches of another shape
+import shutil
+shutil.copy("plain.sfpack", "swap.sfpack")
+ds = dataset(path="swap.sfpack", val_split=0)
+shutil.copy("wide.sfpack", "swap.sfpack")
+raises(seqfeed.SeqfeedError, iter, "swap.sfpack changed since the Dataset was made: batches of 3 inputs, 1 targets, "
+       "not 2 and 1 (make a new Dataset)", ds)
+
 # ---- the C API on its own: every field, NULL handles, short buffers ----
 lib, Err, Opts = seqfeed._lib, seqfeed._Err, seqfeed._DatasetOpts
 

@@ -16,18 +16,21 @@ cd "$dir"
 python3 - <<'PY'
 import datetime as dt, random
 random.seed(5)
-with open("d.csv", "w") as f, open("plain.csv", "w") as g:
+with open("d.csv", "w") as f, open("plain.csv", "w") as g, open("wide.csv", "w") as h:
     f.write("site,time,a,b\n")
     g.write("a,b\n")
+    h.write("a,b,c\n")
     for s, n in (("north", 300), ("south", 200)):
         for i in range(n):
             t = dt.datetime(2020, 1, 1) + dt.timedelta(hours=i)
             a, b = random.gauss(0, 1), random.random()
             f.write("%s,%s,%.3f,%.4f\n" % (s, t.strftime("%Y-%m-%dT%H:%M"), a, b))
             g.write("%.3f,%.4f\n" % (a, b))
+            h.write("%.3f,%.4f,%d\n" % (a, b, i % 7))
 PY
 run 0 pack d.csv -o d.sfpack --series-column site --chunk-rows 64 -q
 run 0 pack plain.csv -o plain.sfpack -q
+run 0 pack wide.csv -o wide.sfpack -q
 run 0 train --data d.sfpack --targets a --window 8 --epochs 1 --max-steps 2 --checkpoint-dir ck -q
 pyrun "$SRCDIR/tests/python/args.py" "$SEQFEED" || fail "args.py"
 finish
