@@ -185,8 +185,10 @@ static int out_of_range(const char *field, const char *option, uint64_t v, uint6
 }
 
 #define CHECK_COUNT(field, option, lo, hi) \
-    if ((uint64_t)o->field < (lo) || (uint64_t)o->field > (hi)) \
-    return out_of_range(#field, option, o->field, lo, hi, e)
+    do { \
+        if ((uint64_t)o->field < (lo) || (uint64_t)o->field > (hi)) \
+            return out_of_range(#field, option, o->field, lo, hi, e); \
+    } while (0)
 
 // Every field in the range of its option (seqfeed.h); 0 only where it is
 // said to mean a default.
@@ -221,9 +223,6 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     return 0;
 }
 
-// The pipeline po would hold must fit the machine's memory: refused before
-// anything is allocated, never left to the OOM killer. Overflow-free: the
-// largest terms are bounded in double first.
 // The machine's memory, or its cgroup's limit (v2) when lower: where the
 // OOM killer would come.
 static double machine_memory(void) {
@@ -236,6 +235,9 @@ static double machine_memory(void) {
     return bytes;
 }
 
+// The pipeline po would hold must fit the machine's memory: refused before
+// anything is allocated, never left to the OOM killer. Overflow-free: the
+// largest terms are bounded in double first.
 static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char *path, sf_err *e) {
     double budget = machine_memory();
     const sf_columns *c = &d->cols;
