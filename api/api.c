@@ -1,9 +1,12 @@
 // libseqfeed's C API (seqfeed.h) over the pack, pipeline and train layers.
 #include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api/seqfeed.h"
 #include "train/train.h"
@@ -27,10 +30,24 @@ static void put_real(sf_text *t, double v) {
     else sf_text_put(t, "%.17g", v);
 }
 
-int sf_api_pack_open(sf_pack **out, const char *path, sf_err *e) { return sf_pack_open(out, path, e); }
+// The library below takes e as given: a caller's NULL gets a scratch one.
+#define LOCAL_ERR(e) \
+    sf_err e##_local; \
+    if (!(e)) (e) = &e##_local
+
+int sf_api_pack_open(sf_pack **out, const char *path, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!out || !path) {
+        if (out) *out = NULL;
+        return sf_err_set(e, SF_EINVAL, "sf_api_pack_open: %s is NULL", out ? "the path" : "the handle's place");
+    }
+    return sf_pack_open(out, path, e);
+}
+
 void sf_api_pack_close(sf_pack *p) { sf_pack_close(p); }
 
 char *sf_api_pack_describe(const sf_pack *p) {
+    if (!p) return NULL;
     const sf_pack_info *in = sf_pack_get_info(p);
     sf_text t = {0};
     sf_text_put(&t, "{\"version\": %u, \"rows\": %" PRIu64 ", \"chunk_rows\": %u, \"columns\": [", in->version, in->nrows,
@@ -126,6 +143,11 @@ static void take_times(void *arg, const sf_chunk *c, const float *vals, const in
 
 int sf_api_pack_read(const sf_pack *p, const uint32_t *cols, uint32_t ncols, uint64_t row_lo, uint64_t row_hi,
                      float *out, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!p) return sf_err_set(e, SF_EINVAL, "sf_api_pack_read: the pack is NULL (closed?)");
+    if (ncols && !cols) return sf_err_set(e, SF_EINVAL, "sf_api_pack_read: %u columns asked for, and cols is NULL", ncols);
+    if (ncols && row_hi > row_lo && !out)
+        return sf_err_set(e, SF_EINVAL, "sf_api_pack_read: rows to read, and out is NULL");
     const sf_pack_info *in = sf_pack_get_info(p);
     for (uint32_t k = 0; k < ncols; k++)
         if (cols[k] >= in->ncols)
@@ -135,6 +157,9 @@ int sf_api_pack_read(const sf_pack *p, const uint32_t *cols, uint32_t ncols, uin
 }
 
 int sf_api_pack_read_times(const sf_pack *p, uint64_t row_lo, uint64_t row_hi, int64_t *out, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!p) return sf_err_set(e, SF_EINVAL, "sf_api_pack_read_times: the pack is NULL (closed?)");
+    if (row_hi > row_lo && !out) return sf_err_set(e, SF_EINVAL, "sf_api_pack_read_times: rows to read, and out is NULL");
     if (sf_pack_get_info(p)->time_kind == SF_TIME_NONE)
         return sf_err_set(e, SF_EINVAL, "%s has no time column", sf_pack_name(p));
     read_job j = {.row_lo = row_lo, .times = out};
@@ -148,32 +173,118 @@ void sf_api_free(void *p) { free(p); }
 struct sf_dataset {
     sf_run_data data;
     sf_pipe *pipe;
-    uint32_t batch, window;
-    uint64_t batches_per_epoch;
+    sf_dataset_info info;
+    pthread_mutex_t lock;  // one sf_dataset_next at a time: the pipe has one consumer per replica
 };
 
+// A count field out of [lo, hi]: the field, its option and the range, as
+// the CLI says it.
+static int out_of_range(const char *field, const char *option, uint64_t v, uint64_t lo, uint64_t hi, sf_err *e) {
+    return sf_err_set(e, SF_EUSAGE, "%s %" PRIu64 " (--%s): expected an integer from %" PRIu64 " to %" PRIu64, field, v,
+                      option, lo, hi);
+}
+
+#define CHECK_COUNT(field, option, lo, hi) \
+    do { \
+        if ((uint64_t)o->field < (lo) || (uint64_t)o->field > (hi)) \
+            return out_of_range(#field, option, o->field, lo, hi, e); \
+    } while (0)
+
+// Every field in the range of its option (seqfeed.h); 0 only where it is
+// said to mean a default.
+static int check_opts(const sf_dataset_opts *o, sf_err *e) {
+    if (!o->data || !*o->data) return sf_err_set(e, SF_EUSAGE, "data: expected an .sfpack file, got %s",
+                                                 o->data ? "\"\"" : "NULL");
+    const char *texts[3] = {o->features, o->targets, o->time_features};
+    const char *names[3] = {"features (--features)", "targets (--targets)", "time_features (--time-features)"};
+    for (int k = 0; k < 3; k++)
+        if (texts[k] && !*texts[k])
+            return sf_err_set(e, SF_EUSAGE, "%s: expected a list of names (NULL: the default), got \"\"", names[k]);
+    CHECK_COUNT(window, "window", 1, UINT32_MAX);
+    CHECK_COUNT(stride, "stride", 1, UINT32_MAX);
+    CHECK_COUNT(sampling_rate, "sampling-rate", 1, UINT32_MAX);
+    CHECK_COUNT(horizon, "horizon", 0, UINT32_MAX);
+    CHECK_COUNT(batch, "batch-size", 1, 1u << 20);
+    if (o->pool) CHECK_COUNT(pool, "pool", 1, UINT64_MAX >> 8);
+    CHECK_COUNT(epochs, "epochs", 1, UINT64_MAX >> 1);
+    CHECK_COUNT(replicas, "replicas", 1, 256);
+    if (o->decoders) CHECK_COUNT(decoders, "decoders", 1, 256);
+    if (o->replica >= o->replicas)
+        return sf_err_set(e, SF_EUSAGE, "replica %u: expected 0 to %u, one of the %u replicas", o->replica,
+                          o->replicas - 1, o->replicas);
+    if (o->batch % o->replicas)
+        return sf_err_set(e, SF_EUSAGE, "batch %u (--batch-size) is not a multiple of replicas %u (--replicas): each "
+                          "replica takes batch / replicas windows", o->batch, o->replicas);
+    if (!(o->val_split >= 0 && o->val_split < 1))
+        return sf_err_set(e, SF_EUSAGE, "val_split %g (--val-split): expected a number from 0 to below 1", o->val_split);
+    if (!(o->max_gap == 0 || (o->max_gap > 0 && isfinite(o->max_gap))))
+        return sf_err_set(e, SF_EUSAGE, "max_gap %g (--max-gap): expected seconds above 0 and finite (0: no limit)",
+                          o->max_gap);
+    return 0;
+}
+
+// The machine's memory, or its cgroup's limit (v2) when lower: where the
+// OOM killer would come.
+static double machine_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 1e12;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    unsigned long long limit;
+    if (f && fscanf(f, "%llu", &limit) == 1 && (double)limit < bytes) bytes = (double)limit;  // "max": none
+    if (f) fclose(f);
+    return bytes;
+}
+
+// The pipeline po would hold must fit the machine's memory: refused before
+// anything is allocated, never left to the OOM killer. Overflow-free: the
+// largest terms are bounded in double first.
+static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char *path, sf_err *e) {
+    double budget = machine_memory();
+    const sf_columns *c = &d->cols;
+    double window = ((double)po->window.length * c->nfeatures + c->ntargets) * 4 + 8;
+    double rough = window * ((po->pool > 1 ? (double)po->pool : 1) + (double)po->slots * po->batch) *
+                   po->replicas * po->lanes;
+    double need = rough > budget ? rough : (double)sf_pipe_memory(po, sf_pack_get_info(d->pack), c);
+    if (need <= budget) return 0;
+    return sf_err_set(e, SF_EUSAGE, "%s: the pipeline would hold %.1f MB for windows of %u rows x %u inputs, batches "
+                      "of %u and a shuffle pool of %" PRIu64 ": more than this machine's %.1f MB of memory (hint: a smaller "
+                      "pool (--pool), batch (--batch-size) or window (--window))",
+                      path, need / 1e6, po->window.length, c->nfeatures, po->batch, po->pool, budget / 1e6);
+}
+
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!out || !o) {
+        if (out) *out = NULL;
+        return sf_err_set(e, SF_EINVAL, "sf_dataset_open: %s is NULL", out ? "the options" : "the handle's place");
+    }
     *out = NULL;
-    sf_fit_opts f = sf_fit_opts_default();
+    int rc = check_opts(o, e);
+    if (rc) return rc;
+    // Only what sf_run_data_open and sf_run_pipe_opts read, each from o: the
+    // pipeline's own defaults are train's (sf_fit_opts_default), and the
+    // library needs nothing of the fit itself.
+    sf_fit_opts f = {.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
-        return sf_err_set(e, SF_EUSAGE, "norm '%s': expected zscore, minmax or none", o->norm);
+        return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     f.target_change = o->target_change;
-    f.pipe.window = (sf_window_spec){o->window ? o->window : 60, o->stride ? o->stride : 1,
-                                     o->sampling_rate ? o->sampling_rate : 1, o->horizon};
-    if (o->batch) f.batch = o->batch;
+    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon};
+    f.batch = o->batch;
     if (o->pool) f.pipe.pool = o->pool;
     if (o->decoders) f.pipe.decoders = o->decoders;
-    f.seed = o->seed, f.epochs = o->epochs ? o->epochs : 1, f.val_split = o->val_split, f.max_gap = o->max_gap;
-    uint32_t R = o->replicas ? o->replicas : 1;
-    if (o->replica >= R) return sf_err_set(e, SF_EUSAGE, "replica %u of %u: expected 0 to %u", o->replica, R, R - 1);
-    if (f.batch % R) return sf_err_set(e, SF_EUSAGE, "batch %u is not divisible by %u replicas", f.batch, R);
+    f.seed = o->seed, f.epochs = o->epochs, f.val_split = o->val_split, f.max_gap = o->max_gap;
     sf_dataset *d = calloc(1, sizeof *d);
     if (!d) return sf_err_set(e, SF_ENOMEM, "out of memory");
-    int rc = sf_run_data_open(&d->data, &f, e);
+    if (pthread_mutex_init(&d->lock, NULL)) {
+        free(d);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a mutex");
+    }
+    rc = sf_run_data_open(&d->data, &f, e);
     // Replica r of R reads as rank r of R ranks of one replica: the same
     // shard of the same plan, so the same batches (test python-dataset).
-    sf_pipe_opts po = rc ? (sf_pipe_opts){0} : sf_run_pipe_opts(&f, &d->data, 1, (int)o->replica, (int)R);
+    sf_pipe_opts po = rc ? (sf_pipe_opts){0} : sf_run_pipe_opts(&f, &d->data, 1, (int)o->replica, (int)o->replicas);
+    uint64_t windows = 0;
     if (!rc) {
         uint64_t nseries;
         const sf_series *series = sf_run_data_series(&d->data, &nseries);
@@ -181,11 +292,20 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
         sf_plan *plan = NULL;
         rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, series, nseries, &po.window, po.block_chunks,
                             &po.split, e);
-        if (!rc) d->batches_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(plan));
+        if (!rc) windows = sf_plan_windows(plan), d->info.batches_per_epoch = sf_pipe_epoch_batches(&po, windows);
         sf_plan_free(plan);
     }
+    // No batch would make an iterable that ends at once, saying nothing.
+    if (!rc && d->info.batches_per_epoch == 0)
+        rc = sf_err_set(e, SF_EUSAGE, "%s: %" PRIu64 " training windows, fewer than one global batch of %u (hint: a "
+                        "smaller batch (--batch-size), window (--window), sampling_rate (--sampling-rate) or horizon "
+                        "(--horizon)%s%s)", o->data, windows, o->batch,
+                        o->val_split > 0 ? ", or a smaller val_split (--val-split)" : "",
+                        o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
+    if (!rc) rc = check_memory(&po, &d->data, o->data, e);
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
-    d->batch = po.batch, d->window = po.window.length;
+    d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
+    d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -194,26 +314,39 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     return 0;
 }
 
-void sf_dataset_shape(const sf_dataset *d, uint32_t *nfeatures, uint32_t *ntargets, uint64_t *batches_per_epoch,
-                      uint32_t *batch) {
-    *nfeatures = d->data.cols.nfeatures, *ntargets = d->data.cols.ntargets;
-    *batches_per_epoch = d->batches_per_epoch, *batch = d->batch;
+int sf_dataset_shape(const sf_dataset *d, sf_dataset_info *out) {
+    if (!d || !out) return SF_EINVAL;
+    *out = d->info;
+    return 0;
 }
 
-int sf_dataset_next(sf_dataset *d, float *x, float *y, sf_err *e) {
+int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_len, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
+    const sf_dataset_info *in = &d->info;
+    // No overflow: check_memory bounded a batch by the machine's memory.
+    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->ntargets;
+    if (!x || !y || x_len < nx || y_len < ny)
+        return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
+                          nx, ny, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
+    pthread_mutex_lock(&d->lock);
     sf_batch b;
     int rc = sf_pipe_next_batch(d->pipe, 0, &b, e);
-    if (rc != 1) return rc;
-    size_t nx = (size_t)b.count * d->window * d->data.cols.nfeatures, ny = (size_t)b.count * d->data.cols.ntargets;
-    memcpy(x, b.x, nx * sizeof *x);
-    memcpy(y, b.y, ny * sizeof *y);
-    sf_pipe_release(d->pipe, 0, &b);
-    return 1;
+    if (rc == 1) {
+        // Full batches only (drop_remainder), and never more than x holds.
+        size_t count = b.count < in->batch ? b.count : in->batch;
+        memcpy(x, b.x, count * in->window * in->nfeatures * sizeof *x);
+        memcpy(y, b.y, count * in->ntargets * sizeof *y);
+        sf_pipe_release(d->pipe, 0, &b);
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
 }
 
 void sf_dataset_close(sf_dataset *d) {
     if (!d) return;
     sf_pipe_close(d->pipe);
     sf_run_data_close(&d->data);
+    pthread_mutex_destroy(&d->lock);
     free(d);
 }

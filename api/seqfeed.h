@@ -7,6 +7,7 @@
 #define SF_API_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/common.h"
@@ -14,17 +15,22 @@
 
 // ---- packed files ----
 
-// sf_pack_open and sf_pack_close (pack.h), exported.
+// sf_pack_open and sf_pack_close (pack.h), exported. A NULL out or path is
+// SF_EINVAL; close takes NULL. A handle may be read from several threads at
+// once, but it is the caller's to not close it while a call is in flight
+// (the Python package waits for them: python/seqfeed).
 int sf_api_pack_open(sf_pack **out, const char *path, sf_err *e);
 void sf_api_pack_close(sf_pack *p);
 
 // The file as JSON (malloc'd; free with sf_api_free): version, rows,
 // columns with their statistics (and categories' values), the series
 // column and each series' name, first row and rows, the time column and
-// kind. NULL when out of memory.
+// kind. NULL when out of memory or p is NULL.
 char *sf_api_pack_describe(const sf_pack *p);
 // Rows [row_lo, row_hi) of the columns cols[0..ncols) into out, row-major
-// (rows x ncols floats); categorical columns give their codes.
+// (rows x ncols floats); categorical columns give their codes. SF_EINVAL
+// for a NULL handle, a NULL cols or out where something is to be read, a
+// column past the file's, or rows not within the file's.
 int sf_api_pack_read(const sf_pack *p, const uint32_t *cols, uint32_t ncols, uint64_t row_lo, uint64_t row_hi,
                      float *out, sf_err *e);
 // The same rows' times (in the file's unit; ISO-8601 files: microseconds
@@ -34,33 +40,53 @@ void sf_api_free(void *p);
 
 // ---- the pipeline ----
 
-// What a Dataset draws: the options `seqfeed train` takes for its data.
+// What a Dataset draws: the options `seqfeed train` takes for its data,
+// each in the range of the option named beside it. Every field is checked:
+// a value out of its range is SF_EUSAGE naming the field, its option and
+// the range; 0 means a default only where said here.
 typedef struct {
-    const char *data;                            // the .sfpack file
-    const char *features, *targets;              // lists of names (NULL: train's defaults)
-    const char *time_features;                   // "hour,yearday" (NULL: none)
-    const char *norm;                            // "zscore" (NULL), "minmax", "none"
-    bool target_change;                          // --target change
-    uint32_t window, stride, sampling_rate, horizon;  // 0 window, stride, sampling rate: the defaults
-    uint32_t batch;                              // global batch over the replicas
-    uint64_t pool;                               // the shuffle pool, windows (1: no shuffle)
-    uint64_t seed, epochs;
-    double val_split, max_gap;                   // max_gap in seconds (0: none)
-    uint32_t replicas, replica;                  // this replica's share: batch / replicas windows a batch
-    uint32_t decoders;                           // 0: the pipeline's default
+    const char *data;                  // the .sfpack file (not NULL)
+    const char *features, *targets;    // --features, --targets: lists of names (NULL: train's defaults; not "")
+    const char *time_features;         // --time-features "hour,yearday" (NULL: none; not "")
+    const char *norm;                  // --norm zscore, minmax or none (NULL: zscore)
+    bool target_change;                // --target change
+    uint32_t window;                   // --window, 1 to 2^32 - 1
+    uint32_t stride, sampling_rate;    // --stride, --sampling-rate, 1 to 2^32 - 1
+    uint32_t horizon;                  // --horizon, 0 to 2^32 - 1
+    uint32_t batch;                    // --batch-size, 1 to 2^20: the global batch over the replicas
+    uint64_t pool;                     // --pool, windows, 1 (no shuffle) to 2^56 - 1 (0: the pipeline's 16384)
+    uint64_t seed;                     // --seed, any
+    uint64_t epochs;                   // --epochs, 1 to 2^63 - 1
+    double val_split;                  // --val-split, from 0 to below 1
+    double max_gap;                    // --max-gap in seconds, above 0 and finite (0: no limit)
+    uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
+    uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
+    uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
 } sf_dataset_opts;
+
+// What sf_dataset_next writes: x holds batch x window x nfeatures floats, y
+// batch x ntargets; an epoch is batches_per_epoch batches.
+typedef struct {
+    uint32_t window, nfeatures, ntargets, batch;
+    uint64_t batches_per_epoch, epochs;
+} sf_dataset_info;
 
 typedef struct sf_dataset sf_dataset;
 // The pipeline that train's replica `replica` of `replicas` reads, for the
-// same options and seed: the same batches in the same order.
+// same options and seed: the same batches in the same order. SF_EUSAGE also
+// when no batch fits the training part, and when the pipeline would hold
+// more than the machine's memory (physical, or its cgroup's limit; checked
+// before allocating).
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e);
-// Inputs per window step, targets, batches per epoch, windows per batch.
-void sf_dataset_shape(const sf_dataset *d, uint32_t *nfeatures, uint32_t *ntargets, uint64_t *batches_per_epoch,
-                      uint32_t *batch);
-// The next batch copied into x (batch x window x nfeatures floats) and y
-// (batch x ntargets): 1, or 0 after the last epoch, or a negative code. The
-// pipeline's threads run outside the caller's (Python's GIL released).
-int sf_dataset_next(sf_dataset *d, float *x, float *y, sf_err *e);
+// The shape of its batches: 0, or SF_EINVAL for a NULL d or out.
+int sf_dataset_shape(const sf_dataset *d, sf_dataset_info *out);
+// The next batch copied into x (x_len floats) and y (y_len floats): 1, or 0
+// after the last epoch, or a negative code; SF_EINVAL, writing nothing, when
+// d, x or y is NULL or x_len or y_len is below a batch's (sf_dataset_shape).
+// Calls from several threads take turns. The pipeline's threads run outside
+// the caller's (Python's GIL released).
+int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_len, sf_err *e);
+// Takes NULL; not while another thread is inside sf_dataset_next.
 void sf_dataset_close(sf_dataset *d);
 
 #endif

@@ -11,11 +11,20 @@ of `seqfeed train` as an iterable of (x, y) batches.
 The C library (libseqfeed.so, built by meson next to the seqfeed program)
 does the work; $SEQFEED_LIB names it when it is not found by the loader.
 numpy is the only dependency.
+
+Every argument is checked before the C library sees it: a value outside its
+range is a ValueError naming the argument, the `seqfeed train` option it
+mirrors and that option's range. A closed Pack or Dataset raises ValueError
+from any thread; close() waits for the calls in flight on other threads.
 """
 import ctypes
 import json
+import math
+import numbers
 import os
 import struct
+import threading
+import weakref
 
 import numpy as np
 
@@ -48,7 +57,7 @@ def _load():
 
 
 _lib = _load()
-_vp, _cp, _u32, _u64 = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64
+_vp, _cp, _u32, _u64, _sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _lib.sf_api_pack_open.argtypes = [ctypes.POINTER(_vp), _cp, ctypes.POINTER(_Err)]
 _lib.sf_api_pack_close.argtypes = [_vp]
 _lib.sf_api_pack_describe.argtypes = [_vp]
@@ -66,11 +75,17 @@ class _DatasetOpts(ctypes.Structure):
                 ("decoders", _u32)]
 
 
+class _DatasetInfo(ctypes.Structure):
+    _fields_ = [("window", _u32), ("nfeatures", _u32), ("ntargets", _u32), ("batch", _u32),
+                ("batches_per_epoch", _u64), ("epochs", _u64)]
+
+
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
-_lib.sf_dataset_shape.argtypes = [_vp, ctypes.POINTER(_u32), ctypes.POINTER(_u32), ctypes.POINTER(_u64),
-                                  ctypes.POINTER(_u32)]
-_lib.sf_dataset_next.argtypes = [_vp, _vp, _vp, ctypes.POINTER(_Err)]
+_lib.sf_dataset_shape.argtypes = [_vp, ctypes.POINTER(_DatasetInfo)]
+_lib.sf_dataset_next.argtypes = [_vp, _vp, _sz, _vp, _sz, ctypes.POINTER(_Err)]
 _lib.sf_dataset_close.argtypes = [_vp]
+
+_U32, _U64 = 2**32 - 1, 2**64 - 1
 
 
 def _check(rc, err):
@@ -79,21 +94,113 @@ def _check(rc, err):
     return rc
 
 
-def _names(v):
-    """A list of names as seqfeed spells it (a name with a comma in quotes)."""
-    if v is None or isinstance(v, str):
-        return v
-    return ",".join('"%s"' % n.replace('"', '""') if ("," in n or '"' in n or n != n.strip()) else n for n in v)
+# ---- arguments: each checked as `seqfeed train` checks its option ----
+
+def _bad(name, option, want, v):
+    flag = " (--%s)" % option if option else ""
+    return ValueError("%s%s must be %s, got %r" % (name, flag, want, v))
+
+
+def _int(name, option, v, lo, hi, none=None):
+    """An int in [lo, hi] (not a bool, not a float), or None where none says what None means."""
+    if v is None and none:
+        return None
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or not lo <= v <= hi:
+        want = "an integer from %d to %d" % (lo, hi)
+        raise _bad(name, option, want + (" (None: %s)" % none if none else ""), v)
+    return int(v)
+
+
+def _real(name, option, v, want, ok):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real) or not ok(float(v)):
+        raise _bad(name, option, want, v)
+    return float(v)
+
+
+def _flag(name, option, v):
+    if not isinstance(v, (bool, np.bool_)):
+        raise _bad(name, option, "True or False", v)
+    return bool(v)
+
+
+def _path(name, v):
+    try:
+        b = os.fsencode(v)
+    except TypeError:
+        raise _bad(name, None, "a path (str, bytes or os.PathLike)", v) from None
+    if not b or b"\0" in b:
+        raise _bad(name, None, "a path, not empty and without a NUL character", v)
+    return b
+
+
+def _names(name, option, v, none):
+    """A list of names as seqfeed spells it (a name with a comma in quotes), encoded; None stays None."""
+    if v is None:
+        return None
+    want = "a list of names or one comma-separated str, not empty and without a NUL character (None: %s)" % none
+    if isinstance(v, str):
+        text = v
+    else:
+        try:
+            items = list(v) if not isinstance(v, (bytes, bytearray)) else None
+        except TypeError:
+            items = None
+        if not items or not all(isinstance(n, str) and n for n in items):
+            raise _bad(name, option, want, v)
+        text = ",".join('"%s"' % n.replace('"', '""') if ("," in n or '"' in n or n != n.strip()) else n
+                        for n in items)
+    if not text or "\0" in text:
+        raise _bad(name, option, want, v)
+    return text.encode("utf-8")
+
+
+class _Handle:
+    """A C handle shared by threads: calls take it (`with h as p`), close()
+    waits for those in flight, then closes; a call after close raises
+    ValueError instead of handing C a freed pointer."""
+
+    def __init__(self, ptr, close, what):
+        self._ptr, self._close, self._what = ptr, close, what
+        self._cond, self._busy = threading.Condition(), 0
+
+    def __enter__(self):
+        with self._cond:
+            if self._ptr is None:
+                raise ValueError("%s is closed" % self._what)
+            self._busy += 1
+            return self._ptr
+
+    def __exit__(self, *exc):
+        with self._cond:
+            self._busy -= 1
+            if not self._busy:
+                self._cond.notify_all()
+
+    @property
+    def closed(self):
+        return self._ptr is None
+
+    def close(self):
+        with self._cond:
+            ptr, self._ptr = self._ptr, None
+            while self._busy:
+                self._cond.wait()
+        if ptr is not None:
+            self._close(ptr)
 
 
 class Pack:
-    """An .sfpack file: its columns, statistics, series and time column."""
+    """An .sfpack file: its columns, statistics, series and time column.
+    Reads may run in several threads at once; close() (or leaving a with
+    block) waits for them, and any call after it raises ValueError."""
 
     def __init__(self, path):
-        self._p = _vp()
-        err = _Err()
-        _check(_lib.sf_api_pack_open(ctypes.byref(self._p), os.fsencode(path), ctypes.byref(err)), err)
-        raw = _lib.sf_api_pack_describe(self._p)
+        self._h = None
+        p, err = _vp(), _Err()
+        _check(_lib.sf_api_pack_open(ctypes.byref(p), _path("path", path), ctypes.byref(err)), err)
+        self._h = _Handle(p.value, _lib.sf_api_pack_close, "Pack %s" % os.fsdecode(path))
+        with self._h as ptr:
+            raw = _lib.sf_api_pack_describe(ptr)
         if not raw:
             raise MemoryError
         try:
@@ -108,29 +215,49 @@ class Pack:
         self.series = [(s["name"], s["first_row"], s["rows"]) for s in info["series"]]
         self.time_column, self.time_kind = info["time_column"], info["time_kind"]
 
+    def _rows(self, start, stop):
+        start = _int("start", None, start, 0, self.rows)
+        stop = self.rows if stop is None else _int("stop", None, stop, start, self.rows, none="the last row")
+        return start, stop
+
     def read(self, columns=None, start=0, stop=None):
         """Rows [start, stop) of the columns (names; None: all) as float32 (rows, columns)."""
-        columns = self.columns if columns is None else list(columns)
-        idx = np.array([self.columns.index(c) for c in columns], dtype=np.uint32)
-        stop = self.rows if stop is None else stop
-        out = np.empty((max(stop - start, 0), len(idx)), dtype=np.float32)
+        if columns is None:
+            columns = self.columns
+        elif isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):
+            raise _bad("columns", None, "a list of column names (None: all)", columns)
+        idx = []
+        for c in columns:
+            if not isinstance(c, str) or c not in self.columns:
+                raise ValueError("columns: %r is not a column of %s (its columns: %s)" %
+                                 (c, os.fsdecode(self.path), ", ".join(self.columns)))
+            idx.append(self.columns.index(c))
+        idx = np.array(idx, dtype=np.uint32)
+        start, stop = self._rows(start, stop)
+        out = np.empty((stop - start, len(idx)), dtype=np.float32)
         err = _Err()
-        _check(_lib.sf_api_pack_read(self._p, idx.ctypes.data, len(idx), start, stop, out.ctypes.data,
-                                     ctypes.byref(err)), err)
+        with self._h as p:
+            rc = _lib.sf_api_pack_read(p, idx.ctypes.data, len(idx), start, stop, out.ctypes.data, ctypes.byref(err))
+        _check(rc, err)
         return out
 
     def read_times(self, start=0, stop=None):
         """Rows' times as int64 (ISO-8601 files: microseconds since 1970-01-01T00:00Z)."""
-        stop = self.rows if stop is None else stop
-        out = np.empty(max(stop - start, 0), dtype=np.int64)
+        start, stop = self._rows(start, stop)
+        out = np.empty(stop - start, dtype=np.int64)
         err = _Err()
-        _check(_lib.sf_api_pack_read_times(self._p, start, stop, out.ctypes.data, ctypes.byref(err)), err)
+        with self._h as p:
+            rc = _lib.sf_api_pack_read_times(p, start, stop, out.ctypes.data, ctypes.byref(err))
+        _check(rc, err)
         return out
 
+    @property
+    def closed(self):
+        return self._h is None or self._h.closed
+
     def close(self):
-        if self._p:
-            _lib.sf_api_pack_close(self._p)
-            self._p = _vp()
+        if self._h is not None:
+            self._h.close()
 
     def __enter__(self):
         return self
@@ -142,13 +269,61 @@ class Pack:
         self.close()
 
 
+class _Batches:
+    """One pass over a Dataset's epochs: its own pipeline, closed at the end,
+    by close(), or by the Dataset's close()."""
+
+    def __init__(self, ds, opts):
+        d, err = _vp(), _Err()
+        _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(opts), ctypes.byref(err)), err)
+        self._h = _Handle(d.value, _lib.sf_dataset_close, "the Dataset's iterator")
+        self._ended = False
+        # The batches' shape as this pipeline says, which is the Dataset's
+        # unless the file was replaced since.
+        info = _DatasetInfo()
+        _lib.sf_dataset_shape(d, ctypes.byref(info))
+        self._shape = (info.batch, info.window, info.nfeatures), (info.batch, info.ntargets)
+        if self._shape != ((ds.batch, ds.window, ds.inputs), (ds.batch, ds.targets)):
+            self._h.close()
+            raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
+                               "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
+                                                               ds.inputs, ds.targets))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._ended:
+            raise StopIteration
+        x, y = np.empty(self._shape[0], dtype=np.float32), np.empty(self._shape[1], dtype=np.float32)
+        err = _Err()
+        with self._h as d:
+            rc = _lib.sf_dataset_next(d, x.ctypes.data, x.size, y.ctypes.data, y.size, ctypes.byref(err))
+        if _check(rc, err) == 0:
+            self._ended = True
+            self._h.close()
+            raise StopIteration
+        return x, y
+
+    def close(self):
+        self._h.close()
+
+    def __del__(self):
+        if hasattr(self, "_h"):
+            self._h.close()
+
+
 class Dataset:
     """The batches `seqfeed train` draws, as an iterable of (x, y) float32
     arrays: x (batch, window, inputs), y (batch, targets), scaled as train
     scales them. replicas and replica give replica `replica`'s share (each
     batch batch_size / replicas windows), as train's replica of that number
-    sees it. shuffle=False keeps the windows of each block in order. Its len()
-    is the batches of all epochs; iterating again starts the epochs again.
+    sees it. shuffle=False keeps the windows of each block in order (pool:
+    the shuffle pool in windows as --pool, None: 16384). max_gap is in
+    seconds (None: no limit). Its len() is the batches of all epochs;
+    iterating again starts the epochs again. Each argument is in the range of
+    the train option it mirrors (ValueError otherwise). close() ends every
+    iteration in progress (waiting for a batch being copied) and any later.
 
     In Keras 3: model.fit(iter(ds), steps_per_epoch=ds.batches_per_epoch,
     epochs=E) with E the dataset's epochs (a generator of known length; a
@@ -158,60 +333,116 @@ class Dataset:
 
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
-                 target_change=False, max_gap=0.0, replicas=1, replica=0, pool=None, decoders=0):
-        self._opts = dict(path=path, window=window, batch_size=batch_size, features=features, targets=targets,
-                          shuffle=shuffle, seed=seed, epochs=epochs, val_split=val_split, stride=stride,
-                          sampling_rate=sampling_rate, horizon=horizon, time_features=time_features, norm=norm,
-                          target_change=target_change, max_gap=max_gap, replicas=replicas, replica=replica,
-                          pool=pool, decoders=decoders)
-        d = self._open()  # says now, not at the first batch, what is wrong
-        self.inputs, self.targets, self.batches_per_epoch, self.batch = d[1:]
-        _lib.sf_dataset_close(d[0])
-
-    def _open(self):
-        o = self._opts
-        enc = lambda v: None if v is None else _names(v).encode("utf-8")
-        opts = _DatasetOpts(data=os.fsencode(o["path"]), features=enc(o["features"]), targets=enc(o["targets"]),
-                            time_features=enc(o["time_features"]), norm=o["norm"].encode(),
-                            target_change=o["target_change"], window=o["window"], stride=o["stride"],
-                            sampling_rate=o["sampling_rate"], horizon=o["horizon"], batch=o["batch_size"],
-                            pool=(o["pool"] or 0) if o["shuffle"] else 1, seed=o["seed"], epochs=o["epochs"],
-                            val_split=o["val_split"], max_gap=o["max_gap"], replicas=o["replicas"],
-                            replica=o["replica"], decoders=o["decoders"])
-        d, err = _vp(), _Err()
-        _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(opts), ctypes.byref(err)), err)
-        nf, nt, nb, b = _u32(), _u32(), _u64(), _u32()
-        _lib.sf_dataset_shape(d, ctypes.byref(nf), ctypes.byref(nt), ctypes.byref(nb), ctypes.byref(b))
-        return d, nf.value, nt.value, nb.value, b.value
+                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None):
+        self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
+        replicas = _int("replicas", "replicas", replicas, 1, 256)
+        batch_size = _int("batch_size", "batch-size", batch_size, 1, 2**20)
+        if batch_size % replicas:
+            raise ValueError("batch_size (--batch-size) must be a multiple of replicas (--replicas): each replica "
+                             "takes batch_size / replicas windows; got %d and %d" % (batch_size, replicas))
+        shuffle = _flag("shuffle", None, shuffle)
+        pool = _int("pool", "pool", pool, 0, 2**56 - 1, none="16384 windows")
+        if not shuffle and pool is not None and pool > 1:
+            raise ValueError("shuffle=False and pool=%d contradict each other: a pool of more than 1 window shuffles"
+                             % pool)
+        if norm not in ("zscore", "minmax", "none"):
+            raise _bad("norm", "norm", "one of zscore, minmax, none", norm)
+        self._opts = _DatasetOpts(
+            data=_path("path", path),
+            features=_names("features", "features", features, "every column"),
+            targets=_names("targets", "targets", targets, "every numeric column"),
+            time_features=_names("time_features", "time-features", time_features, "none"),
+            norm=norm.encode(),
+            target_change=_flag("target_change", "target", target_change),
+            window=_int("window", "window", window, 1, _U32),
+            stride=_int("stride", "stride", stride, 1, _U32),
+            sampling_rate=_int("sampling_rate", "sampling-rate", sampling_rate, 1, _U32),
+            horizon=_int("horizon", "horizon", horizon, 0, _U32),
+            batch=batch_size,
+            # --pool's 0 or 1 is no shuffle, where the C API's 0 is its default
+            pool=(0 if pool is None else max(pool, 1)) if shuffle else 1,
+            seed=_int("seed", "seed", seed, 0, _U64),
+            epochs=_int("epochs", "epochs", epochs, 1, 2**63 - 1),
+            val_split=_real("val_split", "val-split", val_split, "a number from 0 to below 1",
+                            lambda v: 0 <= v < 1),
+            max_gap=0.0 if max_gap is None else _real(
+                "max_gap", "max-gap", max_gap, "a number of seconds above 0 and finite (None: no limit)",
+                lambda v: v > 0 and math.isfinite(v)),
+            replicas=replicas,
+            replica=_int("replica", None, replica, 0, replicas - 1),
+            decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0)
+        self.path = path
+        d, err = _vp(), _Err()  # opened once now to say what is wrong, not at the first batch
+        _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(self._opts), ctypes.byref(err)), err)
+        info = _DatasetInfo()
+        rc = _lib.sf_dataset_shape(d, ctypes.byref(info))
+        _lib.sf_dataset_close(d)
+        if rc:
+            raise SeqfeedError(rc, "sf_dataset_shape refused an open dataset")
+        self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+        self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
 
     def __len__(self):
-        return self.batches_per_epoch * self._opts["epochs"]
+        return self.batches_per_epoch * self.epochs
 
     def __iter__(self):
-        d = self._open()[0]
-        window, err = self._opts["window"], _Err()
-        try:
-            while True:
-                x = np.empty((self.batch, window, self.inputs), dtype=np.float32)
-                y = np.empty((self.batch, self.targets), dtype=np.float32)
-                if _check(_lib.sf_dataset_next(d, x.ctypes.data, y.ctypes.data, ctypes.byref(err)), err) == 0:
-                    return
-                yield x, y
-        finally:
-            _lib.sf_dataset_close(d)
+        with self._lock:  # a close() meanwhile sees this iterator
+            if self._closed:
+                raise ValueError("Dataset %s is closed" % os.fsdecode(self.path))
+            it = _Batches(self, self._opts)
+            self._open_iters.add(it)
+        return it
+
+    def close(self):
+        """Ends every iteration over it (a next() then raises ValueError), and any later one."""
+        with self._lock:
+            self._closed = True
+            its = list(self._open_iters)
+        for it in its:
+            it.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def load_checkpoint(path):
     """A seqfeed checkpoint: (tensors by Keras name as float32 arrays, metadata dict)."""
+    name = os.fsdecode(_path("path", path))
+
+    def corrupt(why):
+        return SeqfeedError(-5, "%s: %s" % (name, why))
+
     with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
+        size = os.fstat(f.fileno()).st_size
+        head = f.read(8)
+        if len(head) < 8:
+            raise corrupt("%d bytes: not a safetensors file (too short for its header's size)" % len(head))
+        n = struct.unpack("<Q", head)[0]
+        if n > size - 8:
+            raise corrupt("its header of %d bytes runs past the file's %d bytes" % (n, size))
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as e:
+            raise corrupt("its header is not JSON (%s)" % e) from None
         data = f.read()
+    if not isinstance(header, dict):
+        raise corrupt("its header is not a JSON object")
     meta = header.pop("__metadata__", {})
-    if meta.get("format", "").split(" ")[0] != "seqfeed-checkpoint":
-        raise SeqfeedError(-3, "%s: not a seqfeed checkpoint" % path)
+    if not isinstance(meta, dict) or str(meta.get("format", "")).split(" ")[0] != "seqfeed-checkpoint":
+        raise corrupt("not a seqfeed checkpoint")
     tensors = {}
-    for name, t in header.items():
-        lo, hi = t["data_offsets"]
-        tensors[name] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(t["shape"]).copy()
+    for key, t in header.items():
+        try:
+            lo, hi = t["data_offsets"]
+            shape, dtype = list(t["shape"]), t["dtype"]
+            ok = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in [lo, hi] + shape)
+        except (TypeError, KeyError, ValueError):
+            ok = False
+        if not ok or dtype != "F32" or not lo <= hi <= len(data) or hi - lo != 4 * math.prod(shape):
+            raise corrupt("tensor %r: expected F32 with data_offsets inside the file's %d data bytes matching its "
+                          "shape" % (key, len(data)))
+        tensors[key] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(shape).copy()
     return tensors, meta

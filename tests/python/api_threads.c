@@ -1,0 +1,107 @@
+// libseqfeed's handles shared by threads, as the Python package shares them
+// (ctypes releases the GIL in every call): several threads read one pack at
+// once and get what one thread reads alone, and several threads call
+// sf_dataset_next on one dataset and get, together, every batch of every
+// epoch exactly once (the calls take turns). Run under TSan by
+// tools/sanitize.sh, where the Python tests cannot be.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/seqfeed.h"
+
+enum { ROWS = 3000, READERS = 4, CONSUMERS = 4, ROUNDS = 20 };
+
+static sf_pack *pack;
+static float *want;
+static sf_dataset *ds;
+static sf_dataset_info info;
+static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t batches, errors;
+
+static void *reader(void *arg) {
+    (void)arg;
+    uint32_t cols[2] = {1, 0};
+    float *got = malloc(ROWS * 2 * sizeof *got);
+    int64_t *t = malloc(ROWS * sizeof *t);
+    for (int r = 0; got && t && r < ROUNDS; r++) {
+        sf_err e;
+        if (sf_api_pack_read(pack, cols, 2, 0, ROWS, got, &e) || memcmp(got, want, ROWS * 2 * sizeof *got) ||
+            sf_api_pack_read_times(pack, 0, ROWS, t, &e) || t[ROWS - 1] <= t[0]) {
+            pthread_mutex_lock(&count_lock);
+            errors++;
+            pthread_mutex_unlock(&count_lock);
+            break;
+        }
+    }
+    free(got);
+    free(t);
+    return NULL;
+}
+
+static void *consumer(void *arg) {
+    (void)arg;
+    size_t nx = (size_t)info.batch * info.window * info.nfeatures, ny = (size_t)info.batch * info.ntargets;
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    for (;;) {
+        sf_err e;
+        int rc = x && y ? sf_dataset_next(ds, x, nx, y, ny, &e) : -1;
+        pthread_mutex_lock(&count_lock);
+        if (rc == 1) batches++;
+        if (rc < 0) errors++, fprintf(stderr, "sf_dataset_next: %s\n", e.msg);
+        pthread_mutex_unlock(&count_lock);
+        if (rc != 1) break;
+    }
+    free(x);
+    free(y);
+    return NULL;
+}
+
+int main(void) {
+    char dir[] = "/tmp/api_threads.XXXXXX", path[64], *csv = malloc(ROWS * 64);
+    if (!mkdtemp(dir) || !csv) return 1;
+    snprintf(path, sizeof path, "%s/d.sfpack", dir);
+    size_t n = (size_t)sprintf(csv, "time,a,b\n");
+    for (int i = 0; i < ROWS; i++)
+        n += (size_t)sprintf(csv + n, "%d,%d.25,%d\n", 1600000000 + 60 * i, (i * 37) % 101, i % 17);
+    sf_csv_pack_opts po = {.time_column = "time", .time_unit = SF_TIME_EPOCH_S, .pack = {.chunk_rows = 256, .level = 1}};
+    sf_err e;
+    int rc = sf_csv_pack_mem(csv, n, "threads.csv", path, &po, NULL, &e);
+    free(csv);
+    if (rc || sf_api_pack_open(&pack, path, &e)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    want = malloc(ROWS * 2 * sizeof *want);
+    uint32_t cols[2] = {1, 0};
+    if (!want || sf_api_pack_read(pack, cols, 2, 0, ROWS, want, &e)) return 1;
+    pthread_t t[READERS > CONSUMERS ? READERS : CONSUMERS];
+    for (int i = 0; i < READERS; i++) pthread_create(&t[i], NULL, reader, NULL);
+    for (int i = 0; i < READERS; i++) pthread_join(t[i], NULL);
+    sf_api_pack_close(pack);
+
+    sf_dataset_opts o = {.data = path, .targets = "a", .window = 16, .stride = 1, .sampling_rate = 1, .horizon = 1,
+                         .batch = 8, .pool = 64, .seed = 3, .epochs = 3, .val_split = 0.1, .replicas = 1,
+                         .decoders = 2};
+    if (sf_dataset_open(&ds, &o, &e) || sf_dataset_shape(ds, &info)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    for (int i = 0; i < CONSUMERS; i++) pthread_create(&t[i], NULL, consumer, NULL);
+    for (int i = 0; i < CONSUMERS; i++) pthread_join(t[i], NULL);
+    sf_dataset_close(ds);
+    unlink(path);
+    rmdir(dir);
+    free(want);
+    uint64_t expect = info.batches_per_epoch * info.epochs;
+    if (errors || batches != expect) {
+        fprintf(stderr, "FAIL: %llu errors, %llu batches of %llu\n", (unsigned long long)errors,
+                (unsigned long long)batches, (unsigned long long)expect);
+        return 1;
+    }
+    printf("%d readers agreed; %d consumers took %llu batches between them\n", READERS, CONSUMERS,
+           (unsigned long long)batches);
+    return 0;
+}
