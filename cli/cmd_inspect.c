@@ -16,7 +16,8 @@ static const cli_command inspect_command = {
     .about =
         "Prints the format version, the columns with their statistics (min, max,\n"
         "mean, population std), how many values pack imputed (--missing ffill),\n"
-        "the series, a summary of the chunks and the compression ratio. Reads only the header and the index: fast on any size.\n",
+        "the series, a summary of the chunks and the compression ratio. Reads only\n"
+        "the header and the index: fast on any size.\n",
     .uses = inspect_uses,
     .positional = "FILE.sfpack",
 };

@@ -1189,7 +1189,8 @@ static int convert(csv *c, const char *out) {
     bool ffill = c->o->missing == SF_MISSING_FFILL;
     c->batch_imp = ffill ? malloc(c->batch_rows * c->nkeep) : NULL;
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line || (ffill && !c->batch_imp)) {
+    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line ||
+        (ffill && !c->batch_imp)) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }

@@ -16,7 +16,7 @@
 #define SF_FLAG_TIME 1u       // version 2: a time column (its name and kind after the series column name)
 #define SF_FLAG_LINES 2u      // version 2: every row keeps its CSV line
 #define SF_FLAG_CATEGORIES 4u // version 2: categorical columns (their list after the time column; values in the trailer)
-#define SF_FLAG_IMPUTED 8u    // version 2: each chunk ends with a bitmap of the values pack imputed; counts in the trailer
+#define SF_FLAG_IMPUTED 8u    // version 2: a bitmap of the values pack imputed ends each chunk; counts in the trailer
 #define SF_FOOTER_SIZE 32u
 #define SF_TRAILER_FIXED 32u  // magic, nrows, nchunks, nseries
 #define SF_STATS_SIZE 32u     // min, max, mean, std as float64

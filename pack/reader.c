@@ -148,7 +148,8 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.filter = sf_get_u32(h + 24);
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
-    uint32_t flags = sf_get_u32(h + 32), known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES | SF_FLAG_IMPUTED : 0;
+    uint32_t flags = sf_get_u32(h + 32);
+    uint32_t known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES | SF_FLAG_IMPUTED : 0;
     if ((flags & ~known) || sf_get_u32(h + 36)) {
         rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; version %u knows flags %08x and reserves 0", nm,
                      flags, sf_get_u32(h + 36), version, known);

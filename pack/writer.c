@@ -139,7 +139,8 @@ static void job_compact(job *j, uint32_t ncols, uint32_t naux, uint32_t chunk_ro
     if (j->rows == chunk_rows) return;
     for (uint32_t c = 1; c < ncols; c++) memmove(j->raw + c * j->rows, j->raw + (size_t)c * chunk_rows, j->rows * 4);
     for (uint32_t a = 1; a < naux; a++) memmove(j->aux + a * j->rows, j->aux + (size_t)a * chunk_rows, j->rows * 8);
-    for (uint32_t c = 1; j->imp && c < ncols; c++) memmove(j->imp + c * j->rows, j->imp + (size_t)c * chunk_rows, j->rows);
+    for (uint32_t c = 1; j->imp && c < ncols; c++)
+        memmove(j->imp + c * j->rows, j->imp + (size_t)c * chunk_rows, j->rows);
 }
 
 static void *worker_main(void *arg) {
@@ -290,7 +291,8 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
     sf_put_u32(h + 24, (uint32_t)w->filter);
     sf_put_u32(h + 28, (uint32_t)w->level);
     sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0) |
-                           (w->ncat ? SF_FLAG_CATEGORIES : 0) | (w->has_imputed ? SF_FLAG_IMPUTED : 0));  // reserved stays 0
+                           (w->ncat ? SF_FLAG_CATEGORIES : 0) |
+                           (w->has_imputed ? SF_FLAG_IMPUTED : 0));  // reserved stays 0
     uint8_t *p = h + SF_HEADER_FIXED;
     for (uint32_t c = 0; c <= w->ncols + w->has_time; c++) {
         const char *s = c < w->ncols ? w->col_names[c] : c == w->ncols ? series_column : w->time_column;

@@ -605,7 +605,8 @@ static void case_ffill_batches(void) {
         // The file records exactly the filled values, across batch and chunk boundaries.
         const sf_pack_info *in = l.in;
         CHECK(in->imputed && in->imputed[0] == 20 && in->imputed[1] == 0, "imputed counts %llu, %llu",
-              in->imputed ? (unsigned long long)in->imputed[0] : 0, in->imputed ? (unsigned long long)in->imputed[1] : 0);
+              in->imputed ? (unsigned long long)in->imputed[0] : 0,
+              in->imputed ? (unsigned long long)in->imputed[1] : 0);
         void *stored = malloc(sf_pack_max_stored_size(l.p));
         float *v = malloc((size_t)in->chunk_rows * 2 * sizeof *v);
         uint8_t *imp = malloc((size_t)in->chunk_rows * 2);
@@ -619,7 +620,8 @@ static void case_ffill_batches(void) {
             CHECK(rc == 0, "chunk %llu: %s", (unsigned long long)i, e.msg);
             for (uint32_t k = 0; !rc && k < c.rows; k++) {
                 uint64_t r = c.first_row + k;
-                bool missing = (r >= 4095 && r <= 4100) || r == 8192 || r % 1000 == 999 || (r && r % FIRST_OF_BATCH == 0);
+                bool missing = (r >= 4095 && r <= 4100) || r == 8192 || r % 1000 == 999 ||
+                               (r && r % FIRST_OF_BATCH == 0);
                 wrong += imp[k] != missing || imp[c.rows + k] != 0;
             }
         }
