@@ -184,6 +184,13 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     return rc;
 }
 
+// Whether target j of window i is one pack imputed (NaN under imputed_nan);
+// a NaN in a column without imputed values is an overflow, and is scored.
+static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
+    const uint64_t *imputed = sf_pack_get_info(r->pack)->imputed;
+    return isnan(y[(size_t)i * r->cols.ntargets + j]) && imputed && imputed[r->cols.targets[j]];
+}
+
 // Window i's scaled value of target j at its last row when the model
 // predicts changes from it (0 when it predicts values): what turns a
 // predicted or true change back into a value.
@@ -218,7 +225,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
                       r->cols.target_scale[j];
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
-            if (r->actual && isnan(y[(size_t)i * nt + j])) {  // imputed: the CSV had no value
+            if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value
                 fputc(',', r->out);
                 r->imputed++;
             } else if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
@@ -265,7 +272,7 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
     for (uint32_t i = 0; !rc && i < count; i++) {
         double row = 0, mean_row = 0, persist_row = 0;
         for (uint32_t j = 0; j < nt; j++) {
-            if (isnan(y[(size_t)i * nt + j])) {
+            if (imputed_target(r, y, i, j)) {
                 r->imputed++;
                 continue;
             }

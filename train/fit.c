@@ -78,9 +78,12 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return 0;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
     // The training loss per target value (sf_mse_sum), over the values pack
-    // observed: an imputed one is NaN (sf_columns.imputed_nan).
-    for (size_t k = 0; !rc && k < (size_t)count * a->f->model.outputs; k++) {
-        if (isnan(y[k])) {
+    // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
+    // column without imputed values is an overflow, and makes the loss NaN.
+    const uint64_t *imputed = sf_pack_get_info(a->f->d.pack)->imputed;
+    uint32_t O = a->f->model.outputs;
+    for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
+        if (isnan(y[k]) && imputed && imputed[a->f->d.cols.targets[k % O]]) {
             a->imputed++;
             continue;
         }
