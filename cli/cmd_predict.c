@@ -32,8 +32,8 @@ static const cli_command predict_command = {
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
         "the file was packed from (else its row in the file), and each target as\n"
         "NAME_pred in the data's units (with --with-actual, NAME beside it: empty\n"
-        "where pack imputed it with --missing ffill), so that the forecasts join\n"
-        "back to the CSV on the line, or on the time parsed.\n",
+        "where pack filled it in (--missing ffill), as the CSV had it), so that the\n"
+        "forecasts join back to the CSV on the line, or on the time parsed.\n",
     .uses = predict_uses,
 };
 
@@ -364,7 +364,7 @@ int cmd_predict(int argc, char **argv) {
     fputc('\n', r.out);
     rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
     if (!rc && r.imputed && !a.v[OPT_QUIET].set)
-        fprintf(stderr, "note: %llu of %llu target values were imputed by --missing ffill: their actual is left "
+        fprintf(stderr, "note: %llu of %llu target values were imputed by pack --missing ffill: their actual is left "
                 "empty\n", (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
     if (file.f) {
         int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
@@ -402,7 +402,7 @@ int cmd_evaluate(int argc, char **argv) {
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
     if (!rc && r.values == 0)
         rc = sf_err_set(&e, SF_EINVAL, "%s: nothing to score: all %llu target values of the %s part's windows were "
-                        "imputed by --missing ffill", data, (unsigned long long)r.imputed,
+                        "imputed by pack --missing ffill", data, (unsigned long long)r.imputed,
                         part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
     if (rc) {
         run_close(&r);
@@ -435,7 +435,8 @@ int cmd_evaluate(int argc, char **argv) {
     } else {
         printf("windows          %llu (%s part of %s)\n", (unsigned long long)r.n, what, data);
         if (r.imputed)
-            printf("imputed          %llu of %llu target values were imputed by --missing ffill and are not scored\n",
+            printf("imputed          %llu of %llu target values were imputed by pack --missing ffill and are not "
+                   "scored\n",
                    (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
         printf("loss             %.6f   MSE of scaled values, as in training\n", r.loss / n);
         printf("baseline mean    %.6f   predicting each target's training mean\n", r.mean_loss / n);

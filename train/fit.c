@@ -109,7 +109,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
     if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 3, "the validation loss", e);
     if (!rc && v[1] > 0) *loss = v[0] / v[1];
     if (!rc && f->talk && v[2] > 0 && !f->imputed_told)
-        fprintf(stderr, "%svalidation: %.0f of %.0f target values were imputed by --missing ffill and are not "
+        fprintf(stderr, "%svalidation: %.0f of %.0f target values were imputed by pack --missing ffill and are not "
                 "scored%s\n", f->tty ? "\r\033[K" : "", v[2], v[1] + v[2], v[1] > 0 ? "" : ": no val_loss");
     f->imputed_told |= v[2] > 0;
     return rc;

@@ -78,13 +78,13 @@ print(sum(r[c] == "" for r in t for c in ("a", "b")), 2 * len(t))
 PY
     read -r nimp nall < want
     [ "$nimp" -gt 5 ] || fail "the test data should put imputed targets in the validation part ($nimp)"
-    expect train.err "^validation: $nimp of $nall target values were imputed by --missing ffill and are not scored$"
+    expect train.err "^validation: $nimp of $nall target values were imputed by pack --missing ffill and are not scored$"
     run 0 evaluate --checkpoint $ck/latest.safetensors --data g.sfpack --split validation --json
     cp out eval.json
     run 0 evaluate --checkpoint $ck/latest.safetensors --data g.sfpack --split validation
-    expect out "^imputed +$nimp of $nall target values were imputed by --missing ffill and are not scored$"
+    expect out "^imputed +$nimp of $nall target values were imputed by pack --missing ffill and are not scored$"
     run 0 predict --checkpoint $ck/latest.safetensors --data g.sfpack --split validation --with-actual -o val.csv
-    expect err "^note: $nimp of $nall target values were imputed by --missing ffill: their actual is left empty$"
+    expect err "^note: $nimp of $nall target values were imputed by pack --missing ffill: their actual is left empty$"
     run 0 predict --checkpoint $ck/latest.safetensors --data g.sfpack --with-actual -o all.csv -q
     python3 - $W $H $VAL $mode <<'PY' || fail "$mode: imputed targets presented or scored as observed"
 import csv, json, sys
