@@ -124,4 +124,18 @@ assert abs(val - ev["loss"]) <= 1e-5 * ev["loss"], (val, ev["loss"])
 print(sys.argv[4], "ok:", nimp, "imputed of", 2 * len(pred), "validation targets; val_loss", val, "= evaluate", ev["loss"])
 PY
 done
+
+# Two ranks take turns at the validation batches and sum: the same count and val_loss.
+if mpirun --version 2>/dev/null | grep -q 'Open MPI' && "$SEQFEED" info | grep -q 'built with MPI'; then
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$SEQFEED" train --data g.sfpack --targets a,b \
+        --model lstm:8,dense --window $W --horizon $H --val-split $VAL --epochs 1 --batch-size 16 \
+        --checkpoint-dir ck-mpi --log mpi.csv >out 2>err || fail "train on 2 ranks: $(cat err)"
+    expect err "^validation: $nimp of $nall target values were imputed by pack --missing ffill and are not scored$"
+    [ "$(grep -c '^validation: .* imputed' err)" = 1 ] || fail "the count said by more than rank 0: $(cat err)"
+    run 0 evaluate --checkpoint ck-mpi/latest.safetensors --data g.sfpack --split validation --json
+    python3 -c '
+import csv, json
+val, ev = float(list(csv.DictReader(open("mpi.csv")))[-1]["val_loss"]), json.load(open("out"))["loss"]
+assert abs(val - ev) <= 1e-5 * ev, (val, ev)' || fail "val_loss on 2 ranks differs from evaluate's loss"
+fi
 finish
