@@ -508,6 +508,9 @@ static void test_writer_api(const char *dir) {
         {.ncols = 1, .col_names = names, .level = 1000},
         {.ncols = 2, .col_names = names, .level = 1},
         {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 30},
+        // Floats within 256 MiB, but not with each row's line: a file no reader would open.
+        {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 26, .lines = true},
+        {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 26, .imputed = true},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         sf_pack_writer *w = NULL;
