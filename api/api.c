@@ -62,6 +62,7 @@ char *sf_api_pack_describe(const sf_pack *p) {
             sf_text_put(&t, ", \"%s\": ", key[k]);
             put_real(&t, val[k]);
         }
+        sf_text_put(&t, ", \"imputed\": %" PRIu64, in->imputed ? in->imputed[c] : 0);  // by pack --missing ffill
         const sf_category *cat = sf_pack_category(in, c);
         if (cat) {
             sf_text_put(&t, ", \"categories\": [");

@@ -23,7 +23,8 @@ int sf_api_pack_open(sf_pack **out, const char *path, sf_err *e);
 void sf_api_pack_close(sf_pack *p);
 
 // The file as JSON (malloc'd; free with sf_api_free): version, rows,
-// columns with their statistics (and categories' values), the series
+// columns with their statistics, how many of their values pack imputed
+// (--missing ffill) and categories' values, the series
 // column and each series' name, first row and rows, the time column and
 // kind. NULL when out of memory or p is NULL.
 char *sf_api_pack_describe(const sf_pack *p);

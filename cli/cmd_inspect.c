@@ -15,8 +15,9 @@ static const cli_command inspect_command = {
     .usage = "FILE.sfpack [--json] [--all-series]",
     .about =
         "Prints the format version, the columns with their statistics (min, max,\n"
-        "mean, population std), the series, a summary of the chunks and the\n"
-        "compression ratio. Reads only the header and the index: fast on any size.\n",
+        "mean, population std), how many values pack imputed (--missing ffill),\n"
+        "the series, a summary of the chunks and the compression ratio. Reads only\n"
+        "the header and the index: fast on any size.\n",
     .uses = inspect_uses,
     .positional = "FILE.sfpack",
 };
@@ -77,6 +78,7 @@ static void print_json(const sf_pack *p) {
             printf(", \"%s\": ", key[k]);
             cli_json_real(stdout, val[k]);
         }
+        printf(", \"imputed\": %" PRIu64, in->imputed ? in->imputed[c] : 0);
         const sf_category *cat = sf_pack_category(in, c);
         if (cat) {
             printf(", \"categories\": [");  // the value of code i at [i]
@@ -164,6 +166,14 @@ static void print_text(const sf_pack *p, bool all_series) {
         while (v < cat->nvalues && !sf_list_append(list, sizeof list, &len, cat->values[v])) v++;
         printf("  %4u  %-*s  categorical, %u values: %s%s\n", c + 1, w, in->col_names[c], cat->nvalues, list,
                v < cat->nvalues ? " ... (--json lists them all)" : "");
+    }
+    uint64_t nimp = 0;
+    for (uint32_t c = 0; in->imputed && c < in->ncols; c++) nimp += in->imputed[c];
+    if (nimp) {
+        printf("imputed      %" PRIu64 " value(s) filled in by pack --missing ffill, never scored as observed:", nimp);
+        for (uint32_t c = 0, k = 0; c < in->ncols; c++)
+            if (in->imputed[c]) printf("%s %s %" PRIu64, k++ ? "," : "", in->col_names[c], in->imputed[c]);
+        printf("\n");
     }
     uint64_t shown = all_series || in->nseries <= 10 ? in->nseries : 10;
     printf("series       %" PRIu64 "\n", in->nseries);

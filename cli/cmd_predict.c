@@ -31,8 +31,9 @@ static const cli_command predict_command = {
         "time (when the file has a time column: ISO-8601 with a T, an offset as the\n"
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
         "the file was packed from (else its row in the file), and each target as\n"
-        "NAME_pred in the data's units (with --with-actual, NAME beside it), so that\n"
-        "the forecasts join back to the CSV on the line, or on the time parsed.\n",
+        "NAME_pred in the data's units (with --with-actual, NAME beside it: empty\n"
+        "where pack filled it in (--missing ffill), as the CSV had it), so that the\n"
+        "forecasts join back to the CSV on the line, or on the time parsed.\n",
     .uses = predict_uses,
 };
 
@@ -51,7 +52,8 @@ static const cli_command evaluate_command = {
         "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
         "file's windows, next to two baselines on the same windows: predicting the\n"
         "column means, and predicting the last observed value (persistence, for\n"
-        "targets that are also features); then each target's MSE in data units.\n",
+        "targets that are also features); then each target's MSE in data units.\n"
+        "Target values pack imputed (--missing ffill) are not scored.\n",
     .uses = evaluate_uses,
 };
 
@@ -79,7 +81,8 @@ typedef struct {
     void *stored;
     // evaluate
     double loss, mean_loss, persist_loss, *unit_mse;
-    uint64_t n;
+    uint64_t n, *unit_n;  // windows; per target, the values scored
+    uint64_t values, imputed;  // target values scored, and left out as imputed (both: predict's actuals)
 } run;
 
 static void run_close(run *r) {
@@ -88,7 +91,7 @@ static void run_close(run *r) {
     sf_columns_free(&r->cols);
     sf_pack_close(r->pack);
     sf_checkpoint_free(&r->ck);
-    free(r->pred), free(r->persist), free(r->unit_mse);
+    free(r->pred), free(r->persist), free(r->unit_mse), free(r->unit_n);
     free(r->time), free(r->line), free(r->vals), free(r->stored);
     sf_pack_dctx_free(r->dctx);
 }
@@ -134,6 +137,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.categories, r->ck.norm, e);
     if (!rc) rc = sf_columns_add_time(&r->cols, in, r->ck.time_features, e);  // recomputed, as in training
     if (!rc && r->ck.target_change) rc = sf_columns_predict_change(&r->cols, in, e);
+    r->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
     if (!rc) {
         // The training data's scaling, not this file's.
         memcpy(r->cols.feature_scale, r->ck.feature_scale, r->cols.nfeatures * sizeof(float));
@@ -165,7 +169,8 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
         r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));
         r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
         r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
-        if (!r->pred || !r->persist || !r->unit_mse) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        r->unit_n = calloc(r->cols.ntargets, sizeof *r->unit_n);
+        if (!r->pred || !r->persist || !r->unit_mse || !r->unit_n) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     if (!rc && r->cols.nunseen)
         fprintf(stderr, "note: %s: %u value(s) of categorical column \"%s\"%s are not in the training data: "
@@ -179,6 +184,13 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     return rc;
 }
 
+// Whether target j of window i is one pack imputed (NaN under imputed_nan);
+// a NaN in a column without imputed values is an overflow, and is scored.
+static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
+    const uint64_t *imputed = sf_pack_get_info(r->pack)->imputed;
+    return isnan(y[(size_t)i * r->cols.ntargets + j]) && imputed && imputed[r->cols.targets[j]];
+}
+
 // Window i's scaled value of target j at its last row when the model
 // predicts changes from it (0 when it predicts values): what turns a
 // predicted or true change back into a value.
@@ -190,7 +202,7 @@ static float last_value(const run *r, const float *x, uint32_t i, uint32_t j) {
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
-    (void)y;  // --with-actual writes the file's values, not their scaled copies
+    // --with-actual writes the file's values, not their scaled copies; y says which pack imputed (NaN)
     int rc = r->be->predict(r->rep, r->pred, x, count, e);
     const sf_pack_info *in = sf_pack_get_info(r->pack);
     const sf_window_spec *w = &r->ck.window;
@@ -213,9 +225,13 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
                       r->cols.target_scale[j];
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
-            if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
+            if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value
+                fputc(',', r->out);
+                r->imputed++;
+            } else if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
                 sf_format_float(num, r->vals[(size_t)r->cols.targets[j] * r->aux_rows + k]);
                 fprintf(r->out, ",%s", num);
+                r->values++;
             }
         }
         fputc('\n', r->out);
@@ -251,9 +267,15 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
     int rc = r->be->predict(r->rep, r->pred, x, count, e);
     uint32_t nt = r->cols.ntargets, nf = r->cols.nfeatures, T = r->ck.window.length;
     const sf_pack_info *in = sf_pack_get_info(r->pack);
+    // Sums over the target values pack observed (an imputed one is NaN in y),
+    // divided by their count at the end: the training loss when none is imputed.
     for (uint32_t i = 0; !rc && i < count; i++) {
         double row = 0, mean_row = 0, persist_row = 0;
         for (uint32_t j = 0; j < nt; j++) {
+            if (imputed_target(r, y, i, j)) {
+                r->imputed++;
+                continue;
+            }
             double base = last_value(r, x, i, j);  // values, also from a model of changes
             double t = y[(size_t)i * nt + j] + base, p = r->pred[(size_t)i * nt + j] + base;
             // The column's mean in this file, scaled like the targets.
@@ -263,9 +285,9 @@ static int evaluate_batch(void *arg, const float *x, const float *y, const uint6
             double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
             row += (p - t) * (p - t), mean_row += (mean - t) * (mean - t), persist_row += (last - t) * (last - t);
             double unit = (p - t) / r->cols.target_scale[j];
-            r->unit_mse[j] += unit * unit;
+            r->unit_mse[j] += unit * unit, r->unit_n[j]++, r->values++;
         }
-        r->loss += row / nt, r->mean_loss += mean_row / nt, r->persist_loss += persist_row / nt;
+        r->loss += row, r->mean_loss += mean_row, r->persist_loss += persist_row;
     }
     r->n += count;
     return rc;
@@ -341,6 +363,9 @@ int cmd_predict(int argc, char **argv) {
     }
     fputc('\n', r.out);
     rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
+    if (!rc && r.imputed && !a.v[OPT_QUIET].set)
+        fprintf(stderr, "note: %llu of %llu target values were imputed by pack --missing ffill: their actual is left "
+                "empty\n", (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
     if (file.f) {
         int crc = sf_temp_fclose(&file, rc == 0, rc ? NULL : &e);
         if (!rc) rc = crc;
@@ -375,12 +400,16 @@ int cmd_evaluate(int argc, char **argv) {
         rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
     if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
+    if (!rc && r.values == 0)
+        rc = sf_err_set(&e, SF_EINVAL, "%s: nothing to score: all %llu target values of the %s part's windows were "
+                        "imputed by pack --missing ffill", data, (unsigned long long)r.imputed,
+                        part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
     if (rc) {
         run_close(&r);
         return cli_fail("evaluate", &e, NULL);
     }
     const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";
-    double n = (double)r.n;
+    double n = (double)r.values;  // the losses are means over the target values scored
     const sf_pack_info *in = sf_pack_get_info(r.pack);
     char verdict[512];
     bool beats = verdict_text(&r, verdict, sizeof verdict);
@@ -393,23 +422,32 @@ int cmd_evaluate(int argc, char **argv) {
         cli_json_real(stdout, r.persist_loss / n);  // NaN: a target that is not a feature
         printf(", \"beats_persistence\": %s", isnan(r.persist_loss) ? "null" : beats ? "true" : "false");
         printf(", \"target_change\": %s", r.ck.target_change ? "true" : "false");
+        printf(", \"target_values\": %llu, \"imputed_targets\": %llu", (unsigned long long)(r.values + r.imputed),
+               (unsigned long long)r.imputed);
         printf(", \"target_mse\": {");
         for (uint32_t j = 0; j < r.cols.ntargets; j++) {
             printf("%s", j ? ", " : "");
             cli_json_string(stdout, in->col_names[r.cols.targets[j]]);
             printf(": ");
-            cli_json_real(stdout, r.unit_mse[j] / n);
+            cli_json_real(stdout, r.unit_n[j] ? r.unit_mse[j] / (double)r.unit_n[j] : NAN);  // null: all imputed
         }
         printf("}}\n");
     } else {
         printf("windows          %llu (%s part of %s)\n", (unsigned long long)r.n, what, data);
+        if (r.imputed)
+            printf("imputed          %llu of %llu target values were imputed by pack --missing ffill and are not "
+                   "scored\n",
+                   (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
         printf("loss             %.6f   MSE of scaled values, as in training\n", r.loss / n);
         printf("baseline mean    %.6f   predicting each target's training mean\n", r.mean_loss / n);
         if (isnan(r.persist_loss)) printf("baseline last    n/a        (a target is not a feature)\n");
         else printf("baseline last    %.6f   predicting the last observed value\n", r.persist_loss / n);
         printf("target MSE       ");
-        for (uint32_t j = 0; j < r.cols.ntargets; j++)
-            printf("%s%s %.6g", j ? ", " : "", in->col_names[r.cols.targets[j]], r.unit_mse[j] / n);
+        for (uint32_t j = 0; j < r.cols.ntargets; j++) {
+            printf("%s%s ", j ? ", " : "", in->col_names[r.cols.targets[j]]);
+            if (r.unit_n[j]) printf("%.6g", r.unit_mse[j] / (double)r.unit_n[j]);
+            else printf("n/a (every value imputed)");
+        }
         printf("   in data units\n");
         printf("verdict          %s\n", verdict);
     }

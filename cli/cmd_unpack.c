@@ -19,7 +19,8 @@ static const cli_command unpack_command = {
         "Writes the packed rows back as CSV: a header row with the column names\n"
         "(the series column first, when the file has one), then one row per packed\n"
         "row. Each value is the shortest decimal that reads back to the identical\n"
-        "float32.\n",
+        "float32. A value pack imputed (--missing ffill) is written empty, as the\n"
+        "CSV had it, so that it never comes back as an observed value.\n",
     .uses = unpack_uses,
     .positional = "FILE.sfpack",
 };
@@ -44,17 +45,19 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
     float *vals = malloc(rows * in->ncols * 4);
     int64_t *time = timed ? malloc(rows * 8) : NULL;
+    uint8_t *imp = in->imputed ? malloc(rows * in->ncols) : NULL;
     const sf_category **cats = calloc(in->ncols, sizeof *cats);
     sf_pack_dctx *d = sf_pack_dctx_create();
     int rc = 0;
-    if (!stored || !vals || !d || (timed && !time) || !cats) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!stored || !vals || !d || (timed && !time) || !cats || (in->imputed && !imp))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t c = 0; cats && c < in->ncols; c++) cats[c] = sf_pack_category(in, c);
     uint64_t s = 0;
     cli_progress prog;
     cli_progress_start(&prog, quiet);
     for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
         if ((rc = sf_pack_chunk_read(p, i, stored, e)) ||
-            (rc = sf_pack_chunk_decode_all(d, p, i, stored, vals, time, NULL, e)))
+            (rc = sf_pack_chunk_decode_imputed(d, p, i, stored, vals, time, NULL, imp, e)))
             break;
         sf_chunk ch = sf_pack_chunk_locate(p, i);
         for (uint32_t r = 0; r < ch.rows; r++) {
@@ -72,6 +75,7 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
             for (uint32_t c = 0; c < in->ncols; c++) {
                 float v = vals[(size_t)c * ch.rows + r];
                 if (c) fputc(',', f);
+                if (imp && imp[(size_t)c * ch.rows + r]) continue;  // missing in the CSV: empty again
                 if (cats[c] && !(v >= 0 && v < (float)cats[c]->nvalues && v == (float)(uint32_t)v)) {
                     rc = sf_err_set(e, SF_EFORMAT, "%s: chunk %" PRIu64 ": row %" PRIu64 " of categorical column "
                                     "\"%s\" holds %g, not a code of its %u values (see 'seqfeed verify')",
@@ -95,6 +99,7 @@ static int write_csv(const sf_pack *p, FILE *f, bool quiet, sf_err *e) {
     free(stored);
     free(vals);
     free(time);
+    free(imp);
     free(cats);
     sf_pack_dctx_free(d);
     return rc;

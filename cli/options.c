@@ -190,7 +190,7 @@ static const option options[OPT_COUNT] = {
                        .help = "',', ';', 'tab' or any single character (default: detected from the header)"},
     [OPT_MISSING] = {"missing", 0, "error|drop|ffill", K_CHOICE, .choices = missings, .group = PACKING,
                      .help = "empty, NA, NaN or inf values: an error, drop the row, or repeat the series' "
-                             "previous value"},
+                             "previous value (recorded as imputed: never scored or shown as observed)"},
     [OPT_ROWS] = {"rows", 0, "N", K_COUNT, 1, UINT64_MAX >> 8, .group = PACKING, .help = "rows in all"},
     [OPT_FEATURE_COUNT] = {"feature-count", 0, "N", K_COUNT, 1, SF_PACK_MAX_COLS, .group = PACKING,
                            .help = "columns, named f0, f1, ..."},

@@ -82,6 +82,7 @@ typedef struct {
 
     float *batch;
     int64_t *batch_time, *batch_line;  // each batch row's time and CSV line
+    uint8_t *batch_imp;  // ffill: per batch row and kept column, 1 where the value was filled in
     size_t nbatch, batch_rows;
     float *last;  // ffill: the last row of the previous batch
     bool have_last;
@@ -684,8 +685,8 @@ static void format_time(const csv *c, int64_t t, char *buf, size_t cap) {
 
 static int flush_batch(csv *c) {
     if (c->nbatch == 0) return 0;
-    int rc = sf_pack_writer_rows_at(c->w, c->batch, c->time_field != UINT32_MAX ? c->batch_time : NULL, c->batch_line,
-                                    c->nbatch, c->e);
+    int rc = sf_pack_writer_rows_imputed(c->w, c->batch, c->time_field != UINT32_MAX ? c->batch_time : NULL,
+                                         c->batch_line, c->batch_imp, c->nbatch, c->e);
     memcpy(c->last, c->batch + (c->nbatch - 1) * c->nkeep, c->nkeep * sizeof(float));
     c->st.rows += c->nbatch;
     c->nbatch = 0;
@@ -726,6 +727,7 @@ static int commit_record(csv *c) {
         int rc = start_series(c);
         if (rc) return rc;
     }
+    if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, c->nkeep);
     if (c->rec_missing) {
         if (c->o->missing == SF_MISSING_DROP) {
             c->st.rows_dropped++;
@@ -739,6 +741,7 @@ static int commit_record(csv *c) {
                                "(hint: --missing drop)",
                                c->col_names[k]);
             c->row[k] = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+            c->batch_imp[c->nbatch * c->nkeep + k] = 1;  // so that nothing scores it as observed
             c->st.values_filled++;
         }
     }
@@ -1185,8 +1188,11 @@ static int convert(csv *c, const char *out) {
     c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
     c->batch_time = malloc(c->batch_rows * sizeof(int64_t));
     c->batch_line = malloc(c->batch_rows * sizeof(int64_t));
+    bool ffill = c->o->missing == SF_MISSING_FFILL;
+    c->batch_imp = ffill ? malloc(c->batch_rows * c->nkeep) : NULL;
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line) {
+    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line ||
+        (ffill && !c->batch_imp)) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }
@@ -1199,6 +1205,7 @@ static int convert(csv *c, const char *out) {
     wo.time_column = c->time_field == UINT32_MAX ? NULL : c->names[c->time_field];
     wo.time_kind = c->time_kind;
     wo.lines = true;  // what predict joins back to the CSV by
+    wo.imputed = ffill;
     uint32_t cat_cols[64];
     if (c->ncat > sizeof cat_cols / sizeof *cat_cols) {
         free(col_names);
@@ -1267,6 +1274,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->cat_of);
     free(c->batch_time);
     free(c->batch_line);
+    free(c->batch_imp);
     free(c->half_times);
     free(c->field);
     free(c->half_rows);

@@ -16,6 +16,7 @@
 #define SF_FLAG_TIME 1u       // version 2: a time column (its name and kind after the series column name)
 #define SF_FLAG_LINES 2u      // version 2: every row keeps its CSV line
 #define SF_FLAG_CATEGORIES 4u // version 2: categorical columns (their list after the time column; values in the trailer)
+#define SF_FLAG_IMPUTED 8u    // version 2: a bitmap of the values pack imputed ends each chunk; counts in the trailer
 #define SF_FOOTER_SIZE 32u
 #define SF_TRAILER_FIXED 32u  // magic, nrows, nchunks, nseries
 #define SF_STATS_SIZE 32u     // min, max, mean, std as float64
@@ -26,6 +27,12 @@
 #define SF_MAX_CHUNK_RAW (256u << 20)
 
 static inline uint64_t sf_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+// Bytes a chunk of `rows` rows decodes to: the floats, naux int64 columns
+// and, when the file records imputed values, one bit per value.
+static inline uint64_t sf_chunk_raw_bytes(uint64_t rows, uint32_t ncols, uint32_t naux, bool imputed) {
+    return rows * ((uint64_t)ncols * 4 + (uint64_t)naux * 8) + (imputed ? (rows * ncols + 7) / 8 : 0);
+}
 
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);

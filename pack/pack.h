@@ -96,6 +96,10 @@ typedef struct {
     bool has_lines;               // each row keeps its line in the CSV it was packed from
     uint32_t ncategories;         // categorical columns, in column order
     const sf_category *categories;
+    // Per column, how many of its values pack imputed (--missing ffill);
+    // NULL when the file records none (it was packed without ffill, or is
+    // older): every value was observed.
+    const uint64_t *imputed;
 } sf_pack_info;
 
 // Column c's category, or NULL when c holds numbers.
@@ -149,6 +153,11 @@ int sf_pack_chunk_decode(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const vo
 // line must be NULL when the file has no time column or no lines.
 int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
                              int64_t *time, int64_t *line, sf_err *e);
+// The same, and which values pack imputed into imputed (rows * ncols bytes,
+// column-major like out: 1 imputed, 0 observed; all 0 when the file records
+// none). Any output may be NULL.
+int sf_pack_chunk_decode_imputed(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
+                                 int64_t *time, int64_t *line, uint8_t *imputed, sf_err *e);
 // The largest step between consecutive rows of one series that ends in
 // chunk i (from the row before it, in chunk i - 1, too); 0 without a time
 // column. A window that must not span a gap needs to look only where this
@@ -189,6 +198,7 @@ typedef struct {
     bool lines;                 // every row has its line in the CSV it comes from
     const uint32_t *categorical; // columns whose values are category codes (ascending), ncategorical of them
     uint32_t ncategorical;
+    bool imputed;               // the file records which values were imputed (sf_pack_writer_rows_imputed)
 } sf_pack_writer_opts;
 
 typedef struct sf_pack_writer sf_pack_writer;
@@ -207,6 +217,11 @@ int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *
 // the previous row's in the same series is SF_EINVAL.
 int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line, size_t n,
                            sf_err *e);
+// The same with which values were imputed rather than observed (n * ncols
+// bytes, row-major like rows: nonzero imputed; NULL: none): the writer must
+// have been opened with o->imputed. Rows given without them count as observed.
+int sf_pack_writer_rows_imputed(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line,
+                                const uint8_t *imputed, size_t n, sf_err *e);
 // ISO-8601 parts (SF_TIME_*) the times showed, joined into what the file
 // records, so that they are written back alike.
 void sf_pack_writer_time_parts(sf_pack_writer *w, unsigned parts);

@@ -28,6 +28,8 @@ struct sf_pack {
     char **category_text;  // every category's values, in one array
     uint64_t ncategory_text;
     uint32_t naux;  // int64 columns after the floats in each chunk
+    bool has_imputed;   // each chunk ends with its imputed values' bits
+    uint64_t *imputed;  // per column, from the trailer
     uint64_t *chunk_offset;
     uint32_t *chunk_size, *chunk_crc;
     size_t max_stored;
@@ -69,6 +71,7 @@ void sf_pack_close(sf_pack *p) {
     free(p->categories);
     free(p->series_times);
     free(p->chunk_steps);
+    free(p->imputed);
     free(p->chunk_offset);
     free(p->chunk_size);
     free(p->chunk_crc);
@@ -145,13 +148,15 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.filter = sf_get_u32(h + 24);
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
-    uint32_t flags = sf_get_u32(h + 32), known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES : 0;
+    uint32_t flags = sf_get_u32(h + 32);
+    uint32_t known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES | SF_FLAG_IMPUTED : 0;
     if ((flags & ~known) || sf_get_u32(h + 36)) {
         rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; version %u knows flags %08x and reserves 0", nm,
                      flags, sf_get_u32(h + 36), version, known);
         goto out;
     }
     p->info.has_lines = flags & SF_FLAG_LINES;
+    p->has_imputed = flags & SF_FLAG_IMPUTED;
     p->naux = (flags & SF_FLAG_TIME ? 1 : 0) + p->info.has_lines;
     uint32_t nc = p->info.ncols;
     if (nc == 0 || nc > SF_PACK_MAX_COLS) {
@@ -222,8 +227,9 @@ static int parse_header(sf_pack *p, sf_err *e) {
                      (size_t)(hsize - 4 - pos));
         goto out;
     }
-    if (p->naux && (uint64_t)p->info.chunk_rows * (nc * 4 + p->naux * 8) > SF_MAX_CHUNK_RAW) {
-        rc = CORRUPT("%s: byte 20: chunk of %u rows x %u columns and times or lines is out of range", nm,
+    if ((p->naux || p->has_imputed) &&
+        sf_chunk_raw_bytes(p->info.chunk_rows, nc, p->naux, p->has_imputed) > SF_MAX_CHUNK_RAW) {
+        rc = CORRUPT("%s: byte 20: chunk of %u rows x %u columns and times, lines or imputed flags is out of range", nm,
                      p->info.chunk_rows, nc);
         goto out;
     }
@@ -318,7 +324,7 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
         p->stats[c] = s;
     }
     uint64_t prev_end = in->data_offset;
-    size_t zbound = ZSTD_compressBound((size_t)in->chunk_rows * (nc * 4 + p->naux * 8));
+    size_t zbound = ZSTD_compressBound((size_t)sf_chunk_raw_bytes(in->chunk_rows, nc, p->naux, p->has_imputed));
     for (uint64_t i = 0; i < in->nchunks; i++, q += SF_INDEX_ENTRY) {
         uint64_t off = sf_get_u64(q);
         uint32_t size = sf_get_u32(q + 8);
@@ -430,6 +436,22 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
     for (uint64_t k = 0, at = 0; k < in->ncategories; at += p->categories[k++].nvalues)
         p->categories[k].values = (const char *const *)p->category_text + at;
     in->categories = p->categories;
+    if (p->has_imputed) {
+        if (end - pos < nc * 8 || !(p->imputed = malloc(nc * 8))) {
+            rc = end - pos < nc * 8 ? CORRUPT("%s: trailer (byte %llu): the counts of imputed values run past the "
+                                              "trailer", nm, (unsigned long long)(toff + pos))
+                                    : sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+            goto out;
+        }
+        for (uint32_t c = 0; c < nc; c++, pos += 8)
+            if ((p->imputed[c] = sf_get_u64(t + pos)) > in->nrows) {
+                rc = CORRUPT("%s: trailer (byte %llu): %llu imputed values in column \"%s\" of %llu rows", nm,
+                             (unsigned long long)(toff + pos), (unsigned long long)p->imputed[c], p->col_names[c],
+                             (unsigned long long)in->nrows);
+                goto out;
+            }
+        in->imputed = p->imputed;
+    }
     if (pos != end) {
         rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series %s", nm,
                      (unsigned long long)(toff + pos), end - pos, p->time_column ? "times" : "names");
@@ -560,6 +582,11 @@ static void aux_decode(int64_t *out, const uint8_t *in, size_t rows) {
 
 int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
                              int64_t *time, int64_t *line, sf_err *e) {
+    return sf_pack_chunk_decode_imputed(d, p, i, stored, out, time, line, NULL, e);
+}
+
+int sf_pack_chunk_decode_imputed(sf_pack_dctx *d, const sf_pack *p, uint64_t i, const void *stored, float *out,
+                                 int64_t *time, int64_t *line, uint8_t *imputed, sf_err *e) {
     if ((time && !p->time_column) || (line && !p->info.has_lines))
         return sf_err_set(e, SF_EINVAL, "%s: the file has no %s", p->name, time && !p->time_column ? "time column"
                                                                                                   : "CSV lines");
@@ -571,7 +598,8 @@ int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, cons
     if (crc != c.crc)
         return CORRUPT("%s: chunk %llu (byte %llu): checksum mismatch (index says %08x, data gives %08x)", p->name,
                        (unsigned long long)i, (unsigned long long)c.offset, c.crc, crc);
-    size_t floats = (size_t)c.rows * p->info.ncols * 4, raw = floats + (size_t)c.rows * p->naux * 8;
+    size_t floats = (size_t)c.rows * p->info.ncols * 4, aux = floats + (size_t)c.rows * p->naux * 8;
+    size_t raw = (size_t)sf_chunk_raw_bytes(c.rows, p->info.ncols, p->naux, p->has_imputed);
     if (d->cap < raw) {
         uint8_t *b = realloc(d->buf, raw);
         if (!b) return sf_err_set(e, SF_ENOMEM, "%s: out of memory decoding chunk %llu", p->name, (unsigned long long)i);
@@ -586,6 +614,13 @@ int sf_pack_chunk_decode_all(sf_pack_dctx *d, const sf_pack *p, uint64_t i, cons
     if (out) sf_filter_decode(out, d->buf, p->info.ncols, c.rows, (int)p->info.filter);
     if (time) aux_decode(time, d->buf + floats, c.rows);
     if (line) aux_decode(line, d->buf + floats + (p->time_column ? (size_t)c.rows * 8 : 0), c.rows);
+    size_t nv = (size_t)c.rows * p->info.ncols;
+    // The bits past the last value are 0: anything else is not what pack wrote.
+    if (p->has_imputed && nv % 8 && d->buf[raw - 1] >> (nv % 8))
+        return CORRUPT("%s: chunk %llu (byte %llu): the imputed flags' padding bits are not 0", p->name,
+                       (unsigned long long)i, (unsigned long long)c.offset);
+    if (imputed && !p->has_imputed) memset(imputed, 0, nv);
+    for (size_t k = 0; imputed && p->has_imputed && k < nv; k++) imputed[k] = (d->buf[aux + k / 8] >> (k % 8)) & 1;
     return 0;
 }
 
@@ -705,16 +740,21 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
     int64_t *time = p->time_column ? malloc(rows_max * 8) : NULL, *line = in->has_lines ? malloc(rows_max * 8) : NULL;
     int64_t prev_time = 0, prev_line = 0;
     uint64_t series = 0;
+    // The imputed flags, counted per column to check the trailer's counts.
+    uint8_t *imp = p->has_imputed ? malloc(rows_max * in->ncols) : NULL;
+    uint64_t *nimp = p->has_imputed ? calloc(in->ncols, sizeof *nimp) : NULL;
     int rc = 0;
-    if (!stored || !vals || !acc || !d || (p->time_column && !time) || (in->has_lines && !line)) {
+    if (!stored || !vals || !acc || !d || (p->time_column && !time) || (in->has_lines && !line) ||
+        (p->has_imputed && (!imp || !nimp))) {
         rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", p->name);
         goto out;
     }
     for (uint64_t i = 0; i < in->nchunks && !rc; i++) {
         rc = sf_pack_chunk_read(p, i, stored, e);
-        if (!rc) rc = sf_pack_chunk_decode_all(d, p, i, stored, vals, time, line, e);
+        if (!rc) rc = sf_pack_chunk_decode_imputed(d, p, i, stored, vals, time, line, imp, e);
         if (rc) break;
         sf_chunk c = sf_pack_chunk_locate(p, i);
+        for (size_t k = 0; imp && k < (size_t)c.rows * in->ncols; k++) nimp[k / c.rows] += imp[k];
         // Times: non-decreasing in each series, the series' first and last
         // and each chunk's largest step as the trailer says. Lines: rising.
         int64_t most = 0;
@@ -775,11 +815,16 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
                          "from the data (min %.17g max %.17g mean %.17g std %.17g)",
                          p->name, in->col_names[col], t->min, t->max, t->mean, t->std, s.min, s.max, s.mean, s.std);
     }
+    for (uint32_t col = 0; nimp && col < in->ncols && !rc; col++)
+        if (nimp[col] != in->imputed[col])
+            rc = CORRUPT("%s: trailer: %llu imputed values in column \"%s\", the chunks flag %llu", p->name,
+                         (unsigned long long)in->imputed[col], in->col_names[col], (unsigned long long)nimp[col]);
 out:
     free(stored);
     free(vals);
     free(time);
     free(line);
+    free(imp), free(nimp);
     free(acc);
     sf_pack_dctx_free(d);
     return rc;

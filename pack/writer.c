@@ -17,6 +17,8 @@
 typedef struct {
     float *raw;        // column-major, chunk_rows * ncols
     int64_t *aux;      // the rows' times, then their lines: column-major, chunk_rows each
+    uint8_t *imp;      // 1 where a value was imputed: column-major like raw (NULL: the file records none)
+    uint64_t *imp_count;  // ncols: the chunk's imputed values per column
     int64_t max_step;  // sf_pack_chunk_max_step
     uint8_t *filtered;
     void *stored;      // compressed bytes
@@ -59,7 +61,8 @@ struct sf_pack_writer {
     bool stop;
 
     uint32_t version, naux;  // naux: int64 columns after the floats (time, line)
-    bool has_time, has_lines;
+    bool has_time, has_lines, has_imputed;
+    uint64_t *imputed;        // ncols: imputed values per column, of the chunks written
     const char *time_column;  // borrowed until finish
     enum sf_time_kind time_kind;
     unsigned time_parts;
@@ -108,12 +111,23 @@ static void aux_encode(uint8_t *out, const int64_t *in, size_t rows) {
     }
 }
 
+// The imputed flags as bits after the int64 columns: bit i (LSB first) for
+// value i in column-major order, the bits past the last value 0.
+static void imputed_encode(uint8_t *out, const uint8_t *imp, uint64_t *count, uint32_t ncols, size_t rows) {
+    size_t n = rows * ncols;
+    memset(out, 0, (n + 7) / 8);
+    for (uint32_t c = 0; c < ncols; c++) count[c] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (imp[i]) out[i / 8] |= (uint8_t)(1u << (i % 8)), count[i / rows]++;
+}
+
 static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, uint32_t naux, int level, int filter) {
     for (uint32_t c = 0; c < ncols; c++) sf_moments_of(&j->moments[c], j->raw + c * j->rows, j->rows);
-    size_t raw_size = j->rows * (ncols * 4 + naux * 8);
+    size_t raw_size = (size_t)sf_chunk_raw_bytes(j->rows, ncols, naux, j->imp != NULL);
     sf_filter_encode(j->filtered, j->raw, ncols, j->rows, filter);
     for (uint32_t a = 0; a < naux; a++)
         aux_encode(j->filtered + j->rows * (ncols * 4 + a * 8), j->aux + (size_t)a * j->rows, j->rows);
+    if (j->imp) imputed_encode(j->filtered + j->rows * (ncols * 4 + naux * 8), j->imp, j->imp_count, ncols, j->rows);
     size_t r = ZSTD_compressCCtx(cctx, j->stored, j->stored_cap, j->filtered, raw_size, level);
     j->error_name = ZSTD_isError(r) ? ZSTD_getErrorName(r) : NULL;
     j->stored_size = ZSTD_isError(r) ? 0 : r;
@@ -125,6 +139,8 @@ static void job_compact(job *j, uint32_t ncols, uint32_t naux, uint32_t chunk_ro
     if (j->rows == chunk_rows) return;
     for (uint32_t c = 1; c < ncols; c++) memmove(j->raw + c * j->rows, j->raw + (size_t)c * chunk_rows, j->rows * 4);
     for (uint32_t a = 1; a < naux; a++) memmove(j->aux + a * j->rows, j->aux + (size_t)a * chunk_rows, j->rows * 8);
+    for (uint32_t c = 1; j->imp && c < ncols; c++)
+        memmove(j->imp + c * j->rows, j->imp + (size_t)c * chunk_rows, j->rows);
 }
 
 static void *worker_main(void *arg) {
@@ -164,6 +180,7 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
             return sf_err_set(e, SF_EINVAL, "%s: chunk %llu: column \"%s\" holds a NaN or infinity", w->path,
                               (unsigned long long)j->seq, w->col_names[c]);
         sf_moments_merge(&w->moments[c], &j->moments[c]);
+        if (w->has_imputed) w->imputed[c] += j->imp_count[c];
     }
     int rc = write_all(w, j->stored, j->stored_size, w->offset, e);
     if (rc) return rc;
@@ -227,6 +244,8 @@ static void free_writer(sf_pack_writer *w) {
     for (size_t i = 0; w->jobs && i < w->njobs; i++) {
         free(w->jobs[i].raw);
         free(w->jobs[i].aux);
+        free(w->jobs[i].imp);
+        free(w->jobs[i].imp_count);
         free(w->jobs[i].filtered);
         free(w->jobs[i].stored);
         free(w->jobs[i].moments);
@@ -243,6 +262,7 @@ static void free_writer(sf_pack_writer *w) {
     free(w->index);
     free(w->chunk_steps);
     free(w->moments);
+    free(w->imputed);
     if (w->fd >= 0) close(w->fd);
     free(w->path);
     free(w->tmp_path);
@@ -271,7 +291,8 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
     sf_put_u32(h + 24, (uint32_t)w->filter);
     sf_put_u32(h + 28, (uint32_t)w->level);
     sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0) |
-                           (w->ncat ? SF_FLAG_CATEGORIES : 0));  // reserved stays 0
+                           (w->ncat ? SF_FLAG_CATEGORIES : 0) |
+                           (w->has_imputed ? SF_FLAG_IMPUTED : 0));  // reserved stays 0
     uint8_t *p = h + SF_HEADER_FIXED;
     for (uint32_t c = 0; c <= w->ncols + w->has_time; c++) {
         const char *s = c < w->ncols ? w->col_names[c] : c == w->ncols ? series_column : w->time_column;
@@ -317,9 +338,10 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     }
     uint64_t chunk_rows = o->chunk_rows ? o->chunk_rows : SF_PACK_DEFAULT_CHUNK_BYTES / (4u * o->ncols);
     if (chunk_rows == 0) chunk_rows = 1;
-    if (chunk_rows * o->ncols * 4 > SF_MAX_CHUNK_RAW)
-        return sf_err_set(e, SF_EUSAGE, "%s: chunks of %llu rows x %u columns exceed %u MiB (hint: a smaller "
-                          "--chunk-rows)", path,
+    // What a reader accepts: the floats with the times, lines and imputed bits beside them.
+    if (sf_chunk_raw_bytes(chunk_rows, o->ncols, (o->time_column != NULL) + o->lines, o->imputed) > SF_MAX_CHUNK_RAW)
+        return sf_err_set(e, SF_EUSAGE, "%s: chunks of %llu rows x %u columns (and each row's time and line) exceed "
+                          "%u MiB (hint: a smaller --chunk-rows)", path,
                           (unsigned long long)chunk_rows, o->ncols, SF_MAX_CHUNK_RAW >> 20);
 
     sf_pack_writer *w = calloc(1, sizeof *w);
@@ -333,8 +355,9 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->has_time = has_time, w->has_lines = o->lines, w->naux = has_time + o->lines;
     w->time_column = o->time_column, w->time_kind = has_time ? o->time_kind : SF_TIME_NONE;
     w->ncat = o->ncategorical;
-    // A file without times, lines or categories stays readable by version-1 readers.
-    w->version = w->naux || w->ncat ? 2 : 1;
+    w->has_imputed = o->imputed;
+    // A file without times, lines, categories or imputed values stays readable by version-1 readers.
+    w->version = w->naux || w->ncat || w->has_imputed ? 2 : 1;
     if (w->ncat) {
         w->cat_cols = malloc(w->ncat * sizeof *w->cat_cols);
         w->cat_values = calloc(w->ncat, sizeof *w->cat_values);
@@ -353,18 +376,23 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->njobs = w->nthreads ? 2 * (size_t)w->nthreads : 1;
     w->jobs = calloc(w->njobs, sizeof *w->jobs);
     w->moments = calloc(o->ncols, sizeof *w->moments);
-    if (!w->path || !w->jobs || !w->moments) goto nomem;
+    w->imputed = w->has_imputed ? calloc(o->ncols, sizeof *w->imputed) : NULL;
+    if (!w->path || !w->jobs || !w->moments || (w->has_imputed && !w->imputed)) goto nomem;
     size_t raw = chunk_rows * o->ncols * 4;
     for (size_t i = 0; i < w->njobs; i++) {
         job *j = &w->jobs[i];
-        size_t all = raw + chunk_rows * w->naux * 8;
+        size_t all = (size_t)sf_chunk_raw_bytes(chunk_rows, o->ncols, w->naux, w->has_imputed);
         j->raw = malloc(raw);
         j->aux = w->naux ? malloc(chunk_rows * w->naux * 8) : NULL;
+        j->imp = w->has_imputed ? malloc(chunk_rows * o->ncols) : NULL;
+        j->imp_count = w->has_imputed ? malloc(o->ncols * sizeof *j->imp_count) : NULL;
         j->filtered = malloc(all);
         j->stored_cap = ZSTD_compressBound(all);
         j->stored = malloc(j->stored_cap);
         j->moments = calloc(o->ncols, sizeof *j->moments);
-        if (!j->raw || (w->naux && !j->aux) || !j->filtered || !j->stored || !j->moments) goto nomem;
+        if (!j->raw || (w->naux && !j->aux) || (w->has_imputed && (!j->imp || !j->imp_count)) || !j->filtered ||
+            !j->stored || !j->moments)
+            goto nomem;
     }
     if (!w->nthreads && !(w->cctx = ZSTD_createCCtx())) goto nomem;
 
@@ -489,11 +517,18 @@ static void count_step(sf_pack_writer *w, int64_t step) {
 }
 
 int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *e) {
-    return sf_pack_writer_rows_at(w, rows, NULL, NULL, n, e);
+    return sf_pack_writer_rows_imputed(w, rows, NULL, NULL, NULL, n, e);
 }
 
 int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line, size_t n,
                            sf_err *e) {
+    return sf_pack_writer_rows_imputed(w, rows, time, line, NULL, n, e);
+}
+
+int sf_pack_writer_rows_imputed(sf_pack_writer *w, const float *rows, const int64_t *time, const int64_t *line,
+                                const uint8_t *imputed, size_t n, sf_err *e) {
+    if (imputed && !w->has_imputed)
+        return sf_err_set(e, SF_EINVAL, "%s: rows with imputed values, the writer was opened without them", w->path);
     if (!time != !w->has_time || !line != !w->has_lines)
         return sf_err_set(e, SF_EINVAL, "%s: rows %s times and %s lines, the writer was opened %s a time column and "
                           "%s lines", w->path, time ? "with" : "without", line ? "with" : "without",
@@ -511,6 +546,9 @@ int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *
         if (w->fill == 0) j->max_step = 0;
         for (size_t r = 0; r < take; r++)
             for (uint32_t c = 0; c < nc; c++) j->raw[(size_t)c * w->chunk_rows + w->fill + r] = rows[r * nc + c];
+        for (size_t r = 0; j->imp && r < take; r++)
+            for (uint32_t c = 0; c < nc; c++)
+                j->imp[(size_t)c * w->chunk_rows + w->fill + r] = imputed && imputed[r * nc + c] ? 1 : 0;
         for (size_t r = 0; time && r < take; r++) {
             if (s->rows + r) {
                 if (time[r] < s->last_time)
@@ -531,6 +569,7 @@ int sf_pack_writer_rows_at(sf_pack_writer *w, const float *rows, const int64_t *
         w->nrows += take;
         s->rows += take;
         rows += take * nc;
+        if (imputed) imputed += take * nc;
         if (time) time += take;
         if (line) line += take;
         n -= take;
@@ -552,7 +591,8 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
     }
     size_t n = SF_TRAILER_FIXED + w->ncols * SF_STATS_SIZE + w->index_len * SF_INDEX_ENTRY +
                w->nseries * SF_SERIES_ENTRY + names + 4 +
-               (w->has_time ? SF_TIME_FIXED + w->nseries * 16 + w->index_len * 8 : 0);
+               (w->has_time ? SF_TIME_FIXED + w->nseries * 16 + w->index_len * 8 : 0) +
+               (w->has_imputed ? (size_t)w->ncols * 8 : 0);
     uint8_t *t = malloc(n + SF_FOOTER_SIZE);
     if (!t) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the trailer", w->path);
     memcpy(t, SF_MAGIC_TRAILER, 8);
@@ -603,6 +643,7 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
             p += 2 + len;
         }
     }
+    for (uint32_t c = 0; w->has_imputed && c < w->ncols; c++, p += 8) sf_put_u64(p, w->imputed[c]);
     sf_put_u32(p, sf_crc32c(0, t, n - 4));
     p += 4;
     // The trailer follows the last chunk directly; only chunks need alignment.

@@ -139,6 +139,10 @@ typedef struct {
     uint32_t ntime;               // time features, computed from the file's time column
     enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
     enum sf_time_kind time_kind;  // the file's, to read its times
+    // Targets pack imputed (--missing ffill, sf_pack_info.imputed) come out
+    // as NaN in y instead of the filled-in value, so that scoring leaves
+    // them out: set by evaluate, predict and validation, not by training.
+    bool imputed_nan;
 } sf_columns;
 #define SF_COLUMN_TIME UINT32_MAX
 #define SF_CODE_NONE (-1)    // a feature that is a number
@@ -204,7 +208,7 @@ typedef struct sf_decoder sf_decoder;
 sf_decoder *sf_decoder_create(const sf_pack *p);
 void sf_decoder_free(sf_decoder *d);
 // Checks and decodes chunk i from its stored bytes, and gathers its rows
-// that fall in d's range into d. The decoder keeps the last chunk it
+// that fall in d's range into d (imputed targets NaN under cols->imputed_nan). The decoder keeps the last chunk it
 // decoded: asked for it again, it gathers without decoding (stored unread).
 int sf_decoder_run(sf_decoder *dec, const sf_pack *p, const sf_columns *cols, uint64_t i, const void *stored,
                    sf_block_data *d, sf_err *e);

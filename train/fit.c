@@ -46,6 +46,7 @@ typedef struct {
     int lock;          // the checkpoint directory's lock file, held while the run lasts (-1: none)
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
+    bool imputed_told;  // the validation targets pack imputed have been counted aloud
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
@@ -68,7 +69,7 @@ typedef struct {
     fit *f;
     float *pred;
     double sum;
-    uint64_t n, batches;
+    uint64_t n, imputed, batches;  // target values scored, and left out as imputed
 } eval_acc;
 
 static int eval_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
@@ -76,22 +77,41 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     (void)ids;
     if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return 0;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
-    if (!rc) a->sum += sf_mse_sum(a->pred, y, count, a->f->model.outputs), a->n += count;
+    // The training loss per target value (sf_mse_sum), over the values pack
+    // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
+    // column without imputed values is an overflow, and makes the loss NaN.
+    const uint64_t *imputed = sf_pack_get_info(a->f->d.pack)->imputed;
+    uint32_t O = a->f->model.outputs;
+    for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
+        if (isnan(y[k]) && imputed && imputed[a->f->d.cols.targets[k % O]]) {
+            a->imputed++;
+            continue;
+        }
+        double d = (double)a->pred[k] - y[k];
+        a->sum += d * d, a->n++;
+    }
     return rc;
 }
 
 // The validation windows' mean loss with replica 0's weights (NAN without
-// any); ranks take turns at batches and sum.
+// any), over the target values pack observed; ranks take turns at batches
+// and sum.
 static int validate(fit *f, double *loss, sf_err *e) {
     *loss = NAN;
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
-    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0};
+    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0, 0};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
-    int rc = sf_windows_in_order(f->d.pack, f->val_plan, &f->d.cols, f->replica_batch, eval_batch, &a, e);
+    sf_columns scored = f->d.cols;  // the same columns, imputed targets NaN (the training pipe's stay as they are)
+    scored.imputed_nan = true;
+    int rc = sf_windows_in_order(f->d.pack, f->val_plan, &scored, f->replica_batch, eval_batch, &a, e);
     free(a.pred);
-    double v[2] = {a.sum, (double)a.n};
-    if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 2, "the validation loss", e);
+    double v[3] = {a.sum, (double)a.n, (double)a.imputed};
+    if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 3, "the validation loss", e);
     if (!rc && v[1] > 0) *loss = v[0] / v[1];
+    if (!rc && f->talk && v[2] > 0 && !f->imputed_told)
+        fprintf(stderr, "%svalidation: %.0f of %.0f target values were imputed by pack --missing ffill and are not "
+                "scored%s\n", f->tty ? "\r\033[K" : "", v[2], v[1] + v[2], v[1] > 0 ? "" : ": no val_loss");
+    f->imputed_told |= v[2] > 0;
     return rc;
 }
 

@@ -211,6 +211,8 @@ class Pack:
         self.columns = [c["name"] for c in info["columns"]]
         self.stats = {c["name"]: {k: c[k] for k in ("min", "max", "mean", "std")} for c in info["columns"]}
         self.categories = {c["name"]: c["categories"] for c in info["columns"] if "categories" in c}
+        # Values pack --missing ffill filled in, per column: read() gives them as filled.
+        self.imputed = {c["name"]: c["imputed"] for c in info["columns"]}
         self.series_column = info["series_column"] or None
         self.series = [(s["name"], s["first_row"], s["rows"]) for s in info["series"]]
         self.time_column, self.time_kind = info["time_column"], info["time_kind"]
@@ -221,7 +223,8 @@ class Pack:
         return start, stop
 
     def read(self, columns=None, start=0, stop=None):
-        """Rows [start, stop) of the columns (names; None: all) as float32 (rows, columns)."""
+        """Rows [start, stop) of the columns (names; None: all) as float32 (rows, columns); values pack
+        imputed (--missing ffill, counted in self.imputed) come as filled in."""
         if columns is None:
             columns = self.columns
         elif isinstance(columns, (str, bytes)) or not hasattr(columns, "__iter__"):

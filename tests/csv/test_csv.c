@@ -574,7 +574,9 @@ static void case_categorical(void) {
 // The previous row of a missing value can sit in the batch before, already
 // handed to the writer.
 static void case_ffill_batches(void) {
-    enum { ROWS = 10000 };
+    // The first row of each batch csv.c hands the writer (BATCH_BYTES / (2
+    // floats, a time and a line) + 1 rows) fills from the batch before.
+    enum { ROWS = 10000, FIRST_OF_BATCH = (64 << 10) / (2 * 4 + 2 * 8) + 1 };
     char *csv = malloc(ROWS * 32 + 16);
     const char **vals = malloc(2 * ROWS * sizeof *vals);
     char(*texts)[16] = malloc(2 * ROWS * sizeof *texts);
@@ -585,7 +587,7 @@ static void case_ffill_batches(void) {
     size_t n = (size_t)sprintf(csv, "v,w\n");
     const char *prev = NULL;
     for (int i = 0; i < ROWS; i++) {
-        bool missing = (i >= 4095 && i <= 4100) || i == 8192 || i % 1000 == 999;
+        bool missing = (i >= 4095 && i <= 4100) || i == 8192 || i % 1000 == 999 || (i && i % FIRST_OF_BATCH == 0);
         snprintf(texts[2 * i], sizeof texts[0], "%d.25", i);
         snprintf(texts[2 * i + 1], sizeof texts[0], "%d", -i);
         vals[2 * i] = missing ? prev : texts[2 * i];
@@ -598,8 +600,34 @@ static void case_ffill_batches(void) {
     loaded l;
     sf_csv_pack_stats st;
     if (accept(csv, &o, LIST("v", "w"), 2 * ROWS, vals, &l, &st)) {
-        CHECK(st.values_filled == 6 + 1 + 10, "%llu values filled, expected 17",
+        CHECK(st.values_filled == 6 + 1 + 10 + 3, "%llu values filled, expected 20",
               (unsigned long long)st.values_filled);
+        // The file records exactly the filled values, across batch and chunk boundaries.
+        const sf_pack_info *in = l.in;
+        CHECK(in->imputed && in->imputed[0] == 20 && in->imputed[1] == 0, "imputed counts %llu, %llu",
+              in->imputed ? (unsigned long long)in->imputed[0] : 0,
+              in->imputed ? (unsigned long long)in->imputed[1] : 0);
+        void *stored = malloc(sf_pack_max_stored_size(l.p));
+        float *v = malloc((size_t)in->chunk_rows * 2 * sizeof *v);
+        uint8_t *imp = malloc((size_t)in->chunk_rows * 2);
+        sf_pack_dctx *d = sf_pack_dctx_create();
+        sf_err e = {0};
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; stored && v && imp && d && i < in->nchunks; i++) {
+            sf_chunk c = sf_pack_chunk_locate(l.p, i);
+            int rc = sf_pack_chunk_read(l.p, i, stored, &e);
+            if (!rc) rc = sf_pack_chunk_decode_imputed(d, l.p, i, stored, v, NULL, NULL, imp, &e);
+            CHECK(rc == 0, "chunk %llu: %s", (unsigned long long)i, e.msg);
+            for (uint32_t k = 0; !rc && k < c.rows; k++) {
+                uint64_t r = c.first_row + k;
+                bool missing = (r >= 4095 && r <= 4100) || r == 8192 || r % 1000 == 999 ||
+                               (r && r % FIRST_OF_BATCH == 0);
+                wrong += imp[k] != missing || imp[c.rows + k] != 0;
+            }
+        }
+        CHECK(wrong == 0, "%llu rows with the wrong imputed flags", (unsigned long long)wrong);
+        free(stored), free(v), free(imp);
+        sf_pack_dctx_free(d);
         unload(&l);
     }
     free(csv);

@@ -519,6 +519,99 @@ static void test_reencoded_chunk(void) {
     }
 }
 
+// The record of imputed values (flag bit 3: a bitmap after each chunk's
+// values, per-column counts at the trailer's end) is checked like the rest:
+// counts that disagree with the bits or exceed the rows, a flipped bit in a
+// well-formed chunk, padding bits set, and the flag taken away are each
+// refused, naming the file and what is wrong.
+static void test_imputed(const char *dir) {
+    enum { NC = 3, CR = 7, NR = 40 };  // 21 bits a chunk: 3 padding bits; the last chunk 5 rows
+    static const char *const names[NC] = {"a", "b", "c"};
+    char ipath[PATH_LEN];
+    path_in(ipath, dir, "imputed.sfpack");
+    float rows[NR * NC];
+    uint8_t flags[NR * NC];
+    for (int i = 0; i < NR * NC; i++) rows[i] = (float)(i % 11) * 0.5f, flags[i] = i % 5 == 1;
+    sf_pack_writer_opts o = {.ncols = NC, .col_names = names, .chunk_rows = CR, .level = 3, .imputed = true};
+    sf_pack_writer *w;
+    sf_err e = {0};
+    if (sf_pack_writer_open(&w, ipath, &o, &e) || sf_pack_writer_rows_imputed(w, rows, NULL, NULL, flags, NR, &e) ||
+        sf_pack_writer_finish(w, &e)) {
+        CHECK(0, "imputed sample: %s", e.msg);
+        return;
+    }
+    size_t n;
+    unsigned char *good = read_whole(ipath, &n);
+    if (!good) abort();
+    uint32_t hs = sf_get_u32(good + 12);
+    uint64_t ft = n - SF_FOOTER_SIZE, to = sf_get_u64(good + ft), ts = ft - to;
+    uint64_t counts = to + ts - 4 - NC * 8, index = to + SF_TRAILER_FIXED + NC * SF_STATS_SIZE;
+    unsigned char *b = malloc(n);
+    if (!b) abort();
+#define RESEAL() sf_put_u32(b + to + ts - 4, sf_crc32c(0, b + to, ts - 4))
+    // Opens the damaged copy and verifies it; the result must be a corruption naming the file and `want`.
+#define EXPECT(what, want)                                                                                     \
+    do {                                                                                                       \
+        FILE *f = fopen(ipath, "wb");                                                                          \
+        if (!f || fwrite(b, 1, n, f) != n || fclose(f)) abort();                                               \
+        sf_pack *p = NULL;                                                                                     \
+        sf_err e2 = {0};                                                                                       \
+        int rc = sf_pack_open(&p, ipath, &e2);                                                                 \
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e2);                                                      \
+        sf_pack_close(p);                                                                                      \
+        CHECK(rc == SF_ECORRUPT && strstr(e2.msg, ipath) && strstr(e2.msg, want), "%s: rc %d, \"%s\"", what, rc, \
+              rc ? e2.msg : "");                                                                               \
+    } while (0)
+    {
+        sf_pack *p;
+        int rc = sf_pack_open(&p, ipath, &e);
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e);
+        // Values i % 5 == 1 of the row-major 40 x 3: rows r with 3r + c = 1 mod 5.
+        CHECK(rc == 0 && sf_pack_get_info(p)->imputed && sf_pack_get_info(p)->imputed[1] == 8,
+              "pristine imputed sample: %s", rc ? e.msg : "counts");
+        if (!rc) sf_pack_close(p);
+    }
+    // A count one off (the trailer resealed): verify finds the chunks' bits disagree.
+    memcpy(b, good, n);
+    sf_put_u64(b + counts + 8, sf_get_u64(b + counts + 8) + 1);
+    RESEAL();
+    EXPECT("a count one off", "imputed values in column \"b\"");
+    // More imputed values than rows: refused at open.
+    memcpy(b, good, n);
+    sf_put_u64(b + counts + 16, NR + 1);
+    RESEAL();
+    EXPECT("a count above the rows", "imputed values in column \"c\" of 40 rows");
+    // The flag taken away, the header resealed: the counts are bytes the trailer should not have.
+    memcpy(b, good, n);
+    sf_put_u32(b + 32, sf_get_u32(b + 32) & ~SF_FLAG_IMPUTED);
+    sf_put_u32(b + hs - 4, sf_crc32c(0, b, hs - 4));
+    EXPECT("the flag taken away", "unexpected bytes");
+    // Chunk 0 re-encoded with one bit changed, index and trailer resealed:
+    // a well-formed chunk whose bits disagree with the counts; then with a
+    // padding bit set, which no writer sets.
+    size_t raw = CR * NC * 4 + (CR * NC + 7) / 8;
+    for (int k = 0; k < 2; k++) {
+        memcpy(b, good, n);
+        uint64_t off = sf_get_u64(b + index);
+        uint8_t frame[CR * NC * 4 + (CR * NC + 7) / 8];
+        size_t got = ZSTD_decompress(frame, sizeof frame, b + off, sf_get_u32(b + index + 8));
+        CHECK(got == raw, "chunk 0 decodes to %zu bytes, want %zu", got, raw);
+        frame[CR * NC * 4 + (k == 0 ? 0 : 2)] ^= k == 0 ? 0x01 : 0x80;
+        size_t z = ZSTD_compress(b + off, sf_get_u64(b + index + SF_INDEX_ENTRY) - off, frame, raw, 3);
+        if (ZSTD_isError(z)) abort();
+        sf_put_u32(b + index + 8, (uint32_t)z);
+        sf_put_u32(b + index + 12, sf_crc32c(0, b + off, z));
+        RESEAL();
+        if (k == 0) EXPECT("a bit flipped in a sealed chunk", "imputed values in column \"a\", the chunks flag");
+        else EXPECT("a padding bit set", "chunk 0 (byte 4096): the imputed flags' padding bits are not 0");
+    }
+#undef EXPECT
+#undef RESEAL
+    free(b);
+    free(good);
+    unlink(ipath);
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR");
     if (!srcdir) {
@@ -539,6 +632,7 @@ int main(void) {
     test_altered_chunks();
     test_inconsistent_fields();
     test_reencoded_chunk();
+    test_imputed(dir);
     remove_dir(dir);
     free(orig);
     free(orig_values);

@@ -508,6 +508,9 @@ static void test_writer_api(const char *dir) {
         {.ncols = 1, .col_names = names, .level = 1000},
         {.ncols = 2, .col_names = names, .level = 1},
         {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 30},
+        // Floats within 256 MiB, but not with each row's line: a file no reader would open.
+        {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 26, .lines = true},
+        {.ncols = 1, .col_names = names, .level = 1, .chunk_rows = 1u << 26, .imputed = true},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         sf_pack_writer *w = NULL;
@@ -655,6 +658,139 @@ static void test_times(const char *dir) {
     }
 }
 
+// Which values were imputed (pack --missing ffill) survives the file bit
+// for bit through every chunk layout (a bitmap with and without padding
+// bits, a partial last chunk, times and lines beside it) and thread count;
+// rows given without flags count as observed; the trailer's per-column
+// counts are a brute-force count; a file without the record says none.
+static void test_imputed(const char *dir) {
+    enum { N = 1003, NC = 3 };
+    static float rows[N * NC];
+    static uint8_t flags[N * NC];
+    static int64_t line[N];
+    for (size_t r = 0; r < N; r++) {
+        line[r] = (int64_t)r + 2;
+        for (int c = 0; c < NC; c++) {
+            rows[r * NC + c] = (float)uniform();
+            // A few gaps, none in rows 300-399, most of column 2 in rows 700-799.
+            flags[r * NC + c] = r >= 300 && r < 400 ? 0 : r >= 700 && r < 800 && c == 2 ? rng() % 8 != 0 : rng() % 20 == 0;
+        }
+    }
+    enum { PLAIN_FROM = 500, PLAIN_TO = 520 };  // given through sf_pack_writer_rows_at: observed
+    uint64_t want[NC] = {0};
+    for (size_t r = 0; r < N; r++)
+        for (int c = 0; c < NC; c++) {
+            if (r >= PLAIN_FROM && r < PLAIN_TO) flags[r * NC + c] = 0;
+            want[c] += flags[r * NC + c];
+        }
+    static const char *const names[] = {"a", "b", "c"};
+    char path[PATH_LEN], prev[PATH_LEN];
+    path_in(prev, dir, "imp-prev.sfpack");
+    const struct { uint32_t chunk_rows; int threads; bool lines; } layouts[] = {
+        {7, 0, false}, {7, 3, false}, {64, 0, true}, {64, 3, true}, {4096, 0, true}};
+    for (size_t l = 0; l < sizeof layouts / sizeof *layouts; l++) {
+        path_in(path, dir, "imp.sfpack");
+        sf_err e = {0};
+        sf_pack_writer *w;
+        sf_pack_writer_opts o = {.ncols = NC, .col_names = names, .chunk_rows = layouts[l].chunk_rows, .level = 1,
+                                 .filter = SF_FILTER_DELTA_SHUFFLE, .threads = layouts[l].threads,
+                                 .lines = layouts[l].lines, .imputed = true};
+        if (sf_pack_writer_open(&w, path, &o, &e)) {
+            CHECK(0, "layout %zu: open: %s", l, e.msg);
+            return;
+        }
+        const int64_t *ln = layouts[l].lines ? line : NULL;
+        int rc = sf_pack_writer_rows_imputed(w, rows, NULL, ln, flags, PLAIN_FROM, &e);
+        if (!rc) rc = sf_pack_writer_rows_at(w, rows + PLAIN_FROM * NC, NULL, ln ? ln + PLAIN_FROM : NULL,
+                                             PLAIN_TO - PLAIN_FROM, &e);
+        if (!rc) rc = sf_pack_writer_rows_imputed(w, rows + PLAIN_TO * NC, NULL, ln ? ln + PLAIN_TO : NULL,
+                                                  flags + PLAIN_TO * NC, N - PLAIN_TO, &e);
+        if (!rc) rc = sf_pack_writer_finish(w, &e);
+        else sf_pack_writer_abort(w);
+        sf_pack *p;
+        if (rc || sf_pack_open(&p, path, &e)) {
+            CHECK(0, "layout %zu: %s", l, e.msg);
+            continue;
+        }
+        const sf_pack_info *in = sf_pack_get_info(p);
+        CHECK(in->version == 2 && in->imputed && in->imputed[0] == want[0] && in->imputed[1] == want[1] &&
+                  in->imputed[2] == want[2],
+              "layout %zu: version %u, imputed %llu %llu %llu, want %llu %llu %llu", l, in->version,
+              in->imputed ? (unsigned long long)in->imputed[0] : 0, in->imputed ? (unsigned long long)in->imputed[1] : 0,
+              in->imputed ? (unsigned long long)in->imputed[2] : 0, (unsigned long long)want[0],
+              (unsigned long long)want[1], (unsigned long long)want[2]);
+        sf_pack_dctx *d = sf_pack_dctx_create();
+        float *vals = malloc(sf_pack_chunk_raw_size(p, 0));
+        uint8_t *got = malloc((size_t)in->chunk_rows * NC);
+        void *stored = malloc(sf_pack_max_stored_size(p));
+        uint64_t wrong = 0;
+        for (uint64_t i = 0; d && vals && got && stored && i < in->nchunks; i++) {
+            sf_chunk c = sf_pack_chunk_locate(p, i);
+            rc = sf_pack_chunk_read(p, i, stored, &e);
+            if (!rc) rc = sf_pack_chunk_decode_imputed(d, p, i, stored, vals, NULL, NULL, got, &e);
+            CHECK(rc == 0, "layout %zu: chunk %llu: %s", l, (unsigned long long)i, e.msg);
+            if (rc) break;
+            for (uint32_t k = 0; k < c.rows; k++)
+                for (int col = 0; col < NC; col++) {
+                    uint64_t r = c.first_row + k;
+                    wrong += got[(size_t)col * c.rows + k] != flags[r * NC + col] ||
+                             vals[(size_t)col * c.rows + k] != rows[r * NC + col];
+                }
+        }
+        CHECK(wrong == 0, "layout %zu: %llu values or flags differ", l, (unsigned long long)wrong);
+        CHECK(sf_pack_verify(p, NULL, NULL, &e) == 0, "layout %zu: verify: %s", l, e.msg);
+        free(vals), free(got), free(stored);
+        sf_pack_dctx_free(d);
+        sf_pack_close(p);
+        // Threads change nothing in the file.
+        if (l % 2 == 1) {
+            size_t na, nb;
+            unsigned char *a = read_whole(prev, &na), *b = read_whole(path, &nb);
+            CHECK(a && b && na == nb && !memcmp(a, b, na), "layout %zu: %d threads wrote another file", l,
+                  layouts[l].threads);
+            free(a), free(b);
+        }
+        rename(path, prev);
+    }
+    unlink(prev);
+    // Without the record: no counts, every value observed; and flags given
+    // to a writer opened without them are refused.
+    path_in(path, dir, "plain.sfpack");
+    sf_err e = {0};
+    sf_pack_writer *w;
+    sf_pack_writer_opts o = {.ncols = NC, .col_names = names, .chunk_rows = 64, .level = 1};
+    if (sf_pack_writer_open(&w, path, &o, &e)) {
+        CHECK(0, "open: %s", e.msg);
+        return;
+    }
+    int rc = sf_pack_writer_rows_imputed(w, rows, NULL, NULL, flags, 10, &e);
+    CHECK(rc == SF_EINVAL && strstr(e.msg, "opened without"), "flags to a writer without them: %d %s", rc, e.msg);
+    rc = sf_pack_writer_rows(w, rows, 100, &e);
+    if (!rc) rc = sf_pack_writer_finish(w, &e);
+    else sf_pack_writer_abort(w);
+    sf_pack *p;
+    if (rc || sf_pack_open(&p, path, &e)) {
+        CHECK(0, "plain: %s", e.msg);
+        return;
+    }
+    const sf_pack_info *in = sf_pack_get_info(p);
+    uint8_t got[64 * NC];
+    memset(got, 0xff, sizeof got);
+    float vals[64 * NC];
+    void *stored = malloc(sf_pack_max_stored_size(p));
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    rc = stored && d ? sf_pack_chunk_read(p, 0, stored, &e) : SF_ENOMEM;
+    if (!rc) rc = sf_pack_chunk_decode_imputed(d, p, 0, stored, vals, NULL, NULL, got, &e);
+    size_t set = 0;
+    for (size_t k = 0; k < sizeof got; k++) set += got[k] != 0;
+    CHECK(in->version == 1 && !in->imputed && rc == 0 && set == 0, "plain: version %u, counts %p, rc %d, %zu flags",
+          in->version, (const void *)in->imputed, rc, set);
+    free(stored);
+    sf_pack_dctx_free(d);
+    sf_pack_close(p);
+    unlink(path);
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR"), *seqfeed = getenv("SEQFEED");
     if (!srcdir || !seqfeed) {
@@ -670,6 +806,7 @@ int main(void) {
     dir = scratch_dir("writer");
     test_writer_api(dir);
     test_times(dir);
+    test_imputed(dir);
     remove_dir(dir);
     printf("%.1f s\n", sf_now() - t0);
     return TEST_EXIT();

@@ -94,8 +94,9 @@ static char *inflate(const char *text, size_t n, size_t *out_n) {
 }
 
 // Opens and verifies a file the packer wrote, which must succeed, and decodes
-// it into one column-major matrix of nrows x ncols values.
-static float *load(const char *path, uint64_t *nrows, uint32_t *ncols) {
+// it into one column-major matrix of nrows x ncols values; *imputed: the
+// values it records as imputed (UINT64_MAX: it records none).
+static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t *imputed) {
     sf_pack *p;
     sf_err e;
     if (sf_pack_open(&p, path, &e) != 0) fail("the packed file does not open", e.msg);
@@ -116,6 +117,8 @@ static float *load(const char *path, uint64_t *nrows, uint32_t *ncols) {
     }
     *nrows = in->nrows;
     *ncols = in->ncols;
+    *imputed = in->imputed ? 0 : UINT64_MAX;
+    for (uint32_t col = 0; in->imputed && col < in->ncols; col++) *imputed += in->imputed[col];
     free(vals);
     free(stored);
     sf_pack_dctx_free(d);
@@ -127,11 +130,14 @@ static float *load(const char *path, uint64_t *nrows, uint32_t *ncols) {
 // reference packing with plain options.
 static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const sf_csv_pack_stats *st,
                   const char *path) {
-    uint64_t rows, ref_rows;
+    uint64_t rows, ref_rows, imputed, ref_imputed;
     uint32_t ncols, ref_ncols;
-    float *vals = load(path, &rows, &ncols);
+    float *vals = load(path, &rows, &ncols, &imputed);
     unlink(path);
     if (rows != st->rows) fail("the packed file's row count differs from the packer's", path);
+    // Every value --missing ffill filled is recorded as imputed, and only then.
+    if (imputed != (o->missing == SF_MISSING_FFILL ? st->values_filled : UINT64_MAX))
+        fail("the file's imputed values differ from the values the packer filled", path);
     sf_csv_pack_opts ref = {.drop_columns = o->series_column,
                             .categorical = o->categorical,
                             .delimiter = o->delimiter,
@@ -143,9 +149,10 @@ static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const s
     // The reference may fail where the first packing did not (a series name
     // that --drop-columns cannot spell); only two results can be compared.
     if (sf_csv_pack_mem(text, n, "fuzz.csv", ref_path, &ref, NULL, &e) == 0) {
-        float *ref_vals = load(ref_path, &ref_rows, &ref_ncols);
+        float *ref_vals = load(ref_path, &ref_rows, &ref_ncols, &ref_imputed);
         unlink(ref_path);
-        if (ref_rows != rows || ref_ncols != ncols || memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0)
+        if (ref_rows != rows || ref_ncols != ncols || ref_imputed != imputed ||
+            memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0)
             fail("the packed values differ from the reference packing", path);
         free(ref_vals);
     }

@@ -65,8 +65,12 @@ static void read_everything(const sf_pack *p) {
     bool timed = in->time_kind != SF_TIME_NONE;
     int64_t *time = timed ? malloc((size_t)in->chunk_rows * 8) : NULL;
     int64_t *line = in->has_lines ? malloc((size_t)in->chunk_rows * 8) : NULL;
+    uint8_t *imp = malloc((size_t)in->chunk_rows * in->ncols);  // all 0 for a file without the record
     sf_pack_dctx *d = sf_pack_dctx_create();
-    if (!stored || !vals || !d || (timed && !time) || (in->has_lines && !line)) fail("out of memory", sf_pack_name(p));
+    if (!stored || !vals || !d || (timed && !time) || (in->has_lines && !line) || !imp)
+        fail("out of memory", sf_pack_name(p));
+    for (uint32_t c = 0; in->imputed && c < in->ncols; c++)
+        if (in->imputed[c] > in->nrows) fail("more imputed values than rows", in->col_names[c]);
     for (uint64_t i = 0; timed && i < in->nseries; i++)
         if (in->series_times[2 * i] > in->series_times[2 * i + 1]) fail("a series ends before it starts", "");
     sf_err e;
@@ -76,7 +80,7 @@ static void read_everything(const sf_pack *p) {
             c.offset < in->data_offset || c.offset + c.stored_size > in->trailer_offset)
             fail("a chunk of an opened file lies outside its bounds", sf_pack_name(p));
         if (sf_pack_chunk_read(p, i, stored, &e) != 0) fail("a chunk of an opened file cannot be read", e.msg);
-        sf_pack_chunk_decode_all(d, p, i, stored, vals, time, line, &e);
+        sf_pack_chunk_decode_imputed(d, p, i, stored, vals, time, line, imp, &e);
         (void)sf_pack_chunk_max_step(p, i);
     }
     sf_pack_verify(p, NULL, NULL, &e);
@@ -84,6 +88,7 @@ static void read_everything(const sf_pack *p) {
     free(vals);
     free(time);
     free(line);
+    free(imp);
     sf_pack_dctx_free(d);
 }
 

@@ -34,6 +34,7 @@ p = seqfeed.Pack("d.sfpack")
 assert p.columns == ["a", "sky", "b"] and p.rows == 1600 and p.series_column == "site", (p.columns, p.rows)
 assert p.series == [("north", 0, 900), ("south, coast", 900, 700)], p.series
 assert p.time_column == "time" and p.categories["sky"] in (["sun", "rain"], ["rain", "sun"]), p.categories
+assert p.imputed == {"a": 0, "sky": 0, "b": 0}, p.imputed
 rows = list(csv.DictReader(open("back.csv")))
 got = p.read(None, 0, p.rows)
 for i, r in enumerate(rows):
@@ -49,6 +50,15 @@ try:
     raise SystemExit("rows past the end were read")
 except ValueError as e:
     assert str(e) == "stop must be an integer from 10 to 1600 (None: the last row), got 2000", e
+PY
+# Values pack --missing ffill filled in are counted per column (Pack.imputed).
+printf 'a,b\n1,2\n,3\n4,\n,\n5,6\n' > gaps.csv
+run 0 pack gaps.csv -o gaps.sfpack --missing ffill -q
+pyrun - <<'PY' || fail "Pack.imputed after --missing ffill"
+import seqfeed
+p = seqfeed.Pack("gaps.sfpack")
+assert p.imputed == {"a": 2, "b": 2}, p.imputed
+assert p.read().tolist() == [[1, 2], [1, 3], [4, 3], [4, 3], [5, 6]], p.read()
 PY
 # Batches: the fit's pipeline (dump_batches) against Dataset, replica by replica.
 check() {  # WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS
