@@ -40,6 +40,18 @@ typedef struct {
     uint64_t line;
 } series_seen;
 
+// A kept column's integers beyond float32's exact range (|v| > 2^24), which
+// float32 may change (20200101 is stored as 20200100): said after packing.
+typedef struct {
+    uint64_t big, changed, missing;  // values above 2^24; those float32 changed; missing values
+    uint64_t first_line;             // of the first changed value (a row index in a helper's half)
+    double max_change;
+    char first[24];                  // that value's text
+    float first_stored;
+    bool not_date;  // a value above 2^24 that is not a yyyymmdd date
+    bool back;      // a value below the one of the row before it in its series
+} lossy;
+
 typedef struct {
     const char *name;
     const char *out;  // the .sfpack path, for the command a message suggests
@@ -98,7 +110,15 @@ typedef struct {
     size_t half_cap;
 
     char *field;  // an unquoted copy of a quoted field
-    size_t field_cap;
+    size_t field_cap, field_len;  // field_len: the last quoted field's length, spaces inside the quotes kept
+
+    lossy *lossy, *half_lossy;  // per kept column: the main thread's and the helper's half
+    uint32_t *big_cols, nbig_cols;  // the columns with a value above 2^24, in order of discovery
+    uint64_t truncated, truncated_line;  // times with digits below a microsecond
+    uint64_t repeat_line;  // a time repeated in a series while a categorical value changed
+    uint32_t repeat_col;   // that categorical column (kept index)
+    bool key_padded;       // the record's series id had spaces around it, dropped as padding
+    uint64_t padded_line;  // the current series' first row whose id had them; 0: none
 
     sf_pack_writer *w;
     sf_csv_pack_stats st;
@@ -118,7 +138,7 @@ static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
 __attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, const char *fmt, ...) {
     uint64_t line, col;
     where(c, q, &line, &col);
-    char msg[768];
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -139,6 +159,72 @@ static const char *show(const char *s, size_t n, char *out, size_t cap) {
     if (i < n) memcpy(out + k, "...", 4);
     else out[k] = 0;
     return out;
+}
+
+// Appends " s" to out[*len, cap) as one shell word: as it is when plain,
+// else in single quotes.
+static void shell_word(char *out, size_t cap, size_t *len, const char *s) {
+    bool plain = *s != 0;
+    for (const char *p = s; *p; p++) plain &= strchr("_./:,=+-@%", *p) || (*p >= '0' && *p <= '9') ||
+                                              ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z');
+    size_t k = *len;
+    if (k + 2 < cap) out[k++] = ' ';
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    for (const char *p = s; *p && k + 6 < cap; p++) {
+        if (*p == '\'' && !plain) memcpy(out + k, "'\\''", 4), k += 4;
+        else out[k++] = *p;
+    }
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    out[k] = 0;
+    *len = k;
+}
+
+static const char *const unit_names[] = {"s", "ms", "us", "ns"};  // SF_TIME_EPOCH_S ..
+
+// How a command a message suggests differs from the one that ran.
+typedef struct {
+    const char *in;             // another input (a sorted copy); NULL: the same
+    const char *series_column;  // NULL: as given
+    const char *time_column;    // NULL: as given
+    const char *time_unit;      // NULL: as given
+    const char *drop;           // a column to leave out as well; NULL: none
+} again_edit;
+
+// The pack command that ran, with ed's changes, into out: the options that
+// decide what is packed (not those of speed or size).
+static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
+    const sf_csv_pack_opts *o = c->o;
+    size_t len = (size_t)snprintf(out, cap, "seqfeed pack");
+    shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    shell_word(out, cap, &len, "-o");
+    shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
+    char list[4096], name[4096];
+    size_t n = 0;
+    list[0] = 0;
+    if (o->columns) {  // the kept list without the dropped column
+        for (const char *p = o->columns; p && !sf_list_next(&p, name, sizeof name);)
+            if (!ed->drop || strcmp(name, ed->drop)) sf_list_append(list, sizeof list, &n, name);
+        shell_word(out, cap, &len, "--columns");
+        shell_word(out, cap, &len, list);
+    } else if (o->drop_columns || ed->drop) {
+        n = (size_t)snprintf(list, sizeof list, "%s", o->drop_columns ? o->drop_columns : "");
+        if (ed->drop) sf_list_append(list, sizeof list, &n, ed->drop);
+        shell_word(out, cap, &len, "--drop-columns");
+        shell_word(out, cap, &len, list);
+    }
+    const char *series = ed->series_column ? ed->series_column : o->series_column;
+    if (series && *series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, series);
+    const char *time = ed->time_column ? ed->time_column : o->time_column;
+    if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
+    const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
+    if (unit && time && *time) shell_word(out, cap, &len, "--time-unit"), shell_word(out, cap, &len, unit);
+    if (o->categorical) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, o->categorical);
+    if (o->delimiter) {
+        char d[2] = {o->delimiter, 0};
+        shell_word(out, cap, &len, "--delimiter"), shell_word(out, cap, &len, o->delimiter == '\t' ? "tab" : d);
+    }
+    static const char *const missing[] = {NULL, "drop", "ffill"};
+    if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
@@ -234,6 +320,7 @@ static int next_field(csv *c, const char **pp, const char **fs, const char **fe,
     if (p == end && !c->eof) return REC_MORE;
     if (p < end && *p != d && *p != '\n')
         return fail_at(c, p, "expected a delimiter or the end of the line after a closing quote");
+    c->field_len = n;
     size_t s = 0;
     while (s < n && is_space(c->field[s], d)) s++;
     while (n > s && is_space(c->field[n - 1], d)) n--;
@@ -476,20 +563,47 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
     return n;
 }
 
+// An integer epoch time: digits with an optional sign, any int64 (19
+// digits: nanoseconds after 2001-09-09). 0, SF_EFORMAT when not an integer,
+// SF_ERANGE beyond int64.
+static int parse_epoch(const char *s, size_t n, int64_t *out) {
+    bool neg = n && s[0] == '-';
+    size_t i = n && (s[0] == '-' || s[0] == '+');
+    if (i == n) return SF_EFORMAT;
+    while (i + 1 < n && s[i] == '0') i++;
+    uint64_t v = 0;
+    for (size_t k = i; k < n; k++) {
+        if ((unsigned)(s[k] - '0') >= 10) return SF_EFORMAT;
+        if (k - i < 19) v = v * 10 + (uint64_t)(s[k] - '0');  // below 10^19 < 2^64
+    }
+    if (n - i > 19 || v > (uint64_t)INT64_MAX + neg) return SF_ERANGE;
+    *out = neg ? (v ? -(int64_t)(v - 1) - 1 : 0) : (int64_t)v;
+    return 0;
+}
+
+// The epoch times each unit takes: the instants ISO-8601 writes with four
+// digits of year, 0000-01-01T00:00Z to 9999-12-31T23:59:59.999999999Z (as
+// far as int64 reaches), so that a count in the wrong unit (microseconds
+// given as seconds) is caught, and microseconds never overflow.
+static const int64_t epoch_lo[] = {-62167219200ll, -62167219200000ll, -62167219200000000ll, INT64_MIN};
+static const int64_t epoch_hi[] = {253402300799ll, 253402300799999ll, 253402300799999999ll, INT64_MAX};
+
+static bool epoch_fits(enum sf_time_kind kind, int64_t t) {
+    return t >= epoch_lo[kind - SF_TIME_EPOCH_S] && t <= epoch_hi[kind - SF_TIME_EPOCH_S];
+}
+
+// Microseconds of an epoch time that fits.
+static int64_t epoch_us(enum sf_time_kind kind, int64_t t) {
+    switch (kind) {
+    case SF_TIME_EPOCH_S: return t * 1000000;
+    case SF_TIME_EPOCH_MS: return t * 1000;
+    case SF_TIME_EPOCH_NS: return t / 1000 - (t % 1000 < 0);
+    default: return t;
+    }
+}
+
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
-// An integer epoch time: digits with an optional sign.
-static bool parse_epoch(const char *s, size_t n, int64_t *out) {
-    size_t i = n && (s[0] == '-' || s[0] == '+');
-    if (i == n || n - i > 18) return false;
-    int64_t v = 0;
-    for (size_t k = i; k < n; k++) {
-        if ((unsigned)(s[k] - '0') >= 10) return false;
-        v = v * 10 + (s[k] - '0');
-    }
-    *out = s[0] == '-' ? -v : v;
-    return true;
-}
 
 // The code of a categorical field's text, a new one for a text not seen yet.
 static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
@@ -526,21 +640,46 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         unsigned parts;
         int rc = sf_time_parse(s, n, &c->rec_time, &parts);
         if (rc == 0) {
+            if (parts & SF_TIME_TRUNCATED && !c->truncated++) where(c, at, &c->truncated_line, &(uint64_t){0});
             c->time_parts = sf_time_parts_join(c->time_parts, parts);
             return 0;
         }
         if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
-        return fail_at(c, at, "%s \"%s\" in the time column \"%s\"; expected an ISO-8601 date or time "
-                       "(2012-01-01, 2012-01-01T10:00:00, with seconds, a fraction, Z or an offset)%s",
-                       rc == SF_ERANGE ? "an impossible date or time" : "not a time", show(s, n, tmp, sizeof tmp),
-                       c->names[c->time_field],
+        char why[256];
+        sf_time_why(s, n, why, sizeof why);
+        return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s",
+                       show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
                        c->time_found ? " (found as the time column from its first row; --time-column none stops "
                                        "that)" : "");
     }
-    if (parse_epoch(s, n, &c->rec_time)) return 0;
-    if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
-    return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of the --time-unit since "
-                   "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field]);
+    int rc = parse_epoch(s, n, &c->rec_time);
+    if (rc == 0 && epoch_fits(c->time_kind, c->rec_time)) return 0;
+    if (rc == SF_EFORMAT && missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
+    if (rc == SF_EFORMAT)
+        return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of --time-unit %s since "
+                       "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                       unit_names[c->time_kind - SF_TIME_EPOCH_S]);
+    // The unit it fits, the coarsest first: the likeliest mistake.
+    char fix[1200] = "", date[48];
+    for (int k = SF_TIME_EPOCH_S; rc == 0 && k <= SF_TIME_EPOCH_NS; k++) {
+        if (k == (int)c->time_kind || !epoch_fits((enum sf_time_kind)k, c->rec_time)) continue;
+        sf_time_format(date, sizeof date, epoch_us((enum sf_time_kind)k, c->rec_time),
+                       SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+        size_t len = (size_t)snprintf(fix, sizeof fix, "; as %s it is %s. Pack it with: ",
+                                      k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
+                                      : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
+        again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len);
+        break;
+    }
+    char lo[48], hi[48];
+    sf_time_format(lo, sizeof lo, epoch_us(c->time_kind, epoch_lo[c->time_kind - SF_TIME_EPOCH_S]),
+                   SF_TIME_CLOCK | SF_TIME_ZONE);
+    sf_time_format(hi, sizeof hi, epoch_us(c->time_kind, epoch_hi[c->time_kind - SF_TIME_EPOCH_S]),
+                   SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+    return fail_at(c, at, "time %s in the time column \"%s\" is out of range for --time-unit %s: expected %lld to %lld "
+                   "(%s to %s)%s", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                   unit_names[c->time_kind - SF_TIME_EPOCH_S], (long long)epoch_lo[c->time_kind - SF_TIME_EPOCH_S],
+                   (long long)epoch_hi[c->time_kind - SF_TIME_EPOCH_S], lo, hi, fix);
 }
 
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
@@ -1082,8 +1221,10 @@ static void *parse_half(void *arg) {
                     goto give_up;
                 unsigned parts = 0;
                 if (c->role[f] == ROLE_TIME &&
-                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0
-                                                 : !parse_epoch(p, (size_t)(text_end - p), &h->times[n])))
+                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0 ||
+                                                       parts & SF_TIME_TRUNCATED
+                                                 : parse_epoch(p, (size_t)(text_end - p), &h->times[n]) != 0 ||
+                                                       !epoch_fits(c->time_kind, h->times[n])))
                     goto give_up;
                 h->parts = sf_time_parts_join(h->parts, parts);
             }

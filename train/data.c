@@ -46,7 +46,7 @@ int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
         if (in->time_kind == SF_TIME_NONE)
             return sf_err_set(e, SF_EUSAGE, "%s: --max-gap needs times, and the file has no time column (pack the "
                               "CSV with its time column)", o->data);
-        rc = sf_pack_segments(d->pack, (int64_t)floor(o->max_gap / sf_pack_time_unit(in)), &d->segments,
+        rc = sf_pack_segments(d->pack, sf_pack_time_count(in, o->max_gap), &d->segments,
                               &d->nsegments, e);
         if (rc) return rc;
     }
