@@ -602,6 +602,40 @@ static int64_t epoch_us(enum sf_time_kind kind, int64_t t) {
     }
 }
 
+// A kept value of 2^24 (float32's last exact integer in a row) or more in magnitude,
+// whose text is s[0, n): float32 may have changed an integer. at: where it
+// is, for its line (NULL in a helper's half: row is its row there).
+static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, const char *at, uint64_t row) {
+    l->big++;
+    size_t i = n && (s[0] == '-' || s[0] == '+');
+    while (i + 1 < n && s[i] == '0') i++;
+    bool integer = i < n;
+    for (size_t k = i; k < n; k++) integer &= (unsigned)(s[k] - '0') < 10;
+    int64_t us;
+    unsigned parts;
+    // A date as 20200101: what --time-column reads as ISO-8601's basic form.
+    l->not_date |= !integer || n != 8 || sf_time_parse(s, n, &us, &parts) != 0;
+    if (!integer) return;  // a fraction: float32 rounds those anyway
+    long double exact = 0;
+    for (size_t k = i; k < n; k++) exact = exact * 10 + (s[k] - '0');  // exact below 2^64
+    long double change = fabsl(exact - fabsl((long double)v));
+    if (change == 0) return;
+    if (!l->changed++) {
+        uint64_t col;
+        if (at) where(c, at, &l->first_line, &col);
+        else l->first_line = row;
+        snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
+        l->first_stored = v;
+    }
+    if ((double)change > l->max_change) l->max_change = (double)change;
+}
+
+// The main thread's record of a value above 2^24 in kept column k.
+static void big_main(csv *c, uint32_t k, const char *s, size_t n, const char *at) {
+    if (!c->lossy[k].big) c->big_cols[c->nbig_cols++] = k;
+    big_value(c, &c->lossy[k], c->row[k], s, n, at, 0);
+}
+
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
 
@@ -712,6 +746,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) return 0;
     uint32_t k = c->keep_at[f];
     int r = sf_parse_float(fs, n, &c->row[k]);
+    if (r == 0 && fabsf(c->row[k]) >= 0x1p24f && c->role[f] == ROLE_KEEP) big_main(c, k, fs, n, at);
     if (r == 0) return 0;
     if (r == SF_ERANGE)
         return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
@@ -725,6 +760,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
                        c->role[f] == ROLE_CATEGORY ? "one of its category values" : "a number");
     c->row[k] = NAN;
     c->miss[k] = at;
+    c->lossy[k].missing++;
     c->rec_missing = true;
     return 0;
 }
@@ -759,6 +795,8 @@ static int parse_record(csv *c, const char **next) {
         if (role[f] != ROLE_KEEP || !fast_number(p, end, delim, &row[keep_at[f]], &after)) {
             int rc = general_field(c, f, p, &after);
             if (rc) return rc;
+        } else if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0)) {
+            big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
         }
         p = after;
         bool last = f + 1 == ncsv;
@@ -890,6 +928,12 @@ static int commit_record(csv *c) {
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = c->line;
+    }
+    // Against the row before it in the series: whether a column of big
+    // integers goes back (then it is no time axis).
+    for (uint32_t i = 0; c->have_last && i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        if (c->row[k] < (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) c->lossy[k].back = true;
     }
     c->batch_line[c->nbatch] = (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
@@ -1197,6 +1241,8 @@ typedef struct {
     int64_t *times;  // with a time column
     unsigned parts;  // the ISO parts its times showed
     long nrows;      // -1: a record needs the general path
+    lossy *lossy;    // per kept column, zeroed; any_big: one was written to
+    bool any_big;
 } half_job;
 
 // The helper thread's half: numbers and skipped fields only, nothing that
@@ -1210,11 +1256,13 @@ static void *parse_half(void *arg) {
     while (p < end) {
         float *row = h->rows + (size_t)n * c->nkeep;
         for (uint32_t f = 0; f < c->ncsv; f++) {
-            const char *after = p;
-            if (c->role[f] != ROLE_KEEP || !fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
+            const char *after = p, *text_end;
+            if (c->role[f] == ROLE_KEEP && fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
+                text_end = after[-1] == '\r' ? after - 1 : after;
+            } else {
                 while (after < end && *after != c->delim && *after != '\n') after++;
                 // As next_field: a CR ends the text only as part of a CRLF.
-                const char *text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
+                text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
                 // Longer plain decimals and exponents parse here too; spaces,
                 // quotes and missing values are for the main thread.
                 if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
@@ -1228,6 +1276,10 @@ static void *parse_half(void *arg) {
                     goto give_up;
                 h->parts = sf_time_parts_join(h->parts, parts);
             }
+            if (c->role[f] == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
+                h->any_big = true;
+                big_value(c, &h->lossy[c->keep_at[f]], row[c->keep_at[f]], p, (size_t)(text_end - p), NULL, (uint64_t)n);
+            }
             p = after;
             bool last = f + 1 == c->ncsv;
             if (p == end || (*p == '\n') != last) goto give_up;
@@ -1240,6 +1292,35 @@ static void *parse_half(void *arg) {
 give_up:
     h->nrows = -1;
     return NULL;
+}
+
+// Takes the helper's record of values above 2^24 (rows from c->line on)
+// into the main thread's, and leaves the helper's zeroed.
+static void merge_half(csv *c, half_job *h, bool taken) {
+    for (uint32_t k = 0; h->any_big && k < c->nkeep; k++) {
+        lossy *a = &c->lossy[k], *b = &h->lossy[k];
+        if (!b->big || !taken) {
+            *b = (lossy){0};
+            continue;
+        }
+        if (!a->big) c->big_cols[c->nbig_cols++] = k;
+        if (b->changed && !a->changed) {
+            a->first_line = c->line + b->first_line;
+            memcpy(a->first, b->first, sizeof a->first);
+            a->first_stored = b->first_stored;
+        }
+        a->big += b->big, a->changed += b->changed, a->not_date |= b->not_date;
+        if (b->max_change > a->max_change) a->max_change = b->max_change;
+        *b = (lossy){0};
+    }
+    // Whether a column of big integers goes back: as commit_record checks.
+    for (uint32_t i = 0; taken && i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        for (long r = c->have_last ? 0 : 1; r < h->nrows; r++)
+            if (h->rows[(size_t)r * c->nkeep + k] < (r ? h->rows[(size_t)(r - 1) * c->nkeep + k] : c->last[k]))
+                c->lossy[k].back = true;
+    }
+    h->any_big = false;
 }
 
 // With two or more threads and no per-row state between records (no series
@@ -1264,19 +1345,24 @@ static int parse_parallel(csv *c) {
         c->half_times = t;
         c->half_cap = max_rows;
     }
-    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1};
+    if (!c->half_lossy && !(c->half_lossy = calloc(c->nkeep, sizeof *c->half_lossy))) return 1;
+    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1, c->half_lossy, false};
     pthread_t t;
     if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
     pthread_join(t, NULL);
-    if (rc < 0) return rc;
+    if (rc < 0) return merge_half(c, &h, false), rc;
     // Behind a blank line records are an error that only the main path
     // names; so is a time going back.
     bool timed = c->time_field != UINT32_MAX;
     for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++)
         if ((k ? h.times[k - 1] : c->have_last ? c->prev_time : h.times[0]) > h.times[k]) h.nrows = -1;
-    if (h.nrows < 0 || c->blank_line) return parse_until(c, (size_t)(last + 1 - c->buf), false);
+    if (h.nrows < 0 || c->blank_line) {
+        merge_half(c, &h, false);
+        return parse_until(c, (size_t)(last + 1 - c->buf), false);
+    }
     if ((rc = flush_batch(c))) return rc;
+    merge_half(c, &h, true);
     // Lines and the batch's line buffer: one line per record (no quotes).
     for (long done = 0; done < h.nrows;) {
         size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
@@ -1313,6 +1399,41 @@ static int check_unchanged(csv *c) {
     return 0;
 }
 
+// What the user should know about the file just written (sf_csv_pack_opts.note).
+static void notes(csv *c) {
+    if (!c->o->note) return;
+    char msg[2048];
+    uint64_t records = c->st.rows + c->st.rows_dropped;
+    for (uint32_t i = 0; i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        const lossy *l = &c->lossy[k];
+        if (!l->changed) continue;
+        char stored[48];
+        snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
+        size_t len = (size_t)snprintf(msg, sizeof msg, "warning: column \"%s\": float32 holds integers exactly only up "
+                                      "to 16777216 (2^24), and packing changed %llu of its values, by up to %.17g "
+                                      "(line %llu: %s is stored as %s)", c->col_names[k], (unsigned long long)l->changed,
+                                      l->max_change, (unsigned long long)l->first_line, l->first, stored);
+        // Dates as 20200101 in every row, rising: the time axis, which
+        // keeps them exact.
+        bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
+                     (!l->missing || c->o->missing == SF_MISSING_DROP) && c->time_field == UINT32_MAX && c->nkeep > 1;
+        if (dates && len < sizeof msg) {
+            len += (size_t)snprintf(msg + len, sizeof msg - len, ". Its values look like dates (yyyymmdd): to make it "
+                                    "the time column, exact, pack it with: ");
+            again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
+                  msg + len, sizeof msg - len);
+        }
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (c->truncated) {
+        snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
+                 "first at line %llu): seqfeed keeps times to the microsecond and dropped them",
+                 (unsigned long long)c->truncated, c->names[c->time_field], (unsigned long long)c->truncated_line);
+        c->o->note(c->o->progress_arg, msg);
+    }
+}
+
 static int convert(csv *c, const char *out) {
     c->out = out;
     int rc = read_header(c);
@@ -1320,12 +1441,15 @@ static int convert(csv *c, const char *out) {
     const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);
     c->last = malloc(c->nkeep * sizeof(float));
     c->miss = calloc(c->nkeep, sizeof *c->miss);
+    c->lossy = calloc(c->nkeep, sizeof *c->lossy);
+    c->big_cols = malloc(c->nkeep * sizeof *c->big_cols);
     c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
     c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
     c->batch_time = malloc(c->batch_rows * sizeof(int64_t));
     c->batch_line = malloc(c->batch_rows * sizeof(int64_t));
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line) {
+    if (!col_names || !c->last || !c->miss || !c->lossy || !c->big_cols || !c->batch || !c->batch_time ||
+        !c->batch_line) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }
@@ -1374,6 +1498,7 @@ static int convert(csv *c, const char *out) {
             }
             if (rc) sf_pack_writer_abort(c->w);
             else rc = sf_pack_writer_finish(c->w, c->e);
+            if (!rc) notes(c);
             struct stat sb;
             if (!rc && stat(out, &sb) == 0) c->st.out_bytes = (uint64_t)sb.st_size;
         } else {
@@ -1397,6 +1522,9 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->keep_at);
     free(c->last);
     free(c->miss);
+    free(c->lossy);
+    free(c->half_lossy);
+    free(c->big_cols);
     free(c->batch);
     for (uint32_t k = 0; k < c->ncat; k++) {
         for (uint32_t i = 0; i < c->cats[k].n; i++) free(c->cats[k].values[i]);

@@ -242,6 +242,11 @@ typedef struct {
     // Receives (with progress_arg) the temporary output path once it exists,
     // so that a signal handler can remove it (may be NULL).
     void (*temp_path)(void *arg, const char *path);
+    // Receives (with progress_arg) each thing about the packed data the
+    // user should know, once the file is written: "warning: ..." (values
+    // changed: integers float32 cannot hold, series that look mixed) or
+    // "note: ..." (may be NULL).
+    void (*note)(void *arg, const char *text);
 } sf_csv_pack_opts;
 
 typedef struct {
