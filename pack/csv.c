@@ -118,6 +118,8 @@ typedef struct {
     uint64_t repeat_line;  // a time repeated in a series while a categorical value changed
     uint32_t repeat_col;   // that categorical column (kept index)
     bool key_padded;       // the record's series id had spaces around it, dropped as padding
+    bool header_one_line;  // no quoted name spans lines: data starts at line 2
+    bool quoted_seen;      // a record had a quoted field
     uint64_t padded_line;  // the current series' first row whose id had them; 0: none
 
     sf_pack_writer *w;
@@ -188,6 +190,7 @@ typedef struct {
     const char *time_column;    // NULL: as given
     const char *time_unit;      // NULL: as given
     const char *drop;           // a column to leave out as well; NULL: none
+    const char *uncategorical;  // a column --categorical no longer names; NULL: none
 } again_edit;
 
 // The pack command that ran, with ed's changes, into out: the options that
@@ -218,13 +221,46 @@ static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
     const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
     if (unit && time && *time) shell_word(out, cap, &len, "--time-unit"), shell_word(out, cap, &len, unit);
-    if (o->categorical) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, o->categorical);
+    if (o->categorical) {
+        n = 0, list[0] = 0;
+        for (const char *p = o->categorical; p && !sf_list_next(&p, name, sizeof name);)
+            if (!ed->uncategorical || strcmp(name, ed->uncategorical)) sf_list_append(list, sizeof list, &n, name);
+        if (n) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, list);
+    }
     if (o->delimiter) {
         char d[2] = {o->delimiter, 0};
         shell_word(out, cap, &len, "--delimiter"), shell_word(out, cap, &len, o->delimiter == '\t' ? "tab" : d);
     }
     static const char *const missing[] = {NULL, "drop", "ffill"};
     if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
+}
+
+// " Sort the rows by NAME first ...; then pack it with: " into out, with a
+// command that sorts a plain CSV file (no quotes seen, a one-line header),
+// and in sorted the name of the sorted copy. The series column's rows must
+// be together: pack refuses a series that comes back.
+static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
+    const char *in = c->name;
+    size_t n = strlen(in), len;
+    bool file = strcmp(in, "<stdin>") != 0;
+    snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
+    if (!file) snprintf(sorted, scap, "SORTED.csv");
+    len = (size_t)snprintf(out, cap, " Sort the rows by \"%s\" first, each one's rows kept in time order",
+                           c->names[field]);
+    if (file && !quotes && c->header_one_line && strchr(",;", c->delim) && len < cap) {
+        char d[2] = {c->delim, 0}, key[32];
+        snprintf(key, sizeof key, "-k%u,%u", field + 1, field + 1);
+        len += (size_t)snprintf(out + len, cap - len, ": (head -n 1");
+        shell_word(out, cap, &len, in);
+        len += (size_t)snprintf(out + len, cap - len, " && tail -n +2");
+        shell_word(out, cap, &len, in);
+        len += (size_t)snprintf(out + len, cap - len, " | LC_ALL=C sort -s -t");
+        shell_word(out, cap, &len, d);
+        shell_word(out, cap, &len, key);
+        len += (size_t)snprintf(out + len, cap - len, ") >");
+        shell_word(out, cap, &len, sorted);
+    }
+    if (len < cap) snprintf(out + len, cap - len, "; then pack it with: ");
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
@@ -356,6 +392,14 @@ typedef struct {
     char distinct[32][48];
     char prev[48];
     bool category;  // suggested for --categorical
+    const char *bad_time;  // times: where the first is that sf_time_parse refuses, and its text
+    char bad_text[64];
+    // With a time column: each distinct value's last time, and whether the
+    // rows of one value keep time order while the column's values
+    // interleave (a time repeats or goes back where the value changes).
+    int64_t last_time[32], prev_time;
+    bool time_seen[32], has_prev, unsorted, interleaved;
+    uint32_t prev_d;
 } text_kind;
 
 // "2012-01-01", "2010-01-01T01:00:00", "2010/01/01 01:00": a year-first
@@ -388,179 +432,6 @@ static bool looks_like_other_date(const char *s, size_t n) {
     bool month = false;
     for (int m = 0; m < 12 && n >= 3; m++) month |= !strncasecmp(s, months + 3 * m, 3);
     return most == 4 && (seps == 2 || month);
-}
-
-// A value not a number in column f: one message for every text column the
-// buffered rows show, what each looks like, and the command line that
-// packs the file.
-static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size_t fn) {
-    text_kind *k = calloc(c->ncsv, sizeof *k);
-    if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
-    const char *p = at, *end = c->buf + c->len;
-    while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
-    for (int row = 0; row < 2000 && p < end; row++) {
-        for (uint32_t j = 0; j < c->ncsv; j++) {
-            const char *s, *e2, *where;
-            bool quoted;
-            if (next_field(c, &p, &s, &e2, &quoted, &where)) goto done;
-            size_t n = (size_t)(e2 - s);
-            float v;
-            text_kind *t = &k[j];
-            t->rows++;
-            bool number = sf_parse_float(s, n, &v) == 0;
-            t->numbers += number;
-            if (c->role[j] == ROLE_KEEP && !number && !missing_token(s, n)) {
-                if (!t->text++) t->times = t->other_dates = true;
-                t->times &= looks_like_time(s, n);
-                t->other_dates &= looks_like_other_date(s, n);
-                char val[48];
-                snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
-                if (t->text > 1 && strcmp(val, t->prev)) t->changes++;
-                memcpy(t->prev, val, sizeof val);
-                uint32_t d = 0;
-                while (d < t->ndistinct && strcmp(t->distinct[d], val)) d++;
-                if (d == t->ndistinct && !(t->many |= d == 32)) memcpy(t->distinct[t->ndistinct++], val, sizeof val);
-            }
-            if (p >= end || *p == '\n') {
-                if (j + 1 < c->ncsv) goto done;  // a short row: stop looking
-                break;
-            }
-            p++;
-        }
-        if (p < end && *p == '\n') p++;
-    }
-done:;
-    // The command keeps what was given: the fix is the whole command line.
-    char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
-    size_t ln = 0, dn = 0, cn = 0;
-    uint32_t ntext = 0;
-    const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
-    if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
-    if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
-    if (c->o->categorical) cn = (size_t)snprintf(cats, sizeof cats, "%s", c->o->categorical);
-    if (c->o->drop_columns) dn = (size_t)snprintf(drop, sizeof drop, "%s", c->o->drop_columns);
-    k[f].text += k[f].text == 0;  // the value that failed counts, whatever the scan saw
-    for (uint32_t j = 0; j < c->ncsv; j++) {
-        text_kind *t = &k[j];
-        if (!t->text) continue;
-        ntext++;
-        char what[192];
-        // Series ids come in one run each (pack refuses a series that
-        // comes back), and repeat.
-        bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
-        if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
-        else if (t->times) snprintf(what, sizeof what, "dates or times");
-        else if (t->other_dates && year_first(t->distinct[0]))
-            snprintf(what, sizeof what, "dates such as \"%s\", without two-digit months and days: pack reads times "
-                     "as 2012-01-05 or 2012/01/05", t->distinct[0]);
-        else if (t->other_dates)
-            snprintf(what, sizeof what, "dates such as \"%s\", not year first: pack reads times as 2012-01-31 or "
-                     "2012/01/31", t->distinct[0]);
-        else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
-        else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
-        else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
-        else snprintf(what, sizeof what, "text with many distinct values");
-        ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
-                               c->names[j], what);
-        bool no_time = c->o->time_column && !c->o->time_column[0];
-        if (id && !series_name) {
-            series_name = c->names[j];
-            snprintf(series, sizeof series, " --series-column %s", c->names[j]);
-        } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
-            time_name = c->names[j];
-        } else if (!t->many && !t->times && !t->other_dates && !t->numbers && t->ndistinct > 1) {
-            sf_list_append(cats, sizeof cats, &cn, c->names[j]);  // a category: one-hot inputs
-            t->category = true;
-        } else {
-            sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
-        }
-    }
-    char tmp[96], fix[1600];
-    static const char *const missing[] = {"", " --missing drop", " --missing ffill"};
-    // With --columns the kept list is the user's: suggest it without the text columns.
-    if (c->o->columns) {
-        char keep[1024] = "";
-        size_t kn = 0;
-        for (uint32_t j = 0; j < c->ncsv; j++)
-            if ((c->role[j] == ROLE_CATEGORY || (c->role[j] == ROLE_KEEP && (!k[j].text || k[j].category))) &&
-                sf_list_append(keep, sizeof keep, &kn, c->names[j]))
-                break;
-        snprintf(fix, sizeof fix, " --columns '%s'%s%s%s%s%s%s%s", keep, series, time_name ? " --time-column " : "",
-                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
-                 missing[c->o->missing]);
-    } else {
-        snprintf(fix, sizeof fix, "%s%s%s%s%s%s%s%s%s%s", series, time_name ? " --time-column " : "",
-                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
-                 dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
-    }
-    const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
-    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s. Pack it "
-                     "with: seqfeed pack %s -o %s%s",
-                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, in,
-                     c->out ? c->out : "OUT.sfpack", fix);
-    free(k);
-    return rc;
-}
-
-// The common field: [-]digits[.digits] in at most 8 bytes after the sign (8
-// digits, or 7 and the point), directly followed by the delimiter or the line
-// end. Parsed 8 bytes at a time without a branch per character; anything
-// else (and the rare midpoint case) returns false and takes the general path.
-static inline bool fast_number(const char *q, const char *end, char delim, float *out, const char **after) {
-    bool neg = *q == '-';
-    q += neg;
-    uint64_t v;
-    memcpy(&v, q, 8);
-    uint64_t t = v ^ 0x3030303030303030ull;  // digit bytes become 0..9
-    uint64_t nondigit = (((t & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | t) & 0x8080808080808080ull;
-    unsigned k1 = nondigit ? (unsigned)__builtin_ctzll(nondigit) >> 3 : 8, len, n;
-    int e10 = 0;
-    uint64_t digits;
-    if (k1 < 8 && q[k1] == '.') {
-        // The digits after the point end at the next non-digit, or fill the
-        // word: then byte 8 must end the number (checked below).
-        uint64_t rest = nondigit & (nondigit - 1);
-        len = rest ? (unsigned)__builtin_ctzll(rest) >> 3 : 8;
-        uint64_t below = (1ull << (8 * k1)) - 1;
-        digits = (t & below) | ((t >> 8) & ~below & ((1ull << (8 * (len - 1))) - 1));
-        n = len - 1;
-        e10 = -(int)(len - 1 - k1);
-    } else {
-        len = n = k1;
-        digits = k1 < 8 ? t & ((1ull << (8 * k1)) - 1) : t;
-    }
-    if (n == 0 || q + len >= end) return false;
-    unsigned text_len = len;
-    char term = q[len];
-    if (term == '\r' && q[len + 1] == '\n') term = '\n', len++;
-    if (term != delim && term != '\n') return false;
-    // Leading zero bytes pad to 8 digits, then three multiply-adds join them.
-    digits <<= 8 * (8 - n);
-    digits = digits * 10 + (digits >> 8);
-    digits = (((digits & 0x000000ff000000ffull) * (100 + (1000000ull << 32))) +
-              (((digits >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
-    if (sf_decimal_to_float(digits, e10, (int)n, neg, q - neg, text_len + neg, out) != 0) return false;
-    *after = q + len;
-    return true;
-}
-
-// Length of the valid UTF-8 prefix of s[0, n).
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned ch = s[i];
-        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
-        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
-        uint32_t cp = ch & (0xffu >> (len + 1));
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-            return i;
-        i += len;
-    }
-    return n;
 }
 
 // An integer epoch time: digits with an optional sign, any int64 (19
@@ -634,6 +505,249 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
 static void big_main(csv *c, uint32_t k, const char *s, size_t n, const char *at) {
     if (!c->lossy[k].big) c->big_cols[c->nbig_cols++] = k;
     big_value(c, &c->lossy[k], c->row[k], s, n, at, 0);
+}
+
+// A value not a number in column f: one message for every text column the
+// buffered rows show, what each looks like, and the command line that
+// packs the file.
+static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size_t fn) {
+    text_kind *k = calloc(c->ncsv, sizeof *k);
+    if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    uint32_t *row_d = malloc(c->ncsv * sizeof *row_d);  // each text field's distinct value in this row
+    if (!row_d) {
+        free(k);
+        return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    }
+    const char *p = at, *end = c->buf + c->len;
+    while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
+    const char *first = p;
+    for (int row = 0; row < 2000 && p < end; row++) {
+        int64_t time = 0;
+        bool timed = false;
+        for (uint32_t j = 0; j < c->ncsv; j++) {
+            const char *s, *e2, *where;
+            bool quoted;
+            row_d[j] = UINT32_MAX;
+            if (next_field(c, &p, &s, &e2, &quoted, &where)) goto done;
+            size_t n = (size_t)(e2 - s);
+            float v;
+            text_kind *t = &k[j];
+            t->rows++;
+            bool number = sf_parse_float(s, n, &v) == 0;
+            t->numbers += number;
+            unsigned parts;
+            if (j == c->time_field) {
+                timed = c->time_kind == SF_TIME_ISO ? sf_time_parse(s, n, &time, &parts) == 0
+                                                    : parse_epoch(s, n, &time) == 0 && epoch_fits(c->time_kind, time);
+                if (!timed && !t->bad_time && c->time_kind == SF_TIME_ISO && !missing_token(s, n)) {
+                    t->bad_time = where;  // the command would stop there
+                    snprintf(t->bad_text, sizeof t->bad_text, "%.*s", (int)(n < 63 ? n : 63), s);
+                }
+            }
+            if (c->role[j] == ROLE_KEEP && !number && !missing_token(s, n)) {
+                if (!t->text++) t->times = t->other_dates = true;
+                t->times &= looks_like_time(s, n);
+                if (t->times && !t->bad_time && sf_time_parse(s, n, &(int64_t){0}, &parts)) {
+                    t->bad_time = where;
+                    snprintf(t->bad_text, sizeof t->bad_text, "%.*s", (int)(n < 63 ? n : 63), s);
+                }
+                t->other_dates &= looks_like_other_date(s, n);
+                char val[48];
+                snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
+                if (t->text > 1 && strcmp(val, t->prev)) t->changes++;
+                memcpy(t->prev, val, sizeof val);
+                uint32_t d = 0;
+                while (d < t->ndistinct && strcmp(t->distinct[d], val)) d++;
+                if (d == t->ndistinct && !(t->many |= d == 32)) memcpy(t->distinct[t->ndistinct++], val, sizeof val);
+                if (d < 32) row_d[j] = d;
+            }
+            if (p >= end || *p == '\n') {
+                if (j + 1 < c->ncsv) goto done;  // a short row: stop looking
+                break;
+            }
+            p++;
+        }
+        for (uint32_t j = 0; timed && j < c->ncsv; j++) {
+            text_kind *t = &k[j];
+            uint32_t d = row_d[j];
+            if (d == UINT32_MAX) continue;
+            t->unsorted |= t->time_seen[d] && time < t->last_time[d];
+            t->interleaved |= t->has_prev && d != t->prev_d && time <= t->prev_time;
+            t->last_time[d] = t->prev_time = time;
+            t->time_seen[d] = t->has_prev = true;
+            t->prev_d = d;
+        }
+        if (p < end && *p == '\n') p++;
+    }
+done:;
+    free(row_d);
+    bool quotes = memchr(first, '"', (size_t)(p - first)) != NULL;
+    // The command keeps what was given: the fix is the whole command line.
+    char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
+    size_t ln = 0, dn = 0, cn = 0;
+    uint32_t ntext = 0, sort_by = UINT32_MAX, bad_time = UINT32_MAX;
+    const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
+    if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
+    if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
+    if (c->o->categorical) cn = (size_t)snprintf(cats, sizeof cats, "%s", c->o->categorical);
+    if (c->o->drop_columns) dn = (size_t)snprintf(drop, sizeof drop, "%s", c->o->drop_columns);
+    k[f].text += k[f].text == 0;  // the value that failed counts, whatever the scan saw
+    for (uint32_t j = 0; j < c->ncsv; j++) {
+        text_kind *t = &k[j];
+        if (!t->text) continue;
+        ntext++;
+        char what[512];
+        // Series ids come in one run each (pack refuses a series that
+        // comes back), and repeat.
+        bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
+        // Ids of series whose rows interleave: at one time a row of each.
+        bool mixed = !t->many && !t->times && !t->numbers && !t->other_dates && t->ndistinct > 1 && t->interleaved &&
+                     !t->unsorted && !series_name;
+        char why[256];
+        uint64_t bl = 0, bc = 0;
+        if (t->bad_time) {
+            sf_time_why(t->bad_text, strlen(t->bad_text), why, sizeof why);
+            where(c, t->bad_time, &bl, &bc);
+        }
+        if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
+        else if (t->times && t->bad_time)
+            snprintf(what, sizeof what, "dates or times, but \"%s\" at line %llu column %llu is not one: %s",
+                     t->bad_text, (unsigned long long)bl, (unsigned long long)bc, why);
+        else if (t->times) snprintf(what, sizeof what, "dates or times");
+        else if (t->other_dates && year_first(t->distinct[0]))
+            snprintf(what, sizeof what, "dates such as \"%s\", without two-digit months and days: pack reads times "
+                     "as 2012-01-05 or 2012/01/05", t->distinct[0]);
+        else if (t->other_dates)
+            snprintf(what, sizeof what, "dates such as \"%s\", not year first: pack reads times as 2012-01-31 or "
+                     "2012/01/31", t->distinct[0]);
+        else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
+        else if (mixed)
+            snprintf(what, sizeof what, "ids of %u series whose rows interleave (a time repeats where the id changes): "
+                     "a series column, once the rows are sorted by it", t->ndistinct);
+        else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
+        else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
+        else snprintf(what, sizeof what, "text with many distinct values");
+        ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
+                               c->names[j], what);
+        bool no_time = c->o->time_column && !c->o->time_column[0];
+        if ((id || mixed) && !series_name) {
+            series_name = c->names[j];
+            snprintf(series, sizeof series, " --series-column %s", c->names[j]);
+            if (mixed) sort_by = j;
+        } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
+            time_name = c->names[j];
+            if (t->bad_time) bad_time = j;
+        } else if (!t->many && !t->times && !t->other_dates && !t->numbers && t->ndistinct > 1) {
+            sf_list_append(cats, sizeof cats, &cn, c->names[j]);  // a category: one-hot inputs
+            t->category = true;
+        } else {
+            sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
+        }
+    }
+    char tmp[96], fix[1600];
+    static const char *const missing[] = {"", " --missing drop", " --missing ffill"};
+    // With --columns the kept list is the user's: suggest it without the text columns.
+    if (c->o->columns) {
+        char keep[1024] = "";
+        size_t kn = 0;
+        for (uint32_t j = 0; j < c->ncsv; j++)
+            if ((c->role[j] == ROLE_CATEGORY || (c->role[j] == ROLE_KEEP && (!k[j].text || k[j].category))) &&
+                sf_list_append(keep, sizeof keep, &kn, c->names[j]))
+                break;
+        snprintf(fix, sizeof fix, " --columns '%s'%s%s%s%s%s%s%s", keep, series, time_name ? " --time-column " : "",
+                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
+                 missing[c->o->missing]);
+    } else {
+        snprintf(fix, sizeof fix, "%s%s%s%s%s%s%s%s%s%s", series, time_name ? " --time-column " : "",
+                 time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
+                 dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
+    }
+    const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
+    // What must happen before the command can work: a time corrected, or
+    // the rows sorted by the series column (pack takes each series' rows
+    // together), with a command for a plain CSV file.
+    char first_step[1200] = "", sorted[512];
+    if (bad_time == UINT32_MAX && c->time_field != UINT32_MAX && k[c->time_field].bad_time) bad_time = c->time_field;
+    if (bad_time != UINT32_MAX) {
+        char why[256];
+        uint64_t bl, bc;
+        sf_time_why(k[bad_time].bad_text, strlen(k[bad_time].bad_text), why, sizeof why);
+        where(c, k[bad_time].bad_time, &bl, &bc);
+        snprintf(first_step, sizeof first_step, " Correct \"%s\" in the time column \"%s\" first (line %llu column "
+                 "%llu: %s); then pack it with:", k[bad_time].bad_text, c->names[bad_time], (unsigned long long)bl,
+                 (unsigned long long)bc, why);
+    } else if (sort_by != UINT32_MAX) {
+        sort_step(c, sort_by, quotes, first_step, sizeof first_step, sorted, sizeof sorted);
+        first_step[strlen(first_step) - 1] = 0;  // the format puts the space
+        in = sorted;
+    }
+    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s.%s seqfeed pack "
+                     "%s -o %s%s",
+                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list,
+                     first_step[0] ? first_step : " Pack it with:", in, c->out ? c->out : "OUT.sfpack", fix);
+    free(k);
+    return rc;
+}
+
+// The common field: [-]digits[.digits] in at most 8 bytes after the sign (8
+// digits, or 7 and the point), directly followed by the delimiter or the line
+// end. Parsed 8 bytes at a time without a branch per character; anything
+// else (and the rare midpoint case) returns false and takes the general path.
+static inline bool fast_number(const char *q, const char *end, char delim, float *out, const char **after) {
+    bool neg = *q == '-';
+    q += neg;
+    uint64_t v;
+    memcpy(&v, q, 8);
+    uint64_t t = v ^ 0x3030303030303030ull;  // digit bytes become 0..9
+    uint64_t nondigit = (((t & 0x7f7f7f7f7f7f7f7full) + 0x7676767676767676ull) | t) & 0x8080808080808080ull;
+    unsigned k1 = nondigit ? (unsigned)__builtin_ctzll(nondigit) >> 3 : 8, len, n;
+    int e10 = 0;
+    uint64_t digits;
+    if (k1 < 8 && q[k1] == '.') {
+        // The digits after the point end at the next non-digit, or fill the
+        // word: then byte 8 must end the number (checked below).
+        uint64_t rest = nondigit & (nondigit - 1);
+        len = rest ? (unsigned)__builtin_ctzll(rest) >> 3 : 8;
+        uint64_t below = (1ull << (8 * k1)) - 1;
+        digits = (t & below) | ((t >> 8) & ~below & ((1ull << (8 * (len - 1))) - 1));
+        n = len - 1;
+        e10 = -(int)(len - 1 - k1);
+    } else {
+        len = n = k1;
+        digits = k1 < 8 ? t & ((1ull << (8 * k1)) - 1) : t;
+    }
+    if (n == 0 || q + len >= end) return false;
+    unsigned text_len = len;
+    char term = q[len];
+    if (term == '\r' && q[len + 1] == '\n') term = '\n', len++;
+    if (term != delim && term != '\n') return false;
+    // Leading zero bytes pad to 8 digits, then three multiply-adds join them.
+    digits <<= 8 * (8 - n);
+    digits = digits * 10 + (digits >> 8);
+    digits = (((digits & 0x000000ff000000ffull) * (100 + (1000000ull << 32))) +
+              (((digits >> 16) & 0x000000ff000000ffull) * (1 + (10000ull << 32)))) >> 32;
+    if (sf_decimal_to_float(digits, e10, (int)n, neg, q - neg, text_len + neg, out) != 0) return false;
+    *after = q + len;
+    return true;
+}
+
+// Length of the valid UTF-8 prefix of s[0, n).
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned ch = s[i];
+        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
+        uint32_t cp = ch & (0xffu >> (len + 1));
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return i;
+        i += len;
+    }
+    return n;
 }
 
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
@@ -717,7 +831,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
 }
 
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
-    const char *fs, *fe, *at;
+    const char *fs, *fe, *at, *start = p;
     bool quoted;
     int rc = next_field(c, &p, &fs, &fe, &quoted, &at);
     if (rc) return rc;
@@ -725,6 +839,10 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     c->rec_quoted |= quoted;
     size_t n = (size_t)(fe - fs);
     if (c->role[f] == ROLE_SERIES) {  // copied: c->field is reused by the next quoted field
+        // Spaces around an unquoted id are padding, dropped (and said when
+        // the series then goes wrong); inside quotes they are the id's own.
+        c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
+        if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
         if (memchr(fs, 0, n) || utf8_valid_prefix((const unsigned char *)fs, n) < n)
             return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
         if (n > SF_PACK_MAX_NAME)
@@ -877,10 +995,12 @@ static int start_series(csv *c) {
         return fail_at(c, c->key_at,
                        "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
                        "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
-                       "that column)",
+                       "that column)%s",
                        show(c->key, c->key_len, a, sizeof a),
                        c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
+                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line,
+                       c->key_padded ? "; here the id has spaces around it, which pack drops as padding outside "
+                                       "quotes: if the spaces make it another series, quote that id in the CSV" : "");
     // The record that starts the series is already parsed into the next batch
     // slot; flushing moves c->row back to the batch start, so it moves too.
     const float *parsed = c->row;
@@ -892,15 +1012,48 @@ static int start_series(csv *c) {
     c->cur_series_len = s->len;
     c->cur_series_line = c->line;
     c->have_last = false;
+    c->padded_line = 0;
+    return 0;
+}
+
+// The line of kept column k's first value from the current record on, in
+// the input read so far; 0 when it has none, and *rows the rows looked at
+// (*all: they run to the end of the input).
+static uint64_t first_value_line(csv *c, uint32_t k, uint64_t *rows, bool *all) {
+    uint32_t field = 0;
+    while (field < c->ncsv && !((c->role[field] == ROLE_KEEP || c->role[field] == ROLE_CATEGORY) &&
+                                c->keep_at[field] == k))
+        field++;
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    *rows = 0, *all = false;
+    while (p < end) {
+        for (uint32_t j = 0; j < c->ncsv; j++) {
+            const char *s, *e, *at;
+            bool quoted;
+            if (next_field(c, &p, &s, &e, &quoted, &at)) return 0;
+            if (j == field && !missing_token(s, (size_t)(e - s))) {
+                uint64_t line, col;
+                where(c, at, &line, &col);
+                return line;
+            }
+            if (p >= end || *p == '\n') break;
+            p++;
+        }
+        ++*rows;
+        if (p < end) p++;
+    }
+    *all = c->eof;
     return 0;
 }
 
 static int commit_record(csv *c) {
+    c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
         (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
         int rc = start_series(c);
         if (rc) return rc;
     }
+    if (c->key_padded && !c->padded_line) c->padded_line = c->line;
     if (c->rec_missing) {
         if (c->o->missing == SF_MISSING_DROP) {
             c->st.rows_dropped++;
@@ -908,24 +1061,53 @@ static int commit_record(csv *c) {
         }
         for (uint32_t k = 0; k < c->nkeep; k++) {
             if (!isnan(c->row[k])) continue;
-            if (!c->have_last)
-                return fail_at(c, c->miss[k],
-                               "missing value in column \"%s\" with no earlier row in this series to fill it from "
-                               "(hint: --missing drop)",
-                               c->col_names[k]);
+            if (!c->have_last) {
+                uint64_t rows;
+                bool all;
+                uint64_t line = first_value_line(c, k, &rows, &all);
+                char fix[1200];
+                if (line)  // --missing drop drops the rows before it
+                    snprintf(fix, sizeof fix, " (hint: its first value is at line %llu: --missing drop)",
+                             (unsigned long long)line);
+                else {  // --missing drop would drop every row
+                    size_t len = (size_t)snprintf(fix, sizeof fix, "; it has no value in %s (%llu rows): leave it out. "
+                                                  "Pack it with: ", all ? "the rest of the file" : "the rows read so far",
+                                                  (unsigned long long)rows);
+                    again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len);
+                }
+                return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
+                               "fill it from%s", c->col_names[k], fix);
+            }
             c->row[k] = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
             c->st.values_filled++;
         }
     }
     if (c->time_field != UINT32_MAX) {
+        // A categorical column that changes where the time repeats or goes
+        // back: the ids of series whose rows interleave, taken for one.
+        uint32_t mixed = UINT32_MAX;
+        for (uint32_t i = 0; c->have_last && c->rec_time <= c->prev_time && i < c->ncat && mixed == UINT32_MAX; i++) {
+            uint32_t k = c->keep_at[c->cats[i].field];
+            if (c->row[k] != (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) mixed = k;
+        }
         if (c->have_last && c->rec_time < c->prev_time) {
-            char now[48], before[48];
+            char now[48], before[48], hint[512] = "", a[96];
             format_time(c, c->rec_time, now, sizeof now);
             format_time(c, c->prev_time, before, sizeof before);
+            if (mixed != UINT32_MAX)
+                snprintf(hint, sizeof hint, "; categorical column \"%s\" changes there too: if it is the id of series "
+                         "whose rows interleave, sort the rows by it and pack it with --series-column instead",
+                         c->col_names[mixed]);
+            else if (c->padded_line)
+                snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
+                         "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
+                         show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
             return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
-                           "must not go back within a series (sort the CSV by time%s)", now, before,
-                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "");
+                           "must not go back within a series (sort the CSV by time%s)%s", now, before,
+                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",
+                           hint);
         }
+        if (mixed != UINT32_MAX && !c->repeat_line) c->repeat_line = c->line, c->repeat_col = mixed;
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = c->line;
     }
@@ -1164,6 +1346,7 @@ static int read_header(csv *c) {
     c->pos = (size_t)(p - c->buf) + (p < end);
     c->line = 2;
     for (const char *q = start; q < p; q++) c->line += *q == '\n';  // quoted names may span lines
+    c->header_one_line = c->line == 2;
 
     c->role = calloc(c->ncsv, 1);
     c->keep_at = calloc(c->ncsv, sizeof *c->keep_at);
@@ -1422,6 +1605,23 @@ static void notes(csv *c) {
             len += (size_t)snprintf(msg + len, sizeof msg - len, ". Its values look like dates (yyyymmdd): to make it "
                                     "the time column, exact, pack it with: ");
             again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
+                  msg + len, sizeof msg - len);
+        }
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (c->repeat_line) {
+        uint32_t field = c->cats[0].field;
+        for (uint32_t i = 0; i < c->ncat; i++)
+            if (c->keep_at[c->cats[i].field] == c->repeat_col) field = c->cats[i].field;
+        char sorted[512];
+        size_t len = (size_t)snprintf(msg, sizeof msg, "warning: at line %llu the time repeats within a series while "
+                                      "categorical column \"%s\" changes: it looks like the id of series whose rows "
+                                      "interleave, which training takes for one series (its windows mix them).",
+                                      (unsigned long long)c->repeat_line, c->names[field]);
+        if (len < sizeof msg) {
+            sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
+            len += strlen(msg + len);
+            again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
                   msg + len, sizeof msg - len);
         }
         c->o->note(c->o->progress_arg, msg);
