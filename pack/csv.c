@@ -263,6 +263,21 @@ static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size
     if (len < cap) snprintf(out + len, cap - len, "; then pack it with: ");
 }
 
+// Rewrites the control characters of msg (a column name or an id in it)
+// as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
+static void escape_controls(char *msg, size_t cap) {
+    char out[2048];
+    size_t k = 0;
+    for (const char *p = msg; *p && k + 5 < sizeof out; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
+        else if (strchr("\n\t\r", ch)) out[k++] = '\\', out[k++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
+        else k += (size_t)snprintf(out + k, sizeof out - k, "\\x%02x", ch);
+    }
+    out[k] = 0;
+    snprintf(msg, cap, "%s", out);
+}
+
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
 // 1 at end of input.
 static int refill(csv *c) {
@@ -1607,6 +1622,7 @@ static void notes(csv *c) {
             again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
                   msg + len, sizeof msg - len);
         }
+        escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->repeat_line) {
@@ -1624,12 +1640,14 @@ static void notes(csv *c) {
             again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
                   msg + len, sizeof msg - len);
         }
+        escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->truncated) {
         snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
                  "first at line %llu): seqfeed keeps times to the microsecond and dropped them",
                  (unsigned long long)c->truncated, c->names[c->time_field], (unsigned long long)c->truncated_line);
+        escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
 }
@@ -1712,6 +1730,7 @@ static int convert(csv *c, const char *out) {
 
 static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     int rc = convert(c, out);
+    if (rc) escape_controls(c->e->msg, sizeof c->e->msg);
     if (st) *st = c->st;
     if (rc > 0) rc = SF_EFORMAT;
     for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
