@@ -166,6 +166,7 @@ static const char *show(const char *s, size_t n, char *out, size_t cap) {
 // Appends " s" to out[*len, cap) as one shell word: as it is when plain,
 // else in single quotes.
 static void shell_word(char *out, size_t cap, size_t *len, const char *s) {
+    if (*len + 1 >= cap) return;  // full: what is there stays
     bool plain = *s != 0;
     for (const char *p = s; *p; p++) plain &= strchr("_./:,=+-@%", *p) || (*p >= '0' && *p <= '9') ||
                                               ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z');
@@ -179,6 +180,16 @@ static void shell_word(char *out, size_t cap, size_t *len, const char *s) {
     if (!plain && k + 2 < cap) out[k++] = '\'';
     out[k] = 0;
     *len = k;
+}
+
+// Appends to out[*len, cap) as snprintf does, *len kept below cap.
+__attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...) {
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = n < 0 ? *len : *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
 }
 
 static const char *const unit_names[] = {"s", "ms", "us", "ns"};  // SF_TIME_EPOCH_S ..
@@ -197,7 +208,10 @@ typedef struct {
 // decide what is packed (not those of speed or size).
 static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     const sf_csv_pack_opts *o = c->o;
-    size_t len = (size_t)snprintf(out, cap, "seqfeed pack");
+    size_t len = 0;
+    if (!cap) return;
+    out[0] = 0;
+    append(out, cap, &len, "seqfeed pack");
     shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
     shell_word(out, cap, &len, "-o");
     shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
@@ -241,26 +255,27 @@ static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
 // be together: pack refuses a series that comes back.
 static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
     const char *in = c->name;
-    size_t n = strlen(in), len;
+    size_t n = strlen(in), len = 0;
     bool file = strcmp(in, "<stdin>") != 0;
     snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
     if (!file) snprintf(sorted, scap, "SORTED.csv");
-    len = (size_t)snprintf(out, cap, " Sort the rows by \"%s\" first, each one's rows kept in time order",
-                           c->names[field]);
-    if (file && !quotes && c->header_one_line && strchr(",;", c->delim) && len < cap) {
+    if (!cap) return;
+    out[0] = 0;
+    append(out, cap, &len, " Sort the rows by \"%s\" first, each one's rows kept in time order", c->names[field]);
+    if (file && !quotes && c->header_one_line && strchr(",;", c->delim)) {
         char d[2] = {c->delim, 0}, key[32];
         snprintf(key, sizeof key, "-k%u,%u", field + 1, field + 1);
-        len += (size_t)snprintf(out + len, cap - len, ": (head -n 1");
+        append(out, cap, &len, ": (head -n 1");
         shell_word(out, cap, &len, in);
-        len += (size_t)snprintf(out + len, cap - len, " && tail -n +2");
+        append(out, cap, &len, " && tail -n +2");
         shell_word(out, cap, &len, in);
-        len += (size_t)snprintf(out + len, cap - len, " | LC_ALL=C sort -s -t");
+        append(out, cap, &len, " | LC_ALL=C sort -s -t");
         shell_word(out, cap, &len, d);
         shell_word(out, cap, &len, key);
-        len += (size_t)snprintf(out + len, cap - len, ") >");
+        append(out, cap, &len, ") >");
         shell_word(out, cap, &len, sorted);
     }
-    if (len < cap) snprintf(out + len, cap - len, "; then pack it with: ");
+    append(out, cap, &len, "; then pack it with: ");
 }
 
 // Rewrites the control characters of msg (a column name or an id in it)
@@ -688,9 +703,13 @@ done:;
         uint64_t bl, bc;
         sf_time_why(k[bad_time].bad_text, strlen(k[bad_time].bad_text), why, sizeof why);
         where(c, k[bad_time].bad_time, &bl, &bc);
-        snprintf(first_step, sizeof first_step, " Correct \"%s\" in the time column \"%s\" first (line %llu column "
-                 "%llu: %s); then pack it with:", k[bad_time].bad_text, c->names[bad_time], (unsigned long long)bl,
-                 (unsigned long long)bc, why);
+        if (bad_time == c->time_field)  // not in the list of text columns: said here
+            snprintf(first_step, sizeof first_step, " Correct \"%s\" in the time column \"%s\" first (line %llu "
+                     "column %llu: %s); then pack it with:", k[bad_time].bad_text, c->names[bad_time],
+                     (unsigned long long)bl, (unsigned long long)bc, why);
+        else
+            snprintf(first_step, sizeof first_step, " Correct line %llu column %llu first; then pack it with:",
+                     (unsigned long long)bl, (unsigned long long)bc);
     } else if (sort_by != UINT32_MAX) {
         sort_step(c, sort_by, quotes, first_step, sizeof first_step, sorted, sizeof sorted);
         first_step[strlen(first_step) - 1] = 0;  // the format puts the space
@@ -828,9 +847,10 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         if (k == (int)c->time_kind || !epoch_fits((enum sf_time_kind)k, c->rec_time)) continue;
         sf_time_format(date, sizeof date, epoch_us((enum sf_time_kind)k, c->rec_time),
                        SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
-        size_t len = (size_t)snprintf(fix, sizeof fix, "; as %s it is %s. Pack it with: ",
-                                      k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
-                                      : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
+        size_t len = 0;
+        append(fix, sizeof fix, &len, "; as %s it is %s. Pack it with: ",
+               k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
+               : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
         again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len);
         break;
     }
@@ -1085,9 +1105,9 @@ static int commit_record(csv *c) {
                     snprintf(fix, sizeof fix, " (hint: its first value is at line %llu: --missing drop)",
                              (unsigned long long)line);
                 else {  // --missing drop would drop every row
-                    size_t len = (size_t)snprintf(fix, sizeof fix, "; it has no value in %s (%llu rows): leave it out. "
-                                                  "Pack it with: ", all ? "the rest of the file" : "the rows read so far",
-                                                  (unsigned long long)rows);
+                    size_t len = 0;
+                    append(fix, sizeof fix, &len, "; it has no value in %s (%llu rows): leave it out. Pack it with: ",
+                           all ? "the rest of the file" : "the rows read so far", (unsigned long long)rows);
                     again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len);
                 }
                 return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
@@ -1608,17 +1628,18 @@ static void notes(csv *c) {
         if (!l->changed) continue;
         char stored[48];
         snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
-        size_t len = (size_t)snprintf(msg, sizeof msg, "warning: column \"%s\": float32 holds integers exactly only up "
-                                      "to 16777216 (2^24), and packing changed %llu of its values, by up to %.17g "
-                                      "(line %llu: %s is stored as %s)", c->col_names[k], (unsigned long long)l->changed,
-                                      l->max_change, (unsigned long long)l->first_line, l->first, stored);
+        size_t len = 0;
+        append(msg, sizeof msg, &len, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 "
+               "(2^24), and packing changed %llu of its values, by up to %.17g (line %llu: %s is stored as %s)",
+               c->col_names[k], (unsigned long long)l->changed, l->max_change, (unsigned long long)l->first_line,
+               l->first, stored);
         // Dates as 20200101 in every row, rising: the time axis, which
         // keeps them exact.
         bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
                      (!l->missing || c->o->missing == SF_MISSING_DROP) && c->time_field == UINT32_MAX && c->nkeep > 1;
-        if (dates && len < sizeof msg) {
-            len += (size_t)snprintf(msg + len, sizeof msg - len, ". Its values look like dates (yyyymmdd): to make it "
-                                    "the time column, exact, pack it with: ");
+        if (dates) {
+            append(msg, sizeof msg, &len, ". Its values look like dates (yyyymmdd): to make it the time column, "
+                   "exact, pack it with: ");
             again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
                   msg + len, sizeof msg - len);
         }
@@ -1630,16 +1651,14 @@ static void notes(csv *c) {
         for (uint32_t i = 0; i < c->ncat; i++)
             if (c->keep_at[c->cats[i].field] == c->repeat_col) field = c->cats[i].field;
         char sorted[512];
-        size_t len = (size_t)snprintf(msg, sizeof msg, "warning: at line %llu the time repeats within a series while "
-                                      "categorical column \"%s\" changes: it looks like the id of series whose rows "
-                                      "interleave, which training takes for one series (its windows mix them).",
-                                      (unsigned long long)c->repeat_line, c->names[field]);
-        if (len < sizeof msg) {
-            sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
-            len += strlen(msg + len);
-            again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
-                  msg + len, sizeof msg - len);
-        }
+        size_t len = 0;
+        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while categorical "
+               "column \"%s\" changes: it looks like the id of series whose rows interleave, which training takes "
+               "for one series (its windows mix them).", (unsigned long long)c->repeat_line, c->names[field]);
+        sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
+        len += strlen(msg + len);
+        again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
+              msg + len, sizeof msg - len);
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }

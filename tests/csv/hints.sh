@@ -92,7 +92,7 @@ expect err 'column "date": .*changed 20000 of its values'
 # ---- ISO-8601 times the time column refuses, and those it takes ----
 printf 'v,time\n1,2016-12-31T23:59:60\n2,2017-01-01T00:00:00\n' >leap.csv
 run 1 pack leap.csv -o leap.sfpack
-expect err 'leap\.csv:2:3: expected a number in column "time", found "2016-12-31T23:59:60"; .*"2016-12-31T23:59:60" at line 2 column 3 is not one: a leap second \(23:59:60\).* Correct "2016-12-31T23:59:60" in the time column "time" first'
+expect err 'leap\.csv:2:3: expected a number in column "time", found "2016-12-31T23:59:60"; .*"2016-12-31T23:59:60" at line 2 column 3 is not one: a leap second \(23:59:60\).*\. Correct line 2 column 3 first; then pack it with: '
 sed -i 's/23:59:60/23:59:59/' leap.csv
 run_suggested "a leap second, corrected"
 printf 'time,v\n2016-12-31T23:59:59,1\n2016-12-31T23:59:60,2\n' >leap-later.csv
