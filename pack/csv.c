@@ -508,17 +508,22 @@ static int64_t epoch_us(enum sf_time_kind kind, int64_t t) {
 // is, for its line (NULL in a helper's half: row is its row there).
 static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, const char *at, uint64_t row) {
     l->big++;
-    size_t i = n && (s[0] == '-' || s[0] == '+');
+    size_t i = n && (s[0] == '-' || s[0] == '+'), digits = n;
     while (i + 1 < n && s[i] == '0') i++;
-    bool integer = i < n;
-    for (size_t k = i; k < n; k++) integer &= (unsigned)(s[k] - '0') < 10;
+    // Digits, and zeros after a point (20200101.0, as exports of floats
+    // write integers).
+    const char *point = memchr(s + i, '.', n - i);
+    if (point) digits = (size_t)(point - s);
+    bool integer = i < digits;
+    for (size_t k = i; k < digits; k++) integer &= (unsigned)(s[k] - '0') < 10;
+    for (size_t k = digits + 1; k < n; k++) integer &= s[k] == '0';
     int64_t us;
     unsigned parts;
     // A date as 20200101: what --time-column reads as ISO-8601's basic form.
     l->not_date |= !integer || n != 8 || sf_time_parse(s, n, &us, &parts) != 0;
     if (!integer) return;  // a fraction: float32 rounds those anyway
     long double exact = 0;
-    for (size_t k = i; k < n; k++) exact = exact * 10 + (s[k] - '0');  // exact below 2^64
+    for (size_t k = i; k < digits; k++) exact = exact * 10 + (s[k] - '0');  // exact below 2^64
     long double change = fabsl(exact - fabsl((long double)v));
     if (change == 0) return;
     if (!l->changed++) {
@@ -1622,10 +1627,17 @@ static void notes(csv *c) {
     if (!c->o->note) return;
     char msg[2048];
     uint64_t records = c->st.rows + c->st.rows_dropped;
+    uint32_t said = 0, more = 0;
+    uint64_t more_values = 0;
     for (uint32_t i = 0; i < c->nbig_cols; i++) {
         uint32_t k = c->big_cols[i];
         const lossy *l = &c->lossy[k];
         if (!l->changed) continue;
+        if (said == 8) {  // a warning per column up to 8, then how many more
+            more++, more_values += l->changed;
+            continue;
+        }
+        said++;
         char stored[48];
         snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
         size_t len = 0;
@@ -1644,6 +1656,11 @@ static void notes(csv *c) {
                   msg + len, sizeof msg - len);
         }
         escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (more) {
+        snprintf(msg, sizeof msg, "warning: and %u more columns: packing changed %llu of their integers beyond 2^24",
+                 more, (unsigned long long)more_values);
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->repeat_line) {

@@ -80,6 +80,14 @@ printf 'date,v\n20200102,1\n20200101,2\n' >back.csv
 run 0 pack back.csv -o back.sfpack
 expect err 'warning: column "date": .*changed 1 of its values'
 grep -q -- '--time-column' err && fail "dates going back were suggested as the time column: $(cat err)"
+# Integers written as floats, not dates for --time-column; past 8 columns, a count.
+printf 'd,v\n20200101.0,1\n20200103.00,2\n' >float-ints.csv
+run 0 pack float-ints.csv -o fi.sfpack
+expect err 'warning: column "d": .*changed 2 of its values, by up to 1 \(line 2: 20200101\.0 is stored as 20200100\)$'
+awk 'BEGIN { for (c = 0; c < 10; c++) printf "%sc%d", c ? "," : "", c; print ""; for (r = 0; r < 3; r++) { for (c = 0; c < 10; c++) printf "%s%d", c ? "," : "", 16777217 + 2 * c; print "" } }' >wide.csv
+run 0 pack wide.csv -o wide.sfpack
+[ "$(grep -c 'warning: column' err)" -eq 8 ] || fail "not 8 column warnings: $(cat err)"
+expect err '^seqfeed pack: warning: and 2 more columns: packing changed 6 of their integers beyond 2\^24$'
 # The helper thread's half (files over 256 KiB) counts alike.
 awk 'BEGIN { print "date,n,v"; for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", 20000101 + i % 28, 16777217 + 2 * i, i }' >big.csv
 run 0 pack big.csv -o big1.sfpack --threads 1
