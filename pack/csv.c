@@ -205,11 +205,13 @@ typedef struct {
 } again_edit;
 
 // The pack command that ran, with ed's changes, into out: the options that
-// decide what is packed (not those of speed or size).
-static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
+// decide what is packed (not those of speed or size). false when it does not
+// fit whole (names of kilobytes): then no command is better than a cut one.
+static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     const sf_csv_pack_opts *o = c->o;
     size_t len = 0;
-    if (!cap) return;
+    bool whole = true;
+    if (!cap) return false;
     out[0] = 0;
     append(out, cap, &len, "seqfeed pack");
     shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
@@ -219,13 +221,15 @@ static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     size_t n = 0;
     list[0] = 0;
     if (o->columns) {  // the kept list without the dropped column
-        for (const char *p = o->columns; p && !sf_list_next(&p, name, sizeof name);)
-            if (!ed->drop || strcmp(name, ed->drop)) sf_list_append(list, sizeof list, &n, name);
+        for (const char *p = o->columns; p;)
+            if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
+            else if (!ed->drop || strcmp(name, ed->drop)) whole &= sf_list_append(list, sizeof list, &n, name) == 0;
         shell_word(out, cap, &len, "--columns");
         shell_word(out, cap, &len, list);
     } else if (o->drop_columns || ed->drop) {
         n = (size_t)snprintf(list, sizeof list, "%s", o->drop_columns ? o->drop_columns : "");
-        if (ed->drop) sf_list_append(list, sizeof list, &n, ed->drop);
+        whole &= n < sizeof list;
+        if (ed->drop && n < sizeof list) whole &= sf_list_append(list, sizeof list, &n, ed->drop) == 0;
         shell_word(out, cap, &len, "--drop-columns");
         shell_word(out, cap, &len, list);
     }
@@ -237,8 +241,10 @@ static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     if (unit && time && *time) shell_word(out, cap, &len, "--time-unit"), shell_word(out, cap, &len, unit);
     if (o->categorical) {
         n = 0, list[0] = 0;
-        for (const char *p = o->categorical; p && !sf_list_next(&p, name, sizeof name);)
-            if (!ed->uncategorical || strcmp(name, ed->uncategorical)) sf_list_append(list, sizeof list, &n, name);
+        for (const char *p = o->categorical; p;)
+            if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
+            else if (!ed->uncategorical || strcmp(name, ed->uncategorical))
+                whole &= sf_list_append(list, sizeof list, &n, name) == 0;
         if (n) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, list);
     }
     if (o->delimiter) {
@@ -247,6 +253,7 @@ static void again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     }
     static const char *const missing[] = {NULL, "drop", "ffill"};
     if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
+    return whole && len + 1 < cap;
 }
 
 // " Sort the rows by NAME first ...; then pack it with: " into out, with a
@@ -856,7 +863,8 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         append(fix, sizeof fix, &len, "; as %s it is %s. Pack it with: ",
                k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
                : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
-        again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len);
+        if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len))
+            snprintf(fix + len, sizeof fix - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
         break;
     }
     char lo[48], hi[48];
@@ -1111,9 +1119,13 @@ static int commit_record(csv *c) {
                              (unsigned long long)line);
                 else {  // --missing drop would drop every row
                     size_t len = 0;
-                    append(fix, sizeof fix, &len, "; it has no value in %s (%llu rows): leave it out. Pack it with: ",
-                           all ? "the rest of the file" : "the rows read so far", (unsigned long long)rows);
-                    again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len);
+                    append(fix, sizeof fix, &len, "; it has no value in %s (%llu rows): leave it out", all ?
+                           "the rest of the file" : "the rows read so far", (unsigned long long)rows);
+                    size_t mark = len;
+                    append(fix, sizeof fix, &len, ". Pack it with: ");
+                    if (!again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len))
+                        snprintf(fix + mark, sizeof fix - mark, " (%s)", c->o->columns ? "--columns without it"
+                                                                                       : "--drop-columns");
                 }
                 return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
                                "fill it from%s", c->col_names[k], fix);
@@ -1650,10 +1662,13 @@ static void notes(csv *c) {
         bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
                      (!l->missing || c->o->missing == SF_MISSING_DROP) && c->time_field == UINT32_MAX && c->nkeep > 1;
         if (dates) {
+            size_t mark = len;
             append(msg, sizeof msg, &len, ". Its values look like dates (yyyymmdd): to make it the time column, "
                    "exact, pack it with: ");
-            again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
-                  msg + len, sizeof msg - len);
+            if (!again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
+                       msg + len, sizeof msg - len))
+                snprintf(msg + mark, sizeof msg - mark, ". Its values look like dates (yyyymmdd): --time-column "
+                         "makes it the time column, exact");
         }
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
@@ -1672,10 +1687,13 @@ static void notes(csv *c) {
         append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while categorical "
                "column \"%s\" changes: it looks like the id of series whose rows interleave, which training takes "
                "for one series (its windows mix them).", (unsigned long long)c->repeat_line, c->names[field]);
+        size_t mark = len;
         sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
         len += strlen(msg + len);
-        again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
-              msg + len, sizeof msg - len);
+        if (!again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
+                   msg + len, sizeof msg - len))
+            snprintf(msg + mark, sizeof msg - mark, " Sort the rows by it, each one's rows kept in time order, and "
+                     "pack them with --series-column instead of --categorical");
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }

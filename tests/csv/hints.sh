@@ -187,4 +187,13 @@ run 1 pack nl-back.csv -o nl.sfpack --series-column id
 [ "$(wc -l <err)" -eq 1 ] || fail "an error with a newline in an id takes lines: $(cat err)"
 expect err 'series "x\\x0ay" \(column "id"\) reappears'
 
+# Names too long for a message's command (under ASan: no overrun).
+long=$(printf 'x%.0s' $(seq 700))
+printf '%s,v\nA,1\nB,2\nA,3\n' "$long" >long-category.csv
+run 1 pack long-category.csv -o lc.sfpack
+expect err '^seqfeed pack: error: long-category\.csv:2:1: expected a number in column "x'
+printf '%s,v\n,1\n,2\n' "$long" >long-empty.csv
+run 1 pack long-empty.csv -o le.sfpack --missing ffill
+expect err '^seqfeed pack: error: long-empty\.csv:2:1: missing value in column "x'
+
 finish
