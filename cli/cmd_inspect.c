@@ -129,43 +129,70 @@ static void print_json(const sf_pack *p) {
     printf("}\n");
 }
 
+// Bytes s takes in the table: control characters written as \n, \t, \r
+// or \xNN, so that a name or a series id cannot break a line of it.
+static int esc_len(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += (unsigned char)*s >= 0x20 && *s != 0x7f ? 1 : strchr("\n\t\r", *s) ? 2 : 4;
+    return n;
+}
+
+// Writes s so, then spaces up to width.
+static void put_esc(const char *s, int width) {
+    for (const char *q = s; *q; q++) {
+        unsigned char ch = (unsigned char)*q;
+        if (ch >= 0x20 && ch != 0x7f) putchar(ch);
+        else if (strchr("\n\t\r", ch)) printf("\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
+        else printf("\\x%02x", ch);
+    }
+    for (int n = esc_len(s); n < width; n++) putchar(' ');
+}
+
 static void print_text(const sf_pack *p, bool all_series) {
     const sf_pack_info *in = sf_pack_get_info(p);
     chunk_summary s = summarize(p);
     printf("file         %s (%" PRIu64 " bytes)\n", sf_pack_name(p), in->file_size);
-    printf("format       sfpack version %u, filter %s, zstd level %d\n", in->version, sf_filter_name((int)in->filter),
-           in->level);
-    printf("rows         %" PRIu64 " in %" PRIu64 " series%s%s%s\n", in->nrows, in->nseries,
-           in->series_column[0] ? " (series column \"" : "", in->series_column,
-           in->series_column[0] ? "\")" : "");
+    // Version 2 only when rows carry times or CSV lines or there are
+    // categories (docs/FORMAT.md): synth's files, and the writer's without
+    // them, stay version 1, which every reader reads.
+    printf("format       sfpack version %u%s, filter %s, zstd level %d\n", in->version,
+           in->version == 1 ? " (no times, CSV lines or categories; pack writes version 2 for those)" : "",
+           sf_filter_name((int)in->filter), in->level);
+    printf("rows         %" PRIu64 " in %" PRIu64 " series", in->nrows, in->nseries);
+    if (in->series_column[0]) printf(" (series column \""), put_esc(in->series_column, 0), printf("\")");
+    printf("\n");
     if (in->time_kind != SF_TIME_NONE) {
         char step[32] = "none";
         if (in->time_step) sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
-        printf("time         column \"%s\" (%s), typical step %s, %" PRIu64 " larger step(s) (gaps)\n",
-               in->time_column, time_kind_name(in->time_kind), step, in->time_gaps);
+        printf("time         column \"");
+        put_esc(in->time_column, 0);
+        printf("\" (%s), typical step %s, %" PRIu64 " larger step(s) (gaps)\n", time_kind_name(in->time_kind), step,
+               in->time_gaps);
     }
     if (in->has_lines) printf("lines        every row keeps its line in the CSV it was packed from\n");
     printf("columns      %u\n", in->ncols);
     int w = 4;
     for (uint32_t c = 0; c < in->ncols; c++) {
-        int len = (int)strlen(in->col_names[c]);
+        int len = esc_len(in->col_names[c]);
         w = len > w ? len : w;
     }
     printf("  %4s  %-*s  %14s %14s %14s %14s\n", "#", w, "name", "min", "max", "mean", "std");
     for (uint32_t c = 0; c < in->ncols; c++) {
         const sf_col_stats *st = &in->stats[c];
         const sf_category *cat = sf_pack_category(in, c);
+        printf("  %4u  ", c + 1);
+        put_esc(in->col_names[c], w);
         if (!cat) {
-            printf("  %4u  %-*s  %14.7g %14.7g %14.7g %14.7g\n", c + 1, w, in->col_names[c], st->min, st->max,
-                   st->mean, st->std);
+            printf("  %14.7g %14.7g %14.7g %14.7g\n", st->min, st->max, st->mean, st->std);
             continue;
         }
         char list[72] = "";  // as lists of names are spelled: a value with a comma quoted
         size_t len = 0;
         uint32_t v = 0;
         while (v < cat->nvalues && !sf_list_append(list, sizeof list, &len, cat->values[v])) v++;
-        printf("  %4u  %-*s  categorical, %u values: %s%s\n", c + 1, w, in->col_names[c], cat->nvalues, list,
-               v < cat->nvalues ? " ... (--json lists them all)" : "");
+        printf("  categorical, %u values: ", cat->nvalues);
+        put_esc(list, 0);
+        printf("%s\n", v < cat->nvalues ? " ... (--json lists them all)" : "");
     }
     uint64_t nimp = 0;
     for (uint32_t c = 0; in->imputed && c < in->ncols; c++) nimp += in->imputed[c];
@@ -180,9 +207,9 @@ static void print_text(const sf_pack *p, bool all_series) {
     bool timed = in->time_kind != SF_TIME_NONE;
     printf("  %8s  %-20s %14s %14s%s\n", "#", "name", "first row", "rows", timed ? "  first time .. last time" : "");
     for (uint64_t i = 0; i < shown; i++) {
-        printf("  %8" PRIu64 "  %-20s %14" PRIu64 " %14" PRIu64, i + 1,
-               in->series[i].name[0] ? in->series[i].name : "(all rows)", in->series[i].first_row,
-               in->series[i].rows);
+        printf("  %8" PRIu64 "  ", i + 1);
+        put_esc(in->series[i].name[0] ? in->series[i].name : "(all rows)", 20);
+        printf(" %14" PRIu64 " %14" PRIu64, in->series[i].first_row, in->series[i].rows);
         if (timed) {
             char a[48], b[48];
             sf_pack_time_text(in, in->series_times[2 * i], a, sizeof a);

@@ -30,6 +30,11 @@ static void on_temp(void *arg, const char *path) {
     cli_guard_temp(path);
 }
 
+static void on_note(void *arg, const char *text) {
+    (void)arg;
+    fprintf(stderr, "seqfeed pack: %s\n", text);
+}
+
 static void on_progress(void *arg, uint64_t rows, uint64_t bytes) {
     cli_progress *p = arg;
     double dt = sf_now() - p->start;
@@ -79,6 +84,7 @@ int cmd_pack(int argc, char **argv) {
     o.progress = on_progress;
     o.progress_arg = &prog;
     o.temp_path = on_temp;
+    o.note = on_note;  // also with -q: they say what happened to the data
     sf_csv_pack_stats st = {0};
     sf_err e = {0};
     rc = sf_csv_pack(in, out, &o, &st, &e);

@@ -152,7 +152,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
             rc = sf_err_set(e, SF_EUSAGE, "%s: the checkpoint was trained on windows kept off steps longer than %g s, "
                             "and this file has no time column to find them", data, r->ck.max_gap);
         else if (r->ck.max_gap > 0)
-            rc = sf_pack_segments(r->pack, (int64_t)floor(r->ck.max_gap / sf_pack_time_unit(in)), &cut, &ncut, e);
+            rc = sf_pack_segments(r->pack, sf_pack_time_count(in, r->ck.max_gap), &cut, &ncut, e);
         if (!rc)
             rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, cut ? cut : in->series, cut ? ncut : in->nseries,
                                 &r->ck.window, 1, &split, e);

@@ -148,7 +148,10 @@ int sf_list_append(char *out, size_t cap, size_t *len, const char *name) {
         if (k < cap) out[k++] = *s;
     }
     if (quote && k < cap) out[k++] = '"';
-    if (k >= cap) return SF_ERANGE;
+    if (k >= cap) {  // out stays the list it was
+        if (*len < cap) out[*len] = 0;
+        return SF_ERANGE;
+    }
     out[k] = 0;
     *len = k;
     return 0;

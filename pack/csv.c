@@ -40,6 +40,18 @@ typedef struct {
     uint64_t line;
 } series_seen;
 
+// A kept column's integers beyond float32's exact range (|v| > 2^24), which
+// float32 may change (20200101 is stored as 20200100): said after packing.
+typedef struct {
+    uint64_t big, changed, missing;  // values above 2^24; those float32 changed; missing values
+    uint64_t first_line;             // of the first changed value (a row index in a helper's half)
+    double max_change;
+    char first[24];                  // that value's text
+    float first_stored;
+    bool not_date;  // a value above 2^24 that is not a yyyymmdd date
+    bool back;      // a value below the one of the row before it in its series
+} lossy;
+
 typedef struct {
     const char *name;
     const char *out;  // the .sfpack path, for the command a message suggests
@@ -99,7 +111,17 @@ typedef struct {
     size_t half_cap;
 
     char *field;  // an unquoted copy of a quoted field
-    size_t field_cap;
+    size_t field_cap, field_len;  // field_len: the last quoted field's length, spaces inside the quotes kept
+
+    lossy *lossy, *half_lossy;  // per kept column: the main thread's and the helper's half
+    uint32_t *big_cols, nbig_cols;  // the columns with a value above 2^24, in order of discovery
+    uint64_t truncated, truncated_line;  // times with digits below a microsecond
+    uint64_t repeat_line;  // a time repeated in a series while a categorical value changed
+    uint32_t repeat_col;   // that categorical column (kept index)
+    bool key_padded;       // the record's series id had spaces around it, dropped as padding
+    bool header_one_line;  // no quoted name spans lines: data starts at line 2
+    bool quoted_seen;      // a record had a quoted field
+    uint64_t padded_line;  // the current series' first row whose id had them; 0: none
 
     sf_pack_writer *w;
     sf_csv_pack_stats st;
@@ -119,7 +141,7 @@ static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
 __attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, const char *fmt, ...) {
     uint64_t line, col;
     where(c, q, &line, &col);
-    char msg[768];
+    char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -140,6 +162,143 @@ static const char *show(const char *s, size_t n, char *out, size_t cap) {
     if (i < n) memcpy(out + k, "...", 4);
     else out[k] = 0;
     return out;
+}
+
+// Appends " s" to out[*len, cap) as one shell word: as it is when plain,
+// else in single quotes.
+static void shell_word(char *out, size_t cap, size_t *len, const char *s) {
+    if (*len + 1 >= cap) return;  // full: what is there stays
+    bool plain = *s != 0;
+    for (const char *p = s; *p; p++) plain &= strchr("_./:,=+-@%", *p) || (*p >= '0' && *p <= '9') ||
+                                              ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z');
+    size_t k = *len;
+    if (k + 2 < cap) out[k++] = ' ';
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    for (const char *p = s; *p && k + 6 < cap; p++) {
+        if (*p == '\'' && !plain) memcpy(out + k, "'\\''", 4), k += 4;
+        else out[k++] = *p;
+    }
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    out[k] = 0;
+    *len = k;
+}
+
+// Appends to out[*len, cap) as snprintf does, *len kept below cap.
+__attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...) {
+    if (*len + 1 >= cap) return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(out + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    *len = n < 0 ? *len : *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+static const char *const unit_names[] = {"s", "ms", "us", "ns"};  // SF_TIME_EPOCH_S ..
+
+// How a command a message suggests differs from the one that ran.
+typedef struct {
+    const char *in;             // another input (a sorted copy); NULL: the same
+    const char *series_column;  // NULL: as given
+    const char *time_column;    // NULL: as given
+    const char *time_unit;      // NULL: as given
+    const char *drop;           // a column to leave out as well; NULL: none
+    const char *uncategorical;  // a column --categorical no longer names; NULL: none
+} again_edit;
+
+// The pack command that ran, with ed's changes, into out: the options that
+// decide what is packed (not those of speed or size). false when it does not
+// fit whole (names of kilobytes): then no command is better than a cut one.
+static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
+    const sf_csv_pack_opts *o = c->o;
+    size_t len = 0;
+    bool whole = true;
+    if (!cap) return false;
+    out[0] = 0;
+    append(out, cap, &len, "seqfeed pack");
+    shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    shell_word(out, cap, &len, "-o");
+    shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
+    char list[4096], name[4096];
+    size_t n = 0;
+    list[0] = 0;
+    if (o->columns) {  // the kept list without the dropped column
+        for (const char *p = o->columns; p;)
+            if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
+            else if (!ed->drop || strcmp(name, ed->drop)) whole &= sf_list_append(list, sizeof list, &n, name) == 0;
+        shell_word(out, cap, &len, "--columns");
+        shell_word(out, cap, &len, list);
+    } else if (o->drop_columns || ed->drop) {
+        n = (size_t)snprintf(list, sizeof list, "%s", o->drop_columns ? o->drop_columns : "");
+        whole &= n < sizeof list;
+        if (ed->drop && n < sizeof list) whole &= sf_list_append(list, sizeof list, &n, ed->drop) == 0;
+        shell_word(out, cap, &len, "--drop-columns");
+        shell_word(out, cap, &len, list);
+    }
+    const char *series = ed->series_column ? ed->series_column : o->series_column;
+    if (series && *series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, series);
+    const char *time = ed->time_column ? ed->time_column : o->time_column;
+    if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
+    const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
+    if (unit && time && *time) shell_word(out, cap, &len, "--time-unit"), shell_word(out, cap, &len, unit);
+    if (o->categorical) {
+        n = 0, list[0] = 0;
+        for (const char *p = o->categorical; p;)
+            if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
+            else if (!ed->uncategorical || strcmp(name, ed->uncategorical))
+                whole &= sf_list_append(list, sizeof list, &n, name) == 0;
+        if (n) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, list);
+    }
+    if (o->delimiter) {
+        char d[2] = {o->delimiter, 0};
+        shell_word(out, cap, &len, "--delimiter"), shell_word(out, cap, &len, o->delimiter == '\t' ? "tab" : d);
+    }
+    static const char *const missing[] = {NULL, "drop", "ffill"};
+    if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
+    return whole && len + 1 < cap;
+}
+
+// " Sort the rows by NAME first ...; then pack it with: " into out, with a
+// command that sorts a plain CSV file (no quotes seen, a one-line header),
+// and in sorted the name of the sorted copy. The series column's rows must
+// be together: pack refuses a series that comes back.
+static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
+    const char *in = c->name;
+    size_t n = strlen(in), len = 0;
+    bool file = strcmp(in, "<stdin>") != 0;
+    snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
+    if (!file) snprintf(sorted, scap, "SORTED.csv");
+    if (!cap) return;
+    out[0] = 0;
+    append(out, cap, &len, " Sort the rows by \"%s\" first, each one's rows kept in time order", c->names[field]);
+    if (file && !quotes && c->header_one_line && strchr(",;", c->delim)) {
+        char d[2] = {c->delim, 0}, key[32];
+        snprintf(key, sizeof key, "-k%u,%u", field + 1, field + 1);
+        append(out, cap, &len, ": (head -n 1");
+        shell_word(out, cap, &len, in);
+        append(out, cap, &len, " && tail -n +2");
+        shell_word(out, cap, &len, in);
+        append(out, cap, &len, " | LC_ALL=C sort -s -t");
+        shell_word(out, cap, &len, d);
+        shell_word(out, cap, &len, key);
+        append(out, cap, &len, ") >");
+        shell_word(out, cap, &len, sorted);
+    }
+    append(out, cap, &len, "; then pack it with: ");
+}
+
+// Rewrites the control characters of msg (a column name or an id in it)
+// as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
+static void escape_controls(char *msg, size_t cap) {
+    char out[2048];
+    size_t k = 0;
+    for (const char *p = msg; *p && k + 5 < sizeof out; p++) {
+        unsigned char ch = (unsigned char)*p;
+        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
+        else if (strchr("\n\t\r", ch)) out[k++] = '\\', out[k++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
+        else k += (size_t)snprintf(out + k, sizeof out - k, "\\x%02x", ch);
+    }
+    out[k] = 0;
+    snprintf(msg, cap, "%s", out);
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
@@ -235,6 +394,7 @@ static int next_field(csv *c, const char **pp, const char **fs, const char **fe,
     if (p == end && !c->eof) return REC_MORE;
     if (p < end && *p != d && *p != '\n')
         return fail_at(c, p, "expected a delimiter or the end of the line after a closing quote");
+    c->field_len = n;
     size_t s = 0;
     while (s < n && is_space(c->field[s], d)) s++;
     while (n > s && is_space(c->field[n - 1], d)) n--;
@@ -270,6 +430,14 @@ typedef struct {
     char distinct[32][48];
     char prev[48];
     bool category;  // suggested for --categorical
+    const char *bad_time;  // times: where the first is that sf_time_parse refuses, and its text
+    char bad_text[64];
+    // With a time column: each distinct value's last time, and whether the
+    // rows of one value keep time order while the column's values
+    // interleave (a time repeats or goes back where the value changes).
+    int64_t last_time[32], prev_time;
+    bool time_seen[32], has_prev, unsorted, interleaved;
+    uint32_t prev_d;
 } text_kind;
 
 // "2012-01-01", "2010-01-01T01:00:00", "2010/01/01 01:00": a year-first
@@ -304,18 +472,105 @@ static bool looks_like_other_date(const char *s, size_t n) {
     return most == 4 && (seps == 2 || month);
 }
 
+// An integer epoch time: digits with an optional sign, any int64 (19
+// digits: nanoseconds after 2001-09-09). 0, SF_EFORMAT when not an integer,
+// SF_ERANGE beyond int64.
+static int parse_epoch(const char *s, size_t n, int64_t *out) {
+    bool neg = n && s[0] == '-';
+    size_t i = n && (s[0] == '-' || s[0] == '+');
+    if (i == n) return SF_EFORMAT;
+    while (i + 1 < n && s[i] == '0') i++;
+    uint64_t v = 0;
+    for (size_t k = i; k < n; k++) {
+        if ((unsigned)(s[k] - '0') >= 10) return SF_EFORMAT;
+        if (k - i < 19) v = v * 10 + (uint64_t)(s[k] - '0');  // below 10^19 < 2^64
+    }
+    if (n - i > 19 || v > (uint64_t)INT64_MAX + neg) return SF_ERANGE;
+    *out = neg ? (v ? -(int64_t)(v - 1) - 1 : 0) : (int64_t)v;
+    return 0;
+}
+
+// The epoch times each unit takes: the instants ISO-8601 writes with four
+// digits of year, 0000-01-01T00:00Z to 9999-12-31T23:59:59.999999999Z (as
+// far as int64 reaches), so that a count in the wrong unit (microseconds
+// given as seconds) is caught, and microseconds never overflow.
+static const int64_t epoch_lo[] = {-62167219200ll, -62167219200000ll, -62167219200000000ll, INT64_MIN};
+static const int64_t epoch_hi[] = {253402300799ll, 253402300799999ll, 253402300799999999ll, INT64_MAX};
+
+static bool epoch_fits(enum sf_time_kind kind, int64_t t) {
+    return t >= epoch_lo[kind - SF_TIME_EPOCH_S] && t <= epoch_hi[kind - SF_TIME_EPOCH_S];
+}
+
+// Microseconds of an epoch time that fits.
+static int64_t epoch_us(enum sf_time_kind kind, int64_t t) {
+    switch (kind) {
+    case SF_TIME_EPOCH_S: return t * 1000000;
+    case SF_TIME_EPOCH_MS: return t * 1000;
+    case SF_TIME_EPOCH_NS: return t / 1000 - (t % 1000 < 0);
+    default: return t;
+    }
+}
+
+// A kept value of 2^24 (float32's last exact integer in a row) or more in magnitude,
+// whose text is s[0, n): float32 may have changed an integer. at: where it
+// is, for its line (NULL in a helper's half: row is its row there).
+static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, const char *at, uint64_t row) {
+    l->big++;
+    size_t i = n && (s[0] == '-' || s[0] == '+'), digits = n;
+    while (i + 1 < n && s[i] == '0') i++;
+    // Digits, and zeros after a point (20200101.0, as exports of floats
+    // write integers).
+    const char *point = memchr(s + i, '.', n - i);
+    if (point) digits = (size_t)(point - s);
+    bool integer = i < digits;
+    for (size_t k = i; k < digits; k++) integer &= (unsigned)(s[k] - '0') < 10;
+    for (size_t k = digits + 1; k < n; k++) integer &= s[k] == '0';
+    int64_t us;
+    unsigned parts;
+    // A date as 20200101: what --time-column reads as ISO-8601's basic form.
+    l->not_date |= !integer || n != 8 || sf_time_parse(s, n, &us, &parts) != 0;
+    if (!integer) return;  // a fraction: float32 rounds those anyway
+    long double exact = 0;
+    for (size_t k = i; k < digits; k++) exact = exact * 10 + (s[k] - '0');  // exact below 2^64
+    long double change = fabsl(exact - fabsl((long double)v));
+    if (change == 0) return;
+    if (!l->changed++) {
+        uint64_t col;
+        if (at) where(c, at, &l->first_line, &col);
+        else l->first_line = row;
+        snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
+        l->first_stored = v;
+    }
+    if ((double)change > l->max_change) l->max_change = (double)change;
+}
+
+// The main thread's record of a value above 2^24 in kept column k.
+static void big_main(csv *c, uint32_t k, const char *s, size_t n, const char *at) {
+    if (!c->lossy[k].big) c->big_cols[c->nbig_cols++] = k;
+    big_value(c, &c->lossy[k], c->row[k], s, n, at, 0);
+}
+
 // A value not a number in column f: one message for every text column the
 // buffered rows show, what each looks like, and the command line that
 // packs the file.
 static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size_t fn) {
     text_kind *k = calloc(c->ncsv, sizeof *k);
     if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    uint32_t *row_d = malloc(c->ncsv * sizeof *row_d);  // each text field's distinct value in this row
+    if (!row_d) {
+        free(k);
+        return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    }
     const char *p = at, *end = c->buf + c->len;
     while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
+    const char *first = p;
     for (int row = 0; row < 2000 && p < end; row++) {
+        int64_t time = 0;
+        bool timed = false;
         for (uint32_t j = 0; j < c->ncsv; j++) {
             const char *s, *e2, *where;
             bool quoted;
+            row_d[j] = UINT32_MAX;
             if (next_field(c, &p, &s, &e2, &quoted, &where)) goto done;
             size_t n = (size_t)(e2 - s);
             float v;
@@ -323,9 +578,22 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
             t->rows++;
             bool number = sf_parse_float(s, n, &v) == 0;
             t->numbers += number;
+            unsigned parts;
+            if (j == c->time_field) {
+                timed = c->time_kind == SF_TIME_ISO ? sf_time_parse(s, n, &time, &parts) == 0
+                                                    : parse_epoch(s, n, &time) == 0 && epoch_fits(c->time_kind, time);
+                if (!timed && !t->bad_time && c->time_kind == SF_TIME_ISO && !missing_token(s, n)) {
+                    t->bad_time = where;  // the command would stop there
+                    snprintf(t->bad_text, sizeof t->bad_text, "%.*s", (int)(n < 63 ? n : 63), s);
+                }
+            }
             if (c->role[j] == ROLE_KEEP && !number && !missing_token(s, n)) {
                 if (!t->text++) t->times = t->other_dates = true;
                 t->times &= looks_like_time(s, n);
+                if (t->times && !t->bad_time && sf_time_parse(s, n, &(int64_t){0}, &parts)) {
+                    t->bad_time = where;
+                    snprintf(t->bad_text, sizeof t->bad_text, "%.*s", (int)(n < 63 ? n : 63), s);
+                }
                 t->other_dates &= looks_like_other_date(s, n);
                 char val[48];
                 snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
@@ -334,6 +602,7 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
                 uint32_t d = 0;
                 while (d < t->ndistinct && strcmp(t->distinct[d], val)) d++;
                 if (d == t->ndistinct && !(t->many |= d == 32)) memcpy(t->distinct[t->ndistinct++], val, sizeof val);
+                if (d < 32) row_d[j] = d;
             }
             if (p >= end || *p == '\n') {
                 if (j + 1 < c->ncsv) goto done;  // a short row: stop looking
@@ -341,13 +610,25 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
             }
             p++;
         }
+        for (uint32_t j = 0; timed && j < c->ncsv; j++) {
+            text_kind *t = &k[j];
+            uint32_t d = row_d[j];
+            if (d == UINT32_MAX) continue;
+            t->unsorted |= t->time_seen[d] && time < t->last_time[d];
+            t->interleaved |= t->has_prev && d != t->prev_d && time <= t->prev_time;
+            t->last_time[d] = t->prev_time = time;
+            t->time_seen[d] = t->has_prev = true;
+            t->prev_d = d;
+        }
         if (p < end && *p == '\n') p++;
     }
 done:;
+    free(row_d);
+    bool quotes = memchr(first, '"', (size_t)(p - first)) != NULL;
     // The command keeps what was given: the fix is the whole command line.
     char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
     size_t ln = 0, dn = 0, cn = 0;
-    uint32_t ntext = 0;
+    uint32_t ntext = 0, sort_by = UINT32_MAX, bad_time = UINT32_MAX;
     const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
     if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
     if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
@@ -358,11 +639,23 @@ done:;
         text_kind *t = &k[j];
         if (!t->text) continue;
         ntext++;
-        char what[192];
+        char what[512];
         // Series ids come in one run each (pack refuses a series that
         // comes back), and repeat.
         bool id = !t->many && !t->times && t->changes + 1 == t->ndistinct && t->ndistinct < t->text;
+        // Ids of series whose rows interleave: at one time a row of each.
+        bool mixed = !t->many && !t->times && !t->numbers && !t->other_dates && t->ndistinct > 1 && t->interleaved &&
+                     !t->unsorted && !series_name;
+        char why[256];
+        uint64_t bl = 0, bc = 0;
+        if (t->bad_time) {
+            sf_time_why(t->bad_text, strlen(t->bad_text), why, sizeof why);
+            where(c, t->bad_time, &bl, &bc);
+        }
         if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
+        else if (t->times && t->bad_time)
+            snprintf(what, sizeof what, "dates or times, but \"%s\" at line %llu column %llu is not one: %s",
+                     t->bad_text, (unsigned long long)bl, (unsigned long long)bc, why);
         else if (t->times) snprintf(what, sizeof what, "dates or times");
         else if (t->other_dates && year_first(t->distinct[0]))
             snprintf(what, sizeof what, "dates such as \"%s\", without two-digit months and days: pack reads times "
@@ -371,17 +664,22 @@ done:;
             snprintf(what, sizeof what, "dates such as \"%s\", not year first: pack reads times as 2012-01-31 or "
                      "2012/01/31", t->distinct[0]);
         else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
+        else if (mixed)
+            snprintf(what, sizeof what, "ids of %u series whose rows interleave (a time repeats where the id changes): "
+                     "a series column, once the rows are sorted by it", t->ndistinct);
         else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
         else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
         else snprintf(what, sizeof what, "text with many distinct values");
         ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
                                c->names[j], what);
         bool no_time = c->o->time_column && !c->o->time_column[0];
-        if (id && !series_name) {
+        if ((id || mixed) && !series_name) {
             series_name = c->names[j];
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
+            if (mixed) sort_by = j;
         } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
             time_name = c->names[j];
+            if (t->bad_time) bad_time = j;
         } else if (!t->many && !t->times && !t->other_dates && !t->numbers && t->ndistinct > 1) {
             sf_list_append(cats, sizeof cats, &cn, c->names[j]);  // a category: one-hot inputs
             t->category = true;
@@ -408,10 +706,32 @@ done:;
                  dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
     }
     const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
-    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s. Pack it "
-                     "with: seqfeed pack %s -o %s%s",
-                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, in,
-                     c->out ? c->out : "OUT.sfpack", fix);
+    // What must happen before the command can work: a time corrected, or
+    // the rows sorted by the series column (pack takes each series' rows
+    // together), with a command for a plain CSV file.
+    char first_step[1200] = "", sorted[512];
+    if (bad_time == UINT32_MAX && c->time_field != UINT32_MAX && k[c->time_field].bad_time) bad_time = c->time_field;
+    if (bad_time != UINT32_MAX) {
+        char why[256];
+        uint64_t bl, bc;
+        sf_time_why(k[bad_time].bad_text, strlen(k[bad_time].bad_text), why, sizeof why);
+        where(c, k[bad_time].bad_time, &bl, &bc);
+        if (bad_time == c->time_field)  // not in the list of text columns: said here
+            snprintf(first_step, sizeof first_step, " Correct \"%s\" in the time column \"%s\" first (line %llu "
+                     "column %llu: %s); then pack it with:", k[bad_time].bad_text, c->names[bad_time],
+                     (unsigned long long)bl, (unsigned long long)bc, why);
+        else
+            snprintf(first_step, sizeof first_step, " Correct line %llu column %llu first; then pack it with:",
+                     (unsigned long long)bl, (unsigned long long)bc);
+    } else if (sort_by != UINT32_MAX) {
+        sort_step(c, sort_by, quotes, first_step, sizeof first_step, sorted, sizeof sorted);
+        first_step[strlen(first_step) - 1] = 0;  // the format puts the space
+        in = sorted;
+    }
+    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s.%s seqfeed pack "
+                     "%s -o %s%s",
+                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list,
+                     first_step[0] ? first_step : " Pack it with:", in, c->out ? c->out : "OUT.sfpack", fix);
     free(k);
     return rc;
 }
@@ -479,18 +799,6 @@ static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
 
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
-// An integer epoch time: digits with an optional sign.
-static bool parse_epoch(const char *s, size_t n, int64_t *out) {
-    size_t i = n && (s[0] == '-' || s[0] == '+');
-    if (i == n || n - i > 18) return false;
-    int64_t v = 0;
-    for (size_t k = i; k < n; k++) {
-        if ((unsigned)(s[k] - '0') >= 10) return false;
-        v = v * 10 + (s[k] - '0');
-    }
-    *out = s[0] == '-' ? -v : v;
-    return true;
-}
 
 // The code of a categorical field's text, a new one for a text not seen yet.
 static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
@@ -529,25 +837,52 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         unsigned parts;
         int rc = sf_time_parse(s, n, &c->rec_time, &parts);
         if (rc == 0) {
+            if (parts & SF_TIME_TRUNCATED && !c->truncated++) where(c, at, &c->truncated_line, &(uint64_t){0});
             c->time_parts = sf_time_parts_join(c->time_parts, parts);
             return 0;
         }
         if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
-        return fail_at(c, at, "%s \"%s\" in the time column \"%s\"; expected an ISO-8601 date or time "
-                       "(2012-01-01, 2012-01-01T10:00:00, with seconds, a fraction, Z or an offset)%s",
-                       rc == SF_ERANGE ? "an impossible date or time" : "not a time", show(s, n, tmp, sizeof tmp),
-                       c->names[c->time_field],
+        char why[256];
+        sf_time_why(s, n, why, sizeof why);
+        return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s",
+                       show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
                        c->time_found ? " (found as the time column from its first row; --time-column none stops "
                                        "that)" : "");
     }
-    if (parse_epoch(s, n, &c->rec_time)) return 0;
-    if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
-    return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of the --time-unit since "
-                   "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field]);
+    int rc = parse_epoch(s, n, &c->rec_time);
+    if (rc == 0 && epoch_fits(c->time_kind, c->rec_time)) return 0;
+    if (rc == SF_EFORMAT && missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
+    if (rc == SF_EFORMAT)
+        return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of --time-unit %s since "
+                       "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                       unit_names[c->time_kind - SF_TIME_EPOCH_S]);
+    // The unit it fits, the coarsest first: the likeliest mistake.
+    char fix[1200] = "", date[48];
+    for (int k = SF_TIME_EPOCH_S; rc == 0 && k <= SF_TIME_EPOCH_NS; k++) {
+        if (k == (int)c->time_kind || !epoch_fits((enum sf_time_kind)k, c->rec_time)) continue;
+        sf_time_format(date, sizeof date, epoch_us((enum sf_time_kind)k, c->rec_time),
+                       SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+        size_t len = 0;
+        append(fix, sizeof fix, &len, "; as %s it is %s. Pack it with: ",
+               k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
+               : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
+        if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len))
+            snprintf(fix + len, sizeof fix - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
+        break;
+    }
+    char lo[48], hi[48];
+    sf_time_format(lo, sizeof lo, epoch_us(c->time_kind, epoch_lo[c->time_kind - SF_TIME_EPOCH_S]),
+                   SF_TIME_CLOCK | SF_TIME_ZONE);
+    sf_time_format(hi, sizeof hi, epoch_us(c->time_kind, epoch_hi[c->time_kind - SF_TIME_EPOCH_S]),
+                   SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+    return fail_at(c, at, "time %s in the time column \"%s\" is out of range for --time-unit %s: expected %lld to %lld "
+                   "(%s to %s)%s", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                   unit_names[c->time_kind - SF_TIME_EPOCH_S], (long long)epoch_lo[c->time_kind - SF_TIME_EPOCH_S],
+                   (long long)epoch_hi[c->time_kind - SF_TIME_EPOCH_S], lo, hi, fix);
 }
 
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
-    const char *fs, *fe, *at;
+    const char *fs, *fe, *at, *start = p;
     bool quoted;
     int rc = next_field(c, &p, &fs, &fe, &quoted, &at);
     if (rc) return rc;
@@ -555,6 +890,10 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     c->rec_quoted |= quoted;
     size_t n = (size_t)(fe - fs);
     if (c->role[f] == ROLE_SERIES) {  // copied: c->field is reused by the next quoted field
+        // Spaces around an unquoted id are padding, dropped (and said when
+        // the series then goes wrong); inside quotes they are the id's own.
+        c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
+        if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
         if (memchr(fs, 0, n) || utf8_valid_prefix((const unsigned char *)fs, n) < n)
             return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
         if (n > SF_PACK_MAX_NAME)
@@ -576,6 +915,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) return 0;
     uint32_t k = c->keep_at[f];
     int r = sf_parse_float(fs, n, &c->row[k]);
+    if (r == 0 && fabsf(c->row[k]) >= 0x1p24f && c->role[f] == ROLE_KEEP) big_main(c, k, fs, n, at);
     if (r == 0) return 0;
     if (r == SF_ERANGE)
         return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
@@ -589,6 +929,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
                        c->role[f] == ROLE_CATEGORY ? "one of its category values" : "a number");
     c->row[k] = NAN;
     c->miss[k] = at;
+    c->lossy[k].missing++;
     c->rec_missing = true;
     return 0;
 }
@@ -623,6 +964,8 @@ static int parse_record(csv *c, const char **next) {
         if (role[f] != ROLE_KEEP || !fast_number(p, end, delim, &row[keep_at[f]], &after)) {
             int rc = general_field(c, f, p, &after);
             if (rc) return rc;
+        } else if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0)) {
+            big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
         }
         p = after;
         bool last = f + 1 == ncsv;
@@ -703,10 +1046,12 @@ static int start_series(csv *c) {
         return fail_at(c, c->key_at,
                        "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
                        "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
-                       "that column)",
+                       "that column)%s",
                        show(c->key, c->key_len, a, sizeof a),
                        c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line);
+                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line,
+                       c->key_padded ? "; here the id has spaces around it, which pack drops as padding outside "
+                                       "quotes: if the spaces make it another series, quote that id in the CSV" : "");
     // The record that starts the series is already parsed into the next batch
     // slot; flushing moves c->row back to the batch start, so it moves too.
     const float *parsed = c->row;
@@ -718,16 +1063,49 @@ static int start_series(csv *c) {
     c->cur_series_len = s->len;
     c->cur_series_line = c->line;
     c->have_last = false;
+    c->padded_line = 0;
+    return 0;
+}
+
+// The line of kept column k's first value from the current record on, in
+// the input read so far; 0 when it has none, and *rows the rows looked at
+// (*all: they run to the end of the input).
+static uint64_t first_value_line(csv *c, uint32_t k, uint64_t *rows, bool *all) {
+    uint32_t field = 0;
+    while (field < c->ncsv && !((c->role[field] == ROLE_KEEP || c->role[field] == ROLE_CATEGORY) &&
+                                c->keep_at[field] == k))
+        field++;
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    *rows = 0, *all = false;
+    while (p < end) {
+        for (uint32_t j = 0; j < c->ncsv; j++) {
+            const char *s, *e, *at;
+            bool quoted;
+            if (next_field(c, &p, &s, &e, &quoted, &at)) return 0;
+            if (j == field && !missing_token(s, (size_t)(e - s))) {
+                uint64_t line, col;
+                where(c, at, &line, &col);
+                return line;
+            }
+            if (p >= end || *p == '\n') break;
+            p++;
+        }
+        ++*rows;
+        if (p < end) p++;
+    }
+    *all = c->eof;
     return 0;
 }
 
 static int commit_record(csv *c) {
+    c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
         (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
         int rc = start_series(c);
         if (rc) return rc;
     }
     if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, c->nkeep);
+    if (c->key_padded && !c->padded_line) c->padded_line = c->line;
     if (c->rec_missing) {
         if (c->o->missing == SF_MISSING_DROP) {
             c->st.rows_dropped++;
@@ -735,27 +1113,66 @@ static int commit_record(csv *c) {
         }
         for (uint32_t k = 0; k < c->nkeep; k++) {
             if (!isnan(c->row[k])) continue;
-            if (!c->have_last)
-                return fail_at(c, c->miss[k],
-                               "missing value in column \"%s\" with no earlier row in this series to fill it from "
-                               "(hint: --missing drop)",
-                               c->col_names[k]);
+            if (!c->have_last) {
+                uint64_t rows;
+                bool all;
+                uint64_t line = first_value_line(c, k, &rows, &all);
+                char fix[1200];
+                if (line)  // --missing drop drops the rows before it
+                    snprintf(fix, sizeof fix, " (hint: its first value is at line %llu: --missing drop)",
+                             (unsigned long long)line);
+                else {  // --missing drop would drop every row
+                    size_t len = 0;
+                    append(fix, sizeof fix, &len, "; it has no value in %s (%llu rows): leave it out", all ?
+                           "the rest of the file" : "the rows read so far", (unsigned long long)rows);
+                    size_t mark = len;
+                    append(fix, sizeof fix, &len, ". Pack it with: ");
+                    if (!again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len))
+                        snprintf(fix + mark, sizeof fix - mark, " (%s)", c->o->columns ? "--columns without it"
+                                                                                       : "--drop-columns");
+                }
+                return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
+                               "fill it from%s", c->col_names[k], fix);
+            }
             c->row[k] = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
             c->batch_imp[c->nbatch * c->nkeep + k] = 1;  // so that nothing scores it as observed
             c->st.values_filled++;
         }
     }
     if (c->time_field != UINT32_MAX) {
+        // A categorical column that changes where the time repeats or goes
+        // back: the ids of series whose rows interleave, taken for one.
+        uint32_t mixed = UINT32_MAX;
+        for (uint32_t i = 0; c->have_last && c->rec_time <= c->prev_time && i < c->ncat && mixed == UINT32_MAX; i++) {
+            uint32_t k = c->keep_at[c->cats[i].field];
+            if (c->row[k] != (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) mixed = k;
+        }
         if (c->have_last && c->rec_time < c->prev_time) {
-            char now[48], before[48];
+            char now[48], before[48], hint[512] = "", a[96];
             format_time(c, c->rec_time, now, sizeof now);
             format_time(c, c->prev_time, before, sizeof before);
+            if (mixed != UINT32_MAX)
+                snprintf(hint, sizeof hint, "; categorical column \"%s\" changes there too: if it is the id of series "
+                         "whose rows interleave, sort the rows by it and pack it with --series-column instead",
+                         c->col_names[mixed]);
+            else if (c->padded_line)
+                snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
+                         "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
+                         show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
             return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
-                           "must not go back within a series (sort the CSV by time%s)", now, before,
-                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "");
+                           "must not go back within a series (sort the CSV by time%s)%s", now, before,
+                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",
+                           hint);
         }
+        if (mixed != UINT32_MAX && !c->repeat_line) c->repeat_line = c->line, c->repeat_col = mixed;
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = c->line;
+    }
+    // Against the row before it in the series: whether a column of big
+    // integers goes back (then it is no time axis).
+    for (uint32_t i = 0; c->have_last && i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        if (c->row[k] < (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) c->lossy[k].back = true;
     }
     c->batch_line[c->nbatch] = (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
@@ -986,6 +1403,7 @@ static int read_header(csv *c) {
     c->pos = (size_t)(p - c->buf) + (p < end);
     c->line = 2;
     for (const char *q = start; q < p; q++) c->line += *q == '\n';  // quoted names may span lines
+    c->header_one_line = c->line == 2;
 
     c->role = calloc(c->ncsv, 1);
     c->keep_at = calloc(c->ncsv, sizeof *c->keep_at);
@@ -1063,6 +1481,8 @@ typedef struct {
     int64_t *times;  // with a time column
     unsigned parts;  // the ISO parts its times showed
     long nrows;      // -1: a record needs the general path
+    lossy *lossy;    // per kept column, zeroed; any_big: one was written to
+    bool any_big;
 } half_job;
 
 // The helper thread's half: numbers and skipped fields only, nothing that
@@ -1076,21 +1496,29 @@ static void *parse_half(void *arg) {
     while (p < end) {
         float *row = h->rows + (size_t)n * c->nkeep;
         for (uint32_t f = 0; f < c->ncsv; f++) {
-            const char *after = p;
-            if (c->role[f] != ROLE_KEEP || !fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
+            const char *after = p, *text_end;
+            if (c->role[f] == ROLE_KEEP && fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
+                text_end = after[-1] == '\r' ? after - 1 : after;
+            } else {
                 while (after < end && *after != c->delim && *after != '\n') after++;
                 // As next_field: a CR ends the text only as part of a CRLF.
-                const char *text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
+                text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
                 // Longer plain decimals and exponents parse here too; spaces,
                 // quotes and missing values are for the main thread.
                 if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
                     goto give_up;
                 unsigned parts = 0;
                 if (c->role[f] == ROLE_TIME &&
-                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0
-                                                 : !parse_epoch(p, (size_t)(text_end - p), &h->times[n])))
+                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0 ||
+                                                       parts & SF_TIME_TRUNCATED
+                                                 : parse_epoch(p, (size_t)(text_end - p), &h->times[n]) != 0 ||
+                                                       !epoch_fits(c->time_kind, h->times[n])))
                     goto give_up;
                 h->parts = sf_time_parts_join(h->parts, parts);
+            }
+            if (c->role[f] == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
+                h->any_big = true;
+                big_value(c, &h->lossy[c->keep_at[f]], row[c->keep_at[f]], p, (size_t)(text_end - p), NULL, (uint64_t)n);
             }
             p = after;
             bool last = f + 1 == c->ncsv;
@@ -1104,6 +1532,35 @@ static void *parse_half(void *arg) {
 give_up:
     h->nrows = -1;
     return NULL;
+}
+
+// Takes the helper's record of values above 2^24 (rows from c->line on)
+// into the main thread's, and leaves the helper's zeroed.
+static void merge_half(csv *c, half_job *h, bool taken) {
+    for (uint32_t k = 0; h->any_big && k < c->nkeep; k++) {
+        lossy *a = &c->lossy[k], *b = &h->lossy[k];
+        if (!b->big || !taken) {
+            *b = (lossy){0};
+            continue;
+        }
+        if (!a->big) c->big_cols[c->nbig_cols++] = k;
+        if (b->changed && !a->changed) {
+            a->first_line = c->line + b->first_line;
+            memcpy(a->first, b->first, sizeof a->first);
+            a->first_stored = b->first_stored;
+        }
+        a->big += b->big, a->changed += b->changed, a->not_date |= b->not_date;
+        if (b->max_change > a->max_change) a->max_change = b->max_change;
+        *b = (lossy){0};
+    }
+    // Whether a column of big integers goes back: as commit_record checks.
+    for (uint32_t i = 0; taken && i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        for (long r = c->have_last ? 0 : 1; r < h->nrows; r++)
+            if (h->rows[(size_t)r * c->nkeep + k] < (r ? h->rows[(size_t)(r - 1) * c->nkeep + k] : c->last[k]))
+                c->lossy[k].back = true;
+    }
+    h->any_big = false;
 }
 
 // With two or more threads and no per-row state between records (no series
@@ -1128,19 +1585,24 @@ static int parse_parallel(csv *c) {
         c->half_times = t;
         c->half_cap = max_rows;
     }
-    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1};
+    if (!c->half_lossy && !(c->half_lossy = calloc(c->nkeep, sizeof *c->half_lossy))) return 1;
+    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1, c->half_lossy, false};
     pthread_t t;
     if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
     pthread_join(t, NULL);
-    if (rc < 0) return rc;
+    if (rc < 0) return merge_half(c, &h, false), rc;
     // Behind a blank line records are an error that only the main path
     // names; so is a time going back.
     bool timed = c->time_field != UINT32_MAX;
     for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++)
         if ((k ? h.times[k - 1] : c->have_last ? c->prev_time : h.times[0]) > h.times[k]) h.nrows = -1;
-    if (h.nrows < 0 || c->blank_line) return parse_until(c, (size_t)(last + 1 - c->buf), false);
+    if (h.nrows < 0 || c->blank_line) {
+        merge_half(c, &h, false);
+        return parse_until(c, (size_t)(last + 1 - c->buf), false);
+    }
     if ((rc = flush_batch(c))) return rc;
+    merge_half(c, &h, true);
     // Lines and the batch's line buffer: one line per record (no quotes).
     for (long done = 0; done < h.nrows;) {
         size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
@@ -1177,6 +1639,78 @@ static int check_unchanged(csv *c) {
     return 0;
 }
 
+// What the user should know about the file just written (sf_csv_pack_opts.note).
+static void notes(csv *c) {
+    if (!c->o->note) return;
+    char msg[2048];
+    uint64_t records = c->st.rows + c->st.rows_dropped;
+    uint32_t said = 0, more = 0;
+    uint64_t more_values = 0;
+    for (uint32_t i = 0; i < c->nbig_cols; i++) {
+        uint32_t k = c->big_cols[i];
+        const lossy *l = &c->lossy[k];
+        if (!l->changed) continue;
+        if (said == 8) {  // a warning per column up to 8, then how many more
+            more++, more_values += l->changed;
+            continue;
+        }
+        said++;
+        char stored[48];
+        snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
+        size_t len = 0;
+        append(msg, sizeof msg, &len, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 "
+               "(2^24), and packing changed %llu of its values, by up to %.17g (line %llu: %s is stored as %s)",
+               c->col_names[k], (unsigned long long)l->changed, l->max_change, (unsigned long long)l->first_line,
+               l->first, stored);
+        // Dates as 20200101 in every row, rising: the time axis, which
+        // keeps them exact.
+        bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
+                     (!l->missing || c->o->missing == SF_MISSING_DROP) && c->time_field == UINT32_MAX && c->nkeep > 1;
+        if (dates) {
+            size_t mark = len;
+            append(msg, sizeof msg, &len, ". Its values look like dates (yyyymmdd): to make it the time column, "
+                   "exact, pack it with: ");
+            if (!again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
+                       msg + len, sizeof msg - len))
+                snprintf(msg + mark, sizeof msg - mark, ". Its values look like dates (yyyymmdd): --time-column "
+                         "makes it the time column, exact");
+        }
+        escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (more) {
+        snprintf(msg, sizeof msg, "warning: and %u more columns: packing changed %llu of their integers beyond 2^24",
+                 more, (unsigned long long)more_values);
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (c->repeat_line) {
+        uint32_t field = c->cats[0].field;
+        for (uint32_t i = 0; i < c->ncat; i++)
+            if (c->keep_at[c->cats[i].field] == c->repeat_col) field = c->cats[i].field;
+        char sorted[512];
+        size_t len = 0;
+        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while categorical "
+               "column \"%s\" changes: it looks like the id of series whose rows interleave, which training takes "
+               "for one series (its windows mix them).", (unsigned long long)c->repeat_line, c->names[field]);
+        size_t mark = len;
+        sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
+        len += strlen(msg + len);
+        if (!again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
+                   msg + len, sizeof msg - len))
+            snprintf(msg + mark, sizeof msg - mark, " Sort the rows by it, each one's rows kept in time order, and "
+                     "pack them with --series-column instead of --categorical");
+        escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
+    if (c->truncated) {
+        snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
+                 "first at line %llu): seqfeed keeps times to the microsecond and dropped them",
+                 (unsigned long long)c->truncated, c->names[c->time_field], (unsigned long long)c->truncated_line);
+        escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
+}
+
 static int convert(csv *c, const char *out) {
     c->out = out;
     int rc = read_header(c);
@@ -1184,6 +1718,8 @@ static int convert(csv *c, const char *out) {
     const char **col_names = c->col_names = calloc(c->nkeep, sizeof *col_names);
     c->last = malloc(c->nkeep * sizeof(float));
     c->miss = calloc(c->nkeep, sizeof *c->miss);
+    c->lossy = calloc(c->nkeep, sizeof *c->lossy);
+    c->big_cols = malloc(c->nkeep * sizeof *c->big_cols);
     c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
     c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
     c->batch_time = malloc(c->batch_rows * sizeof(int64_t));
@@ -1191,8 +1727,8 @@ static int convert(csv *c, const char *out) {
     bool ffill = c->o->missing == SF_MISSING_FFILL;
     c->batch_imp = ffill ? malloc(c->batch_rows * c->nkeep) : NULL;
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->batch || !c->batch_time || !c->batch_line ||
-        (ffill && !c->batch_imp)) {
+    if (!col_names || !c->last || !c->miss || !c->lossy || !c->big_cols || !c->batch || !c->batch_time ||
+        !c->batch_line || (ffill && !c->batch_imp)) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     }
@@ -1242,6 +1778,7 @@ static int convert(csv *c, const char *out) {
             }
             if (rc) sf_pack_writer_abort(c->w);
             else rc = sf_pack_writer_finish(c->w, c->e);
+            if (!rc) notes(c);
             struct stat sb;
             if (!rc && stat(out, &sb) == 0) c->st.out_bytes = (uint64_t)sb.st_size;
         } else {
@@ -1255,6 +1792,7 @@ static int convert(csv *c, const char *out) {
 
 static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     int rc = convert(c, out);
+    if (rc) escape_controls(c->e->msg, sizeof c->e->msg);
     if (st) *st = c->st;
     if (rc > 0) rc = SF_EFORMAT;
     for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
@@ -1265,6 +1803,9 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->keep_at);
     free(c->last);
     free(c->miss);
+    free(c->lossy);
+    free(c->half_lossy);
+    free(c->big_cols);
     free(c->batch);
     for (uint32_t k = 0; k < c->ncat; k++) {
         for (uint32_t i = 0; i < c->cats[k].n; i++) free(c->cats[k].values[i]);

@@ -26,6 +26,13 @@
 #define SF_MAX_HEADER (16u << 20)
 #define SF_MAX_CHUNK_RAW (256u << 20)
 
+// b - a, clamped to int64: two times of a file may be any int64s, whose
+// difference need not be one.
+static inline int64_t sf_time_diff(int64_t a, int64_t b) {
+    int64_t d;
+    return __builtin_sub_overflow(b, a, &d) ? (b > a ? INT64_MAX : INT64_MIN) : d;
+}
+
 static inline uint64_t sf_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Bytes a chunk of `rows` rows decodes to: the floats, naux int64 columns

@@ -261,6 +261,11 @@ typedef struct {
     // Receives (with progress_arg) the temporary output path once it exists,
     // so that a signal handler can remove it (may be NULL).
     void (*temp_path)(void *arg, const char *path);
+    // Receives (with progress_arg) each thing about the packed data the
+    // user should know, once the file is written: "warning: ..." (values
+    // changed: integers float32 cannot hold, series that look mixed) or
+    // "note: ..." (may be NULL).
+    void (*note)(void *arg, const char *text);
 } sf_csv_pack_opts;
 
 typedef struct {
@@ -294,20 +299,28 @@ enum {
     SF_TIME_SECONDS = 2,     // with seconds
     SF_TIME_ZONE = 4,        // with Z or an offset (written back as Z: the same instant in UTC)
     SF_TIME_FRACTION_SHIFT = 3,  // bits 3-5: digits of the seconds' fraction, 0 to 6
+    SF_TIME_TRUNCATED = 1 << 8,  // sf_time_parse only, never stored: digits below a microsecond were dropped
 };
-// Parses s[0..n): YYYY-MM-DD (or YYYY/MM/DD, as many exports write dates),
-// then optionally T or a space and HH:MM, :SS
-// and a fraction (. or ,) of up to 6 significant digits, then optionally Z,
-// +HH:MM, +HHMM or +HH (or -). Returns 0 with *us, microseconds since
-// 1970-01-01T00:00Z (negative before), and *parts (the flags above);
-// SF_EFORMAT when s is not such a time, SF_ERANGE when a field is out of its
-// range (2019-02-29, 24:00, a fraction below a microsecond).
+// Parses s[0..n): YYYY-MM-DD (or YYYY/MM/DD, as many exports write dates,
+// or ISO-8601's basic YYYYMMDD), then optionally T or a space and HH:MM, :SS
+// and a fraction (. or ,; digits below a microsecond are dropped, as
+// Python's datetime.fromisoformat drops them, and SF_TIME_TRUNCATED says
+// so), then optionally Z, +HH:MM, +HHMM or +HH (or -). Returns 0 with *us,
+// microseconds since 1970-01-01T00:00Z (negative before), and *parts (the
+// flags above); SF_EFORMAT when s is not such a time, SF_ERANGE when a
+// field is out of its range (2019-02-29, 24:00, a leap second 23:59:60).
 int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts);
+// What is wrong with s[0..n) as a time, for a message ("day 30: February
+// 2016 has 29 days"); "a time" when nothing is.
+void sf_time_why(const char *s, size_t n, char *why, size_t cap);
 // A time of in's time column as the CSV had it: ISO-8601 in the file's
 // style, or the integer epoch. Returns the length, as snprintf.
 int sf_pack_time_text(const sf_pack_info *in, int64_t t, char *buf, size_t cap);
 // Seconds per unit of in's times (1e-6 for ISO-8601: microseconds).
 double sf_pack_time_unit(const sf_pack_info *in);
+// A duration of `seconds` (>= 0) in whole units of in's times, rounded
+// down; INT64_MAX when it is longer than int64 counts.
+int64_t sf_pack_time_count(const sf_pack_info *in, double seconds);
 // A duration of `seconds` for people: "1d", "6h", "15min", "30s", "250ms".
 int sf_duration_text(double seconds, char *buf, size_t cap);
 // Parses "90s", "15min", "2h", "3d", "1w", "250ms" (a number and a unit)

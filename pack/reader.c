@@ -658,7 +658,7 @@ int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64
             uint64_t row = ch.first_row + r;
             while (s + 1 < in->nseries && in->series[s + 1].first_row <= row) s++;
             int64_t before = r ? time[r - 1] : last_of_prev;
-            if (row == in->series[s].first_row || time[r] - before <= max_step) continue;
+            if (row == in->series[s].first_row || sf_time_diff(before, time[r]) <= max_step) continue;
             if (k == cap) {
                 sf_series *g = realloc(seg, 2 * cap * sizeof *seg);
                 if (!g) {
@@ -768,7 +768,7 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
             if (time && !starts && time[r] < prev_time)
                 rc = CORRUPT("%s: chunk %llu: row %llu's time goes back in its series", p->name,
                              (unsigned long long)i, (unsigned long long)row);
-            if (time && !starts && time[r] - prev_time > most) most = time[r] - prev_time;
+            if (time && !starts && sf_time_diff(prev_time, time[r]) > most) most = sf_time_diff(prev_time, time[r]);
             if (time && ((starts && time[r] != p->series_times[2 * series]) ||
                          (row + 1 == in->series[series].first_row + in->series[series].rows &&
                           time[r] != p->series_times[2 * series + 1])))

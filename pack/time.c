@@ -50,36 +50,61 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
+// Parses as sf_time_parse does; on failure *why says what is wrong (why
+// may be NULL).
+static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *why, size_t cap) {
+#define WHY(rc, ...) return (why ? (void)snprintf(why, cap, __VA_ARGS__) : (void)0), rc
+    static const char form[] = "expected YYYY-MM-DD, YYYY/MM/DD or YYYYMMDD, then optionally T or a space and HH:MM, "
+                               ":SS, a fraction, Z or an offset";
     int y, mo, d, h = 0, mi = 0, sec = 0;
     unsigned got = 0;
     int64_t frac = 0;
-    if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4] || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
-        !digits(s + 8, 2, &d))
-        return SF_EFORMAT;
-    if (mo < 1 || mo > 12 || d < 1 || d > month_days(y, mo)) return SF_ERANGE;
-    size_t i = 10;
+    size_t i;
+    // ISO-8601's basic form (20120131): eight digits, as exports of dates
+    // as integers write them.
+    if (n >= 8 && digits(s, 8, &y) && (n == 8 || s[8] == 'T' || s[8] == ' ')) {
+        mo = y / 100 % 100, d = y % 100, y /= 10000;
+        i = 8;
+    } else if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4] || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
+               !digits(s + 8, 2, &d)) {
+        WHY(SF_EFORMAT, "not a date: %s", form);
+    } else {
+        i = 10;
+    }
+    static const char *const month_names[] = {"January", "February", "March",     "April",   "May",      "June",
+                                              "July",    "August",   "September", "October", "November", "December"};
+    if (mo < 1 || mo > 12) WHY(SF_ERANGE, "month %02d: months run from 01 to 12", mo);
+    if (d < 1 || d > month_days(y, mo))
+        WHY(SF_ERANGE, "day %02d: %s %04d has %d days", d, month_names[mo - 1], y, month_days(y, mo));
     if (i < n && (s[i] == 'T' || s[i] == ' ')) {
         if (n < i + 6 || s[i + 3] != ':' || !digits(s + i + 1, 2, &h) || !digits(s + i + 4, 2, &mi))
-            return SF_EFORMAT;
+            WHY(SF_EFORMAT, "not a time of day after the date: expected HH:MM");
         got |= SF_TIME_CLOCK;
         i += 6;
         if (i < n && s[i] == ':') {
-            if (n < i + 3 || !digits(s + i + 1, 2, &sec)) return SF_EFORMAT;
+            if (n < i + 3 || !digits(s + i + 1, 2, &sec)) WHY(SF_EFORMAT, "expected two digits of seconds after HH:MM:");
             got |= SF_TIME_SECONDS;
             i += 3;
             if (i < n && (s[i] == '.' || s[i] == ',')) {
                 size_t k = 0;
+                // Digits below a microsecond are dropped (as Python's
+                // datetime.fromisoformat does): times are microseconds.
                 for (i++; i < n && (unsigned)(s[i] - '0') < 10; i++, k++) {
                     if (k < 6) frac = frac * 10 + (s[i] - '0');
-                    else if (s[i] != '0') return SF_ERANGE;  // below a microsecond: not stored exactly
+                    else if (s[i] != '0') got |= SF_TIME_TRUNCATED;
                 }
-                if (k == 0) return SF_EFORMAT;
+                if (k == 0) WHY(SF_EFORMAT, "expected digits after the seconds' decimal point");
                 for (size_t z = k; z < 6; z++) frac *= 10;
                 got |= (unsigned)(k < 6 ? k : 6) << SF_TIME_FRACTION_SHIFT;
             }
         }
-        if (h > 23 || mi > 59 || sec > 59) return SF_ERANGE;  // no leap seconds: UTC as POSIX counts it
+        if (h > 23) WHY(SF_ERANGE, "hour %02d: hours run from 00 to 23", h);
+        if (mi > 59) WHY(SF_ERANGE, "minute %02d: minutes run from 00 to 59", mi);
+        // No leap seconds: UTC as POSIX (and Python's datetime) counts it.
+        if (sec == 60 && h == 23 && mi == 59)
+            WHY(SF_ERANGE, "a leap second (23:59:60): seqfeed counts UTC without leap seconds, as POSIX and Python "
+                "do; write it as 23:59:59 or leave the row out");
+        if (sec > 59) WHY(SF_ERANGE, "second %02d: seconds run from 00 to 59", sec);
     }
     int64_t offset = 0;  // minutes east of UTC
     if (i < n && s[i] == 'Z') {
@@ -88,20 +113,29 @@ int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
     } else if (i < n && (s[i] == '+' || s[i] == '-') && (got & SF_TIME_CLOCK)) {
         int oh, om = 0;
         bool east = s[i] == '+';
-        if (n < i + 3 || !digits(s + i + 1, 2, &oh)) return SF_EFORMAT;
+        if (n < i + 3 || !digits(s + i + 1, 2, &oh)) WHY(SF_EFORMAT, "expected an offset +HH, +HHMM or +HH:MM");
         i += 3;
         if (i < n && s[i] == ':') i++;
         if (i + 2 <= n && digits(s + i, 2, &om)) i += 2;
-        else if (i < n && s[i - 1] == ':') return SF_EFORMAT;
-        if (oh > 23 || om > 59) return SF_ERANGE;
+        else if (i < n && s[i - 1] == ':') WHY(SF_EFORMAT, "expected two digits of minutes in the offset");
+        if (oh > 23 || om > 59) WHY(SF_ERANGE, "offset %02d:%02d: at most 23:59", oh, om);
         offset = (east ? 1 : -1) * (oh * 60 + om);
         got |= SF_TIME_ZONE;
     }
-    if (i != n) return SF_EFORMAT;
+    if (i != n) WHY(SF_EFORMAT, "unexpected text after the %s: %s", got & SF_TIME_CLOCK ? "time" : "date", form);
+#undef WHY
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset * 60;
     *us = secs * 1000000 + frac;
     *parts = got;
     return 0;
+}
+
+int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) { return parse(s, n, us, parts, NULL, 0); }
+
+void sf_time_why(const char *s, size_t n, char *why, size_t cap) {
+    int64_t us;
+    unsigned parts;
+    if (parse(s, n, &us, &parts, why, cap) == 0) snprintf(why, cap, "a time");
 }
 
 int sf_pack_time_text(const sf_pack_info *in, int64_t t, char *buf, size_t cap) {
@@ -116,6 +150,11 @@ double sf_pack_time_unit(const sf_pack_info *in) {
     case SF_TIME_EPOCH_NS: return 1e-9;
     default: return 1e-6;  // ISO-8601 and epoch microseconds
     }
+}
+
+int64_t sf_pack_time_count(const sf_pack_info *in, double seconds) {
+    double n = floor(seconds / sf_pack_time_unit(in));
+    return n < 0x1p63 ? (int64_t)n : INT64_MAX;  // casting a double beyond int64 is undefined
 }
 
 static const struct {
@@ -167,7 +206,8 @@ const char *sf_time_feature_name(enum sf_time_feature f) {
 }
 
 unsigned sf_time_parts_join(unsigned a, unsigned b) {
-    unsigned flags = (1u << SF_TIME_FRACTION_SHIFT) - 1, fa = a >> SF_TIME_FRACTION_SHIFT, fb = b >> SF_TIME_FRACTION_SHIFT;
+    unsigned flags = (1u << SF_TIME_FRACTION_SHIFT) - 1, fa = a >> SF_TIME_FRACTION_SHIFT & 7,
+             fb = b >> SF_TIME_FRACTION_SHIFT & 7;
     return ((a | b) & flags) | (fa > fb ? fa : fb) << SF_TIME_FRACTION_SHIFT;
 }
 

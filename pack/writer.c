@@ -555,7 +555,7 @@ int sf_pack_writer_rows_imputed(sf_pack_writer *w, const float *rows, const int6
                     return sf_err_set(e, SF_EINVAL, "%s: row %llu: time %lld is before the row before it (%lld) in "
                                       "the same series", w->path, (unsigned long long)(w->nrows + r),
                                       (long long)time[r], (long long)s->last_time);
-                int64_t step = time[r] - s->last_time;
+                int64_t step = sf_time_diff(s->last_time, time[r]);
                 if (step > j->max_step) j->max_step = step;
                 count_step(w, step);
             } else {

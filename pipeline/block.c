@@ -348,13 +348,13 @@ static void gather_column(float *dst, size_t dst_stride, const float *src, size_
 }
 
 // A time of the file in microseconds since 1970, as sf_time_phase takes it.
+// pack keeps times within years 0000 to 9999, but a file may hold any
+// int64 (written by other means): beyond int64 microseconds it saturates.
 static int64_t time_us(enum sf_time_kind kind, int64_t t) {
-    switch (kind) {
-    case SF_TIME_EPOCH_S: return t * 1000000;
-    case SF_TIME_EPOCH_MS: return t * 1000;
-    case SF_TIME_EPOCH_NS: return t / 1000;
-    default: return t;  // ISO-8601 and epoch microseconds
-    }
+    int64_t us, per = kind == SF_TIME_EPOCH_S ? 1000000 : kind == SF_TIME_EPOCH_MS ? 1000 : 1;
+    if (kind == SF_TIME_EPOCH_NS) return t / 1000;
+    if (__builtin_mul_overflow(t, per, &us)) return t < 0 ? INT64_MIN : INT64_MAX;
+    return us;  // ISO-8601 and epoch microseconds: per is 1
 }
 
 void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,

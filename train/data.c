@@ -47,10 +47,8 @@ int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
         if (in->time_kind == SF_TIME_NONE)
             return sf_err_set(e, SF_EUSAGE, "%s: --max-gap needs times, and the file has no time column (pack the "
                               "CSV with its time column)", o->data);
-        // A gap beyond int64's ticks is no limit: no step is longer (and the
-        // conversion would overflow).
-        double ticks = floor(o->max_gap / sf_pack_time_unit(in));
-        rc = sf_pack_segments(d->pack, ticks < 0x1p63 ? (int64_t)ticks : INT64_MAX, &d->segments, &d->nsegments, e);
+        rc = sf_pack_segments(d->pack, sf_pack_time_count(in, o->max_gap), &d->segments,
+                              &d->nsegments, e);
         if (rc) return rc;
     }
     if (o->target_change && (rc = sf_columns_predict_change(&d->cols, in, e))) return rc;

@@ -301,7 +301,8 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     sf_series *cut = NULL;
     uint64_t n = 0;
     sf_plan *plan = NULL;
-    int rc = sf_pack_segments(f->d.pack, 2 * in->time_step, &cut, &n, e);
+    int64_t twice = in->time_step > INT64_MAX / 2 ? INT64_MAX : 2 * in->time_step;  // any file's step
+    int rc = sf_pack_segments(f->d.pack, twice, &cut, &n, e);
     if (!rc) rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, cut, n, &f->o->pipe.window, 1,
                                  &(sf_split){f->o->val_split, SF_PART_TRAIN}, e);
     if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);

@@ -791,6 +791,51 @@ static void test_imputed(const char *dir) {
     unlink(path);
 }
 
+// Times a file may hold though pack writes none such: epoch seconds at
+// both ends of int64, whose microseconds and steps overflow int64. The
+// writer's and reader's steps saturate, and training with time features and
+// a --max-gap beyond int64 runs (under UBSan: without overflow).
+static void test_extreme_times(const char *seqfeed, const char *dir) {
+    enum { N = 400 };
+    static float rows[N * 2];
+    static int64_t time[N];
+    for (size_t r = 0; r < N; r++) {
+        rows[2 * r] = (float)(r % 17), rows[2 * r + 1] = (float)uniform();
+        time[r] = r < N / 2 ? INT64_MIN + (int64_t)r : INT64_MAX - (int64_t)(N - r);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/extreme.sfpack", dir);
+    static const char *const names[] = {"a", "b"};
+    sf_err e = {0};
+    sf_pack_writer *w;
+    sf_pack_writer_opts o = {.ncols = 2, .col_names = names, .chunk_rows = 64, .level = 1,
+                             .filter = SF_FILTER_DELTA_SHUFFLE, .time_column = "t", .time_kind = SF_TIME_EPOCH_S};
+    int rc = sf_pack_writer_open(&w, path, &o, &e);
+    if (!rc) rc = sf_pack_writer_rows_at(w, rows, time, NULL, N, &e);
+    if (!rc) rc = sf_pack_writer_finish(w, &e);
+    CHECK(rc == 0, "extreme times: %s", e.msg);
+    sf_pack *p;
+    if (rc || sf_pack_open(&p, path, &e)) {
+        CHECK(0, "extreme times: open: %s", e.msg);
+        return;
+    }
+    CHECK(sf_pack_verify(p, NULL, NULL, &e) == 0, "extreme times: verify: %s", e.msg);
+    CHECK(sf_pack_chunk_max_step(p, (N / 2) / 64) == INT64_MAX, "extreme times: the jump's step %lld",
+          (long long)sf_pack_chunk_max_step(p, (N / 2) / 64));
+    sf_series *seg = NULL;
+    uint64_t nseg = 0;
+    rc = sf_pack_segments(p, 1, &seg, &nseg, &e);
+    CHECK(rc == 0 && nseg == 2 && seg[1].first_row == N / 2, "extreme times: %llu segments: %s",
+          (unsigned long long)nseg, e.msg);
+    free(seg);
+    sf_pack_close(p);
+    run("cd '%s' && '%s' train --data extreme.sfpack --features a,b --targets a --time-features hour,weekday,yearday "
+        "--model lstm:4,dense --window 8 --batch-size 8 --epochs 1 --max-steps 4 --gpus none --val-split 0 -q "
+        "--checkpoint-dir ck1 && '%s' train --data extreme.sfpack --features a,b --targets a --time-features hour "
+        "--max-gap 1e300s --model lstm:4,dense --window 8 --batch-size 8 --epochs 1 --max-steps 4 --gpus none "
+        "--val-split 0 -q --checkpoint-dir ck2", dir, seqfeed, seqfeed);
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR"), *seqfeed = getenv("SEQFEED");
     if (!srcdir || !seqfeed) {
@@ -807,6 +852,7 @@ int main(void) {
     test_writer_api(dir);
     test_times(dir);
     test_imputed(dir);
+    test_extreme_times(seqfeed, dir);
     remove_dir(dir);
     printf("%.1f s\n", sf_now() - t0);
     return TEST_EXIT();

@@ -76,5 +76,35 @@ int main(int argc, char **argv) {
         sf_time_format(text, sizeof text, us, parts);
         CHECK(!strcmp(text, same[i]), "'%s' written back as '%s'", same[i], text);
     }
+    // Digits below a microsecond are dropped and said; the flag is never
+    // joined into what a file records.
+    int64_t us;
+    unsigned parts;
+    CHECK(sf_time_parse("2010-01-01T00:00:00.123456789", 29, &us, &parts) == 0 && us == 1262304000123456 &&
+              (parts & SF_TIME_TRUNCATED) && sf_time_parts_join(0, parts) == (parts & ~(unsigned)SF_TIME_TRUNCATED),
+          "nanoseconds: %lld, parts %x", (long long)us, parts);
+    CHECK(sf_time_parse("2010-01-01T00:00:00.123456000", 29, &us, &parts) == 0 && !(parts & SF_TIME_TRUNCATED),
+          "zeros below a microsecond lose nothing: parts %x", parts);
+    // What is wrong, said exactly.
+    const struct {
+        const char *text, *why;
+    } whys[] = {{"2016-02-30", "day 30: February 2016 has 29 days"},
+                {"2016-12-31T23:59:60", "a leap second (23:59:60)"},
+                {"2016-12-31T12:00:60", "second 60"},
+                {"2016-13-01", "month 13"},
+                {"20161301", "month 13"},
+                {"2016-01-01T24:00", "hour 24"},
+                {"2016-01-01x", "unexpected text after the date"},
+                {"01/02/2016", "not a date"}};
+    for (size_t i = 0; i < sizeof whys / sizeof *whys; i++) {
+        char why[256];
+        sf_time_why(whys[i].text, strlen(whys[i].text), why, sizeof why);
+        CHECK(!strncmp(why, whys[i].why, strlen(whys[i].why)), "'%s': %s", whys[i].text, why);
+    }
+    // A --max-gap beyond int64 counts of the unit saturates (a cast would be undefined).
+    sf_pack_info ns = {.time_kind = SF_TIME_EPOCH_NS}, s = {.time_kind = SF_TIME_EPOCH_S};
+    CHECK(sf_pack_time_count(&ns, 1e300) == INT64_MAX && sf_pack_time_count(&ns, 1e10) == INT64_MAX &&
+              sf_pack_time_count(&ns, 9e9) > 8999999999000000000 && sf_pack_time_count(&s, 90.5) == 90,
+          "time counts");
     return TEST_EXIT();
 }

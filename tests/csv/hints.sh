@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# What `seqfeed pack` says about times, integers float32 changes, ids and
+# empty columns, and that every command it suggests works: each case feeds
+# the bad input, checks the message (file:line:column, what is wrong), then
+# runs the suggested command (after the fix the message names, when it
+# names one). meson runs it with SEQFEED set to the binary.
+set -u
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
+tmp=$(mktemp -d /tmp/sfhints.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+# suggested [FILE]: the command after the last "pack it with: seqfeed " in
+# FILE (default err), without "seqfeed".
+suggested() { sed -n 's/.*[Pp]ack it with: seqfeed \(.*\)$/\1/p' "${1:-err}" | tail -n 1; }
+
+# run_suggested WHAT: runs the suggested command of err; it must exit 0.
+# Its stdout and stderr are left in out and err.
+run_suggested() {
+    local cmd
+    cmd=$(suggested)
+    if [ -z "$cmd" ]; then
+        fail "$1: no command suggested: $(cat err)"
+        return
+    fi
+    eval "\"\$SEQFEED\" $cmd" >out 2>err.suggested || fail "$1: the suggested 'seqfeed $cmd' failed: $(cat err.suggested)"
+    mv err.suggested err
+}
+
+# ---- epochs: any int64 of nanoseconds, the range of each unit checked ----
+printf 't,v\n1700000000000000,1\n1700000001000000,2\n1700000002000000,3\n' >us.csv
+run 1 pack us.csv -o us.sfpack --time-column t --time-unit s
+expect err '^seqfeed pack: error: us\.csv:2:1: time 1700000000000000 in the time column "t" is out of range for --time-unit s: expected -62167219200 to 253402300799 \(0000-01-01T00:00Z to 9999-12-31T23:59:59Z\); as microseconds it is 2023-11-14T22:13:20Z'
+[ ! -e us.sfpack ] || fail "an out-of-range time left us.sfpack"
+run_suggested "microseconds as seconds"
+[ ! -s err ] || fail "microseconds packed with a message: $(cat err)"
+run 0 inspect us.sfpack
+expect out 'column "t" \(epoch-us\), typical step 1s'
+printf 't,v\n1700000000000,1\n' >ms.csv
+run 1 pack ms.csv -o ms.sfpack --time-column t --time-unit s
+expect err 'ms\.csv:2:1: .*as milliseconds it is 2023-11-14T22:13:20Z'
+run_suggested "milliseconds as seconds"
+printf 't,v\n1700000000000000000,1\n' >ns-as-ms.csv
+run 1 pack ns-as-ms.csv -o ns-as-ms.sfpack --time-column t --time-unit ms
+expect err 'out of range for --time-unit ms: expected -62167219200000 to 253402300799999 .*as nanoseconds'
+run_suggested "nanoseconds as milliseconds"
+printf 't,v\n1,1\n-62167219201,2\n' >early.csv
+run 1 pack early.csv -o early.sfpack --time-column t --time-unit s
+expect err 'early\.csv:3:1: time -62167219201 .* out of range for --time-unit s'
+# 19 digits of nanoseconds (every instant after 2001-09-09), the ends of
+# int64, and one past them.
+printf 't,v\n1700000000000000000,1\n1700000001000000000,2\n' >ns.csv
+run 0 pack ns.csv -o ns.sfpack --time-column t --time-unit ns
+run 0 unpack ns.sfpack -o -
+cmp -s out ns.csv || fail "19-digit nanoseconds came back as $(cat out)"
+printf 't,v\n-9223372036854775808,1\n9223372036854775807,2\n' >ns-ends.csv
+run 0 pack ns-ends.csv -o ns-ends.sfpack --time-column t --time-unit ns
+run 0 verify ns-ends.sfpack
+run 0 unpack ns-ends.sfpack -o -
+cmp -s out ns-ends.csv || fail "int64's ends came back as $(cat out)"
+printf 't,v\n9223372036854775808,1\n' >ns-past.csv
+run 1 pack ns-past.csv -o ns-past.sfpack --time-column t --time-unit ns
+expect err 'ns-past\.csv:2:1: time 9223372036854775808 .* out of range for --time-unit ns'
+
+# ---- integers float32 changes ----
+printf 'date,v\n20200101,1\n20200102,2\n20200103,3\n' >ymd.csv
+run 0 pack ymd.csv -o ymd.sfpack -q
+expect err '^seqfeed pack: warning: column "date": float32 holds integers exactly only up to 16777216 \(2\^24\), and packing changed 2 of its values, by up to 1 \(line 2: 20200101 is stored as 20200100\)\. Its values look like dates \(yyyymmdd\)'
+[ "$(wc -l <err)" -eq 1 ] || fail "more than the warning: $(cat err)"
+run_suggested "dates as integers"
+run 0 unpack ymd.sfpack -o -
+printf 'date,v\n2020-01-01,1\n2020-01-02,2\n2020-01-03,3\n' >ymd-back.csv
+cmp -s out ymd-back.csv || fail "the dates' time column came back as $(cat out)"
+# Not dates, or not rising: no time column suggested.
+printf 'id,v\n123456789012,1\n-99999999,2\n16777217,3\n16777216,4\n' >ids.csv
+run 0 pack ids.csv -o ids.sfpack
+expect err 'warning: column "id": .* changed 3 of its values, by up to 1516 \(line 2: 123456789012 is stored as 123456790528\)$'
+printf 'date,v\n20200102,1\n20200101,2\n' >back.csv
+run 0 pack back.csv -o back.sfpack
+expect err 'warning: column "date": .*changed 1 of its values'
+grep -q -- '--time-column' err && fail "dates going back were suggested as the time column: $(cat err)"
+# Integers written as floats, not dates for --time-column; past 8 columns, a count.
+printf 'd,v\n20200101.0,1\n20200103.00,2\n' >float-ints.csv
+run 0 pack float-ints.csv -o fi.sfpack
+expect err 'warning: column "d": .*changed 2 of its values, by up to 1 \(line 2: 20200101\.0 is stored as 20200100\)$'
+awk 'BEGIN { for (c = 0; c < 10; c++) printf "%sc%d", c ? "," : "", c; print ""; for (r = 0; r < 3; r++) { for (c = 0; c < 10; c++) printf "%s%d", c ? "," : "", 16777217 + 2 * c; print "" } }' >wide.csv
+run 0 pack wide.csv -o wide.sfpack
+[ "$(grep -c 'warning: column' err)" -eq 8 ] || fail "not 8 column warnings: $(cat err)"
+expect err '^seqfeed pack: warning: and 2 more columns: packing changed 6 of their integers beyond 2\^24$'
+# The helper thread's half (files over 256 KiB) counts alike.
+awk 'BEGIN { print "date,n,v"; for (i = 0; i < 40000; i++) printf "%d,%d,%d\n", 20000101 + i % 28, 16777217 + 2 * i, i }' >big.csv
+run 0 pack big.csv -o big1.sfpack --threads 1
+mv err err1
+run 0 pack big.csv -o big2.sfpack --threads 2
+cmp -s err err1 || fail "one thread and two warn differently: $(cat err1) / $(cat err)"
+expect err 'column "n": .*changed 40000 of its values'
+expect err 'column "date": .*changed 20000 of its values'
+
+# ---- ISO-8601 times the time column refuses, and those it takes ----
+printf 'v,time\n1,2016-12-31T23:59:60\n2,2017-01-01T00:00:00\n' >leap.csv
+run 1 pack leap.csv -o leap.sfpack
+expect err 'leap\.csv:2:3: expected a number in column "time", found "2016-12-31T23:59:60"; .*"2016-12-31T23:59:60" at line 2 column 3 is not one: a leap second \(23:59:60\).*\. Correct line 2 column 3 first; then pack it with: '
+sed -i 's/23:59:60/23:59:59/' leap.csv
+run_suggested "a leap second, corrected"
+printf 'time,v\n2016-12-31T23:59:59,1\n2016-12-31T23:59:60,2\n' >leap-later.csv
+run 1 pack leap-later.csv -o leap.sfpack
+expect err '^seqfeed pack: error: leap-later\.csv:3:1: "2016-12-31T23:59:60" in the time column "time" is not an ISO-8601 date or time: a leap second'
+printf 'v,time\n1,2016-02-30\n2,2016-03-01\n' >feb.csv
+run 1 pack feb.csv -o feb.sfpack
+expect err 'feb\.csv:2:3: .*"2016-02-30" at line 2 column 3 is not one: day 30: February 2016 has 29 days'
+sed -i 's/02-30/02-29/' feb.csv
+run_suggested "February 30, corrected"
+# A text column beside a time column that would fail: the command waits for the fix.
+printf 'time,v,w\n2016-12-31T23:59:59,1,x\n2016-12-31T23:59:60,2,y\n' >leap-text.csv
+run 1 pack leap-text.csv -o lt.sfpack
+expect err 'Correct "2016-12-31T23:59:60" in the time column "time" first \(line 3 column 1: a leap second'
+sed -i 's/23:59:60/23:59:59/' leap-text.csv
+run_suggested "a category beside a leap second, corrected"
+# 7 to 9 fraction digits: kept to the microsecond, and said.
+printf 'v,time\n1,2016-12-31T23:59:59.1234567\n2,2016-12-31T23:59:59.123456789\n3,2016-12-31T23:59:59.5\n' >frac.csv
+run 0 pack frac.csv -o frac.sfpack -q
+expect err '^seqfeed pack: note: 2 time\(s\) in the time column "time" had digits below a microsecond \(the first at line 2\)'
+run 0 unpack frac.sfpack -o -
+expect out '^2016-12-31T23:59:59\.123456,1$'
+expect out '^2016-12-31T23:59:59\.500000,3$'
+
+# ---- ids of series whose rows interleave ----
+printf 'time,id,v\n2020-01-01,A,1\n2020-01-01,B,2\n2020-01-02,A,3\n2020-01-02,B,4\n2020-01-03,A,5\n2020-01-03,B,6\n' >inter.csv
+run 1 pack inter.csv -o inter.sfpack
+expect err 'inter\.csv:2:12: .*"id" \(ids of 2 series whose rows interleave'
+grep -q -- '--categorical' err && fail "interleaved ids suggested as --categorical: $(cat err)"
+sort_cmd=$(sed -n 's/.*each one.s rows kept in time order: \(.*\); then pack it with: .*/\1/p' err)
+[ -n "$sort_cmd" ] || fail "no sort command: $(cat err)"
+eval "$sort_cmd" || fail "the sort command failed: $sort_cmd"
+run_suggested "interleaved ids, sorted"
+run 0 inspect inter.sfpack
+expect out '^rows +6 in 2 series \(series column "id"\)'
+run 0 pack inter.csv -o cat.sfpack --categorical id
+expect err '^seqfeed pack: warning: at line 3 the time repeats within a series while categorical column "id" changes'
+sort_cmd=$(sed -n 's/.*each one.s rows kept in time order: \(.*\); then pack it with: .*/\1/p' err)
+eval "$sort_cmd" || fail "the sort command failed: $sort_cmd"
+run_suggested "--categorical on interleaved ids"
+expect out 'packed 6 rows \(2 series\)'
+printf 'time,id,v\n2020-01-01,A,1\n2020-01-01,B,2\n2020-01-02,A,3\n2020-01-01,B,4\n' >inter-back.csv
+run 1 pack inter-back.csv -o ib.sfpack --categorical id
+expect err 'inter-back\.csv:5:1: time 2020-01-01 is before 2020-01-02 \(line 4\).*categorical column "id" changes there too'
+
+# ---- spaces around series ids ----
+printf 'id,time,v\nA,2020-01-01,1\nA,2020-01-02,2\n" A",2020-01-01,3\n" A",2020-01-02,4\n' >quoted.csv
+run 0 pack quoted.csv -o quoted.sfpack --series-column id
+expect out 'packed 4 rows \(2 series\)'
+run 0 unpack quoted.sfpack -o -
+cmp -s out quoted.csv || fail "a quoted id with a space came back as $(cat out)"
+printf 'id,time,v\nA,2020-01-01,1\nA,2020-01-02,2\n A,2020-01-01,3\n A,2020-01-02,4\n' >padded.csv
+run 1 pack padded.csv -o padded.sfpack --series-column id
+expect err 'padded\.csv:4:4: time 2020-01-01 is before 2020-01-02 \(line 3\).*the series id "A" had spaces around it at line 4, which pack drops as padding outside quotes'
+
+# ---- --missing ffill on a column without values ----
+printf 'v,w\n1,\n2,\n3,\n' >empty.csv
+run 1 pack empty.csv -o empty.sfpack --missing ffill
+expect err 'empty\.csv:2:3: missing value in column "w" with no earlier row in this series to fill it from; it has no value in the rest of the file \(3 rows\): leave it out'
+grep -q -- '--missing drop' err && fail "suggested --missing drop, which drops every row: $(cat err)"
+run_suggested "an empty column"
+run 0 inspect empty.sfpack
+expect out '^columns +1$'
+printf 'v,w,x\n1,,3\n2,,4\n' >empty-columns.csv
+run 1 pack empty-columns.csv -o ec.sfpack --missing ffill --columns v,w,x
+run_suggested "an empty column with --columns"
+printf 'v,w\n1,\n2,5\n' >late.csv
+run 1 pack late.csv -o late.sfpack --missing ffill
+expect err 'late\.csv:2:3: .*its first value is at line 3: --missing drop'
+
+# ---- inspect: the version, and names that hold control characters ----
+run 0 synth -o synth.sfpack --rows 100 -q
+run 0 inspect synth.sfpack
+expect out '^format +sfpack version 1 \(no times, CSV lines or categories; pack writes version 2 for those\)'
+printf 'id,"a\nb",v\n"x\ny",1,2\n"x\ny",2,3\n"z\tq",1,2\n' >nl.csv
+run 0 pack nl.csv -o nl.sfpack --series-column id -q
+run 0 inspect nl.sfpack
+expect out '^ +1  a\\nb +1 +2 '
+expect out '^ +1  x\\ny +0 +2$'
+expect out '^ +2  z\\tq +2 +1$'
+[ "$(grep -c '^ ' out)" -eq 6 ] || fail "inspect's table has broken lines: $(cat out)"
+printf 'id,v\n"x\ny",1\n"z",2\n"x\ny",3\n' >nl-back.csv
+run 1 pack nl-back.csv -o nl.sfpack --series-column id
+[ "$(wc -l <err)" -eq 1 ] || fail "an error with a newline in an id takes lines: $(cat err)"
+expect err 'series "x\\x0ay" \(column "id"\) reappears'
+
+# Names too long for a message's command (under ASan: no overrun).
+long=$(printf 'x%.0s' $(seq 700))
+printf '%s,v\nA,1\nB,2\nA,3\n' "$long" >long-category.csv
+run 1 pack long-category.csv -o lc.sfpack
+expect err '^seqfeed pack: error: long-category\.csv:2:1: expected a number in column "x'
+printf '%s,v\n,1\n,2\n' "$long" >long-empty.csv
+run 1 pack long-empty.csv -o le.sfpack --missing ffill
+expect err '^seqfeed pack: error: long-empty\.csv:2:1: missing value in column "x'
+
+finish
