@@ -126,7 +126,9 @@ typedef struct {
     enum sf_precision precision;
 } placement;
 
-static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch,
+// *batch comes back no larger than the windows to predict: a replica is
+// sized by it.
+static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t *batch,
                     const placement *where, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
@@ -159,10 +161,20 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     sf_replica_opts ro = {.device = where->device, .threads = cores > 0 ? (uint32_t)cores : 1,
                           .precision = where->precision};
     r->be = where->be;
-    if (!rc) rc = r->be->open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
+    if (!rc) {  // checked before the replica allocates it
+        uint64_t windows = sf_plan_windows(r->plan);
+        if (windows && *batch > windows) *batch = (uint32_t)windows;
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
+        if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page)
+            rc = sf_err_set(e, SF_EUSAGE, "--batch-size %u: the checkpoint's model on windows of %u rows would take "
+                            "%.1f GB, more than the %.1f GB this machine has (hint: a smaller --batch-size)", *batch,
+                            r->ck.window.length, need / 1e9, (double)pages * (double)page / 1e9);
+    }
+    if (!rc) rc = r->be->open(&r->rep, &r->model, *batch, r->ck.window.length, &ro, e);
     if (!rc) rc = r->be->load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
-        r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));
+        r->pred = malloc((size_t)*batch * r->model.outputs * sizeof(float));
         r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
         r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
         if (!r->pred || !r->persist || !r->unit_mse) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
@@ -303,7 +315,7 @@ int cmd_predict(int argc, char **argv) {
     enum sf_part part = a.v[OPT_SPLIT].set ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
-    if ((rc = run_open(&r, ckpt, data, part, batch, &where, &e))) {
+    if ((rc = run_open(&r, ckpt, data, part, &batch, &where, &e))) {
         run_close(&r);
         return cli_fail("predict", &e, NULL);
     }
@@ -371,7 +383,7 @@ int cmd_evaluate(int argc, char **argv) {
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
-    if (!(rc = run_open(&r, ckpt, data, part, batch, &where, &e)))
+    if (!(rc = run_open(&r, ckpt, data, part, &batch, &where, &e)))
         rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
     if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");

@@ -62,6 +62,9 @@ void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *sp
 int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_series *series, uint64_t nseries,
                    const sf_window_spec *w, uint32_t block_chunks, const sf_split *split, sf_err *e);
 void sf_plan_free(sf_plan *p);
+// The windows such a plan would have (sf_plan_windows), without making one:
+// what a buffer of windows can ever hold is known before it is allocated.
+uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split);
 
 // Every valid window (one that fits in its series, target included) has an
 // id; ids follow start rows, so the windows of one block are consecutive.
@@ -411,6 +414,11 @@ typedef struct {
 // Everything else (code, thread stacks, zstd contexts) is a constant:
 // docs/PIPELINE.md gives its measured size.
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
+// SF_EUSAGE, naming the pool and the slots, when what the pipeline would
+// hold for o (sf_pipe_memory) and `others` bytes more exceed the machine's
+// physical memory: checked before anything is allocated (sf_pipe_open does).
+int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
+                         sf_err *e);
 // Batches each replica gives in an epoch of a plan of `windows` windows
 // under o->drop_remainder: every lane of the job its shard, and the smallest
 // shard, floor(windows / lanes of the job), decides each lane's full batches.

@@ -402,9 +402,11 @@ static int open_trace(fit *f, sf_err *e) {
 // pipeline's shuffle pool gets what is left.
 static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
-    if (!o->memory_budget) return 0;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
+    // Without a budget, the machine's memory is one: nothing sized by the
+    // window, the batch or the pool is allocated before it is known to fit.
+    if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
     if (replicas >= o->memory_budget)
         return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "
                           "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
