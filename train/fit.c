@@ -299,6 +299,49 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     return rc;
 }
 
+// --max-gap left fewer windows than a batch: when the windows it removed
+// would have made one, *why says how many spanned a gap and which --max-gap
+// keeps enough: the first of 2, 4, ... 256 times the typical step that
+// does, else the file's largest step (which cuts nothing). "" otherwise.
+static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why, size_t cap, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
+    sf_split split = {o->val_split, SF_PART_TRAIN};
+    uint64_t all = sf_plan_count(in->series, in->nseries, &po->window, &split);
+    why[0] = 0;
+    if (!f->d.segments || all == kept || sf_pipe_epoch_batches(po, all) == 0) return 0;
+    double unit = sf_pack_time_unit(in);
+    int64_t largest = 0, gap = 0;
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        int64_t step = sf_pack_chunk_max_step(f->d.pack, i);
+        largest = step > largest ? step : largest;
+    }
+    uint64_t keeps = all;
+    for (int64_t g = 2 * in->time_step; !gap && g > 0 && g < largest && g <= 256 * in->time_step; g *= 2) {
+        if ((double)g * unit <= o->max_gap) continue;
+        sf_series *cut = NULL;
+        uint64_t n = 0;
+        int rc = sf_pack_segments(f->d.pack, g, &cut, &n, e);
+        uint64_t w = rc ? 0 : sf_plan_count(cut, n, &po->window, &split);
+        free(cut);
+        if (rc) return rc;
+        if (sf_pipe_epoch_batches(po, w) > 0) gap = g, keeps = w;
+    }
+    if (!gap) gap = largest;
+    // Written to 4 digits: never below the step it must keep.
+    char asked[32], step[32], hint[32];
+    double need = (double)gap * unit, back = 0;
+    sf_duration_text(need, hint, sizeof hint);
+    if (sf_duration_parse(hint, &back) || back < need) sf_duration_text(need * 1.001, hint, sizeof hint);
+    sf_duration_text(o->max_gap, asked, sizeof asked);
+    sf_duration_text((double)in->time_step * unit, step, sizeof step);
+    snprintf(why, cap, "--max-gap %s removed %llu of the %llu training windows, those that span a longer step "
+             "between rows, and left %llu, fewer than one global batch of %u (hint: --max-gap %s keeps %llu; the "
+             "file's typical step is %s)", asked, (unsigned long long)(all - kept), (unsigned long long)all,
+             (unsigned long long)kept, o->batch, hint, (unsigned long long)keeps, step);
+    return 0;
+}
+
 // The data, opened once: the file, its columns and their scaling, the model
 // for them, the validation plan, and the steps an epoch has.
 static int open_data(fit *f, sf_err *e) {
@@ -322,7 +365,10 @@ static int open_data(fit *f, sf_err *e) {
         sf_pipe_opts po = o->pipe;
         po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
         f->steps_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
-        if (f->steps_per_epoch == 0)
+        char why[512] = "";
+        if (f->steps_per_epoch == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
+        if (!rc && why[0]) rc = sf_err_set(e, SF_EUSAGE, "%s: %s", o->data, why);
+        else if (!rc && f->steps_per_epoch == 0)
             rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s (hint: a "
                             "smaller --batch-size or --window%s%s)", o->data,
                             (unsigned long long)sf_plan_windows(train_plan), o->batch,
