@@ -238,19 +238,32 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
 
 // One line on the model against the baselines: true when it beats
 // persistence. What to try when it does not names train's own options.
+// A baseline of loss 0 is exact: a ratio to it would be infinite or 0/0,
+// so the verdict says so instead.
 static bool verdict_text(const run *r, char *buf, size_t cap) {
     double loss = r->loss, mean = r->mean_loss, last = r->persist_loss;
     if (isnan(last)) {
-        snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
-                 loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
+        if (mean > 0)
+            snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
+                     loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
+        else
+            snprintf(buf, cap, "the mean baseline is exact (loss 0: the targets are constant)%s; no persistence "
+                     "baseline (a target is not a feature)", loss > 0 ? " and the model is not" : ", as is the model");
         return false;
     }
     if (loss < last) {
         snprintf(buf, cap, "better than persistence: loss %.1f%% below predicting the last value", 100 * (1 - loss / last));
         return true;
     }
-    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)",
-             last > 0 ? loss / last : INFINITY,
+    if (last == 0) {  // constant targets, or an older horizon-0 checkpoint's: the window's last row
+        snprintf(buf, cap, "predicting the last value is exact on these windows (loss 0)%s%s",
+                 loss > 0 ? ", and the model is not" : ", as is the model",
+                 r->ck.window.horizon == 0 ? ": the checkpoint's horizon is 0, so its target is the window's last "
+                                             "input row (hint: retrain with seqfeed train --horizon 1 or more)"
+                                           : ": the targets are the last row's values");
+        return false;
+    }
+    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)", loss / last,
              r->ck.target_change ? "more epochs, a longer --window, --time-features, or other --features"
                                  : "train with --target change, so that the model learns the change from the "
                                    "last value: one that learns nothing is persistence");
