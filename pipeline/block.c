@@ -74,10 +74,14 @@ void sf_columns_free(sf_columns *c) {
     *c = (sf_columns){0};
 }
 
-// Returns true when a spread that is not 0 is too small to scale by.
+bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm) {
+    return (norm == SF_NORM_ZSCORE ? s->std : s->max - s->min) < FLT_MIN;  // 0 too: one value
+}
+
+// Returns true when the spread is too small to scale by (sf_column_flat).
 static bool scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, float *offset) {
     double a = 1, b = 0, spread = norm == SF_NORM_ZSCORE ? s->std : s->max - s->min;
-    bool flat = spread > 0 && spread < FLT_MIN;
+    bool flat = sf_column_flat(s, norm);
     if (norm == SF_NORM_ZSCORE && spread >= FLT_MIN) {
         a = 1 / s->std;
         b = -s->mean / s->std;
@@ -251,6 +255,24 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
             (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once
             c->flat_column = c->nflat++ ? c->flat_column : col;
     }
+}
+
+int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
+                         enum sf_norm norm, char *buf, size_t cap) {
+    size_t len = 0;
+    uint32_t n = 0;
+    buf[0] = 0;
+    for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
+        bool is_x = j < c->nfeatures;
+        uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
+        if ((is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
+            continue;
+        bool twice = false;  // a feature that is a target too is named once
+        for (uint32_t f = 0; !is_x && f < c->nfeatures; f++) twice |= c->features[f] == col;
+        if (!twice && sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
+        n += !twice;
+    }
+    return (int)n;
 }
 
 int sf_columns_predict_change(sf_columns *c, const sf_pack_info *info, sf_err *e) {

@@ -551,10 +551,12 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
     }
     if (f->d.cols.nflat) {
-        const sf_pack_info *in = sf_pack_get_info(f->d.pack);
-        fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
-                "scaled as a constant\n", in->col_names[f->d.cols.flat_column],
-                f->d.cols.nflat > 1 ? " and others" : "", f->d.stats[f->d.cols.flat_column].std);
+        char flat[1024];
+        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, flat, sizeof flat);
+        fprintf(stderr, "scaling: constant %s %s: %s spread over the training rows is below float32's smallest "
+                "normal number, so %s scaled as a constant, an input that tells the model nothing (hint: --features "
+                "without %s)\n", n == 1 ? "column" : "columns", n < 0 ? "(too many to name)" : flat,
+                n == 1 ? "its" : "their", n == 1 ? "it is" : "each is", n == 1 ? "it" : "them");
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
