@@ -55,6 +55,57 @@ int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *lis
     return 0;
 }
 
+// Whether every row of the file has one phase of feature f, as the file's
+// time table tells without reading a row: dates without a time of day are
+// all at midnight (hour); series whose rows are all exactly the typical
+// step apart (no step above it, and each series' last time is its first
+// plus its rows' steps) stay at one phase when the step is a whole number
+// of the feature's days or weeks and every series starts at the same one.
+// Irregular times are not judged (false).
+static bool time_constant(const sf_pack_info *in, enum sf_time_feature f, bool *dates) {
+    *dates = in->time_kind == SF_TIME_ISO && !(in->time_parts & SF_TIME_CLOCK);
+    if (f == SF_TIME_HOUR && *dates) return true;
+    if (f == SF_TIME_YEARDAY || in->time_gaps || in->time_step <= 0 || !in->series_times) return false;
+    int64_t period = (int64_t)llround((f == SF_TIME_HOUR ? 86400.0 : 7 * 86400.0) / sf_pack_time_unit(in));
+    if (period <= 0 || in->time_step % period) return false;
+    int64_t phase = 0;
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        int64_t first = in->series_times[2 * i], last = in->series_times[2 * i + 1];
+        if ((uint64_t)(last - first) / (uint64_t)in->time_step != in->series[i].rows - 1 ||
+            (uint64_t)(last - first) % (uint64_t)in->time_step)
+            return false;  // a step below the typical one somewhere
+        int64_t p = (first % period + period) % period;
+        if (i && p != phase) return false;
+        phase = p;
+    }
+    return true;
+}
+
+int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e) {
+    char varies[48] = "", step[32];
+    size_t len = 0;
+    bool dates;
+    for (int f = 0; f < SF_TIME_FEATURE_COUNT; f++)
+        if (!time_constant(in, (enum sf_time_feature)f, &dates))
+            sf_list_append(varies, sizeof varies, &len, sf_time_feature_name((enum sf_time_feature)f));
+    for (uint32_t k = 0; k < c->ntime; k++) {
+        if (!time_constant(in, c->time[k], &dates)) continue;
+        const char *name = sf_time_feature_name(c->time[k]);
+        sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
+        char why[160];
+        if (dates && c->time[k] == SF_TIME_HOUR)
+            snprintf(why, sizeof why, "holds dates without a time of day (a resolution of one day)");
+        else
+            snprintf(why, sizeof why, "steps by exactly %s on every row, from the same %s in every series", step,
+                     c->time[k] == SF_TIME_HOUR ? "time of day" : "time of the week");
+        return sf_err_set(e, SF_EUSAGE, "--time-features %s: the time column \"%s\" %s, so %s is the same on every "
+                          "row: a constant input that tells the model nothing (%s%s)", name, in->time_column, why, name,
+                          varies[0] ? "time features that vary in this file: " : "no time feature varies in this file",
+                          varies);
+    }
+    return 0;
+}
+
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;

@@ -179,6 +179,11 @@ int sf_columns_feature_list(const sf_columns *c, const sf_pack_info *info, char 
 // week or year (sf_time_phase), so that cycles are learnable. SF_EUSAGE
 // when the file has no time column or a name is unknown.
 int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// SF_EUSAGE naming a time feature of c that has one value on every row of
+// the file (hour of dates without a time of day; hour or weekday of rows a
+// whole number of days or weeks apart from one phase), the time column's
+// resolution and the features that do vary: a constant input is useless.
+int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the
