@@ -243,7 +243,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
 static bool verdict_text(const run *r, char *buf, size_t cap) {
     double loss = r->loss, mean = r->mean_loss, last = r->persist_loss;
     if (isnan(last)) {
-        if (mean > 0)
+        if (mean != 0)
             snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
                      loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
         else

@@ -70,9 +70,9 @@ static bool time_constant(const sf_pack_info *in, enum sf_time_feature f, bool *
     if (period <= 0 || in->time_step % period) return false;
     int64_t phase = 0;
     for (uint64_t i = 0; i < in->nseries; i++) {
-        int64_t first = in->series_times[2 * i], last = in->series_times[2 * i + 1];
-        if ((uint64_t)(last - first) / (uint64_t)in->time_step != in->series[i].rows - 1 ||
-            (uint64_t)(last - first) % (uint64_t)in->time_step)
+        int64_t first = in->series_times[2 * i];
+        uint64_t span = (uint64_t)in->series_times[2 * i + 1] - (uint64_t)first;  // times never go back: no wrap
+        if (span / (uint64_t)in->time_step != in->series[i].rows - 1 || span % (uint64_t)in->time_step)
             return false;  // a step below the typical one somewhere
         int64_t p = (first % period + period) % period;
         if (i && p != phase) return false;

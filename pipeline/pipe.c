@@ -718,6 +718,11 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
                          sf_err *e) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t need = sf_pipe_memory(o, in, cols), have = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    // The pools and slots again in double: a huge window times a huge
+    // batch must not wrap the estimate round to something small.
+    double window = ((double)o->window.length * cols->nfeatures + cols->ntargets) * 4 + 8;
+    double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
+    if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;
     char with[96] = "";
     if (others) snprintf(with, sizeof with, ", and the replicas %.1f GB more", others / 1e9);

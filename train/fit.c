@@ -302,7 +302,7 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
 // --max-gap left fewer windows than a batch: when the windows it removed
 // would have made one, *why says how many spanned a gap and which --max-gap
 // keeps enough: the first of 2, 4, ... 256 times the typical step that
-// does, else the file's largest step (which cuts nothing). "" otherwise.
+// does (below the largest), else the file's largest step (which cuts nothing). "" otherwise.
 static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why, size_t cap, sf_err *e) {
     const sf_fit_opts *o = f->o;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
@@ -317,7 +317,8 @@ static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why,
         largest = step > largest ? step : largest;
     }
     uint64_t keeps = all;
-    for (int64_t g = 2 * in->time_step; !gap && g > 0 && g < largest && g <= 256 * in->time_step; g *= 2) {
+    int64_t g = in->time_step <= largest / 2 ? 2 * in->time_step : 0;  // no overflow: each g below largest
+    for (int tries = 0; !gap && tries < 8 && g > 0 && g < largest; tries++, g = g <= largest / 2 ? 2 * g : 0) {
         if ((double)g * unit <= o->max_gap) continue;
         sf_series *cut = NULL;
         uint64_t n = 0;
