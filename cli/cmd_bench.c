@@ -168,8 +168,18 @@ int bench_pipeline(int argc, char **argv) {
     double raw_bytes = (double)in->nrows * in->ncols * 4 * (double)o.epochs;
     // What reading every chunk once per epoch moves (the chunk area).
     double once = (double)(in->trailer_offset - in->data_offset) * (double)o.epochs;
-    rc = v[OPT_MEMORY_BUDGET].set ? sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e)
-                                  : 0;
+    // Before anything is sized by the window: a file with no window has
+    // nothing to measure.
+    if (sf_plan_count(in->series, in->nseries, &o.window, &o.split) == 0) {
+        uint64_t longest = 0;
+        for (uint64_t i = 0; i < in->nseries; i++) longest = in->series[i].rows > longest ? in->series[i].rows : longest;
+        rc = sf_err_set(&e, SF_EUSAGE, "%s: no window of %u rows (%llu rows with --sampling-rate and --horizon) "
+                        "fits in any series, the longest of which has %llu rows: nothing to measure (hint: a smaller "
+                        "--window)", data, o.window.length, (unsigned long long)sf_window_span(&o.window),
+                        (unsigned long long)longest);
+    }
+    if (!rc && v[OPT_MEMORY_BUDGET].set)
+        rc = sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e);
     uint64_t memory = sf_pipe_memory(&o, in, &cols);
     sf_pipe *pipe = NULL;
     double t0 = sf_now();
@@ -205,9 +215,6 @@ int bench_pipeline(int argc, char **argv) {
             e = cs[r].e;
         }
     }
-    if (!rc && windows == 0)
-        rc = sf_err_set(&e, SF_EUSAGE, "%s: no window of %u rows (with --horizon and --stride) fits in any series: "
-                        "nothing to measure (hint: a smaller --window)", data, o.window.length);
     double wall = sf_now() - t0;
     sf_pipe_stats st;
     sf_pipe_replica_stats *rs = calloc(o.replicas, sizeof *rs);

@@ -129,7 +129,9 @@ typedef struct {
     enum sf_precision precision;
 } placement;
 
-static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t batch,
+// *batch comes back no larger than the windows to predict: a replica is
+// sized by it.
+static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t *batch,
                     const placement *where, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
     if (!rc) rc = sf_pack_open(&r->pack, data, e);
@@ -163,10 +165,20 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     sf_replica_opts ro = {.device = where->device, .threads = cores > 0 ? (uint32_t)cores : 1,
                           .precision = where->precision};
     r->be = where->be;
-    if (!rc) rc = r->be->open(&r->rep, &r->model, batch, r->ck.window.length, &ro, e);
+    if (!rc) {  // checked before the replica allocates it
+        uint64_t windows = sf_plan_windows(r->plan);
+        if (windows && *batch > windows) *batch = (uint32_t)windows;
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
+        if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page)
+            rc = sf_err_set(e, SF_EUSAGE, "--batch-size %u: the checkpoint's model on windows of %u rows would take "
+                            "%.1f GB, more than the %.1f GB this machine has (hint: a smaller --batch-size)", *batch,
+                            r->ck.window.length, need / 1e9, (double)pages * (double)page / 1e9);
+    }
+    if (!rc) rc = r->be->open(&r->rep, &r->model, *batch, r->ck.window.length, &ro, e);
     if (!rc) rc = r->be->load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
-        r->pred = malloc((size_t)batch * r->model.outputs * sizeof(float));
+        r->pred = malloc((size_t)*batch * r->model.outputs * sizeof(float));
         r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
         r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
         r->unit_n = calloc(r->cols.ntargets, sizeof *r->unit_n);
@@ -242,19 +254,32 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
 
 // One line on the model against the baselines: true when it beats
 // persistence. What to try when it does not names train's own options.
+// A baseline of loss 0 is exact: a ratio to it would be infinite or 0/0,
+// so the verdict says so instead.
 static bool verdict_text(const run *r, char *buf, size_t cap) {
     double loss = r->loss, mean = r->mean_loss, last = r->persist_loss;
     if (isnan(last)) {
-        snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
-                 loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
+        if (mean != 0)
+            snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
+                     loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
+        else
+            snprintf(buf, cap, "the mean baseline is exact (loss 0: the targets are constant)%s; no persistence "
+                     "baseline (a target is not a feature)", loss > 0 ? " and the model is not" : ", as is the model");
         return false;
     }
     if (loss < last) {
         snprintf(buf, cap, "better than persistence: loss %.1f%% below predicting the last value", 100 * (1 - loss / last));
         return true;
     }
-    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)",
-             last > 0 ? loss / last : INFINITY,
+    if (last == 0) {  // constant targets, or an older horizon-0 checkpoint's: the window's last row
+        snprintf(buf, cap, "predicting the last value is exact on these windows (loss 0)%s%s",
+                 loss > 0 ? ", and the model is not" : ", as is the model",
+                 r->ck.window.horizon == 0 ? ": the checkpoint's horizon is 0, so its target is the window's last "
+                                             "input row (hint: retrain with seqfeed train --horizon 1 or more)"
+                                           : ": the targets are the last row's values");
+        return false;
+    }
+    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)", loss / last,
              r->ck.target_change ? "more epochs, a longer --window, --time-features, or other --features"
                                  : "train with --target change, so that the model learns the change from the "
                                    "last value: one that learns nothing is persistence");
@@ -325,7 +350,7 @@ int cmd_predict(int argc, char **argv) {
     enum sf_part part = a.v[OPT_SPLIT].set ? (enum sf_part)a.v[OPT_SPLIT].choice : SF_PART_ALL;
     run r = {0};
     sf_err e = {0};
-    if ((rc = run_open(&r, ckpt, data, part, batch, &where, &e))) {
+    if ((rc = run_open(&r, ckpt, data, part, &batch, &where, &e))) {
         run_close(&r);
         return cli_fail("predict", &e, NULL);
     }
@@ -396,7 +421,7 @@ int cmd_evaluate(int argc, char **argv) {
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
-    if (!(rc = run_open(&r, ckpt, data, part, batch, &where, &e)))
+    if (!(rc = run_open(&r, ckpt, data, part, &batch, &where, &e)))
         rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
     if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
                                          part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");

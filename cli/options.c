@@ -74,7 +74,8 @@ static const option options[OPT_COUNT] = {
     [OPT_STRIDE] = {"stride", 0, "N", K_COUNT, 1, U32, .group = DATA, .help = "rows between window starts"},
     [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
                            .help = "rows between samples in a window"},
-    [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 0, U32, .group = DATA, .help = "target row past the window's last"},
+    [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 1, U32, .group = DATA,
+                     .help = "target row past the window's last (at least 1: 0 is a row the model sees)"},
     [OPT_MAX_GAP] = {"max-gap", 0, "DURATION", K_DURATION, .group = DATA,
                      .help = "no window spans a step between rows longer than this (90s, 15min, 2h, 3d, 1w): a gap "
                              "splits its series (default: no limit)"},

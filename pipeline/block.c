@@ -55,6 +55,57 @@ int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *lis
     return 0;
 }
 
+// Whether every row of the file has one phase of feature f, as the file's
+// time table tells without reading a row: dates without a time of day are
+// all at midnight (hour); series whose rows are all exactly the typical
+// step apart (no step above it, and each series' last time is its first
+// plus its rows' steps) stay at one phase when the step is a whole number
+// of the feature's days or weeks and every series starts at the same one.
+// Irregular times are not judged (false).
+static bool time_constant(const sf_pack_info *in, enum sf_time_feature f, bool *dates) {
+    *dates = in->time_kind == SF_TIME_ISO && !(in->time_parts & SF_TIME_CLOCK);
+    if (f == SF_TIME_HOUR && *dates) return true;
+    if (f == SF_TIME_YEARDAY || in->time_gaps || in->time_step <= 0 || !in->series_times) return false;
+    int64_t period = (int64_t)llround((f == SF_TIME_HOUR ? 86400.0 : 7 * 86400.0) / sf_pack_time_unit(in));
+    if (period <= 0 || in->time_step % period) return false;
+    int64_t phase = 0;
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        int64_t first = in->series_times[2 * i];
+        uint64_t span = (uint64_t)in->series_times[2 * i + 1] - (uint64_t)first;  // times never go back: no wrap
+        if (span / (uint64_t)in->time_step != in->series[i].rows - 1 || span % (uint64_t)in->time_step)
+            return false;  // a step below the typical one somewhere
+        int64_t p = (first % period + period) % period;
+        if (i && p != phase) return false;
+        phase = p;
+    }
+    return true;
+}
+
+int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e) {
+    char varies[48] = "", step[32];
+    size_t len = 0;
+    bool dates;
+    for (int f = 0; f < SF_TIME_FEATURE_COUNT; f++)
+        if (!time_constant(in, (enum sf_time_feature)f, &dates))
+            sf_list_append(varies, sizeof varies, &len, sf_time_feature_name((enum sf_time_feature)f));
+    for (uint32_t k = 0; k < c->ntime; k++) {
+        if (!time_constant(in, c->time[k], &dates)) continue;
+        const char *name = sf_time_feature_name(c->time[k]);
+        sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
+        char why[160];
+        if (dates && c->time[k] == SF_TIME_HOUR)
+            snprintf(why, sizeof why, "holds dates without a time of day (a resolution of one day)");
+        else
+            snprintf(why, sizeof why, "steps by exactly %s on every row, from the same %s in every series", step,
+                     c->time[k] == SF_TIME_HOUR ? "time of day" : "time of the week");
+        return sf_err_set(e, SF_EUSAGE, "--time-features %s: the time column \"%s\" %s, so %s is the same on every "
+                          "row: a constant input that tells the model nothing (%s%s)", name, in->time_column, why, name,
+                          varies[0] ? "time features that vary in this file: " : "no time feature varies in this file",
+                          varies);
+    }
+    return 0;
+}
+
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;
@@ -74,10 +125,14 @@ void sf_columns_free(sf_columns *c) {
     *c = (sf_columns){0};
 }
 
-// Returns true when a spread that is not 0 is too small to scale by.
+bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm) {
+    return (norm == SF_NORM_ZSCORE ? s->std : s->max - s->min) < FLT_MIN;  // 0 too: one value
+}
+
+// Returns true when the spread is too small to scale by (sf_column_flat).
 static bool scaling(const sf_col_stats *s, enum sf_norm norm, float *scale, float *offset) {
     double a = 1, b = 0, spread = norm == SF_NORM_ZSCORE ? s->std : s->max - s->min;
-    bool flat = spread > 0 && spread < FLT_MIN;
+    bool flat = sf_column_flat(s, norm);
     if (norm == SF_NORM_ZSCORE && spread >= FLT_MIN) {
         a = 1 / s->std;
         b = -s->mean / s->std;
@@ -251,6 +306,24 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
             (!c->nflat || col != c->flat_column))  // a feature that is a target too counts once
             c->flat_column = c->nflat++ ? c->flat_column : col;
     }
+}
+
+int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
+                         enum sf_norm norm, char *buf, size_t cap) {
+    size_t len = 0;
+    uint32_t n = 0;
+    buf[0] = 0;
+    for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
+        bool is_x = j < c->nfeatures;
+        uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
+        if ((is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
+            continue;
+        bool twice = false;  // a feature that is a target too is named once
+        for (uint32_t f = 0; !is_x && f < c->nfeatures; f++) twice |= c->features[f] == col;
+        if (!twice && sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
+        n += !twice;
+    }
+    return (int)n;
 }
 
 int sf_columns_predict_change(sf_columns *c, const sf_pack_info *info, sf_err *e) {

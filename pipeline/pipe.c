@@ -525,6 +525,9 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, o->series ? o->series : in->series,
                             o->series ? o->nseries : in->nseries, &o->window, o->block_chunks,
                             &o->split, e);
+    // Nothing sized by the window, the pool or the batch is allocated
+    // before it is known to fit.
+    if (!rc) rc = sf_pipe_check_memory(o, in, cols, 0, e);
     if (!rc) {
         // A block never holds more chunks than the file: a huge
         // --block-chunks must not size buffers for chunks that do not exist.
@@ -676,6 +679,17 @@ static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
     return ((uint64_t)o->window.length * nf + nt) * 4 + 8;
 }
 
+// The pool each lane allocates (sf_stream_open): o->pool, but never more
+// windows than the largest lane's share of an epoch.
+static uint64_t lane_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
+    if (o->pool <= 1) return 1;
+    uint64_t shards = (uint64_t)(o->shard_total ? o->shard_total : o->replicas) * (o->lanes ? o->lanes : 1);
+    uint64_t windows = sf_plan_count(o->series ? o->series : in->series, o->series ? o->nseries : in->nseries,
+                                     &o->window, &o->split);
+    uint64_t share = shards ? (windows + shards - 1) / shards : windows;
+    return o->pool < share ? o->pool : share > 2 ? share : 2;
+}
+
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
     uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
@@ -694,10 +708,29 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
     // A stored chunk can exceed its raw size slightly (zstd's bound).
     uint64_t reader = in_flight * per * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = decoding * 2 * chunk_raw;
-    uint64_t lane = queued * block_rows * (nf + nt) * 4 + (o->pool > 1 ? o->pool : 1) * window +
+    uint64_t lane = queued * block_rows * (nf + nt) * 4 + lane_pool(o, in) * window +
                     (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8) +
                     sf_pipe_max_edges(o, cols) * edge_size(o, cols);
     return reader + decoders + lanes * lane + blocks * sizeof(sf_block_task);
+}
+
+int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
+                         sf_err *e) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t need = sf_pipe_memory(o, in, cols), have = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    // The pools and slots again in double: a huge window times a huge
+    // batch must not wrap the estimate round to something small.
+    double window = ((double)o->window.length * cols->nfeatures + cols->ntargets) * 4 + 8;
+    double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
+    if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
+    if (!have || (need <= have && others <= have - need)) return 0;
+    char with[96] = "";
+    if (others) snprintf(with, sizeof with, ", and the replicas %.1f GB more", others / 1e9);
+    return sf_err_set(e, SF_EUSAGE, "the pipeline would hold %.1f GB (each of %u lane(s): a shuffle pool of %llu "
+                      "windows and %u slots of %u windows, a window %u rows of %u inputs)%s: more than the %.1f GB "
+                      "this machine has (hint: a smaller --pool, --batch-size or --window)", need / 1e9, o->replicas * o->lanes,
+                      (unsigned long long)lane_pool(o, in), o->slots, o->batch, o->window.length, cols->nfeatures, with,
+                      have / 1e9);
 }
 
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
@@ -719,7 +752,8 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
     // only spare reads, take what is left.
     uint64_t window = window_bytes(o, cols->nfeatures, cols->ntargets), lanes = (uint64_t)o->replicas * o->lanes;
     uint64_t fits = 1 + (budget - least) / (lanes * window);
-    o->pool = want <= 1 ? want : want < fits ? want : fits;  // 0 or 1: no shuffle stays so
+    // 0 or 1: no shuffle stays so; nor does a pool the file cannot fill.
+    o->pool = want <= 1 || lane_pool(o, in) <= fits ? want : fits;
     uint64_t used = sf_pipe_memory(o, in, cols), spare = budget > used ? (budget - used) / lanes : 0;
     o->edge_bytes = edges < spare ? edges : spare;
     return 0;

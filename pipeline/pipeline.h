@@ -62,6 +62,9 @@ void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *sp
 int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_series *series, uint64_t nseries,
                    const sf_window_spec *w, uint32_t block_chunks, const sf_split *split, sf_err *e);
 void sf_plan_free(sf_plan *p);
+// The windows such a plan would have (sf_plan_windows), without making one:
+// what a buffer of windows can ever hold is known before it is allocated.
+uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split);
 
 // Every valid window (one that fits in its series, target included) has an
 // id; ids follow start rows, so the windows of one block are consecutive.
@@ -148,6 +151,14 @@ typedef struct {
 #define SF_CODE_NONE (-1)    // a feature that is a number
 #define SF_CODE_UNSEEN (-2)  // a category value this file does not have: always 0
 
+// True when a column of these statistics is scaled as a constant: its
+// spread under norm (std, or max - min) is below FLT_MIN, 0 included.
+bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm);
+// The numeric feature and target columns that stats make constants under
+// norm, as a list of names (sf_list_append) into buf; returns how many, or
+// SF_ERANGE when they do not fit cap bytes.
+int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
+                         enum sf_norm norm, char *buf, size_t cap);
 // Resolves comma-separated column names (features, targets) against the
 // file into *c (its own arrays: free with sf_columns_free); NULL features
 // means every column, NULL targets every numeric column. An unknown name is
@@ -172,6 +183,11 @@ int sf_columns_feature_list(const sf_columns *c, const sf_pack_info *info, char 
 // week or year (sf_time_phase), so that cycles are learnable. SF_EUSAGE
 // when the file has no time column or a name is unknown.
 int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// SF_EUSAGE naming a time feature of c that has one value on every row of
+// the file (hour of dates without a time of day; hour or weekday of rows a
+// whole number of days or weeks apart from one phase), the time column's
+// resolution and the features that do vary: a constant input is useless.
+int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the
@@ -415,6 +431,11 @@ typedef struct {
 // Everything else (code, thread stacks, zstd contexts) is a constant:
 // docs/PIPELINE.md gives its measured size.
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
+// SF_EUSAGE, naming the pool and the slots, when what the pipeline would
+// hold for o (sf_pipe_memory) and `others` bytes more exceed the machine's
+// physical memory: checked before anything is allocated (sf_pipe_open does).
+int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
+                         sf_err *e);
 // Batches each replica gives in an epoch of a plan of `windows` windows
 // under o->drop_remainder: every lane of the job its shard, and the smallest
 // shard, floor(windows / lanes of the job), decides each lane's full batches.

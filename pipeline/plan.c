@@ -20,6 +20,21 @@ uint64_t sf_window_span(const sf_window_spec *w) {
     return (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon + 1;
 }
 
+// Windows in a part of rows: one every stride rows whose span fits.
+static uint64_t part_windows(uint64_t rows, uint64_t span, uint32_t stride) {
+    return rows >= span ? (rows - span) / stride + 1 : 0;
+}
+
+uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split) {
+    uint64_t span = sf_window_span(w), n = 0;
+    for (uint64_t i = 0; w->stride && i < nseries; i++) {
+        sf_series part;
+        sf_split_rows(series + i, 1, split, &part);
+        n += part_windows(part.rows, span, w->stride);
+    }
+    return n;
+}
+
 void sf_plan_free(sf_plan *p) {
     if (!p) return;
     free(p->first);
@@ -68,7 +83,7 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
         p->first[i] = row;
         p->lo[i] = lo;
         p->before[i] = windows;
-        if (hi - lo >= p->span) windows += (hi - lo - p->span) / w->stride + 1;
+        windows += part_windows(hi - lo, p->span, w->stride);
         row += series[i].rows;
     }
     if (row != nrows) {

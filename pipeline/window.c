@@ -155,7 +155,12 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     s->o = *o;
     s->x_len = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
     s->y_len = cols->ntargets;
-    s->pool_cap = o->pool > 1 ? o->pool : 1;
+    uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
+                                                     (uint64_t)(((u128)total * r) / replicas);
+    // The pool never holds more than the shard's windows: a larger one
+    // would draw the same batches from memory nothing fills (and a huge
+    // --window or --pool on a small file must not allocate for it).
+    s->pool_cap = o->pool > 1 ? (o->pool < share ? o->pool : share > 2 ? share : 2) : 1;
     uint64_t nb = sf_plan_blocks(plan);
     s->tasks = malloc((nb ? nb : 1) * sizeof *s->tasks);
     if (src) s->src = *src;
@@ -181,8 +186,6 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     }
     // Each lane its own pool order, from (seed, epoch, shard).
     s->rng = o->seed ^ sf_splitmix64(&(uint64_t){epoch * 0x100000001b3ull + r + 1});
-    uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
-                                                     (uint64_t)(((u128)total * r) / replicas);
     // Drop-remainder: the smallest share, floor(total / replicas), decides
     // how many full batches every replica gives.
     s->batches_left = o->drop_remainder ? total / replicas / o->batch : (share + o->batch - 1) / o->batch;

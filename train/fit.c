@@ -311,6 +311,50 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     return rc;
 }
 
+// --max-gap left fewer windows than a batch: when the windows it removed
+// would have made one, *why says how many spanned a gap and which --max-gap
+// keeps enough: the first of 2, 4, ... 256 times the typical step that
+// does (below the largest), else the file's largest step (which cuts nothing). "" otherwise.
+static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why, size_t cap, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
+    sf_split split = {o->val_split, SF_PART_TRAIN};
+    uint64_t all = sf_plan_count(in->series, in->nseries, &po->window, &split);
+    why[0] = 0;
+    if (!f->d.segments || all == kept || sf_pipe_epoch_batches(po, all) == 0) return 0;
+    double unit = sf_pack_time_unit(in);
+    int64_t largest = 0, gap = 0;
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        int64_t step = sf_pack_chunk_max_step(f->d.pack, i);
+        largest = step > largest ? step : largest;
+    }
+    uint64_t keeps = all;
+    int64_t g = in->time_step <= largest / 2 ? 2 * in->time_step : 0;  // no overflow: each g below largest
+    for (int tries = 0; !gap && tries < 8 && g > 0 && g < largest; tries++, g = g <= largest / 2 ? 2 * g : 0) {
+        if ((double)g * unit <= o->max_gap) continue;
+        sf_series *cut = NULL;
+        uint64_t n = 0;
+        int rc = sf_pack_segments(f->d.pack, g, &cut, &n, e);
+        uint64_t w = rc ? 0 : sf_plan_count(cut, n, &po->window, &split);
+        free(cut);
+        if (rc) return rc;
+        if (sf_pipe_epoch_batches(po, w) > 0) gap = g, keeps = w;
+    }
+    if (!gap) gap = largest;
+    // Written to 4 digits: never below the step it must keep.
+    char asked[32], step[32], hint[32];
+    double need = (double)gap * unit, back = 0;
+    sf_duration_text(need, hint, sizeof hint);
+    if (sf_duration_parse(hint, &back) || back < need) sf_duration_text(need * 1.001, hint, sizeof hint);
+    sf_duration_text(o->max_gap, asked, sizeof asked);
+    sf_duration_text((double)in->time_step * unit, step, sizeof step);
+    snprintf(why, cap, "--max-gap %s removed %llu of the %llu training windows, those that span a longer step "
+             "between rows, and left %llu, fewer than one global batch of %u (hint: --max-gap %s keeps %llu; the "
+             "file's typical step is %s)", asked, (unsigned long long)(all - kept), (unsigned long long)all,
+             (unsigned long long)kept, o->batch, hint, (unsigned long long)keeps, step);
+    return 0;
+}
+
 // The data, opened once: the file, its columns and their scaling, the model
 // for them, the validation plan, and the steps an epoch has.
 static int open_data(fit *f, sf_err *e) {
@@ -334,7 +378,10 @@ static int open_data(fit *f, sf_err *e) {
         sf_pipe_opts po = o->pipe;
         po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
         f->steps_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
-        if (f->steps_per_epoch == 0)
+        char why[512] = "";
+        if (f->steps_per_epoch == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
+        if (!rc && why[0]) rc = sf_err_set(e, SF_EUSAGE, "%s: %s", o->data, why);
+        else if (!rc && f->steps_per_epoch == 0)
             rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s (hint: a "
                             "smaller --batch-size or --window%s%s)", o->data,
                             (unsigned long long)sf_plan_windows(train_plan), o->batch,
@@ -438,9 +485,11 @@ static int open_trace(fit *f, sf_err *e) {
 // pipeline's shuffle pool gets what is left.
 static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
-    if (!o->memory_budget) return 0;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
+    // Without a budget, the machine's memory is one: nothing sized by the
+    // window, the batch or the pool is allocated before it is known to fit.
+    if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
     if (replicas >= o->memory_budget)
         return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "
                           "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
@@ -539,10 +588,12 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
     }
     if (f->d.cols.nflat) {
-        const sf_pack_info *in = sf_pack_get_info(f->d.pack);
-        fprintf(stderr, "scaling: column \"%s\"%s varies by less than float32's smallest normal number (std %g): "
-                "scaled as a constant\n", in->col_names[f->d.cols.flat_column],
-                f->d.cols.nflat > 1 ? " and others" : "", f->d.stats[f->d.cols.flat_column].std);
+        char flat[1024];
+        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, flat, sizeof flat);
+        fprintf(stderr, "scaling: constant %s %s: %s spread over the training rows is below float32's smallest "
+                "normal number, so %s scaled as a constant, an input that tells the model nothing (hint: --features "
+                "without %s)\n", n == 1 ? "column" : "columns", n < 0 ? "(too many to name)" : flat,
+                n == 1 ? "its" : "their", n == 1 ? "it is" : "each is", n == 1 ? "it" : "them");
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,

@@ -2,7 +2,8 @@
 // out exactly once, with the reference's values bit for bit (seams from kept
 // edges or read again), in batches of the asked size, in the same order
 // whatever the edges kept; seeded and different per epoch; drop-remainder
-// gives every replica the same number of full batches.
+// gives every replica the same number of full batches; a pool larger than
+// the file's windows costs only what they fill.
 #include "tests/pipeline/sample.h"
 
 typedef struct {
@@ -124,6 +125,37 @@ static void check_streams(const fixture *f, const sf_pack *p, uint32_t batch, ui
     free(first);
 }
 
+// A pool no file could fill (2^56 windows: petabytes) holds only the
+// shard's windows, so it opens, and gives the batches of any pool larger
+// than the shard. Before, it was allocated whole.
+static void check_huge_pool(const fixture *f, const sf_pack *p) {
+    uint64_t total = sf_plan_windows(f->plan);
+    uint64_t *a = malloc(total * sizeof *a), *b = malloc(total * sizeof *b);
+    for (uint32_t replicas = 1; replicas <= 3; replicas++)
+        for (uint32_t r = 0; r < replicas; r++) {
+            uint64_t na = 0, nb = 0;
+            run_replica(f, p, replicas, r, 1, (sf_stream_opts){.batch = 8, .pool = UINT64_MAX >> 8, .seed = 9}, a, &na);
+            run_replica(f, p, replicas, r, 1, (sf_stream_opts){.batch = 8, .pool = total + 1, .seed = 9}, b, &nb);
+            CHECK(na == nb && na > 0 && !memcmp(a, b, na * sizeof *a), "a huge pool, replica %u of %u: %llu windows, "
+                  "not the %llu of a pool of the file's windows", r, replicas, (unsigned long long)na,
+                  (unsigned long long)nb);
+        }
+    CHECK(sf_plan_count(f->in->series, f->in->nseries, sf_plan_spec(f->plan), NULL) == total,
+          "sf_plan_count is not the plan's windows");
+    for (int part = SF_PART_TRAIN; part <= SF_PART_VALIDATION; part++) {
+        sf_split split = {0.3, (enum sf_part)part};
+        sf_plan *q = NULL;
+        sf_err e = {0};
+        CHECK(!sf_plan_create(&q, f->in->nrows, f->in->chunk_rows, f->in->series, f->in->nseries,
+                              sf_plan_spec(f->plan), 2, &split, &e), "%s", e.msg);
+        CHECK(q && sf_plan_count(f->in->series, f->in->nseries, sf_plan_spec(f->plan), &split) == sf_plan_windows(q),
+              "sf_plan_count of part %d is not the plan's windows", part);
+        sf_plan_free(q);
+    }
+    free(a);
+    free(b);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
@@ -145,6 +177,7 @@ int main(void) {
     check_streams(&f, p, 7, 1);
     check_streams(&f, p, 32, 50);
     check_streams(&f, p, 16, 100000);  // a pool larger than the epoch
+    check_huge_pool(&f, p);
     sf_stream *s;
     sf_stream_opts bad = {.batch = 0};
     CHECK(sf_stream_open(&s, p, f.plan, &f.cols, 2, 0, 0, &bad, NULL, &e) == SF_EINVAL, "batch 0 accepted");

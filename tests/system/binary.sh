@@ -11,4 +11,19 @@ fi
 out=$("$SEQFEED" info)
 echo "$out"
 grep -Eq '^gpus +none: .*; using CPU$|^gpu 0 ' <<<"$out" || { echo "FAIL: info says nothing about GPUs" >&2; exit 1; }
+# Without a driver, or with every GPU hidden, one line in words says why
+# and that the work runs on CPU: never CUDA's code for it.
+if grep -q 'gpu: cuDNN' <<<"$out"; then
+    out=$(CUDA_VISIBLE_DEVICES= "$SEQFEED" info)
+    grep -Eq '^gpus +none: (no NVIDIA driver|no GPU: the NVIDIA driver finds none that CUDA_VISIBLE_DEVICES lets it see); using CPU$' <<<"$out" ||
+        { echo "FAIL: info with no GPU: $(grep gpus <<<"$out")" >&2; exit 1; }
+    dir=$(mktemp -d)
+    trap 'rm -rf "$dir"' EXIT
+    "$SEQFEED" synth -o "$dir/s.sfpack" --rows 400 --feature-count 1 -q
+    err=$(CUDA_VISIBLE_DEVICES= "$SEQFEED" train --data "$dir/s.sfpack" --model lstm:2,dense --window 4 --epochs 1 \
+          --max-steps 1 --checkpoint-dir "$dir/ck" 2>&1 >/dev/null)
+    grep -Eq '^gpus: none \((no NVIDIA driver|no GPU: [^()]*)\); training on CPU$' <<<"$err" ||
+        { echo "FAIL: train with no GPU: $err" >&2; exit 1; }
+    grep -q 'CUDA error' <<<"$err" && { echo "FAIL: train names CUDA's code: $err" >&2; exit 1; }
+fi
 "$SEQFEED" --version | grep -q '^seqfeed [0-9]'

@@ -89,6 +89,13 @@ accepts pack out
 "$SEQFEED" bench pipeline --data s.sfpack --window 100000 >/dev/null 2>out && fail "bench pipeline measured no windows"
 grep -q "no window of 100000 rows" out || fail "bench pipeline without windows: $(cat out)"
 accepts "bench pipeline" out
+# More memory than the machine has, refused before allocating (memory-limits).
+for c in train "bench pipeline" "bench train" "bench scaling"; do
+    # shellcheck disable=SC2086
+    "$SEQFEED" $c --data big.sfpack --window 100000 --batch-size 65536 >/dev/null 2>out && fail "$c: 300 GB fit"
+    grep -q "this machine has (hint: .*--" out || fail "$c: more memory than the machine has: $(cat out)"
+    accepts "$c" out
+done
 
 # Where the options go: after the command (and the bench subcommand);
 # seqfeed help CMD is CMD's help.

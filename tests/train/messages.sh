@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# What train and evaluate say when the data cannot give what was asked:
+# --max-gap leaving no batch (it is named, with a value that keeps one),
+# --horizon 0 (refused by every command that takes it: its target is an
+# input), a baseline of loss 0 (no "infx"), constant columns (named), and
+# time features that are constant over the file (refused, naming the
+# resolution and the features that vary). meson sets SEQFEED and SRCDIR.
+set -uo pipefail
+. "$SRCDIR/tests/lib.sh"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+python3 - <<'PY'
+import datetime as dt, random
+random.seed(7)
+with open("daily.csv", "w") as f:  # README's weather example, daily: two cities
+    f.write("location,date,temp,weather\n")
+    for city in ["paris", "berlin"]:
+        d = dt.date(2012, 1, 1)
+        for i in range(200):
+            f.write("%s,%s,%.1f,%s\n" % (city, d.isoformat(), 10 * random.random(), random.choice(["sun", "rain"])))
+            d += dt.timedelta(days=1)
+with open("hourly.csv", "w") as f:  # hourly, a 3-hour hole every 50 rows
+    f.write("site,time,load\n")
+    for s in ["a", "b"]:
+        t = dt.datetime(2021, 3, 1)
+        for i in range(200):
+            f.write("%s,%s,%.3f\n" % (s, t.isoformat(), random.random()))
+            t += dt.timedelta(hours=3 if i % 50 == 49 else 1)
+with open("weekly.csv", "w") as f:  # one series of Saturdays
+    f.write("date,v\n")
+    d = dt.date(2000, 1, 1)
+    for i in range(120):
+        f.write("%s,%.3f\n" % (d.isoformat(), random.random()))
+        d += dt.timedelta(days=7)
+with open("epoch.csv", "w") as f:  # daily epoch seconds at 06:00 UTC
+    f.write("t,v\n")
+    for i in range(120): f.write("%d,%.3f\n" % (1600000000 // 86400 * 86400 + 6 * 3600 + i * 86400, random.random()))
+with open("flat.csv", "w") as f:  # two constant columns among varying ones
+    f.write("a,still,b,zero\n")
+    for i in range(120): f.write("%.3f,5,%.3f,0\n" % (random.random(), random.random()))
+PY
+run 0 pack daily.csv -o daily.sfpack --series-column location --categorical weather -q
+run 0 pack hourly.csv -o hourly.sfpack --series-column site -q
+run 0 pack weekly.csv -o weekly.sfpack -q
+run 0 pack epoch.csv -o epoch.sfpack --time-column t --time-unit s -q
+run 0 pack flat.csv -o flat.sfpack -q
+small=(--model lstm:4,dense --epochs 1 --gpus none)
+
+# --max-gap below the daily step removes every window: it says so, and the
+# value it suggests trains.
+run 2 train --data daily.sfpack --targets temp --time-features yearday --max-gap 2h "${small[@]}"
+expect err "daily.sfpack: --max-gap 2h removed ([0-9]+) of the \1 training windows, those that span a longer step"
+expect err "hint: --max-gap 1d keeps [1-9][0-9]*; the file's typical step is 1d\)"
+grep -q -- "--batch-size" err && fail "the gaps' doing blamed on --batch-size: $(cat err)"
+run 0 train --data daily.sfpack --targets temp --time-features yearday --max-gap 1d "${small[@]}" -q
+# Hourly rows with 3-hour holes: 30 minutes cuts every step; twice the
+# typical step keeps every window off the holes, and a batch.
+run 2 train --data hourly.sfpack --max-gap 30min --window 8 --batch-size 16 "${small[@]}"
+expect err "--max-gap 30min removed [0-9]+ of the [0-9]+ training windows"
+hint=$(grep -o -- "--max-gap [0-9a-z.]* keeps [0-9]*" err)
+[ "${hint%% keeps*}" = "--max-gap 2h" ] || fail "hourly: hint '$hint': $(cat err)"
+run 0 train --data hourly.sfpack --max-gap 2h --window 8 --batch-size 16 "${small[@]}"
+expect err "time: --max-gap cuts the series into 8 segments"
+# Too long a window with or without the cut: not the gaps' doing.
+run 2 train --data hourly.sfpack --max-gap 2h --window 190 "${small[@]}"
+expect err "0 training windows, fewer than one global batch of 32 \(hint: a smaller --batch-size or --window"
+
+# --horizon 0 would make the window's last input row the target.
+for c in train "bench pipeline" "bench train" "bench scaling"; do
+    # shellcheck disable=SC2086
+    run 2 $c --data hourly.sfpack --horizon 0
+    expect err "--horizon 0: expected an integer from 1 to 4294967295"
+done
+# A baseline of loss 0 (a constant target: persistence and the mean are
+# exact) is said in words, never "infx" or "inf%".
+run 0 train --data flat.sfpack --targets still --window 4 --checkpoint-dir still "${small[@]}" -q
+run 0 evaluate --checkpoint still/latest.safetensors --data flat.sfpack --gpus none
+grep -qiE "inf|nan" out && fail "evaluate prints a ratio to a zero loss: $(cat out)"
+expect out "^verdict +predicting the last value is exact on these windows \(loss 0\)"
+run 0 evaluate --checkpoint still/latest.safetensors --data flat.sfpack --gpus none --json
+python3 -c "import json; d = json.load(open('out')); assert d['persistence_baseline'] == 0 and d['beats_persistence'] is False" ||
+    fail "evaluate --json: $(cat out)"
+
+# Constant columns: named, all of them, in one line.
+run 0 train --data flat.sfpack --targets a --window 4 "${small[@]}" --checkpoint-dir flat
+expect err "^scaling: constant columns still,zero: their spread over the training rows is below float32's smallest normal"
+[ "$(grep -c "constant column" err)" -eq 1 ] || fail "constant columns: not one line: $(cat err)"
+run 0 train --data flat.sfpack --features a,b --targets a --window 4 "${small[@]}" --checkpoint-dir flat2
+grep -q "constant column" err && fail "constant columns named when none is used: $(cat err)"
+
+# Time features that cannot vary over the file are refused, naming what would.
+run 2 train --data daily.sfpack --targets temp --time-features hour,yearday "${small[@]}"
+expect err '--time-features hour: the time column "date" holds dates without a time of day \(a resolution of one day\), so hour is the same on every row'
+expect err "\(time features that vary in this file: weekday,yearday\)"
+run 2 train --data weekly.sfpack --time-features yearday,weekday "${small[@]}"
+expect err '--time-features weekday: the time column "date" steps by exactly 7d on every row, from the same time of the week'
+expect err "\(time features that vary in this file: yearday\)"
+run 2 train --data epoch.sfpack --time-features hour "${small[@]}"
+expect err '--time-features hour: the time column "t" steps by exactly 1d on every row, from the same time of day'
+run 0 train --data epoch.sfpack --time-features weekday,yearday --window 4 "${small[@]}" -q
+run 0 train --data hourly.sfpack --time-features hour,weekday,yearday --window 4 "${small[@]}" -q
+finish
