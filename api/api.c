@@ -204,7 +204,7 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     CHECK_COUNT(window, "window", 1, UINT32_MAX);
     CHECK_COUNT(stride, "stride", 1, UINT32_MAX);
     CHECK_COUNT(sampling_rate, "sampling-rate", 1, UINT32_MAX);
-    CHECK_COUNT(horizon, "horizon", 0, UINT32_MAX);
+    CHECK_COUNT(horizon, "horizon", 1, UINT32_MAX);
     CHECK_COUNT(batch, "batch-size", 1, 1u << 20);
     if (o->pool) CHECK_COUNT(pool, "pool", 1, UINT64_MAX >> 8);
     CHECK_COUNT(epochs, "epochs", 1, UINT64_MAX >> 1);

@@ -53,7 +53,7 @@ typedef struct {
     bool target_change;                // --target change
     uint32_t window;                   // --window, 1 to 2^32 - 1
     uint32_t stride, sampling_rate;    // --stride, --sampling-rate, 1 to 2^32 - 1
-    uint32_t horizon;                  // --horizon, 0 to 2^32 - 1
+    uint32_t horizon;                  // --horizon, 1 to 2^32 - 1
     uint32_t batch;                    // --batch-size, 1 to 2^20: the global batch over the replicas
     uint64_t pool;                     // --pool, windows, 1 (no shuffle) to 2^56 - 1 (0: the pipeline's 16384)
     uint64_t seed;                     // --seed, any

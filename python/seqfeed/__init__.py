@@ -360,7 +360,7 @@ class Dataset:
             window=_int("window", "window", window, 1, _U32),
             stride=_int("stride", "stride", stride, 1, _U32),
             sampling_rate=_int("sampling_rate", "sampling-rate", sampling_rate, 1, _U32),
-            horizon=_int("horizon", "horizon", horizon, 0, _U32),
+            horizon=_int("horizon", "horizon", horizon, 1, _U32),
             batch=batch_size,
             # --pool's 0 or 1 is no shuffle, where the C API's 0 is its default
             pool=(0 if pool is None else max(pool, 1)) if shuffle else 1,

@@ -153,7 +153,7 @@ static bool opts_in_range(const sf_dataset_opts *o) {
     bool texts = (!o->features || *o->features) && (!o->targets || *o->targets) &&
                  (!o->time_features || *o->time_features);
     return o->data && *o->data && texts && o->window >= 1 && o->stride >= 1 && o->sampling_rate >= 1 &&
-           o->batch >= 1 && o->batch <= 1u << 20 && o->pool <= UINT64_MAX >> 8 && o->epochs >= 1 &&
+           o->horizon >= 1 && o->batch >= 1 && o->batch <= 1u << 20 && o->pool <= UINT64_MAX >> 8 && o->epochs >= 1 &&
            o->epochs <= UINT64_MAX >> 1 && o->replicas >= 1 && o->replicas <= 256 && o->replica < o->replicas &&
            o->batch % o->replicas == 0 && o->decoders <= 256 && o->val_split >= 0 && o->val_split < 1 &&
            (o->max_gap == 0 || (o->max_gap > 0 && isfinite(o->max_gap)));

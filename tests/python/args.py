@@ -58,7 +58,7 @@ def cli_range(option, value):
 U32, U64 = 2**32 - 1, 2**64 - 1
 counts = [  # argument, option, low, high, what None means (None: not allowed)
     ("window", "window", 1, U32, None), ("stride", "stride", 1, U32, None),
-    ("sampling_rate", "sampling-rate", 1, U32, None), ("horizon", "horizon", 0, U32, None),
+    ("sampling_rate", "sampling-rate", 1, U32, None), ("horizon", "horizon", 1, U32, None),
     ("batch_size", "batch-size", 1, 2**20, None), ("epochs", "epochs", 1, 2**63 - 1, None),
     ("seed", "seed", 0, U64, None), ("replicas", "replicas", 1, 256, None),
     ("pool", "pool", 0, 2**56 - 1, "16384 windows"), ("decoders", "decoders", 1, 256, "one per core"),
@@ -128,7 +128,7 @@ for kw in (dict(pool=0), dict(pool=1), dict(shuffle=False, pool=1)):  # --pool's
 big = [x.copy() for x, _ in dataset(max_gap=1e300)]  # beyond int64 ticks: no limit, not an overflow
 if len(big) != len([1 for _ in dataset()]):
     fail("max_gap=1e300 changed the batches")
-ds = dataset(epochs=2, window=np.int64(12), val_split=0, seed=U64, horizon=0, decoders=1)
+ds = dataset(epochs=2, window=np.int64(12), val_split=0, seed=U64, horizon=1, decoders=1)
 n = sum(1 for _ in ds)
 if n != len(ds) or n != 2 * ds.batches_per_epoch or n == 0:
     fail("epochs=2: %d batches, len() %d, %d per epoch" % (n, len(ds), ds.batches_per_epoch))

@@ -65,7 +65,8 @@ for _ in $(seq 500); do [ -s owned/seqfeed.lock ] && break; sleep 0.02; done
 run 2 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q
 expect err "--checkpoint-dir owned is in use by another run \(PID $first\)"
 kill -9 $first; wait $first 2>/dev/null
-run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q
+# The lock went with it (--resume: the killed run may have left a checkpoint).
+run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q --resume
 
 # A symbolic link is followed: its target gets the output, the link stays.
 ln -s target.csv out.csv
