@@ -224,35 +224,6 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     return 0;
 }
 
-// The machine's memory, or its cgroup's limit (v2) when lower: where the
-// OOM killer would come.
-static double machine_memory(void) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    double bytes = pages > 0 && page > 0 ? (double)pages * (double)page : 1e12;
-    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
-    unsigned long long limit;
-    if (f && fscanf(f, "%llu", &limit) == 1 && (double)limit < bytes) bytes = (double)limit;  // "max": none
-    if (f) fclose(f);
-    return bytes;
-}
-
-// The pipeline po would hold must fit the machine's memory: refused before
-// anything is allocated, never left to the OOM killer. Overflow-free: the
-// largest terms are bounded in double first.
-static int check_memory(const sf_pipe_opts *po, const sf_run_data *d, const char *path, sf_err *e) {
-    double budget = machine_memory();
-    const sf_columns *c = &d->cols;
-    double window = ((double)po->window.length * c->nfeatures + c->ntargets) * 4 + 8;
-    double rough = window * ((po->pool > 1 ? (double)po->pool : 1) + (double)po->slots * po->batch) *
-                   po->replicas * po->lanes;
-    double need = rough > budget ? rough : (double)sf_pipe_memory(po, sf_pack_get_info(d->pack), c);
-    if (need <= budget) return 0;
-    return sf_err_set(e, SF_EUSAGE, "%s: the pipeline would hold %.1f MB for windows of %u rows x %u inputs, batches "
-                      "of %u and a shuffle pool of %" PRIu64 ": more than this machine's %.1f MB of memory (hint: a smaller "
-                      "pool (--pool), batch (--batch-size) or window (--window))",
-                      path, need / 1e6, po->window.length, c->nfeatures, po->batch, po->pool, budget / 1e6);
-}
-
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     LOCAL_ERR(e);
     if (!out || !o) {
@@ -303,7 +274,6 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
                         "(--horizon)%s%s)", o->data, windows, o->batch,
                         o->val_split > 0 ? ", or a smaller val_split (--val-split)" : "",
                         o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
-    if (!rc) rc = check_memory(&po, &d->data, o->data, e);
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
@@ -325,7 +295,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     LOCAL_ERR(e);
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
-    // No overflow: check_memory bounded a batch by the machine's memory.
+    // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
     size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",

@@ -168,12 +168,12 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) {  // checked before the replica allocates it
         uint64_t windows = sf_plan_windows(r->plan);
         if (windows && *batch > windows) *batch = (uint32_t)windows;
-        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
         uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
-        if (pages > 0 && page > 0 && need > (uint64_t)pages * (uint64_t)page)
+        uint64_t have = sf_machine_memory();
+        if (have && need > have)
             rc = sf_err_set(e, SF_EUSAGE, "--batch-size %u: the checkpoint's model on windows of %u rows would take "
                             "%.1f GB, more than the %.1f GB this machine has (hint: a smaller --batch-size)", *batch,
-                            r->ck.window.length, need / 1e9, (double)pages * (double)page / 1e9);
+                            r->ck.window.length, need / 1e9, have / 1e9);
     }
     if (!rc) rc = r->be->open(&r->rep, &r->model, *batch, r->ck.window.length, &ro, e);
     if (!rc) rc = r->be->load(r->rep, r->ck.w, NULL, NULL, e);

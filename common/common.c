@@ -307,6 +307,16 @@ double sf_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+uint64_t sf_machine_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t bytes = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");  // "max": no limit
+    unsigned long long limit;
+    if (f && fscanf(f, "%llu", &limit) == 1 && (!bytes || limit < bytes)) bytes = limit;
+    if (f) fclose(f);
+    return bytes;
+}
+
 // CRC-32C, reflected polynomial 0x82F63B78.
 static uint32_t crc_table[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;

@@ -103,6 +103,10 @@ static inline uint64_t sf_splitmix64(uint64_t *state) {
 
 // Monotonic time in seconds.
 double sf_now(void);
+// Bytes of memory this process may use before the OOM killer comes: the
+// machine's physical memory, or its cgroup's (v2) limit when lower; 0 when
+// neither is known.
+uint64_t sf_machine_memory(void);
 
 // Little-endian loads and stores; the packed format is little-endian on disk
 // whatever the host.

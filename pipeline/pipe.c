@@ -716,8 +716,7 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
 
 int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
                          sf_err *e) {
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    uint64_t need = sf_pipe_memory(o, in, cols), have = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    uint64_t need = sf_pipe_memory(o, in, cols), have = sf_machine_memory();
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
     double window = ((double)o->window.length * cols->nfeatures + cols->ntargets) * 4 + 8;

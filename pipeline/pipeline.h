@@ -433,7 +433,8 @@ typedef struct {
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols);
 // SF_EUSAGE, naming the pool and the slots, when what the pipeline would
 // hold for o (sf_pipe_memory) and `others` bytes more exceed the machine's
-// physical memory: checked before anything is allocated (sf_pipe_open does).
+// memory (sf_machine_memory): checked before anything is allocated
+// (sf_pipe_open does).
 int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
                          sf_err *e);
 // Batches each replica gives in an epoch of a plan of `windows` windows
