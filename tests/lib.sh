@@ -47,3 +47,24 @@ over() {
     done
     args+=("$@")
 }
+
+# same A B TOL: every tensor of checkpoint A equals B's within TOL x the
+# largest magnitude of that tensor (TOL 0: bit for bit).
+same() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+from array import array
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    h.pop("__metadata__", None)
+    return {k: array("f", b[8 + n + v["data_offsets"][0]:8 + n + v["data_offsets"][1]]) for k, v in h.items()}
+a, b, tol = load(sys.argv[1]), load(sys.argv[2]), float(sys.argv[3])
+bad = [k for k in a if k not in b or len(a[k]) != len(b[k]) or
+       max((abs(x - y) for x, y in zip(a[k], b[k])), default=0) > tol * max((abs(x) for x in a[k]), default=0)]
+if bad or a.keys() != b.keys():
+    print("differ:", ", ".join(bad) or "names", file=sys.stderr)
+    sys.exit(1)
+PY
+}
