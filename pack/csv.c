@@ -115,6 +115,11 @@ typedef struct {
 
     lossy *lossy, *half_lossy;  // per kept column: the main thread's and the helper's half
     uint32_t *big_cols, nbig_cols;  // the columns with a value above 2^24, in order of discovery
+    // The record's values above 2^24, missing values and cut time, counted
+    // once it is whole: a record cut by the buffer's end is parsed again.
+    struct big_pending { uint32_t k; const char *s, *at; size_t n; } *pend;
+    uint32_t npend;
+    const char *rec_truncated;
     uint64_t truncated, truncated_line;  // times with digits below a microsecond
     uint64_t repeat_line;  // a time repeated in a series while a categorical value changed
     uint32_t repeat_col;   // that categorical column (kept index)
@@ -546,8 +551,18 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
 
 // The main thread's record of a value above 2^24 in kept column k.
 static void big_main(csv *c, uint32_t k, const char *s, size_t n, const char *at) {
-    if (!c->lossy[k].big) c->big_cols[c->nbig_cols++] = k;
-    big_value(c, &c->lossy[k], c->row[k], s, n, at, 0);
+    c->pend[c->npend++] = (struct big_pending){k, s, at, n};
+}
+
+// Counts the whole record's values above 2^24, missing values and cut time.
+static void record_counts(csv *c) {
+    for (uint32_t i = 0; i < c->npend; i++) {
+        const struct big_pending *b = &c->pend[i];
+        if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
+        big_value(c, &c->lossy[b->k], c->row[b->k], b->s, b->n, b->at, 0);
+    }
+    for (uint32_t k = 0; c->rec_missing && k < c->nkeep; k++) c->lossy[k].missing += isnan(c->row[k]);
+    if (c->rec_truncated && !c->truncated++) where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
 }
 
 // A value not a number in column f: one message for every text column the
@@ -837,7 +852,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         unsigned parts;
         int rc = sf_time_parse(s, n, &c->rec_time, &parts);
         if (rc == 0) {
-            if (parts & SF_TIME_TRUNCATED && !c->truncated++) where(c, at, &c->truncated_line, &(uint64_t){0});
+            if (parts & SF_TIME_TRUNCATED) c->rec_truncated = at;
             c->time_parts = sf_time_parts_join(c->time_parts, parts);
             return 0;
         }
@@ -929,7 +944,6 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
                        c->role[f] == ROLE_CATEGORY ? "one of its category values" : "a number");
     c->row[k] = NAN;
     c->miss[k] = at;
-    c->lossy[k].missing++;
     c->rec_missing = true;
     return 0;
 }
@@ -953,6 +967,7 @@ static int parse_record(csv *c, const char **next) {
                           c->name, (unsigned long long)l, c->ncsv);
     }
     c->rec_quoted = c->rec_missing = false;
+    c->npend = 0, c->rec_truncated = NULL;
     // Locals, so that p and the tables stay in registers on the fast path.
     const uint8_t *role = c->role;
     const uint32_t *keep_at = c->keep_at;
@@ -979,6 +994,7 @@ static int parse_record(csv *c, const char **next) {
     }
     if (p < end && *p == '\n') p++;
     *next = p;
+    record_counts(c);
     return REC_OK;
 }
 
@@ -1720,6 +1736,7 @@ static int convert(csv *c, const char *out) {
     c->miss = calloc(c->nkeep, sizeof *c->miss);
     c->lossy = calloc(c->nkeep, sizeof *c->lossy);
     c->big_cols = malloc(c->nkeep * sizeof *c->big_cols);
+    c->pend = malloc(c->nkeep * sizeof *c->pend);
     c->batch_rows = BATCH_BYTES / (c->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
     c->batch = malloc(c->batch_rows * c->nkeep * sizeof(float));
     c->batch_time = malloc(c->batch_rows * sizeof(int64_t));
@@ -1727,7 +1744,7 @@ static int convert(csv *c, const char *out) {
     bool ffill = c->o->missing == SF_MISSING_FFILL;
     c->batch_imp = ffill ? malloc(c->batch_rows * c->nkeep) : NULL;
     c->row = c->batch;
-    if (!col_names || !c->last || !c->miss || !c->lossy || !c->big_cols || !c->batch || !c->batch_time ||
+    if (!col_names || !c->last || !c->miss || !c->lossy || !c->big_cols || !c->pend || !c->batch || !c->batch_time ||
         !c->batch_line || (ffill && !c->batch_imp)) {
         free(col_names);
         return sf_err_set(c->e, SF_ENOMEM, "out of memory");
@@ -1806,6 +1823,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->lossy);
     free(c->half_lossy);
     free(c->big_cols);
+    free(c->pend);
     free(c->batch);
     for (uint32_t k = 0; k < c->ncat; k++) {
         for (uint32_t i = 0; i < c->cats[k].n; i++) free(c->cats[k].values[i]);

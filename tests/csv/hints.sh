@@ -196,4 +196,15 @@ printf '%s,v\n,1\n,2\n' "$long" >long-empty.csv
 run 1 pack long-empty.csv -o le.sfpack --missing ffill
 expect err '^seqfeed pack: error: long-empty\.csv:2:1: missing value in column "x'
 
+# ---- big integers: each value counted once, also in a record the buffer's
+# end cuts (parsed again after the refill): 60000 rows of 4 columns ----
+awk 'BEGIN { print "c0,c1,c2,c3"; for (i = 0; i < 60000; i++) { v = 16777217 + 2 * i; print v "," v "," v "," v } }' >bm.csv
+for th in 1 2; do
+    run 0 pack bm.csv -o bm.sfpack --threads $th --chunk-rows 1000
+    [ "$(grep -c 'packing changed 60000 of its values' err)" -eq 4 ] || fail "threads $th: big integers miscounted: $(cut -c1-140 err)"
+done
+awk 'BEGIN { print "t,v,w"; for (i = 0; i < 60000; i++) print "2020-01-01T00:00:00." sprintf("%06d", i) "123," (i % 3 == 1 ? "" : i) "," i }' >cut.csv
+run 0 pack cut.csv -o cut.sfpack --missing ffill --threads 1
+expect err 'note: 60000 time\(s\) in the time column "t" had digits below a microsecond \(the first at line 2\)'
+
 finish
