@@ -49,7 +49,7 @@ typedef struct {
     char first[24];                  // that value's text
     float first_stored;
     bool not_date;  // a value above 2^24 that is not a yyyymmdd date
-    bool back;      // a value below the one of the row before it in its series
+    bool back;      // a value not above the one of the row before it in its series
 } lossy;
 
 typedef struct {
@@ -121,8 +121,8 @@ typedef struct {
     uint32_t npend;
     const char *rec_truncated;
     uint64_t truncated, truncated_line;  // times with digits below a microsecond
-    uint64_t repeat_line;  // a time repeated in a series while a categorical value changed
-    uint32_t repeat_col;   // that categorical column (kept index)
+    uint64_t repeat_line;  // the first time repeated within a series
+    uint32_t repeat_field; // the column that changed there (a categorical one first); UINT32_MAX: none
     bool key_padded;       // the record's series id had spaces around it, dropped as padding
     bool header_one_line;  // no quoted name spans lines: data starts at line 2
     bool quoted_seen;      // a record had a quoted field
@@ -1180,15 +1180,28 @@ static int commit_record(csv *c) {
                            (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",
                            hint);
         }
-        if (mixed != UINT32_MAX && !c->repeat_line) c->repeat_line = c->line, c->repeat_col = mixed;
+        if (c->have_last && c->rec_time == c->prev_time && !c->repeat_line) {
+            // Without a categorical change, a column of integers that
+            // changes there: numeric ids (station 1, 2, 1, 2) taken as a feature.
+            uint32_t field = UINT32_MAX;
+            for (uint32_t f = 0; f < c->ncsv && field == UINT32_MAX; f++) {
+                if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) continue;
+                uint32_t k = c->keep_at[f];
+                float now = c->row[k], before = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+                bool ids = mixed != UINT32_MAX ? k == mixed
+                                               : now != before && now == nearbyintf(now) && before == nearbyintf(before);
+                if (ids) field = f;
+            }
+            c->repeat_line = c->line, c->repeat_field = field;
+        }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = c->line;
     }
     // Against the row before it in the series: whether a column of big
-    // integers goes back (then it is no time axis).
+    // integers goes back or repeats (then it is no time axis).
     for (uint32_t i = 0; c->have_last && i < c->nbig_cols; i++) {
         uint32_t k = c->big_cols[i];
-        if (c->row[k] < (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) c->lossy[k].back = true;
+        if (c->row[k] <= (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) c->lossy[k].back = true;
     }
     c->batch_line[c->nbatch] = (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
@@ -1573,7 +1586,7 @@ static void merge_half(csv *c, half_job *h, bool taken) {
     for (uint32_t i = 0; taken && i < c->nbig_cols; i++) {
         uint32_t k = c->big_cols[i];
         for (long r = c->have_last ? 0 : 1; r < h->nrows; r++)
-            if (h->rows[(size_t)r * c->nkeep + k] < (r ? h->rows[(size_t)(r - 1) * c->nkeep + k] : c->last[k]))
+            if (h->rows[(size_t)r * c->nkeep + k] <= (r ? h->rows[(size_t)(r - 1) * c->nkeep + k] : c->last[k]))
                 c->lossy[k].back = true;
     }
     h->any_big = false;
@@ -1611,8 +1624,11 @@ static int parse_parallel(csv *c) {
     // Behind a blank line records are an error that only the main path
     // names; so is a time going back.
     bool timed = c->time_field != UINT32_MAX;
-    for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++)
-        if ((k ? h.times[k - 1] : c->have_last ? c->prev_time : h.times[0]) > h.times[k]) h.nrows = -1;
+    // The first time repeated within the series is the main path's to say.
+    for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++) {
+        int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
+        if (before > h.times[k] || (before == h.times[k] && !c->repeat_line)) h.nrows = -1;
+    }
     if (h.nrows < 0 || c->blank_line) {
         merge_half(c, &h, false);
         return parse_until(c, (size_t)(last + 1 - c->buf), false);
@@ -1699,22 +1715,29 @@ static void notes(csv *c) {
                  more, (unsigned long long)more_values);
         c->o->note(c->o->progress_arg, msg);
     }
-    if (c->repeat_line) {
-        uint32_t field = c->cats[0].field;
-        for (uint32_t i = 0; i < c->ncat; i++)
-            if (c->keep_at[c->cats[i].field] == c->repeat_col) field = c->cats[i].field;
+    if (c->repeat_line && c->repeat_field == UINT32_MAX) {
+        snprintf(msg, sizeof msg, "warning: at line %llu the time repeats within a series (the row before it has the "
+                 "same time): duplicate rows, or the rows of several series without a series column "
+                 "(--series-column)?", (unsigned long long)c->repeat_line);
+        c->o->note(c->o->progress_arg, msg);
+    } else if (c->repeat_line) {
+        uint32_t field = c->repeat_field;
+        bool category = c->role[field] == ROLE_CATEGORY;
         char sorted[512];
         size_t len = 0;
-        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while categorical "
-               "column \"%s\" changes: it looks like the id of series whose rows interleave, which training takes "
-               "for one series (its windows mix them).", (unsigned long long)c->repeat_line, c->names[field]);
+        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while %scolumn \"%s\" "
+               "changes: it looks like the id of series whose rows interleave, which training takes for one series "
+               "(its windows mix them%s).", (unsigned long long)c->repeat_line, category ? "categorical " : "",
+               c->names[field], category ? "" : ", and the id is a feature");
         size_t mark = len;
         sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
         len += strlen(msg + len);
-        if (!again(c, &(again_edit){.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field]},
-                   msg + len, sizeof msg - len))
+        // --columns lists the id: the series column must leave that list.
+        again_edit ed = {.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field],
+                         .drop = c->o->columns ? c->names[field] : NULL};
+        if (!again(c, &ed, msg + len, sizeof msg - len))
             snprintf(msg + mark, sizeof msg - mark, " Sort the rows by it, each one's rows kept in time order, and "
-                     "pack them with --series-column instead of --categorical");
+                     "pack them with --series-column%s", category ? " instead of --categorical" : "");
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }

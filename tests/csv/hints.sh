@@ -207,4 +207,27 @@ awk 'BEGIN { print "t,v,w"; for (i = 0; i < 60000; i++) print "2020-01-01T00:00:
 run 0 pack cut.csv -o cut.sfpack --missing ffill --threads 1
 expect err 'note: 60000 time\(s\) in the time column "t" had digits below a microsecond \(the first at line 2\)'
 
+# ---- numeric series ids whose rows interleave: a time repeats ----
+printf 'id,t,v\n1,2020-01-01,1\n2,2020-01-01,1\n1,2020-01-02,2\n2,2020-01-02,2\n' >iso3.csv
+run 0 pack iso3.csv -o iso3.sfpack
+expect err '^seqfeed pack: warning: at line 3 the time repeats within a series while column "id" changes: it looks like the id of series whose rows interleave'
+expect err 'LC_ALL=C sort -s -t , -k1,1\) > iso3-sorted\.csv; then pack it with: seqfeed pack iso3-sorted\.csv -o iso3\.sfpack --series-column id$'
+eval "$(sed -n 's/.*in time order: \((.*) > iso3-sorted\.csv\); then.*/\1/p' err)" || fail "the sort command failed"
+run_suggested "numeric ids, sorted"
+run 0 inspect iso3.sfpack
+expect out '^rows +4 in 2 series'
+# yyyymmdd dates that repeat: no --time-column suggestion; with it, the warning
+printf 'id,date,v\n1,20200101,1\n2,20200101,1\n1,20200102,2\n2,20200102,2\n' >ymd3.csv
+run 0 pack ymd3.csv -o ymd3.sfpack
+if grep -q 'look like dates' err; then fail "repeating dates offered as the time column: $(cat err)"; fi
+run 0 pack ymd3.csv -o ymd3.sfpack --time-column date --columns v,id
+expect err 'then pack it with: seqfeed pack ymd3-sorted\.csv -o ymd3\.sfpack --columns v --series-column id --time-column date$'
+eval "$(sed -n 's/.*in time order: \((.*) > ymd3-sorted\.csv\); then.*/\1/p' err)" || fail "the sort command failed"
+run_suggested "yyyymmdd ids, sorted"
+# A repeat in the half a helper thread parses is seen too; a repeat where
+# nothing changes is named as one
+awk 'BEGIN { print "t,v,w"; for (i = 0; i < 40000; i++) print 1700000000 + i - (i == 30000) "," i % 7 ".5," i % 5 ".5" }' >rep.csv
+run 0 pack rep.csv -o rep.sfpack --time-column t --time-unit s --threads 2
+expect err '^seqfeed pack: warning: at line 30002 the time repeats within a series \(the row before it has the same time\)'
+
 finish
