@@ -123,8 +123,13 @@ static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *wh
         got |= SF_TIME_ZONE;
     }
     if (i != n) WHY(SF_EFORMAT, "unexpected text after the %s: %s", got & SF_TIME_CLOCK ? "time" : "date", form);
-#undef WHY
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset * 60;
+    // The instant, not the local date, must be in years 0000-9999: what
+    // unpack writes (in UTC) must read back.
+    if (secs < -62167219200ll || secs > 253402300799ll)
+        WHY(SF_ERANGE, "its offset puts it in year %s in UTC: seqfeed keeps 0000-01-01T00:00Z to "
+            "9999-12-31T23:59:59Z", secs < 0 ? "-0001" : "10000");
+#undef WHY
     *us = secs * 1000000 + frac;
     *parts = got;
     return 0;

@@ -230,4 +230,26 @@ awk 'BEGIN { print "t,v,w"; for (i = 0; i < 40000; i++) print 1700000000 + i - (
 run 0 pack rep.csv -o rep.sfpack --time-column t --time-unit s --threads 2
 expect err '^seqfeed pack: warning: at line 30002 the time repeats within a series \(the row before it has the same time\)'
 
+# ---- the instant (UTC) is range-checked, not the local date; both edges
+# round-trip through unpack ----
+printf 't,v\n9999-12-31T23:30:00-01:00,0\n9999-12-31T23:40:00-01:00,1\n' >off-hi.csv
+run 1 pack off-hi.csv -o off.sfpack --time-column t
+expect err 'off-hi\.csv:2:1: "9999-12-31T23:30:00-01:00" in the time column "t" .*its offset puts it in year 10000 in UTC: seqfeed keeps 0000-01-01T00:00Z to 9999-12-31T23:59:59Z'
+printf 't,v\n0000-01-01T00:30:00+01:00,0\n0000-01-01T00:40:00+01:00,1\n' >off-lo.csv
+run 1 pack off-lo.csv -o off.sfpack --time-column t
+expect err 'off-lo\.csv:2:1: .*its offset puts it in year -0001 in UTC'
+[ ! -e off.sfpack ] || fail "a time outside 0000-9999 left off.sfpack"
+printf 't,v\n9999-12-31T21:59:59-02:00,0\n9999-12-31T22:59:59-01:00,1\n' >edge-hi.csv
+printf 't,v\n0000-01-01T01:00:00+01:00,0\n0000-01-01T02:00:00+01:00,1\n' >edge-lo.csv
+for e in hi lo; do
+    run 0 pack edge-$e.csv -o edge-$e.sfpack -q
+    run 0 unpack edge-$e.sfpack -o edge-$e-back.csv -q
+    run 0 pack edge-$e-back.csv -o edge-$e-back.sfpack -q
+    run 0 unpack edge-$e-back.sfpack -o edge-$e-back2.csv -q
+    cmp -s edge-$e-back.csv edge-$e-back2.csv || fail "edge $e: unpack, pack, unpack differs"
+done
+expect_file() { grep -q -- "$2" "$1" || fail "$1 lacks $2: $(cat "$1")"; }
+expect_file edge-hi-back.csv '^9999-12-31T23:59:59Z,0$'
+expect_file edge-lo-back.csv '^0000-01-01T00:00:00Z,0$'
+
 finish
