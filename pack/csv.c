@@ -143,6 +143,12 @@ static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
     *col = (uint64_t)(q - ls) + 1;
 }
 
+static uint64_t where_line(const csv *c, const char *q) {
+    uint64_t line, col;
+    where(c, q, &line, &col);
+    return line;
+}
+
 __attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, const char *fmt, ...) {
     uint64_t line, col;
     where(c, q, &line, &col);
@@ -844,6 +850,11 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     return 0;
 }
 
+static void format_time(const csv *c, int64_t t, char *buf, size_t cap) {
+    if (c->time_kind == SF_TIME_ISO) sf_time_format(buf, cap, t, c->time_parts);
+    else snprintf(buf, cap, "%lld", (long long)t);
+}
+
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
     char tmp[96];
@@ -871,12 +882,25 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of --time-unit %s since "
                        "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
                        unit_names[c->time_kind - SF_TIME_EPOCH_S]);
-    // The unit it fits, the coarsest first: the likeliest mistake.
+    // The unit it fits, the coarsest first: the likeliest mistake. Only
+    // the first row decides a unit, and only for a year of 1900-2199 in
+    // it: behind rows that fit the unit given (they would move, to 1970
+    // say), a time out of range is an outlier, a sentinel or a typo.
     char fix[1200] = "", date[48];
-    for (int k = SF_TIME_EPOCH_S; rc == 0 && k <= SF_TIME_EPOCH_NS; k++) {
+    uint64_t before = c->st.rows + c->nbatch;
+    if (rc == 0 && before) {
+        char prev[48];
+        format_time(c, c->prev_time, prev, sizeof prev);
+        snprintf(fix, sizeof fix, "; the %llu row(s) before it fit --time-unit %s (line %llu: %s), so this one looks "
+                 "like an outlier (a sentinel or a typo): correct line %llu or leave that row out",
+                 (unsigned long long)before, unit_names[c->time_kind - SF_TIME_EPOCH_S],
+                 (unsigned long long)c->prev_time_line, prev, (unsigned long long)where_line(c, at));
+    }
+    for (int k = SF_TIME_EPOCH_S; rc == 0 && !before && k <= SF_TIME_EPOCH_NS; k++) {
         if (k == (int)c->time_kind || !epoch_fits((enum sf_time_kind)k, c->rec_time)) continue;
-        sf_time_format(date, sizeof date, epoch_us((enum sf_time_kind)k, c->rec_time),
-                       SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+        int64_t us = epoch_us((enum sf_time_kind)k, c->rec_time);
+        if (us < -2208988800000000ll || us >= 7258118400000000ll) continue;  // 1900-01-01 .. 2200-01-01
+        sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
         size_t len = 0;
         append(fix, sizeof fix, &len, "; as %s it is %s. Pack it with: ",
                k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
@@ -1035,11 +1059,6 @@ static series_seen *seen_find_or_add(csv *c, const char *key, size_t n, uint64_t
     c->seen[j] = (series_seen){k, n, line};
     c->seen_len++;
     return &c->seen[j];
-}
-
-static void format_time(const csv *c, int64_t t, char *buf, size_t cap) {
-    if (c->time_kind == SF_TIME_ISO) sf_time_format(buf, cap, t, c->time_parts);
-    else snprintf(buf, cap, "%lld", (long long)t);
 }
 
 static int flush_batch(csv *c) {

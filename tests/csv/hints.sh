@@ -45,6 +45,20 @@ printf 't,v\n1700000000000000000,1\n' >ns-as-ms.csv
 run 1 pack ns-as-ms.csv -o ns-as-ms.sfpack --time-column t --time-unit ms
 expect err 'out of range for --time-unit ms: expected -62167219200000 to 253402300799999 .*as nanoseconds'
 run_suggested "nanoseconds as milliseconds"
+# A time out of range behind rows that fit (a sentinel): no other unit is
+# offered, under which those rows would move to 1970; the line is named.
+printf 't,v\n1700000000,1\n1700000060,2\n1700000120,3\n99999999999999,4\n' >sent.csv
+run 1 pack sent.csv -o sent.sfpack --time-column t --time-unit s
+expect err 'sent\.csv:5:1: time 99999999999999 .* out of range for --time-unit s: .*; the 3 row\(s\) before it fit --time-unit s \(line 4: 1700000120\), so this one looks like an outlier \(a sentinel or a typo\): correct line 5 or leave that row out$'
+if grep -q 'ack it with' err; then fail "a unit suggested for a sentinel: $(cat err)"; fi
+printf 't,v\n253402300799,1\n253402300800,2\n' >smax.csv
+run 1 pack smax.csv -o smax.sfpack --time-column t --time-unit s
+expect err 'smax\.csv:3:1: .*looks like an outlier'
+# A first row whose other units all land outside 1900-2199 (as nanoseconds
+# this is 2223): no unit offered
+printf 't,v\n8000000000000000000,1\n' >far.csv
+run 1 pack far.csv -o far.sfpack --time-column t --time-unit us
+expect err 'far\.csv:2:1: time 8000000000000000000 .* out of range for --time-unit us: expected [-0-9]+ to [0-9]+ \([^)]*\)$'
 printf 't,v\n1,1\n-62167219201,2\n' >early.csv
 run 1 pack early.csv -o early.sfpack --time-column t --time-unit s
 expect err 'early\.csv:3:1: time -62167219201 .* out of range for --time-unit s'
