@@ -288,7 +288,7 @@ static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size
         shell_word(out, cap, &len, in);
         append(out, cap, &len, " && tail -n +2");
         shell_word(out, cap, &len, in);
-        append(out, cap, &len, " | LC_ALL=C sort -s -t");
+        append(out, cap, &len, " | grep -v '^[[:space:]]*$' | LC_ALL=C sort -s -t");  // blank lines would sort first
         shell_word(out, cap, &len, d);
         shell_word(out, cap, &len, key);
         append(out, cap, &len, ") >");
@@ -441,6 +441,9 @@ typedef struct {
     char distinct[32][48];
     char prev[48];
     bool category;  // suggested for --categorical
+    bool dropped;   // suggested for --drop-columns
+    uint64_t commas;        // text values that are numbers with a decimal comma (1,5)
+    const char *comma_at;   // where the first is
     const char *bad_time;  // times: where the first is that sf_time_parse refuses, and its text
     char bad_text[64];
     // With a time column: each distinct value's last time, and whether the
@@ -571,6 +574,46 @@ static void record_counts(csv *c) {
     if (c->rec_truncated && !c->truncated++) where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
 }
 
+// "1,5", "-0,25": a number with a decimal comma, as ';' files of some
+// locales write them.
+static bool decimal_comma(const char *s, size_t n) {
+    size_t i = n && (s[0] == '-' || s[0] == '+'), comma = 0, digits = 0;
+    for (; i < n; i++) {
+        if (s[i] == ',' && digits && !comma) comma = i;
+        else if ((unsigned)(s[i] - '0') < 10) digits++;
+        else return false;
+    }
+    return comma && comma + 1 < n;
+}
+
+// A record of other than ncsv fields that reached a text check first (a
+// delimiter inside a value, 2020-01-01T00:00:00,5Z): said as what it is,
+// with where a value may have been split. 0 when the count is right.
+static int ragged_record(csv *c, const char *row) {
+    const char *p = row, *end = c->buf + c->len, *split = NULL;
+    uint32_t nf = 0;
+    char prev_last = 0;
+    for (;;) {
+        const char *s, *e, *at;
+        bool quoted;
+        if (next_field(c, &p, &s, &e, &quoted, &at)) return 0;  // the parser says what is wrong
+        if (nf++ && !split && !quoted && e > s && (unsigned)(prev_last - '0') < 10 && (unsigned)(s[0] - '0') < 10)
+            split = at;  // "5" right behind a digit: one number cut at a decimal comma?
+        prev_last = e > s && !quoted ? e[-1] : 0;
+        if (p >= end || *p == '\n') break;
+        p++;
+    }
+    if (nf == c->ncsv) return 0;
+    char hint[160] = "";
+    if (split && c->delim == ',') {
+        uint64_t l, col;
+        where(c, split, &l, &col);
+        snprintf(hint, sizeof hint, " (at column %llu a number seems cut at a decimal comma)", (unsigned long long)col);
+    }
+    return fail_at(c, row, "this row has %u fields, the header %u (ragged row): a value holds the delimiter '%c'%s? "
+                   "Quote such values (\"...\") or write them without it", nf, c->ncsv, c->delim, hint);
+}
+
 // A value not a number in column f: one message for every text column the
 // buffered rows show, what each looks like, and the command line that
 // packs the file.
@@ -585,6 +628,11 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
     const char *p = at, *end = c->buf + c->len;
     while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
     const char *first = p;
+    int ragged = ragged_record(c, first);
+    if (ragged) {
+        free(k), free(row_d);
+        return ragged;
+    }
     for (int row = 0; row < 2000 && p < end; row++) {
         int64_t time = 0;
         bool timed = false;
@@ -616,6 +664,7 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
                     snprintf(t->bad_text, sizeof t->bad_text, "%.*s", (int)(n < 63 ? n : 63), s);
                 }
                 t->other_dates &= looks_like_other_date(s, n);
+                if (decimal_comma(s, n) && !t->commas++) t->comma_at = where;
                 char val[48];
                 snprintf(val, sizeof val, "%.*s", (int)(n < 47 ? n : 47), s);
                 if (t->text > 1 && strcmp(val, t->prev)) t->changes++;
@@ -649,7 +698,7 @@ done:;
     // The command keeps what was given: the fix is the whole command line.
     char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
     size_t ln = 0, dn = 0, cn = 0;
-    uint32_t ntext = 0, sort_by = UINT32_MAX, bad_time = UINT32_MAX;
+    uint32_t ntext = 0, sort_by = UINT32_MAX, bad_time = UINT32_MAX, comma_col = UINT32_MAX;
     const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
     if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
     if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
@@ -673,7 +722,11 @@ done:;
             sf_time_why(t->bad_text, strlen(t->bad_text), why, sizeof why);
             where(c, t->bad_time, &bl, &bc);
         }
-        if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
+        if (t->commas == t->text && c->delim != ',') {
+            snprintf(what, sizeof what, "numbers with a decimal comma, such as \"%s\" at line %llu: pack reads a "
+                     "decimal point", t->distinct[0], (unsigned long long)where_line(c, t->comma_at));
+            if (comma_col == UINT32_MAX) comma_col = j;
+        } else if (t->numbers) snprintf(what, sizeof what, "numbers, and text such as \"%s\" in some rows", t->distinct[0]);
         else if (t->times && t->bad_time)
             snprintf(what, sizeof what, "dates or times, but \"%s\" at line %llu column %llu is not one: %s",
                      t->bad_text, (unsigned long long)bl, (unsigned long long)bc, why);
@@ -694,7 +747,9 @@ done:;
         ln += (size_t)snprintf(list + ln, ln < sizeof list ? sizeof list - ln : 0, "%s\"%s\" (%s)", ln ? ", " : "",
                                c->names[j], what);
         bool no_time = c->o->time_column && !c->o->time_column[0];
-        if ((id || mixed) && !series_name) {
+        if (t->commas == t->text && c->delim != ',') {
+            // numbers, once written with a point: kept
+        } else if ((id || mixed) && !series_name) {
             series_name = c->names[j];
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
             if (mixed) sort_by = j;
@@ -706,8 +761,14 @@ done:;
             t->category = true;
         } else {
             sf_list_append(drop, sizeof drop, &dn, c->names[j]);  // a list too long for a message is cut
+            t->dropped = true;
         }
     }
+    // The columns the command would pack: none, and it would only fail.
+    uint32_t left = 0;
+    for (uint32_t j = 0; j < c->ncsv; j++)
+        left += (c->role[j] == ROLE_KEEP || c->role[j] == ROLE_CATEGORY) && !k[j].dropped &&
+                !(series_name && !strcmp(series_name, c->names[j])) && !(time_name && !strcmp(time_name, c->names[j]));
     char tmp[96], fix[1600];
     static const char *const missing[] = {"", " --missing drop", " --missing ffill"};
     // With --columns the kept list is the user's: suggest it without the text columns.
@@ -749,10 +810,30 @@ done:;
         first_step[strlen(first_step) - 1] = 0;  // the format puts the space
         in = sorted;
     }
-    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s.%s seqfeed pack "
-                     "%s -o %s%s",
-                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list,
-                     first_step[0] ? first_step : " Pack it with:", in, c->out ? c->out : "OUT.sfpack", fix);
+    char command[3200];
+    if (comma_col != UINT32_MAX) {
+        // Decimal commas first: the rest of the advice may change with them.
+        size_t len = 0, n = strlen(c->name);
+        append(command, sizeof command, &len, " Write the numbers with a decimal point first");
+        if (strcmp(c->name, "<stdin>") && !quotes) {
+            char copy[512];
+            snprintf(copy, sizeof copy, "%.*s-point.csv", (int)(n > 4 && !strcmp(c->name + n - 4, ".csv") ? n - 4 : n),
+                     c->name);
+            append(command, sizeof command, &len, ": sed 's/\\([0-9]\\),\\([0-9]\\)/\\1.\\2/g'");
+            shell_word(command, sizeof command, &len, c->name);
+            append(command, sizeof command, &len, " >");
+            shell_word(command, sizeof command, &len, copy);
+        }
+        append(command, sizeof command, &len, "; then pack that copy (pack says what else it needs, if anything)");
+    } else if (!left) {
+        snprintf(command, sizeof command, " No command is offered: without %s no column would be left to pack (is "
+                 "'%c' the delimiter? --delimiter names another)", ntext > 1 ? "them" : "it", c->delim);
+    } else {
+        snprintf(command, sizeof command, "%s seqfeed pack %s -o %s%s", first_step[0] ? first_step : " Pack it with:",
+                 in, c->out ? c->out : "OUT.sfpack", fix);
+    }
+    int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s.%s",
+                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, command);
     free(k);
     return rc;
 }

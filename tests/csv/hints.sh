@@ -266,4 +266,27 @@ expect_file() { grep -q -- "$2" "$1" || fail "$1 lacks $2: $(cat "$1")"; }
 expect_file edge-hi-back.csv '^9999-12-31T23:59:59Z,0$'
 expect_file edge-lo-back.csv '^0000-01-01T00:00:00Z,0$'
 
+# ---- no command that leaves no column; decimal commas; ragged rows; blank
+# lines behind the data do not break the suggested sort ----
+printf 'time;id;v\n2020-01-01;A;1,5\n2020-01-01;B;2\n2020-01-02;A;3\n2020-01-02;B;4\n' >semi.csv
+run 1 pack semi.csv -o semi.sfpack
+expect err '"v" \(numbers with a decimal comma, such as "1,5" at line 2: pack reads a decimal point\)\. Write the numbers with a decimal point first: sed '
+if grep -q -- '--drop-columns' err; then fail "the value column dropped: $(cat err)"; fi
+eval "$(sed -n 's/.*decimal point first: \(sed .* > semi-point\.csv\); then.*/\1/p' err)" || fail "the sed command failed"
+run 1 pack semi-point.csv -o semi.sfpack
+eval "$(sed -n 's/.*in time order: \((.*) > semi-point-sorted\.csv\); then.*/\1/p' err)" || fail "the sort command failed"
+run_suggested "decimal commas, then sorted"
+run 0 unpack semi.sfpack -o -
+expect out '^A,2020-01-01,1\.5$'
+printf 't,v\n2020-01-01T00:00:00,5Z,0\n2020-01-01T00:00:01,5Z,1\n' >comma.csv
+run 1 pack comma.csv -o comma.sfpack --time-column t
+expect err '^seqfeed pack: error: comma\.csv:2:1: this row has 3 fields, the header 2 \(ragged row\): a value holds the delimiter .,. \(at column 21 a number seems cut at a decimal comma\)\?'
+printf 't,name\n2020-01-01,a\n2020-01-02,a\n' >only.csv
+run 1 pack only.csv -o only.sfpack
+expect err 'No command is offered: without it no column would be left to pack'
+printf 'time,id,v\n2020-01-01,A,1\n2020-01-01,B,2\n2020-01-02,A,3\n2020-01-02,B,4\n\n' >blank.csv
+run 1 pack blank.csv -o blank.sfpack
+eval "$(sed -n 's/.*in time order: \((.*) > blank-sorted\.csv\); then.*/\1/p' err)" || fail "the sort command failed"
+run_suggested "a blank line at the end, sorted"
+
 finish
