@@ -148,6 +148,26 @@ static void put_esc(const char *s, int width) {
     for (int n = esc_len(s); n < width; n++) putchar(' ');
 }
 
+// A series id in the table: in quotes, as in CSV, when spaces begin or end
+// it (or a quote begins it), so that "A " is not shown as the series A.
+static void put_id(const char *s, int width) {
+    size_t n = strlen(s);
+    if (!n || (s[0] != ' ' && s[n - 1] != ' ' && s[0] != '"')) {
+        put_esc(s, width);
+        return;
+    }
+    int shown = 2;
+    putchar('"');
+    for (const char *q = s; *q; q++) {
+        char one[2] = {*q, 0};
+        if (*q == '"') putchar('"'), shown++;
+        put_esc(one, 0);
+        shown += esc_len(one);
+    }
+    putchar('"');
+    for (; shown < width; shown++) putchar(' ');
+}
+
 static void print_text(const sf_pack *p, bool all_series) {
     const sf_pack_info *in = sf_pack_get_info(p);
     chunk_summary s = summarize(p);
@@ -208,7 +228,8 @@ static void print_text(const sf_pack *p, bool all_series) {
     printf("  %8s  %-20s %14s %14s%s\n", "#", "name", "first row", "rows", timed ? "  first time .. last time" : "");
     for (uint64_t i = 0; i < shown; i++) {
         printf("  %8" PRIu64 "  ", i + 1);
-        put_esc(in->series[i].name[0] ? in->series[i].name : "(all rows)", 20);
+        if (in->series[i].name[0]) put_id(in->series[i].name, 20);
+        else put_esc("(all rows)", 20);
         printf(" %14" PRIu64 " %14" PRIu64, in->series[i].first_row, in->series[i].rows);
         if (timed) {
             char a[48], b[48];

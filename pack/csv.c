@@ -49,7 +49,12 @@ typedef struct {
     char first[24];                  // that value's text
     float first_stored;
     bool not_date;  // a value above 2^24 that is not a yyyymmdd date
-    bool back;      // a value not above the one of the row before it in its series
+    bool back;      // an integer not above the one of the row before it in its series
+    bool not_int;   // a value above 2^24 that is not an integer within int64
+    int64_t lo, hi; // the integers' range (epoch times?), once ranged
+    bool ranged;
+    int64_t first_int, prev;  // the first integer (of a helper's half) and the last, exactly
+    bool has_first, has_prev;
 } lossy;
 
 typedef struct {
@@ -543,9 +548,20 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
     unsigned parts;
     // A date as 20200101: what --time-column reads as ISO-8601's basic form.
     l->not_date |= !integer || n != 8 || sf_time_parse(s, n, &us, &parts) != 0;
+    l->not_int |= !integer || point || digits - i > 18;
     if (!integer) return;  // a fraction: float32 rounds those anyway
     long double exact = 0;
     for (size_t k = i; k < digits; k++) exact = exact * 10 + (s[k] - '0');  // exact below 2^64
+    if (digits - i <= 18) {  // below 10^18: an int64
+        int64_t whole = (int64_t)exact * (s[0] == '-' ? -1 : 1);
+        l->lo = l->ranged && l->lo < whole ? l->lo : whole;
+        l->hi = l->ranged && l->hi > whole ? l->hi : whole;
+        l->ranged = true;
+        // Exactly, not as float32 (20200103 and 20200104 are one float).
+        if (l->has_prev && whole <= l->prev) l->back = true;
+        if (!l->has_first) l->first_int = whole, l->has_first = true;
+        l->prev = whole, l->has_prev = true;
+    }
     long double change = fabsl(exact - fabsl((long double)v));
     if (change == 0) return;
     if (!l->changed++) {
@@ -949,12 +965,30 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
             return 0;
         }
         if (missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
-        char why[256];
+        char why[256], unit[1200] = "";
         sf_time_why(s, n, why, sizeof why);
-        return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s",
+        // An integer in the first row: an epoch count, in the coarsest unit
+        // that puts it in years 1900-2199.
+        int64_t count;
+        for (int k = SF_TIME_EPOCH_S; !c->st.rows && !c->nbatch && parse_epoch(s, n, &count) == 0 &&
+                                      k <= SF_TIME_EPOCH_NS; k++) {
+            if (!epoch_fits((enum sf_time_kind)k, count)) continue;
+            int64_t us = epoch_us((enum sf_time_kind)k, count);
+            if (us < -2208988800000000ll || us >= 7258118400000000ll) continue;
+            char date[48];
+            sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+            size_t len = 0;
+            append(unit, sizeof unit, &len, ". As a count of %s since 1970 it is %s. Pack it with: ",
+                   k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
+                   : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
+            if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, unit + len, sizeof unit - len))
+                snprintf(unit + len, sizeof unit - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
+            break;
+        }
+        return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s%s",
                        show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
                        c->time_found ? " (found as the time column from its first row; --time-column none stops "
-                                       "that)" : "");
+                                       "that)" : "", unit);
     }
     int rc = parse_epoch(s, n, &c->rec_time);
     if (rc == 0 && epoch_fits(c->time_kind, c->rec_time)) return 0;
@@ -1099,7 +1133,6 @@ static int parse_record(csv *c, const char **next) {
     }
     if (p < end && *p == '\n') p++;
     *next = p;
-    record_counts(c);
     return REC_OK;
 }
 
@@ -1180,6 +1213,7 @@ static int start_series(csv *c) {
     c->cur_series_line = c->line;
     c->have_last = false;
     c->padded_line = 0;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
     return 0;
 }
 
@@ -1220,6 +1254,9 @@ static int commit_record(csv *c) {
         int rc = start_series(c);
         if (rc) return rc;
     }
+    // Counted once the record is whole, in its series (the first row of a
+    // series is not compared with the series before it).
+    record_counts(c);
     if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, c->nkeep);
     if (c->key_padded && !c->padded_line) c->padded_line = c->line;
     if (c->rec_missing) {
@@ -1296,12 +1333,6 @@ static int commit_record(csv *c) {
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = c->line;
-    }
-    // Against the row before it in the series: whether a column of big
-    // integers goes back or repeats (then it is no time axis).
-    for (uint32_t i = 0; c->have_last && i < c->nbig_cols; i++) {
-        uint32_t k = c->big_cols[i];
-        if (c->row[k] <= (c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k])) c->lossy[k].back = true;
     }
     c->batch_line[c->nbatch] = (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
@@ -1679,15 +1710,18 @@ static void merge_half(csv *c, half_job *h, bool taken) {
             a->first_stored = b->first_stored;
         }
         a->big += b->big, a->changed += b->changed, a->not_date |= b->not_date;
+        a->not_int |= b->not_int;
+        if (b->has_first) {
+            a->back |= b->back || (a->has_prev && b->first_int <= a->prev);
+            a->prev = b->prev, a->has_prev = true;
+        }
+        if (b->ranged) {
+            a->lo = a->ranged && a->lo < b->lo ? a->lo : b->lo;
+            a->hi = a->ranged && a->hi > b->hi ? a->hi : b->hi;
+            a->ranged = true;
+        }
         if (b->max_change > a->max_change) a->max_change = b->max_change;
         *b = (lossy){0};
-    }
-    // Whether a column of big integers goes back: as commit_record checks.
-    for (uint32_t i = 0; taken && i < c->nbig_cols; i++) {
-        uint32_t k = c->big_cols[i];
-        for (long r = c->have_last ? 0 : 1; r < h->nrows; r++)
-            if (h->rows[(size_t)r * c->nkeep + k] <= (r ? h->rows[(size_t)(r - 1) * c->nkeep + k] : c->last[k]))
-                c->lossy[k].back = true;
     }
     h->any_big = false;
 }
@@ -1806,6 +1840,31 @@ static void notes(csv *c) {
                        msg + len, sizeof msg - len))
                 snprintf(msg + mark, sizeof msg - mark, ". Its values look like dates (yyyymmdd): --time-column "
                          "makes it the time column, exact");
+        }
+        // Integers rising in every row, in years 1980-2099 as epoch counts
+        // of a unit (the coarsest first): a time column, exact with that
+        // unit. Narrower than a unit mistake's 1900-2199: a counter above
+        // 2^24 is 1970 in seconds, and must not be taken for times.
+        bool epochs = !dates && !l->not_int && l->ranged && !l->back && l->big + l->missing == records &&
+                      (!l->missing || c->o->missing == SF_MISSING_DROP) && c->time_field == UINT32_MAX && c->nkeep > 1;
+        for (int u = SF_TIME_EPOCH_S; epochs && u <= SF_TIME_EPOCH_NS; u++) {
+            enum sf_time_kind kind = (enum sf_time_kind)u;
+            if (!epoch_fits(kind, l->lo) || !epoch_fits(kind, l->hi) || epoch_us(kind, l->lo) < 315532800000000ll ||
+                epoch_us(kind, l->hi) >= 4102444800000000ll)
+                continue;
+            char from[48], to[48];
+            sf_time_format(from, sizeof from, epoch_us(kind, l->lo), SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+            sf_time_format(to, sizeof to, epoch_us(kind, l->hi), SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+            size_t mark = len;
+            append(msg, sizeof msg, &len, ". Its values look like epoch times in %s (%s to %s): to make it the "
+                   "time column, exact, pack it with: ", unit_names[u - SF_TIME_EPOCH_S], from, to);
+            if (!again(c, &(again_edit){.time_column = c->col_names[k], .time_unit = unit_names[u - SF_TIME_EPOCH_S],
+                                        .drop = c->o->columns ? c->col_names[k] : NULL},
+                       msg + len, sizeof msg - len))
+                snprintf(msg + mark, sizeof msg - mark, ". Its values look like epoch times in %s: --time-column "
+                         "and --time-unit %s make it the time column, exact", unit_names[u - SF_TIME_EPOCH_S],
+                         unit_names[u - SF_TIME_EPOCH_S]);
+            break;
         }
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);

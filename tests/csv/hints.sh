@@ -289,4 +289,29 @@ run 1 pack blank.csv -o blank.sfpack
 eval "$(sed -n 's/.*in time order: \((.*) > blank-sorted\.csv\); then.*/\1/p' err)" || fail "the sort command failed"
 run_suggested "a blank line at the end, sorted"
 
+# ---- epoch counts: without --time-unit, and as a value column ----
+printf 'timestamp,v\n1700000000,1\n1700000060,2\n' >ep.csv
+run 1 pack ep.csv -o ep.sfpack --time-column timestamp
+expect err 'ep\.csv:2:1: "1700000000" in the time column "timestamp" is not an ISO-8601 date or time: .*As a count of seconds since 1970 it is 2023-11-14T22:13:20Z\. Pack it with: seqfeed pack ep\.csv -o ep\.sfpack --time-column timestamp --time-unit s$'
+run_suggested "epoch seconds without --time-unit"
+{ echo timestamp,v; for i in $(seq 0 99); do echo "$((1700000000000 + 60000 * i + 7)),$((i % 5))"; done; } >msc.csv
+run 0 pack msc.csv -o msc.sfpack
+expect err 'warning: column "timestamp": .*Its values look like epoch times in ms \(2023-11-14T22:13:20\.007Z to 2023-11-14T23:52:20\.007Z\): to make it the time column, exact, pack it with: seqfeed pack msc\.csv -o msc\.sfpack --time-column timestamp --time-unit ms$'
+run_suggested "epoch milliseconds as a value column"
+run 0 unpack msc.sfpack -o -
+cmp -s out msc.csv || fail "epoch milliseconds came back as $(head -3 out)"
+# Daily yyyymmdd dates, two of which are one float32: still offered, as
+# the comparison is exact
+awk 'BEGIN { print "date,v"; for (m = 1; m <= 9; m++) for (d = 1; d <= 28; d++) printf "2020%02d%02d,%d\n", m, d, d % 7 }' >daily.csv
+run 0 pack daily.csv -o daily.sfpack --threads 1
+expect err 'Its values look like dates \(yyyymmdd\): to make it the time column, exact, pack it with: seqfeed pack daily\.csv -o daily\.sfpack --time-column date$'
+
+# ---- inspect: a quoted id with spaces is shown in quotes ----
+printf 'id,v\nA,1\nA,2\n"A ",3\n"A ",4\n" B",5\n' >qid.csv
+run 0 pack qid.csv -o qid.sfpack --series-column id -q
+run 0 inspect qid.sfpack
+expect out '^ +1  A +0 +2$'
+expect out '^ +2  "A " +2 +2$'
+expect out '^ +3  " B" +4 +1$'
+
 finish
