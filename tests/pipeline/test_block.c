@@ -223,6 +223,13 @@ int main(void) {
         CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,nope", NULL, NULL, SF_NORM_ZSCORE, &e) == SF_EINVAL &&
                   strstr(e.msg, "\"nope\" is not a column"),
               "unknown column: %s", e.msg);
+        // Named twice, also once quoted: refused before any training.
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,\"a\"", NULL, NULL, SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+                  strstr(e.msg, "feature \"a\" is named twice in --features"),
+              "a feature twice: %s", e.msg);
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a", "b,c,b", NULL, SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+                  strstr(e.msg, "target \"b\" is named twice in --targets 'b,c,b'"),
+              "a target twice: %s", e.msg);
         sf_pack_close(p);
     }
     enum sf_norm norm = SF_NORM_NONE;

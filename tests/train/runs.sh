@@ -16,6 +16,42 @@ cd "$tmp" || exit 1
 settings=(--window 8 --batch-size 16 --model lstm:4,dense --seed 5 --val-split 0.1 -q)
 common=(--data s.sfpack "${settings[@]}")
 
+# edmeta FILE KEY=VALUE...: FILE's metadata with each KEY set to VALUE (an
+# empty VALUE: KEY removed), as an older or tampered checkpoint has it.
+edmeta() {
+    python3 - "$@" <<'PY' || exit 1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+for kv in sys.argv[2:]:
+    k, _, v = kv.partition("=")
+    if v:
+        h["__metadata__"][k] = v
+    else:
+        del h["__metadata__"][k]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-(8 + len(t)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+}
+
+# --- A column named twice: refused before training (it would train, then
+# fail to write every checkpoint, or write one that cannot be resumed).
+printf 't,c,a\n' >cc.csv
+for i in $(seq 1 200); do echo "$i,$([ $((i % 3)) = 0 ] && echo x || echo '"y,z"'),$((i % 5))" >>cc.csv; done
+run 0 pack cc.csv -o cc.sfpack --time-column t --time-unit s --categorical c -q
+for twice in "--features f0,f0" "--features f0,\"f0\"" "--targets f1,f0,f1"; do
+    read -r opt list <<<"$twice"
+    run 2 train "${common[@]}" --epochs 1 "$opt" "$list" --checkpoint-dir dup
+    expect err "^seqfeed train: error: s.sfpack: [a-z]+ \"f[01]\" is named twice in $opt '$list': name each column once"
+    [ ! -e dup ] || fail "a refused $opt $list created its checkpoint directory"
+done
+run 2 train --data cc.sfpack --model lstm:4,dense --window 5 --batch-size 8 --epochs 1 --features a,c,c --checkpoint-dir dup
+expect err "feature \"c\" is named twice in --features 'a,c,c'"
+run 2 bench pipeline --data s.sfpack --features f1,f1 --epochs 1
+expect err "feature \"f1\" is named twice in --features 'f1,f1'"
+
 # --- An option given twice: which value was meant is the user's to say.
 "$SEQFEED" synth -o t.sfpack --rows 3000 --feature-count 2 --series-count 1 --seed 2 -q || exit 1
 run 2 train "${common[@]}" --epochs 1 --data t.sfpack --checkpoint-dir twice
@@ -88,16 +124,7 @@ expect err "^seqfeed train: --precision bf16 differs from the checkpoint's fp32 
 run 0 train --checkpoint-dir a --resume --epochs 4 --precision fp32 -q
 # A checkpoint from before precision was kept resumes in the one given.
 cp -r full old && rm old/seqfeed.lock
-python3 - old/latest.safetensors <<'PY' || exit 1
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-del h["__metadata__"]["precision"]
-t = json.dumps(h, separators=(",", ":")).encode()
-t += b" " * (-(8 + len(t)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-PY
+edmeta old/latest.safetensors precision=
 run 0 train --checkpoint-dir old --resume --epochs 4 --precision fp32 -q
 [ -f old/epoch-0004.safetensors ] || fail "a checkpoint without precision did not resume"
 grep -aq '"precision":"fp32"' old/latest.safetensors || fail "the resumed run's checkpoint does not keep its precision"
