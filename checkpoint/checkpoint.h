@@ -92,7 +92,7 @@ typedef struct {
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
-    char categories[16384];
+    char categories[SF_PACK_MAX_CATEGORY_LIST + 1];
     bool target_change;            // y is each target's change from its value at the window's last row
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;

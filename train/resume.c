@@ -54,16 +54,26 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
                               SF_PACK_MAX_CATEGORY_VALUE);
     }
     if (sf_columns_categories(cols, in, c->categories, sizeof c->categories)) {
-        size_t need = 0;
-        for (uint32_t j = 0; j < nplain; j++)
-            if (cols->codes[j] >= 0) {
-                bool first = !j || cols->features[j - 1] != cols->features[j];
-                need += strlen(sf_pack_category(in, cols->features[j])->values[cols->codes[j]]) + 1 +
-                        (first ? strlen(in->col_names[cols->features[j]]) + 1 : 0);
+        // Counted as sf_columns_categories writes them; pack keeps each
+        // column within the limit, so only several columns together (or a
+        // file packed before that) get here.
+        size_t need = 0, bytes = 0, quotes = 0, items = 0, groups = 0;
+        for (uint32_t j = 0; j < nplain; j++) {
+            if (cols->codes[j] < 0) continue;
+            uint32_t col = cols->features[j];
+            const char *v = sf_pack_category(in, col)->values[cols->codes[j]];
+            size_t q;
+            if (!items) bytes = sf_list_item_bytes(in->col_names[col], strlen(in->col_names[col]), &quotes), items = 1;
+            bytes += sf_list_item_bytes(v, strlen(v), &q), quotes += q, items++;
+            if (j + 1 == nplain || cols->features[j + 1] != col || cols->codes[j + 1] < 0) {
+                need += (groups++ ? 1 : 0) + sf_list_group_bytes(items, bytes, quotes);
+                items = 0;
             }
-        return sf_err_set(e, SF_EINVAL, "the categorical features' names and values take at least %zu bytes as a "
-                          "list, more than the %zu a checkpoint keeps for them (hint: fewer categorical --features)",
-                          need, sizeof c->categories - 1);
+        }
+        return sf_err_set(e, SF_EINVAL, "the categorical features' names and values take %zu bytes as a checkpoint "
+                          "lists them, more than the %u it keeps for them (hint: %s)", need, SF_PACK_MAX_CATEGORY_LIST,
+                          groups > 1 ? "fewer categorical --features"
+                                     : "pack the CSV again: pack now refuses such a column, naming its line");
     }
     snprintf(c->data, sizeof c->data, "%s", o->data);
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;

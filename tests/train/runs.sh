@@ -179,18 +179,46 @@ PY
 run 0 pack wide.csv -o wide.sfpack -q
 run 1 train --data wide.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir wide -q
 expect err "the feature columns' names take at least 6011 bytes as a list, more than the 4095 a checkpoint keeps \(hint: fewer --features\)"
-# Categorical values that together take more than a checkpoint keeps.
+# A categorical column's name and values as a checkpoint lists them (a
+# list inside a list: quoted twice, quotes doubled each time) fit, to the
+# byte, or pack refuses it at the value that does not fit.
+quotes_csv() {
+    python3 - "$1" "$2" <<'PY'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("t,cat,v\n")
+    for i in range(400):
+        f.write('%d,"%s",%d\n' % (i, '""' * int(sys.argv[2]) if i % 2 else "short", i % 7))
+PY
+}
+quotes_csv q4091.csv 4091  # cat, 4091 quotes, short: 4 * 4091 + 16 = 16380 bytes
+run 0 pack q4091.csv -o q4091.sfpack --time-column t --time-unit s --categorical cat -q
+run 0 train --data q4091.sfpack --window 5 --batch-size 16 --epochs 1 --model lstm:4,dense --checkpoint-dir q -q
+run 0 train --checkpoint-dir q --resume --epochs 2 -q
+quotes_csv q4092.csv 4092
+run 1 pack q4092.csv -o q4092.sfpack --time-column t --time-unit s --categorical cat
+expect err "^seqfeed pack: error: q4092.csv:3:3: categorical column \"cat\" takes 16384 bytes with this value \(its distinct value 2\) as a checkpoint lists its name and values \(quoted, quotes doubled\), more than the 16383 a checkpoint keeps for them"
+[ ! -e q4092.sfpack ] || fail "pack wrote a file it refused"
 python3 - <<'PY' || exit 1
-import random
-random.seed(3)
 with open("cats.csv", "w") as f:
     f.write("cat,v\n")
     for i in range(300):
-        f.write("%s,%.3f\n" % ("abcde"[i % 5] * 4000, random.random()))
+        f.write("%s,%d\n" % ("abcde"[i % 5] * 4000, i % 7))
 PY
-run 0 pack cats.csv -o cats.sfpack --categorical cat -q
-run 1 train --data cats.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir cats -q
-expect err "the categorical features' names and values take at least 20009 bytes as a list, more than the 16383 a checkpoint keeps for them"
+run 1 pack cats.csv -o cats.sfpack --categorical cat
+expect err "^seqfeed pack: error: cats.csv:6:1: categorical column \"cat\" takes 20010 bytes with this value \(its distinct value 5\)"
+# Columns that fit one by one, not together: train says how many bytes,
+# counted as the checkpoint lists them.
+python3 - <<'PY' || exit 1
+with open("cats2.csv", "w") as f:
+    f.write("c1,c2,v\n")
+    for i in range(300):
+        f.write("%s,%s,%d\n" % ("abc"[i % 3] * 3000, "xyz"[i % 3] * 3000, i % 7))
+PY
+run 0 pack cats2.csv -o cats2.sfpack --categorical c1,c2 -q
+run 0 train --data cats2.sfpack --features c1,v --window 5 --batch-size 16 --epochs 1 --checkpoint-dir cats1 -q
+run 1 train --data cats2.sfpack --window 5 --batch-size 16 --epochs 1 --checkpoint-dir cats2 -q
+expect err "the categorical features' names and values take 18015 bytes as a checkpoint lists them, more than the 16383 it keeps for them \(hint: fewer categorical --features\)"
 
 # A --checkpoint-dir too long for the files a run writes there.
 long=$(printf 'd/%.0s' {1..2100})
