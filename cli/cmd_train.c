@@ -88,6 +88,10 @@ static void normal_list(const char *list, char *out, size_t cap) {
         }
 }
 
+// The checkpoint a resumed run took its precision from ("": given, or none
+// kept), for the error when this machine cannot compute in it.
+static char precision_from[4200];
+
 // A flag that contradicts the checkpoint: the exit code, else 0.
 static int differs(cli_opt opt, const char *given, const char *theirs, const char *path) {
     if (!strcmp(given, theirs)) return 0;
@@ -139,8 +143,17 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
                                    ck->data_from_dir[0] ? ck->data_from_dir : ck->data);
     }
     // Precision too (a checkpoint from before it was kept: as given, or the default).
-    if (ck->precision[0]) {
+    // tf32 is a way to compute with fp32 weights: a run goes from one to the
+    // other when asked (a GPU job restarted on a CPU node); bf16 weights
+    // are another run's.
+    bool fp32_weights = *precision && strcmp(*precision, "bf16") && strcmp(ck->precision, "bf16");
+    if (ck->precision[0] && *precision && strcmp(*precision, ck->precision) && fp32_weights) {
+        if (o->progress)
+            fprintf(stderr, "resume: --precision %s from here on (the run trained in %s until now; both keep fp32 "
+                    "weights): its checkpoints record %s\n", *precision, ck->precision, *precision);
+    } else if (ck->precision[0]) {
         if (*precision && (rc = differs(OPT_PRECISION, *precision, ck->precision, path))) return rc;
+        if (!*precision) snprintf(precision_from, sizeof precision_from, "%s", path);
         *precision = ck->precision;
     }
     if (v[OPT_MODEL].set) {
@@ -337,6 +350,11 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         o.backend = gpu_backend;
         o.devices = devices;
     }
+    if (precision_from[0] && !strcmp(precision, "tf32") && !cli_tf32_available(devices, ngpus))
+        return cli_usage_error("train", "%s: the run trains in tf32 (the checkpoint's precision), which needs GPUs "
+                               "of compute capability 8.0 or later, and %s (hint: --precision fp32 continues it here: "
+                               "tf32 and fp32 keep the same fp32 weights)", precision_from,
+                               ngpus ? "these GPUs are older" : "this machine trains on the CPU");
     int prc = cli_choose_precision("train", precision, devices, ngpus, !o.progress, &o.precision);
     if (prc) return prc;
     signal(SIGINT, on_signal);

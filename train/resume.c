@@ -131,7 +131,9 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
                        // a checkpoint from before precision was kept: any (docs/TRAINING.md)
-                       : c->precision[0] && !same(c->precision, r->precision) ? "--precision"
+                       // tf32 <-> fp32: both fp32 weights, a change the user asked for (cli/cmd_train.c)
+                       : c->precision[0] && !same(c->precision, r->precision) &&
+                               (same(c->precision, "bf16") || same(r->precision, "bf16")) ? "--precision"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"

@@ -122,6 +122,23 @@ same full/epoch-0003.safetensors k/epoch-0003.safetensors 0 || fail "epoch 3 dif
 run 2 train --checkpoint-dir a --resume --epochs 4 --precision bf16
 expect err "^seqfeed train: --precision bf16 differs from the checkpoint's fp32 in a/latest.safetensors \(hint: --resume continues the run as it was: leave --precision out"
 run 0 train --checkpoint-dir a --resume --epochs 4 --precision fp32 -q
+# tf32 computes with fp32 weights: a tf32 run (a GPU job) goes on in fp32
+# when asked (here, a CPU machine), and its checkpoints then record fp32;
+# without --precision the refusal names the checkpoint's tf32 and the way on.
+cp -r full tf && rm tf/seqfeed.lock
+edmeta tf/latest.safetensors precision=tf32
+run 2 train --checkpoint-dir tf --resume --epochs 4
+expect err "^seqfeed train: tf/latest.safetensors: the run trains in tf32 \(the checkpoint's precision\), which needs GPUs of compute capability 8.0 or later, and this machine trains on the CPU \(hint: --precision fp32 continues it here"
+run 0 train --checkpoint-dir tf --resume --epochs 4 --precision fp32
+expect err "^resume: --precision fp32 from here on \(the run trained in tf32 until now; both keep fp32 weights\): its checkpoints record fp32"
+grep -aq '"precision":"fp32"' tf/latest.safetensors || fail "the run resumed in fp32 still records tf32"
+run 0 train --checkpoint-dir tf --resume --epochs 5 -q
+[ -f tf/epoch-0005.safetensors ] || fail "the run gone on in fp32 did not resume in fp32"
+# bf16 weights are another run's: refused both ways.
+edmeta tf/latest.safetensors precision=bf16
+run 2 train --checkpoint-dir tf --resume --epochs 6 --precision fp32
+expect err "--precision fp32 differs from the checkpoint's bf16"
+
 # A checkpoint from before precision was kept resumes in the one given.
 cp -r full old && rm old/seqfeed.lock
 edmeta old/latest.safetensors precision=
