@@ -100,6 +100,20 @@ static int differs(cli_opt opt, const char *given, const char *theirs, const cha
                            given[0] ? given : "''", theirs[0] ? theirs : "(none)", path, cli_opt_name(opt));
 }
 
+// Whether path holds the run's data: 1 (its fingerprint is the
+// checkpoint's, or the checkpoint keeps none), 0 (another file, or one that
+// does not open), -1 (no such file).
+static int run_data(const char *path, uint64_t fingerprint) {
+    if (access(path, F_OK) != 0) return -1;
+    if (!fingerprint) return 1;
+    sf_pack *p;
+    sf_err e = {0};
+    if (sf_pack_open(&p, path, &e)) return 0;
+    bool same = sf_pack_get_info(p)->fingerprint == fingerprint;
+    sf_pack_close(p);
+    return same;
+}
+
 // --resume: what decides the run comes from its checkpoint, so that
 // --checkpoint-dir alone resumes it; a flag given that says otherwise is a
 // usage error naming both values. 0, or the exit code.
@@ -131,16 +145,32 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     // Given: the same data moved (its fingerprint must match). Else the
     // checkpoint's, from this directory, or else as seen from the
     // checkpoint's directory (a resume started elsewhere).
+    // The first candidate whose content is the run's: another file of the
+    // same relative name in this directory is passed over.
     if (!v[OPT_DATA].set) {
-        o->data = ck->data;
         const char *near = ck->data_from_dir[0] ? ck->data_from_dir : ck->data;  // older checkpoints: data itself
-        if (ck->data[0] != '/' && access(ck->data, F_OK) != 0 &&
-            snprintf(data, data_cap, "%s/%s", o->checkpoint_dir, near) < (int)data_cap && access(data, F_OK) == 0)
-            o->data = data;
-        else if (access(ck->data, F_OK) != 0)
-            return cli_usage_error("train", "%s: the run's data %s is neither in this directory nor at %s/%s (hint: "
-                                   "--data FILE.sfpack names where it is now)", path, ck->data, o->checkpoint_dir,
-                                   ck->data_from_dir[0] ? ck->data_from_dir : ck->data);
+        bool two = ck->data[0] != '/' &&
+                   snprintf(data, data_cap, "%s/%s", o->checkpoint_dir, near) < (int)data_cap &&
+                   strcmp(data, ck->data);  // a resume from elsewhere keeps the path it used
+        const char *tried[2] = {ck->data, two ? data : NULL};
+        int found[2] = {-1, -1};
+        for (int k = 0; k < 2 && !o->data; k++)
+            if (tried[k] && (found[k] = run_data(tried[k], ck->data_fingerprint)) == 1) o->data = tried[k];
+        if (!o->data && found[0] < 0 && found[1] < 0 && two)
+            return cli_usage_error("train", "%s: the run's data %s is neither in this directory nor at %s (hint: "
+                                   "--data FILE.sfpack names where it is now)", path, ck->data, data);
+        if (!o->data && found[0] < 0 && found[1] < 0)
+            return cli_usage_error("train", "%s: the run's data %s is missing (hint: --data FILE.sfpack names where "
+                                   "it is now)", path, ck->data);
+        if (!o->data) {
+            char said[2][4300];
+            for (int k = 0; k < 2; k++)
+                snprintf(said[k], sizeof said[k], !tried[k] ? "" : found[k] < 0 ? "%s%s (missing)"
+                                                                  : "%s%s (another file: its content differs)",
+                         k ? ", " : "", tried[k] ? tried[k] : "");
+            return cli_usage_error("train", "%s: the run's data %s was not found: tried %s%s (hint: --data "
+                                   "FILE.sfpack names where it is now)", path, ck->data, said[0], said[1]);
+        }
     }
     // Precision too (a checkpoint from before it was kept: as given, or the default).
     // tf32 is a way to compute with fp32 weights: a run goes from one to the

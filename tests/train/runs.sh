@@ -147,16 +147,29 @@ run 0 train --checkpoint-dir old --resume --epochs 4 --precision fp32 -q
 grep -aq '"precision":"fp32"' old/latest.safetensors || fail "the resumed run's checkpoint does not keep its precision"
 
 # --- A relative --data kept in the checkpoint, resumed from elsewhere:
-# found from the checkpoint's directory.
-mkdir -p d elsewhere nest && cp s.sfpack d/
+# found from the checkpoint's directory, passing over another file of the
+# same relative name in the current one (its content is not the run's).
+mkdir -p d elsewhere/d nest && cp s.sfpack d/ && cp t.sfpack elsewhere/d/s.sfpack
 run 0 train "${settings[@]}" --data d/s.sfpack --epochs 1 --checkpoint-dir nest/rel
+run 0 train "${settings[@]}" --data d/s.sfpack --epochs 1 --checkpoint-dir nest/rel2
 (cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel --resume --epochs 2 -q) >out 2>err ||
     fail "a resume from another directory: $(cat err)"
 [ -f nest/rel/epoch-0002.safetensors ] || fail "the resume from another directory did not train"
+# Neither file is the run's: both named, and --data.
+cp t.sfpack d/s.sfpack
+(cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel2 --resume --epochs 2 -q) >out 2>err
+[ $? -eq 2 ] || fail "a resume where no file is the run's data: $(cat err)"
+expect err "the run's data d/s.sfpack was not found: tried d/s.sfpack \(another file: its content differs\), ../nest/rel2/../../d/s.sfpack \(another file: its content differs\) \(hint: --data FILE.sfpack names where it is now\)"
+cp s.sfpack d/s.sfpack
+(cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel2 --resume --epochs 2 --data ../d/s.sfpack -q) >out 2>err ||
+    fail "--data as the hint says: $(cat err)"
+rm -r elsewhere/d
 mv d gone
 (cd elsewhere && "$SEQFEED" train --checkpoint-dir ../nest/rel --resume --epochs 3 -q) >out 2>err
 [ $? -eq 2 ] || fail "a resume whose data is gone: $(cat err)"
-expect err "the run's data .*s.sfpack is neither in this directory nor at ../nest/rel/../../d/s.sfpack \(hint: --data FILE.sfpack names where it is now\)"
+expect err "the run's data ../nest/rel/../../d/s.sfpack is missing \(hint: --data FILE.sfpack names where it is now\)"
+run 2 train --checkpoint-dir nest/rel2 --resume --epochs 3 -q
+expect err "the run's data ../d/s.sfpack is neither in this directory nor at nest/rel2/../../d/s.sfpack \(hint: --data FILE.sfpack names where it is now\)"
 mv gone d
 
 # --- Category values: as long as the limit, every command loads the run;
