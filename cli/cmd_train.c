@@ -91,6 +91,8 @@ static void normal_list(const char *list, char *out, size_t cap) {
 // The checkpoint a resumed run took its precision from ("": given, or none
 // kept), for the error when this machine cannot compute in it.
 static char precision_from[4200];
+// A resumed run's log, from the checkpoint's directory.
+static char log_path[8400];
 
 // A flag that contradicts the checkpoint: the exit code, else 0.
 static int differs(cli_opt opt, const char *given, const char *theirs, const char *path) {
@@ -142,6 +144,13 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     sf_err e = {0};
     int rc;
     if (sf_checkpoint_read(path, ck, &m, &e)) return cli_fail("train", &e, NULL);
+    // Older versions took a window's target from its own last row (horizon
+    // 0): going on would train that run's task without a word.
+    if (ck->window.horizon == 0)
+        return cli_usage_error("train", "%s: the run predicts its windows' own last row (window horizon 0, from an "
+                               "older seqfeed): --resume trains only for a later row, --horizon 1 and up (hint: "
+                               "predict and evaluate still read it; start a new run in another --checkpoint-dir)",
+                               path);
     // Given: the same data moved (its fingerprint must match). Else the
     // checkpoint's, from this directory, or else as seen from the
     // checkpoint's directory (a resume started elsewhere).
@@ -171,6 +180,14 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
             return cli_usage_error("train", "%s: the run's data %s was not found: tried %s%s (hint: --data "
                                    "FILE.sfpack names where it is now)", path, ck->data, said[0], said[1]);
         }
+    }
+    // The log goes on where it was written, whatever the directory the
+    // resume starts in (checkpoints from before it was kept: none).
+    if (!v[OPT_LOG].set && ck->log[0]) {
+        o->log = ck->log;
+        if (ck->log[0] != '/' && strcmp(ck->log, "-") && ck->log_from_dir[0] &&
+            snprintf(log_path, sizeof log_path, "%s/%s", o->checkpoint_dir, ck->log_from_dir) < (int)sizeof log_path)
+            o->log = log_path;
     }
     // Precision too (a checkpoint from before it was kept: as given, or the default).
     // tf32 is a way to compute with fp32 weights: a run goes from one to the

@@ -87,6 +87,9 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
+    if (o->log && snprintf(c->log, sizeof c->log, "%s", o->log) >= (int)sizeof c->log)
+        return sf_err_set(e, SF_EUSAGE, "--log: the path is %zu bytes long, more than the %zu a checkpoint keeps",
+                          strlen(o->log), sizeof c->log - 1);
     return 0;
 }
 

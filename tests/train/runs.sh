@@ -107,8 +107,8 @@ killed() {
 }
 killed
 run 0 train --checkpoint-dir k --resume
-expect err "^resume: k/epoch-0002.safetensors was missing \(the run was killed between its two files at that epoch's end\): written now from latest.safetensors"
-expect err "nothing to do"
+expect err "^resume: k/epoch-0002.safetensors was missing, and latest.safetensors stands at that epoch's end: written now from it"
+expect err "^resume: the run has done its 2 epochs: nothing to do \(hint: --epochs above 2 trains further\)"
 cmp -s e2 k/epoch-0002.safetensors || fail "the completed epoch-0002 is not the epoch's checkpoint"
 ls k | grep -q '\.tmp\.' && fail "a temporary outlived the resume: $(ls k)"
 killed
@@ -117,6 +117,36 @@ cmp -s e2 k/epoch-0002.safetensors || fail "the completed epoch-0002 is not the 
 ls k | grep -q '\.tmp\.' && fail "a temporary outlived the resumed run: $(ls k)"
 same full/latest.safetensors k/latest.safetensors 0 || fail "the killed and resumed run differs from the one never killed"
 same full/epoch-0003.safetensors k/epoch-0003.safetensors 0 || fail "epoch 3 differs from the run never killed"
+
+run 0 train --checkpoint-dir full --resume --epochs 2
+expect err "^resume: the checkpoint has done 3 epochs, more than --epochs 2: nothing to do \(hint: --epochs above 3 trains further\)"
+
+# --- The run's --log is a setting of the run: --resume with only
+# --checkpoint-dir, from another directory too, goes on writing it.
+mkdir -p logs/sub
+run 0 train "${common[@]}" --epochs 2 --checkpoint-dir logs/run --log logs/log.csv
+(cd logs/sub && "$SEQFEED" train --checkpoint-dir ../run --resume --epochs 4 -q) >out 2>err ||
+    fail "a resume of a run with a log: $(cat err)"
+[ "$(cut -d, -f1 logs/log.csv | tr '\n' ' ')" = "epoch 1 2 3 4 " ] || fail "the resumed run's log: $(cat logs/log.csv)"
+[ ! -e logs/sub/logs ] || fail "the resume wrote its log elsewhere: $(ls -R logs/sub)"
+
+# --- A damaged or edited checkpoint: every setting's range is checked
+# where it is read, naming the checkpoint and the key.
+for bad in batch=99999999999 batch=0 val_split=1.5 replicas=0 lr=2000 window=8,1,0,1 window=99999999999,1,1,1; do
+    rm -rf ed && cp -r full ed && rm ed/seqfeed.lock
+    edmeta ed/latest.safetensors "$bad"
+    run 1 train --checkpoint-dir ed --resume --epochs 4
+    expect err "^seqfeed train: error: ed/latest.safetensors: metadata '${bad%%=*}' is '?${bad#*=}'?, expected .*\(a damaged or edited checkpoint\)"
+    grep -q -- "--batch-size\|not a range" err && fail "a damaged checkpoint blamed on a flag: $(cat err)"
+done
+# A run of an older seqfeed that predicted its windows' own last row
+# (horizon 0): not resumed as if it were another run; still read by predict.
+rm -rf ed && cp -r full ed && rm ed/seqfeed.lock
+edmeta ed/latest.safetensors window=8,1,1,0
+run 2 train --checkpoint-dir ed --resume --epochs 4
+expect err "^seqfeed train: ed/latest.safetensors: the run predicts its windows' own last row \(window horizon 0, from an older seqfeed\): --resume trains only for a later row"
+[ ! -e ed/epoch-0004.safetensors ] || fail "a horizon-0 run was resumed"
+run 0 predict --checkpoint ed/latest.safetensors --data s.sfpack -o h0.csv -q
 
 # --- Precision is the run's: another is refused, naming both.
 run 2 train --checkpoint-dir a --resume --epochs 4 --precision bf16
