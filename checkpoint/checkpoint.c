@@ -91,7 +91,8 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
                           "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
-                          "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir, NULL};
+                          "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
+                          "log", c->log, "log_from_checkpoint_dir", c->log_from_dir, NULL};
     return sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
 }
 
@@ -273,6 +274,9 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     // Both kept since a later version: "" before.
     if (!rc && sf_st_meta(s, "data_from_checkpoint_dir"))
         rc = meta_text(s, path, "data_from_checkpoint_dir", c->data_from_dir, sizeof c->data_from_dir, e);
+    if (!rc && sf_st_meta(s, "log")) rc = meta_text(s, path, "log", c->log, sizeof c->log, e);
+    if (!rc && sf_st_meta(s, "log_from_checkpoint_dir"))
+        rc = meta_text(s, path, "log_from_checkpoint_dir", c->log_from_dir, sizeof c->log_from_dir, e);
     const char *precision = sf_st_meta(s, "precision");
     if (!rc && precision && *precision && strcmp(precision, "fp32") && strcmp(precision, "tf32") && strcmp(precision, "bf16"))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'precision' is '%s', expected fp32, tf32 or bf16", path, precision);
@@ -283,17 +287,47 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
     if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
+    // Every setting within what train accepts, so that a damaged or edited
+    // checkpoint is named here rather than truncated or blamed on a flag.
+    static const struct {
+        int k;
+        uint64_t lo, hi;
+    } counts[] = {{0, 1, 1u << 20}, {1, 1, 1u << 20}, {6, 0, UINT64_MAX >> 1}, {7, 1, 1u << 20}, {8, 1, 1u << 16},
+                  {9, 0, UINT64_MAX >> 8}, {12, 1, 64}, {13, 1, 1u << 20}};
+    const char *count_keys[14] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch",
+                                  "replicas", "pool", "rows", "epoch_samples", "lanes", "block_chunks"};
+    for (size_t k = 0; !rc && k < sizeof counts / sizeof *counts; k++)
+        if (u[counts[k].k] < counts[k].lo || u[counts[k].k] > counts[k].hi)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, expected %llu to %llu (a damaged or edited "
+                            "checkpoint)", path, count_keys[counts[k].k], (unsigned long long)u[counts[k].k],
+                            (unsigned long long)counts[k].lo, (unsigned long long)counts[k].hi);
+    if (!rc && !(c->val_split >= 0 && c->val_split < 1))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'val_split' is %g, expected 0 to below 1 (a damaged or edited "
+                        "checkpoint)", path, c->val_split);
+    if (!rc && !(c->lr >= 1e-10 && c->lr <= 1000))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'lr' is %g, expected 1e-10 to 1000 (a damaged or edited "
+                        "checkpoint)", path, c->lr);
+    uint64_t w[4] = {0};
+    const char *at = window;
+    for (int k = 0; k < 4 && !rc; k++) {
+        char *end;
+        errno = 0;
+        w[k] = *at >= '0' && *at <= '9' ? strtoull(at, &end, 10) : (end = (char *)at, 0);
+        if (end == at || errno || w[k] > UINT32_MAX || (k < 3 && !w[k]) || *end != (k < 3 ? ',' : 0))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'window' is '%s', expected length,stride,sampling_rate,"
+                            "horizon: counts below 2^32, the first three at least 1 (a damaged or edited checkpoint)",
+                            path, window);
+        at = end + 1;
+    }
     if (!rc) {
+        c->window = (sf_window_spec){(uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3]};
         c->inputs = (uint32_t)u[0], c->outputs = (uint32_t)u[1], c->epoch = u[2], c->epoch_step = u[3];
         c->step = u[4], c->seed = u[5], c->epochs = u[6], c->batch = (uint32_t)u[7], c->replicas = (uint32_t)u[8];
         c->pool = u[9], c->rows = u[10], c->epoch_samples = u[11];
         c->lanes = (uint32_t)u[12], c->block_chunks = (uint32_t)u[13];
         bool norm_ok = sf_norm_parse(norm, &c->norm);
-        if (sscanf(window, "%u,%u,%u,%u", &c->window.length, &c->window.stride, &c->window.sampling_rate,
-                   &c->window.horizon) != 4 || !norm_ok || u[0] > 1u << 20 || u[1] > 1u << 20 || !u[12] ||
-            u[12] > 64 || !u[13] || u[13] > 1u << 20)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: bad window '%s', norm '%s', column counts, lanes or block chunks",
-                            path, window, norm);
+        if (!norm_ok)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'norm' is '%s', expected zscore, minmax or none", path, norm);
         else if (names(c->features) + one_hot_inputs(c->categories) + 2 * names(c->time_features) != c->inputs ||
                  names(c->targets) != c->outputs)
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', categories '%s', time "

@@ -72,6 +72,9 @@ typedef struct {
     // data's path from the checkpoint's directory ("../s.sfpack"), so that a
     // resume elsewhere finds a relative data ("": not known)
     char data_from_dir[4096];
+    // The run's --log as given ("-": stdout) and its path from the
+    // checkpoint's directory, so that --resume goes on writing it ("": none)
+    char log[4096], log_from_dir[4096];
     char precision[8];  // sf_precision_name of the run's ("": a checkpoint from before it was kept)
     sf_window_spec window;
     enum sf_norm norm;
@@ -92,7 +95,7 @@ typedef struct {
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
-    char categories[16384];
+    char categories[SF_PACK_MAX_CATEGORY_LIST + 1];
     bool target_change;            // y is each target's change from its value at the window's last row
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;

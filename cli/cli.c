@@ -121,13 +121,18 @@ void cli_json_real(FILE *f, double v) {
     else fputs("null", f);
 }
 
+bool cli_tf32_available(const int *devices, int ngpus) {
+    bool tf32 = ngpus > 0;
+    for (int i = 0; i < ngpus; i++) tf32 &= sf_gpu_capability(devices[i]) >= 80;
+    return tf32;
+}
+
 // --precision (cli.h): TF32 by default on GPUs that have it, as TensorFlow
 // does; bf16 on GPUs of compute capability 8.0 and up (bf16 tensor cores),
 // and on CPUs where this build and CPU have bf16 products.
 int cli_choose_precision(const char *cmd, const char *text, const int *devices, int ngpus, bool quiet,
                          enum sf_precision *out) {
-    bool tf32 = ngpus > 0;  // and bf16: both came with compute capability 8.0
-    for (int i = 0; i < ngpus; i++) tf32 &= sf_gpu_capability(devices[i]) >= 80;
+    bool tf32 = cli_tf32_available(devices, ngpus);  // and bf16: both came with compute capability 8.0
     if (!text) {
         *out = tf32 ? SF_PRECISION_TF32 : SF_PRECISION_FP32;
     } else if (!strcmp(text, "fp32")) {

@@ -155,6 +155,8 @@ void cli_json_real(FILE *f, double v);
 // most max) and the GPU backend in *backend; 0 (and one line on stderr
 // unless quiet) when the CPU trains; -1 after a usage error.
 int cli_choose_gpus(const char *cmd, const char *gpus, int *devices, int max, bool quiet, const sf_backend **backend);
+// Whether the ngpus GPUs chosen (0: the CPU) all compute in tf32.
+bool cli_tf32_available(const int *devices, int ngpus);
 // --precision fp32|tf32|bf16 for cmd, given as text (NULL: not given) for
 // the ngpus GPUs chosen (0: the CPU): 0 with *out set (and one line on
 // stderr unless quiet when bf16 is emulated), or EXIT_USAGE after a usage

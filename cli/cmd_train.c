@@ -88,12 +88,32 @@ static void normal_list(const char *list, char *out, size_t cap) {
         }
 }
 
+// The checkpoint a resumed run took its precision from ("": given, or none
+// kept), for the error when this machine cannot compute in it.
+static char precision_from[4200];
+// A resumed run's log, from the checkpoint's directory.
+static char log_path[8400];
+
 // A flag that contradicts the checkpoint: the exit code, else 0.
 static int differs(cli_opt opt, const char *given, const char *theirs, const char *path) {
     if (!strcmp(given, theirs)) return 0;
     return cli_usage_error("train", "--%s %s differs from the checkpoint's %s in %s (hint: --resume continues the run "
                            "as it was: leave --%s out, or start afresh in another --checkpoint-dir)", cli_opt_name(opt),
                            given[0] ? given : "''", theirs[0] ? theirs : "(none)", path, cli_opt_name(opt));
+}
+
+// Whether path holds the run's data: 1 (its fingerprint is the
+// checkpoint's, or the checkpoint keeps none), 0 (another file, or one that
+// does not open), -1 (no such file).
+static int run_data(const char *path, uint64_t fingerprint) {
+    if (access(path, F_OK) != 0) return -1;
+    if (!fingerprint) return 1;
+    sf_pack *p;
+    sf_err e = {0};
+    if (sf_pack_open(&p, path, &e)) return 0;
+    bool same = sf_pack_get_info(p)->fingerprint == fingerprint;
+    sf_pack_close(p);
+    return same;
 }
 
 // --resume: what decides the run comes from its checkpoint, so that
@@ -124,23 +144,63 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     sf_err e = {0};
     int rc;
     if (sf_checkpoint_read(path, ck, &m, &e)) return cli_fail("train", &e, NULL);
+    // Older versions took a window's target from its own last row (horizon
+    // 0): going on would train that run's task without a word.
+    if (ck->window.horizon == 0)
+        return cli_usage_error("train", "%s: the run predicts its windows' own last row (window horizon 0, from an "
+                               "older seqfeed): --resume trains only for a later row, --horizon 1 and up (hint: "
+                               "predict and evaluate still read it; start a new run in another --checkpoint-dir)",
+                               path);
     // Given: the same data moved (its fingerprint must match). Else the
     // checkpoint's, from this directory, or else as seen from the
     // checkpoint's directory (a resume started elsewhere).
+    // The first candidate whose content is the run's: another file of the
+    // same relative name in this directory is passed over.
     if (!v[OPT_DATA].set) {
-        o->data = ck->data;
         const char *near = ck->data_from_dir[0] ? ck->data_from_dir : ck->data;  // older checkpoints: data itself
-        if (ck->data[0] != '/' && access(ck->data, F_OK) != 0 &&
-            snprintf(data, data_cap, "%s/%s", o->checkpoint_dir, near) < (int)data_cap && access(data, F_OK) == 0)
-            o->data = data;
-        else if (access(ck->data, F_OK) != 0)
-            return cli_usage_error("train", "%s: the run's data %s is neither in this directory nor at %s/%s (hint: "
-                                   "--data FILE.sfpack names where it is now)", path, ck->data, o->checkpoint_dir,
-                                   ck->data_from_dir[0] ? ck->data_from_dir : ck->data);
+        bool two = ck->data[0] != '/' &&
+                   snprintf(data, data_cap, "%s/%s", o->checkpoint_dir, near) < (int)data_cap &&
+                   strcmp(data, ck->data);  // a resume from elsewhere keeps the path it used
+        const char *tried[2] = {ck->data, two ? data : NULL};
+        int found[2] = {-1, -1};
+        for (int k = 0; k < 2 && !o->data; k++)
+            if (tried[k] && (found[k] = run_data(tried[k], ck->data_fingerprint)) == 1) o->data = tried[k];
+        if (!o->data && found[0] < 0 && found[1] < 0 && two)
+            return cli_usage_error("train", "%s: the run's data %s is neither in this directory nor at %s (hint: "
+                                   "--data FILE.sfpack names where it is now)", path, ck->data, data);
+        if (!o->data && found[0] < 0 && found[1] < 0)
+            return cli_usage_error("train", "%s: the run's data %s is missing (hint: --data FILE.sfpack names where "
+                                   "it is now)", path, ck->data);
+        if (!o->data) {
+            char said[2][4300];
+            for (int k = 0; k < 2; k++)
+                snprintf(said[k], sizeof said[k], !tried[k] ? "" : found[k] < 0 ? "%s%s (missing)"
+                                                                  : "%s%s (another file: its content differs)",
+                         k ? ", " : "", tried[k] ? tried[k] : "");
+            return cli_usage_error("train", "%s: the run's data %s was not found: tried %s%s (hint: --data "
+                                   "FILE.sfpack names where it is now)", path, ck->data, said[0], said[1]);
+        }
+    }
+    // The log goes on where it was written, whatever the directory the
+    // resume starts in (checkpoints from before it was kept: none).
+    if (!v[OPT_LOG].set && ck->log[0]) {
+        o->log = ck->log;
+        if (ck->log[0] != '/' && strcmp(ck->log, "-") && ck->log_from_dir[0] &&
+            snprintf(log_path, sizeof log_path, "%s/%s", o->checkpoint_dir, ck->log_from_dir) < (int)sizeof log_path)
+            o->log = log_path;
     }
     // Precision too (a checkpoint from before it was kept: as given, or the default).
-    if (ck->precision[0]) {
+    // tf32 is a way to compute with fp32 weights: a run goes from one to the
+    // other when asked (a GPU job restarted on a CPU node); bf16 weights
+    // are another run's.
+    bool fp32_weights = *precision && strcmp(*precision, "bf16") && strcmp(ck->precision, "bf16");
+    if (ck->precision[0] && *precision && strcmp(*precision, ck->precision) && fp32_weights) {
+        if (o->progress)
+            fprintf(stderr, "resume: --precision %s from here on (the run trained in %s until now; both keep fp32 "
+                    "weights): its checkpoints record %s\n", *precision, ck->precision, *precision);
+    } else if (ck->precision[0]) {
         if (*precision && (rc = differs(OPT_PRECISION, *precision, ck->precision, path))) return rc;
+        if (!*precision) snprintf(precision_from, sizeof precision_from, "%s", path);
         *precision = ck->precision;
     }
     if (v[OPT_MODEL].set) {
@@ -337,6 +397,11 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         o.backend = gpu_backend;
         o.devices = devices;
     }
+    if (precision_from[0] && !strcmp(precision, "tf32") && !cli_tf32_available(devices, ngpus))
+        return cli_usage_error("train", "%s: the run trains in tf32 (the checkpoint's precision), which needs GPUs "
+                               "of compute capability 8.0 or later, and %s (hint: --precision fp32 continues it here: "
+                               "tf32 and fp32 keep the same fp32 weights)", precision_from,
+                               ngpus ? "these GPUs are older" : "this machine trains on the CPU");
     int prc = cli_choose_precision("train", precision, devices, ngpus, !o.progress, &o.precision);
     if (prc) return prc;
     signal(SIGINT, on_signal);

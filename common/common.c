@@ -157,6 +157,22 @@ int sf_list_append(char *out, size_t cap, size_t *len, const char *name) {
     return 0;
 }
 
+size_t sf_list_item_bytes(const char *name, size_t n, size_t *quotes) {
+    size_t q = 0;
+    for (size_t i = 0; i < n; i++) q += name[i] == '"';
+    bool quote = !n || q || memchr(name, ',', n) || name[0] == ' ' || name[n - 1] == ' ';
+    *quotes = 2 * q + (quote ? 2 : 0);
+    return n + q + (quote ? 2 : 0);
+}
+
+size_t sf_list_group_bytes(size_t items, size_t bytes, size_t quotes) {
+    size_t len = bytes + (items ? items - 1 : 0);  // the commas between the items
+    // An item never starts or ends with a space unquoted, so only commas,
+    // quotes or emptiness quote the group.
+    bool quote = !len || items > 1 || quotes;
+    return len + quotes + (quote ? 2 : 0);
+}
+
 int sf_open_file(const char *path, const char *what, sf_err *e) {
     // O_NONBLOCK: a FIFO must not block open() before it can be refused.
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -67,6 +67,13 @@ int sf_list_next(const char **p, char *out, size_t cap);
 // Appends name (quoted when it must be) to the list in out (cap bytes, *len
 // of them used); returns 0, or SF_ERANGE when it does not fit.
 int sf_list_append(char *out, size_t cap, size_t *len, const char *name);
+// The bytes sf_list_append adds for the n bytes at name (no comma before
+// it), and in *quotes how many of them are '"'.
+size_t sf_list_item_bytes(const char *name, size_t n, size_t *quotes);
+// The bytes a group of items (sf_list_item_bytes of each: bytes, then the
+// total quotes) takes as one name of an outer list, as sf_list_append
+// writes the group's own list into it: quoted, its quotes doubled.
+size_t sf_list_group_bytes(size_t items, size_t bytes, size_t quotes);
 // Opens path for reading when it is a regular file; returns its descriptor
 // (the caller closes it), or SF_EUSAGE naming what it is instead (a
 // directory, a FIFO: never waiting for a FIFO's writer) and what was

@@ -31,6 +31,7 @@ typedef struct {
     uint32_t field;
     char **values;
     uint32_t n;
+    size_t bytes, quotes;  // the name and values as a checkpoint lists them (sf_list_item_bytes)
     uint32_t slots[2 * SF_PACK_MAX_CATEGORY];  // value index + 1; 0: empty
 } category;
 
@@ -939,6 +940,15 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
                        "value may have (checkpoints keep every value)", c->names[f], n, SF_PACK_MAX_CATEGORY_VALUE);
     if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n)
         return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->names[f]);
+    if (!g->n) g->bytes = sf_list_item_bytes(c->names[f], strlen(c->names[f]), &g->quotes);
+    size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
+    size_t list = sf_list_group_bytes(g->n + 2, g->bytes + bytes, g->quotes + quotes);
+    if (list > SF_PACK_MAX_CATEGORY_LIST)
+        return fail_at(c, at, "categorical column \"%s\" takes %zu bytes with this value (its distinct value %u) "
+                       "as a checkpoint lists its name and values (quoted, quotes doubled), more than the %u a "
+                       "checkpoint keeps for them (hint: fewer or shorter distinct values, or leave the column out "
+                       "with --drop-columns)", c->names[f], list, g->n + 1, SF_PACK_MAX_CATEGORY_LIST);
+    g->bytes += bytes, g->quotes += quotes;
     char **v = g->n % 64 ? g->values : realloc(g->values, (g->n + 64) * sizeof *v);
     if (!v || !(v[g->n] = strndup(s, n))) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
     g->values = v;

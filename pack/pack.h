@@ -51,6 +51,10 @@ typedef struct {
 // (a checkpoint keeps the values in its metadata; a longer one would leave
 // a run whose checkpoints nothing can load).
 #define SF_PACK_MAX_CATEGORY_VALUE 4095u
+// Bytes of a categorical column's name and values as a checkpoint keeps them
+// (sf_list_group_bytes: a list inside the list of every categorical
+// feature): pack refuses a column they do not fit, checkpoints keep this.
+#define SF_PACK_MAX_CATEGORY_LIST 16383u
 
 typedef struct {
     uint64_t offset;       // byte offset of the stored (compressed) bytes

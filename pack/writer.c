@@ -477,6 +477,17 @@ int sf_pack_writer_category(sf_pack_writer *w, uint32_t k, const char *const *va
     char **v = calloc(n ? n : 1, sizeof *v);
     if (!v) return sf_err_set(e, SF_ENOMEM, "out of memory");
     w->cat_values[k] = v;
+    const char *name = w->col_names[w->cat_cols[k]];
+    size_t quotes, bytes = sf_list_item_bytes(name, strlen(name), &quotes);
+    for (uint32_t i = 0; i < n; i++) {
+        size_t q;
+        bytes += sf_list_item_bytes(values[i], strlen(values[i]), &q), quotes += q;
+    }
+    size_t list = sf_list_group_bytes(n + 1, bytes, quotes);
+    if (list > SF_PACK_MAX_CATEGORY_LIST)
+        return sf_err_set(e, SF_EINVAL, "%s: categorical column \"%s\" takes %zu bytes as a checkpoint lists its name "
+                          "and values, more than the %u a checkpoint keeps for them", w->path, name, list,
+                          SF_PACK_MAX_CATEGORY_LIST);
     for (uint32_t i = 0; i < n; i++) {
         if (strlen(values[i]) > SF_PACK_MAX_CATEGORY_VALUE)
             return sf_err_set(e, SF_EINVAL, "%s: category %u's value %u is %zu bytes long, more than the %u a category "

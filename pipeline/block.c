@@ -177,6 +177,10 @@ static int resolve(const sf_pack_info *info, const char *list, bool targets, uin
                 k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", i ? ", " : "", info->col_names[i]);
             return sf_err_set(e, SF_EINVAL, "%s \"%s\" is not a column; the columns are: %s", what, name, names);
         }
+        for (uint32_t k = 0; k < *n; k++)  // twice would train, then fail every checkpoint's read-back
+            if ((*out)[k] == c)
+                return sf_err_set(e, SF_EUSAGE, "%s \"%s\" is named twice in --%ss '%s': name each column once",
+                                  what, name, what, list);
         if (targets && sf_pack_category(info, c))
             return sf_err_set(e, SF_EUSAGE, "target \"%s\" is categorical: the model predicts numbers (MSE); "
                               "choose numeric --targets, and \"%s\" can be a feature", name, name);

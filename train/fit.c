@@ -443,8 +443,8 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     uint64_t completed;
     int rc = sf_checkpoint_dir_recover(dir, &completed, e);
     if (!rc && completed && f->talk)
-        fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing (the run was killed between its two files at "
-                "that epoch's end): written now from latest.safetensors\n", dir, (unsigned long long)completed);
+        fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing, and latest.safetensors stands at that "
+                "epoch's end: written now from it\n", dir, (unsigned long long)completed);
     if (!rc) sf_run_data_from_dir(f->ck.data_from_dir, sizeof f->ck.data_from_dir, f->o->data, dir);
     return rc;
 }
@@ -636,11 +636,18 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait;
     if (!rc && f.epoch >= o->epochs) {
         fit_close(&f);
-        if (f.talk) fprintf(stderr, "resume: the checkpoint is at epoch %llu of %llu: nothing to do\n",
-                            (unsigned long long)f.epoch, (unsigned long long)o->epochs);
+        if (f.talk && f.epoch == o->epochs)
+            fprintf(stderr, "resume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
+                    "trains further)\n", (unsigned long long)f.epoch, (unsigned long long)f.epoch);
+        else if (f.talk)
+            fprintf(stderr, "resume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
+                    "(hint: --epochs above %llu trains further)\n", (unsigned long long)f.epoch,
+                    (unsigned long long)o->epochs, (unsigned long long)f.epoch);
         return 0;
     }
     if (!rc) rc = open_log(&f, start.resumed, e);
+    if (!rc && o->log && strcmp(o->log, "-") && o->checkpoint_dir)  // the log exists now: its path can be known
+        sf_run_data_from_dir(f.ck.log_from_dir, sizeof f.ck.log_from_dir, o->log, o->checkpoint_dir);
     if (!rc) rc = open_trace(&f, e);
     f.po.first_epoch = f.epoch, f.po.stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL, f.po.trace = f.trace;
     if (!rc) rc = open_pipe(&f, e);

@@ -54,16 +54,26 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
                               SF_PACK_MAX_CATEGORY_VALUE);
     }
     if (sf_columns_categories(cols, in, c->categories, sizeof c->categories)) {
-        size_t need = 0;
-        for (uint32_t j = 0; j < nplain; j++)
-            if (cols->codes[j] >= 0) {
-                bool first = !j || cols->features[j - 1] != cols->features[j];
-                need += strlen(sf_pack_category(in, cols->features[j])->values[cols->codes[j]]) + 1 +
-                        (first ? strlen(in->col_names[cols->features[j]]) + 1 : 0);
+        // Counted as sf_columns_categories writes them; pack keeps each
+        // column within the limit, so only several columns together (or a
+        // file packed before that) get here.
+        size_t need = 0, bytes = 0, quotes = 0, items = 0, groups = 0;
+        for (uint32_t j = 0; j < nplain; j++) {
+            if (cols->codes[j] < 0) continue;
+            uint32_t col = cols->features[j];
+            const char *v = sf_pack_category(in, col)->values[cols->codes[j]];
+            size_t q;
+            if (!items) bytes = sf_list_item_bytes(in->col_names[col], strlen(in->col_names[col]), &quotes), items = 1;
+            bytes += sf_list_item_bytes(v, strlen(v), &q), quotes += q, items++;
+            if (j + 1 == nplain || cols->features[j + 1] != col || cols->codes[j + 1] < 0) {
+                need += (groups++ ? 1 : 0) + sf_list_group_bytes(items, bytes, quotes);
+                items = 0;
             }
-        return sf_err_set(e, SF_EINVAL, "the categorical features' names and values take at least %zu bytes as a "
-                          "list, more than the %zu a checkpoint keeps for them (hint: fewer categorical --features)",
-                          need, sizeof c->categories - 1);
+        }
+        return sf_err_set(e, SF_EINVAL, "the categorical features' names and values take %zu bytes as a checkpoint "
+                          "lists them, more than the %u it keeps for them (hint: %s)", need, SF_PACK_MAX_CATEGORY_LIST,
+                          groups > 1 ? "fewer categorical --features"
+                                     : "pack the CSV again: pack now refuses such a column, naming its line");
     }
     snprintf(c->data, sizeof c->data, "%s", o->data);
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
@@ -77,6 +87,9 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
+    if (o->log && snprintf(c->log, sizeof c->log, "%s", o->log) >= (int)sizeof c->log)
+        return sf_err_set(e, SF_EUSAGE, "--log: the path is %zu bytes long, more than the %zu a checkpoint keeps",
+                          strlen(o->log), sizeof c->log - 1);
     return 0;
 }
 
@@ -121,7 +134,9 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
                        // a checkpoint from before precision was kept: any (docs/TRAINING.md)
-                       : c->precision[0] && !same(c->precision, r->precision) ? "--precision"
+                       // tf32 <-> fp32: both fp32 weights, a change the user asked for (cli/cmd_train.c)
+                       : c->precision[0] && !same(c->precision, r->precision) &&
+                               (same(c->precision, "bf16") || same(r->precision, "bf16")) ? "--precision"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"

@@ -136,6 +136,48 @@ static int pack_sky(const char *path, const char *const *values, uint32_t nvalue
     return rc;
 }
 
+// A column's name and values fit a checkpoint's list of them to the byte,
+// counted as sf_columns_categories writes them (4 * quotes + 10 bytes for
+// "sky" and one value of quotes), or the writer refuses the column.
+static void test_category_limit(void) {
+    char path[256], value[SF_PACK_MAX_CATEGORY_VALUE + 1];
+    snprintf(path, sizeof path, "%s/sky-q.sfpack", dir);
+    const char *values[] = {value};
+    for (int quotes = 4093; quotes <= 4094; quotes++) {
+        memset(value, '"', (size_t)quotes);
+        value[quotes] = 0;
+        static const char *const names[] = {"v", "sky"};
+        const uint32_t cat = 1;
+        sf_pack_writer_opts o = {.ncols = 2, .col_names = names, .chunk_rows = 7, .level = 1, .categorical = &cat,
+                                 .ncategorical = 1};
+        float rows[2 * 20] = {0};
+        sf_pack_writer *w;
+        sf_err e = {0};
+        int rc = sf_pack_writer_open(&w, path, &o, &e);
+        if (!rc && (rc = sf_pack_writer_rows(w, rows, 20, &e) || sf_pack_writer_category(w, 0, values, 1, &e)))
+            sf_pack_writer_abort(w);
+        else if (!rc)
+            rc = sf_pack_writer_finish(w, &e);
+        if (quotes == 4094) {
+            CHECK(rc && strstr(e.msg, "\"sky\" takes 16386 bytes") && strstr(e.msg, "the 16383"),
+                  "a column one byte over the list limit: rc %d '%s'", rc, e.msg);
+            continue;
+        }
+        CHECK(rc == 0, "a column at the list limit: %s", e.msg);
+        sf_pack *p;
+        sf_columns cols;
+        if (rc || sf_pack_open(&p, path, &e)) continue;
+        static char list[SF_PACK_MAX_CATEGORY_LIST + 1];
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "sky", "v", NULL, SF_NORM_NONE, &e) == 0 &&
+                  sf_columns_categories(&cols, sf_pack_get_info(p), list, sizeof list) == 0 &&
+                  strlen(list) == 4 * (size_t)quotes + 10,
+              "the list of a column at the limit: %zu bytes, %s", strlen(list), e.msg);
+        sf_columns_free(&cols);
+        sf_pack_close(p);
+    }
+    unlink(path);
+}
+
 // Categorical features: one input per value, 1 for the row's value; the
 // column never a target; and a model's categories map another file's codes
 // by text, a value it lacks to zeros.
@@ -196,6 +238,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 2;
     test_time_features();
     test_categories();
+    test_category_limit();
     snprintf(path, sizeof path, "%s/sample.sfpack", dir);
     const uint32_t chunk_rows[] = {97, 256, 5000};
     for (int c = 0; c < 3; c++) {
@@ -223,6 +266,13 @@ int main(void) {
         CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,nope", NULL, NULL, SF_NORM_ZSCORE, &e) == SF_EINVAL &&
                   strstr(e.msg, "\"nope\" is not a column"),
               "unknown column: %s", e.msg);
+        // Named twice, also once quoted: refused before any training.
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a,\"a\"", NULL, NULL, SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+                  strstr(e.msg, "feature \"a\" is named twice in --features"),
+              "a feature twice: %s", e.msg);
+        CHECK(sf_columns_create(&cols, sf_pack_get_info(p), "a", "b,c,b", NULL, SF_NORM_ZSCORE, &e) == SF_EUSAGE &&
+                  strstr(e.msg, "target \"b\" is named twice in --targets 'b,c,b'"),
+              "a target twice: %s", e.msg);
         sf_pack_close(p);
     }
     enum sf_norm norm = SF_NORM_NONE;

@@ -94,7 +94,8 @@ check 8 48 3 0.1 0 7 2
 check 20 30 3 0 64 2 1
 pyrun - <<'PY' || fail "Dataset errors"
 import seqfeed
-for kw, msg in ((dict(targets="nope"), 'target "nope" is not a column'), (dict(targets="sky"), 'target "sky" is categorical'),
+for kw, msg in ((dict(targets="nope"), 'target "nope" is not a column'),
+                (dict(features=["a", "a"]), 'feature "a" is named twice'), (dict(targets="sky"), 'target "sky" is categorical'),
                 (dict(batch_size=2**20), "training windows, fewer than one global batch of 1048576")):
     try:
         seqfeed.Dataset("d.sfpack", **kw)
