@@ -65,6 +65,13 @@ void sf_plan_free(sf_plan *p);
 // The windows such a plan would have (sf_plan_windows), without making one:
 // what a buffer of windows can ever hold is known before it is allocated.
 uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split);
+// The most rows split's part of one series has: no longer window fits.
+uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, const sf_split *split);
+// For a hint when too few windows fit: the window's options that are above
+// their least (stride too when count is set: it thins windows, never fits
+// one), as ", --window, --horizon" or, with python, ", window (--window), ...".
+// buf is "" when all are at their least.
+void sf_window_shrinkers(const sf_window_spec *w, bool count, bool python, char *buf, size_t cap);
 
 // Every valid window (one that fits in its series, target included) has an
 // id; ids follow start rows, so the windows of one block are consecutive.

@@ -381,12 +381,25 @@ static int open_data(fit *f, sf_err *e) {
         char why[512] = "";
         if (f->steps_per_epoch == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
         if (!rc && why[0]) rc = sf_err_set(e, SF_EUSAGE, "%s: %s", o->data, why);
-        else if (!rc && f->steps_per_epoch == 0)
-            rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s (hint: a "
-                            "smaller --batch-size or --window%s%s)", o->data,
-                            (unsigned long long)sf_plan_windows(train_plan), o->batch,
-                            po.lanes > 1 ? " for each of the replicas' lanes" : "", po.lanes > 1 ? ", fewer --lanes" : "",
-                            o->val_split > 0 ? ", or less --val-split" : "");
+        else if (!rc && f->steps_per_epoch == 0) {
+            // Only the options that can still go lower: one at its least cannot help.
+            uint64_t windows = sf_plan_windows(train_plan);
+            sf_split split = {o->val_split, SF_PART_TRAIN};
+            char fits[256] = "", opts[128];
+            sf_window_shrinkers(&o->pipe.window, windows > 0, false, opts, sizeof opts);
+            if (windows == 0)
+                snprintf(fits, sizeof fits, ": a window spans %llu rows ((--window - 1) x --sampling-rate + --horizon "
+                         "+ 1), more than the %llu rows of the longest series' training part",
+                         (unsigned long long)sf_window_span(&o->pipe.window),
+                         (unsigned long long)sf_split_longest(series, nseries, &split));
+            char hint[256];
+            snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
+                     po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
+            rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s%s%s%s%s",
+                            o->data, (unsigned long long)windows, o->batch,
+                            po.lanes > 1 ? " for each of the replicas' lanes" : "", fits, hint[0] ? " (hint: a smaller " : "",
+                            hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
+        }
     }
     sf_plan_free(train_plan);
     return rc;

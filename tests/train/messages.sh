@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # What train and evaluate say when the data cannot give what was asked:
 # --max-gap leaving no batch (it is named, with a value that keeps one),
+# a window too long for the data (its span named; the options that can
+# still shrink it), predict and evaluate with no window that fits (why),
 # --horizon 0 (refused by every command that takes it: its target is an
 # input), a baseline of loss 0 (no "infx"), constant columns (named), and
 # time features that are constant over the file (refused, naming the
@@ -64,7 +66,49 @@ run 0 train --data hourly.sfpack --max-gap 2h --window 8 --batch-size 16 "${smal
 expect err "time: --max-gap cuts the series into 8 segments"
 # Too long a window with or without the cut: not the gaps' doing.
 run 2 train --data hourly.sfpack --max-gap 2h --window 190 "${small[@]}"
-expect err "0 training windows, fewer than one global batch of 32 \(hint: a smaller --batch-size or --window"
+expect err "0 training windows, fewer than one global batch of 32: a window spans 191 rows .*, more than the 45 rows"
+expect err "\(hint: a smaller --window, or less --val-split\)"
+# --horizon or --sampling-rate making the window too long: named, with the
+# span a window needs; options already at their least (1) never suggested.
+run 2 train --data weekly.sfpack --horizon 200 --window 1 --batch-size 1 --val-split 0 "${small[@]}"
+expect err "weekly.sfpack: 0 training windows, fewer than one global batch of 1: a window spans 201 rows \(\(--window - 1\) x --sampling-rate \+ --horizon \+ 1\), more than the 120 rows of the longest series' training part \(hint: a smaller --horizon\)$"
+run 2 train --data weekly.sfpack --sampling-rate 50 --window 10 "${small[@]}"
+expect err "a window spans 452 rows .* \(hint: a smaller --window, --sampling-rate, or less --val-split\)$"
+run 2 train --data weekly.sfpack --stride 100 --window 10 "${small[@]}"
+expect err "weekly.sfpack: 1 training windows, fewer than one global batch of 32 \(hint: a smaller --batch-size, --window, --stride, or less --val-split\)$"
+run 2 bench pipeline --data weekly.sfpack --sampling-rate 50 --window 10
+expect err "nothing to measure \(hint: a smaller --window, --sampling-rate\)$"
+
+# predict and evaluate with no window that fits: an error naming why, never
+# an empty answer. The checkpoint's --max-gap 2h cuts daily rows at every step.
+run 0 train --data hourly.sfpack --max-gap 2h --window 8 --batch-size 16 --checkpoint-dir gap "${small[@]}" -q
+python3 - <<'PY'
+import datetime as dt
+with open("dayload.csv", "w") as f:
+    f.write("site,time,load\n")
+    for i in range(60): f.write("a,%s,%d\n" % ((dt.datetime(2021, 3, 1) + dt.timedelta(days=i)).isoformat(), i % 5))
+with open("few.csv", "w") as f:
+    f.write("site,time,load\n")
+    for i in range(5): f.write("a,%s,%d\n" % ((dt.datetime(2021, 3, 1) + dt.timedelta(hours=i)).isoformat(), i % 5))
+PY
+run 0 pack dayload.csv -o dayload.sfpack --series-column site -q
+run 0 pack few.csv -o few.sfpack --series-column site -q
+for c in predict evaluate; do
+    o=()
+    [ "$c" = predict ] && o=(-o pred.csv)
+    run 1 $c --checkpoint gap/latest.safetensors --data dayload.sfpack --gpus none --split all "${o[@]}"
+    expect err "dayload.sfpack: no window fits: the checkpoint's --max-gap 2h removed all 52 windows of the whole part, those that span a longer step between rows \(the file's typical step is 1d;"
+    [ -e pred.csv ] && fail "$c wrote pred.csv with no window"
+    run 1 $c --checkpoint gap/latest.safetensors --data few.sfpack --gpus none
+    expect err "few.sfpack: no window fits in the (whole|validation) part: the checkpoint's windows span 9 rows \(window 8, sampling rate 1, horizon 1\), more than the [0-9] rows of its longest series"
+done
+# Only the validation part too short: --split all is the fix, and it works.
+head -n 13 hourly.csv >twelve.csv
+run 0 pack twelve.csv -o twelve.sfpack --series-column site -q
+run 1 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none
+expect err "twelve.sfpack: no window fits in the validation part \(the last 10% of each series' rows, the longest 1 rows; the checkpoint's windows span 9\) \(hint: --split all\)"
+run 0 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none --split all
+expect out "^windows +4 "
 
 # --horizon 0 would make the window's last input row the target.
 for c in train "bench pipeline" "bench train" "bench scaling"; do
