@@ -106,6 +106,68 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
     return 0;
 }
 
+static int64_t time_us(enum sf_time_kind kind, int64_t t);
+
+// Feature f's inputs at time us, as sf_block_gather makes them.
+static void time_inputs(int64_t us, enum sf_time_feature f, float out[2]) {
+    double a = 2 * M_PI * sf_time_phase(us, f);
+    out[0] = (float)sin(a), out[1] = (float)cos(a);
+}
+
+int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    if (!c->ntime || in->time_kind == SF_TIME_NONE || in->nrows == 0) return 0;
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    int64_t *time = malloc(rows * sizeof *time);
+    void *stored = malloc(sf_pack_max_stored_size(p) + 1);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = time && stored && d ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for a chunk's times");
+    float lo[SF_TIME_FEATURE_COUNT][2], hi[SF_TIME_FEATURE_COUNT][2];
+    uint32_t varied = 0;
+    bool first = true;
+    uint64_t decoded = UINT64_MAX;
+    for (uint64_t k = 0; !rc && varied < c->ntime && k < n; k++) {
+        uint64_t row = ranges[k].first_row, end = row + ranges[k].rows;
+        while (!rc && varied < c->ntime && row < end) {
+            uint64_t i = row / in->chunk_rows;
+            sf_chunk ch = sf_pack_chunk_locate(p, i);
+            if (i != decoded && !(rc = sf_pack_chunk_read(p, i, stored, e)))
+                rc = sf_pack_chunk_decode_all(d, p, i, stored, NULL, time, NULL, e);
+            if (rc) break;
+            decoded = i;
+            uint64_t stop = end < ch.first_row + ch.rows ? end : ch.first_row + ch.rows;
+            for (; row < stop; row++) {
+                int64_t us = time_us(in->time_kind, time[row - ch.first_row]);
+                varied = 0;
+                for (uint32_t t = 0; t < c->ntime; t++) {
+                    float x[2];
+                    time_inputs(us, c->time[t], x);
+                    for (int j = 0; j < 2; j++) {
+                        lo[t][j] = first || x[j] < lo[t][j] ? x[j] : lo[t][j];
+                        hi[t][j] = first || x[j] > hi[t][j] ? x[j] : hi[t][j];
+                    }
+                    // as sf_column_flat under minmax: a spread below FLT_MIN is none
+                    varied += hi[t][0] - lo[t][0] >= FLT_MIN || hi[t][1] - lo[t][1] >= FLT_MIN;
+                }
+                first = false;
+            }
+        }
+    }
+    for (uint32_t t = 0; !rc && !first && t < c->ntime; t++) {
+        if (hi[t][0] - lo[t][0] >= FLT_MIN || hi[t][1] - lo[t][1] >= FLT_MIN) continue;
+        const char *name = sf_time_feature_name(c->time[t]);
+        rc = sf_err_set(e, SF_EUSAGE, "--time-features %s: %s has one value on every training row of the time column "
+                        "\"%s\" (its times are all at the same %s), so it is a constant input that tells the model "
+                        "nothing (hint: --time-features without %s)", name, name, in->time_column,
+                        c->time[t] == SF_TIME_HOUR ? "time of day" : c->time[t] == SF_TIME_WEEKDAY ? "time of the week"
+                                                                                                 : "time of the year",
+                        name);
+    }
+    free(time), free(stored);
+    sf_pack_dctx_free(d);
+    return rc;
+}
+
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;

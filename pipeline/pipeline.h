@@ -195,6 +195,12 @@ int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *lis
 // whole number of days or weeks apart from one phase), the time column's
 // resolution and the features that do vary: a constant input is useless.
 int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e);
+// The same over the times of ranges' rows (a training part: n ranges,
+// ascending, as series), for what the file's tables cannot judge (irregular
+// steps, monthly rows): SF_EUSAGE naming a time feature whose inputs (sin
+// and cos, as batches hold them) have a spread below FLT_MIN there, as the
+// columns' check. Reads until every time feature of c has varied.
+int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the

@@ -5,8 +5,8 @@
 # still shrink it), predict and evaluate with no window that fits (why),
 # --horizon 0 (refused by every command that takes it: its target is an
 # input), a baseline of loss 0 (no "infx"), constant columns (named), and
-# time features that are constant over the file (refused, naming the
-# resolution and the features that vary). meson sets SEQFEED and SRCDIR.
+# time features that are constant over the file or its training rows
+# (refused, naming the resolution or the times). meson sets SEQFEED and SRCDIR.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -143,5 +143,23 @@ expect err "\(time features that vary in this file: yearday\)"
 run 2 train --data epoch.sfpack --time-features hour "${small[@]}"
 expect err '--time-features hour: the time column "t" steps by exactly 1d on every row, from the same time of day'
 run 0 train --data epoch.sfpack --time-features weekday,yearday --window 4 "${small[@]}" -q
+# What the time table cannot judge (a missing day; months at midnight) is
+# judged over the training rows' times: refused alike.
+python3 - <<'PY'
+import datetime as dt
+with open("noon.csv", "w") as f:  # daily at noon, one day missing
+    f.write("t,a\n")
+    for i in range(150): f.write("%s,%d\n" % ((dt.datetime(2020, 1, 1, 12) + dt.timedelta(days=i + (i > 60))).isoformat(), i % 7))
+with open("monthly.csv", "w") as f:  # the first of every month at midnight
+    f.write("t,a\n")
+    for i in range(120): f.write("%04d-%02d-01T00:00,%d\n" % (2000 + i // 12, i % 12 + 1, i % 7))
+PY
+run 0 pack noon.csv -o noon.sfpack -q
+run 0 pack monthly.csv -o monthly.sfpack -q
+for f in noon monthly; do
+    run 2 train --data $f.sfpack --time-features weekday,hour --window 4 "${small[@]}"
+    expect err "^seqfeed train: error: $f.sfpack: --time-features hour: hour has one value on every training row of the time column \"t\" \(its times are all at the same time of day\), so it is a constant input that tells the model nothing \(hint: --time-features without hour\)$"
+    run 0 train --data $f.sfpack --time-features weekday,yearday --window 4 "${small[@]}" -q
+done
 run 0 train --data hourly.sfpack --time-features hour,weekday,yearday --window 4 "${small[@]}" -q
 finish
