@@ -371,19 +371,19 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
 }
 
 int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
-                         enum sf_norm norm, char *buf, size_t cap) {
+                         enum sf_norm norm, bool targets, char *buf, size_t cap) {
     size_t len = 0;
     uint32_t n = 0;
     buf[0] = 0;
-    for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
-        bool is_x = j < c->nfeatures;
-        uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
-        if ((is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
+    for (uint32_t j = 0; j < (targets ? c->ntargets : c->nfeatures); j++) {
+        uint32_t col = targets ? c->targets[j] : c->features[j];
+        if ((!targets && (c->codes[j] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
             continue;
-        bool twice = false;  // a feature that is a target too is named once
-        for (uint32_t f = 0; !is_x && f < c->nfeatures; f++) twice |= c->features[f] == col;
-        if (!twice && sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
-        n += !twice;
+        bool target = false;  // a feature that is a target too is named as a target
+        for (uint32_t t = 0; !targets && t < c->ntargets; t++) target |= c->targets[t] == col;
+        if (target) continue;
+        if (sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
+        n++;
     }
     return (int)n;
 }

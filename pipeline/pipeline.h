@@ -161,11 +161,12 @@ typedef struct {
 // True when a column of these statistics is scaled as a constant: its
 // spread under norm (std, or max - min) is below FLT_MIN, 0 included.
 bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm);
-// The numeric feature and target columns that stats make constants under
-// norm, as a list of names (sf_list_append) into buf; returns how many, or
-// SF_ERANGE when they do not fit cap bytes.
+// The target columns (targets) or the numeric feature columns that are no
+// target (!targets) that stats make constants under norm, as a list of
+// names (sf_list_append) into buf; returns how many, or SF_ERANGE when they
+// do not fit cap bytes.
 int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
-                         enum sf_norm norm, char *buf, size_t cap);
+                         enum sf_norm norm, bool targets, char *buf, size_t cap);
 // Resolves comma-separated column names (features, targets) against the
 // file into *c (its own arrays: free with sf_columns_free); NULL features
 // means every column, NULL targets every numeric column. An unknown name is

@@ -600,13 +600,19 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
                     "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
     }
-    if (f->d.cols.nflat) {
+    for (int targets = 0; f->d.cols.nflat && targets < 2; targets++) {
         char flat[1024];
-        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, flat, sizeof flat);
+        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, targets, flat,
+                                     sizeof flat);
+        if (n == 0) continue;
         fprintf(stderr, "scaling: constant %s %s: %s spread over the training rows is below float32's smallest "
-                "normal number, so %s scaled as a constant, an input that tells the model nothing (hint: --features "
-                "without %s)\n", n == 1 ? "column" : "columns", n < 0 ? "(too many to name)" : flat,
-                n == 1 ? "its" : "their", n == 1 ? "it is" : "each is", n == 1 ? "it" : "them");
+                "normal number, so %s scaled as a constant, %s (hint: %s%s)\n",
+                targets ? (n == 1 ? "target" : "targets") : (n == 1 ? "column" : "columns"),
+                n < 0 ? "(too many to name)" : flat, n == 1 ? "its" : "their", n == 1 ? "it is" : "each is",
+                targets ? "and the model would learn to predict a constant" : "an input that tells the model nothing",
+                targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "other --targets"
+                : targets ? "--targets without " : "--features without ",
+                targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "" : n == 1 ? "it" : "them");
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,

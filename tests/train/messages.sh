@@ -132,6 +132,19 @@ expect err "^scaling: constant columns still,zero: their spread over the trainin
 [ "$(grep -c "constant column" err)" -eq 1 ] || fail "constant columns: not one line: $(cat err)"
 run 0 train --data flat.sfpack --features a,b --targets a --window 4 "${small[@]}" --checkpoint-dir flat2
 grep -q "constant column" err && fail "constant columns named when none is used: $(cat err)"
+# A constant target is said as one: the model would learn a constant.
+run 0 train --data flat.sfpack --targets still,a --window 4 "${small[@]}" --checkpoint-dir flat3
+expect err "^scaling: constant target still: .*so it is scaled as a constant, and the model would learn to predict a constant \(hint: --targets without it\)$"
+expect err "^scaling: constant column zero: .*an input that tells the model nothing \(hint: --features without it\)$"
+grep -q "constant column.*still" err && fail "a target named as an input: $(cat err)"
+run 0 train --data flat.sfpack --targets still --window 4 "${small[@]}" --checkpoint-dir flat4
+expect err "^scaling: constant target still: .* \(hint: other --targets\)$"
+
+# --model widths out of range say the range.
+run 2 train --data flat.sfpack --model lstm:100000,dense --epochs 1
+expect err "--model: item 1 'lstm:100000': the units of lstm must be an integer from 1 to 65536"
+run 2 train --data flat.sfpack --model lstm:4,dense:100000000 --epochs 1
+expect err "--model: item 2 'dense:100000000': the units of dense must be an integer from 1 to 65536"
 
 # Time features that cannot vary over the file are refused, naming what would.
 run 2 train --data daily.sfpack --targets temp --time-features hour,yearday "${small[@]}"
