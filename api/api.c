@@ -277,7 +277,8 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
                  o->val_split > 0 ? ", or a smaller val_split (--val-split)" : "",
                  o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
         rc = sf_err_set(e, SF_EUSAGE, "%s: %" PRIu64 " training windows, fewer than one global batch of %u; a window "
-                        "spans %" PRIu64 " rows, the longest series' training part has %" PRIu64 " rows%s%s%s", o->data, windows, o->batch,
+                        "spans %" PRIu64 " rows, the longest series' training part has %" PRIu64 " rows%s%s%s",
+                        o->data, windows, o->batch,
                         sf_window_span(&po.window), longest,
                         hint[0] ? " (hint: a smaller " : "", hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
     }

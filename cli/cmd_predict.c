@@ -137,7 +137,9 @@ static int no_window(const run *r, const sf_pack_info *in, const char *data, con
     const sf_window_spec *w = &r->ck.window;
     const sf_series *series = cut ? cut : in->series;
     uint64_t nseries = cut ? ncut : in->nseries;
-    const char *part = split->part == SF_PART_VALIDATION ? "validation" : split->part == SF_PART_TRAIN ? "train" : "whole";
+    const char *part = split->part == SF_PART_VALIDATION ? "validation"
+                       : split->part == SF_PART_TRAIN    ? "train"
+                                                         : "whole";
     if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
         return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the last %g%% of each series' rows, the "
                           "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,

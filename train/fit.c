@@ -397,8 +397,8 @@ static int open_data(fit *f, sf_err *e) {
                      po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
             rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s%s%s%s%s",
                             o->data, (unsigned long long)windows, o->batch,
-                            po.lanes > 1 ? " for each of the replicas' lanes" : "", fits, hint[0] ? " (hint: a smaller " : "",
-                            hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
+                            po.lanes > 1 ? " for each of the replicas' lanes" : "", fits,
+                            hint[0] ? " (hint: a smaller " : "", hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
         }
     }
     sf_plan_free(train_plan);

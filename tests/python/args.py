@@ -388,9 +388,10 @@ with open("deep.safetensors", "wb") as f:  # once RecursionError
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, re.compile(r"deep\.safetensors: its header is not JSON .*"),
        "deep.safetensors")
 for shape in ([2**70, 0], [2**31, 2**31, 0], [2**62, 0], [1] * 40 + [0]):  # once numpy's ValueError
-    ckpt("empty.safetensors", {"__metadata__": meta, "w": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}}, b"")
-    raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "empty.safetensors: tensor 'w': expected F32 with data_offsets "
-           "inside the file's 0 data bytes matching its shape", "empty.safetensors")
+    w = {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}
+    ckpt("empty.safetensors", {"__metadata__": meta, "w": w}, b"")
+    raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "empty.safetensors: tensor 'w': expected F32 with "
+           "data_offsets inside the file's 0 data bytes matching its shape", "empty.safetensors")
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the checkpoint (Is a directory)", "ck")
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gone.safetensors: cannot read the checkpoint (No such file or "
        "directory)", "gone.safetensors")
