@@ -256,7 +256,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     // Replica r of R reads as rank r of R ranks of one replica: the same
     // shard of the same plan, so the same batches (test python-dataset).
     sf_pipe_opts po = rc ? (sf_pipe_opts){0} : sf_run_pipe_opts(&f, &d->data, 1, (int)o->replica, (int)o->replicas);
-    uint64_t windows = 0;
+    uint64_t windows = 0, longest = 0;
     if (!rc) {
         uint64_t nseries;
         const sf_series *series = sf_run_data_series(&d->data, &nseries);
@@ -265,15 +265,23 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
         rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, series, nseries, &po.window, po.block_chunks,
                             &po.split, e);
         if (!rc) windows = sf_plan_windows(plan), d->info.batches_per_epoch = sf_pipe_epoch_batches(&po, windows);
+        longest = sf_split_longest(series, nseries, &po.split);
         sf_plan_free(plan);
     }
     // No batch would make an iterable that ends at once, saying nothing.
-    if (!rc && d->info.batches_per_epoch == 0)
-        rc = sf_err_set(e, SF_EUSAGE, "%s: %" PRIu64 " training windows, fewer than one global batch of %u (hint: a "
-                        "smaller batch (--batch-size), window (--window), sampling_rate (--sampling-rate) or horizon "
-                        "(--horizon)%s%s)", o->data, windows, o->batch,
-                        o->val_split > 0 ? ", or a smaller val_split (--val-split)" : "",
-                        o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
+    if (!rc && d->info.batches_per_epoch == 0) {
+        // Only the arguments that can still go lower: one at its least cannot help.
+        char opts[160], hint[320];
+        sf_window_shrinkers(&po.window, windows > 0, true, opts, sizeof opts);
+        snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", batch (--batch-size)" : "", opts,
+                 o->val_split > 0 ? ", or a smaller val_split (--val-split)" : "",
+                 o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
+        rc = sf_err_set(e, SF_EUSAGE, "%s: %" PRIu64 " training windows, fewer than one global batch of %u; a window "
+                        "spans %" PRIu64 " rows, the longest series' training part has %" PRIu64 " rows%s%s%s",
+                        o->data, windows, o->batch,
+                        sf_window_span(&po.window), longest,
+                        hint[0] ? " (hint: a smaller " : "", hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
+    }
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;

@@ -171,12 +171,13 @@ int bench_pipeline(int argc, char **argv) {
     // Before anything is sized by the window: a file with no window has
     // nothing to measure.
     if (sf_plan_count(in->series, in->nseries, &o.window, &o.split) == 0) {
-        uint64_t longest = 0;
-        for (uint64_t i = 0; i < in->nseries; i++) longest = in->series[i].rows > longest ? in->series[i].rows : longest;
+        char opts[128];
+        sf_window_shrinkers(&o.window, false, false, opts, sizeof opts);
         rc = sf_err_set(&e, SF_EUSAGE, "%s: no window of %u rows (%llu rows with --sampling-rate and --horizon) "
-                        "fits in any series, the longest of which has %llu rows: nothing to measure (hint: a smaller "
-                        "--window)", data, o.window.length, (unsigned long long)sf_window_span(&o.window),
-                        (unsigned long long)longest);
+                        "fits in any series, the longest of which has %llu rows: nothing to measure%s%s%s", data,
+                        o.window.length, (unsigned long long)sf_window_span(&o.window),
+                        (unsigned long long)sf_split_longest(in->series, in->nseries, &o.split),
+                        opts[0] ? " (hint: a smaller " : "", opts[0] ? opts + 2 : "", opts[0] ? ")" : "");
     }
     if (!rc && v[OPT_MEMORY_BUDGET].set)
         rc = sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e);

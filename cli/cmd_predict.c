@@ -129,6 +129,38 @@ typedef struct {
     enum sf_precision precision;
 } placement;
 
+// No window of the checkpoint's fits in split's part of the file (cut at
+// the checkpoint's --max-gap when cut is set): an empty answer would say
+// nothing, so the error names why.
+static int no_window(const run *r, const sf_pack_info *in, const char *data, const sf_series *cut, uint64_t ncut,
+                     const sf_split *split, sf_err *e) {
+    const sf_window_spec *w = &r->ck.window;
+    const sf_series *series = cut ? cut : in->series;
+    uint64_t nseries = cut ? ncut : in->nseries;
+    const char *part = split->part == SF_PART_VALIDATION ? "validation"
+                       : split->part == SF_PART_TRAIN    ? "train"
+                                                         : "whole";
+    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the last %g%% of each series' rows, the "
+                          "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,
+                          r->ck.val_split * 100, (unsigned long long)sf_split_longest(series, nseries, split),
+                          (unsigned long long)sf_window_span(w));
+    uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
+    if (uncut > 0) {
+        char gap[32], step[32] = "none";
+        sf_duration_text(r->ck.max_gap, gap, sizeof gap);
+        if (in->time_step > 0) sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits: the checkpoint's --max-gap %s removed all %llu windows "
+                          "of the %s part, those that span a longer step between rows (the file's typical step is "
+                          "%s; hint: data whose steps are at most %s, or a model trained with a larger --max-gap)",
+                          data, gap, (unsigned long long)uncut, part, step, gap);
+    }
+    return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part: the checkpoint's windows span %llu rows "
+                      "(window %u, sampling rate %u, horizon %u), more than the %llu rows of its longest series",
+                      data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, w->horizon,
+                      (unsigned long long)sf_split_longest(in->series, in->nseries, split));
+}
+
 // *batch comes back no larger than the windows to predict: a replica is
 // sized by it.
 static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t *batch,
@@ -158,6 +190,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
         if (!rc)
             rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, cut ? cut : in->series, cut ? ncut : in->nseries,
                                 &r->ck.window, 1, &split, e);
+        if (!rc && sf_plan_windows(r->plan) == 0) rc = no_window(r, in, data, cut, ncut, &split, e);
         free(cut);
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);

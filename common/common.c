@@ -413,7 +413,8 @@ static void *module_open(const char *file, const char *env, const char *installe
         if (access(path, F_OK) == 0) h = module_at(path, what, why);
     }
     if (!h && access(installed, F_OK) == 0) h = module_at(installed, what, why);
-    if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "no %s (%s) next to the program or at %s", what, file, installed);
+    if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "%s (%s) is neither next to the program nor at %s", what, file,
+                                             installed);
     return h;
 }
 

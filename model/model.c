@@ -44,6 +44,11 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
         int kind;
         double v = 0;
         bool has;
+        // A width out of range says the range: the item's form is right.
+        if (!parse_item(s, n, &kind, &v, &has) && kind != SF_LAYER_DROPOUT && has &&
+            !(v >= 1 && v <= 65536 && v == floor(v)))
+            return sf_err_set(e, SF_EINVAL, "--model: item %u '%.*s': the units of %s must be an integer from 1 to "
+                              "65536", item, (int)n, s, kind == SF_LAYER_LSTM ? "lstm" : "dense");
         if (parse_item(s, n, &kind, &v, &has) ||
             (kind == SF_LAYER_LSTM && (!has || v < 1 || v > 65536 || v != floor(v))) ||
             (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))) ||

@@ -106,6 +106,68 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
     return 0;
 }
 
+static int64_t time_us(enum sf_time_kind kind, int64_t t);
+
+// Feature f's inputs at time us, as sf_block_gather makes them.
+static void time_inputs(int64_t us, enum sf_time_feature f, float out[2]) {
+    double a = 2 * M_PI * sf_time_phase(us, f);
+    out[0] = (float)sin(a), out[1] = (float)cos(a);
+}
+
+int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    if (!c->ntime || in->time_kind == SF_TIME_NONE || in->nrows == 0) return 0;
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    int64_t *time = malloc(rows * sizeof *time);
+    void *stored = malloc(sf_pack_max_stored_size(p) + 1);
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    int rc = time && stored && d ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for a chunk's times");
+    float lo[SF_TIME_FEATURE_COUNT][2], hi[SF_TIME_FEATURE_COUNT][2];
+    uint32_t varied = 0;
+    bool first = true;
+    uint64_t decoded = UINT64_MAX;
+    for (uint64_t k = 0; !rc && varied < c->ntime && k < n; k++) {
+        uint64_t row = ranges[k].first_row, end = row + ranges[k].rows;
+        while (!rc && varied < c->ntime && row < end) {
+            uint64_t i = row / in->chunk_rows;
+            sf_chunk ch = sf_pack_chunk_locate(p, i);
+            if (i != decoded && !(rc = sf_pack_chunk_read(p, i, stored, e)))
+                rc = sf_pack_chunk_decode_all(d, p, i, stored, NULL, time, NULL, e);
+            if (rc) break;
+            decoded = i;
+            uint64_t stop = end < ch.first_row + ch.rows ? end : ch.first_row + ch.rows;
+            for (; row < stop; row++) {
+                int64_t us = time_us(in->time_kind, time[row - ch.first_row]);
+                varied = 0;
+                for (uint32_t t = 0; t < c->ntime; t++) {
+                    float x[2];
+                    time_inputs(us, c->time[t], x);
+                    for (int j = 0; j < 2; j++) {
+                        lo[t][j] = first || x[j] < lo[t][j] ? x[j] : lo[t][j];
+                        hi[t][j] = first || x[j] > hi[t][j] ? x[j] : hi[t][j];
+                    }
+                    // as sf_column_flat under minmax: a spread below FLT_MIN is none
+                    varied += hi[t][0] - lo[t][0] >= FLT_MIN || hi[t][1] - lo[t][1] >= FLT_MIN;
+                }
+                first = false;
+            }
+        }
+    }
+    for (uint32_t t = 0; !rc && !first && t < c->ntime; t++) {
+        if (hi[t][0] - lo[t][0] >= FLT_MIN || hi[t][1] - lo[t][1] >= FLT_MIN) continue;
+        const char *name = sf_time_feature_name(c->time[t]);
+        rc = sf_err_set(e, SF_EUSAGE, "--time-features %s: %s has one value on every training row of the time column "
+                        "\"%s\" (its times are all at the same %s), so it is a constant input that tells the model "
+                        "nothing (hint: --time-features without %s)", name, name, in->time_column,
+                        c->time[t] == SF_TIME_HOUR ? "time of day" : c->time[t] == SF_TIME_WEEKDAY ? "time of the week"
+                                                                                                 : "time of the year",
+                        name);
+    }
+    free(time), free(stored);
+    sf_pack_dctx_free(d);
+    return rc;
+}
+
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;
@@ -313,19 +375,19 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
 }
 
 int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
-                         enum sf_norm norm, char *buf, size_t cap) {
+                         enum sf_norm norm, bool targets, char *buf, size_t cap) {
     size_t len = 0;
     uint32_t n = 0;
     buf[0] = 0;
-    for (uint32_t j = 0; j < c->nfeatures + c->ntargets; j++) {
-        bool is_x = j < c->nfeatures;
-        uint32_t k = is_x ? j : j - c->nfeatures, col = is_x ? c->features[k] : c->targets[k];
-        if ((is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
+    for (uint32_t j = 0; j < (targets ? c->ntargets : c->nfeatures); j++) {
+        uint32_t col = targets ? c->targets[j] : c->features[j];
+        if ((!targets && (c->codes[j] != SF_CODE_NONE || col == SF_COLUMN_TIME)) || !sf_column_flat(&stats[col], norm))
             continue;
-        bool twice = false;  // a feature that is a target too is named once
-        for (uint32_t f = 0; !is_x && f < c->nfeatures; f++) twice |= c->features[f] == col;
-        if (!twice && sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
-        n += !twice;
+        bool target = false;  // a feature that is a target too is named as a target
+        for (uint32_t t = 0; !targets && t < c->ntargets; t++) target |= c->targets[t] == col;
+        if (target) continue;
+        if (sf_list_append(buf, cap, &len, info->col_names[col])) return SF_ERANGE;
+        n++;
     }
     return (int)n;
 }

@@ -65,6 +65,13 @@ void sf_plan_free(sf_plan *p);
 // The windows such a plan would have (sf_plan_windows), without making one:
 // what a buffer of windows can ever hold is known before it is allocated.
 uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split);
+// The most rows split's part of one series has: no longer window fits.
+uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, const sf_split *split);
+// For a hint when too few windows fit: the window's options that are above
+// their least (stride too when count is set: it thins windows, never fits
+// one), as ", --window, --horizon" or, with python, ", window (--window), ...".
+// buf is "" when all are at their least.
+void sf_window_shrinkers(const sf_window_spec *w, bool count, bool python, char *buf, size_t cap);
 
 // Every valid window (one that fits in its series, target included) has an
 // id; ids follow start rows, so the windows of one block are consecutive.
@@ -154,11 +161,12 @@ typedef struct {
 // True when a column of these statistics is scaled as a constant: its
 // spread under norm (std, or max - min) is below FLT_MIN, 0 included.
 bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm);
-// The numeric feature and target columns that stats make constants under
-// norm, as a list of names (sf_list_append) into buf; returns how many, or
-// SF_ERANGE when they do not fit cap bytes.
+// The target columns (targets) or the numeric feature columns that are no
+// target (!targets) that stats make constants under norm, as a list of
+// names (sf_list_append) into buf; returns how many, or SF_ERANGE when they
+// do not fit cap bytes.
 int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
-                         enum sf_norm norm, char *buf, size_t cap);
+                         enum sf_norm norm, bool targets, char *buf, size_t cap);
 // Resolves comma-separated column names (features, targets) against the
 // file into *c (its own arrays: free with sf_columns_free); NULL features
 // means every column, NULL targets every numeric column. An unknown name is
@@ -188,6 +196,12 @@ int sf_columns_add_time(sf_columns *c, const sf_pack_info *info, const char *lis
 // whole number of days or weeks apart from one phase), the time column's
 // resolution and the features that do vary: a constant input is useless.
 int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e);
+// The same over the times of ranges' rows (a training part: n ranges,
+// ascending, as series), for what the file's tables cannot judge (irregular
+// steps, monthly rows): SF_EUSAGE naming a time feature whose inputs (sin
+// and cos, as batches hold them) have a spread below FLT_MIN there, as the
+// columns' check. Reads until every time feature of c has varied.
+int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the

@@ -1,6 +1,7 @@
 // The planner: arithmetic over the series table, nothing is read. Windows
 // are numbered by start row, so "windows before row x" answers every
 // question about blocks, and a binary search over the series answers it.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,34 @@ uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_windo
         n += part_windows(part.rows, span, w->stride);
     }
     return n;
+}
+
+uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, const sf_split *split) {
+    uint64_t most = 0;
+    for (uint64_t i = 0; i < nseries; i++) {
+        sf_series part;
+        sf_split_rows(series + i, 1, split, &part);
+        most = part.rows > most ? part.rows : most;
+    }
+    return most;
+}
+
+void sf_window_shrinkers(const sf_window_spec *w, bool count, bool python, char *buf, size_t cap) {
+    const struct {
+        bool above;
+        const char *name, *flag;
+    } opt[] = {{w->length > 1, "window", "--window"},
+               {w->sampling_rate > 1, "sampling_rate", "--sampling-rate"},
+               {w->horizon > 1, "horizon", "--horizon"},
+               {count && w->stride > 1, "stride", "--stride"}};
+    size_t n = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof opt / sizeof opt[0] && n < cap; i++) {
+        if (!opt[i].above) continue;
+        int k = python ? snprintf(buf + n, cap - n, ", %s (%s)", opt[i].name, opt[i].flag)
+                       : snprintf(buf + n, cap - n, ", %s", opt[i].flag);
+        n += k > 0 ? (size_t)k : 0;
+    }
 }
 
 void sf_plan_free(sf_plan *p) {

@@ -25,8 +25,12 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
         sf_split_rows(series, nseries, &(sf_split){o->val_split, SF_PART_TRAIN}, part);
         d->stats_rows = 0;
         for (uint64_t i = 0; i < nseries; i++) d->stats_rows += part[i].rows;
-        if (d->stats_rows == in->nrows) memcpy(d->stats, in->stats, in->ncols * sizeof *d->stats);
-        else rc = sf_pack_stats_of_rows(d->pack, part, nseries, d->stats, e);
+        // What the file's time table could not judge, over the rows a model learns from.
+        sf_err inner = {0};
+        if ((rc = sf_columns_check_time_rows(&d->cols, d->pack, part, nseries, &inner)))
+            rc = sf_err_set(e, rc, "%s: %s", o->data, inner.msg);
+        if (!rc && d->stats_rows == in->nrows) memcpy(d->stats, in->stats, in->ncols * sizeof *d->stats);
+        else if (!rc) rc = sf_pack_stats_of_rows(d->pack, part, nseries, d->stats, e);
     }
     if (!rc) sf_columns_rescale(&d->cols, d->stats, o->norm);
     free(part);

@@ -381,12 +381,25 @@ static int open_data(fit *f, sf_err *e) {
         char why[512] = "";
         if (f->steps_per_epoch == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
         if (!rc && why[0]) rc = sf_err_set(e, SF_EUSAGE, "%s: %s", o->data, why);
-        else if (!rc && f->steps_per_epoch == 0)
-            rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s (hint: a "
-                            "smaller --batch-size or --window%s%s)", o->data,
-                            (unsigned long long)sf_plan_windows(train_plan), o->batch,
-                            po.lanes > 1 ? " for each of the replicas' lanes" : "", po.lanes > 1 ? ", fewer --lanes" : "",
-                            o->val_split > 0 ? ", or less --val-split" : "");
+        else if (!rc && f->steps_per_epoch == 0) {
+            // Only the options that can still go lower: one at its least cannot help.
+            uint64_t windows = sf_plan_windows(train_plan);
+            sf_split split = {o->val_split, SF_PART_TRAIN};
+            char fits[256] = "", opts[128];
+            sf_window_shrinkers(&o->pipe.window, windows > 0, false, opts, sizeof opts);
+            if (windows == 0)
+                snprintf(fits, sizeof fits, ": a window spans %llu rows ((--window - 1) x --sampling-rate + --horizon "
+                         "+ 1), more than the %llu rows of the longest series' training part",
+                         (unsigned long long)sf_window_span(&o->pipe.window),
+                         (unsigned long long)sf_split_longest(series, nseries, &split));
+            char hint[256];
+            snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
+                     po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
+            rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s%s%s%s%s",
+                            o->data, (unsigned long long)windows, o->batch,
+                            po.lanes > 1 ? " for each of the replicas' lanes" : "", fits,
+                            hint[0] ? " (hint: a smaller " : "", hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
+        }
     }
     sf_plan_free(train_plan);
     return rc;
@@ -587,13 +600,19 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
                     "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
     }
-    if (f->d.cols.nflat) {
+    for (int targets = 0; f->d.cols.nflat && targets < 2; targets++) {
         char flat[1024];
-        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, flat, sizeof flat);
+        int n = sf_columns_flat_list(&f->d.cols, sf_pack_get_info(f->d.pack), f->d.stats, f->o->norm, targets, flat,
+                                     sizeof flat);
+        if (n == 0) continue;
         fprintf(stderr, "scaling: constant %s %s: %s spread over the training rows is below float32's smallest "
-                "normal number, so %s scaled as a constant, an input that tells the model nothing (hint: --features "
-                "without %s)\n", n == 1 ? "column" : "columns", n < 0 ? "(too many to name)" : flat,
-                n == 1 ? "its" : "their", n == 1 ? "it is" : "each is", n == 1 ? "it" : "them");
+                "normal number, so %s scaled as a constant, %s (hint: %s%s)\n",
+                targets ? (n == 1 ? "target" : "targets") : (n == 1 ? "column" : "columns"),
+                n < 0 ? "(too many to name)" : flat, n == 1 ? "its" : "their", n == 1 ? "it is" : "each is",
+                targets ? "and the model would learn to predict a constant" : "an input that tells the model nothing",
+                targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "other --targets"
+                : targets ? "--targets without " : "--features without ",
+                targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "" : n == 1 ? "it" : "them");
     }
     if (start->resumed)
         fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,

@@ -418,19 +418,23 @@ def load_checkpoint(path):
     def corrupt(why):
         return SeqfeedError(-5, "%s: %s" % (name, why))
 
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        head = f.read(8)
-        if len(head) < 8:
-            raise corrupt("%d bytes: not a safetensors file (too short for its header's size)" % len(head))
-        n = struct.unpack("<Q", head)[0]
-        if n > size - 8:
-            raise corrupt("its header of %d bytes runs past the file's %d bytes" % (n, size))
-        try:
-            header = json.loads(f.read(n))
-        except ValueError as e:
-            raise corrupt("its header is not JSON (%s)" % e) from None
-        data = f.read()
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(8)
+            if len(head) < 8:
+                raise corrupt("%d bytes: not a safetensors file (too short for its header's size)" % len(head))
+            n = struct.unpack("<Q", head)[0]
+            if n > size - 8:
+                raise corrupt("its header of %d bytes runs past the file's %d bytes" % (n, size))
+            raw = f.read(n)
+            data = f.read()
+    except OSError as e:  # a directory, a missing or unreadable file: said as the C library says it
+        raise SeqfeedError(-1, "%s: cannot read the checkpoint (%s)" % (name, e.strerror or e)) from None
+    try:
+        header = json.loads(raw)
+    except (ValueError, RecursionError) as e:  # RecursionError: brackets nested deeper than json parses
+        raise corrupt("its header is not JSON (%s)" % e) from None
     if not isinstance(header, dict):
         raise corrupt("its header is not a JSON object")
     meta = header.pop("__metadata__", {})
@@ -444,6 +448,11 @@ def load_checkpoint(path):
             ok = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in [lo, hi] + shape)
         except (TypeError, KeyError, ValueError):
             ok = False
+        # Each dimension below 2^63 and at most 8 of them: numpy refuses more
+        # (as ValueError) even for an empty tensor, and more than 2^63 bytes as if
+        # it held them; seqfeed writes 1 or 2 dimensions.
+        ok = ok and len(shape) <= 8 and all(v < 2**63 for v in shape)
+        ok = ok and 4 * math.prod(v for v in shape if v) < 2**63
         if not ok or dtype != "F32" or not lo <= hi <= len(data) or hi - lo != 4 * math.prod(shape):
             raise corrupt("tensor %r: expected F32 with data_offsets inside the file's %d data bytes matching its "
                           "shape" % (key, len(data)))

@@ -80,13 +80,27 @@ raises(ValueError, dataset, "batch_size (--batch-size) must be an integer from 1
        batch_size=2**32 + 1)
 # the range holds yet no batch fits: said, not an empty iterable
 raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: \d+ training windows, fewer than one global batch of "
-                                                 r"1048576 \(hint: .*--batch-size.*"), batch_size=2**20)
+                                                 r"1048576; .* \(hint: .*--batch-size.*"), batch_size=2**20)
 raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: 0 training windows, .*--window.*"), window=400)
+# the hint names what can still go lower, stride included, and never an argument at its least
+raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: 2 training windows, fewer than one global batch of 32; "
+                                                 r"a window spans 13 rows, the longest series' training part has \d+ "
+                                                 r"rows \(hint: a smaller batch \(--batch-size\), window \(--window\), "
+                                                 r"stride \(--stride\), or a smaller val_split \(--val-split\)\)"),
+       stride=2**32 - 1)
+raises(seqfeed.SeqfeedError, dataset, re.compile(r"d\.sfpack: 0 training windows, fewer than one global batch of 1; "
+                                                 r"a window spans 1000001 rows, the longest series' training part has "
+                                                 r"\d+ rows \(hint: a smaller horizon \(--horizon\)\)"),
+       window=1, batch_size=1, horizon=10**6, val_split=0)
 # a pool beyond the file's windows holds only those (sized before anything is
 # allocated): the batches of any larger pool, not a multi-PB allocation
 huge = [x.copy() for x, _ in dataset(pool=2**50)]
 if len(huge) == 0 or any((a != b).any() for a, b in zip(huge, [x.copy() for x, _ in dataset(pool=2**40)])):
     fail("pool=2**50 does not give the batches of pool=2**40")
+# as --pool: the largest pool the CLI takes is capped the same way, not refused by a memory check
+most = [x.copy() for x, _ in dataset(pool=2**56 - 1)]
+if len(most) != len(huge) or any((a != b).any() for a, b in zip(huge, most)):
+    fail("pool=2**56-1 does not give the batches of pool=2**50")
 
 # reals, flags, texts
 want = cli_range("val-split", "1.5")
@@ -367,6 +381,20 @@ with open("notjson.safetensors", "wb") as f:
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, re.compile(r"notjson\.safetensors: its header is not JSON .*"),
        "notjson.safetensors")
 raises(ValueError, seqfeed.load_checkpoint, "path must be a path (str, bytes or os.PathLike), got None", None)
+# every broken or wrong file is a SeqfeedError naming it, never Python's or numpy's own error
+deep = b"[" * 100000 + b"]" * 100000
+with open("deep.safetensors", "wb") as f:  # once RecursionError
+    f.write(struct.pack("<Q", len(deep)) + deep)
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, re.compile(r"deep\.safetensors: its header is not JSON .*"),
+       "deep.safetensors")
+for shape in ([2**70, 0], [2**31, 2**31, 0], [2**62, 0], [1] * 40 + [0]):  # once numpy's ValueError
+    w = {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}
+    ckpt("empty.safetensors", {"__metadata__": meta, "w": w}, b"")
+    raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "empty.safetensors: tensor 'w': expected F32 with "
+           "data_offsets inside the file's 0 data bytes matching its shape", "empty.safetensors")
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the checkpoint (Is a directory)", "ck")
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gone.safetensors: cannot read the checkpoint (No such file or "
+       "directory)", "gone.safetensors")
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))

@@ -26,4 +26,16 @@ if grep -q 'gpu: cuDNN' <<<"$out"; then
         { echo "FAIL: train with no GPU: $err" >&2; exit 1; }
     grep -q 'CUDA error' <<<"$err" && { echo "FAIL: train names CUDA's code: $err" >&2; exit 1; }
 fi
+# A copy without the modules beside it says which is missing, in words.
+if [ -e "$(dirname "$SEQFEED")/seqfeed-onednn.so" ]; then
+    lone=$(mktemp -d)
+    cp "$SEQFEED" "$lone/"
+    out=$(SEQFEED_ONEDNN_MODULE= "$lone/seqfeed" info 2>&1)
+    rm -rf "$lone"
+    grep -q 'no the ' <<<"$out" && { echo "FAIL: info: $out" >&2; exit 1; }
+    if grep -q 'seqfeed-onednn.so' <<<"$out"; then
+        grep -q 'the oneDNN module (seqfeed-onednn.so) is neither next to the program nor at ' <<<"$out" ||
+            { echo "FAIL: info without the oneDNN module: $out" >&2; exit 1; }
+    fi
+fi
 "$SEQFEED" --version | grep -q '^seqfeed [0-9]'

@@ -205,7 +205,7 @@ PY
 { echo a,b; for i in $(seq 40); do echo "$(( i % 2 ))e-45,$i"; done; } >flat.csv
 run 0 pack flat.csv -o flat.sfpack -q
 run 0 train --data flat.sfpack --model lstm:4,dense --window 3 --batch-size 4 --epochs 1 --val-split 0
-expect err "scaling: constant column a: its spread over the training rows is below float32's smallest normal number, so it is scaled as a constant"
+expect err "scaling: constant target a: its spread over the training rows is below float32's smallest normal number, so it is scaled as a constant"
 expect err "epoch 1/1 .* loss [0-9]"
 # A target that is not a feature: no persistence baseline, and still JSON.
 run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # What train and evaluate say when the data cannot give what was asked:
 # --max-gap leaving no batch (it is named, with a value that keeps one),
+# a window too long for the data (its span named; the options that can
+# still shrink it), predict and evaluate with no window that fits (why),
 # --horizon 0 (refused by every command that takes it: its target is an
 # input), a baseline of loss 0 (no "infx"), constant columns (named), and
-# time features that are constant over the file (refused, naming the
-# resolution and the features that vary). meson sets SEQFEED and SRCDIR.
+# time features that are constant over the file or its training rows
+# (refused, naming the resolution or the times). meson sets SEQFEED and SRCDIR.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -64,7 +66,49 @@ run 0 train --data hourly.sfpack --max-gap 2h --window 8 --batch-size 16 "${smal
 expect err "time: --max-gap cuts the series into 8 segments"
 # Too long a window with or without the cut: not the gaps' doing.
 run 2 train --data hourly.sfpack --max-gap 2h --window 190 "${small[@]}"
-expect err "0 training windows, fewer than one global batch of 32 \(hint: a smaller --batch-size or --window"
+expect err "0 training windows, fewer than one global batch of 32: a window spans 191 rows .*, more than the 45 rows"
+expect err "\(hint: a smaller --window, or less --val-split\)"
+# --horizon or --sampling-rate making the window too long: named, with the
+# span a window needs; options already at their least (1) never suggested.
+run 2 train --data weekly.sfpack --horizon 200 --window 1 --batch-size 1 --val-split 0 "${small[@]}"
+expect err "weekly.sfpack: 0 training windows, fewer than one global batch of 1: a window spans 201 rows \(\(--window - 1\) x --sampling-rate \+ --horizon \+ 1\), more than the 120 rows of the longest series' training part \(hint: a smaller --horizon\)$"
+run 2 train --data weekly.sfpack --sampling-rate 50 --window 10 "${small[@]}"
+expect err "a window spans 452 rows .* \(hint: a smaller --window, --sampling-rate, or less --val-split\)$"
+run 2 train --data weekly.sfpack --stride 100 --window 10 "${small[@]}"
+expect err "weekly.sfpack: 1 training windows, fewer than one global batch of 32 \(hint: a smaller --batch-size, --window, --stride, or less --val-split\)$"
+run 2 bench pipeline --data weekly.sfpack --sampling-rate 50 --window 10
+expect err "nothing to measure \(hint: a smaller --window, --sampling-rate\)$"
+
+# predict and evaluate with no window that fits: an error naming why, never
+# an empty answer. The checkpoint's --max-gap 2h cuts daily rows at every step.
+run 0 train --data hourly.sfpack --max-gap 2h --window 8 --batch-size 16 --checkpoint-dir gap "${small[@]}" -q
+python3 - <<'PY'
+import datetime as dt
+with open("dayload.csv", "w") as f:
+    f.write("site,time,load\n")
+    for i in range(60): f.write("a,%s,%d\n" % ((dt.datetime(2021, 3, 1) + dt.timedelta(days=i)).isoformat(), i % 5))
+with open("few.csv", "w") as f:
+    f.write("site,time,load\n")
+    for i in range(5): f.write("a,%s,%d\n" % ((dt.datetime(2021, 3, 1) + dt.timedelta(hours=i)).isoformat(), i % 5))
+PY
+run 0 pack dayload.csv -o dayload.sfpack --series-column site -q
+run 0 pack few.csv -o few.sfpack --series-column site -q
+for c in predict evaluate; do
+    o=()
+    [ "$c" = predict ] && o=(-o pred.csv)
+    run 1 $c --checkpoint gap/latest.safetensors --data dayload.sfpack --gpus none --split all "${o[@]}"
+    expect err "dayload.sfpack: no window fits: the checkpoint's --max-gap 2h removed all 52 windows of the whole part, those that span a longer step between rows \(the file's typical step is 1d;"
+    [ -e pred.csv ] && fail "$c wrote pred.csv with no window"
+    run 1 $c --checkpoint gap/latest.safetensors --data few.sfpack --gpus none
+    expect err "few.sfpack: no window fits in the (whole|validation) part: the checkpoint's windows span 9 rows \(window 8, sampling rate 1, horizon 1\), more than the [0-9] rows of its longest series"
+done
+# Only the validation part too short: --split all is the fix, and it works.
+head -n 13 hourly.csv >twelve.csv
+run 0 pack twelve.csv -o twelve.sfpack --series-column site -q
+run 1 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none
+expect err "twelve.sfpack: no window fits in the validation part \(the last 10% of each series' rows, the longest 1 rows; the checkpoint's windows span 9\) \(hint: --split all\)"
+run 0 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none --split all
+expect out "^windows +4 "
 
 # --horizon 0 would make the window's last input row the target.
 for c in train "bench pipeline" "bench train" "bench scaling"; do
@@ -88,6 +132,19 @@ expect err "^scaling: constant columns still,zero: their spread over the trainin
 [ "$(grep -c "constant column" err)" -eq 1 ] || fail "constant columns: not one line: $(cat err)"
 run 0 train --data flat.sfpack --features a,b --targets a --window 4 "${small[@]}" --checkpoint-dir flat2
 grep -q "constant column" err && fail "constant columns named when none is used: $(cat err)"
+# A constant target is said as one: the model would learn a constant.
+run 0 train --data flat.sfpack --targets still,a --window 4 "${small[@]}" --checkpoint-dir flat3
+expect err "^scaling: constant target still: .*so it is scaled as a constant, and the model would learn to predict a constant \(hint: --targets without it\)$"
+expect err "^scaling: constant column zero: .*an input that tells the model nothing \(hint: --features without it\)$"
+grep -q "constant column.*still" err && fail "a target named as an input: $(cat err)"
+run 0 train --data flat.sfpack --targets still --window 4 "${small[@]}" --checkpoint-dir flat4
+expect err "^scaling: constant target still: .* \(hint: other --targets\)$"
+
+# --model widths out of range say the range.
+run 2 train --data flat.sfpack --model lstm:100000,dense --epochs 1
+expect err "--model: item 1 'lstm:100000': the units of lstm must be an integer from 1 to 65536"
+run 2 train --data flat.sfpack --model lstm:4,dense:100000000 --epochs 1
+expect err "--model: item 2 'dense:100000000': the units of dense must be an integer from 1 to 65536"
 
 # Time features that cannot vary over the file are refused, naming what would.
 run 2 train --data daily.sfpack --targets temp --time-features hour,yearday "${small[@]}"
@@ -99,5 +156,23 @@ expect err "\(time features that vary in this file: yearday\)"
 run 2 train --data epoch.sfpack --time-features hour "${small[@]}"
 expect err '--time-features hour: the time column "t" steps by exactly 1d on every row, from the same time of day'
 run 0 train --data epoch.sfpack --time-features weekday,yearday --window 4 "${small[@]}" -q
+# What the time table cannot judge (a missing day; months at midnight) is
+# judged over the training rows' times: refused alike.
+python3 - <<'PY'
+import datetime as dt
+with open("noon.csv", "w") as f:  # daily at noon, one day missing
+    f.write("t,a\n")
+    for i in range(150): f.write("%s,%d\n" % ((dt.datetime(2020, 1, 1, 12) + dt.timedelta(days=i + (i > 60))).isoformat(), i % 7))
+with open("monthly.csv", "w") as f:  # the first of every month at midnight
+    f.write("t,a\n")
+    for i in range(120): f.write("%04d-%02d-01T00:00,%d\n" % (2000 + i // 12, i % 12 + 1, i % 7))
+PY
+run 0 pack noon.csv -o noon.sfpack -q
+run 0 pack monthly.csv -o monthly.sfpack -q
+for f in noon monthly; do
+    run 2 train --data $f.sfpack --time-features weekday,hour --window 4 "${small[@]}"
+    expect err "^seqfeed train: error: $f.sfpack: --time-features hour: hour has one value on every training row of the time column \"t\" \(its times are all at the same time of day\), so it is a constant input that tells the model nothing \(hint: --time-features without hour\)$"
+    run 0 train --data $f.sfpack --time-features weekday,yearday --window 4 "${small[@]}" -q
+done
 run 0 train --data hourly.sfpack --time-features hour,weekday,yearday --window 4 "${small[@]}" -q
 finish
