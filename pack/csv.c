@@ -962,6 +962,26 @@ static void format_time(const csv *c, int64_t t, char *buf, size_t cap) {
     else snprintf(buf, cap, "%lld", (long long)t);
 }
 
+// Into out (cap bytes), lead followed by the unit, other than skip, that
+// puts count in years 1900-2199, the coarsest first (the likeliest mistake),
+// and the command that packs with it; out unchanged when none does.
+static void suggest_unit(const csv *c, int64_t count, enum sf_time_kind skip, const char *lead, char *out,
+                         size_t cap) {
+    static const char *const words[] = {"seconds", "milliseconds", "microseconds", "nanoseconds"};
+    for (int k = SF_TIME_EPOCH_S; k <= SF_TIME_EPOCH_NS; k++) {
+        if (k == (int)skip || !epoch_fits((enum sf_time_kind)k, count)) continue;
+        int64_t us = epoch_us((enum sf_time_kind)k, count);
+        if (us < -2208988800000000ll || us >= 7258118400000000ll) continue;  // 1900-01-01 .. 2200-01-01
+        char date[48];
+        sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
+        size_t len = 0;
+        append(out, cap, &len, "%s %s since 1970 it is %s. Pack it with: ", lead, words[k - SF_TIME_EPOCH_S], date);
+        if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, out + len, cap - len))
+            snprintf(out + len, cap - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
+        return;
+    }
+}
+
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
     char tmp[96];
@@ -980,21 +1000,8 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         // An integer in the first row: an epoch count, in the coarsest unit
         // that puts it in years 1900-2199.
         int64_t count;
-        for (int k = SF_TIME_EPOCH_S; !c->st.rows && !c->nbatch && parse_epoch(s, n, &count) == 0 &&
-                                      k <= SF_TIME_EPOCH_NS; k++) {
-            if (!epoch_fits((enum sf_time_kind)k, count)) continue;
-            int64_t us = epoch_us((enum sf_time_kind)k, count);
-            if (us < -2208988800000000ll || us >= 7258118400000000ll) continue;
-            char date[48];
-            sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
-            size_t len = 0;
-            append(unit, sizeof unit, &len, ". As a count of %s since 1970 it is %s. Pack it with: ",
-                   k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
-                   : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
-            if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, unit + len, sizeof unit - len))
-                snprintf(unit + len, sizeof unit - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
-            break;
-        }
+        if (!c->st.rows && !c->nbatch && parse_epoch(s, n, &count) == 0)
+            suggest_unit(c, count, SF_TIME_ISO, ". As a count of", unit, sizeof unit);
         return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s%s",
                        show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
                        c->time_found ? " (found as the time column from its first row; --time-column none stops "
@@ -1011,7 +1018,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     // the first row decides a unit, and only for a year of 1900-2199 in
     // it: behind rows that fit the unit given (they would move, to 1970
     // say), a time out of range is an outlier, a sentinel or a typo.
-    char fix[1200] = "", date[48];
+    char fix[1200] = "";
     uint64_t before = c->st.rows + c->nbatch;
     if (rc == 0 && before) {
         char prev[48];
@@ -1021,19 +1028,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
                  (unsigned long long)before, unit_names[c->time_kind - SF_TIME_EPOCH_S],
                  (unsigned long long)c->prev_time_line, prev, (unsigned long long)where_line(c, at));
     }
-    for (int k = SF_TIME_EPOCH_S; rc == 0 && !before && k <= SF_TIME_EPOCH_NS; k++) {
-        if (k == (int)c->time_kind || !epoch_fits((enum sf_time_kind)k, c->rec_time)) continue;
-        int64_t us = epoch_us((enum sf_time_kind)k, c->rec_time);
-        if (us < -2208988800000000ll || us >= 7258118400000000ll) continue;  // 1900-01-01 .. 2200-01-01
-        sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
-        size_t len = 0;
-        append(fix, sizeof fix, &len, "; as %s it is %s. Pack it with: ",
-               k == SF_TIME_EPOCH_S ? "seconds" : k == SF_TIME_EPOCH_MS ? "milliseconds"
-               : k == SF_TIME_EPOCH_US ? "microseconds" : "nanoseconds", date);
-        if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, fix + len, sizeof fix - len))
-            snprintf(fix + len, sizeof fix - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
-        break;
-    }
+    if (rc == 0 && !before) suggest_unit(c, c->rec_time, c->time_kind, "; as a count of", fix, sizeof fix);
     char lo[48], hi[48];
     sf_time_format(lo, sizeof lo, epoch_us(c->time_kind, epoch_lo[c->time_kind - SF_TIME_EPOCH_S]),
                    SF_TIME_CLOCK | SF_TIME_ZONE);

@@ -31,7 +31,7 @@ run_suggested() {
 # ---- epochs: any int64 of nanoseconds, the range of each unit checked ----
 printf 't,v\n1700000000000000,1\n1700000001000000,2\n1700000002000000,3\n' >us.csv
 run 1 pack us.csv -o us.sfpack --time-column t --time-unit s
-expect err '^seqfeed pack: error: us\.csv:2:1: time 1700000000000000 in the time column "t" is out of range for --time-unit s: expected -62167219200 to 253402300799 \(0000-01-01T00:00Z to 9999-12-31T23:59:59Z\); as microseconds it is 2023-11-14T22:13:20Z'
+expect err '^seqfeed pack: error: us\.csv:2:1: time 1700000000000000 in the time column "t" is out of range for --time-unit s: expected -62167219200 to 253402300799 \(0000-01-01T00:00Z to 9999-12-31T23:59:59Z\); as a count of microseconds since 1970 it is 2023-11-14T22:13:20Z'
 [ ! -e us.sfpack ] || fail "an out-of-range time left us.sfpack"
 run_suggested "microseconds as seconds"
 [ ! -s err ] || fail "microseconds packed with a message: $(cat err)"
@@ -39,11 +39,11 @@ run 0 inspect us.sfpack
 expect out 'column "t" \(epoch-us\), typical step 1s'
 printf 't,v\n1700000000000,1\n' >ms.csv
 run 1 pack ms.csv -o ms.sfpack --time-column t --time-unit s
-expect err 'ms\.csv:2:1: .*as milliseconds it is 2023-11-14T22:13:20Z'
+expect err 'ms\.csv:2:1: .*as a count of milliseconds since 1970 it is 2023-11-14T22:13:20Z'
 run_suggested "milliseconds as seconds"
 printf 't,v\n1700000000000000000,1\n' >ns-as-ms.csv
 run 1 pack ns-as-ms.csv -o ns-as-ms.sfpack --time-column t --time-unit ms
-expect err 'out of range for --time-unit ms: expected -62167219200000 to 253402300799999 .*as nanoseconds'
+expect err 'out of range for --time-unit ms: expected -62167219200000 to 253402300799999 .*as a count of nanoseconds'
 run_suggested "nanoseconds as milliseconds"
 # A time out of range behind rows that fit (a sentinel): no other unit is
 # offered, under which those rows would move to 1970; the line is named.
