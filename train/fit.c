@@ -1,6 +1,7 @@
-// The fit loop: the data opened once, the pipeline feeding the replicas, and
-// a step hook that keeps the books (progress, validation, checkpoints, the
-// CSV log). Where a run starts is resume.c's.
+// The fit loop: the data opened once, the pipeline feeding the replicas, the
+// epochs' loop (train_epochs: steps, validation, the CSV log, checkpoints)
+// and a step hook that keeps the books and the progress bar. Where a run
+// starts is resume.c's.
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@ typedef struct {
     sf_pipe_stats pipe_warm, pipe_end;
     sf_pipe_replica_stats *replicas_warm, *replicas_end;
     bool ended;
+    int interrupted;   // the signal that stops the run after its step (0: none)
     FILE *log;
     int lock;          // the checkpoint directory's lock file, held while the run lasts (-1: none)
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
@@ -148,9 +150,11 @@ static void progress_bar(fit *f, const sf_step_info *s) {
     (void)s;
 }
 
-static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
+// The step hook, on replica 0's thread after every step: the books and the
+// progress bar. An interrupt stops the run after the step.
+static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
     fit *f = arg;
-    const sf_fit_opts *o = f->o;
+    (void)e;
     f->ck.step = s->step;
     f->loss_sum += s->loss * s->samples;  // back to a sum of row losses
     f->samples += s->samples, f->run_samples += s->samples;
@@ -159,40 +163,77 @@ static int on_step(void *arg, const sf_step_info *s, sf_err *e) {
     if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm);
     if (f->bench && f->run_steps == f->bench->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
     if (f->talk) progress_bar(f, s);
-    int rc = 0;
-    bool stop = false;
-    if (f->epoch_step == f->steps_per_epoch) {
-        double el = sf_now() - f->epoch_t0, val;
-        if ((rc = validate(f, &val, e))) return rc;
-        double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * (el > 0 ? el : 1e-9));
-        // Without validation windows val_loss is left out, not printed as nan (announce says why).
-        char val_text[48] = "";
-        if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
-        if (f->talk)
-            fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s - %.0f samples/s - "
-                    "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
-                    (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
-                    f->samples / el, 100 * wait);
-        char val_field[32] = "";
-        if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
-        if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val_field,
-                               f->samples / el, wait) < 0 || fflush(f->log) != 0))
-            return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
-        f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
-        f->epoch++, f->epoch_step = 0;
-        if ((rc = checkpoint(f, true, e))) return rc;
-        f->loss_sum = 0, f->samples = 0, f->wait = 0, f->epoch_t0 = sf_now();
-        stop = f->epoch >= o->epochs;
-    } else if (o->checkpoint_every && s->step % o->checkpoint_every == 0) {
-        if ((rc = checkpoint(f, false, e))) return rc;
+    f->interrupted = s->interrupted;
+    return s->interrupted ? 1 : 0;
+}
+
+// The epoch's end: validation, the progress line, the log's row and the
+// checkpoint, with every replica stopped.
+static int end_epoch(fit *f, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    double el = sf_now() - f->epoch_t0, val;
+    int rc = validate(f, &val, e);
+    if (rc) return rc;
+    double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * (el > 0 ? el : 1e-9));
+    // Without validation windows val_loss is left out, not printed as nan (announce says why).
+    char val_text[48] = "";
+    if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
+    if (f->talk)
+        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s - %.0f samples/s - "
+                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+                (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
+                f->samples / el, 100 * wait);
+    char val_field[32] = "";
+    if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
+    if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val_field,
+                           f->samples / el, wait) < 0 || fflush(f->log) != 0))
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
+    f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
+    f->epoch++, f->epoch_step = 0;
+    if ((rc = checkpoint(f, true, e))) return rc;
+    f->loss_sum = 0, f->samples = 0, f->wait = 0, f->epoch_t0 = sf_now();
+    return 0;
+}
+
+// Steps until the next point where the loop has work: the epoch's end, a
+// --checkpoint-every step, --max-steps.
+static uint64_t steps_to_next(const fit *f) {
+    const sf_fit_opts *o = f->o;
+    uint64_t n = f->steps_per_epoch - f->epoch_step;
+    if (o->checkpoint_every && o->checkpoint_every - f->ck.step % o->checkpoint_every < n)
+        n = o->checkpoint_every - f->ck.step % o->checkpoint_every;
+    if (o->max_steps && o->max_steps - f->run_steps < n) n = o->max_steps - f->run_steps;
+    return n;
+}
+
+// The loop: for every epoch, its steps in runs up to the next point with
+// work, then validation, the log and a checkpoint; a stop (--epochs,
+// --max-steps, an interrupt) comes after a step. Everything but the steps
+// runs here, on the caller's thread, with every replica stopped.
+static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    for (;;) {
+        uint64_t n = steps_to_next(f), before = f->run_steps;
+        int rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e);
+        if (rc) return rc;
+        if (f->run_steps - before < n && !f->interrupted) return 0;  // the data ended
+        bool stop = false;
+        if (f->epoch_step == f->steps_per_epoch) {
+            if ((rc = end_epoch(f, e))) return rc;
+            stop = f->epoch >= o->epochs;
+        } else if (o->checkpoint_every && f->ck.step % o->checkpoint_every == 0) {
+            if ((rc = checkpoint(f, false, e))) return rc;
+        }
+        if (!stop && ((o->max_steps && f->run_steps >= o->max_steps) || f->interrupted)) {
+            stop = true;
+            f->res->interrupted = f->interrupted;
+            if (f->epoch_step && (rc = checkpoint(f, false, e))) return rc;  // at an epoch's end it is written
+        }
+        if (stop) {
+            sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
+            return 0;
+        }
     }
-    if (!stop && ((o->max_steps && f->run_steps >= o->max_steps) || s->interrupted)) {
-        stop = true;
-        f->res->interrupted = s->interrupted;
-        if (f->epoch_step && (rc = checkpoint(f, false, e))) return rc;  // at an epoch's end it is written
-    }
-    if (stop) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
-    return stop ? 1 : 0;
 }
 
 // The run's HTML report: replica 0's steps and the settings.
@@ -679,7 +720,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     sf_batch_source src = {pipe_next, pipe_release, &f};
     f.run_t0 = sf_now();
     f.epoch_t0 = f.run_t0 - start.seconds;
-    rc = sf_trainer_run(f.tr, &src, o->seed, on_step, &f, e);
+    rc = train_epochs(&f, &src, e);
     double el = sf_now() - f.run_t0;
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);

@@ -75,6 +75,7 @@ struct sf_trainer {
     uint64_t seed;
     sf_step_hook hook;
     void *hook_arg;
+    uint64_t limit, done;  // steps this run may take (0: until the source ends), and took
     bool stop;
     int rc;
     sf_err err;
@@ -82,8 +83,9 @@ struct sf_trainer {
 
 // ---- profile.c ----
 
-// Before a run: nothing profiled.
-void sf_profile_reset(sf_worker *w);
+// A step begins at now after a pause between runs (the caller's work, no
+// step's): nothing since the last step's end is counted.
+void sf_profile_resume(sf_worker *w, double now);
 // The replica's step that began at w->start ends at now (none before the
 // first call): its phases (w->phase, then zeroed; other is what the rest
 // leaves) into the profile, but the run's first step's. The next begins.

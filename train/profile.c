@@ -9,9 +9,9 @@
 
 const char *const sf_phase_names[SF_PHASES] = {"input", "copy", "compute", "reduce", "update", "other"};
 
-void sf_profile_reset(sf_worker *w) {
-    w->steps = 0, w->warm = false, w->start = 0;
-    for (int k = 0; k < SF_PHASES; k++) w->total[k] = w->phase[k] = 0;
+void sf_profile_resume(sf_worker *w, double now) {
+    w->start = now;
+    for (int k = 0; k < SF_PHASES; k++) w->phase[k] = 0;
 }
 
 // The step that started at w->start ends at now: its phases into the

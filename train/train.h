@@ -55,8 +55,8 @@ typedef struct {
 // batch), copy (on a GPU: the part of the batch's host-to-device copy that
 // compute had to wait for, not hidden behind earlier work), compute (forward
 // and backward), reduce (the all-reduce, waiting for the slowest replica
-// included; across ranks also the step's agreement), update (Adam), other (the rest: barriers, the step hook's
-// validation and checkpoints). The phases add up to the step.
+// included; across ranks also the step's agreement), update (Adam), other (the rest: barriers, the step hook;
+// the caller's work between two sf_trainer_run calls is no step's). The phases add up to the step.
 enum sf_phase {
     SF_PHASE_INPUT,
     SF_PHASE_COPY,
@@ -146,16 +146,18 @@ int sf_trainer_agree(sf_trainer *t, sf_err *e);
 // Replica 0's predictions (count, outputs) for x (count, window, inputs),
 // both in host memory, dropout off.
 int sf_trainer_predict(sf_trainer *t, float *out, const float *x, uint32_t count, sf_err *e);
-// Replica r's profile of the last sf_trainer_run.
+// Replica r's profile of its steps in every sf_trainer_run so far.
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
 // Replica r's last steps (at most max, and at most 65536), oldest first:
 // seconds in each phase. Returns how many.
 size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max);
-// Steps until the source ends or the hook stops; 0 or a negative code (the
-// first replica's error, or the hook's). dropout_seed: the masks of step s
-// on replica r come from (seed, s, r).
-int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
-                   sf_err *e);
+// At most max_steps steps (0: no limit), fewer when the source ends or the
+// hook stops, then every replica stopped: the caller may run again, and the
+// steps go on where they left off (bit for bit as one run). 0 or a negative
+// code (the first replica's error, or the hook's). dropout_seed: the masks
+// of step s on replica r come from (seed, s, r).
+int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, uint64_t max_steps,
+                   sf_step_hook hook, void *arg, sf_err *e);
 
 // ---- diagnosis: why replicas wait ----
 

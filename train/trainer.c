@@ -11,6 +11,9 @@
 //   update                       (Adam, every replica on its own weights)
 //   | replica 0 runs the hook with everyone stopped
 //
+// (step), for at most the steps the caller asks for (sf_trainer_run starts
+// the threads, which end when it returns: the caller's loop does its
+// epochs' work with every replica stopped).
 // where each | is a barrier. On a backend that gives its loss late (GPUs,
 // --deferred-loss), the step is queued whole first, forward and backward,
 // reduce, update, and then each replica reads its loss and replica 0
@@ -193,6 +196,7 @@ static void after_step(sf_trainer *t) {
         t->stop = true;
         if (rc < 0) t->rc = rc;
     }
+    if (++t->done == t->limit) t->stop = true;
 }
 
 // Ends the phase that began at *since: its seconds into this step's phase
@@ -243,54 +247,89 @@ static void copy_figure(sf_worker *w) {
     w->phase[SF_PHASE_COPY] += copy, w->phase[SF_PHASE_COMPUTE] -= copy;
 }
 
+// next batch: the replica's own; replica 0 agrees on the global batch, or
+// the end (the wait for the end is no step). false: the run stops here.
+static bool next_batch(sf_worker *w, sf_batch *b, double *at) {
+    sf_trainer *t = w->t;
+    w->rc = t->src->next(t->src->arg, w->r, b, &w->e);
+    w->got = w->rc == 1 ? b->count : 0, w->loss = 0;
+    phase(w, SF_PHASE_INPUT, "input", at);
+    return decide(w, check_input, "ranks: batch", at);
+}
+
+// forward and backward on the batch, which then goes back to the source.
+static void forward_backward_phase(sf_worker *w, const sf_batch *b, double *at) {
+    if (w->rc == 1) {
+        forward_backward(w, b);
+        w->t->src->release(w->t->src->arg, w->r, b);
+    }
+    phase(w, SF_PHASE_COMPUTE, "forward+backward", at);
+}
+
+// reduce: every replica's gradient buffer holds the sum over the job.
+static void reduce(sf_worker *w, double *at) {
+    int rc = sf_allreduce(w->t, w->r, &w->e);
+    if (rc) w->rc = rc;
+    pthread_barrier_wait(&w->t->bar);
+    phase(w, SF_PHASE_REDUCE, "all-reduce", at);
+}
+
+// update: Adam on the replica's own weights.
+static void update(sf_worker *w, double *at) {
+    sf_trainer *t = w->t;
+    int rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
+    if (rc) w->rc = rc;
+    phase(w, SF_PHASE_UPDATE, "update", at);
+}
+
+// One step, the loss read before the update: replica 0 checks it (and the
+// replicas' errors) before anything changes. false: the run stops here.
+static bool step(sf_worker *w, double *at) {
+    sf_batch b = {0};
+    if (!next_batch(w, &b, at)) return false;
+    forward_backward_phase(w, &b, at);
+    copy_figure(w);
+    if (!decide(w, check_step, "ranks: loss", at)) return false;
+    reduce(w, at);
+    update(w, at);
+    return true;
+}
+
+// One step on a backend that gives its loss late: queued whole, forward
+// and backward, reduce, update, then the loss is read (on the host while
+// the device runs the rest of the step: waiting for it is waiting for the
+// forward pass) and replica 0 decides; the device skipped an update whose
+// loss or gradients were not finite.
+static bool step_deferred(sf_worker *w, double *at) {
+    sf_trainer *t = w->t;
+    sf_batch b = {0};
+    if (!next_batch(w, &b, at)) return false;
+    forward_backward_phase(w, &b, at);
+    if (!t->group) pthread_barrier_wait(&t->bar);  // the host sums read every replica's gradients
+    reduce(w, at);
+    update(w, at);
+    int rc = w->rc < 0 ? w->rc : t->be->step_loss(w->rep, &w->loss, &w->e);
+    if (rc) w->rc = rc;
+    phase(w, SF_PHASE_COMPUTE, "loss", at);
+    copy_figure(w);
+    return decide(w, check_step, "ranks: loss", at);
+}
+
 static void *worker_main(void *arg) {
     sf_worker *w = arg;
     sf_trainer *t = w->t;
-    const sf_batch_source *src = t->src;
     pthread_mutex_lock(&t->gate);
     while (t->go == 0) pthread_cond_wait(&t->gate_cv, &t->gate);
     bool go = t->go > 0;
     pthread_mutex_unlock(&t->gate);
-    sf_profile_reset(w);
+    bool again = w->start > 0;  // an earlier run's last step has ended
     while (go) {
         double at = sf_now();
-        sf_profile_step(w, at);  // the previous step ends where this one starts
-        // next batch
-        sf_batch b = {0};
-        w->rc = src->next(src->arg, w->r, &b, &w->e);
-        w->got = w->rc == 1 ? b.count : 0, w->loss = 0;
-        phase(w, SF_PHASE_INPUT, "input", &at);
-        if (!decide(w, check_input, "ranks: batch", &at)) break;  // the wait for the end is no step
-        // forward and backward
-        if (w->rc == 1) {
-            forward_backward(w, &b);
-            src->release(src->arg, w->r, &b);
-        }
-        phase(w, SF_PHASE_COMPUTE, "forward+backward", &at);
-        if (!t->late) {
-            copy_figure(w);
-            if (!decide(w, check_step, "ranks: loss", &at)) break;
-        } else if (!t->group) {
-            pthread_barrier_wait(&t->bar);  // the host sums read every replica's gradients
-        }
-        // reduce
-        int rc = sf_allreduce(t, w->r, &w->e);
-        if (rc) w->rc = rc;
-        pthread_barrier_wait(&t->bar);
-        phase(w, SF_PHASE_REDUCE, "all-reduce", &at);
-        // update
-        rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
-        if (rc) w->rc = rc;
-        phase(w, SF_PHASE_UPDATE, "update", &at);
-        if (t->late) {
-            // The step's loss, on the host while the device runs the rest of
-            // the step: waiting for it is waiting for the forward pass.
-            rc = w->rc < 0 ? w->rc : t->be->step_loss(w->rep, &w->loss, &w->e);
-            if (rc) w->rc = rc;
-            phase(w, SF_PHASE_COMPUTE, "loss", &at);
-            copy_figure(w);
-            if (!decide(w, check_step, "ranks: loss", &at)) break;
-        }
+        // The previous step ends where this one starts; the caller's work
+        // between two runs is no step's.
+        if (again) sf_profile_resume(w, at), again = false;
+        else sf_profile_step(w, at);
+        if (!(t->late ? step_deferred(w, &at) : step(w, &at))) break;
         pthread_barrier_wait(&t->bar);
         if (w->r == 0) after_step(t);
         pthread_barrier_wait(&t->bar);
@@ -302,10 +341,10 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
-int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, sf_step_hook hook, void *arg,
-                   sf_err *e) {
+int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_seed, uint64_t max_steps,
+                   sf_step_hook hook, void *arg, sf_err *e) {
     t->src = src, t->seed = dropout_seed, t->hook = hook, t->hook_arg = arg;
-    t->stop = false, t->rc = 0, t->go = 0;
+    t->limit = max_steps, t->done = 0, t->stop = false, t->rc = 0, t->go = 0;
     uint32_t started = 0;
     // The replicas' own threads are the parallelism: BLAS runs in the thread
     // that calls it.

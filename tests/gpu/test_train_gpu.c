@@ -65,7 +65,7 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
         }
     }
     sf_batch_source src = {next, release, &s};
-    if (!(rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) rc = sf_trainer_run(t, &src, 17, NULL, NULL, e);
+    if (!(rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) rc = sf_trainer_run(t, &src, 17, 0, NULL, NULL, e);
     if (!rc) rc = sf_trainer_save(t, w, NULL, NULL, e);
     sf_trainer_close(t);
     for (uint32_t r = 0; r < R; r++) {

@@ -4,7 +4,9 @@
 // weights; a repeated run is bit-identical; a loss that turns non-finite
 // stops before the update. The same on a backend that gives its loss late
 // (as GPUs do: the CPU backend with step_loss, and apply guarded as the
-// GPU's is): the same weights bit for bit, and the same stop.
+// GPU's is): the same weights bit for bit, and the same stop. A run in
+// parts (sf_trainer_run's max_steps, as the fit loop's epochs and
+// checkpoints cut it) is bit for bit the run in one.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,7 @@ static int next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
 
 static void release(void *arg, uint32_t r, const sf_batch *b) { (void)arg, (void)r, (void)b; }
 
+static uint64_t chunk;     // steps per sf_trainer_run (0: all in one)
 static int poison_at = -1;  // the step whose loss is made NaN through its batch
 static double first_loss;  // the step hook's loss of step 1
 static int count_steps(void *arg, const sf_step_info *s, sf_err *e) {
@@ -102,7 +105,11 @@ static void train_on(const sf_backend *be, uint32_t R, const sf_model *m, const 
     slices s = {x, y, R, {0}};
     sf_batch_source src = {next, release, &s};
     uint64_t steps = 0;
-    if (!(*rc = sf_trainer_load(t, w0, NULL, NULL, 0, e))) *rc = sf_trainer_run(t, &src, 5, count_steps, &steps, e);
+    *rc = sf_trainer_load(t, w0, NULL, NULL, 0, e);
+    for (uint64_t before = 0; !*rc; before = steps) {
+        *rc = sf_trainer_run(t, &src, 5, chunk, count_steps, &steps, e);
+        if (!chunk || steps - before < chunk) break;  // the source ended
+    }
     // After a stop, the weights as the stop left them.
     if (!*rc || *rc == SF_EINVAL) {
         int src_rc = sf_trainer_save(t, w, NULL, NULL, &(sf_err){0});
@@ -166,12 +173,18 @@ int main(void) {
     train(2, &m, w0, x, y, ref, &rc, &e);
     train(2, &m, w0, x, y, w, &rc, &e);
     CHECK(memcmp(w, ref, m.nparams * sizeof(float)) == 0, "two runs with R=2 differ");
+    chunk = 4;  // 4 steps, then 2
+    train(2, &m, w0, x, y, w, &rc, &e);
+    CHECK(rc == 0 && memcmp(w, ref, m.nparams * sizeof(float)) == 0, "R=2 in runs of 4 steps: other weights (%s)",
+          rc ? e.msg : "");
     late_backend = sf_backend_cpu;
     late_backend.open = late_open, late_backend.close = late_close, late_backend.train_step = late_train_step;
     late_backend.apply = late_apply, late_backend.step_loss = late_step_loss;
+    chunk = 1;  // and a run per step
     train_on(&late_backend, 2, &m, w0, x, y, w, &rc, &e);
     CHECK(rc == 0 && memcmp(w, ref, m.nparams * sizeof(float)) == 0, "R=2, the loss read late: other weights (%s)",
           rc ? e.msg : "");
+    chunk = 0;
     // A NaN in a batch makes the loss NaN: the trainer stops before applying
     // that step, so the weights are those after the steps before it; late,
     // the backend skipped the update queued before the loss was read.
