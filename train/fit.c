@@ -206,33 +206,41 @@ static uint64_t steps_to_next(const fit *f) {
     return n;
 }
 
-// The loop: for every epoch, its steps in runs up to the next point with
-// work, then validation, the log and a checkpoint; a stop (--epochs,
-// --max-steps, an interrupt) comes after a step. Everything but the steps
-// runs here, on the caller's thread, with every replica stopped.
+// A stop after the step just run: --max-steps, or an interrupt (which the
+// result reports).
+static bool stop_here(fit *f) {
+    if (!(f->o->max_steps && f->run_steps >= f->o->max_steps) && !f->interrupted) return false;
+    f->res->interrupted = f->interrupted;
+    return true;
+}
+
+// The pipeline's counters where the steps end, for the diagnosis; rc passes through.
+static int steps_end(fit *f, int rc) {
+    sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
+    return rc;
+}
+
+// The loop. Everything but the steps runs here, on the caller's thread,
+// with every replica stopped: the steps run in parts up to the next point
+// with work (steps_to_next), and a stop comes after a step.
 static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
     const sf_fit_opts *o = f->o;
+    int rc;
     for (;;) {
-        uint64_t n = steps_to_next(f), before = f->run_steps;
-        int rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e);
-        if (rc) return rc;
-        if (f->run_steps - before < n && !f->interrupted) return 0;  // the data ended
-        bool stop = false;
-        if (f->epoch_step == f->steps_per_epoch) {
-            if ((rc = end_epoch(f, e))) return rc;
-            stop = f->epoch >= o->epochs;
-        } else if (o->checkpoint_every && f->ck.step % o->checkpoint_every == 0) {
-            if ((rc = checkpoint(f, false, e))) return rc;
+        // steps
+        while (f->epoch_step < f->steps_per_epoch) {
+            uint64_t n = steps_to_next(f), before = f->run_steps;
+            if ((rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e))) return rc;
+            if (f->run_steps - before < n && !f->interrupted) return 0;  // the data ended
+            if (f->epoch_step == f->steps_per_epoch) break;
+            if (o->checkpoint_every && f->ck.step % o->checkpoint_every == 0 && (rc = checkpoint(f, false, e)))
+                return rc;
+            if (stop_here(f)) return steps_end(f, checkpoint(f, false, e));
         }
-        if (!stop && ((o->max_steps && f->run_steps >= o->max_steps) || f->interrupted)) {
-            stop = true;
-            f->res->interrupted = f->interrupted;
-            if (f->epoch_step && (rc = checkpoint(f, false, e))) return rc;  // at an epoch's end it is written
-        }
-        if (stop) {
-            sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
-            return 0;
-        }
+        // validate, log, checkpoint
+        if ((rc = end_epoch(f, e))) return rc;
+        // stop?
+        if (f->epoch >= o->epochs || stop_here(f)) return steps_end(f, 0);
     }
 }
 

@@ -19,6 +19,7 @@ typedef struct {
     double start;             // this step's start
     uint64_t steps;           // steps profiled
     double first, last;       // the first profiled step's start, the last one's end
+    double gap, paused;       // the pause before this step (between runs), and those between profiled steps
     double total[SF_PHASES];
     float (*ring)[SF_PHASES + 1];  // per step: the phases, then the step
     int track;                // in the trace

@@ -10,6 +10,7 @@
 const char *const sf_phase_names[SF_PHASES] = {"input", "copy", "compute", "reduce", "update", "other"};
 
 void sf_profile_resume(sf_worker *w, double now) {
+    w->gap += now - w->start;
     w->start = now;
     for (int k = 0; k < SF_PHASES; k++) w->phase[k] = 0;
 }
@@ -25,7 +26,10 @@ void sf_profile_step(sf_worker *w, double now) {
     if (counted) {
         for (int k = 0; k < SF_PHASE_OTHER; k++) other -= w->phase[k];
         w->phase[SF_PHASE_OTHER] = other;
+        // A pause between runs after the first profiled step is no wall time.
         if (!w->steps) w->first = now - step;
+        else w->paused += w->gap;
+        w->gap = 0;
         w->last = now;
         for (int k = 0; k < SF_PHASES; k++) w->total[k] += w->phase[k];
         if (w->ring) {
@@ -63,7 +67,7 @@ size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size
 
 void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p) {
     const sf_worker *w = &t->w[r];
-    *p = (sf_replica_profile){.steps = w->steps, .wall = w->steps ? w->last - w->first : 0};
+    *p = (sf_replica_profile){.steps = w->steps, .wall = w->steps ? w->last - w->first - w->paused : 0};
     float *tmp = w->ring ? malloc(SF_STEP_RING * sizeof *tmp) : NULL;
     for (int k = 0; k < SF_PHASES; k++) {
         p->total[k] = w->total[k];

@@ -74,7 +74,8 @@ typedef struct {
 
 typedef struct {
     uint64_t steps;              // steps measured: all but the run's first (the pipeline filling)
-    double wall;                 // seconds from the first step's start to the last's end
+    double wall;                 // seconds from the first step's start to the last's end, less the
+                                 // pauses between sf_trainer_run calls
     double total[SF_PHASES];     // seconds in each phase, over all steps
     sf_stat phase[SF_PHASES], step;  // p50 and p99 over the last 65536 steps
 } sf_replica_profile;

@@ -1,25 +1,28 @@
-// Mirrored steps: one thread per replica, each step
+// Mirrored steps: one thread per replica, each step (step)
 //
-//   next batch                   (every replica its own)
+//   next batch                   (next_batch: every replica its own)
 //   | replica 0 agrees on the global batch, or the end (with the other ranks)
-//   forward and backward         (every replica, in parallel)
+//   forward and backward         (forward_backward: every replica, in
+//                                 parallel)
 //   | replica 0 checks the replicas' results and decides to go on
 //                                (ranks: on the job's loss and interrupts)
-//   reduce                       (the gradients' sum: allreduce.c; with
-//                                 --overlap-reduce, started layer by layer
-//                                 during the backward)
-//   update                       (Adam, every replica on its own weights)
+//   reduce                       (reduce: the gradients' sum, allreduce.c;
+//                                 with --overlap-reduce, started layer by
+//                                 layer during the backward)
+//   update                       (update: Adam, every replica on its own
+//                                 weights)
 //   | replica 0 runs the hook with everyone stopped
 //
-// (step), for at most the steps the caller asks for (sf_trainer_run starts
-// the threads, which end when it returns: the caller's loop does its
-// epochs' work with every replica stopped).
 // where each | is a barrier. On a backend that gives its loss late (GPUs,
 // --deferred-loss), the step is queued whole first, forward and backward,
 // reduce, update, and then each replica reads its loss and replica 0
-// decides: the devices skip an update whose loss or gradients are not
-// finite themselves. The time of each phase goes to the replica's profile
-// (profile.c) and, with a trace, to a span on its track.
+// decides (step_deferred): the devices skip an update whose loss or
+// gradients are not finite themselves. The time of each phase goes to the
+// replica's profile (profile.c) and, with a trace, to a span on its track.
+//
+// sf_trainer_run starts the threads for at most the steps the caller asks
+// for, and they end with it: the caller's loop (fit.c) does its epochs'
+// work between runs, with every replica stopped.
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -223,19 +226,23 @@ static bool decide(sf_worker *w, void (*check)(sf_trainer *), const char *span, 
     return !t->stop;
 }
 
-// Forward and backward on the replica's batch. Staged, its stream waits for
-// the batch's copy (the host does not), and that wait is the step's copy
-// phase.
-static void forward_backward(sf_worker *w, const sf_batch *b) {
+// forward and backward on the replica's batch, which then goes back to the
+// source. Staged, its stream waits for the batch's copy (the host does
+// not), and that wait is the step's copy phase.
+static void forward_backward(sf_worker *w, const sf_batch *b, double *at) {
     sf_trainer *t = w->t;
-    // MirroredStrategy divides by the global batch: every replica's count
-    // this step, on every rank. Steps count from 1; replicas (global
-    // indices) and steps get their own masks.
-    uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + t->first + w->r});
-    int rc = t->staging ? t->be->staging_wait(t->staging, w->r, b, &w->e) : 0;
-    const float *x = t->staging ? b->device_x : b->x, *y = t->staging ? b->device_y : b->y;
-    if (!rc) rc = t->be->train_step(w->rep, x, y, b->count, t->global, seed, &w->loss, &w->e);
-    if (rc) w->rc = rc;
+    if (w->rc == 1) {
+        // MirroredStrategy divides by the global batch: every replica's
+        // count this step, on every rank. Steps count from 1; replicas
+        // (global indices) and steps get their own masks.
+        uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + t->first + w->r});
+        int rc = t->staging ? t->be->staging_wait(t->staging, w->r, b, &w->e) : 0;
+        const float *x = t->staging ? b->device_x : b->x, *y = t->staging ? b->device_y : b->y;
+        if (!rc) rc = t->be->train_step(w->rep, x, y, b->count, t->global, seed, &w->loss, &w->e);
+        if (rc) w->rc = rc;
+        t->src->release(t->src->arg, w->r, b);
+    }
+    phase(w, SF_PHASE_COMPUTE, "forward+backward", at);
 }
 
 // After the backend waited for its stream (the step, or its loss), which
@@ -255,15 +262,6 @@ static bool next_batch(sf_worker *w, sf_batch *b, double *at) {
     w->got = w->rc == 1 ? b->count : 0, w->loss = 0;
     phase(w, SF_PHASE_INPUT, "input", at);
     return decide(w, check_input, "ranks: batch", at);
-}
-
-// forward and backward on the batch, which then goes back to the source.
-static void forward_backward_phase(sf_worker *w, const sf_batch *b, double *at) {
-    if (w->rc == 1) {
-        forward_backward(w, b);
-        w->t->src->release(w->t->src->arg, w->r, b);
-    }
-    phase(w, SF_PHASE_COMPUTE, "forward+backward", at);
 }
 
 // reduce: every replica's gradient buffer holds the sum over the job.
@@ -287,7 +285,7 @@ static void update(sf_worker *w, double *at) {
 static bool step(sf_worker *w, double *at) {
     sf_batch b = {0};
     if (!next_batch(w, &b, at)) return false;
-    forward_backward_phase(w, &b, at);
+    forward_backward(w, &b, at);
     copy_figure(w);
     if (!decide(w, check_step, "ranks: loss", at)) return false;
     reduce(w, at);
@@ -304,7 +302,7 @@ static bool step_deferred(sf_worker *w, double *at) {
     sf_trainer *t = w->t;
     sf_batch b = {0};
     if (!next_batch(w, &b, at)) return false;
-    forward_backward_phase(w, &b, at);
+    forward_backward(w, &b, at);
     if (!t->group) pthread_barrier_wait(&t->bar);  // the host sums read every replica's gradients
     reduce(w, at);
     update(w, at);
