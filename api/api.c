@@ -260,13 +260,9 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (!rc) {
         uint64_t nseries;
         const sf_series *series = sf_run_data_series(&d->data, &nseries);
-        const sf_pack_info *in = sf_pack_get_info(d->data.pack);
-        sf_plan *plan = NULL;
-        rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, series, nseries, &po.window, po.block_chunks,
-                            &po.split, e);
-        if (!rc) windows = sf_plan_windows(plan), d->info.batches_per_epoch = sf_pipe_epoch_batches(&po, windows);
-        longest = sf_split_longest(series, nseries, &po.split);
-        sf_plan_free(plan);
+        windows = sf_plan_count(series, nseries, &po.window, &po.split);
+        d->info.batches_per_epoch = sf_pipe_epoch_batches(&po, windows);
+        if (!d->info.batches_per_epoch) longest = sf_split_longest(series, nseries, &po.split);
     }
     // No batch would make an iterable that ends at once, saying nothing.
     if (!rc && d->info.batches_per_epoch == 0) {

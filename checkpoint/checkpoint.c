@@ -409,6 +409,21 @@ void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {
     if (d) closedir(d);
 }
 
+int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e) {
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(dir, &info);
+    if (!resume && (info.latest || info.epochs))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds another run's checkpoints (%s%s%s): a new run there "
+                          "would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts a new "
+                          "one)", dir, info.latest ? "latest.safetensors" : "", info.latest && info.epochs ? ", " : "",
+                          info.last_epoch);
+    if (resume && !info.latest && info.epochs)
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
+                          "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
+                          "to go on from it, or start afresh in another --checkpoint-dir)", dir, info.last_epoch, dir);
+    return 0;
+}
+
 // path's bytes into a new file to, atomically.
 static int copy_file(const char *path, const char *to, sf_err *e) {
     int in = sf_open_file(path, "a checkpoint (.safetensors)", e);

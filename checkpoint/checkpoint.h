@@ -137,6 +137,10 @@ typedef struct {
     char last_epoch[64];
 } sf_checkpoint_dir_info;
 void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out);
+// One directory, one run: SF_EUSAGE, naming --resume and a fresh
+// --checkpoint-dir, when a new run (resume false) would join another's
+// checkpoints in DIR, or a resume finds epoch files but no latest.
+int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e);
 
 // For the one run that holds DIR's lock: removes every temporary file a
 // killed run left there, and completes an epoch's end that a kill

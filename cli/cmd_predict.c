@@ -232,8 +232,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
 // Whether target j of window i is one pack imputed (NaN under imputed_nan);
 // a NaN in a column without imputed values is an overflow, and is scored.
 static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
-    const uint64_t *imputed = sf_pack_get_info(r->pack)->imputed;
-    return isnan(y[(size_t)i * r->cols.ntargets + j]) && imputed && imputed[r->cols.targets[j]];
+    return sf_columns_target_imputed(&r->cols, sf_pack_get_info(r->pack), y[(size_t)i * r->cols.ntargets + j], j);
 }
 
 // Window i's scaled value of target j at its last row when the model

@@ -127,13 +127,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     if (access(path, F_OK) != 0) {
         // With --data a run that was never checkpointed starts afresh (fit
         // says so): the same command line serves every attempt of a job.
-        sf_checkpoint_dir_info info;
-        sf_checkpoint_dir_look(o->checkpoint_dir, &info);
-        if (info.epochs)
-            return cli_usage_error("train", "--checkpoint-dir %s holds %s but no latest.safetensors, where a run "
-                                   "stands: --resume has nothing to continue from (hint: copy the epoch's file to "
-                                   "%s/latest.safetensors to go on from it, or start afresh in another "
-                                   "--checkpoint-dir)", o->checkpoint_dir, info.last_epoch, o->checkpoint_dir);
+        sf_err ce = {0};
+        if (sf_checkpoint_dir_check(o->checkpoint_dir, true, &ce)) return cli_usage_error("train", "%s", ce.msg);
         if (!v[OPT_DATA].set)
             return cli_usage_error("train", "there is no checkpoint in %s (no latest.safetensors): nothing to resume "
                                    "(hint: leave --resume out, and give --data, to start a run there)",
@@ -193,8 +188,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     // tf32 is a way to compute with fp32 weights: a run goes from one to the
     // other when asked (a GPU job restarted on a CPU node); bf16 weights
     // are another run's.
-    bool fp32_weights = *precision && strcmp(*precision, "bf16") && strcmp(ck->precision, "bf16");
-    if (ck->precision[0] && *precision && strcmp(*precision, ck->precision) && fp32_weights) {
+    if (ck->precision[0] && *precision && strcmp(*precision, ck->precision) &&
+        sf_precision_same_weights(*precision, ck->precision)) {
         if (o->progress)
             fprintf(stderr, "resume: --precision %s from here on (the run trained in %s until now; both keep fp32 "
                     "weights): its checkpoints record %s\n", *precision, ck->precision, *precision);

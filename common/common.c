@@ -138,9 +138,15 @@ int sf_list_next(const char **p, char *out, size_t cap) {
     return 0;
 }
 
+// Whether a list writes the item name[0..n) in quotes: sf_list_append and
+// sf_list_item_bytes must agree, or the checkpoint's limits are off.
+static bool list_quote(const char *name, size_t n) {
+    return !n || memchr(name, ',', n) || memchr(name, '"', n) || name[0] == ' ' || name[n - 1] == ' ';
+}
+
 int sf_list_append(char *out, size_t cap, size_t *len, const char *name) {
     size_t n = strlen(name), k = *len;
-    bool quote = !n || strpbrk(name, ",\"") || name[0] == ' ' || name[n - 1] == ' ';
+    bool quote = list_quote(name, n);
     if (k && k < cap) out[k++] = ',';
     if (quote && k < cap) out[k++] = '"';
     for (const char *s = name; *s && k < cap; s++) {
@@ -160,7 +166,7 @@ int sf_list_append(char *out, size_t cap, size_t *len, const char *name) {
 size_t sf_list_item_bytes(const char *name, size_t n, size_t *quotes) {
     size_t q = 0;
     for (size_t i = 0; i < n; i++) q += name[i] == '"';
-    bool quote = !n || q || memchr(name, ',', n) || name[0] == ' ' || name[n - 1] == ' ';
+    bool quote = list_quote(name, n);
     *quotes = 2 * q + (quote ? 2 : 0);
     return n + q + (quote ? 2 : 0);
 }

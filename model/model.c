@@ -44,15 +44,12 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
         int kind;
         double v = 0;
         bool has;
+        int bad = parse_item(s, n, &kind, &v, &has);
         // A width out of range says the range: the item's form is right.
-        if (!parse_item(s, n, &kind, &v, &has) && kind != SF_LAYER_DROPOUT && has &&
-            !(v >= 1 && v <= 65536 && v == floor(v)))
+        if (!bad && kind != SF_LAYER_DROPOUT && has && !(v >= 1 && v <= 65536 && v == floor(v)))
             return sf_err_set(e, SF_EINVAL, "--model: item %u '%.*s': the units of %s must be an integer from 1 to "
                               "65536", item, (int)n, s, kind == SF_LAYER_LSTM ? "lstm" : "dense");
-        if (parse_item(s, n, &kind, &v, &has) ||
-            (kind == SF_LAYER_LSTM && (!has || v < 1 || v > 65536 || v != floor(v))) ||
-            (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))) ||
-            (kind == SF_LAYER_DENSE && has && (v < 1 || v > 65536 || v != floor(v))))
+        if (bad || (kind == SF_LAYER_LSTM && !has) || (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))))
             return sf_err_set(e, SF_EINVAL,
                               "--model: item %u '%.*s': expected lstm:UNITS, dropout:RATE (0 <= RATE < 1) or "
                               "dense[:UNITS]",

@@ -187,6 +187,10 @@ void sf_columns_free(sf_columns *c) {
     *c = (sf_columns){0};
 }
 
+bool sf_columns_target_imputed(const sf_columns *c, const sf_pack_info *in, float y, uint32_t j) {
+    return isnan(y) && in->imputed && in->imputed[c->targets[j]];
+}
+
 bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm) {
     return (norm == SF_NORM_ZSCORE ? s->std : s->max - s->min) < FLT_MIN;  // 0 too: one value
 }
@@ -515,10 +519,7 @@ void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *c
     for (size_t r = 0; cols->ntime && r < n; r++) {
         int64_t us = time_us(cols->time_kind, times[from + r]);
         float *x = d->feat + (to + r) * nf + ncol;
-        for (uint32_t k = 0; k < cols->ntime; k++) {
-            double a = 2 * M_PI * sf_time_phase(us, cols->time[k]);
-            x[2 * k] = (float)sin(a), x[2 * k + 1] = (float)cos(a);
-        }
+        for (uint32_t k = 0; k < cols->ntime; k++) time_inputs(us, cols->time[k], x + 2 * k);
     }
     for (uint32_t j = 0; j < cols->ntargets; j++)
         gather_column(d->targ + to * cols->ntargets + j, cols->ntargets,

@@ -161,6 +161,10 @@ typedef struct {
 // True when a column of these statistics is scaled as a constant: its
 // spread under norm (std, or max - min) is below FLT_MIN, 0 included.
 bool sf_column_flat(const sf_col_stats *s, enum sf_norm norm);
+// Whether y, target j's value under imputed_nan, is one pack imputed: NaN
+// in a target column with imputed values (elsewhere a NaN is an overflow,
+// to be scored).
+bool sf_columns_target_imputed(const sf_columns *c, const sf_pack_info *in, float y, uint32_t j);
 // The target columns (targets) or the numeric feature columns that are no
 // target (!targets) that stats make constants under norm, as a list of
 // names (sf_list_append) into buf; returns how many, or SF_ERANGE when they

@@ -82,10 +82,10 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     // The training loss per target value (sf_mse_sum), over the values pack
     // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
     // column without imputed values is an overflow, and makes the loss NaN.
-    const uint64_t *imputed = sf_pack_get_info(a->f->d.pack)->imputed;
+    const sf_pack_info *in = sf_pack_get_info(a->f->d.pack);
     uint32_t O = a->f->model.outputs;
     for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
-        if (isnan(y[k]) && imputed && imputed[a->f->d.cols.targets[k % O]]) {
+        if (sf_columns_target_imputed(&a->f->d.cols, in, y[k], (uint32_t)(k % O))) {
             a->imputed++;
             continue;
         }
@@ -491,19 +491,10 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     // One directory, one run: a new run beside another's checkpoints would
     // leave its latest next to their epoch files, and a resume of either
     // would take the other's.
-    sf_checkpoint_dir_info info;
-    sf_checkpoint_dir_look(dir, &info);
-    if (!f->o->resume && (info.latest || info.epochs))
-        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds another run's checkpoints (%s%s%s): a new run there "
-                          "would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts a new "
-                          "one)", dir, info.latest ? "latest.safetensors" : "", info.latest && info.epochs ? ", " : "",
-                          info.last_epoch);
-    if (f->o->resume && !info.latest && info.epochs)
-        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
-                          "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
-                          "to go on from it, or start afresh in another --checkpoint-dir)", dir, info.last_epoch, dir);
+    int rc = sf_checkpoint_dir_check(dir, f->o->resume, e);
+    if (rc) return rc;
     uint64_t completed;
-    int rc = sf_checkpoint_dir_recover(dir, &completed, e);
+    rc = sf_checkpoint_dir_recover(dir, &completed, e);
     if (!rc && completed && f->talk)
         fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing, and latest.safetensors stands at that "
                 "epoch's end: written now from it\n", dir, (unsigned long long)completed);

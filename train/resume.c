@@ -114,6 +114,10 @@ void sf_run_data_from_dir(char *out, size_t cap, const char *data, const char *d
 
 static bool same(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
 
+bool sf_precision_same_weights(const char *a, const char *b) {
+    return same(a, b) || (!same(a, "bf16") && !same(b, "bf16"));
+}
+
 // --resume: settings that decide the run must be the checkpoint's.
 static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const char *path, sf_err *e) {
     const char *what = !same(c->model, r->model)           ? "--model"
@@ -135,8 +139,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->target_change != r->target_change ? "--target"
                        // a checkpoint from before precision was kept: any (docs/TRAINING.md)
                        // tf32 <-> fp32: both fp32 weights, a change the user asked for (cli/cmd_train.c)
-                       : c->precision[0] && !same(c->precision, r->precision) &&
-                               (same(c->precision, "bf16") || same(r->precision, "bf16")) ? "--precision"
+                       : c->precision[0] && !sf_precision_same_weights(c->precision, r->precision) ? "--precision"
                        : c->rows != r->rows                ? "the data (its row count)"
                        : c->data_fingerprint && c->data_fingerprint != r->data_fingerprint
                            ? "the data (its content or layout: another file, or the CSV packed again)"

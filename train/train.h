@@ -252,6 +252,9 @@ typedef struct {
 // value cannot work with this data (a batch the replicas do not divide, an
 // unknown column, a bad --model) is SF_EUSAGE with the option named.
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e);
+// Whether a run may go on from precision a to b (names): the same, or
+// both keep fp32 weights (fp32, tf32); bf16 runs are others.
+bool sf_precision_same_weights(const char *a, const char *b);
 
 // The data of a run as sf_fit opens it: the file, its columns as o says
 // (features, targets, time features, --target change) scaled by the
