@@ -60,7 +60,7 @@ if part == "validation":  # the long series' targets, whatever the window
     assert set(lines(part, 33, stride, 0.2, gap)) <= set(got), "a target of window 32 missing"
 PY
 }
-small=(--data d.sfpack --model lstm:4,dense --epochs 1 --batch-size 8 --val-split 0.2 --gpus none -q)
+small=(--data d.sfpack --model lstm:4,dense --epochs 1 --max-steps 2 --batch-size 8 --val-split 0.2 --gpus none -q)
 for setting in "plain 1 0" "stride 3 0" "gap 1 2"; do
     read -r name stride gap <<<"$setting"
     opts=(--stride "$stride")
@@ -92,4 +92,13 @@ done
 # rows), none with 24 (it has 20 rows).
 [ "$(grep -c '^b,' val-plain-8.csv)" = 4 ] || fail "series b's validation rows at window 8: $(grep '^b,' val-plain-8.csv)"
 grep -q '^b,' val-plain-24.csv && fail "series b holds no window of 25 rows: $(grep '^b,' val-plain-24.csv)"
+# Too short for the stride: 34 rows, the last 6 for validation (rows 28..33),
+# targets 28 and 31 at --stride 3; a window of 33 rows needs a target at
+# row 32 or later. The message says the rule and how far the series reaches.
+head -n 35 d.csv >short.csv
+run 0 pack short.csv -o short.sfpack --series-column site -q
+run 1 evaluate --checkpoint ck-stride-32/latest.safetensors --data short.sfpack --gpus none
+expect err "short.sfpack: no window fits in the validation part: its targets are the last 20% of each series' rows \(rounded down\), every stride-th from the first, and a window's inputs may reach back into the training part, not before the series' first row; the checkpoint's windows span 33 rows, more than the 32 rows any series has from its first row to a target \(hint: --split all\)"
+run 0 evaluate --checkpoint ck-stride-32/latest.safetensors --data short.sfpack --gpus none --split all
+expect out "^windows +1 "
 finish
