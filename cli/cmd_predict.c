@@ -140,11 +140,22 @@ static int no_window(const run *r, const sf_pack_info *in, const char *data, con
     const char *part = split->part == SF_PART_VALIDATION ? "validation"
                        : split->part == SF_PART_TRAIN    ? "train"
                                                          : "whole";
+    uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
+    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0) {
+        char why[128] = "and every series' validation part is empty";
+        if (longest)
+            snprintf(why, sizeof why, "more than the %llu rows any series has from its first row to a target",
+                     (unsigned long long)longest);
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are the last %g%% of "
+                          "each series' rows (rounded down), every stride-th from the first, and a window's inputs "
+                          "may reach back into the training part, not before the series' first row; the checkpoint's "
+                          "windows span %llu rows, %s (hint: --split all)", data, r->ck.val_split * 100,
+                          (unsigned long long)sf_window_span(w), why);
+    }
     if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the last %g%% of each series' rows, the "
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
                           "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,
-                          r->ck.val_split * 100, (unsigned long long)sf_split_longest(series, nseries, split),
-                          (unsigned long long)sf_window_span(w));
+                          100 - r->ck.val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w));
     uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
     if (uncut > 0) {
         char gap[32], step[32] = "none";
@@ -158,7 +169,7 @@ static int no_window(const run *r, const sf_pack_info *in, const char *data, con
     return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part: the checkpoint's windows span %llu rows "
                       "(window %u, sampling rate %u, horizon %u), more than the %llu rows of its longest series",
                       data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, w->horizon,
-                      (unsigned long long)sf_split_longest(in->series, in->nseries, split));
+                      (unsigned long long)sf_split_longest(in->series, in->nseries, w->stride, split));
 }
 
 // *batch comes back no larger than the windows to predict: a replica is

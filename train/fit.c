@@ -440,7 +440,7 @@ static int open_data(fit *f, sf_err *e) {
                 snprintf(fits, sizeof fits, ": a window spans %llu rows ((--window - 1) x --sampling-rate + --horizon "
                          "+ 1), more than the %llu rows of the longest series' training part",
                          (unsigned long long)sf_window_span(&o->pipe.window),
-                         (unsigned long long)sf_split_longest(series, nseries, &split));
+                         (unsigned long long)sf_split_longest(series, nseries, o->pipe.window.stride, &split));
             char hint[256];
             snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
                      po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
@@ -635,10 +635,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
         if (f->o->val_split == 0)
             fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
-        else
-            fprintf(stderr, "validation: none: the validation part of every series (its last %g of rows) is shorter "
-                    "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
-                    "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
+        else  // a series with a training window has a window for its validation targets: only empty parts have none
+            fprintf(stderr, "validation: none: the validation part of every %s (its last %g of rows, rounded down) "
+                    "is empty: no val_loss (hint: a larger --val-split)\n", f->d.segments ? "segment" : "series",
+                    f->o->val_split);
     }
     for (int targets = 0; f->d.cols.nflat && targets < 2; targets++) {
         char flat[1024];
