@@ -84,10 +84,18 @@ static void cache_free(row_cache *c) {
 static int cache_open(row_cache *c, const sf_pack *p, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(p);
     size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
-    *c = (row_cache){.pack = p, .dctx = sf_pack_dctx_create(), .stored = malloc(sf_pack_max_stored_size(p))};
+    *c = (row_cache){.pack = p};
+    for (int k = 0; k < CACHE_SLOTS; k++) c->slot[k].chunk = UINT64_MAX;
+    // Checked before allocating: a file of wide, long chunks could ask for more than the machine has.
+    uint64_t need = (uint64_t)CACHE_SLOTS * (rows ? rows : 1) * in->ncols * sizeof(float), have = sf_machine_memory();
+    if (have && need > have)
+        return sf_err_set(e, SF_ENOMEM, "%s: scoring reads %d decoded chunks of %u rows x %u columns at once, "
+                          "%.1f GB, more than the %.1f GB this machine has (hint: pack the file with a smaller "
+                          "--chunk-rows)", sf_pack_name(p), CACHE_SLOTS, in->chunk_rows, in->ncols, need / 1e9,
+                          have / 1e9);
+    c->dctx = sf_pack_dctx_create(), c->stored = malloc(sf_pack_max_stored_size(p));
     bool ok = c->dctx && c->stored;
     for (int k = 0; k < CACHE_SLOTS; k++) {
-        c->slot[k].chunk = UINT64_MAX;
         c->slot[k].vals = malloc((rows ? rows : 1) * in->ncols * sizeof(float));
         ok = ok && c->slot[k].vals;
     }
