@@ -49,6 +49,7 @@ typedef struct {
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
+    sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
@@ -195,6 +196,32 @@ static int end_epoch(fit *f, sf_err *e) {
     return 0;
 }
 
+static int trainer_predict(void *arg, float *out, const float *x, uint32_t count, sf_err *e) {
+    return sf_trainer_predict(arg, out, x, count, e);
+}
+
+// The run's end on rank 0: the validation part per target, with the
+// weights the run ends with, against the baselines evaluate shows, into
+// f->score (for the report) and as evaluate's table. Not for benchmarks,
+// nor a run interrupted (its user wants it to stop).
+static int score_end(fit *f, sf_err *e) {
+    if (f->rank != 0 || f->bench || f->interrupted || !f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
+    uint64_t nseries;
+    const sf_series *series = sf_run_data_series(&f->d, &nseries);
+    sf_season season;
+    sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
+    sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
+                        .nseries = nseries, .season = &season, .batch = f->replica_batch,
+                        .predict = trainer_predict, .arg = f->tr};
+    int rc = sf_score_run(&f->score, &so, e);
+    if (!rc && f->talk && f->score.values) {
+        fprintf(stderr, "validation part, per target, with the final weights (seqfeed evaluate shows the same):\n");
+        sf_score_print(stderr, &f->score);
+    }
+    return rc;
+}
+
 // Steps until the next point where the loop has work: the epoch's end, a
 // --checkpoint-every step, --max-steps.
 static uint64_t steps_to_next(const fit *f) {
@@ -334,6 +361,7 @@ static void fit_close(fit *f) {
     sf_trainer_close(f->tr);
     sf_trace_close(f->trace);
     sf_plan_free(f->val_plan);
+    sf_score_free(&f->score);
     sf_run_data_close(&f->d);
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
@@ -723,6 +751,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     double el = sf_now() - f.run_t0;
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);
+    if (!rc) rc = score_end(&f, e);
     if (!rc && f.run_steps) rc = diagnose(&f, f.po.decoders, e);
     // A failed rank cannot join the others in gathering the trace.
     if (f.trace && (!rc || !f.ranks)) {
