@@ -128,6 +128,14 @@ int cli_fail(const char *cmd, const sf_err *e, const char *hint);
 // Prints a usage error and "see seqfeed CMD --help"; returns EXIT_USAGE.
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// --checkpoint as given to predict, evaluate and export: a checkpoint file,
+// or a run's directory (train's --checkpoint-dir), which stands for its
+// best.safetensors when it has one, else its latest.safetensors; a
+// directory says on stderr which file it gave and why, unless quiet. 0 and
+// the file's path in *path (given itself, or out, of cap bytes), or the
+// exit code after a usage error that names the directory.
+int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *out, size_t cap, const char **path);
+
 // While a temporary output exists, SIGINT/SIGTERM/SIGHUP remove it before
 // the program dies. path NULL: nothing to remove any more.
 void cli_guard_temp(const char *path);
