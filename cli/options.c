@@ -336,11 +336,12 @@ static cli_opt lookup(const char *arg, const char **inline_value) {
 static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT};
 
 // Whether path names a file train writes in the checkpoint directory dir
-// (latest.safetensors, best.safetensors, epoch-NNNN.safetensors, seqfeed.lock): the run would
-// replace it, or it the run's checkpoint.
+// (latest.safetensors, best.safetensors, epoch-NNNN.safetensors,
+// seqfeed.lock): the run would replace it, or it the run's checkpoint.
 static bool checkpoint_file(const char *path, const char *dir) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") || !strcmp(base, "seqfeed.lock") ||
+    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") ||
+                !strcmp(base, "seqfeed.lock") ||
                 (!strncmp(base, "epoch-", 6) && strlen(base) > 18 && !strcmp(base + strlen(base) - 12, ".safetensors"));
     if (!ours) return false;
     char *parent = strndup(path, slash ? (size_t)(slash - path) : 0);
@@ -382,6 +383,10 @@ static int check_files(const cli_command *c, const cli_args *a) {
         if (a->v[OPT_CHECKPOINT_DIR].set && checkpoint_file(v->text, a->v[OPT_CHECKPOINT_DIR].text))
             return cli_usage_error(c->name, "--%s %s is a file train writes in --checkpoint-dir %s: write to another "
                                    "file", name, v->text, a->v[OPT_CHECKPOINT_DIR].text);
+        // A run's directory as --checkpoint: its files are the checkpoints read.
+        if (a->v[OPT_CHECKPOINT].set && checkpoint_file(v->text, a->v[OPT_CHECKPOINT].text))
+            return cli_usage_error(c->name, "--%s %s is a checkpoint of the run's directory --checkpoint %s: write to "
+                                   "another file", name, v->text, a->v[OPT_CHECKPOINT].text);
         if (!exists) {  // its folder must take new files
             char *dir = strdup(v->text), *slash = dir ? strrchr(dir, '/') : NULL;
             const char *d = !slash ? "." : slash == dir ? "/" : (*slash = 0, dir);

@@ -166,6 +166,11 @@ for cmd in predict evaluate; do
 done
 run 2 export --checkpoint empty --format keras -o e.keras
 expect err "(--checkpoint empty is a directory without best.safetensors or latest.safetensors|built without)"
+# The directory's checkpoints are what is read: none is an output.
+cp full/best.safetensors best.before
+run 2 predict --checkpoint full --data s.sfpack -o full/best.safetensors
+expect err "^seqfeed predict: --output full/best.safetensors is a checkpoint of the run's directory --checkpoint full: write to another file"
+cmp -s best.before full/best.safetensors || fail "predict wrote over the run's best.safetensors"
 mkdir epochs && cp full/epoch-0001.safetensors epochs/
 run 2 evaluate --checkpoint epochs --data s.sfpack
 expect err "\(hint: --checkpoint epochs/epoch-0001.safetensors names the last epoch's\)"
