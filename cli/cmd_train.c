@@ -417,14 +417,7 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         memcpy(e.msg, msg, sizeof msg);
     }
     if (rc) return cli_fail("train", &e, NULL);
-    if (o.progress && res.steps)
-        fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time; checkpoint "
-                "%s/latest.safetensors\n", res.interrupted ? "stopped" : "done", (unsigned long long)res.steps,
-                res.samples_per_s,
-                // as the diagnosis counts it: without the first step's wait for the pipeline to fill
-                100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir);
-    else if (default_dir && res.steps && sf_ranks_rank(o.ranks) == 0)  // -q: where the run went, still
-        fprintf(stderr, "checkpoint %s/latest.safetensors\n", o.checkpoint_dir);
+    // The run's end: how it stopped and its best, then (last) where its checkpoints are.
     if (o.progress && res.early_stopped && res.steps)
         fprintf(stderr, "early stop: after epoch %llu val_loss had not improved%s for %llu evaluations "
                 "(--early-stop %llu, --min-delta %g)\n", (unsigned long long)res.early_stopped,
@@ -434,6 +427,14 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         fprintf(stderr, "best: epoch %llu, val_loss %.6g: %s/best.safetensors (predict, evaluate and export given "
                 "--checkpoint %s take it)\n", (unsigned long long)res.best_epoch, res.best_val_loss,
                 o.checkpoint_dir, o.checkpoint_dir);
+    if (o.progress && res.steps)
+        fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time; checkpoint "
+                "%s/latest.safetensors\n", res.interrupted ? "stopped" : "done", (unsigned long long)res.steps,
+                res.samples_per_s,
+                // as the diagnosis counts it: without the first step's wait for the pipeline to fill
+                100 * (res.steps > 1 ? res.diagnosis.input_share : res.input_wait), o.checkpoint_dir);
+    else if (default_dir && res.steps && sf_ranks_rank(o.ranks) == 0)  // -q: where the run went, still
+        fprintf(stderr, "checkpoint %s/latest.safetensors\n", o.checkpoint_dir);
     // The signal that stopped some rank decides, the same on every rank.
     return !res.interrupted ? EXIT_OK : res.interrupted == SIGTERM ? EXIT_TERMINATED : EXIT_INTERRUPTED;
 }

@@ -134,8 +134,7 @@ static const option options[OPT_COUNT] = {
                         .help = "stop when val_loss has not improved for N evaluations (epoch ends) in a row; "
                                 "DIR/best.safetensors keeps the best epoch either way (default: train every epoch)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
-                       .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
-                               "plateau)"},
+                       .help = "an improvement of val_loss by less than this is none (--early-stop)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
                   .help = "shuffle pool per lane, in windows (0 or 1: no shuffle)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
