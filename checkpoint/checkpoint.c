@@ -83,6 +83,13 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[17], 64, "%.17g", c->epoch_seconds);
     snprintf(v[18], 64, "%u", c->lanes);
     snprintf(v[19], 64, "%u", c->block_chunks);
+    char b[6][64];  // the validation record (sf_checkpoint's comment): %.17g reads back to the same double
+    snprintf(b[0], 64, "%llu", (unsigned long long)c->early_stop);
+    snprintf(b[1], 64, "%.17g", c->min_delta);
+    snprintf(b[2], 64, "%llu", (unsigned long long)c->since_improved);
+    snprintf(b[3], 64, "%llu", (unsigned long long)c->best_epoch);
+    snprintf(b[4], 64, "%.17g", c->best_val_loss);
+    snprintf(b[5], 64, "%.17g", c->improved_val_loss);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
@@ -92,7 +99,14 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
-                          "log", c->log, "log_from_checkpoint_dir", c->log_from_dir, NULL};
+                          "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
+                          "early_stop", b[0], "min_delta", b[1], "since_improved", b[2],
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL};  // the best's three keys when there is one
+    if (c->best_epoch) {
+        size_t at = sizeof meta / sizeof *meta - 7;
+        meta[at] = "best_epoch", meta[at + 1] = b[3], meta[at + 2] = "best_val_loss", meta[at + 3] = b[4];
+        meta[at + 4] = "improved_val_loss", meta[at + 5] = b[5];
+    }
     return sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
 }
 
@@ -143,6 +157,27 @@ static int meta_double(const sf_st *s, const char *path, const char *key, double
         return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is '%s', expected a number", path, key, v ? v : "missing");
     *out = x;
     return 0;
+}
+
+// The validation record (kept since a later version: none before), within
+// what train writes: a best is an epoch done, with a finite val_loss.
+static int validation_record(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
+    int rc = meta_u64_or(s, path, "early_stop", 0, &c->early_stop, e);
+    if (!rc) rc = meta_u64_or(s, path, "since_improved", 0, &c->since_improved, e);
+    if (!rc) rc = meta_u64_or(s, path, "best_epoch", 0, &c->best_epoch, e);
+    if (!rc && sf_st_meta(s, "min_delta")) rc = meta_double(s, path, "min_delta", &c->min_delta, e);
+    if (!rc && !(c->min_delta >= 0 && isfinite(c->min_delta)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'min_delta' is %g, expected a number >= 0 (a damaged or edited "
+                        "checkpoint)", path, c->min_delta);
+    if (rc || !c->best_epoch) return rc;
+    rc = meta_double(s, path, "best_val_loss", &c->best_val_loss, e);
+    if (!rc) rc = meta_double(s, path, "improved_val_loss", &c->improved_val_loss, e);
+    if (!rc && !(isfinite(c->best_val_loss) && isfinite(c->improved_val_loss) &&
+                 c->best_val_loss <= c->improved_val_loss))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'best_val_loss' %g and 'improved_val_loss' %g: expected finite "
+                        "numbers, the best no larger (a damaged or edited checkpoint)", path, c->best_val_loss,
+                        c->improved_val_loss);
+    return rc;
 }
 
 // Names in a list (sf_list_next); UINT32_MAX when it is not one.
@@ -283,6 +318,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc && precision) memcpy(c->precision, precision, strlen(precision) + 1);
     if (!rc && !(c->max_gap >= 0 && isfinite(c->max_gap)))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'max_gap' is %g, expected seconds >= 0", path, c->max_gap);
+    if (!rc) rc = validation_record(s, path, c, e);
     if (!rc) rc = meta_double(s, path, "lr", &c->lr, e);
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
@@ -382,7 +418,7 @@ static bool epoch_file(const char *name, uint64_t *epoch) {
 }
 
 // Whether name is a temporary file (sf_temp_create's NAME.tmp.PID.XXXXXX)
-// of latest.safetensors or of an epoch's file.
+// of latest.safetensors, best.safetensors or an epoch's file.
 static bool run_temporary(const char *name) {
     const char *tmp = strstr(name, ".safetensors.tmp.");
     if (!tmp) return false;
@@ -392,7 +428,7 @@ static bool run_temporary(const char *name) {
     if (blen >= sizeof base) return false;
     memcpy(base, name, blen);
     base[blen] = 0;
-    return !strcmp(base, "latest.safetensors") || epoch_file(base, &epoch);
+    return !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") || epoch_file(base, &epoch);
 }
 
 void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {
@@ -401,6 +437,7 @@ void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {
     uint64_t last = 0, epoch;
     for (struct dirent *ent; d && (ent = readdir(d));) {
         if (!strcmp(ent->d_name, "latest.safetensors")) out->latest = true;
+        else if (!strcmp(ent->d_name, "best.safetensors")) out->best = true;
         else if (epoch_file(ent->d_name, &epoch) && ++out->epochs && epoch >= last) {
             last = epoch;
             snprintf(out->last_epoch, sizeof out->last_epoch, "%.63s", ent->d_name);  // 37 bytes at most
@@ -412,11 +449,12 @@ void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {
 int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e) {
     sf_checkpoint_dir_info info;
     sf_checkpoint_dir_look(dir, &info);
-    if (!resume && (info.latest || info.epochs))
-        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds another run's checkpoints (%s%s%s): a new run there "
-                          "would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts a new "
-                          "one)", dir, info.latest ? "latest.safetensors" : "", info.latest && info.epochs ? ", " : "",
-                          info.last_epoch);
+    if (!resume && (info.latest || info.epochs || info.best))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds another run's checkpoints (%s%s%s%s%s): a new run "
+                          "there would mix with it (hint: --resume continues that run; a fresh --checkpoint-dir starts "
+                          "a new one)", dir, info.latest ? "latest.safetensors" : "",
+                          info.latest && (info.best || info.epochs) ? ", " : "", info.best ? "best.safetensors" : "",
+                          info.best && info.epochs ? ", " : "", info.last_epoch);
     if (resume && !info.latest && info.epochs)
         return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
                           "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
@@ -450,10 +488,14 @@ static int copy_file(const char *path, const char *to, sf_err *e) {
 }
 
 int sf_checkpoint_save(const char *dir, const sf_checkpoint *c, const sf_model *m, bool epoch_end, sf_err *e) {
-    char latest[4200], epoch[4200];
+    char latest[4200], epoch[4200], best[4200];
     snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
     snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)c->epoch);
-    int rc = sf_checkpoint_write(latest, c, m, e);
+    snprintf(best, sizeof best, "%s/best.safetensors", dir);
+    // The best first (the directory's rules, checkpoint.h): latest is its copy.
+    bool is_best = epoch_end && c->best_epoch && c->best_epoch == c->epoch;
+    int rc = is_best ? sf_checkpoint_write(best, c, m, e) : sf_checkpoint_write(latest, c, m, e);
+    if (!rc && is_best) rc = copy_file(best, latest, e);
     // The same bytes, read back already.
     if (!rc && epoch_end) rc = copy_file(latest, epoch, e);
     return rc;

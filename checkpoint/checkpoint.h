@@ -100,6 +100,14 @@ typedef struct {
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;
     uint64_t epoch_samples;
+    // The validation record, so that a resumed run keeps the same best and
+    // stops where the uninterrupted one would: the lowest val_loss so far
+    // and its epoch (best_epoch 0: none yet), the val_loss of the last
+    // improvement by at least min_delta and the evaluations since it, and
+    // the run's --early-stop and --min-delta (0: none). A checkpoint from
+    // before they were kept reads as none of each.
+    uint64_t best_epoch, since_improved, early_stop;
+    double best_val_loss, improved_val_loss, min_delta;
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after
@@ -118,28 +126,35 @@ void sf_checkpoint_free(sf_checkpoint *c);
 // ---- a run's directory ----
 
 // A run keeps DIR/latest.safetensors, where it stands, and at each epoch's
-// end DIR/epoch-NNNN.safetensors too, and nothing else but its lock
-// (seqfeed.lock) and, while one is written, a temporary file
-// (NAME.tmp.PID.XXXXXX). An epoch's end is one transaction of two renames:
-// latest first, then the epoch's file copied from it. A run killed between
-// them leaves latest at the epoch's end without its epoch file, which
-// sf_checkpoint_dir_recover completes.
+// end DIR/epoch-NNNN.safetensors too; a run with validation keeps
+// DIR/best.safetensors, the checkpoint of the epoch with the lowest
+// val_loss so far; nothing else but its lock (seqfeed.lock) and, while one
+// is written, a temporary file (NAME.tmp.PID.XXXXXX). An epoch's end is one
+// transaction of renames: at an epoch that improved on the best, best
+// first, then latest copied from it; then the epoch's file copied from
+// latest. So best is never worse than an epoch latest or an epoch file
+// records: a kill before latest's rename leaves best one epoch ahead of
+// latest, and the resume trains that epoch again to the same bytes. A run
+// killed before the epoch file's rename leaves latest at the epoch's end
+// without its epoch file, which sf_checkpoint_dir_recover completes.
 
 // Writes c as DIR/latest.safetensors and, when epoch_end, as
-// DIR/epoch-NNNN.safetensors (NNNN: c->epoch).
+// DIR/epoch-NNNN.safetensors (NNNN: c->epoch), and as DIR/best.safetensors
+// before both when c is its own best (epoch_end, c->best_epoch == c->epoch).
 int sf_checkpoint_save(const char *dir, const sf_checkpoint *c, const sf_model *m, bool epoch_end, sf_err *e);
 
-// What DIR holds of a run: latest.safetensors, and how many
-// epoch-NNNN.safetensors (the highest's name in last_epoch).
+// What DIR holds of a run: latest.safetensors, best.safetensors, and how
+// many epoch-NNNN.safetensors (the highest's name in last_epoch).
 typedef struct {
-    bool latest;
+    bool latest, best;
     uint64_t epochs;
     char last_epoch[64];
 } sf_checkpoint_dir_info;
 void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out);
 // One directory, one run: SF_EUSAGE, naming --resume and a fresh
 // --checkpoint-dir, when a new run (resume false) would join another's
-// checkpoints in DIR, or a resume finds epoch files but no latest.
+// checkpoints in DIR (best alone too), or a resume finds epoch files but
+// no latest.
 int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e);
 
 // For the one run that holds DIR's lock: removes every temporary file a

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
@@ -28,6 +29,53 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_end(ap);
     fprintf(stderr, "\nsee 'seqfeed %s --help'\n", cmd);
     return EXIT_USAGE;
+}
+
+// A metadata value of the checkpoint at path as text ("?" when it cannot be
+// read: the command's own read names why).
+static void meta_of(const sf_st *s, const char *key, char *out, size_t cap) {
+    const char *v = s ? sf_st_meta(s, key) : NULL;
+    snprintf(out, cap, "%s", v ? v : "?");
+}
+
+int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *out, size_t cap, const char **path) {
+    struct stat st;
+    *path = given;
+    if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;  // a file: its read says what is wrong with it
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(given, &info);
+    size_t len = strlen(given);
+    const char *sep = len && given[len - 1] == '/' ? "" : "/";
+    if (!info.best && !info.latest) {
+        char hint[128];
+        snprintf(hint, sizeof hint, info.epochs ? "--checkpoint %s%s%s names the last epoch's" : "seqfeed train "
+                 "--checkpoint-dir %s writes them", given, info.epochs ? sep : "", info.last_epoch);
+        return cli_usage_error(cmd, "--checkpoint %s is a directory without best.safetensors or latest.safetensors: "
+                               "expected a checkpoint file, or a run's directory that holds one (hint: %s)", given,
+                               hint);
+    }
+    if (snprintf(out, cap, "%s%s%s", given, sep, info.best ? "best.safetensors" : "latest.safetensors") >= (int)cap)
+        return cli_usage_error(cmd, "--checkpoint %.64s...: the path is too long", given);
+    *path = out;
+    if (quiet) return 0;
+    sf_st *s = NULL;
+    sf_err e = {0};
+    if (sf_st_open(&s, out, &e)) s = NULL;
+    char epoch[32], val[32], step[32];
+    meta_of(s, "epoch", epoch, sizeof epoch);
+    meta_of(s, info.best ? "best_val_loss" : "epoch_step", info.best ? val : step, info.best ? sizeof val : sizeof step);
+    sf_st_close(s);
+    if (info.best) {
+        char *end;
+        double v = strtod(val, &end);
+        if (end != val && !*end) snprintf(val, sizeof val, "%.6g", v);
+        fprintf(stderr, "checkpoint: %s, epoch %s, the best val_loss %s (a run's directory gives its best epoch; --checkpoint "
+                "%s%slatest.safetensors gives where it stands)\n", out, epoch, val, given, sep);
+    } else {
+        fprintf(stderr, "checkpoint: %s, epoch %s%s%s%s (the run has no best.safetensors: no epoch with a val_loss has "
+                "ended)\n", out, epoch, strcmp(step, "0") ? " and " : "", strcmp(step, "0") ? step : "", strcmp(step, "0") ? " steps" : "");
+    }
+    return 0;
 }
 
 // The path to remove, published with an atomic pointer: the handler may run

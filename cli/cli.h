@@ -47,6 +47,7 @@ typedef enum {
     // training
     OPT_BATCH_SIZE, OPT_REPLICAS, OPT_EPOCHS, OPT_VAL_SPLIT, OPT_LR, OPT_LR_SCALING, OPT_SEED, OPT_MAX_STEPS,
     OPT_GPUS, OPT_PRECISION, OPT_RNN_ALGO, OPT_DEFERRED_LOSS, OPT_CUDA_GRAPH, OPT_OVERLAP_REDUCE, OPT_MEMORY_BUDGET,
+    OPT_EARLY_STOP, OPT_MIN_DELTA,
     // the pipeline
     OPT_POOL, OPT_LANES, OPT_BLOCK_CHUNKS, OPT_DECODERS, OPT_PREFETCH, OPT_SLOTS, OPT_DEPTH, OPT_IO, OPT_DIRECT,
     // files a run writes
@@ -127,6 +128,14 @@ void cli_apply_writer(const cli_args *a, sf_pack_writer_opts *wo);
 int cli_fail(const char *cmd, const sf_err *e, const char *hint);
 // Prints a usage error and "see seqfeed CMD --help"; returns EXIT_USAGE.
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+// --checkpoint as given to predict, evaluate and export: a checkpoint file,
+// or a run's directory (train's --checkpoint-dir), which stands for its
+// best.safetensors when it has one, else its latest.safetensors; a
+// directory says on stderr which file it gave and why, unless quiet. 0 and
+// the file's path in *path (given itself, or out, of cap bytes), or the
+// exit code after a usage error that names the directory.
+int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *out, size_t cap, const char **path);
 
 // While a temporary output exists, SIGINT/SIGTERM/SIGHUP remove it before
 // the program dies. path NULL: nothing to remove any more.

@@ -1,11 +1,14 @@
 // seqfeed export: a checkpoint as files other tools load (Keras 3).
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const cli_use export_uses[] = {
-    {.opt = OPT_CHECKPOINT}, {.opt = OPT_FORMAT},
+    {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train, or its run's directory: best.safetensors "
+                                    "there, else latest.safetensors"},
+    {.opt = OPT_FORMAT},
     {.opt = OPT_OUTPUT, .help = "the file to write (required): model.keras, or model.weights.h5 for --format "
                                 "keras-weights; it appears only when complete"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
@@ -37,7 +40,11 @@ int cmd_export(int argc, char **argv) {
     if (!a.v[OPT_OUTPUT].set) return cli_usage_error("export", "missing -o FILE");
     sf_err why = {0};
     if (!sf_keras_available(&why)) return cli_usage_error("export", "%s", why.msg);
-    const char *ckpt = a.v[OPT_CHECKPOINT].text, *out = a.v[OPT_OUTPUT].text;
+    const char *ckpt = NULL, *out = a.v[OPT_OUTPUT].text;
+    char in_dir[PATH_MAX];  // a run directory's checkpoint
+    if ((rc = cli_checkpoint_path("export", a.v[OPT_CHECKPOINT].text, a.v[OPT_QUIET].set, in_dir, sizeof in_dir,
+                                  &ckpt)))
+        return rc;
     enum sf_keras_format format = a.v[OPT_FORMAT].choice == 1 ? SF_KERAS_WEIGHTS : SF_KERAS_MODEL;
     // Keras opens a model only from NAME.keras, and weights only from NAME.weights.h5.
     const char *suffix = format == SF_KERAS_MODEL ? ".keras" : ".weights.h5";

@@ -2,6 +2,7 @@
 // window order. The checkpoint carries the model, the columns, the window
 // and the training data's scaling, so nothing else is needed.
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +11,12 @@
 #include "cli.h"
 
 #define PREDICT_PRECISION "the matrix products: fp32, tf32 (GPUs), or bf16 operands with fp32 sums (docs/TRAINING.md)"
+#define CHECKPOINT_HELP "a checkpoint written by seqfeed train, or its run's directory: best.safetensors there, " \
+                        "else latest.safetensors (required)"
 #define PREDICT_GPUS "the GPU to run on: the first of the list (the CPU when there is none)"
 
 static const cli_use predict_uses[] = {
-    {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
+    {.opt = OPT_CHECKPOINT, .help = CHECKPOINT_HELP},
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_OUTPUT, .def = "stdout", .help = "the CSV; a file appears only when complete"},
     {.opt = OPT_SPLIT, .def = "all"}, {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"},
@@ -38,7 +41,7 @@ static const cli_command predict_command = {
 };
 
 static const cli_use evaluate_uses[] = {
-    {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
+    {.opt = OPT_CHECKPOINT, .help = CHECKPOINT_HELP},
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_SPLIT, .def = "validation when the checkpoint was trained with a validation split, else all"},
     {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_SEASON}, {.opt = OPT_JSON},
@@ -281,10 +284,13 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
 // The options predict and evaluate share: 0, -1 after --help, or EXIT_USAGE.
 static int common_options(const cli_command *c, int argc, char **argv, cli_args *a, const char **ckpt,
                           const char **data, uint32_t *batch, placement *where) {
+    static char in_dir[PATH_MAX];  // a run directory's checkpoint
     int rc = cli_parse(c, argc, argv, a);
     if (rc) return rc;
     if (!a->v[OPT_CHECKPOINT].set) return cli_usage_error(c->name, "missing --checkpoint FILE");
-    *ckpt = a->v[OPT_CHECKPOINT].text;
+    if ((rc = cli_checkpoint_path(c->name, a->v[OPT_CHECKPOINT].text, a->v[OPT_QUIET].set, in_dir, sizeof in_dir,
+                                  ckpt)))
+        return rc;
     if (!(*data = cli_data(c, a, &rc))) return rc;
     *batch = a->v[OPT_BATCH_SIZE].set ? (uint32_t)a->v[OPT_BATCH_SIZE].u : 256;
     // One replica: on the first GPU chosen, else on CPU.

@@ -16,7 +16,8 @@ static const cli_use train_uses[] = {
     {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING}, {.opt = OPT_SEED},
-    {.opt = OPT_MAX_STEPS}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
+    {.opt = OPT_MAX_STEPS}, {.opt = OPT_EARLY_STOP}, {.opt = OPT_MIN_DELTA}, {.opt = OPT_GPUS},
+    {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
     {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
@@ -253,6 +254,9 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     o->pipe.block_chunks = ck->block_chunks, o->max_gap = ck->max_gap, o->norm = ck->norm;
     o->lr_linear = !strcmp(ck->lr_scaling, "linear"), o->target_change = ck->target_change;
     if (!v[OPT_EPOCHS].set) o->epochs = ck->epochs;  // --epochs may go on further
+    // So may --early-stop and --min-delta (when to stop, not what is trained).
+    if (!v[OPT_EARLY_STOP].set) o->early_stop = ck->early_stop;
+    if (!v[OPT_MIN_DELTA].set) o->min_delta = ck->min_delta;
     return 0;
 }
 
@@ -413,6 +417,16 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
         memcpy(e.msg, msg, sizeof msg);
     }
     if (rc) return cli_fail("train", &e, NULL);
+    // The run's end: how it stopped and its best, then (last) where its checkpoints are.
+    if (o.progress && res.early_stopped && res.steps)
+        fprintf(stderr, "early stop: after epoch %llu val_loss had not improved%s for %llu evaluations "
+                "(--early-stop %llu, --min-delta %g)\n", (unsigned long long)res.early_stopped,
+                o.min_delta > 0 ? " by more than --min-delta" : "", (unsigned long long)o.early_stop,
+                (unsigned long long)o.early_stop, o.min_delta);
+    if (o.progress && res.best_epoch)
+        fprintf(stderr, "best: epoch %llu, val_loss %.6g: %s/best.safetensors (predict, evaluate and export given "
+                "--checkpoint %s take it)\n", (unsigned long long)res.best_epoch, res.best_val_loss,
+                o.checkpoint_dir, o.checkpoint_dir);
     if (o.progress && res.steps)
         fprintf(stderr, "%s after %llu steps: %.0f samples/s, input wait %.1f%% of replica time; checkpoint "
                 "%s/latest.safetensors\n", res.interrupted ? "stopped" : "done", (unsigned long long)res.steps,

@@ -133,6 +133,11 @@ static const option options[OPT_COUNT] = {
                            .group = TRAINING,
                            .help = "host memory for the replicas and the pipeline: the shuffle pool shrinks to "
                                    "fit (default: no budget)"},
+    [OPT_EARLY_STOP] = {"early-stop", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING,
+                        .help = "stop when val_loss has not improved for N evaluations (epoch ends) in a row; "
+                                "DIR/best.safetensors keeps the best epoch either way (default: train every epoch)"},
+    [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
+                       .help = "an improvement of val_loss by less than this is none (--early-stop)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
                   .help = "shuffle pool per lane, in windows (0 or 1: no shuffle)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
@@ -333,11 +338,12 @@ static cli_opt lookup(const char *arg, const char **inline_value) {
 static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT};
 
 // Whether path names a file train writes in the checkpoint directory dir
-// (latest.safetensors, epoch-NNNN.safetensors, seqfeed.lock): the run would
-// replace it, or it the run's checkpoint.
+// (latest.safetensors, best.safetensors, epoch-NNNN.safetensors,
+// seqfeed.lock): the run would replace it, or it the run's checkpoint.
 static bool checkpoint_file(const char *path, const char *dir) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "seqfeed.lock") ||
+    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") ||
+                !strcmp(base, "seqfeed.lock") ||
                 (!strncmp(base, "epoch-", 6) && strlen(base) > 18 && !strcmp(base + strlen(base) - 12, ".safetensors"));
     if (!ours) return false;
     char *parent = strndup(path, slash ? (size_t)(slash - path) : 0);
@@ -379,6 +385,10 @@ static int check_files(const cli_command *c, const cli_args *a) {
         if (a->v[OPT_CHECKPOINT_DIR].set && checkpoint_file(v->text, a->v[OPT_CHECKPOINT_DIR].text))
             return cli_usage_error(c->name, "--%s %s is a file train writes in --checkpoint-dir %s: write to another "
                                    "file", name, v->text, a->v[OPT_CHECKPOINT_DIR].text);
+        // A run's directory as --checkpoint: its files are the checkpoints read.
+        if (a->v[OPT_CHECKPOINT].set && checkpoint_file(v->text, a->v[OPT_CHECKPOINT].text))
+            return cli_usage_error(c->name, "--%s %s is a checkpoint of the run's directory --checkpoint %s: write to "
+                                   "another file", name, v->text, a->v[OPT_CHECKPOINT].text);
         if (!exists) {  // its folder must take new files
             char *dir = strdup(v->text), *slash = dir ? strrchr(dir, '/') : NULL;
             const char *d = !slash ? "." : slash == dir ? "/" : (*slash = 0, dir);
@@ -497,6 +507,7 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_CUDA_GRAPH: snprintf(buf, n, "%s", on_off[!f.cuda_graph]); break;
     case OPT_OVERLAP_REDUCE: snprintf(buf, n, "%s", on_off[!f.overlap_reduce]); break;
     case OPT_COLLECTIVE_TIMEOUT: snprintf(buf, n, "300"); break;
+    case OPT_MIN_DELTA: snprintf(buf, n, "%g", f.min_delta); break;
     case OPT_LEVEL: snprintf(buf, n, "%d", SF_PACK_DEFAULT_LEVEL); break;
     case OPT_FILTER: snprintf(buf, n, "%s", sf_filter_name(SF_FILTER_DELTA_SHUFFLE)); break;
     case OPT_MISSING: snprintf(buf, n, "error"); break;
@@ -589,6 +600,8 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
+    if (v[OPT_EARLY_STOP].set) o->early_stop = v[OPT_EARLY_STOP].u;
+    if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_RNN_ALGO].set) o->rnn_algo = (enum sf_rnn_algo)v[OPT_RNN_ALGO].choice;
     if (v[OPT_DEFERRED_LOSS].set) o->late_loss = v[OPT_DEFERRED_LOSS].choice == 0;
     if (v[OPT_CUDA_GRAPH].set) o->cuda_graph = v[OPT_CUDA_GRAPH].choice == 0;

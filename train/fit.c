@@ -168,8 +168,30 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
     return s->interrupted ? 1 : 0;
 }
 
+// The validation record after an epoch's val_loss (NAN: none scored): the
+// lowest so far is the best (its checkpoint DIR/best.safetensors), and an
+// improvement counts for --early-stop when it beats the last one counted by
+// more than --min-delta, as Keras' EarlyStopping(min_delta) counts.
+static void track_best(fit *f, double val) {
+    sf_checkpoint *c = &f->ck;
+    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return;  // no evaluation
+    bool first = c->best_epoch == 0;
+    if (!isnan(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
+    if (!isnan(val) && (first || val < c->improved_val_loss - f->o->min_delta))
+        c->improved_val_loss = val, c->since_improved = 0;
+    else
+        c->since_improved++;
+}
+
+// Whether --early-stop ends the run here (which the result reports).
+static bool early_stop_here(fit *f) {
+    if (!f->o->early_stop || f->ck.since_improved < f->o->early_stop) return false;
+    f->res->early_stopped = f->epoch;
+    return true;
+}
+
 // The epoch's end: validation, the progress line, the log's row and the
-// checkpoint, with every replica stopped.
+// checkpoint (and the best's), with every replica stopped.
 static int end_epoch(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     double el = sf_now() - f->epoch_t0, val;
@@ -190,6 +212,7 @@ static int end_epoch(fit *f, sf_err *e) {
                            f->samples / el, wait) < 0 || fflush(f->log) != 0))
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
     f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
+    track_best(f, val);
     f->epoch++, f->epoch_step = 0;
     if ((rc = checkpoint(f, true, e))) return rc;
     f->loss_sum = 0, f->samples = 0, f->wait = 0, f->epoch_t0 = sf_now();
@@ -267,7 +290,7 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
         // stop?
-        if (f->epoch >= o->epochs || stop_here(f)) return steps_end(f, 0);
+        if (f->epoch >= o->epochs || stop_here(f) || early_stop_here(f)) return steps_end(f, 0);
     }
 }
 
@@ -615,6 +638,21 @@ static int open_pipe(fit *f, sf_err *e) {
     return 0;
 }
 
+// --early-stop watches val_loss: a run without one is a usage error naming
+// both options.
+static int early_stop_needs_validation(fit *f, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    if (f->val_plan && sf_plan_windows(f->val_plan) > 0) return 0;
+    if (o->val_split == 0)
+        return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split 0 leaves no validation "
+                          "(hint: --val-split 0.1, or leave --early-stop out)", (unsigned long long)o->early_stop);
+    return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split %g leaves no validation "
+                      "window: the validation part of every series (its last %g of rows) is shorter than a window "
+                      "and its target (%llu rows) (hint: a larger --val-split or a shorter --window, or leave "
+                      "--early-stop out)", (unsigned long long)o->early_stop, o->val_split, o->val_split,
+                      (unsigned long long)sf_window_span(&o->pipe.window));
+}
+
 static void announce(const fit *f, const sf_run_start *start) {
     if (!f->talk) return;
     char ranks[48] = "";
@@ -692,7 +730,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
     fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
              .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks)};
-    *res = (sf_fit_result){.val_loss = NAN};
+    *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
     if (o->batch == 0 || o->batch % f.G)
@@ -700,6 +738,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           "batch / replicas)", o->batch, f.G);
     f.replica_batch = o->batch / f.G;
     int rc = open_data(&f, e);
+    if (!rc && o->early_stop) rc = early_stop_needs_validation(&f, e);
     f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);
     if (!rc) rc = fit_budget(&f, e);
     if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.d.pack), &f.d.cols, &f.model, f.G, e);
@@ -721,6 +760,18 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
     f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;
     f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait;
+    f.ck.best_epoch = start.best_epoch, f.ck.best_val_loss = start.best_val_loss;
+    f.ck.improved_val_loss = start.improved_val_loss, f.ck.since_improved = start.since_improved;
+    res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
+    if (!rc && f.epoch < o->epochs && f.epoch_step == 0 && early_stop_here(&f)) {
+        fit_close(&f);
+        if (f.talk)
+            fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
+                    "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
+                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by --min-delta" : "",
+                    (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
+        return 0;
+    }
     if (!rc && f.epoch >= o->epochs) {
         fit_close(&f);
         if (f.talk && f.epoch == o->epochs)
@@ -760,6 +811,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         if (!rc && trc) rc = trc, *e = te;
     }
     res->steps = f.run_steps;
+    res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
     res->samples_per_s = el > 0 ? f.run_samples / el : 0;
     res->input_wait = el > 0 ? f.run_wait / (f.G * el) : 0;
     if (f.tty && f.epoch_step) fputc('\n', stderr);

@@ -127,6 +127,8 @@ typedef struct {
     uint64_t epoch, epoch_step, step;
     double loss_sum, wait, seconds;
     uint64_t samples;
+    uint64_t best_epoch, since_improved;  // the validation record (sf_checkpoint's; best_epoch 0: none)
+    double best_val_loss, improved_val_loss;
 } sf_run_start;
 // Loads every replica: with o->resume, from checkpoint_dir/latest.safetensors
 // when there is one (rank 0 reads it, checks it against run, and sends it

@@ -84,6 +84,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
     c->max_gap = o->max_gap;
     c->target_change = o->target_change;
+    c->early_stop = o->early_stop, c->min_delta = o->min_delta;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
@@ -162,6 +163,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         double val_split, lr, max_gap;
         // which files each rank writes or gathers into (rank 0 writes them)
         uint32_t lr_linear, resume, checkpoints, log, trace, report, target_change;
+        uint64_t early_stop;  // when the run stops: every rank at the same epoch
+        double min_delta;
     } k;
     memset(&k, 0, sizeof k);  // padding too
     k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo;
@@ -174,6 +177,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.max_gap = c->max_gap, k.target_change = c->target_change;
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
+    k.early_stop = o->early_stop, k.min_delta = o->min_delta;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
     const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
@@ -207,6 +211,8 @@ typedef struct {
     uint64_t epoch, epoch_step, step, epoch_samples;
     double epoch_loss, epoch_wait, epoch_seconds;
     uint32_t replicas;
+    uint64_t best_epoch, since_improved;  // the validation record
+    double best_val_loss, improved_val_loss;
     char msg[1024];
 } resume_head;
 
@@ -229,6 +235,8 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
         h.epoch_seconds = old.epoch_seconds;
+        h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
+        h.best_val_loss = old.best_val_loss, h.improved_val_loss = old.improved_val_loss;
     }
     int rc = sf_ranks_bcast(o->ranks, &h, sizeof h, "the checkpoint's position", e);
     if (!rc && h.rc) rc = rank == 0 ? (int)h.rc : sf_err_set(e, (int)h.rc, "rank 0: %s", h.msg);
@@ -244,7 +252,9 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         // The interrupted epoch's totals so far: its line and log row stay whole.
         *st = (sf_run_start){.resumed = !rc, .epoch = h.epoch, .epoch_step = h.epoch_step, .step = h.step,
                              .loss_sum = h.epoch_loss, .wait = h.epoch_wait, .seconds = h.epoch_seconds,
-                             .samples = h.epoch_samples};
+                             .samples = h.epoch_samples, .best_epoch = h.best_epoch,
+                             .since_improved = h.since_improved, .best_val_loss = h.best_val_loss,
+                             .improved_val_loss = h.improved_val_loss};
         // Other replica counts share an epoch's windows out otherwise: the
         // interrupted epoch's position has no meaning, so it starts again.
         if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {

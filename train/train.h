@@ -306,6 +306,9 @@ typedef struct {
     sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
                                      // devices are this rank's, batch the whole job's
     uint32_t season;                 // rows of a season for the end's seasonal baseline (0: from the time column)
+    uint64_t early_stop;             // stop when val_loss has not improved for this many evaluations (0: never)
+    double min_delta;                // an improvement of val_loss by less than this is none (--early-stop,
+                                     // --lr-schedule plateau)
 } sf_fit_opts;
 
 // The defaults: the default model, every column, z-score, the pipeline's
@@ -319,6 +322,12 @@ typedef struct {
     double samples_per_s, input_wait;   // over the run; input_wait as a share of replica time
     int interrupted;                    // 0, or the signal that stopped the run (sf_step_info)
     sf_diagnosis diagnosis;             // of the run (after its first step)
+    // The lowest val_loss of the run so far, resumed parts included, and the
+    // epoch that reached it (0 and NAN: no val_loss yet); DIR/best.safetensors
+    // holds that epoch's checkpoint.
+    uint64_t best_epoch;
+    double best_val_loss;
+    uint64_t early_stopped;             // the epoch after which --early-stop ended the run (0: it did not)
 } sf_fit_result;
 
 // Trains as o says; *res is filled as far as the run went. An option whose

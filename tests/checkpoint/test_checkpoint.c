@@ -188,6 +188,57 @@ static void test_run_dir(const sf_checkpoint *good, const sf_model *m) {
     unlink(latest);
 }
 
+// The best: written at the epoch that is its own best, first, with latest
+// and the epoch's file its bytes; left as it was at an epoch that is not;
+// its record read back exactly; its temporaries the run's.
+static void test_best(const sf_checkpoint *good, const sf_model *m) {
+    sf_checkpoint c = *good;
+    c.epoch = 3, c.epoch_step = 0, c.best_epoch = 3, c.best_val_loss = 0.1, c.improved_val_loss = 0.1 + 1e-17;
+    c.since_improved = 0, c.early_stop = 2, c.min_delta = 1e-3;
+    sf_err e = {0};
+    char best[128], latest[128], epoch[128], tmp[160];
+    snprintf(best, sizeof best, "%s/best.safetensors", dir);
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
+    snprintf(epoch, sizeof epoch, "%s/epoch-0003.safetensors", dir);
+    CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);
+    size_t bl, ll, el;
+    uint8_t *bb = slurp(best, &bl), *lb = slurp(latest, &ll), *eb = slurp(epoch, &el);
+    CHECK(bb && lb && eb && bl == ll && bl == el && !memcmp(bb, lb, bl) && !memcmp(bb, eb, bl),
+          "best, latest and the epoch's file are not the same bytes at the best epoch");
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(dir, &info);
+    CHECK(info.best && info.latest, "look: best %d, latest %d", info.best, info.latest);
+    sf_checkpoint r;
+    sf_model rm;
+    if (sf_checkpoint_read(best, &r, &rm, &e) == 0) {
+        CHECK(r.best_epoch == 3 && r.best_val_loss == c.best_val_loss && r.improved_val_loss == c.improved_val_loss &&
+                  r.since_improved == 0 && r.early_stop == 2 && r.min_delta == 1e-3,
+              "the validation record read back differs");
+        sf_checkpoint_free(&r);
+    } else {
+        CHECK(0, "read best: %s", e.msg);
+    }
+    // An epoch that is not the best: best stays.
+    c.epoch = 4, c.since_improved = 1;
+    CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);
+    free(eb);
+    eb = slurp(best, &el);
+    CHECK(eb && el == bl && !memcmp(eb, bb, bl), "an epoch that was not the best replaced best.safetensors");
+    snprintf(tmp, sizeof tmp, "%s.tmp.1.abcdef", best);
+    spit(tmp, bb, bl / 2);
+    uint64_t done;
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0, "recover: %s", e.msg);
+    CHECK(!dir_has("safetensors.tmp."), "best's temporary outlived the recovery");
+    CHECK(sf_checkpoint_dir_check(dir, false, &e) == SF_EUSAGE && strstr(e.msg, "best.safetensors"),
+          "a new run beside best: %s", e.msg);
+    free(bb), free(lb), free(eb);
+    for (int k = 3; k <= 4; k++) {
+        snprintf(epoch, sizeof epoch, "%s/epoch-%04d.safetensors", dir, k);
+        unlink(epoch);
+    }
+    unlink(best), unlink(latest);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     test_lists();
@@ -251,9 +302,13 @@ int main(void) {
     // Features that name one column twice.
     patched(good, len, "\"features\":\"a,b\"", "\"features\":\"a,a\"", bad);
     refused(bad, "a column named twice in features 'a,a'", "features a,a");
+    // A record train never writes: a best without its val_loss.
+    patched(good, len, "\"early_stop\":\"0\"", "\"best_epoch\":\"2\"", bad);
+    refused(bad, "metadata 'best_val_loss' is 'missing', expected a number", "a best without its val_loss");
     free(good);
     test_read_back(&c, &m, path);
     test_run_dir(&c, &m);
+    test_best(&c, &m);
     free(w);
     unlink(path), unlink(bad), rmdir(dir);
     return TEST_EXIT();

@@ -53,8 +53,10 @@ run 2 train --data in.csv -q
 expect err "in.csv: a text file \(CSV\?\), not an .sfpack file: pack it first \(seqfeed pack in.csv"
 run 2 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack: an .sfpack data file, not a checkpoint"
-run 2 predict --checkpoint ck --data s.sfpack
-expect err "ck is a directory: expected a checkpoint"
+# A run's directory stands for its checkpoint (test early-stop); one without any is refused.
+mkdir -p nock
+run 2 predict --checkpoint nock --data s.sfpack
+expect err "--checkpoint nock is a directory without best.safetensors or latest.safetensors: expected a checkpoint file"
 run 2 inspect ck/latest.safetensors
 expect err "a checkpoint \(safetensors\), not an .sfpack data file"
 

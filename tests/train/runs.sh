@@ -70,7 +70,7 @@ run 0 inspect --data s.sfpack -q -q
 run 0 train "${common[@]}" --epochs 2 --checkpoint-dir a
 cp a/latest.safetensors a.before
 run 2 train "${common[@]}" --epochs 3 --checkpoint-dir a
-expect err "^seqfeed train: error: --checkpoint-dir a holds another run's checkpoints \(latest.safetensors, epoch-0002.safetensors\): a new run there would mix with it \(hint: --resume continues that run; a fresh --checkpoint-dir starts a new one\)"
+expect err "^seqfeed train: error: --checkpoint-dir a holds another run's checkpoints \(latest.safetensors, best.safetensors, epoch-0002.safetensors\): a new run there would mix with it \(hint: --resume continues that run; a fresh --checkpoint-dir starts a new one\)"
 cmp -s a.before a/latest.safetensors || fail "the refused run changed the other run's latest.safetensors"
 [ ! -e a/epoch-0003.safetensors ] || fail "the refused run wrote an epoch file"
 # Its epoch files alone are a run too.
