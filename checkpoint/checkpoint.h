@@ -100,6 +100,13 @@ typedef struct {
     // the epoch so far, so that a resumed epoch's line and log row are whole
     double epoch_loss, epoch_wait, epoch_seconds;
     uint64_t epoch_samples;
+    // The lr's schedule (train.h, sf_lr_schedule) and where it stands
+    // (checkpoints from before it was kept: constant, no warmup)
+    char lr_schedule[16];          // constant, cosine or plateau
+    uint64_t warmup_steps, lr_total_steps, lr_patience;  // lr_total_steps: cosine's planned steps
+    double lr_min, lr_factor, min_delta;
+    double lr_scale, plateau_best;  // plateau's multiplier on the lr (1: none) and best val_loss (inf: none yet)
+    uint64_t plateau_wait;          // evaluations since val_loss last improved
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after
