@@ -36,13 +36,17 @@ double sf_lr_at(const sf_lr_schedule *s, uint64_t step) {
 }
 
 bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta, double val_loss) {
-    if (val_loss < p->best - min_delta) {  // false for a NaN, as numpy's less
+    // The first evaluation is the best so far whatever it is (Keras' best
+    // starts as None); after it, less is false for a NaN.
+    if ((isinf(p->best) && p->best > 0) || val_loss < p->best - min_delta) {
         p->best = val_loss, p->wait = 0;
         return false;
     }
     if (++p->wait < s->patience) return false;
     double lr = s->lr * p->scale;
-    if (!(lr > s->lr_min)) return false;  // at the floor: wait goes on counting, as Keras'
+    // Compared as Keras' float32 variable: at the floor nothing changes, and
+    // wait goes on counting.
+    if (!((float)lr > (float)s->lr_min)) return false;
     double next = lr * s->factor;
     p->scale = (next > s->lr_min ? next : s->lr_min) / s->lr;
     p->wait = 0;

@@ -120,10 +120,10 @@ typedef struct {
     double scale, best;
     uint64_t wait;
 } sf_plateau;
-// Keras' rule at one evaluation: val_loss below best - min_delta is the new
-// best; else once wait reaches patience the lr (s->lr x scale) becomes
-// max(lr x factor, lr_min), when above lr_min, and wait starts again. A NaN
-// val_loss is no improvement. true when it reduced.
+// Keras' rule at one evaluation: the first val_loss, and then one below
+// best - min_delta, is the new best; else once wait reaches patience the lr
+// (s->lr x scale) becomes max(lr x factor, lr_min), when above lr_min, and
+// wait starts again. A NaN val_loss is no improvement. true when it reduced.
 bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta, double val_loss);
 
 // R replicas, one thread each: every step each replica trains on its own
