@@ -262,7 +262,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
         const sf_series *series = sf_run_data_series(&d->data, &nseries);
         windows = sf_plan_count(series, nseries, &po.window, &po.split);
         d->info.batches_per_epoch = sf_pipe_epoch_batches(&po, windows);
-        if (!d->info.batches_per_epoch) longest = sf_split_longest(series, nseries, &po.split);
+        if (!d->info.batches_per_epoch) longest = sf_split_longest(series, nseries, po.window.stride, &po.split);
     }
     // No batch would make an iterable that ends at once, saying nothing.
     if (!rc && d->info.batches_per_epoch == 0) {

@@ -176,7 +176,7 @@ int bench_pipeline(int argc, char **argv) {
         rc = sf_err_set(&e, SF_EUSAGE, "%s: no window of %u rows (%llu rows with --sampling-rate and --horizon) "
                         "fits in any series, the longest of which has %llu rows: nothing to measure%s%s%s", data,
                         o.window.length, (unsigned long long)sf_window_span(&o.window),
-                        (unsigned long long)sf_split_longest(in->series, in->nseries, &o.split),
+                        (unsigned long long)sf_split_longest(in->series, in->nseries, o.window.stride, &o.split),
                         opts[0] ? " (hint: a smaller " : "", opts[0] ? opts + 2 : "", opts[0] ? ")" : "");
     }
     if (!rc && v[OPT_MEMORY_BUDGET].set)

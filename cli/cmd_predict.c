@@ -41,7 +41,7 @@ static const cli_use evaluate_uses[] = {
     {.opt = OPT_CHECKPOINT, .help = "a checkpoint written by seqfeed train (required)"},
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
     {.opt = OPT_SPLIT, .def = "validation when the checkpoint was trained with a validation split, else all"},
-    {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_JSON},
+    {.opt = OPT_BATCH_SIZE, .def = "256", .help = "windows per forward pass"}, {.opt = OPT_SEASON}, {.opt = OPT_JSON},
     {.opt = OPT_GPUS, .def = "all", .help = PREDICT_GPUS}, {.opt = OPT_PRECISION, .def = "fp32", .help = PREDICT_PRECISION},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -50,10 +50,13 @@ static const cli_command evaluate_command = {
     .usage = "--checkpoint FILE.safetensors --data FILE.sfpack [options]",
     .about =
         "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
-        "file's windows, next to two baselines on the same windows: predicting the\n"
-        "column means, and predicting the last observed value (persistence, for\n"
-        "targets that are also features); then each target's MSE in data units.\n"
-        "Target values pack imputed (--missing ffill) are not scored.\n",
+        "file's windows, next to baselines on the same target values: the last\n"
+        "observed value (persistence), the training rows' mean, and the value one\n"
+        "season before (seasonal naive, the season from the time column or\n"
+        "--season). Then per target, in data units, the RMSE and MAE of the model\n"
+        "and of each baseline, and whether the model beats persistence; the\n"
+        "verdict names every target that does not. Target values pack imputed\n"
+        "(--missing ffill) are not scored.\n",
     .uses = evaluate_uses,
 };
 
@@ -66,7 +69,8 @@ typedef struct {
     const sf_backend *be;  // the replica's: the CPU's or the GPU's
     sf_replica *rep;
     float *pred;
-    int *persist;  // per target: its feature index, or -1
+    sf_series *segments;  // the series cut at the checkpoint's --max-gap (NULL: the file's)
+    uint64_t nsegments;
     // predict
     FILE *out;
     uint64_t series;  // the series of the last window written
@@ -79,10 +83,7 @@ typedef struct {
     uint32_t aux_rows;
     sf_pack_dctx *dctx;
     void *stored;
-    // evaluate
-    double loss, mean_loss, persist_loss, *unit_mse;
-    uint64_t n, *unit_n;  // windows; per target, the values scored
-    uint64_t values, imputed;  // target values scored, and left out as imputed (both: predict's actuals)
+    uint64_t values, imputed;  // predict's actuals written, and left empty as imputed
 } run;
 
 static void run_close(run *r) {
@@ -91,7 +92,7 @@ static void run_close(run *r) {
     sf_columns_free(&r->cols);
     sf_pack_close(r->pack);
     sf_checkpoint_free(&r->ck);
-    free(r->pred), free(r->persist), free(r->unit_mse), free(r->unit_n);
+    free(r->pred), free(r->segments);
     free(r->time), free(r->line), free(r->vals), free(r->stored);
     sf_pack_dctx_free(r->dctx);
 }
@@ -140,11 +141,22 @@ static int no_window(const run *r, const sf_pack_info *in, const char *data, con
     const char *part = split->part == SF_PART_VALIDATION ? "validation"
                        : split->part == SF_PART_TRAIN    ? "train"
                                                          : "whole";
+    uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
+    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0) {
+        char why[128] = "and every series' validation part is empty";
+        if (longest)
+            snprintf(why, sizeof why, "more than the %llu rows any series has from its first row to a target",
+                     (unsigned long long)longest);
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are the last %g%% of "
+                          "each series' rows (rounded down), every stride-th from the first, and a window's inputs "
+                          "may reach back into the training part, not before the series' first row; the checkpoint's "
+                          "windows span %llu rows, %s (hint: --split all)", data, r->ck.val_split * 100,
+                          (unsigned long long)sf_window_span(w), why);
+    }
     if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the last %g%% of each series' rows, the "
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
                           "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,
-                          r->ck.val_split * 100, (unsigned long long)sf_split_longest(series, nseries, split),
-                          (unsigned long long)sf_window_span(w));
+                          100 - r->ck.val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w));
     uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
     if (uncut > 0) {
         char gap[32], step[32] = "none";
@@ -158,7 +170,7 @@ static int no_window(const run *r, const sf_pack_info *in, const char *data, con
     return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part: the checkpoint's windows span %llu rows "
                       "(window %u, sampling rate %u, horizon %u), more than the %llu rows of its longest series",
                       data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, w->horizon,
-                      (unsigned long long)sf_split_longest(in->series, in->nseries, split));
+                      (unsigned long long)sf_split_longest(in->series, in->nseries, w->stride, split));
 }
 
 // *batch comes back no larger than the windows to predict: a replica is
@@ -191,7 +203,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
             rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, cut ? cut : in->series, cut ? ncut : in->nseries,
                                 &r->ck.window, 1, &split, e);
         if (!rc && sf_plan_windows(r->plan) == 0) rc = no_window(r, in, data, cut, ncut, &split, e);
-        free(cut);
+        r->segments = cut, r->nsegments = ncut;
     }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead
@@ -212,20 +224,12 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) rc = r->be->load(r->rep, r->ck.w, NULL, NULL, e);
     if (!rc) {
         r->pred = malloc((size_t)*batch * r->model.outputs * sizeof(float));
-        r->persist = malloc(r->cols.ntargets * sizeof *r->persist);
-        r->unit_mse = calloc(r->cols.ntargets, sizeof *r->unit_mse);
-        r->unit_n = calloc(r->cols.ntargets, sizeof *r->unit_n);
-        if (!r->pred || !r->persist || !r->unit_mse || !r->unit_n) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+        if (!r->pred) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     if (!rc && r->cols.nunseen)
         fprintf(stderr, "note: %s: %u value(s) of categorical column \"%s\"%s are not in the training data: "
                 "their rows get 0 for every input of the column\n", data, r->cols.nunseen,
                 in->col_names[r->cols.unseen_column], r->cols.nunseen > 1 ? " (or others)" : "");
-    for (uint32_t j = 0; !rc && j < r->cols.ntargets; j++) {
-        r->persist[j] = -1;
-        for (uint32_t f = 0; f < r->cols.nfeatures; f++)
-            if (r->cols.features[f] == r->cols.targets[j]) r->persist[j] = (int)f;
-    }
     return rc;
 }
 
@@ -233,15 +237,6 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
 // a NaN in a column without imputed values is an overflow, and is scored.
 static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
     return sf_columns_target_imputed(&r->cols, sf_pack_get_info(r->pack), y[(size_t)i * r->cols.ntargets + j], j);
-}
-
-// Window i's scaled value of target j at its last row when the model
-// predicts changes from it (0 when it predicts values): what turns a
-// predicted or true change back into a value.
-static float last_value(const run *r, const float *x, uint32_t i, uint32_t j) {
-    if (!r->cols.change_from) return 0;
-    size_t T = r->ck.window.length, nf = r->cols.nfeatures;
-    return x[((size_t)i * T + T - 1) * nf + (size_t)r->cols.change_from[j]];
 }
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
@@ -265,8 +260,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = (r->pred[(size_t)i * nt + j] + last_value(r, x, i, j) - r->cols.target_offset[j]) /
-                      r->cols.target_scale[j];
+            float v = sf_target_prediction(&r->cols, w->length, x, r->pred, i, j);
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
             if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value
@@ -281,72 +275,6 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         fputc('\n', r->out);
     }
     if (!rc && ferror(r->out)) rc = sf_err_errno(e, SF_EIO, errno, "write failed");
-    return rc;
-}
-
-// One line on the model against the baselines: true when it beats
-// persistence. What to try when it does not names train's own options.
-// A baseline of loss 0 is exact: a ratio to it would be infinite or 0/0,
-// so the verdict says so instead.
-static bool verdict_text(const run *r, char *buf, size_t cap) {
-    double loss = r->loss, mean = r->mean_loss, last = r->persist_loss;
-    if (isnan(last)) {
-        if (mean != 0)
-            snprintf(buf, cap, "%s the mean baseline by %.1f%%; no persistence baseline (a target is not a feature)",
-                     loss < mean ? "better than" : "worse than", 100 * fabs(1 - loss / mean));
-        else
-            snprintf(buf, cap, "the mean baseline is exact (loss 0: the targets are constant)%s; no persistence "
-                     "baseline (a target is not a feature)", loss > 0 ? " and the model is not" : ", as is the model");
-        return false;
-    }
-    if (loss < last) {
-        snprintf(buf, cap, "better than persistence: loss %.1f%% below predicting the last value", 100 * (1 - loss / last));
-        return true;
-    }
-    if (last == 0) {  // constant targets, or an older horizon-0 checkpoint's: the window's last row
-        snprintf(buf, cap, "predicting the last value is exact on these windows (loss 0)%s%s",
-                 loss > 0 ? ", and the model is not" : ", as is the model",
-                 r->ck.window.horizon == 0 ? ": the checkpoint's horizon is 0, so its target is the window's last "
-                                             "input row (hint: retrain with seqfeed train --horizon 1 or more)"
-                                           : ": the targets are the last row's values");
-        return false;
-    }
-    snprintf(buf, cap, "worse than persistence: loss %.2fx that of predicting the last value (hint: %s)", loss / last,
-             r->ck.target_change ? "more epochs, a longer --window, --time-features, or other --features"
-                                 : "train with --target change, so that the model learns the change from the "
-                                   "last value: one that learns nothing is persistence");
-    return false;
-}
-
-static int evaluate_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
-    run *r = arg;
-    (void)ids;
-    int rc = r->be->predict(r->rep, r->pred, x, count, e);
-    uint32_t nt = r->cols.ntargets, nf = r->cols.nfeatures, T = r->ck.window.length;
-    const sf_pack_info *in = sf_pack_get_info(r->pack);
-    // Sums over the target values pack observed (an imputed one is NaN in y),
-    // divided by their count at the end: the training loss when none is imputed.
-    for (uint32_t i = 0; !rc && i < count; i++) {
-        double row = 0, mean_row = 0, persist_row = 0;
-        for (uint32_t j = 0; j < nt; j++) {
-            if (imputed_target(r, y, i, j)) {
-                r->imputed++;
-                continue;
-            }
-            double base = last_value(r, x, i, j);  // values, also from a model of changes
-            double t = y[(size_t)i * nt + j] + base, p = r->pred[(size_t)i * nt + j] + base;
-            // The column's mean in this file, scaled like the targets.
-            // The training rows' mean, as the model could have learnt it (this file's, for older checkpoints).
-            double mean = (r->ck.target_mean ? r->ck.target_mean[j] : in->stats[r->cols.targets[j]].mean) *
-                              r->cols.target_scale[j] + r->cols.target_offset[j];
-            double last = r->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)r->persist[j]] : NAN;
-            row += (p - t) * (p - t), mean_row += (mean - t) * (mean - t), persist_row += (last - t) * (last - t);
-            double unit = (p - t) / r->cols.target_scale[j];
-            r->unit_mse[j] += unit * unit, r->unit_n[j]++, r->values++;
-        }
-        r->loss += row, r->mean_loss += mean_row, r->persist_loss += persist_row;
-    }
-    r->n += count;
     return rc;
 }
 
@@ -434,6 +362,68 @@ int cmd_predict(int argc, char **argv) {
     return rc ? cli_fail("predict", &e, NULL) : EXIT_OK;
 }
 
+static int replica_predict(void *arg, float *out, const float *x, uint32_t count, sf_err *e) {
+    run *r = arg;
+    return r->be->predict(r->rep, out, x, count, e);
+}
+
+// A forecaster's numbers per target as one JSON object: {"model": ..., ...}.
+static void json_forecasters(const double *v) {
+    printf("{");
+    for (int f = 0; f < SF_FORECASTERS; f++) {
+        printf("%s\"%s\": ", f ? ", " : "", sf_forecaster_names[f]);
+        cli_json_real(stdout, v[f]);  // null: none (no seasonal forecast, every value imputed)
+    }
+    printf("}");
+}
+
+static void evaluate_json(const run *r, const sf_score *s, const char *what) {
+    const sf_target_score *t = s->t;
+    printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": ", (unsigned long long)s->windows, what);
+    cli_json_real(stdout, s->mse[SF_FC_MODEL]);
+    printf(", \"mean_baseline\": ");
+    cli_json_real(stdout, s->mse[SF_FC_MEAN]);
+    printf(", \"persistence_baseline\": ");
+    cli_json_real(stdout, s->mse[SF_FC_PERSISTENCE]);
+    printf(", \"seasonal_baseline\": ");
+    cli_json_real(stdout, s->mse[SF_FC_SEASONAL]);
+    printf(", \"season\": ");
+    if (s->season.rows) printf("%u", s->season.rows);
+    else printf("null");
+    // Every scored target beats persistence: one that loses is never averaged away.
+    uint32_t scored = 0;
+    for (uint32_t j = 0; j < s->ntargets; j++) scored += t[j].values > 0;
+    printf(", \"beats_persistence\": %s", s->beating == scored ? "true" : "false");
+    printf(", \"target_change\": %s", r->ck.target_change ? "true" : "false");
+    printf(", \"target_values\": %llu, \"imputed_targets\": %llu", (unsigned long long)(s->values + s->imputed),
+           (unsigned long long)s->imputed);
+    printf(", \"target_mse\": {");
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        printf("%s", j ? ", " : "");
+        cli_json_string(stdout, t[j].name);
+        printf(": ");
+        cli_json_real(stdout, t[j].values ? t[j].rmse[SF_FC_MODEL] * t[j].rmse[SF_FC_MODEL] : NAN);  // null: all imputed
+    }
+    printf("}, \"per_target\": [");
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        printf("%s{\"name\": ", j ? ", " : "");
+        cli_json_string(stdout, t[j].name);
+        printf(", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)t[j].values,
+               (unsigned long long)t[j].seasonal_values);
+        for (int f = 0; f < SF_FORECASTERS; f++) {
+            printf(", \"%s\": ", sf_forecaster_names[f]);
+            cli_json_real(stdout, t[j].mse[f]);
+        }
+        printf(", \"beats_persistence\": %s", t[j].values ? t[j].beats_persistence ? "true" : "false" : "null");
+        printf(", \"rmse\": ");
+        json_forecasters(t[j].rmse);
+        printf(", \"mae\": ");
+        json_forecasters(t[j].mae);
+        printf("}");
+    }
+    printf("]}\n");
+}
+
 int cmd_evaluate(int argc, char **argv) {
     cli_args a;
     const char *ckpt = NULL, *data = NULL;
@@ -453,62 +443,46 @@ int cmd_evaluate(int argc, char **argv) {
         part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
-    if (!(rc = run_open(&r, ckpt, data, part, &batch, &where, &e)))
-        rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, evaluate_batch, &r, &e);
-    if (!rc && r.n == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data,
-                                         part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
-    if (!rc && r.values == 0)
+    const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";
+    const char *named = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole";
+    sf_score s = {0};
+    sf_season season;
+    if (!(rc = run_open(&r, ckpt, data, part, &batch, &where, &e))) {
+        const sf_pack_info *in = sf_pack_get_info(r.pack);
+        sf_season_find(&season, in, a.v[OPT_SEASON].set ? (uint32_t)a.v[OPT_SEASON].u : 0, &r.ck.window);
+        sf_score_opts so = {.pack = r.pack, .plan = r.plan, .cols = &r.cols, .target_mean = r.ck.target_mean,
+                            .series = r.segments ? r.segments : in->series,
+                            .nseries = r.segments ? r.nsegments : in->nseries, .season = &season, .batch = batch,
+                            .predict = replica_predict, .arg = &r};
+        rc = sf_score_run(&s, &so, &e);
+    }
+    if (!rc && s.windows == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data, named);
+    if (!rc && s.values == 0)
         rc = sf_err_set(&e, SF_EINVAL, "%s: nothing to score: all %llu target values of the %s part's windows were "
-                        "imputed by pack --missing ffill", data, (unsigned long long)r.imputed,
-                        part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "whole");
+                        "imputed by pack --missing ffill", data, (unsigned long long)s.imputed, named);
     if (rc) {
+        sf_score_free(&s);
         run_close(&r);
         return cli_fail("evaluate", &e, NULL);
     }
-    const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";
-    double n = (double)r.values;  // the losses are means over the target values scored
-    const sf_pack_info *in = sf_pack_get_info(r.pack);
-    char verdict[512];
-    bool beats = verdict_text(&r, verdict, sizeof verdict);
     if (json) {
-        printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": ", (unsigned long long)r.n, what);
-        cli_json_real(stdout, r.loss / n);
-        printf(", \"mean_baseline\": ");
-        cli_json_real(stdout, r.mean_loss / n);
-        printf(", \"persistence_baseline\": ");
-        cli_json_real(stdout, r.persist_loss / n);  // NaN: a target that is not a feature
-        printf(", \"beats_persistence\": %s", isnan(r.persist_loss) ? "null" : beats ? "true" : "false");
-        printf(", \"target_change\": %s", r.ck.target_change ? "true" : "false");
-        printf(", \"target_values\": %llu, \"imputed_targets\": %llu", (unsigned long long)(r.values + r.imputed),
-               (unsigned long long)r.imputed);
-        printf(", \"target_mse\": {");
-        for (uint32_t j = 0; j < r.cols.ntargets; j++) {
-            printf("%s", j ? ", " : "");
-            cli_json_string(stdout, in->col_names[r.cols.targets[j]]);
-            printf(": ");
-            cli_json_real(stdout, r.unit_n[j] ? r.unit_mse[j] / (double)r.unit_n[j] : NAN);  // null: all imputed
-        }
-        printf("}}\n");
+        evaluate_json(&r, &s, what);
     } else {
-        printf("windows          %llu (%s part of %s)\n", (unsigned long long)r.n, what, data);
-        if (r.imputed)
+        printf("windows          %llu (%s part of %s)\n", (unsigned long long)s.windows, what, data);
+        if (s.imputed)
             printf("imputed          %llu of %llu target values were imputed by pack --missing ffill and are not "
                    "scored\n",
-                   (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
-        printf("loss             %.6f   MSE of scaled values, as in training\n", r.loss / n);
-        printf("baseline mean    %.6f   predicting each target's training mean\n", r.mean_loss / n);
-        if (isnan(r.persist_loss)) printf("baseline last    n/a        (a target is not a feature)\n");
-        else printf("baseline last    %.6f   predicting the last observed value\n", r.persist_loss / n);
-        printf("target MSE       ");
-        for (uint32_t j = 0; j < r.cols.ntargets; j++) {
-            printf("%s%s ", j ? ", " : "", in->col_names[r.cols.targets[j]]);
-            if (r.unit_n[j]) printf("%.6g", r.unit_mse[j] / (double)r.unit_n[j]);
-            else printf("n/a (every value imputed)");
-        }
-        printf("   in data units\n");
-        printf("verdict          %s\n", verdict);
+                   (unsigned long long)s.imputed, (unsigned long long)(s.values + s.imputed));
+        printf("loss             %.6f   MSE of scaled values, as in training\n", s.mse[SF_FC_MODEL]);
+        printf("baseline mean    %.6f   predicting each target's training mean\n", s.mse[SF_FC_MEAN]);
+        printf("baseline last    %.6f   predicting the last observed value (persistence)\n",
+               s.mse[SF_FC_PERSISTENCE]);
+        if (s.season.rows)
+            printf("baseline season  %.6f   predicting the value one season before\n", s.mse[SF_FC_SEASONAL]);
+        sf_score_print(stdout, &s);
     }
-    bool finite = isfinite(r.loss);
+    bool finite = isfinite(s.mse[SF_FC_MODEL]);
+    sf_score_free(&s);
     run_close(&r);
     if (!finite)
         return cli_fail("evaluate", &(sf_err){SF_EFORMAT, "the loss is not finite: the checkpoint's weights or the "

@@ -85,6 +85,9 @@ static const option options[OPT_COUNT] = {
                                    "day, week or year (UTC), so that daily and yearly cycles are learnable"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
                    .help = "which part of every series, split as the checkpoint was trained"},
+    [OPT_SEASON] = {"season", 0, "N", K_COUNT, 1, U32, .group = DATA,
+                    .help = "rows one season spans, for the seasonal naive baseline (default: from the time "
+                            "column's typical step: a day of sub-daily rows, 7 daily, 52 weekly rows)"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
                    .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},
@@ -626,6 +629,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_LOG].set) o->log = v[OPT_LOG].text;
     if (v[OPT_TRACE].set) o->trace = v[OPT_TRACE].text;
     if (v[OPT_REPORT].set) o->report = v[OPT_REPORT].text;
+    if (v[OPT_SEASON].set) o->season = (uint32_t)v[OPT_SEASON].u;
     if (v[OPT_QUIET].set) o->progress = false;
 }
 

@@ -42,8 +42,14 @@ typedef struct sf_plan sf_plan;
 
 // A time-ordered split of every series, as users split an array for Keras'
 // validation_data: the first rows - floor(rows x fraction) rows of each
-// series are for training, the rest for validation. A window lies wholly in
-// one part, target included, so no validation row reaches training.
+// series are for training, the rest for validation. A training window lies
+// wholly in the training part, target included, so no validation row
+// reaches training. The validation part is its rows, not its windows: every
+// stride-th row of it from its first is a validation target whatever the
+// window, and that window's inputs may reach back into the training part;
+// a window that would start before the series' first row (a segment's,
+// with --max-gap: the series a plan is given) is left out. So runs with
+// other windows are validated on the same targets.
 enum sf_part { SF_PART_ALL, SF_PART_TRAIN, SF_PART_VALIDATION };
 typedef struct {
     double fraction;    // 0 <= fraction < 1
@@ -65,16 +71,19 @@ void sf_plan_free(sf_plan *p);
 // The windows such a plan would have (sf_plan_windows), without making one:
 // what a buffer of windows can ever hold is known before it is allocated.
 uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split);
-// The most rows split's part of one series has: no longer window fits.
-uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, const sf_split *split);
+// The longest span a window of split's part may have in one series (the
+// most rows a training part has; from a series' first row to the last
+// target row of its validation part that stride reaches): no longer one fits.
+uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, uint32_t stride, const sf_split *split);
 // For a hint when too few windows fit: the window's options that are above
 // their least (stride too when count is set: it thins windows, never fits
 // one), as ", --window, --horizon" or, with python, ", window (--window), ...".
 // buf is "" when all are at their least.
 void sf_window_shrinkers(const sf_window_spec *w, bool count, bool python, char *buf, size_t cap);
 
-// Every valid window (one that fits in its series, target included) has an
-// id; ids follow start rows, so the windows of one block are consecutive.
+// Every valid window (one that fits in its series and its part as sf_split
+// says) has an id; ids follow start rows, so the windows of one block are
+// consecutive.
 uint64_t sf_plan_windows(const sf_plan *p);
 uint64_t sf_plan_window_start(const sf_plan *p, uint64_t id);  // first row
 uint64_t sf_plan_blocks(const sf_plan *p);

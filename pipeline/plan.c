@@ -13,7 +13,7 @@ struct sf_plan {
     sf_window_spec w;
     uint64_t span, nrows, block_rows, nblocks, nseries;
     uint64_t *first;   // first row of each series, then nrows
-    uint64_t *lo;      // first row a window of each series may start at (its split part)
+    uint64_t *lo;      // start row of each series' first window in its split part
     uint64_t *before;  // windows in the series before each, then the total
 };
 
@@ -26,22 +26,44 @@ static uint64_t part_windows(uint64_t rows, uint64_t span, uint32_t stride) {
     return rows >= span ? (rows - span) / stride + 1 : 0;
 }
 
+// The windows of split's part of one series: how many, and the first one's
+// start row in *start. A training (or whole) window lies wholly in its
+// part. A validation window is placed by its target, so that the rows
+// validated do not depend on the window: every stride-th row of the
+// validation part from its first is a target, and its window's inputs may
+// reach back into the training part (never its target); one that would
+// start before the series' first row is left out.
+static uint64_t series_windows(const sf_series *s, const sf_split *split, uint64_t span, uint32_t stride,
+                               uint64_t *start) {
+    sf_series part;
+    sf_split_rows(s, 1, split, &part);
+    *start = part.first_row;
+    if (!split || split->part != SF_PART_VALIDATION) return part_windows(part.rows, span, stride);
+    uint64_t hi = part.first_row + part.rows, target = part.first_row;
+    if (span > s->rows) return 0;  // and no sum below can overflow
+    uint64_t need = s->first_row + span - 1;  // the first target whose window starts in the series
+    if (target < need) target += (need - target + stride - 1) / stride * stride;
+    if (target >= hi) return 0;
+    *start = target - (span - 1);
+    return (hi - 1 - target) / stride + 1;
+}
+
 uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split) {
-    uint64_t span = sf_window_span(w), n = 0;
-    for (uint64_t i = 0; w->stride && i < nseries; i++) {
-        sf_series part;
-        sf_split_rows(series + i, 1, split, &part);
-        n += part_windows(part.rows, span, w->stride);
-    }
+    uint64_t span = sf_window_span(w), n = 0, start;
+    for (uint64_t i = 0; w->stride && i < nseries; i++) n += series_windows(series + i, split, span, w->stride, &start);
     return n;
 }
 
-uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, const sf_split *split) {
+uint64_t sf_split_longest(const sf_series *series, uint64_t nseries, uint32_t stride, const sf_split *split) {
     uint64_t most = 0;
     for (uint64_t i = 0; i < nseries; i++) {
         sf_series part;
         sf_split_rows(series + i, 1, split, &part);
-        most = part.rows > most ? part.rows : most;
+        uint64_t rows = part.rows;
+        if (split && split->part == SF_PART_VALIDATION && part.rows > 0 && stride > 0)
+            // From the series' first row to the last target row stride allows.
+            rows = part.first_row + (part.rows - 1) / stride * stride - series[i].first_row + 1;
+        most = rows > most ? rows : most;
     }
     return most;
 }
@@ -106,13 +128,9 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
                               (unsigned long long)i, (unsigned long long)series[i].first_row,
                               (unsigned long long)series[i].rows, (unsigned long long)row);
         }
-        sf_series part;
-        sf_split_rows(series + i, 1, split, &part);
-        uint64_t lo = part.first_row, hi = lo + part.rows;
         p->first[i] = row;
-        p->lo[i] = lo;
         p->before[i] = windows;
-        windows += part_windows(hi - lo, p->span, w->stride);
+        windows += series_windows(series + i, split, p->span, w->stride, &p->lo[i]);
         row += series[i].rows;
     }
     if (row != nrows) {

@@ -49,6 +49,7 @@ typedef struct {
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
+    sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
     sf_lr_schedule lr;  // the run's, its total planned (cosine)
     sf_plateau plateau; // where ReduceLROnPlateau stands
 } fit;
@@ -219,6 +220,32 @@ static int end_epoch(fit *f, sf_err *e) {
     return 0;
 }
 
+static int trainer_predict(void *arg, float *out, const float *x, uint32_t count, sf_err *e) {
+    return sf_trainer_predict(arg, out, x, count, e);
+}
+
+// The run's end on rank 0: the validation part per target, with the
+// weights the run ends with, against the baselines evaluate shows, into
+// f->score (for the report) and as evaluate's table. Not for benchmarks,
+// nor a run interrupted (its user wants it to stop).
+static int score_end(fit *f, sf_err *e) {
+    if (f->rank != 0 || f->bench || f->interrupted || !f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
+    const sf_pack_info *in = sf_pack_get_info(f->d.pack);
+    uint64_t nseries;
+    const sf_series *series = sf_run_data_series(&f->d, &nseries);
+    sf_season season;
+    sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
+    sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
+                        .nseries = nseries, .season = &season, .batch = f->replica_batch,
+                        .predict = trainer_predict, .arg = f->tr};
+    int rc = sf_score_run(&f->score, &so, e);
+    if (!rc && f->talk && f->score.values) {
+        fprintf(stderr, "validation part, per target, with the final weights (seqfeed evaluate shows the same):\n");
+        sf_score_print(stderr, &f->score);
+    }
+    return rc;
+}
+
 // Steps until the next point where the loop has work: the epoch's end, a
 // --checkpoint-every step, --max-steps.
 static uint64_t steps_to_next(const fit *f) {
@@ -358,6 +385,7 @@ static void fit_close(fit *f) {
     sf_trainer_close(f->tr);
     sf_trace_close(f->trace);
     sf_plan_free(f->val_plan);
+    sf_score_free(&f->score);
     sf_run_data_close(&f->d);
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
@@ -464,7 +492,7 @@ static int open_data(fit *f, sf_err *e) {
                 snprintf(fits, sizeof fits, ": a window spans %llu rows ((--window - 1) x --sampling-rate + --horizon "
                          "+ 1), more than the %llu rows of the longest series' training part",
                          (unsigned long long)sf_window_span(&o->pipe.window),
-                         (unsigned long long)sf_split_longest(series, nseries, &split));
+                         (unsigned long long)sf_split_longest(series, nseries, o->pipe.window.stride, &split));
             char hint[256];
             snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
                      po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
@@ -659,10 +687,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
         if (f->o->val_split == 0)
             fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
-        else
-            fprintf(stderr, "validation: none: the validation part of every series (its last %g of rows) is shorter "
-                    "than a window and its target (%llu rows): no val_loss (hint: a larger --val-split or a shorter "
-                    "--window)\n", f->o->val_split, (unsigned long long)sf_window_span(&f->o->pipe.window));
+        else  // a series with a training window has a window for its validation targets: only empty parts have none
+            fprintf(stderr, "validation: none: the validation part of every %s (its last %g of rows, rounded down) "
+                    "is empty: no val_loss (hint: a larger --val-split)\n", f->d.segments ? "segment" : "series",
+                    f->o->val_split);
     }
     for (int targets = 0; f->d.cols.nflat && targets < 2; targets++) {
         char flat[1024];
@@ -701,9 +729,9 @@ static int plan_lr(fit *f, float lr, sf_err *e) {
     if (f->lr.kind == SF_LR_PLATEAU && (!f->val_plan || sf_plan_windows(f->val_plan) == 0))
         return sf_err_set(e, SF_EUSAGE, "--lr-schedule plateau lowers the lr when val_loss stops improving, and this "
                           "run has no validation windows: %s (hint: %s)", o->val_split == 0 ? "--val-split 0"
-                          : "the validation part of every series is shorter than a window and its target",
+                          : "the validation part of every series is empty",
                           o->val_split == 0 ? "a --val-split above 0, or another --lr-schedule"
-                                            : "a larger --val-split or a shorter --window");
+                                            : "a larger --val-split, or another --lr-schedule");
     if (f->lr.kind == SF_LR_COSINE && !f->lr.total_steps) f->lr.total_steps = planned_steps(f);
     return 0;
 }
@@ -797,6 +825,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     double el = sf_now() - f.run_t0;
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);
+    if (!rc) rc = score_end(&f, e);
     if (!rc && f.run_steps) rc = diagnose(&f, f.po.decoders, e);
     // A failed rank cannot join the others in gathering the trace.
     if (f.trace && (!rc || !f.ranks)) {

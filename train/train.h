@@ -11,6 +11,7 @@
 //                and the ranks' agreement on the run's settings
 //   profile.c    where each replica's steps went, and why it waited
 //   report.c     the run as one HTML page
+//   score.c      how good a model is: per target, against baselines
 // Functions return 0 or a negative SF_E* code with e filled, unless they say
 // otherwise; what they are given is borrowed.
 #ifndef SF_TRAIN_H
@@ -235,6 +236,77 @@ int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t ns
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e);
 
+// ---- how good a model is: per target, against baselines (score.c) ----
+
+// Who forecasts each target value: the model; persistence (the value at the
+// window's last input row); the training rows' mean; the seasonal naive
+// forecast (the value one season before the target row, same series).
+enum sf_forecaster { SF_FC_MODEL, SF_FC_PERSISTENCE, SF_FC_MEAN, SF_FC_SEASONAL, SF_FORECASTERS };
+extern const char *const sf_forecaster_names[SF_FORECASTERS];  // "model", "persistence", "mean", "seasonal"
+
+// The season the seasonal forecast looks back, in rows.
+typedef struct {
+    uint32_t rows;   // 0: no seasonal forecast
+    char text[512];  // how it was found, or why there is none (with a hint naming --season)
+} sf_season;
+// given rows (--season) when not 0, else from the time column's typical
+// step: rows per day for a step that divides a day, 7 for daily rows, 52
+// for weekly ones, none otherwise; none when the season is not longer than
+// w's horizon (the value one season before the target would not be before
+// the window's last input row).
+void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const sf_window_spec *w);
+
+typedef struct {
+    char *name;                  // the column's
+    uint64_t values, imputed;    // target values scored; left out as pack imputed
+    uint64_t seasonal_values;    // of those scored, with a row one season before in their series
+    double mse[SF_FORECASTERS];  // on the scaled values, as the training loss (NAN: none)
+    double rmse[SF_FORECASTERS], mae[SF_FORECASTERS];  // in the data's units (NAN: none)
+    double model_seasonal_mse;   // the model's MSE on the values with a seasonal forecast
+    bool beats_persistence;      // the model's MSE below persistence's
+} sf_target_score;
+
+typedef struct {
+    uint64_t windows, values, imputed;  // values: target values scored over every target
+    double mse[SF_FORECASTERS];  // over every target's values scored (seasonal: those with one)
+    uint32_t ntargets, beating;  // targets, and those whose model beats persistence
+    sf_target_score *t;
+    sf_season season;
+    bool target_change;          // the model learnt changes (--target change)
+    uint32_t horizon;
+} sf_score;
+
+// Replica predictions (count, outputs) for x (count, window, inputs).
+typedef int (*sf_predict_fn)(void *arg, float *out, const float *x, uint32_t count, sf_err *e);
+
+typedef struct {
+    const sf_pack *pack;
+    const sf_plan *plan;          // the windows to score
+    const sf_columns *cols;       // scaled as the model's training data (imputed targets are left out)
+    const float *target_mean;     // per target, data units: the training rows' (NULL: cols')
+    const sf_series *series;      // the series the plan's windows stay inside (segments, say)
+    uint64_t nseries;
+    const sf_season *season;
+    uint32_t batch;               // windows per predict call
+    sf_predict_fn predict;
+    void *arg;
+} sf_score_opts;
+// Scores every window of o->plan into *s (its own: sf_score_free, also
+// after a failure). Target values pack imputed are not scored; persistence
+// and the seasonal value are read from the file, so a target that is no
+// feature has them too.
+int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e);
+void sf_score_free(sf_score *s);
+// Target j's prediction in data units for window i of x (count, T,
+// nfeatures) from the model's output pred (count, ntargets): a change (--target change)
+// added to the window's last value, then unscaled, in float32 as predict writes it.
+float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i, uint32_t j);
+// The per-target table (RMSE and MAE of each forecaster, the verdict) and
+// the overall verdict, which names every target that does not beat persistence.
+void sf_score_print(FILE *f, const sf_score *s);
+// The overall verdict alone, one line.
+void sf_score_verdict(const sf_score *s, char *buf, size_t cap);
+
 // ---- the fit loop ----
 
 // What `seqfeed train` does: the data file opened once, its columns and
@@ -280,6 +352,7 @@ typedef struct {
     bool overlap_reduce;             // sf_trainer_opts.overlap_reduce
     sf_ranks *ranks;                 // the job's ranks (NULL: this process alone); replicas and
                                      // devices are this rank's, batch the whole job's
+    uint32_t season;                 // rows of a season for the end's seasonal baseline (0: from the time column)
     // The lr's schedule (its lr: adam.lr; total_steps: 0, the fit plans it:
     // epochs x steps per epoch, or max_steps when fewer; a resume keeps the
     // checkpoint's); plateau needs validation.

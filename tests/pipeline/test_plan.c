@@ -33,10 +33,16 @@ static uint64_t *reference_starts(const layout *l, uint64_t *n) {
         // The split by its definition: the last floor(rows x fraction) rows
         // are for validation.
         uint64_t val = (uint64_t)floor((double)l->series[i].rows * l->split.fraction);
+        if (l->split.part == SF_PART_VALIDATION) {
+            // Placed by their targets: every stride-th row of the validation
+            // part, inputs reaching back into the series.
+            for (uint64_t t = end - val; t < end; t += l->w.stride)
+                if (t + 1 >= begin + span) starts[(*n)++] = t + 1 - span;
+            continue;
+        }
         if (l->split.part == SF_PART_TRAIN) end -= val;
-        if (l->split.part == SF_PART_VALIDATION) begin = end - val;
         for (uint64_t s = begin; s < end; s += l->w.stride)
-            if (s + span <= end) starts[(*n)++] = s;  // the target row stays inside the series
+            if (s + span <= end) starts[(*n)++] = s;  // the target row stays inside the part
     }
     return starts;
 }
@@ -106,6 +112,9 @@ static void check_layout(const layout *l, int trial) {
     uint64_t *ref = reference_starts(l, &nref);
     CHECK(sf_plan_windows(p) == nref, "trial %d: %llu windows, reference %llu", trial,
           (unsigned long long)sf_plan_windows(p), (unsigned long long)nref);
+    CHECK(sf_plan_count(l->series, l->nseries, &l->w, &l->split) == nref, "trial %d: sf_plan_count %llu, reference "
+          "%llu", trial, (unsigned long long)sf_plan_count(l->series, l->nseries, &l->w, &l->split),
+          (unsigned long long)nref);
     uint64_t span = sf_window_span(&l->w);
     for (uint64_t id = 0; id < nref && id < sf_plan_windows(p); id++)
         CHECK(sf_plan_window_start(p, id) == ref[id], "trial %d: window %llu starts at %llu, reference %llu", trial,
@@ -239,6 +248,82 @@ static void check_orders(void) {
     sf_plan_free(p);
 }
 
+// The rows a split's windows predict: a training window's target is never a
+// validation row; the validation targets are every stride-th row of each
+// series' validation part whose window fits in the series, whatever the
+// window; sf_split_longest is the longest span that still fits.
+static void check_parts(int trial) {
+    layout l = random_layout();
+    l.split.fraction = (double)(1 + rng() % 500) / 1000;
+    uint32_t stride = l.w.stride;
+    sf_split train = {l.split.fraction, SF_PART_TRAIN}, val = {l.split.fraction, SF_PART_VALIDATION};
+    // Per row: whether it is a validation row, its series' first row, its
+    // series' validation part's first row.
+    uint8_t *is_val = calloc(l.nrows + 1, 1);
+    uint64_t *first = malloc((l.nrows + 1) * sizeof *first), *vfirst = malloc((l.nrows + 1) * sizeof *vfirst);
+    for (uint64_t i = 0; i < l.nseries; i++) {
+        uint64_t lo = l.series[i].first_row, hi = lo + l.series[i].rows;
+        uint64_t nval = (uint64_t)floor((double)l.series[i].rows * l.split.fraction);
+        for (uint64_t r = lo; r < hi; r++) is_val[r] = r >= hi - nval, first[r] = lo, vfirst[r] = hi - nval;
+    }
+    uint8_t *targets = calloc(l.nrows + 1, 1);
+    const sf_window_spec windows[3] = {{8, stride, 1, 1}, {24, stride, 1, 1}, {32, stride, 1, 1}};
+    for (int k = 0; k < 3; k++) {
+        const sf_window_spec *w = &windows[k];
+        uint64_t span = sf_window_span(w);
+        sf_plan *tp = NULL, *vp = NULL;
+        sf_err e = {0};
+        CHECK(!sf_plan_create(&tp, l.nrows, l.chunk_rows, l.series, l.nseries, w, 1, &train, &e) &&
+                  !sf_plan_create(&vp, l.nrows, l.chunk_rows, l.series, l.nseries, w, 1, &val, &e),
+              "trial %d: %s", trial, e.msg);
+        if (!tp || !vp) {
+            sf_plan_free(tp), sf_plan_free(vp);
+            break;
+        }
+        for (uint64_t id = 0; id < sf_plan_windows(tp); id++) {
+            uint64_t s = sf_plan_window_start(tp, id);
+            CHECK(!is_val[s + span - 1], "trial %d: training window %llu predicts validation row %llu", trial,
+                  (unsigned long long)id, (unsigned long long)(s + span - 1));
+        }
+        uint8_t *got = calloc(l.nrows + 1, 1);
+        for (uint64_t id = 0; id < sf_plan_windows(vp); id++) {
+            uint64_t s = sf_plan_window_start(vp, id), t = s + span - 1;
+            CHECK(t < l.nrows && is_val[t] && first[t] <= s, "trial %d: validation window %llu (rows %llu..%llu) is "
+                  "not one of a validation target's series", trial, (unsigned long long)id, (unsigned long long)s,
+                  (unsigned long long)t);
+            if (t < l.nrows) got[t] = 1;
+        }
+        // The expected targets: each validation row stride rows on from its
+        // part's first whose window starts in the series.
+        for (uint64_t r = 0; r < l.nrows; r++) {
+            bool want = is_val[r] && (r - vfirst[r]) % stride == 0 && r + 1 >= first[r] + span;
+            CHECK(got[r] == want, "trial %d: window %u: row %llu %s", trial, w->length, (unsigned long long)r,
+                  want ? "is not validated" : "is validated, not a target of the rule");
+            // Rows that every window here reaches are validated by each.
+            if (r + 1 >= first[r] + sf_window_span(&windows[2]) && k > 0)
+                CHECK(got[r] == targets[r], "trial %d: window %u validates row %llu, window 8 %s", trial, w->length,
+                      (unsigned long long)r, targets[r] ? "does" : "does not");
+            if (k == 0) targets[r] = got[r];
+        }
+        free(got);
+        sf_plan_free(tp), sf_plan_free(vp);
+    }
+    // The longest span of each part fits, one row more does not.
+    for (int part = SF_PART_ALL; part <= SF_PART_VALIDATION; part++) {
+        sf_split split = {l.split.fraction, (enum sf_part)part};
+        uint64_t longest = sf_split_longest(l.series, l.nseries, stride, &split);
+        if (longest == 0 || longest > UINT32_MAX) continue;
+        sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1)}, over = {1, stride, 1, (uint32_t)longest};
+        CHECK(sf_plan_count(l.series, l.nseries, &fits, &split) > 0 && sf_plan_count(l.series, l.nseries, &over,
+              &split) == 0, "trial %d: part %d: the longest span %llu is not the longest that fits", trial, part,
+              (unsigned long long)longest);
+    }
+    free(targets);
+    free(is_val);
+    free(first);
+    free(vfirst);
+}
+
 static void check_errors(void) {
     sf_series s[2] = {{0, 10, ""}, {11, 5, ""}};  // a gap at row 10
     sf_window_spec w = {5, 1, 1, 1};
@@ -259,6 +344,7 @@ int main(void) {
         layout l = random_layout();
         check_layout(&l, trial);
     }
+    for (int trial = 0; trial < 200; trial++) check_parts(trial);
     check_orders();
     check_reads();
     check_errors();

@@ -209,11 +209,12 @@ run 0 pack flat.csv -o flat.sfpack -q
 run 0 train --data flat.sfpack --model lstm:4,dense --window 3 --batch-size 4 --epochs 1 --val-split 0
 expect err "scaling: constant target a: its spread over the training rows is below float32's smallest normal number, so it is scaled as a constant"
 expect err "epoch 1/1 .* loss [0-9]"
-# A target that is not a feature: no persistence baseline, and still JSON.
+# A target that is not a feature: its persistence baseline too, from the file.
 run 0 train --data s.sfpack --features f0,f1 --targets f2 --model lstm:8,dense --window 8 --epochs 1 --max-steps 5 \
     --checkpoint-dir nf -q
 run 0 evaluate --checkpoint nf/latest.safetensors --data s.sfpack --json
-python3 -c "import json,sys; d = json.load(open('out')); sys.exit(0 if d['persistence_baseline'] is None else 1)" ||
+python3 -c "import json,sys; d = json.load(open('out')); t = d['per_target'][0]
+sys.exit(0 if d['persistence_baseline'] > 0 and t['name'] == 'f2' and t['rmse']['persistence'] > 0 else 1)" ||
     fail "evaluate --json without persistence: $(cat out)"
 # A checkpoint whose column names disagree with its counts is refused.
 python3 - <<'PY'

@@ -64,7 +64,7 @@ for k, col in enumerate(["a", "b"]):
     assert abs(offset[k] + mean / std) <= 1e-5 * max(1, abs(mean / std)), (col, offset[k], -mean / std)
 PY
 run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack
-expect out "^verdict +(better|worse) than persistence"
+expect out "^verdict +(all 2 scored targets beat persistence|[01] of 2 targets beats? persistence; [ab] does not: )"
 # The mean baseline predicts the training rows' mean (the checkpoint's), not the file's.
 run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack --json
 python3 - <<'PY' || fail "the mean baseline is not the training part's mean: $(cat out)"
@@ -76,7 +76,7 @@ for s in ("x", "y"):
     part = [r for r in rows if r["id"] == s]
     cut = len(part) - int(len(part) * 0.25)
     for c in ("a", "b"): train[c] += [f32(r[c]) for r in part[:cut]]
-    targets += part[cut + 8:]  # windows of 8 rows in the validation part, each target the row after
+    targets += part[max(cut, 8):]  # every validation row a window of 8 rows (and the row after) reaches
 stat = {}
 for c in ("a", "b"):
     m = math.fsum(train[c]) / len(train[c])
@@ -132,9 +132,16 @@ expect err "^validation: none \(--val-split 0\): no val_loss$"
 grep -q val_loss err && ! grep -q "^validation:" err && fail "val_loss printed without validation: $(cat err)"
 grep -q "val_loss [0-9n]" err && fail "a val_loss on an epoch line: $(cat err)"
 [ "$(sed -n 2p n.csv | cut -d, -f3)" = "" ] || fail "the log's val_loss without validation: $(cat n.csv)"
-over small --window 60 --val-split 0.1 --checkpoint-dir short
+# A validation window's inputs reach back into the training part: a window
+# longer than the validation part still validates it (300 and 217 rows, the
+# last 30 and 21); only parts of no row (floor(300 x 0.003) = 0) have none.
+over small --window 60 --val-split 0.1 --checkpoint-dir long --log long.csv
 run 0 train "${args[@]}"
-expect err "^validation: none: the validation part of every series \(its last 0.1 of rows\) is shorter than a window and its target \(61 rows\)"
+grep -q "^validation: none" err && fail "a window longer than the validation part validates nothing: $(cat err)"
+[ "$(sed -n 2p long.csv | cut -d, -f3)" != "" ] || fail "no val_loss with windows longer than the part: $(cat long.csv)"
+over small --val-split 0.003 --checkpoint-dir short
+run 0 train "${args[@]}"
+expect err "^validation: none: the validation part of every series \(its last 0.003 of rows, rounded down\) is empty: no val_loss \(hint: a larger --val-split\)$"
 
 # Without --checkpoint-dir: runs/<stamp>/, said first and last; -q: last only.
 over small --epochs 1

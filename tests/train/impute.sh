@@ -38,11 +38,12 @@ for k, r in enumerate(rows): r["line"] = k + 2
 series = {}
 for r in rows: series.setdefault(r["site"], []).append(r)
 def targets(part):
-    """The rows windows predict: in the whole series, or in its validation part (the last floor(n x VAL) rows)."""
+    """The rows windows predict: in the whole series from the first a window reaches, or its validation part (the
+    last floor(n x VAL) rows) but those before the first a window reaches (its inputs may be training rows)."""
     out = []
     for rs in series.values():
         lo = len(rs) - int(len(rs) * VAL) if part == "validation" else 0
-        out += rs[lo + W - 1 + H:]
+        out += rs[max(lo, W - 1 + H):]
     return out
 PY
 python3 - $W $H $VAL <<'PY' || fail "inspect's imputed counts: $(cat out)"

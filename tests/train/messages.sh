@@ -102,13 +102,19 @@ for c in predict evaluate; do
     run 1 $c --checkpoint gap/latest.safetensors --data few.sfpack --gpus none
     expect err "few.sfpack: no window fits in the (whole|validation) part: the checkpoint's windows span 9 rows \(window 8, sampling rate 1, horizon 1\), more than the [0-9] rows of its longest series"
 done
-# Only the validation part too short: --split all is the fix, and it works.
+# A validation part of one row shorter than a window: its window reaches
+# back into the training part. Of no row (floor(9 x 0.1) = 0): --split all
+# is the fix, and it works.
 head -n 13 hourly.csv >twelve.csv
 run 0 pack twelve.csv -o twelve.sfpack --series-column site -q
-run 1 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none
-expect err "twelve.sfpack: no window fits in the validation part \(the last 10% of each series' rows, the longest 1 rows; the checkpoint's windows span 9\) \(hint: --split all\)"
-run 0 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none --split all
-expect out "^windows +4 "
+run 0 evaluate --checkpoint gap/latest.safetensors --data twelve.sfpack --gpus none
+expect out "^windows +1 \(validation part"
+head -n 10 hourly.csv >nine.csv
+run 0 pack nine.csv -o nine.sfpack --series-column site -q
+run 1 evaluate --checkpoint gap/latest.safetensors --data nine.sfpack --gpus none
+expect err "nine.sfpack: no window fits in the validation part: its targets are the last 10% of each series' rows \(rounded down\), every stride-th from the first, and a window's inputs may reach back into the training part, not before the series' first row; the checkpoint's windows span 9 rows, and every series' validation part is empty \(hint: --split all\)"
+run 0 evaluate --checkpoint gap/latest.safetensors --data nine.sfpack --gpus none --split all
+expect out "^windows +1 "
 
 # --horizon 0 would make the window's last input row the target.
 for c in train "bench pipeline" "bench train" "bench scaling"; do
@@ -121,7 +127,7 @@ done
 run 0 train --data flat.sfpack --targets still --window 4 --checkpoint-dir still "${small[@]}" -q
 run 0 evaluate --checkpoint still/latest.safetensors --data flat.sfpack --gpus none
 grep -qiE "inf|nan" out && fail "evaluate prints a ratio to a zero loss: $(cat out)"
-expect out "^verdict +predicting the last value is exact on these windows \(loss 0\)"
+expect out "^verdict +still does not beat persistence: (it is exact \(RMSE 0\), the model is not|both exact \(RMSE 0\))"
 run 0 evaluate --checkpoint still/latest.safetensors --data flat.sfpack --gpus none --json
 python3 -c "import json; d = json.load(open('out')); assert d['persistence_baseline'] == 0 and d['beats_persistence'] is False" ||
     fail "evaluate --json: $(cat out)"

@@ -1,0 +1,348 @@
+// How good a model is: each target's errors in the data's units next to
+// honest baselines on the same target values (persistence, the training
+// mean, the seasonal naive forecast), and a verdict per target. evaluate
+// drives it with its one replica, the fit with its trainer's replica 0, each
+// through a predict callback.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "train.h"
+
+const char *const sf_forecaster_names[SF_FORECASTERS] = {"model", "persistence", "mean", "seasonal"};
+
+void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const sf_window_spec *w) {
+    *s = (sf_season){0};
+    const char *hint = "hint: --season N, the rows one season spans";
+    uint32_t rows = given;
+    if (given) {
+        snprintf(s->text, sizeof s->text, "%u row%s (--season)", given, given == 1 ? "" : "s");
+    } else if (in->time_kind == SF_TIME_NONE) {
+        snprintf(s->text, sizeof s->text, "none: the file has no time column to find one in (%s)", hint);
+        return;
+    } else {
+        int64_t day = sf_pack_time_count(in, 86400), step = in->time_step;
+        char text[32];
+        sf_duration_text((double)step * sf_pack_time_unit(in), text, sizeof text);
+        const char *what = NULL;
+        if (step > 0 && step < day && day % step == 0 && day / step <= UINT32_MAX) rows = (uint32_t)(day / step), what = "a day";
+        else if (step > 0 && step == day) rows = 7, what = "a week";
+        else if (step > 0 && day <= INT64_MAX / 7 && step == 7 * day) rows = 52, what = "a year";
+        if (!rows) {
+            snprintf(s->text, sizeof s->text, "none: the time column's typical step, %s, is no divisor of a day, "
+                     "nor a day or a week (%s)", step > 0 ? text : "none", hint);
+            return;
+        }
+        snprintf(s->text, sizeof s->text, "%u rows, %s of %s rows (from the time column; --season N overrides)",
+                 rows, what, text);
+    }
+    if (rows <= w->horizon) {
+        char found[sizeof s->text];
+        memcpy(found, s->text, sizeof found);
+        snprintf(s->text, sizeof s->text, "none: the season, %.160s, is not longer than the horizon (%u row%s): the "
+                 "value one season before the target is not before the window's last input row (hint: a --season "
+                 "above %u)", found, w->horizon, w->horizon == 1 ? "" : "s", w->horizon);
+        return;
+    }
+    s->rows = rows;
+}
+
+// The window's scaled value of target j's feature at its last input row
+// when the model predicts changes (0 when it predicts values).
+static float change_base(const sf_columns *c, uint32_t T, const float *x, uint32_t i, uint32_t j) {
+    if (!c->change_from) return 0;
+    return x[((size_t)i * T + T - 1) * c->nfeatures + (size_t)c->change_from[j]];
+}
+
+float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i,
+                           uint32_t j) {
+    return (pred[(size_t)i * c->ntargets + j] + change_base(c, T, x, i, j) - c->target_offset[j]) / c->target_scale[j];
+}
+
+// A few chunks of the file decoded, the least recently used replaced: the
+// rows a window's scores read (its target row, its last input row, one
+// season earlier) advance in step, each about once per chunk.
+enum { CACHE_SLOTS = 3 };
+typedef struct {
+    const sf_pack *pack;
+    sf_pack_dctx *dctx;
+    void *stored;
+    struct {
+        uint64_t chunk, used;  // chunk UINT64_MAX: empty
+        uint32_t rows;
+        float *vals;           // column-major, as decoded
+    } slot[CACHE_SLOTS];
+    uint64_t clock;
+} row_cache;
+
+static void cache_free(row_cache *c) {
+    sf_pack_dctx_free(c->dctx);
+    free(c->stored);
+    for (int k = 0; k < CACHE_SLOTS; k++) free(c->slot[k].vals);
+}
+
+static int cache_open(row_cache *c, const sf_pack *p, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(p);
+    size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
+    *c = (row_cache){.pack = p};
+    for (int k = 0; k < CACHE_SLOTS; k++) c->slot[k].chunk = UINT64_MAX;
+    // Checked before allocating: a file of wide, long chunks could ask for more than the machine has.
+    uint64_t need = (uint64_t)CACHE_SLOTS * (rows ? rows : 1) * in->ncols * sizeof(float), have = sf_machine_memory();
+    if (have && need > have)
+        return sf_err_set(e, SF_ENOMEM, "%s: scoring reads %d decoded chunks of %u rows x %u columns at once, "
+                          "%.1f GB, more than the %.1f GB this machine has (hint: pack the file with a smaller "
+                          "--chunk-rows)", sf_pack_name(p), CACHE_SLOTS, in->chunk_rows, in->ncols, need / 1e9,
+                          have / 1e9);
+    c->dctx = sf_pack_dctx_create(), c->stored = malloc(sf_pack_max_stored_size(p));
+    bool ok = c->dctx && c->stored;
+    for (int k = 0; k < CACHE_SLOTS; k++) {
+        c->slot[k].vals = malloc((rows ? rows : 1) * in->ncols * sizeof(float));
+        ok = ok && c->slot[k].vals;
+    }
+    return ok ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for the rows the scores read");
+}
+
+// Column col of the file's row, as the file holds it.
+static int cache_value(row_cache *c, uint64_t row, uint32_t col, float *v, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(c->pack);
+    uint64_t chunk = row / in->chunk_rows, k = row - chunk * in->chunk_rows;
+    int at = -1, oldest = 0;
+    for (int s = 0; s < CACHE_SLOTS; s++) {
+        if (c->slot[s].chunk == chunk) at = s;
+        if (c->slot[s].used < c->slot[oldest].used) oldest = s;
+    }
+    if (at < 0) {
+        at = oldest;
+        c->slot[at].chunk = UINT64_MAX;
+        int rc = sf_pack_chunk_read(c->pack, chunk, c->stored, e);
+        if (!rc) rc = sf_pack_chunk_decode(c->dctx, c->pack, chunk, c->stored, c->slot[at].vals, e);
+        if (rc) return rc;
+        c->slot[at].chunk = chunk, c->slot[at].rows = sf_pack_chunk_locate(c->pack, chunk).rows;
+    }
+    c->slot[at].used = ++c->clock;
+    *v = c->slot[at].vals[(size_t)col * c->slot[at].rows + k];
+    return 0;
+}
+
+typedef struct {
+    const sf_score_opts *o;
+    sf_columns cols;  // o's, imputed targets NaN
+    sf_score *s;
+    float *pred;
+    int32_t *persist;  // per target: its feature, or -1
+    row_cache rows;
+    uint64_t series;   // the series of the last window's target
+    // per target: sums of squared and absolute errors (data units), and of
+    // squared errors on scaled values; the model's on the values with a
+    // seasonal forecast
+    double (*sq)[SF_FORECASTERS], (*ab)[SF_FORECASTERS], (*ssq)[SF_FORECASTERS], *model_seasonal;
+} scorer;
+
+// One error of forecaster f for target j: data units d, scaled values u.
+static void add(scorer *sc, uint32_t j, int f, double d, double u) {
+    sc->sq[j][f] += d * d, sc->ab[j][f] += fabs(d), sc->ssq[j][f] += u * u;
+}
+
+static int score_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
+    scorer *sc = arg;
+    const sf_score_opts *o = sc->o;
+    const sf_columns *c = &sc->cols;
+    const sf_pack_info *in = sf_pack_get_info(o->pack);
+    const sf_window_spec *w = sf_plan_spec(o->plan);
+    uint32_t nt = c->ntargets, nf = c->nfeatures, T = w->length, season = o->season->rows;
+    sf_score *s = sc->s;
+    int rc = o->predict(o->arg, sc->pred, x, count, e);
+    for (uint32_t i = 0; !rc && i < count; i++) {
+        uint64_t last = sf_plan_window_start(o->plan, ids[i]) + (uint64_t)(T - 1) * w->sampling_rate;
+        uint64_t row = last + w->horizon;
+        while (sc->series + 1 < o->nseries && o->series[sc->series + 1].first_row <= row) sc->series++;
+        bool seasonal = season && row >= o->series[sc->series].first_row + season;
+        for (uint32_t j = 0; !rc && j < nt; j++) {
+            float yj = y[(size_t)i * nt + j];
+            if (sf_columns_target_imputed(c, in, yj, j)) {
+                s->t[j].imputed++, s->imputed++;
+                continue;
+            }
+            float truth, before, ago = 0;
+            uint32_t col = c->targets[j];
+            if ((rc = cache_value(&sc->rows, row, col, &truth, e)) || (rc = cache_value(&sc->rows, last, col, &before, e)) ||
+                (seasonal && (rc = cache_value(&sc->rows, row - season, col, &ago, e))))
+                break;
+            float scale = c->target_scale[j], offset = c->target_offset[j];
+            // Scaled values as the training loss has them: the target, the
+            // model's (both from the change when it learns changes).
+            double base = change_base(c, T, x, i, j), t = yj + base, p = sc->pred[(size_t)i * nt + j] + base;
+            double mean = o->target_mean ? o->target_mean[j] : c->target_mean[j];
+            // Persistence scaled as the window's own input when the target is a feature.
+            double before_s = sc->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)sc->persist[j]]
+                                                  : (double)(before * scale + offset);
+            add(sc, j, SF_FC_MODEL, (double)sf_target_prediction(c, T, x, sc->pred, i, j) - truth, p - t);
+            add(sc, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
+            add(sc, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);
+            if (seasonal) {
+                add(sc, j, SF_FC_SEASONAL, (double)ago - truth, (double)(ago * scale + offset) - t);
+                sc->model_seasonal[j] += (p - t) * (p - t), s->t[j].seasonal_values++;
+            }
+            s->t[j].values++, s->values++;
+        }
+    }
+    s->windows += count;
+    return rc;
+}
+
+// Sums to means, per target and over all of them, and the verdicts: on
+// the scaled MSEs, so that a model that outputs persistence's own values
+// ties it exactly.
+static void finish(scorer *sc) {
+    sf_score *s = sc->s;
+    double all[SF_FORECASTERS] = {0};
+    uint64_t seasonal = 0;
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        sf_target_score *t = &s->t[j];
+        for (int f = 0; f < SF_FORECASTERS; f++) {
+            double n = (double)(f == SF_FC_SEASONAL ? t->seasonal_values : t->values);
+            t->mse[f] = n > 0 ? sc->ssq[j][f] / n : NAN;
+            t->rmse[f] = n > 0 ? sqrt(sc->sq[j][f] / n) : NAN;
+            t->mae[f] = n > 0 ? sc->ab[j][f] / n : NAN;
+            all[f] += sc->ssq[j][f];
+        }
+        t->model_seasonal_mse = t->seasonal_values ? sc->model_seasonal[j] / (double)t->seasonal_values : NAN;
+        t->beats_persistence = t->values > 0 && t->mse[SF_FC_MODEL] < t->mse[SF_FC_PERSISTENCE];
+        s->beating += t->beats_persistence;
+        seasonal += t->seasonal_values;
+    }
+    for (int f = 0; f < SF_FORECASTERS; f++) {
+        uint64_t n = f == SF_FC_SEASONAL ? seasonal : s->values;
+        s->mse[f] = n ? all[f] / (double)n : NAN;
+    }
+}
+
+int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
+    const sf_columns *c = o->cols;
+    uint32_t nt = c->ntargets;
+    *s = (sf_score){.ntargets = nt, .season = *o->season, .target_change = c->change_from != NULL,
+                    .horizon = sf_plan_spec(o->plan)->horizon};
+    for (int f = 0; f < SF_FORECASTERS; f++) s->mse[f] = NAN;
+    scorer sc = {.o = o, .cols = *c, .s = s};
+    sc.cols.imputed_nan = true;  // the same columns, imputed targets NaN: not scored
+    const sf_pack_info *in = sf_pack_get_info(o->pack);
+    s->t = calloc(nt, sizeof *s->t);
+    sc.pred = malloc((size_t)o->batch * nt * sizeof(float));
+    sc.persist = malloc(nt * sizeof *sc.persist);
+    sc.sq = calloc(nt, sizeof *sc.sq), sc.ab = calloc(nt, sizeof *sc.ab), sc.ssq = calloc(nt, sizeof *sc.ssq);
+    sc.model_seasonal = calloc(nt, sizeof *sc.model_seasonal);
+    int rc = s->t && sc.pred && sc.persist && sc.sq && sc.ab && sc.ssq && sc.model_seasonal
+                 ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
+    for (uint32_t j = 0; !rc && j < nt; j++) {
+        s->t[j].name = strdup(in->col_names[c->targets[j]]);
+        if (!s->t[j].name) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
+        sc.persist[j] = -1;
+        for (uint32_t f = 0; f < c->nfeatures; f++)
+            if (c->features[f] == c->targets[j] && c->codes[f] == SF_CODE_NONE) sc.persist[j] = (int32_t)f;
+    }
+    if (!rc) rc = cache_open(&sc.rows, o->pack, e);
+    if (!rc) rc = sf_windows_in_order(o->pack, o->plan, &sc.cols, o->batch, score_batch, &sc, e);
+    if (!rc) finish(&sc);
+    cache_free(&sc.rows);
+    free(sc.pred), free(sc.persist), free(sc.sq), free(sc.ab), free(sc.ssq), free(sc.model_seasonal);
+    return rc;
+}
+
+void sf_score_free(sf_score *s) {
+    for (uint32_t j = 0; s->t && j < s->ntargets; j++) free(s->t[j].name);
+    free(s->t);
+    s->t = NULL;
+}
+
+// Target t against a baseline's MSE on the same values: "47.3% below" or
+// "1.90x its RMSE" (the RMSE's ratio: the square root of the MSEs').
+static void against(char *buf, size_t cap, double model, double base) {
+    if (base == 0) snprintf(buf, cap, model > 0 ? "it is exact (RMSE 0), the model is not" : "both exact (RMSE 0)");
+    else if (model < base) snprintf(buf, cap, "RMSE %.1f%% below", 100 * (1 - sqrt(model / base)));
+    else snprintf(buf, cap, "%.2fx its RMSE", sqrt(model / base));
+}
+
+// Target t's verdict.
+static void target_verdict(const sf_target_score *t, char *buf, size_t cap) {
+    char p[96], sn[160] = "";
+    if (t->values == 0) {
+        snprintf(buf, cap, "not scored: every value was imputed by pack --missing ffill");
+        return;
+    }
+    against(p, sizeof p, t->mse[SF_FC_MODEL], t->mse[SF_FC_PERSISTENCE]);
+    if (t->seasonal_values) {
+        char a[96];
+        against(a, sizeof a, t->model_seasonal_mse, t->mse[SF_FC_SEASONAL]);
+        snprintf(sn, sizeof sn, "; against the seasonal naive forecast: %s", a);
+    }
+    snprintf(buf, cap, "%s persistence: %s%s", t->beats_persistence ? "beats" : "does not beat", p, sn);
+}
+
+void sf_score_verdict(const sf_score *s, char *buf, size_t cap) {
+    uint32_t scored = 0;
+    for (uint32_t j = 0; j < s->ntargets; j++) scored += s->t[j].values > 0;
+    size_t len = 0;
+    if (scored == 1 && s->ntargets == 1) {
+        char v[256];
+        target_verdict(&s->t[0], v, sizeof v);
+        len = (size_t)snprintf(buf, cap, "%s %s", s->t[0].name, v);
+    } else if (s->beating == scored) {
+        len = (size_t)snprintf(buf, cap, "all %u scored targets beat persistence", scored);
+    } else {
+        len = (size_t)snprintf(buf, cap, "%u of %u targets beat%s persistence", s->beating, scored,
+                               s->beating == 1 ? "s" : "");
+        for (uint32_t j = 0; j < s->ntargets && len < cap; j++) {
+            const sf_target_score *t = &s->t[j];
+            if (t->beats_persistence || t->values == 0) continue;
+            char p[96];
+            against(p, sizeof p, t->mse[SF_FC_MODEL], t->mse[SF_FC_PERSISTENCE]);
+            len += (size_t)snprintf(buf + len, cap - len, "; %s does not: %s", t->name, p);
+        }
+    }
+    for (uint32_t j = 0; j < s->ntargets && len < cap; j++)
+        if (s->t[j].values == 0 && scored != s->ntargets)
+            len += (size_t)snprintf(buf + len, cap - len, "; %s not scored (every value imputed)", s->t[j].name);
+    if (s->beating == scored || len >= cap) return;
+    // What to try names train's own options.
+    snprintf(buf + len, cap - len, " (hint: %s)",
+             s->horizon == 0 ? "the checkpoint's horizon is 0, so its target is the window's last input row: retrain "
+                               "with seqfeed train --horizon 1 or more"
+             : s->target_change ? "more epochs, a longer --window, --time-features, or other --features"
+                                : "train with --target change, so that the model learns the change from the last "
+                                  "value: one that learns nothing is persistence");
+}
+
+static void number(FILE *f, double v, int width) {
+    if (isnan(v)) fprintf(f, "  %-*s", width, "n/a");
+    else fprintf(f, "  %-*.6g", width, v);
+}
+
+void sf_score_print(FILE *f, const sf_score *s) {
+    int name = 6;
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        int n = (int)strlen(s->t[j].name);
+        name = n > name ? (n < 32 ? n : 32) : name;
+    }
+    fprintf(f, "season           %s\n", s->season.text);
+    fprintf(f, "per target, in the data's units:\n  %-*s  %-6s", name, "target", "metric");
+    for (int k = 0; k < SF_FORECASTERS; k++) fprintf(f, "  %-12s", sf_forecaster_names[k]);
+    fputc('\n', f);
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        const sf_target_score *t = &s->t[j];
+        for (int m = 0; m < 2; m++) {
+            fprintf(f, "  %-*.*s  %-6s", name, name, m ? "" : t->name, m ? "MAE" : "RMSE");
+            for (int k = 0; k < SF_FORECASTERS; k++) number(f, m ? t->mae[k] : t->rmse[k], 12);
+            fputc('\n', f);
+        }
+        char v[320];
+        target_verdict(t, v, sizeof v);
+        fprintf(f, "  %-*s  %s (%llu values", name, "", v, (unsigned long long)t->values);
+        if (s->season.rows && t->seasonal_values < t->values)
+            fprintf(f, "; the seasonal forecast on the %llu with a row one season before in their series",
+                    (unsigned long long)t->seasonal_values);
+        fprintf(f, ")\n");
+    }
+    char verdict[2048];
+    sf_score_verdict(s, verdict, sizeof verdict);
+    fprintf(f, "verdict          %s\n", verdict);
+}
