@@ -60,7 +60,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
-    char v[24][64];
+    char v[32][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
@@ -83,13 +83,21 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[17], 64, "%.17g", c->epoch_seconds);
     snprintf(v[18], 64, "%u", c->lanes);
     snprintf(v[19], 64, "%u", c->block_chunks);
-    char b[6][64];  // the validation record (sf_checkpoint's comment): %.17g reads back to the same double
+    snprintf(v[22], 64, "%llu", (unsigned long long)c->warmup_steps);
+    snprintf(v[23], 64, "%llu", (unsigned long long)c->lr_total_steps);
+    snprintf(v[24], 64, "%llu", (unsigned long long)c->lr_patience);
+    snprintf(v[25], 64, "%.17g", c->lr_min);
+    snprintf(v[26], 64, "%.17g", c->lr_factor);
+    snprintf(v[27], 64, "%.17g", c->min_delta);
+    snprintf(v[28], 64, "%.17g", c->lr_scale);
+    snprintf(v[29], 64, "%.17g", c->plateau_best);
+    snprintf(v[30], 64, "%llu", (unsigned long long)c->plateau_wait);
+    char b[5][64];  // the validation record (sf_checkpoint's comment): %.17g reads back to the same double
     snprintf(b[0], 64, "%llu", (unsigned long long)c->early_stop);
-    snprintf(b[1], 64, "%.17g", c->min_delta);
-    snprintf(b[2], 64, "%llu", (unsigned long long)c->since_improved);
-    snprintf(b[3], 64, "%llu", (unsigned long long)c->best_epoch);
-    snprintf(b[4], 64, "%.17g", c->best_val_loss);
-    snprintf(b[5], 64, "%.17g", c->improved_val_loss);
+    snprintf(b[1], 64, "%llu", (unsigned long long)c->since_improved);
+    snprintf(b[2], 64, "%llu", (unsigned long long)c->best_epoch);
+    snprintf(b[3], 64, "%.17g", c->best_val_loss);
+    snprintf(b[4], 64, "%.17g", c->improved_val_loss);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
@@ -100,12 +108,21 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
-                          "early_stop", b[0], "min_delta", b[1], "since_improved", b[2],
-                          NULL, NULL, NULL, NULL, NULL, NULL, NULL};  // the best's three keys when there is one
+                          "min_delta", v[27], "early_stop", b[0], "since_improved", b[1],
+                          // the schedule's keys, when a run wrote it (else it reads as constant), and
+                          // the best's, when there is one
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t at = sizeof meta / sizeof *meta - 25;
+    if (c->lr_schedule[0]) {
+        const char *lr[] = {"lr_schedule", c->lr_schedule, "warmup_steps", v[22], "lr_total_steps", v[23],
+                            "lr_patience", v[24], "lr_min", v[25], "lr_factor", v[26], "lr_scale", v[28],
+                            "plateau_best", v[29], "plateau_wait", v[30]};
+        memcpy(meta + at, lr, sizeof lr), at += sizeof lr / sizeof *lr;
+    }
     if (c->best_epoch) {
-        size_t at = sizeof meta / sizeof *meta - 7;
-        meta[at] = "best_epoch", meta[at + 1] = b[3], meta[at + 2] = "best_val_loss", meta[at + 3] = b[4];
-        meta[at + 4] = "improved_val_loss", meta[at + 5] = b[5];
+        const char *best[] = {"best_epoch", b[2], "best_val_loss", b[3], "improved_val_loss", b[4]};
+        memcpy(meta + at, best, sizeof best);
     }
     return sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
 }
@@ -165,10 +182,6 @@ static int validation_record(const sf_st *s, const char *path, sf_checkpoint *c,
     int rc = meta_u64_or(s, path, "early_stop", 0, &c->early_stop, e);
     if (!rc) rc = meta_u64_or(s, path, "since_improved", 0, &c->since_improved, e);
     if (!rc) rc = meta_u64_or(s, path, "best_epoch", 0, &c->best_epoch, e);
-    if (!rc && sf_st_meta(s, "min_delta")) rc = meta_double(s, path, "min_delta", &c->min_delta, e);
-    if (!rc && !(c->min_delta >= 0 && isfinite(c->min_delta)))
-        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'min_delta' is %g, expected a number >= 0 (a damaged or edited "
-                        "checkpoint)", path, c->min_delta);
     if (rc || !c->best_epoch) return rc;
     rc = meta_double(s, path, "best_val_loss", &c->best_val_loss, e);
     if (!rc) rc = meta_double(s, path, "improved_val_loss", &c->improved_val_loss, e);
@@ -178,6 +191,46 @@ static int validation_record(const sf_st *s, const char *path, sf_checkpoint *c,
                         "numbers, the best no larger (a damaged or edited checkpoint)", path, c->best_val_loss,
                         c->improved_val_loss);
     return rc;
+}
+
+// A real written since a later version: def when the file has none.
+static int meta_double_or(const sf_st *s, const char *path, const char *key, double def, double *out, sf_err *e) {
+    if (!sf_st_meta(s, key)) {
+        *out = def;
+        return 0;
+    }
+    return meta_double(s, path, key, out, e);
+}
+
+// The lr's schedule and its state; a checkpoint from before they were kept
+// trained at a constant lr. Values train would not accept name the key.
+static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
+    const char *kind = sf_st_meta(s, "lr_schedule");
+    if (kind && strcmp(kind, "constant") && strcmp(kind, "cosine") && strcmp(kind, "plateau"))
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata 'lr_schedule' is '%s', expected constant, cosine or plateau",
+                          path, kind);
+    snprintf(c->lr_schedule, sizeof c->lr_schedule, "%s", kind ? kind : "constant");
+    int rc = meta_u64_or(s, path, "warmup_steps", 0, &c->warmup_steps, e);
+    if (!rc) rc = meta_u64_or(s, path, "lr_total_steps", 0, &c->lr_total_steps, e);
+    if (!rc) rc = meta_u64_or(s, path, "lr_patience", 10, &c->lr_patience, e);
+    if (!rc) rc = meta_u64_or(s, path, "plateau_wait", 0, &c->plateau_wait, e);
+    if (!rc) rc = meta_double_or(s, path, "lr_min", 0, &c->lr_min, e);
+    if (!rc) rc = meta_double_or(s, path, "lr_factor", 0.1, &c->lr_factor, e);
+    if (!rc) rc = meta_double_or(s, path, "min_delta", 0, &c->min_delta, e);
+    if (!rc) rc = meta_double_or(s, path, "lr_scale", 1, &c->lr_scale, e);
+    if (!rc) rc = meta_double_or(s, path, "plateau_best", INFINITY, &c->plateau_best, e);
+    if (rc) return rc;
+    const char *bad = !(c->lr_min >= 0 && c->lr_min <= 1000)           ? "lr_min"
+                      : !(c->lr_factor > 0 && c->lr_factor < 1)        ? "lr_factor"
+                      : !(c->min_delta >= 0 && isfinite(c->min_delta)) ? "min_delta"
+                      : !(c->lr_scale > 0 && c->lr_scale <= 1)         ? "lr_scale"
+                      : isnan(c->plateau_best)                         ? "plateau_best"
+                      : c->lr_patience == 0                            ? "lr_patience"
+                                                                       : NULL;
+    if (bad)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is '%s', out of the range train gives it (a damaged or "
+                          "edited checkpoint)", path, bad, sf_st_meta(s, bad));
+    return 0;
 }
 
 // Names in a list (sf_list_next); UINT32_MAX when it is not one.
@@ -323,6 +376,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = meta_double(s, path, "epoch_loss", &c->epoch_loss, e);
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
     if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
+    if (!rc) rc = read_schedule(s, path, c, e);
     // Every setting within what train accepts, so that a damaged or edited
     // checkpoint is named here rather than truncated or blamed on a flag.
     static const struct {

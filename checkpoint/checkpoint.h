@@ -108,6 +108,13 @@ typedef struct {
     // before they were kept reads as none of each.
     uint64_t best_epoch, since_improved, early_stop;
     double best_val_loss, improved_val_loss, min_delta;
+    // The lr's schedule (train.h, sf_lr_schedule) and where it stands
+    // (checkpoints from before it was kept: constant, no warmup)
+    char lr_schedule[16];          // constant, cosine or plateau
+    uint64_t warmup_steps, lr_total_steps, lr_patience;  // lr_total_steps: cosine's planned steps
+    double lr_min, lr_factor;
+    double lr_scale, plateau_best;  // plateau's multiplier on the lr (1: none) and best val_loss (inf: none yet)
+    uint64_t plateau_wait;          // evaluations since val_loss last improved
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after

@@ -15,9 +15,10 @@ static const cli_use train_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS}, {.opt = OPT_TARGET},
     {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
-    {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING}, {.opt = OPT_SEED},
-    {.opt = OPT_MAX_STEPS}, {.opt = OPT_EARLY_STOP}, {.opt = OPT_MIN_DELTA}, {.opt = OPT_GPUS},
-    {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
+    {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
+    {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
+    {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS}, {.opt = OPT_EARLY_STOP},
+    {.opt = OPT_MIN_DELTA}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
     {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
@@ -115,6 +116,68 @@ static int run_data(const char *path, uint64_t fingerprint) {
     bool same = sf_pack_get_info(p)->fingerprint == fingerprint;
     sf_pack_close(p);
     return same;
+}
+
+// --resume: the lr's schedule and its settings are the checkpoint's (one
+// from before they were kept: constant). A setting of another schedule than
+// the run's is left to check_schedule. 0, or the exit code.
+static int resume_schedule(const cli_value *v, sf_fit_opts *o, const sf_checkpoint *ck, const char *path) {
+    enum sf_lr_kind kind = SF_LR_CONSTANT;
+    sf_lr_kind_parse(ck->lr_schedule, &kind);
+    char given[64], theirs[64];
+    int rc;
+    if (v[OPT_LR_SCHEDULE].set &&
+        (rc = differs(OPT_LR_SCHEDULE, sf_lr_kind_name(o->lr_schedule.kind), sf_lr_kind_name(kind), path)))
+        return rc;
+    const struct {
+        cli_opt opt;
+        bool applies;
+        double mine, theirs;
+    } nums[] = {{OPT_WARMUP_STEPS, true, (double)o->lr_schedule.warmup_steps, (double)ck->warmup_steps},
+                {OPT_LR_MIN, kind != SF_LR_CONSTANT, o->lr_schedule.lr_min, ck->lr_min},
+                {OPT_LR_FACTOR, kind == SF_LR_PLATEAU, o->lr_schedule.factor, ck->lr_factor},
+                {OPT_LR_PATIENCE, kind == SF_LR_PLATEAU, (double)o->lr_schedule.patience, (double)ck->lr_patience},
+                {OPT_MIN_DELTA, kind == SF_LR_PLATEAU, o->min_delta, ck->min_delta}};
+    for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
+        if (!v[nums[k].opt].set || !nums[k].applies) continue;
+        snprintf(given, sizeof given, "%.17g", nums[k].mine);
+        snprintf(theirs, sizeof theirs, "%.17g", nums[k].theirs);
+        if ((rc = differs(nums[k].opt, given, theirs, path))) return rc;
+    }
+    o->lr_schedule.kind = kind, o->lr_schedule.warmup_steps = ck->warmup_steps, o->lr_schedule.lr_min = ck->lr_min;
+    o->lr_schedule.factor = ck->lr_factor, o->lr_schedule.patience = ck->lr_patience;
+    return 0;
+}
+
+// The schedule's options belong to the schedules that use them, and
+// plateau needs validation. 0, or the exit code.
+static int check_schedule(const cli_value *v, const sf_fit_opts *o) {
+    enum sf_lr_kind kind = o->lr_schedule.kind;
+    static const struct {
+        cli_opt opt;
+        const char *of;
+        bool cosine, plateau;
+    } own[] = {{OPT_LR_MIN, "cosine or plateau", true, true}, {OPT_LR_FACTOR, "plateau", false, true},
+               {OPT_LR_PATIENCE, "plateau", false, true}};
+    for (size_t k = 0; k < sizeof own / sizeof *own; k++)
+        if (v[own[k].opt].set && !(kind == SF_LR_COSINE ? own[k].cosine : kind == SF_LR_PLATEAU && own[k].plateau))
+            return cli_usage_error("train", "--%s belongs to --lr-schedule %s, and this run's is %s%s (hint: "
+                                   "--lr-schedule %s, or leave --%s out)", cli_opt_name(own[k].opt), own[k].of,
+                                   sf_lr_kind_name(kind), v[OPT_LR_SCHEDULE].set ? "" : o->resume
+                                   ? " (the checkpoint's)" : " (the default)", own[k].cosine ? "cosine" : "plateau",
+                                   cli_opt_name(own[k].opt));
+    if (v[OPT_MIN_DELTA].set && kind != SF_LR_PLATEAU && !o->early_stop)
+        return cli_usage_error("train", "--min-delta says what counts as an improvement of val_loss for --early-stop "
+                               "and --lr-schedule plateau, and this run has neither (hint: add --early-stop N, or "
+                               "leave --min-delta out)");
+    if (kind == SF_LR_PLATEAU && o->val_split == 0)
+        return cli_usage_error("train", "--lr-schedule plateau lowers the lr when val_loss stops improving, and "
+                               "--val-split 0 leaves no validation (hint: a --val-split above 0, or another "
+                               "--lr-schedule)");
+    if (kind != SF_LR_CONSTANT && o->lr_schedule.lr_min >= o->adam.lr)
+        return cli_usage_error("train", "--lr-min %g is not below --lr %g: the lr would never %s", o->lr_schedule.lr_min,
+                               (double)o->adam.lr, kind == SF_LR_COSINE ? "decay" : "be reduced");
+    return 0;
 }
 
 // --resume: what decides the run comes from its checkpoint, so that
@@ -254,10 +317,11 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     o->pipe.block_chunks = ck->block_chunks, o->max_gap = ck->max_gap, o->norm = ck->norm;
     o->lr_linear = !strcmp(ck->lr_scaling, "linear"), o->target_change = ck->target_change;
     if (!v[OPT_EPOCHS].set) o->epochs = ck->epochs;  // --epochs may go on further
-    // So may --early-stop and --min-delta (when to stop, not what is trained).
+    // So may --early-stop and --min-delta (when to stop, not what is trained;
+    // under plateau, resume_schedule holds --min-delta to the checkpoint's).
     if (!v[OPT_EARLY_STOP].set) o->early_stop = ck->early_stop;
     if (!v[OPT_MIN_DELTA].set) o->min_delta = ck->min_delta;
-    return 0;
+    return resume_schedule(v, o, ck, path);
 }
 
 // Without --checkpoint-dir: runs/YYYYmmdd-HHMMSS (-2, -3, ... when taken),
@@ -305,6 +369,7 @@ int cmd_train(int argc, char **argv) {
     char data[8400];
     rc = o.resume ? resume_settings(&a, &o, ck, &precision, data, sizeof data) : 0;
     if (!rc && !o.data) rc = cli_usage_error("train", "missing --data FILE.sfpack");
+    if (!rc) rc = check_schedule(a.v, &o);
     if (!rc && o.checkpoint_every && !o.checkpoint_dir)
         rc = cli_usage_error("train", "--checkpoint-every needs --checkpoint-dir");
     if (!rc) rc = run_train(&o, gpus, precision, replicas_given, timeout);

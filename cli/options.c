@@ -33,6 +33,7 @@ typedef struct {
 
 static const char *const norms[] = {"zscore", "minmax", "none", NULL};
 static const char *const lr_scalings[] = {"none", "linear", NULL};
+static const char *const lr_schedules[] = {"constant", "cosine", "plateau", NULL};  // sf_lr_kind's order
 static const char *const precisions[] = {"fp32", "tf32", "bf16", NULL};
 static const char *const rnn_algos[] = {"standard", "persistent", "persistent-small", NULL};  // sf_rnn_algo's order
 static const char *const on_off[] = {"on", "off", NULL};
@@ -102,6 +103,20 @@ static const option options[OPT_COUNT] = {
                 .help = "Adam's learning rate"},
     [OPT_LR_SCALING] = {"lr-scaling", 0, "none|linear", K_CHOICE, .choices = lr_scalings, .group = TRAINING,
                         .help = "linear: lr x replicas"},
+    [OPT_LR_SCHEDULE] = {"lr-schedule", 0, "constant|cosine|plateau", K_CHOICE, .choices = lr_schedules,
+                         .group = TRAINING,
+                         .help = "the lr over the run (after --warmup-steps): constant; cosine, Keras' CosineDecay "
+                                 "from --lr down to --lr-min over the run's planned steps (--epochs, or --max-steps "
+                                 "when fewer); plateau, Keras' ReduceLROnPlateau on val_loss"},
+    [OPT_WARMUP_STEPS] = {"warmup-steps", 0, "N", K_COUNT, 0, UINT64_MAX >> 1, .group = TRAINING,
+                          .help = "the lr rises linearly from 0 to --lr over the first N steps"},
+    [OPT_LR_MIN] = {"lr-min", 0, "F", K_REAL, .rlo = 0, .rhi = 1000, .group = TRAINING,
+                    .help = "--lr-schedule cosine: where the lr ends; plateau: the floor of its reductions"},
+    [OPT_LR_FACTOR] = {"lr-factor", 0, "F", K_REAL, .rlo = 0, .rhi = 1, .rlo_open = true, .rhi_open = true,
+                       .group = TRAINING, .help = "--lr-schedule plateau: the lr is multiplied by F at each reduction"},
+    [OPT_LR_PATIENCE] = {"lr-patience", 0, "N", K_COUNT, 1, U32, .group = TRAINING,
+                         .help = "--lr-schedule plateau: evaluations (epochs) without improvement of val_loss "
+                                 "before a reduction"},
     [OPT_SEED] = {"seed", 0, "N", K_COUNT, 0, UINT64_MAX, .group = TRAINING,
                   .help = "the random numbers: weights, shuffling, dropout"},
     [OPT_MAX_STEPS] = {"max-steps", 0, "N", K_COUNT, 1, UINT64_MAX, .group = TRAINING,
@@ -137,7 +152,8 @@ static const option options[OPT_COUNT] = {
                         .help = "stop when val_loss has not improved for N evaluations (epoch ends) in a row; "
                                 "DIR/best.safetensors keeps the best epoch either way (default: train every epoch)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
-                       .help = "an improvement of val_loss by less than this is none (--early-stop)"},
+                       .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
+                               "plateau)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
                   .help = "shuffle pool per lane, in windows (0 or 1: no shuffle)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
@@ -493,6 +509,12 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_LR: snprintf(buf, n, "%g", (double)f.adam.lr); break;
     case OPT_LR_SCALING: snprintf(buf, n, "%s", lr_scalings[f.lr_linear]); break;
     case OPT_SEED: snprintf(buf, n, "%" PRIu64, f.seed); break;
+    case OPT_LR_SCHEDULE: snprintf(buf, n, "%s", lr_schedules[f.lr_schedule.kind]); break;
+    case OPT_WARMUP_STEPS: snprintf(buf, n, "%" PRIu64, f.lr_schedule.warmup_steps); break;
+    case OPT_LR_MIN: snprintf(buf, n, "%g", f.lr_schedule.lr_min); break;
+    case OPT_LR_FACTOR: snprintf(buf, n, "%g", f.lr_schedule.factor); break;
+    case OPT_LR_PATIENCE: snprintf(buf, n, "%" PRIu64, f.lr_schedule.patience); break;
+    case OPT_MIN_DELTA: snprintf(buf, n, "%g", f.min_delta); break;
     case OPT_POOL: snprintf(buf, n, "%" PRIu64, p->pool); break;
     case OPT_LANES: snprintf(buf, n, "%u", p->lanes); break;
     case OPT_BLOCK_CHUNKS: snprintf(buf, n, "%u", p->block_chunks); break;
@@ -507,7 +529,6 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_CUDA_GRAPH: snprintf(buf, n, "%s", on_off[!f.cuda_graph]); break;
     case OPT_OVERLAP_REDUCE: snprintf(buf, n, "%s", on_off[!f.overlap_reduce]); break;
     case OPT_COLLECTIVE_TIMEOUT: snprintf(buf, n, "300"); break;
-    case OPT_MIN_DELTA: snprintf(buf, n, "%g", f.min_delta); break;
     case OPT_LEVEL: snprintf(buf, n, "%d", SF_PACK_DEFAULT_LEVEL); break;
     case OPT_FILTER: snprintf(buf, n, "%s", sf_filter_name(SF_FILTER_DELTA_SHUFFLE)); break;
     case OPT_MISSING: snprintf(buf, n, "error"); break;
@@ -599,9 +620,14 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_TARGET].set) o->target_change = v[OPT_TARGET].choice == 1;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
+    if (v[OPT_LR_SCHEDULE].set) o->lr_schedule.kind = (enum sf_lr_kind)v[OPT_LR_SCHEDULE].choice;
+    if (v[OPT_WARMUP_STEPS].set) o->lr_schedule.warmup_steps = v[OPT_WARMUP_STEPS].u;
+    if (v[OPT_LR_MIN].set) o->lr_schedule.lr_min = v[OPT_LR_MIN].real;
+    if (v[OPT_LR_FACTOR].set) o->lr_schedule.factor = v[OPT_LR_FACTOR].real;
+    if (v[OPT_LR_PATIENCE].set) o->lr_schedule.patience = v[OPT_LR_PATIENCE].u;
+    if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
     if (v[OPT_EARLY_STOP].set) o->early_stop = v[OPT_EARLY_STOP].u;
-    if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_RNN_ALGO].set) o->rnn_algo = (enum sf_rnn_algo)v[OPT_RNN_ALGO].choice;
     if (v[OPT_DEFERRED_LOSS].set) o->late_loss = v[OPT_DEFERRED_LOSS].choice == 0;
     if (v[OPT_CUDA_GRAPH].set) o->cuda_graph = v[OPT_CUDA_GRAPH].choice == 0;

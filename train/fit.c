@@ -50,6 +50,8 @@ typedef struct {
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
     sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
+    sf_lr_schedule lr;  // the run's, its total planned (cosine)
+    sf_plateau plateau; // where ReduceLROnPlateau stands
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
@@ -131,6 +133,8 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     bool partial = f->epoch_step > 0;
     f->ck.epoch_loss = partial ? f->loss_sum : 0, f->ck.epoch_samples = partial ? f->samples : 0;
     f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
+    f->ck.lr_total_steps = f->lr.total_steps, f->ck.lr_scale = f->plateau.scale;
+    f->ck.plateau_best = f->plateau.best, f->ck.plateau_wait = f->plateau.wait;
     if (!rc) rc = sf_checkpoint_save(f->o->checkpoint_dir, &f->ck, &f->model, epoch_end, e);
     free(f->ck.w), free(f->ck.m), free(f->ck.v);
     f->ck.w = f->ck.m = f->ck.v = NULL;
@@ -190,22 +194,42 @@ static bool early_stop_here(fit *f) {
     return true;
 }
 
-// The epoch's end: validation, the progress line, the log's row and the
-// checkpoint (and the best's), with every replica stopped.
+// Plateau's decision on the evaluation's val_loss, on the caller's thread
+// between runs: the next steps take the reduced lr. Said aloud as Keras'
+// ReduceLROnPlateau says it.
+static void plateau_decide(fit *f, double val) {
+    if (f->lr.kind != SF_LR_PLATEAU) return;
+    double before = f->lr.lr * f->plateau.scale;
+    if (!sf_plateau_update(&f->plateau, &f->lr, f->o->min_delta, val)) return;
+    sf_trainer_set_lr_scale(f->tr, f->plateau.scale);
+    if (f->talk)
+        fprintf(stderr, "%sepoch %llu: val_loss has not improved for %llu evaluation(s): lr %.4g -> %.4g "
+                "(--lr-factor %g, --lr-min %g)\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+                (unsigned long long)f->lr.patience, before, f->lr.lr * f->plateau.scale, f->lr.factor,
+                f->lr.lr_min);
+}
+
+// The epoch's end: validation, the lr's plateau, the progress line, the
+// log's row and the checkpoint (and the best's), with every replica stopped.
 static int end_epoch(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     double el = sf_now() - f->epoch_t0, val;
     int rc = validate(f, &val, e);
     if (rc) return rc;
+    // The lr at the epoch's end, before plateau's decision (Keras' logs' learning_rate).
+    char lr_text[32] = "";
+    if (f->lr.kind != SF_LR_CONSTANT || f->lr.warmup_steps)
+        snprintf(lr_text, sizeof lr_text, " - lr %.4g", sf_trainer_lr(f->tr));
     double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * (el > 0 ? el : 1e-9));
     // Without validation windows val_loss is left out, not printed as nan (announce says why).
     char val_text[48] = "";
     if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
     if (f->talk)
-        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s - %.0f samples/s - "
+        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
                 "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
                 (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
-                f->samples / el, 100 * wait);
+                lr_text, f->samples / el, 100 * wait);
+    plateau_decide(f, val);
     char val_field[32] = "";
     if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
     if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val_field,
@@ -647,10 +671,9 @@ static int early_stop_needs_validation(fit *f, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split 0 leaves no validation "
                           "(hint: --val-split 0.1, or leave --early-stop out)", (unsigned long long)o->early_stop);
     return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split %g leaves no validation "
-                      "window: the validation part of every series (its last %g of rows) is shorter than a window "
-                      "and its target (%llu rows) (hint: a larger --val-split or a shorter --window, or leave "
-                      "--early-stop out)", (unsigned long long)o->early_stop, o->val_split, o->val_split,
-                      (unsigned long long)sf_window_span(&o->pipe.window));
+                      "target: the validation part of every %s (its last %g of rows, rounded down) is empty (hint: "
+                      "a larger --val-split, or leave --early-stop out)", (unsigned long long)o->early_stop,
+                      o->val_split, f->d.segments ? "segment" : "series", o->val_split);
 }
 
 static void announce(const fit *f, const sf_run_start *start) {
@@ -725,6 +748,53 @@ static void announce(const fit *f, const sf_run_start *start) {
                 (unsigned long long)f->epoch_step, (unsigned long long)start->step);
 }
 
+// Steps the run plans: --epochs x the steps of an epoch, or --max-steps when fewer.
+static uint64_t planned_steps(const fit *f) {
+    const sf_fit_opts *o = f->o;
+    uint64_t n = o->epochs > UINT64_MAX / f->steps_per_epoch ? UINT64_MAX : o->epochs * f->steps_per_epoch;
+    return o->max_steps && o->max_steps < n ? o->max_steps : n;
+}
+
+// The run's lr schedule at its peak lr: cosine decays over the run's planned
+// steps (a run meant to stop at --max-steps ends its curve there); a
+// resumed run keeps the plan its checkpoint holds (resume_lr). Plateau
+// decides on val_loss, which needs validation windows.
+static int plan_lr(fit *f, float lr, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    f->lr = o->lr_schedule, f->lr.lr = lr;
+    f->plateau = (sf_plateau){.scale = 1, .best = INFINITY};
+    if (f->lr.kind == SF_LR_PLATEAU && (!f->val_plan || sf_plan_windows(f->val_plan) == 0))
+        return sf_err_set(e, SF_EUSAGE, "--lr-schedule plateau lowers the lr when val_loss stops improving, and this "
+                          "run has no validation windows: %s (hint: %s)", o->val_split == 0 ? "--val-split 0"
+                          : "the validation part of every series is empty",
+                          o->val_split == 0 ? "a --val-split above 0, or another --lr-schedule"
+                                            : "a larger --val-split, or another --lr-schedule");
+    if (f->lr.kind == SF_LR_COSINE && !f->lr.total_steps) f->lr.total_steps = planned_steps(f);
+    return 0;
+}
+
+// A resumed run goes on along its checkpoint's curve and plateau; a new
+// one's cosine must have steps to decay over.
+static int resume_lr(fit *f, const sf_run_start *start, sf_err *e) {
+    bool cosine = f->lr.kind == SF_LR_COSINE;
+    if (!start->resumed) {
+        if (cosine && f->lr.warmup_steps >= f->lr.total_steps)
+            return sf_err_set(e, SF_EUSAGE, "--warmup-steps %llu leaves no steps for the cosine decay: the run plans "
+                              "%llu steps (--epochs x %llu steps per epoch, or --max-steps when fewer) (hint: fewer "
+                              "--warmup-steps, or more --epochs)", (unsigned long long)f->lr.warmup_steps,
+                              (unsigned long long)f->lr.total_steps, (unsigned long long)f->steps_per_epoch);
+        return 0;
+    }
+    if (cosine && start->lr_total_steps) f->lr.total_steps = start->lr_total_steps;
+    f->plateau = start->plateau;
+    f->tr->sched.total_steps = f->lr.total_steps;  // the trainer took the plan before the checkpoint was read
+    sf_trainer_set_lr_scale(f->tr, f->plateau.scale);
+    if (f->talk && cosine && planned_steps(f) > f->lr.total_steps)
+        fprintf(stderr, "lr: the cosine schedule was planned for %llu steps when the run began: the steps past them "
+                "train at --lr-min %g\n", (unsigned long long)f->lr.total_steps, f->lr.lr_min);
+    return 0;
+}
+
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_measured(o, NULL, res, e); }
 
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
@@ -748,12 +818,14 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     if (!rc) rc = sf_run_agree(o->ranks, &f.ck, o, f.R, sf_pack_get_info(f.d.pack), e);
     sf_adam adam = o->adam;
     if (o->lr_linear) adam.lr *= (float)f.G;
+    if (!rc) rc = plan_lr(&f, adam.lr, e);
     sf_trainer_opts to = {.replicas = f.R, .replica_batch = f.replica_batch, .window = f.po.window.length,
                           .devices = o->devices, .precision = o->precision, .rnn_algo = o->rnn_algo,
                           .late_loss = o->late_loss, .cuda_graph = o->cuda_graph,
                           .overlap_reduce = o->overlap_reduce, .adam = adam,
                           .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
-                          .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted};
+                          .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted,
+                          .lr_schedule = f.lr};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir) rc = lock_checkpoint_dir(&f, o->checkpoint_dir, e);
     sf_run_start start = {0};
@@ -783,6 +855,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                     (unsigned long long)o->epochs, (unsigned long long)f.epoch);
         return 0;
     }
+    if (!rc) rc = resume_lr(&f, &start, e);
     if (!rc) rc = open_log(&f, start.resumed, e);
     if (!rc && o->log && strcmp(o->log, "-") && o->checkpoint_dir)  // the log exists now: its path can be known
         sf_run_data_from_dir(f.ck.log_from_dir, sizeof f.ck.log_from_dir, o->log, o->checkpoint_dir);
@@ -842,5 +915,6 @@ sf_fit_opts sf_fit_opts_default(void) {
         .late_loss = true,
         .cuda_graph = true,
         .overlap_reduce = true,
+        .lr_schedule = {.kind = SF_LR_CONSTANT, .factor = 0.1, .patience = 10},  // Keras' ReduceLROnPlateau's
     };
 }

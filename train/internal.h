@@ -52,6 +52,8 @@ struct sf_trainer {
     bool overlap;  // sums start during the backward pass
     sf_worker *w;
     sf_adam adam;
+    sf_lr_schedule sched;  // each step's lr (sched.lr: adam.lr)
+    double lr_scale;       // plateau's multiplier on it, set between runs
     uint64_t step;
     void *group;      // the backend's own reduction, when it has one
     sf_ranks *ranks;
@@ -129,6 +131,8 @@ typedef struct {
     uint64_t samples;
     uint64_t best_epoch, since_improved;  // the validation record (sf_checkpoint's; best_epoch 0: none)
     double best_val_loss, improved_val_loss;
+    uint64_t lr_total_steps;  // cosine's planned steps (resumed; 0: plan them)
+    sf_plateau plateau;       // where plateau stands
 } sf_run_start;
 // Loads every replica: with o->resume, from checkpoint_dir/latest.safetensors
 // when there is one (rank 0 reads it, checks it against run, and sends it

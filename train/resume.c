@@ -88,6 +88,11 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
+    const sf_lr_schedule *ls = &o->lr_schedule;
+    snprintf(c->lr_schedule, sizeof c->lr_schedule, "%s", sf_lr_kind_name(ls->kind));
+    c->warmup_steps = ls->warmup_steps, c->lr_total_steps = ls->total_steps, c->lr_patience = ls->patience;
+    c->lr_min = ls->lr_min, c->lr_factor = ls->factor;
+    c->lr_scale = 1, c->plateau_best = INFINITY, c->plateau_wait = 0;
     if (o->log && snprintf(c->log, sizeof c->log, "%s", o->log) >= (int)sizeof c->log)
         return sf_err_set(e, SF_EUSAGE, "--log: the path is %zu bytes long, more than the %zu a checkpoint keeps",
                           strlen(o->log), sizeof c->log - 1);
@@ -138,6 +143,13 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !same(c->time_features, r->time_features) ? "--time-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
+                       : !same(c->lr_schedule, r->lr_schedule) ? "--lr-schedule"
+                       : c->warmup_steps != r->warmup_steps ? "--warmup-steps"
+                       // each kind's own settings (checkpoints from before schedules: constant)
+                       : strcmp(c->lr_schedule, "constant") && c->lr_min != r->lr_min ? "--lr-min"
+                       : !strcmp(c->lr_schedule, "plateau") && c->lr_factor != r->lr_factor ? "--lr-factor"
+                       : !strcmp(c->lr_schedule, "plateau") && c->lr_patience != r->lr_patience ? "--lr-patience"
+                       : !strcmp(c->lr_schedule, "plateau") && c->min_delta != r->min_delta ? "--min-delta"
                        // a checkpoint from before precision was kept: any (docs/TRAINING.md)
                        // tf32 <-> fp32: both fp32 weights, a change the user asked for (cli/cmd_train.c)
                        : c->precision[0] && !sf_precision_same_weights(c->precision, r->precision) ? "--precision"
@@ -164,7 +176,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         // which files each rank writes or gathers into (rank 0 writes them)
         uint32_t lr_linear, resume, checkpoints, log, trace, report, target_change;
         uint64_t early_stop;  // when the run stops: every rank at the same epoch
-        double min_delta;
+        uint64_t lr_kind, warmup_steps, lr_total_steps, lr_patience;  // the lr's schedule
+        double lr_min, lr_factor, min_delta;
     } k;
     memset(&k, 0, sizeof k);  // padding too
     k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo;
@@ -178,6 +191,9 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.lr_linear = o->lr_linear, k.resume = o->resume, k.checkpoints = o->checkpoint_dir != NULL, k.log = o->log != NULL;
     k.trace = o->trace != NULL, k.report = o->report != NULL;
     k.early_stop = o->early_stop, k.min_delta = o->min_delta;
+    k.lr_kind = o->lr_schedule.kind, k.warmup_steps = o->lr_schedule.warmup_steps;
+    k.lr_total_steps = o->lr_schedule.total_steps, k.lr_patience = o->lr_schedule.patience;
+    k.lr_min = o->lr_schedule.lr_min, k.lr_factor = o->lr_schedule.factor;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
     const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
@@ -198,7 +214,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
     return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
-                          "pipeline lanes and blocks, backend, precision, seed, epochs, learning rate, memory "
+                          "pipeline lanes and blocks, backend, precision, seed, epochs, learning rate and its "
+                          "schedule, memory "
                           "budget, the files written: --checkpoint-dir, --log, --trace, --report, and the data's "
                           "layout and statistics)", e);
 }
@@ -213,6 +230,8 @@ typedef struct {
     uint32_t replicas;
     uint64_t best_epoch, since_improved;  // the validation record
     double best_val_loss, improved_val_loss;
+    uint64_t lr_total_steps, plateau_wait;
+    double lr_scale, plateau_best;
     char msg[1024];
 } resume_head;
 
@@ -237,6 +256,8 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         h.epoch_seconds = old.epoch_seconds;
         h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
         h.best_val_loss = old.best_val_loss, h.improved_val_loss = old.improved_val_loss;
+        h.lr_total_steps = old.lr_total_steps, h.plateau_wait = old.plateau_wait;
+        h.lr_scale = old.lr_scale, h.plateau_best = old.plateau_best;
     }
     int rc = sf_ranks_bcast(o->ranks, &h, sizeof h, "the checkpoint's position", e);
     if (!rc && h.rc) rc = rank == 0 ? (int)h.rc : sf_err_set(e, (int)h.rc, "rank 0: %s", h.msg);
@@ -254,7 +275,8 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .loss_sum = h.epoch_loss, .wait = h.epoch_wait, .seconds = h.epoch_seconds,
                              .samples = h.epoch_samples, .best_epoch = h.best_epoch,
                              .since_improved = h.since_improved, .best_val_loss = h.best_val_loss,
-                             .improved_val_loss = h.improved_val_loss};
+                             .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
+                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait}};
         // Other replica counts share an epoch's windows out otherwise: the
         // interrupted epoch's position has no meaning, so it starts again.
         if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {
@@ -270,6 +292,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                     latest[0] ? latest : "(no --checkpoint-dir)");
         sf_model_init(m, w, o->seed);
         rc = sf_trainer_load(t, w, NULL, NULL, 0, e);
+        st->plateau = (sf_plateau){.scale = 1, .best = INFINITY};
     }
     if (read) sf_checkpoint_free(&old);
     else free(w), free(mm), free(v);

@@ -86,6 +86,47 @@ typedef struct {
 // stops training (a negative code is returned by sf_trainer_run).
 typedef int (*sf_step_hook)(void *arg, const sf_step_info *s, sf_err *e);
 
+// ---- the learning rate's schedule (schedule.c) ----
+
+enum sf_lr_kind { SF_LR_CONSTANT, SF_LR_COSINE, SF_LR_PLATEAU };
+// "constant", "cosine", "plateau"; parse: false when name is none of them.
+const char *sf_lr_kind_name(enum sf_lr_kind k);
+bool sf_lr_kind_parse(const char *name, enum sf_lr_kind *k);
+
+// The learning rate of each step (Keras' schedules). A zeroed one is
+// constant at Adam's lr. Every kind first warms up: the lr goes linearly
+// from 0 to lr over warmup_steps, as Keras' CosineDecay(0, warmup_target=lr,
+// warmup_steps) does; then constant and plateau stay at lr, and cosine is
+// CosineDecay(lr, decay_steps = total_steps - warmup_steps, alpha = lr_min /
+// lr): from lr down to lr_min at total_steps, and lr_min after. Plateau's
+// reductions (Keras' ReduceLROnPlateau, sf_plateau_update) are a multiplier
+// on top, which the fit loop sets between runs (sf_trainer_set_lr_scale).
+typedef struct {
+    enum sf_lr_kind kind;
+    double lr;                // the peak (the trainer takes Adam's lr)
+    uint64_t warmup_steps;
+    uint64_t total_steps;     // cosine: the run's planned steps, warmup included
+    double lr_min;            // cosine: its end; plateau: the floor of its reductions
+    double factor;            // plateau: lr x factor at each reduction
+    uint64_t patience;        // plateau: evaluations without improvement before one
+} sf_lr_schedule;
+// The lr of the update that follows `step` updates (Keras calls its schedule
+// with the optimizer's iterations before the update: the first update is
+// step 0's), without plateau's multiplier.
+double sf_lr_at(const sf_lr_schedule *s, uint64_t step);
+
+// ReduceLROnPlateau's state: the multiplier on the schedule's lr, the best
+// val_loss so far (INFINITY before any), evaluations since it improved.
+typedef struct {
+    double scale, best;
+    uint64_t wait;
+} sf_plateau;
+// Keras' rule at one evaluation: the first val_loss, and then one below
+// best - min_delta, is the new best; else once wait reaches patience the lr
+// (s->lr x scale) becomes max(lr x factor, lr_min), when above lr_min, and
+// wait starts again. A NaN val_loss is no improvement. true when it reduced.
+bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta, double val_loss);
+
 // R replicas, one thread each: every step each replica trains on its own
 // batch, the gradients are summed across replicas (in a fixed order, so a
 // run is deterministic) and every replica applies the same Adam update to
@@ -119,6 +160,7 @@ typedef struct {
     sf_ranks *ranks;            // the job's ranks (NULL: this process alone)
     atomic_int *interrupted;  // set by a signal handler to the signal's number, read every step into
                               // sf_step_info.interrupted (NULL: never)
+    sf_lr_schedule lr_schedule;  // each step's lr (its lr: adam.lr); zeroed: adam.lr throughout
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
@@ -153,6 +195,11 @@ void sf_trainer_profile(sf_trainer *t, uint32_t r, sf_replica_profile *p);
 // Replica r's last steps (at most max, and at most 65536), oldest first:
 // seconds in each phase. Returns how many.
 size_t sf_trainer_steps(sf_trainer *t, uint32_t r, float (*out)[SF_PHASES], size_t max);
+// The multiplier on the schedule's lr from the next step on (1 at open):
+// plateau's reductions. Between runs only.
+void sf_trainer_set_lr_scale(sf_trainer *t, double scale);
+// The lr the next step's update uses (as float32, Adam's).
+double sf_trainer_lr(const sf_trainer *t);
 // At most max_steps steps (0: no limit), fewer when the source ends or the
 // hook stops, then every replica stopped: the caller may run again, and the
 // steps go on where they left off (bit for bit as one run). 0 or a negative
@@ -309,6 +356,10 @@ typedef struct {
     uint64_t early_stop;             // stop when val_loss has not improved for this many evaluations (0: never)
     double min_delta;                // an improvement of val_loss by less than this is none (--early-stop,
                                      // --lr-schedule plateau)
+    // The lr's schedule (its lr: adam.lr; total_steps: 0, the fit plans it:
+    // epochs x steps per epoch, or max_steps when fewer; a resume keeps the
+    // checkpoint's); plateau needs validation.
+    sf_lr_schedule lr_schedule;
 } sf_fit_opts;
 
 // The defaults: the default model, every column, z-score, the pipeline's

@@ -47,6 +47,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     }
     t->be = be, t->m = m, t->R = replicas, t->adam = o->adam, t->late = o->late_loss && be->step_loss;
     t->overlap = o->overlap_reduce, t->ranks = o->ranks, t->interrupted = o->interrupted;
+    t->sched = o->lr_schedule, t->sched.lr = o->adam.lr, t->lr_scale = 1;
     t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
@@ -272,10 +273,25 @@ static void reduce(sf_worker *w, double *at) {
     phase(w, SF_PHASE_REDUCE, "all-reduce", at);
 }
 
-// update: Adam on the replica's own weights.
+// The lr the update after `step` updates uses: the schedule's, times
+// plateau's multiplier, as float32 (Adam's); a constant schedule gives
+// Adam's lr itself.
+static float step_lr(const sf_trainer *t, uint64_t step) {
+    return (float)(sf_lr_at(&t->sched, step) * t->lr_scale);
+}
+
+void sf_trainer_set_lr_scale(sf_trainer *t, double scale) { t->lr_scale = scale; }
+
+double sf_trainer_lr(const sf_trainer *t) { return step_lr(t, t->step); }
+
+// update: Adam on the replica's own weights, at the step's lr (a GPU
+// backend turns it into the step size its update, or its graph, reads from
+// device memory each step).
 static void update(sf_worker *w, double *at) {
     sf_trainer *t = w->t;
-    int rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &t->adam, t->step + 1, &w->e);
+    sf_adam adam = t->adam;
+    adam.lr = step_lr(t, t->step);
+    int rc = w->rc < 0 ? w->rc : t->be->apply(w->rep, &adam, t->step + 1, &w->e);
     if (rc) w->rc = rc;
     phase(w, SF_PHASE_UPDATE, "update", at);
 }

@@ -869,6 +869,9 @@ static int gpu_apply(sf_replica *opaque, const sf_adam *a, uint64_t step, sf_err
     gpu_replica *r = (gpu_replica *)opaque;
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
     step_values *v = &r->ring[r->turn++ % VALUE_RING];
+    // a->lr may change every step (a schedule's warmup or decay): the update,
+    // and the graph captured once, read the step size from device memory,
+    // never a's lr; the betas and epsilon they take as arguments stay.
     v->alpha = sf_adam_alpha(a, step);
     // The graph reads the whole step's values; the streams' forward pass
     // has read its seed already.

@@ -1,8 +1,9 @@
 // Mirrored training on GPUs against the CPU: with one GPU, and with every GPU
 // (one replica each, NCCL summing the gradients), 6 steps on the same global
 // batches end with the weights the CPU backend reaches with as many
-// replicas, within float rounding (fp32, FMA math on the GPU; 1e-5). Exit 77
-// without a GPU.
+// replicas, within float rounding (fp32, FMA math on the GPU; 1e-5). The
+// same with a cosine schedule after a warmup, the step in a CUDA graph:
+// the graph, captured once, takes each step's lr. Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -33,13 +34,17 @@ static int next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
 
 static void release(void *arg, uint32_t r, const sf_batch *b) { (void)arg, (void)r, (void)b; }
 
+static sf_lr_schedule schedule;  // the runs' (zeroed: constant)
+static bool graph;               // GPU: late loss and the step in a CUDA graph
+
 // Trains R replicas for STEPS steps; replica r gets slice r of each global batch.
 static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int *devices, bool on_gpu,
                  const float *w0, const float *x, const float *y, float *w, sf_err *e) {
     sf_adam adam = {1e-2f, 0.9f, 0.999f, 1e-7f};
     sf_trainer *t;
     int rc = sf_trainer_open(&t, be, m, &(sf_trainer_opts){.replicas = R, .replica_batch = PER, .window = T,
-                             .devices = devices, .precision = SF_PRECISION_FP32, .adam = adam}, e);
+                             .devices = devices, .precision = SF_PRECISION_FP32, .adam = adam,
+                             .late_loss = graph, .cuda_graph = graph, .lr_schedule = schedule}, e);
     if (rc) return rc;
     source s = {.R = R};
     float *dev[2 * MAX_R] = {0};
@@ -75,8 +80,9 @@ static int train(const sf_backend *be, const sf_model *m, uint32_t R, const int 
     return rc;
 }
 
+// The CPU run's weights into out (NULL: not wanted).
 static void compare(const sf_backend *gpu, const sf_model *m, uint32_t R, const int *devices, const float *w0,
-                    const float *x, const float *y) {
+                    const float *x, const float *y, float *out) {
     float *wc = malloc(m->nparams * sizeof(float)), *wg = malloc(m->nparams * sizeof(float));
     sf_err e = {0};
     CHECK(train(&sf_backend_cpu, m, R, NULL, false, w0, x, y, wc, &e) == 0, "CPU, R=%u: %s", R, e.msg);
@@ -85,6 +91,7 @@ static void compare(const sf_backend *gpu, const sf_model *m, uint32_t R, const 
     for (size_t k = 0; k < m->nparams; k++) worst = fmax(worst, fabs(wc[k] - wg[k]));
     CHECK(worst <= 1e-5, "R=%u: GPU and CPU weights differ by up to %.3g after %d steps", R, worst, STEPS);
     printf("R=%u: GPU and CPU weights within %.3g after %d steps\n", R, worst, STEPS);
+    if (out) memcpy(out, wc, m->nparams * sizeof(float));
     free(wc), free(wg);
 }
 
@@ -106,8 +113,16 @@ int main(void) {
     sf_model_init(&m, w0, 6);
     int devices[MAX_R];
     for (uint32_t r = 0; r < R; r++) devices[r] = (int)r;
-    compare(gpu, &m, 1, devices, w0, x, y);
-    if (R > 1) compare(gpu, &m, R, devices, w0, x, y);
+    float *constant = malloc(m.nparams * sizeof(float)), *scheduled = malloc(m.nparams * sizeof(float));
+    compare(gpu, &m, 1, devices, w0, x, y, constant);
+    if (R > 1) compare(gpu, &m, R, devices, w0, x, y, NULL);
+    schedule = (sf_lr_schedule){.kind = SF_LR_COSINE, .warmup_steps = 2, .total_steps = STEPS, .lr_min = 1e-4};
+    graph = true;
+    compare(gpu, &m, 1, devices, w0, x, y, scheduled);
+    double moved = 0;  // the schedule changed the run
+    for (size_t k = 0; k < m.nparams; k++) moved = fmax(moved, fabs(constant[k] - scheduled[k]));
+    CHECK(moved > 1e-3, "the schedule's run ends within %.3g of the constant lr's", moved);
+    free(constant), free(scheduled);
     free(x), free(y), free(w0);
     return TEST_EXIT();
 }

@@ -157,8 +157,8 @@ expect err "^checkpoint: nv/latest.safetensors, epoch 1 \(the run has no best.sa
 run 2 train "${one[@]}" --val-split 0 --checkpoint-dir nov
 expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-split 0 leaves no validation \(hint: --val-split 0.1, or leave --early-stop out\)"
 [ ! -e nov/latest.safetensors ] || fail "the refused run trained"
-run 2 train "${one[@]}" --val-split 0.002 --checkpoint-dir nov
-expect err "--early-stop 3 watches val_loss, and --val-split 0.002 leaves no validation window: .*\(hint: a larger --val-split or a shorter --window, or leave --early-stop out\)"
+run 2 train "${one[@]}" --val-split 0.0003 --checkpoint-dir nov
+expect err "--early-stop 3 watches val_loss, and --val-split 0.0003 leaves no validation target: the validation part of every series \(its last 0.0003 of rows, rounded down\) is empty \(hint: a larger --val-split, or leave --early-stop out\)"
 mkdir empty
 for cmd in predict evaluate; do
     run 2 $cmd --checkpoint empty --data s.sfpack
