@@ -49,6 +49,7 @@ typedef struct {
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
+    float *best_w;      // the best epoch's weights, for a run without a checkpoint directory to keep them
     sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
     sf_lr_schedule lr;  // the run's, its total planned (cosine)
     sf_plateau plateau; // where ReduceLROnPlateau stands
@@ -194,6 +195,14 @@ static bool early_stop_here(fit *f) {
     return true;
 }
 
+// The best epoch's weights in memory, where no directory keeps them
+// (best.safetensors): the run ends with them scored.
+static int keep_best(fit *f, sf_err *e) {
+    if (!f->best_w && !(f->best_w = malloc(f->model.nparams * sizeof(float))))
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the best epoch's weights");
+    return sf_trainer_save(f->tr, f->best_w, NULL, NULL, e);
+}
+
 // Plateau's decision on the evaluation's val_loss, on the caller's thread
 // between runs: the next steps take the reduced lr. Said aloud as Keras'
 // ReduceLROnPlateau says it.
@@ -237,6 +246,7 @@ static int end_epoch(fit *f, sf_err *e) {
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
     f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
     track_best(f, val);
+    if (f->ck.best_epoch == f->epoch + 1 && !o->checkpoint_dir && f->rank == 0 && (rc = keep_best(f, e))) return rc;
     f->epoch++, f->epoch_step = 0;
     if ((rc = checkpoint(f, true, e))) return rc;
     f->loss_sum = 0, f->samples = 0, f->wait = 0, f->epoch_t0 = sf_now();
@@ -247,10 +257,37 @@ static int trainer_predict(void *arg, float *out, const float *x, uint32_t count
     return sf_trainer_predict(arg, out, x, count, e);
 }
 
+// The weights the run leaves to its user into the trainer: the best
+// epoch's (DIR/best.safetensors, which predict and evaluate take given the
+// directory, else the copy kept) when the last epoch is not the best.
+// *which says whose.
+static int load_best(fit *f, char *which, size_t cap, sf_err *e) {
+    snprintf(which, cap, "the final weights");
+    if (!f->ck.best_epoch || f->ck.best_epoch == f->epoch) return 0;
+    sf_checkpoint best = {0};
+    sf_model m;
+    char path[PATH_MAX];
+    const float *w = f->best_w;
+    int rc = 0;
+    if (f->o->checkpoint_dir) {
+        snprintf(path, sizeof path, "%s/best.safetensors", f->o->checkpoint_dir);
+        rc = sf_checkpoint_read(path, &best, &m, e);
+        if (!rc && best.nparams != f->model.nparams)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %zu weights, the run's model has %zu", path, best.nparams,
+                            f->model.nparams);
+        w = best.w;
+    }
+    if (!rc && w) rc = sf_trainer_load(f->tr, w, NULL, NULL, f->ck.step, e);
+    if (!rc && w)
+        snprintf(which, cap, "the best epoch's weights (epoch %llu)", (unsigned long long)f->ck.best_epoch);
+    sf_checkpoint_free(&best);
+    return rc;
+}
+
 // The run's end on rank 0: the validation part per target, with the
-// weights the run ends with, against the baselines evaluate shows, into
-// f->score (for the report) and as evaluate's table. Not for benchmarks,
-// nor a run interrupted (its user wants it to stop).
+// weights the run leaves (load_best), against the baselines evaluate shows,
+// into f->score (for the report) and as evaluate's table. Not for
+// benchmarks, nor a run interrupted (its user wants it to stop).
 static int score_end(fit *f, sf_err *e) {
     if (f->rank != 0 || f->bench || f->interrupted || !f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
@@ -261,9 +298,11 @@ static int score_end(fit *f, sf_err *e) {
     sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
                         .nseries = nseries, .season = &season, .batch = f->replica_batch,
                         .predict = trainer_predict, .arg = f->tr};
-    int rc = sf_score_run(&f->score, &so, e);
+    char which[64];
+    int rc = load_best(f, which, sizeof which, e);
+    if (!rc) rc = sf_score_run(&f->score, &so, e);
     if (!rc && f->talk && f->score.values) {
-        fprintf(stderr, "validation part, per target, with the final weights (seqfeed evaluate shows the same):\n");
+        fprintf(stderr, "validation part, per target, with %s (seqfeed evaluate shows the same):\n", which);
         sf_score_print(stderr, &f->score);
     }
     return rc;
@@ -415,6 +454,7 @@ static void fit_close(fit *f) {
     free(f->cur);
     free(f->replicas_warm);
     free(f->replicas_end);
+    free(f->best_w);
 }
 
 // Without --max-gap: how many training windows span a step above twice the

@@ -66,6 +66,12 @@ cmp -s u/best.safetensors "u/epoch-$(printf %04d "$best_epoch").safetensors" ||
     fail "best.safetensors is not the checkpoint of epoch $best_epoch, the log's lowest val_loss"
 [ "$(meta u/best.safetensors best_epoch)" = "$best_epoch" ] || fail "best.safetensors' best_epoch: $(meta u/best.safetensors best_epoch)"
 [ "$(meta u/latest.safetensors since_improved)" = 3 ] || fail "latest's since_improved: $(meta u/latest.safetensors since_improved)"
+# The run's per-target table is the best epoch's, as evaluate on the directory's.
+expect err "^validation part, per target, with the best epoch's weights \(epoch $best_epoch\)"
+grep -A8 "^validation part, per target" err | grep "RMSE" | head -1 > end_rmse
+run 0 evaluate --checkpoint u --data s.sfpack
+grep "RMSE" out | head -1 > eval_rmse
+cmp -s end_rmse eval_rmse || fail "train's end table ($(cat end_rmse)) is not evaluate's on its directory ($(cat eval_rmse))"
 # evaluate on the best gives the log's val_loss (the same windows and targets).
 run 0 evaluate --checkpoint u/best.safetensors --data s.sfpack --json
 python3 -c 'import json,sys; l=json.load(open("out"))["loss"]; sys.exit(abs(l-float(sys.argv[1]))>1e-6*float(sys.argv[1]))' "$best_val" ||
