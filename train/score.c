@@ -28,9 +28,10 @@ void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const 
         if (step > 0 && step < day && day % step == 0 && day / step <= UINT32_MAX) rows = (uint32_t)(day / step), what = "a day";
         else if (step > 0 && step == day) rows = 7, what = "a week";
         else if (step > 0 && day <= INT64_MAX / 7 && step == 7 * day) rows = 52, what = "a year";
+        else if (day <= INT64_MAX / 31 && step >= 28 * day && step <= 31 * day) rows = 12, what = "a year";  // months
         if (!rows) {
             snprintf(s->text, sizeof s->text, "none: the time column's typical step, %s, is no divisor of a day, "
-                     "nor a day or a week (%s)", step > 0 ? text : "none", hint);
+                     "nor a day, a week or a month (%s)", step > 0 ? text : "none", hint);
             return;
         }
         snprintf(s->text, sizeof s->text, "%u rows, %s of %s rows (from the time column; --season N overrides)",
