@@ -34,7 +34,8 @@ wait $pid 2>/dev/null
 # that left.
 run 0 train --checkpoint-dir b --checkpoint-every 40 --resume --log b.csv -q
 ls b | grep -q tmp && fail "a temporary checkpoint outlived the resume: $(ls b)"
-# identical A B: the same bytes but for the metadata naming each run's log.
+# identical A B: the same bytes but for the metadata naming each run's log
+# and its wall time.
 identical() {
     python3 - "$@" <<'PY'
 import json, struct, sys
@@ -42,7 +43,7 @@ def load(p):
     b = open(p, "rb").read()
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
-    for k in ("log", "log_from_checkpoint_dir"):
+    for k in ("log", "log_from_checkpoint_dir", "seconds"):
         h["__metadata__"].pop(k)
     return h, b[8 + n:]
 sys.exit(load(sys.argv[1]) != load(sys.argv[2]))
