@@ -61,6 +61,7 @@ typedef struct {
     uint64_t val_batches;  // validation batches (of replica_batch windows) each validation scores (0: all)
     double wall_t0, seconds0;  // this process's start, and the run's wall before it (a resume's)
     sf_history history;
+    bool log_five;         // the log an older seqfeed began: its five columns only
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
@@ -260,9 +261,11 @@ static int log_row(fit *f, double el, double val, bool end, sf_err *e) {
                 f->samples / per, 100 * wait);
     char val_field[32] = "";
     if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
-    if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f,%llu,%.3f,%.8g\n", (unsigned long long)f->epoch + 1,
-                           loss, val_field, f->samples / per, wait, (unsigned long long)f->ck.step, seconds,
-                           lr) < 0 || fflush(f->log) != 0))
+    char more[96] = "";
+    if (!f->log_five)
+        snprintf(more, sizeof more, ",%llu,%.3f,%.8g", (unsigned long long)f->ck.step, seconds, lr);
+    if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f%s\n", (unsigned long long)f->epoch + 1, loss, val_field,
+                           f->samples / per, wait, more) < 0 || fflush(f->log) != 0))
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
     f->logged_step = f->ck.step;
     sf_history_row row = {.epoch = f->epoch + 1, .step = f->ck.step, .loss = loss, .val_loss = val, .lr = lr,
@@ -677,6 +680,9 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     return rc;
 }
 
+// The log's first columns, all a log had before step, seconds and lr.
+#define LOG_FIVE "epoch,loss,val_loss,samples_per_s,input_wait"
+
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
@@ -690,9 +696,13 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
         if (out >= 0) close(out);
         return sf_err_errno(e, SF_EIO, err, "%s: cannot write", path);
     }
-    if (!append && (fprintf(f->log, "epoch,loss,val_loss,samples_per_s,input_wait,step,seconds,lr\n") < 0 ||
-                    fflush(f->log) != 0))
+    if (!append && (fprintf(f->log, "%s,step,seconds,lr\n", LOG_FIVE) < 0 || fflush(f->log) != 0))
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", path);
+    // A log an older seqfeed began has its columns only: its rows go on with them.
+    char first[sizeof LOG_FIVE + 1] = "";
+    FILE *in = append ? fopen(path, "r") : NULL;
+    if (in && fgets(first, sizeof first, in)) f->log_five = !strcmp(first, LOG_FIVE "\n");
+    if (in) fclose(in);
     return 0;
 }
 

@@ -5,6 +5,7 @@
 //   allreduce.c  the gradients' sum across replicas and ranks
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
+//   history.c    the log's rows kept in memory, bounded, for the report
 //   data.c       the data as the fit opens it: columns, scaling, segments,
 //                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),

@@ -182,6 +182,14 @@ run 0 train "${args[@]}" --checkpoint-dir auto --log auto.csv
 [ "$(rows auto.csv | tr '\n' ' ')" = "1 1000 - 1 2000 - 1 2500 - " ] ||
     fail "an epoch of 12000 steps stopped at 2500: rows $(cat auto.csv)"
 
+# A log an older seqfeed began (five columns) goes on with its five.
+over common --epochs 1 --max-steps 5
+run 0 train "${args[@]}" --checkpoint-dir old --log old.csv
+cut -d, -f1-5 old.csv >old5.csv && mv old5.csv old.csv
+run 0 train --checkpoint-dir old --resume -q
+[ "$(wc -l <old.csv)" -eq 3 ] && [ "$(awk -F, '{ print NF }' old.csv | sort -u)" = 5 ] ||
+    fail "the resumed older log: $(cat old.csv)"
+
 # --- Usage errors.
 for opt in steps-per-epoch validation-steps log-every; do
     over common --$opt 0
