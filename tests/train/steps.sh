@@ -175,6 +175,13 @@ want=$(python3 -c "print(len({s for s in range(1, 2 * $pass + 1) if s % 10 == 0}
 rows every.csv | awk -v p=$pass '($3 == "v") != ($2 % p == 0) || ($3 == "-" && $2 % 10) { bad = 1 } END { exit bad }' ||
     fail "--log-every 10: rows off the multiples, or val_loss between epoch ends: $(cat every.csv)"
 
+# A resume goes on with the run's --log-every.
+over common --epochs 1 --log-every 7 --max-steps 10
+run 0 train "${args[@]}" --checkpoint-dir le --log le.csv
+run 0 train --checkpoint-dir le --resume --max-steps 15 -q
+[ "$(rows le.csv | cut -d' ' -f2 | tr '\n' ' ')" = "7 10 14 21 25 " ] ||
+    fail "--log-every 7 stopped at 10, resumed to 25: rows $(cat le.csv)"
+
 # By default an epoch longer than 10000 steps gets a row every 1000 (and
 # the stop's); shorter ones a row at their end only (the runs above).
 over common --epochs 1 --steps-per-epoch 12000 --max-steps 2500
