@@ -31,21 +31,6 @@ b = open(sys.argv[1], "rb").read()
 print(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"][sys.argv[2]])
 PY
 }
-# identical A B: the same bytes but for the metadata that names the run's
-# log and its wall time.
-identical() {
-    python3 - "$@" <<'PY'
-import json, struct, sys
-def load(p):
-    b = open(p, "rb").read()
-    n = struct.unpack("<Q", b[:8])[0]
-    h = json.loads(b[8:8 + n])
-    for k in ("log", "log_from_checkpoint_dir", "seconds"):
-        h["__metadata__"].pop(k)
-    return h, b[8 + n:]
-sys.exit(load(sys.argv[1]) != load(sys.argv[2]))
-PY
-}
 # rows LOG: "epoch step val_loss-or-- " for each row.
 rows() { awk -F, 'NR > 1 { printf "%s %s %s\n", $1, $6, $3 == "" ? "-" : "v" }' "$1"; }
 
@@ -78,9 +63,9 @@ over short_run --max-steps $stop
 run 0 train "${args[@]}" --checkpoint-dir short-stop --log short-stop.csv
 [ "$(meta short-stop/latest.safetensors epoch_step)" -eq $((short / 2)) ] || fail "the stop is not mid-epoch 2"
 run 0 train --checkpoint-dir short-stop --resume -q
-identical short/latest.safetensors short-stop/latest.safetensors ||
+same_run short/latest.safetensors short-stop/latest.safetensors ||
     fail "--steps-per-epoch $short: the resumed run differs from the uninterrupted one"
-identical short/epoch-0002.safetensors short-stop/epoch-0002.safetensors ||
+same_run short/epoch-0002.safetensors short-stop/epoch-0002.safetensors ||
     fail "--steps-per-epoch $short: epoch 2 differs after the resume"
 # The resumed log goes on: the same epoch rows, seconds never going back.
 diff <(rows short.csv | grep ' v$' | cut -d' ' -f1,2) <(rows short-stop.csv | grep ' v$' | cut -d' ' -f1,2) >/dev/null ||
@@ -103,9 +88,9 @@ run 0 train --checkpoint-dir long-stop --resume --max-steps $((long - pass - 7))
 [ "$(meta long-stop/latest.safetensors epoch)" -eq 1 ] && [ "$(meta long-stop/latest.safetensors epoch_step)" -eq 0 ] ||
     fail "the second stop is not at epoch 1's end"
 run 0 train --checkpoint-dir long-stop --resume -q
-identical long/latest.safetensors long-stop/latest.safetensors ||
+same_run long/latest.safetensors long-stop/latest.safetensors ||
     fail "--steps-per-epoch $long: the resumed run differs from the uninterrupted one"
-identical long/epoch-0001.safetensors long-stop/epoch-0001.safetensors ||
+same_run long/epoch-0001.safetensors long-stop/epoch-0001.safetensors ||
     fail "--steps-per-epoch $long: epoch 1 differs after the resume"
 
 # A resume keeps the run's epochs: another value is refused, naming both.
