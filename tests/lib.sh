@@ -48,10 +48,10 @@ over() {
     args+=("$@")
 }
 
-# same_run A B: checkpoints A and B are the same bytes but for the
+# same_bytes A B: checkpoints A and B are the same bytes but for the
 # metadata that two runs of one setting may differ in: the run's wall time
 # (seconds) and the names of its log (log, log_from_checkpoint_dir).
-same_run() {
+same_bytes() {
     python3 - "$@" <<'PY'
 import json, struct, sys
 def load(p):

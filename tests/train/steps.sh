@@ -63,9 +63,9 @@ over short_run --max-steps $stop
 run 0 train "${args[@]}" --checkpoint-dir short-stop --log short-stop.csv
 [ "$(meta short-stop/latest.safetensors epoch_step)" -eq $((short / 2)) ] || fail "the stop is not mid-epoch 2"
 run 0 train --checkpoint-dir short-stop --resume -q
-same_run short/latest.safetensors short-stop/latest.safetensors ||
+same_bytes short/latest.safetensors short-stop/latest.safetensors ||
     fail "--steps-per-epoch $short: the resumed run differs from the uninterrupted one"
-same_run short/epoch-0002.safetensors short-stop/epoch-0002.safetensors ||
+same_bytes short/epoch-0002.safetensors short-stop/epoch-0002.safetensors ||
     fail "--steps-per-epoch $short: epoch 2 differs after the resume"
 # The resumed log goes on: the same epoch rows, seconds never going back.
 diff <(rows short.csv | grep ' v$' | cut -d' ' -f1,2) <(rows short-stop.csv | grep ' v$' | cut -d' ' -f1,2) >/dev/null ||
@@ -88,9 +88,9 @@ run 0 train --checkpoint-dir long-stop --resume --max-steps $((long - pass - 7))
 [ "$(meta long-stop/latest.safetensors epoch)" -eq 1 ] && [ "$(meta long-stop/latest.safetensors epoch_step)" -eq 0 ] ||
     fail "the second stop is not at epoch 1's end"
 run 0 train --checkpoint-dir long-stop --resume -q
-same_run long/latest.safetensors long-stop/latest.safetensors ||
+same_bytes long/latest.safetensors long-stop/latest.safetensors ||
     fail "--steps-per-epoch $long: the resumed run differs from the uninterrupted one"
-same_run long/epoch-0001.safetensors long-stop/epoch-0001.safetensors ||
+same_bytes long/epoch-0001.safetensors long-stop/epoch-0001.safetensors ||
     fail "--steps-per-epoch $long: epoch 1 differs after the resume"
 
 # A resume keeps the run's epochs: another value is refused, naming both.
@@ -166,6 +166,16 @@ run 0 train "${args[@]}" --checkpoint-dir le --log le.csv
 run 0 train --checkpoint-dir le --resume --max-steps 15 -q
 [ "$(rows le.csv | cut -d' ' -f2 | tr '\n' ' ')" = "7 10 14 21 25 " ] ||
     fail "--log-every 7 stopped at 10, resumed to 25: rows $(cat le.csv)"
+
+# The lr column is the lr of the steps as the schedule goes: rising in
+# --warmup-steps.
+over common --epochs 1 --lr-schedule cosine --warmup-steps 20 --log-every 10 --max-steps 30
+run 0 train "${args[@]}" --checkpoint-dir warm --log warm.csv
+python3 - <<'PY' || fail "--warmup-steps 20: the lr column does not rise: $(cat warm.csv)"
+import csv, sys
+lr = {int(r["step"]): float(r["lr"]) for r in csv.DictReader(open("warm.csv"))}
+sys.exit(0 if sorted(lr) == [10, 20, 30] and lr[10] < lr[20] and lr[10] < 0.001 else 1)
+PY
 
 # By default an epoch longer than 10000 steps gets a row every 1000 (and
 # the stop's); shorter ones a row at their end only (the runs above).
