@@ -122,10 +122,9 @@ static const option options[OPT_COUNT] = {
     [OPT_MAX_STEPS] = {"max-steps", 0, "N", K_COUNT, 1, UINT64_MAX, .group = TRAINING,
                        .help = "stop after N steps (a checkpoint is written)"},
     [OPT_STEPS_PER_EPOCH] = {"steps-per-epoch", 0, "N", K_COUNT, 1, SF_MAX_EPOCH_STEPS, .group = TRAINING,
-                             .help = "an epoch is N steps (Keras' steps_per_epoch): the passes over the training "
-                                     "windows follow one another, each shuffled anew, so an epoch may end inside "
-                                     "one or span several; validation, the epoch's line and log row and its "
-                                     "checkpoint come every N steps (default: an epoch is one pass)"},
+                             .help = "an epoch is N steps (Keras' steps_per_epoch): the shuffled passes over the "
+                                     "training windows follow one another, so an epoch may end inside one or span "
+                                     "several; validation and checkpoints come every N steps (default: one pass)"},
     [OPT_VALIDATION_STEPS] = {"validation-steps", 0, "N", K_COUNT, 1, SF_MAX_EPOCH_STEPS, .group = TRAINING,
                               .help = "each validation scores the first N batches of --batch-size validation "
                                       "windows, in order, the same every time (Keras' validation_steps; default: "
