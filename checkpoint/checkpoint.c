@@ -60,7 +60,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
-    char v[32][64];
+    char v[36][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
@@ -98,6 +98,10 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(b[2], 64, "%llu", (unsigned long long)c->best_epoch);
     snprintf(b[3], 64, "%.17g", c->best_val_loss);
     snprintf(b[4], 64, "%.17g", c->improved_val_loss);
+    snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
+    snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
+    snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
+    snprintf(v[35], 64, "%.17g", c->seconds);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
@@ -108,6 +112,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
+                          "steps_per_epoch", v[32], "validation_steps", v[33], "log_every", v[34], "seconds", v[35],
                           "min_delta", v[27], "early_stop", b[0], "since_improved", b[1],
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
@@ -377,6 +382,21 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
     if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
     if (!rc) rc = read_schedule(s, path, c, e);
+    // Kept since a later version: 0 before (an epoch a pass, every
+    // validation window, the default log rows, no wall so far).
+    uint64_t bounded[3] = {0};
+    const char *bounded_keys[3] = {"steps_per_epoch", "validation_steps", "log_every"};
+    for (int k = 0; k < 3 && !rc; k++) {
+        rc = meta_u64_or(s, path, bounded_keys[k], 0, &bounded[k], e);
+        if (!rc && bounded[k] > SF_MAX_EPOCH_STEPS)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, expected 0 to %llu (a damaged or edited "
+                            "checkpoint)", path, bounded_keys[k], (unsigned long long)bounded[k],
+                            (unsigned long long)SF_MAX_EPOCH_STEPS);
+    }
+    c->steps_per_epoch = bounded[0], c->validation_steps = bounded[1], c->log_every = bounded[2];
+    if (!rc && sf_st_meta(s, "seconds")) rc = meta_double(s, path, "seconds", &c->seconds, e);
+    if (!rc && !(c->seconds >= 0 && isfinite(c->seconds)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'seconds' is %g, expected seconds >= 0", path, c->seconds);
     // Every setting within what train accepts, so that a damaged or edited
     // checkpoint is named here rather than truncated or blamed on a flag.
     static const struct {

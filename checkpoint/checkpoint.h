@@ -64,6 +64,10 @@ int sf_st_write_checked(const char *path, const sf_st_tensor *t, size_t n, const
 
 // ---- checkpoints ----
 
+// The most --steps-per-epoch, --validation-steps and --log-every take (and
+// a checkpoint may hold): 2^40 steps, more than any run takes.
+#define SF_MAX_EPOCH_STEPS ((uint64_t)1 << 40)
+
 // A checkpoint: safetensors with the weights under Keras' names, Adam's
 // state, the scaling of every column, and in its metadata the model, the
 // columns, the window, and the exact training position.
@@ -115,6 +119,12 @@ typedef struct {
     double lr_min, lr_factor;
     double lr_scale, plateau_best;  // plateau's multiplier on the lr (1: none) and best val_loss (inf: none yet)
     uint64_t plateau_wait;          // evaluations since val_loss last improved
+    // An epoch's steps (0: a pass over the training windows) and the
+    // batches each validation scores (0: every window): they decide the
+    // epochs and val_loss. A checkpoint from before they were kept: 0.
+    uint64_t steps_per_epoch, validation_steps;
+    uint64_t log_every;            // a log row every this many steps (0: the default)
+    double seconds;                // the run's wall seconds so far, over every resume (0: not kept)
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after

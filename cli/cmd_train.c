@@ -17,13 +17,14 @@ static const cli_use train_uses[] = {
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
-    {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS}, {.opt = OPT_EARLY_STOP},
+    {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS},
+    {.opt = OPT_STEPS_PER_EPOCH}, {.opt = OPT_VALIDATION_STEPS}, {.opt = OPT_EARLY_STOP},
     {.opt = OPT_MIN_DELTA}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
     {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
     {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CHECKPOINT_DIR},
-    {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT},
+    {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_LOG_EVERY}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT},
     {.opt = OPT_COLLECTIVE_TIMEOUT}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command train_command = {
@@ -321,6 +322,20 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     // under plateau, resume_schedule holds --min-delta to the checkpoint's).
     if (!v[OPT_EARLY_STOP].set) o->early_stop = ck->early_stop;
     if (!v[OPT_MIN_DELTA].set) o->min_delta = ck->min_delta;
+    // An epoch's steps and validation's batches decide the epochs and
+    // val_loss (0: a pass, every window: "(none)").
+    const struct {
+        cli_opt opt;
+        uint64_t *field, theirs;
+    } bounds[] = {{OPT_STEPS_PER_EPOCH, &o->steps_per_epoch, ck->steps_per_epoch},
+                  {OPT_VALIDATION_STEPS, &o->validation_steps, ck->validation_steps}};
+    for (size_t k = 0; k < sizeof bounds / sizeof *bounds; k++) {
+        snprintf(given, sizeof given, "%llu", (unsigned long long)*bounds[k].field);
+        snprintf(theirs, sizeof theirs, bounds[k].theirs ? "%llu" : "", (unsigned long long)bounds[k].theirs);
+        if (v[bounds[k].opt].set && (rc = differs(bounds[k].opt, given, theirs, path))) return rc;
+        *bounds[k].field = bounds[k].theirs;
+    }
+    if (!v[OPT_LOG_EVERY].set) o->log_every = ck->log_every;  // the log goes on alike, unless told otherwise
     return resume_schedule(v, o, ck, path);
 }
 

@@ -121,6 +121,14 @@ static const option options[OPT_COUNT] = {
                   .help = "the random numbers: weights, shuffling, dropout"},
     [OPT_MAX_STEPS] = {"max-steps", 0, "N", K_COUNT, 1, UINT64_MAX, .group = TRAINING,
                        .help = "stop after N steps (a checkpoint is written)"},
+    [OPT_STEPS_PER_EPOCH] = {"steps-per-epoch", 0, "N", K_COUNT, 1, SF_MAX_EPOCH_STEPS, .group = TRAINING,
+                             .help = "an epoch is N steps (Keras' steps_per_epoch): the shuffled passes over the "
+                                     "training windows follow one another, so an epoch may end inside one or span "
+                                     "several; validation and checkpoints come every N steps (default: one pass)"},
+    [OPT_VALIDATION_STEPS] = {"validation-steps", 0, "N", K_COUNT, 1, SF_MAX_EPOCH_STEPS, .group = TRAINING,
+                              .help = "each validation scores the first N batches of --batch-size validation "
+                                      "windows, in order, the same every time (Keras' validation_steps; default: "
+                                      "every window)"},
     [OPT_GPUS] = {"gpus", 0, "all|none|0,1", K_TEXT, .group = TRAINING,
                   .help = "GPUs to use, one replica each (the CPU when there is none)"},
     [OPT_PRECISION] = {"precision", 0, "fp32|tf32|bf16", K_CHOICE, .choices = precisions, .group = TRAINING,
@@ -181,7 +189,12 @@ static const option options[OPT_COUNT] = {
                     .help = "continue from DIR/latest.safetensors exactly where it stopped, with the run's "
                             "settings from it: --checkpoint-dir alone is enough"},
     [OPT_LOG] = {"log", 0, "FILE", K_TEXT, .group = RUN,
-                 .help = "one CSV row per epoch: epoch,loss,val_loss,samples_per_s,input_wait"},
+                 .help = "CSV, a row per epoch (and per --log-every steps): epoch,loss,val_loss,samples_per_s,"
+                         "input_wait,step,seconds,lr (docs/TRAINING.md)"},
+    [OPT_LOG_EVERY] = {"log-every", 0, "N", K_COUNT, 1, SF_MAX_EPOCH_STEPS, .group = RUN,
+                       .help = "a --log row (and off a terminal a progress line) every N steps between epoch ends "
+                               "too, with an empty val_loss (default: every 1000 steps when an epoch has more "
+                               "than 10000, else none); a run that stops inside an epoch logs a row there"},
     [OPT_TRACE] = {"trace", 0, "FILE", K_TEXT, .group = RUN,
                    .help = "a Chrome trace (Perfetto, chrome://tracing): a track per pipeline thread and per "
                            "replica, a span per read, decode, batch, input wait, forward+backward, all-reduce, "
@@ -628,6 +641,9 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
     if (v[OPT_EARLY_STOP].set) o->early_stop = v[OPT_EARLY_STOP].u;
+    if (v[OPT_STEPS_PER_EPOCH].set) o->steps_per_epoch = v[OPT_STEPS_PER_EPOCH].u;
+    if (v[OPT_VALIDATION_STEPS].set) o->validation_steps = v[OPT_VALIDATION_STEPS].u;
+    if (v[OPT_LOG_EVERY].set) o->log_every = v[OPT_LOG_EVERY].u;
     if (v[OPT_RNN_ALGO].set) o->rnn_algo = (enum sf_rnn_algo)v[OPT_RNN_ALGO].choice;
     if (v[OPT_DEFERRED_LOSS].set) o->late_loss = v[OPT_DEFERRED_LOSS].choice == 0;
     if (v[OPT_CUDA_GRAPH].set) o->cuda_graph = v[OPT_CUDA_GRAPH].choice == 0;

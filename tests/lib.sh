@@ -48,6 +48,23 @@ over() {
     args+=("$@")
 }
 
+# same_bytes A B: checkpoints A and B are the same bytes but for the
+# metadata that two runs of one setting may differ in: the run's wall time
+# (seconds) and the names of its log (log, log_from_checkpoint_dir).
+same_bytes() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+def load(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    h = json.loads(b[8:8 + n])
+    for k in ("seconds", "log", "log_from_checkpoint_dir"):
+        h["__metadata__"].pop(k, None)
+    return h, b[8 + n:]
+sys.exit(load(sys.argv[1]) != load(sys.argv[2]))
+PY
+}
+
 # same A B TOL: every tensor of checkpoint A equals B's within TOL x the
 # largest magnitude of that tensor (TOL 0: bit for bit).
 same() {

@@ -15,6 +15,8 @@
 
 #include "internal.h"
 
+__extension__ typedef unsigned __int128 u128;  // steps done: epochs x their steps
+
 typedef struct {
     const sf_fit_opts *o;
     const sf_fit_bench *bench;
@@ -53,6 +55,13 @@ typedef struct {
     sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
     sf_lr_schedule lr;  // the run's, its total planned (cosine)
     sf_plateau plateau; // where ReduceLROnPlateau stands
+    uint64_t pass_steps;   // steps in a pass over the training windows (the pipeline's epoch)
+    uint64_t log_every;    // a log row when Adam's step count is a multiple (0: at epoch ends only)
+    uint64_t logged_step;  // Adam's step count at the last row
+    uint64_t val_batches;  // validation batches (of replica_batch windows) each validation scores (0: all)
+    double wall_t0, seconds0;  // this process's start, and the run's wall before it (a resume's)
+    sf_history history;
+    bool log_five;         // the log an older seqfeed began: its five columns only
 } fit;
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
@@ -76,12 +85,15 @@ typedef struct {
     float *pred;
     double sum;
     uint64_t n, imputed, batches;  // target values scored, and left out as imputed
+    uint64_t limit;                // batches to score (--validation-steps; 0: all)
 } eval_acc;
 
 static int eval_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     eval_acc *a = arg;
     (void)ids;
-    if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return 0;  // each rank its share
+    // Every rank counts every batch: all stop after the same one.
+    bool last = a->limit && a->batches + 1 >= a->limit;
+    if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return last;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
     // The training loss per target value (sf_mse_sum), over the values pack
     // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
@@ -96,7 +108,7 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
         double d = (double)a->pred[k] - y[k];
         a->sum += d * d, a->n++;
     }
-    return rc;
+    return rc ? rc : last;
 }
 
 // The validation windows' mean loss with replica 0's weights (NAN without
@@ -105,11 +117,13 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
 static int validate(fit *f, double *loss, sf_err *e) {
     *loss = NAN;
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
-    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0, 0};
+    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0, 0,
+                  f->val_batches};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
     sf_columns scored = f->d.cols;  // the same columns, imputed targets NaN (the training pipe's stay as they are)
     scored.imputed_nan = true;
     int rc = sf_windows_in_order(f->d.pack, f->val_plan, &scored, f->replica_batch, eval_batch, &a, e);
+    if (rc == 1) rc = 0;  // --validation-steps: its last batch scored
     free(a.pred);
     double v[3] = {a.sum, (double)a.n, (double)a.imputed};
     if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 3, "the validation loss", e);
@@ -136,6 +150,7 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
     f->ck.lr_total_steps = f->lr.total_steps, f->ck.lr_scale = f->plateau.scale;
     f->ck.plateau_best = f->plateau.best, f->ck.plateau_wait = f->plateau.wait;
+    f->ck.seconds = f->seconds0 + (sf_now() - f->wall_t0);
     if (!rc) rc = sf_checkpoint_save(f->o->checkpoint_dir, &f->ck, &f->model, epoch_end, e);
     free(f->ck.w), free(f->ck.m), free(f->ck.v);
     f->ck.w = f->ck.m = f->ck.v = NULL;
@@ -218,33 +233,56 @@ static void plateau_decide(fit *f, double val) {
                 f->lr.lr_min);
 }
 
-// The epoch's end: validation, the lr's plateau, the progress line, the
-// log's row and the checkpoint (and the best's), with every replica stopped.
+// A row for the epoch so far, el seconds into it: the line on stderr (at
+// its end; between, off a terminal only, where no bar shows), the log's
+// row and the history's. loss is the mean over the epoch's steps so far
+// (Keras' running loss), val_loss (at the end) NAN when there is none.
+static int log_row(fit *f, double el, double val, bool end, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    if (!f->samples) return 0;  // no step yet in this epoch: nothing to say
+    double per = el > 0 ? el : 1e-9, loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * per);
+    double seconds = f->seconds0 + (sf_now() - f->wall_t0);
+    // Without validation windows val_loss is left out, not printed as nan (announce says why).
+    char val_text[48] = "";
+    if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
+    // The lr the next step takes (Keras' logs' learning_rate), before plateau's decision.
+    double lr = sf_trainer_lr(f->tr);
+    char lr_text[32] = "";
+    if (f->lr.kind != SF_LR_CONSTANT || f->lr.warmup_steps) snprintf(lr_text, sizeof lr_text, " - lr %.4g", lr);
+    if (f->talk && end)
+        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
+                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+                (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
+                lr_text, f->samples / per, 100 * wait);
+    else if (f->talk && !f->tty)
+        fprintf(stderr, "epoch %llu/%llu - step %llu/%llu - %.1f s - loss %.6f%s - %.0f samples/s - input wait "
+                "%.1f%%\n", (unsigned long long)f->epoch + 1, (unsigned long long)o->epochs,
+                (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, el, loss, lr_text,
+                f->samples / per, 100 * wait);
+    char val_field[32] = "";
+    if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
+    char more[96] = "";
+    if (!f->log_five)
+        snprintf(more, sizeof more, ",%llu,%.3f,%.8g", (unsigned long long)f->ck.step, seconds, lr);
+    if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f%s\n", (unsigned long long)f->epoch + 1, loss, val_field,
+                           f->samples / per, wait, more) < 0 || fflush(f->log) != 0))
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
+    f->logged_step = f->ck.step;
+    sf_history_row row = {.epoch = f->epoch + 1, .step = f->ck.step, .loss = loss, .val_loss = val, .lr = lr,
+                          .seconds = seconds, .epoch_end = end};
+    return f->rank == 0 ? sf_history_add(&f->history, &row, e) : 0;
+}
+
+// The epoch's end: validation, the progress line, the log's row, the lr's
+// plateau and the checkpoint (and the best's), with every replica stopped.
 static int end_epoch(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     double el = sf_now() - f->epoch_t0, val;
     int rc = validate(f, &val, e);
+    if (!rc) rc = log_row(f, el, val, true, e);
     if (rc) return rc;
-    // The lr at the epoch's end, before plateau's decision (Keras' logs' learning_rate).
-    char lr_text[32] = "";
-    if (f->lr.kind != SF_LR_CONSTANT || f->lr.warmup_steps)
-        snprintf(lr_text, sizeof lr_text, " - lr %.4g", sf_trainer_lr(f->tr));
-    double loss = f->loss_sum / (double)f->samples, wait = f->wait / (f->G * (el > 0 ? el : 1e-9));
-    // Without validation windows val_loss is left out, not printed as nan (announce says why).
-    char val_text[48] = "";
-    if (!isnan(val)) snprintf(val_text, sizeof val_text, " - val_loss %.6f", val);
-    if (f->talk)
-        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
-                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
-                (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
-                lr_text, f->samples / el, 100 * wait);
     plateau_decide(f, val);
-    char val_field[32] = "";
-    if (!isnan(val)) snprintf(val_field, sizeof val_field, "%.9g", val);
-    if (f->log && (fprintf(f->log, "%llu,%.9g,%s,%.1f,%.4f\n", (unsigned long long)f->epoch + 1, loss, val_field,
-                           f->samples / el, wait) < 0 || fflush(f->log) != 0))
-        return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
-    f->res->loss = loss, f->res->val_loss = val, f->res->epochs++;
+    f->res->loss = f->loss_sum / (double)f->samples, f->res->val_loss = val, f->res->epochs++;
     track_best(f, val);
     if (f->ck.best_epoch == f->epoch + 1 && !o->checkpoint_dir && f->rank == 0 && (rc = keep_best(f, e))) return rc;
     f->epoch++, f->epoch_step = 0;
@@ -309,13 +347,14 @@ static int score_end(fit *f, sf_err *e) {
 }
 
 // Steps until the next point where the loop has work: the epoch's end, a
-// --checkpoint-every step, --max-steps.
+// --checkpoint-every step, --max-steps, a log row.
 static uint64_t steps_to_next(const fit *f) {
     const sf_fit_opts *o = f->o;
     uint64_t n = f->steps_per_epoch - f->epoch_step;
     if (o->checkpoint_every && o->checkpoint_every - f->ck.step % o->checkpoint_every < n)
         n = o->checkpoint_every - f->ck.step % o->checkpoint_every;
     if (o->max_steps && o->max_steps - f->run_steps < n) n = o->max_steps - f->run_steps;
+    if (f->log_every && f->log_every - f->ck.step % f->log_every < n) n = f->log_every - f->ck.step % f->log_every;
     return n;
 }
 
@@ -348,7 +387,14 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
             if (f->epoch_step == f->steps_per_epoch) break;
             if (o->checkpoint_every && f->ck.step % o->checkpoint_every == 0 && (rc = checkpoint(f, false, e)))
                 return rc;
-            if (stop_here(f)) return steps_end(f, checkpoint(f, false, e));
+            if (f->log_every && f->ck.step % f->log_every == 0 &&
+                (rc = log_row(f, sf_now() - f->epoch_t0, NAN, false, e)))
+                return rc;
+            if (stop_here(f)) {
+                // A run that stops inside an epoch says where its loss stands.
+                rc = f->logged_step == f->ck.step ? 0 : log_row(f, sf_now() - f->epoch_t0, NAN, false, e);
+                return steps_end(f, rc ? rc : checkpoint(f, false, e));
+            }
         }
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
@@ -449,6 +495,7 @@ static void fit_close(fit *f) {
     sf_plan_free(f->val_plan);
     sf_score_free(&f->score);
     sf_run_data_close(&f->d);
+    sf_history_free(&f->history);
     if (f->log) fclose(f->log);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
     free(f->cur);
@@ -519,6 +566,21 @@ static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why,
     return 0;
 }
 
+// An epoch's steps (--steps-per-epoch, else a pass's), the log's rows
+// between epoch ends, and the batches a validation scores.
+static int epochs_and_rows(fit *f, sf_err *e) {
+    const sf_fit_opts *o = f->o;
+    f->steps_per_epoch = o->steps_per_epoch ? o->steps_per_epoch : f->pass_steps;
+    f->log_every = o->log_every ? o->log_every : f->steps_per_epoch > SF_LOG_LONG_EPOCH ? SF_LOG_EVERY_AUTO : 0;
+    if (o->validation_steps && o->val_split == 0)
+        return sf_err_set(e, SF_EUSAGE, "--validation-steps %llu bounds validation, and --val-split 0 leaves none "
+                          "(hint: a --val-split above 0, or leave --validation-steps out)",
+                          (unsigned long long)o->validation_steps);
+    // Batches of the global batch, scored a replica's batch at a time.
+    f->val_batches = o->validation_steps <= UINT64_MAX / f->G ? o->validation_steps * f->G : 0;
+    return 0;
+}
+
 // The data, opened once: the file, its columns and their scaling, the model
 // for them, the validation plan, and the steps an epoch has.
 static int open_data(fit *f, sf_err *e) {
@@ -541,11 +603,11 @@ static int open_data(fit *f, sf_err *e) {
     if (!rc) {
         sf_pipe_opts po = o->pipe;
         po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
-        f->steps_per_epoch = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
+        f->pass_steps = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
         char why[512] = "";
-        if (f->steps_per_epoch == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
+        if (f->pass_steps == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
         if (!rc && why[0]) rc = sf_err_set(e, SF_EUSAGE, "%s: %s", o->data, why);
-        else if (!rc && f->steps_per_epoch == 0) {
+        else if (!rc && f->pass_steps == 0) {
             // Only the options that can still go lower: one at its least cannot help.
             uint64_t windows = sf_plan_windows(train_plan);
             sf_split split = {o->val_split, SF_PART_TRAIN};
@@ -566,6 +628,7 @@ static int open_data(fit *f, sf_err *e) {
         }
     }
     sf_plan_free(train_plan);
+    if (!rc) rc = epochs_and_rows(f, e);
     return rc;
 }
 
@@ -617,6 +680,9 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     return rc;
 }
 
+// The log's first columns, all a log had before step, seconds and lr.
+#define LOG_FIVE "epoch,loss,val_loss,samples_per_s,input_wait"
+
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
@@ -630,8 +696,13 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
         if (out >= 0) close(out);
         return sf_err_errno(e, SF_EIO, err, "%s: cannot write", path);
     }
-    if (!append && (fprintf(f->log, "epoch,loss,val_loss,samples_per_s,input_wait\n") < 0 || fflush(f->log) != 0))
+    if (!append && (fprintf(f->log, "%s,step,seconds,lr\n", LOG_FIVE) < 0 || fflush(f->log) != 0))
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", path);
+    // A log an older seqfeed began has its columns only: its rows go on with them.
+    char first[sizeof LOG_FIVE + 1] = "";
+    FILE *in = append ? fopen(path, "r") : NULL;
+    if (in && fgets(first, sizeof first, in)) f->log_five = !strcmp(first, LOG_FIVE "\n");
+    if (in) fclose(in);
     return 0;
 }
 
@@ -678,10 +749,24 @@ static int fit_budget(fit *f, sf_err *e) {
     return rc;
 }
 
+// Where the run stands in the pipeline's passes over the training windows,
+// which its epochs go through one after another: the pass the steps done
+// have reached (its first epoch) and the batches into it (returned), and
+// the passes its --epochs need.
+static uint64_t pipe_position(fit *f) {
+    u128 done = (u128)f->epoch * f->steps_per_epoch + f->epoch_step;
+    u128 need = (u128)f->o->epochs * f->steps_per_epoch, pass = done / f->pass_steps;
+    u128 passes = need / f->pass_steps + (need % f->pass_steps != 0);
+    f->po.first_epoch = pass > UINT64_MAX ? UINT64_MAX : (uint64_t)pass;
+    f->po.epochs = passes > UINT64_MAX ? UINT64_MAX : (uint64_t)passes;
+    return (uint64_t)(done % f->pass_steps);
+}
+
 // The pipeline as the options say, this rank's shards of the training
-// part, from the checkpoint's epoch on and at its step: the pipeline is
+// part, from the checkpoint's pass on and at its batch: the pipeline is
 // deterministic, so skipping its first batches lands on the same ones.
 static int open_pipe(fit *f, sf_err *e) {
+    uint64_t skip = pipe_position(f);
     int rc = sf_pipe_open(&f->pipe, f->d.pack, &f->d.cols, &f->po, e);
     if (rc) {
         sf_trainer_stage_error(f->tr, e);  // the device's cause, if it was one
@@ -692,7 +777,7 @@ static int open_pipe(fit *f, sf_err *e) {
     f->replicas_end = calloc(f->R, sizeof *f->replicas_end);
     if (!f->cur || !f->replicas_warm || !f->replicas_end) return sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint32_t r = 0; r < f->R; r++)
-        for (uint64_t k = 0; k < f->epoch_step; k++) {
+        for (uint64_t k = 0; k < skip; k++) {
             int got = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
             if (got != 1) return got < 0 ? got : sf_err_set(e, SF_EINVAL, "resume: the data ended before the "
                                                             "checkpoint's step");
@@ -720,9 +805,13 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (!f->talk) return;
     char ranks[48] = "";
     if (f->nranks > 1) snprintf(ranks, sizeof ranks, " (%d ranks x %u)", f->nranks, f->R);
-    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch, %zu "
+    char pass[96] = "";
+    if (f->o->steps_per_epoch)
+        snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
+                 (unsigned long long)f->pass_steps);
+    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
             "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
-            (unsigned long long)f->steps_per_epoch, f->model.nparams, start->resumed ? ", resumed" : "");
+            (unsigned long long)f->steps_per_epoch, pass, f->model.nparams, start->resumed ? ", resumed" : "");
     {
         const sf_pack_info *in = sf_pack_get_info(f->d.pack);
         char feats[1024] = "", targs[1024] = "";
@@ -761,6 +850,18 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->d.stats_rows < sf_pack_get_info(f->d.pack)->nrows)
         fprintf(stderr, "scaling: %s from the %llu rows of the training part (the validation part's left out)\n",
                 sf_norm_name(f->o->norm), (unsigned long long)f->d.stats_rows);
+    uint64_t val_all = f->val_plan ? sf_plan_windows(f->val_plan) : 0;
+    if (val_all && f->o->validation_steps) {
+        u128 bound = (u128)f->o->validation_steps * f->o->batch;
+        if (bound < val_all)
+            fprintf(stderr, "validation: the first %llu of the %llu validation windows, in order, the same each time "
+                    "(--validation-steps %llu x --batch-size %u)\n", (unsigned long long)bound,
+                    (unsigned long long)val_all, (unsigned long long)f->o->validation_steps, f->o->batch);
+        else
+            fprintf(stderr, "validation: all %llu validation windows (--validation-steps %llu x --batch-size %u "
+                    "reaches past them)\n", (unsigned long long)val_all, (unsigned long long)f->o->validation_steps,
+                    f->o->batch);
+    }
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
         if (f->o->val_split == 0)
             fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
@@ -839,7 +940,7 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_
 
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
     fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
-             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks)};
+             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks), .wall_t0 = sf_now()};
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
@@ -871,7 +972,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     sf_run_start start = {0};
     if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
     f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;
-    f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait;
+    f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait, f.seconds0 = start.run_seconds;
     f.ck.best_epoch = start.best_epoch, f.ck.best_val_loss = start.best_val_loss;
     f.ck.improved_val_loss = start.improved_val_loss, f.ck.since_improved = start.since_improved;
     res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
@@ -900,7 +1001,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     if (!rc && o->log && strcmp(o->log, "-") && o->checkpoint_dir)  // the log exists now: its path can be known
         sf_run_data_from_dir(f.ck.log_from_dir, sizeof f.ck.log_from_dir, o->log, o->checkpoint_dir);
     if (!rc) rc = open_trace(&f, e);
-    f.po.first_epoch = f.epoch, f.po.stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL, f.po.trace = f.trace;
+    f.po.stage = f.tr ? sf_trainer_stage_ops(f.tr) : NULL, f.po.trace = f.trace;
     if (!rc) rc = open_pipe(&f, e);
     if (rc) {
         fit_close(&f);

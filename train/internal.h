@@ -109,6 +109,22 @@ int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e);
 // leaves them to the job's abort.
 void sf_allreduce_settle(sf_trainer *t);
 
+// ---- history.c ----
+
+enum { SF_HISTORY_MAX = 4096 };  // rows kept, however long the run
+// A run's log rows, at most SF_HISTORY_MAX: when full, every other row
+// between epoch ends is dropped and from then on only every other one of
+// them is kept (every other epoch's row, once none between is left), so
+// the rows stay spread over the run.
+typedef struct {
+    sf_history_row *rows;
+    size_t n;
+    uint64_t stride[2], seen[2];  // per kind (0: between epoch ends, 1: an epoch's end): keep every stride-th
+} sf_history;
+// Adds r (or leaves it out, as the strides say). SF_ENOMEM the first time only.
+int sf_history_add(sf_history *h, const sf_history_row *r, sf_err *e);
+void sf_history_free(sf_history *h);
+
 // ---- resume.c ----
 
 // The run's record, as a checkpoint keeps it: settings from o and the
@@ -133,6 +149,7 @@ typedef struct {
     double best_val_loss, improved_val_loss;
     uint64_t lr_total_steps;  // cosine's planned steps (resumed; 0: plan them)
     sf_plateau plateau;       // where plateau stands
+    double run_seconds;  // the run's wall before this resume
 } sf_run_start;
 // Loads every replica: with o->resume, from checkpoint_dir/latest.safetensors
 // when there is one (rank 0 reads it, checks it against run, and sends it

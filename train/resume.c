@@ -85,6 +85,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->max_gap = o->max_gap;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
+    c->steps_per_epoch = o->steps_per_epoch, c->validation_steps = o->validation_steps, c->log_every = o->log_every;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
@@ -150,6 +151,8 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !strcmp(c->lr_schedule, "plateau") && c->lr_factor != r->lr_factor ? "--lr-factor"
                        : !strcmp(c->lr_schedule, "plateau") && c->lr_patience != r->lr_patience ? "--lr-patience"
                        : !strcmp(c->lr_schedule, "plateau") && c->min_delta != r->min_delta ? "--min-delta"
+                       : c->steps_per_epoch != r->steps_per_epoch ? "--steps-per-epoch"
+                       : c->validation_steps != r->validation_steps ? "--validation-steps"
                        // a checkpoint from before precision was kept: any (docs/TRAINING.md)
                        // tf32 <-> fp32: both fp32 weights, a change the user asked for (cli/cmd_train.c)
                        : c->precision[0] && !sf_precision_same_weights(c->precision, r->precision) ? "--precision"
@@ -178,6 +181,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         uint64_t early_stop;  // when the run stops: every rank at the same epoch
         uint64_t lr_kind, warmup_steps, lr_total_steps, lr_patience;  // the lr's schedule
         double lr_min, lr_factor, min_delta;
+        uint64_t steps_per_epoch, validation_steps, log_every;
     } k;
     memset(&k, 0, sizeof k);  // padding too
     k.window = c->window, k.norm = c->norm, k.precision = o->precision, k.rnn_algo = o->rnn_algo;
@@ -194,6 +198,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.lr_kind = o->lr_schedule.kind, k.warmup_steps = o->lr_schedule.warmup_steps;
     k.lr_total_steps = o->lr_schedule.total_steps, k.lr_patience = o->lr_schedule.patience;
     k.lr_min = o->lr_schedule.lr_min, k.lr_factor = o->lr_schedule.factor;
+    k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
     const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
@@ -214,10 +219,10 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
     return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
-                          "pipeline lanes and blocks, backend, precision, seed, epochs, learning rate and its "
-                          "schedule, memory "
-                          "budget, the files written: --checkpoint-dir, --log, --trace, --report, and the data's "
-                          "layout and statistics)", e);
+                          "pipeline lanes and blocks, backend, precision, seed, epochs, steps per epoch, "
+                          "validation steps, log rows, learning rate and its schedule, memory budget, the files "
+                          "written: --checkpoint-dir, --log, --trace, --report, and the data's layout and "
+                          "statistics)", e);
 }
 
 // Where a resumed run stands, as rank 0 read it from the checkpoint (only
@@ -233,6 +238,7 @@ typedef struct {
     uint64_t lr_total_steps, plateau_wait;
     double lr_scale, plateau_best;
     char msg[1024];
+    double seconds;
 } resume_head;
 
 int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *run, const sf_fit_opts *o,
@@ -253,7 +259,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         h.found = read, h.adam = read && old.m && old.v;
         h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
-        h.epoch_seconds = old.epoch_seconds;
+        h.epoch_seconds = old.epoch_seconds, h.seconds = old.seconds;
         h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
         h.best_val_loss = old.best_val_loss, h.improved_val_loss = old.improved_val_loss;
         h.lr_total_steps = old.lr_total_steps, h.plateau_wait = old.plateau_wait;
@@ -276,7 +282,8 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .samples = h.epoch_samples, .best_epoch = h.best_epoch,
                              .since_improved = h.since_improved, .best_val_loss = h.best_val_loss,
                              .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
-                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait}};
+                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait},
+                             .run_seconds = h.seconds};
         // Other replica counts share an epoch's windows out otherwise: the
         // interrupted epoch's position has no meaning, so it starts again.
         if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {

@@ -5,6 +5,7 @@
 //   allreduce.c  the gradients' sum across replicas and ranks
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
+//   history.c    the log's rows kept in memory, bounded, for the report
 //   data.c       the data as the fit opens it: columns, scaling, segments,
 //                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),
@@ -360,7 +361,23 @@ typedef struct {
     // epochs x steps per epoch, or max_steps when fewer; a resume keeps the
     // checkpoint's); plateau needs validation.
     sf_lr_schedule lr_schedule;
+    // Keras' steps_per_epoch: an epoch is this many steps (0: one pass over
+    // the training windows); the passes follow one another, each the
+    // pipeline's next epoch, so an epoch may end inside a pass or span several
+    uint64_t steps_per_epoch;
+    // Keras' validation_steps: each validation scores the first N batches of
+    // batch windows of the validation part, in order, the same every time (0: all)
+    uint64_t validation_steps;
+    // A log row every this many steps (Adam's step count a multiple of it),
+    // between epoch ends too (0: SF_LOG_EVERY_AUTO); a run that stops inside
+    // an epoch logs a row there as well
+    uint64_t log_every;
 } sf_fit_opts;
+
+// log_every 0: a row every SF_LOG_EVERY_AUTO steps in runs whose epochs are
+// longer than SF_LOG_LONG_EPOCH steps, else rows at epoch ends only (as
+// Keras' CSVLogger): a run of ordinary epochs keeps a row per epoch.
+enum { SF_LOG_EVERY_AUTO = 1000, SF_LOG_LONG_EPOCH = 10000 };
 
 // The defaults: the default model, every column, z-score, the pipeline's
 // defaults, global batch 32 on one CPU replica, 10 epochs, seed 1,
@@ -380,6 +397,14 @@ typedef struct {
     double best_val_loss;
     uint64_t early_stopped;             // the epoch after which --early-stop ended the run (0: it did not)
 } sf_fit_result;
+
+// One row of a run's log (--log), kept in memory for the report.
+typedef struct {
+    uint64_t epoch, step;   // the epoch its steps belong to (from 1); Adam's step count
+    double loss, val_loss;  // the epoch's mean loss so far (Keras'); val_loss NAN but at an epoch's end
+    double lr, seconds;     // the steps' learning rate; wall seconds since the run's start, over resumes
+    bool epoch_end;         // the epoch's last row (val_loss NAN without validation)
+} sf_history_row;
 
 // Trains as o says; *res is filled as far as the run went. An option whose
 // value cannot work with this data (a batch the replicas do not divide, an

@@ -60,6 +60,18 @@ same one/epoch-0001.safetensors two/epoch-0001.safetensors 0 || fail "epoch 1 di
 [ "$(wc -l <two.csv)" -eq 3 ] || fail "the log of 2 ranks has $(wc -l <two.csv) lines: $(cat two.csv)"
 cut -d, -f2 one.csv >l1 && cut -d, -f2 two.csv >l2
 cmp -s l1 l2 || fail "training losses differ: $(paste -d' ' l1 l2 | tr '\n' ' ')"
+# Epochs of --steps-per-epoch steps and validations of --validation-steps
+# batches: the ranks take their turns at the first batches and stop
+# together, as one process's replicas do.
+bounded=(--steps-per-epoch 50 --validation-steps 2 --epochs 3)
+over common "${bounded[@]}"
+run 0 train "${args[@]}" --replicas 2 --checkpoint-dir b1 --log b1.csv
+mpi 2 train "${args[@]}" --replicas 1 --checkpoint-dir b2 --log b2.csv
+[ "$rc" -eq 0 ] || fail "2 ranks, bounded epochs: exit $rc: $(cat err)"
+same b1/latest.safetensors b2/latest.safetensors 0 || fail "bounded epochs: 2 ranks x 1 differ from 1 x 2"
+[ -f b2/epoch-0003.safetensors ] || fail "bounded epochs on 2 ranks: $(ls b2)"
+cut -d, -f3 b1.csv >v1 && cut -d, -f3 b2.csv >v2
+cmp -s v1 v2 && [ "$(grep -c . v1)" -eq 4 ] || fail "bounded validations differ: $(paste -d' ' v1 v2 | tr '\n' ' ')"
 python3 - <<'PY' || fail "the trace of 2 ranks: $(head -c 300 t.json)"
 import json
 ev = json.load(open("t.json"))["traceEvents"]

@@ -95,13 +95,13 @@ run 0 train --checkpoint-dir parts --resume --max-steps 250 -q
 [ "$(meta parts/latest.safetensors epoch_step)" != 0 ] || fail "the second part did not stop mid-epoch"
 run 0 train --checkpoint-dir parts --resume -q
 for f in full/*.safetensors; do
-    cmp -s "$f" "parts/${f#full/}" || fail "the run in parts differs from the run in one go: ${f#full/}"
+    same_bytes "$f" "parts/${f#full/}" || fail "the run in parts differs from the run in one go: ${f#full/}"
 done
 [ "$(ls full | tr '\n' ' ')" = "$(ls parts | tr '\n' ' ')" ] || fail "the runs' files differ: $(ls full) vs $(ls parts)"
 # Resumed after its early stop: nothing to do, unless --early-stop grows.
 run 0 train --checkpoint-dir parts --resume
 expect err "^resume: early stopping ended the run after epoch $rows: val_loss had not improved for 3 evaluations \(--early-stop 3\): nothing to do \(hint: a larger --early-stop trains further\)"
-cmp -s full/latest.safetensors parts/latest.safetensors || fail "a resume with nothing to do changed latest"
+same_bytes full/latest.safetensors parts/latest.safetensors || fail "a resume with nothing to do changed latest"
 
 # --- A kill between best's rename and latest's, at the best epoch's end:
 # best stands at that epoch, latest at the one before (and temporaries are
@@ -119,7 +119,7 @@ expect err "^checkpoint: killed/best.safetensors, epoch $best_epoch, the best va
 run 0 train --checkpoint-dir killed --resume -q
 ls killed | grep -q '\.tmp\.' && fail "a temporary outlived the resume: $(ls killed)"
 for f in full/*.safetensors; do
-    cmp -s "$f" "killed/${f#full/}" || fail "the run killed between best and latest differs: ${f#full/}"
+    same_bytes "$f" "killed/${f#full/}" || fail "the run killed between best and latest differs: ${f#full/}"
 done
 
 # --- A new run beside a best alone (another run's) is refused.
