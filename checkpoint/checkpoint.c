@@ -101,7 +101,6 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
     snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
     snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
-    snprintf(v[35], 64, "%.17g", c->seconds);
     const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
@@ -112,7 +111,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
-                          "steps_per_epoch", v[32], "validation_steps", v[33], "log_every", v[34], "seconds", v[35],
+                          "steps_per_epoch", v[32], "validation_steps", v[33], "log_every", v[34],
                           "min_delta", v[27], "early_stop", b[0], "since_improved", b[1],
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
@@ -394,9 +393,6 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
                             (unsigned long long)SF_MAX_EPOCH_STEPS);
     }
     c->steps_per_epoch = bounded[0], c->validation_steps = bounded[1], c->log_every = bounded[2];
-    if (!rc && sf_st_meta(s, "seconds")) rc = meta_double(s, path, "seconds", &c->seconds, e);
-    if (!rc && !(c->seconds >= 0 && isfinite(c->seconds)))
-        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'seconds' is %g, expected seconds >= 0", path, c->seconds);
     // Every setting within what train accepts, so that a damaged or edited
     // checkpoint is named here rather than truncated or blamed on a flag.
     static const struct {

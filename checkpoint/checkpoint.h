@@ -124,7 +124,6 @@ typedef struct {
     // epochs and val_loss. A checkpoint from before they were kept: 0.
     uint64_t steps_per_epoch, validation_steps;
     uint64_t log_every;            // a log row every this many steps (0: the default)
-    double seconds;                // the run's wall seconds so far, over every resume (0: not kept)
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after

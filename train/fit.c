@@ -150,7 +150,6 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
     f->ck.lr_total_steps = f->lr.total_steps, f->ck.lr_scale = f->plateau.scale;
     f->ck.plateau_best = f->plateau.best, f->ck.plateau_wait = f->plateau.wait;
-    f->ck.seconds = f->seconds0 + (sf_now() - f->wall_t0);
     if (!rc) rc = sf_checkpoint_save(f->o->checkpoint_dir, &f->ck, &f->model, epoch_end, e);
     free(f->ck.w), free(f->ck.m), free(f->ck.v);
     f->ck.w = f->ck.m = f->ck.v = NULL;
@@ -683,6 +682,23 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
 // The log's first columns, all a log had before step, seconds and lr.
 #define LOG_FIVE "epoch,loss,val_loss,samples_per_s,input_wait"
 
+// The seconds column of a log's last row: where a resumed run's time goes
+// on from (the time after that row and before the kill is lost; a
+// checkpoint keeps no wall time, so that one run's checkpoints are the same
+// bytes however often it was resumed). 0 when there is none.
+static double log_seconds(const char *path) {
+    FILE *in = fopen(path, "r");
+    char line[512], last[512] = "";
+    while (in && fgets(line, sizeof line, in))
+        if (strchr(line, '\n')) memcpy(last, line, sizeof last);
+    if (in) fclose(in);
+    const char *p = last;
+    for (int comma = 0; *p && comma < 6; p++) comma += *p == ',';  // epoch,loss,val_loss,samples_per_s,input_wait,step,
+    char *end;
+    double s = strtod(p, &end);
+    return end > p && *end == ',' && s >= 0 && isfinite(s) ? s : 0;
+}
+
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
@@ -703,6 +719,7 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     FILE *in = append ? fopen(path, "r") : NULL;
     if (in && fgets(first, sizeof first, in)) f->log_five = !strcmp(first, LOG_FIVE "\n");
     if (in) fclose(in);
+    if (append && !f->log_five) f->seconds0 = log_seconds(path);
     return 0;
 }
 
@@ -972,7 +989,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     sf_run_start start = {0};
     if (!rc) rc = sf_run_start_weights(f.tr, &f.model, &f.ck, o, f.talk, &start, e);
     f.epoch = start.epoch, f.epoch_step = start.epoch_step, f.ck.step = start.step;
-    f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait, f.seconds0 = start.run_seconds;
+    f.loss_sum = start.loss_sum, f.samples = start.samples, f.wait = start.wait;
     f.ck.best_epoch = start.best_epoch, f.ck.best_val_loss = start.best_val_loss;
     f.ck.improved_val_loss = start.improved_val_loss, f.ck.since_improved = start.since_improved;
     res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;

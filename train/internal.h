@@ -149,7 +149,6 @@ typedef struct {
     double best_val_loss, improved_val_loss;
     uint64_t lr_total_steps;  // cosine's planned steps (resumed; 0: plan them)
     sf_plateau plateau;       // where plateau stands
-    double run_seconds;  // the run's wall before this resume
 } sf_run_start;
 // Loads every replica: with o->resume, from checkpoint_dir/latest.safetensors
 // when there is one (rank 0 reads it, checks it against run, and sends it

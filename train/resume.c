@@ -238,7 +238,6 @@ typedef struct {
     uint64_t lr_total_steps, plateau_wait;
     double lr_scale, plateau_best;
     char msg[1024];
-    double seconds;
 } resume_head;
 
 int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *run, const sf_fit_opts *o,
@@ -259,7 +258,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         h.found = read, h.adam = read && old.m && old.v;
         h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
-        h.epoch_seconds = old.epoch_seconds, h.seconds = old.seconds;
+        h.epoch_seconds = old.epoch_seconds;
         h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
         h.best_val_loss = old.best_val_loss, h.improved_val_loss = old.improved_val_loss;
         h.lr_total_steps = old.lr_total_steps, h.plateau_wait = old.plateau_wait;
@@ -282,8 +281,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .samples = h.epoch_samples, .best_epoch = h.best_epoch,
                              .since_improved = h.since_improved, .best_val_loss = h.best_val_loss,
                              .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
-                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait},
-                             .run_seconds = h.seconds};
+                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait}};
         // Other replica counts share an epoch's windows out otherwise: the
         // interrupted epoch's position has no meaning, so it starts again.
         if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {
