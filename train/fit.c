@@ -419,8 +419,12 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
                               "seed", seed, NULL};
-    int rc = sf_report_write(o->report, (const float (*)[SF_PHASES])steps, n, prof, f->G, &f->res->diagnosis, settings,
-                             e);
+    sf_report_model m = {.rows = f->history.rows, .nrows = f->history.n, .best_epoch = f->ck.best_epoch,
+                         .best_val_loss = f->ck.best_val_loss,
+                         .validation = f->val_plan && sf_plan_windows(f->val_plan) > 0,
+                         .score = f->score.ntargets ? &f->score : NULL};
+    int rc = sf_report_write(o->report, &m, (const float (*)[SF_PHASES])steps, n, prof, f->G, &f->res->diagnosis,
+                             settings, e);
     free(steps);
     return rc;
 }

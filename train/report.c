@@ -1,5 +1,6 @@
 // The run's HTML report: one file, inline SVG and CSS, nothing fetched.
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,226 @@ static void chart(FILE *f, const float (*steps)[SF_PHASES], size_t n) {
     free(sums);
 }
 
-int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t nsteps,
+// A number for the page: NaN and infinities never reach it as "nan" or
+// "inf" but as "n/a" (text) and no attribute at all.
+static void number(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.6g", v);
+    else fputs("n/a", f);
+}
+
+static void value_attr(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, " data-value=\"%.17g\"", v);
+}
+
+// The loss chart's vertical scale: log10, as Keras' curves are read, over
+// the finite positive values shown (a loss of 0 sits at the bottom).
+typedef struct {
+    double lo, hi;  // log10 of the bottom and top
+} log_scale;
+
+static void scale_add(log_scale *s, double v) {
+    if (!isfinite(v) || v <= 0) return;
+    double l = log10(v);
+    if (l < s->lo) s->lo = l;
+    if (l > s->hi) s->hi = l;
+}
+
+static double scale_y(const log_scale *s, double v, double top, double height) {
+    if (!(v > 0)) return top + height;
+    double l = log10(v);
+    return top + height * (s->hi - l) / (s->hi - s->lo);
+}
+
+enum { LW = 840, LH = 260, LLEFT = 70, LTOP = 10, LRH = 90 };
+static const char *const baseline_colours[SF_FORECASTERS] = {"#000", "#8c564b", "#7f7f7f", "#e377c2"};
+
+static double step_x(const sf_report_model *m, uint64_t step) {
+    uint64_t lo = m->rows[0].step, hi = m->rows[m->nrows - 1].step;
+    return hi > lo ? LLEFT + LW * (double)(step - lo) / (double)(hi - lo) : LLEFT + LW / 2.0;
+}
+
+// One series of the history (loss or val_loss) as a polyline broken where
+// a value is missing, and a point per row carrying its row's numbers.
+static void series(FILE *f, const sf_report_model *m, const log_scale *s, bool val, const char *colour) {
+    const char *name = val ? "val_loss" : "loss";
+    fprintf(f, "<g class=\"series\" data-series=\"%s\">\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" "
+               "points=\"", name, colour);
+    bool open = true;
+    for (size_t i = 0; i < m->nrows; i++) {
+        double v = val ? m->rows[i].val_loss : m->rows[i].loss;
+        if (!isfinite(v)) {
+            if (!open) fprintf(f, "\"/>\n<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", colour);
+            open = true;
+            continue;
+        }
+        fprintf(f, "%s%.2f,%.2f", open ? "" : " ", step_x(m, m->rows[i].step), scale_y(s, v, LTOP, LH));
+        open = false;
+    }
+    fprintf(f, "\"/>\n");
+    for (size_t i = 0; i < m->nrows; i++) {
+        const sf_history_row *r = &m->rows[i];
+        double v = val ? r->val_loss : r->loss;
+        if (!isfinite(v)) continue;
+        fprintf(f, "<circle class=\"point\" cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\" data-epoch=\"%llu\" "
+                   "data-step=\"%llu\" data-value=\"%.9g\"><title>epoch %llu, step %llu: %s %.6g</title></circle>\n",
+                step_x(m, r->step), scale_y(s, v, LTOP, LH), colour, (unsigned long long)r->epoch,
+                (unsigned long long)r->step, v, (unsigned long long)r->epoch, (unsigned long long)r->step, name, v);
+    }
+    fprintf(f, "</g>\n");
+}
+
+// The lr of each row, its own small chart, linear from 0.
+static void lr_chart(FILE *f, const sf_report_model *m) {
+    double top = 0;
+    for (size_t i = 0; i < m->nrows; i++)
+        if (isfinite(m->rows[i].lr) && m->rows[i].lr > top) top = m->rows[i].lr;
+    fprintf(f, "<svg id=\"lr\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">\n", LW + LLEFT + 10,
+            LRH + 30);
+    fprintf(f, "<line x1=\"%d\" y1=\"0\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
+               "y2=\"%d\" stroke=\"#333\"/>\n", LLEFT, LLEFT, LRH, LLEFT, LRH, LLEFT + LW, LRH);
+    fprintf(f, "<text x=\"4\" y=\"12\" font-size=\"11\">%.3g</text><text x=\"4\" y=\"%d\" font-size=\"11\">0</text>"
+               "<text x=\"%d\" y=\"%d\" font-size=\"11\">learning rate after each row, by step</text>\n",
+            top, LRH, LLEFT, LRH + 20);
+    fprintf(f, "<polyline fill=\"none\" stroke=\"#2ca02c\" stroke-width=\"2\" points=\"");
+    for (size_t i = 0; top > 0 && i < m->nrows; i++)
+        if (isfinite(m->rows[i].lr))
+            fprintf(f, "%s%.2f,%.2f", i ? " " : "", step_x(m, m->rows[i].step), LRH * (1 - m->rows[i].lr / top));
+    fprintf(f, "\"/>\n");
+    for (size_t i = 0; i < m->nrows; i++)
+        if (isfinite(m->rows[i].lr))
+            fprintf(f, "<circle class=\"lr\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#2ca02c\" data-step=\"%llu\" "
+                       "data-value=\"%.9g\"/>\n", step_x(m, m->rows[i].step),
+                    top > 0 ? LRH * (1 - m->rows[i].lr / top) : (double)LRH, (unsigned long long)m->rows[i].step,
+                    m->rows[i].lr);
+    fprintf(f, "</svg>\n");
+}
+
+// loss and val_loss over the run, the baselines' MSE as lines on the
+// val_loss scale, the best epoch marked; then the lr.
+static void loss_chart(FILE *f, const sf_report_model *m) {
+    const sf_score *sc = m->score;
+    log_scale s = {INFINITY, -INFINITY};
+    for (size_t i = 0; i < m->nrows; i++) scale_add(&s, m->rows[i].loss), scale_add(&s, m->rows[i].val_loss);
+    for (int k = SF_FC_PERSISTENCE; sc && k < SF_FORECASTERS; k++) scale_add(&s, sc->mse[k]);
+    if (!(s.lo <= s.hi)) s.lo = -1, s.hi = 0;  // nothing finite: an empty frame
+    if (s.hi - s.lo < 0.1) s.lo -= 0.05, s.hi += 0.05;
+    s.lo -= 0.05 * (s.hi - s.lo), s.hi += 0.05 * (s.hi - s.lo);
+    fprintf(f, "<svg id=\"loss\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\">\n",
+            LW + LLEFT + 10, LTOP + LH + 30);
+    fprintf(f, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#333\"/><line x1=\"%d\" y1=\"%d\" x2=\"%d\" "
+               "y2=\"%d\" stroke=\"#333\"/>\n", LLEFT, LTOP, LLEFT, LTOP + LH, LLEFT, LTOP + LH, LLEFT + LW, LTOP + LH);
+    // A tick at each power of ten, or the two ends when none falls inside.
+    int ticks = 0;
+    for (double l = ceil(s.lo); l <= s.hi; l++, ticks++)
+        fprintf(f, "<text x=\"4\" y=\"%.2f\" font-size=\"11\">%g</text><line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" "
+                   "y2=\"%.2f\" stroke=\"#ddd\"/>\n", scale_y(&s, pow(10, l), LTOP, LH) + 4, pow(10, l), LLEFT,
+                scale_y(&s, pow(10, l), LTOP, LH), LLEFT + LW, scale_y(&s, pow(10, l), LTOP, LH));
+    if (!ticks)
+        fprintf(f, "<text x=\"4\" y=\"%d\" font-size=\"11\">%.3g</text><text x=\"4\" y=\"%d\" font-size=\"11\">"
+                   "%.3g</text>\n", LTOP + 10, pow(10, s.hi), LTOP + LH, pow(10, s.lo));
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">MSE on scaled values (log scale), by step: steps %llu to "
+               "%llu</text>\n", LLEFT, LTOP + LH + 20, (unsigned long long)m->rows[0].step,
+            (unsigned long long)m->rows[m->nrows - 1].step);
+    for (int k = SF_FC_PERSISTENCE; sc && k < SF_FORECASTERS; k++) {
+        if (!isfinite(sc->mse[k])) continue;  // no seasonal forecast, say
+        double y = scale_y(&s, sc->mse[k], LTOP, LH);
+        fprintf(f, "<g class=\"baseline\" data-name=\"%s\"", sf_forecaster_names[k]);
+        value_attr(f, sc->mse[k]);
+        fprintf(f, "><line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"%s\" stroke-dasharray=\"6,4\"/>"
+                   "<text x=\"%d\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\" fill=\"%s\">%s %.4g</text></g>\n",
+                LLEFT, y, LLEFT + LW, y, baseline_colours[k], LLEFT + LW - 4, y - 3, baseline_colours[k],
+                sf_forecaster_names[k], sc->mse[k]);
+    }
+    series(f, m, &s, false, "#1f77b4");
+    series(f, m, &s, true, "#ff7f0e");
+    // The best epoch: its row's val_loss circled, where this run's part holds it.
+    for (size_t i = m->nrows; m->best_epoch && i-- > 0;) {
+        const sf_history_row *r = &m->rows[i];
+        if (r->epoch != m->best_epoch || !isfinite(r->val_loss)) continue;
+        double x = step_x(m, r->step), y = scale_y(&s, r->val_loss, LTOP, LH);
+        fprintf(f, "<g id=\"best-mark\"><line x1=\"%.2f\" y1=\"%d\" x2=\"%.2f\" y2=\"%d\" stroke=\"#d62728\" "
+                   "stroke-dasharray=\"2,3\"/><circle cx=\"%.2f\" cy=\"%.2f\" r=\"7\" fill=\"none\" stroke=\"#d62728\" "
+                   "stroke-width=\"2\"/><text x=\"%.2f\" y=\"%d\" font-size=\"11\" fill=\"#d62728\" text-anchor=\"%s\">"
+                   "best: epoch %llu</text></g>\n", x, LTOP, x, LTOP + LH, x, y, x + (x > LLEFT + LW / 2 ? -4 : 4),
+                LTOP + 12, x > LLEFT + LW / 2 ? "end" : "start",
+                (unsigned long long)m->best_epoch);
+        break;
+    }
+    fprintf(f, "</svg>\n<p><span class=\"key\" style=\"background:#1f77b4\"></span> loss &nbsp; "
+               "<span class=\"key\" style=\"background:#ff7f0e\"></span> val_loss &nbsp; dashed: the baselines' MSE "
+               "on the validation part &nbsp; <span style=\"color:#d62728\">&#9675;</span> the best epoch</p>\n");
+    lr_chart(f, m);
+}
+
+// The per-target table: RMSE and MAE in the data's units of the model and
+// each baseline, and the verdicts.
+static void target_table(FILE *f, const sf_score *s) {
+    fprintf(f, "<p>Season: ");
+    html(f, s->season.text);
+    fprintf(f, "</p>\n<table id=\"per-target\">\n<tr><th>target</th><th>metric</th>");
+    for (int k = 0; k < SF_FORECASTERS; k++) fprintf(f, "<th>%s</th>", sf_forecaster_names[k]);
+    fprintf(f, "<th style=\"text-align:left\">verdict</th></tr>\n");
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        const sf_target_score *t = &s->t[j];
+        char v[320];
+        sf_target_verdict(t, v, sizeof v);
+        for (int m = 0; m < 2; m++) {
+            fprintf(f, "<tr data-target=\"");
+            html(f, t->name);
+            fprintf(f, "\" data-metric=\"%s\"><th>", m ? "mae" : "rmse");
+            if (!m) html(f, t->name);
+            fprintf(f, "</th><td>%s</td>", m ? "MAE" : "RMSE");
+            for (int k = 0; k < SF_FORECASTERS; k++) {
+                fprintf(f, "<td data-forecaster=\"%s\"", sf_forecaster_names[k]);
+                value_attr(f, m ? t->mae[k] : t->rmse[k]);
+                fprintf(f, ">");
+                number(f, m ? t->mae[k] : t->rmse[k]);
+                fprintf(f, "</td>");
+            }
+            if (!m) {
+                fprintf(f, "<td rowspan=\"2\" class=\"verdict\" style=\"text-align:left\">");
+                html(f, v);
+                fprintf(f, " (%llu values)</td>", (unsigned long long)t->values);
+            }
+            fprintf(f, "</tr>\n");
+        }
+    }
+    char verdict[2048];
+    sf_score_verdict(s, verdict, sizeof verdict);
+    fprintf(f, "</table>\n<p id=\"verdict\"><b>Verdict:</b> ");
+    html(f, verdict);
+    fprintf(f, "</p>\n");
+}
+
+// How good the model is: its curves against the baselines, and per target.
+static void model_part(FILE *f, const sf_report_model *m) {
+    fprintf(f, "<h2>Loss</h2>\n");
+    if (!m->validation)
+        fprintf(f, "<p id=\"no-validation\">This run has no validation windows (--val-split 0, or a validation part "
+                   "too short for one window): no val_loss, no "
+                   "baselines and no per-target scores; the loss alone says how well the model fits its training "
+                   "data, not how well it forecasts.</p>\n");
+    if (m->best_epoch) {
+        fprintf(f, "<p id=\"best\" data-epoch=\"%llu\"", (unsigned long long)m->best_epoch);
+        value_attr(f, m->best_val_loss);
+        fprintf(f, ">Best epoch: %llu, val_loss ", (unsigned long long)m->best_epoch);
+        number(f, m->best_val_loss);
+        fprintf(f, "%s.</p>\n", m->nrows && m->rows[0].epoch > m->best_epoch ? " (in a part of the run before this "
+                                                                               "one, not on the chart)" : "");
+    }
+    if (m->nrows) loss_chart(f, m);
+    else fprintf(f, "<p id=\"no-history\">No epoch ended in this run: no loss to draw.</p>\n");
+    fprintf(f, "<h2>Per target: the validation part at the run's end</h2>\n");
+    if (!m->validation)
+        fprintf(f, "<p id=\"no-scores\">Not scored: no validation windows (train with --val-split above 0).</p>\n");
+    else if (!m->score)
+        fprintf(f, "<p id=\"no-scores\">Not scored: the run ended before its end's scoring (interrupted); seqfeed "
+                   "evaluate on its checkpoint scores it.</p>\n");
+    else
+        target_table(f, m->score);
+}
+
+int sf_report_write(const char *path, const sf_report_model *m, const float (*steps)[SF_PHASES], size_t nsteps,
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e) {
     sf_temp_file out;
@@ -91,7 +311,9 @@ int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t ns
                ".bar{background:#1f77b4;height:14px}</style></head><body>\n<h1>seqfeed run report</h1>\n");
     fprintf(f, "<h2>Diagnosis</h2>\n<p id=\"diagnosis\">");
     html(f, d->text);
-    fprintf(f, "</p>\n<h2>Step time by phase (replica 0)</h2>\n");
+    fprintf(f, "</p>\n");
+    if (m) model_part(f, m);
+    fprintf(f, "<h2>Step time by phase (replica 0)</h2>\n");
     chart(f, steps, nsteps);
     fprintf(f, "<h2>Pipeline stages: busy share</h2>\n<table>\n");
     static const char *const stages[3] = {"read", "decode", "window"};

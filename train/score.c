@@ -263,8 +263,7 @@ static void against(char *buf, size_t cap, double model, double base) {
     else snprintf(buf, cap, "%.2fx its RMSE", sqrt(model / base));
 }
 
-// Target t's verdict.
-static void target_verdict(const sf_target_score *t, char *buf, size_t cap) {
+void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap) {
     char p[96], sn[160] = "";
     if (t->values == 0) {
         snprintf(buf, cap, "not scored: every value was imputed by pack --missing ffill");
@@ -285,7 +284,7 @@ void sf_score_verdict(const sf_score *s, char *buf, size_t cap) {
     size_t len = 0;
     if (scored == 1 && s->ntargets == 1) {
         char v[256];
-        target_verdict(&s->t[0], v, sizeof v);
+        sf_target_verdict(&s->t[0], v, sizeof v);
         len = (size_t)snprintf(buf, cap, "%s %s", s->t[0].name, v);
     } else if (s->beating == scored) {
         len = (size_t)snprintf(buf, cap, "all %u scored targets beat persistence", scored);
@@ -336,7 +335,7 @@ void sf_score_print(FILE *f, const sf_score *s) {
             fputc('\n', f);
         }
         char v[320];
-        target_verdict(t, v, sizeof v);
+        sf_target_verdict(t, v, sizeof v);
         fprintf(f, "  %-*s  %s (%llu values", name, "", v, (unsigned long long)t->values);
         if (s->season.rows && t->seasonal_values < t->values)
             fprintf(f, "; the seasonal forecast on the %llu with a row one season before in their series",

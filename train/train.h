@@ -229,14 +229,6 @@ void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R
 // The per-replica table of phases (mean / p50 / p99) and the diagnosis.
 void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
 
-// One self-contained HTML page (no network): an SVG chart of replica 0's
-// step time by phase over the run, the stages' utilisation, the diagnosis,
-// the per-replica table and the run's settings (key, value pairs, NULL
-// terminated). Written atomically.
-int sf_report_write(const char *path, const float (*steps)[SF_PHASES], size_t nsteps,
-                    const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
-                    const char *const *settings, sf_err *e);
-
 // ---- how good a model is: per target, against baselines (score.c) ----
 
 // Who forecasts each target value: the model; persistence (the value at the
@@ -302,11 +294,43 @@ void sf_score_free(sf_score *s);
 // nfeatures) from the model's output pred (count, ntargets): a change (--target change)
 // added to the window's last value, then unscaled, in float32 as predict writes it.
 float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i, uint32_t j);
+// Target t's verdict against persistence and the seasonal forecast, one line.
+void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap);
 // The per-target table (RMSE and MAE of each forecaster, the verdict) and
 // the overall verdict, which names every target that does not beat persistence.
 void sf_score_print(FILE *f, const sf_score *s);
 // The overall verdict alone, one line.
 void sf_score_verdict(const sf_score *s, char *buf, size_t cap);
+
+// One row of a run's log (--log), kept in memory for the report.
+typedef struct {
+    uint64_t epoch, step;   // the epoch its steps belong to (from 1); Adam's step count
+    double loss, val_loss;  // the epoch's mean loss so far (Keras'); val_loss NAN but at an epoch's end
+    double lr, seconds;     // the steps' learning rate; wall seconds since the run's start, over resumes
+    bool epoch_end;         // the epoch's last row (val_loss NAN without validation)
+} sf_history_row;
+
+// What the report says about the model: its history (this run's part,
+// oldest first), the best epoch so far (0: none) and the end's scores.
+typedef struct {
+    const sf_history_row *rows;
+    size_t nrows;
+    uint64_t best_epoch;
+    double best_val_loss;
+    bool validation;        // the run has a validation part (--val-split above 0)
+    const sf_score *score;  // the validation part at the run's end (NULL: not scored, an interrupted run)
+} sf_report_model;
+
+// One self-contained HTML page (no network): the model's loss and val_loss
+// over the run against the baselines' val_loss (the validation part's MSE
+// on scaled values of the training mean, persistence and the seasonal
+// forecast), the lr, the best epoch, the per-target table and verdicts;
+// then an SVG chart of replica 0's step time by phase over the run, the
+// stages' utilisation, the diagnosis, the per-replica table and the run's
+// settings (key, value pairs, NULL terminated). Written atomically.
+int sf_report_write(const char *path, const sf_report_model *m, const float (*steps)[SF_PHASES], size_t nsteps,
+                    const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
+                    const char *const *settings, sf_err *e);
 
 // ---- the fit loop ----
 
@@ -397,14 +421,6 @@ typedef struct {
     double best_val_loss;
     uint64_t early_stopped;             // the epoch after which --early-stop ended the run (0: it did not)
 } sf_fit_result;
-
-// One row of a run's log (--log), kept in memory for the report.
-typedef struct {
-    uint64_t epoch, step;   // the epoch its steps belong to (from 1); Adam's step count
-    double loss, val_loss;  // the epoch's mean loss so far (Keras'); val_loss NAN but at an epoch's end
-    double lr, seconds;     // the steps' learning rate; wall seconds since the run's start, over resumes
-    bool epoch_end;         // the epoch's last row (val_loss NAN without validation)
-} sf_history_row;
 
 // Trains as o says; *res is filled as far as the run went. An option whose
 // value cannot work with this data (a batch the replicas do not divide, an
