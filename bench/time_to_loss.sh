@@ -17,6 +17,7 @@
 # usage: bench/time_to_loss.sh [--install] [--build DIR] [--python PY] [--rounds N] [--epochs N]
 #            [--patience N] [--model SPEC] [--batch-size N] [--lr F] [--val-split F]
 #            [--data temps,yields] [--tools seqfeed,keras,torch] [--torch-threads N] [--json] [--save FILE]
+#            [--runs-log FILE] [--from-log FILE]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 py=python3 install=0 args=()
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --install) install=1; shift ;;
     --python) py=$2; shift 2 ;;
-    -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
     esac
 done

@@ -282,6 +282,43 @@ def print_table(summary, tools, meta):
             print(f"  check: {chk}")
 
 
+def from_log(a):
+    """The summary of the complete rounds of a --runs-log file."""
+    rounds, versions, loads = {}, {}, []
+    with open(a.from_log) as f:
+        for line in f:
+            d = json.loads(line)
+            run = Run(d["run"]["tool"])
+            run.epochs = [tuple(e[k] for k in ("epoch", "loss", "val_loss", "seconds", "cpu_seconds"))
+                          for e in d["run"]["epochs"]]
+            run.ready = (d["run"]["ready_seconds"], d["run"]["ready_cpu_seconds"])
+            run.wall, run.cpu, run.final = d["run"]["seconds_total"], d["run"]["cpu_seconds_total"], \
+                d["run"]["best_model_loss"]
+            run.loads = [d["run"]["load_min"], d["run"]["load_max"]]
+            loads += run.loads
+            if d.get("version"):
+                versions[run.tool] = d["version"]
+            rounds.setdefault(d["round"], {}).setdefault(d["data"], {})[run.tool] = run
+    tools = [t for t in TOOLS if any(t in rd[n] for rd in rounds.values() for n in rd)]
+    names = list(next(iter(rounds.values())))
+    whole = [rd for _, rd in sorted(rounds.items()) if all(set(rd.get(n, {})) == set(tools) for n in names)]
+    summary = summarize(whole, tools)
+    for n in names:
+        summary[n]["checks"] = [f"{NAMES[t]} best model {r.final:.8g} vs its best val_loss {r.best()[2]:.8g} "
+                                f"(rel. {abs(r.final - r.best()[2]) / r.best()[2]:.1e})"
+                                for rd in whole for t, r in rd[n].items() if r.final is not None]
+    sf = os.path.join(a.build, "seqfeed")
+    versions["seqfeed"] = subprocess.run([sf, "--version"], capture_output=True, text=True).stdout.strip()
+    meta = {"model": a.model, "batch_size": a.batch_size, "lr": a.lr, "val_split": a.val_split,
+            "epochs": a.epochs, "patience": a.patience, "rounds": len(whole), "nproc": os.cpu_count(),
+            "load_min": min(loads), "load_max": max(loads), "versions": versions,
+            "windows": {n: DATASETS[n]["window"] for n in names}, "from_log": a.from_log}
+    if a.json:
+        print(json.dumps({"meta": meta, "data": summary}))
+    else:
+        print_table(summary, tools, meta)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -300,7 +337,12 @@ def main():
                          "threads wait on each other: 1 is faster)")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     ap.add_argument("--save", help="also write the JSON object to this file")
+    ap.add_argument("--runs-log", help="append each run to this file as it ends (one JSON line): a run cut "
+                                       "short keeps its finished rounds")
+    ap.add_argument("--from-log", help="no runs: the table (or JSON) of the whole rounds of a --runs-log file")
     a = ap.parse_args()
+    if a.from_log:
+        return from_log(a)
     sf = os.path.join(a.build, "seqfeed")
     if not os.access(sf, os.X_OK):
         raise SystemExit(f"time_to_loss: {sf} not found: build first (ninja -C build)")
@@ -342,6 +384,11 @@ def main():
                       f"epoch {b[0]} after {b[3]:.1f} s ({b[4]:.1f} CPU s); {run.wall:.1f} s in all, load "
                       f"{min(run.loads):.1f}-{max(run.loads):.1f}", file=sys.stderr, flush=True)
                 rounds[-1][n][tool] = run
+                if a.runs_log:
+                    with open(a.runs_log, "a") as f:
+                        f.write(json.dumps({"round": r + 1, "data": n, "run": run.as_dict(),
+                                            "version": getattr(run, "version", None), "load_start": loads[0],
+                                            "best_file": getattr(run, "best_file", None)}) + "\n")
     versions["seqfeed"] = subprocess.run([sf, "--version"], capture_output=True, text=True).stdout.strip()
     summary = summarize(rounds, tools)
     # Are the losses comparable? Each best model's loss against its logged
