@@ -161,7 +161,7 @@ def run_peer(a, ds, seed, work, tool):
     def on_line(line, wall, cpu):
         f = line.split(",")
         if f[0] == "ready":
-            run.ready, run.version = (wall, cpu), ",".join(f[1:])
+            run.ready, run.version = (wall, cpu), " ".join(f[1:])
         elif f[0] == "epoch":
             run.epochs.append((int(f[1]), float(f[2]), float(f[3]), wall, cpu))
         elif f[0] == "final":
@@ -261,7 +261,7 @@ def print_table(summary, tools, meta):
           f"{meta['val_split']}, at most {meta['epochs']} epochs, patience {meta['patience']}; {meta['rounds']} "
           f"interleaved round(s), medians; {meta['nproc']} cores, load average {meta['load_min']:.1f} to "
           f"{meta['load_max']:.1f}")
-    print("; ".join(f"{NAMES[t]} {v}" for t, v in meta["versions"].items()))
+    print("; ".join(v if t == "seqfeed" else f"{NAMES[t]} {v}" for t, v in meta["versions"].items()))
     for name, s in summary.items():
         print(f"\n{name} (window {DATASETS[name]['window']}): seconds from the CSV (wall / CPU)")
         head = ["tool", "best val_loss", "epoch", "to best", "to Keras' best", "to PyTorch's best", "start",
