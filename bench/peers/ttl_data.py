@@ -6,8 +6,12 @@ that `seqfeed train` trains and validates on:
   whole file) split in time: its last floor(rows x val_split) rows are the
   validation part, the rest the training part (pipeline/plan.c
   `sf_split_rows`);
-- a window is `window` consecutive rows of one part and its target the row
-  `horizon` (1) after the window's last, in the same part;
+- a window is `window` consecutive rows and its target the row `horizon`
+  (1) after the window's last; a training window lies wholly in the
+  training part; a validation window too (val_by_rows=False, seqfeed
+  before issue 25), or (val_by_rows=True) every row of the validation part
+  is a target and its window may reach back into the training part, never
+  before the series' first row (pipeline/plan.c `series_windows`);
 - values as float32 (what .sfpack stores), scaled by the z-score of each
   column over the training parts' rows (mean and population std, ddof 0:
   pack/filter.c), x * (1 / std) + (-mean / std) in float32.
@@ -19,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 
-def load(csv, columns, series_column=None, window=60, val_split=0.1, horizon=1):
+def load(csv, columns, series_column=None, window=60, val_split=0.1, horizon=1, val_by_rows=False):
     """(x_train, y_train, x_val, y_val) float32: x (N, window, F), y (N, F)."""
     frame = pd.read_csv(csv)
     values = frame[columns].to_numpy(np.float32)
@@ -39,14 +43,20 @@ def load(csv, columns, series_column=None, window=60, val_split=0.1, horizon=1):
     scale, offset = (1 / std).astype(np.float32), (-mean / std).astype(np.float32)
     scaled = values * scale + offset
 
-    def windows(parts):
-        starts = np.concatenate([np.arange(lo, hi - window - horizon + 1) for lo, hi in parts
-                                 if hi - lo >= window + horizon]).astype(np.int64)
+    span = window + horizon
+
+    def windows(parts, reach_back=None):
+        if reach_back:  # placed by their targets, inputs from the series' first row on
+            starts = np.concatenate([np.arange(max(lo - span + 1, first), hi - span + 1)
+                                     for (lo, hi), (first, _) in zip(parts, reach_back)]).astype(np.int64)
+        else:
+            starts = np.concatenate([np.arange(lo, hi - span + 1) for lo, hi in parts
+                                     if hi - lo >= span]).astype(np.int64)
         x = scaled[starts[:, None] + np.arange(window)]
         y = scaled[starts + window - 1 + horizon]
         return np.ascontiguousarray(x), np.ascontiguousarray(y)
 
-    return windows(train_parts) + windows(val_parts)
+    return windows(train_parts) + windows(val_parts, bounds if val_by_rows else None)
 
 
 def model_units(spec):
@@ -72,6 +82,7 @@ def add_args(ap):
     ap.add_argument("--patience", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=0, help="0: the library's default")
+    ap.add_argument("--val-by-rows", action="store_true", help="validation windows placed by their target rows")
 
 
 def say(*fields):

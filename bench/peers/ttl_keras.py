@@ -36,7 +36,8 @@ def main():
         tf.config.threading.set_inter_op_parallelism_threads(a.threads)
     keras.utils.set_random_seed(a.seed)
     cols = a.columns.split(",")
-    x, y, xv, yv = ttl_data.load(a.csv, cols, a.series_column, a.window, a.val_split)
+    x, y, xv, yv = ttl_data.load(a.csv, cols, a.series_column, a.window, a.val_split,
+                                 val_by_rows=a.val_by_rows)
     layers = [keras.Input((a.window, len(cols)))]
     units = ttl_data.model_units(a.model)
     for i, u in enumerate(units):

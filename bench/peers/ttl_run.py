@@ -144,6 +144,32 @@ def run_seqfeed(a, ds, seed, work, early_flag):
     return run
 
 
+def probe_val_by_rows(a, name, ds, work):
+    """Whether this seqfeed places validation windows by their target rows
+    (issue 25) or keeps them wholly in the validation part: the count of
+    validation windows `seqfeed evaluate` scores after one step of a tiny
+    model, against ttl_data.py's count either way."""
+    sys.path.insert(0, HERE)
+    import ttl_data
+
+    sf, pack = os.path.join(a.build, "seqfeed"), os.path.join(work, f"probe-{name}.sfpack")
+    ck = os.path.join(work, f"probe-{name}")
+    subprocess.run([sf, "pack", os.path.join(ROOT, ds["csv"]), "-o", pack, "-q"] + ds["pack"], check=True)
+    subprocess.run([sf, "train", "--data", pack, "--model", "lstm:1,dense", "--window", str(ds["window"]),
+                    "--val-split", str(a.val_split), "--epochs", "1", "--max-steps", "1", "--checkpoint-dir", ck,
+                    "-q"], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    out = subprocess.run([sf, "evaluate", "--checkpoint", os.path.join(ck, "latest.safetensors"), "--data", pack,
+                          "--json"], capture_output=True, text=True, check=True).stdout
+    n = json.loads(out)["windows"]
+    for by_rows in (False, True):
+        yv = ttl_data.load(os.path.join(ROOT, ds["csv"]), ds["columns"], ds["series_column"], ds["window"],
+                           a.val_split, val_by_rows=by_rows)[3]
+        if len(yv) == n:
+            return by_rows
+    raise SystemExit(f"time_to_loss: seqfeed validates {n} windows of {ds['csv']}, which the peers' windows "
+                     f"(bench/peers/ttl_data.py) do not reproduce either way: the losses would not compare")
+
+
 def run_peer(a, ds, seed, work, tool):
     run = Run(tool)
     cmd = [a.python, os.path.join(HERE, f"ttl_{tool}.py"), "--csv", os.path.join(ROOT, ds["csv"]),
@@ -154,6 +180,8 @@ def run_peer(a, ds, seed, work, tool):
         cmd += ["--series-column", ds["series_column"]]
     if tool == "torch":
         cmd += ["--threads", str(a.torch_threads)]
+    if ds.get("val_by_rows"):
+        cmd += ["--val-by-rows"]
     t0 = time.perf_counter()
     with open(os.path.join(work, f"{tool}.err"), "w") as err:
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, bufsize=1)
@@ -189,7 +217,7 @@ def forward_check(a, ds, best_file):
 
     t, _ = seqfeed.load_checkpoint(best_file)
     _, _, xv, yv = ttl_data.load(os.path.join(ROOT, ds["csv"]), ds["columns"], ds["series_column"], ds["window"],
-                                 a.val_split)
+                                 a.val_split, val_by_rows=ds.get("val_by_rows", False))
     sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
     v = xv.astype(np.float64)
     names = ["lstm"] + [f"lstm_{i}" for i in range(1, len(ttl_data.model_units(a.model)))]
@@ -363,6 +391,9 @@ def main():
     help_text = subprocess.run([sf, "train", "--help"], capture_output=True, text=True).stdout
     early_flag = "--early-stop" in help_text
     work = tempfile.mkdtemp(prefix="seqfeed-ttl-")
+    if "seqfeed" in tools:
+        for n in names:
+            DATASETS[n]["val_by_rows"] = probe_val_by_rows(a, n, DATASETS[n], work)
     rounds, versions, loads = [], {}, []
     for r in range(a.rounds):
         order = tools[r % len(tools):] + tools[:r % len(tools)]
@@ -413,7 +444,8 @@ def main():
             "patience": a.patience, "rounds": a.rounds, "nproc": os.cpu_count(), "load_min": min(loads),
             "load_max": max(loads), "versions": versions, "seqfeed_early_stop": "--early-stop" if early_flag
             else "from outside (SIGINT after patience epochs without a lower val_loss)",
-            "windows": {n: DATASETS[n]["window"] for n in names}}
+            "windows": {n: DATASETS[n]["window"] for n in names},
+            "validation_windows_by_rows": {n: DATASETS[n].get("val_by_rows", False) for n in names}}
     doc = json.dumps({"meta": meta, "data": summary})
     if a.save:
         with open(a.save, "w") as f:

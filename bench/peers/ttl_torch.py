@@ -35,7 +35,7 @@ def main():
     torch.manual_seed(a.seed)
     cols = a.columns.split(",")
     x, y, xv, yv = (torch.from_numpy(v) for v in ttl_data.load(a.csv, cols, a.series_column, a.window,
-                                                                a.val_split))
+                                                                a.val_split, val_by_rows=a.val_by_rows))
     units = ttl_data.model_units(a.model)
 
     class Model(torch.nn.Module):
