@@ -109,5 +109,5 @@ expect err "^seqfeed train: --lr-schedule cosine differs from the checkpoint's p
 run 2 train --checkpoint-dir p1/ck --resume --lr-patience 2 -q
 expect err "^seqfeed train: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir c1/ck --resume --lr-factor 0.5 -q
-expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\)"
+expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\) \(hint: leave --lr-factor out\)"
 finish
