@@ -813,13 +813,15 @@ static int open_pipe(fit *f, sf_err *e) {
 static int early_stop_needs_validation(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     if (f->val_plan && sf_plan_windows(f->val_plan) > 0) return 0;
+    // A resume keeps its checkpoint's --val-split: another would be refused.
+    const char *split = o->resume ? "" : o->val_split == 0 ? "--val-split 0.1, or " : "a larger --val-split, or ";
     if (o->val_split == 0)
         return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split 0 leaves no validation "
-                          "(hint: --val-split 0.1, or leave --early-stop out)", (unsigned long long)o->early_stop);
+                          "(hint: %sleave --early-stop out)", (unsigned long long)o->early_stop, split);
     return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split %g leaves no validation "
                       "target: the validation part of every %s (its last %g of rows, rounded down) is empty (hint: "
-                      "a larger --val-split, or leave --early-stop out)", (unsigned long long)o->early_stop,
-                      o->val_split, f->d.segments ? "segment" : "series", o->val_split);
+                      "%sleave --early-stop out)", (unsigned long long)o->early_stop, o->val_split,
+                      f->d.segments ? "segment" : "series", o->val_split, split);
 }
 
 static void announce(const fit *f, const sf_run_start *start) {

@@ -165,6 +165,9 @@ expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-sp
 [ ! -e nov/latest.safetensors ] || fail "the refused run trained"
 run 2 train "${one[@]}" --val-split 0.0003 --checkpoint-dir nov
 expect err "--early-stop 3 watches val_loss, and --val-split 0.0003 leaves no validation target: the validation part of every series \(its last 0.0003 of rows, rounded down\) is empty \(hint: a larger --val-split, or leave --early-stop out\)"
+# A resume keeps its run's --val-split: the hint names only what it accepts.
+run 2 train --checkpoint-dir nv --resume --epochs 2 --early-stop 3 -q
+expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-split 0 leaves no validation \(hint: leave --early-stop out\)"
 mkdir empty
 for cmd in predict evaluate; do
     run 2 $cmd --checkpoint empty --data s.sfpack
