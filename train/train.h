@@ -12,6 +12,7 @@
 //                and the ranks' agreement on the run's settings
 //   profile.c    where each replica's steps went, and why it waited
 //   report.c     the run as one HTML page
+//   schedule.c   the learning rate of each step, and plateau's reductions
 //   score.c      how good a model is: per target, against baselines
 // Functions return 0 or a negative SF_E* code with e filled, unless they say
 // otherwise; what they are given is borrowed.
