@@ -117,8 +117,8 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
 static int validate(fit *f, double *loss, sf_err *e) {
     *loss = NAN;
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
-    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0, 0,
-                  f->val_batches};
+    eval_acc a = {.f = f, .pred = malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)),
+                  .limit = f->val_batches};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
     sf_columns scored = f->d.cols;  // the same columns, imputed targets NaN (the training pipe's stay as they are)
     scored.imputed_nan = true;
