@@ -207,7 +207,9 @@ static int meta_double_or(const sf_st *s, const char *path, const char *key, dou
 }
 
 // The lr's schedule and its state; a checkpoint from before they were kept
-// trained at a constant lr. Values train would not accept name the key.
+// trained at a constant lr. Values train would not accept name the key;
+// plateau_best is any val_loss, NaN too (a first val_loss that was NaN
+// stays the best, as in Keras: sf_plateau_update).
 static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *kind = sf_st_meta(s, "lr_schedule");
     if (kind && strcmp(kind, "constant") && strcmp(kind, "cosine") && strcmp(kind, "plateau"))
@@ -228,7 +230,6 @@ static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_
                       : !(c->lr_factor > 0 && c->lr_factor < 1)        ? "lr_factor"
                       : !(c->min_delta >= 0 && isfinite(c->min_delta)) ? "min_delta"
                       : !(c->lr_scale > 0 && c->lr_scale <= 1)         ? "lr_scale"
-                      : isnan(c->plateau_best)                         ? "plateau_best"
                       : c->lr_patience == 0                            ? "lr_patience"
                                                                        : NULL;
     if (bad)
