@@ -17,35 +17,6 @@ cd "$tmp" || exit 1
 # A high learning rate: val_loss is lowest early and then rises (checked below).
 run_opts=(--data s.sfpack --window 8 --batch-size 16 --model lstm:16,dense --seed 5 --lr 0.05 --epochs 20)
 
-# meta FILE KEY: a metadata value of a checkpoint.
-meta() {
-    python3 - "$@" <<'PY'
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-print(json.loads(b[8:8 + n])["__metadata__"].get(sys.argv[2], ""))
-PY
-}
-
-# edmeta FILE KEY=VALUE...: as tests/train/runs.sh (an empty VALUE removes KEY).
-edmeta() {
-    python3 - "$@" <<'PY' || exit 1
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-for kv in sys.argv[2:]:
-    k, _, v = kv.partition("=")
-    if v:
-        h["__metadata__"][k] = v
-    else:
-        del h["__metadata__"][k]
-t = json.dumps(h, separators=(",", ":")).encode()
-t += b" " * (-(8 + len(t)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-PY
-}
-
 # --- A run whose val_loss rises: stopped by --early-stop 3 before --epochs 20.
 run 0 train "${run_opts[@]}" --early-stop 3 --checkpoint-dir u --log u.csv
 # The log: its val_loss rises after its lowest, the run stopped 3 evaluations
