@@ -318,7 +318,7 @@ typedef struct {
     size_t nrows;
     uint64_t best_epoch;
     double best_val_loss;
-    bool validation;        // the run has a validation part (--val-split above 0)
+    bool validation;        // the run has validation windows (not so with --val-split 0 or an empty part)
     const sf_score *score;  // the validation part at the run's end (NULL: not scored, an interrupted run)
 } sf_report_model;
 
@@ -394,8 +394,9 @@ typedef struct {
     // batch windows of the validation part, in order, the same every time (0: all)
     uint64_t validation_steps;
     // A log row every this many steps (Adam's step count a multiple of it),
-    // between epoch ends too (0: SF_LOG_EVERY_AUTO); a run that stops inside
-    // an epoch logs a row there as well
+    // between epoch ends too (0: the default below, SF_LOG_EVERY_AUTO in
+    // long epochs, else epoch ends only); a run that stops inside an epoch
+    // logs a row there as well
     uint64_t log_every;
 } sf_fit_opts;
 
