@@ -245,9 +245,10 @@ typedef struct {
 } sf_season;
 // given rows (--season) when not 0, else from the time column's typical
 // step: rows per day for a step that divides a day, 7 for daily rows, 52
-// for weekly ones, none otherwise; none when the season is not longer than
-// w's horizon (the value one season before the target would not be before
-// the window's last input row).
+// for weekly ones, 12 for monthly ones (28 to 31 days), none otherwise;
+// none when the season is not longer than w's horizon (the value one
+// season before the target would not be before the window's last input
+// row).
 void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const sf_window_spec *w);
 
 typedef struct {
