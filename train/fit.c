@@ -1004,7 +1004,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         if (f.talk)
             fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
                     "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
-                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by --min-delta" : "",
+                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
                     (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
         return 0;
     }

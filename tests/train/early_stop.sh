@@ -72,6 +72,9 @@ done
 # Resumed after its early stop: nothing to do, unless --early-stop grows.
 run 0 train --checkpoint-dir parts --resume
 expect err "^resume: early stopping ended the run after epoch $rows: val_loss had not improved for 3 evaluations \(--early-stop 3\): nothing to do \(hint: a larger --early-stop trains further\)"
+# Said as the run's end says it: an improvement is one by more than --min-delta (Keras').
+run 0 train --checkpoint-dir parts --resume --min-delta 0.0001
+expect err "^resume: early stopping ended the run after epoch $rows: val_loss had not improved by more than --min-delta for 3 evaluations"
 same_bytes full/latest.safetensors parts/latest.safetensors || fail "a resume with nothing to do changed latest"
 
 # --- A kill between best's rename and latest's, at the best epoch's end:
