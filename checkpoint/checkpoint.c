@@ -60,7 +60,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
-    char v[36][64];
+    char v[35][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
@@ -207,7 +207,9 @@ static int meta_double_or(const sf_st *s, const char *path, const char *key, dou
 }
 
 // The lr's schedule and its state; a checkpoint from before they were kept
-// trained at a constant lr. Values train would not accept name the key.
+// trained at a constant lr. Values train would not accept name the key;
+// plateau_best is any val_loss, NaN too (a first val_loss that was NaN
+// stays the best, as in Keras: sf_plateau_update).
 static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *kind = sf_st_meta(s, "lr_schedule");
     if (kind && strcmp(kind, "constant") && strcmp(kind, "cosine") && strcmp(kind, "plateau"))
@@ -228,7 +230,6 @@ static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_
                       : !(c->lr_factor > 0 && c->lr_factor < 1)        ? "lr_factor"
                       : !(c->min_delta >= 0 && isfinite(c->min_delta)) ? "min_delta"
                       : !(c->lr_scale > 0 && c->lr_scale <= 1)         ? "lr_scale"
-                      : isnan(c->plateau_best)                         ? "plateau_best"
                       : c->lr_patience == 0                            ? "lr_patience"
                                                                        : NULL;
     if (bad)

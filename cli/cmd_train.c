@@ -161,12 +161,15 @@ static int check_schedule(const cli_value *v, const sf_fit_opts *o) {
     } own[] = {{OPT_LR_MIN, "cosine or plateau", true, true}, {OPT_LR_FACTOR, "plateau", false, true},
                {OPT_LR_PATIENCE, "plateau", false, true}};
     for (size_t k = 0; k < sizeof own / sizeof *own; k++)
-        if (v[own[k].opt].set && !(kind == SF_LR_COSINE ? own[k].cosine : kind == SF_LR_PLATEAU && own[k].plateau))
-            return cli_usage_error("train", "--%s belongs to --lr-schedule %s, and this run's is %s%s (hint: "
-                                   "--lr-schedule %s, or leave --%s out)", cli_opt_name(own[k].opt), own[k].of,
-                                   sf_lr_kind_name(kind), v[OPT_LR_SCHEDULE].set ? "" : o->resume
-                                   ? " (the checkpoint's)" : " (the default)", own[k].cosine ? "cosine" : "plateau",
-                                   cli_opt_name(own[k].opt));
+        if (v[own[k].opt].set && !(kind == SF_LR_COSINE ? own[k].cosine : kind == SF_LR_PLATEAU && own[k].plateau)) {
+            // A resume keeps its checkpoint's schedule (resume_schedule): naming another would be refused.
+            char other[64] = "";
+            if (!o->resume) snprintf(other, sizeof other, "--lr-schedule %s, or ", own[k].cosine ? "cosine" : "plateau");
+            return cli_usage_error("train", "--%s belongs to --lr-schedule %s, and this run's is %s%s (hint: %sleave "
+                                   "--%s out)", cli_opt_name(own[k].opt), own[k].of, sf_lr_kind_name(kind),
+                                   v[OPT_LR_SCHEDULE].set ? "" : o->resume ? " (the checkpoint's)" : " (the default)",
+                                   other, cli_opt_name(own[k].opt));
+        }
     if (v[OPT_MIN_DELTA].set && kind != SF_LR_PLATEAU && !o->early_stop)
         return cli_usage_error("train", "--min-delta says what counts as an improvement of val_loss for --early-stop "
                                "and --lr-schedule plateau, and this run has neither (hint: add --early-stop N, or "

@@ -87,7 +87,7 @@ static const option options[OPT_COUNT] = {
                    .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_SEASON] = {"season", 0, "N", K_COUNT, 1, U32, .group = DATA,
                     .help = "rows one season spans, for the seasonal naive baseline (default: from the time "
-                            "column's typical step: a day of sub-daily rows, 7 daily, 52 weekly rows)"},
+                            "column's typical step: a day of sub-daily rows, 7 daily, 52 weekly, 12 monthly rows)"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
                    .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},

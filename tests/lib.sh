@@ -48,6 +48,39 @@ over() {
     args+=("$@")
 }
 
+# meta FILE KEY: checkpoint FILE's metadata value of KEY (nothing printed,
+# exit 1, when it has none).
+meta() {
+    python3 - "$@" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+m = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"]
+if sys.argv[2] not in m:
+    sys.exit(1)
+print(m[sys.argv[2]])
+PY
+}
+
+# edmeta FILE KEY=VALUE...: FILE's metadata with each KEY set to VALUE (an
+# empty VALUE: KEY removed), as an older or tampered checkpoint has it.
+edmeta() {
+    python3 - "$@" <<'PY' || exit 1
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+for kv in sys.argv[2:]:
+    k, _, v = kv.partition("=")
+    if v:
+        h["__metadata__"][k] = v
+    else:
+        del h["__metadata__"][k]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-(8 + len(t)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+}
+
 # same_bytes A B: checkpoints A and B are the same bytes but for the
 # metadata that two runs of one setting may differ in: the names of its log
 # (log, log_from_checkpoint_dir).

@@ -117,8 +117,8 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
 static int validate(fit *f, double *loss, sf_err *e) {
     *loss = NAN;
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
-    eval_acc a = {f, malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)), 0, 0, 0, 0,
-                  f->val_batches};
+    eval_acc a = {.f = f, .pred = malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)),
+                  .limit = f->val_batches};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
     sf_columns scored = f->d.cols;  // the same columns, imputed targets NaN (the training pipe's stay as they are)
     scored.imputed_nan = true;
@@ -813,13 +813,15 @@ static int open_pipe(fit *f, sf_err *e) {
 static int early_stop_needs_validation(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     if (f->val_plan && sf_plan_windows(f->val_plan) > 0) return 0;
+    // A resume keeps its checkpoint's --val-split: another would be refused.
+    const char *split = o->resume ? "" : o->val_split == 0 ? "--val-split 0.1, or " : "a larger --val-split, or ";
     if (o->val_split == 0)
         return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split 0 leaves no validation "
-                          "(hint: --val-split 0.1, or leave --early-stop out)", (unsigned long long)o->early_stop);
+                          "(hint: %sleave --early-stop out)", (unsigned long long)o->early_stop, split);
     return sf_err_set(e, SF_EUSAGE, "--early-stop %llu watches val_loss, and --val-split %g leaves no validation "
                       "target: the validation part of every %s (its last %g of rows, rounded down) is empty (hint: "
-                      "a larger --val-split, or leave --early-stop out)", (unsigned long long)o->early_stop,
-                      o->val_split, f->d.segments ? "segment" : "series", o->val_split);
+                      "%sleave --early-stop out)", (unsigned long long)o->early_stop, o->val_split,
+                      f->d.segments ? "segment" : "series", o->val_split, split);
 }
 
 static void announce(const fit *f, const sf_run_start *start) {
@@ -1002,7 +1004,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         if (f.talk)
             fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
                     "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
-                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by --min-delta" : "",
+                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
                     (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
         return 0;
     }

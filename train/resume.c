@@ -281,7 +281,8 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .samples = h.epoch_samples, .best_epoch = h.best_epoch,
                              .since_improved = h.since_improved, .best_val_loss = h.best_val_loss,
                              .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
-                             .plateau = {h.lr_scale, h.plateau_best, h.plateau_wait}};
+                             .plateau = {.scale = h.lr_scale, .best = h.plateau_best,
+                                         .wait = h.plateau_wait}};
         // Other replica counts share an epoch's windows out otherwise: the
         // interrupted epoch's position has no meaning, so it starts again.
         if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {

@@ -12,6 +12,7 @@
 //                and the ranks' agreement on the run's settings
 //   profile.c    where each replica's steps went, and why it waited
 //   report.c     the run as one HTML page
+//   schedule.c   the learning rate of each step, and plateau's reductions
 //   score.c      how good a model is: per target, against baselines
 // Functions return 0 or a negative SF_E* code with e filled, unless they say
 // otherwise; what they are given is borrowed.
@@ -244,9 +245,10 @@ typedef struct {
 } sf_season;
 // given rows (--season) when not 0, else from the time column's typical
 // step: rows per day for a step that divides a day, 7 for daily rows, 52
-// for weekly ones, none otherwise; none when the season is not longer than
-// w's horizon (the value one season before the target would not be before
-// the window's last input row).
+// for weekly ones, 12 for monthly ones (28 to 31 days), none otherwise;
+// none when the season is not longer than w's horizon (the value one
+// season before the target would not be before the window's last input
+// row).
 void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const sf_window_spec *w);
 
 typedef struct {
@@ -317,7 +319,7 @@ typedef struct {
     size_t nrows;
     uint64_t best_epoch;
     double best_val_loss;
-    bool validation;        // the run has a validation part (--val-split above 0)
+    bool validation;        // the run has validation windows (not so with --val-split 0 or an empty part)
     const sf_score *score;  // the validation part at the run's end (NULL: not scored, an interrupted run)
 } sf_report_model;
 
@@ -393,8 +395,9 @@ typedef struct {
     // batch windows of the validation part, in order, the same every time (0: all)
     uint64_t validation_steps;
     // A log row every this many steps (Adam's step count a multiple of it),
-    // between epoch ends too (0: SF_LOG_EVERY_AUTO); a run that stops inside
-    // an epoch logs a row there as well
+    // between epoch ends too (0: the default below, SF_LOG_EVERY_AUTO in
+    // long epochs, else epoch ends only); a run that stops inside an epoch
+    // logs a row there as well
     uint64_t log_every;
 } sf_fit_opts;
 

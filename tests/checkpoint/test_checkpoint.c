@@ -239,6 +239,25 @@ static void test_best(const sf_checkpoint *good, const sf_model *m) {
     unlink(best), unlink(latest);
 }
 
+// Plateau's state as the fit leaves it after a first val_loss that is NaN
+// (sf_plateau_update keeps it as its best, as Keras does): a resume must
+// read it back, not call the checkpoint damaged.
+static void test_plateau_nan(const sf_checkpoint *good, const sf_model *m, const char *path) {
+    sf_checkpoint c = *good;
+    snprintf(c.lr_schedule, sizeof c.lr_schedule, "plateau");
+    c.lr_factor = 0.1, c.lr_patience = 1, c.lr_scale = 0.1, c.plateau_best = NAN, c.plateau_wait = 1;
+    sf_err e = {0};
+    CHECK(sf_checkpoint_write(path, &c, m, &e) == 0, "write: %s", e.msg);
+    sf_checkpoint r;
+    sf_model rm;
+    if (sf_checkpoint_read(path, &r, &rm, &e) == 0) {
+        CHECK(isnan(r.plateau_best) && r.plateau_wait == 1 && r.lr_scale == 0.1, "plateau's state read back differs");
+        sf_checkpoint_free(&r);
+    } else {
+        CHECK(0, "a plateau whose best is a NaN val_loss: %s", e.msg);
+    }
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     test_lists();
@@ -309,6 +328,7 @@ int main(void) {
     test_read_back(&c, &m, path);
     test_run_dir(&c, &m);
     test_best(&c, &m);
+    test_plateau_nan(&c, &m, path);
     free(w);
     unlink(path), unlink(bad), rmdir(dir);
     return TEST_EXIT();

@@ -17,35 +17,6 @@ cd "$tmp" || exit 1
 # A high learning rate: val_loss is lowest early and then rises (checked below).
 run_opts=(--data s.sfpack --window 8 --batch-size 16 --model lstm:16,dense --seed 5 --lr 0.05 --epochs 20)
 
-# meta FILE KEY: a metadata value of a checkpoint.
-meta() {
-    python3 - "$@" <<'PY'
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-print(json.loads(b[8:8 + n])["__metadata__"].get(sys.argv[2], ""))
-PY
-}
-
-# edmeta FILE KEY=VALUE...: as tests/train/runs.sh (an empty VALUE removes KEY).
-edmeta() {
-    python3 - "$@" <<'PY' || exit 1
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-for kv in sys.argv[2:]:
-    k, _, v = kv.partition("=")
-    if v:
-        h["__metadata__"][k] = v
-    else:
-        del h["__metadata__"][k]
-t = json.dumps(h, separators=(",", ":")).encode()
-t += b" " * (-(8 + len(t)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-PY
-}
-
 # --- A run whose val_loss rises: stopped by --early-stop 3 before --epochs 20.
 run 0 train "${run_opts[@]}" --early-stop 3 --checkpoint-dir u --log u.csv
 # The log: its val_loss rises after its lowest, the run stopped 3 evaluations
@@ -101,6 +72,9 @@ done
 # Resumed after its early stop: nothing to do, unless --early-stop grows.
 run 0 train --checkpoint-dir parts --resume
 expect err "^resume: early stopping ended the run after epoch $rows: val_loss had not improved for 3 evaluations \(--early-stop 3\): nothing to do \(hint: a larger --early-stop trains further\)"
+# Said as the run's end says it: an improvement is one by more than --min-delta (Keras').
+run 0 train --checkpoint-dir parts --resume --min-delta 0.0001
+expect err "^resume: early stopping ended the run after epoch $rows: val_loss had not improved by more than --min-delta for 3 evaluations"
 same_bytes full/latest.safetensors parts/latest.safetensors || fail "a resume with nothing to do changed latest"
 
 # --- A kill between best's rename and latest's, at the best epoch's end:
@@ -165,6 +139,9 @@ expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-sp
 [ ! -e nov/latest.safetensors ] || fail "the refused run trained"
 run 2 train "${one[@]}" --val-split 0.0003 --checkpoint-dir nov
 expect err "--early-stop 3 watches val_loss, and --val-split 0.0003 leaves no validation target: the validation part of every series \(its last 0.0003 of rows, rounded down\) is empty \(hint: a larger --val-split, or leave --early-stop out\)"
+# A resume keeps its run's --val-split: the hint names only what it accepts.
+run 2 train --checkpoint-dir nv --resume --epochs 2 --early-stop 3 -q
+expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-split 0 leaves no validation \(hint: leave --early-stop out\)"
 mkdir empty
 for cmd in predict evaluate; do
     run 2 $cmd --checkpoint empty --data s.sfpack

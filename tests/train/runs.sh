@@ -16,26 +16,6 @@ cd "$tmp" || exit 1
 settings=(--window 8 --batch-size 16 --model lstm:4,dense --seed 5 --val-split 0.1 -q)
 common=(--data s.sfpack "${settings[@]}")
 
-# edmeta FILE KEY=VALUE...: FILE's metadata with each KEY set to VALUE (an
-# empty VALUE: KEY removed), as an older or tampered checkpoint has it.
-edmeta() {
-    python3 - "$@" <<'PY' || exit 1
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
-for kv in sys.argv[2:]:
-    k, _, v = kv.partition("=")
-    if v:
-        h["__metadata__"][k] = v
-    else:
-        del h["__metadata__"][k]
-t = json.dumps(h, separators=(",", ":")).encode()
-t += b" " * (-(8 + len(t)) % 8)
-open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
-PY
-}
-
 # --- A column named twice: refused before training (it would train, then
 # fail to write every checkpoint, or write one that cannot be resumed).
 printf 't,c,a\n' >cc.csv

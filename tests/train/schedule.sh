@@ -16,15 +16,8 @@ cd "$tmp" || exit 1
 # checkpoints' metadata (the data's and the log's paths) is the same text.
 common=(--data ../s.sfpack --model lstm:8,dense --window 8 --batch-size 32 --seed 2 --gpus none
         --checkpoint-dir ck --log log.csv -q)
-meta() {  # meta FILE KEY: a checkpoint's metadata value
-    python3 - "$@" <<'PY'
-import json, struct, sys
-b = open(sys.argv[1], "rb").read()
-print(json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])["__metadata__"][sys.argv[2]])
-PY
-}
-# same_run A B: A's and B's runs ended alike: the checkpoint (but for its
-# wall time), and the log's losses at the steps A logged (B's stops add rows).
+# same_run A B: A's and B's runs ended alike: the checkpoint (same_bytes),
+# and the log's losses at the steps A logged (B's stops add rows).
 same_run() {
     same_bytes "$1/ck/latest.safetensors" "$2/ck/latest.safetensors" ||
         fail "$2: latest.safetensors differs from the uninterrupted run's ($1)"
@@ -109,5 +102,5 @@ expect err "^seqfeed train: --lr-schedule cosine differs from the checkpoint's p
 run 2 train --checkpoint-dir p1/ck --resume --lr-patience 2 -q
 expect err "^seqfeed train: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir c1/ck --resume --lr-factor 0.5 -q
-expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\)"
+expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\) \(hint: leave --lr-factor out\)"
 finish
