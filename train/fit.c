@@ -190,13 +190,14 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
 // The validation record after an epoch's val_loss (NAN: none scored): the
 // lowest so far is the best (its checkpoint DIR/best.safetensors), and an
 // improvement counts for --early-stop when it beats the last one counted by
-// more than --min-delta, as Keras' EarlyStopping(min_delta) counts.
+// more than --min-delta, as Keras' EarlyStopping(min_delta) counts. A
+// val_loss that overflowed (inf) is never a best: no model to keep.
 static void track_best(fit *f, double val) {
     sf_checkpoint *c = &f->ck;
     if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return;  // no evaluation
     bool first = c->best_epoch == 0;
-    if (!isnan(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
-    if (!isnan(val) && (first || val < c->improved_val_loss - f->o->min_delta))
+    if (isfinite(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
+    if (isfinite(val) && (first || val < c->improved_val_loss - f->o->min_delta))
         c->improved_val_loss = val, c->since_improved = 0;
     else
         c->since_improved++;

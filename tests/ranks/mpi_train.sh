@@ -140,14 +140,17 @@ expect err "written by 2 replicas and this run has 1: epoch 1 starts again from 
 
 # Ctrl-C (SIGINT) on rank 1 alone: every rank stops at the same step, and
 # rank 0 writes the checkpoint.
-wrapped 1 int '(sleep 2; kill -INT $$) &' train "${long[@]}" --checkpoint-dir i
+# Each signal comes once the job trains (rank 0 has begun its log, after
+# the ranks agreed), not after a fixed sleep a slow start outlasts.
+started() { echo "(while [ ! -s $1 ]; do sleep 0.05; done; sleep 0.5; kill -$2 \$\$) &"; }
+wrapped 1 int "$(started i.csv INT)" train "${long[@]}" --checkpoint-dir i --log i.csv
 [ "$rc" -eq 130 ] || fail "an interrupt on rank 1: exit $rc, expected 130: $(tail -5 err)"
 expect err "^stopped after [0-9]+ steps"
 [ -f i/latest.safetensors ] || fail "no checkpoint after the interrupt: $(ls i)"
 
 # SIGTERM on every rank (scancel, preemption): all stop after the same
 # step, with a checkpoint.
-wrapped all term '(sleep 2; kill -TERM $$) &' train "${long[@]}" --checkpoint-dir tm
+wrapped all term "$(started tm.csv TERM)" train "${long[@]}" --checkpoint-dir tm --log tm.csv
 [ "$rc" -eq 143 ] || fail "SIGTERM on every rank: exit $rc, expected 143: $(tail -5 err)"
 expect err "rank [01] of 2: SIGTERM from the launcher"  # a rank may stop, by the other's, before its own arrives
 expect err "^stopped after [0-9]+ steps"
@@ -198,7 +201,7 @@ expect err "rank 1 of 2: gone.sfpack"
 # A rank killed mid-training (SIGKILL): the launcher names it and ends the
 # other, which says which rank it is; well before the timeout.
 start=$(date +%s)
-wrapped 1 kill '(sleep 2; kill -9 $$) &' train "${long[@]}" -q
+wrapped 1 kill "$(started k.csv 9)" train "${long[@]}" -q --log k.csv
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a killed rank: exit $rc"
 expect err "process rank 1 .* exited on signal 9"
 expect err "rank 0 of 2: SIGTERM from the launcher"
@@ -206,7 +209,7 @@ expect err "rank 0 of 2: SIGTERM from the launcher"
 
 # A rank that hangs (SIGSTOP): the other's collective times out and ends
 # the job.
-wrapped 1 hang '(sleep 2; kill -STOP $$) &' train "${long[@]}" -q --collective-timeout 2
+wrapped 1 hang "$(started h.csv STOP)" train "${long[@]}" -q --collective-timeout 2 --log h.csv
 [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a hung rank: exit $rc"
 expect err "rank 0 of 2: .* did not complete within 2 s"
 finish
