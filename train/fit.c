@@ -703,11 +703,39 @@ static double log_seconds(const char *path) {
     return end > p && *end == ',' && s >= 0 && isfinite(s) ? s : 0;
 }
 
+// The rows a killed run logged after its checkpoint's step (and a row the
+// kill cut short) are cut off the log before a resumed run appends to it:
+// the resumed run logs those steps again, and the log stays the one run's.
+static int trim_log(const char *path, uint64_t step, sf_err *e) {
+    FILE *in = fopen(path, "r");
+    if (!in) return sf_err_errno(e, SF_EIO, errno, "%s: cannot read the log", path);
+    char line[512];
+    long keep = 0;
+    bool header = true, cut = false;
+    while (!cut && fgets(line, sizeof line, in)) {
+        const char *p = line;
+        for (int comma = 0; *p && comma < 5; p++) comma += *p == ',';  // epoch,loss,val_loss,samples_per_s,input_wait,
+        char *end;
+        unsigned long long s = strtoull(p, &end, 10);
+        cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
+        if (!cut) keep = ftell(in);
+        header = false;
+    }
+    bool failed = ferror(in) || keep < 0;
+    fclose(in);
+    if (failed) return sf_err_set(e, SF_EIO, "%s: cannot read the log", path);
+    if (cut && truncate(path, keep) != 0)
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot cut off the rows logged after the checkpoint", path);
+    return 0;
+}
+
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
     if (!path || f->rank != 0) return 0;
     struct stat st;
+    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0 ? trim_log(path, f->ck.step, e) : 0;
+    if (rc) return rc;
     bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
     int out = !strcmp(path, "-") ? dup(STDOUT_FILENO) : -1;
     f->log = !strcmp(path, "-") ? (out >= 0 ? fdopen(out, "w") : NULL) : fopen(path, append ? "a" : "w");
