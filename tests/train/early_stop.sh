@@ -137,6 +137,16 @@ cp -r full bad && rm bad/seqfeed.lock
 edmeta bad/latest.safetensors best_val_loss=nan
 run 1 train --checkpoint-dir bad --resume --early-stop 9
 expect err "bad/latest.safetensors: metadata 'best_val_loss' nan and 'improved_val_loss' .*\(a damaged or edited checkpoint\)"
+# A record against the run's counters (a best after the epochs done, more
+# evaluations since one than epochs, a negative loss) is named too.
+for kv in best_epoch=$((rows + 1)) since_improved=$((rows + 1)); do
+    cp full/latest.safetensors bad/latest.safetensors && edmeta bad/latest.safetensors "$kv"
+    run 1 train --checkpoint-dir bad --resume --early-stop 9
+    expect err "^seqfeed train: error: bad/latest.safetensors: metadata '${kv%=*}' is $((rows + 1)), with 'epoch' $rows .*a count no run leaves \(a damaged or edited checkpoint\)"
+done
+cp full/latest.safetensors bad/latest.safetensors && edmeta bad/latest.safetensors best_val_loss=-1 improved_val_loss=-1
+run 1 evaluate --checkpoint bad/latest.safetensors --data s.sfpack
+expect err "bad/latest.safetensors: metadata 'best_val_loss' is -1, expected a loss of 0 or more \(a damaged or edited checkpoint\)"
 
 # --- predict, evaluate and export given the run's directory take its best.
 run 0 predict --checkpoint full --data s.sfpack -o dir.csv

@@ -206,6 +206,22 @@ run 0 train --checkpoint-dir old --resume -q
 [ "$(wc -l <old.csv)" -eq 3 ] && [ "$(awk -F, '{ print NF }' old.csv | sort -u)" = 5 ] ||
     fail "the resumed older log: $(cat old.csv)"
 
+# An edited checkpoint whose epoch has run more steps than --steps-per-epoch
+# is named, not resumed into an epoch no run has.
+cp -r short-stop edited && rm -f edited/seqfeed.lock
+python3 - edited/latest.safetensors "$short" <<'PY' || fail "cannot edit the checkpoint"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["__metadata__"]["epoch_step"] = sys.argv[2]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-(8 + len(t)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+run 1 train --checkpoint-dir edited --resume --epochs 99
+expect err "edited/latest.safetensors: metadata 'epoch_step' is $short, with 'epoch' [0-9]+ and 'steps_per_epoch' $short: a count no run leaves"
+
 # --- Usage errors.
 for opt in steps-per-epoch validation-steps log-every; do
     over common --$opt 0
