@@ -122,6 +122,16 @@ for f in full/*.safetensors; do
     same_bytes "$f" "killed/${f#full/}" || fail "the run killed between best and latest differs: ${f#full/}"
 done
 
+# A directory with a best alone names no latest; a damaged best is named by
+# the read alone (no line of '?' before it).
+mkdir lone && cp full/best.safetensors lone/
+run 0 evaluate --checkpoint lone --data s.sfpack
+expect err "^checkpoint: lone/best.safetensors, epoch $best_epoch, the best val_loss [0-9.e-]+ \(a run's directory gives its best epoch\)$"
+mkdir cut && cp full/latest.safetensors cut/ && head -c 500 full/best.safetensors >cut/best.safetensors
+run 1 predict --checkpoint cut --data s.sfpack -o cut.csv
+expect err "^seqfeed predict: error: cut/best.safetensors: "
+grep -q '?' err && fail "a damaged best gave a line of '?': $(cat err)"
+
 # --- A new run beside a best alone (another run's) is refused.
 mkdir bestonly && cp full/best.safetensors bestonly/
 run 2 train "${one[@]}" --checkpoint-dir bestonly
