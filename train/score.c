@@ -337,7 +337,9 @@ void sf_score_print(FILE *f, const sf_score *s) {
         char v[320];
         sf_target_verdict(t, v, sizeof v);
         fprintf(f, "  %-*s  %s (%llu values", name, "", v, (unsigned long long)t->values);
-        if (s->season.rows && t->seasonal_values < t->values)
+        if (s->season.rows && !t->seasonal_values)
+            fprintf(f, "; no seasonal forecast: none has a row one season before in its series");
+        else if (s->season.rows && t->seasonal_values < t->values)
             fprintf(f, "; the seasonal forecast on the %llu with a row one season before in their series",
                     (unsigned long long)t->seasonal_values);
         fprintf(f, ")\n");
