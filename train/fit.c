@@ -51,6 +51,7 @@ typedef struct {
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
+    bool val_unscored;  // the last validation scored no target (pack imputed them all): no evaluation
     float *best_w;      // the best epoch's weights, for a run without a checkpoint directory to keep them
     sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
     sf_lr_schedule lr;  // the run's, its total planned (cosine)
@@ -128,6 +129,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
     double v[3] = {a.sum, (double)a.n, (double)a.imputed};
     if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 3, "the validation loss", e);
     if (!rc && v[1] > 0) *loss = v[0] / v[1];
+    f->val_unscored = !rc && v[1] == 0;
     if (!rc && f->talk && v[2] > 0 && !f->imputed_told)
         fprintf(stderr, "%svalidation: %.0f of %.0f target values were imputed by pack --missing ffill and are not "
                 "scored%s\n", f->tty ? "\r\033[K" : "", v[2], v[1] + v[2], v[1] > 0 ? "" : ": no val_loss");
@@ -193,7 +195,8 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
 // more than --min-delta, as Keras' EarlyStopping(min_delta) counts.
 static void track_best(fit *f, double val) {
     sf_checkpoint *c = &f->ck;
-    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return;  // no evaluation
+    // No evaluation: a NaN from no target scored is no val_loss that failed to improve.
+    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0 || f->val_unscored) return;
     bool first = c->best_epoch == 0;
     if (!isnan(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
     if (!isnan(val) && (first || val < c->improved_val_loss - f->o->min_delta))
@@ -221,7 +224,7 @@ static int keep_best(fit *f, sf_err *e) {
 // between runs: the next steps take the reduced lr. Said aloud as Keras'
 // ReduceLROnPlateau says it.
 static void plateau_decide(fit *f, double val) {
-    if (f->lr.kind != SF_LR_PLATEAU) return;
+    if (f->lr.kind != SF_LR_PLATEAU || f->val_unscored) return;
     double before = f->lr.lr * f->plateau.scale;
     if (!sf_plateau_update(&f->plateau, &f->lr, f->o->min_delta, val)) return;
     sf_trainer_set_lr_scale(f->tr, f->plateau.scale);

@@ -132,6 +132,23 @@ run 1 predict --checkpoint cut --data s.sfpack -o cut.csv
 expect err "^seqfeed predict: error: cut/best.safetensors: "
 grep -q '?' err && fail "a damaged best gave a line of '?': $(cat err)"
 
+# --- Every validation target imputed (pack --missing ffill): no val_loss,
+# so no evaluation: nothing counts toward --early-stop or plateau's wait,
+# and the run trains its epochs (it was stopped after one, or failed to
+# write a checkpoint with plateau_best nan).
+python3 -c '
+import math
+print("time,a,b")
+for i in range(200):
+    print("%d,%s,%.4f" % (1577836800 + 3600 * i, "" if i >= 175 else "%.4f" % math.sin(i / 3), math.cos(i / 5)))' >ff.csv
+run 0 pack ff.csv -o ff.sfpack --time-column time --time-unit s --missing ffill -q
+run 0 train --data ff.sfpack --targets a --window 8 --batch-size 4 --model lstm:4,dense --epochs 3 --early-stop 1 \
+    --lr-schedule plateau --lr-patience 1 --checkpoint-dir ff
+expect err "^validation: 20 of 20 target values were imputed by pack --missing ffill and are not scored: no val_loss"
+grep -q "^early stop" err && fail "a run without a val_loss was early-stopped: $(cat err)"
+[ -f ff/epoch-0003.safetensors ] && [ ! -e ff/best.safetensors ] || fail "the run without a val_loss: $(ls ff)"
+[ "$(meta ff/latest.safetensors since_improved)" = 0 ] || fail "since_improved counted no evaluation"
+
 # --- A new run beside a best alone (another run's) is refused.
 mkdir bestonly && cp full/best.safetensors bestonly/
 run 2 train "${one[@]}" --checkpoint-dir bestonly
