@@ -143,11 +143,14 @@ for i in range(200):
     print("%d,%s,%.4f" % (1577836800 + 3600 * i, "" if i >= 175 else "%.4f" % math.sin(i / 3), math.cos(i / 5)))' >ff.csv
 run 0 pack ff.csv -o ff.sfpack --time-column time --time-unit s --missing ffill -q
 run 0 train --data ff.sfpack --targets a --window 8 --batch-size 4 --model lstm:4,dense --epochs 3 --early-stop 1 \
-    --lr-schedule plateau --lr-patience 1 --checkpoint-dir ff
+    --lr-schedule plateau --lr-patience 1 --checkpoint-dir ff --report ff.html
 expect err "^validation: 20 of 20 target values were imputed by pack --missing ffill and are not scored: no val_loss"
 grep -q "^early stop" err && fail "a run without a val_loss was early-stopped: $(cat err)"
 [ -f ff/epoch-0003.safetensors ] && [ ! -e ff/best.safetensors ] || fail "the run without a val_loss: $(ls ff)"
 [ "$(meta ff/latest.safetensors since_improved)" = 0 ] || fail "since_improved counted no evaluation"
+# The report's verdict says no target was scored (not "all 0 scored targets beat persistence").
+grep -q "no target scored: every value of the part was imputed by pack --missing ffill" ff.html &&
+    ! grep -q "all 0 scored" ff.html || fail "the report's verdict on a part with nothing scored: $(grep -o 'Verdict.\{0,200\}' ff.html)"
 
 # --- A new run beside a best alone (another run's) is refused.
 mkdir bestonly && cp full/best.safetensors bestonly/
