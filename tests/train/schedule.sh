@@ -108,6 +108,11 @@ run 2 train --checkpoint-dir p1/ck --resume --lr-schedule cosine -q
 expect err "^seqfeed train: --lr-schedule cosine differs from the checkpoint's plateau in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir p1/ck --resume --lr-patience 2 -q
 expect err "^seqfeed train: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
+# Values as given, in their fewest digits (not 0.29999999999999999).
+run 2 train --checkpoint-dir p1/ck --resume --lr-factor 0.3 -q
+expect err "^seqfeed train: --lr-factor 0.3 differs from the checkpoint's 0.1 in p1/ck/latest.safetensors"
+run 2 train --checkpoint-dir p1/ck --resume --min-delta 0.1 -q
+expect err "^seqfeed train: --min-delta 0.1 differs from the checkpoint's 0 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir c1/ck --resume --lr-factor 0.5 -q
 expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\)"
 finish
