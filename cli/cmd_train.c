@@ -184,9 +184,12 @@ static int check_schedule(const cli_value *v, const sf_fit_opts *o) {
         return cli_usage_error("train", "--lr-schedule plateau lowers the lr when val_loss stops improving, and "
                                "--val-split 0 leaves no validation (hint: a --val-split above 0, or another "
                                "--lr-schedule)");
-    if (kind != SF_LR_CONSTANT && o->lr_schedule.lr_min >= o->adam.lr)
-        return cli_usage_error("train", "--lr-min %g is not below --lr %g: the lr would never %s", o->lr_schedule.lr_min,
-                               (double)o->adam.lr, kind == SF_LR_COSINE ? "decay" : "be reduced");
+    // In float32, as the lr is kept and plateau compares: --lr-min 0.001 is
+    // --lr 0.001's value, though the double is below the float.
+    if (kind != SF_LR_CONSTANT && (float)o->lr_schedule.lr_min >= o->adam.lr)
+        return cli_usage_error("train", "--lr-min %g is not below --lr %g: the lr would never %s (hint: a smaller "
+                               "--lr-min)", o->lr_schedule.lr_min, (double)o->adam.lr,
+                               kind == SF_LR_COSINE ? "decay" : "be reduced");
     return 0;
 }
 

@@ -94,6 +94,9 @@ run 2 train "${tr[@]}" --lr-schedule plateau --val-split 0
 expect err "^seqfeed train: --lr-schedule plateau lowers the lr when val_loss stops improving, and --val-split 0 leaves no validation"
 run 2 train "${tr[@]}" --lr-schedule cosine --lr-min 0.01
 expect err "^seqfeed train: --lr-min 0.01 is not below --lr 0.001"
+# --lr-min equal to --lr (as float32 keeps it) is not below it either.
+run 2 train "${tr[@]}" --lr-schedule plateau --lr-min 0.001
+expect err "^seqfeed train: --lr-min 0.001 is not below --lr 0.001: the lr would never be reduced \(hint: a smaller --lr-min\)$"
 run 2 train "${tr[@]}" --lr-schedule fast
 expect err "^seqfeed train: --lr-schedule fast: expected one of constant, cosine, plateau"
 run 2 train "${tr[@]}" --lr-schedule plateau --lr-factor 1
