@@ -552,6 +552,24 @@ int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
                           "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
                           "to go on from it, or start afresh in another --checkpoint-dir)", dir, info.last_epoch, dir);
+    // A kill between the first epoch's best and its latest leaves a best of
+    // epoch 1 alone, and the run starts again to the same bytes; a best of a
+    // later epoch alone is no run's state (another run's, or latest lost):
+    // starting afresh would overwrite it.
+    char best[4200], at[32] = "";
+    snprintf(best, sizeof best, "%s/best.safetensors", dir);
+    sf_st *s = NULL;
+    sf_err ignored = {0};
+    if (resume && !info.latest && info.best && sf_st_open(&s, best, &ignored) == 0) {
+        const char *v = sf_st_meta(s, "epoch");
+        snprintf(at, sizeof at, "%s", v ? v : "");
+        sf_st_close(s);
+    }
+    if (resume && !info.latest && info.best && strcmp(at, "1"))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds best.safetensors (epoch %s) but no "
+                          "latest.safetensors, where a run stands: --resume has nothing to continue from, and a run "
+                          "started there would overwrite that best (hint: start afresh in another --checkpoint-dir; "
+                          "seqfeed predict --checkpoint %s takes the best)", dir, *at ? at : "?", dir);
     return 0;
 }
 

@@ -156,6 +156,11 @@ grep -q "no target scored: every value of the part was imputed by pack --missing
 mkdir bestonly && cp full/best.safetensors bestonly/
 run 2 train "${one[@]}" --checkpoint-dir bestonly
 expect err "--checkpoint-dir bestonly holds another run's checkpoints \(best.safetensors\)"
+# ... and with --resume (no latest: it started afresh and overwrote that best).
+[ "$best_epoch" -gt 1 ] || fail "the test needs a best after epoch 1"
+run 2 train "${one[@]}" --checkpoint-dir bestonly --resume
+expect err "^seqfeed train: --checkpoint-dir bestonly holds best.safetensors \(epoch $best_epoch\) but no latest.safetensors"
+cmp -s full/best.safetensors bestonly/best.safetensors || fail "--resume beside a best alone changed it"
 
 # --- A checkpoint from before the validation record was kept resumes (none
 # recorded: the best starts again); a damaged record is named.
