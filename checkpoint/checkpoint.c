@@ -238,6 +238,28 @@ static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_
     return 0;
 }
 
+// The run's record against its counters, as train leaves them: a best or
+// a count of evaluations since one within the epochs done, losses (MSEs)
+// not below 0, an epoch's steps short of --steps-per-epoch. An edit that
+// breaks them would resume a run no uninterrupted one has.
+static int run_record(const char *path, const sf_checkpoint *c, sf_err *e) {
+    const char *key = c->best_epoch > c->epoch                                  ? "best_epoch"
+                      : c->since_improved > c->epoch                            ? "since_improved"
+                      : c->steps_per_epoch && c->epoch_step >= c->steps_per_epoch ? "epoch_step"
+                                                                                  : NULL;
+    if (key)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, with 'epoch' %llu and 'steps_per_epoch' %llu: "
+                          "a count no run leaves (a damaged or edited checkpoint)", path, key,
+                          (unsigned long long)(key[0] == 'b' ? c->best_epoch : key[1] == 'i' ? c->since_improved
+                                                                                            : c->epoch_step),
+                          (unsigned long long)c->epoch, (unsigned long long)c->steps_per_epoch);
+    key = c->best_epoch && !(c->best_val_loss >= 0) ? "best_val_loss" : !(c->plateau_best >= 0) ? "plateau_best" : NULL;
+    if (key)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %g, expected a loss of 0 or more (a damaged or edited "
+                          "checkpoint)", path, key, key[0] == 'b' ? c->best_val_loss : c->plateau_best);
+    return 0;
+}
+
 // Names in a list (sf_list_next); UINT32_MAX when it is not one.
 static uint32_t names(const char *list) {
     uint32_t n = 0;
@@ -444,6 +466,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);
     }
+    if (!rc) rc = run_record(path, c, e);
     if (!rc) {
         sf_err inner = {0};
         if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs, &inner)))
@@ -530,6 +553,24 @@ int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds %s but no latest.safetensors, where a run stands: "
                           "--resume has nothing to continue from (hint: copy the epoch's file to %s/latest.safetensors "
                           "to go on from it, or start afresh in another --checkpoint-dir)", dir, info.last_epoch, dir);
+    // A kill between the first epoch's best and its latest leaves a best of
+    // epoch 1 alone, and the run starts again to the same bytes; a best of a
+    // later epoch alone is no run's state (another run's, or latest lost):
+    // starting afresh would overwrite it.
+    char best[4200], at[32] = "";
+    snprintf(best, sizeof best, "%s/best.safetensors", dir);
+    sf_st *s = NULL;
+    sf_err ignored = {0};
+    if (resume && !info.latest && info.best && sf_st_open(&s, best, &ignored) == 0) {
+        const char *v = sf_st_meta(s, "epoch");
+        snprintf(at, sizeof at, "%s", v ? v : "");
+        sf_st_close(s);
+    }
+    if (resume && !info.latest && info.best && strcmp(at, "1"))
+        return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s holds best.safetensors (epoch %s) but no "
+                          "latest.safetensors, where a run stands: --resume has nothing to continue from, and a run "
+                          "started there would overwrite that best (hint: start afresh in another --checkpoint-dir; "
+                          "seqfeed predict --checkpoint %s takes the best)", dir, *at ? at : "?", dir);
     return 0;
 }
 

@@ -60,7 +60,7 @@ int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *ou
     if (quiet) return 0;
     sf_st *s = NULL;
     sf_err e = {0};
-    if (sf_st_open(&s, out, &e)) s = NULL;
+    if (sf_st_open(&s, out, &e)) return 0;  // the command's own read names why: no line of '?'
     char epoch[32], val[32], step[32];
     meta_of(s, "epoch", epoch, sizeof epoch);
     meta_of(s, info.best ? "best_val_loss" : "epoch_step", info.best ? val : step, info.best ? sizeof val : sizeof step);
@@ -69,8 +69,10 @@ int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *ou
         char *end;
         double v = strtod(val, &end);
         if (end != val && !*end) snprintf(val, sizeof val, "%.6g", v);
-        fprintf(stderr, "checkpoint: %s, epoch %s, the best val_loss %s (a run's directory gives its best epoch; --checkpoint "
-                "%s%slatest.safetensors gives where it stands)\n", out, epoch, val, given, sep);
+        // A directory with a best alone has no latest to point to.
+        fprintf(stderr, "checkpoint: %s, epoch %s, the best val_loss %s (a run's directory gives its best epoch%s%s%s%s)\n",
+                out, epoch, val, info.latest ? "; --checkpoint " : "", info.latest ? given : "", info.latest ? sep : "",
+                info.latest ? "latest.safetensors gives where it stands" : "");
     } else {
         fprintf(stderr, "checkpoint: %s, epoch %s%s%s%s (the run has no best.safetensors: no epoch with a val_loss has "
                 "ended)\n", out, epoch, strcmp(step, "0") ? " and " : "", strcmp(step, "0") ? step : "", strcmp(step, "0") ? " steps" : "");

@@ -483,7 +483,10 @@ int cmd_evaluate(int argc, char **argv) {
         printf("baseline mean    %.6f   predicting each target's training mean\n", s.mse[SF_FC_MEAN]);
         printf("baseline last    %.6f   predicting the last observed value (persistence)\n",
                s.mse[SF_FC_PERSISTENCE]);
-        if (s.season.rows)
+        if (s.season.rows && isnan(s.mse[SF_FC_SEASONAL]))  // a season longer than every series' rows before
+            printf("baseline season  n/a        no target has a row one season before it in its series (hint: a "
+                   "smaller --season)\n");
+        else if (s.season.rows)
             printf("baseline season  %.6f   predicting the value one season before\n", s.mse[SF_FC_SEASONAL]);
         sf_score_print(stdout, &s);
     }

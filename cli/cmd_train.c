@@ -122,6 +122,15 @@ static int run_data(const char *path, uint64_t fingerprint) {
 // --resume: the lr's schedule and its settings are the checkpoint's (one
 // from before they were kept: constant). A setting of another schedule than
 // the run's is left to check_schedule. 0, or the exit code.
+// x in the fewest digits that read back as x (0.1, not 0.10000000000000001),
+// so that two values print alike exactly when they are equal.
+static void shortest(char *out, size_t cap, double x) {
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(out, cap, "%.*g", digits, x);
+        if (strtod(out, NULL) == x) return;
+    }
+}
+
 static int resume_schedule(const cli_value *v, sf_fit_opts *o, const sf_checkpoint *ck, const char *path) {
     enum sf_lr_kind kind = SF_LR_CONSTANT;
     sf_lr_kind_parse(ck->lr_schedule, &kind);
@@ -141,8 +150,8 @@ static int resume_schedule(const cli_value *v, sf_fit_opts *o, const sf_checkpoi
                 {OPT_MIN_DELTA, kind == SF_LR_PLATEAU, o->min_delta, ck->min_delta}};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
         if (!v[nums[k].opt].set || !nums[k].applies) continue;
-        snprintf(given, sizeof given, "%.17g", nums[k].mine);
-        snprintf(theirs, sizeof theirs, "%.17g", nums[k].theirs);
+        shortest(given, sizeof given, nums[k].mine);
+        shortest(theirs, sizeof theirs, nums[k].theirs);
         if ((rc = differs(nums[k].opt, given, theirs, path))) return rc;
     }
     o->lr_schedule.kind = kind, o->lr_schedule.warmup_steps = ck->warmup_steps, o->lr_schedule.lr_min = ck->lr_min;
@@ -178,9 +187,12 @@ static int check_schedule(const cli_value *v, const sf_fit_opts *o) {
         return cli_usage_error("train", "--lr-schedule plateau lowers the lr when val_loss stops improving, and "
                                "--val-split 0 leaves no validation (hint: a --val-split above 0, or another "
                                "--lr-schedule)");
-    if (kind != SF_LR_CONSTANT && o->lr_schedule.lr_min >= o->adam.lr)
-        return cli_usage_error("train", "--lr-min %g is not below --lr %g: the lr would never %s", o->lr_schedule.lr_min,
-                               (double)o->adam.lr, kind == SF_LR_COSINE ? "decay" : "be reduced");
+    // In float32, as the lr is kept and plateau compares: --lr-min 0.001 is
+    // --lr 0.001's value, though the double is below the float.
+    if (kind != SF_LR_CONSTANT && (float)o->lr_schedule.lr_min >= o->adam.lr)
+        return cli_usage_error("train", "--lr-min %g is not below --lr %g: the lr would never %s (hint: a smaller "
+                               "--lr-min)", o->lr_schedule.lr_min, (double)o->adam.lr,
+                               kind == SF_LR_COSINE ? "decay" : "be reduced");
     return 0;
 }
 

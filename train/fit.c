@@ -51,6 +51,7 @@ typedef struct {
     uint64_t across, windows;   // training windows spanning a step above twice the typical, of all (no --max-gap)
     bool tty;
     bool imputed_told;  // the validation targets pack imputed have been counted aloud
+    bool val_unscored;  // the last validation scored no target (pack imputed them all): no evaluation
     float *best_w;      // the best epoch's weights, for a run without a checkpoint directory to keep them
     sf_score score;     // the validation part per target at the run's end (ntargets 0: not scored)
     sf_lr_schedule lr;  // the run's, its total planned (cosine)
@@ -128,6 +129,7 @@ static int validate(fit *f, double *loss, sf_err *e) {
     double v[3] = {a.sum, (double)a.n, (double)a.imputed};
     if (!rc) rc = sf_ranks_sum_f64(f->ranks, v, 3, "the validation loss", e);
     if (!rc && v[1] > 0) *loss = v[0] / v[1];
+    f->val_unscored = !rc && v[1] == 0;
     if (!rc && f->talk && v[2] > 0 && !f->imputed_told)
         fprintf(stderr, "%svalidation: %.0f of %.0f target values were imputed by pack --missing ffill and are not "
                 "scored%s\n", f->tty ? "\r\033[K" : "", v[2], v[1] + v[2], v[1] > 0 ? "" : ": no val_loss");
@@ -194,7 +196,8 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
 // val_loss that overflowed (inf) is never a best: no model to keep.
 static void track_best(fit *f, double val) {
     sf_checkpoint *c = &f->ck;
-    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return;  // no evaluation
+    // No evaluation: a NaN from no target scored is no val_loss that failed to improve.
+    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0 || f->val_unscored) return;
     bool first = c->best_epoch == 0;
     if (isfinite(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
     if (isfinite(val) && (first || val < c->improved_val_loss - f->o->min_delta))
@@ -222,7 +225,7 @@ static int keep_best(fit *f, sf_err *e) {
 // between runs: the next steps take the reduced lr. Said aloud as Keras'
 // ReduceLROnPlateau says it.
 static void plateau_decide(fit *f, double val) {
-    if (f->lr.kind != SF_LR_PLATEAU) return;
+    if (f->lr.kind != SF_LR_PLATEAU || f->val_unscored) return;
     double before = f->lr.lr * f->plateau.scale;
     if (!sf_plateau_update(&f->plateau, &f->lr, f->o->min_delta, val)) return;
     sf_trainer_set_lr_scale(f->tr, f->plateau.scale);
@@ -704,11 +707,39 @@ static double log_seconds(const char *path) {
     return end > p && *end == ',' && s >= 0 && isfinite(s) ? s : 0;
 }
 
+// The rows a killed run logged after its checkpoint's step (and a row the
+// kill cut short) are cut off the log before a resumed run appends to it:
+// the resumed run logs those steps again, and the log stays the one run's.
+static int trim_log(const char *path, uint64_t step, sf_err *e) {
+    FILE *in = fopen(path, "r");
+    if (!in) return sf_err_errno(e, SF_EIO, errno, "%s: cannot read the log", path);
+    char line[512];
+    long keep = 0;
+    bool header = true, cut = false;
+    while (!cut && fgets(line, sizeof line, in)) {
+        const char *p = line;
+        for (int comma = 0; *p && comma < 5; p++) comma += *p == ',';  // epoch,loss,val_loss,samples_per_s,input_wait,
+        char *end;
+        unsigned long long s = strtoull(p, &end, 10);
+        cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
+        if (!cut) keep = ftell(in);
+        header = false;
+    }
+    bool failed = ferror(in) || keep < 0;
+    fclose(in);
+    if (failed) return sf_err_set(e, SF_EIO, "%s: cannot read the log", path);
+    if (cut && truncate(path, keep) != 0)
+        return sf_err_errno(e, SF_EIO, errno, "%s: cannot cut off the rows logged after the checkpoint", path);
+    return 0;
+}
+
 // A resumed run appends to its log ('-': stdout); a log a kill left empty gets its header.
 static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
     if (!path || f->rank != 0) return 0;
     struct stat st;
+    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0 ? trim_log(path, f->ck.step, e) : 0;
+    if (rc) return rc;
     bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
     int out = !strcmp(path, "-") ? dup(STDOUT_FILENO) : -1;
     f->log = !strcmp(path, "-") ? (out >= 0 ? fdopen(out, "w") : NULL) : fopen(path, append ? "a" : "w");

@@ -37,8 +37,9 @@ double sf_lr_at(const sf_lr_schedule *s, uint64_t step) {
 
 bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta, double val_loss) {
     // The first evaluation is the best so far whatever it is (Keras' best
-    // starts as None); after it, less is false for a NaN.
-    if ((isinf(p->best) && p->best > 0) || val_loss < p->best - min_delta) {
+    // starts as None); after it, less is false for a NaN. A NaN is never
+    // the best (a diverged run's first evaluation): the checkpoint keeps none.
+    if (!isnan(val_loss) && ((isinf(p->best) && p->best > 0) || val_loss < p->best - min_delta)) {
         p->best = val_loss, p->wait = 0;
         return false;
     }

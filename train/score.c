@@ -282,6 +282,10 @@ void sf_score_verdict(const sf_score *s, char *buf, size_t cap) {
     uint32_t scored = 0;
     for (uint32_t j = 0; j < s->ntargets; j++) scored += s->t[j].values > 0;
     size_t len = 0;
+    if (scored == 0) {  // not "all 0 scored targets beat persistence"
+        snprintf(buf, cap, "no target scored: every value of the part was imputed by pack --missing ffill");
+        return;
+    }
     if (scored == 1 && s->ntargets == 1) {
         char v[256];
         sf_target_verdict(&s->t[0], v, sizeof v);
@@ -337,7 +341,9 @@ void sf_score_print(FILE *f, const sf_score *s) {
         char v[320];
         sf_target_verdict(t, v, sizeof v);
         fprintf(f, "  %-*s  %s (%llu values", name, "", v, (unsigned long long)t->values);
-        if (s->season.rows && t->seasonal_values < t->values)
+        if (s->season.rows && !t->seasonal_values)
+            fprintf(f, "; no seasonal forecast: none has a row one season before in its series");
+        else if (s->season.rows && t->seasonal_values < t->values)
             fprintf(f, "; the seasonal forecast on the %llu with a row one season before in their series",
                     (unsigned long long)t->seasonal_values);
         fprintf(f, ")\n");

@@ -96,10 +96,45 @@ for f in full/*.safetensors; do
     same_bytes "$f" "killed/${f#full/}" || fail "the run killed between best and latest differs: ${f#full/}"
 done
 
+# A directory with a best alone names no latest; a damaged best is named by
+# the read alone (no line of '?' before it).
+mkdir lone && cp full/best.safetensors lone/
+run 0 evaluate --checkpoint lone --data s.sfpack
+expect err "^checkpoint: lone/best.safetensors, epoch $best_epoch, the best val_loss [0-9.e-]+ \(a run's directory gives its best epoch\)$"
+mkdir cut && cp full/latest.safetensors cut/ && head -c 500 full/best.safetensors >cut/best.safetensors
+run 1 predict --checkpoint cut --data s.sfpack -o cut.csv
+expect err "^seqfeed predict: error: cut/best.safetensors: "
+grep -q '?' err && fail "a damaged best gave a line of '?': $(cat err)"
+
+# --- Every validation target imputed (pack --missing ffill): no val_loss,
+# so no evaluation: nothing counts toward --early-stop or plateau's wait,
+# and the run trains its epochs (it was stopped after one, or failed to
+# write a checkpoint with plateau_best nan).
+python3 -c '
+import math
+print("time,a,b")
+for i in range(200):
+    print("%d,%s,%.4f" % (1577836800 + 3600 * i, "" if i >= 175 else "%.4f" % math.sin(i / 3), math.cos(i / 5)))' >ff.csv
+run 0 pack ff.csv -o ff.sfpack --time-column time --time-unit s --missing ffill -q
+run 0 train --data ff.sfpack --targets a --window 8 --batch-size 4 --model lstm:4,dense --epochs 3 --early-stop 1 \
+    --lr-schedule plateau --lr-patience 1 --checkpoint-dir ff --report ff.html
+expect err "^validation: 20 of 20 target values were imputed by pack --missing ffill and are not scored: no val_loss"
+grep -q "^early stop" err && fail "a run without a val_loss was early-stopped: $(cat err)"
+[ -f ff/epoch-0003.safetensors ] && [ ! -e ff/best.safetensors ] || fail "the run without a val_loss: $(ls ff)"
+[ "$(meta ff/latest.safetensors since_improved)" = 0 ] || fail "since_improved counted no evaluation"
+# The report's verdict says no target was scored (not "all 0 scored targets beat persistence").
+grep -q "no target scored: every value of the part was imputed by pack --missing ffill" ff.html &&
+    ! grep -q "all 0 scored" ff.html || fail "the report's verdict on a part with nothing scored: $(grep -o 'Verdict.\{0,200\}' ff.html)"
+
 # --- A new run beside a best alone (another run's) is refused.
 mkdir bestonly && cp full/best.safetensors bestonly/
 run 2 train "${one[@]}" --checkpoint-dir bestonly
 expect err "--checkpoint-dir bestonly holds another run's checkpoints \(best.safetensors\)"
+# ... and with --resume (no latest: it started afresh and overwrote that best).
+[ "$best_epoch" -gt 1 ] || fail "the test needs a best after epoch 1"
+run 2 train "${one[@]}" --checkpoint-dir bestonly --resume
+expect err "^seqfeed train: --checkpoint-dir bestonly holds best.safetensors \(epoch $best_epoch\) but no latest.safetensors"
+cmp -s full/best.safetensors bestonly/best.safetensors || fail "--resume beside a best alone changed it"
 
 # --- A checkpoint from before the validation record was kept resumes (none
 # recorded: the best starts again); a damaged record is named.
@@ -111,6 +146,16 @@ cp -r full bad && rm bad/seqfeed.lock
 edmeta bad/latest.safetensors best_val_loss=nan
 run 1 train --checkpoint-dir bad --resume --early-stop 9
 expect err "bad/latest.safetensors: metadata 'best_val_loss' nan and 'improved_val_loss' .*\(a damaged or edited checkpoint\)"
+# A record against the run's counters (a best after the epochs done, more
+# evaluations since one than epochs, a negative loss) is named too.
+for kv in best_epoch=$((rows + 1)) since_improved=$((rows + 1)); do
+    cp full/latest.safetensors bad/latest.safetensors && edmeta bad/latest.safetensors "$kv"
+    run 1 train --checkpoint-dir bad --resume --early-stop 9
+    expect err "^seqfeed train: error: bad/latest.safetensors: metadata '${kv%=*}' is $((rows + 1)), with 'epoch' $rows .*a count no run leaves \(a damaged or edited checkpoint\)"
+done
+cp full/latest.safetensors bad/latest.safetensors && edmeta bad/latest.safetensors best_val_loss=-1 improved_val_loss=-1
+run 1 evaluate --checkpoint bad/latest.safetensors --data s.sfpack
+expect err "bad/latest.safetensors: metadata 'best_val_loss' is -1, expected a loss of 0 or more \(a damaged or edited checkpoint\)"
 
 # --- predict, evaluate and export given the run's directory take its best.
 run 0 predict --checkpoint full --data s.sfpack -o dir.csv

@@ -87,6 +87,9 @@ run 2 train "${tr[@]}" --lr-schedule plateau --val-split 0
 expect err "^seqfeed train: --lr-schedule plateau lowers the lr when val_loss stops improving, and --val-split 0 leaves no validation"
 run 2 train "${tr[@]}" --lr-schedule cosine --lr-min 0.01
 expect err "^seqfeed train: --lr-min 0.01 is not below --lr 0.001"
+# --lr-min equal to --lr (as float32 keeps it) is not below it either.
+run 2 train "${tr[@]}" --lr-schedule plateau --lr-min 0.001
+expect err "^seqfeed train: --lr-min 0.001 is not below --lr 0.001: the lr would never be reduced \(hint: a smaller --lr-min\)$"
 run 2 train "${tr[@]}" --lr-schedule fast
 expect err "^seqfeed train: --lr-schedule fast: expected one of constant, cosine, plateau"
 run 2 train "${tr[@]}" --lr-schedule plateau --lr-factor 1
@@ -101,6 +104,11 @@ run 2 train --checkpoint-dir p1/ck --resume --lr-schedule cosine -q
 expect err "^seqfeed train: --lr-schedule cosine differs from the checkpoint's plateau in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir p1/ck --resume --lr-patience 2 -q
 expect err "^seqfeed train: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
+# Values as given, in their fewest digits (not 0.29999999999999999).
+run 2 train --checkpoint-dir p1/ck --resume --lr-factor 0.3 -q
+expect err "^seqfeed train: --lr-factor 0.3 differs from the checkpoint's 0.1 in p1/ck/latest.safetensors"
+run 2 train --checkpoint-dir p1/ck --resume --min-delta 0.1 -q
+expect err "^seqfeed train: --min-delta 0.1 differs from the checkpoint's 0 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir c1/ck --resume --lr-factor 0.5 -q
 expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\) \(hint: leave --lr-factor out\)"
 finish

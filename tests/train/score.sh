@@ -111,6 +111,12 @@ python3 "$check" d.csv v.csv s14.json "${args[@]}" --season 14 >/dev/null || fai
 run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack --season 1
 expect out "^season +none: the season, 1 row \(--season\), is not longer than the horizon \(1 row\): the value one season before the target is not before the window's last input row \(hint: a --season above 1\)$"
 grep -q "^baseline season" out && fail "a seasonal baseline with --season 1: $(cat out)"
+# A season longer than every series: no seasonal forecast at all, said in
+# words (not a 'nan'), with the hint.
+run 0 evaluate --checkpoint v/latest.safetensors --data d.sfpack --season 100000
+expect out "^baseline season  n/a +no target has a row one season before it in its series \(hint: a smaller --season\)$"
+expect out "no seasonal forecast: none has a row one season before in its series\)$"
+grep -qi nan out && fail "--season longer than the series printed a nan: $(cat out)"
 run 2 evaluate --checkpoint v/latest.safetensors --data d.sfpack --season 0
 expect err "--season 0: expected an integer from 1 to"
 run 2 train --data d.sfpack --season -3

@@ -161,6 +161,20 @@ run 0 train --checkpoint-dir le --resume --max-steps 15 -q
 [ "$(rows le.csv | cut -d' ' -f2 | tr '\n' ' ')" = "7 10 14 21 25 " ] ||
     fail "--log-every 7 stopped at 10, resumed to 25: rows $(cat le.csv)"
 
+# A run killed (kill -9) after logging rows past its checkpoint, the last
+# cut short: the resume cuts them off and logs those steps again, so the
+# log is the uninterrupted run's (row for row but for the timings).
+over common --epochs 1 --log-every 7 --max-steps 10
+run 0 train "${args[@]}" --checkpoint-dir kl --log kl.csv
+printf '1,0.5,,100.0,0.0100,14,9.000,0.001\n1,0.4,,100.0,0.0100,21,9.500,0.001\n1,0.3,,10' >>kl.csv
+run 0 train --checkpoint-dir kl --resume --max-steps 15 -q
+over common --epochs 1 --log-every 7 --max-steps 25
+run 0 train "${args[@]}" --checkpoint-dir kl1 --log kl1.csv
+[ "$(cut -d, -f6 kl.csv | tr '\n' ' ')" = "step 7 10 14 21 25 " ] &&
+    [ "$(grep -v '^1,[^,]*,,[^,]*,[^,]*,10,' kl.csv | cut -d, -f1-3,6,8)" = "$(cut -d, -f1-3,6,8 kl1.csv)" ] ||
+    fail "a log with rows past the checkpoint, resumed: $(cat kl.csv); in one go: $(cat kl1.csv)"
+awk -F, 'NR > 2 && $7 < s { bad = 1 } { s = $7 } END { exit bad }' kl.csv || fail "seconds go back: $(cat kl.csv)"
+
 # The lr column is the lr of the steps as the schedule goes: rising in
 # --warmup-steps.
 over common --epochs 1 --lr-schedule cosine --warmup-steps 20 --log-every 10 --max-steps 30
@@ -185,6 +199,22 @@ cut -d, -f1-5 old.csv >old5.csv && mv old5.csv old.csv
 run 0 train --checkpoint-dir old --resume -q
 [ "$(wc -l <old.csv)" -eq 3 ] && [ "$(awk -F, '{ print NF }' old.csv | sort -u)" = 5 ] ||
     fail "the resumed older log: $(cat old.csv)"
+
+# An edited checkpoint whose epoch has run more steps than --steps-per-epoch
+# is named, not resumed into an epoch no run has.
+cp -r short-stop edited && rm -f edited/seqfeed.lock
+python3 - edited/latest.safetensors "$short" <<'PY' || fail "cannot edit the checkpoint"
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+h["__metadata__"]["epoch_step"] = sys.argv[2]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-(8 + len(t)) % 8)
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+run 1 train --checkpoint-dir edited --resume --epochs 99
+expect err "edited/latest.safetensors: metadata 'epoch_step' is $short, with 'epoch' [0-9]+ and 'steps_per_epoch' $short: a count no run leaves"
 
 # --- Usage errors.
 for opt in steps-per-epoch validation-steps log-every; do

@@ -71,6 +71,14 @@ static void shapes(void) {
           sf_lr_at(&cos, 110), sf_lr_at(&cos, 1000));
     sf_lr_schedule none = {.kind = SF_LR_COSINE, .lr = 1e-3, .warmup_steps = 5, .total_steps = 5, .lr_min = 1e-4};
     CHECK(sf_lr_at(&none, 5) == 1e-4, "no steps to decay over: %g, expected lr-min", sf_lr_at(&none, 5));
+    // A NaN first evaluation is no best (Keras' best starts at inf): the
+    // best stays inf (a checkpoint refuses a NaN), and the wait counts it.
+    sf_lr_schedule pl = {.kind = SF_LR_PLATEAU, .lr = 1e-3, .patience = 2, .factor = 0.5};
+    sf_plateau p = {.scale = 1, .best = INFINITY};
+    CHECK(!sf_plateau_update(&p, &pl, 0, NAN) && isinf(p.best) && p.wait == 1, "a NaN first val_loss: best %g, wait %u",
+          p.best, (unsigned)p.wait);
+    CHECK(!sf_plateau_update(&p, &pl, 0, 0.5) && p.best == 0.5 && p.wait == 0, "after a NaN, 0.5: best %g, wait %u",
+          p.best, (unsigned)p.wait);
 }
 
 enum { GLOBAL = 4, T = 3, I = 2, O = 1, STEPS = 9 };
