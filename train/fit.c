@@ -65,6 +65,9 @@ typedef struct {
     bool log_five;         // the log an older seqfeed began: its five columns only
 } fit;
 
+// The validation windows of the run (0: none, no val_loss, no evaluation).
+static uint64_t val_windows(const fit *f) { return f->val_plan ? sf_plan_windows(f->val_plan) : 0; }
+
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     fit *f = arg;
     if (f->bench && f->bench->resident && f->cur[r].count) {  // the batch it holds, again
@@ -117,7 +120,7 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
 // and sum.
 static int validate(fit *f, double *loss, sf_err *e) {
     *loss = NAN;
-    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
+    if (!val_windows(f)) return 0;
     eval_acc a = {.f = f, .pred = malloc((size_t)f->replica_batch * f->model.outputs * sizeof(float)),
                   .limit = f->val_batches};
     if (!a.pred) return sf_err_set(e, SF_ENOMEM, "out of memory");
@@ -197,7 +200,7 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
 static void track_best(fit *f, double val) {
     sf_checkpoint *c = &f->ck;
     // No evaluation: a NaN from no target scored is no val_loss that failed to improve.
-    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0 || f->val_unscored) return;
+    if (!val_windows(f) || f->val_unscored) return;
     bool first = c->best_epoch == 0;
     if (isfinite(val) && (first || val < c->best_val_loss)) c->best_epoch = f->epoch + 1, c->best_val_loss = val;
     if (isfinite(val) && (first || val < c->improved_val_loss - f->o->min_delta))
@@ -330,7 +333,7 @@ static int load_best(fit *f, char *which, size_t cap, sf_err *e) {
 // into f->score (for the report) and as evaluate's table. Not for
 // benchmarks, nor a run interrupted (its user wants it to stop).
 static int score_end(fit *f, sf_err *e) {
-    if (f->rank != 0 || f->bench || f->interrupted || !f->val_plan || sf_plan_windows(f->val_plan) == 0) return 0;
+    if (f->rank != 0 || f->bench || f->interrupted || !val_windows(f)) return 0;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
@@ -425,7 +428,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
                               "seed", seed, NULL};
     sf_report_model m = {.rows = f->history.rows, .nrows = f->history.n, .best_epoch = f->ck.best_epoch,
                          .best_val_loss = f->ck.best_val_loss,
-                         .validation = f->val_plan && sf_plan_windows(f->val_plan) > 0,
+                         .validation = val_windows(f) > 0,
                          .score = f->score.ntargets ? &f->score : NULL};
     int rc = sf_report_write(o->report, &m, (const float (*)[SF_PHASES])steps, n, prof, f->G, &f->res->diagnosis,
                              settings, e);
@@ -690,39 +693,37 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
 // The log's first columns, all a log had before step, seconds and lr.
 #define LOG_FIVE "epoch,loss,val_loss,samples_per_s,input_wait"
 
-// The seconds column of a log's last row: where a resumed run's time goes
-// on from (the time after that row and before the kill is lost; a
-// checkpoint keeps no wall time, so that one run's checkpoints are the same
-// bytes however often it was resumed). 0 when there is none.
-static double log_seconds(const char *path) {
-    FILE *in = fopen(path, "r");
-    char line[512], last[512] = "";
-    while (in && fgets(line, sizeof line, in))
-        if (strchr(line, '\n')) memcpy(last, line, sizeof last);
-    if (in) fclose(in);
-    const char *p = last;
-    for (int comma = 0; *p && comma < 6; p++) comma += *p == ',';  // epoch,loss,val_loss,samples_per_s,input_wait,step,
-    char *end;
-    double s = strtod(p, &end);
-    return end > p && *end == ',' && s >= 0 && isfinite(s) ? s : 0;
+// Field k (from 0) of a log row: epoch,loss,val_loss,samples_per_s,input_wait,step,seconds,lr.
+static const char *log_field(const char *line, int k) {
+    for (int comma = 0; *line && comma < k; line++) comma += *line == ',';
+    return line;
 }
 
 // The rows a killed run logged after its checkpoint's step (and a row the
 // kill cut short) are cut off the log before a resumed run appends to it:
 // the resumed run logs those steps again, and the log stays the one run's.
-static int trim_log(const char *path, uint64_t step, sf_err *e) {
+// *seconds: the last row kept's, where the resumed run's time goes on from
+// (the time after that row and before the kill is lost; a checkpoint keeps
+// no wall time, so that one run's checkpoints are the same bytes however
+// often it was resumed); 0 when there is none.
+static int trim_log(const char *path, uint64_t step, double *seconds, sf_err *e) {
+    *seconds = 0;
     FILE *in = fopen(path, "r");
     if (!in) return sf_err_errno(e, SF_EIO, errno, "%s: cannot read the log", path);
     char line[512];
     long keep = 0;
     bool header = true, cut = false;
     while (!cut && fgets(line, sizeof line, in)) {
-        const char *p = line;
-        for (int comma = 0; *p && comma < 5; p++) comma += *p == ',';  // epoch,loss,val_loss,samples_per_s,input_wait,
+        const char *p = log_field(line, 5);
         char *end;
         unsigned long long s = strtoull(p, &end, 10);
         cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
         if (!cut) keep = ftell(in);
+        if (!cut && !header) {
+            const char *t = log_field(line, 6);
+            double v = strtod(t, &end);
+            *seconds = end > t && *end == ',' && v >= 0 && isfinite(v) ? v : 0;
+        }
         header = false;
     }
     bool failed = ferror(in) || keep < 0;
@@ -738,7 +739,8 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     const char *path = f->o->log;
     if (!path || f->rank != 0) return 0;
     struct stat st;
-    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0 ? trim_log(path, f->ck.step, e) : 0;
+    double seconds = 0;
+    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0 ? trim_log(path, f->ck.step, &seconds, e) : 0;
     if (rc) return rc;
     bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
     int out = !strcmp(path, "-") ? dup(STDOUT_FILENO) : -1;
@@ -755,7 +757,7 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     FILE *in = append ? fopen(path, "r") : NULL;
     if (in && fgets(first, sizeof first, in)) f->log_five = !strcmp(first, LOG_FIVE "\n");
     if (in) fclose(in);
-    if (append && !f->log_five) f->seconds0 = log_seconds(path);
+    if (append && !f->log_five) f->seconds0 = seconds;
     return 0;
 }
 
@@ -844,7 +846,7 @@ static int open_pipe(fit *f, sf_err *e) {
 // both options.
 static int early_stop_needs_validation(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
-    if (f->val_plan && sf_plan_windows(f->val_plan) > 0) return 0;
+    if (val_windows(f)) return 0;
     // A resume keeps its checkpoint's --val-split: another would be refused.
     const char *split = o->resume ? "" : o->val_split == 0 ? "--val-split 0.1, or " : "a larger --val-split, or ";
     if (o->val_split == 0)
@@ -905,7 +907,7 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->d.stats_rows < sf_pack_get_info(f->d.pack)->nrows)
         fprintf(stderr, "scaling: %s from the %llu rows of the training part (the validation part's left out)\n",
                 sf_norm_name(f->o->norm), (unsigned long long)f->d.stats_rows);
-    uint64_t val_all = f->val_plan ? sf_plan_windows(f->val_plan) : 0;
+    uint64_t val_all = val_windows(f);
     if (val_all && f->o->validation_steps) {
         u128 bound = (u128)f->o->validation_steps * f->o->batch;
         if (bound < val_all)
@@ -917,7 +919,7 @@ static void announce(const fit *f, const sf_run_start *start) {
                     "reaches past them)\n", (unsigned long long)val_all, (unsigned long long)f->o->validation_steps,
                     f->o->batch);
     }
-    if (!f->val_plan || sf_plan_windows(f->val_plan) == 0) {
+    if (!val_all) {
         if (f->o->val_split == 0)
             fprintf(stderr, "validation: none (--val-split 0): no val_loss\n");
         else  // a series with a training window has a window for its validation targets: only empty parts have none
@@ -959,7 +961,7 @@ static int plan_lr(fit *f, float lr, sf_err *e) {
     const sf_fit_opts *o = f->o;
     f->lr = o->lr_schedule, f->lr.lr = lr;
     f->plateau = (sf_plateau){.scale = 1, .best = INFINITY};
-    if (f->lr.kind == SF_LR_PLATEAU && (!f->val_plan || sf_plan_windows(f->val_plan) == 0))
+    if (f->lr.kind == SF_LR_PLATEAU && !val_windows(f))
         return sf_err_set(e, SF_EUSAGE, "--lr-schedule plateau lowers the lr when val_loss stops improving, and this "
                           "run has no validation windows: %s (hint: %s)", o->val_split == 0 ? "--val-split 0"
                           : "the validation part of every series is empty",
