@@ -511,6 +511,11 @@ static bool epoch_file(const char *name, uint64_t *epoch) {
     return true;
 }
 
+bool sf_checkpoint_run_file(const char *name) {
+    uint64_t epoch;
+    return !strcmp(name, "latest.safetensors") || !strcmp(name, "best.safetensors") || epoch_file(name, &epoch);
+}
+
 // Whether name is a temporary file (sf_temp_create's NAME.tmp.PID.XXXXXX)
 // of latest.safetensors, best.safetensors or an epoch's file.
 static bool run_temporary(const char *name) {
@@ -518,11 +523,10 @@ static bool run_temporary(const char *name) {
     if (!tmp) return false;
     char base[64];
     size_t blen = (size_t)(tmp - name) + strlen(".safetensors");
-    uint64_t epoch;
     if (blen >= sizeof base) return false;
     memcpy(base, name, blen);
     base[blen] = 0;
-    return !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") || epoch_file(base, &epoch);
+    return sf_checkpoint_run_file(base);
 }
 
 void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out) {

@@ -156,6 +156,10 @@ void sf_checkpoint_free(sf_checkpoint *c);
 // killed before the epoch file's rename leaves latest at the epoch's end
 // without its epoch file, which sf_checkpoint_dir_recover completes.
 
+// Whether a file's name (no directory) is one of a run's checkpoints:
+// latest.safetensors, best.safetensors or epoch-NNNN.safetensors.
+bool sf_checkpoint_run_file(const char *name);
+
 // Writes c as DIR/latest.safetensors and, when epoch_end, as
 // DIR/epoch-NNNN.safetensors (NNNN: c->epoch), and as DIR/best.safetensors
 // before both when c is its own best (epoch_end, c->best_epoch == c->epoch).

@@ -371,9 +371,7 @@ static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT
 // seqfeed.lock): the run would replace it, or it the run's checkpoint.
 static bool checkpoint_file(const char *path, const char *dir) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
-    bool ours = !strcmp(base, "latest.safetensors") || !strcmp(base, "best.safetensors") ||
-                !strcmp(base, "seqfeed.lock") ||
-                (!strncmp(base, "epoch-", 6) && strlen(base) > 18 && !strcmp(base + strlen(base) - 12, ".safetensors"));
+    bool ours = sf_checkpoint_run_file(base) || !strcmp(base, "seqfeed.lock");
     if (!ours) return false;
     char *parent = strndup(path, slash ? (size_t)(slash - path) : 0);
     struct stat a, b;
