@@ -11,16 +11,21 @@ static const cli_use pack_uses[] = {
     {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_TIME_COLUMN},
     {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
     {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
-    {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
+    {.opt = OPT_APPEND_TO}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pack_command = {
     .name = "pack",
-    .usage = "INPUT.csv -o OUT.sfpack [options]",
+    .usage = "INPUT.csv -o OUT.sfpack [options]\n       seqfeed pack NEW.csv --append-to FILE.sfpack [options]",
     .about =
         "Converts a CSV file (a header row of column names, then numbers) into an\n"
         ".sfpack file: float32 values in zstd-compressed, checksummed chunks, with\n"
         "per-column statistics and a series table. It streams: memory stays bounded\n"
-        "whatever the size of the CSV.\n",
+        "whatever the size of the CSV.\n"
+        "With --append-to, the CSV's rows are added to an .sfpack of the same columns:\n"
+        "a series' new rows after its last one (their times must not go back), new\n"
+        "series last. The file keeps its layout (series and time column, categorical\n"
+        "columns, chunk rows, filter, level: options that differ are refused); it is\n"
+        "rewritten beside itself and replaced only once complete.\n",
     .uses = pack_uses,
     .positional = "INPUT.csv",
 };
@@ -42,6 +47,60 @@ static void on_progress(void *arg, uint64_t rows, uint64_t bytes) {
                       dt > 0 ? bytes / 1e6 / dt : 0.0);
 }
 
+// --append-to: the options that decide the file's layout must be the file's.
+static int append_conflicts(const cli_value *v, const char *path) {
+    sf_pack *p;
+    sf_err e = {0};
+    if (sf_pack_open(&p, path, &e)) return cli_fail("pack", &e, NULL);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    char what[160] = "", have[SF_PACK_MAX_NAME + 64] = "";
+    if (v[OPT_CHUNK_ROWS].set && v[OPT_CHUNK_ROWS].u != in->chunk_rows)
+        snprintf(what, sizeof what, "--chunk-rows %s", v[OPT_CHUNK_ROWS].text),
+            snprintf(have, sizeof have, "chunks of %u rows", in->chunk_rows);
+    else if (v[OPT_FILTER].set && sf_filter_parse(v[OPT_FILTER].text) != (int)in->filter)
+        snprintf(what, sizeof what, "--filter %s", v[OPT_FILTER].text),
+            snprintf(have, sizeof have, "filter %s", sf_filter_name((int)in->filter));
+    else if (v[OPT_LEVEL].set && v[OPT_LEVEL].i != in->level)
+        snprintf(what, sizeof what, "--level %s", v[OPT_LEVEL].text), snprintf(have, sizeof have, "level %d", in->level);
+    else if (v[OPT_SERIES_COLUMN].set && strcmp(v[OPT_SERIES_COLUMN].text, in->series_column))
+        snprintf(what, sizeof what, "--series-column %.100s", v[OPT_SERIES_COLUMN].text),
+            snprintf(have, sizeof have, in->series_column[0] ? "series column \"%.200s\"" : "no series column%s",
+                     in->series_column);
+    else if (v[OPT_TIME_COLUMN].set && strcmp(strcmp(v[OPT_TIME_COLUMN].text, "none") ? v[OPT_TIME_COLUMN].text : "",
+                                              in->time_column))
+        snprintf(what, sizeof what, "--time-column %.100s", v[OPT_TIME_COLUMN].text),
+            snprintf(have, sizeof have, in->time_column[0] ? "time column \"%.200s\"" : "no time column%s",
+                     in->time_column);
+    else if (v[OPT_TIME_UNIT].set && in->time_kind != (enum sf_time_kind)(SF_TIME_EPOCH_S + v[OPT_TIME_UNIT].choice))
+        snprintf(what, sizeof what, "--time-unit %s", v[OPT_TIME_UNIT].text),
+            snprintf(have, sizeof have, "%s", in->time_kind == SF_TIME_ISO ? "ISO-8601 times" : "times in another unit");
+    if (!what[0] && v[OPT_CATEGORICAL].set) {
+        // The same set of columns, in any order.
+        char name[SF_PACK_MAX_NAME + 1];
+        uint32_t n = 0;
+        bool differs = false;
+        for (const char *q = v[OPT_CATEGORICAL].text; q && !differs; n++) {
+            if (sf_list_next(&q, name, sizeof name)) break;
+            uint32_t c = 0;
+            while (c < in->ncols && strcmp(in->col_names[c], name)) c++;
+            differs = c == in->ncols || !sf_pack_category(in, c);
+        }
+        if (differs || n != in->ncategories) {
+            snprintf(what, sizeof what, "--categorical %.100s", v[OPT_CATEGORICAL].text);
+            char list[sizeof have - 32] = "";
+            size_t len = 0;
+            for (uint32_t k = 0; k < in->ncategories; k++)
+                sf_list_append(list, sizeof list, &len, in->col_names[in->categories[k].column]);
+            snprintf(have, sizeof have, in->ncategories ? "categorical columns %s" : "no categorical column%s", list);
+        }
+    }
+    sf_pack_close(p);
+    if (what[0])
+        return cli_usage_error("pack", "%s differs from %s, which has %s: an appended file keeps its layout (leave "
+                               "the option out)", what, path, have);
+    return 0;
+}
+
 int cmd_pack(int argc, char **argv) {
     cli_args a;
     int rc = cli_parse(&pack_command, argc, argv, &a);
@@ -49,8 +108,12 @@ int cmd_pack(int argc, char **argv) {
     const char *in = cli_data(&pack_command, &a, &rc);
     if (!in) return rc;
     const cli_value *v = a.v;
-    if (!v[OPT_OUTPUT].set) return cli_usage_error("pack", "missing -o OUT.sfpack");
-    const char *out = v[OPT_OUTPUT].text;
+    const char *append = v[OPT_APPEND_TO].set ? v[OPT_APPEND_TO].text : NULL;
+    if (append && v[OPT_OUTPUT].set)
+        return cli_usage_error("pack", "-o and --append-to exclude each other: --append-to %s replaces that file", append);
+    if (!append && !v[OPT_OUTPUT].set) return cli_usage_error("pack", "missing -o OUT.sfpack (or --append-to FILE.sfpack)");
+    if (append && (rc = append_conflicts(v, append))) return rc;
+    const char *out = append ? append : v[OPT_OUTPUT].text;
     bool quiet = v[OPT_QUIET].set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_csv_pack_opts o = {.missing = SF_MISSING_ERROR,
@@ -87,11 +150,23 @@ int cmd_pack(int argc, char **argv) {
     o.note = on_note;  // also with -q: they say what happened to the data
     sf_csv_pack_stats st = {0};
     sf_err e = {0};
-    rc = sf_csv_pack(in, out, &o, &st, &e);
+    rc = append ? sf_csv_append(in, out, &o, &st, &e) : sf_csv_pack(in, out, &o, &st, &e);
     cli_guard_temp(NULL);
     cli_progress_end(&prog);
     if (rc) return cli_fail("pack", &e, NULL);
-    if (!quiet) {
+    if (!quiet && append) {
+        double dt = sf_now() - prog.start;
+        printf("appended %llu rows (%llu series added to, %llu new", (unsigned long long)st.rows,
+               (unsigned long long)st.append_series_extended, (unsigned long long)st.append_series_added);
+        if (st.rows_dropped) printf(", %llu rows dropped", (unsigned long long)st.rows_dropped);
+        if (st.values_filled) printf(", %llu values filled", (unsigned long long)st.values_filled);
+        printf(") from %.1f MB of CSV to %s: now %llu rows, %llu series, %.1f MB; kept %llu of %llu chunks as "
+               "stored (%.1f MB, %s), in %.2f s\n", st.csv_bytes / 1e6, out,
+               (unsigned long long)(st.append_rows_before + st.rows),
+               (unsigned long long)(st.append_series_before + st.append_series_added), st.out_bytes / 1e6,
+               (unsigned long long)st.append_chunks_kept, (unsigned long long)st.append_chunks,
+               st.append_bytes_kept / 1e6, st.append_copy ? st.append_copy : "none", dt);
+    } else if (!quiet) {
         FILE *say = strcmp(out, "-") ? stdout : stderr;  // stdout may hold the .sfpack
         double dt = sf_now() - prog.start;
         fprintf(say, "packed %llu rows (%llu series", (unsigned long long)st.rows, (unsigned long long)st.nseries);

@@ -241,6 +241,9 @@ static const option options[OPT_COUNT] = {
                     .help = "delta-shuffle, shuffle or none"},
     [OPT_THREADS] = {"threads", 0, "N", K_COUNT, 1, 256, .group = PACKING,
                      .help = "compression threads (default: all cores)"},
+    [OPT_APPEND_TO] = {"append-to", 0, "FILE.sfpack", K_TEXT, .group = PACKING,
+                       .help = "add the CSV's rows to FILE (same columns): after each series' last row, new series "
+                               "last; FILE keeps its layout and is replaced only once the new file is complete"},
     [OPT_FORMAT] = {"format", 0, "keras|keras-weights", K_CHOICE, .choices = export_formats, .group = OUTPUT,
                     .help = "keras: a .keras model; keras-weights: its .weights.h5 alone"},
     [OPT_JSON] = {"json", 0, NULL, K_FLAG, .group = OUTPUT, .help = "one JSON object instead of text"},

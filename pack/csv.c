@@ -1569,6 +1569,8 @@ static int read_header(csv *c) {
     c->line = 2;
     for (const char *q = start; q < p; q++) c->line += *q == '\n';  // quoted names may span lines
     c->header_one_line = c->line == 2;
+    if (c->o->header && (rc = c->o->header(c->o->progress_arg, (const char *const *)c->names, c->ncsv, c->e)))
+        return rc;
 
     c->role = calloc(c->ncsv, 1);
     c->keep_at = calloc(c->ncsv, sizeof *c->keep_at);

@@ -239,6 +239,17 @@ uint64_t sf_pack_writer_bytes(const sf_pack_writer *w);  // written so far
 int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e);
 // Removes the temporary file and frees w.
 void sf_pack_writer_abort(sf_pack_writer *w);
+// The temporary file's descriptor and where its first chunk goes (the
+// header's end, aligned), for a caller that copies chunks into it.
+int sf_pack_writer_fd(const sf_pack_writer *w);
+uint64_t sf_pack_writer_data_offset(const sf_pack_writer *w);
+// The next chunk's stored bytes (stored_size of them, CRC-32C crc) are
+// already in the temporary file at offset, copied there by the caller from
+// a file of the same layout (pack --append-to): its rows, given next as any
+// rows (exactly chunk_rows of them), count for the statistics, the series
+// and the times, but the chunk is neither compressed nor written. Call it
+// where a chunk starts; offset must be where the writer puts that chunk.
+int sf_pack_writer_place(sf_pack_writer *w, uint64_t offset, uint32_t stored_size, uint32_t crc, sf_err *e);
 
 // ---- CSV to .sfpack ----
 
@@ -270,11 +281,21 @@ typedef struct {
     // changed: integers float32 cannot hold, series that look mixed) or
     // "note: ..." (may be NULL).
     void (*note)(void *arg, const char *text);
+    // Receives (with progress_arg) the CSV's column names once the header
+    // is read, before any row; a nonzero return (with e filled) stops the
+    // pack (may be NULL). pack --append-to compares them with the file's.
+    int (*header)(void *arg, const char *const *names, uint32_t n, sf_err *e);
 } sf_csv_pack_opts;
 
 typedef struct {
     uint64_t rows, rows_dropped, values_filled, csv_bytes, out_bytes;
     uint64_t nseries;
+    // sf_csv_append: the file's rows and series before, the series the CSV
+    // added to and the new ones, the leading chunks kept without
+    // recompressing and how their bytes were copied, the bytes written.
+    uint64_t append_rows_before, append_series_before, append_series_extended, append_series_added;
+    uint64_t append_chunks_kept, append_chunks, append_bytes_kept;
+    const char *append_copy;  // "reflink (FICLONERANGE)", "copy_file_range", "read and write", "none"
 } sf_csv_pack_stats;
 
 // Whether d can separate fields: not a character of a number, a space, a
@@ -288,6 +309,23 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
 // Same, from a memory buffer (for tests and fuzzing); name is used in messages.
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
                     sf_csv_pack_stats *st, sf_err *e);
+
+// Adds the rows of the CSV at in (a path, "-" for stdin) to the .sfpack at
+// path: rows of a series the file has go after its last row (their times
+// must not go back from its last time), other series after the file's last
+// one. The file decides the layout: its columns (the CSV's, less its series
+// and time columns and less o->drop_columns, or o->columns, must be the
+// file's, in order), series and time column, time unit, categorical columns
+// (values the file lacks get the next codes), chunk rows, filter and level;
+// o's settings of those are ignored (the CLI refuses conflicting ones). The
+// CSV's own settings (delimiter, missing, threads) are o's. The new file
+// is written beside path and renamed over it: path stays the old file,
+// whole, until the new one is complete. Chunks before the first one that
+// changes are kept as they are stored (reflinked or copied, not
+// recompressed); from there on the rows are decoded and packed again,
+// chunk at a time. Statistics, steps and chunks are exactly those of a pack
+// of the rows in their new order. Refuses in when it is path.
+int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e);
 
 // Parses one decimal number field exactly as strtof rounds it. s[0..n) holds
 // the field without surrounding spaces. Returns 0 and sets *out; SF_EFORMAT

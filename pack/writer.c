@@ -27,6 +27,11 @@ typedef struct {
     uint64_t seq;
     bool done;               // compressed; guarded by mu when there are workers
     const char *error_name;  // zstd's, when compression failed
+    // Placed (sf_pack_writer_place): the stored bytes are already in the
+    // file at placed_offset; only the statistics are computed.
+    bool placed;
+    uint64_t placed_offset;
+    uint32_t placed_crc;
 } job;
 
 typedef struct {
@@ -75,6 +80,7 @@ struct sf_pack_writer {
     uint32_t *cat_n;
 
     uint64_t nrows, offset;  // offset: where the next chunk goes
+    uint64_t data_offset;    // where the first chunk goes
     uint8_t *index;          // SF_INDEX_ENTRY per chunk
     int64_t *chunk_steps;    // sf_pack_chunk_max_step, per chunk written
     size_t index_len, index_cap;
@@ -123,6 +129,11 @@ static void imputed_encode(uint8_t *out, const uint8_t *imp, uint64_t *count, ui
 
 static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, uint32_t naux, int level, int filter) {
     for (uint32_t c = 0; c < ncols; c++) sf_moments_of(&j->moments[c], j->raw + c * j->rows, j->rows);
+    if (j->placed) {  // the bytes are in the file: only the imputed counts are wanted
+        if (j->imp) imputed_encode(j->filtered, j->imp, j->imp_count, ncols, j->rows);
+        j->error_name = NULL;
+        return;
+    }
     size_t raw_size = (size_t)sf_chunk_raw_bytes(j->rows, ncols, naux, j->imp != NULL);
     sf_filter_encode(j->filtered, j->raw, ncols, j->rows, filter);
     for (uint32_t a = 0; a < naux; a++)
@@ -182,7 +193,11 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
         sf_moments_merge(&w->moments[c], &j->moments[c]);
         if (w->has_imputed) w->imputed[c] += j->imp_count[c];
     }
-    int rc = write_all(w, j->stored, j->stored_size, w->offset, e);
+    if (j->placed && j->placed_offset != w->offset)
+        return sf_err_set(e, SF_EINVAL, "%s: chunk %llu was placed at byte %llu, the writer is at byte %llu", w->path,
+                          (unsigned long long)j->seq, (unsigned long long)j->placed_offset,
+                          (unsigned long long)w->offset);
+    int rc = j->placed ? 0 : write_all(w, j->stored, j->stored_size, w->offset, e);
     if (rc) return rc;
     if (w->index_len == w->index_cap) {
         size_t cap = w->index_cap ? 2 * w->index_cap : 64;
@@ -197,9 +212,10 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
     uint8_t *ent = w->index + w->index_len++ * SF_INDEX_ENTRY;
     sf_put_u64(ent, w->offset);
     sf_put_u32(ent + 8, (uint32_t)j->stored_size);
-    sf_put_u32(ent + 12, sf_crc32c(0, j->stored, j->stored_size));
+    sf_put_u32(ent + 12, j->placed ? j->placed_crc : sf_crc32c(0, j->stored, j->stored_size));
     w->offset = sf_align_up(w->offset + j->stored_size, SF_PACK_ALIGN);
     j->done = false;
+    j->placed = false;
     w->next_write++;
     return 0;
 }
@@ -209,6 +225,8 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
 static int flush_chunk(sf_pack_writer *w, sf_err *e) {
     if (w->fill == 0) return 0;
     job *j = &w->jobs[w->next_seq % w->njobs];
+    if (j->placed && w->fill != w->chunk_rows)
+        return sf_err_set(e, SF_EINVAL, "%s: a placed chunk got %zu rows, not %u", w->path, w->fill, w->chunk_rows);
     j->rows = w->fill;
     j->seq = w->next_seq;
     job_compact(j, w->ncols, w->naux, w->chunk_rows);
@@ -309,7 +327,7 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
     sf_put_u32(p, sf_crc32c(0, h, n - 4));
     int rc = write_all(w, h, data_offset, 0, e);
     free(h);
-    w->offset = data_offset;
+    w->offset = w->data_offset = data_offset;
     return rc;
 }
 
@@ -442,6 +460,19 @@ nomem:
 }
 
 const char *sf_pack_writer_temp_path(const sf_pack_writer *w) { return w->tmp_path; }
+int sf_pack_writer_fd(const sf_pack_writer *w) { return w->fd; }
+uint64_t sf_pack_writer_data_offset(const sf_pack_writer *w) { return w->data_offset; }
+
+int sf_pack_writer_place(sf_pack_writer *w, uint64_t offset, uint32_t stored_size, uint32_t crc, sf_err *e) {
+    if (w->fill)
+        return sf_err_set(e, SF_EINVAL, "%s: a chunk is placed where one starts, not after %zu rows", w->path, w->fill);
+    job *j = &w->jobs[w->next_seq % w->njobs];
+    j->placed = true;
+    j->placed_offset = offset;
+    j->placed_crc = crc;
+    j->stored_size = stored_size;
+    return 0;
+}
 uint64_t sf_pack_writer_nrows(const sf_pack_writer *w) { return w->nrows; }
 uint64_t sf_pack_writer_bytes(const sf_pack_writer *w) { return w->offset; }
 
