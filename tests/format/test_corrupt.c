@@ -612,6 +612,38 @@ static void test_imputed(const char *dir) {
     unlink(ipath);
 }
 
+// Lines rise within a series and may start again lower where rows that
+// pack --append-to added begin (a later CSV's lines); a line repeated
+// within a series is refused, as is nothing across series.
+static void test_lines(const char *dir) {
+    static const char *const names[1] = {"v"};
+    static const int64_t good[] = {2, 3, 4, 2, 3, 9, 5, 6}, repeated[] = {2, 3, 3, 4, 5, 6, 7, 8};
+    const int64_t *lines[2] = {good, repeated};
+    float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    char lpath[PATH_LEN];
+    path_in(lpath, dir, "lines.sfpack");
+    for (int k = 0; k < 2; k++) {
+        sf_pack_writer_opts o = {.ncols = 1, .col_names = names, .series_column = "s", .chunk_rows = 3, .level = 1,
+                                 .lines = true};
+        sf_pack_writer *w;
+        sf_err e = {0};
+        // Series a: rows 0-4 (lines 2 3 4, then 2 3 appended); series b: rows 5-7 (9, then 5 6 appended).
+        if (sf_pack_writer_open(&w, lpath, &o, &e) || sf_pack_writer_series(w, "a", 1, &e) ||
+            sf_pack_writer_rows_at(w, rows, NULL, lines[k], 5, &e) || sf_pack_writer_series(w, "b", 1, &e) ||
+            sf_pack_writer_rows_at(w, rows + 5, NULL, lines[k] + 5, 3, &e) || sf_pack_writer_finish(w, &e)) {
+            CHECK(0, "lines sample: %s", e.msg);
+            return;
+        }
+        sf_pack *p = NULL;
+        int rc = sf_pack_open(&p, lpath, &e);
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e);
+        sf_pack_close(p);
+        if (k == 0) CHECK(rc == 0, "lines starting again lower in a series: %s", rc ? e.msg : "");
+        else CHECK(rc == SF_ECORRUPT && strstr(e.msg, "row 2's CSV line 3 does not follow line 3"),
+                   "a line repeated: rc %d, \"%s\"", rc, rc ? e.msg : "");
+    }
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR");
     if (!srcdir) {
@@ -633,6 +665,7 @@ int main(void) {
     test_inconsistent_fields();
     test_reencoded_chunk();
     test_imputed(dir);
+    test_lines(dir);
     remove_dir(dir);
     free(orig);
     free(orig_values);
