@@ -7,7 +7,8 @@
 
 static const cli_use pack_uses[] = {
     {.opt = OPT_DATA, .help = "the CSV file, '-' for stdin (or as the first argument)"},
-    {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required); it appears only when packing succeeded"},
+    {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required without --append-to); it appears only when "
+                                "packing succeeded"},
     {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_TIME_COLUMN},
     {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
     {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},

@@ -400,6 +400,11 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
     int rc = sf_pack_writer_open(&a->w, a->path, &wo, e);
     if (!rc) {
         forward_temp(a, sf_pack_writer_temp_path(a->w));
+        // The file replaced keeps its permissions (the temporary file has
+        // the umask's): best effort, as a file of another owner keeps them
+        // only if we may set them.
+        struct stat sb;
+        if (fstat(sf_pack_fd(old), &sb) == 0) (void)fchmod(sf_pack_writer_fd(a->w), sb.st_mode & 07777);
         rc = cursor_open(&oc, old, e);
     }
     if (!rc) rc = cursor_open(&sc, spool, e);

@@ -83,6 +83,11 @@ run 0 verify g.sfpack
 same_as g.sfpack catc.sfpack
 cmp -s <(head -c 65536 g.sfpack) <(head -c 65536 orig.sfpack) || fail "the kept chunks' bytes changed"
 
+# The file replaced keeps its permissions.
+cp orig.sfpack m.sfpack && chmod 640 m.sfpack
+run 0 pack newc.csv --append-to m.sfpack -q
+[ "$(stat -c %a m.sfpack)" = 640 ] || fail "the appended file's mode is $(stat -c %a m.sfpack), not 640"
+
 # ---- refused: the file stays as it was, no temporary file ----
 cp orig.sfpack h.sfpack
 # Within the CSV, as pack says it.
