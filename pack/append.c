@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,8 @@ typedef struct {
     uint32_t cr;             // rows per chunk
     uint64_t keep;           // leading chunks kept as stored
     bool time, lines, imputed;
+    uint64_t *slot, cap;     // the file's series by name: open addressing, UINT64_MAX empty
+    cursor seed;             // --missing ffill: the file's chunk of a series' last row
     float *rows;             // one chunk of rows, row-major, for the writer
     int64_t *rtime, *rline;
     uint8_t *rimp;
@@ -283,34 +286,58 @@ static const char *series_label(const char *name, char *buf, size_t cap) {
     return buf;
 }
 
-// The series of the spool, each matched with the file's of the same name
-// (UINT64_MAX: a new one): an open-addressing table of the file's names.
-static int match_series(const sf_pack_info *oi, const sf_pack_info *si, uint64_t *match, uint64_t *of_old, sf_err *e) {
-    uint64_t cap = 16;
-    while (cap < 2 * oi->nseries) cap *= 2;
-    uint64_t *slot = malloc(cap * sizeof *slot);
-    if (!slot) return sf_err_set(e, SF_ENOMEM, "out of memory for the series table");
-    for (uint64_t i = 0; i < cap; i++) slot[i] = UINT64_MAX;
+static uint64_t name_hash(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+// The file's series by name, for matching the CSV's.
+static int index_series(app *a, sf_err *e) {
+    const sf_pack_info *oi = a->oi;
+    a->cap = 16;
+    while (a->cap < 2 * oi->nseries) a->cap *= 2;
+    if (!(a->slot = malloc(a->cap * sizeof *a->slot))) return sf_err_set(e, SF_ENOMEM, "out of memory for the series table");
+    for (uint64_t i = 0; i < a->cap; i++) a->slot[i] = UINT64_MAX;
     for (uint64_t i = 0; i < oi->nseries; i++) {
-        uint64_t h = 1469598103934665603ull;
-        for (const char *s = oi->series[i].name; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-        for (h &= cap - 1; slot[h] != UINT64_MAX; h = (h + 1) & (cap - 1)) {}
-        slot[h] = i;
-        of_old[i] = UINT64_MAX;
+        uint64_t h = name_hash(oi->series[i].name, strlen(oi->series[i].name)) & (a->cap - 1);
+        while (a->slot[h] != UINT64_MAX) h = (h + 1) & (a->cap - 1);
+        a->slot[h] = i;
     }
-    for (uint64_t j = 0; j < si->nseries; j++) {
-        uint64_t h = 1469598103934665603ull;
-        for (const char *s = si->series[j].name; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
-        match[j] = UINT64_MAX;
-        for (h &= cap - 1; slot[h] != UINT64_MAX; h = (h + 1) & (cap - 1))
-            if (!strcmp(oi->series[slot[h]].name, si->series[j].name)) {
-                match[j] = slot[h];
-                of_old[slot[h]] = j;
-                break;
-            }
-    }
-    free(slot);
     return 0;
+}
+
+// The file's series named key[0..len); UINT64_MAX: none.
+static uint64_t find_series(const app *a, const char *key, size_t len) {
+    for (uint64_t h = name_hash(key, len) & (a->cap - 1); a->slot[h] != UINT64_MAX; h = (h + 1) & (a->cap - 1)) {
+        const char *name = a->oi->series[a->slot[h]].name;
+        if (strlen(name) == len && !memcmp(name, key, len)) return a->slot[h];
+    }
+    return UINT64_MAX;
+}
+
+// The spool's series each matched with the file's of the same name
+// (match[j]; UINT64_MAX: a new one), and the other way (of_old[i]).
+static void match_series(const app *a, const sf_pack_info *si, uint64_t *match, uint64_t *of_old) {
+    for (uint64_t i = 0; i < a->oi->nseries; i++) of_old[i] = UINT64_MAX;
+    for (uint64_t j = 0; j < si->nseries; j++) {
+        match[j] = find_series(a, si->series[j].name, strlen(si->series[j].name));
+        if (match[j] != UINT64_MAX) of_old[match[j]] = j;
+    }
+}
+
+// sf_csv_pack_opts.series_last: the series' last row in the file, but for
+// categorical columns (their codes are the file's, not the CSV's).
+static int series_last(void *arg, const char *key, size_t len, float *row, sf_err *e) {
+    app *a = arg;
+    uint64_t i = find_series(a, key, len);
+    if (i == UINT64_MAX) return 0;
+    uint64_t last = a->oi->series[i].first_row + a->oi->series[i].rows - 1;
+    int rc = cursor_at(&a->seed, last, e);
+    if (rc) return rc;
+    for (uint32_t c = 0; c < a->oi->ncols; c++)
+        row[c] = sf_pack_category(a->oi, c) ? NAN : a->seed.vals[(size_t)c * a->seed.ch.rows + (last - a->seed.ch.first_row)];
+    return 1;
 }
 
 // Times must continue each series: the CSV's first time of a series the
@@ -494,8 +521,11 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
                            .pack = {.chunk_rows = wide ? wide : 1, .level = 1, .filter = SF_FILTER_DELTA_SHUFFLE,
                                     .threads = o->pack.threads},
                            .progress = forward_progress, .progress_arg = &a, .temp_path = forward_temp,
-                           .note = forward_note, .header = check_header};
+                           .note = forward_note, .header = check_header, .series_last = series_last};
+    if (!rc) rc = index_series(&a, e);
+    if (!rc && o->missing == SF_MISSING_FFILL) rc = cursor_open(&a.seed, old, e);
     if (!rc) rc = sf_csv_pack(in, a.spool, &so, st, e);
+    cursor_close(&a.seed);
     st->append_rows_before = oi->nrows, st->append_series_before = oi->nseries, st->out_bytes = 0;
     if (!rc) {
         forward_temp(&a, a.spool);
@@ -508,11 +538,12 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
         a.imputed = oi->imputed || si->imputed;
         match = malloc((si->nseries ? si->nseries : 1) * sizeof *match);
         of_old = malloc((oi->nseries ? oi->nseries : 1) * sizeof *of_old);
-        rc = match && of_old ? match_series(oi, si, match, of_old, e) : sf_err_set(e, SF_ENOMEM, "out of memory");
+        if (match && of_old) match_series(&a, si, match, of_old);
+        else rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     if (!rc) rc = check_times(&a, spool, match);
     if (!rc) rc = merge(&a, old, spool, match, of_old, st);
-    free(match), free(of_old);
+    free(match), free(of_old), free(a.slot);
     struct stat sb;
     if (!rc && stat(path, &sb) == 0) st->out_bytes = (uint64_t)sb.st_size;
     sf_pack_close(spool);

@@ -104,6 +104,7 @@ typedef struct {
     size_t nbatch, batch_rows;
     float *last;  // ffill: the last row of the previous batch
     bool have_last;
+    int seeded;  // ffill: the series' row before it came from o->series_last (1), none (0), not asked (-1)
     char *cur_series;
     size_t cur_series_len;
     uint64_t cur_series_line;
@@ -1217,6 +1218,7 @@ static int start_series(csv *c) {
     c->cur_series_len = s->len;
     c->cur_series_line = c->line;
     c->have_last = false;
+    c->seeded = -1;
     c->padded_line = 0;
     for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
     return 0;
@@ -1269,9 +1271,16 @@ static int commit_record(csv *c) {
             c->st.rows_dropped++;
             return 0;
         }
+        // A series' first row (c->last is free: the batch was flushed):
+        // the row before it may be in the file appended to.
+        if (!c->have_last && c->seeded < 0 && c->o->series_last) {
+            c->seeded = c->o->series_last(c->o->progress_arg, c->cur_series ? c->cur_series : "", c->cur_series_len,
+                                          c->last, c->e);
+            if (c->seeded < 0) return c->seeded;
+        }
         for (uint32_t k = 0; k < c->nkeep; k++) {
             if (!isnan(c->row[k])) continue;
-            if (!c->have_last) {
+            if (!c->have_last && (c->seeded != 1 || isnan(c->last[k]))) {
                 uint64_t rows;
                 bool all;
                 uint64_t line = first_value_line(c, k, &rows, &all);
@@ -2033,7 +2042,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
 
 int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e) {
     bool is_stdin = strcmp(in, "-") == 0;
-    csv c = {.name = is_stdin ? "<stdin>" : in, .o = o, .e = e, .line = 1};
+    csv c = {.name = is_stdin ? "<stdin>" : in, .o = o, .e = e, .line = 1, .seeded = -1};
     c.fd = is_stdin ? 0 : open(in, O_RDONLY | O_CLOEXEC);
     if (c.fd < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot open", in);
     if (fstat(c.fd, &c.opened) != 0 || !S_ISREG(c.opened.st_mode)) c.opened.st_mode = 0;
@@ -2048,7 +2057,7 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
                     sf_csv_pack_stats *st, sf_err *e) {
     // The parser wants zeroed padding behind the data.
-    csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n};
+    csv c = {.name = name, .o = o, .e = e, .line = 1, .fd = -1, .eof = true, .len = n, .cap = n, .seeded = -1};
     c.buf = calloc(1, n + PAD);
     if (!c.buf) return sf_err_set(e, SF_ENOMEM, "out of memory");
     memcpy(c.buf, data, n);

@@ -285,6 +285,13 @@ typedef struct {
     // is read, before any row; a nonzero return (with e filled) stops the
     // pack (may be NULL). pack --append-to compares them with the file's.
     int (*header)(void *arg, const char *const *names, uint32_t n, sf_err *e);
+    // --missing ffill where the rows continue a file (pack --append-to):
+    // receives (with progress_arg) a series' id (key[0..len), "" without a
+    // series column) when its first row misses a value, and writes the
+    // series' last row in that file into row (the packed columns; NaN where
+    // it cannot say): returns 1, 0 when the file has no such series, or a
+    // negative code with e filled (may be NULL).
+    int (*series_last)(void *arg, const char *key, size_t len, float *row, sf_err *e);
 } sf_csv_pack_opts;
 
 typedef struct {

@@ -88,6 +88,27 @@ cp orig.sfpack m.sfpack && chmod 640 m.sfpack
 run 0 pack newc.csv --append-to m.sfpack -q
 [ "$(stat -c %a m.sfpack)" = 640 ] || fail "the appended file's mode is $(stat -c %a m.sfpack), not 640"
 
+# ---- --missing ffill fills a series' first new row from its last row in the file ----
+printf 'site,a,b\nx,1,2\nx,,3\ny,5,6\n' >i1.csv
+printf 'site,a,b\nx,7,\ny,,9\nz,1,1\n' >i2.csv
+printf 'site,a,b\nx,1,2\nx,,3\nx,7,\ny,5,6\ny,,9\nz,1,1\n' >icat.csv
+"$SEQFEED" pack i1.csv -o i.sfpack --series-column site --missing ffill --chunk-rows 2 -q || exit 1
+run 0 pack i2.csv --append-to i.sfpack --missing ffill
+expect out "2 values filled"
+run 0 verify i.sfpack
+"$SEQFEED" pack icat.csv -o icat.sfpack --series-column site --missing ffill --chunk-rows 2 -q || exit 1
+same_as i.sfpack icat.sfpack
+# A file without imputed values gets the record of them: every chunk is written again.
+printf 'site,a,b\nx,1,2\nx,4,3\ny,5,6\n' >j.csv
+"$SEQFEED" pack j.csv -o j.sfpack --series-column site --chunk-rows 2 -q || exit 1
+run 0 pack i2.csv --append-to j.sfpack --missing ffill
+expect out "kept 0 of 3 chunks"
+run 0 verify j.sfpack
+run 0 inspect --json j.sfpack
+expect out '"name": "a", [^}]*"imputed": 1\}, \{"name": "b", [^}]*"imputed": 1\}'
+run 1 pack i2.csv --append-to j.sfpack
+expect err "i2\.csv:2:5: missing or non-finite value \"\" in column \"b\""
+
 # ---- refused: the file stays as it was, no temporary file ----
 cp orig.sfpack h.sfpack
 # Within the CSV, as pack says it.
