@@ -83,6 +83,17 @@ run 0 verify g.sfpack
 same_as g.sfpack catc.sfpack
 cmp -s <(head -c 65536 g.sfpack) <(head -c 65536 orig.sfpack) || fail "the kept chunks' bytes changed"
 
+# Rows that fill whole chunks: every chunk kept, the new one after the last.
+python3 -c "print('s,v'); [print('a,%d' % i) for i in range(20)]" >al.csv
+printf 's,v\nb,1\nb,2\n' >al2.csv
+cat al.csv <(tail -n +2 al2.csv) >alc.csv
+"$SEQFEED" pack al.csv -o al.sfpack --series-column s --chunk-rows 10 -q || exit 1
+run 0 pack al2.csv --append-to al.sfpack
+expect out "kept 2 of 3 chunks as stored"
+run 0 verify al.sfpack
+"$SEQFEED" pack alc.csv -o alc.sfpack --series-column s --chunk-rows 10 -q || exit 1
+same_as al.sfpack alc.sfpack
+
 # The file replaced keeps its permissions.
 cp orig.sfpack m.sfpack && chmod 640 m.sfpack
 run 0 pack newc.csv --append-to m.sfpack -q
