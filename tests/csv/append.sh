@@ -181,6 +181,20 @@ exec 3>&-
 run 0 verify h.sfpack
 cmp -s h.sfpack orig.sfpack || fail "the killed append changed the file"
 
+# SIGTERM (Ctrl-C alike) removes the temporary file at once.
+"$SEQFEED" pack slow.csv --append-to h.sfpack -q 2>term.err &
+pid=$!
+exec 3>slow.csv
+cat z.csv >&3
+for _ in $(seq 1000); do compgen -G "h.sfpack.tmp.$pid.*" >/dev/null && break; sleep 0.01; done
+kill -TERM $pid
+wait $pid
+rc=$?
+exec 3>&-
+[ $rc -eq 143 ] || fail "SIGTERM: exit status $rc: $(cat term.err)"
+compgen -G "h.sfpack.tmp.$pid.*" >/dev/null && fail "SIGTERM left $(compgen -G "h.sfpack.tmp.$pid.*")"
+cmp -s h.sfpack orig.sfpack || fail "the interrupted append changed the file"
+
 # ---- kill -9 while the new file is written ----
 "$SEQFEED" synth -o big.sfpack --rows 3000000 --feature-count 4 --series-count 2 -q || exit 1
 cp big.sfpack bigorig.sfpack
