@@ -187,6 +187,9 @@ pid=$!
 exec 3>slow.csv
 cat z.csv >&3
 for _ in $(seq 1000); do compgen -G "h.sfpack.tmp.$pid.*" >/dev/null && break; sleep 0.01; done
+# Meanwhile a second append to the same file is refused, not interleaved.
+run 1 pack new.csv --append-to h.sfpack
+expect err "h\.sfpack: another seqfeed pack --append-to is adding to it"
 kill -TERM $pid
 wait $pid
 rc=$?
