@@ -116,8 +116,10 @@ static int emit(app *a, cursor *c, uint64_t first, uint64_t n, uint32_t *const *
         size_t k0 = (size_t)(first - c->ch.first_row), r = c->ch.rows;
         for (uint32_t col = 0; col < nc; col++) {
             const float *x = c->vals + (size_t)col * r + k0;
-            for (size_t i = 0; i < take; i++) a->rows[i * nc + col] = remap && remap[col] ? (float)remap[col][(uint32_t)x[i]] : x[i];
-            for (size_t i = 0; a->imputed && i < take; i++) a->rimp[i * nc + col] = c->imp ? c->imp[(size_t)col * r + k0 + i] : 0;
+            const uint32_t *map = remap ? remap[col] : NULL;
+            for (size_t i = 0; i < take; i++) a->rows[i * nc + col] = map ? (float)map[(uint32_t)x[i]] : x[i];
+            for (size_t i = 0; a->imputed && i < take; i++)
+                a->rimp[i * nc + col] = c->imp ? c->imp[(size_t)col * r + k0 + i] : 0;
         }
         if (a->time) memcpy(a->rtime, c->time + k0, take * 8);
         if (a->lines) memcpy(a->rline, c->line + k0, take * 8);
@@ -164,8 +166,8 @@ static int check_header(void *arg, const char *const *names, uint32_t n, sf_err 
                                   k < in->ncols ? "\"" : "");
         }
         if (k < in->ncols)
-            return sf_err_set(e, SF_EUSAGE, "--columns leaves out \"%s\", column %u of %s: the file decides its columns "
-                              "(leave --columns out, or list the file's)", in->col_names[k], k + 1, a->path);
+            return sf_err_set(e, SF_EUSAGE, "--columns leaves out \"%s\", column %u of %s: the file decides its "
+                              "columns (leave --columns out, or list the file's)", in->col_names[k], k + 1, a->path);
         return 0;
     }
     for (uint32_t f = 0; f < n; f++) {
@@ -250,8 +252,8 @@ static bool same_header(const sf_pack *old, sf_pack_writer *w) {
     if (n != sf_pack_get_info(old)->data_offset) return false;
     int fd = open(sf_pack_writer_temp_path(w), O_RDONLY | O_CLOEXEC);
     uint8_t *x = malloc(n), *y = malloc(n);
-    bool same = fd >= 0 && x && y && pread(fd, x, n, 0) == (ssize_t)n && pread(sf_pack_fd(old), y, n, 0) == (ssize_t)n &&
-                memcmp(x, y, n) == 0;
+    bool same = fd >= 0 && x && y && pread(fd, x, n, 0) == (ssize_t)n &&
+                pread(sf_pack_fd(old), y, n, 0) == (ssize_t)n && memcmp(x, y, n) == 0;
     if (fd >= 0) close(fd);
     free(x), free(y);
     return same;
@@ -297,7 +299,8 @@ static int index_series(app *a, sf_err *e) {
     const sf_pack_info *oi = a->oi;
     a->cap = 16;
     while (a->cap < 2 * oi->nseries) a->cap *= 2;
-    if (!(a->slot = malloc(a->cap * sizeof *a->slot))) return sf_err_set(e, SF_ENOMEM, "out of memory for the series table");
+    if (!(a->slot = malloc(a->cap * sizeof *a->slot)))
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the series table");
     for (uint64_t i = 0; i < a->cap; i++) a->slot[i] = UINT64_MAX;
     for (uint64_t i = 0; i < oi->nseries; i++) {
         uint64_t h = name_hash(oi->series[i].name, strlen(oi->series[i].name)) & (a->cap - 1);
@@ -336,7 +339,8 @@ static int series_last(void *arg, const char *key, size_t len, float *row, sf_er
     int rc = cursor_at(&a->seed, last, e);
     if (rc) return rc;
     for (uint32_t c = 0; c < a->oi->ncols; c++)
-        row[c] = sf_pack_category(a->oi, c) ? NAN : a->seed.vals[(size_t)c * a->seed.ch.rows + (last - a->seed.ch.first_row)];
+        row[c] = sf_pack_category(a->oi, c) ? NAN
+                                            : a->seed.vals[(size_t)c * a->seed.ch.rows + (last - a->seed.ch.first_row)];
     return 1;
 }
 
@@ -442,7 +446,8 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
     if (!rc && (!a->rows || !a->rtime || !a->rline || (a->imputed && !a->rimp)))
         rc = sf_err_set(e, SF_ENOMEM, "out of memory for a chunk of rows");
     if (!rc) {
-        sf_pack_writer_time_parts(a->w, oi->time_parts | si->time_parts);
+        sf_pack_writer_time_parts(a->w, oi->time_parts);  // joined: the most fraction digits of both
+        sf_pack_writer_time_parts(a->w, si->time_parts);
         // The first row that changes: the end of the first series that grows.
         uint64_t changed = oi->nrows;
         for (uint64_t i = 0; i < oi->nseries && changed == oi->nrows; i++)
@@ -456,7 +461,8 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
         if (a->keep) {
             sf_chunk last = sf_pack_chunk_locate(old, a->keep - 1);
             uint64_t start = sf_pack_writer_data_offset(a->w), end = last.offset + last.stored_size;
-            rc = copy_range(sf_pack_fd(old), sf_pack_writer_fd(a->w), start, end - start, &st->append_copy, a->path, e);
+            rc = copy_range(sf_pack_fd(old), sf_pack_writer_fd(a->w), start, end - start, &st->append_copy, a->path,
+                            e);
             st->append_bytes_kept = end - start;
             st->append_chunks_kept = a->keep;
         }
@@ -466,13 +472,17 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
         rc = sf_pack_writer_series(a->w, name, strlen(name), e);
         if (!rc) rc = emit(a, &oc, oi->series[i].first_row, oi->series[i].rows, NULL);
         uint64_t j = of_old[i];
-        if (!rc && j != UINT64_MAX) rc = emit(a, &sc, si->series[j].first_row, si->series[j].rows, maps), st->append_series_extended++;
+        if (!rc && j != UINT64_MAX) {
+            rc = emit(a, &sc, si->series[j].first_row, si->series[j].rows, maps);
+            st->append_series_extended++;
+        }
     }
     for (uint64_t j = 0; !rc && j < si->nseries; j++) {
         if (match[j] != UINT64_MAX) continue;
         const char *name = si->series[j].name;
         rc = sf_pack_writer_series(a->w, name, strlen(name), e);
-        if (!rc) rc = emit(a, &sc, si->series[j].first_row, si->series[j].rows, maps), st->append_series_added++;
+        if (!rc) rc = emit(a, &sc, si->series[j].first_row, si->series[j].rows, maps);
+        st->append_series_added++;
     }
     cursor_close(&oc), cursor_close(&sc);
     for (uint32_t c = 0; c < oi->ncols; c++) free(maps[c]);
