@@ -217,7 +217,10 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len, const char **
         if (ioctl(out, FICLONERANGE, &r) == 0) off += bulk, len -= bulk, *how = "reflink (FICLONERANGE)";
     }
     bool kernel = true;
-    while (len) {
+    uint8_t *buf = NULL;  // for read and write, allocated only then
+    enum { BUF = 1 << 20 };
+    int rc = 0;
+    while (len && !rc) {
         ssize_t k = -1;
         if (kernel) {
             loff_t a = (loff_t)off, b = (loff_t)off;
@@ -227,22 +230,28 @@ static int copy_range(int in, int out, uint64_t off, uint64_t len, const char **
             else if (strcmp(*how, "reflink (FICLONERANGE)")) *how = "copy_file_range";
         }
         if (!kernel) {
-            static __thread uint8_t buf[1 << 20];
-            size_t want = len < sizeof buf ? (size_t)len : sizeof buf;
-            k = pread(in, buf, want, (off_t)off);
+            if (!buf && !(buf = malloc(BUF))) {
+                rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory for a copy buffer", name);
+                break;
+            }
+            k = pread(in, buf, len < BUF ? (size_t)len : BUF, (off_t)off);
             if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) return sf_err_errno(e, SF_EIO, k ? errno : EIO, "%s: cannot read bytes at %llu to keep them",
-                                            name, (unsigned long long)off);
-            for (ssize_t done = 0; done < k;) {
+            if (k <= 0) {
+                rc = sf_err_errno(e, SF_EIO, k ? errno : EIO, "%s: cannot read bytes at %llu to keep them", name,
+                                  (unsigned long long)off);
+                break;
+            }
+            for (ssize_t done = 0; done < k && !rc;) {
                 ssize_t m = pwrite(out, buf + done, (size_t)(k - done), (off_t)(off + (uint64_t)done));
                 if (m < 0 && errno == EINTR) continue;
-                if (m < 0) return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the kept chunks", name);
-                done += m;
+                if (m < 0) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write the kept chunks", name);
+                else done += m;
             }
         }
         off += (uint64_t)k, len -= (uint64_t)k;
     }
-    return 0;
+    free(buf);
+    return rc;
 }
 
 // Whether the writer's header (in its temporary file) is the old file's,
