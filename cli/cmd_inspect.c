@@ -7,7 +7,7 @@
 
 static const cli_use inspect_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (or as the argument)"},
-    {.opt = OPT_JSON, .help = "one JSON object, for programs (lists every series)"}, {.opt = OPT_ALL_SERIES},
+    {.opt = OPT_JSON, .help = "one JSON object, for programs (lists every series)"}, {.opt = OPT_ALL_SERIES, .help = "list every series and every source file, not the first 10"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command inspect_command = {
@@ -105,6 +105,9 @@ static void print_json(const sf_pack *p) {
         printf("null");
     }
     printf(", \"lines\": %s", in->has_lines ? "true" : "false");
+    printf(", \"sources\": [");  // empty: one CSV, whose lines are plain line numbers
+    for (uint32_t i = 0; i < in->nsources; i++) printf("%s", i ? ", " : ""), cli_json_string(stdout, in->sources[i]);
+    printf("]");
     printf(", \"series\": [");
     for (uint64_t i = 0; i < in->nseries; i++) {
         printf("%s{\"name\": ", i ? ", " : "");
@@ -190,6 +193,12 @@ static void print_text(const sf_pack *p, bool all_series) {
                in->time_gaps);
     }
     if (in->has_lines) printf("lines        every row keeps its line in the CSV it was packed from\n");
+    if (in->nsources) {  // the files those lines are of
+        uint32_t list = all_series || in->nsources <= 10 ? in->nsources : 10;
+        printf("sources      %u files, read in this order (each row keeps its file and line)\n", in->nsources);
+        for (uint32_t i = 0; i < list; i++) printf("  %8u  ", i + 1), put_esc(in->sources[i], 0), printf("\n");
+        if (list < in->nsources) printf("  ... %u more (--all-series lists them all)\n", in->nsources - list);
+    }
     printf("columns      %u\n", in->ncols);
     int w = 4;
     for (uint32_t c = 0; c < in->ncols; c++) {

@@ -136,7 +136,36 @@ typedef struct {
 
     sf_pack_writer *w;
     sf_csv_pack_stats st;
+
+    // Several inputs (sf_csv_pack_files): NULL for one CSV. Lines kept for
+    // rows and messages are then origins (line_base + line).
+    sf_sources *src;
+    size_t src_at;      // the source being read
+    int64_t line_base;  // sf_origin_make(src_at, 0)
+    bool per_file;      // --series-per-file
 } csv;
+
+static void shell_word(char *out, size_t cap, size_t *len, const char *s);
+__attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...);
+
+// "LINE", or "LINE of FILE" for an origin in another source than the one
+// being read: a line kept for a message (line_base + line).
+static const char *origin_text(const csv *c, uint64_t v, char *buf, size_t cap) {
+    uint64_t src = c->src ? v >> SF_ORIGIN_LINE_BITS : 0, line = c->src ? v & SF_MAX_SOURCE_LINE : v;
+    if (c->src && src != c->src_at) snprintf(buf, cap, "%llu of %s", (unsigned long long)line, sf_sources_path(c->src, src));
+    else snprintf(buf, cap, "%llu", (unsigned long long)line);
+    return buf;
+}
+
+// The inputs as a command line names them, for a command a message suggests.
+static const char *inputs_text(const csv *c, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; c->src && i < sf_sources_count(c->src); i++)
+        shell_word(buf, cap, &len, sf_sources_path(c->src, i));
+    if (c->per_file) append(buf, cap, &len, " --series-per-file");
+    return c->src ? buf + (len > 0) : strcmp(c->name, "<stdin>") ? c->name : "-";
+}
 
 // Line and column (1-based, in bytes) of q, which lies in the current record.
 static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
@@ -232,7 +261,13 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     if (!cap) return false;
     out[0] = 0;
     append(out, cap, &len, "seqfeed pack");
-    shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    if (!ed->in && c->src) {
+        char in[4096];
+        append(out, cap, &len, " %s", inputs_text(c, in, sizeof in));
+        whole &= strlen(in) + 1 < sizeof in;
+    } else {
+        shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    }
     shell_word(out, cap, &len, "-o");
     shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
     char list[4096], name[4096];
@@ -281,7 +316,7 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
 static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
     const char *in = c->name;
     size_t n = strlen(in), len = 0;
-    bool file = strcmp(in, "<stdin>") != 0;
+    bool file = strcmp(in, "<stdin>") != 0 && !c->src;  // several files: no one command sorts them
     snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
     if (!file) snprintf(sorted, scap, "SORTED.csv");
     if (!cap) return;
@@ -804,7 +839,8 @@ done:;
                  time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
                  dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
     }
-    const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
+    char inputs[1024];
+    const char *in = inputs_text(c, inputs, sizeof inputs);
     // What must happen before the command can work: a time corrected, or
     // the rows sorted by the series column (pack takes each series' rows
     // together), with a command for a plain CSV file.
@@ -832,7 +868,7 @@ done:;
         // Decimal commas first: the rest of the advice may change with them.
         size_t len = 0, n = strlen(c->name);
         append(command, sizeof command, &len, " Write the numbers with a decimal point first");
-        if (strcmp(c->name, "<stdin>") && !quotes) {
+        if (strcmp(c->name, "<stdin>") && !quotes && !c->src) {
             char copy[512];
             snprintf(copy, sizeof copy, "%.*s-point.csv", (int)(n > 4 && !strcmp(c->name + n - 4, ".csv") ? n - 4 : n),
                      c->name);
@@ -1023,10 +1059,11 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     if (rc == 0 && before) {
         char prev[48];
         format_time(c, c->prev_time, prev, sizeof prev);
-        snprintf(fix, sizeof fix, "; the %llu row(s) before it fit --time-unit %s (line %llu: %s), so this one looks "
+        char pl[256];
+        snprintf(fix, sizeof fix, "; the %llu row(s) before it fit --time-unit %s (line %s: %s), so this one looks "
                  "like an outlier (a sentinel or a typo): correct line %llu or leave that row out",
                  (unsigned long long)before, unit_names[c->time_kind - SF_TIME_EPOCH_S],
-                 (unsigned long long)c->prev_time_line, prev, (unsigned long long)where_line(c, at));
+                 origin_text(c, c->prev_time_line, pl, sizeof pl), prev, (unsigned long long)where_line(c, at));
     }
     if (rc == 0 && !before) suggest_unit(c, c->rec_time, c->time_kind, "; as a count of", fix, sizeof fix);
     char lo[48], hi[48];
@@ -1193,17 +1230,17 @@ static int flush_batch(csv *c) {
 
 static int start_series(csv *c) {
     bool found;
-    series_seen *s = seen_find_or_add(c, c->key, c->key_len, c->line, &found);
+    series_seen *s = seen_find_or_add(c, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
     if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
-    char a[96], b[96];
+    char a[96], b[96], la[256], lb[256];
     if (found)
         return fail_at(c, c->key_at,
-                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
-                       "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
+                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %s; "
+                       "it was first seen at line %s (rows of one series must be contiguous: sort the CSV by "
                        "that column)%s",
                        show(c->key, c->key_len, a, sizeof a),
                        c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line,
+                       origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, s->line, lb, sizeof lb),
                        c->key_padded ? "; here the id has spaces around it, which pack drops as padding outside "
                                        "quotes: if the spaces make it another series, quote that id in the CSV" : "");
     // The record that starts the series is already parsed into the next batch
@@ -1215,7 +1252,7 @@ static int start_series(csv *c) {
     if (rc) return rc;
     c->cur_series = s->key;
     c->cur_series_len = s->len;
-    c->cur_series_line = c->line;
+    c->cur_series_line = (uint64_t)c->line_base + c->line;
     c->have_last = false;
     c->padded_line = 0;
     for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
@@ -1317,10 +1354,14 @@ static int commit_record(csv *c) {
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
-            return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
+            char pl[256];
+            if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at && !hint[0])
+                snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
+                         "sorted by name): give them in time order");
+            return fail_at(c, c->time_at, "time %s is before %s (line %s), the row before it in this series; times "
                            "must not go back within a series (sort the CSV by time%s)%s", now, before,
-                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",
-                           hint);
+                           origin_text(c, c->prev_time_line, pl, sizeof pl),
+                           c->series_field != UINT32_MAX ? " within each series" : "", hint);
         }
         if (c->have_last && c->rec_time == c->prev_time && !c->repeat_line) {
             // Without a categorical change, a column of integers that
@@ -1337,9 +1378,9 @@ static int commit_record(csv *c) {
             c->repeat_line = c->line, c->repeat_field = field;
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
-        c->prev_time_line = c->line;
+        c->prev_time_line = (uint64_t)c->line_base + c->line;
     }
-    c->batch_line[c->nbatch] = (int64_t)c->line;
+    c->batch_line[c->nbatch] = c->line_base + (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
@@ -1777,14 +1818,14 @@ static int parse_parallel(csv *c) {
     // Lines and the batch's line buffer: one line per record (no quotes).
     for (long done = 0; done < h.nrows;) {
         size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = (int64_t)(c->line + (uint64_t)done + k);
+        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + (uint64_t)done + k);
         if ((rc = sf_pack_writer_rows_at(c->w, h.rows + (size_t)done * c->nkeep, timed ? h.times + done : NULL,
                                          c->batch_line, n, c->e)))
             return rc;
         done += (long)n;
     }
     if (timed && h.nrows > 0) {
-        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = c->line + (uint64_t)h.nrows - 1;
+        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + (uint64_t)h.nrows - 1;
         c->time_parts = sf_time_parts_join(c->time_parts, h.parts);
     }
     if (h.nrows > 0) {
@@ -1914,6 +1955,97 @@ static void notes(csv *c) {
     }
 }
 
+// ---- several inputs (sources.c keeps the list) ----
+
+// The header of the source just opened, which must be the first source's:
+// names, their order and the delimiter. Leaves pos at its first data row.
+static int next_header(csv *c) {
+    int rc = refill(c);
+    if (rc < 0) return rc;
+    if (c->len - c->pos >= 3 && memcmp(c->buf + c->pos, "\xef\xbb\xbf", 3) == 0) c->pos += 3;
+    const char *eol = NULL, *start = c->buf + c->pos, *tmp;
+    if ((rc = header_line(c, &eol))) return rc;
+    start = c->buf + c->pos;
+    if (is_blank_line(c, start, &tmp) && tmp == c->buf + c->len)
+        return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected the header row of %s", c->name,
+                          sf_sources_path(c->src, 0));
+    char first = c->delim;
+    c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);  // as next_field splits it
+    char **names = NULL;
+    uint32_t n = 0;
+    const char *p = start, *end = c->buf + c->len;
+    while (!rc && n <= c->ncsv) {  // one name past the first's is enough to tell
+        const char *fs, *fe, *at;
+        bool quoted;
+        if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at))) {
+            rc = rc < 0 ? rc : fail_at(c, p, "header row is not complete (unbalanced quotes?)");
+            break;
+        }
+        char **more = n % 64 ? names : realloc(names, (n + 64) * sizeof *names);
+        if (!more || !(more[n] = strndup(fs, (size_t)(fe - fs)))) {
+            names = more ? more : names;
+            rc = sf_err_set(c->e, SF_ENOMEM, "out of memory");
+            break;
+        }
+        names = more, n++;
+        if (p == end || *p == '\n') break;
+        p++;  // the delimiter
+    }
+    char here = c->delim;
+    c->delim = first;
+    if (!rc) rc = sf_sources_same_header(c->src, c->src_at, (const char *const *)c->names, c->ncsv, first,
+                                         (const char *const *)names, n, here, c->e);
+    for (uint32_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (rc) return rc;
+    c->pos = (size_t)(p - c->buf) + (p < end);
+    c->line = 2;
+    for (const char *q = start; q < p; q++) c->line += *q == '\n';
+    return 0;
+}
+
+// --series-per-file: the source being read starts a series named after it.
+static int file_series(csv *c) {
+    const char *name = sf_sources_stem(c->src, c->src_at);
+    int rc = flush_batch(c);
+    if (!rc) rc = sf_pack_writer_series(c->w, name, strlen(name), c->e);
+    c->have_last = false;
+    c->padded_line = 0;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
+    return rc;
+}
+
+// A source's lines must fit an origin's 40 bits.
+static int source_lines_fit(csv *c) {
+    if (c->src && c->line > SF_MAX_SOURCE_LINE)
+        return sf_err_set(c->e, SF_EFORMAT, "%s: more than %llu lines: packed with other files, a file's lines are "
+                          "kept in 40 bits (split it)", c->name, (unsigned long long)SF_MAX_SOURCE_LINE);
+    return 0;
+}
+
+// At the end of a source: the next one opened, its header checked, and its
+// rows read as if they followed (the same series, unless one per file).
+static int next_input(csv *c) {
+    int rc = check_unchanged(c);
+    if (!rc) rc = source_lines_fit(c);
+    if (rc) return rc;
+    close(c->fd);  // never stdin: "-" is an input alone
+    c->fd = -1;
+    size_t i = ++c->src_at;
+    c->consumed += c->len;
+    c->len = c->pos = 0;
+    c->eof = false;
+    c->blank_line = 0;  // blank lines may end each file
+    c->name = sf_sources_path(c->src, i);
+    c->line = 1;
+    c->line_base = sf_origin_make((uint32_t)i, 0);
+    int fd = sf_sources_open_file(c->src, i, &c->opened, c->e);
+    if (fd < 0) return fd;
+    c->fd = fd;
+    if ((rc = next_header(c))) return rc;
+    return c->per_file ? file_series(c) : 0;
+}
+
 static int convert(csv *c, const char *out) {
     c->out = out;
     int rc = read_header(c);
@@ -1946,6 +2078,7 @@ static int convert(csv *c, const char *out) {
     wo.time_kind = c->time_kind;
     wo.lines = true;  // what predict joins back to the CSV by
     wo.imputed = ffill;
+    if (c->src) wo.sources = sf_sources_paths(c->src), wo.nsources = (uint32_t)sf_sources_count(c->src);
     uint32_t cat_cols[64];
     if (c->ncat > sizeof cat_cols / sizeof *cat_cols) {
         free(col_names);
@@ -1956,11 +2089,13 @@ static int convert(csv *c, const char *out) {
     rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
+    if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
         if (parallel && (rc = parse_parallel(c)) != 1) continue;
         rc = parse_until(c, SIZE_MAX, parallel);  // then try the next buffer in parallel
+        if (rc == REC_END && c->src && c->src_at + 1 < sf_sources_count(c->src)) rc = next_input(c);
     }
-    if (rc == REC_END) rc = 0;
+    if (rc == REC_END) rc = source_lines_fit(c);
     if (!rc) rc = flush_batch(c);
     if (!rc) rc = check_unchanged(c);
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
@@ -2040,6 +2175,30 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
     c.buf = malloc(c.cap + PAD);
     int rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!is_stdin) close(c.fd);
+    return rc;
+}
+
+int sf_csv_pack_files(const char *const *paths, size_t n, const char *out, const sf_csv_pack_opts *o,
+                      sf_csv_pack_stats *st, sf_err *e) {
+    if (o->series_per_file && o->series_column)
+        return sf_err_set(e, SF_EUSAGE, "--series-per-file and --series-column exclude each other: a series is a "
+                          "file, or the rows of one value of the column");
+    sf_sources *src;
+    int rc = sf_sources_open(&src, paths, n, o->series_per_file, e);
+    if (rc) return rc;
+    bool is_stdin = strcmp(paths[0], "-") == 0;  // then the one input
+    csv c = {.name = is_stdin ? "<stdin>" : paths[0], .o = o, .e = e, .line = 1, .src = src,
+             .per_file = o->series_per_file};
+    c.fd = sf_sources_open_file(src, 0, &c.opened, e);
+    if (c.fd < 0) {
+        sf_sources_free(src);
+        return c.fd;
+    }
+    c.cap = BUF_INITIAL;
+    c.buf = malloc(c.cap + PAD);
+    rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!is_stdin && c.fd >= 0) close(c.fd);
+    sf_sources_free(src);
     return rc;
 }
 

@@ -104,7 +104,29 @@ typedef struct {
     // NULL when the file records none (it was packed without ffill, or is
     // older): every value was observed.
     const uint64_t *imputed;
+    // The files the rows came from (packed from several inputs: docs/FORMAT.md
+    // "Sources"), as given, in the order read; 0 and NULL for a file packed
+    // from one CSV, whose lines are plain line numbers.
+    uint32_t nsources;
+    const char *const *sources;
 } sf_pack_info;
+
+// A row's origin: with sources, a row's line value (an int64 of the lines
+// column) holds the source's index in bits 40-62 and its line in that
+// source in bits 0-39; without, the line alone.
+#define SF_ORIGIN_LINE_BITS 40
+#define SF_MAX_SOURCES (1u << 23)                          // sources a file may list
+#define SF_MAX_SOURCE_LINE ((1ull << SF_ORIGIN_LINE_BITS) - 1)  // the last line a source may have
+static inline int64_t sf_origin_make(uint32_t source, uint64_t line) {
+    return (int64_t)((uint64_t)source << SF_ORIGIN_LINE_BITS | line);
+}
+// Splits a line value of a file with sources into the source's index and
+// its line there. A file without sources: source 0 and the value as it is.
+static inline void sf_origin_split(const sf_pack_info *in, int64_t origin, uint32_t *source, uint64_t *line) {
+    bool split = in->nsources > 0;
+    *source = split ? (uint32_t)((uint64_t)origin >> SF_ORIGIN_LINE_BITS) : 0;
+    *line = split ? (uint64_t)origin & SF_MAX_SOURCE_LINE : (uint64_t)origin;
+}
 
 // Column c's category, or NULL when c holds numbers.
 const sf_category *sf_pack_category(const sf_pack_info *in, uint32_t c);
@@ -203,6 +225,10 @@ typedef struct {
     const uint32_t *categorical; // columns whose values are category codes (ascending), ncategorical of them
     uint32_t ncategorical;
     bool imputed;               // the file records which values were imputed (sf_pack_writer_rows_imputed)
+    // The files the rows came from, borrowed until finish (lines are then
+    // origins: sf_origin_make); nsources 0: none. Needs lines.
+    const char *const *sources;
+    uint32_t nsources;
 } sf_pack_writer_opts;
 
 typedef struct sf_pack_writer sf_pack_writer;
@@ -270,6 +296,9 @@ typedef struct {
     // changed: integers float32 cannot hold, series that look mixed) or
     // "note: ..." (may be NULL).
     void (*note)(void *arg, const char *text);
+    // sf_csv_pack_files: each file is its own series, named after the file
+    // without its directory and extension (excludes series_column).
+    bool series_per_file;
 } sf_csv_pack_opts;
 
 typedef struct {
@@ -284,6 +313,23 @@ bool sf_csv_delimiter_ok(char d);
 // Converts the CSV file at in (a path, "-" for stdin) into an .sfpack at out.
 // Errors name in:line:column and what was expected.
 int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e);
+
+// Same from several CSV files read one after the other as one table (the
+// order given): every file has the same header (names, order, delimiter);
+// rows keep their origin (source index and line, sf_origin_split) and the
+// file lists the paths as given ("-": stdin, only alone). Errors name the
+// file and its line. pack/sources.c.
+int sf_csv_pack_files(const char *const *paths, size_t n, const char *out, const sf_csv_pack_opts *o,
+                      sf_csv_pack_stats *st, sf_err *e);
+
+// The CSV files that args (n of them, as a user gives inputs) name, in
+// order: a file as it is, a directory's *.csv files and a glob(3)
+// pattern's matches (when no file has that name), each sorted by name in
+// byte order. *paths (malloc'd, and each path) is the caller's to free
+// with sf_csv_inputs_free. SF_EUSAGE names an empty directory, a pattern
+// that matches nothing, "-" among others, or a path that cannot be read.
+int sf_csv_inputs(const char *const *args, size_t n, char ***paths, size_t *npaths, sf_err *e);
+void sf_csv_inputs_free(char **paths, size_t n);
 
 // Same, from a memory buffer (for tests and fuzzing); name is used in messages.
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
