@@ -67,6 +67,39 @@ static int directory(const char *dir, char ***list, size_t *n, size_t *cap, sf_e
     return rc;
 }
 
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    size_t at;
+} file_id;
+
+static int by_id(const void *a, const void *b) {
+    const file_id *x = a, *y = b;
+    if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+    if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+// A file given twice (by two names, or as itself and in its directory)
+// would be packed twice: a mistake, said before anything is read.
+static int given_twice(char *const *list, size_t n, sf_err *e) {
+    file_id *ids = malloc(n * sizeof *ids);
+    if (!ids) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        if (strcmp(list[i], "-") && stat(list[i], &st) == 0) ids[k++] = (file_id){st.st_dev, st.st_ino, i};
+    }
+    qsort(ids, k, sizeof *ids, by_id);
+    int rc = 0;
+    for (size_t i = 1; i < k && !rc; i++)
+        if (ids[i].dev == ids[i - 1].dev && ids[i].ino == ids[i - 1].ino)
+            rc = sf_err_set(e, SF_EUSAGE, "%s and %s are the same file: its rows would be packed twice (give it once)",
+                            list[ids[i - 1].at], list[ids[i].at]);
+    free(ids);
+    return rc;
+}
+
 int sf_csv_inputs(const char *const *args, size_t n, char ***paths, size_t *npaths, sf_err *e) {
     char **list = NULL;
     size_t len = 0, cap = 0;
@@ -106,6 +139,7 @@ int sf_csv_inputs(const char *const *args, size_t n, char ***paths, size_t *npat
     for (size_t i = 0; !rc && i < len; i++)
         if (strlen(list[i]) > SF_PACK_MAX_NAME)
             rc = sf_err_set(e, SF_EUSAGE, "%.64s...: a path longer than %u bytes", list[i], SF_PACK_MAX_NAME);
+    if (!rc && len > 1) rc = given_twice(list, len, e);
     if (rc) {
         sf_csv_inputs_free(list, len);
         return rc;

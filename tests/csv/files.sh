@@ -53,6 +53,8 @@ run 2 pack empty -o x.sfpack
 expect err "empty: the directory has no \*.csv file"
 run 2 pack 'logs/*.tsv' -o x.sfpack
 expect err "logs/\*.tsv: the pattern matches no file"
+run 2 pack logs/day1.csv logs -o x.sfpack
+expect err "logs/day1.csv and logs/day1.csv are the same file"
 run 2 pack logs/day1.csv - -o x.sfpack
 expect err "'-' \(stdin\) is one input alone"
 run 2 pack logs/day2.csv logs/day1.csv -o logs/day1.csv
