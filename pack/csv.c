@@ -157,6 +157,15 @@ static const char *origin_text(const csv *c, uint64_t v, char *buf, size_t cap) 
     return buf;
 }
 
+// "LINE", or "LINE of FILE" with several inputs: a line a note names once
+// every file is read.
+static const char *note_line(const csv *c, uint64_t v, char *buf, size_t cap) {
+    if (!c->src) snprintf(buf, cap, "%llu", (unsigned long long)v);
+    else snprintf(buf, cap, "%llu of %s", (unsigned long long)(v & SF_MAX_SOURCE_LINE),
+                  sf_sources_path(c->src, v >> SF_ORIGIN_LINE_BITS));
+    return buf;
+}
+
 // The inputs as a command line names them, for a command a message suggests.
 static const char *inputs_text(const csv *c, char *buf, size_t cap) {
     size_t len = 0;
@@ -602,7 +611,7 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
     if (change == 0) return;
     if (!l->changed++) {
         uint64_t col;
-        if (at) where(c, at, &l->first_line, &col);
+        if (at) where(c, at, &l->first_line, &col), l->first_line += (uint64_t)c->line_base;  // an origin
         else l->first_line = row;
         snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
         l->first_stored = v;
@@ -623,7 +632,10 @@ static void record_counts(csv *c) {
         big_value(c, &c->lossy[b->k], c->row[b->k], b->s, b->n, b->at, 0);
     }
     for (uint32_t k = 0; c->rec_missing && k < c->nkeep; k++) c->lossy[k].missing += isnan(c->row[k]);
-    if (c->rec_truncated && !c->truncated++) where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
+    if (c->rec_truncated && !c->truncated++) {
+        where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
+        c->truncated_line += (uint64_t)c->line_base;  // an origin
+    }
 }
 
 // "1,5", "-0,25": a number with a decimal comma, as ';' files of some
@@ -1375,7 +1387,7 @@ static int commit_record(csv *c) {
                                                : now != before && now == nearbyintf(now) && before == nearbyintf(before);
                 if (ids) field = f;
             }
-            c->repeat_line = c->line, c->repeat_field = field;
+            c->repeat_line = (uint64_t)c->line_base + c->line, c->repeat_field = field;
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
         c->prev_time_line = (uint64_t)c->line_base + c->line;
@@ -1751,7 +1763,7 @@ static void merge_half(csv *c, half_job *h, bool taken) {
         }
         if (!a->big) c->big_cols[c->nbig_cols++] = k;
         if (b->changed && !a->changed) {
-            a->first_line = c->line + b->first_line;
+            a->first_line = (uint64_t)c->line_base + c->line + b->first_line;
             memcpy(a->first, b->first, sizeof a->first);
             a->first_stored = b->first_stored;
         }
@@ -1854,7 +1866,7 @@ static int check_unchanged(csv *c) {
 // What the user should know about the file just written (sf_csv_pack_opts.note).
 static void notes(csv *c) {
     if (!c->o->note) return;
-    char msg[2048];
+    char msg[2048], at[256];
     uint64_t records = c->st.rows + c->st.rows_dropped;
     uint32_t said = 0, more = 0;
     uint64_t more_values = 0;
@@ -1871,9 +1883,9 @@ static void notes(csv *c) {
         snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
         size_t len = 0;
         append(msg, sizeof msg, &len, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 "
-               "(2^24), and packing changed %llu of its values, by up to %.17g (line %llu: %s is stored as %s)",
-               c->col_names[k], (unsigned long long)l->changed, l->max_change, (unsigned long long)l->first_line,
-               l->first, stored);
+               "(2^24), and packing changed %llu of its values, by up to %.17g (line %s: %s is stored as %s)",
+               c->col_names[k], (unsigned long long)l->changed, l->max_change,
+               note_line(c, l->first_line, at, sizeof at), l->first, stored);
         // Dates as 20200101 in every row, rising: the time axis, which
         // keeps them exact.
         bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
@@ -1921,18 +1933,18 @@ static void notes(csv *c) {
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->repeat_line && c->repeat_field == UINT32_MAX) {
-        snprintf(msg, sizeof msg, "warning: at line %llu the time repeats within a series (the row before it has the "
+        snprintf(msg, sizeof msg, "warning: at line %s the time repeats within a series (the row before it has the "
                  "same time): duplicate rows, or the rows of several series without a series column "
-                 "(--series-column)?", (unsigned long long)c->repeat_line);
+                 "(--series-column)?", note_line(c, c->repeat_line, at, sizeof at));
         c->o->note(c->o->progress_arg, msg);
     } else if (c->repeat_line) {
         uint32_t field = c->repeat_field;
         bool category = c->role[field] == ROLE_CATEGORY;
         char sorted[512];
         size_t len = 0;
-        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while %scolumn \"%s\" "
+        append(msg, sizeof msg, &len, "warning: at line %s the time repeats within a series while %scolumn \"%s\" "
                "changes: it looks like the id of series whose rows interleave, which training takes for one series "
-               "(its windows mix them%s).", (unsigned long long)c->repeat_line, category ? "categorical " : "",
+               "(its windows mix them%s).", note_line(c, c->repeat_line, at, sizeof at), category ? "categorical " : "",
                c->names[field], category ? "" : ", and the id is a feature");
         size_t mark = len;
         sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
@@ -1948,8 +1960,9 @@ static void notes(csv *c) {
     }
     if (c->truncated) {
         snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
-                 "first at line %llu): seqfeed keeps times to the microsecond and dropped them",
-                 (unsigned long long)c->truncated, c->names[c->time_field], (unsigned long long)c->truncated_line);
+                 "first at line %s): seqfeed keeps times to the microsecond and dropped them",
+                 (unsigned long long)c->truncated, c->names[c->time_field],
+                 note_line(c, c->truncated_line, at, sizeof at));
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }

@@ -82,6 +82,13 @@ sed '4s/,[0-9]*\.5,/,warm,/' logs/day2.csv >other/bad.csv
 run 1 pack logs/day1.csv other/bad.csv -o x.sfpack
 expect err "other/bad.csv:4:18: expected a number in column \"temp\", found \"warm\""
 
+# Notes after packing name the file too.
+printf 't,v\n2020-01-01,1\n2020-01-02,2\n' >other/r1.csv
+printf 't,v\n2020-01-03,1\n2020-01-03,2\n' >other/r2.csv
+run 0 pack other/r1.csv other/r2.csv -o x.sfpack
+expect err "warning: at line 3 of other/r2.csv the time repeats within a series"
+rm -f x.sfpack
+
 # --series-per-file: a series per file, named after it; the rows as the files had them.
 run 0 pack logs --series-per-file -o per.sfpack
 expect out "packed 72 rows \(3 series, 3 files\)"
