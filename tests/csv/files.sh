@@ -44,6 +44,18 @@ expect err "logs/day1.csv:2:1: time 2024-01-01T00:00 is before 2024-01-02T23:00 
 expect err "read in the order given"
 [ -e x.sfpack ] && fail "a failed pack left x.sfpack"
 
+# Files of over 256 KiB each: the second parse thread works across files
+# and gives the same file, origins included, as one thread.
+mkdir big
+for k in 1 2 3; do
+    awk -v k="$k" 'BEGIN { print "a,b,c"; for (i = 0; i < 30000; i++) printf "%d.25,%d,%.3f\n", i % 97, k * i, i / 7 }' \
+        >big/part$k.csv
+done
+run 0 pack big -o big1.sfpack --threads 1 -q
+run 0 pack big -o big2.sfpack --threads 2 -q
+cmp -s big1.sfpack big2.sfpack || fail "several big files packed with two threads differ from one thread"
+run 0 verify big2.sfpack
+
 # A directory: its *.csv files sorted by name; a glob the same.
 run 0 pack logs -o d.sfpack -q
 run 0 pack 'logs/day*.csv' -o g.sfpack -q
