@@ -265,6 +265,12 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
             uint32_t src;
             uint64_t line;
             sf_origin_split(in, r->line[k], &src, &line);
+            if (src >= in->nsources) {  // chunks are checked by verify, not by every decode
+                rc = sf_err_set(e, SF_ECORRUPT, "%s: row %llu's origin names source %u of %u (seqfeed verify "
+                                "checks the whole file)", sf_pack_name(r->pack), (unsigned long long)row, src,
+                                in->nsources);
+                break;
+            }
             fputc(',', r->out);
             cli_csv_field(r->out, in->sources[src]);
             fprintf(r->out, ",%llu", (unsigned long long)line);

@@ -1982,6 +1982,8 @@ static int next_header(csv *c) {
     if (is_blank_line(c, start, &tmp) && tmp == c->buf + c->len)
         return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected the header row of %s", c->name,
                           sf_sources_path(c->src, 0));
+    const char *nul = memchr(start, 0, (size_t)(eol - start));
+    if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
     char first = c->delim;
     c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);  // as next_field splits it
     char **names = NULL;

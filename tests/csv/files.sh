@@ -88,6 +88,9 @@ expect err "other/wide.csv:1: .*column 4 \"extra\" is extra"
 tr , ';' <logs/day3.csv >other/semi.csv
 run 1 pack logs/day1.csv other/semi.csv -o x.sfpack
 expect err "other/semi.csv:1: the header is separated by ';', logs/day1.csv's by ','"
+printf 'time,temp,load\000\n' >other/binary.csv
+run 1 pack logs/day1.csv other/binary.csv -o x.sfpack
+expect err "other/binary.csv:1:15: a NUL byte in the header row"
 [ -e x.sfpack ] && fail "a failed pack left x.sfpack"
 # A bad value in a later file: that file's own line and column.
 sed '4s/,[0-9]*\.5,/,warm,/' logs/day2.csv >other/bad.csv
