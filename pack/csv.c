@@ -1253,6 +1253,33 @@ static uint64_t first_value_line(csv *c, uint32_t k, uint64_t *rows, bool *all) 
     return 0;
 }
 
+// Where the time goes back without a series column, a kept column of
+// integers that changes there too: the id of series each in one run of
+// rows, further on than series_hint looks. Said into hint (cap bytes) with
+// the command that makes it the series column; hint unchanged when none.
+static void late_ids_hint(csv *c, char *hint, size_t cap) {
+    if (c->o->series_column) return;  // named, or one series on purpose
+    // An id changes seldom: first one that did not change at the row
+    // before too (when the batch holds that row), not a counter beside it.
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t f = 0; f < c->ncsv; f++) {
+            if (c->role[f] != ROLE_KEEP) continue;
+            uint32_t k = c->keep_at[f];
+            float now = c->row[k], before = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+            if (now == before || now != nearbyintf(now) || before != nearbyintf(before)) continue;
+            if (!pass && c->nbatch >= 2 && c->row[(ptrdiff_t)k - 2 * (ptrdiff_t)c->nkeep] != before) continue;
+            size_t len = 0;
+            append(hint, cap, &len, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                   "each in one run of rows, pack it with: ", c->names[f], (double)before, (double)now);
+            if (!again(c, &(again_edit){.series_column = c->names[f], .drop = c->o->columns ? c->names[f] : NULL},
+                       hint + len, cap - len))
+                snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                         "each in one run of rows, --series-column makes it so", c->names[f], (double)before,
+                         (double)now);
+            return;
+        }
+}
+
 static int commit_record(csv *c) {
     c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
@@ -1318,6 +1345,7 @@ static int commit_record(csv *c) {
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
+            else late_ids_hint(c, hint, sizeof hint);
             return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
                            "must not go back within a series (sort the CSV by time%s)%s", now, before,
                            (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",

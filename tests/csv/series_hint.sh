@@ -121,10 +121,14 @@ run 0 pack "$SRCDIR/data/treasury-yields-daily.csv" -o yields2.sfpack --drop-col
 no_hint "treasury yields without time"
 
 # ---- evidence beyond the first buffer (1 MiB): not seen before packing;
-# the time going back is refused there, as before ----
-awk 'BEGIN { print "t,mote_id,reading,v"
-             for (m = 1; m <= 2; m++) for (r = 0; r < 70000; r++) printf "%d,%d,%d,%d.5\n", 1700000000 + r, m, r, r % 9 }' >late.csv
+# the time going back is refused there, naming the column that changes ----
+# (the counter comes first: the id is the column that did not change just before)
+awk 'BEGIN { print "t,reading,mote_id,v"
+             for (m = 1; m <= 2; m++) for (r = 0; r < 70000; r++) printf "%d,%d,%d,%d.5\n", 1700000000 + r, r, m, r % 9 }' >late.csv
 run 1 pack late.csv -o late.sfpack --time-column t --time-unit s
-expect err 'late\.csv:70002:1: time 1700000000 is before 1700069999 \(line 70001\), the row before it in this series'
+expect err 'late\.csv:70002:1: time 1700000000 is before 1700069999 \(line 70001\), the row before it in this series; times must not go back within a series \(sort the CSV by time\); column "mote_id" changes there too \(1 to 2\): if it is the id of series, each in one run of rows, pack it with: seqfeed pack late\.csv -o late\.sfpack --series-column mote_id --time-column t --time-unit s$'
+[ ! -e late.sfpack ] || fail "a refused pack left late.sfpack"
+run_suggested "ids past the first buffer"
+series_count late.sfpack 2
 
 finish
