@@ -307,16 +307,11 @@ static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size
 // Rewrites the control characters of msg (a column name or an id in it)
 // as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
 static void escape_controls(char *msg, size_t cap) {
-    char out[2048];
-    size_t k = 0;
-    for (const char *p = msg; *p && k + 5 < sizeof out; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
-        else if (strchr("\n\t\r", ch)) out[k++] = '\\', out[k++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
-        else k += (size_t)snprintf(out + k, sizeof out - k, "\\x%02x", ch);
-    }
-    out[k] = 0;
-    snprintf(msg, cap, "%s", out);
+    char in[2048];
+    size_t n = strlen(msg);
+    if (n >= sizeof in) n = sizeof in - 1;
+    memcpy(in, msg, n);
+    sf_escape_controls(msg, cap, in, n);
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or

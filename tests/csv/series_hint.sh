@@ -76,6 +76,16 @@ cmd=$(suggested)
 eval "\"\$SEQFEED\" $cmd" <epoch.csv >out 2>err || fail "the suggested 'seqfeed $cmd' failed: $(cat err)"
 series_count epoch.sfpack 4
 
+# A control character in the id's name is escaped: the message stays one line
+{ printf 'time,"mote\nid",reading,temp\n'; tail -n +2 motes.csv | cut -d, -f1-4; } >nl.csv
+run 1 pack nl.csv -o nl.sfpack
+expect err 'where column "mote\\nid" changes from 1 to 2'
+[ "$(wc -l <err)" -eq 1 ] || fail "a newline in the id's name broke the message: $(cat err)"
+{ printf '"mote\nid",reading,temp\n'; tail -n +2 motes.csv | cut -d, -f2-4; } >nl-notime.csv
+run 0 pack nl-notime.csv -o nl.sfpack
+expect err '^seqfeed pack: warning: column "mote\\nid" looks like the id of series'
+[ "$(wc -l <err)" -eq 1 ] || fail "a newline in the id's name broke the warning: $(cat err)"
+
 # ---- no time column, a counter restarting: a warning before packing ----
 run 0 pack motes-notime.csv -o notime.sfpack
 expect err '^seqfeed pack: warning: column "mote_id" looks like the id of series: its 4 values each come in one run of rows, and column "reading" restarts where it changes \(line 52: 50 then 1\), in the first 200 rows; without --series-column they are packed as one series, the id a feature\. If they are one series, --series-column none says so\. If "mote_id" is the series id, pack it with: seqfeed pack motes-notime\.csv -o notime\.sfpack --series-column mote_id$'
