@@ -134,20 +134,12 @@ static void print_json(const sf_pack *p) {
 
 // Bytes s takes in the table: control characters written as \n, \t, \r
 // or \xNN, so that a name or a series id cannot break a line of it.
-static int esc_len(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += (unsigned char)*s >= 0x20 && *s != 0x7f ? 1 : strchr("\n\t\r", *s) ? 2 : 4;
-    return n;
-}
+static int esc_len(const char *s) { return (int)sf_escape_controls(NULL, 0, s, strlen(s)); }
 
 // Writes s so, then spaces up to width.
 static void put_esc(const char *s, int width) {
-    for (const char *q = s; *q; q++) {
-        unsigned char ch = (unsigned char)*q;
-        if (ch >= 0x20 && ch != 0x7f) putchar(ch);
-        else if (strchr("\n\t\r", ch)) printf("\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
-        else printf("\\x%02x", ch);
-    }
+    char piece[8];
+    for (const char *q = s; *q; q++) sf_escape_controls(piece, sizeof piece, q, 1), fputs(piece, stdout);
     for (int n = esc_len(s); n < width; n++) putchar(' ');
 }
 

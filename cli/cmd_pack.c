@@ -72,7 +72,7 @@ int cmd_pack(int argc, char **argv) {
     cli_apply_writer(&a, &o.pack);
     if (v[OPT_COLUMNS].set) o.columns = v[OPT_COLUMNS].text;
     if (v[OPT_DROP_COLUMNS].set) o.drop_columns = v[OPT_DROP_COLUMNS].text;
-    if (v[OPT_SERIES_COLUMN].set) o.series_column = v[OPT_SERIES_COLUMN].text;
+    if (v[OPT_SERIES_COLUMN].set) o.series_column = strcmp(v[OPT_SERIES_COLUMN].text, "none") ? v[OPT_SERIES_COLUMN].text : "";
     if (v[OPT_TIME_COLUMN].set) o.time_column = strcmp(v[OPT_TIME_COLUMN].text, "none") ? v[OPT_TIME_COLUMN].text : "";
     if (v[OPT_CATEGORICAL].set) o.categorical = v[OPT_CATEGORICAL].text;
     if (v[OPT_TIME_UNIT].set) {

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "series_hint.h"
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
@@ -296,7 +297,7 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
         shell_word(out, cap, &len, list);
     }
     const char *series = ed->series_column ? ed->series_column : o->series_column;
-    if (series && *series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, series);
+    if (series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, *series ? series : "none");
     const char *time = ed->time_column ? ed->time_column : o->time_column;
     if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
     const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
@@ -350,16 +351,11 @@ static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size
 // Rewrites the control characters of msg (a column name or an id in it)
 // as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
 static void escape_controls(char *msg, size_t cap) {
-    char out[2048];
-    size_t k = 0;
-    for (const char *p = msg; *p && k + 5 < sizeof out; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
-        else if (strchr("\n\t\r", ch)) out[k++] = '\\', out[k++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
-        else k += (size_t)snprintf(out + k, sizeof out - k, "\\x%02x", ch);
-    }
-    out[k] = 0;
-    snprintf(msg, cap, "%s", out);
+    char in[2048];
+    size_t n = strlen(msg);
+    if (n >= sizeof in) n = sizeof in - 1;
+    memcpy(in, msg, n);
+    sf_escape_controls(msg, cap, in, n);
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
@@ -1301,6 +1297,33 @@ static uint64_t first_value_line(csv *c, uint32_t k, uint64_t *rows, bool *all) 
     return 0;
 }
 
+// Where the time goes back without a series column, a kept column of
+// integers that changes there too: the id of series each in one run of
+// rows, further on than series_hint looks. Said into hint (cap bytes) with
+// the command that makes it the series column; hint unchanged when none.
+static void late_ids_hint(csv *c, char *hint, size_t cap) {
+    if (c->o->series_column) return;  // named, or one series on purpose
+    // An id changes seldom: first one that did not change at the row
+    // before too (when the batch holds that row), not a counter beside it.
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t f = 0; f < c->ncsv; f++) {
+            if (c->role[f] != ROLE_KEEP) continue;
+            uint32_t k = c->keep_at[f];
+            float now = c->row[k], before = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+            if (now == before || now != nearbyintf(now) || before != nearbyintf(before)) continue;
+            if (!pass && c->nbatch >= 2 && c->row[(ptrdiff_t)k - 2 * (ptrdiff_t)c->nkeep] != before) continue;
+            size_t len = 0;
+            append(hint, cap, &len, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                   "each in one run of rows, pack it with: ", c->names[f], (double)before, (double)now);
+            if (!again(c, &(again_edit){.series_column = c->names[f], .drop = c->o->columns ? c->names[f] : NULL},
+                       hint + len, cap - len))
+                snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                         "each in one run of rows, --series-column makes it so", c->names[f], (double)before,
+                         (double)now);
+            return;
+        }
+}
+
 static int commit_record(csv *c) {
     c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
@@ -1366,6 +1389,7 @@ static int commit_record(csv *c) {
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
+            else late_ids_hint(c, hint, sizeof hint);
             char pl[256];
             if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at && !hint[0])
                 snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
@@ -1628,7 +1652,7 @@ static int read_header(csv *c) {
     if (!c->role || !c->keep_at) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     c->series_field = UINT32_MAX;
     const sf_csv_pack_opts *o = c->o;
-    if (o->series_column) {
+    if (o->series_column && o->series_column[0]) {  // "": one series on purpose
         int f = find_name(c, o->series_column, strlen(o->series_column));
         // One name, not a list: a series column name may hold a comma.
         if (f < 0) return not_a_column(c, "--series-column", o->series_column, strlen(o->series_column));
@@ -2061,6 +2085,130 @@ static int next_input(csv *c) {
     return c->per_file ? file_series(c) : 0;
 }
 
+// Field f of the row that starts at row (a whole one, scanned before):
+// its text in s[0, *n) (in c->field when quoted: used before the next) and
+// where it is.
+static void row_field(csv *c, const char *row, uint32_t f, const char **s, size_t *n, const char **at) {
+    const char *p = row, *e = row;
+    bool quoted;
+    *s = *at = row;
+    for (uint32_t j = 0; j <= f; j++)
+        if ((j && *p++ != c->delim) || next_field(c, &p, s, &e, &quoted, at)) break;
+    *n = (size_t)(e - *s);
+}
+
+// What series_hint found, said: an error for the time going back (packing
+// would stop there anyway), else a warning before packing.
+static int series_hint_say(csv *c, const sf_hint *h, int64_t *const *cols, const char *const *row_at, uint64_t n) {
+    const char *id = c->col_names[h->id];
+    long long from = cols[h->id][h->row - 1], to = cols[h->id][h->row];
+    // fail_at puts "name:line:column: " before it, in the error's 1024 bytes
+    size_t name = strlen(c->name), cap = name < 800 ? sizeof c->e->msg - name - 48 : 176, len = 0;
+    char msg[1024], now[96], before[96];
+    const char *s, *at = row_at[h->row], *at_before = row_at[h->row - 1];
+    size_t sn;
+    if (h->kind == SF_HINT_TIME_BACK) {
+        row_field(c, row_at[h->row - 1], c->time_field, &s, &sn, &at_before);
+        show(s, sn, before, sizeof before);
+        row_field(c, row_at[h->row], c->time_field, &s, &sn, &at);
+        show(s, sn, now, sizeof now);
+        append(msg, cap, &len, "time %s goes back from %s (line %llu) where column \"%s\" changes from %lld to %lld, "
+               "and nowhere else in the first %llu rows: \"%s\" looks like the id of series (%u values, each in one "
+               "run of rows), which without --series-column are packed as one series, whose times must not go back.",
+               now, before, (unsigned long long)where_line(c, at_before), id, from, to, (unsigned long long)n, id,
+               h->nvalues);
+        append(msg, cap, &len, " If the rows are one series, --series-column none says so, and they pack only "
+               "without the time column (--time-column none, and --drop-columns or --columns without \"%s\").",
+               c->names[c->time_field]);
+    } else {
+        append(msg, cap, &len, "warning: column \"%s\" looks like the id of series: its %u values each come in one run "
+               "of rows, and column \"%s\" restarts where it changes (line %llu: %lld then %lld), in the first %llu "
+               "rows; without --series-column they are packed as one series, the id a feature. If they are one "
+               "series, --series-column none says so.", id, h->nvalues, c->col_names[h->counter],
+               (unsigned long long)where_line(c, at), (long long)cols[h->counter][h->row - 1],
+               (long long)cols[h->counter][h->row], (unsigned long long)n);
+    }
+    size_t mark = len;
+    append(msg, cap, &len, " If \"%s\" is the series id, pack it with: ", id);
+    if (!again(c, &(again_edit){.series_column = id, .drop = c->o->columns ? id : NULL}, msg + len, cap - len))
+        snprintf(msg + mark, cap - mark, " --series-column %s makes it the series id", id);
+    if (h->kind == SF_HINT_TIME_BACK) return fail_at(c, at, "%s", msg);
+    escape_controls(msg, sizeof msg);
+    if (c->o->note) c->o->note(c->o->progress_arg, msg);
+    return 0;
+}
+
+#define HINT_CELLS (1u << 20)  // integers the scan below may hold: 8 MiB
+
+// Numeric series ids taken for one series (series_hint.c), decided from
+// the rows of the first buffer (megabytes) before anything is written, so
+// that there is no second pass: packing would fail where the time goes
+// back, so that is refused now with the command that makes the column the
+// series id; a counter restarting (no time column) is warned of, as a
+// month and its days look the same. Evidence further on meets the time
+// check of commit_record, or the note on a repeated time.
+static int series_hint(csv *c) {
+    // named, "" (--series-column none: one series on purpose), or a series per file
+    if (c->o->series_column || c->o->series_per_file) return 0;
+    bool timed = c->time_field != UINT32_MAX;
+    uint32_t alive = 0, need = timed ? 1 : 2;  // integer columns left; an id, and a time or a counter
+    for (uint32_t f = 0; f < c->ncsv; f++) alive += c->role[f] == ROLE_KEEP;
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    uint64_t lines = 1;
+    for (const char *q = p; q < end && (q = memchr(q, '\n', (size_t)(end - q))); q++) lines++;
+    uint64_t max_rows = alive ? HINT_CELLS / alive : 0;
+    if (max_rows > lines) max_rows = lines;
+    if (alive < need || max_rows < 2 * SF_HINT_MIN_RUN) return 0;
+    int64_t *cells = malloc(max_rows * alive * sizeof *cells), *times = malloc(max_rows * sizeof *times);
+    int64_t **cols = calloc(c->nkeep, sizeof *cols);
+    const char **row_at = malloc(max_rows * sizeof *row_at);
+    int rc = 0;
+    if (!cells || !times || !cols || !row_at) {
+        rc = sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+        goto done;
+    }
+    for (uint32_t f = 0, i = 0; f < c->ncsv; f++)
+        if (c->role[f] == ROLE_KEEP) cols[c->keep_at[f]] = cells + (size_t)i++ * max_rows;
+    sf_err kept = *c->e;  // the parser says what is wrong with a row; the scan only stops there
+    uint64_t n = 0;
+    for (; n < max_rows && p < end && alive >= need; n++) {
+        const char *row = p, *eol;
+        bool ok = !is_blank_line(c, p, &eol);
+        for (uint32_t f = 0; ok && f < c->ncsv; f++) {
+            const char *s, *e, *at;
+            bool quoted;
+            if (next_field(c, &p, &s, &e, &quoted, &at)) {
+                ok = false;
+                break;
+            }
+            size_t len = (size_t)(e - s);
+            unsigned parts;
+            int64_t *col = c->role[f] == ROLE_KEEP ? cols[c->keep_at[f]] : NULL;
+            if (f == c->time_field)
+                ok = c->time_kind == SF_TIME_ISO ? sf_time_parse(s, len, &times[n], &parts) == 0
+                                                 : parse_epoch(s, len, &times[n]) == 0 && epoch_fits(c->time_kind, times[n]);
+            else if (col && parse_epoch(s, len, &col[n]) != 0)
+                cols[c->keep_at[f]] = NULL, alive--;
+            bool last = f + 1 == c->ncsv;
+            if ((p == end || *p == '\n') != last) ok = false;  // ragged
+            else if (!last) p++;
+        }
+        if (!ok) break;
+        row_at[n] = row;
+        if (p < end) p++;
+    }
+    *c->e = kept;
+    sf_hint h;
+    sf_hint_rows r = {.nrows = n, .ncols = c->nkeep, .ints = (const int64_t *const *)cols, .time = timed ? times : NULL};
+    if (sf_series_hint(&r, &h) != SF_HINT_NONE) rc = series_hint_say(c, &h, cols, row_at, n);
+done:
+    free(cells);
+    free(times);
+    free(cols);
+    free(row_at);
+    return rc;
+}
+
 static int convert(csv *c, const char *out) {
     c->out = out;
     int rc = read_header(c);
@@ -2101,7 +2249,8 @@ static int convert(csv *c, const char *out) {
     }
     for (uint32_t k = 0; k < c->ncat; k++) cat_cols[k] = c->keep_at[c->cats[k].field];
     wo.categorical = cat_cols, wo.ncategorical = c->ncat;
-    rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
+    rc = series_hint(c);  // before anything is written
+    if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
     if (!rc && c->per_file) rc = file_series(c);

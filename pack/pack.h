@@ -273,7 +273,10 @@ enum sf_missing { SF_MISSING_ERROR, SF_MISSING_DROP, SF_MISSING_FFILL };
 typedef struct {
     const char *columns;        // comma-separated names to keep, in order; NULL: all
     const char *drop_columns;   // comma-separated names to leave out; NULL: none
-    const char *series_column;  // NULL: the file is one series
+    // NULL: the file is one series, unless the rows of the first buffer
+    // show a column of numeric series ids (refused where the time goes back
+    // there, else a note); "": one series on purpose, not looked at.
+    const char *series_column;
     // The time column: NULL finds it (the first kept column whose first
     // value is an ISO-8601 date or time and not a number), "" means none,
     // else its name. time_unit: SF_TIME_ISO (ISO-8601 texts) or an epoch
@@ -294,7 +297,8 @@ typedef struct {
     // Receives (with progress_arg) each thing about the packed data the
     // user should know, once the file is written: "warning: ..." (values
     // changed: integers float32 cannot hold, series that look mixed) or
-    // "note: ..." (may be NULL).
+    // "note: ..." (may be NULL); a column that looks like series ids is
+    // said before packing.
     void (*note)(void *arg, const char *text);
     // sf_csv_pack_files: each file is its own series, named after the file
     // without its directory and extension (excludes series_column).
