@@ -448,8 +448,8 @@ static int check_array(arrow *a, const column *c, const struct ArrowArray *x, in
         return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has %" PRId64 " nulls and no validity "
                     "buffer", a->st.batches + 1, c->name, what, x->null_count);
     if (!dict && (c->index != K_NONE) != (x->dictionary != NULL))
-        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" %s a dictionary, and its schema %s",
-                    a->st.batches + 1, c->name, x->dictionary ? "has" : "has no", x->dictionary ? "none" : "one");
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" %s, and its schema %s", a->st.batches + 1,
+                    c->name, x->dictionary ? "has a dictionary" : "has no dictionary", x->dictionary ? "none" : "one");
     if (!dict && c->index != K_NONE) return check_array(a, c, x->dictionary, 0, true);
     if (dict && x->dictionary)
         return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s dictionary has a dictionary", a->st.batches + 1,
