@@ -361,15 +361,28 @@ static int read_schema(arrow *a) {
             a->time_col = f;
             a->time_found = true;
         }
-    // What each kept column holds: numbers, or said what to do with it.
+    // What each kept column holds: numbers, or said what to do with it;
+    // the text columns in one message, as the CSV packer lists them.
+    char texts[600] = "";
+    size_t tn = 0;
+    uint32_t ntext = 0;
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        column *c = &a->cols[f];
+        if (c->role == ROLE_KEEP && is_text(c) && tn < sizeof texts)
+            tn += (size_t)snprintf(texts + tn, sizeof texts - tn, "%s\"%s\" (%s)", ntext++ ? ", " : "", c->name,
+                                   type_name(c, type, sizeof type));
+    }
+    if (ntext == 1)
+        return fail(a, SF_EUSAGE, "column %s is text: name it as the series column (--series-column) or a "
+                    "categorical one (--categorical), or leave it out (--drop-columns)", texts);
+    if (ntext)
+        return fail(a, SF_EUSAGE, "columns %s are text: name one as the series column (--series-column) and the "
+                    "others as categorical (--categorical), or leave them out (--drop-columns)", texts);
     const char *time_name = a->time_col == UINT32_MAX ? NULL : a->cols[a->time_col].name;
     for (uint32_t f = 0; f < a->ncols; f++) {
         column *c = &a->cols[f];
         if (c->role != ROLE_KEEP || is_number(c)) continue;
         type_name(c, type, sizeof type);
-        if (is_text(c))
-            return fail(a, SF_EUSAGE, "column \"%s\" is text (%s): name it as the series column (--series-column) or "
-                        "a categorical one (--categorical), or leave it out (--drop-columns)", c->name, type);
         if (is_time(c) && time_name)
             return fail(a, SF_EUSAGE, "column \"%s\" is a time (%s) and \"%s\" is the time column: a row has one time "
                         "(--time-column names the other; --drop-columns leaves this one out)", c->name, type, time_name);

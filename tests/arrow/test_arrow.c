@@ -460,7 +460,7 @@ static void case_options(void) {
                                                                    ab_fixed(2, 2, code, NULL, 0)})},                   \
               -1)
     sf_arrow_pack_opts o = defaults();
-    reject(STREAM(), &o, SF_EUSAGE, "s: column \"note\" is text (string): name it as the series column "
+    reject(STREAM(), &o, SF_EUSAGE, "s: column \"note\" (string) is text: name it as the series column "
            "(--series-column) or a categorical one (--categorical), or leave it out (--drop-columns)", NULL);
     loaded l;
     sf_arrow_pack_stats st;
@@ -483,7 +483,7 @@ static void case_options(void) {
     o.series_column = NULL, o.columns = "x", o.drop_columns = "y";
     reject(STREAM(), &o, SF_EUSAGE, "--columns and --drop-columns exclude each other", NULL);
     o.drop_columns = NULL, o.columns = "note";
-    reject(STREAM(), &o, SF_EUSAGE, "column \"note\" is text", NULL);
+    reject(STREAM(), &o, SF_EUSAGE, "column \"note\" (string) is text", NULL);
 #undef STREAM
 }
 
