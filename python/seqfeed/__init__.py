@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["Pack", "Dataset", "load_checkpoint", "pack", "SeqfeedError"]
+__all__ = ["Pack", "Dataset", "load_checkpoint", "pack", "parquet_reader", "SeqfeedError"]
 
 
 class SeqfeedError(Exception):
