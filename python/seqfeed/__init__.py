@@ -447,28 +447,60 @@ def _is_parquet(path):
         return False  # the CSV packer says what is wrong with it
 
 
+def _partitions(path, base):
+    """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
+    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
+    return [tuple(part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
+
+
 def parquet_reader(path):
-    """A Parquet file, or a directory of them (names sorted, hive partitions such as site=north/ as
-    columns), as a pyarrow RecordBatchReader that streams record batches: memory stays bounded."""
+    """A Parquet file, or a directory of them (file names sorted; the hive partitions of their folders,
+    such as site=north/, as dictionary columns of text after the file's own), as a pyarrow
+    RecordBatchReader of batches of 65536 rows read a row group at a time: memory stays bounded whatever
+    the size of the data. Every file must have the same columns (the error names the first that differs)."""
     try:
-        import pyarrow.dataset as pads
+        import pyarrow as pa
+        import pyarrow.parquet as papq
     except ImportError:
         raise ImportError("reading Parquet needs pyarrow, which is not installed: pip install pyarrow") from None
+    import numpy as np
     p = os.fsdecode(path)
     if os.path.isdir(p):
-        # Names sorted, so that rows come in a stated order; pyarrow's own ignored prefixes (. and _:
-        # _SUCCESS, .crc files) left out.
+        # Names sorted, so that rows come in a stated order; pyarrow's ignored prefixes (. and _: _SUCCESS,
+        # .crc files) left out, also for folders.
         files = sorted(os.path.join(root, f) for root, dirs, names in os.walk(p)
                        if not any(part.startswith((".", "_")) for part in os.path.relpath(root, p).split(os.sep)
                                   if part != ".")
                        for f in names if not f.startswith((".", "_")))
         if not files:
             raise SeqfeedError(-4, "%s: no Parquet files in this directory" % p)
-        data = pads.dataset(files, format="parquet", partitioning="hive", partition_base_dir=p)
     else:
-        data = pads.dataset(p, format="parquet")
-    # A few batches ahead, in order: pack reads one at a time.
-    return data.scanner(batch_readahead=2, fragment_readahead=1).to_reader()
+        files, p = [p], os.path.dirname(os.path.abspath(p))  # a file alone: no partitions
+    # Every file's columns and partitions first (their footers only): a difference is said before packing.
+    schema, keys = papq.read_schema(files[0]), [k for k, _ in _partitions(files[0], p)]
+    for f in files[1:]:
+        other, other_keys = papq.read_schema(f), [k for k, _ in _partitions(f, p)]
+        if not other.equals(schema, check_metadata=False) or other_keys != keys:
+            raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
+                               (f, files[0], ", ".join("%s (%s)" % (n.name, n.type) for n in other) +
+                                "".join(", %s (partition)" % k for k in other_keys),
+                                ", ".join("%s (%s)" % (n.name, n.type) for n in schema) +
+                                "".join(", %s (partition)" % k for k in keys)))
+    text = pa.dictionary(pa.int32(), pa.string())
+    full = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
+
+    def batches():
+        for f in files:
+            values = [v for _, v in _partitions(f, p)]
+            # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
+            # file in memory); without it, a row group at a time.
+            with papq.ParquetFile(f, pre_buffer=False) as pf:
+                for b in pf.iter_batches(batch_size=65536):
+                    cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), pa.array([v]))
+                            for v in values]
+                    yield pa.RecordBatch.from_arrays(b.columns + cols, schema=full)
+
+    return pa.RecordBatchReader.from_batches(full, batches())
 
 
 def pack(source, out, series_column=None, time_column=None, columns=None, drop_columns=None, categorical=None,
@@ -477,7 +509,7 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     of rows, rows_dropped, values_filled, series, bytes and notes (pack's warnings, also issued as Python
     warnings). source is any object with __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow
     Table or RecordBatchReader, a Polars DataFrame, a DuckDB result...), a pandas DataFrame (through
-    pyarrow), a Parquet file or a directory of them (pyarrow's dataset API, batch by batch), or a CSV file.
+    pyarrow), a Parquet file or a directory of them (parquet_reader: batch by batch), or a CSV file.
     Arrow columns: bool, integers and floats are values; timestamps and dates times (the first kept one is
     the time column unless time_column names another, or "" for none); string, large_string and dictionary
     columns, and integers, can be series_column or categorical. Each row keeps its index in the source,

@@ -1,5 +1,5 @@
 """python -m seqfeed pack INPUT -o OUT.sfpack [options]: `seqfeed pack` for what the C program does not
-read, Parquet (a file, or a directory of them read with pyarrow's dataset API, batch by batch), with its
+read, Parquet (a file, or a directory of them, read a row group at a time with pyarrow), with its
 options; a CSV goes to the same packer as `seqfeed pack`. Exit status: 0, 1 for an error in the data or
 the system, 2 for a usage error (as `seqfeed pack`)."""
 import argparse

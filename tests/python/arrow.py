@@ -180,7 +180,7 @@ same_pack("dir.sfpack", "csv.sfpack", "a partitioned Parquet directory")
 # The CLI's errors: text columns not named (exit 2, as seqfeed pack's usage errors), an unknown option.
 p = subprocess.run(cmd[:7], capture_output=True, text=True, env=env)
 check(p.returncode == 2 and p.stderr == "python -m seqfeed pack: error: ds: columns \"sky\" (dictionary<string>), "
-      "\"mood\" (large_string), \"site\" (string) are text: name one as the series column (--series-column) and "
+      "\"mood\" (large_string), \"site\" (dictionary<string>) are text: name one as the series column (--series-column) and "
       "the others as categorical (--categorical), or leave them out (--drop-columns)\n",
       "text columns: %d %s" % (p.returncode, p.stderr))
 p = subprocess.run(cmd[:7] + ["--missing", "sometimes"], capture_output=True, text=True, env=env)
@@ -194,6 +194,13 @@ check(p.returncode == 1 and "pip install pyarrow" in p.stderr, "no pyarrow: %d %
 p = subprocess.run([SEQFEED, "pack", "one.parquet", "-o", "x.sfpack"], capture_output=True, text=True)
 check(p.returncode == 1 and "python -m seqfeed pack one.parquet -o x.sfpack" in p.stderr,
       "seqfeed pack one.parquet: %d %s" % (p.returncode, p.stderr))
+
+# A file whose columns differ from the first's: said before anything is packed, naming it.
+pq.write_table(pa.table({"x": [1.0]}), os.path.join("ds", "site=" + SITES[2], "part-2.parquet"))
+p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+check(p.returncode == 1 and "part-2.parquet: its columns differ from those of ds/site=a-north/part-0.parquet, the "
+      "first file: x (double), site (partition), not time (timestamp[us])" in p.stderr,
+      "a file of other columns: %d %s" % (p.returncode, p.stderr))
 
 # A series that comes back, and the argument checks before the library.
 t = pa.table({"id": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
@@ -216,6 +223,19 @@ try:
     check(False, "a list accepted")
 except TypeError as e:
     check("__arrow_c_stream__" in str(e), str(e))
+
+# The C API consumes the stream whatever the outcome: released (its release NULL in the capsule's struct,
+# so that the capsule's destructor does not release it again) also when refused before reading it.
+import ctypes  # noqa: E402
+for out, opts, code, msg in ((None, None, -3, b"the output path is NULL"),
+                             (b"x.sfpack", seqfeed._PackOpts(missing=b"bad"), -6, b"missing 'bad' (--missing)")):
+    cap = pa.table({"x": [1.0]}).__arrow_c_stream__()
+    ptr = seqfeed._capsule_pointer(cap, b"arrow_array_stream")
+    err = seqfeed._Err()
+    rc = seqfeed._lib.sf_api_pack_arrow(ptr, out, ctypes.byref(opts) if opts else None, None, None, ctypes.byref(err))
+    check(rc == code and msg in err.msg, "sf_api_pack_arrow refusing: %d %s" % (rc, err.msg))
+    check(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_void_p))[3] is None, "the refused stream was not released")
+    del cap
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
