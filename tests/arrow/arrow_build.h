@@ -27,7 +27,7 @@ typedef struct {
     struct ArrowArray *dict;
 } ab_array_priv;
 
-static void ab_array_release(struct ArrowArray *a) {
+static inline void ab_array_release(struct ArrowArray *a) {
     ab_array_priv *p = a->private_data;
     for (int64_t i = 0; i < p->nchildren; i++) {  // a test may have taken a child out (NULL)
         if (p->children[i] && p->children[i]->release) p->children[i]->release(p->children[i]);
@@ -44,7 +44,7 @@ static void ab_array_release(struct ArrowArray *a) {
     ab_live--;
 }
 
-static struct ArrowArray *ab_heap(struct ArrowArray a) {
+static inline struct ArrowArray *ab_heap(struct ArrowArray a) {
     struct ArrowArray *h = malloc(sizeof *h);
     if (!h) abort();
     *h = a;
@@ -52,7 +52,7 @@ static struct ArrowArray *ab_heap(struct ArrowArray a) {
 }
 
 // An array owning its buffers (b0..b2, any NULL), children (heap, owned) and dictionary.
-static struct ArrowArray ab_array(int64_t length, int64_t offset, int64_t null_count, int64_t nbuf, void *b0, void *b1,
+static inline struct ArrowArray ab_array(int64_t length, int64_t offset, int64_t null_count, int64_t nbuf, void *b0, void *b1,
                                   void *b2, int64_t nchildren, struct ArrowArray **children, struct ArrowArray *dict) {
     ab_array_priv *p = calloc(1, sizeof *p);
     if (!p) abort();
@@ -67,7 +67,7 @@ static struct ArrowArray ab_array(int64_t length, int64_t offset, int64_t null_c
 
 // A validity bitmap of n values from nulls ('x' at i: value i is null;
 // NULL: none), and the nulls from offset on.
-static void *ab_validity(int64_t n, const char *nulls, int64_t offset, int64_t *count) {
+static inline void *ab_validity(int64_t n, const char *nulls, int64_t offset, int64_t *count) {
     *count = 0;
     if (!nulls) return NULL;
     uint8_t *v = calloc((size_t)(n + 7) / 8 + 1, 1);
@@ -80,7 +80,7 @@ static void *ab_validity(int64_t n, const char *nulls, int64_t offset, int64_t *
     return v;
 }
 
-static void *ab_copy(const void *p, size_t n) {
+static inline void *ab_copy(const void *p, size_t n) {
     void *c = malloc(n ? n : 1);
     if (!c) abort();
     if (n) memcpy(c, p, n);
@@ -88,13 +88,13 @@ static void *ab_copy(const void *p, size_t n) {
 }
 
 // n values of width bytes each; the first offset of them lie before the array.
-static struct ArrowArray ab_fixed(size_t width, int64_t n, const void *vals, const char *nulls, int64_t offset) {
+static inline struct ArrowArray ab_fixed(size_t width, int64_t n, const void *vals, const char *nulls, int64_t offset) {
     int64_t nc;
     void *valid = ab_validity(n, nulls, offset, &nc);
     return ab_array(n - offset, offset, nc, 2, valid, ab_copy(vals, (size_t)n * width), NULL, 0, NULL, NULL);
 }
 
-static struct ArrowArray ab_bool(int64_t n, const uint8_t *vals, const char *nulls, int64_t offset) {
+static inline struct ArrowArray ab_bool(int64_t n, const uint8_t *vals, const char *nulls, int64_t offset) {
     int64_t nc;
     void *valid = ab_validity(n, nulls, offset, &nc);
     uint8_t *bits = calloc((size_t)(n + 7) / 8 + 1, 1);
@@ -104,7 +104,7 @@ static struct ArrowArray ab_bool(int64_t n, const uint8_t *vals, const char *nul
     return ab_array(n - offset, offset, nc, 2, valid, bits, NULL, 0, NULL, NULL);
 }
 
-static struct ArrowArray ab_strings(int64_t n, const char *const *texts, const char *nulls, int64_t offset, bool large) {
+static inline struct ArrowArray ab_strings(int64_t n, const char *const *texts, const char *nulls, int64_t offset, bool large) {
     int64_t nc;
     void *valid = ab_validity(n, nulls, offset, &nc);
     size_t total = 0;
@@ -122,7 +122,7 @@ static struct ArrowArray ab_strings(int64_t n, const char *const *texts, const c
 }
 
 // int32 indices into dict (taken over).
-static struct ArrowArray ab_dict(int64_t n, const int32_t *idx, const char *nulls, int64_t offset,
+static inline struct ArrowArray ab_dict(int64_t n, const int32_t *idx, const char *nulls, int64_t offset,
                                  struct ArrowArray dict) {
     struct ArrowArray a = ab_fixed(4, n, idx, nulls, offset);
     ab_array_priv *p = a.private_data;
@@ -131,7 +131,7 @@ static struct ArrowArray ab_dict(int64_t n, const int32_t *idx, const char *null
 }
 
 // A record batch of length rows (from offset) over n columns (taken over).
-static struct ArrowArray ab_batch(int64_t length, int64_t offset, int64_t n, const struct ArrowArray *cols) {
+static inline struct ArrowArray ab_batch(int64_t length, int64_t offset, int64_t n, const struct ArrowArray *cols) {
     struct ArrowArray **ch = malloc((size_t)(n ? n : 1) * sizeof *ch);
     if (!ch) abort();
     for (int64_t i = 0; i < n; i++) ch[i] = ab_heap(cols[i]);
@@ -146,7 +146,7 @@ typedef struct {
     struct ArrowSchema *dict;
 } ab_schema_priv;
 
-static void ab_schema_release(struct ArrowSchema *s) {
+static inline void ab_schema_release(struct ArrowSchema *s) {
     ab_schema_priv *p = s->private_data;
     for (int64_t i = 0; i < p->n; i++) {
         if (p->children[i]->release) p->children[i]->release(p->children[i]);
@@ -163,7 +163,7 @@ static void ab_schema_release(struct ArrowSchema *s) {
 }
 
 // A field (format and name are borrowed: literals); dict (taken over) NULL when not a dictionary.
-static struct ArrowSchema ab_field(const char *format, const char *name, const struct ArrowSchema *dict) {
+static inline struct ArrowSchema ab_field(const char *format, const char *name, const struct ArrowSchema *dict) {
     ab_schema_priv *p = calloc(1, sizeof *p);
     if (!p) abort();
     if (dict) {
@@ -176,7 +176,7 @@ static struct ArrowSchema ab_field(const char *format, const char *name, const s
 }
 
 // A struct of n fields (taken over).
-static struct ArrowSchema ab_struct(int64_t n, const struct ArrowSchema *fields) {
+static inline struct ArrowSchema ab_struct(int64_t n, const struct ArrowSchema *fields) {
     struct ArrowSchema s = ab_field("+s", "", NULL);
     ab_schema_priv *p = s.private_data;
     p->n = n;
@@ -199,7 +199,7 @@ typedef struct {
     bool failed;
 } ab_stream_priv;
 
-static int ab_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
+static inline int ab_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
     ab_stream_priv *p = s->private_data;
     if (!p->schema.release) return p->failed = true, EIO;
     *out = p->schema;  // moved: once
@@ -207,7 +207,7 @@ static int ab_get_schema(struct ArrowArrayStream *s, struct ArrowSchema *out) {
     return 0;
 }
 
-static int ab_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
+static inline int ab_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
     ab_stream_priv *p = s->private_data;
     if (p->next == p->fail_at) return p->failed = true, EIO;
     if (p->next == p->n) {
@@ -219,12 +219,12 @@ static int ab_get_next(struct ArrowArrayStream *s, struct ArrowArray *out) {
     return 0;
 }
 
-static const char *ab_last_error(struct ArrowArrayStream *s) {
+static inline const char *ab_last_error(struct ArrowArrayStream *s) {
     ab_stream_priv *p = s->private_data;
     return p->failed ? "the disk is on fire" : NULL;
 }
 
-static void ab_stream_release(struct ArrowArrayStream *s) {
+static inline void ab_stream_release(struct ArrowArrayStream *s) {
     ab_stream_priv *p = s->private_data;
     if (p->schema.release) p->schema.release(&p->schema);
     for (int i = 0; i < p->n; i++)
@@ -237,7 +237,7 @@ static void ab_stream_release(struct ArrowArrayStream *s) {
 
 // A stream of schema and n batches (all taken over); schema.release NULL
 // makes get_schema fail.
-static struct ArrowArrayStream ab_stream(struct ArrowSchema schema, int n, const struct ArrowArray *batches,
+static inline struct ArrowArrayStream ab_stream(struct ArrowSchema schema, int n, const struct ArrowArray *batches,
                                          int fail_at) {
     ab_stream_priv *p = calloc(1, sizeof *p);
     if (!p || !(p->batches = malloc((size_t)(n ? n : 1) * sizeof *p->batches))) abort();
