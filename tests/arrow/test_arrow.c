@@ -324,6 +324,12 @@ static void case_missing(void) {
     struct ArrowArray d[] = {ab_fixed(4, 3, days, ".x.", 0), ab_fixed(4, 3, y, NULL, 0)};
     reject(ab_stream(ab_struct(2, g), 1, (struct ArrowArray[]){ab_batch(3, 0, 2, d)}, -1), &o, SF_EFORMAT,
            "s: row 2: the time column \"day\" is null", NULL);
+    // A float64 beyond float32's range (at or past the midpoint above FLT_MAX) is no missing value.
+    double huge[] = {1, -0x1.ffffffp127};
+    struct ArrowArray hg[] = {ab_fixed(8, 2, huge, NULL, 0)};
+    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("g", "x", NULL)}), 1,
+                     (struct ArrowArray[]){ab_batch(2, 0, 1, hg)}, -1),
+           &o, SF_EFORMAT, "s: row 2: value -3.40282357e+38 in column \"x\" is out of float32 range", NULL);
     // All rows dropped.
     o.missing = SF_MISSING_DROP;
     struct ArrowArray e[] = {ab_fixed(4, 2, x, "xx", 0)};
