@@ -1599,6 +1599,16 @@ static int read_header(csv *c) {
     if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
         return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
                           c->name);
+    if (c->len - c->pos >= 4 && memcmp(start, "PAR1", 4) == 0) {  // Parquet's magic: said before its bytes are
+        char cmd[1200] = "";                                       // taken for a header row
+        size_t len = 0;
+        append(cmd, sizeof cmd, &len, "python -m seqfeed pack");
+        shell_word(cmd, sizeof cmd, &len, c->name);
+        shell_word(cmd, sizeof cmd, &len, "-o");
+        shell_word(cmd, sizeof cmd, &len, c->out ? c->out : "OUT.sfpack");
+        return sf_err_set(c->e, SF_EFORMAT, "%s is a Parquet file, which seqfeed pack (CSV) does not read: pack it "
+                          "with the Python package (it needs pyarrow): %s", c->name, cmd);
+    }
     const char *nul = memchr(start, 0, (size_t)(eol - start));
     if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
     size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
