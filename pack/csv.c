@@ -1389,11 +1389,11 @@ static int commit_record(csv *c) {
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
-            else late_ids_hint(c, hint, sizeof hint);
-            char pl[256];
-            if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at && !hint[0])
+            else if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at)
                 snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
                          "sorted by name): give them in time order");
+            else late_ids_hint(c, hint, sizeof hint);
+            char pl[256];
             return fail_at(c, c->time_at, "time %s is before %s (line %s), the row before it in this series; times "
                            "must not go back within a series (sort the CSV by time%s)%s", now, before,
                            origin_text(c, c->prev_time_line, pl, sizeof pl),
