@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "api/seqfeed.h"
+#include "pack/pack.h"
 #include "train/train.h"
 
 // ---- JSON text ----
@@ -168,6 +169,94 @@ int sf_api_pack_read_times(const sf_pack *p, uint64_t row_lo, uint64_t row_hi, i
 }
 
 void sf_api_free(void *p) { free(p); }
+
+// ---- packing ----
+
+static void add_note(void *arg, const char *text) {
+    sf_text *notes = arg;
+    if (notes->s && notes->s[0]) sf_text_put(notes, ", ");
+    put_string(notes, text);
+}
+
+// o's fields into the packers' options, checked as the command checks them.
+static int pack_opts(const sf_api_pack_opts *o, enum sf_missing *missing, sf_pack_writer_opts *w, sf_err *e) {
+    static const char *const names[] = {"error", "drop", "ffill"};
+    *missing = SF_MISSING_ERROR;
+    for (int k = 0; o->missing && k <= 3; k++) {
+        if (k == 3)
+            return sf_err_set(e, SF_EUSAGE, "missing '%s' (--missing): expected one of error, drop, ffill", o->missing);
+        if (!strcmp(o->missing, names[k])) {
+            *missing = (enum sf_missing)k;
+            break;
+        }
+    }
+    if (o->threads > 256)
+        return sf_err_set(e, SF_EUSAGE, "threads %u (--threads): expected an integer from 0 (one per core) to 256",
+                          o->threads);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    *w = (sf_pack_writer_opts){.level = SF_PACK_DEFAULT_LEVEL, .filter = SF_FILTER_DELTA_SHUFFLE,
+                               .chunk_rows = o->chunk_rows,
+                               .threads = o->threads ? (int)o->threads : ncpu > 0 ? (int)ncpu : 1};
+    return 0;
+}
+
+static char *pack_report(uint64_t rows, uint64_t dropped, uint64_t filled, uint64_t series, uint64_t bytes,
+                         const sf_text *notes) {
+    sf_text t = {0};
+    sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
+                ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"notes\": [%s]}", rows, dropped, filled, series,
+                bytes, notes->s ? notes->s : "");
+    return t.s;
+}
+
+int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o, const char *name,
+                      char **report, sf_err *e) {
+    LOCAL_ERR(e);
+    static const sf_api_pack_opts none = {0};
+    if (report) *report = NULL;
+    if (!stream || !out) {
+        // Consumed whatever the outcome, as promised: also when out is NULL.
+        if (stream && stream->release) stream->release(stream);
+        return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
+    }
+    if (!o) o = &none;
+    sf_text notes = {0};
+    sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
+                             .series_column = o->series_column, .time_column = o->time_column,
+                             .categorical = o->categorical, .note = add_note, .arg = &notes};
+    int rc = pack_opts(o, &ao.missing, &ao.pack, e);
+    if (rc) {
+        if (stream->release) stream->release(stream);
+        return rc;
+    }
+    sf_arrow_pack_stats st;
+    rc = sf_arrow_pack(stream, out, &ao, &st, e);
+    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                                 &notes)))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
+    free(notes.s);
+    return rc;
+}
+
+int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e) {
+    LOCAL_ERR(e);
+    static const sf_api_pack_opts none = {0};
+    if (report) *report = NULL;
+    if (!in || !out) return sf_err_set(e, SF_EINVAL, "sf_api_pack_csv: %s is NULL", in ? "the output path" : "the input");
+    if (!o) o = &none;
+    sf_text notes = {0};
+    sf_csv_pack_opts co = {.columns = o->columns, .drop_columns = o->drop_columns, .series_column = o->series_column,
+                           .time_column = o->time_column, .categorical = o->categorical, .note = add_note,
+                           .progress_arg = &notes};
+    int rc = pack_opts(o, &co.missing, &co.pack, e);
+    sf_csv_pack_stats st;
+    if (!rc) rc = sf_csv_pack(in, out, &co, &st, e);
+    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                                 &notes)))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
+    free(notes.s);
+    return rc;
+}
 
 // ---- the pipeline ----
 

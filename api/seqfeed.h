@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "pack/arrow_abi.h"
 #include "pack/pack.h"
 
 // ---- packed files ----
@@ -38,6 +39,38 @@ int sf_api_pack_read(const sf_pack *p, const uint32_t *cols, uint32_t ncols, uin
 // since 1970-01-01T00:00Z). SF_EINVAL without a time column.
 int sf_api_pack_read_times(const sf_pack *p, uint64_t row_lo, uint64_t row_hi, int64_t *out, sf_err *e);
 void sf_api_free(void *p);
+
+// ---- packing ----
+
+// What `seqfeed pack` is told about the data: the same options, with the
+// same meaning (lists of names as --columns takes them). NULL for any field
+// (or for the whole struct): the command's default.
+typedef struct {
+    const char *columns, *drop_columns;  // --columns, --drop-columns
+    const char *series_column;           // --series-column
+    const char *time_column;             // --time-column: NULL finds it, "" means none
+    const char *categorical;             // --categorical
+    const char *missing;                 // --missing: "error" (NULL), "drop" or "ffill"
+    uint32_t chunk_rows;                 // --chunk-rows (0: 1 MiB of values a chunk)
+    uint32_t threads;                    // --threads, 0 to 256 (0: one per core)
+} sf_api_pack_opts;
+
+// Packs an Arrow C stream (the Arrow C stream interface; pack/pack.h says
+// what each column type becomes) into the .sfpack at out, which appears only
+// when it is complete. The stream is consumed whatever the outcome: moved
+// out of *stream (its release set to NULL) and released, batch by batch, one
+// batch in memory at a time. Each row keeps its index in the stream,
+// 1-based, as a CSV row keeps its line (predict --with-actual writes it).
+// name (NULL: "the Arrow stream") is the source in messages. On success
+// *report (when report is not NULL; free with sf_api_free) is JSON: rows,
+// rows_dropped, values_filled, series, bytes (of out), notes (what pack
+// would say after packing: "warning: ..."). Errors name the row and column;
+// an option that names no column, or a column of a type it cannot take, is
+// SF_EUSAGE.
+int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o, const char *name,
+                      char **report, sf_err *e);
+// The same for a CSV file at in: `seqfeed pack in -o out` with o's options.
+int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e);
 
 // ---- the pipeline ----
 

@@ -16,7 +16,7 @@
 # import. Not part of the tests (it takes minutes).
 # usage: bench/time_to_loss.sh [--install] [--build DIR] [--python PY] [--rounds N] [--epochs N]
 #            [--patience N] [--model SPEC] [--batch-size N] [--lr F] [--val-split F]
-#            [--data temps,yields] [--tools seqfeed,keras,torch] [--torch-threads N] [--json] [--save FILE]
+#            [--data temps,yields] [--tools seqfeed,keras,torch] [--torch-threads N] [--torch-one-bias] [--json] [--save FILE]
 #            [--runs-log FILE] [--from-log FILE]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -59,6 +59,7 @@ typedef enum {
     // packing and synthetic data
     OPT_COLUMNS, OPT_DROP_COLUMNS, OPT_SERIES_COLUMN, OPT_TIME_COLUMN, OPT_TIME_UNIT, OPT_CATEGORICAL, OPT_DELIMITER, OPT_MISSING, OPT_ROWS, OPT_FEATURE_COUNT,
     OPT_SERIES_COUNT, OPT_LEVEL, OPT_CHUNK_ROWS, OPT_FILTER, OPT_THREADS,
+    OPT_SERIES_PER_FILE,
     OPT_APPEND_TO,
     // output
     OPT_FORMAT, OPT_JSON, OPT_ALL_SERIES, OPT_WITH_ACTUAL, OPT_QUIET, OPT_HELP,
@@ -82,6 +83,10 @@ typedef struct {
 typedef struct {
     cli_value v[OPT_COUNT];
     const char *positional;  // the one positional argument, when the command takes one
+    // A command of positional_many: every positional argument, in order
+    // (argv's own slots, moved to its front), npositional of them.
+    const char *const *positionals;
+    int npositional;
 } cli_args;
 
 // One option as a command uses it: its default as help shows it (NULL:
@@ -102,6 +107,7 @@ typedef struct {
     const cli_use *uses;   // its options, ending with {OPT_COUNT}
     const char *positional;  // "FILE.sfpack": a positional argument stands for --data; NULL: none
     const char *epilog;    // after the options (NULL: none)
+    bool positional_many;  // several positional arguments (pack's inputs): cli_args.positionals
 } cli_command;
 
 // The option's spelling, without the dashes: "batch-size".

@@ -7,7 +7,7 @@
 
 static const cli_use inspect_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (or as the argument)"},
-    {.opt = OPT_JSON, .help = "one JSON object, for programs (lists every series)"}, {.opt = OPT_ALL_SERIES},
+    {.opt = OPT_JSON, .help = "one JSON object, for programs (lists every series)"}, {.opt = OPT_ALL_SERIES, .help = "list every series and every source file, not the first 10"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command inspect_command = {
@@ -105,6 +105,9 @@ static void print_json(const sf_pack *p) {
         printf("null");
     }
     printf(", \"lines\": %s", in->has_lines ? "true" : "false");
+    printf(", \"sources\": [");  // empty: one CSV, whose lines are plain line numbers
+    for (uint32_t i = 0; i < in->nsources; i++) printf("%s", i ? ", " : ""), cli_json_string(stdout, in->sources[i]);
+    printf("]");
     printf(", \"series\": [");
     for (uint64_t i = 0; i < in->nseries; i++) {
         printf("%s{\"name\": ", i ? ", " : "");
@@ -131,20 +134,12 @@ static void print_json(const sf_pack *p) {
 
 // Bytes s takes in the table: control characters written as \n, \t, \r
 // or \xNN, so that a name or a series id cannot break a line of it.
-static int esc_len(const char *s) {
-    int n = 0;
-    for (; *s; s++) n += (unsigned char)*s >= 0x20 && *s != 0x7f ? 1 : strchr("\n\t\r", *s) ? 2 : 4;
-    return n;
-}
+static int esc_len(const char *s) { return (int)sf_escape_controls(NULL, 0, s, strlen(s)); }
 
 // Writes s so, then spaces up to width.
 static void put_esc(const char *s, int width) {
-    for (const char *q = s; *q; q++) {
-        unsigned char ch = (unsigned char)*q;
-        if (ch >= 0x20 && ch != 0x7f) putchar(ch);
-        else if (strchr("\n\t\r", ch)) printf("\\%c", ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r');
-        else printf("\\x%02x", ch);
-    }
+    char piece[8];
+    for (const char *q = s; *q; q++) sf_escape_controls(piece, sizeof piece, q, 1), fputs(piece, stdout);
     for (int n = esc_len(s); n < width; n++) putchar(' ');
 }
 
@@ -190,6 +185,12 @@ static void print_text(const sf_pack *p, bool all_series) {
                in->time_gaps);
     }
     if (in->has_lines) printf("lines        every row keeps its line in the CSV it was packed from\n");
+    if (in->nsources) {  // the files those lines are of
+        uint32_t list = all_series || in->nsources <= 10 ? in->nsources : 10;
+        printf("sources      %u files, read in this order (each row keeps its file and line)\n", in->nsources);
+        for (uint32_t i = 0; i < list; i++) printf("  %8u  ", i + 1), put_esc(in->sources[i], 0), printf("\n");
+        if (list < in->nsources) printf("  ... %u more (--all-series lists them all)\n", in->nsources - list);
+    }
     printf("columns      %u\n", in->ncols);
     int w = 4;
     for (uint32_t c = 0; c < in->ncols; c++) {

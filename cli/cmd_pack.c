@@ -1,27 +1,36 @@
-// seqfeed pack: a CSV file into an .sfpack file (pack/csv.c).
+// seqfeed pack: CSV files into an .sfpack file (pack/csv.c, pack/sources.c).
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 
 static const cli_use pack_uses[] = {
-    {.opt = OPT_DATA, .help = "the CSV file, '-' for stdin (or as the first argument)"},
+    {.opt = OPT_DATA, .help = "the CSV file, a directory (its *.csv files) or a quoted glob ('logs/*.csv'), '-' for "
+                              "stdin; or the inputs as arguments, several files read in the order given"},
     {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required without --append-to); it appears only when "
                                 "packing succeeded"},
-    {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_TIME_COLUMN},
+    {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_SERIES_PER_FILE},
+    {.opt = OPT_TIME_COLUMN},
     {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
     {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
     {.opt = OPT_APPEND_TO}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pack_command = {
     .name = "pack",
-    .usage = "INPUT.csv -o OUT.sfpack [options]\n       seqfeed pack NEW.csv --append-to FILE.sfpack [options]",
+    .usage = "INPUT.csv... -o OUT.sfpack [options]\n       seqfeed pack NEW.csv --append-to FILE.sfpack [options]",
     .about =
         "Converts a CSV file (a header row of column names, then numbers) into an\n"
         ".sfpack file: float32 values in zstd-compressed, checksummed chunks, with\n"
         "per-column statistics and a series table. It streams: memory stays bounded\n"
         "whatever the size of the CSV.\n"
+        "\n"
+        "Several inputs (files, a directory's *.csv files, a quoted glob; a\n"
+        "directory's or a glob's names sorted) are read one after the other as one\n"
+        "table: every file has the same header. Each row keeps its file and line,\n"
+        "which predict writes beside its forecast.\n"
+        "\n"
         "With --append-to, the CSV's rows are added to an .sfpack of the same columns:\n"
         "a series' new rows after its last one (their times must not go back), new\n"
         "series last. The file keeps its layout (series and time column, categorical\n"
@@ -29,6 +38,7 @@ static const cli_command pack_command = {
         "rewritten beside itself and replaced only once complete.\n",
     .uses = pack_uses,
     .positional = "INPUT.csv",
+    .positional_many = true,
 };
 
 static void on_temp(void *arg, const char *path) {
@@ -63,7 +73,8 @@ static int append_conflicts(const cli_value *v, const char *path) {
             snprintf(have, sizeof have, "filter %s", sf_filter_name((int)in->filter));
     else if (v[OPT_LEVEL].set && v[OPT_LEVEL].i != in->level)
         snprintf(what, sizeof what, "--level %s", v[OPT_LEVEL].text), snprintf(have, sizeof have, "level %d", in->level);
-    else if (v[OPT_SERIES_COLUMN].set && strcmp(v[OPT_SERIES_COLUMN].text, in->series_column))
+    else if (v[OPT_SERIES_COLUMN].set &&
+             strcmp(strcmp(v[OPT_SERIES_COLUMN].text, "none") ? v[OPT_SERIES_COLUMN].text : "", in->series_column))
         snprintf(what, sizeof what, "--series-column %.100s", v[OPT_SERIES_COLUMN].text),
             snprintf(have, sizeof have, in->series_column[0] ? "series column \"%.200s\"" : "no series column%s",
                      in->series_column);
@@ -115,6 +126,9 @@ int cmd_pack(int argc, char **argv) {
     if (!append && !v[OPT_OUTPUT].set) return cli_usage_error("pack", "missing -o OUT.sfpack (or --append-to FILE.sfpack)");
     if (append && (rc = append_conflicts(v, append))) return rc;
     const char *out = append ? append : v[OPT_OUTPUT].text;
+    if (v[OPT_SERIES_PER_FILE].set && v[OPT_SERIES_COLUMN].set)
+        return cli_usage_error("pack", "--series-per-file and --series-column exclude each other: a series is a "
+                               "file, or the rows of one value of the column");
     bool quiet = v[OPT_QUIET].set;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     sf_csv_pack_opts o = {.missing = SF_MISSING_ERROR,
@@ -124,7 +138,7 @@ int cmd_pack(int argc, char **argv) {
     cli_apply_writer(&a, &o.pack);
     if (v[OPT_COLUMNS].set) o.columns = v[OPT_COLUMNS].text;
     if (v[OPT_DROP_COLUMNS].set) o.drop_columns = v[OPT_DROP_COLUMNS].text;
-    if (v[OPT_SERIES_COLUMN].set) o.series_column = v[OPT_SERIES_COLUMN].text;
+    if (v[OPT_SERIES_COLUMN].set) o.series_column = strcmp(v[OPT_SERIES_COLUMN].text, "none") ? v[OPT_SERIES_COLUMN].text : "";
     if (v[OPT_TIME_COLUMN].set) o.time_column = strcmp(v[OPT_TIME_COLUMN].text, "none") ? v[OPT_TIME_COLUMN].text : "";
     if (v[OPT_CATEGORICAL].set) o.categorical = v[OPT_CATEGORICAL].text;
     if (v[OPT_TIME_UNIT].set) {
@@ -143,15 +157,46 @@ int cmd_pack(int argc, char **argv) {
                                     "number, a space or a quote", d);
     }
     if (o.columns && o.drop_columns) return cli_usage_error("pack", "--columns and --drop-columns exclude each other");
+    // --data is one input; arguments may be several.
+    const char *const *args = v[OPT_DATA].set ? &in : a.positionals;
+    size_t nargs = v[OPT_DATA].set ? 1 : (size_t)a.npositional;
+    char **paths = NULL;
+    size_t npaths = 0;
+    sf_err e = {0};
+    if (sf_csv_inputs(args, nargs, &paths, &npaths, &e)) return cli_fail("pack", &e, NULL);
+    if (v[OPT_SERIES_PER_FILE].set && !strcmp(paths[0], "-")) {
+        sf_csv_inputs_free(paths, npaths);
+        return cli_usage_error("pack", "--series-per-file names each series after its file: stdin has no name");
+    }
+    // The output must not be one of the inputs: renamed over it, it would destroy it
+    // (--append-to: sf_csv_append says so, stdin too).
+    struct stat so, si;
+    for (size_t i = 0; !append && i < npaths && stat(out, &so) == 0 && S_ISREG(so.st_mode); i++)
+        if (stat(paths[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino) {
+            int u = cli_usage_error("pack", "-o %s is the input %s: packing would destroy it; write to another file",
+                                    out, paths[i]);
+            sf_csv_inputs_free(paths, npaths);
+            return u;
+        }
+    // One file given as it is packs as ever (no source table, plain lines).
+    bool several = nargs > 1 || npaths > 1 || strcmp(paths[0], args[0]) || v[OPT_SERIES_PER_FILE].set;
+    if (append && several) {
+        sf_csv_inputs_free(paths, npaths);
+        return cli_usage_error("pack", "--append-to adds one CSV file at a time (not several, a directory, a glob or "
+                               "--series-per-file): append them one after the other");
+    }
     cli_progress prog;
     cli_progress_start(&prog, quiet);
     o.progress = on_progress;
     o.progress_arg = &prog;
     o.temp_path = on_temp;
     o.note = on_note;  // also with -q: they say what happened to the data
+    o.series_per_file = v[OPT_SERIES_PER_FILE].set;
     sf_csv_pack_stats st = {0};
-    sf_err e = {0};
-    rc = append ? sf_csv_append(in, out, &o, &st, &e) : sf_csv_pack(in, out, &o, &st, &e);
+    rc = append      ? sf_csv_append(paths[0], out, &o, &st, &e)
+         : several ? sf_csv_pack_files((const char *const *)paths, npaths, out, &o, &st, &e)
+                   : sf_csv_pack(paths[0], out, &o, &st, &e);
+    sf_csv_inputs_free(paths, npaths);
     cli_guard_temp(NULL);
     cli_progress_end(&prog);
     if (rc) return cli_fail("pack", &e, NULL);
@@ -173,6 +218,7 @@ int cmd_pack(int argc, char **argv) {
         fprintf(say, "packed %llu rows (%llu series", (unsigned long long)st.rows, (unsigned long long)st.nseries);
         if (st.rows_dropped) fprintf(say, ", %llu rows dropped", (unsigned long long)st.rows_dropped);
         if (st.values_filled) fprintf(say, ", %llu values filled", (unsigned long long)st.values_filled);
+        if (several) fprintf(say, ", %zu files", npaths);
         fprintf(say, ") from %.1f MB of CSV into %s, %.1f MB, in %.2f s (%.0f MB/s)\n", st.csv_bytes / 1e6, out,
                st.out_bytes / 1e6, dt, dt > 0 ? st.csv_bytes / 1e6 / dt : 0.0);
     }

@@ -33,7 +33,8 @@ static const cli_command predict_command = {
         "data). One CSV row per window, for the row it predicts: its series, its\n"
         "time (when the file has a time column: ISO-8601 with a T, an offset as the\n"
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
-        "the file was packed from (else its row in the file), and each target as\n"
+        "the file was packed from (packed from several files: the file, then its\n"
+        "line; else its row in the file), and each target as\n"
         "NAME_pred in the data's units (with --with-actual, NAME beside it: empty\n"
         "where pack filled it in (--missing ffill), as the CSV had it), so that the\n"
         "forecasts join back to the CSV on the line, or on the time parsed.\n",
@@ -260,7 +261,22 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
             sf_pack_time_text(in, r->time[k], t, sizeof t);
             fprintf(r->out, ",%s", t);
         }
-        fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
+        if (r->line && in->nsources) {  // the file and its line: the row's origin
+            uint32_t src;
+            uint64_t line;
+            sf_origin_split(in, r->line[k], &src, &line);
+            if (src >= in->nsources) {  // chunks are checked by verify, not by every decode
+                rc = sf_err_set(e, SF_ECORRUPT, "%s: row %llu's origin names source %u of %u (seqfeed verify "
+                                "checks the whole file)", sf_pack_name(r->pack), (unsigned long long)row, src,
+                                in->nsources);
+                break;
+            }
+            fputc(',', r->out);
+            cli_csv_field(r->out, in->sources[src]);
+            fprintf(r->out, ",%llu", (unsigned long long)line);
+        } else {
+            fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
+        }
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
             float v = sf_target_prediction(&r->cols, w->length, x, r->pred, i, j);
@@ -339,7 +355,7 @@ int cmd_predict(int argc, char **argv) {
         fputc(',', r.out);
         cli_csv_field(r.out, in->time_column);
     }
-    fputs(in->has_lines ? ",line" : ",row", r.out);
+    fputs(in->nsources ? ",file,line" : in->has_lines ? ",line" : ",row", r.out);
     for (uint32_t j = 0; j < r.cols.ntargets; j++) {
         const char *name = in->col_names[r.cols.targets[j]];
         char *pred = malloc(strlen(name) + 6);

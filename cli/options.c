@@ -212,9 +212,13 @@ static const option options[OPT_COUNT] = {
                                   "(default: takes them as fast as it can)"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
-    [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME", K_TEXT, .group = PACKING,
+    [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,
                            .help = "rows with the same value of NAME form one series (rows of a series must be "
-                                   "contiguous); NAME is not stored as a feature"},
+                                   "contiguous); NAME is not stored as a feature; none: the rows are one series "
+                                   "(default: one series; pack stops, or warns, where a column of integers looks like series ids)"},
+    [OPT_SERIES_PER_FILE] = {"series-per-file", 0, NULL, K_FLAG, .group = PACKING,
+                             .help = "each input file is its own series, named after the file without its directory "
+                                     "and extension (not with --series-column)"},
     [OPT_TIME_COLUMN] = {"time-column", 0, "NAME|none", K_TEXT, .group = PACKING,
                          .help = "the time of each row, stored exactly and never as a feature: ISO-8601 dates and "
                                  "times, or integers with --time-unit; never going back within a series (default: "
@@ -441,9 +445,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
         const char *arg = argv[i];
         if (options_end || arg[0] != '-' || !arg[1]) {  // "-" is a file: stdin or stdout
             if (!c->positional) return cli_usage_error(c->name, "unexpected argument '%s'", arg);
-            if (a->positional) return cli_usage_error(c->name, "unexpected argument '%s' (one %s only)", arg,
-                                                      c->positional);
-            a->positional = arg;
+            if (a->positional && !c->positional_many)
+                return cli_usage_error(c->name, "unexpected argument '%s' (one %s only)", arg, c->positional);
+            // Slots before i are read: each positional moves to the front, in order.
+            if (c->positional_many) argv[1 + a->npositional++] = argv[i], a->positionals = (const char *const *)argv + 1;
+            if (!a->positional) a->positional = arg;
             continue;
         }
         if (!strcmp(arg, "--")) {

@@ -179,6 +179,24 @@ size_t sf_list_group_bytes(size_t items, size_t bytes, size_t quotes) {
     return len + quotes + (quote ? 2 : 0);
 }
 
+size_t sf_escape_controls(char *out, size_t cap, const char *s, size_t n) {
+    size_t len = 0, k = 0;
+    bool full = false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        char piece[8];
+        size_t w = 1;
+        if (ch >= 0x20 && ch != 0x7f) piece[0] = (char)ch;
+        else if (ch == '\n' || ch == '\t' || ch == '\r') piece[0] = '\\', piece[1] = "ntr"[ch == '\t' ? 1 : ch == '\r' ? 2 : 0], w = 2;
+        else w = (size_t)snprintf(piece, sizeof piece, "\\x%02x", ch);
+        full |= k + w >= cap;
+        if (!full) memcpy(out + k, piece, w), k += w;
+        len += w;
+    }
+    if (cap) out[k] = 0;
+    return len;
+}
+
 int sf_open_file(const char *path, const char *what, sf_err *e) {
     // O_NONBLOCK: a FIFO must not block open() before it can be refused.
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);

@@ -74,6 +74,11 @@ size_t sf_list_item_bytes(const char *name, size_t n, size_t *quotes);
 // total quotes) takes as one name of an outer list, as sf_list_append
 // writes the group's own list into it: quoted, its quotes doubled.
 size_t sf_list_group_bytes(size_t items, size_t bytes, size_t quotes);
+// Writes s[0, n) into out (cap bytes, NUL-terminated; NULL when cap is 0)
+// with each control character as \n, \t, \r or \xNN, so that a name or an
+// id in a message or a table stays on its line; cut before a piece that
+// does not fit whole. Returns the length of the whole, as snprintf.
+size_t sf_escape_controls(char *out, size_t cap, const char *s, size_t n);
 // Opens path for reading when it is a regular file; returns its descriptor
 // (the caller closes it), or SF_EUSAGE naming what it is instead (a
 // directory, a FIFO: never waiting for a FIFO's writer) and what was

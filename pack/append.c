@@ -55,6 +55,8 @@ typedef struct {
     uint32_t cr;             // rows per chunk
     uint64_t keep;           // leading chunks kept as stored
     bool time, lines, imputed;
+    const sf_pack_info *si;  // the spool
+    uint32_t src_base;       // the spool's source 0 in the new file's sources
     uint64_t *slot, cap;     // the file's series by name: open addressing, UINT64_MAX empty
     cursor seed;             // --missing ffill: the file's chunk of a series' last row
     float *rows;             // one chunk of rows, row-major, for the writer
@@ -123,6 +125,12 @@ static int emit(app *a, cursor *c, uint64_t first, uint64_t n, uint32_t *const *
         }
         if (a->time) memcpy(a->rtime, c->time + k0, take * 8);
         if (a->lines) memcpy(a->rline, c->line + k0, take * 8);
+        for (size_t i = 0; a->lines && c->in == a->si && i < take; i++) {  // the CSV's rows: their own sources
+            uint32_t src;
+            uint64_t line;
+            sf_origin_split(a->si, a->rline[i], &src, &line);
+            a->rline[i] = sf_origin_make(a->src_base + src, line);
+        }
         rc = sf_pack_writer_rows_imputed(a->w, a->rows, a->time ? a->rtime : NULL, a->lines ? a->rline : NULL,
                                          a->imputed ? a->rimp : NULL, take, a->e);
         if (rc) return rc;
@@ -262,7 +270,17 @@ static bool same_header(const sf_pack *old, sf_pack_writer *w) {
     int fd = open(sf_pack_writer_temp_path(w), O_RDONLY | O_CLOEXEC);
     uint8_t *x = malloc(n), *y = malloc(n);
     bool same = fd >= 0 && x && y && pread(fd, x, n, 0) == (ssize_t)n &&
-                pread(sf_pack_fd(old), y, n, 0) == (ssize_t)n && memcmp(x, y, n) == 0;
+                pread(sf_pack_fd(old), y, n, 0) == (ssize_t)n;
+    if (same) {
+        // A source table (flag and trailer) leaves the chunks as they are;
+        // the header's CRC covers the flag, so it goes too.
+        uint32_t hsize = sf_get_u32(x + 12);
+        sf_put_u32(x + 32, sf_get_u32(x + 32) & ~SF_FLAG_SOURCES);
+        sf_put_u32(y + 32, sf_get_u32(y + 32) & ~SF_FLAG_SOURCES);
+        same = hsize >= SF_HEADER_FIXED + 4 && hsize <= n && sf_get_u32(y + 12) == hsize;
+        if (same) memset(x + hsize - 4, 0, 4), memset(y + hsize - 4, 0, 4);
+        same = same && memcmp(x, y, n) == 0;
+    }
     if (fd >= 0) close(fd);
     free(x), free(y);
     return same;
@@ -420,7 +438,7 @@ static int same_file(const char *in, const char *path, sf_err *e) {
 }
 
 static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, const uint64_t *of_old,
-                 sf_csv_pack_stats *st) {
+                 const char *const *sources, uint32_t nsources, sf_csv_pack_stats *st) {
     const sf_pack_info *oi = a->oi, *si = sf_pack_get_info(spool);
     sf_err *e = a->e;
     uint32_t **maps = calloc(oi->ncols, sizeof *maps);
@@ -435,7 +453,8 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
                               .chunk_rows = oi->chunk_rows, .level = oi->level, .filter = (enum sf_filter)oi->filter,
                               .threads = a->o->pack.threads, .time_column = a->time ? oi->time_column : NULL,
                               .time_kind = oi->time_kind, .lines = a->lines, .categorical = cat_cols,
-                              .ncategorical = oi->ncategories, .imputed = a->imputed};
+                              .ncategorical = oi->ncategories, .imputed = a->imputed, .sources = sources,
+                              .nsources = nsources};
     cursor oc = {.chunk = UINT64_MAX}, sc = {.chunk = UINT64_MAX};
     int rc = sf_pack_writer_open(&a->w, a->path, &wo, e);
     if (!rc) {
@@ -553,7 +572,7 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
     if (a.spool) unlink(a.spool), free(a.spool), a.spool = NULL;
     uint64_t *match = NULL, *of_old = NULL;
     if (!rc) {
-        const sf_pack_info *si = sf_pack_get_info(spool);
+        const sf_pack_info *si = a.si = sf_pack_get_info(spool);
         a.imputed = oi->imputed || si->imputed;
         match = malloc((si->nseries ? si->nseries : 1) * sizeof *match);
         of_old = malloc((oi->nseries ? oi->nseries : 1) * sizeof *of_old);
@@ -561,7 +580,25 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
         else rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
     if (!rc) rc = check_times(&a, spool, match);
-    if (!rc) rc = merge(&a, old, spool, match, of_old, st);
+    // The CSV becomes a source (or its sources do) after the file's; a file
+    // of one CSV (plain lines, no table) gets its rows listed as source 0,
+    // named after the file itself: the CSV it came from is not recorded.
+    const char **sources = NULL;
+    uint32_t nsources = 0;
+    if (!rc && a.lines) {
+        const sf_pack_info *si = a.si;
+        uint32_t n_old = oi->nsources ? oi->nsources : 1, n_new = si->nsources ? si->nsources : 1;
+        if ((uint64_t)n_old + n_new > SF_MAX_SOURCES)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u sources and %u more exceed the %u a file may list", path, n_old,
+                            n_new, SF_MAX_SOURCES);
+        else if (!(sources = malloc((n_old + n_new) * sizeof *sources)))
+            rc = sf_err_set(e, SF_ENOMEM, "out of memory for the sources");
+        for (uint32_t i = 0; !rc && i < n_old; i++) sources[nsources++] = oi->nsources ? oi->sources[i] : path;
+        for (uint32_t i = 0; !rc && i < n_new; i++) sources[nsources++] = si->nsources ? si->sources[i] : in;
+        a.src_base = n_old;
+    }
+    if (!rc) rc = merge(&a, old, spool, match, of_old, (const char *const *)sources, nsources, st);
+    free(sources);
     free(match), free(of_old), free(a.slot);
     struct stat sb;
     if (!rc && stat(path, &sb) == 0) st->out_bytes = (uint64_t)sb.st_size;

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "series_hint.h"
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
@@ -137,7 +138,45 @@ typedef struct {
 
     sf_pack_writer *w;
     sf_csv_pack_stats st;
+
+    // Several inputs (sf_csv_pack_files): NULL for one CSV. Lines kept for
+    // rows and messages are then origins (line_base + line).
+    sf_sources *src;
+    size_t src_at;      // the source being read
+    int64_t line_base;  // sf_origin_make(src_at, 0)
+    bool per_file;      // --series-per-file
 } csv;
+
+static void shell_word(char *out, size_t cap, size_t *len, const char *s);
+__attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...);
+
+// "LINE", or "LINE of FILE" for an origin in another source than the one
+// being read: a line kept for a message (line_base + line).
+static const char *origin_text(const csv *c, uint64_t v, char *buf, size_t cap) {
+    uint64_t src = c->src ? v >> SF_ORIGIN_LINE_BITS : 0, line = c->src ? v & SF_MAX_SOURCE_LINE : v;
+    if (c->src && src != c->src_at) snprintf(buf, cap, "%llu of %s", (unsigned long long)line, sf_sources_path(c->src, src));
+    else snprintf(buf, cap, "%llu", (unsigned long long)line);
+    return buf;
+}
+
+// "LINE", or "LINE of FILE" with several inputs: a line a note names once
+// every file is read.
+static const char *note_line(const csv *c, uint64_t v, char *buf, size_t cap) {
+    if (!c->src) snprintf(buf, cap, "%llu", (unsigned long long)v);
+    else snprintf(buf, cap, "%llu of %s", (unsigned long long)(v & SF_MAX_SOURCE_LINE),
+                  sf_sources_path(c->src, v >> SF_ORIGIN_LINE_BITS));
+    return buf;
+}
+
+// The inputs as a command line names them, for a command a message suggests.
+static const char *inputs_text(const csv *c, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = 0; c->src && i < sf_sources_count(c->src); i++)
+        shell_word(buf, cap, &len, sf_sources_path(c->src, i));
+    if (c->per_file) append(buf, cap, &len, " --series-per-file");
+    return c->src ? buf + (len > 0) : strcmp(c->name, "<stdin>") ? c->name : "-";
+}
 
 // Line and column (1-based, in bytes) of q, which lies in the current record.
 static void where(const csv *c, const char *q, uint64_t *line, uint64_t *col) {
@@ -233,7 +272,13 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     if (!cap) return false;
     out[0] = 0;
     append(out, cap, &len, "seqfeed pack");
-    shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    if (!ed->in && c->src) {
+        char in[4096];
+        append(out, cap, &len, " %s", inputs_text(c, in, sizeof in));
+        whole &= strlen(in) + 1 < sizeof in;
+    } else {
+        shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+    }
     shell_word(out, cap, &len, "-o");
     shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
     char list[4096], name[4096];
@@ -253,7 +298,7 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
         shell_word(out, cap, &len, list);
     }
     const char *series = ed->series_column ? ed->series_column : o->series_column;
-    if (series && *series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, series);
+    if (series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, *series ? series : "none");
     const char *time = ed->time_column ? ed->time_column : o->time_column;
     if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
     const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
@@ -282,7 +327,7 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
 static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
     const char *in = c->name;
     size_t n = strlen(in), len = 0;
-    bool file = strcmp(in, "<stdin>") != 0;
+    bool file = strcmp(in, "<stdin>") != 0 && !c->src;  // several files: no one command sorts them
     snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
     if (!file) snprintf(sorted, scap, "SORTED.csv");
     if (!cap) return;
@@ -307,16 +352,11 @@ static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size
 // Rewrites the control characters of msg (a column name or an id in it)
 // as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
 static void escape_controls(char *msg, size_t cap) {
-    char out[2048];
-    size_t k = 0;
-    for (const char *p = msg; *p && k + 5 < sizeof out; p++) {
-        unsigned char ch = (unsigned char)*p;
-        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
-        else if (strchr("\n\t\r", ch)) out[k++] = '\\', out[k++] = ch == '\n' ? 'n' : ch == '\t' ? 't' : 'r';
-        else k += (size_t)snprintf(out + k, sizeof out - k, "\\x%02x", ch);
-    }
-    out[k] = 0;
-    snprintf(msg, cap, "%s", out);
+    char in[2048];
+    size_t n = strlen(msg);
+    if (n >= sizeof in) n = sizeof in - 1;
+    memcpy(in, msg, n);
+    sf_escape_controls(msg, cap, in, n);
 }
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
@@ -568,7 +608,7 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
     if (change == 0) return;
     if (!l->changed++) {
         uint64_t col;
-        if (at) where(c, at, &l->first_line, &col);
+        if (at) where(c, at, &l->first_line, &col), l->first_line += (uint64_t)c->line_base;  // an origin
         else l->first_line = row;
         snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
         l->first_stored = v;
@@ -589,7 +629,10 @@ static void record_counts(csv *c) {
         big_value(c, &c->lossy[b->k], c->row[b->k], b->s, b->n, b->at, 0);
     }
     for (uint32_t k = 0; c->rec_missing && k < c->nkeep; k++) c->lossy[k].missing += isnan(c->row[k]);
-    if (c->rec_truncated && !c->truncated++) where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
+    if (c->rec_truncated && !c->truncated++) {
+        where(c, c->rec_truncated, &c->truncated_line, &(uint64_t){0});
+        c->truncated_line += (uint64_t)c->line_base;  // an origin
+    }
 }
 
 // "1,5", "-0,25": a number with a decimal comma, as ';' files of some
@@ -805,7 +848,8 @@ done:;
                  time_name ? time_name : "", cn ? " --categorical '" : "", cats, cn ? "'" : "",
                  dn ? " --drop-columns '" : "", drop, dn ? "'" : "", missing[c->o->missing]);
     }
-    const char *in = strcmp(c->name, "<stdin>") ? c->name : "-";
+    char inputs[1024];
+    const char *in = inputs_text(c, inputs, sizeof inputs);
     // What must happen before the command can work: a time corrected, or
     // the rows sorted by the series column (pack takes each series' rows
     // together), with a command for a plain CSV file.
@@ -833,7 +877,7 @@ done:;
         // Decimal commas first: the rest of the advice may change with them.
         size_t len = 0, n = strlen(c->name);
         append(command, sizeof command, &len, " Write the numbers with a decimal point first");
-        if (strcmp(c->name, "<stdin>") && !quotes) {
+        if (strcmp(c->name, "<stdin>") && !quotes && !c->src) {
             char copy[512];
             snprintf(copy, sizeof copy, "%.*s-point.csv", (int)(n > 4 && !strcmp(c->name + n - 4, ".csv") ? n - 4 : n),
                      c->name);
@@ -1024,10 +1068,11 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     if (rc == 0 && before) {
         char prev[48];
         format_time(c, c->prev_time, prev, sizeof prev);
-        snprintf(fix, sizeof fix, "; the %llu row(s) before it fit --time-unit %s (line %llu: %s), so this one looks "
+        char pl[256];
+        snprintf(fix, sizeof fix, "; the %llu row(s) before it fit --time-unit %s (line %s: %s), so this one looks "
                  "like an outlier (a sentinel or a typo): correct line %llu or leave that row out",
                  (unsigned long long)before, unit_names[c->time_kind - SF_TIME_EPOCH_S],
-                 (unsigned long long)c->prev_time_line, prev, (unsigned long long)where_line(c, at));
+                 origin_text(c, c->prev_time_line, pl, sizeof pl), prev, (unsigned long long)where_line(c, at));
     }
     if (rc == 0 && !before) suggest_unit(c, c->rec_time, c->time_kind, "; as a count of", fix, sizeof fix);
     char lo[48], hi[48];
@@ -1194,17 +1239,17 @@ static int flush_batch(csv *c) {
 
 static int start_series(csv *c) {
     bool found;
-    series_seen *s = seen_find_or_add(c, c->key, c->key_len, c->line, &found);
+    series_seen *s = seen_find_or_add(c, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
     if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
-    char a[96], b[96];
+    char a[96], b[96], la[256], lb[256];
     if (found)
         return fail_at(c, c->key_at,
-                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %llu; "
-                       "it was first seen at line %llu (rows of one series must be contiguous: sort the CSV by "
+                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %s; "
+                       "it was first seen at line %s (rows of one series must be contiguous: sort the CSV by "
                        "that column)%s",
                        show(c->key, c->key_len, a, sizeof a),
                        c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                       (unsigned long long)c->cur_series_line, (unsigned long long)s->line,
+                       origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, s->line, lb, sizeof lb),
                        c->key_padded ? "; here the id has spaces around it, which pack drops as padding outside "
                                        "quotes: if the spaces make it another series, quote that id in the CSV" : "");
     // The record that starts the series is already parsed into the next batch
@@ -1216,7 +1261,7 @@ static int start_series(csv *c) {
     if (rc) return rc;
     c->cur_series = s->key;
     c->cur_series_len = s->len;
-    c->cur_series_line = c->line;
+    c->cur_series_line = (uint64_t)c->line_base + c->line;
     c->have_last = false;
     c->seeded = -1;
     c->padded_line = 0;
@@ -1252,6 +1297,33 @@ static uint64_t first_value_line(csv *c, uint32_t k, uint64_t *rows, bool *all) 
     }
     *all = c->eof;
     return 0;
+}
+
+// Where the time goes back without a series column, a kept column of
+// integers that changes there too: the id of series each in one run of
+// rows, further on than series_hint looks. Said into hint (cap bytes) with
+// the command that makes it the series column; hint unchanged when none.
+static void late_ids_hint(csv *c, char *hint, size_t cap) {
+    if (c->o->series_column) return;  // named, or one series on purpose
+    // An id changes seldom: first one that did not change at the row
+    // before too (when the batch holds that row), not a counter beside it.
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t f = 0; f < c->ncsv; f++) {
+            if (c->role[f] != ROLE_KEEP) continue;
+            uint32_t k = c->keep_at[f];
+            float now = c->row[k], before = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+            if (now == before || now != nearbyintf(now) || before != nearbyintf(before)) continue;
+            if (!pass && c->nbatch >= 2 && c->row[(ptrdiff_t)k - 2 * (ptrdiff_t)c->nkeep] != before) continue;
+            size_t len = 0;
+            append(hint, cap, &len, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                   "each in one run of rows, pack it with: ", c->names[f], (double)before, (double)now);
+            if (!again(c, &(again_edit){.series_column = c->names[f], .drop = c->o->columns ? c->names[f] : NULL},
+                       hint + len, cap - len))
+                snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
+                         "each in one run of rows, --series-column makes it so", c->names[f], (double)before,
+                         (double)now);
+            return;
+        }
 }
 
 static int commit_record(csv *c) {
@@ -1326,10 +1398,15 @@ static int commit_record(csv *c) {
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
-            return fail_at(c, c->time_at, "time %s is before %s (line %llu), the row before it in this series; times "
+            else if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at)
+                snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
+                         "sorted by name): give them in time order");
+            else late_ids_hint(c, hint, sizeof hint);
+            char pl[256];
+            return fail_at(c, c->time_at, "time %s is before %s (line %s), the row before it in this series; times "
                            "must not go back within a series (sort the CSV by time%s)%s", now, before,
-                           (unsigned long long)c->prev_time_line, c->series_field != UINT32_MAX ? " within each series" : "",
-                           hint);
+                           origin_text(c, c->prev_time_line, pl, sizeof pl),
+                           c->series_field != UINT32_MAX ? " within each series" : "", hint);
         }
         if (c->have_last && c->rec_time == c->prev_time && !c->repeat_line) {
             // Without a categorical change, a column of integers that
@@ -1343,12 +1420,12 @@ static int commit_record(csv *c) {
                                                : now != before && now == nearbyintf(now) && before == nearbyintf(before);
                 if (ids) field = f;
             }
-            c->repeat_line = c->line, c->repeat_field = field;
+            c->repeat_line = (uint64_t)c->line_base + c->line, c->repeat_field = field;
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
-        c->prev_time_line = c->line;
+        c->prev_time_line = (uint64_t)c->line_base + c->line;
     }
-    c->batch_line[c->nbatch] = (int64_t)c->line;
+    c->batch_line[c->nbatch] = c->line_base + (int64_t)c->line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
@@ -1531,6 +1608,16 @@ static int read_header(csv *c) {
     if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
         return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
                           c->name);
+    if (c->len - c->pos >= 4 && memcmp(start, "PAR1", 4) == 0) {  // Parquet's magic: said before its bytes are
+        char cmd[1200] = "";                                       // taken for a header row
+        size_t len = 0;
+        append(cmd, sizeof cmd, &len, "python -m seqfeed pack");
+        shell_word(cmd, sizeof cmd, &len, c->name);
+        shell_word(cmd, sizeof cmd, &len, "-o");
+        shell_word(cmd, sizeof cmd, &len, c->out ? c->out : "OUT.sfpack");
+        return sf_err_set(c->e, SF_EFORMAT, "%s is a Parquet file, which seqfeed pack (CSV) does not read: pack it "
+                          "with the Python package (it needs pyarrow): %s", c->name, cmd);
+    }
     const char *nul = memchr(start, 0, (size_t)(eol - start));
     if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
     size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
@@ -1586,7 +1673,7 @@ static int read_header(csv *c) {
     if (!c->role || !c->keep_at) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     c->series_field = UINT32_MAX;
     const sf_csv_pack_opts *o = c->o;
-    if (o->series_column) {
+    if (o->series_column && o->series_column[0]) {  // "": one series on purpose
         int f = find_name(c, o->series_column, strlen(o->series_column));
         // One name, not a list: a series column name may hold a comma.
         if (f < 0) return not_a_column(c, "--series-column", o->series_column, strlen(o->series_column));
@@ -1721,7 +1808,7 @@ static void merge_half(csv *c, half_job *h, bool taken) {
         }
         if (!a->big) c->big_cols[c->nbig_cols++] = k;
         if (b->changed && !a->changed) {
-            a->first_line = c->line + b->first_line;
+            a->first_line = (uint64_t)c->line_base + c->line + b->first_line;
             memcpy(a->first, b->first, sizeof a->first);
             a->first_stored = b->first_stored;
         }
@@ -1788,14 +1875,14 @@ static int parse_parallel(csv *c) {
     // Lines and the batch's line buffer: one line per record (no quotes).
     for (long done = 0; done < h.nrows;) {
         size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = (int64_t)(c->line + (uint64_t)done + k);
+        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + (uint64_t)done + k);
         if ((rc = sf_pack_writer_rows_at(c->w, h.rows + (size_t)done * c->nkeep, timed ? h.times + done : NULL,
                                          c->batch_line, n, c->e)))
             return rc;
         done += (long)n;
     }
     if (timed && h.nrows > 0) {
-        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = c->line + (uint64_t)h.nrows - 1;
+        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + (uint64_t)h.nrows - 1;
         c->time_parts = sf_time_parts_join(c->time_parts, h.parts);
     }
     if (h.nrows > 0) {
@@ -1824,7 +1911,7 @@ static int check_unchanged(csv *c) {
 // What the user should know about the file just written (sf_csv_pack_opts.note).
 static void notes(csv *c) {
     if (!c->o->note) return;
-    char msg[2048];
+    char msg[2048], at[256];
     uint64_t records = c->st.rows + c->st.rows_dropped;
     uint32_t said = 0, more = 0;
     uint64_t more_values = 0;
@@ -1841,9 +1928,9 @@ static void notes(csv *c) {
         snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
         size_t len = 0;
         append(msg, sizeof msg, &len, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 "
-               "(2^24), and packing changed %llu of its values, by up to %.17g (line %llu: %s is stored as %s)",
-               c->col_names[k], (unsigned long long)l->changed, l->max_change, (unsigned long long)l->first_line,
-               l->first, stored);
+               "(2^24), and packing changed %llu of its values, by up to %.17g (line %s: %s is stored as %s)",
+               c->col_names[k], (unsigned long long)l->changed, l->max_change,
+               note_line(c, l->first_line, at, sizeof at), l->first, stored);
         // Dates as 20200101 in every row, rising: the time axis, which
         // keeps them exact.
         bool dates = !l->not_date && !l->back && l->big + l->missing == records &&
@@ -1891,18 +1978,18 @@ static void notes(csv *c) {
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->repeat_line && c->repeat_field == UINT32_MAX) {
-        snprintf(msg, sizeof msg, "warning: at line %llu the time repeats within a series (the row before it has the "
+        snprintf(msg, sizeof msg, "warning: at line %s the time repeats within a series (the row before it has the "
                  "same time): duplicate rows, or the rows of several series without a series column "
-                 "(--series-column)?", (unsigned long long)c->repeat_line);
+                 "(--series-column)?", note_line(c, c->repeat_line, at, sizeof at));
         c->o->note(c->o->progress_arg, msg);
     } else if (c->repeat_line) {
         uint32_t field = c->repeat_field;
         bool category = c->role[field] == ROLE_CATEGORY;
         char sorted[512];
         size_t len = 0;
-        append(msg, sizeof msg, &len, "warning: at line %llu the time repeats within a series while %scolumn \"%s\" "
+        append(msg, sizeof msg, &len, "warning: at line %s the time repeats within a series while %scolumn \"%s\" "
                "changes: it looks like the id of series whose rows interleave, which training takes for one series "
-               "(its windows mix them%s).", (unsigned long long)c->repeat_line, category ? "categorical " : "",
+               "(its windows mix them%s).", note_line(c, c->repeat_line, at, sizeof at), category ? "categorical " : "",
                c->names[field], category ? "" : ", and the id is a feature");
         size_t mark = len;
         sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
@@ -1918,11 +2005,229 @@ static void notes(csv *c) {
     }
     if (c->truncated) {
         snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
-                 "first at line %llu): seqfeed keeps times to the microsecond and dropped them",
-                 (unsigned long long)c->truncated, c->names[c->time_field], (unsigned long long)c->truncated_line);
+                 "first at line %s): seqfeed keeps times to the microsecond and dropped them",
+                 (unsigned long long)c->truncated, c->names[c->time_field],
+                 note_line(c, c->truncated_line, at, sizeof at));
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
+}
+
+// ---- several inputs (sources.c keeps the list) ----
+
+// The header of the source just opened, which must be the first source's:
+// names, their order and the delimiter. Leaves pos at its first data row.
+static int next_header(csv *c) {
+    int rc = refill(c);
+    if (rc < 0) return rc;
+    if (c->len - c->pos >= 3 && memcmp(c->buf + c->pos, "\xef\xbb\xbf", 3) == 0) c->pos += 3;
+    const char *eol = NULL, *start = c->buf + c->pos, *tmp;
+    if ((rc = header_line(c, &eol))) return rc;
+    start = c->buf + c->pos;
+    if (is_blank_line(c, start, &tmp) && tmp == c->buf + c->len)
+        return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected the header row of %s", c->name,
+                          sf_sources_path(c->src, 0));
+    const char *nul = memchr(start, 0, (size_t)(eol - start));
+    if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
+    char first = c->delim;
+    c->delim = c->o->delimiter ? c->o->delimiter : detect_delimiter(start, eol);  // as next_field splits it
+    char **names = NULL;
+    uint32_t n = 0;
+    const char *p = start, *end = c->buf + c->len;
+    while (!rc && n <= c->ncsv) {  // one name past the first's is enough to tell
+        const char *fs, *fe, *at;
+        bool quoted;
+        if ((rc = next_field(c, &p, &fs, &fe, &quoted, &at))) {
+            rc = rc < 0 ? rc : fail_at(c, p, "header row is not complete (unbalanced quotes?)");
+            break;
+        }
+        char **more = n % 64 ? names : realloc(names, (n + 64) * sizeof *names);
+        if (!more || !(more[n] = strndup(fs, (size_t)(fe - fs)))) {
+            names = more ? more : names;
+            rc = sf_err_set(c->e, SF_ENOMEM, "out of memory");
+            break;
+        }
+        names = more, n++;
+        if (p == end || *p == '\n') break;
+        p++;  // the delimiter
+    }
+    char here = c->delim;
+    c->delim = first;
+    if (!rc) rc = sf_sources_same_header(c->src, c->src_at, (const char *const *)c->names, c->ncsv, first,
+                                         (const char *const *)names, n, here, c->e);
+    for (uint32_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    if (rc) return rc;
+    c->pos = (size_t)(p - c->buf) + (p < end);
+    c->line = 2;
+    for (const char *q = start; q < p; q++) c->line += *q == '\n';
+    return 0;
+}
+
+// --series-per-file: the source being read starts a series named after it.
+static int file_series(csv *c) {
+    const char *name = sf_sources_stem(c->src, c->src_at);
+    int rc = flush_batch(c);
+    if (!rc) rc = sf_pack_writer_series(c->w, name, strlen(name), c->e);
+    c->have_last = false;
+    c->padded_line = 0;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
+    return rc;
+}
+
+// A source's lines must fit an origin's 40 bits.
+static int source_lines_fit(csv *c) {
+    if (c->src && c->line > SF_MAX_SOURCE_LINE)
+        return sf_err_set(c->e, SF_EFORMAT, "%s: more than %llu lines: packed with other files, a file's lines are "
+                          "kept in 40 bits (split it)", c->name, (unsigned long long)SF_MAX_SOURCE_LINE);
+    return 0;
+}
+
+// At the end of a source: the next one opened, its header checked, and its
+// rows read as if they followed (the same series, unless one per file).
+static int next_input(csv *c) {
+    int rc = check_unchanged(c);
+    if (!rc) rc = source_lines_fit(c);
+    if (rc) return rc;
+    close(c->fd);  // never stdin: "-" is an input alone
+    c->fd = -1;
+    size_t i = ++c->src_at;
+    c->consumed += c->len;
+    c->len = c->pos = 0;
+    c->eof = false;
+    c->blank_line = 0;  // blank lines may end each file
+    c->name = sf_sources_path(c->src, i);
+    c->line = 1;
+    c->line_base = sf_origin_make((uint32_t)i, 0);
+    int fd = sf_sources_open_file(c->src, i, &c->opened, c->e);
+    if (fd < 0) return fd;
+    c->fd = fd;
+    if ((rc = next_header(c))) return rc;
+    return c->per_file ? file_series(c) : 0;
+}
+
+// Field f of the row that starts at row (a whole one, scanned before):
+// its text in s[0, *n) (in c->field when quoted: used before the next) and
+// where it is.
+static void row_field(csv *c, const char *row, uint32_t f, const char **s, size_t *n, const char **at) {
+    const char *p = row, *e = row;
+    bool quoted;
+    *s = *at = row;
+    for (uint32_t j = 0; j <= f; j++)
+        if ((j && *p++ != c->delim) || next_field(c, &p, s, &e, &quoted, at)) break;
+    *n = (size_t)(e - *s);
+}
+
+// What series_hint found, said: an error for the time going back (packing
+// would stop there anyway), else a warning before packing.
+static int series_hint_say(csv *c, const sf_hint *h, int64_t *const *cols, const char *const *row_at, uint64_t n) {
+    const char *id = c->col_names[h->id];
+    long long from = cols[h->id][h->row - 1], to = cols[h->id][h->row];
+    // fail_at puts "name:line:column: " before it, in the error's 1024 bytes
+    size_t name = strlen(c->name), cap = name < 800 ? sizeof c->e->msg - name - 48 : 176, len = 0;
+    char msg[1024], now[96], before[96];
+    const char *s, *at = row_at[h->row], *at_before = row_at[h->row - 1];
+    size_t sn;
+    if (h->kind == SF_HINT_TIME_BACK) {
+        row_field(c, row_at[h->row - 1], c->time_field, &s, &sn, &at_before);
+        show(s, sn, before, sizeof before);
+        row_field(c, row_at[h->row], c->time_field, &s, &sn, &at);
+        show(s, sn, now, sizeof now);
+        append(msg, cap, &len, "time %s goes back from %s (line %llu) where column \"%s\" changes from %lld to %lld, "
+               "and nowhere else in the first %llu rows: \"%s\" looks like the id of series (%u values, each in one "
+               "run of rows), which without --series-column are packed as one series, whose times must not go back.",
+               now, before, (unsigned long long)where_line(c, at_before), id, from, to, (unsigned long long)n, id,
+               h->nvalues);
+        append(msg, cap, &len, " If the rows are one series, --series-column none says so, and they pack only "
+               "without the time column (--time-column none, and --drop-columns or --columns without \"%s\").",
+               c->names[c->time_field]);
+    } else {
+        append(msg, cap, &len, "warning: column \"%s\" looks like the id of series: its %u values each come in one run "
+               "of rows, and column \"%s\" restarts where it changes (line %llu: %lld then %lld), in the first %llu "
+               "rows; without --series-column they are packed as one series, the id a feature. If they are one "
+               "series, --series-column none says so.", id, h->nvalues, c->col_names[h->counter],
+               (unsigned long long)where_line(c, at), (long long)cols[h->counter][h->row - 1],
+               (long long)cols[h->counter][h->row], (unsigned long long)n);
+    }
+    size_t mark = len;
+    append(msg, cap, &len, " If \"%s\" is the series id, pack it with: ", id);
+    if (!again(c, &(again_edit){.series_column = id, .drop = c->o->columns ? id : NULL}, msg + len, cap - len))
+        snprintf(msg + mark, cap - mark, " --series-column %s makes it the series id", id);
+    if (h->kind == SF_HINT_TIME_BACK) return fail_at(c, at, "%s", msg);
+    escape_controls(msg, sizeof msg);
+    if (c->o->note) c->o->note(c->o->progress_arg, msg);
+    return 0;
+}
+
+#define HINT_CELLS (1u << 20)  // integers the scan below may hold: 8 MiB
+
+// Numeric series ids taken for one series (series_hint.c), decided from
+// the rows of the first buffer (megabytes) before anything is written, so
+// that there is no second pass: packing would fail where the time goes
+// back, so that is refused now with the command that makes the column the
+// series id; a counter restarting (no time column) is warned of, as a
+// month and its days look the same. Evidence further on meets the time
+// check of commit_record, or the note on a repeated time.
+static int series_hint(csv *c) {
+    // named, "" (--series-column none: one series on purpose), or a series per file
+    if (c->o->series_column || c->o->series_per_file) return 0;
+    bool timed = c->time_field != UINT32_MAX;
+    uint32_t alive = 0, need = timed ? 1 : 2;  // integer columns left; an id, and a time or a counter
+    for (uint32_t f = 0; f < c->ncsv; f++) alive += c->role[f] == ROLE_KEEP;
+    const char *p = c->buf + c->pos, *end = c->buf + c->len;
+    uint64_t lines = 1;
+    for (const char *q = p; q < end && (q = memchr(q, '\n', (size_t)(end - q))); q++) lines++;
+    uint64_t max_rows = alive ? HINT_CELLS / alive : 0;
+    if (max_rows > lines) max_rows = lines;
+    if (alive < need || max_rows < 2 * SF_HINT_MIN_RUN) return 0;
+    int64_t *cells = malloc(max_rows * alive * sizeof *cells), *times = malloc(max_rows * sizeof *times);
+    int64_t **cols = calloc(c->nkeep, sizeof *cols);
+    const char **row_at = malloc(max_rows * sizeof *row_at);
+    int rc = 0;
+    if (!cells || !times || !cols || !row_at) {
+        rc = sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+        goto done;
+    }
+    for (uint32_t f = 0, i = 0; f < c->ncsv; f++)
+        if (c->role[f] == ROLE_KEEP) cols[c->keep_at[f]] = cells + (size_t)i++ * max_rows;
+    sf_err kept = *c->e;  // the parser says what is wrong with a row; the scan only stops there
+    uint64_t n = 0;
+    for (; n < max_rows && p < end && alive >= need; n++) {
+        const char *row = p, *eol;
+        bool ok = !is_blank_line(c, p, &eol);
+        for (uint32_t f = 0; ok && f < c->ncsv; f++) {
+            const char *s, *e, *at;
+            bool quoted;
+            if (next_field(c, &p, &s, &e, &quoted, &at)) {
+                ok = false;
+                break;
+            }
+            size_t len = (size_t)(e - s);
+            unsigned parts;
+            int64_t *col = c->role[f] == ROLE_KEEP ? cols[c->keep_at[f]] : NULL;
+            if (f == c->time_field)
+                ok = c->time_kind == SF_TIME_ISO ? sf_time_parse(s, len, &times[n], &parts) == 0
+                                                 : parse_epoch(s, len, &times[n]) == 0 && epoch_fits(c->time_kind, times[n]);
+            else if (col && parse_epoch(s, len, &col[n]) != 0)
+                cols[c->keep_at[f]] = NULL, alive--;
+            bool last = f + 1 == c->ncsv;
+            if ((p == end || *p == '\n') != last) ok = false;  // ragged
+            else if (!last) p++;
+        }
+        if (!ok) break;
+        row_at[n] = row;
+        if (p < end) p++;
+    }
+    *c->e = kept;
+    sf_hint h;
+    sf_hint_rows r = {.nrows = n, .ncols = c->nkeep, .ints = (const int64_t *const *)cols, .time = timed ? times : NULL};
+    if (sf_series_hint(&r, &h) != SF_HINT_NONE) rc = series_hint_say(c, &h, cols, row_at, n);
+done:
+    free(cells);
+    free(times);
+    free(cols);
+    free(row_at);
+    return rc;
 }
 
 static int convert(csv *c, const char *out) {
@@ -1957,6 +2262,7 @@ static int convert(csv *c, const char *out) {
     wo.time_kind = c->time_kind;
     wo.lines = true;  // what predict joins back to the CSV by
     wo.imputed = ffill;
+    if (c->src) wo.sources = sf_sources_paths(c->src), wo.nsources = (uint32_t)sf_sources_count(c->src);
     uint32_t cat_cols[64];
     if (c->ncat > sizeof cat_cols / sizeof *cat_cols) {
         free(col_names);
@@ -1964,14 +2270,17 @@ static int convert(csv *c, const char *out) {
     }
     for (uint32_t k = 0; k < c->ncat; k++) cat_cols[k] = c->keep_at[c->cats[k].field];
     wo.categorical = cat_cols, wo.ncategorical = c->ncat;
-    rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
+    rc = series_hint(c);  // before anything is written
+    if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
+    if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
         if (parallel && (rc = parse_parallel(c)) != 1) continue;
         rc = parse_until(c, SIZE_MAX, parallel);  // then try the next buffer in parallel
+        if (rc == REC_END && c->src && c->src_at + 1 < sf_sources_count(c->src)) rc = next_input(c);
     }
-    if (rc == REC_END) rc = 0;
+    if (rc == REC_END) rc = source_lines_fit(c);
     if (!rc) rc = flush_batch(c);
     if (!rc) rc = check_unchanged(c);
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
@@ -2051,6 +2360,30 @@ int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_c
     c.buf = malloc(c.cap + PAD);
     int rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!is_stdin) close(c.fd);
+    return rc;
+}
+
+int sf_csv_pack_files(const char *const *paths, size_t n, const char *out, const sf_csv_pack_opts *o,
+                      sf_csv_pack_stats *st, sf_err *e) {
+    if (o->series_per_file && o->series_column)
+        return sf_err_set(e, SF_EUSAGE, "--series-per-file and --series-column exclude each other: a series is a "
+                          "file, or the rows of one value of the column");
+    sf_sources *src;
+    int rc = sf_sources_open(&src, paths, n, o->series_per_file, e);
+    if (rc) return rc;
+    bool is_stdin = strcmp(paths[0], "-") == 0;  // then the one input
+    csv c = {.name = is_stdin ? "<stdin>" : paths[0], .o = o, .e = e, .line = 1, .src = src,
+             .per_file = o->series_per_file};
+    c.fd = sf_sources_open_file(src, 0, &c.opened, e);
+    if (c.fd < 0) {
+        sf_sources_free(src);
+        return c.fd;
+    }
+    c.cap = BUF_INITIAL;
+    c.buf = malloc(c.cap + PAD);
+    rc = c.buf ? run(&c, out, st) : sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!is_stdin && c.fd >= 0) close(c.fd);
+    sf_sources_free(src);
     return rc;
 }
 

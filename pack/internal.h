@@ -17,6 +17,7 @@
 #define SF_FLAG_LINES 2u      // version 2: every row keeps its CSV line
 #define SF_FLAG_CATEGORIES 4u // version 2: categorical columns (their list after the time column; values in the trailer)
 #define SF_FLAG_IMPUTED 8u    // version 2: a bitmap of the values pack imputed ends each chunk; counts in the trailer
+#define SF_FLAG_SOURCES 16u   // version 2: lines are origins (source, line); the sources' names end the trailer
 #define SF_FOOTER_SIZE 32u
 #define SF_TRAILER_FIXED 32u  // magic, nrows, nchunks, nseries
 #define SF_STATS_SIZE 32u     // min, max, mean, std as float64
@@ -94,5 +95,25 @@ typedef struct {
 void sf_moments_of(sf_moments *m, const float *x, size_t n);
 void sf_moments_merge(sf_moments *acc, const sf_moments *m);
 void sf_moments_finish(sf_col_stats *out, const sf_moments *m);
+
+// Several inputs read as one table (sources.c): the paths (borrowed from
+// the caller), each one's series name for --series-per-file, the files
+// opened one at a time, and the check of each file's header.
+struct stat;
+typedef struct sf_sources sf_sources;
+int sf_sources_open(sf_sources **out, const char *const *paths, size_t n, bool per_file, sf_err *e);
+void sf_sources_free(sf_sources *s);
+size_t sf_sources_count(const sf_sources *s);
+const char *sf_sources_path(const sf_sources *s, size_t i);
+const char *sf_sources_stem(const sf_sources *s, size_t i);
+const char *const *sf_sources_paths(const sf_sources *s);
+// Opens source i ("-": stdin) and fills *opened (st_mode 0: not a regular
+// file); returns the descriptor or a negative SF_E* code.
+int sf_sources_open_file(const sf_sources *s, size_t i, struct stat *opened, sf_err *e);
+// 0 when source i's header (names, n, delimiter d) is the first source's;
+// else SF_EFORMAT naming source i and how it differs (a column missing,
+// extra or renamed, with its position, or another delimiter).
+int sf_sources_same_header(const sf_sources *s, size_t i, const char *const *first, uint32_t nfirst, char dfirst,
+                           const char *const *names, uint32_t n, char d, sf_err *e);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "pack/arrow_abi.h"  // the Arrow C data and stream ABI, copied from the Arrow spec
 
 #define SF_PACK_VERSION 2  // written when rows carry times or CSV lines; else version 1, which every reader reads
 #define SF_PACK_ALIGN 4096u              // chunk offsets are multiples of this
@@ -104,7 +105,29 @@ typedef struct {
     // NULL when the file records none (it was packed without ffill, or is
     // older): every value was observed.
     const uint64_t *imputed;
+    // The files the rows came from (packed from several inputs: docs/FORMAT.md
+    // "Sources"), as given, in the order read; 0 and NULL for a file packed
+    // from one CSV, whose lines are plain line numbers.
+    uint32_t nsources;
+    const char *const *sources;
 } sf_pack_info;
+
+// A row's origin: with sources, a row's line value (an int64 of the lines
+// column) holds the source's index in bits 40-62 and its line in that
+// source in bits 0-39; without, the line alone.
+#define SF_ORIGIN_LINE_BITS 40
+#define SF_MAX_SOURCES (1u << 23)                          // sources a file may list
+#define SF_MAX_SOURCE_LINE ((1ull << SF_ORIGIN_LINE_BITS) - 1)  // the last line a source may have
+static inline int64_t sf_origin_make(uint32_t source, uint64_t line) {
+    return (int64_t)((uint64_t)source << SF_ORIGIN_LINE_BITS | line);
+}
+// Splits a line value of a file with sources into the source's index and
+// its line there. A file without sources: source 0 and the value as it is.
+static inline void sf_origin_split(const sf_pack_info *in, int64_t origin, uint32_t *source, uint64_t *line) {
+    bool split = in->nsources > 0;
+    *source = split ? (uint32_t)((uint64_t)origin >> SF_ORIGIN_LINE_BITS) : 0;
+    *line = split ? (uint64_t)origin & SF_MAX_SOURCE_LINE : (uint64_t)origin;
+}
 
 // Column c's category, or NULL when c holds numbers.
 const sf_category *sf_pack_category(const sf_pack_info *in, uint32_t c);
@@ -203,6 +226,10 @@ typedef struct {
     const uint32_t *categorical; // columns whose values are category codes (ascending), ncategorical of them
     uint32_t ncategorical;
     bool imputed;               // the file records which values were imputed (sf_pack_writer_rows_imputed)
+    // The files the rows came from, borrowed until finish (lines are then
+    // origins: sf_origin_make); nsources 0: none. Needs lines.
+    const char *const *sources;
+    uint32_t nsources;
 } sf_pack_writer_opts;
 
 typedef struct sf_pack_writer sf_pack_writer;
@@ -258,7 +285,10 @@ enum sf_missing { SF_MISSING_ERROR, SF_MISSING_DROP, SF_MISSING_FFILL };
 typedef struct {
     const char *columns;        // comma-separated names to keep, in order; NULL: all
     const char *drop_columns;   // comma-separated names to leave out; NULL: none
-    const char *series_column;  // NULL: the file is one series
+    // NULL: the file is one series, unless the rows of the first buffer
+    // show a column of numeric series ids (refused where the time goes back
+    // there, else a note); "": one series on purpose, not looked at.
+    const char *series_column;
     // The time column: NULL finds it (the first kept column whose first
     // value is an ISO-8601 date or time and not a number), "" means none,
     // else its name. time_unit: SF_TIME_ISO (ISO-8601 texts) or an epoch
@@ -279,8 +309,12 @@ typedef struct {
     // Receives (with progress_arg) each thing about the packed data the
     // user should know, once the file is written: "warning: ..." (values
     // changed: integers float32 cannot hold, series that look mixed) or
-    // "note: ..." (may be NULL).
+    // "note: ..." (may be NULL); a column that looks like series ids is
+    // said before packing.
     void (*note)(void *arg, const char *text);
+    // sf_csv_pack_files: each file is its own series, named after the file
+    // without its directory and extension (excludes series_column).
+    bool series_per_file;
     // Receives (with progress_arg) the CSV's column names once the header
     // is read, before any row; a nonzero return (with e filled) stops the
     // pack (may be NULL). pack --append-to compares them with the file's.
@@ -313,6 +347,23 @@ bool sf_csv_delimiter_ok(char d);
 // Errors name in:line:column and what was expected.
 int sf_csv_pack(const char *in, const char *out, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e);
 
+// Same from several CSV files read one after the other as one table (the
+// order given): every file has the same header (names, order, delimiter);
+// rows keep their origin (source index and line, sf_origin_split) and the
+// file lists the paths as given ("-": stdin, only alone). Errors name the
+// file and its line. pack/sources.c.
+int sf_csv_pack_files(const char *const *paths, size_t n, const char *out, const sf_csv_pack_opts *o,
+                      sf_csv_pack_stats *st, sf_err *e);
+
+// The CSV files that args (n of them, as a user gives inputs) name, in
+// order: a file as it is, a directory's *.csv files and a glob(3)
+// pattern's matches (when no file has that name), each sorted by name in
+// byte order. *paths (malloc'd, and each path) is the caller's to free
+// with sf_csv_inputs_free. SF_EUSAGE names an empty directory, a pattern
+// that matches nothing, "-" among others, or a path that cannot be read.
+int sf_csv_inputs(const char *const *args, size_t n, char ***paths, size_t *npaths, sf_err *e);
+void sf_csv_inputs_free(char **paths, size_t n);
+
 // Same, from a memory buffer (for tests and fuzzing); name is used in messages.
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
                     sf_csv_pack_stats *st, sf_err *e);
@@ -339,6 +390,43 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
 // when the text is not a plain decimal (digits, optional sign, point,
 // exponent); SF_ERANGE when it rounds beyond the float32 range.
 int sf_parse_float(const char *s, size_t n, float *out);
+
+// ---- Arrow C stream to .sfpack (arrow.c) ----
+
+// What `seqfeed pack` does for a CSV, for anything that exports an
+// ArrowArrayStream (pyarrow tables and datasets, Polars, DuckDB, pandas
+// through pyarrow), one record batch at a time, with the same options, rules
+// and messages.
+typedef struct {
+    const char *name;           // the source in messages ("data/", "the Arrow stream"); NULL: "the Arrow stream"
+    const char *columns;        // as sf_csv_pack_opts: names to keep, in order; NULL: all
+    const char *drop_columns;   // names to leave out; NULL: none
+    const char *series_column;  // a string, dictionary or integer column; NULL: one series
+    // NULL finds it (the first kept timestamp or date column), "" means
+    // none, else its name (a timestamp or date column).
+    const char *time_column;
+    const char *categorical;    // string, dictionary or integer columns stored as category codes
+    enum sf_missing missing;    // nulls (and NaN, infinities): an error, the row dropped, or filled forward
+    sf_pack_writer_opts pack;   // ncols, col_names, series, time, lines and categories are filled in
+    void (*temp_path)(void *arg, const char *path);  // as sf_csv_pack_opts (may be NULL)
+    void (*note)(void *arg, const char *text);       // as sf_csv_pack_opts (may be NULL)
+    void *arg;
+} sf_arrow_pack_opts;
+
+typedef struct {
+    uint64_t rows, rows_dropped, values_filled, nseries, batches, out_bytes;
+} sf_arrow_pack_stats;
+
+// Packs the stream's rows into out. The stream is consumed: moved out of
+// *stream (its release set to NULL, so that the caller's copy is released
+// already, as the Arrow PyCapsule protocol expects), and released, with the
+// schema and every batch, whatever the outcome. Each row keeps its index in
+// the stream, 1-based (all rows counted, dropped ones too), as the line a
+// CSV row keeps: predict --with-actual writes it. Errors name the source,
+// the row and the column; a malformed stream (a format string, a child count
+// or a buffer that does not match its schema) is SF_EFORMAT saying what.
+int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arrow_pack_opts *o,
+                  sf_arrow_pack_stats *st, sf_err *e);
 
 // ---- time ----
 

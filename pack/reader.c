@@ -33,6 +33,7 @@ struct sf_pack {
     uint64_t *chunk_offset;
     uint32_t *chunk_size, *chunk_crc;
     size_t max_stored;
+    char **sources;  // the files the rows came from (SF_FLAG_SOURCES)
 };
 
 struct sf_pack_dctx {
@@ -75,6 +76,8 @@ void sf_pack_close(sf_pack *p) {
     free(p->chunk_offset);
     free(p->chunk_size);
     free(p->chunk_crc);
+    for (uint32_t i = 0; p->sources && i < p->info.nsources; i++) free(p->sources[i]);
+    free(p->sources);
     free(p->name);
     free(p);
 }
@@ -149,7 +152,8 @@ static int parse_header(sf_pack *p, sf_err *e) {
     p->info.level = (int32_t)sf_get_u32(h + 28);
     p->info.data_offset = sf_align_up(hsize, SF_PACK_ALIGN);
     uint32_t flags = sf_get_u32(h + 32);
-    uint32_t known = version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES | SF_FLAG_IMPUTED : 0;
+    uint32_t known =
+        version >= 2 ? SF_FLAG_TIME | SF_FLAG_LINES | SF_FLAG_CATEGORIES | SF_FLAG_IMPUTED | SF_FLAG_SOURCES : 0;
     if ((flags & ~known) || sf_get_u32(h + 36)) {
         rc = CORRUPT("%s: byte 32: flags %08x and reserved %08x; version %u knows flags %08x and reserves 0", nm,
                      flags, sf_get_u32(h + 36), version, known);
@@ -157,6 +161,11 @@ static int parse_header(sf_pack *p, sf_err *e) {
     }
     p->info.has_lines = flags & SF_FLAG_LINES;
     p->has_imputed = flags & SF_FLAG_IMPUTED;
+    if ((flags & SF_FLAG_SOURCES) && !p->info.has_lines) {
+        rc = CORRUPT("%s: byte 32: flags %08x: sources without lines", nm, flags);
+        goto out;
+    }
+    p->info.nsources = flags & SF_FLAG_SOURCES ? 1 : 0;  // counted in the trailer
     p->naux = (flags & SF_FLAG_TIME ? 1 : 0) + p->info.has_lines;
     uint32_t nc = p->info.ncols;
     if (nc == 0 || nc > SF_PACK_MAX_COLS) {
@@ -452,6 +461,27 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
             }
         in->imputed = p->imputed;
     }
+    if (in->nsources) {  // the flag: the count and the names
+        uint32_t n = end - pos >= 4 ? sf_get_u32(t + pos) : 0;
+        if (n == 0 || n > SF_MAX_SOURCES || (end - pos - 4) / 2 < n) {
+            rc = CORRUPT("%s: trailer (byte %llu): %u sources; expected 1 to %u, their names in the trailer", nm,
+                         (unsigned long long)(toff + pos), n, SF_MAX_SOURCES);
+            goto out;
+        }
+        pos += 4;
+        if (!(p->sources = calloc(n, sizeof *p->sources))) {
+            rc = sf_err_set(e, SF_ENOMEM, "%s: out of memory", nm);
+            goto out;
+        }
+        in->nsources = n;
+        for (uint32_t i = 0; i < n; i++)
+            if (!(p->sources[i] = take_name(t, end, &pos))) {
+                rc = CORRUPT("%s: trailer (byte %llu): source %u's name runs past the trailer", nm,
+                             (unsigned long long)(toff + pos), i);
+                goto out;
+            }
+        in->sources = (const char *const *)p->sources;
+    }
     if (pos != end) {
         rc = CORRUPT("%s: trailer (byte %llu): %zu unexpected bytes after the series %s", nm,
                      (unsigned long long)(toff + pos), end - pos, p->time_column ? "times" : "names");
@@ -729,6 +759,30 @@ int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n,
     return rc;
 }
 
+// A row's origin in a file with sources: a listed source and a line of it
+// (from 1), and within a series after the row before it (prev; INT64_MIN
+// at a series' start): a series keeps its rows in the order of the files
+// and of their lines.
+static int verify_origin(const sf_pack *p, uint64_t chunk, uint64_t row, int64_t origin, int64_t prev, sf_err *e) {
+    const sf_pack_info *in = &p->info;
+    uint32_t src;
+    uint64_t line;
+    sf_origin_split(in, origin, &src, &line);
+    if (origin < 0 || src >= in->nsources || line == 0)
+        return CORRUPT("%s: chunk %llu: row %llu's origin %lld: source %u of %u, line %llu; expected a listed source "
+                       "and a line from 1", p->name, (unsigned long long)chunk, (unsigned long long)row,
+                       (long long)origin, src, in->nsources, (unsigned long long)line);
+    if (origin <= prev) {
+        uint32_t psrc;
+        uint64_t pline;
+        sf_origin_split(in, prev, &psrc, &pline);
+        return CORRUPT("%s: chunk %llu: row %llu (%s line %llu) does not follow the row before it in its series "
+                       "(%s line %llu)", p->name, (unsigned long long)chunk, (unsigned long long)row,
+                       in->sources[src], (unsigned long long)line, in->sources[psrc], (unsigned long long)pline);
+    }
+    return 0;
+}
+
 int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk), void *arg, sf_err *e) {
     const sf_pack_info *in = &p->info;
     size_t raw_max = (size_t)(in->chunk_rows < in->nrows ? in->chunk_rows : in->nrows) * in->ncols * 4;
@@ -763,9 +817,9 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
             uint64_t row = c.first_row + r;
             bool starts = row == in->series[series].first_row;
             if (row >= in->series[series].first_row + in->series[series].rows) series++, starts = true;
-            // Within a series: rows pack --append-to added after a
-            // series' last start again at a later CSV's lines, lower.
-            if (line && !starts && line[r] == prev_line)
+            if (line && in->nsources) {
+                rc = verify_origin(p, i, row, line[r], starts ? INT64_MIN : prev_line, e);
+            } else if (line && row && line[r] <= prev_line)
                 rc = CORRUPT("%s: chunk %llu: row %llu's CSV line %lld does not follow line %lld", p->name,
                              (unsigned long long)i, (unsigned long long)row, (long long)line[r], (long long)prev_line);
             if (time && !starts && time[r] < prev_time)

@@ -87,6 +87,8 @@ struct sf_pack_writer {
     sf_moments *moments;     // ncols, merged in chunk order
     series_entry *series;
     size_t nseries, series_cap;
+    const char *const *sources;  // borrowed until finish
+    uint32_t nsources;
 };
 
 static int write_all(sf_pack_writer *w, const void *buf, size_t n, uint64_t off, sf_err *e) {
@@ -310,7 +312,8 @@ static int write_header(sf_pack_writer *w, const char *series_column, sf_err *e)
     sf_put_u32(h + 28, (uint32_t)w->level);
     sf_put_u32(h + 32, (w->has_time ? SF_FLAG_TIME : 0) | (w->has_lines ? SF_FLAG_LINES : 0) |
                            (w->ncat ? SF_FLAG_CATEGORIES : 0) |
-                           (w->has_imputed ? SF_FLAG_IMPUTED : 0));  // reserved stays 0
+                           (w->has_imputed ? SF_FLAG_IMPUTED : 0) |
+                           (w->nsources ? SF_FLAG_SOURCES : 0));  // reserved stays 0
     uint8_t *p = h + SF_HEADER_FIXED;
     for (uint32_t c = 0; c <= w->ncols + w->has_time; c++) {
         const char *s = c < w->ncols ? w->col_names[c] : c == w->ncols ? series_column : w->time_column;
@@ -348,6 +351,12 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
                      o->time_kind <= SF_TIME_NONE || o->time_kind > SF_TIME_EPOCH_NS))
         return sf_err_set(e, SF_EINVAL, "%s: a time column needs a name of 1 to %u bytes and a kind", path,
                           SF_PACK_MAX_NAME);
+    if (o->nsources && (!o->lines || o->nsources > SF_MAX_SOURCES))
+        return sf_err_set(e, SF_EINVAL, "%s: %u sources; expected lines and at most %u", path, o->nsources,
+                          SF_MAX_SOURCES);
+    for (uint32_t i = 0; i < o->nsources; i++)
+        if (strlen(o->sources[i]) > SF_PACK_MAX_NAME)
+            return sf_err_set(e, SF_EINVAL, "%s: source %u: a name longer than %u bytes", path, i + 1, SF_PACK_MAX_NAME);
     for (uint32_t c = 0; c < o->ncols; c++) {
         size_t len = strlen(o->col_names[c]);
         if (len == 0 || len > SF_PACK_MAX_NAME)
@@ -374,6 +383,7 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->time_column = o->time_column, w->time_kind = has_time ? o->time_kind : SF_TIME_NONE;
     w->ncat = o->ncategorical;
     w->has_imputed = o->imputed;
+    w->sources = o->sources, w->nsources = o->nsources;
     // A file without times, lines, categories or imputed values stays readable by version-1 readers.
     w->version = w->naux || w->ncat || w->has_imputed ? 2 : 1;
     if (w->ncat) {
@@ -635,6 +645,8 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
                w->nseries * SF_SERIES_ENTRY + names + 4 +
                (w->has_time ? SF_TIME_FIXED + w->nseries * 16 + w->index_len * 8 : 0) +
                (w->has_imputed ? (size_t)w->ncols * 8 : 0);
+    for (uint32_t i = 0; i < w->nsources; i++) n += 2 + strlen(w->sources[i]);
+    n += w->nsources ? 4 : 0;
     uint8_t *t = malloc(n + SF_FOOTER_SIZE);
     if (!t) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the trailer", w->path);
     memcpy(t, SF_MAGIC_TRAILER, 8);
@@ -686,6 +698,13 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
         }
     }
     for (uint32_t c = 0; w->has_imputed && c < w->ncols; c++, p += 8) sf_put_u64(p, w->imputed[c]);
+    if (w->nsources) sf_put_u32(p, w->nsources), p += 4;
+    for (uint32_t i = 0; i < w->nsources; i++) {
+        size_t len = strlen(w->sources[i]);
+        sf_put_u16(p, (uint16_t)len);
+        memcpy(p + 2, w->sources[i], len);
+        p += 2 + len;
+    }
     sf_put_u32(p, sf_crc32c(0, t, n - 4));
     p += 4;
     // The trailer follows the last chunk directly; only chunks need alignment.

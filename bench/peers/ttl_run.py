@@ -179,7 +179,7 @@ def run_peer(a, ds, seed, work, tool):
     if ds["series_column"]:
         cmd += ["--series-column", ds["series_column"]]
     if tool == "torch":
-        cmd += ["--threads", str(a.torch_threads)]
+        cmd += ["--threads", str(a.torch_threads)] + (["--one-bias"] if a.torch_one_bias else [])
     if ds.get("val_by_rows"):
         cmd += ["--val-by-rows"]
     t0 = time.perf_counter()
@@ -363,6 +363,9 @@ def main():
     ap.add_argument("--torch-threads", type=int, default=1,
                     help="torch.set_num_threads (0: its default, one per core; on a loaded machine its OpenMP "
                          "threads wait on each other: 1 is faster)")
+    ap.add_argument("--torch-one-bias", action="store_true",
+                    help="PyTorch trains one bias per gate (bias_hh stays 0), as Keras and seqfeed do: nn.LSTM's "
+                         "two bias vectors each take an Adam step, twice the bias' step of the others")
     ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
     ap.add_argument("--save", help="also write the JSON object to this file")
     ap.add_argument("--runs-log", help="append each run to this file as it ends (one JSON line): a run cut "

@@ -13,6 +13,7 @@ Prints to stdout, one line each as it happens (the driver stamps them):
 model's loss on the validation windows.
 usage: ttl_torch.py --csv FILE --columns a,b [--series-column S] [--window T] [--batch-size B]
                     [--lr F] [--val-split F] [--model lstm:U,...,dense] [--epochs N] [--patience N] [--seed N]
+                    [--one-bias]
 """
 import argparse
 import copy
@@ -27,6 +28,8 @@ import ttl_data  # noqa: E402
 def main():
     ap = argparse.ArgumentParser()
     ttl_data.add_args(ap)
+    ap.add_argument("--one-bias", action="store_true",
+                    help="train only bias_ih: the one bias per gate of Keras' LSTM (nn.LSTM's two double its step)")
     a = ap.parse_args()
     import torch
 
@@ -61,7 +64,10 @@ def main():
             return self.dense(v[:, -1, :])
 
     model = Model()
-    opt = torch.optim.Adam(model.parameters(), lr=a.lr, eps=1e-7)
+    if a.one_bias:  # b_hh stays 0: the same parameters as Keras' and seqfeed's LSTM
+        for lstm in model.lstms:
+            lstm.bias_hh_l0.requires_grad_(False)
+    opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=a.lr, eps=1e-7)
 
     def val_loss():
         model.eval()

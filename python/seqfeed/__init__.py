@@ -7,10 +7,11 @@ of `seqfeed train` as an iterable of (x, y) batches.
     ds = seqfeed.Dataset("data.sfpack", window=24, batch_size=64, targets="temp")
     for x, y in ds: ...                      # x (batch, window, inputs), y (batch, targets)
     ck = seqfeed.load_checkpoint("ck/latest.safetensors")
+    seqfeed.pack(table, "out.sfpack", series_column="site")  # anything with __arrow_c_stream__, Parquet, CSV
 
 The C library (libseqfeed.so, built by meson next to the seqfeed program)
 does the work; $SEQFEED_LIB names it when it is not found by the loader.
-numpy is the only dependency.
+numpy is the only dependency; packing Parquet files needs pyarrow.
 
 Every argument is checked before the C library sees it: a value outside its
 range is a ValueError naming the argument, the `seqfeed train` option it
@@ -28,7 +29,7 @@ import weakref
 
 import numpy as np
 
-__all__ = ["Pack", "Dataset", "load_checkpoint", "SeqfeedError"]
+__all__ = ["Pack", "Dataset", "load_checkpoint", "pack", "parquet_reader", "SeqfeedError"]
 
 
 class SeqfeedError(Exception):
@@ -84,6 +85,19 @@ _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpt
 _lib.sf_dataset_shape.argtypes = [_vp, ctypes.POINTER(_DatasetInfo)]
 _lib.sf_dataset_next.argtypes = [_vp, _vp, _sz, _vp, _sz, ctypes.POINTER(_Err)]
 _lib.sf_dataset_close.argtypes = [_vp]
+
+
+
+class _PackOpts(ctypes.Structure):
+    _fields_ = [("columns", _cp), ("drop_columns", _cp), ("series_column", _cp), ("time_column", _cp),
+                ("categorical", _cp), ("missing", _cp), ("chunk_rows", _u32), ("threads", _u32)]
+
+
+_lib.sf_api_pack_arrow.argtypes = [_vp, _cp, ctypes.POINTER(_PackOpts), _cp, ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
+_lib.sf_api_pack_csv.argtypes = [_cp, _cp, ctypes.POINTER(_PackOpts), ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = _vp
+_capsule_pointer.argtypes = [ctypes.py_object, _cp]
 
 _U32, _U64 = 2**32 - 1, 2**64 - 1
 
@@ -409,6 +423,155 @@ class Dataset:
 
     def __exit__(self, *exc):
         self.close()
+
+
+# ---- packing ----
+
+def _name(name, option, v, none):
+    """One column name (it may hold a comma), encoded; None stays None."""
+    if v is None:
+        return None
+    if not isinstance(v, str) or "\0" in v or (not v and not none.startswith('""')):
+        raise _bad(name, option, "a column name (None: %s)" % none, v)
+    return v.encode("utf-8")
+
+
+def _is_parquet(path):
+    """A directory (of Parquet files), or a file that starts with Parquet's magic PAR1."""
+    if os.path.isdir(path):
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PAR1"
+    except OSError:
+        return False  # the CSV packer says what is wrong with it
+
+
+def _partitions(path, base):
+    """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
+    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
+    return [tuple(part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
+
+
+def parquet_reader(path):
+    """A Parquet file, or a directory of them (file names sorted; the hive partitions of their folders,
+    such as site=north/, as dictionary columns of text after the file's own), as a pyarrow
+    RecordBatchReader of batches of 65536 rows read a row group at a time: memory stays bounded whatever
+    the size of the data. Every file must have the same columns (the error names the first that differs)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as papq
+    except ImportError:
+        raise ImportError("reading Parquet needs pyarrow, which is not installed: pip install pyarrow") from None
+    import numpy as np
+    p = os.fsdecode(path)
+    if os.path.isdir(p):
+        # Names sorted, so that rows come in a stated order; pyarrow's ignored prefixes (. and _: _SUCCESS,
+        # .crc files) left out, also for folders.
+        files = sorted(os.path.join(root, f) for root, dirs, names in os.walk(p)
+                       if not any(part.startswith((".", "_")) for part in os.path.relpath(root, p).split(os.sep)
+                                  if part != ".")
+                       for f in names if not f.startswith((".", "_")))
+        if not files:
+            raise SeqfeedError(-4, "%s: no Parquet files in this directory" % p)
+    else:
+        files, p = [p], os.path.dirname(os.path.abspath(p))  # a file alone: no partitions
+    # Every file's columns and partitions first (their footers only): a difference is said before packing.
+    schema, keys = papq.read_schema(files[0]), [k for k, _ in _partitions(files[0], p)]
+    for f in files[1:]:
+        other, other_keys = papq.read_schema(f), [k for k, _ in _partitions(f, p)]
+        if not other.equals(schema, check_metadata=False) or other_keys != keys:
+            raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
+                               (f, files[0], ", ".join("%s (%s)" % (n.name, n.type) for n in other) +
+                                "".join(", %s (partition)" % k for k in other_keys),
+                                ", ".join("%s (%s)" % (n.name, n.type) for n in schema) +
+                                "".join(", %s (partition)" % k for k in keys)))
+    text = pa.dictionary(pa.int32(), pa.string())
+    full = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
+
+    def batches():
+        for f in files:
+            values = [v for _, v in _partitions(f, p)]
+            # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
+            # file in memory); without it, a row group at a time.
+            with papq.ParquetFile(f, pre_buffer=False) as pf:
+                for b in pf.iter_batches(batch_size=65536):
+                    cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), pa.array([v]))
+                            for v in values]
+                    yield pa.RecordBatch.from_arrays(b.columns + cols, schema=full)
+
+    return pa.RecordBatchReader.from_batches(full, batches())
+
+
+def pack(source, out, series_column=None, time_column=None, columns=None, drop_columns=None, categorical=None,
+         missing="error", chunk_rows=None, threads=None):
+    """Packs source into the .sfpack file out, as `seqfeed pack` packs a CSV, and returns what it did: a dict
+    of rows, rows_dropped, values_filled, series, bytes and notes (pack's warnings, also issued as Python
+    warnings). source is any object with __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow
+    Table or RecordBatchReader, a Polars DataFrame, a DuckDB result...), a pandas DataFrame (through
+    pyarrow), a Parquet file or a directory of them (parquet_reader: batch by batch), or a CSV file.
+    Arrow columns: bool, integers and floats are values; timestamps and dates times (the first kept one is
+    the time column unless time_column names another, or "" for none); string, large_string and dictionary
+    columns, and integers, can be series_column or categorical. Each row keeps its index in the source,
+    1-based, as a CSV row keeps its line. The options mirror pack's: series_column (--series-column),
+    time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
+    (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
+    chunk_rows (--chunk-rows), threads (--threads, None: one per core)."""
+    if missing not in ("error", "drop", "ffill"):
+        raise _bad("missing", "missing", "one of error, drop, ffill", missing)
+    if columns is not None and drop_columns is not None:
+        raise ValueError("columns (--columns) and drop_columns (--drop-columns) exclude each other")
+    opts = _PackOpts(
+        columns=_names("columns", "columns", columns, "every column"),
+        drop_columns=_names("drop_columns", "drop-columns", drop_columns, "none"),
+        series_column=_name("series_column", "series-column", series_column, "the rows are one series"),
+        time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time'),
+        categorical=_names("categorical", "categorical", categorical, "none"),
+        missing=missing.encode(),
+        chunk_rows=_int("chunk_rows", "chunk-rows", chunk_rows, 1, _U32, none="1 MiB of values a chunk") or 0,
+        threads=_int("threads", "threads", threads, 1, 256, none="one per core") or 0)
+    out_b = _path("out", out)
+    report, err = _vp(), _Err()
+    if isinstance(source, (str, bytes, os.PathLike)):
+        path = _path("source", source)
+        if not _is_parquet(path):
+            rc = _lib.sf_api_pack_csv(path, out_b, ctypes.byref(opts), ctypes.byref(report), ctypes.byref(err))
+            return _pack_report(rc, err, report)
+        name, source = os.fsdecode(path), parquet_reader(path)
+    elif hasattr(source, "__arrow_c_stream__"):
+        name = "the %s's Arrow stream" % type(source).__name__
+    elif type(source).__module__.split(".")[0] == "pandas":
+        try:
+            import pyarrow as pa
+        except ImportError:
+            raise ImportError("packing a pandas DataFrame needs pyarrow, which is not installed: pip install "
+                              "pyarrow") from None
+        name, source = "the DataFrame's Arrow stream", pa.Table.from_pandas(source, preserve_index=False)
+    else:
+        raise TypeError("source must have __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow Table, "
+                        "a Polars DataFrame...), be a pandas DataFrame, or a path to a CSV or Parquet file; got %s"
+                        % type(source).__name__)
+    capsule = source.__arrow_c_stream__()
+    ptr = _capsule_pointer(capsule, b"arrow_array_stream")
+    # libseqfeed moves the stream out of the capsule (its release set to NULL) and releases it; the capsule,
+    # alive until then, frees only its own memory.
+    rc = _lib.sf_api_pack_arrow(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
+                                ctypes.byref(report), ctypes.byref(err))
+    del capsule
+    return _pack_report(rc, err, report)
+
+
+def _pack_report(rc, err, report):
+    _check(rc, err)
+    try:
+        r = json.loads(ctypes.string_at(report.value).decode("utf-8"))
+    finally:
+        _lib.sf_api_free(report)
+    import warnings
+    for note in r["notes"]:
+        if note.startswith("warning: "):
+            warnings.warn(note[len("warning: "):], stacklevel=3)
+    return r
 
 
 def load_checkpoint(path):

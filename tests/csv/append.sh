@@ -29,6 +29,7 @@ same_as() {
 import json, sys
 j = json.load(sys.stdin)
 for k in ("file", "file_bytes", "compression_ratio", "file_ratio"): del j[k]
+j.pop("sources", None)  # an append lists the CSV as a source
 for k in ("stored_bytes", "min_stored", "max_stored"): del j["chunks"][k]
 print(json.dumps(j, indent=1))' >"$f.json"
     done
@@ -70,9 +71,16 @@ run 0 verify f.sfpack
 "$SEQFEED" pack cat.csv -o cat.sfpack "${layout[@]}" -q || exit 1
 same_as f.sfpack cat.sfpack
 no_temp f.sfpack
-# The appended rows keep their lines in new.csv: a's new rows come from
-# its lines 26-49 (b's are lines 2-25).
+# The appended rows' origins: new.csv, a new source after the file's own
+# rows (source 0, named after the file: the CSV it came from is not kept).
 "$SEQFEED" unpack f.sfpack -o - | sed -n 146p | grep -q '^a,2024-03-04T00:00,' || fail "row 145 is not a's first new row"
+run 0 inspect --json f.sfpack
+expect out '"sources": \["f\.sfpack", "new\.csv"\]'
+sed 's/,c,/,d,/' newc.csv >newd.csv
+run 0 pack newd.csv --append-to f.sfpack -q
+run 0 inspect --json f.sfpack
+expect out '"sources": \["f\.sfpack", "new\.csv", "newd\.csv"\]'
+run 0 verify f.sfpack
 
 # ---- only a new series: the leading chunks are kept as stored, not recompressed ----
 cp orig.sfpack g.sfpack
@@ -81,7 +89,9 @@ expect out "kept 21 of 24 chunks as stored"
 run 0 verify g.sfpack
 "$SEQFEED" pack catc.csv -o catc.sfpack "${layout[@]}" -q || exit 1
 same_as g.sfpack catc.sfpack
-cmp -s <(head -c 65536 g.sfpack) <(head -c 65536 orig.sfpack) || fail "the kept chunks' bytes changed"
+# (The header differs: it gained the flag of a source table.)
+cmp -s <(head -c 65536 g.sfpack | tail -c +4097) <(head -c 65536 orig.sfpack | tail -c +4097) ||
+    fail "the kept chunks' bytes changed"
 
 # Rows that fill whole chunks: every chunk kept, the new one after the last.
 python3 -c "print('s,v'); [print('a,%d' % i) for i in range(20)]" >al.csv

@@ -612,36 +612,111 @@ static void test_imputed(const char *dir) {
     unlink(ipath);
 }
 
-// Lines rise within a series and may start again lower where rows that
-// pack --append-to added begin (a later CSV's lines); a line repeated
-// within a series is refused, as is nothing across series.
-static void test_lines(const char *dir) {
-    static const char *const names[1] = {"v"};
-    static const int64_t good[] = {2, 3, 4, 2, 3, 9, 5, 6}, repeated[] = {2, 3, 3, 4, 5, 6, 7, 8};
-    const int64_t *lines[2] = {good, repeated};
-    float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8};
-    char lpath[PATH_LEN];
-    path_in(lpath, dir, "lines.sfpack");
-    for (int k = 0; k < 2; k++) {
-        sf_pack_writer_opts o = {.ncols = 1, .col_names = names, .series_column = "s", .chunk_rows = 3, .level = 1,
-                                 .lines = true};
-        sf_pack_writer *w;
-        sf_err e = {0};
-        // Series a: rows 0-4 (lines 2 3 4, then 2 3 appended); series b: rows 5-7 (9, then 5 6 appended).
-        if (sf_pack_writer_open(&w, lpath, &o, &e) || sf_pack_writer_series(w, "a", 1, &e) ||
-            sf_pack_writer_rows_at(w, rows, NULL, lines[k], 5, &e) || sf_pack_writer_series(w, "b", 1, &e) ||
-            sf_pack_writer_rows_at(w, rows + 5, NULL, lines[k] + 5, 3, &e) || sf_pack_writer_finish(w, &e)) {
-            CHECK(0, "lines sample: %s", e.msg);
-            return;
-        }
-        sf_pack *p = NULL;
-        int rc = sf_pack_open(&p, lpath, &e);
-        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e);
-        sf_pack_close(p);
-        if (k == 0) CHECK(rc == 0, "lines starting again lower in a series: %s", rc ? e.msg : "");
-        else CHECK(rc == SF_ECORRUPT && strstr(e.msg, "row 2's CSV line 3 does not follow line 3"),
-                   "a line repeated: rc %d, \"%s\"", rc, rc ? e.msg : "");
+// A file packed from several inputs (flag bit 4): each row's line is an
+// origin, its source's index in bits 40-62, and the trailer ends with the
+// sources' names. A source index past the list, lines that do not rise
+// within a source's rows of a series, a count of 0 and the flag without
+// lines are each refused, naming the file and what is wrong.
+static void test_sources(const char *dir) {
+    enum { NC = 2, CR = 8, NR = 20 };  // series "a" rows 0-11 from a.csv, "b" rows 12-19 from dir/b.csv
+    static const char *const names[NC] = {"x", "y"};
+    static const char *const sources[] = {"a.csv", "dir/b.csv"};
+    char spath[PATH_LEN];
+    path_in(spath, dir, "sources.sfpack");
+    float rows[NR * NC];
+    int64_t line[NR];
+    for (int i = 0; i < NR; i++) {
+        rows[2 * i] = (float)i, rows[2 * i + 1] = (float)(i % 3);
+        line[i] = i < 12 ? sf_origin_make(0, (uint64_t)i + 2) : sf_origin_make(1, (uint64_t)(i - 12) * 2 + 2);
     }
+    sf_pack_writer_opts o = {.ncols = NC, .col_names = names, .chunk_rows = CR, .level = 3, .lines = true,
+                             .filter = SF_FILTER_NONE, .sources = sources, .nsources = 2};
+    sf_pack_writer *w;
+    sf_err e = {0};
+    if (sf_pack_writer_open(&w, spath, &o, &e) || sf_pack_writer_series(w, "a", 1, &e) ||
+        sf_pack_writer_rows_at(w, rows, NULL, line, 12, &e) || sf_pack_writer_series(w, "b", 1, &e) ||
+        sf_pack_writer_rows_at(w, rows + 12 * NC, NULL, line + 12, NR - 12, &e) || sf_pack_writer_finish(w, &e)) {
+        CHECK(0, "sources sample: %s", e.msg);
+        return;
+    }
+    {  // pristine: the list, and origins that split back into source and line
+        sf_pack *p;
+        int rc = sf_pack_open(&p, spath, &e);
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e);
+        const sf_pack_info *in = rc ? NULL : sf_pack_get_info(p);
+        CHECK(in && in->nsources == 2 && !strcmp(in->sources[1], "dir/b.csv"), "pristine sources: %s",
+              rc ? e.msg : "the list differs");
+        uint32_t src;
+        uint64_t ln;
+        if (in) sf_origin_split(in, line[13], &src, &ln);
+        CHECK(in && src == 1 && ln == 4, "origin of row 13: source %u line %llu", in ? src : 0,
+              in ? (unsigned long long)ln : 0);
+        if (!rc) sf_pack_close(p);
+    }
+    size_t n;
+    unsigned char *good = read_whole(spath, &n);
+    if (!good) abort();
+    uint32_t hs = sf_get_u32(good + 12);
+    uint64_t ft = n - SF_FOOTER_SIZE, to = sf_get_u64(good + ft), ts = ft - to;
+    uint64_t index = to + SF_TRAILER_FIXED + NC * SF_STATS_SIZE;
+    uint64_t count = to + ts - 4 - (4 + 2 + 5 + 2 + 9);  // u32 count, then "a.csv" and "dir/b.csv"
+    unsigned char *b = malloc(n);
+    if (!b) abort();
+#define RESEAL() sf_put_u32(b + to + ts - 4, sf_crc32c(0, b + to, ts - 4))
+#define EXPECT(what, want)                                                                                     \
+    do {                                                                                                       \
+        FILE *f = fopen(spath, "wb");                                                                          \
+        if (!f || fwrite(b, 1, n, f) != n || fclose(f)) abort();                                               \
+        sf_pack *p = NULL;                                                                                     \
+        sf_err e2 = {0};                                                                                       \
+        int rc = sf_pack_open(&p, spath, &e2);                                                                 \
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e2);                                                      \
+        sf_pack_close(p);                                                                                      \
+        CHECK(rc == SF_ECORRUPT && strstr(e2.msg, spath) && strstr(e2.msg, want), "%s: rc %d, \"%s\"", what, rc, \
+              rc ? e2.msg : "");                                                                               \
+    } while (0)
+    CHECK(sf_get_u32(good + count) == 2, "the sources' count is not where expected");
+    // Chunk 0 re-encoded with its lines changed (zigzag deltas after the
+    // floats): the first delta with source 5 of 2, then row 3 equal to row 2.
+    size_t raw = CR * NC * 4 + CR * 8;
+    for (int k = 0; k < 2; k++) {
+        memcpy(b, good, n);
+        uint64_t off = sf_get_u64(b + index);
+        uint8_t frame[CR * NC * 4 + CR * 8];
+        size_t got = ZSTD_decompress(frame, sizeof frame, b + off, sf_get_u32(b + index + 8));
+        CHECK(got == raw, "chunk 0 decodes to %zu bytes, want %zu", got, raw);
+        uint8_t *lines = frame + CR * NC * 4;
+        if (k == 0) sf_put_u64(lines, (uint64_t)sf_origin_make(5, 2) << 1);
+        else sf_put_u64(lines + 3 * 8, 0);
+        size_t z = ZSTD_compress(b + off, sf_get_u64(b + index + SF_INDEX_ENTRY) - off, frame, raw, 3);
+        if (ZSTD_isError(z)) abort();
+        sf_put_u32(b + index + 8, (uint32_t)z);
+        sf_put_u32(b + index + 12, sf_crc32c(0, b + off, z));
+        RESEAL();
+        if (k == 0) EXPECT("a source index past the list", "source 5 of 2");
+        else EXPECT("a line repeated in its series", "row 3 (a.csv line 4) does not follow");
+    }
+    memcpy(b, good, n);
+    sf_put_u32(b + count, 0);
+    RESEAL();
+    EXPECT("no sources", "0 sources");
+    memcpy(b, good, n);
+    sf_put_u32(b + count, 3);  // a third name would run past the trailer
+    RESEAL();
+    EXPECT("a source too many", "runs past the trailer");
+    memcpy(b, good, n);
+    sf_put_u32(b + 32, sf_get_u32(b + 32) & ~SF_FLAG_SOURCES);
+    sf_put_u32(b + hs - 4, sf_crc32c(0, b, hs - 4));
+    EXPECT("the flag taken away", "unexpected bytes");
+    memcpy(b, good, n);
+    sf_put_u32(b + 32, SF_FLAG_SOURCES);
+    sf_put_u32(b + hs - 4, sf_crc32c(0, b, hs - 4));
+    EXPECT("sources without lines", "sources without lines");
+#undef EXPECT
+#undef RESEAL
+    free(b);
+    free(good);
+    unlink(spath);
 }
 
 int main(void) {
@@ -665,7 +740,7 @@ int main(void) {
     test_inconsistent_fields();
     test_reencoded_chunk();
     test_imputed(dir);
-    test_lines(dir);
+    test_sources(dir);
     remove_dir(dir);
     free(orig);
     free(orig_values);

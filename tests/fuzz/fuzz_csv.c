@@ -10,6 +10,10 @@
 //           bits 6-7: both set, with two threads: the data rows are repeated
 //                     until the packer parses them with two threads too (it
 //                     does so only from 256 KiB on); rare, as they are slow
+//   byte 0, bit 7:    a CSV without quotes is cut into two files at a line
+//                     in the middle, each with the header, and packed with
+//                     sf_csv_pack_files: the values must be the whole CSV's,
+//                     each row's origin its line in its file
 // A file the packer wrote must verify. It must also hold exactly the values of
 // a reference packing of the same CSV with plain options (inline compression,
 // default chunks, no filter, the series column dropped rather than used), so
@@ -126,10 +130,37 @@ static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t 
     return all;
 }
 
+// Every row's line (an origin with sources) of a file that verified.
+static int64_t *load_lines(const char *path, uint64_t *nrows) {
+    sf_pack *p;
+    sf_err e;
+    if (sf_pack_open(&p, path, &e) != 0) fail("the packed file does not open", e.msg);
+    const sf_pack_info *in = sf_pack_get_info(p);
+    int64_t *all = malloc(in->nrows * sizeof *all);
+    void *stored = malloc(sf_pack_max_stored_size(p));
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    if (!all || !stored || !d) fail("out of memory", path);
+    if (!in->has_lines) fail("a packed CSV without lines", path);
+    for (uint64_t i = 0; i < in->nchunks; i++) {
+        sf_chunk c = sf_pack_chunk_locate(p, i);
+        if (sf_pack_chunk_read(p, i, stored, &e) != 0 ||
+            sf_pack_chunk_decode_all(d, p, i, stored, NULL, NULL, all + c.first_row, &e) != 0)
+            fail("a chunk of a verified file does not decode", e.msg);
+    }
+    *nrows = in->nrows;
+    free(stored);
+    sf_pack_dctx_free(d);
+    sf_pack_close(p);
+    return all;
+}
+
 // Checks the file at path, which packing text with o wrote, against a
-// reference packing with plain options.
+// reference packing with plain options. split: packed from two files whose
+// second one's first data row is line split of text (0: from text itself).
 static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const sf_csv_pack_stats *st,
-                  const char *path) {
+                  const char *path, uint64_t split) {
+    uint64_t nlines = 0;
+    int64_t *lines = split ? load_lines(path, &nlines) : NULL;
     uint64_t rows, ref_rows, imputed, ref_imputed;
     uint32_t ncols, ref_ncols;
     float *vals = load(path, &rows, &ncols, &imputed);
@@ -150,12 +181,23 @@ static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const s
     // that --drop-columns cannot spell); only two results can be compared.
     if (sf_csv_pack_mem(text, n, "fuzz.csv", ref_path, &ref, NULL, &e) == 0) {
         float *ref_vals = load(ref_path, &ref_rows, &ref_ncols, &ref_imputed);
+        uint64_t ref_nlines = 0;
+        int64_t *ref_lines = split ? load_lines(ref_path, &ref_nlines) : NULL;
         unlink(ref_path);
         if (ref_rows != rows || ref_ncols != ncols || ref_imputed != imputed ||
             memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0)
             fail("the packed values differ from the reference packing", path);
+        // Line L of the whole CSV is line L of the first file, or line
+        // L - split + 2 of the second (its header is line 1).
+        for (uint64_t r = 0; split && r < rows; r++) {
+            uint64_t l = (uint64_t)ref_lines[r];
+            int64_t want = l < split ? sf_origin_make(0, l) : sf_origin_make(1, l - split + 2);
+            if (lines[r] != want) fail("a row's origin is not its file and line", path);
+        }
         free(ref_vals);
+        free(ref_lines);
     }
+    free(lines);
     free(vals);
 }
 
@@ -184,7 +226,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     snprintf(path, sizeof path, "%s/out.sfpack", tmp_dir());
     sf_csv_pack_stats st;
     sf_err e;
-    if (sf_csv_pack_mem(text, n, "fuzz.csv", path, &o, &st, &e) == 0) check(text, n, &o, &st, path);
+    const char *eol = memchr(text, '\n', n);
+    if ((data[0] & 0x80) && !big && eol && !memchr(text, '"', n)) {
+        // The cut: after the line end at or after the middle of the data rows.
+        const char *body = eol + 1, *mid = body + (size_t)(text + n - body) / 2;
+        const char *cut = mid < text + n ? memchr(mid, '\n', (size_t)(text + n - mid)) : NULL;
+        cut = cut ? cut + 1 : text + n;
+        uint64_t split = 2;
+        for (const char *q = body; q < cut; q++) split += *q == '\n';
+        char a[4200], b[4200];
+        snprintf(a, sizeof a, "%s/a.csv", dir);
+        snprintf(b, sizeof b, "%s/b.csv", dir);
+        FILE *fa = fopen(a, "wb"), *fb = fopen(b, "wb");
+        size_t head = (size_t)(body - text);
+        if (!fa || !fb || fwrite(text, 1, (size_t)(cut - text), fa) != (size_t)(cut - text) ||
+            fwrite(text, 1, head, fb) != head ||
+            fwrite(cut, 1, (size_t)(text + n - cut), fb) != (size_t)(text + n - cut) || fclose(fa) || fclose(fb))
+            fail("cannot write the two inputs in", dir);
+        const char *const paths[] = {a, b};
+        int rc = sf_csv_pack_files(paths, 2, path, &o, &st, &e);
+        unlink(a), unlink(b);
+        if (rc == 0) check(text, n, &o, &st, path, split);
+    } else if (sf_csv_pack_mem(text, n, "fuzz.csv", path, &o, &st, &e) == 0) {
+        check(text, n, &o, &st, path, 0);
+    }
     // Failed packings must not leave their output or temporary file behind.
     if (!dir_empty()) fail("a file was left behind in", dir);
     free(big);

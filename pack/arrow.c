@@ -1,0 +1,1027 @@
+// Arrow C stream to .sfpack: the CSV packer's meaning (pack/csv.c) for
+// record batches. Each batch is checked against the schema (formats, child
+// counts, lengths, buffers), then read a slice of rows at a time: every kept
+// column converted into floats (category codes for categorical ones) and
+// missing flags, then the rows taken in order (series, missing values,
+// times) into a batch handed to the writer. Memory: one record batch (the
+// producer's), the slice, a 64 KiB batch, the writer's chunks, and one entry
+// per series id and category value; each batch is released once read.
+#include <errno.h>
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pack/pack.h"
+
+#define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
+#define SLICE_VALUES (1u << 18)  // kept values converted at a time (rows x columns)
+
+// The year 0000 to 9999 that ISO-8601 times take (pack/time.c), in
+// microseconds since 1970: the range of a time column.
+#define US_LO (-62167219200000000ll)
+#define US_HI 253402300799999999ll
+
+enum kind { K_NONE, K_BOOL, K_I8, K_U8, K_I16, K_U16, K_I32, K_U32, K_I64, K_U64, K_F16, K_F32, K_F64, K_STR,
+            K_LSTR, K_DATE32, K_DATE64, K_TS };
+static const char *const kind_names[] = {"unsupported", "bool", "int8", "uint8", "int16", "uint16", "int32",
+                                         "uint32", "int64", "uint64", "float16", "float32", "float64", "string",
+                                         "large_string", "date32", "date64", "timestamp"};
+static const char *const ts_units[] = {"s", "ms", "us", "ns"};
+
+enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME, ROLE_CATEGORY };
+
+// A categorical column's texts in order of first appearance (a value's
+// code is its index), as pack/csv.c keeps them.
+typedef struct {
+    char **values;
+    uint32_t n;
+    size_t bytes, quotes;  // the name and values as a checkpoint lists them (sf_list_item_bytes)
+    uint32_t slots[2 * SF_PACK_MAX_CATEGORY];  // value index + 1; 0: empty
+} category;
+
+typedef struct {
+    const char *name;
+    const char *format;  // the schema's (a dictionary's: its indices')
+    const char *dict_format;  // a dictionary's values' (NULL: not a dictionary)
+    enum kind kind;      // the values' (a dictionary's: its dictionary's)
+    enum kind index;     // a dictionary's indices; K_NONE when not a dictionary
+    int unit;            // timestamps: 0 s, 1 ms, 2 us, 3 ns
+    bool tz;
+    enum role role;
+    uint32_t keep;       // kept column index (ROLE_KEEP, ROLE_CATEGORY)
+    uint32_t cat;        // index in cats (ROLE_CATEGORY)
+    uint32_t *dict_code; // this batch's dictionary index -> code + 1 (0: not looked up yet)
+    // Integers beyond float32's exact range: said after packing.
+    uint64_t big, changed, first_row;
+    double max_change;
+    char first[24];
+    float first_stored;
+} column;
+
+typedef struct {
+    char *key;
+    size_t len;
+    uint64_t row;
+} series_seen;
+
+typedef struct {
+    const char *name;
+    const sf_arrow_pack_opts *o;
+    sf_err *e;
+    struct ArrowArrayStream s;
+    struct ArrowSchema schema;
+    column *cols;
+    uint32_t ncols, nkeep, ncat, series_col, time_col;  // UINT32_MAX: none
+    bool time_found;
+    category *cats;
+    const char **col_names;  // kept columns, in order
+    uint32_t *keep_col;      // kept column -> schema column
+
+    // The slice: kept values column-major, their missing flags, times.
+    size_t slice_rows;
+    float *vals;
+    uint8_t *miss;
+    int64_t *times;
+    uint8_t *tmiss;
+
+    float *batch, *last;
+    int64_t *batch_time, *batch_line;
+    uint8_t *batch_imp;
+    size_t nbatch, batch_rows;
+    bool have_last;
+    int64_t prev_time;
+    uint64_t prev_time_row;
+
+    series_seen *seen;
+    size_t seen_cap, seen_len;
+    const char *cur_key;  // the current series' id (its entry in seen)
+    size_t cur_len;
+    uint64_t cur_row;
+    char key_buf[32];  // an integer id as text
+
+    uint64_t rows;  // rows of the stream before the batch being read
+    uint64_t truncated, truncated_row, repeat_row;
+    sf_pack_writer *w;
+    sf_arrow_pack_stats st;
+} arrow;
+
+__attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sf_err_set(a->e, SF_EFORMAT, "%s: row %" PRIu64 ": %s", a->name, row + 1, msg);
+}
+
+__attribute__((format(printf, 3, 4))) static int fail(arrow *a, int code, const char *fmt, ...) {
+    char msg[900];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sf_err_set(a->e, code, "%s: %s", a->name, msg);
+}
+
+// Quotes a text for a message, cut to a readable length.
+static const char *show(const char *s, size_t n, char *out, size_t cap) {
+    size_t k = 0, i = 0;
+    for (; i < n && k + 8 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
+    }
+    if (i < n) memcpy(out + k, "...", 4);
+    else out[k] = 0;
+    return out;
+}
+
+// Length of the valid UTF-8 prefix of s[0, n) (as pack/csv.c checks names and ids).
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+    size_t i = 0;
+    while (i < n) {
+        unsigned ch = s[i];
+        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
+        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
+        uint32_t cp = ch & (0xffu >> (len + 1));
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80) return i;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return i;
+        i += len;
+    }
+    return n;
+}
+
+// ---- the schema ----
+
+static enum kind int_kind(const char *f) {
+    static const char codes[] = "cCsSiIlL";
+    const char *p = f[0] && !f[1] ? strchr(codes, f[0]) : NULL;
+    return p ? (enum kind)(K_I8 + (p - codes)) : K_NONE;
+}
+
+// The kind of a format string (the Arrow C data interface's), with a
+// timestamp's unit and zone.
+static enum kind format_kind(const char *f, int *unit, bool *tz) {
+    enum kind k = int_kind(f);
+    if (k != K_NONE) return k;
+    if (!strcmp(f, "b")) return K_BOOL;
+    if (!strcmp(f, "e")) return K_F16;
+    if (!strcmp(f, "f")) return K_F32;
+    if (!strcmp(f, "g")) return K_F64;
+    if (!strcmp(f, "u")) return K_STR;
+    if (!strcmp(f, "U")) return K_LSTR;
+    if (!strcmp(f, "tdD")) return K_DATE32;
+    if (!strcmp(f, "tdm")) return K_DATE64;
+    if (!strncmp(f, "ts", 2) && f[2] && strchr("smun", f[2]) && f[3] == ':') {
+        *unit = (int)(strchr("smun", f[2]) - "smun");
+        *tz = f[4] != 0;
+        return K_TS;
+    }
+    return K_NONE;
+}
+
+static bool is_text(const column *c) { return c->kind == K_STR || c->kind == K_LSTR; }
+static bool is_int(const column *c) { return c->index == K_NONE && c->kind >= K_I8 && c->kind <= K_U64; }
+static bool is_time(const column *c) { return c->index == K_NONE && c->kind >= K_DATE32; }
+static bool is_number(const column *c) { return c->index == K_NONE && c->kind >= K_BOOL && c->kind <= K_F64; }
+
+// The column's type as a message says it: "float64", "dictionary<string>",
+// "timestamp[ns, tz=UTC]", or the format string of one pack does not read.
+static const char *type_name(const column *c, char *buf, size_t cap) {
+    if (c->kind == K_NONE && c->dict_format) snprintf(buf, cap, "a dictionary of Arrow format \"%s\"", c->dict_format);
+    else if (c->kind == K_NONE) snprintf(buf, cap, "Arrow format \"%s\"", c->format);
+    else if (c->index != K_NONE) snprintf(buf, cap, "dictionary<%s>", kind_names[c->kind]);
+    else if (c->kind == K_TS) snprintf(buf, cap, "timestamp[%s%s%s]", ts_units[c->unit], c->tz ? ", tz=" : "",
+                                       c->tz ? c->format + 4 : "");
+    else snprintf(buf, cap, "%s", kind_names[c->kind]);
+    return buf;
+}
+
+static int find_name(const arrow *a, const char *name) {
+    for (uint32_t f = 0; f < a->ncols; f++)
+        if (!strcmp(a->cols[f].name, name)) return (int)f;
+    return -1;
+}
+
+static int not_a_column(arrow *a, const char *option, const char *name) {
+    char all[512] = "", tmp[96];
+    size_t k = 0;
+    for (uint32_t i = 0; i < a->ncols && k < sizeof all - 4; i++)
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", a->cols[i].name);
+    return fail(a, SF_EUSAGE, "%s names \"%s\", which is not a column; the columns are: %s", option,
+                show(name, strlen(name), tmp, sizeof tmp), all);
+}
+
+static int each_name(arrow *a, const char *list, const char *option, int (*fn)(arrow *, int col, const char *option)) {
+    char name[4096];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name))
+            return fail(a, SF_EUSAGE, "%s %s: expected names separated by commas; a name with a comma or a quote in "
+                        "quotes, as in CSV (\"rate,1y\")", option, list);
+        int f = find_name(a, name);
+        if (f < 0) return not_a_column(a, option, name);
+        int rc = fn(a, f, option);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+static int keep_col(arrow *a, int f, const char *option) {
+    column *c = &a->cols[f];
+    if (c->role == ROLE_TIME)
+        return fail(a, SF_EUSAGE, "column \"%s\" is the time column; it is stored as the time of each row, never as "
+                    "a feature", c->name);
+    if (c->role == ROLE_KEEP) return fail(a, SF_EUSAGE, "%s lists column \"%s\" twice", option, c->name);
+    if (c->role == ROLE_SERIES)
+        return fail(a, SF_EUSAGE, "column \"%s\" is the series column and cannot also be a feature", c->name);
+    c->role = ROLE_KEEP;
+    c->keep = a->nkeep++;
+    return 0;
+}
+
+static int drop_col(arrow *a, int f, const char *option) {
+    (void)option;
+    column *c = &a->cols[f];
+    if (c->role == ROLE_TIME)
+        return fail(a, SF_EUSAGE, "column \"%s\" is the time column named by --time-column: it cannot be dropped too",
+                    c->name);
+    if (c->role == ROLE_SERIES)
+        return fail(a, SF_EUSAGE, "column \"%s\" is the series column; it is never stored as a feature", c->name);
+    c->role = ROLE_SKIP;
+    return 0;
+}
+
+static int category_col(arrow *a, int f, const char *option) {
+    (void)option;
+    column *c = &a->cols[f];
+    if (c->role == ROLE_CATEGORY) return fail(a, SF_EUSAGE, "--categorical names \"%s\" twice", c->name);
+    if (c->role != ROLE_KEEP)
+        return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s", c->name,
+                    c->role == ROLE_SERIES ? "the series column" : c->role == ROLE_TIME ? "the time column"
+                    : "not packed (--columns or --drop-columns leaves it out)");
+    char type[96];
+    if (!is_text(c) && !is_int(c))
+        return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s: a categorical column holds text "
+                    "(string, large_string, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+    c->role = ROLE_CATEGORY;
+    a->ncat++;
+    return 0;
+}
+
+// The schema's columns, their roles from the options (as pack/csv.c's
+// read_header gives them) and the kept columns' names.
+static int read_schema(arrow *a) {
+    const struct ArrowSchema *sc = &a->schema;
+    char type[96];
+    if (!sc->format || strcmp(sc->format, "+s"))
+        return fail(a, SF_EFORMAT, "the stream's schema has format \"%s\"; expected a struct of columns (\"+s\"), as a "
+                    "record batch stream exports", sc->format ? sc->format : "(NULL)");
+    if (sc->n_children < 1 || sc->n_children > SF_PACK_MAX_COLS || !sc->children)
+        return fail(a, SF_EFORMAT, "the stream's schema has %" PRId64 " columns%s; expected 1 to %u", sc->n_children,
+                    sc->children ? "" : " and no list of them", SF_PACK_MAX_COLS);
+    a->ncols = (uint32_t)sc->n_children;
+    if (!(a->cols = calloc(a->ncols, sizeof *a->cols))) return fail(a, SF_ENOMEM, "out of memory");
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        const struct ArrowSchema *ch = sc->children[f];
+        column *c = &a->cols[f];
+        if (!ch || !ch->format) return fail(a, SF_EFORMAT, "column %u of the schema has no %s", f + 1, ch ? "format" : "schema");
+        if (!ch->name || !ch->name[0]) return fail(a, SF_EFORMAT, "column %u has no name; expected named columns", f + 1);
+        size_t len = strlen(ch->name);
+        if (len > SF_PACK_MAX_NAME) return fail(a, SF_EFORMAT, "column %u: name longer than %u bytes", f + 1, SF_PACK_MAX_NAME);
+        if (utf8_valid_prefix((const unsigned char *)ch->name, len) < len)
+            return fail(a, SF_EFORMAT, "column %u: column names must be UTF-8", f + 1);
+        c->name = ch->name;
+        c->format = ch->format;
+        c->index = K_NONE;
+        if (find_name(a, ch->name) != (int)f)
+            return fail(a, SF_EFORMAT, "column name \"%s\" appears twice (columns %d and %u); names must be unique",
+                        ch->name, find_name(a, ch->name) + 1, f + 1);
+        if (ch->n_children != 0) {
+            c->kind = K_NONE;  // a nested type
+        } else if (ch->dictionary) {
+            const struct ArrowSchema *d = ch->dictionary;
+            c->dict_format = d->format ? d->format : "(NULL)";
+            int unit;
+            bool tz;
+            enum kind values = d->format && !d->dictionary && !d->n_children ? format_kind(d->format, &unit, &tz) : K_NONE;
+            c->index = int_kind(ch->format);
+            c->kind = c->index != K_NONE && (values == K_STR || values == K_LSTR) ? values : K_NONE;
+            if (c->kind == K_NONE) c->index = K_NONE;
+        } else {
+            c->kind = format_kind(ch->format, &c->unit, &c->tz);
+        }
+    }
+    const sf_arrow_pack_opts *o = a->o;
+    a->series_col = a->time_col = UINT32_MAX;
+    if (o->series_column) {
+        int f = find_name(a, o->series_column);
+        if (f < 0) return not_a_column(a, "--series-column", o->series_column);
+        column *c = &a->cols[f];
+        if (!is_text(c) && !is_int(c))
+            return fail(a, SF_EUSAGE, "--series-column names \"%s\", which is %s: a series column holds ids, text "
+                        "(string, large_string, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+        c->role = ROLE_SERIES;
+        a->series_col = (uint32_t)f;
+    }
+    if (o->time_column && o->time_column[0]) {
+        int f = find_name(a, o->time_column);
+        if (f < 0) return not_a_column(a, "--time-column", o->time_column);
+        column *c = &a->cols[f];
+        if (c->role == ROLE_SERIES)
+            return fail(a, SF_EUSAGE, "column \"%s\" cannot be both the series and the time column", c->name);
+        if (!is_time(c))
+            return fail(a, SF_EUSAGE, "--time-column names \"%s\", which is %s: a time column is an Arrow timestamp "
+                        "or date (cast it to one)", c->name, type_name(c, type, sizeof type));
+        c->role = ROLE_TIME;
+        a->time_col = (uint32_t)f;
+    }
+    int rc;
+    if (o->columns && o->drop_columns) return fail(a, SF_EUSAGE, "--columns and --drop-columns exclude each other");
+    if (o->columns) {
+        if ((rc = each_name(a, o->columns, "--columns", keep_col))) return rc;
+    } else {
+        for (uint32_t f = 0; f < a->ncols; f++)
+            if (a->cols[f].role == ROLE_SKIP) a->cols[f].role = ROLE_KEEP;
+    }
+    if (o->drop_columns && (rc = each_name(a, o->drop_columns, "--drop-columns", drop_col))) return rc;
+    if (o->categorical && (rc = each_name(a, o->categorical, "--categorical", category_col))) return rc;
+    // The first kept timestamp or date column, when none was named.
+    for (uint32_t f = 0; !o->time_column && a->time_col == UINT32_MAX && f < a->ncols; f++)
+        if (a->cols[f].role == ROLE_KEEP && is_time(&a->cols[f])) {
+            a->cols[f].role = ROLE_TIME;
+            a->time_col = f;
+            a->time_found = true;
+        }
+    // What each kept column holds: numbers, or said what to do with it;
+    // the text columns in one message, as the CSV packer lists them.
+    char texts[600] = "";
+    size_t tn = 0;
+    uint32_t ntext = 0;
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        column *c = &a->cols[f];
+        if (c->role == ROLE_KEEP && is_text(c) && tn < sizeof texts)
+            tn += (size_t)snprintf(texts + tn, sizeof texts - tn, "%s\"%s\" (%s)", ntext++ ? ", " : "", c->name,
+                                   type_name(c, type, sizeof type));
+    }
+    if (ntext == 1)
+        return fail(a, SF_EUSAGE, "column %s is text: name it as the series column (--series-column) or a "
+                    "categorical one (--categorical), or leave it out (--drop-columns)", texts);
+    if (ntext)
+        return fail(a, SF_EUSAGE, "columns %s are text: name one as the series column (--series-column) and the "
+                    "others as categorical (--categorical), or leave them out (--drop-columns)", texts);
+    const char *time_name = a->time_col == UINT32_MAX ? NULL : a->cols[a->time_col].name;
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        column *c = &a->cols[f];
+        if (c->role != ROLE_KEEP || is_number(c)) continue;
+        type_name(c, type, sizeof type);
+        if (is_time(c) && time_name)
+            return fail(a, SF_EUSAGE, "column \"%s\" is a time (%s) and \"%s\" is the time column: a row has one time "
+                        "(--time-column names the other; --drop-columns leaves this one out)", c->name, type, time_name);
+        if (is_time(c))
+            return fail(a, SF_EUSAGE, "column \"%s\" is a time (%s), and --time-column none leaves rows without one: "
+                        "leave it out (--drop-columns) or make it the time column (--time-column)", c->name, type);
+        return fail(a, SF_EUSAGE, "column \"%s\" has type %s, which pack does not read (it reads bool, integers, "
+                    "floats, timestamps, dates, and text as ids or categories): cast it to float64, or leave it out "
+                    "(--drop-columns)", c->name, type);
+    }
+    // Kept columns in schema order, or in --columns' order.
+    a->nkeep = 0;
+    if (o->columns) {
+        for (uint32_t f = 0; f < a->ncols; f++)
+            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->nkeep++;
+    } else {
+        for (uint32_t f = 0; f < a->ncols; f++)
+            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->cols[f].keep = a->nkeep++;
+    }
+    if (a->nkeep == 0) return fail(a, SF_EUSAGE, "no columns left to pack");
+    if (o->columns) {  // --columns' order, with the time column it may have named taken out
+        uint32_t k = 0;
+        char name[4096];
+        for (const char *p = o->columns; p;) {
+            sf_list_next(&p, name, sizeof name);  // parsed above
+            column *c = &a->cols[find_name(a, name)];
+            if (c->role == ROLE_KEEP || c->role == ROLE_CATEGORY) c->keep = k++;
+        }
+    }
+    a->col_names = calloc(a->nkeep, sizeof *a->col_names);
+    a->keep_col = calloc(a->nkeep, sizeof *a->keep_col);
+    a->cats = a->ncat ? calloc(a->ncat, sizeof *a->cats) : NULL;
+    if (!a->col_names || !a->keep_col || (a->ncat && !a->cats)) return fail(a, SF_ENOMEM, "out of memory");
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        column *c = &a->cols[f];
+        if (c->role != ROLE_KEEP && c->role != ROLE_CATEGORY) continue;
+        a->col_names[c->keep] = c->name;
+        a->keep_col[c->keep] = f;
+    }
+    // Categories in kept-column order: the writer's.
+    for (uint32_t k = 0, n = 0; k < a->nkeep; k++)
+        if (a->cols[a->keep_col[k]].role == ROLE_CATEGORY) a->cols[a->keep_col[k]].cat = n++;
+    return 0;
+}
+
+// ---- a batch ----
+
+static bool bit(const void *bits, int64_t i) { return ((const uint8_t *)bits)[i >> 3] >> (i & 7) & 1; }
+
+// Values buffers a column's array has: validity and values (bool, numbers,
+// times, dictionary indices), and offsets for text.
+static int64_t nbuffers(enum kind k) { return k == K_STR || k == K_LSTR ? 3 : 2; }
+
+// One array of column c (or its dictionary: dict) against its type: counts,
+// offset and length, and the buffers a reader needs. need: the rows read
+// (the batch's offset and length).
+static int check_array(arrow *a, const column *c, const struct ArrowArray *x, int64_t need, bool dict) {
+    const char *what = dict ? "dictionary" : "array";
+    if (!x) return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" has no %s", a->st.batches + 1, c->name, what);
+    enum kind k = dict || c->index == K_NONE ? c->kind : c->index;
+    if (x->length < 0 || x->offset < 0 || x->null_count < -1 || x->length > INT64_MAX - x->offset)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has length %" PRId64 ", offset %" PRId64
+                    " and null count %" PRId64 "; expected lengths and offsets of 0 or more", a->st.batches + 1,
+                    c->name, what, x->length, x->offset, x->null_count);
+    if (x->length < need)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" has %" PRId64 " values, fewer than the batch's %"
+                    PRId64 " rows", a->st.batches + 1, c->name, x->length, need);
+    if (x->n_buffers != nbuffers(k) || !x->buffers || x->n_children != 0)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has %" PRId64 " buffers and %" PRId64
+                    " children; its type (%s) has %" PRId64 " buffers and none", a->st.batches + 1, c->name, what,
+                    x->n_buffers, x->n_children, kind_names[k], nbuffers(k));
+    if (x->length > 0 && !x->buffers[1])
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has no values buffer", a->st.batches + 1,
+                    c->name, what);
+    if (x->null_count > 0 && !x->buffers[0])
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has %" PRId64 " nulls and no validity "
+                    "buffer", a->st.batches + 1, c->name, what, x->null_count);
+    if (!dict && (c->index != K_NONE) != (x->dictionary != NULL))
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" %s, and its schema %s", a->st.batches + 1,
+                    c->name, x->dictionary ? "has a dictionary" : "has no dictionary", x->dictionary ? "none" : "one");
+    if (!dict && c->index != K_NONE) return check_array(a, c, x->dictionary, 0, true);
+    if (dict && x->dictionary)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s dictionary has a dictionary", a->st.batches + 1,
+                    c->name);
+    return 0;
+}
+
+static bool valid_at(const struct ArrowArray *x, int64_t i) {
+    return x->null_count == 0 || !x->buffers[0] || bit(x->buffers[0], i);
+}
+
+// The text of a string array at physical index i; false (with the error
+// set) when its offsets are out of order or point at no data.
+static int text_at(arrow *a, const column *c, const struct ArrowArray *x, int64_t i, uint64_t row, const char **s,
+                   size_t *n) {
+    int64_t lo, hi;
+    if (c->kind == K_STR) lo = ((const int32_t *)x->buffers[1])[i], hi = ((const int32_t *)x->buffers[1])[i + 1];
+    else lo = ((const int64_t *)x->buffers[1])[i], hi = ((const int64_t *)x->buffers[1])[i + 1];
+    if (lo < 0 || hi < lo || (hi > lo && !x->buffers[2]))
+        return fail_row(a, row, "column \"%s\": string offsets %" PRId64 " to %" PRId64 " are not a text (offsets "
+                        "out of order, or no data buffer)", c->name, lo, hi);
+    *s = (const char *)x->buffers[2] + lo;
+    *n = (size_t)(hi - lo);
+    return 0;
+}
+
+static int64_t index_at(enum kind k, const void *v, int64_t i) {
+    switch (k) {
+    case K_I8: return ((const int8_t *)v)[i];
+    case K_U8: return ((const uint8_t *)v)[i];
+    case K_I16: return ((const int16_t *)v)[i];
+    case K_U16: return ((const uint16_t *)v)[i];
+    case K_I32: return ((const int32_t *)v)[i];
+    case K_U32: return ((const uint32_t *)v)[i];
+    case K_I64: return ((const int64_t *)v)[i];
+    default: {
+        uint64_t u = ((const uint64_t *)v)[i];
+        return u > INT64_MAX ? -1 : (int64_t)u;
+    }
+    }
+}
+
+// Row `row`'s text (an id or a category) at physical index i of column c's
+// array x: a string, a dictionary's string, or an integer written out.
+// 1 when it is null, 0 with *s and *n, or an error.
+static int value_text(arrow *a, const column *c, const struct ArrowArray *x, int64_t i, uint64_t row, const char **s,
+                      size_t *n, int64_t *dict_index) {
+    if (!valid_at(x, i)) return 1;
+    if (c->index != K_NONE) {
+        const struct ArrowArray *d = x->dictionary;
+        int64_t j = index_at(c->index, x->buffers[1], i);
+        if (j < 0 || j >= d->length)
+            return fail_row(a, row, "column \"%s\": dictionary index %" PRId64 " is outside its dictionary of %" PRId64
+                            " values", c->name, j, d->length);
+        *dict_index = j;
+        if (!valid_at(d, d->offset + j)) return 1;
+        return text_at(a, c, d, d->offset + j, row, s, n);
+    }
+    if (is_text(c)) return text_at(a, c, x, i, row, s, n);
+    if (c->kind == K_U64) snprintf(a->key_buf, sizeof a->key_buf, "%" PRIu64, ((const uint64_t *)x->buffers[1])[i]);
+    else snprintf(a->key_buf, sizeof a->key_buf, "%" PRId64, index_at(c->kind, x->buffers[1], i));
+    *s = a->key_buf;
+    *n = strlen(a->key_buf);
+    return 0;
+}
+
+// The code of a categorical value (pack/csv.c's category_field): a new one
+// for a text not seen yet.
+static int category_code(arrow *a, column *c, uint64_t row, const char *s, size_t n, uint32_t *code) {
+    category *g = &a->cats[c->cat];
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)h & mask;
+    for (; g->slots[j]; j = (j + 1) & mask) {
+        const char *v = g->values[g->slots[j] - 1];
+        if (strlen(v) == n && !memcmp(v, s, n)) {
+            *code = g->slots[j] - 1;
+            return 0;
+        }
+    }
+    if (g->n == SF_PACK_MAX_CATEGORY)
+        return fail_row(a, row, "column \"%s\" has more than %u distinct values: ids or text rather than a category "
+                        "(--series-column or --drop-columns)", c->name, SF_PACK_MAX_CATEGORY);
+    if (n > SF_PACK_MAX_CATEGORY_VALUE)
+        return fail_row(a, row, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
+                        "value may have (checkpoints keep every value)", c->name, n, SF_PACK_MAX_CATEGORY_VALUE);
+    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n)
+        return fail_row(a, row, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->name);
+    if (!g->n) g->bytes = sf_list_item_bytes(c->name, strlen(c->name), &g->quotes);
+    size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
+    size_t list = sf_list_group_bytes(g->n + 2, g->bytes + bytes, g->quotes + quotes);
+    if (list > SF_PACK_MAX_CATEGORY_LIST)
+        return fail_row(a, row, "categorical column \"%s\" takes %zu bytes with this value (its distinct value %u) as "
+                        "a checkpoint lists its name and values (quoted, quotes doubled), more than the %u a checkpoint "
+                        "keeps for them (hint: fewer or shorter distinct values, or leave the column out with "
+                        "--drop-columns)", c->name, list, g->n + 1, SF_PACK_MAX_CATEGORY_LIST);
+    g->bytes += bytes, g->quotes += quotes;
+    char **v = g->n % 64 ? g->values : realloc(g->values, (g->n + 64) * sizeof *v);
+    if (!v) return fail(a, SF_ENOMEM, "out of memory");
+    g->values = v;
+    if (!(v[g->n] = strndup(s, n))) return fail(a, SF_ENOMEM, "out of memory");
+    g->slots[j] = ++g->n;
+    *code = g->n - 1;
+    return 0;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = h >> 10 & 31, man = h & 1023;
+    float f;
+    if (exp == 31) {
+        uint32_t bits = sign | 0x7f800000u | man << 13;
+        memcpy(&f, &bits, 4);
+        return f;
+    }
+    f = exp ? ldexpf((float)(man | 1024), (int)exp - 25) : ldexpf((float)man, -24);
+    return sign ? -f : f;
+}
+
+// An integer beyond 2^24 in kept column c: float32 may have changed it.
+static void big_int(column *c, long double exact, float v, const char *text, uint64_t row) {
+    c->big++;
+    long double change = fabsl(exact - (long double)v);
+    if (change == 0) return;
+    if (!c->changed++) {
+        c->first_row = row;
+        snprintf(c->first, sizeof c->first, "%s", text);
+        c->first_stored = v;
+    }
+    if ((double)change > c->max_change) c->max_change = (double)change;
+}
+
+// Kept column c's rows [0, m) of the slice from physical index i0 of x into
+// out and miss (1: null, NaN or an infinity).
+static int convert_column(arrow *a, column *c, const struct ArrowArray *x, int64_t i0, size_t m, uint64_t row0,
+                          float *out, uint8_t *miss) {
+    const void *v = x->buffers[1];
+    for (size_t r = 0; r < m; r++) miss[r] = !valid_at(x, i0 + (int64_t)r);
+    if (c->role == ROLE_CATEGORY) {
+        for (size_t r = 0; r < m; r++) {
+            const char *s;
+            size_t n;
+            int64_t j = -1;
+            out[r] = NAN;
+            int rc = value_text(a, c, x, i0 + (int64_t)r, row0 + r, &s, &n, &j);
+            if (rc < 0) return rc;
+            if (rc == 1) {
+                miss[r] = 1;
+                continue;
+            }
+            uint32_t code = 0;
+            if (j >= 0 && c->dict_code[j]) {
+                code = c->dict_code[j] - 1;
+            } else {
+                if ((rc = category_code(a, c, row0 + r, s, n, &code))) return rc;
+                if (j >= 0) c->dict_code[j] = code + 1;
+            }
+            out[r] = (float)code;
+        }
+        return 0;
+    }
+    char text[24];
+    for (size_t r = 0; r < m; r++) {
+        int64_t i = i0 + (int64_t)r;
+        float f;
+        switch (c->kind) {
+        case K_BOOL: f = bit(v, i); break;
+        case K_I8: case K_U8: case K_I16: case K_U16: f = (float)index_at(c->kind, v, i); break;
+        case K_I32: case K_I64: {
+            int64_t w = index_at(c->kind, v, i);
+            f = (float)w;
+            if (!miss[r] && fabsf(f) >= 0x1p24f)
+                snprintf(text, sizeof text, "%" PRId64, w), big_int(c, (long double)w, f, text, row0 + r);
+            break;
+        }
+        case K_U32: case K_U64: {
+            uint64_t u = c->kind == K_U32 ? ((const uint32_t *)v)[i] : ((const uint64_t *)v)[i];
+            f = (float)u;
+            if (!miss[r] && f >= 0x1p24f)
+                snprintf(text, sizeof text, "%" PRIu64, u), big_int(c, (long double)u, f, text, row0 + r);
+            break;
+        }
+        case K_F16: f = half_to_float(((const uint16_t *)v)[i]); break;
+        case K_F32: f = ((const float *)v)[i]; break;
+        default: {  // K_F64: rounded as strtof rounds the decimal that names it
+            double d = ((const double *)v)[i];
+            if (!miss[r] && isfinite(d) && fabs(d) > FLT_MAX) {
+                if (fabs(d) >= 0x1.ffffffp127)
+                    return fail_row(a, row0 + r, "value %.9g in column \"%s\" is out of float32 range (|x| < 3.4e38)",
+                                    d, c->name);
+                d = d < 0 ? -FLT_MAX : FLT_MAX;
+            }
+            f = isfinite(d) ? (float)d : (float)NAN;
+        }
+        }
+        if (!isfinite(f)) miss[r] = 1;  // as the CSV's nan and inf
+        out[r] = f;
+    }
+    return 0;
+}
+
+// The time column's rows [0, m) into t (microseconds) and miss.
+static int convert_times(arrow *a, const column *c, const struct ArrowArray *x, int64_t i0, size_t m, uint64_t row0,
+                         int64_t *t, uint8_t *miss) {
+    const void *v = x->buffers[1];
+    char type[96];
+    for (size_t r = 0; r < m; r++) {
+        int64_t i = i0 + (int64_t)r, w = c->kind == K_DATE32 ? ((const int32_t *)v)[i] : ((const int64_t *)v)[i];
+        miss[r] = !valid_at(x, i);
+        if (miss[r]) continue;
+        // Each unit's range of the years 0000-9999, checked before scaling.
+        static const int64_t per_us[] = {1000000, 1000, 1, 0};
+        int64_t scale = c->kind == K_DATE32 ? 86400000000ll : c->kind == K_DATE64 ? 1000 : per_us[c->unit];
+        int64_t us;
+        if (scale) {
+            bool in = w >= US_LO / scale && w <= US_HI / scale;
+            us = in ? w * scale : 0;
+            if (!in) goto range;
+        } else {  // nanoseconds: floor to the microsecond, as the CSV's times are cut
+            us = w / 1000 - (w % 1000 < 0);
+            if (w % 1000 && !a->truncated++) a->truncated_row = row0 + r;
+        }
+        if (us < US_LO || us > US_HI) goto range;
+        t[r] = us;
+        continue;
+    range:
+        return fail_row(a, row0 + r, "time %" PRId64 " (%s) in the time column \"%s\" is outside the years 0000 to "
+                        "9999, which seqfeed's times cover", w, type_name(c, type, sizeof type), c->name);
+    }
+    return 0;
+}
+
+// ---- rows ----
+
+static uint64_t hash_key(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static series_seen *seen_find_or_add(arrow *a, const char *key, size_t n, uint64_t row, bool *found) {
+    if (2 * (a->seen_len + 1) > a->seen_cap) {
+        size_t cap = a->seen_cap ? 2 * a->seen_cap : 64;
+        series_seen *t = calloc(cap, sizeof *t);
+        if (!t) return NULL;
+        for (size_t i = 0; i < a->seen_cap; i++) {
+            if (!a->seen[i].key) continue;
+            size_t j = hash_key(a->seen[i].key, a->seen[i].len) & (cap - 1);
+            while (t[j].key) j = (j + 1) & (cap - 1);
+            t[j] = a->seen[i];
+        }
+        free(a->seen);
+        a->seen = t;
+        a->seen_cap = cap;
+    }
+    size_t j = hash_key(key, n) & (a->seen_cap - 1);
+    for (; a->seen[j].key; j = (j + 1) & (a->seen_cap - 1))
+        if (a->seen[j].len == n && memcmp(a->seen[j].key, key, n) == 0) {
+            *found = true;
+            return &a->seen[j];
+        }
+    *found = false;
+    char *k = malloc(n + 1);
+    if (!k) return NULL;
+    memcpy(k, key, n);
+    k[n] = 0;
+    a->seen[j] = (series_seen){k, n, row};
+    a->seen_len++;
+    return &a->seen[j];
+}
+
+static int flush_batch(arrow *a) {
+    if (a->nbatch == 0) return 0;
+    int rc = sf_pack_writer_rows_imputed(a->w, a->batch, a->time_col != UINT32_MAX ? a->batch_time : NULL,
+                                         a->batch_line, a->batch_imp, a->nbatch, a->e);
+    a->st.rows += a->nbatch;
+    a->nbatch = 0;
+    return rc;
+}
+
+// A row whose series id differs from the row before it's.
+static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
+    char x[96], y[96];
+    if (memchr(key, 0, n) || utf8_valid_prefix((const unsigned char *)key, n) < n)
+        return fail_row(a, row, "series id must be UTF-8 text without NUL bytes");
+    if (n > SF_PACK_MAX_NAME) return fail_row(a, row, "series id longer than %u bytes", SF_PACK_MAX_NAME);
+    bool found;
+    series_seen *s = seen_find_or_add(a, key, n, row, &found);
+    if (!s) return fail(a, SF_ENOMEM, "out of memory for the series table");
+    if (found)
+        return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
+                        "; it was first seen at row %" PRIu64 " (rows of one series must be contiguous: sort the rows "
+                        "by that column)", show(key, n, x, sizeof x), a->cols[a->series_col].name,
+                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, s->row + 1);
+    int rc = flush_batch(a);
+    if (!rc) rc = sf_pack_writer_series(a->w, key, n, a->e);
+    if (rc) return rc;
+    a->cur_key = s->key, a->cur_len = s->len, a->cur_row = row;
+    a->have_last = false;
+    return 0;
+}
+
+// Row r of the slice (stream row `row`): its series, missing values and
+// time, then into the batch.
+static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *sx, int64_t si) {
+    int rc;
+    if (sx) {
+        const char *key;
+        size_t n;
+        int64_t j = -1;
+        rc = value_text(a, &a->cols[a->series_col], sx, si, row, &key, &n, &j);
+        if (rc < 0) return rc;
+        if (rc == 1) return fail_row(a, row, "the series column \"%s\" is null; every row needs a series id",
+                                     a->cols[a->series_col].name);
+        if (!a->cur_key || n != a->cur_len || memcmp(key, a->cur_key, n)) {
+            if ((rc = start_series(a, key, n, row))) return rc;
+        }
+    }
+    bool timed = a->time_col != UINT32_MAX;
+    float *out = a->batch + a->nbatch * a->nkeep;
+    uint8_t *imp = a->batch_imp ? a->batch_imp + a->nbatch * a->nkeep : NULL;
+    bool missing = timed && a->tmiss[r];
+    for (uint32_t k = 0; k < a->nkeep; k++) {
+        out[k] = a->vals[k * a->slice_rows + r];
+        missing |= a->miss[k * a->slice_rows + r];
+    }
+    if (missing) {
+        if (a->o->missing == SF_MISSING_DROP) {
+            a->st.rows_dropped++;
+            return 0;
+        }
+        if (timed && a->tmiss[r])
+            return fail_row(a, row, "the time column \"%s\" is null; expected a time (hint: --missing drop)",
+                            a->cols[a->time_col].name);
+        for (uint32_t k = 0; k < a->nkeep; k++) {
+            if (!a->miss[k * a->slice_rows + r]) {
+                if (imp) imp[k] = 0;
+                continue;
+            }
+            const column *c = &a->cols[a->keep_col[k]];
+            if (a->o->missing == SF_MISSING_ERROR)
+                return fail_row(a, row, "missing value (null, NaN or an infinity) in column \"%s\"; expected %s (hint: "
+                                "--missing drop or --missing ffill)", c->name,
+                                c->role == ROLE_CATEGORY ? "one of its category values" : "a number");
+            if (!a->have_last)
+                return fail_row(a, row, "missing value in column \"%s\" with no earlier row in this series to fill it "
+                                "from (hint: --missing drop)", c->name);
+            out[k] = a->last[k];
+            imp[k] = 1;  // so that nothing scores it as observed
+            a->st.values_filled++;
+        }
+    } else if (imp) {
+        memset(imp, 0, a->nkeep);
+    }
+    if (timed) {
+        int64_t t = a->times[r];
+        if (a->have_last && t < a->prev_time) {
+            char now[48], before[48];
+            sf_time_format(now, sizeof now, t, 0);
+            sf_time_format(before, sizeof before, a->prev_time, 0);
+            return fail_row(a, row, "time %s is before %s (row %" PRIu64 "), the row before it in this series; times "
+                            "must not go back within a series (sort the rows by time%s)", now, before,
+                            a->prev_time_row + 1, sx ? " within each series" : "");
+        }
+        if (a->have_last && t == a->prev_time && !a->repeat_row) a->repeat_row = row + 1;
+        a->batch_time[a->nbatch] = a->prev_time = t;
+        a->prev_time_row = row;
+    }
+    a->batch_line[a->nbatch] = (int64_t)row + 1;  // the row's index in the stream, 1-based
+    if (!a->have_last) a->st.nseries++;
+    a->have_last = true;
+    memcpy(a->last, out, a->nkeep * sizeof *out);
+    if (++a->nbatch == a->batch_rows) return flush_batch(a);
+    return 0;
+}
+
+static int take_batch(arrow *a, const struct ArrowArray *b) {
+    if (b->length < 0 || b->offset < 0 || b->length > INT64_MAX - b->offset)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 " has length %" PRId64 " and offset %" PRId64 "; expected 0 or "
+                    "more", a->st.batches + 1, b->length, b->offset);
+    if (b->n_children != a->ncols || !b->children)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 " has %" PRId64 " columns, the schema %u", a->st.batches + 1,
+                    b->n_children, a->ncols);
+    if (b->null_count > 0 && b->n_buffers >= 1 && b->buffers && b->buffers[0])
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 " has %" PRId64 " rows that are null as a whole; expected a "
+                    "record batch", a->st.batches + 1, b->null_count);
+    int64_t need = b->offset + b->length;
+    for (uint32_t f = 0; f < a->ncols; f++) {
+        column *c = &a->cols[f];
+        if (c->role == ROLE_SKIP) continue;
+        int rc = check_array(a, c, b->children[f], need, false);
+        if (rc) return rc;
+        free(c->dict_code);
+        c->dict_code = NULL;
+        if (c->role == ROLE_CATEGORY && c->index != K_NONE) {
+            // A dictionary's codes are looked up once per batch (each batch may have its own).
+            int64_t n = b->children[f]->dictionary->length;
+            if ((uint64_t)n > SIZE_MAX / sizeof *c->dict_code ||
+                !(c->dict_code = calloc((size_t)n + 1, sizeof *c->dict_code)))
+                return fail(a, SF_ENOMEM, "out of memory for a dictionary of %" PRId64 " values", n);
+        }
+    }
+    const struct ArrowArray *sx = a->series_col == UINT32_MAX ? NULL : b->children[a->series_col];
+    for (int64_t done = 0; done < b->length;) {
+        size_t m = (size_t)(b->length - done) < a->slice_rows ? (size_t)(b->length - done) : a->slice_rows;
+        uint64_t row0 = a->rows + (uint64_t)done;
+        for (uint32_t k = 0; k < a->nkeep; k++) {
+            column *c = &a->cols[a->keep_col[k]];
+            const struct ArrowArray *x = b->children[a->keep_col[k]];
+            int rc = convert_column(a, c, x, x->offset + b->offset + done, m, row0, a->vals + k * a->slice_rows,
+                                    a->miss + k * a->slice_rows);
+            if (rc) return rc;
+        }
+        if (a->time_col != UINT32_MAX) {
+            const struct ArrowArray *x = b->children[a->time_col];
+            int rc = convert_times(a, &a->cols[a->time_col], x, x->offset + b->offset + done, m, row0, a->times, a->tmiss);
+            if (rc) return rc;
+        }
+        for (size_t r = 0; r < m; r++) {
+            int rc = take_row(a, r, row0 + r, sx, sx ? sx->offset + b->offset + done + (int64_t)r : 0);
+            if (rc) return rc;
+        }
+        done += (int64_t)m;
+    }
+    a->rows += (uint64_t)b->length;
+    return 0;
+}
+
+// The producer's own message for a failed call, copied before the stream
+// is released.
+static int stream_error(arrow *a, const char *call, int code) {
+    const char *why = a->s.get_last_error ? a->s.get_last_error(&a->s) : NULL;
+    return fail(a, SF_EIO, "the stream's %s failed at batch %" PRIu64 " (%s%s%s)", call, a->st.batches + 1,
+                strerror(code), why ? ": " : "", why ? why : "");
+}
+
+// What the user should know about the file just written (sf_arrow_pack_opts.note).
+static void notes(arrow *a) {
+    if (!a->o->note) return;
+    char msg[1024];
+    for (uint32_t k = 0; k < a->nkeep; k++) {
+        const column *c = &a->cols[a->keep_col[k]];
+        if (!c->changed) continue;
+        snprintf(msg, sizeof msg, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 (2^24), "
+                 "and packing changed %" PRIu64 " of its values, by up to %.17g (row %" PRIu64 ": %s is stored as "
+                 "%.0f)", c->name, c->changed, c->max_change, c->first_row + 1, c->first, (double)c->first_stored);
+        a->o->note(a->o->arg, msg);
+    }
+    if (a->repeat_row) {
+        snprintf(msg, sizeof msg, "warning: at row %" PRIu64 " the time repeats within a series (the row before it has "
+                 "the same time): duplicate rows, or the rows of several series without a series column "
+                 "(--series-column)?", a->repeat_row);
+        a->o->note(a->o->arg, msg);
+    }
+    if (a->truncated) {
+        snprintf(msg, sizeof msg, "note: %" PRIu64 " time(s) in the time column \"%s\" had digits below a microsecond "
+                 "(the first at row %" PRIu64 "): seqfeed keeps times to the microsecond and dropped them",
+                 a->truncated, a->cols[a->time_col].name, a->truncated_row + 1);
+        a->o->note(a->o->arg, msg);
+    }
+}
+
+static int open_writer(arrow *a, const char *out) {
+    a->batch_rows = BATCH_BYTES / (a->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
+    a->slice_rows = SLICE_VALUES / a->nkeep + 1;
+    bool ffill = a->o->missing == SF_MISSING_FFILL;
+    a->batch = malloc(a->batch_rows * a->nkeep * sizeof *a->batch);
+    a->batch_time = malloc(a->batch_rows * sizeof *a->batch_time);
+    a->batch_line = malloc(a->batch_rows * sizeof *a->batch_line);
+    a->batch_imp = ffill ? malloc(a->batch_rows * a->nkeep) : NULL;
+    a->last = malloc(a->nkeep * sizeof *a->last);
+    a->vals = malloc(a->slice_rows * a->nkeep * sizeof *a->vals);
+    a->miss = malloc(a->slice_rows * a->nkeep);
+    a->times = malloc(a->slice_rows * sizeof *a->times);
+    a->tmiss = malloc(a->slice_rows);
+    if (!a->batch || !a->batch_time || !a->batch_line || (ffill && !a->batch_imp) || !a->last || !a->vals ||
+        !a->miss || !a->times || !a->tmiss)
+        return fail(a, SF_ENOMEM, "out of memory");
+    uint32_t *cat_cols = a->ncat ? malloc(a->ncat * sizeof *cat_cols) : NULL;
+    if (a->ncat && !cat_cols) return fail(a, SF_ENOMEM, "out of memory");
+    for (uint32_t k = 0, n = 0; k < a->nkeep; k++)
+        if (a->cols[a->keep_col[k]].role == ROLE_CATEGORY) cat_cols[n++] = k;
+    sf_pack_writer_opts wo = a->o->pack;
+    wo.ncols = a->nkeep;
+    wo.col_names = a->col_names;
+    wo.series_column = a->series_col == UINT32_MAX ? NULL : a->cols[a->series_col].name;
+    wo.time_column = a->time_col == UINT32_MAX ? NULL : a->cols[a->time_col].name;
+    wo.time_kind = a->time_col == UINT32_MAX ? SF_TIME_NONE : SF_TIME_ISO;  // microseconds, written back as ISO-8601
+    wo.lines = true;  // each row's index in the stream: what predict joins back by
+    wo.imputed = ffill;
+    wo.categorical = cat_cols, wo.ncategorical = a->ncat;
+    int rc = sf_pack_writer_open(&a->w, out, &wo, a->e);
+    free(cat_cols);
+    if (!rc && a->o->temp_path) a->o->temp_path(a->o->arg, sf_pack_writer_temp_path(a->w));
+    if (!rc && a->time_col != UINT32_MAX) {
+        // Timestamps have a clock (written with seconds, and Z for an
+        // instant with a zone); dates are dates.
+        const column *c = &a->cols[a->time_col];
+        sf_pack_writer_time_parts(a->w, c->kind == K_TS ? SF_TIME_CLOCK | SF_TIME_SECONDS | (c->tz ? SF_TIME_ZONE : 0) : 0);
+    }
+    return rc;
+}
+
+static int convert(arrow *a, const char *out) {
+    if (!a->s.get_schema || !a->s.get_next)
+        return fail(a, SF_EINVAL, "the stream has no get_schema or get_next callback");
+    int rc = a->s.get_schema(&a->s, &a->schema);
+    if (rc) return stream_error(a, "get_schema", rc);
+    if (!a->schema.release) return fail(a, SF_EFORMAT, "the stream's get_schema gave a released schema");
+    if ((rc = read_schema(a)) || (rc = open_writer(a, out))) return rc;
+    for (;;) {
+        struct ArrowArray b = {0};
+        if ((rc = a->s.get_next(&a->s, &b))) return stream_error(a, "get_next", rc);
+        if (!b.release) break;  // the end of the stream
+        rc = take_batch(a, &b);
+        b.release(&b);
+        if (rc) return rc;
+        a->st.batches++;
+    }
+    if ((rc = flush_batch(a))) return rc;
+    if (a->rows == 0) return fail(a, SF_EFORMAT, "the stream has a schema but no rows");
+    if (a->st.rows == 0)
+        return fail(a, SF_EFORMAT, "no rows left to pack (all %" PRIu64 " dropped for missing values)",
+                    a->st.rows_dropped);
+    for (uint32_t k = 0, n = 0; k < a->nkeep; k++) {
+        const column *c = &a->cols[a->keep_col[k]];
+        if (c->role != ROLE_CATEGORY) continue;
+        const category *g = &a->cats[c->cat];
+        if (g->n == 0) return fail(a, SF_EFORMAT, "categorical column \"%s\" has only missing values", c->name);
+        if ((rc = sf_pack_writer_category(a->w, n++, (const char *const *)g->values, g->n, a->e))) return rc;
+    }
+    sf_pack_writer *w = a->w;
+    a->w = NULL;
+    if ((rc = sf_pack_writer_finish(w, a->e))) return rc;
+    struct stat sb;
+    if (stat(out, &sb) == 0) a->st.out_bytes = (uint64_t)sb.st_size;
+    notes(a);
+    return 0;
+}
+
+int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arrow_pack_opts *o,
+                  sf_arrow_pack_stats *st, sf_err *e) {
+    if (st) *st = (sf_arrow_pack_stats){0};
+    if (!stream || !stream->release)
+        return sf_err_set(e, SF_EINVAL, "sf_arrow_pack: the stream is %s", stream ? "released already" : "NULL");
+    arrow a = {.name = o->name ? o->name : "the Arrow stream", .o = o, .e = e, .s = *stream};
+    stream->release = NULL;  // moved: ours to release
+    int rc = convert(&a, out);
+    if (a.w) sf_pack_writer_abort(a.w);
+    if (st) *st = a.st;
+    for (uint32_t f = 0; a.cols && f < a.ncols; f++) free(a.cols[f].dict_code);
+    for (uint32_t k = 0; k < a.ncat && a.cats; k++) {
+        for (uint32_t i = 0; i < a.cats[k].n; i++) free(a.cats[k].values[i]);
+        free(a.cats[k].values);
+    }
+    for (size_t i = 0; i < a.seen_cap; i++) free(a.seen[i].key);
+    free(a.seen), free(a.cats), free(a.cols), free(a.col_names), free(a.keep_col);
+    free(a.vals), free(a.miss), free(a.times), free(a.tmiss);
+    free(a.batch), free(a.batch_time), free(a.batch_line), free(a.batch_imp), free(a.last);
+    if (a.schema.release) a.schema.release(&a.schema);
+    if (a.s.release) a.s.release(&a.s);
+    return rc;
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# seqfeed pack on a Parquet file (its first bytes PAR1: no pyarrow needed to
+# make one) names the Python command that packs it, instead of taking the
+# file's bytes for a header row; nothing is written.
+set -uo pipefail
+. "$SRCDIR/tests/lib.sh"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir"
+printf 'PAR1\025\004\025\020\000\000\000\000\000\000PAR1' >'data 1.parquet'
+run 1 pack 'data 1.parquet' -o out.sfpack
+grep -qx "seqfeed pack: error: data 1.parquet is a Parquet file, which seqfeed pack (CSV) does not read: pack it with \
+the Python package (it needs pyarrow): python -m seqfeed pack 'data 1.parquet' -o out.sfpack" err ||
+    fail "pack on a Parquet file: $(cat err)"
+[ ! -e out.sfpack ] || fail "pack on a Parquet file wrote out.sfpack"
+finish

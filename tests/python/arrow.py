@@ -1,0 +1,242 @@
+"""seqfeed.pack over pyarrow (tests/python/arrow.sh): every column type pack accepts, compared with packing
+the same data written as CSV (the same values bit for bit, statistics, series, times, categories, imputed
+counts); many small batches, pandas, a Parquet file and a partitioned directory of them through
+python -m seqfeed pack; the errors. argv[1] is the seqfeed program."""
+import datetime as dt
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+
+import seqfeed
+
+SEQFEED = sys.argv[1]
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what, file=sys.stderr)
+
+
+def same_pack(a, b, what):
+    """Files a and b hold the same columns, values, statistics, series, times and categories."""
+    p, q = seqfeed.Pack(a), seqfeed.Pack(b)
+    check(p.columns == q.columns, "%s: columns %s and %s" % (what, p.columns, q.columns))
+    check(p.rows == q.rows, "%s: %d and %d rows" % (what, p.rows, q.rows))
+    if p.columns != q.columns or p.rows != q.rows:
+        return
+    x, y = p.read(), q.read()
+    diff = np.argwhere(x.view(np.uint32) != y.view(np.uint32))
+    check(len(diff) == 0, "%s: %d values differ, the first at (row, column) %s: %r and %r" %
+          (what, len(diff), diff[:1].tolist(), x[tuple(diff[0])] if len(diff) else 0,
+           y[tuple(diff[0])] if len(diff) else 0))
+    check(p.stats == q.stats, "%s: statistics %s and %s" % (what, p.stats, q.stats))
+    check(p.series == q.series and p.series_column == q.series_column,
+          "%s: series %s %s and %s %s" % (what, p.series_column, p.series[:4], q.series_column, q.series[:4]))
+    check(p.time_column == q.time_column, "%s: time columns %s and %s" % (what, p.time_column, q.time_column))
+    if p.time_column and q.time_column:
+        check(np.array_equal(p.read_times(), q.read_times()), "%s: times differ" % what)
+    check(p.categories == q.categories, "%s: categories %s and %s" % (what, p.categories, q.categories))
+    check(p.imputed == q.imputed, "%s: imputed %s and %s" % (what, p.imputed, q.imputed))
+
+
+def csv_of(table, path):
+    """The table as a user exports it to CSV: float16 as float32 (exact), bools as 0 and 1, dictionaries as
+    their text."""
+    cols = []
+    for f, c in zip(table.schema, table.columns):
+        if pa.types.is_float16(f.type):
+            c = c.cast(pa.float32())
+        elif pa.types.is_boolean(f.type):
+            c = c.cast(pa.int8())
+        elif pa.types.is_dictionary(f.type):
+            c = c.cast(f.type.value_type)
+        cols.append(c)
+    pcsv.write_csv(pa.table(cols, names=table.column_names), path)
+
+
+def pack(source, out, **kw):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = seqfeed.pack(source, out, chunk_rows=100, **kw)
+    return r, [str(x.message) for x in w]
+
+
+SITES = ("a-north", "b-south, coast", "c-east")  # sorted as the table has them: a directory's order
+
+
+def table(time_type=pa.timestamp("us"), rows=(250, 180, 170), nulls=True):
+    """Three series of every numeric type, text columns and a time column of time_type."""
+    rng = np.random.default_rng(7)
+    n = sum(rows)
+    site = [s for s, k in zip(SITES, rows) for _ in range(k)]
+    step = dt.timedelta(days=1) if time_type in (pa.date32(), pa.date64()) else dt.timedelta(hours=1)
+    start = dt.datetime(2020, 1, 1)
+    times = [start + i * step for k in rows for i in range(k)]
+    if time_type in (pa.date32(), pa.date64()):
+        times = [t.date() for t in times]
+    big = rng.integers(0, 2**40, n)
+    f64 = rng.normal(0, 1e3, n)
+    f64_mask = np.zeros(n, bool)
+    if nulls:
+        f64_mask[[5, 300, 301]] = True  # filled by ffill from each series' row before
+    cols = {
+        "site": pa.array(site, pa.string()),
+        "time": pa.array(times, time_type),
+        "b": pa.array(rng.integers(0, 2, n).astype(bool)),
+        "i8": pa.array(rng.integers(-128, 128, n), pa.int8()),
+        "u8": pa.array(rng.integers(0, 256, n), pa.uint8()),
+        "i16": pa.array(rng.integers(-2**15, 2**15, n), pa.int16()),
+        "u16": pa.array(rng.integers(0, 2**16, n), pa.uint16()),
+        "i32": pa.array(rng.integers(-2**31, 2**31, n), pa.int32()),
+        "u32": pa.array(rng.integers(0, 2**32, n), pa.uint32()),
+        "i64": pa.array(big - 2**39, pa.int64()),
+        "u64": pa.array(big.astype(np.uint64) * np.uint64(3), pa.uint64()),
+        "f16": pa.array(rng.normal(0, 10, n).astype(np.float16), pa.float16()),
+        "f32": pa.array(rng.normal(0, 1, n).astype(np.float32), pa.float32()),
+        "f64": pa.array(f64, pa.float64(), mask=f64_mask),
+        "sky": pa.array(rng.choice(["sun", "rain", "fog"], n)).dictionary_encode(),
+        "mood": pa.array(rng.choice(["calm", "windy"], n), pa.large_string()),
+        "code": pa.array(rng.integers(1, 5, n), pa.int16()),
+    }
+    return pa.table(cols)
+
+
+OPTS = dict(series_column="site", categorical="sky,mood,code", missing="ffill")
+
+# Every type, against the same data as CSV, for each time type.
+for tt in (pa.timestamp("us"), pa.timestamp("s"), pa.timestamp("ms", tz="UTC"), pa.timestamp("ns"), pa.date32(),
+           pa.date64()):
+    t = table(tt)
+    csv_of(t, "t.csv")
+    r, warned = pack(t, "arrow.sfpack", **OPTS)
+    rc, _ = pack("t.csv", "csv.sfpack", **OPTS)
+    same_pack("arrow.sfpack", "csv.sfpack", "table with time %s" % tt)
+    check(r["rows"] == t.num_rows and r["series"] == 3 and r["values_filled"] == 3 and r["rows_dropped"] == 0,
+          "report %s" % r)
+    check(r["rows"] == rc["rows"] and r["series"] == rc["series"], "reports %s and %s" % (r, rc))
+    check(any('column "u64": float32 holds integers exactly only up to 16777216' in w for w in warned),
+          "no warning about u64's integers: %s" % warned)
+    check(seqfeed.Pack("arrow.sfpack").time_kind == "iso-8601", "time kind")
+
+# --missing drop and the default, an error naming the row and the column.
+t = table()
+csv_of(t, "t.csv")
+pack(t, "arrow.sfpack", series_column="site", categorical="sky,mood,code", missing="drop")
+pack("t.csv", "csv.sfpack", series_column="site", categorical="sky,mood,code", missing="drop")
+same_pack("arrow.sfpack", "csv.sfpack", "missing drop")
+try:
+    seqfeed.pack(t, "err.sfpack", series_column="site", categorical="sky,mood,code")
+    check(False, "a null accepted without --missing")
+except seqfeed.SeqfeedError as e:
+    check(str(e) == "the Table's Arrow stream: row 6: missing value (null, NaN or an infinity) in column \"f64\"; "
+          "expected a number (hint: --missing drop or --missing ffill)", "null message: %s" % e)
+check(not os.path.exists("err.sfpack"), "a failed pack left its output")
+
+# Many small batches, streamed: the same file as one batch.
+t = table(nulls=False)
+pack(t, "one.sfpack", **OPTS)
+reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=7))
+pack(reader, "many.sfpack", **OPTS)
+same_pack("one.sfpack", "many.sfpack", "batches of 7 rows")
+
+# pandas, through its Arrow stream.
+df = t.to_pandas()
+pack(df, "pandas.sfpack", **OPTS)
+same_pack("one.sfpack", "pandas.sfpack", "a pandas DataFrame")
+
+# Parquet: one file, and a directory partitioned by series (site=...), two files a series, through
+# python -m seqfeed pack; the partition column comes last, as text.
+t = table(nulls=False).set_column(11, "f16", table(nulls=False).column("f16").cast(pa.float32()))
+csv_of(t, "t.csv")
+pack("t.csv", "csv.sfpack", **OPTS)
+pq.write_table(t, "one.parquet", row_group_size=64)
+pack("one.parquet", "pq.sfpack", **OPTS)
+same_pack("pq.sfpack", "csv.sfpack", "one Parquet file")
+os.makedirs("ds")
+for s in SITES:
+    part = t.filter(pa.compute.equal(t.column("site"), s)).drop_columns(["site"])
+    os.makedirs(os.path.join("ds", "site=" + s))
+    half = part.num_rows // 2
+    pq.write_table(part.slice(0, half), os.path.join("ds", "site=" + s, "part-0.parquet"))
+    pq.write_table(part.slice(half), os.path.join("ds", "site=" + s, "part-1.parquet"))
+open(os.path.join("ds", "_SUCCESS"), "w").close()  # as Spark leaves it: not a Parquet file, left out
+env = dict(os.environ)
+cmd = [sys.executable, "-m", "seqfeed", "pack", "ds", "-o", "dir.sfpack", "--series-column", "site",
+       "--categorical", "sky,mood,code", "--chunk-rows", "100"]
+p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+check(p.returncode == 0 and "packed %d rows (3 series)" % t.num_rows in p.stdout,
+      "python -m seqfeed pack ds: %d %s %s" % (p.returncode, p.stdout, p.stderr))
+check('python -m seqfeed pack: warning: column "u64"' in p.stderr, "the CLI's warnings: %s" % p.stderr)
+same_pack("dir.sfpack", "csv.sfpack", "a partitioned Parquet directory")
+
+# The CLI's errors: text columns not named (exit 2, as seqfeed pack's usage errors), an unknown option.
+p = subprocess.run(cmd[:7], capture_output=True, text=True, env=env)
+check(p.returncode == 2 and p.stderr == "python -m seqfeed pack: error: ds: columns \"sky\" (dictionary<string>), "
+      "\"mood\" (large_string), \"site\" (dictionary<string>) are text: name one as the series column (--series-column) and "
+      "the others as categorical (--categorical), or leave them out (--drop-columns)\n",
+      "text columns: %d %s" % (p.returncode, p.stderr))
+p = subprocess.run(cmd[:7] + ["--missing", "sometimes"], capture_output=True, text=True, env=env)
+check(p.returncode == 2 and "--missing" in p.stderr, "a bad --missing: %d %s" % (p.returncode, p.stderr))
+# Without pyarrow: how to get it.
+hide = ("import sys, runpy; sys.modules['pyarrow'] = sys.modules['pyarrow.dataset'] = None; "
+        "sys.argv = ['seqfeed', 'pack', 'one.parquet', '-o', 'x.sfpack']; runpy.run_module('seqfeed', run_name='__main__')")
+p = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, env=env)
+check(p.returncode == 1 and "pip install pyarrow" in p.stderr, "no pyarrow: %d %s" % (p.returncode, p.stderr))
+# seqfeed pack itself on a Parquet file names the command.
+p = subprocess.run([SEQFEED, "pack", "one.parquet", "-o", "x.sfpack"], capture_output=True, text=True)
+check(p.returncode == 1 and "python -m seqfeed pack one.parquet -o x.sfpack" in p.stderr,
+      "seqfeed pack one.parquet: %d %s" % (p.returncode, p.stderr))
+
+# A file whose columns differ from the first's: said before anything is packed, naming it.
+pq.write_table(pa.table({"x": [1.0]}), os.path.join("ds", "site=" + SITES[2], "part-2.parquet"))
+p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+check(p.returncode == 1 and "part-2.parquet: its columns differ from those of ds/site=a-north/part-0.parquet, the "
+      "first file: x (double), site (partition), not time (timestamp[us])" in p.stderr,
+      "a file of other columns: %d %s" % (p.returncode, p.stderr))
+
+# A series that comes back, and the argument checks before the library.
+t = pa.table({"id": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
+try:
+    seqfeed.pack(t, "err.sfpack", series_column="id")
+    check(False, "a series that comes back accepted")
+except seqfeed.SeqfeedError as e:
+    check("row 3: series \"a\" (column \"id\") reappears after series \"b\" started at row 2" in str(e), str(e))
+for kw, msg in ((dict(missing="sometimes"), "missing (--missing) must be one of error, drop, ffill"),
+                (dict(series_column=["id"]), "series_column (--series-column) must be a column name"),
+                (dict(columns="x", drop_columns="id"), "exclude each other"),
+                (dict(threads=0), "threads (--threads) must be an integer from 1 to 256")):
+    try:
+        seqfeed.pack(t, "err.sfpack", **kw)
+        check(False, "accepted %s" % kw)
+    except ValueError as e:
+        check(msg in str(e), "%s: %s" % (kw, e))
+try:
+    seqfeed.pack([1, 2], "err.sfpack")
+    check(False, "a list accepted")
+except TypeError as e:
+    check("__arrow_c_stream__" in str(e), str(e))
+
+# The C API consumes the stream whatever the outcome: released (its release NULL in the capsule's struct,
+# so that the capsule's destructor does not release it again) also when refused before reading it.
+import ctypes  # noqa: E402
+for out, opts, code, msg in ((None, None, -3, b"the output path is NULL"),
+                             (b"x.sfpack", seqfeed._PackOpts(missing=b"bad"), -6, b"missing 'bad' (--missing)")):
+    cap = pa.table({"x": [1.0]}).__arrow_c_stream__()
+    ptr = seqfeed._capsule_pointer(cap, b"arrow_array_stream")
+    err = seqfeed._Err()
+    rc = seqfeed._lib.sf_api_pack_arrow(ptr, out, ctypes.byref(opts) if opts else None, None, None, ctypes.byref(err))
+    check(rc == code and msg in err.msg, "sf_api_pack_arrow refusing: %d %s" % (rc, err.msg))
+    check(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_void_p))[3] is None, "the refused stream was not released")
+    del cap
+
+if failures:
+    sys.exit("%d check(s) failed" % len(failures))
+print("seqfeed.pack over pyarrow: all checks passed")
