@@ -164,6 +164,8 @@ run 2 pack new.csv --append-to h.sfpack --categorical a
 expect err "--categorical a differs from h\.sfpack, which has categorical columns kind"
 run 0 pack new.csv --append-to h.sfpack --series-column site --categorical kind --chunk-rows 10 -q
 cp orig.sfpack h.sfpack
+run 2 pack new.csv newc.csv --append-to h.sfpack
+expect err "--append-to adds one CSV file at a time"
 run 2 pack new.csv --append-to h.sfpack -o other.sfpack
 expect err "-o and --append-to exclude each other"
 # The file as its own input, by its name or another link to it.
