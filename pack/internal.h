@@ -95,4 +95,11 @@ void sf_moments_of(sf_moments *m, const float *x, size_t n);
 void sf_moments_merge(sf_moments *acc, const sf_moments *m);
 void sf_moments_finish(sf_col_stats *out, const sf_moments *m);
 
+// Writes the trailer and footer (no fsync), unlinks the temporary file and
+// frees w; *fd is the file, open for reading, for the caller to read back
+// and close. For pack's rows packed before a series came back
+// (pack/regroup.h). A writer without a temporary file (stdout, a device) is
+// SF_EINVAL.
+int sf_pack_writer_finish_fd(sf_pack_writer *w, int *fd, sf_err *e);
+
 #endif
