@@ -213,8 +213,8 @@ static const option options[OPT_COUNT] = {
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME", K_TEXT, .group = PACKING,
-                           .help = "rows with the same value of NAME form one series (rows of a series must be "
-                                   "contiguous); NAME is not stored as a feature"},
+                           .help = "rows with the same value of NAME form one series, in the order of the file (they "
+                                   "need not be contiguous: pack regroups them); NAME is not stored as a feature"},
     [OPT_TIME_COLUMN] = {"time-column", 0, "NAME|none", K_TEXT, .group = PACKING,
                          .help = "the time of each row, stored exactly and never as a feature: ISO-8601 dates and "
                                  "times, or integers with --time-unit; never going back within a series (default: "
