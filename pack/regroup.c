@@ -1,9 +1,11 @@
 // Regrouping rows by series with bounded memory (regroup.h). A row is a
 // fixed-size record: series u32, line i64, time i64 (with a time column),
-// ncols float32. Rows are held in one buffer of the budget; a full buffer
-// is put in series order by a counting sort (stable, and linear: series
-// indices are dense, one 4-byte counter each) and written as a run to a
-// spill file. The merge reads every run through a buffer of its share of
+// ncols float32. Rows are held in a buffer of half the budget; a full
+// buffer is copied in series order into the other half by a counting sort
+// (stable, and linear: series indices are dense, one 4-byte counter each;
+// it reads the rows in order and writes each series' rows in order, where a
+// gather in series order would miss the cache at every row of interleaved
+// series) and written as a run to a spill file in one go. The merge reads every run through a buffer of its share of
 // the budget and, series by series (a heap of the runs keyed by their next
 // series, then by run), takes each run's rows of that series in run order:
 // each series' rows come out in the order they were added, and a run's
@@ -45,7 +47,7 @@ typedef struct {
     int fd;
     uint64_t off, left;
     uint8_t *buf;
-    size_t cap, len, pos;  // in rows (C_MEMORY: pos indexes perm, len rows)
+    size_t cap, len, pos;  // in rows
     // C_HEAD: chunk `chunk` (next to decode) of the pack, its rows decoded
     // into vals/time/line/imp, crow the current one; series si ends at row `end`
     uint64_t chunk, si, end;
@@ -59,7 +61,7 @@ struct sf_regroup {
     size_t rec, hdr;  // bytes of a record, and of its fields before the values
     uint64_t budget;
     uint8_t *buf;     // held rows
-    uint32_t *perm;   // their order by series, at a spill
+    uint8_t *sorted;  // the same in series order, at a spill
     size_t n, cap;
     uint32_t *count;  // rows held per series
     size_t count_cap;
@@ -100,7 +102,7 @@ static size_t record_bytes(uint32_t ncols, bool timed) { return 12 + (timed ? 8 
 uint64_t sf_regroup_min_budget(uint32_t ncols, bool timed) {
     // 64 rows: a run of a few rows and a merge of a few runs, each read
     // through a buffer of 4 rows or more.
-    uint64_t wide = 64 * (uint64_t)(record_bytes(ncols, timed) + 4);
+    uint64_t wide = 128 * (uint64_t)record_bytes(ncols, timed);
     return wide > SF_REGROUP_MIN_BUDGET ? wide : SF_REGROUP_MIN_BUDGET;
 }
 
@@ -117,15 +119,15 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
     r->hdr = r->rec - 4 * (size_t)ncols;
     r->wcap = budget / 8 < WBUF_MAX ? (size_t)(budget / 8) : WBUF_MAX;
     if (r->wcap < r->rec) r->wcap = r->rec;
-    uint64_t cap = (budget - r->wcap) / (r->rec + 4);  // + 4: the row's place in perm
+    uint64_t cap = (budget - r->wcap) / (2 * r->rec);
     r->cap = cap < UINT32_MAX ? (size_t)cap : UINT32_MAX;
     r->near = strdup(near);
-    // Pages of buf and perm count only once rows reach them: a small input
-    // takes little of a large budget.
+    // Pages of buf and sorted count only once rows reach them: a small
+    // input takes little of a large budget.
     r->buf = malloc(r->cap * r->rec);
-    r->perm = malloc(r->cap * sizeof *r->perm);
+    r->sorted = malloc(r->cap * r->rec);
     r->wbuf = malloc(r->wcap);
-    if (!r->near || !r->buf || !r->perm || !r->wbuf) {
+    if (!r->near || !r->buf || !r->sorted || !r->wbuf) {
         sf_regroup_free(r);
         return sf_err_set(e, SF_ENOMEM, "out of memory for %.1f MB of rows to regroup (--memory-budget)",
                           budget / 1e6);
@@ -142,7 +144,7 @@ void sf_regroup_free(sf_regroup *r) {
     sf_pack_dctx_free(r->d);
     free(r->map), free(r->stored), free(r->vals), free(r->time), free(r->line), free(r->imp);
     free(r->head_rec), free(r->head_imp);
-    free(r->near), free(r->buf), free(r->perm), free(r->count), free(r->wbuf), free(r->runs);
+    free(r->near), free(r->buf), free(r->sorted), free(r->count), free(r->wbuf), free(r->runs);
     free(r);
 }
 
@@ -214,7 +216,7 @@ static int add_run(sf_regroup *r, run **runs, size_t *n, size_t *cap, run x, sf_
     return 0;
 }
 
-// perm: the held rows in series order, each series' in the order they came.
+// sorted: the held rows in series order, each series' in the order they came.
 static void order_held(sf_regroup *r) {
     uint32_t sum = 0;
     for (uint32_t s = 0; s < r->nseries; s++) {
@@ -222,7 +224,8 @@ static void order_held(sf_regroup *r) {
         r->count[s] = sum;
         sum += k;
     }
-    for (size_t i = 0; i < r->n; i++) r->perm[r->count[rec_series(r->buf + i * r->rec)]++] = (uint32_t)i;
+    const uint8_t *p = r->buf;
+    for (size_t i = 0; i < r->n; i++, p += r->rec) memcpy(r->sorted + (size_t)r->count[rec_series(p)]++ * r->rec, p, r->rec);
     if (r->nseries) memset(r->count, 0, r->nseries * sizeof *r->count);
 }
 
@@ -231,12 +234,15 @@ static int spill(sf_regroup *r, sf_err *e) {
     int rc = r->fd[0] < 0 ? spill_file(r, 0, e) : 0;
     if (rc) return rc;
     order_held(r);
-    sink s = {r->fd[0], r->end[0], 0};
-    for (size_t i = 0; i < r->n && !rc; i++) rc = sink_put(r, &s, r->buf + (size_t)r->perm[i] * r->rec, e);
-    if (!rc) rc = sink_flush(r, &s, e);
-    if (!rc) rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e);
-    if (rc) return rc;
-    r->end[0] = s.off;
+    size_t bytes = r->n * r->rec;
+    for (size_t done = 0; done < bytes;) {
+        ssize_t k = pwrite(r->fd[0], r->sorted + done, bytes - done, (off_t)(r->end[0] + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return io_error(r, errno, "write", e);
+        done += (size_t)k, r->spilled += (uint64_t)k;
+    }
+    if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e))) return rc;
+    r->end[0] += bytes;
     r->n = 0;
     r->nspills++;
     return 0;
@@ -289,7 +295,7 @@ int sf_regroup_head(sf_regroup *r, sf_pack *head, uint32_t *map, sf_err *e) {
 // Moves c to its next row (the first, on a new cursor).
 static int cursor_next(sf_regroup *r, cursor *c, sf_err *e) {
     if (c->kind == C_MEMORY) {
-        c->cur = ++c->pos < c->len ? r->buf + (size_t)r->perm[c->pos] * r->rec : NULL;
+        c->cur = ++c->pos < c->len ? r->sorted + c->pos * r->rec : NULL;
         return 0;
     }
     if (c->kind == C_SPILL) {
@@ -464,8 +470,8 @@ int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) 
     }
     // The last rows are spilled too, and the budget goes to the merge.
     if ((rc = spill(r, e))) return rc;
-    free(r->buf), free(r->perm);
-    r->buf = NULL, r->perm = NULL;
+    free(r->buf), free(r->sorted);
+    r->buf = NULL, r->sorted = NULL;
     uint32_t fan = fan_in(r);
     while (!rc && r->nruns + extra > fan) rc = merge_pass(r, fan, e);
     if (rc) return rc;
