@@ -11,7 +11,7 @@ static const cli_use pack_uses[] = {
     {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_TIME_COLUMN},
     {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
     {.opt = OPT_MISSING},
-    {.opt = OPT_MEMORY_BUDGET, .def = "64",
+    {.opt = OPT_MEMORY_BUDGET, .def = "64", .group = "packing",
      .help = "memory for the rows of series whose rows interleave (a series that comes back after another "
              "started): they are held, sorted by series in runs spilled to temporary files beside the output, and "
              "merged; at least 0.25"},

@@ -572,7 +572,8 @@ void cli_help(const cli_command *c, FILE *f) {
     const char *group = NULL;
     for (const cli_use *u = c->uses; u->opt != OPT_COUNT; u++) {
         const option *op = &options[u->opt];
-        if (!group || strcmp(group, op->group)) fprintf(f, "\n%s:\n", op->group), group = op->group;
+        const char *heading = u->group ? u->group : op->group;
+        if (!group || strcmp(group, heading)) fprintf(f, "\n%s:\n", heading), group = heading;
         char left[64], def[256];
         int at = 28;
         snprintf(left, sizeof left, "  %c%c%s--%s%s%s", op->letter ? '-' : ' ', op->letter ? op->letter : ' ',
