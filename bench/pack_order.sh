@@ -100,7 +100,8 @@ pack() {
         ${budget:+--memory-budget "$budget"} -q 2>"$BENCH_DIR/err.txt"
     t1=$(date +%s.%N)
     rss=$(awk -F: '/Maximum resident set size/ { print $2 + 0 }' "$BENCH_DIR/time.txt")
-    note=$(grep -o 'regrouped them.*' "$BENCH_DIR/err.txt" | sed 's/.*first appear (//; s/)$//' || true)
+    note=$(grep -o 'regrouped them.*' "$BENCH_DIR/err.txt" | sed -E 's/.*first appear \(//; s/ sorted runs merged in / runs, /;
+        s/ pass\(es\), / pass(es), /; s/ MB written to temporary files beside .*/ MB spilled/; s/, within --memory-budget\)$//' || true)
     if compgen -G "$out.*" >/dev/null || compgen -G "$BENCH_DIR/*.tmp.*" >/dev/null; then
         log "left behind: $(compgen -G "$out.*") $(compgen -G "$BENCH_DIR/*.tmp.*")"
         exit 1
