@@ -92,12 +92,14 @@ typedef struct {
 // One option as a command uses it: its default as help shows it (NULL:
 // the option's own, or none), a help line of the command's (NULL: the
 // option's), and whether a list of counts may give several values
-// (--batch-size 32,256 in bench train).
+// (--batch-size 32,256 in bench train), and the heading of the command's
+// help it is listed under (NULL: the option's group).
 typedef struct {
     cli_opt opt;
     const char *def;
     const char *help;
     bool many;
+    const char *group;
 } cli_use;
 
 typedef struct {

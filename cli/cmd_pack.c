@@ -14,7 +14,12 @@ static const cli_use pack_uses[] = {
     {.opt = OPT_COLUMNS}, {.opt = OPT_DROP_COLUMNS}, {.opt = OPT_SERIES_COLUMN}, {.opt = OPT_SERIES_PER_FILE},
     {.opt = OPT_TIME_COLUMN},
     {.opt = OPT_TIME_UNIT}, {.opt = OPT_CATEGORICAL}, {.opt = OPT_DELIMITER},
-    {.opt = OPT_MISSING}, {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
+    {.opt = OPT_MISSING},
+    {.opt = OPT_MEMORY_BUDGET, .def = "64", .group = "packing",
+     .help = "memory for the rows of series whose rows interleave (a series that comes back after another "
+             "started): they are held, sorted by series in runs spilled to temporary files beside the output, and "
+             "merged; at least 0.25"},
+    {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_FILTER}, {.opt = OPT_THREADS},
     {.opt = OPT_APPEND_TO}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pack_command = {
@@ -24,7 +29,9 @@ static const cli_command pack_command = {
         "Converts a CSV file (a header row of column names, then numbers) into an\n"
         ".sfpack file: float32 values in zstd-compressed, checksummed chunks, with\n"
         "per-column statistics and a series table. It streams: memory stays bounded\n"
-        "whatever the size of the CSV.\n"
+        "whatever the size of the CSV. The rows of a series need not be contiguous:\n"
+        "series whose rows interleave (a row per site per hour) are regrouped, each\n"
+        "series' rows in the order of the file, within --memory-budget.\n"
         "\n"
         "Several inputs (files, a directory's *.csv files, a quoted glob; a\n"
         "directory's or a glob's names sorted) are read one after the other as one\n"
@@ -148,6 +155,7 @@ int cmd_pack(int argc, char **argv) {
         o.time_unit = (enum sf_time_kind)(SF_TIME_EPOCH_S + v[OPT_TIME_UNIT].choice);
     }
     if (v[OPT_MISSING].set) o.missing = (enum sf_missing)v[OPT_MISSING].choice;
+    if (v[OPT_MEMORY_BUDGET].set) o.memory_budget = (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6);
     if (v[OPT_FILTER].set) o.pack.filter = (enum sf_filter)sf_filter_parse(v[OPT_FILTER].text);  // a choice: known
     if (v[OPT_DELIMITER].set) {
         const char *d = v[OPT_DELIMITER].text;

@@ -213,9 +213,10 @@ static const option options[OPT_COUNT] = {
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,
-                           .help = "rows with the same value of NAME form one series (rows of a series must be "
-                                   "contiguous); NAME is not stored as a feature; none: the rows are one series "
-                                   "(default: one series; pack stops, or warns, where a column of integers looks like series ids)"},
+                           .help = "rows with the same value of NAME form one series, in the order of the file (they "
+                                   "need not be contiguous: pack regroups them); NAME is not stored as a feature; "
+                                   "none: the rows are one series (default: one series; pack stops, or warns, where a "
+                                   "column of integers looks like series ids)"},
     [OPT_SERIES_PER_FILE] = {"series-per-file", 0, NULL, K_FLAG, .group = PACKING,
                              .help = "each input file is its own series, named after the file without its directory "
                                      "and extension (not with --series-column)"},
@@ -581,7 +582,8 @@ void cli_help(const cli_command *c, FILE *f) {
     const char *group = NULL;
     for (const cli_use *u = c->uses; u->opt != OPT_COUNT; u++) {
         const option *op = &options[u->opt];
-        if (!group || strcmp(group, op->group)) fprintf(f, "\n%s:\n", op->group), group = op->group;
+        const char *heading = u->group ? u->group : op->group;
+        if (!group || strcmp(group, heading)) fprintf(f, "\n%s:\n", heading), group = heading;
         char left[64], def[256];
         int at = 28;
         snprintf(left, sizeof left, "  %c%c%s--%s%s%s", op->letter ? '-' : ' ', op->letter ? op->letter : ' ',

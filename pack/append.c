@@ -555,7 +555,7 @@ int sf_csv_append(const char *in, const char *path, const sf_csv_pack_opts *o, s
                            .series_column = oi->series_column[0] ? oi->series_column : NULL,
                            .time_column = oi->time_column, .time_unit = a.time ? oi->time_kind : SF_TIME_NONE,
                            .categorical = oi->ncategories ? cats : NULL, .delimiter = o->delimiter,
-                           .missing = o->missing,
+                           .missing = o->missing, .memory_budget = o->memory_budget,
                            .pack = {.chunk_rows = wide ? wide : 1, .level = 1, .filter = SF_FILTER_DELTA_SHUFFLE,
                                     .threads = o->pack.threads},
                            .progress = forward_progress, .progress_arg = &a, .temp_path = forward_temp,

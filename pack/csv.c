@@ -4,6 +4,8 @@
 // each buffer where records are independent (parse_parallel). Memory: the
 // buffer (grows only for a longer record), a 64 KiB batch, the helper's rows
 // for half a buffer, the writer's chunk buffers, and one entry per series id.
+// Series whose rows interleave (one comes back after another started) are
+// regrouped within --memory-budget (regroup_start, pack/regroup.c).
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -17,7 +19,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "series_hint.h"
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
@@ -40,6 +41,7 @@ typedef struct {
     char *key;
     size_t len;
     uint64_t line;
+    uint32_t index;  // in order of first appearance
 } series_seen;
 
 // A kept column's integers beyond float32's exact range (|v| > 2^24), which
@@ -145,6 +147,13 @@ typedef struct {
     size_t src_at;      // the source being read
     int64_t line_base;  // sf_origin_make(src_at, 0)
     bool per_file;      // --series-per-file
+    // Series whose rows interleave: once one comes back, every row is held
+    // here and checked in series order after the last (regroup_finish).
+    sf_regroup *rg;
+    uint32_t cur_index, nindex;  // the current row's series and the series seen, in order of first appearance
+    const series_seen **by_index;  // the merge's names of the series
+    sf_pack_writer_opts wo;      // the writer's options, to open it again for the regrouped rows
+    uint32_t cat_cols[64];
 } csv;
 
 static void shell_word(char *out, size_t cap, size_t *len, const char *s);
@@ -205,6 +214,22 @@ __attribute__((format(printf, 3, 4))) static int fail_at(csv *c, const char *q, 
     va_end(ap);
     return sf_err_set(c->e, SF_EFORMAT, "%s:%llu:%llu: %s", c->name, (unsigned long long)line,
                       (unsigned long long)col, msg);
+}
+
+// fail_at for a row's checks in its series: at q in the record being
+// parsed, or, for a row regrouped after the whole input was read (q NULL),
+// at its line.
+__attribute__((format(printf, 4, 5))) static int fail_row(csv *c, const char *q, int64_t line, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (q) return fail_at(c, q, "%s", msg);
+    if (c->src)  // an origin: the file and its line
+        return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: %s", sf_sources_path(c->src, (uint64_t)line >> SF_ORIGIN_LINE_BITS),
+                          (unsigned long long)((uint64_t)line & SF_MAX_SOURCE_LINE), msg);
+    return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: %s", c->name, (unsigned long long)line, msg);
 }
 
 // Quotes a field for a message, cut to a readable length.
@@ -322,8 +347,7 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
 
 // " Sort the rows by NAME first ...; then pack it with: " into out, with a
 // command that sorts a plain CSV file (no quotes seen, a one-line header),
-// and in sorted the name of the sorted copy. The series column's rows must
-// be together: pack refuses a series that comes back.
+// and in sorted the name of the sorted copy.
 static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
     const char *in = c->name;
     size_t n = strlen(in), len = 0;
@@ -1221,7 +1245,7 @@ static series_seen *seen_find_or_add(csv *c, const char *key, size_t n, uint64_t
     if (!k) return NULL;
     memcpy(k, key, n);
     k[n] = 0;
-    c->seen[j] = (series_seen){k, n, line};
+    c->seen[j] = (series_seen){.key = k, .len = n, .line = line};
     c->seen_len++;
     return &c->seen[j];
 }
@@ -1237,31 +1261,95 @@ static int flush_batch(csv *c) {
     return rc;
 }
 
+// The entry of key, or NULL when the series has not been seen.
+static const series_seen *seen_find(const csv *c, const char *key, size_t n) {
+    if (!c->seen_cap) return NULL;
+    for (size_t j = hash_key(key, n) & (c->seen_cap - 1); c->seen[j].key; j = (j + 1) & (c->seen_cap - 1))
+        if (c->seen[j].len == n && memcmp(c->seen[j].key, key, n) == 0) return &c->seen[j];
+    return NULL;
+}
+
+// The first series that comes back: the rows of series interleave. From
+// here on every row is held by a regrouper (regroup.c) and checked in
+// series order after the last one (regroup_finish). The rows written so
+// far, series by series as they came, are finished as a file of their own
+// (the writer's temporary file, unlinked and read back at the head of the
+// merge): rows grouped by series never pay for regrouping.
+static int regroup_start(csv *c, const series_seen *back) {
+    if (!sf_pack_writer_temp_path(c->w)) {
+        char a[96], b[96], la[256], lb[256];
+        uint64_t line, col;
+        where(c, c->key_at, &line, &col);
+        return sf_err_set(c->e, SF_EUSAGE, "%s:%llu:%llu: series \"%s\" (column \"%s\") reappears after series \"%s\" "
+                          "started at line %s (it was first seen at line %s): pack regroups the rows of series "
+                          "that interleave through temporary files beside its output, so it needs -o FILE.sfpack, not "
+                          "stdout or a device", c->name, (unsigned long long)line, (unsigned long long)col,
+                          show(c->key, c->key_len, a, sizeof a), c->names[c->series_field],
+                          show(c->cur_series, c->cur_series_len, b, sizeof b),
+                          origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, back->line, lb, sizeof lb));
+    }
+    // The record that came back is parsed into the next batch slot, which
+    // the flush moves back to the batch's start.
+    const float *parsed = c->row;
+    int rc = flush_batch(c);
+    if (parsed != c->row) memcpy(c->row, parsed, c->nkeep * sizeof(float));
+    uint64_t budget = c->o->memory_budget ? c->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    if (!rc) rc = sf_regroup_open(&c->rg, c->out, c->nkeep, c->time_field != UINT32_MAX, budget, c->e);
+    if (rc) return rc;
+    sf_pack_writer *w = c->w;
+    c->w = NULL;
+    if (!sf_pack_writer_nrows(w)) {  // every row so far dropped (--missing drop)
+        sf_pack_writer_abort(w);
+        return 0;
+    }
+    // Every categorical column has a value in a stored row: none is empty.
+    for (uint32_t k = 0; !rc && k < c->ncat; k++)
+        rc = sf_pack_writer_category(w, k, (const char *const *)c->cats[k].values, c->cats[k].n, c->e);
+    if (rc) {
+        sf_pack_writer_abort(w);
+        return rc;
+    }
+    int fd;
+    sf_pack *head;
+    if ((rc = sf_pack_writer_finish_fd(w, &fd, c->e))) return rc;
+    rc = sf_pack_open_fd(&head, fd, c->out, c->e);
+    close(fd);
+    if (rc) return rc;
+    const sf_pack_info *in = sf_pack_get_info(head);
+    uint32_t *map = malloc(in->nseries * sizeof *map);
+    if (!map) {
+        sf_pack_close(head);
+        return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+    }
+    for (uint64_t i = 0; i < in->nseries; i++) {
+        const series_seen *s = seen_find(c, in->series[i].name, strlen(in->series[i].name));
+        map[i] = s ? s->index : 0;  // every series written was seen
+    }
+    return sf_regroup_head(c->rg, head, map, c->e);
+}
+
 static int start_series(csv *c) {
     bool found;
     series_seen *s = seen_find_or_add(c, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
     if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
-    char a[96], b[96], la[256], lb[256];
-    if (found)
-        return fail_at(c, c->key_at,
-                       "series \"%s\" (column \"%s\") reappears after series \"%s\" started at line %s; "
-                       "it was first seen at line %s (rows of one series must be contiguous: sort the CSV by "
-                       "that column)%s",
-                       show(c->key, c->key_len, a, sizeof a),
-                       c->names[c->series_field], show(c->cur_series, c->cur_series_len, b, sizeof b),
-                       origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, s->line, lb, sizeof lb),
-                       c->key_padded ? "; here the id has spaces around it, which pack drops as padding outside "
-                                       "quotes: if the spaces make it another series, quote that id in the CSV" : "");
-    // The record that starts the series is already parsed into the next batch
-    // slot; flushing moves c->row back to the batch start, so it moves too.
-    const float *parsed = c->row;
-    int rc = flush_batch(c);
-    if (parsed != c->row) memcpy(c->row, parsed, c->nkeep * sizeof(float));
-    if (!rc) rc = sf_pack_writer_series(c->w, c->key, c->key_len, c->e);
+    if (!found && c->nindex == UINT32_MAX)
+        return fail_at(c, c->key_at, "more than %u series ids", UINT32_MAX - 1);
+    if (!found) s->index = c->nindex++;
+    int rc = found && !c->rg ? regroup_start(c, s) : 0;
     if (rc) return rc;
+    if (!c->rg) {
+        // The record that starts the series is already parsed into the next batch
+        // slot; flushing moves c->row back to the batch start, so it moves too.
+        const float *parsed = c->row;
+        rc = flush_batch(c);
+        if (parsed != c->row) memcpy(c->row, parsed, c->nkeep * sizeof(float));
+        if (!rc) rc = sf_pack_writer_series(c->w, c->key, c->key_len, c->e);
+        if (rc) return rc;
+    }
     c->cur_series = s->key;
     c->cur_series_len = s->len;
     c->cur_series_line = (uint64_t)c->line_base + c->line;
+    c->cur_index = s->index;
     c->have_last = false;
     c->seeded = -1;
     c->padded_line = 0;
@@ -1326,23 +1414,19 @@ static void late_ids_hint(csv *c, char *hint, size_t cap) {
         }
 }
 
-static int commit_record(csv *c) {
-    c->quoted_seen |= c->rec_quoted;
-    if (c->series_field != UINT32_MAX &&
-        (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
-        int rc = start_series(c);
-        if (rc) return rc;
-    }
-    // Counted once the record is whole, in its series (the first row of a
-    // series is not compared with the series before it).
-    record_counts(c);
-    if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, c->nkeep);
-    if (c->key_padded && !c->padded_line) c->padded_line = c->line;
+// A row of the current series, in c->row, checked against the series' row
+// before it and appended to the batch: a missing value filled (--missing
+// ffill), a time that goes back refused, a repeated one noted. One
+// implementation for both paths: a record as it is parsed (the rows of
+// series contiguous), and a row regrouped after the whole input was read
+// (c->rg), whose record is gone: its messages name its line. line: the
+// row's line as stored; imputed: the flags a regrouped row already carries
+// (one packed before a series came back), or NULL.
+static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
+    bool held = c->rg != NULL;
+    if (c->batch_imp && imputed) memcpy(c->batch_imp + c->nbatch * c->nkeep, imputed, c->nkeep);
+    else if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, c->nkeep);
     if (c->rec_missing) {
-        if (c->o->missing == SF_MISSING_DROP) {
-            c->st.rows_dropped++;
-            return 0;
-        }
         // A series' first row (c->last is free: the batch was flushed):
         // the row before it may be in the file appended to.
         if (!c->have_last && c->seeded < 0 && c->o->series_last) {
@@ -1352,7 +1436,14 @@ static int commit_record(csv *c) {
         }
         for (uint32_t k = 0; k < c->nkeep; k++) {
             if (!isnan(c->row[k])) continue;
-            if (!c->have_last && (c->seeded != 1 || isnan(c->last[k]))) {
+            bool seed = !c->have_last && c->seeded == 1 && !isnan(c->last[k]);
+            if (!c->have_last && held && !seed) {
+                char a[96];
+                return fail_row(c, NULL, line, "missing value in column \"%s\" with no earlier row in series \"%s\" "
+                                "to fill it from (hint: --missing drop leaves out the rows with a missing value)",
+                                c->col_names[k], show(c->cur_series, c->cur_series_len, a, sizeof a));
+            }
+            if (!c->have_last && !seed) {
                 uint64_t rows;
                 bool all;
                 uint64_t line = first_value_line(c, k, &rows, &all);
@@ -1373,7 +1464,7 @@ static int commit_record(csv *c) {
                 return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
                                "fill it from%s", c->col_names[k], fix);
             }
-            c->row[k] = c->nbatch ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
+            c->row[k] = c->nbatch && !seed ? c->row[(ptrdiff_t)k - c->nkeep] : c->last[k];
             c->batch_imp[c->nbatch * c->nkeep + k] = 1;  // so that nothing scores it as observed
             c->st.values_filled++;
         }
@@ -1392,21 +1483,21 @@ static int commit_record(csv *c) {
             format_time(c, c->prev_time, before, sizeof before);
             if (mixed != UINT32_MAX)
                 snprintf(hint, sizeof hint, "; categorical column \"%s\" changes there too: if it is the id of series "
-                         "whose rows interleave, sort the rows by it and pack it with --series-column instead",
+                         "whose rows interleave, pack it with --series-column instead",
                          c->col_names[mixed]);
             else if (c->padded_line)
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
                          show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
-            else if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)c->src_at)
+            else if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)line >> SF_ORIGIN_LINE_BITS)
                 snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
                          "sorted by name): give them in time order");
             else late_ids_hint(c, hint, sizeof hint);
             char pl[256];
-            return fail_at(c, c->time_at, "time %s is before %s (line %s), the row before it in this series; times "
-                           "must not go back within a series (sort the CSV by time%s)%s", now, before,
-                           origin_text(c, c->prev_time_line, pl, sizeof pl),
-                           c->series_field != UINT32_MAX ? " within each series" : "", hint);
+            return fail_row(c, held ? NULL : c->time_at, line, "time %s is before %s (line %s), the row before it in "
+                            "this series; times must not go back within a series (sort the CSV by time%s)%s", now,
+                            before, origin_text(c, c->prev_time_line, pl, sizeof pl),
+                            c->series_field != UINT32_MAX ? " within each series" : "", hint);
         }
         if (c->have_last && c->rec_time == c->prev_time && !c->repeat_line) {
             // Without a categorical change, a column of integers that
@@ -1420,17 +1511,39 @@ static int commit_record(csv *c) {
                                                : now != before && now == nearbyintf(now) && before == nearbyintf(before);
                 if (ids) field = f;
             }
-            c->repeat_line = (uint64_t)c->line_base + c->line, c->repeat_field = field;
+            c->repeat_line = (uint64_t)line, c->repeat_field = field;
         }
         c->batch_time[c->nbatch] = c->prev_time = c->rec_time;
-        c->prev_time_line = (uint64_t)c->line_base + c->line;
+        c->prev_time_line = (uint64_t)line;
     }
-    c->batch_line[c->nbatch] = c->line_base + (int64_t)c->line;
+    c->batch_line[c->nbatch] = line;
     if (!c->have_last) c->st.nseries++;  // the series' first stored row
     c->have_last = true;
     c->row += c->nkeep;  // records are parsed straight into the batch
     if (++c->nbatch == c->batch_rows) return flush_batch(c);
     return 0;
+}
+
+static int commit_record(csv *c) {
+    c->quoted_seen |= c->rec_quoted;
+    if (c->series_field != UINT32_MAX &&
+        (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
+        int rc = start_series(c);
+        if (rc) return rc;
+    }
+    // Counted once the record is whole, in its series (the first row of a
+    // series is not compared with the series before it).
+    record_counts(c);
+    if (c->key_padded && !c->padded_line) c->padded_line = c->line;
+    if (c->rec_missing && c->o->missing == SF_MISSING_DROP) {
+        c->st.rows_dropped++;
+        return 0;
+    }
+    if (c->rg) {  // held, and checked in series order after the last row
+        c->st.rows++;
+        return sf_regroup_add(c->rg, c->cur_index, c->row, c->rec_time, c->line_base + (int64_t)c->line, c->e);
+    }
+    return series_row(c, c->line_base + (int64_t)c->line, NULL);
 }
 
 
@@ -1895,6 +2008,51 @@ static int parse_parallel(csv *c) {
     return 0;
 }
 
+// One regrouped row (sf_regroup_emit), in series order: a new series opens
+// in the writer, then the row gets the checks a row of contiguous series
+// gets as it is parsed.
+static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
+                        const uint8_t *imputed) {
+    csv *c = arg;
+    if (!c->cur_series || series != c->cur_index) {
+        const series_seen *s = c->by_index[series];
+        int rc = flush_batch(c);
+        if (!rc) rc = sf_pack_writer_series(c->w, s->key, s->len, c->e);
+        if (rc) return rc;
+        c->cur_series = s->key, c->cur_series_len = s->len, c->cur_index = series;
+        c->have_last = false;
+        c->seeded = -1;
+    }
+    memcpy(c->row, values, c->nkeep * sizeof(float));
+    c->rec_time = time;
+    c->rec_missing = false;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->rec_missing |= isnan(c->row[k]);
+    if (c->o->progress && !((c->st.rows + c->nbatch) & 0xfffff))
+        c->o->progress(c->o->progress_arg, c->st.rows + c->nbatch, c->consumed + c->len);
+    return series_row(c, line, imputed);
+}
+
+// After the last row: the held rows merged series by series into the
+// writer, opened again (its first file became the merge's head).
+static int regroup_finish(csv *c) {
+    c->by_index = malloc((c->nindex ? c->nindex : 1) * sizeof *c->by_index);
+    if (!c->by_index) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
+    for (size_t i = 0; i < c->seen_cap; i++)
+        if (c->seen[i].key) c->by_index[c->seen[i].index] = &c->seen[i];
+    int rc = sf_pack_writer_open(&c->w, c->out, &c->wo, c->e);
+    if (rc) return rc;
+    if (c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
+    // Counted again as the rows reach the writer.
+    c->st.rows = c->st.nseries = 0;
+    c->cur_series = NULL, c->have_last = false, c->padded_line = 0, c->seeded = -1;
+    rc = sf_regroup_merge(c->rg, regroup_emit, c, c->e);
+    if (!rc) rc = flush_batch(c);
+    c->st.regrouped = true;
+    c->st.runs = sf_regroup_runs(c->rg), c->st.passes = sf_regroup_passes(c->rg);
+    c->st.spilled_bytes = sf_regroup_spilled(c->rg);
+    return rc;
+}
+
 // A file written to while it was packed (appended to, say) would give a
 // torn last row and a pack of neither version: refused.
 static int check_unchanged(csv *c) {
@@ -2003,6 +2161,19 @@ static void notes(csv *c) {
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
+    if (c->st.regrouped) {
+        size_t len = 0;
+        append(msg, sizeof msg, &len, "note: the rows of series interleave: pack regrouped them, each series' rows "
+               "in the order of the file, the series in the order they first appear (");
+        if (c->st.runs)
+            append(msg, sizeof msg, &len, "%llu sorted runs merged in %llu pass(es), %.1f MB written to temporary files "
+                   "beside %s; a larger --memory-budget writes fewer)", (unsigned long long)c->st.runs,
+                   (unsigned long long)c->st.passes, c->st.spilled_bytes / 1e6, c->out);
+        else
+            append(msg, sizeof msg, &len, "in memory, within --memory-budget)");
+        escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
     if (c->truncated) {
         snprintf(msg, sizeof msg, "note: %llu time(s) in the time column \"%s\" had digits below a microsecond (the "
                  "first at line %s): seqfeed keeps times to the microsecond and dropped them",
@@ -2070,6 +2241,7 @@ static int file_series(csv *c) {
     int rc = flush_batch(c);
     if (!rc) rc = sf_pack_writer_series(c->w, name, strlen(name), c->e);
     c->have_last = false;
+    c->seeded = -1;
     c->padded_line = 0;
     for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
     return rc;
@@ -2270,6 +2442,17 @@ static int convert(csv *c, const char *out) {
     }
     for (uint32_t k = 0; k < c->ncat; k++) cat_cols[k] = c->keep_at[c->cats[k].field];
     wo.categorical = cat_cols, wo.ncategorical = c->ncat;
+    c->wo = wo;
+    memcpy(c->cat_cols, cat_cols, sizeof cat_cols);
+    c->wo.categorical = c->cat_cols;
+    uint64_t budget = c->o->memory_budget ? c->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    if (budget < sf_regroup_min_budget(c->nkeep, c->time_field != UINT32_MAX)) {
+        free(col_names);
+        return sf_err_set(c->e, SF_EUSAGE, "--memory-budget %.3g MB is too small for pack to regroup rows of %u "
+                          "value(s)%s: at least %.3g MB", budget / 1e6, c->nkeep,
+                          c->time_field != UINT32_MAX ? " and a time" : "",
+                          sf_regroup_min_budget(c->nkeep, c->time_field != UINT32_MAX) / 1e6);
+    }
     rc = series_hint(c);  // before anything is written
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
@@ -2283,6 +2466,7 @@ static int convert(csv *c, const char *out) {
     if (rc == REC_END) rc = source_lines_fit(c);
     if (!rc) rc = flush_batch(c);
     if (!rc) rc = check_unchanged(c);
+    if (!rc && c->rg) rc = regroup_finish(c);
     if (!rc && c->st.rows == 0 && c->st.rows_dropped == 0)
         rc = sf_err_set(c->e, SF_EFORMAT, "%s:%llu:1: the file has a header row but no data rows",
                         c->name, (unsigned long long)(c->blank_line ? c->blank_line : c->line));
@@ -2323,6 +2507,8 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     for (size_t i = 0; i < c->seen_cap; i++) free(c->seen[i].key);
     free(c->names);
     free(c->seen);
+    sf_regroup_free(c->rg);
+    free(c->by_index);
     free(c->role);
     free(c->keep_at);
     free(c->last);

@@ -115,5 +115,93 @@ int sf_sources_open_file(const sf_sources *s, size_t i, struct stat *opened, sf_
 // extra or renamed, with its position, or another delimiter).
 int sf_sources_same_header(const sf_sources *s, size_t i, const char *const *first, uint32_t nfirst, char dfirst,
                            const char *const *names, uint32_t n, char d, sf_err *e);
+// Writes the trailer and footer (no fsync), unlinks the temporary file and
+// frees w; *fd is the file, open for reading, for the caller to read back
+// and close. For pack's rows packed before a series came back
+// (regroup.c). A writer without a temporary file (stdout, a device) is
+// SF_EINVAL.
+int sf_pack_writer_finish_fd(sf_pack_writer *w, int *fd, sf_err *e);
+
+// Rows of series whose rows interleave in the input,
+// regrouped by series with bounded memory (pack/regroup.c). Rows are held
+// up to a budget, sorted stably by series and spilled as runs to temporary
+// files beside the output, then merged: each series' rows come out in the
+// order they were added, the series in the order of their indices.
+#define SF_REGROUP_DEFAULT_BUDGET 64000000ull  // bytes: --memory-budget 64
+#define SF_REGROUP_MIN_BUDGET 250000ull        // bytes: --memory-budget 0.25
+
+typedef struct sf_regroup sf_regroup;
+
+// The least budget for rows of ncols values (and a time): SF_REGROUP_MIN_BUDGET,
+// or more for very wide rows (a run holds some rows, a merge some runs).
+uint64_t sf_regroup_min_budget(uint32_t ncols, bool timed);
+
+// near: the output path; the spill files are created beside it (where the
+// writer's temporary file goes) and unlinked at once, so that nothing of
+// them outlives the process, whatever ends it. budget: bytes for the rows
+// held and the merge's buffers (at least sf_regroup_min_budget).
+int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool timed, uint64_t budget, sf_err *e);
+
+// The rows that came before any added: an open .sfpack whose series i holds
+// rows of series map[i] (ascending), each row's imputed flags kept. The
+// regrouper owns head and map from here on, also on failure.
+int sf_regroup_head(sf_regroup *r, sf_pack *head, uint32_t *map, sf_err *e);
+
+// Holds one row of series `series` (values: ncols floats; time ignored
+// without one); a full buffer is sorted and spilled first.
+int sf_regroup_add(sf_regroup *r, uint32_t series, const float *values, int64_t time, int64_t line, sf_err *e);
+
+// Called for each row, series by series in ascending index, each series'
+// rows in the order they came (the head's first). imputed: ncols flags, or
+// NULL when none was imputed. A nonzero return stops the merge and is
+// returned (the callback fills its own error).
+typedef int (*sf_regroup_emit)(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
+                               const uint8_t *imputed);
+
+// Merges every row into emit; call once, after the last add.
+int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e);
+
+// Runs the held rows were spilled as, the merge's passes over them (0: every
+// row fitted in the budget), and the bytes written to spill files.
+uint64_t sf_regroup_runs(const sf_regroup *r);
+uint64_t sf_regroup_passes(const sf_regroup *r);
+uint64_t sf_regroup_spilled(const sf_regroup *r);
+
+// Frees r and closes (so removes) its spill files.
+void sf_regroup_free(sf_regroup *r);
+
+// Whether a kept integer column of the rows pack is about
+// to take for one series is the id of several (series_hint.c). pack/csv.c
+// reads the rows of its first buffer into this and says what it finds
+// before anything is written.
+typedef struct {
+    uint64_t nrows;
+    uint32_t ncols;
+    const int64_t *const *ints;  // ints[k][r]: column k's value in row r; NULL when one is not an integer
+    const int64_t *time;         // each row's time; NULL without a time column
+} sf_hint_rows;
+
+enum sf_hint_kind {
+    SF_HINT_NONE,
+    SF_HINT_TIME_BACK,  // the time goes back where the id changes, and nowhere else: strong
+    SF_HINT_COUNTER,    // no time column; another column rises within each id's run and restarts where it changes
+};
+
+typedef struct {
+    enum sf_hint_kind kind;
+    uint32_t id;       // the column that looks like series ids
+    uint32_t counter;  // SF_HINT_COUNTER: the column that restarts
+    uint32_t nvalues;  // its distinct values in the rows, each in one run
+    uint64_t row;      // the first row of a run where the evidence shows (the row before it ends the last run)
+} sf_hint;
+
+// Looks for a column of 2 to SF_HINT_MAX_IDS distinct integers, each in one
+// run of at least SF_HINT_MIN_RUN rows (the last run may be shorter: the
+// rows may end inside it), with the evidence above; the one with the most
+// runs, the first such column on a tie. Returns the kind found (also in
+// out->kind).
+#define SF_HINT_MAX_IDS 1024u
+#define SF_HINT_MIN_RUN 3u
+enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 
 #endif

@@ -315,6 +315,13 @@ typedef struct {
     // sf_csv_pack_files: each file is its own series, named after the file
     // without its directory and extension (excludes series_column).
     bool series_per_file;
+    // Bytes for the rows of series that interleave (a series whose rows
+    // come back after another's started): they are held, sorted by series
+    // and spilled as runs to temporary files beside out, then merged, each
+    // series' rows in file order and the series in order of first
+    // appearance. 0: 64 MB. Below sf_regroup_min_budget (pack/internal.h,
+    // 0.25 MB for all but very wide rows): SF_EUSAGE.
+    uint64_t memory_budget;
     // Receives (with progress_arg) the CSV's column names once the header
     // is read, before any row; a nonzero return (with e filled) stops the
     // pack (may be NULL). pack --append-to compares them with the file's.
@@ -331,6 +338,11 @@ typedef struct {
 typedef struct {
     uint64_t rows, rows_dropped, values_filled, csv_bytes, out_bytes;
     uint64_t nseries;
+    // Series whose rows interleave were regrouped (sf_csv_pack_opts.memory_budget):
+    // in memory, or through runs spilled to temporary files, merged in
+    // passes over them (bytes: what was written, every pass counted).
+    bool regrouped;
+    uint64_t runs, passes, spilled_bytes;
     // sf_csv_append: the file's rows and series before, the series the CSV
     // added to and the new ones, the leading chunks kept without
     // recompressing and how their bytes were copied, the bytes written.

@@ -810,8 +810,8 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
         sf_chunk c = sf_pack_chunk_locate(p, i);
         for (size_t k = 0; imp && k < (size_t)c.rows * in->ncols; k++) nimp[k / c.rows] += imp[k];
         // Times: non-decreasing in each series, the series' first and last
-        // and each chunk's largest step as the trailer says. Lines: rising
-        // in each series, or starting again lower where appended rows begin.
+        // and each chunk's largest step as the trailer says. Lines: rising in
+        // each series (pack regroups series whose rows interleave).
         int64_t most = 0;
         for (uint32_t r = 0; (time || line) && r < c.rows; r++) {
             uint64_t row = c.first_row + r;
@@ -819,8 +819,9 @@ int sf_pack_verify(const sf_pack *p, void (*progress)(void *arg, uint64_t chunk)
             if (row >= in->series[series].first_row + in->series[series].rows) series++, starts = true;
             if (line && in->nsources) {
                 rc = verify_origin(p, i, row, line[r], starts ? INT64_MIN : prev_line, e);
-            } else if (line && row && line[r] <= prev_line)
-                rc = CORRUPT("%s: chunk %llu: row %llu's CSV line %lld does not follow line %lld", p->name,
+            } else if (line && !starts && line[r] <= prev_line)
+                rc = CORRUPT("%s: chunk %llu: row %llu's CSV line %lld does not follow line %lld, the row before it in "
+                             "its series", p->name,
                              (unsigned long long)i, (unsigned long long)row, (long long)line[r], (long long)prev_line);
             if (time && !starts && time[r] < prev_time)
                 rc = CORRUPT("%s: chunk %llu: row %llu's time goes back in its series", p->name,

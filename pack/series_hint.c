@@ -4,7 +4,7 @@
 // column changes. A column of calendar integers (a month, an hour) has long
 // runs too, but the time rises across them; that is why the evidence is
 // needed and the runs alone say nothing.
-#include "series_hint.h"
+#include "internal.h"
 
 #include <stdbool.h>
 #include <stdlib.h>

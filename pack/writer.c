@@ -735,3 +735,21 @@ int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
     free_writer(w);
     return 0;
 }
+
+int sf_pack_writer_finish_fd(sf_pack_writer *w, int *fd, sf_err *e) {
+    *fd = -1;
+    if (!w->tmp_path) {
+        sf_pack_writer_abort(w);
+        return sf_err_set(e, SF_EINVAL, "%s: written straight to its target, no temporary file to read back", w->path);
+    }
+    if (w->nseries && w->series[w->nseries - 1].rows == 0) free(w->series[--w->nseries].name);
+    int rc = flush_chunk(w, e);
+    while (!rc && w->next_write < w->next_seq) rc = write_next(w, e);
+    if (!rc) rc = write_trailer(w, e);
+    // Opened for reading before the name goes: from here on only the
+    // descriptor keeps the file, which the kernel frees with it.
+    if (!rc && (*fd = open(w->tmp_path, O_RDONLY | O_CLOEXEC)) < 0)
+        rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot read back its temporary file", w->path);
+    sf_pack_writer_abort(w);
+    return rc;
+}

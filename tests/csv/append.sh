@@ -55,6 +55,8 @@ open("cat.csv", "w").write(head + "".join(r + "\n" for r in old["x"] + old["a"] 
 # c only: nothing of the file changes but its last chunk.
 open("newc.csv", "w").write(head + "".join(r + "\n" for r in new["c"]))
 open("catc.csv", "w").write(head + "".join(r + "\n" for s in ("x", "a", "b") for r in old[s]) + "".join(r + "\n" for r in new["c"]))
+# new.csv's rows interleaved by time (as a feed writes them): the same rows.
+open("newi.csv", "w").write(head + "".join(r + "\n" for t in zip(new["b"], new["a"], new["c"]) for r in t))
 # 2 MB of a series z, slower to read than the parser's first buffer.
 open("z.csv", "w").write(head + "".join("2024-03-04T00:00,z,%d.5,1,red\n" % i for i in range(80000)))
 # A row of a that goes back an hour from its last time (line 3).
@@ -81,6 +83,12 @@ run 0 pack newd.csv --append-to f.sfpack -q
 run 0 inspect --json f.sfpack
 expect out '"sources": \["f\.sfpack", "new\.csv", "newd\.csv"\]'
 run 0 verify f.sfpack
+
+# The same day with the series' rows interleaved (regrouped, as pack does).
+cp orig.sfpack fi.sfpack
+run 0 pack newi.csv --append-to fi.sfpack -q
+run 0 verify fi.sfpack
+same_as fi.sfpack cat.sfpack
 
 # ---- only a new series: the leading chunks are kept as stored, not recompressed ----
 cp orig.sfpack g.sfpack

@@ -125,14 +125,17 @@ run 2 pack - --series-per-file -o x.sfpack
 expect err "stdin has no name"
 
 # --series-column across files: a series may go on into the next file; one
-# that comes back later is refused, naming where it was first seen.
+# that comes back later is regrouped, its rows keeping their files and lines.
 printf 'site,v\na,1\na,2\nb,3\n' >other/s1.csv
 printf 'site,v\nb,4\nc,5\n' >other/s2.csv
 printf 'site,v\nd,6\na,7\n' >other/s3.csv
 run 0 pack other/s1.csv other/s2.csv --series-column site -o s.sfpack
 expect out "packed 5 rows \(3 series, 2 files\)"
-run 1 pack other/s1.csv other/s2.csv other/s3.csv --series-column site -o x.sfpack
-expect err "other/s3.csv:3:1: series \"a\" \(column \"site\"\) reappears after series \"d\" started at line 2; it was first seen at line 2 of other/s1.csv"
+run 0 pack other/s1.csv other/s2.csv other/s3.csv --series-column site -o r.sfpack
+expect err "the rows of series interleave: pack regrouped them"
+run 0 unpack r.sfpack -o r.csv
+same r.csv <(printf 'site,v\na,1\na,2\na,7\nb,3\nb,4\nc,5\nd,6\n')
+run 0 verify r.sfpack
 
 # predict --with-actual: each forecast's file and line hold its time and
 # actual value (checked with awk on the user's own files).

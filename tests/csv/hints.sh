@@ -196,10 +196,10 @@ expect out '^ +1  a\\nb +1 +2 '
 expect out '^ +1  x\\ny +0 +2$'
 expect out '^ +2  z\\tq +2 +1$'
 [ "$(grep -c '^ ' out)" -eq 6 ] || fail "inspect's table has broken lines: $(cat out)"
-printf 'id,v\n"x\ny",1\n"z",2\n"x\ny",3\n' >nl-back.csv
-run 1 pack nl-back.csv -o nl.sfpack --series-column id
+printf 'id,v\n"x\ny",1\n"z",2\n"x\ny",3\n"w\nq",\n' >nl-back.csv
+run 1 pack nl-back.csv -o nl.sfpack --series-column id --missing ffill
 [ "$(wc -l <err)" -eq 1 ] || fail "an error with a newline in an id takes lines: $(cat err)"
-expect err 'series "x\\x0ay" \(column "id"\) reappears'
+expect err 'nl-back\.csv:7: missing value in column "v" with no earlier row in series "w\\x0aq"'
 
 # Names too long for a message's command (under ASan: no overrun).
 long=$(printf 'x%.0s' $(seq 700))

@@ -452,11 +452,111 @@ static void case_series(void) {
     unload(&l);
 }
 
+// A series whose rows come back after another's started (series that
+// interleave): the rows are regrouped, each series' rows in the order of
+// the file, the series in the order they first appear, and the checks of a
+// series' rows run in that order: --missing ffill takes the series' own row
+// before, a time going back is named by its line and the line of the row
+// before it in its series.
 static void case_series_reappears(void) {
     sf_csv_pack_opts o = defaults();
     o.series_column = "id";
-    reject("x,id\n1,A\n2,A\n3,B\n4,B\n5,A\n", &o, SF_EFORMAT, "in.csv:6:3: ", "\"A\"", "\"B\" started at line 4",
-           "first seen at line 2", NULL);
+    loaded l;
+    sf_csv_pack_stats st;
+    if (!accept("x,id\n1,A\n2,A\n3,B\n4,B\n5,A\n6,C\n7,B\n", &o, LIST("x"), LIST("1", "2", "5", "3", "4", "7", "6"), &l,
+                &st))
+        return;
+    check_series(&l, "id", 3, (const sf_series[]){{0, 3, "A"}, {3, 3, "B"}, {6, 1, "C"}});
+    CHECK(st.regrouped && st.nseries == 3 && st.runs == 0, "regrouped %d, %llu series, %llu runs", st.regrouped,
+          (unsigned long long)st.nseries, (unsigned long long)st.runs);
+    unload(&l);
+    o.missing = SF_MISSING_FFILL;
+    if (!accept("id,x,y\nA,1,2\nB,3,4\nA,,5\nB,6,\nA,7,\n", &o, LIST("x", "y"),
+                LIST("1", "2", "1", "5", "7", "5", "3", "4", "6", "4"), &l, &st))
+        return;
+    CHECK(st.values_filled == 3, "%llu values filled, expected 3", (unsigned long long)st.values_filled);
+    unload(&l);
+    // Series C's first row, held once A came back, has nothing to fill from.
+    reject("id,x\nA,1\nB,2\nA,3\nC,\nC,4\n", &o, SF_EFORMAT, "in.csv:5: ",
+           "missing value in column \"x\" with no earlier row in series \"C\" to fill it from", "--missing drop",
+           NULL);
+    o.missing = SF_MISSING_ERROR;
+    o.time_column = "t";
+    reject("id,t,x\nA,2020-01-01,1\nB,2020-01-01,2\nA,2020-01-03,3\nB,2020-01-02,4\nA,2020-01-02,5\n", &o, SF_EFORMAT,
+           "in.csv:6: ", "time 2020-01-02 is before 2020-01-03 (line 4), the row before it in this series", NULL);
+    // --missing drop: rows dropped where they are; a series all dropped is none.
+    o.time_column = NULL;
+    o.missing = SF_MISSING_DROP;
+    if (!accept("id,x\nA,1\nB,\nA,2\nC,3\nB,\nA,4\nC,5\n", &o, LIST("x"), LIST("1", "2", "4", "3", "5"), &l, &st))
+        return;
+    check_series(&l, "id", 2, (const sf_series[]){{0, 3, "A"}, {3, 2, "C"}});
+    CHECK(st.rows_dropped == 2 && st.nseries == 2, "%llu dropped, %llu series", (unsigned long long)st.rows_dropped,
+          (unsigned long long)st.nseries);
+    unload(&l);
+    // Every row dropped before A comes back: no head, the rest regrouped.
+    if (!accept("id,x\nA,\nB,\nA,1\nB,2\nA,3\n", &o, LIST("x"), LIST("1", "3", "2"), &l, &st)) return;
+    check_series(&l, "id", 2, (const sf_series[]){{0, 2, "A"}, {2, 1, "B"}});
+    unload(&l);
+    // A budget below the least regrouping needs: a usage error naming it,
+    // even where the rows never interleave.
+    o.memory_budget = 100000;
+    reject("id,x\nA,1\n", &o, SF_EUSAGE, "--memory-budget 0.1 MB is too small", "at least 0.25 MB", NULL);
+}
+
+// Enough interleaved rows for the least budget to spill several runs and
+// merge them in more than one pass: every row comes back in its series, in
+// the order of the file, its line kept.
+static void case_regroup_runs(void) {
+    enum { SERIES = 300, STEPS = 400 };
+    size_t cap = (size_t)SERIES * STEPS * 24 + 64, n = 0;
+    char *text = malloc(cap);
+    if (!text) abort();
+    n += (size_t)snprintf(text + n, cap - n, "t,site,v\n");
+    for (int t = 0; t < STEPS; t++)
+        for (int s = 0; s < SERIES; s++) n += (size_t)snprintf(text + n, cap - n, "%d,s%d,%d\n", t, s, t * SERIES + s);
+    sf_csv_pack_opts o = defaults();
+    o.series_column = "site";
+    o.time_column = "t";
+    o.time_unit = SF_TIME_EPOCH_S;
+    o.memory_budget = 250000;
+    sf_csv_pack_stats st;
+    sf_err e = {0};
+    int rc = sf_csv_pack_mem(text, n, "in.csv", out, &o, &st, &e);
+    free(text);
+    CHECK(rc == 0, "%s", e.msg);
+    check_outputs(rc == 0);
+    CHECK(st.regrouped && st.runs >= 4 && st.passes >= 2 && st.rows == SERIES * STEPS && st.nseries == SERIES,
+          "regrouped %d, %llu runs, %llu passes, %llu rows, %llu series", st.regrouped, (unsigned long long)st.runs,
+          (unsigned long long)st.passes, (unsigned long long)st.rows, (unsigned long long)st.nseries);
+    loaded l;
+    if (rc || !load(&l)) return;
+    sf_pack_dctx *d = sf_pack_dctx_create();
+    void *stored = malloc(sf_pack_max_stored_size(l.p));
+    int64_t *line = malloc(l.in->chunk_rows * sizeof *line), *time = malloc(l.in->chunk_rows * sizeof *time);
+    if (!d || !stored || !line || !time) abort();
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < l.in->nchunks; i++) {
+        sf_chunk c = sf_pack_chunk_locate(l.p, i);
+        if (sf_pack_chunk_read(l.p, i, stored, &e) || sf_pack_chunk_decode_all(d, l.p, i, stored, NULL, time, line, &e))
+            abort();
+        for (uint32_t r = 0; r < c.rows; r++) {
+            uint64_t row = c.first_row + r, s = row / STEPS, t = row % STEPS;  // series s's step t
+            bad += l.rows[row] != (float)(t * SERIES + s) || line[r] != (int64_t)(2 + t * SERIES + s) ||
+                   time[r] != (int64_t)t;
+        }
+    }
+    CHECK(bad == 0, "%llu rows out of place", (unsigned long long)bad);
+    for (uint64_t s = 0; s < l.in->nseries && s < SERIES; s++) {
+        char name[16];
+        snprintf(name, sizeof name, "s%llu", (unsigned long long)s);
+        CHECK(!strcmp(l.in->series[s].name, name) && l.in->series[s].rows == STEPS, "series %llu is %s, %llu rows",
+              (unsigned long long)s, l.in->series[s].name, (unsigned long long)l.in->series[s].rows);
+    }
+    sf_err ve = {0};
+    CHECK(sf_pack_verify(l.p, NULL, NULL, &ve) == 0, "verify: %s", ve.msg);
+    sf_pack_dctx_free(d);
+    free(stored), free(line), free(time);
+    unload(&l);
 }
 
 static void case_series_unknown(void) {
@@ -1040,7 +1140,7 @@ static const struct {
     C(quoted_escape), C(quoted_newline_name), C(spaces), C(integers), C(decimals), C(exponents), C(signs),
     C(no_final_newline), C(blank_trailing), C(rounding), C(tab), C(semicolon), C(explicit_delimiter),
     C(columns_order), C(columns_unknown), C(columns_twice), C(columns_and_drop), C(drop_columns), C(drop_all),
-    C(series), C(series_reappears), C(series_unknown), C(series_in_columns), C(missing_drop), C(missing_tokens),
+    C(series), C(series_reappears), C(regroup_runs), C(series_unknown), C(series_in_columns), C(missing_drop), C(missing_tokens),
     C(missing_ffill), C(ffill_batches), C(non_numeric), C(ragged_short), C(ragged_long), C(duplicate_name),
     C(empty_name), C(out_of_range), C(nan), C(inf), C(empty_value), C(header_only), C(empty_file),
     C(all_dropped), C(non_utf8_header), C(blank_middle), C(bad_quotes), C(chunk_rows), C(big_file),

@@ -719,6 +719,43 @@ static void test_sources(const char *dir) {
     unlink(spath);
 }
 
+// Rows keep their CSV lines, which rise within each series: across series
+// they may go back (pack regroups series whose rows interleave), within one
+// verify refuses a line that does not follow the row before it.
+static void test_lines(const char *dir) {
+    static const char *const names[] = {"v"};
+    static const char *const sid[] = {"a", "b"};
+    char lpath[PATH_LEN];
+    path_in(lpath, dir, "lines.sfpack");
+    // Series a at lines 2, 4, 7; series b at 3, 5, 6: file order 2 3 4 5 6 7.
+    const int64_t regrouped[6] = {2, 4, 7, 3, 5, 6}, back[6] = {2, 7, 4, 3, 5, 6};
+    const int64_t *cases[2] = {regrouped, back};
+    for (int k = 0; k < 2; k++) {
+        sf_pack_writer_opts o = {.ncols = 1, .col_names = names, .series_column = "id", .chunk_rows = 4, .level = 1,
+                                 .lines = true};
+        sf_pack_writer *w;
+        sf_err e = {0};
+        float v[3] = {1, 2, 3};
+        int rc = sf_pack_writer_open(&w, lpath, &o, &e);
+        for (int s = 0; s < 2 && !rc; s++) {
+            rc = sf_pack_writer_series(w, sid[s], 1, &e);
+            if (!rc) rc = sf_pack_writer_rows_at(w, v, NULL, cases[k] + 3 * s, 3, &e);
+        }
+        if (!rc) rc = sf_pack_writer_finish(w, &e);
+        CHECK(rc == 0, "lines sample %d: %s", k, e.msg);
+        sf_pack *p = NULL;
+        if (!rc) rc = sf_pack_open(&p, lpath, &e);
+        if (!rc) rc = sf_pack_verify(p, NULL, NULL, &e);
+        sf_pack_close(p);
+        if (k == 0) CHECK(rc == 0, "lines rising within each series, back across them: verify says %s", e.msg);
+        else
+            CHECK(rc == SF_ECORRUPT && strstr(e.msg, "row 2's CSV line 4 does not follow line 7, the row before it in "
+                                                     "its series"),
+                  "a line going back within a series: verify %d \"%s\"", rc, e.msg);
+        unlink(lpath);
+    }
+}
+
 int main(void) {
     const char *srcdir = getenv("SRCDIR");
     if (!srcdir) {
@@ -741,6 +778,7 @@ int main(void) {
     test_reencoded_chunk();
     test_imputed(dir);
     test_sources(dir);
+    test_lines(dir);
     remove_dir(dir);
     free(orig);
     free(orig_values);

@@ -18,7 +18,10 @@
 // a reference packing of the same CSV with plain options (inline compression,
 // default chunks, no filter, the series column dropped rather than used), so
 // chunking, threads, filters and series boundaries cannot change the data
-// unnoticed. A packing that failed must leave no file behind.
+// unnoticed: row for row, or, where series interleave and pack regrouped
+// them, line for line (each value the reference's at the same CSV line, a
+// value --missing ffill filled the one of the row before it). A packing
+// that failed must leave no file behind.
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -99,8 +102,10 @@ static char *inflate(const char *text, size_t n, size_t *out_n) {
 
 // Opens and verifies a file the packer wrote, which must succeed, and decodes
 // it into one column-major matrix of nrows x ncols values; *imputed: the
-// values it records as imputed (UINT64_MAX: it records none).
-static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t *imputed) {
+// values it records as imputed (UINT64_MAX: it records none); *lines and
+// *imp (column-major flags), malloc'd, when not NULL.
+static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t *imputed, int64_t **lines,
+                   uint8_t **imp) {
     sf_pack *p;
     sf_err e;
     if (sf_pack_open(&p, path, &e) != 0) fail("the packed file does not open", e.msg);
@@ -111,14 +116,24 @@ static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t 
     float *vals = malloc((size_t)in->chunk_rows * in->ncols * sizeof *vals);
     void *stored = malloc(sf_pack_max_stored_size(p));
     sf_pack_dctx *d = sf_pack_dctx_create();
-    if (!all || !vals || !stored || !d) fail("out of memory", path);
+    int64_t *line = lines ? malloc(in->nrows * sizeof *line) : NULL;
+    uint8_t *flags = imp ? malloc((size_t)in->chunk_rows * in->ncols) : NULL;
+    uint8_t *all_imp = imp ? malloc(in->nrows * in->ncols) : NULL;
+    if (!all || !vals || !stored || !d || (lines && (!line || !in->has_lines)) || (imp && (!flags || !all_imp)))
+        fail("out of memory", path);
     for (uint64_t i = 0; i < in->nchunks; i++) {
         sf_chunk c = sf_pack_chunk_locate(p, i);
-        if (sf_pack_chunk_read(p, i, stored, &e) != 0 || sf_pack_chunk_decode(d, p, i, stored, vals, &e) != 0)
+        if (sf_pack_chunk_read(p, i, stored, &e) != 0 ||
+            sf_pack_chunk_decode_imputed(d, p, i, stored, vals, NULL, line ? line + c.first_row : NULL, flags, &e) != 0)
             fail("a chunk of a verified file does not decode", e.msg);
-        for (uint32_t col = 0; col < in->ncols; col++)
+        for (uint32_t col = 0; col < in->ncols; col++) {
             memcpy(all + col * in->nrows + c.first_row, vals + (size_t)col * c.rows, c.rows * sizeof *vals);
+            if (all_imp) memcpy(all_imp + col * in->nrows + c.first_row, flags + (size_t)col * c.rows, c.rows);
+        }
     }
+    if (lines) *lines = line;
+    if (imp) *imp = all_imp;
+    free(flags);
     *nrows = in->nrows;
     *ncols = in->ncols;
     *imputed = in->imputed ? 0 : UINT64_MAX;
@@ -130,40 +145,26 @@ static float *load(const char *path, uint64_t *nrows, uint32_t *ncols, uint64_t 
     return all;
 }
 
-// Every row's line (an origin with sources) of a file that verified.
-static int64_t *load_lines(const char *path, uint64_t *nrows) {
-    sf_pack *p;
-    sf_err e;
-    if (sf_pack_open(&p, path, &e) != 0) fail("the packed file does not open", e.msg);
-    const sf_pack_info *in = sf_pack_get_info(p);
-    int64_t *all = malloc(in->nrows * sizeof *all);
-    void *stored = malloc(sf_pack_max_stored_size(p));
-    sf_pack_dctx *d = sf_pack_dctx_create();
-    if (!all || !stored || !d) fail("out of memory", path);
-    if (!in->has_lines) fail("a packed CSV without lines", path);
-    for (uint64_t i = 0; i < in->nchunks; i++) {
-        sf_chunk c = sf_pack_chunk_locate(p, i);
-        if (sf_pack_chunk_read(p, i, stored, &e) != 0 ||
-            sf_pack_chunk_decode_all(d, p, i, stored, NULL, NULL, all + c.first_row, &e) != 0)
-            fail("a chunk of a verified file does not decode", e.msg);
-    }
-    *nrows = in->nrows;
-    free(stored);
-    sf_pack_dctx_free(d);
-    sf_pack_close(p);
-    return all;
-}
-
 // Checks the file at path, which packing text with o wrote, against a
 // reference packing with plain options. split: packed from two files whose
 // second one's first data row is line split of text (0: from text itself).
 static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const sf_csv_pack_stats *st,
                   const char *path, uint64_t split) {
-    uint64_t nlines = 0;
-    int64_t *lines = split ? load_lines(path, &nlines) : NULL;
     uint64_t rows, ref_rows, imputed, ref_imputed;
     uint32_t ncols, ref_ncols;
-    float *vals = load(path, &rows, &ncols, &imputed);
+    int64_t *lines = NULL;
+    uint8_t *imp = NULL;
+    float *vals = load(path, &rows, &ncols, &imputed, st->regrouped || split ? &lines : NULL,
+                       st->regrouped ? &imp : NULL);
+    // Line L of the whole CSV is line L of the first file, or line L - split
+    // + 2 of the second (its header is line 1): each origin back to L.
+    for (uint64_t r = 0; split && r < rows; r++) {
+        uint64_t src = (uint64_t)lines[r] >> SF_ORIGIN_LINE_BITS;
+        uint64_t l = (uint64_t)lines[r] & ((1ull << SF_ORIGIN_LINE_BITS) - 1);
+        if (src > 1 || (src == 0 && l >= split) || (src == 1 && l < 2))
+            fail("a row's origin is not its file and line", path);
+        lines[r] = (int64_t)(src ? l + split - 2 : l);
+    }
     unlink(path);
     if (rows != st->rows) fail("the packed file's row count differs from the packer's", path);
     // Every value --missing ffill filled is recorded as imputed, and only then.
@@ -180,25 +181,35 @@ static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const s
     // The reference may fail where the first packing did not (a series name
     // that --drop-columns cannot spell); only two results can be compared.
     if (sf_csv_pack_mem(text, n, "fuzz.csv", ref_path, &ref, NULL, &e) == 0) {
-        float *ref_vals = load(ref_path, &ref_rows, &ref_ncols, &ref_imputed);
-        uint64_t ref_nlines = 0;
-        int64_t *ref_lines = split ? load_lines(ref_path, &ref_nlines) : NULL;
+        int64_t *ref_lines = NULL;
+        float *ref_vals = load(ref_path, &ref_rows, &ref_ncols, &ref_imputed, lines ? &ref_lines : NULL, NULL);
         unlink(ref_path);
         if (ref_rows != rows || ref_ncols != ncols || ref_imputed != imputed ||
-            memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0)
+            (!st->regrouped && memcmp(ref_vals, vals, rows * ncols * sizeof *vals) != 0))
             fail("the packed values differ from the reference packing", path);
-        // Line L of the whole CSV is line L of the first file, or line
-        // L - split + 2 of the second (its header is line 1).
-        for (uint64_t r = 0; split && r < rows; r++) {
-            uint64_t l = (uint64_t)ref_lines[r];
-            int64_t want = l < split ? sf_origin_make(0, l) : sf_origin_make(1, l - split + 2);
-            if (lines[r] != want) fail("a row's origin is not its file and line", path);
+        for (uint64_t r = 0; split && !st->regrouped && r < rows; r++)
+            if (lines[r] != ref_lines[r]) fail("a row's origin is not its file and line", path);
+        // Regrouped: the reference's rows rise by line, each row's is found.
+        for (uint64_t r = 0; st->regrouped && r < rows; r++) {
+            uint64_t lo = 0, hi = ref_rows;
+            while (lo < hi) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (ref_lines[mid] < lines[r]) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == ref_rows || ref_lines[lo] != lines[r]) fail("a regrouped row's line is not the reference's", path);
+            for (uint32_t col = 0; col < ncols; col++) {
+                const float *v = vals + col * rows + r, *want = imp[col * rows + r] ? v - 1 : ref_vals + col * rows + lo;
+                if ((imp[col * rows + r] && r == 0) || memcmp(v, want, sizeof *v) != 0)
+                    fail("a regrouped row's values differ from the reference's at its line", path);
+            }
         }
         free(ref_vals);
         free(ref_lines);
     }
-    free(lines);
     free(vals);
+    free(lines);
+    free(imp);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
