@@ -89,6 +89,9 @@ static _Atomic(const char *) guarded;
 
 static void on_fatal_signal(int sig) {
     static const char msg[] = "\nseqfeed: interrupted; partial output removed\n";
+    // The signal stays blocked until the handler returns, so the code it
+    // interrupted may run on a moment (another thread's, too): errno as it was.
+    int saved_errno = errno;
     const char *path = atomic_load_explicit(&guarded, memory_order_acquire);
     if (path) {
         unlink(path);
@@ -97,6 +100,7 @@ static void on_fatal_signal(int sig) {
     }
     signal(sig, SIG_DFL);
     raise(sig);
+    errno = saved_errno;
 }
 
 void cli_guard_temp(const char *path) {
