@@ -279,7 +279,6 @@ static const char *const unit_names[] = {"s", "ms", "us", "ns"};  // SF_TIME_EPO
 
 // How a command a message suggests differs from the one that ran.
 typedef struct {
-    const char *in;             // another input (a sorted copy); NULL: the same
     const char *series_column;  // NULL: as given
     const char *time_column;    // NULL: as given
     const char *time_unit;      // NULL: as given
@@ -297,12 +296,12 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     if (!cap) return false;
     out[0] = 0;
     append(out, cap, &len, "seqfeed pack");
-    if (!ed->in && c->src) {
+    if (c->src) {
         char in[4096];
         append(out, cap, &len, " %s", inputs_text(c, in, sizeof in));
         whole &= strlen(in) + 1 < sizeof in;
     } else {
-        shell_word(out, cap, &len, ed->in ? ed->in : strcmp(c->name, "<stdin>") ? c->name : "-");
+        shell_word(out, cap, &len, strcmp(c->name, "<stdin>") ? c->name : "-");
     }
     shell_word(out, cap, &len, "-o");
     shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
@@ -343,34 +342,6 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     static const char *const missing[] = {NULL, "drop", "ffill"};
     if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
     return whole && len + 1 < cap;
-}
-
-// " Sort the rows by NAME first ...; then pack it with: " into out, with a
-// command that sorts a plain CSV file (no quotes seen, a one-line header),
-// and in sorted the name of the sorted copy.
-static void sort_step(const csv *c, uint32_t field, bool quotes, char *out, size_t cap, char *sorted, size_t scap) {
-    const char *in = c->name;
-    size_t n = strlen(in), len = 0;
-    bool file = strcmp(in, "<stdin>") != 0 && !c->src;  // several files: no one command sorts them
-    snprintf(sorted, scap, "%.*s-sorted.csv", (int)(n > 4 && !strcmp(in + n - 4, ".csv") ? n - 4 : n), in);
-    if (!file) snprintf(sorted, scap, "SORTED.csv");
-    if (!cap) return;
-    out[0] = 0;
-    append(out, cap, &len, " Sort the rows by \"%s\" first, each one's rows kept in time order", c->names[field]);
-    if (file && !quotes && c->header_one_line && strchr(",;", c->delim)) {
-        char d[2] = {c->delim, 0}, key[32];
-        snprintf(key, sizeof key, "-k%u,%u", field + 1, field + 1);
-        append(out, cap, &len, ": (head -n 1");
-        shell_word(out, cap, &len, in);
-        append(out, cap, &len, " && tail -n +2");
-        shell_word(out, cap, &len, in);
-        append(out, cap, &len, " | grep -v '^[[:space:]]*$' | LC_ALL=C sort -s -t");  // blank lines would sort first
-        shell_word(out, cap, &len, d);
-        shell_word(out, cap, &len, key);
-        append(out, cap, &len, ") >");
-        shell_word(out, cap, &len, sorted);
-    }
-    append(out, cap, &len, "; then pack it with: ");
 }
 
 // Rewrites the control characters of msg (a column name or an id in it)
@@ -783,7 +754,7 @@ done:;
     // The command keeps what was given: the fix is the whole command line.
     char list[1024] = "", drop[1024] = "", series[256] = "", cats[512] = "";
     size_t ln = 0, dn = 0, cn = 0;
-    uint32_t ntext = 0, sort_by = UINT32_MAX, bad_time = UINT32_MAX, comma_col = UINT32_MAX;
+    uint32_t ntext = 0, bad_time = UINT32_MAX, comma_col = UINT32_MAX;
     const char *series_name = c->series_field == UINT32_MAX ? NULL : c->names[c->series_field], *time_name = NULL;
     if (series_name) snprintf(series, sizeof series, " --series-column %s", series_name);
     if (c->o->time_column) time_name = c->o->time_column[0] ? c->o->time_column : "none";
@@ -825,7 +796,7 @@ done:;
         else if (id) snprintf(what, sizeof what, "text ids in long runs, %u distinct: a series column?", t->ndistinct);
         else if (mixed)
             snprintf(what, sizeof what, "ids of %u series whose rows interleave (a time repeats where the id changes): "
-                     "a series column, once the rows are sorted by it", t->ndistinct);
+                     "a series column (pack regroups its rows)", t->ndistinct);
         else if (t->ndistinct == 1) snprintf(what, sizeof what, "one text value");
         else if (!t->many) snprintf(what, sizeof what, "a category of %u values, mixed", t->ndistinct);
         else snprintf(what, sizeof what, "text with many distinct values");
@@ -837,7 +808,6 @@ done:;
         } else if ((id || mixed) && !series_name) {
             series_name = c->names[j];
             snprintf(series, sizeof series, " --series-column %s", c->names[j]);
-            if (mixed) sort_by = j;
         } else if (t->times && c->time_field == UINT32_MAX && !no_time && !c->o->time_column && !time_name) {
             time_name = c->names[j];
             if (t->bad_time) bad_time = j;
@@ -874,10 +844,8 @@ done:;
     }
     char inputs[1024];
     const char *in = inputs_text(c, inputs, sizeof inputs);
-    // What must happen before the command can work: a time corrected, or
-    // the rows sorted by the series column (pack takes each series' rows
-    // together), with a command for a plain CSV file.
-    char first_step[1200] = "", sorted[512];
+    // What must happen before the command can work: a time corrected.
+    char first_step[1200] = "";
     if (bad_time == UINT32_MAX && c->time_field != UINT32_MAX && k[c->time_field].bad_time) bad_time = c->time_field;
     if (bad_time != UINT32_MAX) {
         char why[256];
@@ -891,10 +859,6 @@ done:;
         else
             snprintf(first_step, sizeof first_step, " Correct line %llu column %llu first; then pack it with:",
                      (unsigned long long)bl, (unsigned long long)bc);
-    } else if (sort_by != UINT32_MAX) {
-        sort_step(c, sort_by, quotes, first_step, sizeof first_step, sorted, sizeof sorted);
-        first_step[strlen(first_step) - 1] = 0;  // the format puts the space
-        in = sorted;
     }
     char command[3200];
     if (comma_col != UINT32_MAX) {
@@ -2143,21 +2107,19 @@ static void notes(csv *c) {
     } else if (c->repeat_line) {
         uint32_t field = c->repeat_field;
         bool category = c->role[field] == ROLE_CATEGORY;
-        char sorted[512];
         size_t len = 0;
         append(msg, sizeof msg, &len, "warning: at line %s the time repeats within a series while %scolumn \"%s\" "
                "changes: it looks like the id of series whose rows interleave, which training takes for one series "
                "(its windows mix them%s).", note_line(c, c->repeat_line, at, sizeof at), category ? "categorical " : "",
                c->names[field], category ? "" : ", and the id is a feature");
         size_t mark = len;
-        sort_step(c, field, c->quoted_seen, msg + len, sizeof msg - len, sorted, sizeof sorted);
-        len += strlen(msg + len);
+        append(msg, sizeof msg, &len, " Pack it with: ");
         // --columns lists the id: the series column must leave that list.
-        again_edit ed = {.in = sorted, .series_column = c->names[field], .uncategorical = c->names[field],
+        again_edit ed = {.series_column = c->names[field], .uncategorical = c->names[field],
                          .drop = c->o->columns ? c->names[field] : NULL};
         if (!again(c, &ed, msg + len, sizeof msg - len))
-            snprintf(msg + mark, sizeof msg - mark, " Sort the rows by it, each one's rows kept in time order, and "
-                     "pack them with --series-column%s", category ? " instead of --categorical" : "");
+            snprintf(msg + mark, sizeof msg - mark, " Pack them with --series-column%s (pack regroups the rows of "
+                     "series that interleave)", category ? " instead of --categorical" : "");
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
