@@ -118,3 +118,21 @@ if bad or a.keys() != b.keys():
     sys.exit(1)
 PY
 }
+
+# suggested [FILE]: the command after the last "pack it with: seqfeed " in
+# FILE (default err), without "seqfeed".
+suggested() { sed -n 's/.*[Pp]ack it with: seqfeed \(.*\)$/\1/p' "${1:-err}" | tail -n 1; }
+
+# run_suggested WHAT: runs the command a pack message suggested in err; it
+# must exit 0.
+# Its stdout and stderr are left in out and err.
+run_suggested() {
+    local cmd
+    cmd=$(suggested)
+    if [ -z "$cmd" ]; then
+        fail "$1: no command suggested: $(cat err)"
+        return
+    fi
+    eval "\"\$SEQFEED\" $cmd" >out 2>err.suggested || fail "$1: the suggested 'seqfeed $cmd' failed: $(cat err.suggested)"
+    mv err.suggested err
+}

@@ -11,23 +11,6 @@ tmp=$(mktemp -d /tmp/sfhints.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
-# suggested [FILE]: the command after the last "pack it with: seqfeed " in
-# FILE (default err), without "seqfeed".
-suggested() { sed -n 's/.*[Pp]ack it with: seqfeed \(.*\)$/\1/p' "${1:-err}" | tail -n 1; }
-
-# run_suggested WHAT: runs the suggested command of err; it must exit 0.
-# Its stdout and stderr are left in out and err.
-run_suggested() {
-    local cmd
-    cmd=$(suggested)
-    if [ -z "$cmd" ]; then
-        fail "$1: no command suggested: $(cat err)"
-        return
-    fi
-    eval "\"\$SEQFEED\" $cmd" >out 2>err.suggested || fail "$1: the suggested 'seqfeed $cmd' failed: $(cat err.suggested)"
-    mv err.suggested err
-}
-
 # ---- epochs: any int64 of nanoseconds, the range of each unit checked ----
 printf 't,v\n1700000000000000,1\n1700000001000000,2\n1700000002000000,3\n' >us.csv
 run 1 pack us.csv -o us.sfpack --time-column t --time-unit s

@@ -14,20 +14,6 @@ tmp=$(mktemp -d /tmp/sfserieshint.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 
-# suggested: the command after the last "pack it with: seqfeed " in err.
-suggested() { sed -n 's/.*[Pp]ack it with: seqfeed \(.*\)$/\1/p' err | tail -n 1; }
-
-# run_suggested WHAT: runs the suggested command of err; it must exit 0.
-run_suggested() {
-    local cmd
-    cmd=$(suggested)
-    if [ -z "$cmd" ]; then
-        fail "$1: no command suggested: $(cat err)"
-        return
-    fi
-    eval "\"\$SEQFEED\" $cmd" >out 2>err || fail "$1: the suggested 'seqfeed $cmd' failed: $(cat err)"
-}
-
 # series_count FILE N: FILE.sfpack holds N series.
 series_count() {
     run 0 inspect "$1"
