@@ -60,8 +60,10 @@ typedef struct {
 // what each column type becomes) into the .sfpack at out, which appears only
 // when it is complete. The stream is consumed whatever the outcome: moved
 // out of *stream (its release set to NULL) and released, batch by batch, one
-// batch in memory at a time. Each row keeps its index in the stream,
-// 1-based, as a CSV row keeps its line (predict --with-actual writes it).
+// batch in memory at a time (rows of series that interleave are regrouped,
+// held within memory_budget and spilled beside out beyond it). Each row
+// keeps its index in the stream, 1-based, as a CSV row keeps its line
+// (predict --with-actual writes it).
 // name (NULL: "the Arrow stream") is the source in messages. On success
 // *report (when report is not NULL; free with sf_api_free) is JSON: rows,
 // rows_dropped, values_filled, series, bytes (of out), regrouped (whether
