@@ -201,11 +201,11 @@ static int pack_opts(const sf_api_pack_opts *o, enum sf_missing *missing, sf_pac
 }
 
 static char *pack_report(uint64_t rows, uint64_t dropped, uint64_t filled, uint64_t series, uint64_t bytes,
-                         const sf_text *notes) {
+                         bool regrouped, const sf_text *notes) {
     sf_text t = {0};
     sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
-                ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"notes\": [%s]}", rows, dropped, filled, series,
-                bytes, notes->s ? notes->s : "");
+                ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"regrouped\": %s, \"notes\": [%s]}", rows, dropped,
+                filled, series, bytes, regrouped ? "true" : "false", notes->s ? notes->s : "");
     return t.s;
 }
 
@@ -223,7 +223,8 @@ int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf
     sf_text notes = {0};
     sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
                              .series_column = o->series_column, .time_column = o->time_column,
-                             .categorical = o->categorical, .note = add_note, .arg = &notes};
+                             .categorical = o->categorical, .note = add_note, .arg = &notes,
+                             .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &ao.missing, &ao.pack, e);
     if (rc) {
         if (stream->release) stream->release(stream);
@@ -232,7 +233,7 @@ int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf
     sf_arrow_pack_stats st;
     rc = sf_arrow_pack(stream, out, &ao, &st, e);
     if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 &notes)))
+                                                 st.regrouped, &notes)))
         rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
     free(notes.s);
     return rc;
@@ -247,12 +248,12 @@ int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, 
     sf_text notes = {0};
     sf_csv_pack_opts co = {.columns = o->columns, .drop_columns = o->drop_columns, .series_column = o->series_column,
                            .time_column = o->time_column, .categorical = o->categorical, .note = add_note,
-                           .progress_arg = &notes};
+                           .progress_arg = &notes, .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &co.missing, &co.pack, e);
     sf_csv_pack_stats st;
     if (!rc) rc = sf_csv_pack(in, out, &co, &st, e);
     if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 &notes)))
+                                                 st.regrouped, &notes)))
         rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
     free(notes.s);
     return rc;

@@ -53,17 +53,21 @@ typedef struct {
     const char *missing;                 // --missing: "error" (NULL), "drop" or "ffill"
     uint32_t chunk_rows;                 // --chunk-rows (0: 1 MiB of values a chunk)
     uint32_t threads;                    // --threads, 0 to 256 (0: one per core)
+    uint64_t memory_budget;              // --memory-budget, in bytes (0: 64 MB)
 } sf_api_pack_opts;
 
 // Packs an Arrow C stream (the Arrow C stream interface; pack/pack.h says
 // what each column type becomes) into the .sfpack at out, which appears only
 // when it is complete. The stream is consumed whatever the outcome: moved
 // out of *stream (its release set to NULL) and released, batch by batch, one
-// batch in memory at a time. Each row keeps its index in the stream,
-// 1-based, as a CSV row keeps its line (predict --with-actual writes it).
+// batch in memory at a time (rows of series that interleave are regrouped,
+// held within memory_budget and spilled beside out beyond it). Each row
+// keeps its index in the stream, 1-based, as a CSV row keeps its line
+// (predict --with-actual writes it).
 // name (NULL: "the Arrow stream") is the source in messages. On success
 // *report (when report is not NULL; free with sf_api_free) is JSON: rows,
-// rows_dropped, values_filled, series, bytes (of out), notes (what pack
+// rows_dropped, values_filled, series, bytes (of out), regrouped (whether
+// the rows of series interleaved and were regrouped), notes (what pack
 // would say after packing: "warning: ..."). Errors name the row and column;
 // an option that names no column, or a column of a type it cannot take, is
 // SF_EUSAGE.

@@ -5,7 +5,9 @@
 // missing flags, then the rows taken in order (series, missing values,
 // times) into a batch handed to the writer. Memory: one record batch (the
 // producer's), the slice, a 64 KiB batch, the writer's chunks, and one entry
-// per series id and category value; each batch is released once read.
+// per series id and category value; each batch is released once read. Rows
+// of series that interleave are regrouped as pack/csv.c regroups them, within
+// memory_budget (regroup_start, pack/regroup.c).
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
@@ -16,7 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "pack/pack.h"
+#include "pack/internal.h"
 
 #define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define SLICE_VALUES (1u << 18)  // kept values converted at a time (rows x columns)
@@ -67,6 +69,7 @@ typedef struct {
     char *key;
     size_t len;
     uint64_t row;
+    uint32_t index;  // in order of first appearance: the series' place after regrouping
 } series_seen;
 
 typedef struct {
@@ -108,6 +111,16 @@ typedef struct {
     uint64_t truncated, truncated_row, repeat_row;
     sf_pack_writer *w;
     sf_arrow_pack_stats st;
+
+    // Series whose rows interleave: every row from the first series that
+    // comes back on is held by a regrouper (pack/regroup.c) and checked in
+    // series order after the last (regroup_finish).
+    const char *out;
+    sf_pack_writer_opts wo;  // to open the writer again for the regrouped rows
+    uint32_t *cat_cols;
+    uint32_t nindex, cur_index;
+    sf_regroup *rg;
+    const series_seen **by_index;
 } arrow;
 
 __attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
@@ -728,7 +741,7 @@ static series_seen *seen_find_or_add(arrow *a, const char *key, size_t n, uint64
     if (!k) return NULL;
     memcpy(k, key, n);
     k[n] = 0;
-    a->seen[j] = (series_seen){k, n, row};
+    a->seen[j] = (series_seen){.key = k, .len = n, .row = row};
     a->seen_len++;
     return &a->seen[j];
 }
@@ -742,30 +755,133 @@ static int flush_batch(arrow *a) {
     return rc;
 }
 
+// (Again, for regrouped rows) the writer of a->out, from a->wo.
+static int open_writer(arrow *a) {
+    int rc = sf_pack_writer_open(&a->w, a->out, &a->wo, a->e);
+    if (!rc && a->o->temp_path) a->o->temp_path(a->o->arg, sf_pack_writer_temp_path(a->w));
+    if (!rc && a->time_col != UINT32_MAX) {
+        // Timestamps have a clock (written with seconds, and Z for an
+        // instant with a zone); dates are dates.
+        const column *c = &a->cols[a->time_col];
+        sf_pack_writer_time_parts(a->w, c->kind == K_TS ? SF_TIME_CLOCK | SF_TIME_SECONDS | (c->tz ? SF_TIME_ZONE : 0) : 0);
+    }
+    return rc;
+}
+
+static uint32_t head_index(void *arg, const char *name) {
+    const arrow *a = arg;
+    size_t n = strlen(name);
+    for (size_t j = hash_key(name, n) & (a->seen_cap - 1); a->seen[j].key; j = (j + 1) & (a->seen_cap - 1))
+        if (a->seen[j].len == n && memcmp(a->seen[j].key, name, n) == 0) return a->seen[j].index;
+    return 0;  // every series written was seen
+}
+
+// Category values in the writer's order: the kept categorical columns'.
+static int write_categories(void *arg, sf_pack_writer *w, sf_err *e) {
+    arrow *a = arg;
+    (void)e;
+    for (uint32_t k = 0, n = 0; k < a->nkeep; k++) {
+        const column *c = &a->cols[a->keep_col[k]];
+        if (c->role != ROLE_CATEGORY) continue;
+        const category *g = &a->cats[c->cat];
+        if (g->n == 0) return fail(a, SF_EFORMAT, "categorical column \"%s\" has only missing values", c->name);
+        int rc = sf_pack_writer_category(w, n++, (const char *const *)g->values, g->n, a->e);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+// The first series that comes back (at stream row `row`): the rows of
+// series interleave. The rows written so far, series by series as they
+// came, become the head of the regrouper's merge (sf_regroup_head_writer):
+// rows grouped by series never pay for regrouping.
+static int regroup_start(arrow *a, const char *key, size_t n, const series_seen *back, uint64_t row) {
+    if (!sf_pack_writer_temp_path(a->w)) {
+        char x[96], y[96];
+        return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
+                        " (it was first seen at row %" PRIu64 "): pack regroups the rows of series that interleave "
+                        "through temporary files beside its output, so it needs a file path for the .sfpack, not "
+                        "stdout or a device", show(key, n, x, sizeof x), a->cols[a->series_col].name,
+                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->row + 1);
+    }
+    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    int rc = flush_batch(a);
+    if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, budget, a->e);
+    if (rc) return rc;
+    sf_pack_writer *w = a->w;
+    a->w = NULL;
+    return sf_regroup_head_writer(a->rg, w, a->out,
+                                  &(sf_regroup_packer){.categories = write_categories, .index = head_index, .arg = a},
+                                  a->e);
+}
+
 // A row whose series id differs from the row before it's.
 static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
-    char x[96], y[96];
     if (memchr(key, 0, n) || utf8_valid_prefix((const unsigned char *)key, n) < n)
         return fail_row(a, row, "series id must be UTF-8 text without NUL bytes");
     if (n > SF_PACK_MAX_NAME) return fail_row(a, row, "series id longer than %u bytes", SF_PACK_MAX_NAME);
     bool found;
     series_seen *s = seen_find_or_add(a, key, n, row, &found);
     if (!s) return fail(a, SF_ENOMEM, "out of memory for the series table");
-    if (found)
-        return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
-                        "; it was first seen at row %" PRIu64 " (rows of one series must be contiguous: sort the rows "
-                        "by that column)", show(key, n, x, sizeof x), a->cols[a->series_col].name,
-                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, s->row + 1);
-    int rc = flush_batch(a);
-    if (!rc) rc = sf_pack_writer_series(a->w, key, n, a->e);
+    if (!found && a->nindex == UINT32_MAX) return fail_row(a, row, "more than %u series ids", UINT32_MAX - 1);
+    if (!found) s->index = a->nindex++;
+    int rc = found && !a->rg ? regroup_start(a, key, n, s, row) : 0;
     if (rc) return rc;
-    a->cur_key = s->key, a->cur_len = s->len, a->cur_row = row;
+    if (!a->rg) {
+        rc = flush_batch(a);
+        if (!rc) rc = sf_pack_writer_series(a->w, key, n, a->e);
+        if (rc) return rc;
+    }
+    a->cur_key = s->key, a->cur_len = s->len, a->cur_row = row, a->cur_index = s->index;
     a->have_last = false;
     return 0;
 }
 
-// Row r of the slice (stream row `row`): its series, missing values and
-// time, then into the batch.
+// A row of the current series, its values in the batch's next slot (NaN:
+// missing), checked against the series' row before it and taken: a missing
+// value filled (--missing ffill), a time that goes back refused, a repeated
+// one noted. One implementation for both paths: a row as it is read (the
+// rows of series contiguous) and a row regrouped after the whole stream was
+// read. row: its index in the stream; imputed: the flags a regrouped row
+// already carries (one packed before a series came back), or NULL.
+static int series_row(arrow *a, int64_t t, uint64_t row, const uint8_t *imputed) {
+    float *out = a->batch + a->nbatch * a->nkeep;
+    uint8_t *imp = a->batch_imp ? a->batch_imp + a->nbatch * a->nkeep : NULL;
+    if (imp && imputed) memcpy(imp, imputed, a->nkeep);
+    else if (imp) memset(imp, 0, a->nkeep);
+    for (uint32_t k = 0; k < a->nkeep; k++) {
+        if (!isnan(out[k])) continue;
+        // Only --missing ffill lets a missing value this far.
+        if (!a->have_last)
+            return fail_row(a, row, "missing value in column \"%s\" with no earlier row in this series to fill it "
+                            "from (hint: --missing drop)", a->cols[a->keep_col[k]].name);
+        out[k] = a->last[k];
+        imp[k] = 1;  // so that nothing scores it as observed
+        a->st.values_filled++;
+    }
+    if (a->time_col != UINT32_MAX) {
+        if (a->have_last && t < a->prev_time) {
+            char now[48], before[48];
+            sf_time_format(now, sizeof now, t, 0);
+            sf_time_format(before, sizeof before, a->prev_time, 0);
+            return fail_row(a, row, "time %s is before %s (row %" PRIu64 "), the row before it in this series; times "
+                            "must not go back within a series (sort the rows by time%s)", now, before,
+                            a->prev_time_row + 1, a->series_col != UINT32_MAX ? " within each series" : "");
+        }
+        if (a->have_last && t == a->prev_time && !a->repeat_row) a->repeat_row = row + 1;
+        a->batch_time[a->nbatch] = a->prev_time = t;
+        a->prev_time_row = row;
+    }
+    a->batch_line[a->nbatch] = (int64_t)row + 1;  // the row's index in the stream, 1-based
+    if (!a->have_last) a->st.nseries++;
+    a->have_last = true;
+    memcpy(a->last, out, a->nkeep * sizeof *out);
+    if (++a->nbatch == a->batch_rows) return flush_batch(a);
+    return 0;
+}
+
+// Row r of the slice (stream row `row`): its series and missing values,
+// then checked in its series (series_row) or held to be regrouped.
 static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *sx, int64_t si) {
     int rc;
     if (sx) {
@@ -782,11 +898,11 @@ static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *s
     }
     bool timed = a->time_col != UINT32_MAX;
     float *out = a->batch + a->nbatch * a->nkeep;
-    uint8_t *imp = a->batch_imp ? a->batch_imp + a->nbatch * a->nkeep : NULL;
     bool missing = timed && a->tmiss[r];
     for (uint32_t k = 0; k < a->nkeep; k++) {
-        out[k] = a->vals[k * a->slice_rows + r];
-        missing |= a->miss[k * a->slice_rows + r];
+        bool m = a->miss[k * a->slice_rows + r];
+        out[k] = m ? NAN : a->vals[k * a->slice_rows + r];
+        missing |= m;
     }
     if (missing) {
         if (a->o->missing == SF_MISSING_DROP) {
@@ -796,46 +912,54 @@ static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *s
         if (timed && a->tmiss[r])
             return fail_row(a, row, "the time column \"%s\" is null; expected a time (hint: --missing drop)",
                             a->cols[a->time_col].name);
-        for (uint32_t k = 0; k < a->nkeep; k++) {
-            if (!a->miss[k * a->slice_rows + r]) {
-                if (imp) imp[k] = 0;
-                continue;
-            }
+        for (uint32_t k = 0; k < a->nkeep && a->o->missing == SF_MISSING_ERROR; k++) {
+            if (!a->miss[k * a->slice_rows + r]) continue;
             const column *c = &a->cols[a->keep_col[k]];
-            if (a->o->missing == SF_MISSING_ERROR)
-                return fail_row(a, row, "missing value (null, NaN or an infinity) in column \"%s\"; expected %s (hint: "
-                                "--missing drop or --missing ffill)", c->name,
-                                c->role == ROLE_CATEGORY ? "one of its category values" : "a number");
-            if (!a->have_last)
-                return fail_row(a, row, "missing value in column \"%s\" with no earlier row in this series to fill it "
-                                "from (hint: --missing drop)", c->name);
-            out[k] = a->last[k];
-            imp[k] = 1;  // so that nothing scores it as observed
-            a->st.values_filled++;
+            return fail_row(a, row, "missing value (null, NaN or an infinity) in column \"%s\"; expected %s (hint: "
+                            "--missing drop or --missing ffill)", c->name,
+                            c->role == ROLE_CATEGORY ? "one of its category values" : "a number");
         }
-    } else if (imp) {
-        memset(imp, 0, a->nkeep);
     }
-    if (timed) {
-        int64_t t = a->times[r];
-        if (a->have_last && t < a->prev_time) {
-            char now[48], before[48];
-            sf_time_format(now, sizeof now, t, 0);
-            sf_time_format(before, sizeof before, a->prev_time, 0);
-            return fail_row(a, row, "time %s is before %s (row %" PRIu64 "), the row before it in this series; times "
-                            "must not go back within a series (sort the rows by time%s)", now, before,
-                            a->prev_time_row + 1, sx ? " within each series" : "");
-        }
-        if (a->have_last && t == a->prev_time && !a->repeat_row) a->repeat_row = row + 1;
-        a->batch_time[a->nbatch] = a->prev_time = t;
-        a->prev_time_row = row;
+    int64_t t = timed ? a->times[r] : 0;
+    if (a->rg) return sf_regroup_add(a->rg, a->cur_index, out, t, (int64_t)row + 1, a->e);
+    return series_row(a, t, row, NULL);
+}
+
+// One regrouped row (sf_regroup_emit), in series order: a new series opens
+// in the writer, then the row gets the checks of a row read in order.
+static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
+                        const uint8_t *imputed) {
+    arrow *a = arg;
+    if (!a->cur_key || series != a->cur_index) {
+        const series_seen *s = a->by_index[series];
+        int rc = flush_batch(a);
+        if (!rc) rc = sf_pack_writer_series(a->w, s->key, s->len, a->e);
+        if (rc) return rc;
+        a->cur_key = s->key, a->cur_len = s->len, a->cur_index = series;
+        a->have_last = false;
     }
-    a->batch_line[a->nbatch] = (int64_t)row + 1;  // the row's index in the stream, 1-based
-    if (!a->have_last) a->st.nseries++;
-    a->have_last = true;
-    memcpy(a->last, out, a->nkeep * sizeof *out);
-    if (++a->nbatch == a->batch_rows) return flush_batch(a);
-    return 0;
+    memcpy(a->batch + a->nbatch * a->nkeep, values, a->nkeep * sizeof(float));
+    return series_row(a, time, (uint64_t)line - 1, imputed);
+}
+
+// After the last row: the held rows merged series by series into the
+// writer, opened again (its first file became the merge's head).
+static int regroup_finish(arrow *a) {
+    if (!(a->by_index = malloc((a->nindex ? a->nindex : 1) * sizeof *a->by_index)))
+        return fail(a, SF_ENOMEM, "out of memory for the series table");
+    for (size_t i = 0; i < a->seen_cap; i++)
+        if (a->seen[i].key) a->by_index[a->seen[i].index] = &a->seen[i];
+    int rc = open_writer(a);
+    if (rc) return rc;
+    // Counted again as the rows reach the writer (the head's were written once).
+    a->st.rows = a->st.nseries = 0;
+    a->cur_key = NULL, a->have_last = false;
+    rc = sf_regroup_merge(a->rg, regroup_emit, a, a->e);
+    if (!rc) rc = flush_batch(a);
+    a->st.regrouped = true;
+    a->st.runs = sf_regroup_runs(a->rg), a->st.passes = sf_regroup_passes(a->rg);
+    a->st.spilled_bytes = sf_regroup_spilled(a->rg);
+    return rc;
 }
 
 static int take_batch(arrow *a, const struct ArrowArray *b) {
@@ -910,6 +1034,10 @@ static void notes(arrow *a) {
                  "%.0f)", c->name, c->changed, c->max_change, c->first_row + 1, c->first, (double)c->first_stored);
         a->o->note(a->o->arg, msg);
     }
+    if (a->st.regrouped) {
+        sf_regroup_note(a->rg, "the stream", a->out, msg, sizeof msg);
+        a->o->note(a->o->arg, msg);
+    }
     if (a->repeat_row) {
         snprintf(msg, sizeof msg, "warning: at row %" PRIu64 " the time repeats within a series (the row before it has "
                  "the same time): duplicate rows, or the rows of several series without a series column "
@@ -924,7 +1052,7 @@ static void notes(arrow *a) {
     }
 }
 
-static int open_writer(arrow *a, const char *out) {
+static int start_writer(arrow *a) {
     a->batch_rows = BATCH_BYTES / (a->nkeep * sizeof(float) + 2 * sizeof(int64_t)) + 1;
     a->slice_rows = SLICE_VALUES / a->nkeep + 1;
     bool ffill = a->o->missing == SF_MISSING_FFILL;
@@ -940,7 +1068,7 @@ static int open_writer(arrow *a, const char *out) {
     if (!a->batch || !a->batch_time || !a->batch_line || (ffill && !a->batch_imp) || !a->last || !a->vals ||
         !a->miss || !a->times || !a->tmiss)
         return fail(a, SF_ENOMEM, "out of memory");
-    uint32_t *cat_cols = a->ncat ? malloc(a->ncat * sizeof *cat_cols) : NULL;
+    uint32_t *cat_cols = a->cat_cols = a->ncat ? malloc(a->ncat * sizeof *cat_cols) : NULL;
     if (a->ncat && !cat_cols) return fail(a, SF_ENOMEM, "out of memory");
     for (uint32_t k = 0, n = 0; k < a->nkeep; k++)
         if (a->cols[a->keep_col[k]].role == ROLE_CATEGORY) cat_cols[n++] = k;
@@ -953,16 +1081,13 @@ static int open_writer(arrow *a, const char *out) {
     wo.lines = true;  // each row's index in the stream: what predict joins back by
     wo.imputed = ffill;
     wo.categorical = cat_cols, wo.ncategorical = a->ncat;
-    int rc = sf_pack_writer_open(&a->w, out, &wo, a->e);
-    free(cat_cols);
-    if (!rc && a->o->temp_path) a->o->temp_path(a->o->arg, sf_pack_writer_temp_path(a->w));
-    if (!rc && a->time_col != UINT32_MAX) {
-        // Timestamps have a clock (written with seconds, and Z for an
-        // instant with a zone); dates are dates.
-        const column *c = &a->cols[a->time_col];
-        sf_pack_writer_time_parts(a->w, c->kind == K_TS ? SF_TIME_CLOCK | SF_TIME_SECONDS | (c->tz ? SF_TIME_ZONE : 0) : 0);
-    }
-    return rc;
+    a->wo = wo;
+    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    if (a->series_col != UINT32_MAX && budget < sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX))
+        return fail(a, SF_EUSAGE, "--memory-budget %.3g MB is too small for pack to regroup rows of %u value(s)%s: at "
+                    "least %.3g MB", budget / 1e6, a->nkeep, a->time_col != UINT32_MAX ? " and a time" : "",
+                    sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX) / 1e6);
+    return open_writer(a);
 }
 
 static int convert(arrow *a, const char *out) {
@@ -971,7 +1096,7 @@ static int convert(arrow *a, const char *out) {
     int rc = a->s.get_schema(&a->s, &a->schema);
     if (rc) return stream_error(a, "get_schema", rc);
     if (!a->schema.release) return fail(a, SF_EFORMAT, "the stream's get_schema gave a released schema");
-    if ((rc = read_schema(a)) || (rc = open_writer(a, out))) return rc;
+    if ((rc = read_schema(a)) || (rc = start_writer(a))) return rc;
     for (;;) {
         struct ArrowArray b = {0};
         if ((rc = a->s.get_next(&a->s, &b))) return stream_error(a, "get_next", rc);
@@ -982,17 +1107,12 @@ static int convert(arrow *a, const char *out) {
         a->st.batches++;
     }
     if ((rc = flush_batch(a))) return rc;
+    if (a->rg && (rc = regroup_finish(a))) return rc;
     if (a->rows == 0) return fail(a, SF_EFORMAT, "the stream has a schema but no rows");
     if (a->st.rows == 0)
         return fail(a, SF_EFORMAT, "no rows left to pack (all %" PRIu64 " dropped for missing values)",
                     a->st.rows_dropped);
-    for (uint32_t k = 0, n = 0; k < a->nkeep; k++) {
-        const column *c = &a->cols[a->keep_col[k]];
-        if (c->role != ROLE_CATEGORY) continue;
-        const category *g = &a->cats[c->cat];
-        if (g->n == 0) return fail(a, SF_EFORMAT, "categorical column \"%s\" has only missing values", c->name);
-        if ((rc = sf_pack_writer_category(a->w, n++, (const char *const *)g->values, g->n, a->e))) return rc;
-    }
+    if ((rc = write_categories(a, a->w, a->e))) return rc;
     sf_pack_writer *w = a->w;
     a->w = NULL;
     if ((rc = sf_pack_writer_finish(w, a->e))) return rc;
@@ -1007,7 +1127,7 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
     if (st) *st = (sf_arrow_pack_stats){0};
     if (!stream || !stream->release)
         return sf_err_set(e, SF_EINVAL, "sf_arrow_pack: the stream is %s", stream ? "released already" : "NULL");
-    arrow a = {.name = o->name ? o->name : "the Arrow stream", .o = o, .e = e, .s = *stream};
+    arrow a = {.name = o->name ? o->name : "the Arrow stream", .o = o, .e = e, .s = *stream, .out = out};
     stream->release = NULL;  // moved: ours to release
     int rc = convert(&a, out);
     if (a.w) sf_pack_writer_abort(a.w);
@@ -1018,6 +1138,8 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
         free(a.cats[k].values);
     }
     for (size_t i = 0; i < a.seen_cap; i++) free(a.seen[i].key);
+    sf_regroup_free(a.rg);
+    free(a.by_index), free(a.cat_cols);
     free(a.seen), free(a.cats), free(a.cols), free(a.col_names), free(a.keep_col);
     free(a.vals), free(a.miss), free(a.times), free(a.tmiss);
     free(a.batch), free(a.batch_time), free(a.batch_line), free(a.batch_imp), free(a.last);

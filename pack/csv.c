@@ -1233,6 +1233,21 @@ static const series_seen *seen_find(const csv *c, const char *key, size_t n) {
     return NULL;
 }
 
+// The rows written before a series came back, as the head of the merge
+// (sf_regroup_head_writer): their categories, and their series' indices.
+static int head_categories(void *arg, sf_pack_writer *w, sf_err *e) {
+    csv *c = arg;
+    int rc = 0;
+    for (uint32_t k = 0; !rc && k < c->ncat; k++)
+        rc = sf_pack_writer_category(w, k, (const char *const *)c->cats[k].values, c->cats[k].n, e);
+    return rc;
+}
+
+static uint32_t head_index(void *arg, const char *name) {
+    const series_seen *s = seen_find(arg, name, strlen(name));
+    return s ? s->index : 0;  // every series written was seen
+}
+
 // The first series that comes back: the rows of series interleave. From
 // here on every row is held by a regrouper (regroup.c) and checked in
 // series order after the last one (regroup_finish). The rows written so
@@ -1262,34 +1277,9 @@ static int regroup_start(csv *c, const series_seen *back) {
     if (rc) return rc;
     sf_pack_writer *w = c->w;
     c->w = NULL;
-    if (!sf_pack_writer_nrows(w)) {  // every row so far dropped (--missing drop)
-        sf_pack_writer_abort(w);
-        return 0;
-    }
-    // Every categorical column has a value in a stored row: none is empty.
-    for (uint32_t k = 0; !rc && k < c->ncat; k++)
-        rc = sf_pack_writer_category(w, k, (const char *const *)c->cats[k].values, c->cats[k].n, c->e);
-    if (rc) {
-        sf_pack_writer_abort(w);
-        return rc;
-    }
-    int fd;
-    sf_pack *head;
-    if ((rc = sf_pack_writer_finish_fd(w, &fd, c->e))) return rc;
-    rc = sf_pack_open_fd(&head, fd, c->out, c->e);
-    close(fd);
-    if (rc) return rc;
-    const sf_pack_info *in = sf_pack_get_info(head);
-    uint32_t *map = malloc(in->nseries * sizeof *map);
-    if (!map) {
-        sf_pack_close(head);
-        return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
-    }
-    for (uint64_t i = 0; i < in->nseries; i++) {
-        const series_seen *s = seen_find(c, in->series[i].name, strlen(in->series[i].name));
-        map[i] = s ? s->index : 0;  // every series written was seen
-    }
-    return sf_regroup_head(c->rg, head, map, c->e);
+    return sf_regroup_head_writer(c->rg, w, c->out,
+                                  &(sf_regroup_packer){.categories = head_categories, .index = head_index, .arg = c},
+                                  c->e);
 }
 
 static int start_series(csv *c) {
@@ -2124,15 +2114,7 @@ static void notes(csv *c) {
         c->o->note(c->o->progress_arg, msg);
     }
     if (c->st.regrouped) {
-        size_t len = 0;
-        append(msg, sizeof msg, &len, "note: the rows of series interleave: pack regrouped them, each series' rows "
-               "in the order of the file, the series in the order they first appear (");
-        if (c->st.runs)
-            append(msg, sizeof msg, &len, "%llu sorted runs merged in %llu pass(es), %.1f MB written to temporary files "
-                   "beside %s; a larger --memory-budget writes fewer)", (unsigned long long)c->st.runs,
-                   (unsigned long long)c->st.passes, c->st.spilled_bytes / 1e6, c->out);
-        else
-            append(msg, sizeof msg, &len, "in memory, within --memory-budget)");
+        sf_regroup_note(c->rg, "the file", c->out, msg, sizeof msg);
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }

@@ -170,6 +170,25 @@ uint64_t sf_regroup_spilled(const sf_regroup *r);
 // Frees r and closes (so removes) its spill files.
 void sf_regroup_free(sf_regroup *r);
 
+// The rows a packer wrote before the first series came back, made the head
+// of r's merge: w (owned from here on, also on failure) is finished as a
+// file of its own (its temporary file, unlinked and read back; near names
+// it in messages), after categories() gives it its category values (every
+// categorical column has one in a stored row), and each of its series
+// mapped to the packer's index by index(). A writer without rows is
+// dropped: there is no head.
+typedef struct {
+    int (*categories)(void *arg, sf_pack_writer *w, sf_err *e);
+    uint32_t (*index)(void *arg, const char *name);  // a series written, as the packer numbered it
+    void *arg;
+} sf_regroup_packer;
+int sf_regroup_head_writer(sf_regroup *r, sf_pack_writer *w, const char *near, const sf_regroup_packer *p, sf_err *e);
+
+// The note a packer gives after regrouping: where the rows went, in memory
+// or through runs spilled beside out. order: whose order each series'
+// rows keep ("the file", "the stream").
+void sf_regroup_note(const sf_regroup *r, const char *order, const char *out, char *msg, size_t cap);
+
 // Whether a kept integer column of the rows pack is about
 // to take for one series is the id of several (series_hint.c). pack/csv.c
 // reads the rows of its first buffer into this and says what it finds

@@ -423,10 +423,16 @@ typedef struct {
     void (*temp_path)(void *arg, const char *path);  // as sf_csv_pack_opts (may be NULL)
     void (*note)(void *arg, const char *text);       // as sf_csv_pack_opts (may be NULL)
     void *arg;
+    // Bytes for the rows of series that interleave, as sf_csv_pack_opts's:
+    // each series' rows in stream order, the series in order of first
+    // appearance. 0: 64 MB.
+    uint64_t memory_budget;
 } sf_arrow_pack_opts;
 
 typedef struct {
     uint64_t rows, rows_dropped, values_filled, nseries, batches, out_bytes;
+    bool regrouped;  // as sf_csv_pack_stats
+    uint64_t runs, passes, spilled_bytes;
 } sf_arrow_pack_stats;
 
 // Packs the stream's rows into out. The stream is consumed: moved out of

@@ -482,3 +482,41 @@ int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) 
     free_cursors(cs, extra);
     return rc;
 }
+
+int sf_regroup_head_writer(sf_regroup *r, sf_pack_writer *w, const char *near, const sf_regroup_packer *p, sf_err *e) {
+    if (!sf_pack_writer_nrows(w)) {  // every row so far dropped (missing values)
+        sf_pack_writer_abort(w);
+        return 0;
+    }
+    int rc = p->categories ? p->categories(p->arg, w, e) : 0;
+    if (rc) {
+        sf_pack_writer_abort(w);
+        return rc;
+    }
+    int fd;
+    sf_pack *head;
+    if ((rc = sf_pack_writer_finish_fd(w, &fd, e))) return rc;
+    rc = sf_pack_open_fd(&head, fd, near, e);
+    close(fd);
+    if (rc) return rc;
+    const sf_pack_info *in = sf_pack_get_info(head);
+    uint32_t *map = malloc((in->nseries ? in->nseries : 1) * sizeof *map);
+    if (!map) {
+        sf_pack_close(head);
+        return sf_err_set(e, SF_ENOMEM, "%s: out of memory", near);
+    }
+    for (uint64_t i = 0; i < in->nseries; i++) map[i] = p->index(p->arg, in->series[i].name);
+    return sf_regroup_head(r, head, map, e);
+}
+
+void sf_regroup_note(const sf_regroup *r, const char *order, const char *out, char *msg, size_t cap) {
+    int n = snprintf(msg, cap, "note: the rows of series interleave: pack regrouped them, each series' rows in the "
+                     "order of %s, the series in the order they first appear (", order);
+    if (n < 0 || (size_t)n >= cap) return;
+    if (r->nspills)
+        snprintf(msg + n, cap - (size_t)n, "%llu sorted runs merged in %llu pass(es), %.1f MB written to temporary "
+                 "files beside %s; a larger --memory-budget writes fewer)", (unsigned long long)sf_regroup_runs(r),
+                 (unsigned long long)sf_regroup_passes(r), sf_regroup_spilled(r) / 1e6, out);
+    else
+        snprintf(msg + n, cap - (size_t)n, "in memory, within --memory-budget)");
+}

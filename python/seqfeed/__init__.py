@@ -90,7 +90,8 @@ _lib.sf_dataset_close.argtypes = [_vp]
 
 class _PackOpts(ctypes.Structure):
     _fields_ = [("columns", _cp), ("drop_columns", _cp), ("series_column", _cp), ("time_column", _cp),
-                ("categorical", _cp), ("missing", _cp), ("chunk_rows", _u32), ("threads", _u32)]
+                ("categorical", _cp), ("missing", _cp), ("chunk_rows", _u32), ("threads", _u32),
+                ("memory_budget", _u64)]
 
 
 _lib.sf_api_pack_arrow.argtypes = [_vp, _cp, ctypes.POINTER(_PackOpts), _cp, ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
@@ -504,10 +505,10 @@ def parquet_reader(path):
 
 
 def pack(source, out, series_column=None, time_column=None, columns=None, drop_columns=None, categorical=None,
-         missing="error", chunk_rows=None, threads=None):
+         missing="error", chunk_rows=None, threads=None, memory_budget=None):
     """Packs source into the .sfpack file out, as `seqfeed pack` packs a CSV, and returns what it did: a dict
-    of rows, rows_dropped, values_filled, series, bytes and notes (pack's warnings, also issued as Python
-    warnings). source is any object with __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow
+    of rows, rows_dropped, values_filled, series, bytes, regrouped (whether the rows of series interleaved)
+    and notes (pack's warnings and notes; the warnings also issued as Python warnings). source is any object with __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow
     Table or RecordBatchReader, a Polars DataFrame, a DuckDB result...), a pandas DataFrame (through
     pyarrow), a Parquet file or a directory of them (parquet_reader: batch by batch), or a CSV file.
     Arrow columns: bool, integers and floats are values; timestamps and dates times (the first kept one is
@@ -516,7 +517,11 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     1-based, as a CSV row keeps its line. The options mirror pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
     (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
-    chunk_rows (--chunk-rows), threads (--threads, None: one per core)."""
+    chunk_rows (--chunk-rows), threads (--threads, None: one per core), memory_budget (--memory-budget, in
+    MB, None: 64). The rows of a series need not be contiguous: rows whose series come back after another
+    started (long format sorted by time, one row per series per step) are regrouped, each series' rows in
+    the source's order and the series in order of first appearance, holding at most memory_budget MB and
+    spilling sorted runs to temporary files beside out (unlinked at once) beyond it."""
     if missing not in ("error", "drop", "ffill"):
         raise _bad("missing", "missing", "one of error, drop, ffill", missing)
     if columns is not None and drop_columns is not None:
@@ -529,7 +534,10 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         categorical=_names("categorical", "categorical", categorical, "none"),
         missing=missing.encode(),
         chunk_rows=_int("chunk_rows", "chunk-rows", chunk_rows, 1, _U32, none="1 MiB of values a chunk") or 0,
-        threads=_int("threads", "threads", threads, 1, 256, none="one per core") or 0)
+        threads=_int("threads", "threads", threads, 1, 256, none="one per core") or 0,
+        memory_budget=0 if memory_budget is None else
+        int(_real("memory_budget", "memory-budget", memory_budget, "a number of MB from 0.001 to 1e9 (None: 64)",
+                    lambda v: 0.001 <= v <= 1e9) * 1e6))
     out_b = _path("out", out)
     report, err = _vp(), _Err()
     if isinstance(source, (str, bytes, os.PathLike)):

@@ -27,6 +27,10 @@ def _parser():
     p.add_argument("--missing", choices=("error", "drop", "ffill"), default="error",
                    help="what a null (or NaN, infinity) does: an error (default), drops the row, or takes the "
                    "series' value before it")
+    p.add_argument("--memory-budget", type=float, metavar="MB",
+                   help="memory for the rows of series whose rows interleave (a series that comes back after "
+                   "another started): they are held, sorted by series in runs spilled to temporary files beside "
+                   "the output, and merged; at least 0.25 (default: 64)")
     p.add_argument("--chunk-rows", type=int, metavar="N", help="rows per chunk (default: 1 MiB of values)")
     p.add_argument("--threads", type=int, metavar="N", help="compression threads (default: one per core)")
     p.add_argument("-q", "--quiet", action="store_true", help="say nothing but warnings and errors")
@@ -48,7 +52,8 @@ def main(argv=None):
             warnings.simplefilter("ignore")  # said below, once, as seqfeed pack says them
             r = seqfeed.pack(a.input, a.output, series_column=a.series_column, time_column=time_column,
                              columns=a.columns, drop_columns=a.drop_columns, categorical=a.categorical,
-                             missing=a.missing, chunk_rows=a.chunk_rows, threads=a.threads)
+                             missing=a.missing, chunk_rows=a.chunk_rows, threads=a.threads,
+                             memory_budget=a.memory_budget)
     except ValueError as e:
         print("%s: usage error: %s" % (PROG, e), file=sys.stderr)
         return 2

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pack/pack.h"
+#include "pack/internal.h"
 #include "tests/arrow/arrow_build.h"
 #include "tests/common.h"
 
@@ -346,15 +346,21 @@ static void case_series(void) {
     sf_arrow_pack_opts o = defaults();
     o.series_column = "site";
     struct ArrowArray c[] = {ab_strings(4, ids, NULL, 0, false), ab_fixed(4, 4, x, NULL, 0)};
-    reject(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("u", "site", NULL), ab_field("f", "x", NULL)}), 1,
-                     (struct ArrowArray[]){ab_batch(4, 0, 2, c)}, -1),
-           &o, SF_EFORMAT, "s: row 4: series \"a\" (column \"site\") reappears after series \"b\" started at row 3; it "
-           "was first seen at row 1 (rows of one series must be contiguous", NULL);
+    loaded l;
+    sf_arrow_pack_stats st;
+    // A series that comes back is regrouped (case interleaved tests more).
+    if (accept(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("u", "site", NULL), ab_field("f", "x", NULL)}),
+                         1, (struct ArrowArray[]){ab_batch(4, 0, 2, c)}, -1),
+               &o, 1, (const char *[]){"x"}, 4, (float[]){1, 2, 4, 3}, &l, &st)) {
+        check_series(&l, "site", 2, (sf_series[]){{0, 3, "a"}, {3, 1, "b"}});
+        check_lines(&l, 4, (int64_t[]){1, 2, 4, 3});
+        CHECK(st.regrouped && st.nseries == 2, "regrouped %d, %llu series", st.regrouped,
+              (unsigned long long)st.nseries);
+        unload(&l);
+    }
     // Integer ids, as text; a null id refused.
     int64_t num[] = {7, 7, -3};
     struct ArrowArray d[] = {ab_fixed(8, 3, num, NULL, 0), ab_fixed(4, 3, x, NULL, 0)};
-    loaded l;
-    sf_arrow_pack_stats st;
     if (accept(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("l", "site", NULL), ab_field("f", "x", NULL)}),
                          1, (struct ArrowArray[]){ab_batch(3, 0, 2, d)}, -1),
                &o, 1, (const char *[]){"x"}, 3, x, &l, &st)) {
@@ -587,12 +593,142 @@ static void case_malformed(void) {
     CHECK(sf_arrow_pack(NULL, out, &o, NULL, &e) == SF_EINVAL, "a NULL stream");
 }
 
+
+// ---- series whose rows interleave ----
+
+// Long format sorted by time: nseries series, one row per series per step
+// (ids "s0", "s1", ...), in nbatch batches of per rows; x is the row's index
+// in the stream, t rises one hour a step. back: a row whose time goes back
+// three hours (-1: none).
+static struct ArrowArrayStream long_format(int nseries, int nbatch, int per, int back) {
+    struct ArrowArray *b = malloc((size_t)nbatch * sizeof *b);
+    const char **ids = malloc((size_t)per * sizeof *ids);
+    char (*names)[8] = malloc((size_t)nseries * sizeof *names);
+    float *x = malloc((size_t)per * sizeof *x);
+    int64_t *t = malloc((size_t)per * sizeof *t);
+    if (!b || !ids || !names || !x || !t) abort();
+    for (int i = 0; i < nseries; i++) snprintf(names[i], sizeof names[i], "s%d", i);
+    for (int k = 0; k < nbatch; k++) {
+        for (int r = 0; r < per; r++) {
+            int row = k * per + r;
+            ids[r] = names[row % nseries];
+            x[r] = (float)row;
+            t[r] = T2020 + (row / nseries) * HOUR - (row == back ? 3 * HOUR : 0);
+        }
+        struct ArrowArray c[] = {ab_fixed(8, per, t, NULL, 0), ab_strings(per, ids, NULL, 0, false),
+                                 ab_fixed(4, per, x, NULL, 0)};
+        b[k] = ab_batch(per, 0, 3, c);
+    }
+    struct ArrowSchema f[] = {ab_field("tsu:UTC", "t", NULL), ab_field("u", "site", NULL), ab_field("f", "x", NULL)};
+    struct ArrowArrayStream s = ab_stream(ab_struct(3, f), nbatch, b, -1);
+    free(b), free(ids), free(names), free(x), free(t);
+    return s;
+}
+
+// The stream of long_format packed: series in order of first appearance,
+// each one's rows in stream order (x, line and time of each).
+static void check_regrouped(const loaded *l, int nseries, int nrows) {
+    int per = nrows / nseries, i = 0;
+    CHECK(l->in->nseries == (uint64_t)nseries, "%llu series", (unsigned long long)l->in->nseries);
+    for (int s = 0; s < nseries && (uint64_t)s < l->in->nseries; s++) {
+        char name[8];
+        snprintf(name, sizeof name, "s%d", s);
+        CHECK(!strcmp(l->in->series[s].name, name) && l->in->series[s].first_row == (uint64_t)(s * per) &&
+                  l->in->series[s].rows == (uint64_t)per,
+              "series %d is \"%s\" at %llu", s, l->in->series[s].name,
+              (unsigned long long)l->in->series[s].first_row);
+        for (int j = 0; j < per; j++, i++) {
+            int row = j * nseries + s;
+            if (l->rows[i] != (float)row || l->line[i] != row + 1 || l->time[i] != T2020 + j * HOUR) {
+                CHECK(0, "packed row %d: x %g line %lld time %lld, expected stream row %d", i, l->rows[i],
+                      (long long)l->line[i], (long long)l->time[i], row);
+                return;
+            }
+        }
+    }
+}
+
+static void case_interleaved(void) {
+    sf_arrow_pack_opts o = defaults();
+    o.series_column = "site";
+    loaded l;
+    sf_arrow_pack_stats st;
+    // 3 series alternating over 4 batches of 12 rows, in memory.
+    sf_err e;
+    CHECK(pack(long_format(3, 4, 12, -1), &o, &st, &e) == 0, "pack: %s", e.msg);
+    check_outputs(true);
+    if (load(&l)) {
+        check_regrouped(&l, 3, 48);
+        unload(&l);
+    }
+    CHECK(st.regrouped && st.runs == 0 && st.spilled_bytes == 0 && st.rows == 48 && st.nseries == 3,
+          "regrouped %d, %llu runs, %llu rows", st.regrouped, (unsigned long long)st.runs,
+          (unsigned long long)st.rows);
+    CHECK(strstr(notes, "note: the rows of series interleave: pack regrouped them, each series' rows in the order of "
+                        "the stream") && strstr(notes, "in memory"), "notes: %s", notes);
+    // The least budget: sorted runs spilled beside the output and merged,
+    // the same rows; the spill files gone (check_outputs).
+    o.memory_budget = SF_REGROUP_MIN_BUDGET;
+    o.pack.chunk_rows = 4096;
+    CHECK(pack(long_format(3, 6, 9000, -1), &o, &st, &e) == 0, "pack: %s", e.msg);
+    check_outputs(true);
+    if (load(&l)) {
+        check_regrouped(&l, 3, 54000);
+        unload(&l);
+    }
+    CHECK(st.regrouped && st.runs >= 3 && st.spilled_bytes > 0 && st.rows == 54000, "%llu runs, %llu bytes spilled",
+          (unsigned long long)st.runs, (unsigned long long)st.spilled_bytes);
+    CHECK(strstr(notes, "sorted runs merged in") && strstr(notes, "a larger --memory-budget writes fewer"), "notes: %s",
+          notes);
+    o.memory_budget = 1000;
+    reject(long_format(3, 1, 6, -1), &o, SF_EUSAGE, "--memory-budget 0.001 MB is too small for pack to regroup rows of "
+           "1 value(s) and a time: at least 0.25 MB", NULL);
+    // A time that goes back within an interleaved series, found in series
+    // order after the last row: its row named, and the row before it.
+    o.memory_budget = 0;
+    o.pack.chunk_rows = 4;
+    reject(long_format(3, 2, 6, 7), &o, SF_EFORMAT, "s: row 8: time 2019-12-31T23:00 is before "
+           "2020-01-01T01:00 (row 5), the row before it in this series", "sort the rows by time within each series",
+           NULL);
+}
+
+// --missing ffill takes a series' own row before, across the interleaving:
+// a row packed before a series came back, and rows held to be regrouped.
+static void case_interleaved_ffill(void) {
+    const char *ids[] = {"a", "a", "b", "a", "b", "c"};
+    double x[] = {1, 0, 5, 0, 0, 0};
+    struct ArrowSchema f[] = {ab_field("u", "site", NULL), ab_field("g", "x", NULL)};
+    sf_arrow_pack_opts o = defaults();
+    o.series_column = "site", o.missing = SF_MISSING_FFILL;
+    struct ArrowArray c1[] = {ab_strings(3, ids, NULL, 0, false), ab_fixed(8, 3, x, ".x.", 0)};
+    struct ArrowArray c2[] = {ab_strings(2, ids + 3, NULL, 0, false), ab_fixed(8, 2, x + 3, "xx", 0)};
+    loaded l;
+    sf_arrow_pack_stats st;
+    if (accept(ab_stream(ab_struct(2, f), 2, (struct ArrowArray[]){ab_batch(3, 0, 2, c1), ab_batch(2, 0, 2, c2)}, -1),
+               &o, 1, (const char *[]){"x"}, 5, (float[]){1, 1, 1, 5, 5}, &l, &st)) {
+        check_series(&l, "site", 2, (sf_series[]){{0, 3, "a"}, {3, 2, "b"}});
+        check_lines(&l, 5, (int64_t[]){1, 2, 4, 3, 5});
+        for (int r = 0; r < 5; r++)
+            CHECK(l.imputed[r] == (r != 0 && r != 3), "row %d: imputed flag %d", r, l.imputed[r]);
+        CHECK(st.values_filled == 3 && l.in->imputed && l.in->imputed[0] == 3, "%llu values filled",
+              (unsigned long long)st.values_filled);
+        unload(&l);
+    }
+    // A series whose first row misses a value, seen after the rows began to
+    // be held: nothing before it in its own series.
+    struct ArrowArray c3[] = {ab_strings(6, ids, NULL, 0, false), ab_fixed(8, 6, x, ".x..xx", 0)};
+    struct ArrowSchema g[] = {ab_field("u", "site", NULL), ab_field("g", "x", NULL)};
+    reject(ab_stream(ab_struct(2, g), 1, (struct ArrowArray[]){ab_batch(6, 0, 2, c3)}, -1), &o, SF_EFORMAT,
+           "s: row 6: missing value in column \"x\" with no earlier row in this series to fill it from", NULL);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
 #define C(n) {#n, case_##n}
-    C(types), C(slices), C(missing), C(series), C(dictionaries), C(times), C(options), C(malformed),
+    C(types), C(slices), C(missing), C(series), C(dictionaries), C(times), C(options), C(malformed), C(interleaved),
+    C(interleaved_ffill),
 #undef C
 };
 

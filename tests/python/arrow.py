@@ -202,14 +202,54 @@ check(p.returncode == 1 and "part-2.parquet: its columns differ from those of ds
       "first file: x (double), site (partition), not time (timestamp[us])" in p.stderr,
       "a file of other columns: %d %s" % (p.returncode, p.stderr))
 
-# A series that comes back, and the argument checks before the library.
+# Long format sorted by time (one row per site per hour, as exported from a database), in a Parquet file of
+# small row groups: the rows regrouped by series, each in the file's order, against pandas
+# groupby(sort=False) of the same rows; through python -m seqfeed pack with the least --memory-budget
+# (sorted runs spilled beside the output and merged), and seqfeed.pack on the table in memory.
+import pandas as pd  # noqa: E402
+rng = np.random.default_rng(7)
+nsites, steps = 150, 120
+sites = ["site-%03d" % i for i in rng.permutation(nsites)]  # first appearance: not name order
+hours = pd.date_range("2024-03-01", periods=steps, freq="h")
+lf = pd.DataFrame({"time": np.repeat(hours, nsites), "site": np.tile(sites, steps),
+                   "load": rng.normal(size=nsites * steps).astype(np.float32),
+                   "temp": rng.integers(-20, 40, nsites * steps).astype(np.float64)})
+lf = lf.drop(index=rng.choice(len(lf), 500, replace=False)).reset_index(drop=True)  # steps missing here and there
+pq.write_table(pa.Table.from_pandas(lf, preserve_index=False), "long.parquet", row_group_size=1000)
+want = pd.concat([g for _, g in lf.groupby("site", sort=False)])
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "long.parquet", "-o", "long.sfpack", "--series-column",
+                    "site", "--memory-budget", "0.25"], capture_output=True, text=True, env=env)
+check(p.returncode == 0 and "packed %d rows (%d series)" % (len(lf), nsites) in p.stdout,
+      "python -m seqfeed pack long.parquet: %d %s %s" % (p.returncode, p.stdout, p.stderr))
+check("note: the rows of series interleave: pack regrouped them" in p.stderr and "sorted runs merged" in p.stderr,
+      "the CLI's note on regrouping: %s" % p.stderr)
+check(not [f for f in os.listdir(".") if ".tmp." in f], "temporary files left: %s" % os.listdir("."))
+r, _ = pack(pa.Table.from_pandas(lf, preserve_index=False), "long-mem.sfpack", series_column="site")
+check(r["regrouped"] and any("regrouped them" in n and "in memory" in n for n in r["notes"]), "report: %s" % r)
+for f in ("long.sfpack", "long-mem.sfpack"):
+    with seqfeed.Pack(f) as q:
+        x = q.read()
+        check(q.columns == ["load", "temp"] and np.array_equal(x, want[["load", "temp"]].to_numpy(np.float32)),
+              "%s: values differ from pandas groupby(sort=False)" % f)
+        counts = want.groupby("site", sort=False).size()
+        check([(n, k) for n, _, k in q.series] == list(zip(counts.index, counts.tolist())),
+              "%s: series %s" % (f, q.series[:3]))
+        got = q.read_times()
+        check(np.array_equal(got, want["time"].to_numpy("datetime64[us]").astype(np.int64)),
+              "%s: times differ from pandas groupby(sort=False)" % f)
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "long.parquet", "-o", "small.sfpack", "--series-column",
+                    "site", "--memory-budget", "0.01"], capture_output=True, text=True, env=env)
+check(p.returncode == 2 and "--memory-budget 0.01 MB is too small" in p.stderr and not os.path.exists("small.sfpack"),
+      "a budget too small: %d %s" % (p.returncode, p.stderr))
+
+# A series that comes back is regrouped; the argument checks before the library.
 t = pa.table({"id": ["a", "b", "a"], "x": [1.0, 2.0, 3.0]})
-try:
-    seqfeed.pack(t, "err.sfpack", series_column="id")
-    check(False, "a series that comes back accepted")
-except seqfeed.SeqfeedError as e:
-    check("row 3: series \"a\" (column \"id\") reappears after series \"b\" started at row 2" in str(e), str(e))
+r = seqfeed.pack(t, "back.sfpack", series_column="id")
+with seqfeed.Pack("back.sfpack") as q:
+    check(r["regrouped"] and q.series == [("a", 0, 2), ("b", 2, 1)] and q.read()[:, 0].tolist() == [1.0, 3.0, 2.0],
+          "a series that comes back: %s %s" % (r, q.series))
 for kw, msg in ((dict(missing="sometimes"), "missing (--missing) must be one of error, drop, ffill"),
+                (dict(memory_budget=0), "memory_budget (--memory-budget) must be a number of MB from 0.001 to 1e9"),
                 (dict(series_column=["id"]), "series_column (--series-column) must be a column name"),
                 (dict(columns="x", drop_columns="id"), "exclude each other"),
                 (dict(threads=0), "threads (--threads) must be an integer from 1 to 256")):
