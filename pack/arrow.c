@@ -66,13 +66,6 @@ typedef struct {
 } column;
 
 typedef struct {
-    char *key;
-    size_t len;
-    uint64_t row;
-    uint32_t index;  // in order of first appearance: the series' place after regrouping
-} series_seen;
-
-typedef struct {
     const char *name;
     const sf_arrow_pack_opts *o;
     sf_err *e;
@@ -100,8 +93,7 @@ typedef struct {
     int64_t prev_time;
     uint64_t prev_time_row;
 
-    series_seen *seen;
-    size_t seen_cap, seen_len;
+    sf_series_ids seen;  // first: the stream row of the series' first row
     const char *cur_key;  // the current series' id (its entry in seen)
     size_t cur_len;
     uint64_t cur_row;
@@ -120,7 +112,7 @@ typedef struct {
     uint32_t *cat_cols;
     uint32_t nindex, cur_index;
     sf_regroup *rg;
-    const series_seen **by_index;
+    const sf_series_id **by_index;
 } arrow;
 
 __attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
@@ -709,43 +701,6 @@ static int convert_times(arrow *a, const column *c, const struct ArrowArray *x, 
 
 // ---- rows ----
 
-static uint64_t hash_key(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static series_seen *seen_find_or_add(arrow *a, const char *key, size_t n, uint64_t row, bool *found) {
-    if (2 * (a->seen_len + 1) > a->seen_cap) {
-        size_t cap = a->seen_cap ? 2 * a->seen_cap : 64;
-        series_seen *t = calloc(cap, sizeof *t);
-        if (!t) return NULL;
-        for (size_t i = 0; i < a->seen_cap; i++) {
-            if (!a->seen[i].key) continue;
-            size_t j = hash_key(a->seen[i].key, a->seen[i].len) & (cap - 1);
-            while (t[j].key) j = (j + 1) & (cap - 1);
-            t[j] = a->seen[i];
-        }
-        free(a->seen);
-        a->seen = t;
-        a->seen_cap = cap;
-    }
-    size_t j = hash_key(key, n) & (a->seen_cap - 1);
-    for (; a->seen[j].key; j = (j + 1) & (a->seen_cap - 1))
-        if (a->seen[j].len == n && memcmp(a->seen[j].key, key, n) == 0) {
-            *found = true;
-            return &a->seen[j];
-        }
-    *found = false;
-    char *k = malloc(n + 1);
-    if (!k) return NULL;
-    memcpy(k, key, n);
-    k[n] = 0;
-    a->seen[j] = (series_seen){.key = k, .len = n, .row = row};
-    a->seen_len++;
-    return &a->seen[j];
-}
-
 static int flush_batch(arrow *a) {
     if (a->nbatch == 0) return 0;
     int rc = sf_pack_writer_rows_imputed(a->w, a->batch, a->time_col != UINT32_MAX ? a->batch_time : NULL,
@@ -769,11 +724,8 @@ static int open_writer(arrow *a) {
 }
 
 static uint32_t head_index(void *arg, const char *name) {
-    const arrow *a = arg;
-    size_t n = strlen(name);
-    for (size_t j = hash_key(name, n) & (a->seen_cap - 1); a->seen[j].key; j = (j + 1) & (a->seen_cap - 1))
-        if (a->seen[j].len == n && memcmp(a->seen[j].key, name, n) == 0) return a->seen[j].index;
-    return 0;  // every series written was seen
+    const sf_series_id *s = sf_series_ids_find(&((const arrow *)arg)->seen, name, strlen(name));
+    return s ? s->index : 0;  // every series written was seen
 }
 
 // Category values in the writer's order: the kept categorical columns'.
@@ -795,14 +747,14 @@ static int write_categories(void *arg, sf_pack_writer *w, sf_err *e) {
 // series interleave. The rows written so far, series by series as they
 // came, become the head of the regrouper's merge (sf_regroup_head_writer):
 // rows grouped by series never pay for regrouping.
-static int regroup_start(arrow *a, const char *key, size_t n, const series_seen *back, uint64_t row) {
+static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id *back, uint64_t row) {
     if (!sf_pack_writer_temp_path(a->w)) {
         char x[96], y[96];
         return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
                         " (it was first seen at row %" PRIu64 "): pack regroups the rows of series that interleave "
                         "through temporary files beside its output, so it needs a file path for the .sfpack, not "
                         "stdout or a device", show(key, n, x, sizeof x), a->cols[a->series_col].name,
-                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->row + 1);
+                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
     }
     uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
     int rc = flush_batch(a);
@@ -821,7 +773,7 @@ static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
         return fail_row(a, row, "series id must be UTF-8 text without NUL bytes");
     if (n > SF_PACK_MAX_NAME) return fail_row(a, row, "series id longer than %u bytes", SF_PACK_MAX_NAME);
     bool found;
-    series_seen *s = seen_find_or_add(a, key, n, row, &found);
+    sf_series_id *s = sf_series_ids_add(&a->seen, key, n, row, &found);
     if (!s) return fail(a, SF_ENOMEM, "out of memory for the series table");
     if (!found && a->nindex == UINT32_MAX) return fail_row(a, row, "more than %u series ids", UINT32_MAX - 1);
     if (!found) s->index = a->nindex++;
@@ -931,7 +883,7 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
                         const uint8_t *imputed) {
     arrow *a = arg;
     if (!a->cur_key || series != a->cur_index) {
-        const series_seen *s = a->by_index[series];
+        const sf_series_id *s = a->by_index[series];
         int rc = flush_batch(a);
         if (!rc) rc = sf_pack_writer_series(a->w, s->key, s->len, a->e);
         if (rc) return rc;
@@ -945,10 +897,8 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
 // After the last row: the held rows merged series by series into the
 // writer, opened again (its first file became the merge's head).
 static int regroup_finish(arrow *a) {
-    if (!(a->by_index = malloc((a->nindex ? a->nindex : 1) * sizeof *a->by_index)))
+    if (!(a->by_index = sf_series_ids_by_index(&a->seen, a->nindex)))
         return fail(a, SF_ENOMEM, "out of memory for the series table");
-    for (size_t i = 0; i < a->seen_cap; i++)
-        if (a->seen[i].key) a->by_index[a->seen[i].index] = &a->seen[i];
     int rc = open_writer(a);
     if (rc) return rc;
     // Counted again as the rows reach the writer (the head's were written once).
@@ -1137,10 +1087,10 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
         for (uint32_t i = 0; i < a.cats[k].n; i++) free(a.cats[k].values[i]);
         free(a.cats[k].values);
     }
-    for (size_t i = 0; i < a.seen_cap; i++) free(a.seen[i].key);
+    sf_series_ids_free(&a.seen);
     sf_regroup_free(a.rg);
     free(a.by_index), free(a.cat_cols);
-    free(a.seen), free(a.cats), free(a.cols), free(a.col_names), free(a.keep_col);
+    free(a.cats), free(a.cols), free(a.col_names), free(a.keep_col);
     free(a.vals), free(a.miss), free(a.times), free(a.tmiss);
     free(a.batch), free(a.batch_time), free(a.batch_line), free(a.batch_imp), free(a.last);
     if (a.schema.release) a.schema.release(&a.schema);

@@ -37,13 +37,6 @@ typedef struct {
     uint32_t slots[2 * SF_PACK_MAX_CATEGORY];  // value index + 1; 0: empty
 } category;
 
-typedef struct {
-    char *key;
-    size_t len;
-    uint64_t line;
-    uint32_t index;  // in order of first appearance
-} series_seen;
-
 // A kept column's integers beyond float32's exact range (|v| > 2^24), which
 // float32 may change (20200101 is stored as 20200100): said after packing.
 typedef struct {
@@ -111,8 +104,7 @@ typedef struct {
     char *cur_series;
     size_t cur_series_len;
     uint64_t cur_series_line;
-    series_seen *seen;
-    size_t seen_cap, seen_len;
+    sf_series_ids seen;  // first: the origin of the series' first row
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
@@ -151,7 +143,7 @@ typedef struct {
     // here and checked in series order after the last (regroup_finish).
     sf_regroup *rg;
     uint32_t cur_index, nindex;  // the current row's series and the series seen, in order of first appearance
-    const series_seen **by_index;  // the merge's names of the series
+    const sf_series_id **by_index;  // the merge's names of the series
     sf_pack_writer_opts wo;      // the writer's options, to open it again for the regrouped rows
     uint32_t cat_cols[64];
 } csv;
@@ -1175,45 +1167,6 @@ static int parse_record(csv *c, const char **next) {
     return REC_OK;
 }
 
-static uint64_t hash_key(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-// Finds key in the set of series ids seen so far; inserts it (with line)
-// when absent. Returns the entry, or NULL when out of memory.
-static series_seen *seen_find_or_add(csv *c, const char *key, size_t n, uint64_t line, bool *found) {
-    if (2 * (c->seen_len + 1) > c->seen_cap) {
-        size_t cap = c->seen_cap ? 2 * c->seen_cap : 64;
-        series_seen *t = calloc(cap, sizeof *t);
-        if (!t) return NULL;
-        for (size_t i = 0; i < c->seen_cap; i++) {
-            if (!c->seen[i].key) continue;
-            size_t j = hash_key(c->seen[i].key, c->seen[i].len) & (cap - 1);
-            while (t[j].key) j = (j + 1) & (cap - 1);
-            t[j] = c->seen[i];
-        }
-        free(c->seen);
-        c->seen = t;
-        c->seen_cap = cap;
-    }
-    size_t j = hash_key(key, n) & (c->seen_cap - 1);
-    for (; c->seen[j].key; j = (j + 1) & (c->seen_cap - 1))
-        if (c->seen[j].len == n && memcmp(c->seen[j].key, key, n) == 0) {
-            *found = true;
-            return &c->seen[j];
-        }
-    *found = false;
-    char *k = malloc(n + 1);
-    if (!k) return NULL;
-    memcpy(k, key, n);
-    k[n] = 0;
-    c->seen[j] = (series_seen){.key = k, .len = n, .line = line};
-    c->seen_len++;
-    return &c->seen[j];
-}
-
 static int flush_batch(csv *c) {
     if (c->nbatch == 0) return 0;
     int rc = sf_pack_writer_rows_imputed(c->w, c->batch, c->time_field != UINT32_MAX ? c->batch_time : NULL,
@@ -1223,14 +1176,6 @@ static int flush_batch(csv *c) {
     c->nbatch = 0;
     c->row = c->batch;
     return rc;
-}
-
-// The entry of key, or NULL when the series has not been seen.
-static const series_seen *seen_find(const csv *c, const char *key, size_t n) {
-    if (!c->seen_cap) return NULL;
-    for (size_t j = hash_key(key, n) & (c->seen_cap - 1); c->seen[j].key; j = (j + 1) & (c->seen_cap - 1))
-        if (c->seen[j].len == n && memcmp(c->seen[j].key, key, n) == 0) return &c->seen[j];
-    return NULL;
 }
 
 // The rows written before a series came back, as the head of the merge
@@ -1244,7 +1189,7 @@ static int head_categories(void *arg, sf_pack_writer *w, sf_err *e) {
 }
 
 static uint32_t head_index(void *arg, const char *name) {
-    const series_seen *s = seen_find(arg, name, strlen(name));
+    const sf_series_id *s = sf_series_ids_find(&((const csv *)arg)->seen, name, strlen(name));
     return s ? s->index : 0;  // every series written was seen
 }
 
@@ -1254,7 +1199,7 @@ static uint32_t head_index(void *arg, const char *name) {
 // far, series by series as they came, are finished as a file of their own
 // (the writer's temporary file, unlinked and read back at the head of the
 // merge): rows grouped by series never pay for regrouping.
-static int regroup_start(csv *c, const series_seen *back) {
+static int regroup_start(csv *c, const sf_series_id *back) {
     if (!sf_pack_writer_temp_path(c->w)) {
         char a[96], b[96], la[256], lb[256];
         uint64_t line, col;
@@ -1265,7 +1210,7 @@ static int regroup_start(csv *c, const series_seen *back) {
                           "stdout or a device", c->name, (unsigned long long)line, (unsigned long long)col,
                           show(c->key, c->key_len, a, sizeof a), c->names[c->series_field],
                           show(c->cur_series, c->cur_series_len, b, sizeof b),
-                          origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, back->line, lb, sizeof lb));
+                          origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, back->first, lb, sizeof lb));
     }
     // The record that came back is parsed into the next batch slot, which
     // the flush moves back to the batch's start.
@@ -1284,7 +1229,7 @@ static int regroup_start(csv *c, const series_seen *back) {
 
 static int start_series(csv *c) {
     bool found;
-    series_seen *s = seen_find_or_add(c, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
+    sf_series_id *s = sf_series_ids_add(&c->seen, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
     if (!s) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
     if (!found && c->nindex == UINT32_MAX)
         return fail_at(c, c->key_at, "more than %u series ids", UINT32_MAX - 1);
@@ -1969,7 +1914,7 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
                         const uint8_t *imputed) {
     csv *c = arg;
     if (!c->cur_series || series != c->cur_index) {
-        const series_seen *s = c->by_index[series];
+        const sf_series_id *s = c->by_index[series];
         int rc = flush_batch(c);
         if (!rc) rc = sf_pack_writer_series(c->w, s->key, s->len, c->e);
         if (rc) return rc;
@@ -1989,10 +1934,8 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
 // After the last row: the held rows merged series by series into the
 // writer, opened again (its first file became the merge's head).
 static int regroup_finish(csv *c) {
-    c->by_index = malloc((c->nindex ? c->nindex : 1) * sizeof *c->by_index);
-    if (!c->by_index) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
-    for (size_t i = 0; i < c->seen_cap; i++)
-        if (c->seen[i].key) c->by_index[c->seen[i].index] = &c->seen[i];
+    if (!(c->by_index = sf_series_ids_by_index(&c->seen, c->nindex)))
+        return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for the series table", c->name);
     int rc = sf_pack_writer_open(&c->w, c->out, &c->wo, c->e);
     if (rc) return rc;
     if (c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
@@ -2448,9 +2391,8 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     if (st) *st = c->st;
     if (rc > 0) rc = SF_EFORMAT;
     for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
-    for (size_t i = 0; i < c->seen_cap; i++) free(c->seen[i].key);
     free(c->names);
-    free(c->seen);
+    sf_series_ids_free(&c->seen);
     sf_regroup_free(c->rg);
     free(c->by_index);
     free(c->role);

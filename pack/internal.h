@@ -223,4 +223,28 @@ typedef struct {
 #define SF_HINT_MIN_RUN 3u
 enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 
+// The series ids a packer has seen (csv.c, arrow.c): an open-addressing
+// hash set of copies of the ids, each with where its first row was (a CSV
+// origin or a stream row) and its index in order of first appearance, its
+// place once regrouped (set by the caller). Memory: one entry per id.
+typedef struct {
+    char *key;
+    size_t len;
+    uint64_t first;
+    uint32_t index;
+} sf_series_id;
+typedef struct {
+    sf_series_id *slot;
+    size_t cap, len;
+} sf_series_ids;
+// The entry of key[0, n): *found true when it was there, else a new one
+// (the key copied, first kept, index 0). NULL when out of memory.
+sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uint64_t first, bool *found);
+// The entry of key[0, n), or NULL when it was never added.
+const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n);
+// Every entry at its index (malloc'd, nindex of them: the indices given
+// are 0 to nindex - 1), or NULL when out of memory.
+const sf_series_id **sf_series_ids_by_index(const sf_series_ids *s, uint32_t nindex);
+void sf_series_ids_free(sf_series_ids *s);
+
 #endif
