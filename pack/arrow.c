@@ -133,38 +133,6 @@ __attribute__((format(printf, 3, 4))) static int fail(arrow *a, int code, const 
     return sf_err_set(a->e, code, "%s: %s", a->name, msg);
 }
 
-// Quotes a text for a message, cut to a readable length.
-static const char *show(const char *s, size_t n, char *out, size_t cap) {
-    size_t k = 0, i = 0;
-    for (; i < n && k + 8 < cap; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch >= 0x20 && ch != 0x7f) out[k++] = (char)ch;
-        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
-    }
-    if (i < n) memcpy(out + k, "...", 4);
-    else out[k] = 0;
-    return out;
-}
-
-// Length of the valid UTF-8 prefix of s[0, n) (as pack/csv.c checks names and ids).
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned ch = s[i];
-        size_t len = ch < 0x80 ? 1 : (ch >> 5) == 6 ? 2 : (ch >> 4) == 14 ? 3 : (ch >> 3) == 30 ? 4 : 0;
-        if (len == 0 || i + len > n || (len == 2 && ch < 0xc2)) return i;
-        uint32_t cp = ch & (0xffu >> (len + 1));
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xc0) != 0x80) return i;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-            return i;
-        i += len;
-    }
-    return n;
-}
-
 // ---- the schema ----
 
 static enum kind int_kind(const char *f) {
@@ -223,7 +191,7 @@ static int not_a_column(arrow *a, const char *option, const char *name) {
     for (uint32_t i = 0; i < a->ncols && k < sizeof all - 4; i++)
         k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", a->cols[i].name);
     return fail(a, SF_EUSAGE, "%s names \"%s\", which is not a column; the columns are: %s", option,
-                show(name, strlen(name), tmp, sizeof tmp), all);
+                sf_show(name, strlen(name), tmp, sizeof tmp), all);
 }
 
 static int each_name(arrow *a, const char *list, const char *option, int (*fn)(arrow *, int col, const char *option)) {
@@ -302,7 +270,7 @@ static int read_schema(arrow *a) {
         if (!ch->name || !ch->name[0]) return fail(a, SF_EFORMAT, "column %u has no name; expected named columns", f + 1);
         size_t len = strlen(ch->name);
         if (len > SF_PACK_MAX_NAME) return fail(a, SF_EFORMAT, "column %u: name longer than %u bytes", f + 1, SF_PACK_MAX_NAME);
-        if (utf8_valid_prefix((const unsigned char *)ch->name, len) < len)
+        if (sf_utf8_valid_prefix((const unsigned char *)ch->name, len) < len)
             return fail(a, SF_EFORMAT, "column %u: column names must be UTF-8", f + 1);
         c->name = ch->name;
         c->format = ch->format;
@@ -554,7 +522,7 @@ static int category_code(arrow *a, column *c, uint64_t row, const char *s, size_
     if (n > SF_PACK_MAX_CATEGORY_VALUE)
         return fail_row(a, row, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
                         "value may have (checkpoints keep every value)", c->name, n, SF_PACK_MAX_CATEGORY_VALUE);
-    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n)
+    if (memchr(s, 0, n) || sf_utf8_valid_prefix((const unsigned char *)s, n) < n)
         return fail_row(a, row, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->name);
     if (!g->n) g->bytes = sf_list_item_bytes(c->name, strlen(c->name), &g->quotes);
     size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
@@ -753,8 +721,8 @@ static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id
         return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
                         " (it was first seen at row %" PRIu64 "): pack regroups the rows of series that interleave "
                         "through temporary files beside its output, so it needs a file path for the .sfpack, not "
-                        "stdout or a device", show(key, n, x, sizeof x), a->cols[a->series_col].name,
-                        show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
+                        "stdout or a device", sf_show(key, n, x, sizeof x), a->cols[a->series_col].name,
+                        sf_show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
     }
     uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
     int rc = flush_batch(a);
@@ -769,7 +737,7 @@ static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id
 
 // A row whose series id differs from the row before it's.
 static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
-    if (memchr(key, 0, n) || utf8_valid_prefix((const unsigned char *)key, n) < n)
+    if (memchr(key, 0, n) || sf_utf8_valid_prefix((const unsigned char *)key, n) < n)
         return fail_row(a, row, "series id must be UTF-8 text without NUL bytes");
     if (n > SF_PACK_MAX_NAME) return fail_row(a, row, "series id longer than %u bytes", SF_PACK_MAX_NAME);
     bool found;

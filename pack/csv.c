@@ -224,8 +224,7 @@ __attribute__((format(printf, 4, 5))) static int fail_row(csv *c, const char *q,
     return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: %s", c->name, (unsigned long long)line, msg);
 }
 
-// Quotes a field for a message, cut to a readable length.
-static const char *show(const char *s, size_t n, char *out, size_t cap) {
+const char *sf_show(const char *s, size_t n, char *out, size_t cap) {
     size_t k = 0, i = 0;
     // Room for the widest piece (4 bytes) and then "..." and the NUL.
     for (; i < n && k + 8 < cap; i++) {
@@ -875,7 +874,7 @@ done:;
                  in, c->out ? c->out : "OUT.sfpack", fix);
     }
     int rc = fail_at(c, at, "expected a number in column \"%s\", found \"%s\"; %u column%s text: %s.%s",
-                     c->names[f], show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, command);
+                     c->names[f], sf_show(fs, fn, tmp, sizeof tmp), ntext, ntext > 1 ? "s are" : " is", list, command);
     free(k);
     return rc;
 }
@@ -922,8 +921,7 @@ static inline bool fast_number(const char *q, const char *end, char delim, float
     return true;
 }
 
-// Length of the valid UTF-8 prefix of s[0, n).
-static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n) {
     size_t i = 0;
     while (i < n) {
         unsigned ch = s[i];
@@ -963,7 +961,7 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (n > SF_PACK_MAX_CATEGORY_VALUE)
         return fail_at(c, at, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
                        "value may have (checkpoints keep every value)", c->names[f], n, SF_PACK_MAX_CATEGORY_VALUE);
-    if (memchr(s, 0, n) || utf8_valid_prefix((const unsigned char *)s, n) < n)
+    if (memchr(s, 0, n) || sf_utf8_valid_prefix((const unsigned char *)s, n) < n)
         return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->names[f]);
     if (!g->n) g->bytes = sf_list_item_bytes(c->names[f], strlen(c->names[f]), &g->quotes);
     size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
@@ -1028,7 +1026,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
         if (!c->st.rows && !c->nbatch && parse_epoch(s, n, &count) == 0)
             suggest_unit(c, count, SF_TIME_ISO, ". As a count of", unit, sizeof unit);
         return fail_at(c, at, "\"%s\" in the time column \"%s\" is not an ISO-8601 date or time: %s%s%s",
-                       show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
+                       sf_show(s, n, tmp, sizeof tmp), c->names[c->time_field], why,
                        c->time_found ? " (found as the time column from its first row; --time-column none stops "
                                        "that)" : "", unit);
     }
@@ -1037,7 +1035,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     if (rc == SF_EFORMAT && missing_token(s, n) && c->o->missing == SF_MISSING_DROP) return c->rec_missing = true, 0;
     if (rc == SF_EFORMAT)
         return fail_at(c, at, "\"%s\" in the time column \"%s\"; expected an integer count of --time-unit %s since "
-                       "1970-01-01T00:00Z", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                       "1970-01-01T00:00Z", sf_show(s, n, tmp, sizeof tmp), c->names[c->time_field],
                        unit_names[c->time_kind - SF_TIME_EPOCH_S]);
     // The unit it fits, the coarsest first: the likeliest mistake. Only
     // the first row decides a unit, and only for a year of 1900-2199 in
@@ -1061,7 +1059,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     sf_time_format(hi, sizeof hi, epoch_us(c->time_kind, epoch_hi[c->time_kind - SF_TIME_EPOCH_S]),
                    SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
     return fail_at(c, at, "time %s in the time column \"%s\" is out of range for --time-unit %s: expected %lld to %lld "
-                   "(%s to %s)%s", show(s, n, tmp, sizeof tmp), c->names[c->time_field],
+                   "(%s to %s)%s", sf_show(s, n, tmp, sizeof tmp), c->names[c->time_field],
                    unit_names[c->time_kind - SF_TIME_EPOCH_S], (long long)epoch_lo[c->time_kind - SF_TIME_EPOCH_S],
                    (long long)epoch_hi[c->time_kind - SF_TIME_EPOCH_S], lo, hi, fix);
 }
@@ -1079,7 +1077,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         // the series then goes wrong); inside quotes they are the id's own.
         c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
         if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
-        if (memchr(fs, 0, n) || utf8_valid_prefix((const unsigned char *)fs, n) < n)
+        if (memchr(fs, 0, n) || sf_utf8_valid_prefix((const unsigned char *)fs, n) < n)
             return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
         if (n > SF_PACK_MAX_NAME)
             return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
@@ -1104,13 +1102,13 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     if (r == 0) return 0;
     if (r == SF_ERANGE)
         return fail_at(c, at, "value %s in column \"%s\" is out of float32 range (|x| < 3.4e38)",
-                       show(fs, n, tmp, sizeof tmp), c->names[f]);
+                       sf_show(fs, n, tmp, sizeof tmp), c->names[f]);
     if (!missing_token(fs, n)) return text_columns(c, at, f, fs, n);
     if (c->o->missing == SF_MISSING_ERROR)
         return fail_at(c, at,
                        "missing or non-finite value \"%s\" in column \"%s\"; expected %s (hint: --missing "
                        "drop or --missing ffill)",
-                       show(fs, n, tmp, sizeof tmp), c->names[f],
+                       sf_show(fs, n, tmp, sizeof tmp), c->names[f],
                        c->role[f] == ROLE_CATEGORY ? "one of its category values" : "a number");
     c->row[k] = NAN;
     c->miss[k] = at;
@@ -1208,8 +1206,8 @@ static int regroup_start(csv *c, const sf_series_id *back) {
                           "started at line %s (it was first seen at line %s): pack regroups the rows of series "
                           "that interleave through temporary files beside its output, so it needs -o FILE.sfpack, not "
                           "stdout or a device", c->name, (unsigned long long)line, (unsigned long long)col,
-                          show(c->key, c->key_len, a, sizeof a), c->names[c->series_field],
-                          show(c->cur_series, c->cur_series_len, b, sizeof b),
+                          sf_show(c->key, c->key_len, a, sizeof a), c->names[c->series_field],
+                          sf_show(c->cur_series, c->cur_series_len, b, sizeof b),
                           origin_text(c, c->cur_series_line, la, sizeof la), origin_text(c, back->first, lb, sizeof lb));
     }
     // The record that came back is parsed into the next batch slot, which
@@ -1340,7 +1338,7 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
                 char a[96];
                 return fail_row(c, NULL, line, "missing value in column \"%s\" with no earlier row in series \"%s\" "
                                 "to fill it from (hint: --missing drop leaves out the rows with a missing value)",
-                                c->col_names[k], show(c->cur_series, c->cur_series_len, a, sizeof a));
+                                c->col_names[k], sf_show(c->cur_series, c->cur_series_len, a, sizeof a));
             }
             if (!c->have_last && !seed) {
                 uint64_t rows;
@@ -1387,7 +1385,7 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
             else if (c->padded_line)
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",
-                         show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
+                         sf_show(c->cur_series, c->cur_series_len, a, sizeof a), (unsigned long long)c->padded_line);
             else if (c->src && c->prev_time_line >> SF_ORIGIN_LINE_BITS != (uint64_t)line >> SF_ORIGIN_LINE_BITS)
                 snprintf(hint, sizeof hint, "; the files are read in the order given (a directory's or a glob's "
                          "sorted by name): give them in time order");
@@ -1506,7 +1504,7 @@ static int not_a_column(csv *c, const char *option, const char *s, size_t n) {
     for (uint32_t i = 0; i < c->ncsv && k < sizeof all - 4; i++)
         k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", c->names[i]);
     return sf_err_set(c->e, SF_EUSAGE, "%s: %s names \"%s\", which is not a column; the columns are: %s", c->name,
-                      option, show(s, n, tmp, sizeof tmp), all);
+                      option, sf_show(s, n, tmp, sizeof tmp), all);
 }
 
 // Calls fn for each name in list (sf_list_next: comma-separated, quoted
@@ -1632,7 +1630,7 @@ static int read_header(csv *c) {
     }
     const char *nul = memchr(start, 0, (size_t)(eol - start));
     if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
-    size_t ok = utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
+    size_t ok = sf_utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));
     if (ok < (size_t)(eol - start))
         return fail_at(c, start + ok, "column names must be UTF-8; found byte 0x%02x",
                        (unsigned char)start[ok]);
@@ -2189,9 +2187,9 @@ static int series_hint_say(csv *c, const sf_hint *h, int64_t *const *cols, const
     size_t sn;
     if (h->kind == SF_HINT_TIME_BACK) {
         row_field(c, row_at[h->row - 1], c->time_field, &s, &sn, &at_before);
-        show(s, sn, before, sizeof before);
+        sf_show(s, sn, before, sizeof before);
         row_field(c, row_at[h->row], c->time_field, &s, &sn, &at);
-        show(s, sn, now, sizeof now);
+        sf_show(s, sn, now, sizeof now);
         append(msg, cap, &len, "time %s goes back from %s (line %llu) where column \"%s\" changes from %lld to %lld, "
                "and nowhere else in the first %llu rows: \"%s\" looks like the id of series (%u values, each in one "
                "run of rows), which without --series-column are packed as one series, whose times must not go back.",

@@ -247,4 +247,11 @@ const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, 
 const sf_series_id **sf_series_ids_by_index(const sf_series_ids *s, uint32_t nindex);
 void sf_series_ids_free(sf_series_ids *s);
 
+// Text for messages, shared by the CSV and Arrow packers (csv.c): s[0, n)
+// into out (cap bytes), control bytes as \xNN, cut with "..." to fit;
+// returns out.
+const char *sf_show(const char *s, size_t n, char *out, size_t cap);
+// Length of the valid UTF-8 prefix of s[0, n) (names and ids must be UTF-8).
+size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n);
+
 #endif
