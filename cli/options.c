@@ -584,7 +584,7 @@ void cli_help(const cli_command *c, FILE *f) {
         const option *op = &options[u->opt];
         const char *heading = u->group ? u->group : op->group;
         if (!group || strcmp(group, heading)) fprintf(f, "\n%s:\n", heading), group = heading;
-        char left[64], def[256];
+        char left[64], def[1024];  // a help text and its default, whole
         int at = 28;
         snprintf(left, sizeof left, "  %c%c%s--%s%s%s", op->letter ? '-' : ' ', op->letter ? op->letter : ' ',
                  op->letter ? ", " : "  ", op->name, op->meta ? " " : "", op->meta ? op->meta : "");

@@ -24,6 +24,9 @@ for c in "${commands[@]}"; do
     # shellcheck disable=SC2086
     $SEQFEED $c --help >"help" 2>&1 || fail "seqfeed $c --help failed: $(cat help)"
     helps[$c]=$(flags_of <help)
+    # A long help text is printed whole: every option's text ends a sentence
+    # or a parenthesis, never cut mid-word.
+    [ "$c" = pack ] && { grep -q 'looks like series ids)$' help || fail "seqfeed pack --help cuts --series-column's text"; }
 done
 all=$(printf '%s\n' "${helps[@]}" | sort -u)
 
