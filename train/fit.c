@@ -586,6 +586,10 @@ static int epochs_and_rows(fit *f, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "--validation-steps %llu bounds validation, and --val-split 0 leaves none "
                           "(hint: a --val-split above 0, or leave --validation-steps out)",
                           (unsigned long long)o->validation_steps);
+    if (o->season && o->val_split == 0)
+        return sf_err_set(e, SF_EUSAGE, "--season %u sets the seasonal forecast the validation part is scored "
+                          "against, and --val-split 0 leaves none (hint: a --val-split above 0, or leave --season "
+                          "out)", (unsigned)o->season);
     // Batches of the global batch, scored a replica's batch at a time.
     f->val_batches = o->validation_steps <= UINT64_MAX / f->G ? o->validation_steps * f->G : 0;
     return 0;
@@ -976,11 +980,14 @@ static int plan_lr(fit *f, float lr, sf_err *e) {
 static int resume_lr(fit *f, const sf_run_start *start, sf_err *e) {
     bool cosine = f->lr.kind == SF_LR_COSINE;
     if (!start->resumed) {
+        // The hint names what set the plan: --max-steps when it is the fewer.
+        bool by_max = f->o->max_steps && f->o->max_steps == f->lr.total_steps;
         if (cosine && f->lr.warmup_steps >= f->lr.total_steps)
             return sf_err_set(e, SF_EUSAGE, "--warmup-steps %llu leaves no steps for the cosine decay: the run plans "
                               "%llu steps (--epochs x %llu steps per epoch, or --max-steps when fewer) (hint: fewer "
-                              "--warmup-steps, or more --epochs)", (unsigned long long)f->lr.warmup_steps,
-                              (unsigned long long)f->lr.total_steps, (unsigned long long)f->steps_per_epoch);
+                              "--warmup-steps, or more %s)", (unsigned long long)f->lr.warmup_steps,
+                              (unsigned long long)f->lr.total_steps, (unsigned long long)f->steps_per_epoch,
+                              by_max ? "--max-steps" : "--epochs");
         return 0;
     }
     if (cosine && start->lr_total_steps) f->lr.total_steps = start->lr_total_steps;

@@ -95,7 +95,10 @@ expect err "^seqfeed train: --lr-schedule fast: expected one of constant, cosine
 run 2 train "${tr[@]}" --lr-schedule plateau --lr-factor 1
 expect err "^seqfeed train: --lr-factor 1: expected a number above 0 to below 1"
 run 2 train "${tr[@]}" --lr-schedule cosine --warmup-steps 168
-expect err "^seqfeed train: error: --warmup-steps 168 leaves no steps for the cosine decay: the run plans 168 steps"
+expect err "^seqfeed train: error: --warmup-steps 168 leaves no steps for the cosine decay: the run plans 168 steps.*or more --epochs\)$"
+# A plan cut by --max-steps: the hint names it, not --epochs.
+run 2 train "${tr[@]}" --lr-schedule cosine --warmup-steps 10 --max-steps 10
+expect err "^seqfeed train: error: --warmup-steps 10 leaves no steps for the cosine decay: the run plans 10 steps.*or more --max-steps\)$"
 # An empty validation part: plateau has nothing to decide on.
 run 2 train "${tr[@]}" --lr-schedule plateau --val-split 0.0001
 expect err "^seqfeed train: error: --lr-schedule plateau lowers the lr when val_loss stops improving, and this run has no validation windows"

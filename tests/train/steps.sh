@@ -225,6 +225,9 @@ done
 over common --val-split 0 --validation-steps 4
 run 2 train "${args[@]}"
 expect err "^seqfeed train: error: --validation-steps 4 bounds validation, and --val-split 0 leaves none \(hint: a --val-split above 0, or leave --validation-steps out\)"
+over common --val-split 0 --season 7
+run 2 train "${args[@]}"
+expect err "^seqfeed train: error: --season 7 sets the seasonal forecast the validation part is scored against, and --val-split 0 leaves none \(hint: a --val-split above 0, or leave --season out\)"
 run 0 train --help
 expect out "--steps-per-epoch N"
 expect out "--validation-steps N"
