@@ -2320,16 +2320,14 @@ static int convert(csv *c, const char *out) {
     wo.lines = true;  // what predict joins back to the CSV by
     wo.imputed = ffill;
     if (c->src) wo.sources = sf_sources_paths(c->src), wo.nsources = (uint32_t)sf_sources_count(c->src);
-    uint32_t cat_cols[64];
-    if (c->ncat > sizeof cat_cols / sizeof *cat_cols) {
+    if (c->ncat > sizeof c->cat_cols / sizeof *c->cat_cols) {
         free(col_names);
-        return sf_err_set(c->e, SF_EUSAGE, "%s: at most %zu categorical columns", c->name, sizeof cat_cols / sizeof *cat_cols);
+        return sf_err_set(c->e, SF_EUSAGE, "%s: at most %zu categorical columns", c->name,
+                          sizeof c->cat_cols / sizeof *c->cat_cols);
     }
-    for (uint32_t k = 0; k < c->ncat; k++) cat_cols[k] = c->keep_at[c->cats[k].field];
-    wo.categorical = cat_cols, wo.ncategorical = c->ncat;
+    for (uint32_t k = 0; k < c->ncat; k++) c->cat_cols[k] = c->keep_at[c->cats[k].field];
+    wo.categorical = c->cat_cols, wo.ncategorical = c->ncat;
     c->wo = wo;
-    memcpy(c->cat_cols, cat_cols, sizeof cat_cols);
-    c->wo.categorical = c->cat_cols;
     uint64_t budget = c->o->memory_budget ? c->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
     if (budget < sf_regroup_min_budget(c->nkeep, c->time_field != UINT32_MAX)) {
         free(col_names);
