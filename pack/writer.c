@@ -721,10 +721,17 @@ static int write_trailer(sf_pack_writer *w, sf_err *e) {
     return rc;
 }
 
-int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
+// The last chunks written, an empty last series dropped: what both
+// finishes do before the trailer.
+static int write_rest(sf_pack_writer *w, sf_err *e) {
     if (w->nseries && w->series[w->nseries - 1].rows == 0) free(w->series[--w->nseries].name);
     int rc = flush_chunk(w, e);
     while (!rc && w->next_write < w->next_seq) rc = write_next(w, e);
+    return rc;
+}
+
+int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
+    int rc = write_rest(w, e);
     if (!rc && w->nrows == 0) rc = sf_err_set(e, SF_EINVAL, "%s: no rows to pack", w->path);
     if (!rc) rc = write_trailer(w, e);
     if (!rc) rc = sf_temp_commit(w->fd, w->tmp_path, w->path, e);
@@ -742,9 +749,7 @@ int sf_pack_writer_finish_fd(sf_pack_writer *w, int *fd, sf_err *e) {
         sf_pack_writer_abort(w);
         return sf_err_set(e, SF_EINVAL, "%s: written straight to its target, no temporary file to read back", w->path);
     }
-    if (w->nseries && w->series[w->nseries - 1].rows == 0) free(w->series[--w->nseries].name);
-    int rc = flush_chunk(w, e);
-    while (!rc && w->next_write < w->next_seq) rc = write_next(w, e);
+    int rc = write_rest(w, e);
     if (!rc) rc = write_trailer(w, e);
     // Opened for reading before the name goes: from here on only the
     // descriptor keeps the file, which the kernel frees with it.
