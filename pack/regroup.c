@@ -184,13 +184,21 @@ typedef struct {
     size_t len;
 } sink;
 
-static int sink_flush(sf_regroup *r, sink *s, sf_err *e) {
-    for (size_t done = 0; done < s->len;) {
-        ssize_t k = pwrite(s->fd, r->wbuf + done, s->len - done, (off_t)s->off);
+// Writes p[0, n) at off of fd, counted as spilled.
+static int write_at(sf_regroup *r, int fd, const uint8_t *p, size_t n, uint64_t off, sf_err *e) {
+    for (size_t done = 0; done < n;) {
+        ssize_t k = pwrite(fd, p + done, n - done, (off_t)(off + done));
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) return io_error(r, errno, "write", e);
-        done += (size_t)k, s->off += (uint64_t)k, r->spilled += (uint64_t)k;
+        done += (size_t)k, r->spilled += (uint64_t)k;
     }
+    return 0;
+}
+
+static int sink_flush(sf_regroup *r, sink *s, sf_err *e) {
+    int rc = write_at(r, s->fd, r->wbuf, s->len, s->off, e);
+    if (rc) return rc;
+    s->off += s->len;
     s->len = 0;
     return 0;
 }
@@ -235,12 +243,7 @@ static int spill(sf_regroup *r, sf_err *e) {
     if (rc) return rc;
     order_held(r);
     size_t bytes = r->n * r->rec;
-    for (size_t done = 0; done < bytes;) {
-        ssize_t k = pwrite(r->fd[0], r->sorted + done, bytes - done, (off_t)(r->end[0] + done));
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return io_error(r, errno, "write", e);
-        done += (size_t)k, r->spilled += (uint64_t)k;
-    }
+    if ((rc = write_at(r, r->fd[0], r->sorted, bytes, r->end[0], e))) return rc;
     if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e))) return rc;
     r->end[0] += bytes;
     r->n = 0;
