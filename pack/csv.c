@@ -945,9 +945,7 @@ size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n) {
 // The code of a categorical field's text, a new one for a text not seen yet.
 static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
     category *g = &c->cats[c->cat_of[f]];
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)h & mask;
+    uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)sf_hash_bytes(s, n) & mask;
     for (; g->slots[j]; j = (j + 1) & mask) {
         const char *v = g->values[g->slots[j] - 1];
         if (strlen(v) == n && !memcmp(v, s, n)) {

@@ -227,6 +227,12 @@ enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 // hash set of copies of the ids, each with where its first row was (a CSV
 // origin or a stream row) and its index in order of first appearance, its
 // place once regrouped (set by the caller). Memory: one entry per id.
+// FNV-1a of s[0, n): the hash of the series ids and category values.
+static inline uint64_t sf_hash_bytes(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
+    return h;
+}
 typedef struct {
     char *key;
     size_t len;

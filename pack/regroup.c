@@ -526,12 +526,6 @@ void sf_regroup_note(const sf_regroup *r, const char *order, const char *out, ch
 
 // ---- the series ids seen ----
 
-static uint64_t hash_key(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
 sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uint64_t first, bool *found) {
     if (2 * (s->len + 1) > s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
@@ -539,7 +533,7 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
         if (!t) return NULL;
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->slot[i].key) continue;
-            size_t j = hash_key(s->slot[i].key, s->slot[i].len) & (cap - 1);
+            size_t j = sf_hash_bytes(s->slot[i].key, s->slot[i].len) & (cap - 1);
             while (t[j].key) j = (j + 1) & (cap - 1);
             t[j] = s->slot[i];
         }
@@ -547,7 +541,7 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
         s->slot = t;
         s->cap = cap;
     }
-    size_t j = hash_key(key, n) & (s->cap - 1);
+    size_t j = sf_hash_bytes(key, n) & (s->cap - 1);
     for (; s->slot[j].key; j = (j + 1) & (s->cap - 1))
         if (s->slot[j].len == n && memcmp(s->slot[j].key, key, n) == 0) {
             *found = true;
@@ -565,7 +559,7 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
 
 const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n) {
     if (!s->cap) return NULL;
-    for (size_t j = hash_key(key, n) & (s->cap - 1); s->slot[j].key; j = (j + 1) & (s->cap - 1))
+    for (size_t j = sf_hash_bytes(key, n) & (s->cap - 1); s->slot[j].key; j = (j + 1) & (s->cap - 1))
         if (s->slot[j].len == n && memcmp(s->slot[j].key, key, n) == 0) return &s->slot[j];
     return NULL;
 }
