@@ -207,9 +207,8 @@ static int meta_double_or(const sf_st *s, const char *path, const char *key, dou
 }
 
 // The lr's schedule and its state; a checkpoint from before they were kept
-// trained at a constant lr. Values train would not accept name the key;
-// plateau_best is any val_loss, NaN too (a first val_loss that was NaN
-// stays the best, as in Keras: sf_plateau_update).
+// trained at a constant lr. Values train would not accept name the key
+// (plateau_best, never NaN since sf_plateau_update keeps none, run_record).
 static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *kind = sf_st_meta(s, "lr_schedule");
     if (kind && strcmp(kind, "constant") && strcmp(kind, "cosine") && strcmp(kind, "plateau"))
