@@ -207,9 +207,8 @@ static int meta_double_or(const sf_st *s, const char *path, const char *key, dou
 }
 
 // The lr's schedule and its state; a checkpoint from before they were kept
-// trained at a constant lr. Values train would not accept name the key;
-// plateau_best is any val_loss, NaN too (a first val_loss that was NaN
-// stays the best, as in Keras: sf_plateau_update).
+// trained at a constant lr. Values train would not accept name the key
+// (plateau_best, never NaN since sf_plateau_update keeps none, run_record).
 static int read_schedule(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *kind = sf_st_meta(s, "lr_schedule");
     if (kind && strcmp(kind, "constant") && strcmp(kind, "cosine") && strcmp(kind, "plateau"))
@@ -351,7 +350,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     int rc = 0;
     const char *format = sf_st_meta(s, "format");
     char window[64], norm[16];
-    uint64_t u[14] = {0};
+    uint64_t u[17] = {0};
     if (!format || strcmp(format, FORMAT) != 0)
         rc = sf_err_set(e, SF_EFORMAT, "%s: not a seqfeed checkpoint (format '%s', expected '" FORMAT "')", path,
                         format ? format : "missing");
@@ -404,32 +403,26 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
     if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
     if (!rc) rc = read_schedule(s, path, c, e);
+    const char *count_keys[17] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch",
+                                  "replicas", "pool", "rows", "epoch_samples", "lanes", "block_chunks",
+                                  "steps_per_epoch", "validation_steps", "log_every"};
     // Kept since a later version: 0 before (an epoch a pass, every
     // validation window, the default log rows, no wall so far).
-    uint64_t bounded[3] = {0};
-    const char *bounded_keys[3] = {"steps_per_epoch", "validation_steps", "log_every"};
-    for (int k = 0; k < 3 && !rc; k++) {
-        rc = meta_u64_or(s, path, bounded_keys[k], 0, &bounded[k], e);
-        if (!rc && bounded[k] > SF_MAX_EPOCH_STEPS)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, expected 0 to %llu (a damaged or edited "
-                            "checkpoint)", path, bounded_keys[k], (unsigned long long)bounded[k],
-                            (unsigned long long)SF_MAX_EPOCH_STEPS);
-    }
-    c->steps_per_epoch = bounded[0], c->validation_steps = bounded[1], c->log_every = bounded[2];
+    for (int k = 14; k < 17 && !rc; k++) rc = meta_u64_or(s, path, count_keys[k], 0, &u[k], e);
     // Every setting within what train accepts, so that a damaged or edited
     // checkpoint is named here rather than truncated or blamed on a flag.
     static const struct {
         int k;
         uint64_t lo, hi;
-    } counts[] = {{0, 1, 1u << 20}, {1, 1, 1u << 20}, {6, 0, UINT64_MAX >> 1}, {7, 1, 1u << 20}, {8, 1, 1u << 16},
+    } counts[] = {{14, 0, SF_MAX_EPOCH_STEPS}, {15, 0, SF_MAX_EPOCH_STEPS}, {16, 0, SF_MAX_EPOCH_STEPS},
+                  {0, 1, 1u << 20}, {1, 1, 1u << 20}, {6, 0, UINT64_MAX >> 1}, {7, 1, 1u << 20}, {8, 1, 1u << 16},
                   {9, 0, UINT64_MAX >> 8}, {12, 1, 64}, {13, 1, 1u << 20}};
-    const char *count_keys[14] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch",
-                                  "replicas", "pool", "rows", "epoch_samples", "lanes", "block_chunks"};
     for (size_t k = 0; !rc && k < sizeof counts / sizeof *counts; k++)
         if (u[counts[k].k] < counts[k].lo || u[counts[k].k] > counts[k].hi)
             rc = sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, expected %llu to %llu (a damaged or edited "
                             "checkpoint)", path, count_keys[counts[k].k], (unsigned long long)u[counts[k].k],
                             (unsigned long long)counts[k].lo, (unsigned long long)counts[k].hi);
+    c->steps_per_epoch = u[14], c->validation_steps = u[15], c->log_every = u[16];
     if (!rc && !(c->val_split >= 0 && c->val_split < 1))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'val_split' is %g, expected 0 to below 1 (a damaged or edited "
                         "checkpoint)", path, c->val_split);

@@ -117,9 +117,7 @@ typedef struct {
     char lr_schedule[16];          // constant, cosine or plateau
     uint64_t warmup_steps, lr_total_steps, lr_patience;  // lr_total_steps: cosine's planned steps
     double lr_min, lr_factor;
-    // plateau's multiplier on the lr (1: none) and best val_loss (inf: none
-    // yet; NaN when the first was, which Keras keeps as the best too)
-    double lr_scale, plateau_best;
+    double lr_scale, plateau_best;  // plateau's multiplier on the lr (1: none) and best val_loss (inf: none yet)
     uint64_t plateau_wait;          // evaluations since val_loss last improved
     // An epoch's steps (0: a pass over the training windows) and the
     // batches each validation scores (0: every window): they decide the

@@ -119,9 +119,6 @@ static int run_data(const char *path, uint64_t fingerprint) {
     return same;
 }
 
-// --resume: the lr's schedule and its settings are the checkpoint's (one
-// from before they were kept: constant). A setting of another schedule than
-// the run's is left to check_schedule. 0, or the exit code.
 // x in the fewest digits that read back as x (0.1, not 0.10000000000000001),
 // so that two values print alike exactly when they are equal.
 static void shortest(char *out, size_t cap, double x) {
@@ -131,6 +128,9 @@ static void shortest(char *out, size_t cap, double x) {
     }
 }
 
+// --resume: the lr's schedule and its settings are the checkpoint's (one
+// from before they were kept: constant). A setting of another schedule than
+// the run's is left to check_schedule. 0, or the exit code.
 static int resume_schedule(const cli_value *v, sf_fit_opts *o, const sf_checkpoint *ck, const char *path) {
     enum sf_lr_kind kind = SF_LR_CONSTANT;
     sf_lr_kind_parse(ck->lr_schedule, &kind);

@@ -709,9 +709,10 @@ static const char *log_field(const char *line, int k) {
 // *seconds: the last row kept's, where the resumed run's time goes on from
 // (the time after that row and before the kill is lost; a checkpoint keeps
 // no wall time, so that one run's checkpoints are the same bytes however
-// often it was resumed); 0 when there is none.
-static int trim_log(const char *path, uint64_t step, double *seconds, sf_err *e) {
-    *seconds = 0;
+// often it was resumed); 0 when there is none. *size: the bytes kept;
+// *five: the header kept is an older seqfeed's, its five columns only.
+static int trim_log(const char *path, uint64_t step, double *seconds, long *size, bool *five, sf_err *e) {
+    *seconds = 0, *size = 0, *five = false;
     FILE *in = fopen(path, "r");
     if (!in) return sf_err_errno(e, SF_EIO, errno, "%s: cannot read the log", path);
     char line[512];
@@ -723,6 +724,7 @@ static int trim_log(const char *path, uint64_t step, double *seconds, sf_err *e)
         unsigned long long s = strtoull(p, &end, 10);
         cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
         if (!cut) keep = ftell(in);
+        if (!cut && header) *five = !strcmp(line, LOG_FIVE "\n");
         if (!cut && !header) {
             const char *t = log_field(line, 6);
             double v = strtod(t, &end);
@@ -735,6 +737,7 @@ static int trim_log(const char *path, uint64_t step, double *seconds, sf_err *e)
     if (failed) return sf_err_set(e, SF_EIO, "%s: cannot read the log", path);
     if (cut && truncate(path, keep) != 0)
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot cut off the rows logged after the checkpoint", path);
+    *size = keep;
     return 0;
 }
 
@@ -744,9 +747,12 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     if (!path || f->rank != 0) return 0;
     struct stat st;
     double seconds = 0;
-    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0 ? trim_log(path, f->ck.step, &seconds, e) : 0;
+    long size = 0;
+    bool five = false;
+    int rc = resumed && strcmp(path, "-") && stat(path, &st) == 0
+                 ? trim_log(path, f->ck.step, &seconds, &size, &five, e) : 0;
     if (rc) return rc;
-    bool append = resumed && stat(path, &st) == 0 && st.st_size > 0;
+    bool append = size > 0;
     int out = !strcmp(path, "-") ? dup(STDOUT_FILENO) : -1;
     f->log = !strcmp(path, "-") ? (out >= 0 ? fdopen(out, "w") : NULL) : fopen(path, append ? "a" : "w");
     if (!f->log) {
@@ -757,10 +763,7 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     if (!append && (fprintf(f->log, "%s,step,seconds,lr\n", LOG_FIVE) < 0 || fflush(f->log) != 0))
         return sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", path);
     // A log an older seqfeed began has its columns only: its rows go on with them.
-    char first[sizeof LOG_FIVE + 1] = "";
-    FILE *in = append ? fopen(path, "r") : NULL;
-    if (in && fgets(first, sizeof first, in)) f->log_five = !strcmp(first, LOG_FIVE "\n");
-    if (in) fclose(in);
+    f->log_five = append && five;
     if (append && !f->log_five) f->seconds0 = seconds;
     return 0;
 }
