@@ -115,22 +115,24 @@ typedef struct {
     const sf_series_id **by_index;
 } arrow;
 
-__attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
-    char msg[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return sf_err_set(a->e, SF_EFORMAT, "%s: row %" PRIu64 ": %s", a->name, row + 1, msg);
-}
-
 __attribute__((format(printf, 3, 4))) static int fail(arrow *a, int code, const char *fmt, ...) {
-    char msg[900];
+    char msg[932];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return sf_err_set(a->e, code, "%s: %s", a->name, msg);
+}
+
+// fail's SF_EFORMAT, the message after the stream row it is about.
+__attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
+    char msg[932];
+    int k = snprintf(msg, sizeof msg, "row %" PRIu64 ": ", row + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, 900, fmt, ap);
+    va_end(ap);
+    return fail(a, SF_EFORMAT, "%s", msg);
 }
 
 // ---- the schema ----
