@@ -643,13 +643,14 @@ static int convert_times(arrow *a, const column *c, const struct ArrowArray *x, 
                          int64_t *t, uint8_t *miss) {
     const void *v = x->buffers[1];
     char type[96];
+    // Microseconds per unit (0: nanoseconds); each unit's range of the
+    // years 0000-9999 is checked before scaling.
+    static const int64_t per_us[] = {1000000, 1000, 1, 0};
+    int64_t scale = c->kind == K_DATE32 ? 86400000000ll : c->kind == K_DATE64 ? 1000 : per_us[c->unit];
     for (size_t r = 0; r < m; r++) {
         int64_t i = i0 + (int64_t)r, w = c->kind == K_DATE32 ? ((const int32_t *)v)[i] : ((const int64_t *)v)[i];
         miss[r] = !valid_at(x, i);
         if (miss[r]) continue;
-        // Each unit's range of the years 0000-9999, checked before scaling.
-        static const int64_t per_us[] = {1000000, 1000, 1, 0};
-        int64_t scale = c->kind == K_DATE32 ? 86400000000ll : c->kind == K_DATE64 ? 1000 : per_us[c->unit];
         int64_t us;
         if (scale) {
             bool in = w >= US_LO / scale && w <= US_HI / scale;
