@@ -428,11 +428,11 @@ class Dataset:
 
 # ---- packing ----
 
-def _name(name, option, v, none):
-    """One column name (it may hold a comma), encoded; None stays None."""
+def _name(name, option, v, none, empty=False):
+    """One column name (it may hold a comma), encoded; None stays None; "" only where empty allows it."""
     if v is None:
         return None
-    if not isinstance(v, str) or "\0" in v or (not v and not none.startswith('""')):
+    if not isinstance(v, str) or "\0" in v or (not v and not empty):
         raise _bad(name, option, "a column name (None: %s)" % none, v)
     return v.encode("utf-8")
 
@@ -530,7 +530,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         columns=_names("columns", "columns", columns, "every column"),
         drop_columns=_names("drop_columns", "drop-columns", drop_columns, "none"),
         series_column=_name("series_column", "series-column", series_column, "the rows are one series"),
-        time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time'),
+        time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time',
+                          empty=True),
         categorical=_names("categorical", "categorical", categorical, "none"),
         missing=missing.encode(),
         chunk_rows=_int("chunk_rows", "chunk-rows", chunk_rows, 1, _U32, none="1 MiB of values a chunk") or 0,
