@@ -109,6 +109,7 @@ typedef struct {
     // series order after the last (regroup_finish).
     const char *out;
     sf_pack_writer_opts wo;  // to open the writer again for the regrouped rows
+    uint64_t budget;         // bytes for regrouping: memory_budget, or the default
     uint32_t *cat_cols;
     uint32_t nindex, cur_index;
     sf_regroup *rg;
@@ -727,9 +728,8 @@ static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id
                         "stdout or a device", sf_show(key, n, x, sizeof x), a->cols[a->series_col].name,
                         sf_show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
     }
-    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
     int rc = flush_batch(a);
-    if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, budget, a->e);
+    if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, a->budget, a->e);
     if (rc) return rc;
     sf_pack_writer *w = a->w;
     a->w = NULL;
@@ -1003,11 +1003,12 @@ static int start_writer(arrow *a) {
     wo.imputed = ffill;
     wo.categorical = cat_cols, wo.ncategorical = a->ncat;
     a->wo = wo;
-    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
-    if (a->series_col != UINT32_MAX && budget < sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX))
+    a->budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    uint64_t least = sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX);
+    if (a->series_col != UINT32_MAX && a->budget < least)
         return fail(a, SF_EUSAGE, "--memory-budget %.3g MB is too small for pack to regroup rows of %u value(s)%s: at "
-                    "least %.3g MB", budget / 1e6, a->nkeep, a->time_col != UINT32_MAX ? " and a time" : "",
-                    sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX) / 1e6);
+                    "least %.3g MB", a->budget / 1e6, a->nkeep, a->time_col != UINT32_MAX ? " and a time" : "",
+                    least / 1e6);
     return open_writer(a);
 }
 
