@@ -219,8 +219,7 @@ static int keep_col(arrow *a, int f, const char *option) {
     if (c->role == ROLE_KEEP) return fail(a, SF_EUSAGE, "%s lists column \"%s\" twice", option, c->name);
     if (c->role == ROLE_SERIES)
         return fail(a, SF_EUSAGE, "column \"%s\" is the series column and cannot also be a feature", c->name);
-    c->role = ROLE_KEEP;
-    c->keep = a->nkeep++;
+    c->role = ROLE_KEEP;  // its place: read_schema, once the time column is known
     return 0;
 }
 
@@ -370,14 +369,8 @@ static int read_schema(arrow *a) {
                     "(--drop-columns)", c->name, type);
     }
     // Kept columns in schema order, or in --columns' order.
-    a->nkeep = 0;
-    if (o->columns) {
-        for (uint32_t f = 0; f < a->ncols; f++)
-            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->nkeep++;
-    } else {
-        for (uint32_t f = 0; f < a->ncols; f++)
-            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->cols[f].keep = a->nkeep++;
-    }
+    for (uint32_t f = 0; f < a->ncols; f++)
+        if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->cols[f].keep = a->nkeep++;
     if (a->nkeep == 0) return fail(a, SF_EUSAGE, "no columns left to pack");
     if (o->columns) {  // --columns' order, with the time column it may have named taken out
         uint32_t k = 0;
