@@ -1005,7 +1005,7 @@ static int start_writer(arrow *a) {
     return open_writer(a);
 }
 
-static int convert(arrow *a, const char *out) {
+static int convert(arrow *a) {
     if (!a->s.get_schema || !a->s.get_next)
         return fail(a, SF_EINVAL, "the stream has no get_schema or get_next callback");
     int rc = a->s.get_schema(&a->s, &a->schema);
@@ -1032,7 +1032,7 @@ static int convert(arrow *a, const char *out) {
     a->w = NULL;
     if ((rc = sf_pack_writer_finish(w, a->e))) return rc;
     struct stat sb;
-    if (stat(out, &sb) == 0) a->st.out_bytes = (uint64_t)sb.st_size;
+    if (stat(a->out, &sb) == 0) a->st.out_bytes = (uint64_t)sb.st_size;
     notes(a);
     return 0;
 }
@@ -1044,7 +1044,7 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
         return sf_err_set(e, SF_EINVAL, "sf_arrow_pack: the stream is %s", stream ? "released already" : "NULL");
     arrow a = {.name = o->name ? o->name : "the Arrow stream", .o = o, .e = e, .s = *stream, .out = out};
     stream->release = NULL;  // moved: ours to release
-    int rc = convert(&a, out);
+    int rc = convert(&a);
     if (a.w) sf_pack_writer_abort(a.w);
     if (st) *st = a.st;
     for (uint32_t f = 0; a.cols && f < a.ncols; f++) free(a.cols[f].dict_code);
