@@ -109,28 +109,31 @@ typedef struct {
     // series order after the last (regroup_finish).
     const char *out;
     sf_pack_writer_opts wo;  // to open the writer again for the regrouped rows
+    uint64_t budget;         // bytes for regrouping: memory_budget, or the default
     uint32_t *cat_cols;
     uint32_t nindex, cur_index;
     sf_regroup *rg;
     const sf_series_id **by_index;
 } arrow;
 
-__attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
-    char msg[900];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return sf_err_set(a->e, SF_EFORMAT, "%s: row %" PRIu64 ": %s", a->name, row + 1, msg);
-}
-
 __attribute__((format(printf, 3, 4))) static int fail(arrow *a, int code, const char *fmt, ...) {
-    char msg[900];
+    char msg[932];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return sf_err_set(a->e, code, "%s: %s", a->name, msg);
+}
+
+// fail's SF_EFORMAT, the message after the stream row it is about.
+__attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
+    char msg[932];
+    int k = snprintf(msg, sizeof msg, "row %" PRIu64 ": ", row + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + k, 900, fmt, ap);
+    va_end(ap);
+    return fail(a, SF_EFORMAT, "%s", msg);
 }
 
 // ---- the schema ----
@@ -216,8 +219,7 @@ static int keep_col(arrow *a, int f, const char *option) {
     if (c->role == ROLE_KEEP) return fail(a, SF_EUSAGE, "%s lists column \"%s\" twice", option, c->name);
     if (c->role == ROLE_SERIES)
         return fail(a, SF_EUSAGE, "column \"%s\" is the series column and cannot also be a feature", c->name);
-    c->role = ROLE_KEEP;
-    c->keep = a->nkeep++;
+    c->role = ROLE_KEEP;  // its place: read_schema, once the time column is known
     return 0;
 }
 
@@ -367,14 +369,8 @@ static int read_schema(arrow *a) {
                     "(--drop-columns)", c->name, type);
     }
     // Kept columns in schema order, or in --columns' order.
-    a->nkeep = 0;
-    if (o->columns) {
-        for (uint32_t f = 0; f < a->ncols; f++)
-            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->nkeep++;
-    } else {
-        for (uint32_t f = 0; f < a->ncols; f++)
-            if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->cols[f].keep = a->nkeep++;
-    }
+    for (uint32_t f = 0; f < a->ncols; f++)
+        if (a->cols[f].role == ROLE_KEEP || a->cols[f].role == ROLE_CATEGORY) a->cols[f].keep = a->nkeep++;
     if (a->nkeep == 0) return fail(a, SF_EUSAGE, "no columns left to pack");
     if (o->columns) {  // --columns' order, with the time column it may have named taken out
         uint32_t k = 0;
@@ -641,13 +637,14 @@ static int convert_times(arrow *a, const column *c, const struct ArrowArray *x, 
                          int64_t *t, uint8_t *miss) {
     const void *v = x->buffers[1];
     char type[96];
+    // Microseconds per unit (0: nanoseconds); each unit's range of the
+    // years 0000-9999 is checked before scaling.
+    static const int64_t per_us[] = {1000000, 1000, 1, 0};
+    int64_t scale = c->kind == K_DATE32 ? 86400000000ll : c->kind == K_DATE64 ? 1000 : per_us[c->unit];
     for (size_t r = 0; r < m; r++) {
         int64_t i = i0 + (int64_t)r, w = c->kind == K_DATE32 ? ((const int32_t *)v)[i] : ((const int64_t *)v)[i];
         miss[r] = !valid_at(x, i);
         if (miss[r]) continue;
-        // Each unit's range of the years 0000-9999, checked before scaling.
-        static const int64_t per_us[] = {1000000, 1000, 1, 0};
-        int64_t scale = c->kind == K_DATE32 ? 86400000000ll : c->kind == K_DATE64 ? 1000 : per_us[c->unit];
         int64_t us;
         if (scale) {
             bool in = w >= US_LO / scale && w <= US_HI / scale;
@@ -724,9 +721,8 @@ static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id
                         "stdout or a device", sf_show(key, n, x, sizeof x), a->cols[a->series_col].name,
                         sf_show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
     }
-    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
     int rc = flush_batch(a);
-    if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, budget, a->e);
+    if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, a->budget, a->e);
     if (rc) return rc;
     sf_pack_writer *w = a->w;
     a->w = NULL;
@@ -1000,15 +996,16 @@ static int start_writer(arrow *a) {
     wo.imputed = ffill;
     wo.categorical = cat_cols, wo.ncategorical = a->ncat;
     a->wo = wo;
-    uint64_t budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
-    if (a->series_col != UINT32_MAX && budget < sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX))
+    a->budget = a->o->memory_budget ? a->o->memory_budget : SF_REGROUP_DEFAULT_BUDGET;
+    uint64_t least = sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX);
+    if (a->series_col != UINT32_MAX && a->budget < least)
         return fail(a, SF_EUSAGE, "--memory-budget %.3g MB is too small for pack to regroup rows of %u value(s)%s: at "
-                    "least %.3g MB", budget / 1e6, a->nkeep, a->time_col != UINT32_MAX ? " and a time" : "",
-                    sf_regroup_min_budget(a->nkeep, a->time_col != UINT32_MAX) / 1e6);
+                    "least %.3g MB", a->budget / 1e6, a->nkeep, a->time_col != UINT32_MAX ? " and a time" : "",
+                    least / 1e6);
     return open_writer(a);
 }
 
-static int convert(arrow *a, const char *out) {
+static int convert(arrow *a) {
     if (!a->s.get_schema || !a->s.get_next)
         return fail(a, SF_EINVAL, "the stream has no get_schema or get_next callback");
     int rc = a->s.get_schema(&a->s, &a->schema);
@@ -1035,7 +1032,7 @@ static int convert(arrow *a, const char *out) {
     a->w = NULL;
     if ((rc = sf_pack_writer_finish(w, a->e))) return rc;
     struct stat sb;
-    if (stat(out, &sb) == 0) a->st.out_bytes = (uint64_t)sb.st_size;
+    if (stat(a->out, &sb) == 0) a->st.out_bytes = (uint64_t)sb.st_size;
     notes(a);
     return 0;
 }
@@ -1047,7 +1044,7 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
         return sf_err_set(e, SF_EINVAL, "sf_arrow_pack: the stream is %s", stream ? "released already" : "NULL");
     arrow a = {.name = o->name ? o->name : "the Arrow stream", .o = o, .e = e, .s = *stream, .out = out};
     stream->release = NULL;  // moved: ours to release
-    int rc = convert(&a, out);
+    int rc = convert(&a);
     if (a.w) sf_pack_writer_abort(a.w);
     if (st) *st = a.st;
     for (uint32_t f = 0; a.cols && f < a.ncols; f++) free(a.cols[f].dict_code);

@@ -428,11 +428,11 @@ class Dataset:
 
 # ---- packing ----
 
-def _name(name, option, v, none):
-    """One column name (it may hold a comma), encoded; None stays None."""
+def _name(name, option, v, none, empty=False):
+    """One column name (it may hold a comma), encoded; None stays None; "" only where empty allows it."""
     if v is None:
         return None
-    if not isinstance(v, str) or "\0" in v or (not v and not none.startswith('""')):
+    if not isinstance(v, str) or "\0" in v or (not v and not empty):
         raise _bad(name, option, "a column name (None: %s)" % none, v)
     return v.encode("utf-8")
 
@@ -464,7 +464,6 @@ def parquet_reader(path):
         import pyarrow.parquet as papq
     except ImportError:
         raise ImportError("reading Parquet needs pyarrow, which is not installed: pip install pyarrow") from None
-    import numpy as np
     p = os.fsdecode(path)
     if os.path.isdir(p):
         # Names sorted, so that rows come in a stated order; pyarrow's ignored prefixes (. and _: _SUCCESS,
@@ -478,27 +477,28 @@ def parquet_reader(path):
     else:
         files, p = [p], os.path.dirname(os.path.abspath(p))  # a file alone: no partitions
     # Every file's columns and partitions first (their footers only): a difference is said before packing.
-    schema, keys = papq.read_schema(files[0]), [k for k, _ in _partitions(files[0], p)]
-    for f in files[1:]:
-        other, other_keys = papq.read_schema(f), [k for k, _ in _partitions(f, p)]
+    parts = [_partitions(f, p) for f in files]
+
+    def describe(s, ks):
+        return ", ".join("%s (%s)" % (n.name, n.type) for n in s) + "".join(", %s (partition)" % k for k in ks)
+
+    schema, keys = papq.read_schema(files[0]), [k for k, _ in parts[0]]
+    for f, fparts in zip(files[1:], parts[1:]):
+        other, other_keys = papq.read_schema(f), [k for k, _ in fparts]
         if not other.equals(schema, check_metadata=False) or other_keys != keys:
             raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
-                               (f, files[0], ", ".join("%s (%s)" % (n.name, n.type) for n in other) +
-                                "".join(", %s (partition)" % k for k in other_keys),
-                                ", ".join("%s (%s)" % (n.name, n.type) for n in schema) +
-                                "".join(", %s (partition)" % k for k in keys)))
+                               (f, files[0], describe(other, other_keys), describe(schema, keys)))
     text = pa.dictionary(pa.int32(), pa.string())
     full = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
 
     def batches():
-        for f in files:
-            values = [v for _, v in _partitions(f, p)]
+        for f, fparts in zip(files, parts):
+            values = [pa.array([v]) for _, v in fparts]  # each partition's one-value dictionary, once per file
             # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
             # file in memory); without it, a row group at a time.
             with papq.ParquetFile(f, pre_buffer=False) as pf:
                 for b in pf.iter_batches(batch_size=65536):
-                    cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), pa.array([v]))
-                            for v in values]
+                    cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), v) for v in values]
                     yield pa.RecordBatch.from_arrays(b.columns + cols, schema=full)
 
     return pa.RecordBatchReader.from_batches(full, batches())
@@ -530,7 +530,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         columns=_names("columns", "columns", columns, "every column"),
         drop_columns=_names("drop_columns", "drop-columns", drop_columns, "none"),
         series_column=_name("series_column", "series-column", series_column, "the rows are one series"),
-        time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time'),
+        time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time',
+                          empty=True),
         categorical=_names("categorical", "categorical", categorical, "none"),
         missing=missing.encode(),
         chunk_rows=_int("chunk_rows", "chunk-rows", chunk_rows, 1, _U32, none="1 MiB of values a chunk") or 0,

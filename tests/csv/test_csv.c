@@ -28,17 +28,7 @@ static sf_csv_pack_opts defaults(void) {
                               .pack = {.level = 1, .filter = SF_FILTER_DELTA_SHUFFLE}};
 }
 
-// The promise that matters to a user: OUT exists only after success and no
-// OUT.tmp.* ever stays behind.
-static void check_outputs(bool want_out) {
-    CHECK((access(out, F_OK) == 0) == want_out, "%s should %sexist", out, want_out ? "" : "not ");
-    DIR *d = opendir(dir);
-    CHECK(d, "cannot list %s", dir);
-    if (!d) return;
-    for (struct dirent *de; (de = readdir(d));)
-        CHECK(strncmp(de->d_name, "out.sfpack.tmp.", 15) != 0, "temporary file %s/%s left behind", dir, de->d_name);
-    closedir(d);
-}
+static void check_outputs(bool want_out) { check_pack_outputs(dir, out, want_out); }
 
 static int pack_text(const char *csv, const sf_csv_pack_opts *o, sf_csv_pack_stats *st, sf_err *e) {
     *e = (sf_err){0};

@@ -49,7 +49,7 @@ typedef struct {
 
 static uint8_t next(input *in) { return in->p < in->end ? *in->p++ : 0; }
 
-// Bytes a value of format f takes in buffer 1 (0: bits; -1: offsets of text; -2: none known).
+// Bytes a value of format f takes in buffer 1 (0: bits; -1: int32 offsets of text, -3: int64 ones).
 static int width(const char *f) {
     if (!f[0]) return 8;
     if (!strcmp(f, "b")) return 0;
