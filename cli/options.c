@@ -205,8 +205,8 @@ static const option options[OPT_COUNT] = {
     [OPT_TENSORBOARD] = {"tensorboard", 0, "DIR", K_TEXT, .group = RUN,
                          .help = "TensorBoard event files of the --log rows, as Keras' TensorBoard callback writes "
                                  "them: DIR/train (batch_* scalars every logged step, epoch_* every epoch: loss, "
-                                 "learning_rate, samples_per_s, input_wait) and DIR/validation (epoch_loss); "
-                                 "tensorboard --logdir DIR shows them"},
+                                 "learning_rate, samples_per_s, input_wait) and DIR/validation (epoch_loss), the runs "
+                                 "TensorBoard shows given DIR (docs/TRAINING.md)"},
     [OPT_COLLECTIVE_TIMEOUT] = {"collective-timeout", 0, "S", K_REAL, .rlo = 1, .rhi = 1e7, .group = RUN,
                                 .help = "under a launcher: a rank that waits S seconds for the others (one died "
                                         "or hangs) ends the job"},
