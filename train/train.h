@@ -6,6 +6,7 @@
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
 //   history.c    the log's rows kept in memory, bounded, for the report
+//   tensorboard.c  the log's rows as TensorBoard's event files (--tensorboard)
 //   data.c       the data as the fit opens it: columns, scaling, segments,
 //                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),

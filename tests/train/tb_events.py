@@ -9,8 +9,8 @@ DIR's runs (train, validation) are read file by file in name order, as
 TensorBoard reads them: every record's length and data CRC-32C (masked, as
 TFRecord masks them) must hold, each file must begin with file_version
 "brain.Event:2" and a SessionLog START, and only the last record of a file
-may be cut short, in the N files (--truncated, default 0) that a crash
-left, never in the newest. A START drops the events of earlier files at
+may be cut short, in the N files of the train run (--truncated, default
+0; the validation run's none) that a crash left, never in the newest. A START drops the events of earlier files at
 its step and after, as TensorBoard does. What is left must be the log's
 rows: batch_* at each row's step, epoch_* at each epoch end's epoch - 1,
 the validation run's epoch_loss and evaluation_loss_vs_iterations.
@@ -214,16 +214,7 @@ def main():
     cut = int(args[args.index("--truncated") + 1]) if "--truncated" in args else 0
     epoch_steps = int(args[args.index("--epoch-steps") + 1]) if "--epoch-steps" in args else 0
     want = expected(log, epoch_steps)
-    # The validation run has no cut file when a crash came between epoch ends: count per run.
-    got = {}
-    for run in ("train", "validation"):
-        try:
-            got[run] = load_run(os.path.join(d, run), cut)
-        except AssertionError as e:
-            if run == "validation" and "files end in a cut record" in str(e):
-                got[run] = load_run(os.path.join(d, run), 0)
-            else:
-                raise
+    got = dict((run, load_run(os.path.join(d, run), cut if run == "train" else 0)) for run in ("train", "validation"))
     bad = compare(got, want, "decoder")
     if "--tensorboard-too" in args:
         bad += compare(with_tensorboard(d), want, "tensorboard")
