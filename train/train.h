@@ -6,6 +6,7 @@
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
 //   history.c    the log's rows kept in memory, bounded, for the report
+//   tensorboard.c  the log's rows as TensorBoard's event files (--tensorboard)
 //   data.c       the data as the fit opens it: columns, scaling, segments,
 //                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),
@@ -365,6 +366,8 @@ typedef struct {
     uint64_t max_steps;              // stop after this many steps in this run (0: no limit)
     const char *trace;               // a Chrome trace of the run written here (NULL: none)
     const char *report;              // an HTML report of the run written here (NULL: none)
+    const char *tensorboard;         // TensorBoard event files of the log's rows in DIR/train and
+                                     // DIR/validation, as Keras' callback writes them (NULL: none)
     uint64_t memory_budget;          // bytes for replicas and pipeline (0: no budget); the shuffle pool
                                      // shrinks to fit, and too small a budget is an error
     bool progress;                   // epoch lines on stderr (a live bar on a TTY), then the profile
