@@ -1143,8 +1143,10 @@ static int series_hint_say(arrow *a, const sf_hint *h, int64_t *const *cols, con
     const char *w = shell_word(id, word, sizeof word);
     if (h->kind == SF_HINT_TIME_BACK) {
         char now[48], before[48];
-        sf_time_format(now, sizeof now, times[h->row], 0);
-        sf_time_format(before, sizeof before, times[h->row - 1], 0);
+        const column *c = &a->cols[a->time_col];
+        unsigned parts = c->kind == K_TS ? SF_TIME_CLOCK | SF_TIME_SECONDS | (c->tz ? SF_TIME_ZONE : 0) : 0;
+        sf_time_format(now, sizeof now, times[h->row], parts);
+        sf_time_format(before, sizeof before, times[h->row - 1], parts);
         len = (size_t)snprintf(msg, sizeof msg, "time %s goes back from %s (%s) where column \"%s\" changes from %lld "
                                "to %lld, and nowhere else in the first %" PRIu64 " rows: \"%s\" looks like the id of "
                                "series (%u values, each in one run of rows), which without --series-column are packed "
@@ -1161,7 +1163,7 @@ static int series_hint_say(arrow *a, const sf_hint *h, int64_t *const *cols, con
                                (long long)cols[h->counter][h->row - 1], (long long)cols[h->counter][h->row], n);
     }
     if (len < sizeof msg)
-        snprintf(msg + len, sizeof msg - len, " If \"%s\" is the series id, pack it with --series-column %s%s", id, w,
+        snprintf(msg + len, sizeof msg - len, " If \"%s\" is the series id, pack it with --series-column %s%s.", id, w,
                  a->o->columns ? " (and --columns without it)" : "");
     if (h->kind == SF_HINT_TIME_BACK) return fail_row(a, h->row, "%s", msg);
     if (a->o->note) a->o->note(a->o->arg, msg);
