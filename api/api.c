@@ -200,43 +200,29 @@ static int pack_opts(const sf_api_pack_opts *o, enum sf_missing *missing, sf_pac
     return 0;
 }
 
-static char *pack_report(uint64_t rows, uint64_t dropped, uint64_t filled, uint64_t series, uint64_t bytes,
-                         bool regrouped, const sf_text *notes) {
-    sf_text t = {0};
-    sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
-                ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"regrouped\": %s, \"notes\": [%s]}", rows, dropped,
-                filled, series, bytes, regrouped ? "true" : "false", notes->s ? notes->s : "");
-    return t.s;
+// What both packers report.
+typedef struct {
+    uint64_t rows, dropped, filled, series, bytes;
+    bool regrouped;
+} pack_counts;
+
+// The packers' common end: on success the report (when asked for), then
+// the notes freed.
+static int pack_done(int rc, pack_counts c, sf_text *notes, char **report, sf_err *e) {
+    if (!rc && report) {
+        sf_text t = {0};
+        sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
+                    ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"regrouped\": %s, \"notes\": [%s]}", c.rows,
+                    c.dropped, c.filled, c.series, c.bytes, c.regrouped ? "true" : "false", notes->s ? notes->s : "");
+        if (!(*report = t.s)) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
+    }
+    free(notes->s);
+    return rc;
 }
 
 int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o, const char *name,
                       char **report, sf_err *e) {
-    LOCAL_ERR(e);
-    static const sf_api_pack_opts none = {0};
-    if (report) *report = NULL;
-    if (!stream || !out) {
-        // Consumed whatever the outcome, as promised: also when out is NULL.
-        if (stream && stream->release) stream->release(stream);
-        return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
-    }
-    if (!o) o = &none;
-    sf_text notes = {0};
-    sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
-                             .series_column = o->series_column, .time_column = o->time_column,
-                             .categorical = o->categorical, .note = add_note, .arg = &notes,
-                             .memory_budget = o->memory_budget};
-    int rc = pack_opts(o, &ao.missing, &ao.pack, e);
-    if (rc) {
-        if (stream->release) stream->release(stream);
-        return rc;
-    }
-    sf_arrow_pack_stats st;
-    rc = sf_arrow_pack(stream, out, &ao, &st, e);
-    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 st.regrouped, &notes)))
-        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
-    free(notes.s);
-    return rc;
+    return sf_api_pack_arrow_files(stream, out, o, name, NULL, report, e);
 }
 
 int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e) {
@@ -250,13 +236,10 @@ int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, 
                            .time_column = o->time_column, .categorical = o->categorical, .note = add_note,
                            .progress_arg = &notes, .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &co.missing, &co.pack, e);
-    sf_csv_pack_stats st;
+    sf_csv_pack_stats st = {0};
     if (!rc) rc = sf_csv_pack(in, out, &co, &st, e);
-    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 st.regrouped, &notes)))
-        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
-    free(notes.s);
-    return rc;
+    return pack_done(rc, (pack_counts){st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                       st.regrouped}, &notes, report, e);
 }
 
 // ---- the pipeline ----
@@ -414,4 +397,52 @@ void sf_dataset_close(sf_dataset *d) {
     sf_run_data_close(&d->data);
     pthread_mutex_destroy(&d->lock);
     free(d);
+}
+
+// ---- packing an Arrow stream of several files ----
+
+// The notes and the caller's sources (with their progress callback) behind
+// sf_arrow_pack_opts' one arg.
+typedef struct {
+    sf_text notes;
+    const sf_api_pack_sources *src;
+} arrow_call;
+
+static void arrow_note(void *arg, const char *text) { add_note(&((arrow_call *)arg)->notes, text); }
+
+static void arrow_progress(void *arg, uint64_t rows, uint64_t total) {
+    const sf_api_pack_sources *s = ((arrow_call *)arg)->src;
+    s->progress(s->progress_arg, rows, total);
+}
+
+int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
+                            const char *name, const sf_api_pack_sources *src, char **report, sf_err *e) {
+    LOCAL_ERR(e);
+    static const sf_api_pack_opts none = {0};
+    if (report) *report = NULL;
+    if (!stream || !out) {
+        // Consumed whatever the outcome, as promised: also when out is NULL.
+        if (stream && stream->release) stream->release(stream);
+        return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
+    }
+    if (!o) o = &none;
+    arrow_call call = {.src = src};
+    sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
+                             .series_column = o->series_column, .time_column = o->time_column,
+                             .categorical = o->categorical, .note = arrow_note, .arg = &call,
+                             .memory_budget = o->memory_budget};
+    if (src) {
+        ao.sources = src->files, ao.source_rows = src->rows, ao.nsources = src->nfiles;
+        ao.series_per_file = src->series_per_file;
+        if (src->progress) ao.progress = arrow_progress;
+    }
+    int rc = pack_opts(o, &ao.missing, &ao.pack, e);
+    if (rc) {
+        if (stream->release) stream->release(stream);
+        return rc;
+    }
+    sf_arrow_pack_stats st;
+    rc = sf_arrow_pack(stream, out, &ao, &st, e);
+    return pack_done(rc, (pack_counts){st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                       st.regrouped}, &call.notes, report, e);
 }

@@ -127,4 +127,38 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
 // Takes NULL; not while another thread is inside sf_dataset_next.
 void sf_dataset_close(sf_dataset *d);
 
+// ---- packing an Arrow stream of several files ----
+
+// The files an Arrow stream's rows come from, one after the other (a
+// Parquet directory's, read in order).
+typedef struct {
+    // Each file's name as the packed file lists it (its source table:
+    // predict --with-actual writes it in its file column), and its rows:
+    // the stream's first rows[0] rows are files[0]'s, the next rows[1]
+    // files[1]'s, and so on (a file may have none); the stream must hold
+    // exactly their sum, else SF_EFORMAT. nfiles: up to 2^23, each file up
+    // to 2^40 - 1 rows.
+    const char *const *files;
+    const uint64_t *rows;
+    uint32_t nfiles;
+    // --series-per-file: each file one series, named after the file
+    // without its directory and extension (two files of one name refused;
+    // excludes series_column).
+    int series_per_file;
+    // Called after each record batch with the rows read so far and the
+    // files' rows in all (may be NULL), on the calling thread.
+    void (*progress)(void *arg, uint64_t rows, uint64_t total);
+    void *progress_arg;
+} sf_api_pack_sources;
+
+// sf_api_pack_arrow, with each row keeping its file and its row in that
+// file, counted from 1 (the first row of a Parquet file is row 1), as a row
+// of several CSV files keeps its file and line; errors name the file and
+// row. src NULL (or nfiles 0): as sf_api_pack_arrow, with src's progress.
+// o->series_column NULL looks for numeric series ids in the first batch
+// (an error where the time goes back where such a column changes, else a
+// note); "" is one series on purpose.
+int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
+                            const char *name, const sf_api_pack_sources *src, char **report, sf_err *e);
+
 #endif
