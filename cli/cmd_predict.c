@@ -33,11 +33,12 @@ static const cli_command predict_command = {
         "data). One CSV row per window, for the row it predicts: its series, its\n"
         "time (when the file has a time column: ISO-8601 with a T, an offset as the\n"
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
-        "the file was packed from (packed from several files: the file, then its\n"
-        "line; else its row in the file), and each target as\n"
-        "NAME_pred in the data's units (with --with-actual, NAME beside it: empty\n"
-        "where pack filled it in (--missing ffill), as the CSV had it), so that the\n"
-        "forecasts join back to the CSV on the line, or on the time parsed.\n",
+        "the file was packed from (packed from several files or from Parquet: the\n"
+        "file, then its line or its row counted from 1; else its row in the\n"
+        "file), and each target as NAME_pred in the data's units (with\n"
+        "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
+        "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
+        "the line, or on the time parsed.\n",
     .uses = predict_uses,
 };
 
