@@ -65,6 +65,11 @@ if [ "$MODE" = numpy ]; then
     run 0 train --data s.sfpack --targets wind --model lstm:3,dense --window 4 --epochs 1 --batch-size 8 \
         --checkpoint-dir one -q
     run 0 pack north.csv -o nt.sfpack --series-column site --categorical sky --drop-columns time -q
+    # Inputs of terabytes: a checkpoint of windows of 500000 rows on a file of a million.
+    run 0 synth -o big.sfpack --rows 1000000 --feature-count 3 -q
+    run 0 train --data big.sfpack --model lstm:2,dense --window 4 --epochs 1 --batch-size 8 --max-steps 1 \
+        --checkpoint-dir b -q
+    edmeta b/latest.safetensors window=500000,1,1,1
     pyrun - <<'PY' || fail "model_inputs differs from the inputs built by hand, or from predict's windows"
 import csv
 import numpy as np
@@ -150,6 +155,31 @@ refused(seqfeed.SeqfeedError, "time features hour,weekday,yearday need times", s
 x, index = seqfeed.model_inputs("run", "w.sfpack", split="validation")
 refused(ValueError, "y must be (windows, targets) = (%d, 2)" % len(x), seqfeed.forecasts, np.zeros((len(x), 1)), index)
 refused(TypeError, "index must be the WindowIndex", seqfeed.forecasts, np.zeros((len(x), 2)), dict(index))
+refused(seqfeed.SeqfeedError, "big.sfpack: the inputs of its 500000 windows would take 3000.0 GB, more than the",
+        seqfeed.model_inputs, "b", "big.sfpack")
+# The C API refuses outputs too small, writing nothing.
+import ctypes
+from seqfeed import inputs as si
+h, err = ctypes.c_void_p(), seqfeed._Err()
+assert si._lib.sf_api_inputs_open(ctypes.byref(h), b"run", b"w.sfpack", b"validation", ctypes.byref(err)) == 0
+n = len(x)
+x0, base, series, row = (np.full(a, 7, t) for a, t in (((n, 8, 11), np.float32), ((n, 2), np.float32),
+                                                         (n, np.uint64), (n, np.uint64)))
+out = si._InputsOut(x=x0.ctypes.data, base=base.ctypes.data, series=series.ctypes.data, row=row.ctypes.data,
+                    windows=n - 1)
+rc = si._lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err))
+assert rc == -3 and b"must hold %d windows (given %d)" % (n, n - 1) in err.msg and (x0 == 7).all(), (rc, err.msg)
+out.windows, out.base = n, None
+assert si._lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)) == -3 and b"and a NULL" in err.msg
+out.base = base.ctypes.data  # no time, line or source asked for: the rest is written
+assert si._lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)) == 0 and np.array_equal(x0, x)
+assert list(row) == list(index["row"]) and np.array_equal(base, index["base"])
+for split in (b"all", b"bogus"):
+    h2 = ctypes.c_void_p()
+    rc = si._lib.sf_api_inputs_open(ctypes.byref(h2), b"run", b"w.sfpack", split, ctypes.byref(err))
+    assert (rc, h2.value) == ((0, h2.value) if split == b"all" else (-6, None)), (split, rc, err.msg)
+    si._lib.sf_api_inputs_close(h2)
+si._lib.sf_api_inputs_close(h)
 PY
 else
     run 0 export --checkpoint run --format keras -o m.keras -q
