@@ -470,7 +470,8 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
     if (!in) return sf_err_set(e, SF_ENOMEM, "out of memory");
     int rc = inputs_checkpoint_path(checkpoint, in->path, sizeof in->path, e);
     if (!rc) rc = sf_checkpoint_read(in->path, &in->ck, &in->model, e);
-    if (!rc) rc = sf_predict_data_open(&in->d, &in->ck, data, part, true, e);
+    if (!rc)
+        rc = sf_predict_data_open(&in->d, &in->ck, data, part, true, "split NULL or \"all\"; in Python split=None", e);
     if (!rc) {
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
@@ -543,8 +544,12 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
         put_string(&t, info->col_names[c->targets[j]]);
     }
     static const char *const kinds[] = {"none", "iso-8601", "epoch-s", "epoch-ms", "epoch-us", "epoch-ns"};
-    sf_text_put(&t, "], \"target_change\": %s, \"time_kind\": \"%s\", \"has_lines\": %s, \"sources\": [",
-                c->change_from ? "true" : "false", kinds[info->time_kind], info->has_lines ? "true" : "false");
+    sf_text_put(&t, "], \"target_change\": %s, \"time_kind\": \"%s\", \"has_lines\": %s, \"unseen\": %u, "
+                "\"unseen_column\": ", c->change_from ? "true" : "false", kinds[info->time_kind],
+                info->has_lines ? "true" : "false", c->nunseen);
+    if (c->nunseen) put_string(&t, info->col_names[c->unseen_column]);
+    else sf_text_put(&t, "null");
+    sf_text_put(&t, ", \"sources\": [");
     for (uint32_t s = 0; s < info->nsources; s++) {
         if (s) sf_text_put(&t, ", ");
         put_string(&t, info->sources[s]);

@@ -133,7 +133,7 @@ typedef struct {
 static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t *batch,
                     const placement *where, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
-    if (!rc) rc = sf_predict_data_open(&r->d, &r->ck, data, part, false, e);
+    if (!rc) rc = sf_predict_data_open(&r->d, &r->ck, data, part, false, "--split all", e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->d.pack);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead

@@ -11,7 +11,7 @@
 // the checkpoint's --max-gap when cut is set): an empty answer would say
 // nothing, so the error names why.
 static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char *data, const sf_series *cut,
-                     uint64_t ncut, const sf_split *split, sf_err *e) {
+                     uint64_t ncut, const sf_split *split, const char *all, sf_err *e) {
     const sf_window_spec *w = &ck->window;
     const sf_series *series = cut ? cut : in->series;
     uint64_t nseries = cut ? ncut : in->nseries;
@@ -27,13 +27,14 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
         return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are the last %g%% of "
                           "each series' rows (rounded down), every stride-th from the first, and a window's inputs "
                           "may reach back into the training part, not before the series' first row; the checkpoint's "
-                          "windows span %llu rows, %s (hint: --split all)", data, ck->val_split * 100,
-                          (unsigned long long)sf_window_span(w), why);
+                          "windows span %llu rows, %s (hint: %s)", data, ck->val_split * 100,
+                          (unsigned long long)sf_window_span(w), why, all);
     }
     if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
         return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
-                          "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,
-                          100 - ck->val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w));
+                          "longest %llu rows; the checkpoint's windows span %llu) (hint: %s)", data, part,
+                          100 - ck->val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w),
+                          all);
     uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
     if (uncut > 0) {
         char gap[32], step[32] = "none";
@@ -51,7 +52,7 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
 }
 
 int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
-                         bool data_units, sf_err *e) {
+                         bool data_units, const char *all, sf_err *e) {
     *d = (sf_predict_data){0};
     int rc = sf_pack_open(&d->pack, data, e);
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(d->pack);
@@ -80,7 +81,7 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         return rc;
     rc = sf_plan_create(&d->plan, in->nrows, in->chunk_rows, d->segments ? d->segments : in->series,
                         d->segments ? d->nsegments : in->nseries, &ck->window, 1, &split, e);
-    if (!rc && sf_plan_windows(d->plan) == 0) rc = no_window(ck, in, data, d->segments, d->nsegments, &split, e);
+    if (!rc && sf_plan_windows(d->plan) == 0) rc = no_window(ck, in, data, d->segments, d->nsegments, &split, all, e);
     return rc;
 }
 

@@ -14,6 +14,8 @@
 //   report.c     the run as one HTML page
 //   schedule.c   the learning rate of each step, and plateau's reductions
 //   score.c      how good a model is: per target, against baselines
+//   predict_data.c  the windows a checkpoint predicts on a file (predict,
+//                evaluate, and the exported model's inputs in libseqfeed)
 // Functions return 0 or a negative SF_E* code with e filled, unless they say
 // otherwise; what they are given is borrowed.
 #ifndef SF_TRAIN_H
@@ -480,9 +482,11 @@ typedef struct {
     uint64_t nsegments;
 } sf_predict_data;
 // Opens data into *d (its own: sf_predict_data_close, also after a
-// failure). No window in the part is SF_EINVAL saying why, with a hint.
+// failure). No window in the part is SF_EINVAL saying why; all is how the
+// caller's user asks for every window ("--split all"), the hint when a
+// part has none.
 int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
-                         bool data_units, sf_err *e);
+                         bool data_units, const char *all, sf_err *e);
 void sf_predict_data_close(sf_predict_data *d);
 // The row window id predicts: its last row plus the horizon.
 uint64_t sf_predict_target_row(const sf_plan *plan, uint64_t id);

@@ -10,6 +10,7 @@ The windows are cut by libseqfeed, by the code `seqfeed predict` runs
 """
 import ctypes
 import json
+import os
 
 import numpy as np
 
@@ -99,6 +100,11 @@ def model_inputs(checkpoint, data, split=None):
         _check(_lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)), err)
     finally:
         _lib.sf_api_inputs_close(h)
+    if info["unseen"]:  # as predict notes it
+        import warnings
+        warnings.warn("%s: %d value(s) of categorical column \"%s\"%s are not in the training data: their rows get 0 "
+                      "for every input of the column" % (os.fsdecode(data), info["unseen"], info["unseen_column"],
+                                                         " (or others)" if info["unseen"] > 1 else ""), stacklevel=2)
     from . import Pack  # the series' names, as the file's series table has them
     with Pack(data) as p:
         names = np.array([s[0] for s in p.series])

@@ -20,8 +20,10 @@ set -uo pipefail
 LIBSEQFEED=${1:?libseqfeed.so} MODE=${2:?numpy or keras}
 if [ "$MODE" = keras ]; then
     py=${SEQFEED_PYTHON:-python3}
-    backend=""  # Keras' default backend (tensorflow), else one that is installed
-    for b in "" torch jax; do
+    backend=""  # KERAS_BACKEND when set, else Keras' default (tensorflow), else one that is installed
+    candidates=("" torch jax)
+    [ -z "${KERAS_BACKEND:-}" ] || candidates=("$KERAS_BACKEND")
+    for b in "${candidates[@]}"; do
         if KERAS_BACKEND=$b "$py" -c "import keras, numpy" 2>/dev/null; then backend=${b:-default}; break; fi
     done
     [ -n "$backend" ] || { echo "no Keras 3 with a backend at SEQFEED_PYTHON=$py: the export not checked" >&2; exit 77; }
@@ -65,6 +67,22 @@ if [ "$MODE" = numpy ]; then
     run 0 train --data s.sfpack --targets wind --model lstm:3,dense --window 4 --epochs 1 --batch-size 8 \
         --checkpoint-dir one -q
     run 0 pack north.csv -o nt.sfpack --series-column site --categorical sky --drop-columns time -q
+    # A sky the model never saw (snow), and a series too short for the train part's windows.
+    pyrun - <<'PY' || exit 1
+import csv
+rows = list(csv.DictReader(open("south.csv")))
+rows[20]["sky"] = "snow"
+with open("snow.csv", "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows)
+with open("short.csv", "w", newline="") as f:
+    w = csv.DictWriter(f, fieldnames=list(rows[0]))
+    w.writeheader()
+    w.writerows(rows[:10])
+PY
+    run 0 pack snow.csv -o snow.sfpack --series-column site --categorical sky -q
+    run 0 pack short.csv -o short.sfpack --series-column site --categorical sky -q
     # Inputs of terabytes: a checkpoint of windows of 500000 rows on a file of a million.
     run 0 synth -o big.sfpack --rows 1000000 --feature-count 3 -q
     run 0 train --data big.sfpack --model lstm:2,dense --window 4 --epochs 1 --batch-size 8 --max-steps 1 \
@@ -157,6 +175,19 @@ refused(ValueError, "y must be (windows, targets) = (%d, 2)" % len(x), seqfeed.f
 refused(TypeError, "index must be the WindowIndex", seqfeed.forecasts, np.zeros((len(x), 2)), dict(index))
 refused(seqfeed.SeqfeedError, "big.sfpack: the inputs of its 500000 windows would take 3000.0 GB, more than the",
         seqfeed.model_inputs, "b", "big.sfpack")
+# A value the training data lacked: noted as predict notes it, 0 in every input of the column.
+import warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    xs, _ = seqfeed.model_inputs("run", "snow.sfpack")
+assert [str(w.message) for w in caught] == ['snow.sfpack: 1 value(s) of categorical column "sky" are not in the '
+                                            'training data: their rows get 0 for every input of the column'], caught
+assert not xs[13, 7, 1:4].any() and not xs[14, 6, 1:4].any() and xs[12, 7, 1:4].sum() == 1, xs[12:15, :, 1:4]  # row 20
+# No window in the train part of 10 rows (8 of them training rows; a window spans 9): the hint is Python's.
+refused(seqfeed.SeqfeedError, "no window fits in the train part (the first 75% of each series' rows, the longest 8 "
+        "rows; the checkpoint's windows span 9) (hint: split NULL or \"all\"; in Python split=None)",
+        seqfeed.model_inputs, "run", "short.sfpack", split="train")
+assert len(seqfeed.model_inputs("run", "short.sfpack")[0]) == 2
 # The C API refuses outputs too small, writing nothing.
 import ctypes
 from seqfeed import inputs as si
@@ -182,7 +213,12 @@ for split in (b"all", b"bogus"):
 si._lib.sf_api_inputs_close(h)
 PY
 else
-    run 0 export --checkpoint run --format keras -o m.keras -q
+    "$SEQFEED" export --checkpoint run --format keras -o m.keras -q 2>err
+    case $? in
+    0) ;;
+    2) echo "this seqfeed cannot write Keras files: $(cat err)" >&2; exit 77 ;;
+    *) fail "seqfeed export: $(cat err)"; finish ;;
+    esac
     pyrun - <<'PY' || fail "the exported model fed model_inputs' x does not forecast what seqfeed predict does"
 import csv
 import keras
