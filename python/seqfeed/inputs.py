@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from . import _Err, _bad, _check, _lib, _path
+from . import Pack, _Err, _bad, _check, _lib, _path
 
 _vp, _u64 = ctypes.c_void_p, ctypes.c_uint64
 
@@ -105,8 +105,7 @@ def model_inputs(checkpoint, data, split=None):
         warnings.warn("%s: %d value(s) of categorical column \"%s\"%s are not in the training data: their rows get 0 "
                       "for every input of the column" % (os.fsdecode(data), info["unseen"], info["unseen_column"],
                                                          " (or others)" if info["unseen"] > 1 else ""), stacklevel=2)
-    from . import Pack  # the series' names, as the file's series table has them
-    with Pack(data) as p:
+    with Pack(data) as p:  # the series' names, as the file's series table has them
         names = np.array([s[0] for s in p.series])
     index = WindowIndex(series=names[series.astype(np.intp)])
     if time is not None:
