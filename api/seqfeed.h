@@ -161,4 +161,55 @@ typedef struct {
 int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
                             const char *name, const sf_api_pack_sources *src, char **report, sf_err *e);
 
+// ---- the exported model's inputs ----
+
+// The windows `seqfeed predict` predicts, as the model `seqfeed export`
+// writes takes them, cut by the same code (train.h, sf_predict_data): for
+// each window of the file in predict's order, its rows' inputs in data units
+// (the export's first layer scales them): the numeric features, one input of
+// 0 or 1 per value of a categorical feature in the checkpoint's order, then
+// sin and cos of each time feature (docs/TRAINING.md says how). The model's
+// output plus the window's base is what predict writes: base is each
+// target's value at the window's last row for a model trained with
+// --target change (the model outputs changes), 0 otherwise.
+typedef struct sf_api_inputs sf_api_inputs;
+// checkpoint: a checkpoint file or a run's directory (best.safetensors
+// there, else latest.safetensors), as predict's --checkpoint. split: NULL
+// or "all" (every window, predict's default), "train" or "validation" (the
+// parts of the checkpoint's --val-split, as --split). SF_EUSAGE for another
+// split, SF_EINVAL when no window fits (the message says why), and
+// SF_EUSAGE when the inputs would take more than the machine's memory
+// (physical, or its cgroup's limit).
+int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e);
+// What sf_api_inputs_read writes, as JSON (malloc'd; free with
+// sf_api_free): checkpoint (the file read), windows, window, inputs (the
+// name of each: a column, "COLUMN=VALUE" for a category's input,
+// "FEATURE_sin"/"FEATURE_cos" for a time feature's), targets (names),
+// target_change, time_kind (as sf_api_pack_describe's), has_lines,
+// unseen and unseen_column (how many values of the file's categorical
+// columns the training data lacked, whose rows get 0 for each of the
+// column's inputs, and the first such column: null for none) and sources
+// (the files the pack was packed from: [] for one). NULL when out of
+// memory or in is NULL.
+char *sf_api_inputs_describe(const sf_api_inputs *in);
+// Where sf_api_inputs_read writes, each window's values at index i of its
+// window's order: x (windows x window x inputs floats), base (windows x
+// targets); series (its index in the file's series table), row (the target
+// row's in the file), time (its time, in the file's unit; ISO-8601 files:
+// microseconds since 1970-01-01T00:00Z), line (its line in the source it
+// was packed from), source (the index of that source). time, line and
+// source may be NULL: not written (nor where the file has no time column,
+// no lines or no sources). windows: the entries each per-window array holds.
+typedef struct {
+    float *x, *base;
+    uint64_t *series, *row;
+    int64_t *time, *line;
+    uint32_t *source;
+    uint64_t windows;
+} sf_api_inputs_out;
+// SF_EINVAL, writing nothing, for a NULL in or o, a NULL x, base, series or
+// row, or windows below the count (sf_api_inputs_describe's windows).
+int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e);
+void sf_api_inputs_close(sf_api_inputs *in);
+
 #endif

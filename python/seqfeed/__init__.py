@@ -605,3 +605,9 @@ def load_checkpoint(path):
                           "shape" % (key, len(data)))
         tensors[key] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(shape).copy()
     return tensors, meta
+
+
+# The exported Keras model's inputs and outputs (inputs.py).
+from .inputs import WindowIndex, forecasts, model_inputs  # noqa: E402
+
+__all__ += ["model_inputs", "forecasts", "WindowIndex"]
