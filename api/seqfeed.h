@@ -127,4 +127,12 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
 // Takes NULL; not while another thread is inside sf_dataset_next.
 void sf_dataset_close(sf_dataset *d);
 
+// Loads the module named ("keras": seqfeed-keras.so, "onednn":
+// seqfeed-onednn.so, "gpu": seqfeed-gpu.so) as the commands that need it do,
+// and writes the file it was loaded from into path (n bytes): 0, or
+// SF_EUSAGE with the loader's reason (not built, not found, not loadable),
+// SF_EINVAL for an unknown name. For checking where an installation's
+// modules come from (the Python package's own, beside libseqfeed.so).
+int sf_api_module_path(const char *name, char *path, size_t n, sf_err *e);
+
 #endif

@@ -58,6 +58,18 @@ def _load():
 
 
 _lib = _load()
+_lib.sf_api_module_path.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_Err)]
+
+
+def module_path(name):
+    """The file the module `name` ("keras": Keras export, "onednn": bf16 products on CPU, "gpu": the CUDA
+    backend) is loaded from, beside libseqfeed.so (or at $SEQFEED_KERAS_MODULE, $SEQFEED_ONEDNN_MODULE,
+    $SEQFEED_GPU_MODULE); SeqfeedError with the reason when it cannot be (not built, not found)."""
+    err, buf = _Err(), ctypes.create_string_buffer(4096)
+    _check(_lib.sf_api_module_path(str(name).encode(), buf, len(buf), ctypes.byref(err)), err)
+    return buf.value.decode()
+
+
 _vp, _cp, _u32, _u64, _sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _lib.sf_api_pack_open.argtypes = [ctypes.POINTER(_vp), _cp, ctypes.POINTER(_Err)]
 _lib.sf_api_pack_close.argtypes = [_vp]
