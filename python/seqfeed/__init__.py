@@ -9,8 +9,8 @@ of `seqfeed train` as an iterable of (x, y) batches.
     ck = seqfeed.load_checkpoint("ck/latest.safetensors")
     seqfeed.pack(table, "out.sfpack", series_column="site")  # anything with __arrow_c_stream__, Parquet, CSV
 
-The C library (libseqfeed.so, built by meson next to the seqfeed program)
-does the work; $SEQFEED_LIB names it when it is not found by the loader.
+The C library (libseqfeed.so, built by meson and installed in the package
+by `pip install .`) does the work; $SEQFEED_LIB names another one.
 numpy is the only dependency; packing Parquet files needs pyarrow.
 
 Every argument is checked before the C library sees it: a value outside its
@@ -45,16 +45,25 @@ class _Err(ctypes.Structure):
 
 
 def _load():
-    names = [os.environ.get("SEQFEED_LIB"), "libseqfeed.so"]
-    here = os.path.dirname(os.path.abspath(__file__))
-    names += [os.path.join(here, "libseqfeed.so")]
+    """$SEQFEED_LIB when set (only it), else the package's own copy (pip install . at the top of the source
+    tree puts libseqfeed.so and its modules there), else the loader's libseqfeed.so (LD_LIBRARY_PATH, an
+    installed seqfeed)."""
+    given = os.environ.get("SEQFEED_LIB")
+    if given:
+        try:
+            return ctypes.CDLL(given)
+        except OSError as e:
+            raise ImportError("cannot load SEQFEED_LIB=%s: %s" % (given, e)) from None
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libseqfeed.so")
     last = None
-    for name in filter(None, names):
+    for name in (here, "libseqfeed.so"):
         try:
             return ctypes.CDLL(name)
         except OSError as e:
             last = e
-    raise ImportError("cannot load libseqfeed.so (build seqfeed with meson and set SEQFEED_LIB to it): %s" % last)
+    raise ImportError("cannot load libseqfeed.so: it is not in the package (%s) nor found by the loader: %s. "
+                      "Install the package with `pip install .` at the top of seqfeed's source tree, which builds "
+                      "it, or build seqfeed with meson and set SEQFEED_LIB to build/libseqfeed.so" % (here, last))
 
 
 _lib = _load()
