@@ -37,7 +37,11 @@ cd "$dir"
 # removed when its build ends, whoever's build it is).
 tree_state() { git -C "$SRCDIR" status --porcelain --untracked-files=all | grep -Ev '^\?\? \.mesonpy-[a-z0-9_]+/' ; }
 before=$(tree_state)
-export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
+# Ignored by git, so checked by name: bytecode of the build backend, which
+# pip and python -m build import from the tree.
+cache="$SRCDIR/tools/pep517/__pycache__"
+[ -e "$cache" ] && cached=1 || cached=""
+export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 unset SEQFEED_LIB PYTHONPATH SEQFEED_KERAS_MODULE SEQFEED_ONEDNN_MODULE SEQFEED_GPU_MODULE
 
 # check VENV: imports seqfeed in VENV from an empty directory and checks what it finds.
@@ -142,4 +146,5 @@ $before
 after:
 $after"
 [ -e "$SRCDIR/.mesonpy-native-file.ini" ] && fail "a build left $SRCDIR/.mesonpy-native-file.ini"
+[ -z "$cached" ] && [ -e "$cache" ] && fail "a build left $cache"
 finish
