@@ -42,6 +42,7 @@ before=$(tree_state)
 cache="$SRCDIR/tools/pep517/__pycache__"
 [ -e "$cache" ] && cached=1 || cached=""
 export PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+unset PYTHONDONTWRITEBYTECODE  # as users run it: bytecode written
 unset SEQFEED_LIB PYTHONPATH SEQFEED_KERAS_MODULE SEQFEED_ONEDNN_MODULE SEQFEED_GPU_MODULE
 
 # check VENV: imports seqfeed in VENV from an empty directory and checks what it finds.
