@@ -3,7 +3,8 @@
 # beside itself, wherever it is (the Python package installs them there), not
 # beside the program that loaded it (python3): seqfeed.module_path names the
 # file each was loaded from; $SEQFEED_*_MODULE still wins; a copy of the
-# library without them says where it looked. Skipped (77) without numpy.
+# library without them says where it looked; a SEQFEED_LIB that cannot load
+# is an error naming it. Skipped (77) without numpy.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 LIBSEQFEED=${1:?libseqfeed.so}
@@ -58,4 +59,10 @@ if [ "$KERAS" = true ]; then
            fail "module_path('keras') with a lone libseqfeed.so: $out" ;;
     esac
 fi
+# SEQFEED_LIB, when set, is the only library tried: one that cannot load is
+# an ImportError naming it, never another libseqfeed found elsewhere.
+out=$(SEQFEED_LIB=$dir/nonexistent/libseqfeed.so pyrun -c 'import seqfeed' 2>&1) &&
+    fail "import with SEQFEED_LIB naming no file succeeded"
+grep -q "ImportError: cannot load SEQFEED_LIB=$dir/nonexistent/libseqfeed.so: " <<<"$out" ||
+    fail "import with SEQFEED_LIB naming no file: $out"
 finish
