@@ -1,5 +1,6 @@
 // libseqfeed's C API (seqfeed.h) over the pack, pipeline and train layers.
 #include <inttypes.h>
+#include <link.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -672,4 +673,46 @@ int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e)
     sf_pack_dctx_free(j.dctx);
     free(j.stored), free(j.time), free(j.line);
     return rc;
+}
+
+// ---- modules: which file a module was loaded from ----
+
+struct module_find {
+    const char *file;
+    char *path;
+    size_t n;
+    bool found;
+};
+
+static int module_found(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct module_find *f = arg;
+    const char *slash = strrchr(info->dlpi_name, '/');
+    if (!slash || strcmp(slash + 1, f->file) != 0) return 0;
+    f->found = snprintf(f->path, f->n, "%s", info->dlpi_name) < (int)f->n;
+    return 1;
+}
+
+int sf_api_module_path(const char *name, char *path, size_t n, sf_err *e) {
+    if (!name || !path || !n) return sf_err_set(e, SF_EINVAL, "sf_api_module_path: NULL name or path, or n = 0");
+    sf_err why = {0};
+    char what[512] = "";
+    struct module_find f = {.path = path, .n = n};
+    if (strcmp(name, "keras") == 0) {
+        f.file = "seqfeed-keras.so";
+        sf_keras_available(&why);
+    } else if (strcmp(name, "onednn") == 0) {
+        f.file = "seqfeed-onednn.so";
+        sf_matmul_available(what, sizeof what);  // loads it: false also where the CPU lacks bf16
+    } else if (strcmp(name, "gpu") == 0) {
+        f.file = "seqfeed-gpu.so";
+        sf_backend_gpu(&why);
+    } else {
+        return sf_err_set(e, SF_EINVAL, "unknown module '%s' (expected keras, onednn or gpu)", name);
+    }
+    dl_iterate_phdr(module_found, &f);
+    if (f.found) return 0;
+    if (why.msg[0]) return sf_err_set(e, why.code, "%s", why.msg);
+    if (strncmp(what, "none: ", 6) == 0) return sf_err_set(e, SF_EUSAGE, "%s", what + 6);  // the loader's reason
+    return sf_err_set(e, SF_EUSAGE, "%s is not loaded", f.file);
 }

@@ -212,4 +212,14 @@ typedef struct {
 int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e);
 void sf_api_inputs_close(sf_api_inputs *in);
 
+// ---- modules ----
+
+// Loads the module named ("keras": seqfeed-keras.so, "onednn":
+// seqfeed-onednn.so, "gpu": seqfeed-gpu.so) as the commands that need it do,
+// and writes the file it was loaded from into path (n bytes): 0, or
+// SF_EUSAGE with the loader's reason (not built, not found, not loadable),
+// SF_EINVAL for an unknown name. For checking where an installation's
+// modules come from (the Python package's own, beside libseqfeed.so).
+int sf_api_module_path(const char *name, char *path, size_t n, sf_err *e);
+
 #endif

@@ -1,6 +1,6 @@
 // Finds and loads the Keras module (keras.c, built as seqfeed-keras.so)
-// the first time export needs it: next to the program, or where it is
-// installed, or at $SEQFEED_KERAS_MODULE.
+// the first time export needs it: next to libseqfeed.so or the program
+// (sf_module_entry), or where it is installed, or at $SEQFEED_KERAS_MODULE.
 #include <pthread.h>
 
 #include "checkpoint.h"

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <libgen.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -425,20 +426,44 @@ static void *module_at(const char *path, const char *what, sf_err *why) {
     return h;
 }
 
+// The file of the object that holds this code: libseqfeed.so's path when
+// it is the library (so that a copy installed anywhere, in a Python package
+// say, finds the modules installed beside it), else the program's. false
+// when neither is known. Any address in this object will do (a function's
+// is no data pointer in ISO C).
+static const char module_anchor;
+
+static bool module_self(char *self, size_t n, bool *program) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    *program = !dladdr1((void *)&module_anchor, &info, (void **)&map, RTLD_DL_LINKMAP) || !map || !map->l_name[0];
+    if (!*program) return snprintf(self, n, "%s", map->l_name) < (int)n;
+    ssize_t len = readlink("/proc/self/exe", self, n - 1);
+    if (len <= 0) return false;
+    self[len] = 0;
+    return true;
+}
+
 static void *module_open(const char *file, const char *env, const char *installed, const char *what, sf_err *why) {
     const char *given = getenv(env);
     if (given && *given) return module_at(given, what, why);
-    char path[PATH_MAX + 64], self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    char path[PATH_MAX + 64], self[PATH_MAX], dir[PATH_MAX];
+    bool program;
     void *h = NULL;
-    if (n > 0) {
-        self[n] = 0;
-        snprintf(path, sizeof path, "%s/%s", dirname(self), file);
+    if (module_self(self, sizeof self, &program)) {
+        snprintf(dir, sizeof dir, "%s", self);
+        snprintf(path, sizeof path, "%s/%s", dirname(dir), file);
         if (access(path, F_OK) == 0) h = module_at(path, what, why);
     }
-    if (!h && access(installed, F_OK) == 0) h = module_at(installed, what, why);
-    if (!h && !why->msg[0]) sf_err_set(why, SF_EUSAGE, "%s (%s) is neither next to the program nor at %s", what, file,
-                                             installed);
+    // A build for the Python package has no installed path: only its own
+    // modules, never another installation's.
+    if (!h && *installed && access(installed, F_OK) == 0) h = module_at(installed, what, why);
+    if (!h && !why->msg[0]) {
+        const char *beside = program ? "the program" : self;
+        if (*installed) sf_err_set(why, SF_EUSAGE, "%s (%s) is neither next to %s nor at %s", what, file, beside,
+                                   installed);
+        else sf_err_set(why, SF_EUSAGE, "%s (%s) is not next to %s", what, file, beside);
+    }
     return h;
 }
 

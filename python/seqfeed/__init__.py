@@ -9,8 +9,8 @@ of `seqfeed train` as an iterable of (x, y) batches.
     ck = seqfeed.load_checkpoint("ck/latest.safetensors")
     seqfeed.pack(table, "out.sfpack", series_column="site")  # anything with __arrow_c_stream__, Parquet, CSV
 
-The C library (libseqfeed.so, built by meson next to the seqfeed program)
-does the work; $SEQFEED_LIB names it when it is not found by the loader.
+The C library (libseqfeed.so, built by meson and installed in the package
+by `pip install .`) does the work; $SEQFEED_LIB names another one.
 numpy is the only dependency; packing Parquet files needs pyarrow.
 
 Every argument is checked before the C library sees it: a value outside its
@@ -45,19 +45,40 @@ class _Err(ctypes.Structure):
 
 
 def _load():
-    names = [os.environ.get("SEQFEED_LIB"), "libseqfeed.so"]
-    here = os.path.dirname(os.path.abspath(__file__))
-    names += [os.path.join(here, "libseqfeed.so")]
+    """$SEQFEED_LIB when set (only it), else the package's own copy (pip install . at the top of the source
+    tree puts libseqfeed.so and its modules there), else the loader's libseqfeed.so (LD_LIBRARY_PATH, an
+    installed seqfeed)."""
+    given = os.environ.get("SEQFEED_LIB")
+    if given:
+        try:
+            return ctypes.CDLL(given)
+        except OSError as e:
+            raise ImportError("cannot load SEQFEED_LIB=%s: %s" % (given, e)) from None
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libseqfeed.so")
     last = None
-    for name in filter(None, names):
+    for name in (here, "libseqfeed.so"):
         try:
             return ctypes.CDLL(name)
         except OSError as e:
             last = e
-    raise ImportError("cannot load libseqfeed.so (build seqfeed with meson and set SEQFEED_LIB to it): %s" % last)
+    raise ImportError("cannot load libseqfeed.so: it is not in the package (%s) nor found by the loader: %s. "
+                      "Install the package with `pip install .` at the top of seqfeed's source tree, which builds "
+                      "it, or build seqfeed with meson and set SEQFEED_LIB to build/libseqfeed.so" % (here, last))
 
 
 _lib = _load()
+_lib.sf_api_module_path.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(_Err)]
+
+
+def module_path(name):
+    """The file the module `name` ("keras": Keras export, "onednn": bf16 products on CPU, "gpu": the CUDA
+    backend) is loaded from, beside libseqfeed.so (or at $SEQFEED_KERAS_MODULE, $SEQFEED_ONEDNN_MODULE,
+    $SEQFEED_GPU_MODULE); SeqfeedError with the reason when it cannot be (not built, not found)."""
+    err, buf = _Err(), ctypes.create_string_buffer(4096)
+    _check(_lib.sf_api_module_path(str(name).encode(), buf, len(buf), ctypes.byref(err)), err)
+    return buf.value.decode()
+
+
 _vp, _cp, _u32, _u64, _sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _lib.sf_api_pack_open.argtypes = [ctypes.POINTER(_vp), _cp, ctypes.POINTER(_Err)]
 _lib.sf_api_pack_close.argtypes = [_vp]
