@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api/seqfeed.h"
@@ -200,43 +201,29 @@ static int pack_opts(const sf_api_pack_opts *o, enum sf_missing *missing, sf_pac
     return 0;
 }
 
-static char *pack_report(uint64_t rows, uint64_t dropped, uint64_t filled, uint64_t series, uint64_t bytes,
-                         bool regrouped, const sf_text *notes) {
-    sf_text t = {0};
-    sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
-                ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"regrouped\": %s, \"notes\": [%s]}", rows, dropped,
-                filled, series, bytes, regrouped ? "true" : "false", notes->s ? notes->s : "");
-    return t.s;
+// What both packers report.
+typedef struct {
+    uint64_t rows, dropped, filled, series, bytes;
+    bool regrouped;
+} pack_counts;
+
+// The packers' common end: on success the report (when asked for), then
+// the notes freed.
+static int pack_done(int rc, pack_counts c, sf_text *notes, char **report, sf_err *e) {
+    if (!rc && report) {
+        sf_text t = {0};
+        sf_text_put(&t, "{\"rows\": %" PRIu64 ", \"rows_dropped\": %" PRIu64 ", \"values_filled\": %" PRIu64
+                    ", \"series\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"regrouped\": %s, \"notes\": [%s]}", c.rows,
+                    c.dropped, c.filled, c.series, c.bytes, c.regrouped ? "true" : "false", notes->s ? notes->s : "");
+        if (!(*report = t.s)) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
+    }
+    free(notes->s);
+    return rc;
 }
 
 int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o, const char *name,
                       char **report, sf_err *e) {
-    LOCAL_ERR(e);
-    static const sf_api_pack_opts none = {0};
-    if (report) *report = NULL;
-    if (!stream || !out) {
-        // Consumed whatever the outcome, as promised: also when out is NULL.
-        if (stream && stream->release) stream->release(stream);
-        return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
-    }
-    if (!o) o = &none;
-    sf_text notes = {0};
-    sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
-                             .series_column = o->series_column, .time_column = o->time_column,
-                             .categorical = o->categorical, .note = add_note, .arg = &notes,
-                             .memory_budget = o->memory_budget};
-    int rc = pack_opts(o, &ao.missing, &ao.pack, e);
-    if (rc) {
-        if (stream->release) stream->release(stream);
-        return rc;
-    }
-    sf_arrow_pack_stats st;
-    rc = sf_arrow_pack(stream, out, &ao, &st, e);
-    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 st.regrouped, &notes)))
-        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
-    free(notes.s);
-    return rc;
+    return sf_api_pack_arrow_files(stream, out, o, name, NULL, report, e);
 }
 
 int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e) {
@@ -250,13 +237,10 @@ int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, 
                            .time_column = o->time_column, .categorical = o->categorical, .note = add_note,
                            .progress_arg = &notes, .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &co.missing, &co.pack, e);
-    sf_csv_pack_stats st;
+    sf_csv_pack_stats st = {0};
     if (!rc) rc = sf_csv_pack(in, out, &co, &st, e);
-    if (!rc && report && !(*report = pack_report(st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                                 st.regrouped, &notes)))
-        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the report");
-    free(notes.s);
-    return rc;
+    return pack_done(rc, (pack_counts){st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                       st.regrouped}, &notes, report, e);
 }
 
 // ---- the pipeline ----
@@ -414,6 +398,280 @@ void sf_dataset_close(sf_dataset *d) {
     sf_run_data_close(&d->data);
     pthread_mutex_destroy(&d->lock);
     free(d);
+}
+
+// ---- packing an Arrow stream of several files ----
+
+// The notes and the caller's sources (with their progress callback) behind
+// sf_arrow_pack_opts' one arg.
+typedef struct {
+    sf_text notes;
+    const sf_api_pack_sources *src;
+} arrow_call;
+
+static void arrow_note(void *arg, const char *text) { add_note(&((arrow_call *)arg)->notes, text); }
+
+static void arrow_progress(void *arg, uint64_t rows, uint64_t total) {
+    const sf_api_pack_sources *s = ((arrow_call *)arg)->src;
+    s->progress(s->progress_arg, rows, total);
+}
+
+int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
+                            const char *name, const sf_api_pack_sources *src, char **report, sf_err *e) {
+    LOCAL_ERR(e);
+    static const sf_api_pack_opts none = {0};
+    if (report) *report = NULL;
+    if (!stream || !out) {
+        // Consumed whatever the outcome, as promised: also when out is NULL.
+        if (stream && stream->release) stream->release(stream);
+        return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
+    }
+    if (!o) o = &none;
+    arrow_call call = {.src = src};
+    sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
+                             .series_column = o->series_column, .time_column = o->time_column,
+                             .categorical = o->categorical, .note = arrow_note, .arg = &call,
+                             .memory_budget = o->memory_budget};
+    if (src) {
+        ao.sources = src->files, ao.source_rows = src->rows, ao.nsources = src->nfiles;
+        ao.series_per_file = src->series_per_file;
+        if (src->progress) ao.progress = arrow_progress;
+    }
+    int rc = pack_opts(o, &ao.missing, &ao.pack, e);
+    if (rc) {
+        if (stream->release) stream->release(stream);
+        return rc;
+    }
+    sf_arrow_pack_stats st;
+    rc = sf_arrow_pack(stream, out, &ao, &st, e);
+    return pack_done(rc, (pack_counts){st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
+                                       st.regrouped}, &call.notes, report, e);
+}
+
+// ---- the exported model's inputs ----
+
+struct sf_api_inputs {
+    sf_checkpoint ck;
+    sf_model model;
+    sf_predict_data d;
+    char path[4096];  // the checkpoint file read (a run directory's best or latest)
+};
+
+void sf_api_inputs_close(sf_api_inputs *in) {
+    if (!in) return;
+    sf_predict_data_close(&in->d);
+    sf_checkpoint_free(&in->ck);
+    free(in);
+}
+
+// A run's directory names its best checkpoint, else its latest, as predict's --checkpoint.
+static int inputs_checkpoint_path(const char *given, char *out, size_t cap, sf_err *e) {
+    struct stat st;
+    if (stat(given, &st) != 0 || !S_ISDIR(st.st_mode)) {  // a file: its read says what is wrong with it
+        if (snprintf(out, cap, "%s", given) >= (int)cap)
+            return sf_err_set(e, SF_EUSAGE, "checkpoint %.64s...: the path is too long", given);
+        return 0;
+    }
+    sf_checkpoint_dir_info info;
+    sf_checkpoint_dir_look(given, &info);
+    size_t len = strlen(given);
+    const char *sep = len && given[len - 1] == '/' ? "" : "/";
+    if (!info.best && !info.latest)
+        return sf_err_set(e, SF_EUSAGE, "checkpoint %s is a directory without best.safetensors or latest.safetensors: "
+                          "expected a checkpoint file, or a run's directory that holds one", given);
+    if (snprintf(out, cap, "%s%s%s", given, sep, info.best ? "best.safetensors" : "latest.safetensors") >= (int)cap)
+        return sf_err_set(e, SF_EUSAGE, "checkpoint %.64s...: the path is too long", given);
+    return 0;
+}
+
+int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!out || !checkpoint || !data) {
+        if (out) *out = NULL;
+        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_open: %s is NULL",
+                          !out ? "the handle's place" : !checkpoint ? "the checkpoint" : "the data");
+    }
+    *out = NULL;
+    enum sf_part part = SF_PART_ALL;
+    if (split && !strcmp(split, "train")) part = SF_PART_TRAIN;
+    else if (split && !strcmp(split, "validation")) part = SF_PART_VALIDATION;
+    else if (split && strcmp(split, "all"))
+        return sf_err_set(e, SF_EUSAGE, "split '%s' (--split): expected train, validation, or all (NULL)", split);
+    sf_api_inputs *in = calloc(1, sizeof *in);
+    if (!in) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    int rc = inputs_checkpoint_path(checkpoint, in->path, sizeof in->path, e);
+    if (!rc) rc = sf_checkpoint_read(in->path, &in->ck, &in->model, e);
+    if (!rc)
+        rc = sf_predict_data_open(&in->d, &in->ck, data, part, true, "split NULL or \"all\"; in Python split=None", e);
+    if (!rc) {
+        // What the caller allocates for sf_api_inputs_read, checked before it does.
+        const sf_columns *c = &in->d.cols;
+        double windows = (double)sf_plan_windows(in->d.plan);
+        double bytes = windows * ((double)in->ck.window.length * c->nfeatures * 4 + c->ntargets * 4.0 + 36);
+        uint64_t have = sf_machine_memory();
+        if (have && bytes > (double)have)
+            rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "
+                            "this machine has (hint: split=\"validation\", or a file of fewer rows)", data, windows,
+                            bytes / 1e9, (double)have / 1e9);
+    }
+    if (rc) {
+        sf_api_inputs_close(in);
+        return rc;
+    }
+    *out = in;
+    return 0;
+}
+
+// The value of input `nth` of categorical column `name` in the checkpoint's
+// categories (a list of lists, each its column's name, then its values).
+static void category_value(const char *categories, const char *name, uint32_t nth, char *out, size_t cap) {
+    size_t len = strlen(categories) + 1;
+    char *group = malloc(len), *value = malloc(len);
+    snprintf(out, cap, "%u", nth);  // a checkpoint without the column's values: the input's place
+    for (const char *p = group && value && *categories ? categories : NULL; p;) {
+        if (sf_list_next(&p, group, len)) break;
+        const char *q = group;
+        if (sf_list_next(&q, value, len) || strcmp(value, name)) continue;
+        for (uint32_t k = 0; q && !sf_list_next(&q, value, len); k++)
+            if (k == nth) {
+                snprintf(out, cap, "%s", value);
+                break;
+            }
+        break;
+    }
+    free(group), free(value);
+}
+
+char *sf_api_inputs_describe(const sf_api_inputs *in) {
+    if (!in) return NULL;
+    const sf_columns *c = &in->d.cols;
+    const sf_pack_info *info = sf_pack_get_info(in->d.pack);
+    sf_text t = {0};
+    sf_text_put(&t, "{\"checkpoint\": ");
+    put_string(&t, in->path);
+    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"inputs\": [", sf_plan_windows(in->d.plan),
+                in->ck.window.length);
+    uint32_t time = 0, nth = 0;
+    for (uint32_t k = 0; k < c->nfeatures; k++) {
+        char name[SF_PACK_MAX_CATEGORY_LIST + 64];
+        if (c->features[k] == SF_COLUMN_TIME) {  // sin, then cos, of each time feature in turn
+            snprintf(name, sizeof name, "%s_%s", sf_time_feature_name(c->time[time / 2]), time % 2 ? "cos" : "sin");
+            time++;
+        } else if (c->codes[k] == SF_CODE_NONE) {
+            snprintf(name, sizeof name, "%s", info->col_names[c->features[k]]);
+        } else {  // a category's inputs are consecutive
+            nth = k && c->features[k - 1] == c->features[k] ? nth + 1 : 0;
+            const char *col = info->col_names[c->features[k]];
+            char value[SF_PACK_MAX_CATEGORY_LIST + 1];
+            category_value(in->ck.categories, col, nth, value, sizeof value);
+            snprintf(name, sizeof name, "%s=%s", col, value);
+        }
+        if (k) sf_text_put(&t, ", ");
+        put_string(&t, name);
+    }
+    sf_text_put(&t, "], \"targets\": [");
+    for (uint32_t j = 0; j < c->ntargets; j++) {
+        if (j) sf_text_put(&t, ", ");
+        put_string(&t, info->col_names[c->targets[j]]);
+    }
+    static const char *const kinds[] = {"none", "iso-8601", "epoch-s", "epoch-ms", "epoch-us", "epoch-ns"};
+    sf_text_put(&t, "], \"target_change\": %s, \"time_kind\": \"%s\", \"has_lines\": %s, \"unseen\": %u, "
+                "\"unseen_column\": ", c->change_from ? "true" : "false", kinds[info->time_kind],
+                info->has_lines ? "true" : "false", c->nunseen);
+    if (c->nunseen) put_string(&t, info->col_names[c->unseen_column]);
+    else sf_text_put(&t, "null");
+    sf_text_put(&t, ", \"sources\": [");
+    for (uint32_t s = 0; s < info->nsources; s++) {
+        if (s) sf_text_put(&t, ", ");
+        put_string(&t, info->sources[s]);
+    }
+    sf_text_put(&t, "]}");
+    return t.s;
+}
+
+typedef struct {
+    const sf_api_inputs *in;
+    const sf_api_inputs_out *o;
+    uint64_t n, series;  // windows written; the series of the last
+    sf_pack_dctx *dctx;
+    void *stored;
+    int64_t *time, *line;  // the decoded chunk's, aux_chunk
+    uint64_t aux_chunk;
+} inputs_job;
+
+// The times and lines of the chunk that holds row into j (rows come in
+// order, so each chunk about once), *k its place there.
+static int inputs_aux(inputs_job *j, uint64_t row, size_t *k, sf_err *e) {
+    const sf_pack *p = j->in->d.pack;
+    const sf_pack_info *in = sf_pack_get_info(p);
+    uint64_t c = row / in->chunk_rows;
+    *k = (size_t)(row - c * in->chunk_rows);
+    if (c == j->aux_chunk) return 0;
+    int rc = sf_pack_chunk_read(p, c, j->stored, e);
+    if (!rc) rc = sf_pack_chunk_decode_all(j->dctx, p, c, j->stored, NULL, j->time, j->line, e);
+    j->aux_chunk = rc ? UINT64_MAX : c;
+    return rc;
+}
+
+static int take_inputs(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
+    inputs_job *j = arg;
+    (void)y;
+    const sf_api_inputs_out *o = j->o;
+    const sf_predict_data *d = &j->in->d;
+    const sf_columns *c = &d->cols;
+    const sf_pack_info *in = sf_pack_get_info(d->pack);
+    uint32_t T = j->in->ck.window.length;
+    size_t xl = (size_t)T * c->nfeatures;
+    memcpy(o->x + j->n * xl, x, count * xl * sizeof *x);
+    for (uint32_t i = 0; i < count; i++, j->n++) {
+        const float *last = x + ((size_t)i * T + T - 1) * c->nfeatures;  // what a change is from
+        for (uint32_t t = 0; t < c->ntargets; t++)
+            o->base[j->n * c->ntargets + t] = c->change_from ? last[c->change_from[t]] : 0;
+        uint64_t row = sf_predict_target_row(d->plan, ids[i]);
+        while (j->series + 1 < in->nseries && in->series[j->series + 1].first_row <= row) j->series++;
+        o->series[j->n] = j->series, o->row[j->n] = row;
+        if (!j->time && !j->line) continue;
+        size_t k = 0;
+        int rc = inputs_aux(j, row, &k, e);
+        if (rc) return rc;
+        if (o->time && j->time) o->time[j->n] = j->time[k];
+        uint32_t src = 0;
+        uint64_t line = 0;
+        if (j->line) sf_origin_split(in, j->line[k], &src, &line);
+        if (j->line && in->nsources && src >= in->nsources)  // chunks are checked by verify, not by every decode
+            return sf_err_set(e, SF_ECORRUPT, "%s: row %" PRIu64 "'s origin names source %u of %u (seqfeed verify "
+                              "checks the whole file)", sf_pack_name(d->pack), row, src, in->nsources);
+        if (o->line && j->line) o->line[j->n] = (int64_t)line;
+        if (o->source && j->line && in->nsources) o->source[j->n] = src;
+    }
+    return 0;
+}
+
+int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!in || !o) return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: %s is NULL", in ? "the output" : "the inputs");
+    uint64_t windows = sf_plan_windows(in->d.plan);
+    if (!o->x || !o->base || !o->series || !o->row || o->windows < windows)
+        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row must hold %" PRIu64 " windows "
+                          "(given %" PRIu64 "%s)", windows, o->windows,
+                          !o->x || !o->base || !o->series || !o->row ? ", and a NULL" : "");
+    const sf_pack_info *info = sf_pack_get_info(in->d.pack);
+    bool times = o->time && info->time_kind != SF_TIME_NONE, lines = (o->line || o->source) && info->has_lines;
+    size_t rows = info->chunk_rows < info->nrows ? info->chunk_rows : (size_t)info->nrows;
+    inputs_job j = {.in = in, .o = o, .aux_chunk = UINT64_MAX};
+    int rc = 0;
+    if (times || lines) {
+        j.dctx = sf_pack_dctx_create();
+        j.stored = malloc(sf_pack_max_stored_size(in->d.pack) + 1);
+        j.time = times ? malloc(rows * sizeof *j.time + 1) : NULL;
+        j.line = lines ? malloc(rows * sizeof *j.line + 1) : NULL;
+        if (!j.dctx || !j.stored || (times && !j.time) || (lines && !j.line))
+            rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    if (!rc) rc = sf_windows_in_order(in->d.pack, in->d.plan, &in->d.cols, 256, take_inputs, &j, e);
+    sf_pack_dctx_free(j.dctx);
+    free(j.stored), free(j.time), free(j.line);
+    return rc;
 }
 
 // ---- the validation part, and the training part's scaling ----

@@ -127,6 +127,91 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
 // Takes NULL; not while another thread is inside sf_dataset_next.
 void sf_dataset_close(sf_dataset *d);
 
+// ---- packing an Arrow stream of several files ----
+
+// The files an Arrow stream's rows come from, one after the other (a
+// Parquet directory's, read in order).
+typedef struct {
+    // Each file's name as the packed file lists it (its source table:
+    // predict --with-actual writes it in its file column), and its rows:
+    // the stream's first rows[0] rows are files[0]'s, the next rows[1]
+    // files[1]'s, and so on (a file may have none); the stream must hold
+    // exactly their sum, else SF_EFORMAT. nfiles: up to 2^23, each file up
+    // to 2^40 - 1 rows.
+    const char *const *files;
+    const uint64_t *rows;
+    uint32_t nfiles;
+    // --series-per-file: each file one series, named after the file
+    // without its directory and extension (two files of one name refused;
+    // excludes series_column).
+    int series_per_file;
+    // Called after each record batch with the rows read so far and the
+    // files' rows in all (may be NULL), on the calling thread.
+    void (*progress)(void *arg, uint64_t rows, uint64_t total);
+    void *progress_arg;
+} sf_api_pack_sources;
+
+// sf_api_pack_arrow, with each row keeping its file and its row in that
+// file, counted from 1 (the first row of a Parquet file is row 1), as a row
+// of several CSV files keeps its file and line; errors name the file and
+// row. src NULL (or nfiles 0): as sf_api_pack_arrow, with src's progress.
+// o->series_column NULL looks for numeric series ids in the first batch
+// (an error where the time goes back where such a column changes, else a
+// note); "" is one series on purpose.
+int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
+                            const char *name, const sf_api_pack_sources *src, char **report, sf_err *e);
+
+// ---- the exported model's inputs ----
+
+// The windows `seqfeed predict` predicts, as the model `seqfeed export`
+// writes takes them, cut by the same code (train.h, sf_predict_data): for
+// each window of the file in predict's order, its rows' inputs in data units
+// (the export's first layer scales them): the numeric features, one input of
+// 0 or 1 per value of a categorical feature in the checkpoint's order, then
+// sin and cos of each time feature (docs/TRAINING.md says how). The model's
+// output plus the window's base is what predict writes: base is each
+// target's value at the window's last row for a model trained with
+// --target change (the model outputs changes), 0 otherwise.
+typedef struct sf_api_inputs sf_api_inputs;
+// checkpoint: a checkpoint file or a run's directory (best.safetensors
+// there, else latest.safetensors), as predict's --checkpoint. split: NULL
+// or "all" (every window, predict's default), "train" or "validation" (the
+// parts of the checkpoint's --val-split, as --split). SF_EUSAGE for another
+// split, SF_EINVAL when no window fits (the message says why), and
+// SF_EUSAGE when the inputs would take more than the machine's memory
+// (physical, or its cgroup's limit).
+int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e);
+// What sf_api_inputs_read writes, as JSON (malloc'd; free with
+// sf_api_free): checkpoint (the file read), windows, window, inputs (the
+// name of each: a column, "COLUMN=VALUE" for a category's input,
+// "FEATURE_sin"/"FEATURE_cos" for a time feature's), targets (names),
+// target_change, time_kind (as sf_api_pack_describe's), has_lines,
+// unseen and unseen_column (how many values of the file's categorical
+// columns the training data lacked, whose rows get 0 for each of the
+// column's inputs, and the first such column: null for none) and sources
+// (the files the pack was packed from: [] for one). NULL when out of
+// memory or in is NULL.
+char *sf_api_inputs_describe(const sf_api_inputs *in);
+// Where sf_api_inputs_read writes, each window's values at index i of its
+// window's order: x (windows x window x inputs floats), base (windows x
+// targets); series (its index in the file's series table), row (the target
+// row's in the file), time (its time, in the file's unit; ISO-8601 files:
+// microseconds since 1970-01-01T00:00Z), line (its line in the source it
+// was packed from), source (the index of that source). time, line and
+// source may be NULL: not written (nor where the file has no time column,
+// no lines or no sources). windows: the entries each per-window array holds.
+typedef struct {
+    float *x, *base;
+    uint64_t *series, *row;
+    int64_t *time, *line;
+    uint32_t *source;
+    uint64_t windows;
+} sf_api_inputs_out;
+// SF_EINVAL, writing nothing, for a NULL in or o, a NULL x, base, series or
+// row, or windows below the count (sf_api_inputs_describe's windows).
+int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e);
+void sf_api_inputs_close(sf_api_inputs *in);
+
 // ---- the validation part, and the training part's scaling ----
 
 // The validation windows `seqfeed train` scores for the same options (its

@@ -2,12 +2,14 @@
 Parquet file and of its data as Arrow holds it (wall clock), CPU seconds, and each command's peak RSS (each
 in a process of its own; the first row is Python with pyarrow imported, the floor under every other).
 
-    SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python VENV/bin/python bench/arrow_pack.py [--rows N] [--json]
+    SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python VENV/bin/python bench/arrow_pack.py [--rows N] [--files N]
+        [--json]
 
 Needs numpy and pyarrow (a venv of its own: never in the build). The data: N rows of 100 series, a
 timestamp column, 8 float64 and 2 int32 columns, a dictionary column (categorical), written with
 pyarrow's defaults (snappy) and row groups of --row-group rows into a temporary directory next to this
-script."""
+script; with --files N, cut into N files of consecutive rows in a directory (each row keeping its file and
+row: sf_api_pack_arrow_files), which every command reads instead."""
 import argparse
 import json
 import os
@@ -21,7 +23,7 @@ STREAM = ("import sys, seqfeed; n = 0\n"  # the reader python -m seqfeed pack pa
           "for b in seqfeed.parquet_reader(sys.argv[1]): n += b.num_rows\nprint(n)")
 
 
-def make(path, rows, row_group):
+def make(path, rows, row_group, files=1):
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -36,7 +38,14 @@ def make(path, rows, row_group):
         cols["n%d" % k] = pa.array(rng.integers(0, 1000, per * 100, dtype=np.int32))
     cols["sky"] = pa.array(rng.choice(["sun", "rain", "fog"], per * 100)).dictionary_encode()
     t = pa.table(cols)
-    pq.write_table(t, path, row_group_size=row_group)
+    if files == 1:
+        pq.write_table(t, path, row_group_size=row_group)
+        return t.nbytes
+    os.makedirs(path)
+    per_file = -(-t.num_rows // files)
+    for i in range(files):
+        pq.write_table(t.slice(i * per_file, per_file), os.path.join(path, "part-%03d.parquet" % i),
+                       row_group_size=row_group)
     return t.nbytes
 
 
@@ -62,13 +71,15 @@ def main():
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--row-group", type=int, default=131072, help="rows per Parquet row group (pyarrow reads one "
                     "at a time: what bounds a streamed read's memory)")
+    ap.add_argument("--files", type=int, default=1, help="a directory of this many files (consecutive rows)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each, the fastest kept")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(__file__))) as d:
-        pqf, out = os.path.join(d, "data.parquet"), os.path.join(d, "out.sfpack")
-        arrow_bytes = make(pqf, a.rows, a.row_group)
-        file_bytes = os.path.getsize(pqf)
+        pqf, out = os.path.join(d, "data.parquet" if a.files == 1 else "data"), os.path.join(d, "out.sfpack")
+        arrow_bytes = make(pqf, a.rows, a.row_group, a.files)
+        file_bytes = os.path.getsize(pqf) if a.files == 1 else \
+            sum(os.path.getsize(os.path.join(pqf, f)) for f in os.listdir(pqf))
         py = sys.executable
         runs = [("python, import pyarrow.dataset (baseline)", [py, "-c", "import pyarrow.dataset"]),
                 ("python -m seqfeed pack", [py, "-m", "seqfeed", "pack", pqf, "-o", out, "--series-column", "site",
@@ -82,13 +93,13 @@ def main():
                             "parquet_MBps": round(file_bytes / 1e6 / best[0], 1),
                             "arrow_MBps": round(arrow_bytes / 1e6 / best[0], 1),
                             "peak_rss_MB": round(best[2], 1)})
-        info = {"rows": a.rows, "row_group": a.row_group, "parquet_MB": round(file_bytes / 1e6, 1), "arrow_MB": round(arrow_bytes / 1e6, 1),
+        info = {"rows": a.rows, "files": a.files, "row_group": a.row_group, "parquet_MB": round(file_bytes / 1e6, 1), "arrow_MB": round(arrow_bytes / 1e6, 1),
                 "sfpack_MB": round(os.path.getsize(out) / 1e6, 1), "cpus": os.cpu_count(), "results": results}
     if a.json:
         print(json.dumps(info, indent=1))
         return
-    print("%d rows (row groups of %d): Parquet %.1f MB, %.1f MB as Arrow, %.1f MB packed; %d CPUs" %
-          (a.rows, a.row_group, info["parquet_MB"], info["arrow_MB"], info["sfpack_MB"], info["cpus"]))
+    print("%d rows in %d file(s) (row groups of %d): Parquet %.1f MB, %.1f MB as Arrow, %.1f MB packed; %d CPUs" %
+          (a.rows, a.files, a.row_group, info["parquet_MB"], info["arrow_MB"], info["sfpack_MB"], info["cpus"]))
     print("%-42s %8s %8s %12s %10s %12s" % ("command", "seconds", "CPU s", "Parquet MB/s", "Arrow MB/s",
                                             "peak RSS MB"))
     for r in results:

@@ -111,6 +111,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
+                          "tensorboard", c->tensorboard, "tensorboard_from_checkpoint_dir", c->tensorboard_from_dir,
                           "steps_per_epoch", v[32], "validation_steps", v[33], "log_every", v[34],
                           "min_delta", v[27], "early_stop", b[0], "since_improved", b[1],
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
@@ -391,6 +392,11 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc && sf_st_meta(s, "log")) rc = meta_text(s, path, "log", c->log, sizeof c->log, e);
     if (!rc && sf_st_meta(s, "log_from_checkpoint_dir"))
         rc = meta_text(s, path, "log_from_checkpoint_dir", c->log_from_dir, sizeof c->log_from_dir, e);
+    if (!rc && sf_st_meta(s, "tensorboard"))
+        rc = meta_text(s, path, "tensorboard", c->tensorboard, sizeof c->tensorboard, e);
+    if (!rc && sf_st_meta(s, "tensorboard_from_checkpoint_dir"))
+        rc = meta_text(s, path, "tensorboard_from_checkpoint_dir", c->tensorboard_from_dir,
+                       sizeof c->tensorboard_from_dir, e);
     const char *precision = sf_st_meta(s, "precision");
     if (!rc && precision && *precision && strcmp(precision, "fp32") && strcmp(precision, "tf32") && strcmp(precision, "bf16"))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'precision' is '%s', expected fp32, tf32 or bf16", path, precision);

@@ -79,6 +79,8 @@ typedef struct {
     // The run's --log as given ("-": stdout) and its path from the
     // checkpoint's directory, so that --resume goes on writing it ("": none)
     char log[4096], log_from_dir[4096];
+    // The run's --tensorboard DIR, alike (a resume starts new event files there)
+    char tensorboard[4096], tensorboard_from_dir[4096];
     char precision[8];  // sf_precision_name of the run's ("": a checkpoint from before it was kept)
     sf_window_spec window;
     enum sf_norm norm;

@@ -184,7 +184,7 @@ static void print_text(const sf_pack *p, bool all_series) {
         printf("\" (%s), typical step %s, %" PRIu64 " larger step(s) (gaps)\n", time_kind_name(in->time_kind), step,
                in->time_gaps);
     }
-    if (in->has_lines) printf("lines        every row keeps its line in the CSV it was packed from\n");
+    if (in->has_lines) printf("lines        every row keeps its line in the CSV (or its row, from 1, in the Parquet file) it was packed from\n");
     if (in->nsources) {  // the files those lines are of
         uint32_t list = all_series || in->nsources <= 10 ? in->nsources : 10;
         printf("sources      %u files, read in this order (each row keeps its file and line)\n", in->nsources);

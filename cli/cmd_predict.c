@@ -33,11 +33,12 @@ static const cli_command predict_command = {
         "data). One CSV row per window, for the row it predicts: its series, its\n"
         "time (when the file has a time column: ISO-8601 with a T, an offset as the\n"
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
-        "the file was packed from (packed from several files: the file, then its\n"
-        "line; else its row in the file), and each target as\n"
-        "NAME_pred in the data's units (with --with-actual, NAME beside it: empty\n"
-        "where pack filled it in (--missing ffill), as the CSV had it), so that the\n"
-        "forecasts join back to the CSV on the line, or on the time parsed.\n",
+        "the file was packed from (packed from several files or from Parquet: the\n"
+        "file, then its line or its row counted from 1; else its row in the\n"
+        "file), and each target as NAME_pred in the data's units (with\n"
+        "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
+        "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
+        "the line, or on the time parsed.\n",
     .uses = predict_uses,
 };
 
@@ -67,14 +68,10 @@ static const cli_command evaluate_command = {
 typedef struct {
     sf_checkpoint ck;
     sf_model model;
-    sf_pack *pack;
-    sf_columns cols;
-    sf_plan *plan;
+    sf_predict_data d;  // the file, its columns, the windows' plan, the series cut at --max-gap
     const sf_backend *be;  // the replica's: the CPU's or the GPU's
     sf_replica *rep;
     float *pred;
-    sf_series *segments;  // the series cut at the checkpoint's --max-gap (NULL: the file's)
-    uint64_t nsegments;
     // predict
     FILE *out;
     uint64_t series;  // the series of the last window written
@@ -92,11 +89,9 @@ typedef struct {
 
 static void run_close(run *r) {
     if (r->rep) r->be->close(r->rep);
-    sf_plan_free(r->plan);
-    sf_columns_free(&r->cols);
-    sf_pack_close(r->pack);
+    sf_predict_data_close(&r->d);
     sf_checkpoint_free(&r->ck);
-    free(r->pred), free(r->segments);
+    free(r->pred);
     free(r->time), free(r->line), free(r->vals), free(r->stored);
     sf_pack_dctx_free(r->dctx);
 }
@@ -105,14 +100,14 @@ static void run_close(run *r) {
 // the chunk holding it decoded (rows come in order, so each chunk about
 // once).
 static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
-    const sf_pack_info *in = sf_pack_get_info(r->pack);
+    const sf_pack_info *in = sf_pack_get_info(r->d.pack);
     uint64_t c = row / in->chunk_rows;
     *k = (size_t)(row - c * in->chunk_rows);
     if (c == r->aux_chunk) return 0;
     if (!r->dctx) {
         size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
         r->dctx = sf_pack_dctx_create();
-        r->stored = malloc(sf_pack_max_stored_size(r->pack));
+        r->stored = malloc(sf_pack_max_stored_size(r->d.pack));
         if (in->time_kind != SF_TIME_NONE) r->time = malloc(rows * 8);
         if (in->has_lines) r->line = malloc(rows * 8);
         if (r->actual) r->vals = malloc(rows * in->ncols * sizeof(float));
@@ -120,10 +115,10 @@ static int row_aux(run *r, uint64_t row, size_t *k, sf_err *e) {
             (r->actual && !r->vals))
             return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    int rc = sf_pack_chunk_read(r->pack, c, r->stored, e);
-    if (!rc) rc = sf_pack_chunk_decode_all(r->dctx, r->pack, c, r->stored, r->vals, r->time, r->line, e);
+    int rc = sf_pack_chunk_read(r->d.pack, c, r->stored, e);
+    if (!rc) rc = sf_pack_chunk_decode_all(r->dctx, r->d.pack, c, r->stored, r->vals, r->time, r->line, e);
     r->aux_chunk = rc ? UINT64_MAX : c;
-    r->aux_rows = sf_pack_chunk_locate(r->pack, c).rows;
+    r->aux_rows = sf_pack_chunk_locate(r->d.pack, c).rows;
     return rc;
 }
 
@@ -134,88 +129,20 @@ typedef struct {
     enum sf_precision precision;
 } placement;
 
-// No window of the checkpoint's fits in split's part of the file (cut at
-// the checkpoint's --max-gap when cut is set): an empty answer would say
-// nothing, so the error names why.
-static int no_window(const run *r, const sf_pack_info *in, const char *data, const sf_series *cut, uint64_t ncut,
-                     const sf_split *split, sf_err *e) {
-    const sf_window_spec *w = &r->ck.window;
-    const sf_series *series = cut ? cut : in->series;
-    uint64_t nseries = cut ? ncut : in->nseries;
-    const char *part = split->part == SF_PART_VALIDATION ? "validation"
-                       : split->part == SF_PART_TRAIN    ? "train"
-                                                         : "whole";
-    uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
-    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0) {
-        char why[128] = "and every series' validation part is empty";
-        if (longest)
-            snprintf(why, sizeof why, "more than the %llu rows any series has from its first row to a target",
-                     (unsigned long long)longest);
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are the last %g%% of "
-                          "each series' rows (rounded down), every stride-th from the first, and a window's inputs "
-                          "may reach back into the training part, not before the series' first row; the checkpoint's "
-                          "windows span %llu rows, %s (hint: --split all)", data, r->ck.val_split * 100,
-                          (unsigned long long)sf_window_span(w), why);
-    }
-    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
-                          "longest %llu rows; the checkpoint's windows span %llu) (hint: --split all)", data, part,
-                          100 - r->ck.val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w));
-    uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
-    if (uncut > 0) {
-        char gap[32], step[32] = "none";
-        sf_duration_text(r->ck.max_gap, gap, sizeof gap);
-        if (in->time_step > 0) sf_duration_text((double)in->time_step * sf_pack_time_unit(in), step, sizeof step);
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits: the checkpoint's --max-gap %s removed all %llu windows "
-                          "of the %s part, those that span a longer step between rows (the file's typical step is "
-                          "%s; hint: data whose steps are at most %s, or a model trained with a larger --max-gap)",
-                          data, gap, (unsigned long long)uncut, part, step, gap);
-    }
-    return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part: the checkpoint's windows span %llu rows "
-                      "(window %u, sampling rate %u, horizon %u), more than the %llu rows of its longest series",
-                      data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, w->horizon,
-                      (unsigned long long)sf_split_longest(in->series, in->nseries, w->stride, split));
-}
-
 // *batch comes back no larger than the windows to predict: a replica is
 // sized by it.
 static int run_open(run *r, const char *ckpt, const char *data, enum sf_part part, uint32_t *batch,
                     const placement *where, sf_err *e) {
     int rc = sf_checkpoint_read(ckpt, &r->ck, &r->model, e);
-    if (!rc) rc = sf_pack_open(&r->pack, data, e);
-    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->pack);
-    if (!rc) rc = sf_columns_create(&r->cols, in, r->ck.features, r->ck.targets, r->ck.categories, r->ck.norm, e);
-    if (!rc) rc = sf_columns_add_time(&r->cols, in, r->ck.time_features, e);  // recomputed, as in training
-    if (!rc && r->ck.target_change) rc = sf_columns_predict_change(&r->cols, in, e);
-    r->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
-    if (!rc) {
-        // The training data's scaling, not this file's.
-        memcpy(r->cols.feature_scale, r->ck.feature_scale, r->cols.nfeatures * sizeof(float));
-        memcpy(r->cols.feature_offset, r->ck.feature_offset, r->cols.nfeatures * sizeof(float));
-        memcpy(r->cols.target_scale, r->ck.target_scale, r->cols.ntargets * sizeof(float));
-        memcpy(r->cols.target_offset, r->ck.target_offset, r->cols.ntargets * sizeof(float));
-        sf_split split = {r->ck.val_split, part};
-        // The series cut at the checkpoint's --max-gap, as training cut them.
-        sf_series *cut = NULL;
-        uint64_t ncut = 0;
-        if (r->ck.max_gap > 0 && in->time_kind == SF_TIME_NONE)
-            rc = sf_err_set(e, SF_EUSAGE, "%s: the checkpoint was trained on windows kept off steps longer than %g s, "
-                            "and this file has no time column to find them", data, r->ck.max_gap);
-        else if (r->ck.max_gap > 0)
-            rc = sf_pack_segments(r->pack, sf_pack_time_count(in, r->ck.max_gap), &cut, &ncut, e);
-        if (!rc)
-            rc = sf_plan_create(&r->plan, in->nrows, in->chunk_rows, cut ? cut : in->series, cut ? ncut : in->nseries,
-                                &r->ck.window, 1, &split, e);
-        if (!rc && sf_plan_windows(r->plan) == 0) rc = no_window(r, in, data, cut, ncut, &split, e);
-        r->segments = cut, r->nsegments = ncut;
-    }
+    if (!rc) rc = sf_predict_data_open(&r->d, &r->ck, data, part, false, "--split all", e);
+    const sf_pack_info *in = rc ? NULL : sf_pack_get_info(r->d.pack);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     sf_cpu_threads(1);  // parallel over the batch's rows instead
     sf_replica_opts ro = {.device = where->device, .threads = cores > 0 ? (uint32_t)cores : 1,
                           .precision = where->precision};
     r->be = where->be;
     if (!rc) {  // checked before the replica allocates it
-        uint64_t windows = sf_plan_windows(r->plan);
+        uint64_t windows = sf_plan_windows(r->d.plan);
         if (windows && *batch > windows) *batch = (uint32_t)windows;
         uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
         uint64_t have = sf_machine_memory();
@@ -230,28 +157,28 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
         r->pred = malloc((size_t)*batch * r->model.outputs * sizeof(float));
         if (!r->pred) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    if (!rc && r->cols.nunseen)
+    if (!rc && r->d.cols.nunseen)
         fprintf(stderr, "note: %s: %u value(s) of categorical column \"%s\"%s are not in the training data: "
-                "their rows get 0 for every input of the column\n", data, r->cols.nunseen,
-                in->col_names[r->cols.unseen_column], r->cols.nunseen > 1 ? " (or others)" : "");
+                "their rows get 0 for every input of the column\n", data, r->d.cols.nunseen,
+                in->col_names[r->d.cols.unseen_column], r->d.cols.nunseen > 1 ? " (or others)" : "");
     return rc;
 }
 
 // Whether target j of window i is one pack imputed (NaN under imputed_nan);
 // a NaN in a column without imputed values is an overflow, and is scored.
 static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
-    return sf_columns_target_imputed(&r->cols, sf_pack_get_info(r->pack), y[(size_t)i * r->cols.ntargets + j], j);
+    return sf_columns_target_imputed(&r->d.cols, sf_pack_get_info(r->d.pack), y[(size_t)i * r->d.cols.ntargets + j], j);
 }
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
     run *r = arg;
     // --with-actual writes the file's values, not their scaled copies; y says which pack imputed (NaN)
     int rc = r->be->predict(r->rep, r->pred, x, count, e);
-    const sf_pack_info *in = sf_pack_get_info(r->pack);
+    const sf_pack_info *in = sf_pack_get_info(r->d.pack);
     const sf_window_spec *w = &r->ck.window;
-    uint32_t nt = r->cols.ntargets;
+    uint32_t nt = r->d.cols.ntargets;
     for (uint32_t i = 0; !rc && i < count; i++) {
-        uint64_t row = sf_plan_window_start(r->plan, ids[i]) + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
+        uint64_t row = sf_predict_target_row(r->d.plan, ids[i]);
         while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
         size_t k = 0;
         if ((in->time_kind != SF_TIME_NONE || in->has_lines || r->actual) && (rc = row_aux(r, row, &k, e))) break;
@@ -267,7 +194,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
             sf_origin_split(in, r->line[k], &src, &line);
             if (src >= in->nsources) {  // chunks are checked by verify, not by every decode
                 rc = sf_err_set(e, SF_ECORRUPT, "%s: row %llu's origin names source %u of %u (seqfeed verify "
-                                "checks the whole file)", sf_pack_name(r->pack), (unsigned long long)row, src,
+                                "checks the whole file)", sf_pack_name(r->d.pack), (unsigned long long)row, src,
                                 in->nsources);
                 break;
             }
@@ -279,14 +206,14 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         }
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = sf_target_prediction(&r->cols, w->length, x, r->pred, i, j);
+            float v = sf_target_prediction(&r->d.cols, w->length, x, r->pred, i, j);
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
             if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value
                 fputc(',', r->out);
                 r->imputed++;
             } else if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
-                sf_format_float(num, r->vals[(size_t)r->cols.targets[j] * r->aux_rows + k]);
+                sf_format_float(num, r->vals[(size_t)r->d.cols.targets[j] * r->aux_rows + k]);
                 fprintf(r->out, ",%s", num);
                 r->values++;
             }
@@ -346,7 +273,7 @@ int cmd_predict(int argc, char **argv) {
         r.out = file.f;
         cli_guard_temp(file.tmp);
     }
-    const sf_pack_info *in = sf_pack_get_info(r.pack);
+    const sf_pack_info *in = sf_pack_get_info(r.d.pack);
     r.actual = a.v[OPT_WITH_ACTUAL].set;
     r.aux_chunk = UINT64_MAX;
     // Named as the data names them, so that a join on time or line needs no renaming.
@@ -356,8 +283,8 @@ int cmd_predict(int argc, char **argv) {
         cli_csv_field(r.out, in->time_column);
     }
     fputs(in->nsources ? ",file,line" : in->has_lines ? ",line" : ",row", r.out);
-    for (uint32_t j = 0; j < r.cols.ntargets; j++) {
-        const char *name = in->col_names[r.cols.targets[j]];
+    for (uint32_t j = 0; j < r.d.cols.ntargets; j++) {
+        const char *name = in->col_names[r.d.cols.targets[j]];
         char *pred = malloc(strlen(name) + 6);
         if (pred) sprintf(pred, "%s_pred", name);
         fputc(',', r.out);
@@ -369,7 +296,7 @@ int cmd_predict(int argc, char **argv) {
         }
     }
     fputc('\n', r.out);
-    rc = sf_windows_in_order(r.pack, r.plan, &r.cols, batch, predict_batch, &r, &e);
+    rc = sf_windows_in_order(r.d.pack, r.d.plan, &r.d.cols, batch, predict_batch, &r, &e);
     if (!rc && r.imputed && !a.v[OPT_QUIET].set)
         fprintf(stderr, "note: %llu of %llu target values were imputed by pack --missing ffill: their actual is left "
                 "empty\n", (unsigned long long)r.imputed, (unsigned long long)(r.values + r.imputed));
@@ -470,11 +397,11 @@ int cmd_evaluate(int argc, char **argv) {
     sf_score s = {0};
     sf_season season;
     if (!(rc = run_open(&r, ckpt, data, part, &batch, &where, &e))) {
-        const sf_pack_info *in = sf_pack_get_info(r.pack);
+        const sf_pack_info *in = sf_pack_get_info(r.d.pack);
         sf_season_find(&season, in, a.v[OPT_SEASON].set ? (uint32_t)a.v[OPT_SEASON].u : 0, &r.ck.window);
-        sf_score_opts so = {.pack = r.pack, .plan = r.plan, .cols = &r.cols, .target_mean = r.ck.target_mean,
-                            .series = r.segments ? r.segments : in->series,
-                            .nseries = r.segments ? r.nsegments : in->nseries, .season = &season, .batch = batch,
+        sf_score_opts so = {.pack = r.d.pack, .plan = r.d.plan, .cols = &r.d.cols, .target_mean = r.ck.target_mean,
+                            .series = r.d.segments ? r.d.segments : in->series,
+                            .nseries = r.d.segments ? r.d.nsegments : in->nseries, .season = &season, .batch = batch,
                             .predict = replica_predict, .arg = &r};
         rc = sf_score_run(&s, &so, &e);
     }

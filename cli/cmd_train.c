@@ -24,7 +24,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
     {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CHECKPOINT_DIR},
-    {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_LOG_EVERY}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT},
+    {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_LOG_EVERY}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT}, {.opt = OPT_TENSORBOARD},
     {.opt = OPT_COLLECTIVE_TIMEOUT}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command train_command = {
@@ -94,8 +94,8 @@ static void normal_list(const char *list, char *out, size_t cap) {
 // The checkpoint a resumed run took its precision from ("": given, or none
 // kept), for the error when this machine cannot compute in it.
 static char precision_from[4200];
-// A resumed run's log, from the checkpoint's directory.
-static char log_path[8400];
+// A resumed run's log and --tensorboard DIR, from the checkpoint's directory.
+static char log_path[8400], tensorboard_path[8400];
 
 // A flag that contradicts the checkpoint: the exit code, else 0.
 static int differs(cli_opt opt, const char *given, const char *theirs, const char *path) {
@@ -256,13 +256,21 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
                                    "FILE.sfpack names where it is now)", path, ck->data, said[0], said[1]);
         }
     }
-    // The log goes on where it was written, whatever the directory the
-    // resume starts in (checkpoints from before it was kept: none).
+    // The log goes on where it was written, and so do TensorBoard's events,
+    // whatever the directory the resume starts in (checkpoints from before
+    // either was kept: none).
     if (!v[OPT_LOG].set && ck->log[0]) {
         o->log = ck->log;
         if (ck->log[0] != '/' && strcmp(ck->log, "-") && ck->log_from_dir[0] &&
             snprintf(log_path, sizeof log_path, "%s/%s", o->checkpoint_dir, ck->log_from_dir) < (int)sizeof log_path)
             o->log = log_path;
+    }
+    if (!v[OPT_TENSORBOARD].set && ck->tensorboard[0]) {
+        o->tensorboard = ck->tensorboard;
+        if (ck->tensorboard[0] != '/' && ck->tensorboard_from_dir[0] &&
+            snprintf(tensorboard_path, sizeof tensorboard_path, "%s/%s", o->checkpoint_dir,
+                     ck->tensorboard_from_dir) < (int)sizeof tensorboard_path)
+            o->tensorboard = tensorboard_path;
     }
     // Precision too (a checkpoint from before it was kept: as given, or the default).
     // tf32 is a way to compute with fp32 weights: a run goes from one to the

@@ -202,6 +202,11 @@ static const option options[OPT_COUNT] = {
     [OPT_REPORT] = {"report", 0, "FILE", K_TEXT, .group = RUN,
                     .help = "one self-contained HTML page: step time by phase over the run, stage utilisation, "
                             "the diagnosis, the settings"},
+    [OPT_TENSORBOARD] = {"tensorboard", 0, "DIR", K_TEXT, .group = RUN,
+                         .help = "TensorBoard event files of the --log rows, as Keras' TensorBoard callback writes "
+                                 "them: DIR/train (batch_* scalars every logged step, epoch_* every epoch: loss, "
+                                 "learning_rate, samples_per_s, input_wait) and DIR/validation (epoch_loss), the runs "
+                                 "TensorBoard shows given DIR (docs/TRAINING.md)"},
     [OPT_COLLECTIVE_TIMEOUT] = {"collective-timeout", 0, "S", K_REAL, .rlo = 1, .rhi = 1e7, .group = RUN,
                                 .help = "under a launcher: a rank that waits S seconds for the others (one died "
                                         "or hangs) ends the job"},
@@ -436,6 +441,16 @@ static int check_files(const cli_command *c, const cli_args *a) {
         }
         seen[nseen].name = name, seen[nseen++].path = v->text;
     }
+    // --tensorboard DIR is a directory train creates, or adds files to.
+    const char *tb = a->v[OPT_TENSORBOARD].set ? a->v[OPT_TENSORBOARD].text : NULL;
+    struct stat st;
+    if (tb && stat(tb, &st) == 0 && !S_ISDIR(st.st_mode))
+        return cli_usage_error(c->name, "--tensorboard %s is not a directory: expected a directory for TensorBoard's "
+                               "event files (created when missing)", tb);
+    for (size_t i = 0; tb && i < nseen; i++)
+        if (seen[i].path && !strcmp(seen[i].path, tb))
+            return cli_usage_error(c->name, "--tensorboard %s is the same path as --%s %s: one would destroy the "
+                                   "other; write to another directory", tb, seen[i].name, seen[i].path);
     return 0;
 }
 
@@ -664,6 +679,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_LOG].set) o->log = v[OPT_LOG].text;
     if (v[OPT_TRACE].set) o->trace = v[OPT_TRACE].text;
     if (v[OPT_REPORT].set) o->report = v[OPT_REPORT].text;
+    if (v[OPT_TENSORBOARD].set) o->tensorboard = v[OPT_TENSORBOARD].text;
     if (v[OPT_SEASON].set) o->season = (uint32_t)v[OPT_SEASON].u;
     if (v[OPT_QUIET].set) o->progress = false;
 }

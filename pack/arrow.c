@@ -7,7 +7,12 @@
 // producer's), the slice, a 64 KiB batch, the writer's chunks, and one entry
 // per series id and category value; each batch is released once read. Rows
 // of series that interleave are regrouped as pack/csv.c regroups them, within
-// memory_budget (regroup_start, pack/regroup.c).
+// memory_budget (regroup_start, pack/regroup.c). With sources (a Parquet
+// directory's files, one after the other in the stream) a row's line is its
+// origin, its file and its row there, as a CSV row of several files keeps
+// it. Before anything is written, the first batch is searched for numeric
+// series ids taken for one series (series_hint.c), as pack/csv.c searches
+// its first buffer.
 #include <errno.h>
 #include <float.h>
 #include <inttypes.h>
@@ -41,6 +46,7 @@ enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME, ROLE_CATEGORY };
 // code is its index), as pack/csv.c keeps them.
 typedef struct {
     char **values;
+    uint32_t *lens;  // each value's bytes: a probe compares them before the bytes
     uint32_t n;
     size_t bytes, quotes;  // the name and values as a checkpoint lists them (sf_list_item_bytes)
     uint32_t slots[2 * SF_PACK_MAX_CATEGORY];  // value index + 1; 0: empty
@@ -100,6 +106,12 @@ typedef struct {
     char key_buf[32];  // an integer id as text
 
     uint64_t rows;  // rows of the stream before the batch being read
+    // Sources: the stream row each starts at (nsources + 1 of them, the last
+    // the stream's end), the one being read, and stems for series_per_file.
+    sf_sources *src;
+    uint64_t *src_start;
+    uint32_t src_at;
+    uint64_t src_end;  // the stream row where src_at's rows end (0: none read yet)
     uint64_t truncated, truncated_row, repeat_row;
     sf_pack_writer *w;
     sf_arrow_pack_stats st;
@@ -125,15 +137,57 @@ __attribute__((format(printf, 3, 4))) static int fail(arrow *a, int code, const 
     return sf_err_set(a->e, code, "%s: %s", a->name, msg);
 }
 
-// fail's SF_EFORMAT, the message after the stream row it is about.
+// The source that stream row `row` (one of the stream's) is in: the last
+// whose first row is at or before it (a file without rows starts where
+// the next one does).
+static uint32_t source_of(const arrow *a, uint64_t row) {
+    uint32_t lo = 0, hi = a->o->nsources;  // src_start[lo] <= row < src_start[hi]
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a->src_start[mid] <= row) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
+// Where stream row `row` is, as a message says it: "row N" (of the
+// stream), or with sources "row N of FILE".
+static const char *row_text(const arrow *a, uint64_t row, char *buf, size_t cap) {
+    if (!a->src_start) {
+        snprintf(buf, cap, "row %" PRIu64, row + 1);
+    } else {
+        uint32_t s = source_of(a, row);
+        snprintf(buf, cap, "row %" PRIu64 " of %s", row - a->src_start[s] + 1, a->o->sources[s]);
+    }
+    return buf;
+}
+
+// fail's SF_EFORMAT, the message after the row it is about: "NAME: row N:"
+// for the stream's row N, "FILE: row N:" for a source's.
 __attribute__((format(printf, 3, 4))) static int fail_row(arrow *a, uint64_t row, const char *fmt, ...) {
-    char msg[932];
-    int k = snprintf(msg, sizeof msg, "row %" PRIu64 ": ", row + 1);
+    char msg[900];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg + k, 900, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return fail(a, SF_EFORMAT, "%s", msg);
+    if (!a->src_start) return fail(a, SF_EFORMAT, "row %" PRIu64 ": %s", row + 1, msg);
+    uint32_t s = source_of(a, row);
+    return sf_err_set(a->e, SF_EFORMAT, "%.120s: row %" PRIu64 ": %s", a->o->sources[s], row - a->src_start[s] + 1,
+                      msg);
+}
+
+// A row's line as the writer keeps it: its index in the stream, 1-based, or
+// with sources its origin, the file being read (src_at) and its row there.
+static int64_t line_of(const arrow *a, uint64_t row) {
+    if (!a->src_start) return (int64_t)row + 1;
+    return sf_origin_make(a->src_at, row - a->src_start[a->src_at] + 1);
+}
+
+// The stream row of a line line_of gave.
+static uint64_t row_of_line(const arrow *a, int64_t line) {
+    if (!a->src_start) return (uint64_t)line - 1;
+    uint32_t s = (uint32_t)((uint64_t)line >> SF_ORIGIN_LINE_BITS);
+    return a->src_start[s] + ((uint64_t)line & SF_MAX_SOURCE_LINE) - 1;
 }
 
 // ---- the schema ----
@@ -297,7 +351,7 @@ static int read_schema(arrow *a) {
     }
     const sf_arrow_pack_opts *o = a->o;
     a->series_col = a->time_col = UINT32_MAX;
-    if (o->series_column) {
+    if (o->series_column && o->series_column[0]) {  // "": one series on purpose
         int f = find_name(a, o->series_column);
         if (f < 0) return not_a_column(a, "--series-column", o->series_column);
         column *c = &a->cols[f];
@@ -506,8 +560,8 @@ static int category_code(arrow *a, column *c, uint64_t row, const char *s, size_
     for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
     uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)h & mask;
     for (; g->slots[j]; j = (j + 1) & mask) {
-        const char *v = g->values[g->slots[j] - 1];
-        if (strlen(v) == n && !memcmp(v, s, n)) {
+        uint32_t i = g->slots[j] - 1;
+        if (g->lens[i] == n && !memcmp(g->values[i], s, n)) {
             *code = g->slots[j] - 1;
             return 0;
         }
@@ -529,10 +583,15 @@ static int category_code(arrow *a, column *c, uint64_t row, const char *s, size_
                         "keeps for them (hint: fewer or shorter distinct values, or leave the column out with "
                         "--drop-columns)", c->name, list, g->n + 1, SF_PACK_MAX_CATEGORY_LIST);
     g->bytes += bytes, g->quotes += quotes;
-    char **v = g->n % 64 ? g->values : realloc(g->values, (g->n + 64) * sizeof *v);
-    if (!v) return fail(a, SF_ENOMEM, "out of memory");
-    g->values = v;
-    if (!(v[g->n] = strndup(s, n))) return fail(a, SF_ENOMEM, "out of memory");
+    if (g->n % 64 == 0) {
+        char **v = realloc(g->values, (g->n + 64) * sizeof *v);
+        if (v) g->values = v;
+        uint32_t *lens = v ? realloc(g->lens, (g->n + 64) * sizeof *lens) : NULL;
+        if (!lens) return fail(a, SF_ENOMEM, "out of memory");
+        g->lens = lens;
+    }
+    if (!(g->values[g->n] = strndup(s, n))) return fail(a, SF_ENOMEM, "out of memory");
+    g->lens[g->n] = (uint32_t)n;
     g->slots[j] = ++g->n;
     *code = g->n - 1;
     return 0;
@@ -714,12 +773,13 @@ static int write_categories(void *arg, sf_pack_writer *w, sf_err *e) {
 // rows grouped by series never pay for regrouping.
 static int regroup_start(arrow *a, const char *key, size_t n, const sf_series_id *back, uint64_t row) {
     if (!sf_pack_writer_temp_path(a->w)) {
-        char x[96], y[96];
-        return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at row %" PRIu64
-                        " (it was first seen at row %" PRIu64 "): pack regroups the rows of series that interleave "
+        char x[96], y[96], at[160], first[160];
+        return fail_row(a, row, "series \"%s\" (column \"%s\") reappears after series \"%s\" started at %s (it was "
+                        "first seen at %s): pack regroups the rows of series that interleave "
                         "through temporary files beside its output, so it needs a file path for the .sfpack, not "
                         "stdout or a device", sf_show(key, n, x, sizeof x), a->cols[a->series_col].name,
-                        sf_show(a->cur_key, a->cur_len, y, sizeof y), a->cur_row + 1, back->first + 1);
+                        sf_show(a->cur_key, a->cur_len, y, sizeof y), row_text(a, a->cur_row, at, sizeof at),
+                        row_text(a, back->first, first, sizeof first));
     }
     int rc = flush_batch(a);
     if (!rc) rc = sf_regroup_open(&a->rg, a->out, a->nkeep, a->time_col != UINT32_MAX, a->budget, a->e);
@@ -758,9 +818,10 @@ static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
 // value filled (--missing ffill), a time that goes back refused, a repeated
 // one noted. One implementation for both paths: a row as it is read (the
 // rows of series contiguous) and a row regrouped after the whole stream was
-// read. row: its index in the stream; imputed: the flags a regrouped row
-// already carries (one packed before a series came back), or NULL.
-static int series_row(arrow *a, int64_t t, uint64_t row, const uint8_t *imputed) {
+// read. row: its index in the stream; line: what the writer keeps
+// (line_of); imputed: the flags a regrouped row already carries (one packed
+// before a series came back), or NULL.
+static int series_row(arrow *a, int64_t t, uint64_t row, int64_t line, const uint8_t *imputed) {
     float *out = a->batch + a->nbatch * a->nkeep;
     uint8_t *imp = a->batch_imp ? a->batch_imp + a->nbatch * a->nkeep : NULL;
     if (imp && imputed) memcpy(imp, imputed, a->nkeep);
@@ -777,18 +838,19 @@ static int series_row(arrow *a, int64_t t, uint64_t row, const uint8_t *imputed)
     }
     if (a->time_col != UINT32_MAX) {
         if (a->have_last && t < a->prev_time) {
-            char now[48], before[48];
+            char now[48], before[48], at[160];
             sf_time_format(now, sizeof now, t, 0);
             sf_time_format(before, sizeof before, a->prev_time, 0);
-            return fail_row(a, row, "time %s is before %s (row %" PRIu64 "), the row before it in this series; times "
-                            "must not go back within a series (sort the rows by time%s)", now, before,
-                            a->prev_time_row + 1, a->series_col != UINT32_MAX ? " within each series" : "");
+            return fail_row(a, row, "time %s is before %s (%s), the row before it in this series; times must not go "
+                            "back within a series (sort the rows by time%s)", now, before,
+                            row_text(a, a->prev_time_row, at, sizeof at),
+                            a->series_col != UINT32_MAX ? " within each series" : "");
         }
         if (a->have_last && t == a->prev_time && !a->repeat_row) a->repeat_row = row + 1;
         a->batch_time[a->nbatch] = a->prev_time = t;
         a->prev_time_row = row;
     }
-    a->batch_line[a->nbatch] = (int64_t)row + 1;  // the row's index in the stream, 1-based
+    a->batch_line[a->nbatch] = line;
     if (!a->have_last) a->st.nseries++;
     a->have_last = true;
     memcpy(a->last, out, a->nkeep * sizeof *out);
@@ -837,8 +899,8 @@ static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *s
         }
     }
     int64_t t = timed ? a->times[r] : 0;
-    if (a->rg) return sf_regroup_add(a->rg, a->cur_index, out, t, (int64_t)row + 1, a->e);
-    return series_row(a, t, row, NULL);
+    if (a->rg) return sf_regroup_add(a->rg, a->cur_index, out, t, line_of(a, row), a->e);
+    return series_row(a, t, row, line_of(a, row), NULL);
 }
 
 // One regrouped row (sf_regroup_emit), in series order: a new series opens
@@ -855,7 +917,7 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
         a->have_last = false;
     }
     memcpy(a->batch + a->nbatch * a->nkeep, values, a->nkeep * sizeof(float));
-    return series_row(a, time, (uint64_t)line - 1, imputed);
+    return series_row(a, time, row_of_line(a, line), line, imputed);
 }
 
 // After the last row: the held rows merged series by series into the
@@ -876,7 +938,9 @@ static int regroup_finish(arrow *a) {
     return rc;
 }
 
-static int take_batch(arrow *a, const struct ArrowArray *b) {
+// A batch against the schema (every read column's array: check_array),
+// and its dictionaries' lookup tables made.
+static int check_batch(arrow *a, const struct ArrowArray *b) {
     if (b->length < 0 || b->offset < 0 || b->length > INT64_MAX - b->offset)
         return fail(a, SF_EFORMAT, "batch %" PRIu64 " has length %" PRId64 " and offset %" PRId64 "; expected 0 or "
                     "more", a->st.batches + 1, b->length, b->offset);
@@ -902,6 +966,26 @@ static int take_batch(arrow *a, const struct ArrowArray *b) {
                 return fail(a, SF_ENOMEM, "out of memory for a dictionary of %" PRId64 " values", n);
         }
     }
+    if (a->src_start && (uint64_t)b->length > a->src_start[a->o->nsources] - a->rows)
+        return fail(a, SF_EFORMAT, "batch %" PRIu64 " ends at row %" PRIu64 " of the stream, past the %" PRIu64 " rows "
+                    "its %u file(s) hold (a file changed while it was read?)", a->st.batches + 1,
+                    a->rows + (uint64_t)b->length, a->src_start[a->o->nsources], a->o->nsources);
+    return 0;
+}
+
+// Stream row `row` is past the source being read: the source it starts,
+// the next one that has rows; with series_per_file, its series.
+static int next_source(arrow *a, uint64_t row) {
+    while (a->src_start[a->src_at + 1] <= row) a->src_at++;  // check_batch: row is before the last source's end
+    a->src_end = a->src_start[a->src_at + 1];
+    if (!a->o->series_per_file) return 0;
+    const char *stem = sf_sources_stem(a->src, a->src_at);
+    return start_series(a, stem, strlen(stem), row);
+}
+
+static int take_batch(arrow *a, const struct ArrowArray *b) {
+    int rc = check_batch(a, b);
+    if (rc) return rc;
     const struct ArrowArray *sx = a->series_col == UINT32_MAX ? NULL : b->children[a->series_col];
     for (int64_t done = 0; done < b->length;) {
         size_t m = (size_t)(b->length - done) < a->slice_rows ? (size_t)(b->length - done) : a->slice_rows;
@@ -909,18 +993,18 @@ static int take_batch(arrow *a, const struct ArrowArray *b) {
         for (uint32_t k = 0; k < a->nkeep; k++) {
             column *c = &a->cols[a->keep_col[k]];
             const struct ArrowArray *x = b->children[a->keep_col[k]];
-            int rc = convert_column(a, c, x, x->offset + b->offset + done, m, row0, a->vals + k * a->slice_rows,
-                                    a->miss + k * a->slice_rows);
+            rc = convert_column(a, c, x, x->offset + b->offset + done, m, row0, a->vals + k * a->slice_rows,
+                                a->miss + k * a->slice_rows);
             if (rc) return rc;
         }
         if (a->time_col != UINT32_MAX) {
             const struct ArrowArray *x = b->children[a->time_col];
-            int rc = convert_times(a, &a->cols[a->time_col], x, x->offset + b->offset + done, m, row0, a->times, a->tmiss);
+            rc = convert_times(a, &a->cols[a->time_col], x, x->offset + b->offset + done, m, row0, a->times, a->tmiss);
             if (rc) return rc;
         }
         for (size_t r = 0; r < m; r++) {
-            int rc = take_row(a, r, row0 + r, sx, sx ? sx->offset + b->offset + done + (int64_t)r : 0);
-            if (rc) return rc;
+            if (row0 + r >= a->src_end && a->src_start && (rc = next_source(a, row0 + r))) return rc;
+            if ((rc = take_row(a, r, row0 + r, sx, sx ? sx->offset + b->offset + done + (int64_t)r : 0))) return rc;
         }
         done += (int64_t)m;
     }
@@ -939,13 +1023,14 @@ static int stream_error(arrow *a, const char *call, int code) {
 // What the user should know about the file just written (sf_arrow_pack_opts.note).
 static void notes(arrow *a) {
     if (!a->o->note) return;
-    char msg[1024];
+    char msg[1024], at[160];
     for (uint32_t k = 0; k < a->nkeep; k++) {
         const column *c = &a->cols[a->keep_col[k]];
         if (!c->changed) continue;
         snprintf(msg, sizeof msg, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 (2^24), "
-                 "and packing changed %" PRIu64 " of its values, by up to %.17g (row %" PRIu64 ": %s is stored as "
-                 "%.0f)", c->name, c->changed, c->max_change, c->first_row + 1, c->first, (double)c->first_stored);
+                 "and packing changed %" PRIu64 " of its values, by up to %.17g (%s: %s is stored as %.0f)", c->name,
+                 c->changed, c->max_change, row_text(a, c->first_row, at, sizeof at), c->first,
+                 (double)c->first_stored);
         a->o->note(a->o->arg, msg);
     }
     if (a->st.regrouped) {
@@ -953,15 +1038,15 @@ static void notes(arrow *a) {
         a->o->note(a->o->arg, msg);
     }
     if (a->repeat_row) {
-        snprintf(msg, sizeof msg, "warning: at row %" PRIu64 " the time repeats within a series (the row before it has "
-                 "the same time): duplicate rows, or the rows of several series without a series column "
-                 "(--series-column)?", a->repeat_row);
+        snprintf(msg, sizeof msg, "warning: at %s the time repeats within a series (the row before it has the same "
+                 "time): duplicate rows, or the rows of several series without a series column (--series-column)?",
+                 row_text(a, a->repeat_row - 1, at, sizeof at));
         a->o->note(a->o->arg, msg);
     }
     if (a->truncated) {
         snprintf(msg, sizeof msg, "note: %" PRIu64 " time(s) in the time column \"%s\" had digits below a microsecond "
-                 "(the first at row %" PRIu64 "): seqfeed keeps times to the microsecond and dropped them",
-                 a->truncated, a->cols[a->time_col].name, a->truncated_row + 1);
+                 "(the first at %s): seqfeed keeps times to the microsecond and dropped them",
+                 a->truncated, a->cols[a->time_col].name, row_text(a, a->truncated_row, at, sizeof at));
         a->o->note(a->o->arg, msg);
     }
 }
@@ -992,7 +1077,8 @@ static int start_writer(arrow *a) {
     wo.series_column = a->series_col == UINT32_MAX ? NULL : a->cols[a->series_col].name;
     wo.time_column = a->time_col == UINT32_MAX ? NULL : a->cols[a->time_col].name;
     wo.time_kind = a->time_col == UINT32_MAX ? SF_TIME_NONE : SF_TIME_ISO;  // microseconds, written back as ISO-8601
-    wo.lines = true;  // each row's index in the stream: what predict joins back by
+    wo.lines = true;  // each row's index in the stream, or its origin: what predict joins back by
+    if (a->src_start) wo.sources = a->o->sources, wo.nsources = a->o->nsources;
     wo.imputed = ffill;
     wo.categorical = cat_cols, wo.ncategorical = a->ncat;
     a->wo = wo;
@@ -1005,22 +1091,164 @@ static int start_writer(arrow *a) {
     return open_writer(a);
 }
 
+// o's sources: their stems and names checked (pack/sources.c), and the
+// stream row each starts at.
+static int open_sources(arrow *a) {
+    const sf_arrow_pack_opts *o = a->o;
+    if (o->series_per_file && o->series_column)
+        return fail(a, SF_EUSAGE, "--series-per-file and --series-column exclude each other: a series is a file, or "
+                    "the rows of one value of the column");
+    if (o->series_per_file && !o->nsources)
+        return fail(a, SF_EINVAL, "--series-per-file needs the files the stream's rows come from");
+    if (!o->nsources) return 0;
+    if (!o->sources || !o->source_rows) return fail(a, SF_EINVAL, "%u sources without their names or rows", o->nsources);
+    int rc = sf_sources_open(&a->src, o->sources, o->nsources, o->series_per_file, a->e);
+    if (rc) return rc;
+    if (!(a->src_start = malloc(((size_t)o->nsources + 1) * sizeof *a->src_start)))
+        return fail(a, SF_ENOMEM, "out of memory");
+    a->src_start[0] = 0;
+    for (uint32_t i = 0; i < o->nsources; i++) {
+        if (o->source_rows[i] > SF_MAX_SOURCE_LINE)
+            return sf_err_set(a->e, SF_EUSAGE, "%.120s: %" PRIu64 " rows: packed with other files, a file's rows are "
+                              "numbered in 40 bits (split it)", o->sources[i], o->source_rows[i]);
+        a->src_start[i + 1] = a->src_start[i] + o->source_rows[i];  // below 2^63: 2^23 sources of 2^40 rows
+    }
+    return 0;
+}
+
+// A column name as one shell word: as it is, or in single quotes.
+static const char *shell_word(const char *s, char *buf, size_t cap) {
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/+:@%") == strlen(s))
+        return s;
+    size_t k = 0;
+    if (cap < 8) return "";
+    buf[k++] = '\'';
+    for (; *s && k + 6 < cap; s++) {
+        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
+        else buf[k++] = *s;
+    }
+    buf[k++] = '\'';
+    buf[k] = 0;
+    return buf;
+}
+
+// What sf_series_hint found in the first batch, said: an error for the
+// time going back (packing would stop there anyway), else a note the caller
+// gets with the others.
+static int series_hint_say(arrow *a, const sf_hint *h, int64_t *const *cols, const int64_t *times, uint64_t n) {
+    const char *id = a->col_names[h->id];
+    long long from = cols[h->id][h->row - 1], to = cols[h->id][h->row];
+    char msg[880], word[160], at[160];
+    size_t len = 0;
+    const char *w = shell_word(id, word, sizeof word);
+    if (h->kind == SF_HINT_TIME_BACK) {
+        char now[48], before[48];
+        const column *c = &a->cols[a->time_col];
+        unsigned parts = c->kind == K_TS ? SF_TIME_CLOCK | SF_TIME_SECONDS | (c->tz ? SF_TIME_ZONE : 0) : 0;
+        sf_time_format(now, sizeof now, times[h->row], parts);
+        sf_time_format(before, sizeof before, times[h->row - 1], parts);
+        len = (size_t)snprintf(msg, sizeof msg, "time %s goes back from %s (%s) where column \"%s\" changes from %lld "
+                               "to %lld, and nowhere else in the first %" PRIu64 " rows: \"%s\" looks like the id of "
+                               "series (%u values, each in one run of rows), which without --series-column are packed "
+                               "as one series, whose times must not go back. If the rows are one series, "
+                               "--series-column none says so, and they pack only without the time column "
+                               "(--time-column none).", now, before, row_text(a, h->row - 1, at, sizeof at), id,
+                               from, to, n, id, h->nvalues);
+    } else {
+        len = (size_t)snprintf(msg, sizeof msg, "warning: column \"%s\" looks like the id of series: its %u values "
+                               "each come in one run of rows, and column \"%s\" restarts where it changes (%s: %lld "
+                               "then %lld), in the first %" PRIu64 " rows; without --series-column they are packed as "
+                               "one series, the id a feature. If they are one series, --series-column none says so.",
+                               id, h->nvalues, a->col_names[h->counter], row_text(a, h->row, at, sizeof at),
+                               (long long)cols[h->counter][h->row - 1], (long long)cols[h->counter][h->row], n);
+    }
+    if (len < sizeof msg)
+        snprintf(msg + len, sizeof msg - len, " If \"%s\" is the series id, pack it with --series-column %s%s.", id, w,
+                 a->o->columns ? " (and --columns without it)" : "");
+    if (h->kind == SF_HINT_TIME_BACK) return fail_row(a, h->row, "%s", msg);
+    if (a->o->note) a->o->note(a->o->arg, msg);
+    return 0;
+}
+
+#define HINT_CELLS (1u << 20)  // integers the hint may hold: 8 MiB, as pack/csv.c's
+
+// Numeric series ids taken for one series (series_hint.c), decided from
+// the first batch (b, NULL: the stream has none) before anything is
+// written, as pack/csv.c decides from its first buffer: the time going back
+// is refused now with the option that makes the column the series id, a
+// counter restarting (no time column) is a note. Integer columns with a
+// null in those rows are not ids.
+static int series_hint(arrow *a, const struct ArrowArray *b) {
+    if (!b || a->o->series_column || a->o->series_per_file) return 0;
+    bool timed = a->time_col != UINT32_MAX;
+    uint32_t alive = 0;
+    for (uint32_t k = 0; k < a->nkeep; k++) alive += a->cols[a->keep_col[k]].role == ROLE_KEEP && is_int(&a->cols[a->keep_col[k]]);
+    if (alive < (timed ? 1u : 2u)) return 0;
+    int rc = check_batch(a, b);
+    if (rc) return rc;
+    uint64_t n = (uint64_t)b->length < HINT_CELLS / alive ? (uint64_t)b->length : HINT_CELLS / alive;
+    if (n < 2 * SF_HINT_MIN_RUN) return 0;
+    int64_t *cells = malloc(n * alive * sizeof *cells), *times = timed ? malloc(n * sizeof *times) : NULL;
+    uint8_t *tmiss = timed ? malloc(n) : NULL;
+    int64_t **cols = calloc(a->nkeep, sizeof *cols);
+    if (!cells || !cols || (timed && (!times || !tmiss))) {
+        rc = fail(a, SF_ENOMEM, "out of memory");
+        goto done;
+    }
+    for (uint32_t k = 0, i = 0; k < a->nkeep; k++) {
+        const column *c = &a->cols[a->keep_col[k]];
+        if (c->role != ROLE_KEEP || !is_int(c)) continue;
+        const struct ArrowArray *x = b->children[a->keep_col[k]];
+        int64_t *v = cols[k] = cells + (size_t)i++ * n;
+        for (uint64_t r = 0; r < n && cols[k]; r++) {
+            int64_t at = x->offset + b->offset + (int64_t)r;
+            if (!valid_at(x, at)) cols[k] = NULL;
+            else v[r] = index_at(c->kind, x->buffers[1], at);
+        }
+    }
+    if (timed) {
+        // Read again by take_batch, which counts the nanoseconds cut and says what is wrong with a time.
+        uint64_t truncated = a->truncated, truncated_row = a->truncated_row;
+        const struct ArrowArray *x = b->children[a->time_col];
+        rc = convert_times(a, &a->cols[a->time_col], x, x->offset + b->offset, (size_t)n, a->rows, times, tmiss);
+        a->truncated = truncated, a->truncated_row = truncated_row;
+        if (rc) goto done;
+        for (uint64_t r = 0; r < n; r++)
+            if (tmiss[r]) n = r;  // the rows before the first without a time
+    }
+    sf_hint h;
+    sf_hint_rows hr = {.nrows = n, .ncols = a->nkeep, .ints = (const int64_t *const *)cols, .time = times};
+    if (sf_series_hint(&hr, &h) != SF_HINT_NONE) rc = series_hint_say(a, &h, cols, times, n);
+done:
+    free(cells), free(times), free(tmiss), free(cols);
+    return rc;
+}
+
 static int convert(arrow *a) {
     if (!a->s.get_schema || !a->s.get_next)
         return fail(a, SF_EINVAL, "the stream has no get_schema or get_next callback");
     int rc = a->s.get_schema(&a->s, &a->schema);
     if (rc) return stream_error(a, "get_schema", rc);
     if (!a->schema.release) return fail(a, SF_EFORMAT, "the stream's get_schema gave a released schema");
-    if ((rc = read_schema(a)) || (rc = start_writer(a))) return rc;
-    for (;;) {
+    if ((rc = read_schema(a)) || (rc = open_sources(a))) return rc;
+    uint64_t total = a->src_start ? a->src_start[a->o->nsources] : 0;
+    for (bool first = true;; first = false) {
         struct ArrowArray b = {0};
         if ((rc = a->s.get_next(&a->s, &b))) return stream_error(a, "get_next", rc);
-        if (!b.release) break;  // the end of the stream
-        rc = take_batch(a, &b);
+        if (first && !(rc = series_hint(a, b.release ? &b : NULL))) rc = start_writer(a);
+        if (!b.release) {  // the end of the stream
+            if (rc) return rc;
+            break;
+        }
+        if (!rc) rc = take_batch(a, &b);
         b.release(&b);
         if (rc) return rc;
         a->st.batches++;
+        if (a->o->progress) a->o->progress(a->o->arg, a->rows, total);
     }
+    if (a->src_start && a->rows != total)
+        return fail(a, SF_EFORMAT, "the stream ended after %" PRIu64 " rows; its %u file(s) hold %" PRIu64 " (a file "
+                    "changed while it was read?)", a->rows, a->o->nsources, total);
     if ((rc = flush_batch(a))) return rc;
     if (a->rg && (rc = regroup_finish(a))) return rc;
     if (a->rows == 0) return fail(a, SF_EFORMAT, "the stream has a schema but no rows");
@@ -1050,9 +1278,11 @@ int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arr
     for (uint32_t f = 0; a.cols && f < a.ncols; f++) free(a.cols[f].dict_code);
     for (uint32_t k = 0; k < a.ncat && a.cats; k++) {
         for (uint32_t i = 0; i < a.cats[k].n; i++) free(a.cats[k].values[i]);
-        free(a.cats[k].values);
+        free(a.cats[k].values), free(a.cats[k].lens);
     }
     sf_series_ids_free(&a.seen);
+    sf_sources_free(a.src);
+    free(a.src_start);
     sf_regroup_free(a.rg);
     free(a.by_index), free(a.cat_cols);
     free(a.cats), free(a.cols), free(a.col_names), free(a.keep_col);

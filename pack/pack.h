@@ -427,6 +427,23 @@ typedef struct {
     // each series' rows in stream order, the series in order of first
     // appearance. 0: 64 MB.
     uint64_t memory_budget;
+    // The files the stream's rows come from (a Parquet directory's), in
+    // the order read: the first source_rows[0] rows are sources[0]'s, the
+    // next source_rows[1] sources[1]'s, and so on (a file may have none);
+    // the stream must hold exactly their sum. Each row then keeps its origin,
+    // sf_origin_make(its file, its row there counted from 1), and the packed
+    // file lists the names (docs/FORMAT.md, "Sources"); errors name the file
+    // and its row. nsources 0: rows keep their index in the stream.
+    const char *const *sources;
+    const uint64_t *source_rows;
+    uint32_t nsources;
+    // Each source its own series, named after its file without directory
+    // and extension, as sf_csv_pack_opts's (needs sources; excludes
+    // series_column).
+    bool series_per_file;
+    // Called after each record batch (with arg) with the rows read and the
+    // sources' rows in all (0 without sources); may be NULL.
+    void (*progress)(void *arg, uint64_t rows, uint64_t total);
 } sf_arrow_pack_opts;
 
 typedef struct {
@@ -440,7 +457,11 @@ typedef struct {
 // already, as the Arrow PyCapsule protocol expects), and released, with the
 // schema and every batch, whatever the outcome. Each row keeps its index in
 // the stream, 1-based (all rows counted, dropped ones too), as the line a
-// CSV row keeps: predict --with-actual writes it. Errors name the source,
+// CSV row keeps, or with sources its file and its row there: predict
+// --with-actual writes it. series_column NULL: one series, unless the first
+// batch shows a column of integer series ids (series_hint.c: refused where
+// the time goes back there, else a note); "": one series on purpose, not
+// looked at. Errors name the source,
 // the row and the column; a malformed stream (a format string, a child count
 // or a buffer that does not match its schema) is SF_EFORMAT saying what.
 int sf_arrow_pack(struct ArrowArrayStream *stream, const char *out, const sf_arrow_pack_opts *o,

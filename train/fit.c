@@ -63,6 +63,7 @@ typedef struct {
     double wall_t0, seconds0;  // this process's start, and the run's wall before it (a resume's)
     sf_history history;
     bool log_five;         // the log an older seqfeed began: its five columns only
+    sf_tboard tb;          // --tensorboard's event files (fd -1: none)
 } fit;
 
 // The validation windows of the run (0: none, no val_loss, no evaluation).
@@ -276,7 +277,8 @@ static int log_row(fit *f, double el, double val, bool end, sf_err *e) {
     f->logged_step = f->ck.step;
     sf_history_row row = {.epoch = f->epoch + 1, .step = f->ck.step, .loss = loss, .val_loss = val, .lr = lr,
                           .seconds = seconds, .epoch_end = end};
-    return f->rank == 0 ? sf_history_add(&f->history, &row, e) : 0;
+    int rc = f->tb.fd[0] >= 0 ? sf_tboard_row(&f->tb, &row, f->samples / per, wait, e) : 0;
+    return !rc && f->rank == 0 ? sf_history_add(&f->history, &row, e) : rc;
 }
 
 // The epoch's end: validation, the progress line, the log's row, the lr's
@@ -507,6 +509,7 @@ static void fit_close(fit *f) {
     sf_run_data_close(&f->d);
     sf_history_free(&f->history);
     if (f->log) fclose(f->log);
+    sf_tboard_close(&f->tb, NULL);
     if (f->lock >= 0) close(f->lock);  // and with it the lock
     free(f->cur);
     free(f->replicas_warm);
@@ -768,6 +771,22 @@ static int open_log(fit *f, bool resumed, sf_err *e) {
     return 0;
 }
 
+// --tensorboard: rank 0's event files, from the run's next step on: a
+// resumed run's START drops what a killed one logged past its checkpoint,
+// as open_log cuts the log's rows.
+static int open_tensorboard(fit *f, const sf_run_start *start, sf_err *e) {
+    const char *dir = f->o->tensorboard;
+    if (!dir || f->rank != 0) return 0;
+    bool earlier;
+    int rc = sf_tboard_open(&f->tb, dir, start->resumed ? start->step + 1 : 0, &earlier, e);
+    if (!rc && f->o->checkpoint_dir)  // DIR exists now: its path from the checkpoint's can be known
+        sf_run_data_from_dir(f->ck.tensorboard_from_dir, sizeof f->ck.tensorboard_from_dir, dir, f->o->checkpoint_dir);
+    if (!rc && f->talk && earlier && !start->resumed)
+        fprintf(stderr, "tensorboard: %s holds another run's event files: TensorBoard shows this run in their "
+                "place (the files stay; another --tensorboard DIR shows both)\n", dir);
+    return rc;
+}
+
 // At most 4M events (128 MB, about 450 MB of JSON) whatever the run's
 // length, over all ranks, since rank 0 gathers them: later ones are counted
 // and dropped. The ranks' traces start together: an all-reduce ends on
@@ -1007,7 +1026,8 @@ int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_
 
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
     fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
-             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks), .wall_t0 = sf_now()};
+             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks), .wall_t0 = sf_now(),
+             .tb = {.fd = {-1, -1}}};
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
@@ -1065,6 +1085,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     }
     if (!rc) rc = resume_lr(&f, &start, e);
     if (!rc) rc = open_log(&f, start.resumed, e);
+    if (!rc) rc = open_tensorboard(&f, &start, e);
     if (!rc && o->log && strcmp(o->log, "-") && o->checkpoint_dir)  // the log exists now: its path can be known
         sf_run_data_from_dir(f.ck.log_from_dir, sizeof f.ck.log_from_dir, o->log, o->checkpoint_dir);
     if (!rc) rc = open_trace(&f, e);
@@ -1101,6 +1122,8 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
     if (f.log && fclose(f.log) != 0 && !rc) rc = sf_err_errno(e, SF_EIO, errno, "%s: cannot write the log", o->log);
     f.log = NULL;
+    int trc = sf_tboard_close(&f.tb, rc ? NULL : e);
+    if (!rc) rc = trc;
     fit_close(&f);
     return rc;
 }

@@ -157,4 +157,33 @@ typedef struct {
 int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *run, const sf_fit_opts *o,
                          bool talk, sf_run_start *st, sf_err *e);
 
+// ---- tensorboard.c ----
+
+// A run's TensorBoard event files (--tensorboard DIR), laid out as Keras'
+// TensorBoard callback lays them out: DIR/train and DIR/validation, a
+// TensorBoard run each, each with a new event file.
+typedef struct {
+    int fd[2];      // DIR/train's file, DIR/validation's (-1: not open)
+    char *path[2];  // their paths, for messages
+} sf_tboard;
+// Creates DIR (and its parents) and its two run directories where missing,
+// and a new event file in each (never a file that is there, never through a
+// symbolic link), named to sort after those there; each begins with its
+// file_version and a SessionLog START at step `first`, from which on
+// TensorBoard drops what earlier files of the run hold (a resumed run's
+// first step: the rows a killed run logged past its checkpoint). *earlier:
+// there were event files there already. SF_EUSAGE when DIR, or a run
+// directory in it, is not a directory.
+int sf_tboard_open(sf_tboard *t, const char *dir, uint64_t first, bool *earlier, sf_err *e);
+// A row of the log, as Keras' scalars: batch_loss, batch_learning_rate,
+// batch_samples_per_s, batch_input_wait at Adam's step count; at an epoch's
+// end also epoch_* at the epoch (from 0), and val_loss (when not NaN) as the
+// validation run's epoch_loss and evaluation_loss_vs_iterations. Written at
+// once (one write per file), and fsync'd at an epoch's end.
+int sf_tboard_row(sf_tboard *t, const sf_history_row *r, double samples_per_s, double input_wait, sf_err *e);
+// fsyncs (when e is not NULL, checked) and closes both files.
+int sf_tboard_close(sf_tboard *t, sf_err *e);
+// TFRecord's masked CRC-32C of n bytes.
+uint32_t sf_tboard_masked_crc(const void *data, size_t n);
+
 #endif

@@ -97,6 +97,9 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     if (o->log && snprintf(c->log, sizeof c->log, "%s", o->log) >= (int)sizeof c->log)
         return sf_err_set(e, SF_EUSAGE, "--log: the path is %zu bytes long, more than the %zu a checkpoint keeps",
                           strlen(o->log), sizeof c->log - 1);
+    if (o->tensorboard && snprintf(c->tensorboard, sizeof c->tensorboard, "%s", o->tensorboard) >= (int)sizeof c->tensorboard)
+        return sf_err_set(e, SF_EUSAGE, "--tensorboard: the path is %zu bytes long, more than the %zu a checkpoint keeps",
+                          strlen(o->tensorboard), sizeof c->tensorboard - 1);
     return 0;
 }
 
@@ -203,7 +206,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     // The files written by name: a rank given another --log would have it ignored without a word.
     const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
-                          o->report ? o->report : ""};
+                          o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
     // The data: its layout decides the blocks and shards, and the scaling
     // comes from the file's statistics, so another file of the same shape

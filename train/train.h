@@ -6,6 +6,7 @@
 //   fit.c        the fit loop behind `seqfeed train`: the data opened once,
 //                the pipeline, validation, checkpoints, the log
 //   history.c    the log's rows kept in memory, bounded, for the report
+//   tensorboard.c  the log's rows as TensorBoard's event files (--tensorboard)
 //   data.c       the data as the fit opens it: columns, scaling, segments,
 //                the pipeline's options (also for the Python package)
 //   resume.c     where a run starts (a checkpoint, or Keras' initialisers),
@@ -14,6 +15,8 @@
 //   report.c     the run as one HTML page
 //   schedule.c   the learning rate of each step, and plateau's reductions
 //   score.c      how good a model is: per target, against baselines
+//   predict_data.c  the windows a checkpoint predicts on a file (predict,
+//                evaluate, and the exported model's inputs in libseqfeed)
 // Functions return 0 or a negative SF_E* code with e filled, unless they say
 // otherwise; what they are given is borrowed.
 #ifndef SF_TRAIN_H
@@ -365,6 +368,8 @@ typedef struct {
     uint64_t max_steps;              // stop after this many steps in this run (0: no limit)
     const char *trace;               // a Chrome trace of the run written here (NULL: none)
     const char *report;              // an HTML report of the run written here (NULL: none)
+    const char *tensorboard;         // TensorBoard event files of the log's rows in DIR/train and
+                                     // DIR/validation, as Keras' callback writes them (NULL: none)
     uint64_t memory_budget;          // bytes for replicas and pipeline (0: no budget); the shuffle pool
                                      // shrinks to fit, and too small a budget is an error
     bool progress;                   // epoch lines on stderr (a live bar on a TTY), then the profile
@@ -464,5 +469,29 @@ typedef struct {
 } sf_fit_bench;
 // sf_fit, measured as b says (NULL: as sf_fit).
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e);
+
+// The windows a checkpoint predicts on a file (predict_data.c), as predict
+// and evaluate cut them and as libseqfeed gives them to the exported Keras
+// model: the checkpoint's columns resolved against the file (its categories'
+// inputs in its order, its time features, --target change), scaled by the
+// checkpoint's training data (data_units: not scaled at all, every scale 1
+// and offset 0, as the exported model takes them), the series cut at its
+// --max-gap, and the plan of part's windows (the checkpoint's --val-split).
+typedef struct {
+    sf_pack *pack;
+    sf_columns cols;
+    sf_plan *plan;
+    sf_series *segments;  // the series cut at --max-gap (NULL: the file's)
+    uint64_t nsegments;
+} sf_predict_data;
+// Opens data into *d (its own: sf_predict_data_close, also after a
+// failure). No window in the part is SF_EINVAL saying why; all is how the
+// caller's user asks for every window ("--split all"), the hint when a
+// part has none.
+int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
+                         bool data_units, const char *all, sf_err *e);
+void sf_predict_data_close(sf_predict_data *d);
+// The row window id predicts: its last row plus the horizon.
+uint64_t sf_predict_target_row(const sf_plan *plan, uint64_t id);
 
 #endif

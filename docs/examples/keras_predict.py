@@ -1,33 +1,22 @@
 #!/usr/bin/env python3
-"""Loads a `seqfeed export` model in Keras 3 and forecasts from raw data.
+"""Forecasts with a `seqfeed export` model in Keras 3: what `seqfeed predict` writes.
 
-usage: seqfeed export --checkpoint ck/latest.safetensors --format keras -o model.keras
-       keras_predict.py model.keras DATA.csv COLUMN... > forecasts.csv
+usage: seqfeed export --checkpoint run --format keras -o model.keras
+       keras_predict.py model.keras run DATA.sfpack > forecasts.csv
 
-DATA.csv holds the feature columns in data units (as the CSV seqfeed packed,
-or `seqfeed unpack` writes it); COLUMN... are the model's numeric inputs in
-the order `seqfeed train` printed them (a model with categorical inputs or
-time features needs those inputs built too: see `seqfeed export --help`).
-The model carries the training data's scaling, so it takes raw values and
-gives forecasts in data units. One series per file; each output row is the
-forecast for the row after the window that ends there.
+Any pack works: categories, time features, several series (windows never
+span two), several source files, a model trained with --target change.
+seqfeed.model_inputs builds the inputs with the code predict runs.
 """
 import csv
 import sys
 
 import keras
-import numpy as np
+import seqfeed
 
-model_path, data_path, columns = sys.argv[1], sys.argv[2], sys.argv[3:]
-model = keras.models.load_model(model_path)  # no custom objects
-window, inputs = model.input_shape[1], model.input_shape[2]
-if len(columns) != inputs:
-    sys.exit(f"the model takes {inputs} inputs per row; {len(columns)} columns named")
-rows = list(csv.DictReader(open(data_path, newline="")))
-x = np.array([[float(r[c]) for c in columns] for r in rows], dtype=np.float32)
-windows = np.lib.stride_tricks.sliding_window_view(x, (window, inputs))[:-1, 0]  # each but the last has a next row
-forecasts = model.predict(windows, verbose=0)
-out = csv.writer(sys.stdout)
-out.writerow(["line"] + [f"output_{j}" for j in range(forecasts.shape[1])])
-for i, f in enumerate(forecasts):
-    out.writerow([i + window + 2] + [f"{v:.7g}" for v in f])  # the predicted row's CSV line (the header is line 1)
+model_path, checkpoint, data = sys.argv[1:4]
+x, index = seqfeed.model_inputs(checkpoint, data)  # split="validation": that part's windows only
+pred = seqfeed.forecasts(keras.models.load_model(model_path).predict(x, verbose=0), index)
+out, cols = csv.writer(sys.stdout), index.columns()  # series, time, file, line, row: the row predicted
+out.writerow(list(cols) + [t + "_pred" for t in index.targets])
+out.writerows(zip(*cols.values(), *pred.T))

@@ -527,73 +527,33 @@ def _is_parquet(path):
         return False  # the CSV packer says what is wrong with it
 
 
-def _partitions(path, base):
-    """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
-    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
-    return [tuple(part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
-
-
 def parquet_reader(path):
     """A Parquet file, or a directory of them (file names sorted; the hive partitions of their folders,
     such as site=north/, as dictionary columns of text after the file's own), as a pyarrow
     RecordBatchReader of batches of 65536 rows read a row group at a time: memory stays bounded whatever
     the size of the data. Every file must have the same columns (the error names the first that differs)."""
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as papq
-    except ImportError:
-        raise ImportError("reading Parquet needs pyarrow, which is not installed: pip install pyarrow") from None
-    p = os.fsdecode(path)
-    if os.path.isdir(p):
-        # Names sorted, so that rows come in a stated order; pyarrow's ignored prefixes (. and _: _SUCCESS,
-        # .crc files) left out, also for folders.
-        files = sorted(os.path.join(root, f) for root, dirs, names in os.walk(p)
-                       if not any(part.startswith((".", "_")) for part in os.path.relpath(root, p).split(os.sep)
-                                  if part != ".")
-                       for f in names if not f.startswith((".", "_")))
-        if not files:
-            raise SeqfeedError(-4, "%s: no Parquet files in this directory" % p)
-    else:
-        files, p = [p], os.path.dirname(os.path.abspath(p))  # a file alone: no partitions
-    # Every file's columns and partitions first (their footers only): a difference is said before packing.
-    parts = [_partitions(f, p) for f in files]
-
-    def describe(s, ks):
-        return ", ".join("%s (%s)" % (n.name, n.type) for n in s) + "".join(", %s (partition)" % k for k in ks)
-
-    schema, keys = papq.read_schema(files[0]), [k for k, _ in parts[0]]
-    for f, fparts in zip(files[1:], parts[1:]):
-        other, other_keys = papq.read_schema(f), [k for k, _ in fparts]
-        if not other.equals(schema, check_metadata=False) or other_keys != keys:
-            raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
-                               (f, files[0], describe(other, other_keys), describe(schema, keys)))
-    text = pa.dictionary(pa.int32(), pa.string())
-    full = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
-
-    def batches():
-        for f, fparts in zip(files, parts):
-            values = [pa.array([v]) for _, v in fparts]  # each partition's one-value dictionary, once per file
-            # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
-            # file in memory); without it, a row group at a time.
-            with papq.ParquetFile(f, pre_buffer=False) as pf:
-                for b in pf.iter_batches(batch_size=65536):
-                    cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), v) for v in values]
-                    yield pa.RecordBatch.from_arrays(b.columns + cols, schema=full)
-
-    return pa.RecordBatchReader.from_batches(full, batches())
+    from . import parquet
+    return parquet.ParquetSource([os.fsdecode(path)]).reader()
 
 
 def pack(source, out, series_column=None, time_column=None, columns=None, drop_columns=None, categorical=None,
-         missing="error", chunk_rows=None, threads=None, memory_budget=None):
+         missing="error", chunk_rows=None, threads=None, memory_budget=None, series_per_file=False, progress=None):
     """Packs source into the .sfpack file out, as `seqfeed pack` packs a CSV, and returns what it did: a dict
     of rows, rows_dropped, values_filled, series, bytes, regrouped (whether the rows of series interleaved)
     and notes (pack's warnings and notes; the warnings also issued as Python warnings). source is any object with __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow
     Table or RecordBatchReader, a Polars DataFrame, a DuckDB result...), a pandas DataFrame (through
-    pyarrow), a Parquet file or a directory of them (parquet_reader: batch by batch), or a CSV file.
+    pyarrow), a Parquet file, a directory of them or a list of either (parquet_reader: batch by batch), or a
+    CSV file.
     Arrow columns: bool, integers and floats are values; timestamps and dates times (the first kept one is
     the time column unless time_column names another, or "" for none); string, large_string and dictionary
     columns, and integers, can be series_column or categorical. Each row keeps its index in the source,
-    1-based, as a CSV row keeps its line. The options mirror pack's: series_column (--series-column),
+    1-based, as a CSV row keeps its line; a row of Parquet files keeps its file and its row there (counted
+    from 1: a file's first row is row 1), which predict --with-actual writes as file and line. series_column
+    None looks at the first batch for a column of integer series ids (an error where the time goes back
+    where it changes, else a warning); "" says the rows are one series. series_per_file (Parquet files
+    only, --series-per-file): each file one series, named after the file without its extension. progress:
+    None, or a callable(rows, total) called after each batch with the rows read and (Parquet) the files'
+    rows in all, else 0. The options mirror pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
     (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
     chunk_rows (--chunk-rows), threads (--threads, None: one per core), memory_budget (--memory-budget, in
@@ -608,7 +568,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     opts = _PackOpts(
         columns=_names("columns", "columns", columns, "every column"),
         drop_columns=_names("drop_columns", "drop-columns", drop_columns, "none"),
-        series_column=_name("series_column", "series-column", series_column, "the rows are one series"),
+        series_column=_name("series_column", "series-column", series_column,
+                            '"" for one series; None looks for numeric ids', empty=True),
         time_column=_name("time_column", "time-column", time_column, '"" for none; None finds the first time',
                           empty=True),
         categorical=_names("categorical", "categorical", categorical, "none"),
@@ -619,14 +580,35 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         int(_real("memory_budget", "memory-budget", memory_budget, "a number of MB from 0.001 to 1e9 (None: 64)",
                     lambda v: 0.001 <= v <= 1e9) * 1e6))
     out_b = _path("out", out)
+    series_per_file = _flag("series_per_file", "series-per-file", series_per_file)
+    if progress is not None and not callable(progress):
+        raise _bad("progress", None, "None or a callable(rows, total)", progress)
     report, err = _vp(), _Err()
-    if isinstance(source, (str, bytes, os.PathLike)):
-        path = _path("source", source)
-        if not _is_parquet(path):
-            rc = _lib.sf_api_pack_csv(path, out_b, ctypes.byref(opts), ctypes.byref(report), ctypes.byref(err))
+    from . import parquet
+    paths = [source] if isinstance(source, (str, bytes, os.PathLike)) else None
+    if paths is None and isinstance(source, (list, tuple)) and source and \
+            all(isinstance(p, (str, bytes, os.PathLike)) for p in source):
+        paths = list(source)
+    if paths is not None:
+        paths = [_path("source", p) for p in paths]
+        if len(paths) == 1 and not _is_parquet(paths[0]):
+            if series_per_file:
+                raise ValueError("series_per_file (--series-per-file) is for Parquet files here (seqfeed pack "
+                                 "A.csv B.csv --series-per-file packs CSV files)")
+            rc = _lib.sf_api_pack_csv(paths[0], out_b, ctypes.byref(opts), ctypes.byref(report), ctypes.byref(err))
             return _pack_report(rc, err, report)
-        name, source = os.fsdecode(path), parquet_reader(path)
-    elif hasattr(source, "__arrow_c_stream__"):
+        for p in paths:
+            if not os.path.exists(p):
+                raise SeqfeedError(-1, "%s: cannot open (no such file or directory)" % os.fsdecode(p))
+            if not _is_parquet(p):
+                raise ValueError("%s is not a Parquet file (nor a directory): a list of sources is of Parquet files "
+                                 "(seqfeed pack A.csv B.csv packs CSV files)" % os.fsdecode(p))
+        src = parquet.ParquetSource([os.fsdecode(p) for p in paths])
+        name = ", ".join(os.fsdecode(p) for p in paths)
+        return parquet.pack(src.reader(), out_b, opts, name, src.files, src.rows, series_per_file, progress)
+    if series_per_file:
+        raise ValueError("series_per_file (--series-per-file) needs Parquet files: an Arrow stream has no files")
+    if hasattr(source, "__arrow_c_stream__"):
         name = "the %s's Arrow stream" % type(source).__name__
     elif type(source).__module__.split(".")[0] == "pandas":
         try:
@@ -637,19 +619,12 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         name, source = "the DataFrame's Arrow stream", pa.Table.from_pandas(source, preserve_index=False)
     else:
         raise TypeError("source must have __arrow_c_stream__ (the Arrow PyCapsule interface: a pyarrow Table, "
-                        "a Polars DataFrame...), be a pandas DataFrame, or a path to a CSV or Parquet file; got %s"
-                        % type(source).__name__)
-    capsule = source.__arrow_c_stream__()
-    ptr = _capsule_pointer(capsule, b"arrow_array_stream")
-    # libseqfeed moves the stream out of the capsule (its release set to NULL) and releases it; the capsule,
-    # alive until then, frees only its own memory.
-    rc = _lib.sf_api_pack_arrow(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
-                                ctypes.byref(report), ctypes.byref(err))
-    del capsule
-    return _pack_report(rc, err, report)
+                        "a Polars DataFrame...), be a pandas DataFrame, a path to a CSV or Parquet file, or a list "
+                        "of Parquet paths; got %s" % type(source).__name__)
+    return parquet.pack(source, out_b, opts, name, progress=progress)
 
 
-def _pack_report(rc, err, report):
+def _pack_report(rc, err, report, stacklevel=3):
     _check(rc, err)
     try:
         r = json.loads(ctypes.string_at(report.value).decode("utf-8"))
@@ -658,7 +633,7 @@ def _pack_report(rc, err, report):
     import warnings
     for note in r["notes"]:
         if note.startswith("warning: "):
-            warnings.warn(note[len("warning: "):], stacklevel=3)
+            warnings.warn(note[len("warning: "):], stacklevel=stacklevel)
     return r
 
 
@@ -710,5 +685,10 @@ def load_checkpoint(path):
         tensors[key] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(shape).copy()
     return tensors, meta
 
+
+# The exported Keras model's inputs and outputs (inputs.py).
+from .inputs import WindowIndex, forecasts, model_inputs  # noqa: E402
+
+__all__ += ["model_inputs", "forecasts", "WindowIndex"]
 
 from . import splits  # noqa: E402 (it reads the names above)

@@ -714,13 +714,139 @@ static void case_interleaved_ffill(void) {
            "s: row 6: missing value in column \"x\" with no earlier row in this series to fill it from", NULL);
 }
 
+// ---- sources: the files a stream's rows come from ----
+
+// The long_format stream of 48 rows (3 series, 4 batches of 12) said to be
+// three files of 20, 0 and 28 rows (one ends inside a batch): each row keeps
+// its file and its row there, regrouped as ever; the file lists the names.
+static void case_sources(void) {
+    const char *files[] = {"d/a.parquet", "d/empty.parquet", "d/c.parquet"};
+    uint64_t rows[] = {20, 0, 28};
+    sf_arrow_pack_opts o = defaults();
+    o.series_column = "site";
+    o.sources = files, o.source_rows = rows, o.nsources = 3;
+    loaded l;
+    sf_arrow_pack_stats st;
+    sf_err e;
+    CHECK(pack(long_format(3, 4, 12, -1), &o, &st, &e) == 0, "pack: %s", e.msg);
+    check_outputs(true);
+    if (load(&l)) {
+        CHECK(l.in->nsources == 3 && !strcmp(l.in->sources[0], files[0]) && !strcmp(l.in->sources[2], files[2]),
+              "%u sources", l.in->nsources);
+        for (uint64_t i = 0; i < l.in->nrows; i++) {
+            uint64_t row = (uint64_t)l.rows[i], line;  // x is the stream row
+            uint32_t src;
+            sf_origin_split(l.in, l.line[i], &src, &line);
+            uint32_t want_src = row < 20 ? 0 : 2;
+            uint64_t want_line = row < 20 ? row + 1 : row - 20 + 1;
+            if (src != want_src || line != want_line) {
+                CHECK(0, "packed row %llu (stream row %llu): file %u row %llu, expected file %u row %llu",
+                      (unsigned long long)i, (unsigned long long)row, src, (unsigned long long)line, want_src,
+                      (unsigned long long)want_line);
+                break;
+            }
+        }
+        unload(&l);
+    }
+    // The stream and the files' rows disagree: more rows, or fewer.
+    rows[2] = 27;
+    reject(long_format(3, 4, 12, -1), &o, SF_EFORMAT, "s: batch 4 ends at row 48 of the stream, past the 47 rows its "
+           "3 file(s) hold", NULL);
+    rows[2] = 29;
+    reject(long_format(3, 4, 12, -1), &o, SF_EFORMAT, "s: the stream ended after 48 rows; its 3 file(s) hold 49",
+           NULL);
+    // Errors name the file and its row: stream row 8 is row 3 of the second file.
+    uint64_t two[] = {5, 7};
+    o.source_rows = two, o.nsources = 2;
+    reject(long_format(3, 2, 6, 7), &o, SF_EFORMAT, "d/empty.parquet: row 3: time 2019-12-31T23:00 is before "
+           "2020-01-01T01:00 (row 5 of d/a.parquet), the row before it in this series", NULL);
+    // A series per file, named after it; the site column left out.
+    uint64_t halves[] = {24, 24};
+    const char *named[] = {"x/north.parquet", "x/south.parquet"};
+    o = defaults();
+    o.sources = named, o.source_rows = halves, o.nsources = 2, o.series_per_file = true;
+    o.drop_columns = "site";
+    CHECK(pack(long_format(3, 4, 12, -1), &o, &st, &e) == 0, "series per file: %s", e.msg);
+    check_outputs(true);
+    if (load(&l)) {
+        CHECK(l.in->nseries == 2 && !strcmp(l.in->series[0].name, "north") && l.in->series[0].rows == 24 &&
+                  !strcmp(l.in->series[1].name, "south") && l.in->series[1].first_row == 24,
+              "%llu series: %s", (unsigned long long)l.in->nseries, l.in->nseries ? l.in->series[0].name : "");
+        unload(&l);
+    }
+    o.series_column = "site", o.drop_columns = NULL;
+    reject(long_format(3, 1, 6, -1), &o, SF_EUSAGE, "--series-per-file and --series-column exclude each other", NULL);
+    o.drop_columns = "site";
+    o.series_column = NULL;
+    const char *same[] = {"x/north.parquet", "y/north.parquet"};
+    o.sources = same;
+    reject(long_format(3, 4, 12, -1), &o, SF_EUSAGE, "both would be \"north\"", NULL);
+    o.nsources = 0;
+    reject(long_format(3, 1, 6, -1), &o, SF_EINVAL, "--series-per-file needs the files", NULL);
+}
+
+// ---- numeric series ids taken for one series (series_hint.c) ----
+
+// mote 1 then 2, ten rows each; the time restarts (or without a time, the
+// counter) where the mote changes.
+static struct ArrowArrayStream motes(bool timed) {
+    int64_t mote[20], t[20], count[20];
+    float x[20];
+    for (int r = 0; r < 20; r++)
+        mote[r] = 1 + r / 10, t[r] = T2020 + (r % 10) * HOUR, count[r] = r % 10 + 1, x[r] = (float)r;
+    struct ArrowArray c[] = {ab_fixed(8, 20, mote, NULL, 0), ab_fixed(8, 20, timed ? t : count, NULL, 0),
+                             ab_fixed(4, 20, x, NULL, 0)};
+    struct ArrowSchema f[] = {ab_field("l", "mote", NULL), ab_field(timed ? "tsu:" : "l", timed ? "t" : "count", NULL),
+                              ab_field("f", "x", NULL)};
+    return ab_stream(ab_struct(3, f), 1, (struct ArrowArray[]){ab_batch(20, 0, 3, c)}, -1);
+}
+
+static void case_hint(void) {
+    sf_arrow_pack_opts o = defaults();
+    reject(motes(true), &o, SF_EFORMAT, "s: row 11: time 2020-01-01T00:00:00 goes back from 2020-01-01T09:00:00 (row "
+           "10) where column \"mote\" changes from 1 to 2, and nowhere else in the first 20 rows: \"mote\" looks like "
+           "the id of series (2 values, each in one run of rows)", "If \"mote\" is the series id, pack it with "
+           "--series-column mote.", NULL);
+    // With sources, the file and its row.
+    const char *files[] = {"m.parquet"};
+    uint64_t rows[] = {20};
+    o.sources = files, o.source_rows = rows, o.nsources = 1;
+    reject(motes(true), &o, SF_EFORMAT, "m.parquet: row 11: time 2020-01-01T00:00:00 goes back", NULL);
+    // One series on purpose: not looked at, the time check's own error.
+    o = defaults();
+    o.series_column = "";
+    reject(motes(true), &o, SF_EFORMAT, "s: row 11: time 2020-01-01 is before 2020-01-01T09:00 (row 10)",
+           NULL);
+    // The mote named: two series.
+    o.series_column = "mote";
+    loaded l;
+    sf_arrow_pack_stats st;
+    float want[20];
+    for (int r = 0; r < 20; r++) want[r] = (float)r;
+    if (accept(motes(true), &o, 1, (const char *[]){"x"}, 20, want, &l, &st)) {
+        check_series(&l, "mote", 2, (sf_series[]){{0, 10, "1"}, {10, 10, "2"}});
+        unload(&l);
+    }
+    // No time column: a counter that restarts is a warning, packed as one series.
+    o = defaults();
+    float both[60];
+    for (int r = 0; r < 20; r++) both[3 * r] = (float)(1 + r / 10), both[3 * r + 1] = (float)(r % 10 + 1), both[3 * r + 2] = (float)r;
+    if (accept(motes(false), &o, 3, (const char *[]){"mote", "count", "x"}, 20, both, &l, &st)) {
+        CHECK(l.in->nseries == 1, "%llu series", (unsigned long long)l.in->nseries);
+        unload(&l);
+    }
+    CHECK(strstr(notes, "warning: column \"mote\" looks like the id of series: its 2 values each come in one run of "
+                        "rows, and column \"count\" restarts where it changes (row 11: 10 then 1), in the first 20 "
+                        "rows") && strstr(notes, "pack it with --series-column mote."), "notes: %s", notes);
+}
+
 static const struct {
     const char *name;
     void (*run)(void);
 } cases[] = {
 #define C(n) {#n, case_##n}
     C(types), C(slices), C(missing), C(series), C(dictionaries), C(times), C(options), C(malformed), C(interleaved),
-    C(interleaved_ffill),
+    C(interleaved_ffill), C(sources), C(hint),
 #undef C
 };
 

@@ -9,7 +9,11 @@
 // beyond the buffers themselves no consumer can see: the ABI has no sizes). The bytes, read in order (0 past the end):
 //   byte 0: bits 0-1 columns - 1; bit 2 the first column is the series
 //           column; bits 3-4 missing (error, drop, ffill); bit 5 every text
-//           column categorical; bit 6 no time column ("")
+//           column categorical; bit 6 no time column (""); bit 7 the rows
+//           come from three files (sources), split by the input's last
+//           three bytes (read again, not consumed): the first two bytes the
+//           first two files' rows out of the batches' total, the third's bit
+//           0 one row too many, bit 1 one too few, bit 2 a series per file
 //   per column: a format (index into formats[]), then a flag byte: bit 0
 //           a dictionary (the format its indices', the next byte its values'
 //           format), bit 1 no name
@@ -129,6 +133,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     struct ArrowArray batches[4];
     int nb = 0;
+    uint64_t total = 0;
     while (in.p < in.end && nb < 4) {
         int64_t length = next(&in) % 16, offset = next(&in) % 4;
         uint8_t lies = next(&in);
@@ -156,6 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
         batches[nb] = ab_batch(length, offset, nc, cols);
+        total += (uint64_t)length;
         if (lies & 2 && nc) {
             struct ArrowArray *c = batches[nb].children[0];
             batches[nb].children[0] = NULL;
@@ -176,6 +182,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                             .pack = {.level = 1, .filter = SF_FILTER_DELTA_SHUFFLE, .chunk_rows = 5, .threads = 1},
                             // Series that interleave regrouped within the least budget: no 64 MB per input.
                             .memory_budget = SF_REGROUP_MIN_BUDGET};
+    static const char *const files[] = {"d/x.parquet", "d/y.parquet", "e/z.parquet"};
+    uint64_t rows[3];
+    if (head & 128) {
+        uint8_t t0 = size >= 3 ? data[size - 3] : 0, t1 = size >= 2 ? data[size - 2] : 0, lie = size ? data[size - 1] : 0;
+        rows[0] = t0 % (total + 1);
+        rows[1] = t1 % (total - rows[0] + 1);
+        rows[2] = total - rows[0] - rows[1] + (lie & 1);
+        if (lie & 2 && rows[2]) rows[2]--;
+        o.sources = files, o.source_rows = rows, o.nsources = 3;
+        o.series_per_file = lie & 4 && !o.series_column;
+    }
     sf_err e = {0};
     int rc = sf_arrow_pack(&s, out, &o, NULL, &e);
     if (s.release) fail("the stream was not moved out", "");

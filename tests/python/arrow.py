@@ -1,7 +1,9 @@
 """seqfeed.pack over pyarrow (tests/python/arrow.sh): every column type pack accepts, compared with packing
 the same data written as CSV (the same values bit for bit, statistics, series, times, categories, imputed
 counts); many small batches, pandas, a Parquet file and a partitioned directory of them through
-python -m seqfeed pack; the errors. argv[1] is the seqfeed program."""
+python -m seqfeed pack; the errors. A directory of Parquet files whose series interleave: each row's file
+and row there through predict --with-actual; a series per file, progress; the integer series-id hint.
+argv[1] is the seqfeed program."""
 import datetime as dt
 import os
 import subprocess
@@ -276,6 +278,137 @@ for out, opts, code, msg in ((None, None, -3, b"the output path is NULL"),
     check(rc == code and msg in err.msg, "sf_api_pack_arrow refusing: %d %s" % (rc, err.msg))
     check(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_void_p))[3] is None, "the refused stream was not released")
     del cap
+
+# A Parquet directory of 3 files (a day each) whose sites' rows interleave hour by hour: regrouped by site,
+# each row keeping its file and its row there (from 1), so that predict --with-actual names the user's own
+# file and row; checked against the files themselves. A list of the files packs the same file.
+import json  # noqa: E402
+os.makedirs("days")
+rng = np.random.default_rng(3)
+for d in range(3):
+    hours = pd.date_range("2024-05-0%d" % (d + 1), periods=24, freq="h")
+    day = pd.DataFrame({"time": np.repeat(hours, 3), "site": np.tile(["north", "south", "east"], 24),
+                        "load": rng.normal(size=72).astype(np.float32)})
+    pq.write_table(pa.Table.from_pandas(day, preserve_index=False), "days/day%d.parquet" % d, row_group_size=25)
+days = ["days/day%d.parquet" % d for d in range(3)]
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "days", "-o", "days.sfpack", "--series-column", "site",
+                    "-q"], capture_output=True, text=True, env=env)
+check(p.returncode == 0, "python -m seqfeed pack days: %d %s" % (p.returncode, p.stderr))
+info = json.loads(subprocess.run([SEQFEED, "inspect", "days.sfpack", "--json"], capture_output=True,
+                                 text=True).stdout or "{}")
+check(info.get("sources") == days, "sources: %s" % info.get("sources"))
+r, _ = pack(days, "days-list.sfpack", series_column="site")
+pack("days", "days-dir.sfpack", series_column="site")
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack"] + days + ["-o", "days-list2.sfpack", "--series-column",
+                   "site", "-q"], capture_output=True, text=True, env=env)
+check(p.returncode == 0, "python -m seqfeed pack FILES: %d %s" % (p.returncode, p.stderr))
+for f, g in (("days-list.sfpack", "days-dir.sfpack"), ("days-list2.sfpack", "days.sfpack")):
+    q = subprocess.run([SEQFEED, "inspect", f, "--json"], capture_output=True, text=True).stdout
+    check(json.loads(q or "{}").get("sources") == days, "%s: sources %s" % (f, q[:200]))
+    same_pack(g, f, "a list of Parquet files")
+steps = [[SEQFEED, "train", "--data", "days.sfpack", "--model", "lstm:4,dense", "--window", "4", "--epochs", "1",
+          "--batch-size", "8", "--targets", "load", "-q", "--checkpoint-dir", "ck"],
+         [SEQFEED, "predict", "--checkpoint", "ck/latest.safetensors", "--data", "days.sfpack", "--with-actual", "-o",
+          "pred.csv", "-q"]]
+for c in steps:
+    p = subprocess.run(c, capture_output=True, text=True)
+    check(p.returncode == 0, "%s: %d %s" % (c[1], p.returncode, p.stderr))
+pred = pd.read_csv("pred.csv", dtype={"line": np.int64}) if os.path.exists("pred.csv") else pd.DataFrame()
+check(list(pred.columns) == ["site", "time", "file", "line", "load_pred", "load"], "predict's columns: %s"
+      % list(pred.columns))
+check(len(pred) > 100 and set(pred.get("file", [])) == set(days), "%d forecasts, files %s" % (len(pred), set(pred.get("file", []))))
+tables = {f: pq.read_table(f).to_pandas() for f in days}
+bad = 0
+for row in pred.itertuples(index=False):
+    src = tables[row.file].iloc[row.line - 1]  # the file's row, counted from 1
+    ok = (src["site"] == row.site and src["time"] == pd.Timestamp(row.time) and
+          np.float32(src["load"]) == np.float32(row.load))
+    bad += not ok
+    if not ok and bad == 1:
+        check(False, "forecast %s: row %d of %s is %s" % (tuple(row), row.line, row.file, dict(src)))
+check(bad == 0, "%d forecasts name a file and row that do not hold their site, time and value" % bad)
+
+# Errors name the file and its row there.
+os.makedirs("days-bad")
+for d, f in enumerate(days):
+    t = pq.read_table(f)
+    if d == 1:
+        t = t.set_column(2, "load", pa.array(t.column("load").to_numpy(), mask=np.arange(t.num_rows) == 4))
+    pq.write_table(t, "days-bad/day%d.parquet" % d)
+try:
+    seqfeed.pack("days-bad", "err.sfpack", series_column="site")
+    check(False, "a null in day1.parquet accepted")
+except seqfeed.SeqfeedError as e:
+    check(str(e).startswith("days-bad/day1.parquet: row 5: missing value (null, NaN or an infinity) in column "
+                            "\"load\""), "a null's message: %s" % e)
+
+# A series per file (--series-per-file), named after it; progress after each batch, up to the files' rows.
+os.makedirs("sites")
+whole = pd.concat(tables[f] for f in days)
+for s in ("north", "south", "east"):
+    pq.write_table(pa.Table.from_pandas(whole[whole.site == s].drop(columns="site"), preserve_index=False),
+                   "sites/%s.parquet" % s, row_group_size=20)
+calls = []
+r, _ = pack("sites", "sites.sfpack", series_per_file=True, progress=lambda rows, total: calls.append((rows, total)))
+with seqfeed.Pack("sites.sfpack") as q:
+    check(q.series == [("east", 0, 72), ("north", 72, 72), ("south", 144, 72)], "series per file: %s" % q.series)
+check(calls and calls[-1] == (216, 216) and all(t == 216 for _, t in calls) and
+      all(a[0] < b[0] for a, b in zip(calls, calls[1:])), "progress calls: %s" % calls)
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "sites", "-o", "sites2.sfpack", "--series-per-file"],
+                   capture_output=True, text=True, env=env)
+check(p.returncode == 0 and "packed 216 rows (3 series)" in p.stdout, "--series-per-file: %d %s %s" %
+      (p.returncode, p.stdout, p.stderr))
+for kw, msg in ((dict(series_per_file=True, series_column="site"), "exclude each other"),):
+    try:
+        seqfeed.pack("days", "err.sfpack", **kw)
+        check(False, "accepted %s" % kw)
+    except seqfeed.SeqfeedError as e:
+        check(msg in str(e) and e.code == -6, "%s: %s" % (kw, e))
+try:
+    seqfeed.pack(pa.table({"x": [1.0]}), "err.sfpack", series_per_file=True)
+    check(False, "series_per_file accepted for a table")
+except ValueError as e:
+    check("needs Parquet files" in str(e), str(e))
+
+# Numeric series ids in a pyarrow table (4 motes, each a run of rows): where the time restarts with the mote,
+# an error naming the column and --series-column before anything is written; with a counter instead of a
+# time, a warning; series_column="" (--series-column none) says the rows are one series.
+n = 50
+motes = pa.table({"mote_id": np.repeat(np.arange(1, 5), n),
+                  "time": pa.array(np.tile(np.arange(n), 4) * 60_000_000 + 1_077_926_400_000_000,
+                                   pa.timestamp("us")),
+                  "temp": rng.normal(size=4 * n)})
+try:
+    seqfeed.pack(motes, "err.sfpack")
+    check(False, "motes packed as one series")
+except seqfeed.SeqfeedError as e:
+    check(str(e).startswith("the Table's Arrow stream: row 51: time 2004-02-28T00:00:00 goes back from "
+                            "2004-02-28T00:49:00 (row 50) where column \"mote_id\" changes from 1 to 2, and nowhere "
+                            "else in the first 200 rows: \"mote_id\" looks like the id of series (4 values") and
+          str(e).endswith("If \"mote_id\" is the series id, pack it with --series-column mote_id."), "hint: %s" % e)
+check(not os.path.exists("err.sfpack"), "the hint left an output")
+pq.write_table(motes, "motes.parquet")
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "motes.parquet", "-o", "err.sfpack"],
+                   capture_output=True, text=True, env=env)
+check(p.returncode == 1 and "motes.parquet: row 51: time" in p.stderr and "--series-column mote_id." in p.stderr,
+      "python -m seqfeed pack motes.parquet: %d %s" % (p.returncode, p.stderr))
+r, _ = pack(motes, "motes.sfpack", series_column="mote_id")
+check(r["series"] == 4, "motes by mote_id: %s" % r)
+counter = motes.drop_columns(["time"]).append_column("reading", pa.array(np.tile(np.arange(1, n + 1), 4)))
+r, warned = pack(counter, "counter.sfpack")
+check(r["series"] == 1 and any(w.startswith('column "mote_id" looks like the id of series: its 4 values each come '
+                                            'in one run of rows, and column "reading" restarts where it changes '
+                                            '(row 51: 50 then 1)') for w in warned), "counter: %s %s" % (r, warned))
+r, warned = pack(counter, "counter.sfpack", series_column="")
+check(r["series"] == 1 and not warned, "series_column=\"\": %s %s" % (r, warned))
+pq.write_table(counter, "counter.parquet")
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "counter.parquet", "-o", "counter2.sfpack"],
+                   capture_output=True, text=True, env=env)
+check(p.returncode == 0 and "python -m seqfeed pack: warning: column \"mote_id\" looks like the id" in p.stderr,
+      "the CLI's warning: %d %s" % (p.returncode, p.stderr))
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "counter.parquet", "-o", "counter3.sfpack",
+                    "--series-column", "none"], capture_output=True, text=True, env=env)
+check(p.returncode == 0 and "looks like" not in p.stderr, "--series-column none: %d %s" % (p.returncode, p.stderr))
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))

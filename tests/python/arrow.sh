@@ -3,7 +3,9 @@
 # every column type pack accepts, many small batches, pandas, a directory of
 # Parquet files partitioned by series, each compared value for value (and
 # statistics, series, times, categories) with packing the same data written
-# as CSV; nulls, text columns and a missing pyarrow said as pack says them.
+# as CSV; nulls, text columns and a missing pyarrow said as pack says them;
+# a Parquet directory's rows keeping their file and row through predict
+# --with-actual; the integer series-id hint.
 # Needs numpy and pyarrow (pip install pyarrow; SEQFEED_PYTHON may name a
 # Python that has them): skipped with 77 without them.
 set -uo pipefail

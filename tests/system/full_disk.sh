@@ -46,6 +46,11 @@ run 1 train --data s.sfpack --model lstm:64,dense --window 10 --epochs 1 --max-s
 expect err "$mnt/ck"
 ls "$mnt/ck" | grep -q tmp && fail "a failed checkpoint left a temporary file: $(ls "$mnt/ck")"
 rm -f "$mnt/fill"
+# TensorBoard's events: created, then a write that does not fit.
+fill
+run 1 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 2 --max-steps 20 --tensorboard "$mnt/tb" -q
+expect err "$mnt/tb/(train|validation)/events.out.tfevents.*: cannot write TensorBoard's events"
+rm -rf "$mnt/fill" "$mnt/tb"
 
 # predict's CSV and evaluate's JSON to a full stdout.
 if [ -w /dev/full ]; then

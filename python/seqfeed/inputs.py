@@ -1,0 +1,137 @@
+"""Inputs for the model `seqfeed export` writes, and its outputs as `seqfeed predict` writes them.
+
+    model = keras.models.load_model("model.keras")
+    x, index = seqfeed.model_inputs("run/", "data.sfpack")
+    y = seqfeed.forecasts(model.predict(x), index)   # == seqfeed predict's NAME_pred columns
+    # index["series"], index["time"], index["line"]: the row each forecast is for
+
+The windows are cut by libseqfeed, by the code `seqfeed predict` runs
+(sf_api_inputs_*), so the two cannot drift apart.
+"""
+import ctypes
+import json
+import os
+
+import numpy as np
+
+from . import Pack, _Err, _bad, _check, _lib, _path
+
+_vp, _u64 = ctypes.c_void_p, ctypes.c_uint64
+
+
+class _InputsOut(ctypes.Structure):
+    _fields_ = [("x", _vp), ("base", _vp), ("series", _vp), ("row", _vp), ("time", _vp), ("line", _vp),
+                ("source", _vp), ("windows", _u64)]
+
+
+_lib.sf_api_inputs_open.argtypes = [ctypes.POINTER(_vp), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                    ctypes.POINTER(_Err)]
+_lib.sf_api_inputs_describe.argtypes = [_vp]
+_lib.sf_api_inputs_describe.restype = _vp
+_lib.sf_api_inputs_read.argtypes = [_vp, ctypes.POINTER(_InputsOut), ctypes.POINTER(_Err)]
+_lib.sf_api_inputs_close.argtypes = [_vp]
+
+# The unit of a time column's integers, as numpy's datetime64 spells it (ISO-8601 texts: microseconds).
+_TIME_UNITS = {"iso-8601": "us", "epoch-s": "s", "epoch-ms": "ms", "epoch-us": "us", "epoch-ns": "ns"}
+
+
+class WindowIndex(dict):
+    """What model_inputs says of each window, as a dict of numpy arrays, one entry per window in x's
+    order (pandas.DataFrame(index.columns()) makes a table of it):
+
+      series  the series' name (str)
+      time    the target row's time (datetime64; the file's unit for epoch integers), when the file has
+              a time column
+      file    the file the target row was packed from, when the pack was made from several
+      line    the target row's line in that file (a CSV's: the header is line 1; an Arrow source's row,
+              from 1), when the pack keeps lines
+      row     the target row's row in the .sfpack file
+      base    (windows, targets) float32: what forecasts() adds to the model's output, each target's
+              value at the window's last row for a model trained with --target change, else 0
+
+    and as attributes: checkpoint (the file read), inputs (x's last axis, named: a column, COLUMN=VALUE
+    for a category's input, FEATURE_sin and FEATURE_cos for a time feature's), targets (the model's
+    outputs, named) and target_change."""
+
+    def columns(self):
+        """The one-dimensional entries (all but base), in predict's column order."""
+        return {k: v for k, v in self.items() if k != "base"}
+
+
+def model_inputs(checkpoint, data, split=None):
+    """The inputs `seqfeed export`'s model takes for the windows `seqfeed predict` predicts: (x, index).
+
+    checkpoint is a checkpoint file or a run's directory (best.safetensors there, else
+    latest.safetensors), as predict's --checkpoint; data the .sfpack file. split as predict's --split:
+    None for every window of the file (predict's default), "train" or "validation" for the windows of
+    that part of each series (the checkpoint's --val-split, as train cut them).
+
+    x is float32 (windows, window, inputs): each window's rows in data units (the exported model scales
+    them itself), the inputs in the order train printed them: the numeric features, one input of 0 or 1
+    per value of a categorical feature in the checkpoint's order (a value the training data lacked gets
+    0 in every one), then sin and cos of each time feature (docs/TRAINING.md gives the formula); windows
+    cut per series (none spans two), in predict's order. index is a WindowIndex: the series, time, line
+    (and file) of the row each window predicts. forecasts(model.predict(x), index) is what predict
+    writes, each target's NAME_pred."""
+    if split not in (None, "train", "validation"):
+        raise _bad("split", "split", 'None (every window), "train" or "validation"', split)
+    h, err = _vp(), _Err()
+    _check(_lib.sf_api_inputs_open(ctypes.byref(h), _path("checkpoint", checkpoint), _path("data", data),
+                                   split.encode() if split else None, ctypes.byref(err)), err)
+    try:
+        raw = _lib.sf_api_inputs_describe(h)
+        if not raw:
+            raise MemoryError
+        try:
+            info = json.loads(ctypes.string_at(raw).decode("utf-8"))
+        finally:
+            _lib.sf_api_free(raw)
+        n, window, inputs, targets = info["windows"], info["window"], info["inputs"], info["targets"]
+        x = np.empty((n, window, len(inputs)), dtype=np.float32)
+        base = np.empty((n, len(targets)), dtype=np.float32)
+        series, row = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
+        time = np.empty(n, dtype=np.int64) if info["time_kind"] != "none" else None
+        line = np.empty(n, dtype=np.int64) if info["has_lines"] else None
+        source = np.empty(n, dtype=np.uint32) if info["sources"] else None
+        out = _InputsOut(x=x.ctypes.data, base=base.ctypes.data, series=series.ctypes.data, row=row.ctypes.data,
+                         time=None if time is None else time.ctypes.data,
+                         line=None if line is None else line.ctypes.data,
+                         source=None if source is None else source.ctypes.data, windows=n)
+        _check(_lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)), err)
+    finally:
+        _lib.sf_api_inputs_close(h)
+    if info["unseen"]:  # as predict notes it
+        import warnings
+        warnings.warn("%s: %d value(s) of categorical column \"%s\"%s are not in the training data: their rows get 0 "
+                      "for every input of the column" % (os.fsdecode(data), info["unseen"], info["unseen_column"],
+                                                         " (or others)" if info["unseen"] > 1 else ""), stacklevel=2)
+    with Pack(data) as p:  # the series' names, as the file's series table has them
+        names = np.array([s[0] for s in p.series])
+    index = WindowIndex(series=names[series.astype(np.intp)])
+    if time is not None:
+        index["time"] = time.astype("datetime64[%s]" % _TIME_UNITS[info["time_kind"]])
+    if source is not None:
+        index["file"] = np.array(info["sources"])[source.astype(np.intp)]
+    if line is not None:
+        index["line"] = line
+    index["row"] = row
+    index["base"] = base
+    index.checkpoint, index.inputs, index.targets = info["checkpoint"], inputs, targets
+    index.target_change = info["target_change"]
+    return x, index
+
+
+def forecasts(y, index):
+    """The exported model's outputs y (windows, targets), for model_inputs' x, as `seqfeed predict` writes
+    them (NAME_pred, data units): y plus index["base"], in float32. For a model trained with --target change
+    the export outputs each target's change from the window's last row (in data units), and base is that
+    row's value; for others base is 0 and y is already the forecast. The export's last layer un-scales, so
+    nothing else is left to do."""
+    if not isinstance(index, WindowIndex):
+        raise TypeError("index must be the WindowIndex model_inputs returned, got %s" % type(index).__name__)
+    y = np.asarray(y, dtype=np.float32)
+    base = index["base"]
+    if y.shape != base.shape:
+        raise ValueError("y must be (windows, targets) = %s, as the model gives for model_inputs' x; got %s"
+                         % (base.shape, y.shape))
+    return y + base

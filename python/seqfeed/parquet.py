@@ -1,0 +1,124 @@
+"""Parquet files into seqfeed.pack (imported by it when a source is a path): a file, a directory of them or a
+list of either, read a row group at a time with pyarrow and handed to libseqfeed as one Arrow stream with each
+file's name and row count (sf_api_pack_arrow_files), so that every row keeps its file and its row in that file
+(counted from 1: the file's first row is row 1) and predict --with-actual names them."""
+import ctypes
+import os
+
+import numpy as np
+
+from . import SeqfeedError, _Err, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
+
+_u32, _u64 = ctypes.c_uint32, ctypes.c_uint64
+_PROGRESS = ctypes.CFUNCTYPE(None, _vp, _u64, _u64)
+
+
+class _Sources(ctypes.Structure):
+    _fields_ = [("files", ctypes.POINTER(ctypes.c_char_p)), ("rows", ctypes.POINTER(_u64)), ("nfiles", _u32),
+                ("series_per_file", ctypes.c_int), ("progress", _PROGRESS), ("progress_arg", _vp)]
+
+
+_lib.sf_api_pack_arrow_files.argtypes = [_vp, ctypes.c_char_p, ctypes.POINTER(_PackOpts), ctypes.c_char_p, ctypes.POINTER(_Sources),
+                                         ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
+
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as papq
+    except ImportError:
+        raise ImportError("reading Parquet needs pyarrow, which is not installed: pip install pyarrow") from None
+    return pa, papq
+
+
+def _directory(p):
+    """A directory's Parquet files, names sorted (byte order for ASCII names, as seqfeed pack sorts a
+    directory's), leaving out pyarrow's ignored prefixes (. and _: _SUCCESS, .crc files), also for folders."""
+    files = sorted(os.path.join(root, f) for root, dirs, names in os.walk(p)
+                   if not any(part.startswith((".", "_")) for part in os.path.relpath(root, p).split(os.sep)
+                              if part != ".")
+                   for f in names if not f.startswith((".", "_")))
+    if not files:
+        raise SeqfeedError(-4, "%s: no Parquet files in this directory" % p)
+    return files
+
+
+def _partitions(path, base):
+    """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
+    rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
+    return [tuple(part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
+
+
+class ParquetSource:
+    """Parquet files read in a stated order: files (their paths, as the packed file lists them), rows (each
+    file's rows, from its footer) and reader(), a pyarrow RecordBatchReader of batches of 65536 rows read a
+    row group at a time (memory stays bounded whatever the size of the data) with the hive partitions of a
+    directory's folders (site=north/) as dictionary columns of text after the file's own."""
+
+    def __init__(self, paths):
+        pa, papq = _pyarrow()
+        self.files, parts = [], []
+        for p in paths:
+            if os.path.isdir(p):
+                found = _directory(p)
+                self.files += found
+                parts += [_partitions(f, p) for f in found]
+            else:
+                self.files.append(p)
+                parts.append([])  # a file alone: no partitions
+        # Every file's columns, partitions and rows first (their footers only): a difference is said before
+        # packing.
+        metas = [papq.read_metadata(f) for f in self.files]
+        self.rows = [m.num_rows for m in metas]
+        schema, keys = metas[0].schema.to_arrow_schema(), [k for k, _ in parts[0]]
+
+        def describe(s, ks):
+            return ", ".join("%s (%s)" % (n.name, n.type) for n in s) + "".join(", %s (partition)" % k for k in ks)
+
+        for f, m, fparts in zip(self.files[1:], metas[1:], parts[1:]):
+            other, other_keys = m.schema.to_arrow_schema(), [k for k, _ in fparts]
+            if not other.equals(schema, check_metadata=False) or other_keys != keys:
+                raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
+                                   (f, self.files[0], describe(other, other_keys), describe(schema, keys)))
+        text = pa.dictionary(pa.int32(), pa.string())
+        self.schema = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
+        self._parts = parts
+
+    def reader(self):
+        pa, papq = _pyarrow()
+
+        def batches():
+            for f, fparts in zip(self.files, self._parts):
+                values = [pa.array([v]) for _, v in fparts]  # each partition's one-value dictionary, once per file
+                # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
+                # file in memory); without it, a row group at a time.
+                with papq.ParquetFile(f, pre_buffer=False) as pf:
+                    for b in pf.iter_batches(batch_size=65536):
+                        cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), v) for v in values]
+                        yield pa.RecordBatch.from_arrays(b.columns + cols, schema=self.schema)
+
+        return pa.RecordBatchReader.from_batches(self.schema, batches())
+
+
+def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False, progress=None):
+    """sf_api_pack_arrow_files: source (with __arrow_c_stream__) into out_b with the _PackOpts opts; files and
+    rows (None: the stream's rows keep their index in it) the files the rows come from, in order, and each
+    one's rows; progress(rows, total) after each batch."""
+    src = None
+    if files is not None or progress is not None or series_per_file:
+        names = [os.fsencode(f) for f in files or []]
+        src = _Sources(files=(ctypes.c_char_p * max(len(names), 1))(*names),
+                       rows=(_u64 * max(len(names), 1))(*(rows or [])), nfiles=len(names),
+                       series_per_file=int(bool(series_per_file)))
+        if progress is not None:
+            src.progress = _PROGRESS(lambda arg, done, total: progress(done, total))
+    capsule = source.__arrow_c_stream__()
+    ptr = _capsule_pointer(capsule, b"arrow_array_stream")
+    report, err = _vp(), _Err()
+    # libseqfeed moves the stream out of the capsule (its release set to NULL) and releases it; the capsule,
+    # alive until then, frees only its own memory.
+    rc = _lib.sf_api_pack_arrow_files(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
+                                      ctypes.byref(src) if src is not None else None, ctypes.byref(report),
+                                      ctypes.byref(err))
+    del capsule
+    return _pack_report(rc, err, report, stacklevel=4)  # the warnings point at seqfeed.pack's caller
