@@ -39,9 +39,10 @@ class Feed:
                 if b is not None:
                     return b
                 if not self._warned:
-                    warnings.warn("seqfeed.Dataset: batch index %d asked again after %d other batches: served the "
-                                  "pipeline's next batch, so this epoch's windows are off by one batch" %
-                                  (index, _RECENT), stacklevel=3)
+                    warnings.warn("seqfeed.Dataset: batch index %d asked again after its batch was let go (an "
+                                  "epoch keeps its first %d and its latest %d): served the pipeline's next batch, "
+                                  "so the epochs from here on are one batch off train's" % (index, _FIRST, _RECENT),
+                                  stacklevel=3)
                     self._warned = True
             else:
                 self._asked.add(index)

@@ -8,8 +8,9 @@
 # evaluate's. Dataset.scaler is the checkpoint's scaling (scaling/*),
 # bit for bit, and the training part's statistics; the validation batches
 # are what dump_batches --validation (the fit's own plan, read as fit.c's
-# validate reads it) writes. Bad splits are refused by name. Needs numpy:
-# 77 without it.
+# validate reads it) writes. Dataset[i] serves Keras' index asks (each
+# epoch train's, a repeated index the same batch). Bad splits are refused
+# by name. Needs numpy: 77 without it.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 LIBSEQFEED=${1:?libseqfeed.so} DUMP_BATCHES=${2:?dump_batches}
@@ -128,6 +129,41 @@ for x, y in val:
         assert (ref[at:at + a.size] == a.ravel()).all(), at
         at += a.size
 assert at == ref.size, (at, ref.size)
+PY
+# Keras' index asks, served without Keras (python-keras-fit runs Keras itself): a new index gets
+# the pipeline's next batch, one asked again in the epoch the same batch, and an epoch of
+# batches_per_epoch indexes is train's epoch; a batch let go and asked for again is warned about.
+pyrun - <<'PY' || fail "Dataset[i] as Keras asks it"
+import random, warnings
+import seqfeed
+kw = dict(window=12, batch_size=16, targets="temp", seed=4)
+ds, want = seqfeed.Dataset("d.sfpack", **kw), list(seqfeed.Dataset("d.sfpack", epochs=3, **kw))
+n, key = ds.batches_per_epoch, lambda b: b[0].tobytes() + b[1].tobytes()
+random.seed(1)
+with warnings.catch_warnings():
+    warnings.simplefilter("error")
+    for e in range(3):
+        order = random.sample(range(n), n)
+        peek = [ds[order[0]], ds[-n]] if e == 0 else []  # a build's ask, and TF's peek at batch 0
+        got = {}
+        for k, i in enumerate(order):
+            got.setdefault(i, ds[i])
+            # Asked again at once; not the epoch's last: after it any ask begins the next epoch.
+            assert k == n - 1 or ds[i] is got[i]
+        assert all(b is got[i] for b, i in zip(peek, (order[0], 0)))
+        assert sorted(map(key, got.values())) == sorted(map(key, want[e * n:(e + 1) * n])), "epoch %d" % e
+for i in range(20):
+    ds[i]
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    ds[5]
+assert len(w) == 1 and "asked again after its batch was let go" in str(w[0].message), [str(m.message) for m in w]
+for bad, err in ((n, IndexError), (-n - 1, IndexError), (1.0, TypeError), (True, TypeError)):
+    try:
+        ds[bad]
+        raise SystemExit("ds[%r] served" % (bad,))
+    except err:
+        pass
 PY
 pyrun - <<'PY' || fail "bad splits"
 import seqfeed
