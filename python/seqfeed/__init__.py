@@ -24,6 +24,7 @@ import math
 import numbers
 import os
 import struct
+import sys
 import threading
 import weakref
 
@@ -364,17 +365,32 @@ class Dataset:
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.
 
-    In Keras 3: model.fit(iter(ds), steps_per_epoch=ds.batches_per_epoch,
-    epochs=E) with E the dataset's epochs (a generator of known length; a
-    keras.utils.PyDataset is asked for batches by index, in its own order,
-    which a pipeline with its own order cannot serve). In PyTorch:
-    torch.from_numpy(x) is a view of each batch."""
+    split="validation" gives instead the windows train validates on (its
+    val_split part, which `seqfeed evaluate` scores): in order, the same
+    every pass, the last batch shorter; shuffle, pool, seed and epochs do
+    not apply. scaler holds the training part's statistics and scaling
+    (splits.Scaler); unscale(y, x) maps a model's outputs to data units.
+
+    In Keras 3 (keras imported before the Dataset is made, which makes it a
+    keras.utils.PyDataset too): model.fit(ds, validation_data=val, epochs=E)
+    on any backend, each window once per epoch, Keras' epoch k train's
+    epoch k (frameworks.py says how). In PyTorch: torch.from_numpy(x) is a
+    view of each batch, or DataLoader(ds.to_torch(), batch_size=None);
+    tf.data: ds.to_tf()."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Dataset and "keras" in sys.modules:  # never imported here: Keras is optional, and slow to load
+            from .frameworks import dataset_class
+            cls = dataset_class(cls)
+        return super().__new__(cls)
 
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
-                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None):
+                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train"):
         self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
+        self._val = self._feed = None
         replicas = _int("replicas", "replicas", replicas, 1, 256)
+        self.split = splits.check_split(split, replicas)
         batch_size = _int("batch_size", "batch-size", batch_size, 1, 2**20)
         if batch_size % replicas:
             raise ValueError("batch_size (--batch-size) must be a multiple of replicas (--replicas): each replica "
@@ -411,26 +427,87 @@ class Dataset:
             replica=_int("replica", None, replica, 0, replicas - 1),
             decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0)
         self.path = path
+        if self.split == "validation":  # open for the Dataset's life: batches are read by index
+            self._val = splits.Validation(self, self._opts)
+            info, self.scaler = self._val.info, self._val.scaler
+            self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+            self.batches_per_epoch, self.epochs, self.windows = info.batches_per_epoch, 1, self._val.windows
+            return
         d, err = _vp(), _Err()  # opened once now to say what is wrong, not at the first batch
         _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(self._opts), ctypes.byref(err)), err)
         info = _DatasetInfo()
         rc = _lib.sf_dataset_shape(d, ctypes.byref(info))
-        _lib.sf_dataset_close(d)
+        try:
+            self.scaler = splits.describe(_lib.sf_dataset_describe, d)
+        finally:
+            _lib.sf_dataset_close(d)
         if rc:
             raise SeqfeedError(rc, "sf_dataset_shape refused an open dataset")
         self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
         self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
+        self.windows = None  # of the validation split
+
+    def __repr__(self):
+        return ("<seqfeed.Dataset %r split=%s: %d batches of %d windows an epoch (model.fit(ds) takes it when keras "
+                "is imported before it is made)>" % (os.fsdecode(self.path), self.split, self.batches_per_epoch,
+                                                     self.batch))
 
     def __len__(self):
         return self.batches_per_epoch * self.epochs
 
     def __iter__(self):
+        return self._open(self._opts)
+
+    def _open(self, opts):
         with self._lock:  # a close() meanwhile sees this iterator
             if self._closed:
                 raise ValueError("Dataset %s is closed" % os.fsdecode(self.path))
-            it = _Batches(self, self._opts)
+            it = splits.ValidationBatches(self._val) if self._val else _Batches(self, opts)
             self._open_iters.add(it)
         return it
+
+    def _endless(self):
+        """The training batches of every epoch train would run, with no end (Keras asks for its epochs)."""
+        opts = _DatasetOpts.from_buffer_copy(self._opts)
+        opts.epochs = 2**63 - 1
+        return self._open(opts)
+
+    @property
+    def num_batches(self):
+        """Batches an epoch: Keras' PyDataset.num_batches."""
+        return self.batches_per_epoch
+
+    def __getitem__(self, index):
+        """Keras' PyDataset access: the validation split's batch index; the training split's next batch
+        for an index new in this epoch's round, or the one it got for an index asked again
+        (frameworks.py)."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral):
+            raise TypeError("a batch index is an integer, got %r" % (index,))
+        index = int(index) + (self.batches_per_epoch if index < 0 else 0)
+        if not 0 <= index < self.batches_per_epoch:
+            raise IndexError("batch %d of %d an epoch" % (index, self.batches_per_epoch))
+        if self._val:
+            return self._val.read(index)
+        with self._lock:
+            if self._feed is None:
+                from .frameworks import Feed
+                self._feed = Feed(self)
+        return self._feed.get(index)
+
+    def unscale(self, y, x=None):
+        """A model's outputs (windows, targets) in data units, as `seqfeed predict` writes them; x, the
+        windows' inputs, is needed with target_change (splits.Scaler.unscale)."""
+        return self.scaler.unscale(y, x)
+
+    def to_tf(self):
+        """A tf.data.Dataset of its batches (TensorFlow needed)."""
+        from .frameworks import to_tf
+        return to_tf(self)
+
+    def to_torch(self):
+        """A torch IterableDataset of its batches as tensors (PyTorch needed)."""
+        from .frameworks import to_torch
+        return to_torch(self)
 
     def close(self):
         """Ends every iteration over it (a next() then raises ValueError), and any later one."""
@@ -439,6 +516,8 @@ class Dataset:
             its = list(self._open_iters)
         for it in its:
             it.close()
+        if self._val:
+            self._val.close()
 
     def __enter__(self):
         return self
@@ -632,3 +711,5 @@ def load_checkpoint(path):
 from .inputs import WindowIndex, forecasts, model_inputs  # noqa: E402
 
 __all__ += ["model_inputs", "forecasts", "WindowIndex"]
+
+from . import splits  # noqa: E402 (it reads the names above)
