@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1756,7 +1757,8 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
 // text, spaces around a value, a blank or ragged line), with the exact
 // messages, or, as the last record, every line for which there was no room.
 typedef struct half_rec {
-    uint32_t start, time_at;   // the record; its time field
+    uint32_t start, next;      // the record; the one behind it
+    uint32_t time_at;          // its time field
     uint32_t key, key_len;     // its series id
     uint32_t pend, npend;      // its values above 2^24: entries of the job's pend list
     bool raw, truncated;       // truncated: its time had digits below a microsecond
@@ -1773,11 +1775,12 @@ typedef struct {
     int64_t *times;      // with a time column
     half_rec *recs;
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
-    half_big *pend;      // grown by the helper
+    half_big *pend;
     size_t npend, pend_cap;
     unsigned parts;      // the ISO parts its times showed, raw records left out
     size_t cap, nrows, nraw;  // cap: records there is room for
-    atomic_bool done;
+    atomic_size_t ready;  // records complete, for a main thread that commits them as they come
+    atomic_bool done;     // nrows, nraw and parts are final
 } half_job;
 
 // The helper thread's part: each record's values, time, series id and
@@ -1794,7 +1797,9 @@ static void *parse_half(void *arg) {
         *r = (half_rec){.start = (uint32_t)(p - buf), .pend = (uint32_t)h->npend};
         if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
-            h->nraw++, n++;
+            r->next = (uint32_t)(end - buf);
+            h->nraw++;
+            atomic_store_explicit(&h->ready, ++n, memory_order_release);
             break;
         }
         float *row = h->rows + n * c->nkeep;
@@ -1834,11 +1839,6 @@ static void *parse_half(void *arg) {
                 }
             }
             if (ok && role == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
-                if (h->npend == h->pend_cap) {
-                    size_t cap = h->pend_cap ? 2 * h->pend_cap : 1024;
-                    half_big *more = realloc(h->pend, cap * sizeof *more);
-                    if (more) h->pend = more, h->pend_cap = cap;
-                }
                 ok = h->npend < h->pend_cap;  // else the main path takes the record
                 if (ok) h->pend[h->npend++] = (half_big){c->keep_at[f], (uint32_t)(q - buf), (uint32_t)(te - q)};
             }
@@ -1857,26 +1857,38 @@ static void *parse_half(void *arg) {
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             q = eol ? eol + 1 : end;
         }
+        r->next = (uint32_t)(q - buf);
         p = q;
-        n++;
+        atomic_store_explicit(&h->ready, ++n, memory_order_release);
     }
     h->nrows = n;
     atomic_store_explicit(&h->done, true, memory_order_release);
     return NULL;
 }
 
-// The helper's records committed in order, as if parse_until had parsed
-// them: a raw one parsed here; the others' values, time, series id and
-// categorical texts set as parse_record sets them. Every check, series
-// change and regrouping is the main path's own.
-static int commit_half(csv *c, const half_job *h) {
+// The next record of the helper's part once it is complete: 1, or 0 when
+// there is none. *waited: the main thread had to wait for it.
+static int half_next(half_job *h, size_t i, bool *waited) {
+    while (i >= atomic_load_explicit(&h->ready, memory_order_acquire)) {
+        if (atomic_load_explicit(&h->done, memory_order_acquire))
+            return i < atomic_load_explicit(&h->ready, memory_order_acquire);
+        *waited = true;
+        sched_yield();
+    }
+    return 1;
+}
+
+// The helper's records committed in order, as they come, as if parse_until
+// had parsed them: a raw one parsed here; the others' values, time, series
+// id and categorical texts set as parse_record sets them. Every check,
+// series change and regrouping is the main path's own.
+static int commit_half(csv *c, half_job *h, bool *waited) {
     uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
     for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
         if (c->role[f] == ROLE_CATEGORY) cat_fields[ncf++] = f;
-    size_t end = (size_t)(h->end - c->buf);
-    for (size_t i = 0; i < h->nrows; i++) {
+    for (size_t i = 0; half_next(h, i, waited); i++) {
         const half_rec *r = &h->recs[i];
-        size_t next = i + 1 < h->nrows ? h->recs[i + 1].start : end;
+        size_t next = r->next;
         int rc;
         if (r->raw || c->blank_line) {  // behind a blank line every record is the main path's error
             if ((rc = parse_until(c, next, false))) return rc;
@@ -1915,6 +1927,7 @@ static int commit_half(csv *c, const half_job *h) {
         c->pos = next;
     }
     c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
+    c->pos = (size_t)(h->end - c->buf);
     return 0;
 }
 
@@ -1963,11 +1976,11 @@ static int write_half(csv *c, const half_job *h) {
 
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
-// the first, a helper thread parses the second, which the main thread then
-// commits record by record (commit_half) or, with no state between
-// records, writes at once (write_half). The split follows the work: the
-// helper's share grows while it finishes first. Returns 1 when the buffer
-// does not qualify (quotes, little data, a pending blank line).
+// the first, a helper thread parses the second, which the main thread
+// commits record by record as they come (commit_half) or, with no state
+// between records, writes at once after it (write_half). The split follows
+// the work (c->share). Returns 1 when the buffer does not qualify (quotes,
+// little data, a pending blank line).
 static int parse_parallel(csv *c) {
     const char *start = c->buf + c->pos, *end = c->buf + c->len;
     if (c->blank_line || end - start < (1 << 18)) return 1;
@@ -1978,9 +1991,11 @@ static int parse_parallel(csv *c) {
     if (!mid || mid == last) return 1;
     mid++;
     // A record has ncsv - 1 delimiters, a line feed and a byte per number;
-    // a last raw one takes any lines beyond (parse_half).
+    // a last raw one takes any lines beyond (parse_half). Values above 2^24
+    // beyond two a record on average are parsed by the main path.
     size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 2;
     if (max_rows > c->half_cap) {
+        size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
         if (r) c->half_rows = r;
         int64_t *t = r ? realloc(c->half_times, max_rows * sizeof(int64_t)) : NULL;
@@ -1988,37 +2003,41 @@ static int parse_parallel(csv *c) {
         half_rec *hr = t ? realloc(c->half_recs, max_rows * sizeof *hr) : NULL;
         if (hr) c->half_recs = hr;
         uint32_t *hc = hr ? realloc(c->half_cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
-        if (!hc) return 1;
-        c->half_cats = hc;
-        c->half_cap = max_rows;
+        if (hc) c->half_cats = hc;
+        half_big *hb = hc ? realloc(c->half_pend, npend * sizeof *hb) : NULL;
+        if (!hb) return 1;
+        c->half_pend = hb;
+        c->half_cap = max_rows, c->half_pend_cap = npend;
     }
+    // Without state between records the helper's rows go to the writer at
+    // once, after it; else the main thread commits them as they come.
+    bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
     half_job h = {.c = c, .start = mid, .end = last + 1, .rows = c->half_rows, .times = c->half_times,
                   .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend, .pend_cap = c->half_pend_cap,
                   .cap = c->half_cap};
+    atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
     pthread_t t;
     if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
-    // The main thread commits the helper's records too: its part grows
-    // while it waits for the helper, shrinks while the helper waits.
-    bool waited = !atomic_load_explicit(&h.done, memory_order_acquire);
-    if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > 16 ? c->share - 1 : 16);
+    bool waited = false;
+    if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
+    else if (!rc) rc = commit_half(c, &h, &waited);
+    // The main thread's part grows while it waits for the helper, shrinks
+    // while the helper waits.
+    if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > 2 ? c->share - 1 : 2);
     pthread_join(t, NULL);
-    c->half_pend = h.pend, c->half_pend_cap = h.pend_cap;
     if (rc < 0) return rc;
     c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
-    bool timed = c->time_field != UINT32_MAX, bulk = c->series_field == UINT32_MAX &&
-                                                     c->o->missing == SF_MISSING_ERROR && !c->ncat && !h.nraw &&
-                                                     !c->blank_line;
+    if (!bulk) return 0;
+    bool timed = c->time_field != UINT32_MAX;
+    bulk = !h.nraw && !c->blank_line;
     // The first time repeated within the series is the main path's to say.
     for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
         int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
         bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
     }
-    if (bulk) return write_half(c, &h);
-    if ((rc = commit_half(c, &h))) return rc;
-    c->pos = (size_t)(last + 1 - c->buf);
-    return 0;
+    return bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
 }
 
 // One regrouped row (sf_regroup_emit), in series order: a new series opens
@@ -2456,7 +2475,9 @@ static int convert(csv *c, const char *out) {
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     bool parallel = c->o->pack.threads > 1;
-    c->share = 32;
+    // Committing is about as costly as parsing: where the main thread
+    // commits every record, it parses a smaller part (parse_parallel).
+    c->share = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat ? 32 : 16;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
         if (parallel && (rc = parse_parallel(c)) != 1) continue;
