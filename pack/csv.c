@@ -18,7 +18,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -1779,9 +1778,26 @@ typedef struct {
     size_t npend, pend_cap;
     unsigned parts;      // the ISO parts its times showed, raw records left out
     size_t cap, nrows, nraw;  // cap: records there is room for
-    atomic_size_t ready;  // records complete, for a main thread that commits them as they come
-    atomic_bool done;     // nrows, nraw and parts are final
+    // Records complete, published every HALF_BATCH, for a main thread that
+    // commits them as they come and sleeps (asleep) when it catches up.
+    atomic_size_t ready;
+    atomic_bool done, asleep;  // done: nrows, nraw and parts are final
+    pthread_mutex_t mu;
+    pthread_cond_t more;
 } half_job;
+
+#define HALF_BATCH 32
+
+// The helper's records up to n complete: published, and the main thread
+// woken if it waits for them.
+static void half_publish(half_job *h, size_t n) {
+    atomic_store(&h->ready, n);  // sequentially consistent with asleep: one of the two sees the other
+    if (atomic_load(&h->asleep)) {
+        pthread_mutex_lock(&h->mu);
+        pthread_cond_signal(&h->more);
+        pthread_mutex_unlock(&h->mu);
+    }
+}
 
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
@@ -1798,8 +1814,7 @@ static void *parse_half(void *arg) {
         if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
             r->next = (uint32_t)(end - buf);
-            h->nraw++;
-            atomic_store_explicit(&h->ready, ++n, memory_order_release);
+            h->nraw++, n++;
             break;
         }
         float *row = h->rows + n * c->nkeep;
@@ -1859,23 +1874,30 @@ static void *parse_half(void *arg) {
         }
         r->next = (uint32_t)(q - buf);
         p = q;
-        atomic_store_explicit(&h->ready, ++n, memory_order_release);
+        if (++n % HALF_BATCH == 0) half_publish(h, n);
     }
     h->nrows = n;
-    atomic_store_explicit(&h->done, true, memory_order_release);
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->ready, n);
+    atomic_store(&h->done, true);
+    pthread_cond_signal(&h->more);
+    pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
 // The next record of the helper's part once it is complete: 1, or 0 when
 // there is none. *waited: the main thread had to wait for it.
 static int half_next(half_job *h, size_t i, bool *waited) {
-    while (i >= atomic_load_explicit(&h->ready, memory_order_acquire)) {
-        if (atomic_load_explicit(&h->done, memory_order_acquire))
-            return i < atomic_load_explicit(&h->ready, memory_order_acquire);
+    if (i < atomic_load_explicit(&h->ready, memory_order_acquire)) return 1;
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->asleep, true);
+    while (i >= atomic_load(&h->ready) && !atomic_load(&h->done)) {
         *waited = true;
-        sched_yield();
+        pthread_cond_wait(&h->more, &h->mu);
     }
-    return 1;
+    atomic_store(&h->asleep, false);
+    pthread_mutex_unlock(&h->mu);
+    return i < atomic_load(&h->ready);
 }
 
 // The helper's records committed in order, as they come, as if parse_until
@@ -2017,8 +2039,18 @@ static int parse_parallel(csv *c) {
                   .cap = c->half_cap};
     atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
+    atomic_init(&h.asleep, false);
     pthread_t t;
-    if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
+    if (pthread_mutex_init(&h.mu, NULL)) return 1;
+    if (pthread_cond_init(&h.more, NULL)) {
+        pthread_mutex_destroy(&h.mu);
+        return 1;
+    }
+    if (sf_thread_start(&t, parse_half, &h) != 0) {
+        pthread_cond_destroy(&h.more);
+        pthread_mutex_destroy(&h.mu);
+        return 1;
+    }
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
     bool waited = false;
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
@@ -2027,17 +2059,20 @@ static int parse_parallel(csv *c) {
     // while the helper waits.
     if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > 2 ? c->share - 1 : 2);
     pthread_join(t, NULL);
-    if (rc < 0) return rc;
-    c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
-    if (!bulk) return 0;
-    bool timed = c->time_field != UINT32_MAX;
-    bulk = !h.nraw && !c->blank_line;
-    // The first time repeated within the series is the main path's to say.
-    for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
-        int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
-        bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+    if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
+    if (!rc && bulk) {
+        bool timed = c->time_field != UINT32_MAX;
+        bulk = !h.nraw && !c->blank_line;
+        // The first time repeated within the series is the main path's to say.
+        for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
+            int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
+            bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+        }
+        rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
     }
-    return bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
+    pthread_cond_destroy(&h.more);
+    pthread_mutex_destroy(&h.mu);
+    return rc;
 }
 
 // One regrouped row (sf_regroup_emit), in series order: a new series opens
