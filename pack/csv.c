@@ -1756,10 +1756,11 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
 // text, spaces around a value, a blank or ragged line), with the exact
 // messages, or, as the last record, every line for which there was no room.
 typedef struct half_rec {
-    uint32_t start, next;      // the record; the one behind it
+    uint32_t next;             // the record behind it
     uint32_t time_at;          // its time field
-    uint32_t key, key_len;     // its series id
-    uint32_t pend, npend;      // its values above 2^24: entries of the job's pend list
+    uint32_t key;              // its series id
+    uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
+    uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     bool raw, truncated;       // truncated: its time had digits below a microsecond
 } half_rec;
 
@@ -1810,7 +1811,7 @@ static void *parse_half(void *arg) {
     size_t n = 0;
     while (p < end) {
         half_rec *r = &h->recs[n];
-        *r = (half_rec){.start = (uint32_t)(p - buf), .pend = (uint32_t)h->npend};
+        *r = (half_rec){.pend = (uint32_t)h->npend};
         if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
             r->next = (uint32_t)(end - buf);
@@ -1847,7 +1848,7 @@ static void *parse_half(void *arg) {
                 } else if (role == ROLE_SERIES) {
                     ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
                          sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
-                    r->key = at, r->key_len = (uint32_t)len;
+                    r->key = at, r->key_len = (uint16_t)len;
                 } else {  // ROLE_CATEGORY
                     ok = !missing_token(q, len);
                     *cat++ = at, *cat++ = (uint32_t)len;
@@ -1863,7 +1864,7 @@ static void *parse_half(void *arg) {
             else q++;
         }
         if (ok) {
-            r->npend = (uint32_t)h->npend - r->pend;
+            r->npend = (uint16_t)(h->npend - r->pend);
             h->parts = sf_time_parts_join(h->parts, parts);
         } else {
             r->raw = true;
@@ -1933,11 +1934,12 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (c->series_field != UINT32_MAX) {
-            if (r->key_len + 1 > c->key_cap) {
-                char *k = realloc(c->key, r->key_len + 1);
+            size_t need = (size_t)r->key_len + 1;
+            if (need > c->key_cap) {
+                char *k = realloc(c->key, need);
                 if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
                 c->key = k;
-                c->key_cap = r->key_len + 1;
+                c->key_cap = need;
             }
             memcpy(c->key, c->buf + r->key, r->key_len);
             c->key_len = r->key_len;
@@ -2056,8 +2058,11 @@ static int parse_parallel(csv *c) {
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, &h, &waited);
     // The main thread's part grows while it waits for the helper, shrinks
-    // while the helper waits.
-    if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > 2 ? c->share - 1 : 2);
+    // while the helper waits: down to 1/32 of the buffer where it commits
+    // every record, to 1/4 where the helper's rows go to the writer at once
+    // (the helper's arrays, sized to its part, stay small there).
+    unsigned least = bulk ? 16 : 2;
+    if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
     pthread_join(t, NULL);
     if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     if (!rc && bulk) {

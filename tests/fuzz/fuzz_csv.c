@@ -3,7 +3,8 @@
 //   byte 0, bits 0-1: delimiter (detected, ',', ';', tab)
 //           bits 2-3: missing values (error, drop, ffill, ffill)
 //           bit 4:    the first header column is the series column
-//           bit 5:    two compression threads instead of one
+//           bit 5:    two threads instead of one (compression, and a
+//                     second parse thread on inputs of 256 KiB or more)
 //   byte 1, bits 0-3: chunk_rows - 1, so that small inputs span many chunks
 //                     (times 1024 when inflated)
 //           bits 4-5: filter (modulo the number of filters)
