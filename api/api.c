@@ -316,7 +316,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     f.target_change = o->target_change;
-    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon};
+    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon, 1};
     f.batch = o->batch;
     if (o->pool) f.pipe.pool = o->pool;
     if (o->decoders) f.pipe.decoders = o->decoders;

@@ -251,11 +251,11 @@ int main(void) {
         }
         float *all = decode_all(p);
         const uint32_t all4[] = {0, 1, 2, 3}, bd[] = {1, 3}, c_only[] = {2};
-        check_geometry(p, all, (sf_window_spec){60, 1, 1, 1}, 1, SF_NORM_ZSCORE, NULL, NULL, all4, 4, all4, 4);
-        check_geometry(p, all, (sf_window_spec){10, 3, 2, 0}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
-        check_geometry(p, all, (sf_window_spec){1, 1, 1, 5}, 3, SF_NORM_NONE, "d,b", "c", (const uint32_t[]){3, 1},
+        check_geometry(p, all, (sf_window_spec){60, 1, 1, 1, 1}, 1, SF_NORM_ZSCORE, NULL, NULL, all4, 4, all4, 4);
+        check_geometry(p, all, (sf_window_spec){10, 3, 2, 0, 1}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
+        check_geometry(p, all, (sf_window_spec){1, 1, 1, 5, 1}, 3, SF_NORM_NONE, "d,b", "c", (const uint32_t[]){3, 1},
                        2, c_only, 1);
-        check_geometry(p, all, (sf_window_spec){200, 7, 3, 2}, 1, SF_NORM_ZSCORE, "a", "a,b", all4, 1, all4, 2);
+        check_geometry(p, all, (sf_window_spec){200, 7, 3, 2, 1}, 1, SF_NORM_ZSCORE, "a", "a,b", all4, 1, all4, 2);
         free(all);
         sf_pack_close(p);
     }

@@ -58,7 +58,7 @@ static layout random_layout(void) {
     l.chunk_rows = 1 + (uint32_t)(rng() % 97);
     l.block_chunks = 1 + (uint32_t)(rng() % 4);
     l.w = (sf_window_spec){1 + (uint32_t)(rng() % 30), 1 + (uint32_t)(rng() % 5), 1 + (uint32_t)(rng() % 3),
-                           (uint32_t)(rng() % 4)};
+                           (uint32_t)(rng() % 4), 1};
     l.split = (sf_split){(double)(rng() % 600) / 1000, (int)(rng() % 3)};
     return l;
 }
@@ -267,7 +267,7 @@ static void check_parts(int trial) {
         for (uint64_t r = lo; r < hi; r++) is_val[r] = r >= hi - nval, first[r] = lo, vfirst[r] = hi - nval;
     }
     uint8_t *targets = calloc(l.nrows + 1, 1);
-    const sf_window_spec windows[3] = {{8, stride, 1, 1}, {24, stride, 1, 1}, {32, stride, 1, 1}};
+    const sf_window_spec windows[3] = {{8, stride, 1, 1, 1}, {24, stride, 1, 1, 1}, {32, stride, 1, 1, 1}};
     for (int k = 0; k < 3; k++) {
         const sf_window_spec *w = &windows[k];
         uint64_t span = sf_window_span(w);
@@ -313,7 +313,7 @@ static void check_parts(int trial) {
         sf_split split = {l.split.fraction, (enum sf_part)part};
         uint64_t longest = sf_split_longest(l.series, l.nseries, stride, &split);
         if (longest == 0 || longest > UINT32_MAX) continue;
-        sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1)}, over = {1, stride, 1, (uint32_t)longest};
+        sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1), 1}, over = {1, stride, 1, (uint32_t)longest, 1};
         CHECK(sf_plan_count(l.series, l.nseries, &fits, &split) > 0 && sf_plan_count(l.series, l.nseries, &over,
               &split) == 0, "trial %d: part %d: the longest span %llu is not the longest that fits", trial, part,
               (unsigned long long)longest);
@@ -326,7 +326,7 @@ static void check_parts(int trial) {
 
 static void check_errors(void) {
     sf_series s[2] = {{0, 10, ""}, {11, 5, ""}};  // a gap at row 10
-    sf_window_spec w = {5, 1, 1, 1};
+    sf_window_spec w = {5, 1, 1, 1, 1};
     sf_plan *p;
     sf_err e = {0};
     CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "a gap between series was accepted");
