@@ -36,7 +36,9 @@ static uint64_t *reference_starts(const layout *l, uint64_t *n) {
         if (l->split.part == SF_PART_VALIDATION) {
             // Placed by their targets: every stride-th row of the validation
             // part, inputs reaching back into the series.
-            for (uint64_t t = end - val; t < end; t += l->w.stride)
+            // With several steps the first step's row is a validation row too.
+            uint64_t lead = l->w.steps > 1 ? l->w.steps - 1 : 0;
+            for (uint64_t t = end - val + lead; t < end; t += l->w.stride)
                 if (t + 1 >= begin + span) starts[(*n)++] = t + 1 - span;
             continue;
         }
@@ -59,6 +61,7 @@ static layout random_layout(void) {
     l.block_chunks = 1 + (uint32_t)(rng() % 4);
     l.w = (sf_window_spec){1 + (uint32_t)(rng() % 30), 1 + (uint32_t)(rng() % 5), 1 + (uint32_t)(rng() % 3),
                            (uint32_t)(rng() % 4), 1};
+    if (rng() % 2) l.w.horizon = 1 + (uint32_t)(rng() % 24), l.w.steps = 1 + (uint32_t)(rng() % l.w.horizon);
     l.split = (sf_split){(double)(rng() % 600) / 1000, (int)(rng() % 3)};
     return l;
 }
@@ -337,6 +340,9 @@ static void check_errors(void) {
     w.stride = 1;
     CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &(sf_split){1.0, SF_PART_TRAIN}, &e) == SF_EINVAL &&
               strstr(e.msg, "validation split 1"), "a split of 1 was accepted");
+    w.horizon = 3, w.steps = 4;  // a first step at row 0 of the window's own last
+    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL && strstr(e.msg, "4 steps ending at horizon 3"),
+          "a step at the window's last row was accepted");
 }
 
 int main(void) {
