@@ -506,7 +506,8 @@ typedef struct {
 int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
                          bool data_units, const char *all, sf_err *e);
 void sf_predict_data_close(sf_predict_data *d);
-// The row window id predicts: its last row plus the horizon.
+// The row window id predicts: its last row plus the horizon (with several
+// steps, the last step's; step k of steps is steps - 1 - k rows before it).
 uint64_t sf_predict_target_row(const sf_plan *plan, uint64_t id);
 
 #endif
