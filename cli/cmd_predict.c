@@ -38,9 +38,10 @@ static const cli_command predict_command = {
         "file), and each target as NAME_pred in the data's units (with\n"
         "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
         "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
-        "the line, or on the time parsed. A checkpoint trained with --horizon A-B\n"
-        "writes one row per window and step, each with its own row's time and\n"
-        "line, and a step column (the rows ahead of the window's last).\n",
+        "the line, or on the time parsed. A checkpoint of several steps ahead\n"
+        "(trained with horizon A-B) writes one row per window and step, each\n"
+        "with its own row's time and line, and a step column (the rows ahead of\n"
+        "the window's last).\n",
     .uses = predict_uses,
 };
 
@@ -63,9 +64,10 @@ static const cli_command evaluate_command = {
         "--season). Then per target, in data units, the RMSE and MAE of the model\n"
         "and of each baseline, and whether the model beats persistence; the\n"
         "verdict names every target that does not. Target values pack imputed\n"
-        "(--missing ffill) are not scored. With --horizon A-B, the scores are over\n"
-        "every step's values, and a table gives each step's MSE next to\n"
-        "persistence and the seasonal forecast, and their mean over the steps.\n",
+        "(--missing ffill) are not scored. With several steps (trained with\n"
+        "horizon A-B), the scores are over every step's values, and a table\n"
+        "gives each step's MSE next to persistence and the seasonal forecast,\n"
+        "and their mean over the steps.\n",
     .uses = evaluate_uses,
 };
 
