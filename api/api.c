@@ -280,6 +280,9 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     CHECK_COUNT(stride, "stride", 1, UINT32_MAX);
     CHECK_COUNT(sampling_rate, "sampling-rate", 1, UINT32_MAX);
     CHECK_COUNT(horizon, "horizon", 1, UINT32_MAX);
+    if (o->horizon_steps && (o->horizon_steps > o->horizon || o->horizon_steps > SF_MAX_STEPS))
+        return sf_err_set(e, SF_EUSAGE, "horizon_steps %u (--horizon A-B): expected 1 to %u and at most horizon %u, "
+                          "so that the first step is at least 1 row ahead", o->horizon_steps, SF_MAX_STEPS, o->horizon);
     CHECK_COUNT(batch, "batch-size", 1, 1u << 20);
     if (o->pool) CHECK_COUNT(pool, "pool", 1, UINT64_MAX >> 8);
     CHECK_COUNT(epochs, "epochs", 1, UINT64_MAX >> 1);
@@ -316,7 +319,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     f.target_change = o->target_change;
-    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon};
+    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon, o->horizon_steps ? o->horizon_steps : 1};
     f.batch = o->batch;
     if (o->pool) f.pipe.pool = o->pool;
     if (o->decoders) f.pipe.decoders = o->decoders;
@@ -356,6 +359,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
+    d->info.steps = sf_window_steps(&po.window);
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -375,7 +379,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
     // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
-    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->ntargets;
+    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->steps * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
                           nx, ny, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
@@ -386,7 +390,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
         // Full batches only (drop_remainder), and never more than x holds.
         size_t count = b.count < in->batch ? b.count : in->batch;
         memcpy(x, b.x, count * in->window * in->nfeatures * sizeof *x);
-        memcpy(y, b.y, count * in->ntargets * sizeof *y);
+        memcpy(y, b.y, count * in->steps * in->ntargets * sizeof *y);
         sf_pipe_release(d->pipe, 0, &b);
     }
     pthread_mutex_unlock(&d->lock);

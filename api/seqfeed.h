@@ -100,13 +100,16 @@ typedef struct {
     uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
     uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
+    uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
+                                       // at most horizon (0: one step)
 } sf_dataset_opts;
 
 // What sf_dataset_next writes: x holds batch x window x nfeatures floats, y
-// batch x ntargets; an epoch is batches_per_epoch batches.
+// batch x steps x ntargets; an epoch is batches_per_epoch batches.
 typedef struct {
     uint32_t window, nfeatures, ntargets, batch;
     uint64_t batches_per_epoch, epochs;
+    uint32_t steps;  // target rows per window (--horizon A-B), 1 for one
 } sf_dataset_info;
 
 typedef struct sf_dataset sf_dataset;

@@ -96,6 +96,11 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
         if (cell >= 0) H5Gclose(cell);
         if (v >= 0) H5Gclose(v);
     }
+    // Several steps: the Reshape to (steps, targets) holds no weights, but has its group as every layer.
+    // (The module links no pipeline: the steps read as sf_window_steps does.)
+    hid_t reshape = rc || c->window.steps <= 1 ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
+    if (reshape < 0) rc = h5_fail(e, "write a layer's group");
+    else if (reshape > 0) H5Gclose(reshape);
     if (!rc && k != nt) rc = sf_err_set(e, SF_EINVAL, "export: %u of the model's %u tensors written", k, nt);
     if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5_fail(e, "flush the weights file");
     ssize_t size = rc ? -1 : H5Fget_file_image(f, NULL, 0);
@@ -154,7 +159,13 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         if (ly->kind == SF_LAYER_LSTM) steps = ly->sequences;
     }
     snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
-    normalization(&t, "normalization_1", c->target_scale, c->target_offset, m->outputs, true, c->target_change, shape);
+    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1;
+    if (nsteps > 1) {  // as Keras' multi-step single-shot model: the last Dense's units as (steps, targets)
+        sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Reshape\",\"config\":{\"name\":\"reshape\","
+            "\"target_shape\":[%u,%u]},\"build_config\":{\"input_shape\":%s}}", nsteps, c->outputs, shape);
+        snprintf(shape, sizeof shape, "[null,%u,%u]", nsteps, c->outputs);
+    }
+    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, true, c->target_change, shape);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
     sf_text_put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
         return t.s;

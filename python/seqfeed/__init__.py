@@ -95,12 +95,12 @@ class _DatasetOpts(ctypes.Structure):
                 ("target_change", ctypes.c_bool), ("window", _u32), ("stride", _u32), ("sampling_rate", _u32),
                 ("horizon", _u32), ("batch", _u32), ("pool", _u64), ("seed", _u64), ("epochs", _u64),
                 ("val_split", ctypes.c_double), ("max_gap", ctypes.c_double), ("replicas", _u32), ("replica", _u32),
-                ("decoders", _u32)]
+                ("decoders", _u32), ("horizon_steps", _u32)]
 
 
 class _DatasetInfo(ctypes.Structure):
     _fields_ = [("window", _u32), ("nfeatures", _u32), ("ntargets", _u32), ("batch", _u32),
-                ("batches_per_epoch", _u64), ("epochs", _u64)]
+                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32)]
 
 
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -146,6 +146,24 @@ def _int(name, option, v, lo, hi, none=None):
         want = "an integer from %d to %d" % (lo, hi)
         raise _bad(name, option, want + (" (None: %s)" % none if none else ""), v)
     return int(v)
+
+
+def _horizon(v):
+    """--horizon N or A-B: (A, B), from an int N, a string "N" or "A-B", or a pair (A, B)."""
+    want = "an integer from 1 to %d, \"A-B\" or (A, B) with 1 <= A <= B and at most 1024 steps" % _U32
+    r = v
+    if isinstance(r, str):
+        parts = r.split("-")
+        if len(parts) in (1, 2) and all(p.isdigit() for p in parts):
+            r = tuple(int(p) for p in parts)
+    if isinstance(r, numbers.Integral) and not isinstance(r, (bool, np.bool_)):
+        r = (r, r)
+    if (isinstance(r, tuple) and len(r) in (1, 2) and
+            all(isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_)) for p in r)):
+        a, b = r[0], r[-1]
+        if 1 <= a <= b <= _U32 and b - a < 1024:
+            return int(a), int(b)
+    raise _bad("horizon", "horizon", want, v)
 
 
 def _real(name, option, v, want, ok):
@@ -322,8 +340,9 @@ class _Batches:
         # unless the file was replaced since.
         info = _DatasetInfo()
         _lib.sf_dataset_shape(d, ctypes.byref(info))
-        self._shape = (info.batch, info.window, info.nfeatures), (info.batch, info.ntargets)
-        if self._shape != ((ds.batch, ds.window, ds.inputs), (ds.batch, ds.targets)):
+        y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
+        self._shape = (info.batch, info.window, info.nfeatures), y
+        if self._shape != ((ds.batch, ds.window, ds.inputs), ds._y_shape):
             self._h.close()
             raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
                                "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
@@ -356,7 +375,8 @@ class _Batches:
 class Dataset:
     """The batches `seqfeed train` draws, as an iterable of (x, y) float32
     arrays: x (batch, window, inputs), y (batch, targets), scaled as train
-    scales them. replicas and replica give replica `replica`'s share (each
+    scales them; horizon="A-B" (or (A, B)) gives y (batch, steps, targets),
+    the rows A to B ahead, as the exported model outputs them. replicas and replica give replica `replica`'s share (each
     batch batch_size / replicas windows), as train's replica of that number
     sees it. shuffle=False keeps the windows of each block in order (pool:
     the shuffle pool in windows as --pool, None: 16384). max_gap is in
@@ -412,7 +432,8 @@ class Dataset:
             window=_int("window", "window", window, 1, _U32),
             stride=_int("stride", "stride", stride, 1, _U32),
             sampling_rate=_int("sampling_rate", "sampling-rate", sampling_rate, 1, _U32),
-            horizon=_int("horizon", "horizon", horizon, 1, _U32),
+            horizon=_horizon(horizon)[1],
+            horizon_steps=_horizon(horizon)[1] - _horizon(horizon)[0] + 1,
             batch=batch_size,
             # --pool's 0 or 1 is no shuffle, where the C API's 0 is its default
             pool=(0 if pool is None else max(pool, 1)) if shuffle else 1,
@@ -444,6 +465,8 @@ class Dataset:
         if rc:
             raise SeqfeedError(rc, "sf_dataset_shape refused an open dataset")
         self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+        self.steps = info.steps  # y is (batch, steps, targets) when above 1, as the exported model's output
+        self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
         self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
         self.windows = None  # of the validation split
 
