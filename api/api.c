@@ -302,6 +302,12 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     return 0;
 }
 
+// The windows o asks for, as --window, --stride, --sampling-rate and --horizon.
+static sf_window_spec window_spec(const sf_dataset_opts *o) {
+    return (sf_window_spec){.length = o->window, .stride = o->stride, .sampling_rate = o->sampling_rate,
+                            .horizon = o->horizon, .steps = o->horizon_steps ? o->horizon_steps : 1};
+}
+
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     LOCAL_ERR(e);
     if (!out || !o) {
@@ -319,7 +325,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     f.target_change = o->target_change;
-    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon, o->horizon_steps ? o->horizon_steps : 1};
+    f.pipe.window = window_spec(o);
     f.batch = o->batch;
     if (o->pool) f.pipe.pool = o->pool;
     if (o->decoders) f.pipe.decoders = o->decoders;
@@ -741,7 +747,7 @@ static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) 
     if (o->norm && !sf_norm_parse(o->norm, &f->norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     f->target_change = o->target_change;
-    f->pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon};
+    f->pipe.window = window_spec(o);
     f->batch = o->batch, f->seed = o->seed, f->epochs = o->epochs, f->val_split = o->val_split;
     f->max_gap = o->max_gap;
     return 0;
@@ -789,7 +795,8 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
         return rc;
     }
     v->info = (sf_dataset_info){.window = o->window, .nfeatures = v->data.cols.nfeatures,
-                                .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1};
+                                .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1,
+                                .steps = sf_window_steps(&f.pipe.window)};
     v->info.batches_per_epoch = v->windows / o->batch + (v->windows % o->batch != 0);
     *out = v;
     return 0;
@@ -810,12 +817,11 @@ int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: windows %" PRIu64 " to %" PRIu64 " asked for, of %" PRIu64,
                           first, first + count, v->windows);
     const sf_columns *cols = &v->data.cols;
-    size_t xl = (size_t)v->info.window * cols->nfeatures;
+    size_t xl = (size_t)v->info.window * cols->nfeatures, yl = (size_t)v->info.steps * cols->ntargets;
     // count is below the windows, which the plan's rows bound: no overflow.
-    if (!x || !y || x_len < count * xl || y_len < (size_t)count * cols->ntargets)
+    if (!x || !y || x_len < count * xl || y_len < count * yl)
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: %u windows are %zu floats of x and %zu of y; given %s%zu and "
-                          "%s%zu", count, count * xl, (size_t)count * cols->ntargets, x ? "" : "NULL, ", x_len,
-                          y ? "" : "NULL, ", y_len);
+                          "%s%zu", count, count * xl, count * yl, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
     const sf_pack_info *in = sf_pack_get_info(v->data.pack);
     const sf_window_spec *w = sf_plan_spec(v->plan);
     int rc = 0;
@@ -829,7 +835,7 @@ int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_
             if ((rc = sf_block_load(v->loader, &t, &v->rows, e))) break;
             v->block = b;
         }
-        sf_window_cut(v->plan, cols, &v->rows, id, x + k * xl, y + (size_t)k * cols->ntargets);
+        sf_window_cut(v->plan, cols, &v->rows, id, x + k * xl, y + k * yl);
         if (rows) rows[k] = start + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
     }
     pthread_mutex_unlock(&v->lock);

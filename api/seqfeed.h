@@ -242,8 +242,8 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e);
 // The validation windows, and a window's shape: 0, or SF_EINVAL for a NULL v.
 int sf_valset_shape(const sf_valset *v, uint64_t *windows, sf_dataset_info *shape);
 // Windows [first, first + count) in order into x (count x window x
-// nfeatures floats), y (count x ntargets) and, when rows is not NULL, each
-// one's target row in the file (count). SF_EINVAL, writing nothing, for a
+// nfeatures floats), y (count x steps x ntargets) and, when rows is not NULL,
+// each one's target row in the file (count; the last step's). SF_EINVAL, writing nothing, for a
 // NULL v, x or y, buffers shorter than that, or windows past the last.
 // Calls from several threads take turns; reading on from the last window
 // read decodes each chunk once.

@@ -87,25 +87,29 @@ class Scaler:
             " (changes from the window's last value)" if self.change_from else "")
 
     def unscale(self, y, x=None):
-        """A model's outputs y (windows, targets), scaled as the Dataset's y, in data units (float32), as
-        `seqfeed predict` writes them: under target_change the window's last value of each target (from x,
-        the windows' inputs as the Dataset gave them, (windows, window, inputs)) is added back first."""
+        """A model's outputs y (windows, targets), or (windows, steps, targets) for horizon="A-B", scaled as
+        the Dataset's y, in data units (float32), as `seqfeed predict` writes them: under target_change the
+        window's last value of each target (from x, the windows' inputs as the Dataset gave them,
+        (windows, window, inputs)) is added back first, to every step."""
         y = np.asarray(y, dtype=np.float32)
         nt = len(self.targets)
-        if y.ndim not in (1, 2) or y.shape[-1] != nt:
-            raise ValueError("y must be (windows, %d) or (%d,): one value per target (%s), got shape %s" %
-                             (nt, nt, ", ".join(self.targets), y.shape))
+        if y.ndim not in (1, 2, 3) or y.shape[-1] != nt:
+            raise ValueError("y must be (windows, %d), (windows, steps, %d) or (%d,): one value per target (%s), "
+                             "got shape %s" % (nt, nt, nt, ", ".join(self.targets), y.shape))
         base = np.float32(0)
         if self.change_from is not None:
             if x is None:
                 raise ValueError("the targets are changes from each window's last value (target_change=True): "
                                  "unscale(y, x) needs the windows' inputs x to add them back")
             x = np.asarray(x, dtype=np.float32)
-            want = y.shape[:-1] + (None, len(self.inputs))
-            if x.ndim != y.ndim + 1 or x.shape[:-2] != y.shape[:-1] or x.shape[-1] != len(self.inputs):
+            windows = y.shape[:-2] if y.ndim == 3 else y.shape[:-1]
+            want = windows + (None, len(self.inputs))
+            if x.ndim != len(windows) + 2 or x.shape[:-2] != windows or x.shape[-1] != len(self.inputs):
                 raise ValueError("x must be the windows' inputs, %s with one window per row of y, got shape %s" %
                                  (str(want).replace("None", "window"), x.shape))
             base = x[..., -1, self.change_from]
+            if y.ndim == 3:  # every step's change is from the same last value
+                base = base[:, None, :]
         # float32 throughout, in predict's order (train/score.c: sf_target_prediction): the same digits
         return ((y + base) - self.target_offset) / self.target_scale
 
@@ -131,7 +135,7 @@ class Validation:
             raise IndexError("batch %d of the %d validation batches" % (index, i.batches_per_epoch))
         count = min(i.batch, self.windows - lo)
         x = np.empty((count, i.window, i.nfeatures), dtype=np.float32)
-        y = np.empty((count, i.ntargets), dtype=np.float32)
+        y = np.empty((count, i.steps, i.ntargets) if i.steps > 1 else (count, i.ntargets), dtype=np.float32)
         r = np.empty(count, dtype=np.uint64) if rows else None
         err = _Err()
         with self._h as p:

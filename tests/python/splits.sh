@@ -109,6 +109,16 @@ plain = seqfeed.Dataset("d.sfpack", split="validation", **dict(kw, target_change
 xp, yp = plain[0]
 back = plain.unscale(yp)
 assert np.allclose(back[:, 0], p.read(["temp"])[plain._val.read(0, rows=True)[2], 0], rtol=1e-6), back[:3]
+# Several steps ahead: y is (windows, steps, targets), every step's target
+# row back in data units through unscale, under target_change too.
+for change in (False, True):
+    multi = seqfeed.Dataset("d.sfpack", split="validation", **dict(kw, horizon="1-3", target_change=change))
+    xm, ym, last = multi._val.read(1, rows=True)
+    assert ym.shape == (len(xm), 3, 2), ym.shape
+    back = multi.unscale(ym, xm)
+    data = p.read(["temp", "rain"])
+    want = np.stack([data[last - 2], data[last - 1], data[last]], axis=1)
+    assert np.allclose(back, want, rtol=1e-5, atol=1e-4), (change, np.abs(back - want).max())
 try:
     val.unscale(got[:3])
     raise SystemExit("unscale without x under target_change")
