@@ -3,7 +3,8 @@
 # targets units and a Reshape makes them (steps, targets) before the
 # inverted Normalization; with Keras 3 (SEQFEED_PYTHON names a Python that
 # has it; skipped with 77 otherwise) load_model predicts from raw data what
-# seqfeed predict writes for every window and step, values and changes.
+# seqfeed predict writes for every window and step, values and changes,
+# and so do seqfeed.model_inputs and seqfeed.forecasts (libseqfeed: $1).
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -46,8 +47,8 @@ fi
     export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
-"$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
-import csv
+SEQFEED_LIB=${1:-} PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
+import csv, os
 import keras, numpy as np
 rows = list(csv.DictReader(open("d.csv")))
 X = np.array([[float(r["a"]), float(r["b"])] for r in rows], dtype=np.float32)
@@ -66,5 +67,13 @@ for name, window, first, steps, targets, change in (("v", 6, 2, 3, ["a", "b"], F
     err = np.max(np.abs(y - want) / np.maximum(1, np.abs(want)))
     print(name, len(last), "windows,", steps, "steps, largest relative difference", err)
     assert err <= 1e-5, err
+    # The same through the package: model_inputs' x and forecasts' change added back to every step.
+    if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
+        import seqfeed
+        xs, index = seqfeed.model_inputs(name, "d.sfpack")
+        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
+        err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
+        print(name, "model_inputs and forecasts: largest relative difference", err)
+        assert err <= 1e-5, err
 PY
 finish
