@@ -92,7 +92,7 @@ static const option options[OPT_COUNT] = {
                     .help = "rows one season spans, for the seasonal naive baseline (default: from the time "
                             "column's typical step: a day of sub-daily rows, 7 daily, 52 weekly, 12 monthly rows)"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
-                   .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
+                   .help = "layers, lstm:U,gru:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},
     [OPT_BATCH_SIZE] = {"batch-size", 0, "N", K_COUNTS, 1, 1u << 20, .group = TRAINING,
                         .help = "global batch: windows per step over every replica (each takes batch-size / "
