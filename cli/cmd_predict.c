@@ -204,9 +204,10 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         } else {
             fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
         }
+        sf_columns cw = sf_columns_at(&r->d.cols, row);  // the row's series' scaling (--norm-scope series)
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = sf_target_prediction(&r->d.cols, w->length, x, r->pred, i, j);
+            float v = sf_target_prediction(&cw, w->length, x, r->pred, i, j);
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
             if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value

@@ -158,6 +158,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
         uint64_t row = last + w->horizon;
         while (sc->series + 1 < o->nseries && o->series[sc->series + 1].first_row <= row) sc->series++;
         bool seasonal = season && row >= o->series[sc->series].first_row + season;
+        sf_columns cw = sf_columns_at(c, row);  // the window's series' scaling (--norm-scope series)
         for (uint32_t j = 0; !rc && j < nt; j++) {
             float yj = y[(size_t)i * nt + j];
             if (sf_columns_target_imputed(c, in, yj, j)) {
@@ -169,15 +170,15 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
             if ((rc = cache_value(&sc->rows, row, col, &truth, e)) || (rc = cache_value(&sc->rows, last, col, &before, e)) ||
                 (seasonal && (rc = cache_value(&sc->rows, row - season, col, &ago, e))))
                 break;
-            float scale = c->target_scale[j], offset = c->target_offset[j];
+            float scale = cw.target_scale[j], offset = cw.target_offset[j];
             // Scaled values as the training loss has them: the target, the
             // model's (both from the change when it learns changes).
             double base = change_base(c, T, x, i, j), t = yj + base, p = sc->pred[(size_t)i * nt + j] + base;
-            double mean = o->target_mean ? o->target_mean[j] : c->target_mean[j];
+            double mean = o->target_mean && !c->nscoped ? o->target_mean[j] : cw.target_mean[j];
             // Persistence scaled as the window's own input when the target is a feature.
             double before_s = sc->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)sc->persist[j]]
                                                   : (double)(before * scale + offset);
-            add(sc, j, SF_FC_MODEL, (double)sf_target_prediction(c, T, x, sc->pred, i, j) - truth, p - t);
+            add(sc, j, SF_FC_MODEL, (double)sf_target_prediction(&cw, T, x, sc->pred, i, j) - truth, p - t);
             add(sc, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
             add(sc, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);
             if (seasonal) {
