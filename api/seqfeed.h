@@ -100,6 +100,7 @@ typedef struct {
     uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
     uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
+    const char *norm_scope;            // --norm-scope global or series (NULL: global)
 } sf_dataset_opts;
 
 // What sf_dataset_next writes: x holds batch x window x nfeatures floats, y

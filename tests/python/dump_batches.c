@@ -2,15 +2,18 @@
 // for all R, as the fit opens it), written to OUT as raw float32: for each
 // batch in order, replica 0's x then y, replica 1's, ... The Python test
 // compares seqfeed.Dataset(replicas=R, replica=r) with them.
-// usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS
+// usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS [NORM_SCOPE]
+// (NORM_SCOPE: global, the default, or series, as train's --norm-scope)
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "train/train.h"
 
 int main(int argc, char **argv) {
-    if (argc != 11) {
-        fprintf(stderr, "usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS\n");
+    if (argc != 11 && argc != 12) {
+        fprintf(stderr, "usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS "
+                "[NORM_SCOPE]\n");
         return 2;
     }
     sf_fit_opts o = sf_fit_opts_default();
@@ -21,6 +24,7 @@ int main(int argc, char **argv) {
     if (pool) o.pipe.pool = pool;
     o.val_split = atof(argv[6]), o.seed = strtoull(argv[8], NULL, 10);
     o.epochs = strtoull(argv[9], NULL, 10);
+    o.norm_series = argc == 12 && !strcmp(argv[11], "series");
     sf_err e = {0};
     sf_run_data d;
     sf_pipe *pipe = NULL;
