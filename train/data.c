@@ -26,6 +26,9 @@ static int series_scaling(sf_run_data *d, const sf_fit_opts *o, const sf_series 
         return sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series scales each series by its own statistics, and the "
                           "file has one series, without a series column (hint: pack the CSV with --series-column "
                           "NAME, or leave --norm-scope global)", o->data);
+    if (o->norm == SF_NORM_NONE)
+        return sf_err_set(e, SF_EUSAGE, "--norm-scope series with --norm none: there is no scaling to take per series "
+                          "(hint: --norm zscore or minmax)");
     for (uint64_t i = 0; i < in->nseries; i++)
         if (!in->series[i].name[0])
             return sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series: the series at row %llu has an empty name, and a "
@@ -37,12 +40,15 @@ static int series_scaling(sf_run_data *d, const sf_fit_opts *o, const sf_series 
     int rc = group && sorted ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
     for (uint64_t i = 0; i < in->nseries && !rc; i++) sorted[i] = &in->series[i];
     if (!rc) qsort(sorted, in->nseries, sizeof *sorted, by_name);
-    for (uint64_t i = 1; i < in->nseries && !rc; i++)
-        if (!strcmp(sorted[i]->name, sorted[i - 1]->name))
-            rc = sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series: two series are named \"%s\" (rows %llu and %llu), "
-                            "and a checkpoint keeps each series' scaling by name (hint: pack the file so that each "
-                            "series is one, or --norm-scope global)", o->data, sorted[i]->name,
-                            (unsigned long long)sorted[i - 1]->first_row, (unsigned long long)sorted[i]->first_row);
+    for (uint64_t i = 1; i < in->nseries && !rc; i++) {
+        if (strcmp(sorted[i]->name, sorted[i - 1]->name)) continue;
+        char name[256];
+        sf_escape_controls(name, sizeof name, sorted[i]->name, strlen(sorted[i]->name));
+        rc = sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series: two series are named \"%s\" (rows %llu and %llu), "
+                        "and a checkpoint keeps each series' scaling by name (hint: pack the file so that each "
+                        "series is one, or --norm-scope global)", o->data, name,
+                        (unsigned long long)sorted[i - 1]->first_row, (unsigned long long)sorted[i]->first_row);
+    }
     uint64_t s = 0;
     for (uint64_t i = 0; i < nseries && !rc; i++) {  // segments ascend as the series do
         while (s + 1 < in->nseries && in->series[s + 1].first_row <= cut[i].first_row) s++;

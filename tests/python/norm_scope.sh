@@ -163,6 +163,8 @@ run 2 train --data one.sfpack --window 3 --batch-size 2 --epochs 1 --norm-scope 
 expect err "^seqfeed train: error: one.sfpack: --norm-scope series .* without a series column \(hint: pack the CSV with --series-column NAME"
 run 2 train --data one.sfpack --norm-scope local -q
 expect err "norm-scope"
+run 2 train --data two.sfpack --norm none --norm-scope series --window 3 --batch-size 2 --epochs 1 --checkpoint-dir o -q
+expect err "^seqfeed train: error: --norm-scope series with --norm none: there is no scaling to take per series"
 
 # The Python Dataset draws the fit's batches (numpy needed: else this part is skipped).
 (
@@ -179,6 +181,12 @@ try:
     raise SystemExit("norm_scope='local' taken")
 except ValueError as e:
     assert "norm_scope (--norm-scope) must be global or series" in str(e), e
+# The exported model's inputs are in data units for its one Normalization: refused alike.
+try:
+    seqfeed.model_inputs("s/latest.safetensors", "two.sfpack")
+    raise SystemExit("model_inputs took a --norm-scope series checkpoint")
+except seqfeed.SeqfeedError as e:
+    assert "(--norm-scope series), which the exported Keras model's one Normalization layer cannot" in str(e), e
 PY
 )
 case $? in 0 | 77) ;; *) fail "the Dataset's norm_scope='series' batches" ;; esac
