@@ -280,6 +280,9 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     CHECK_COUNT(stride, "stride", 1, UINT32_MAX);
     CHECK_COUNT(sampling_rate, "sampling-rate", 1, UINT32_MAX);
     CHECK_COUNT(horizon, "horizon", 1, UINT32_MAX);
+    if (o->horizon_steps && (o->horizon_steps > o->horizon || o->horizon_steps > SF_MAX_STEPS))
+        return sf_err_set(e, SF_EUSAGE, "horizon_steps %u (--horizon A-B): expected 1 to %u and at most horizon %u, "
+                          "so that the first step is at least 1 row ahead", o->horizon_steps, SF_MAX_STEPS, o->horizon);
     CHECK_COUNT(batch, "batch-size", 1, 1u << 20);
     if (o->pool) CHECK_COUNT(pool, "pool", 1, UINT64_MAX >> 8);
     CHECK_COUNT(epochs, "epochs", 1, UINT64_MAX >> 1);
@@ -297,6 +300,12 @@ static int check_opts(const sf_dataset_opts *o, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "max_gap %g (--max-gap): expected seconds above 0 and finite (0: no limit)",
                           o->max_gap);
     return 0;
+}
+
+// The windows o asks for, as --window, --stride, --sampling-rate and --horizon.
+static sf_window_spec window_spec(const sf_dataset_opts *o) {
+    return (sf_window_spec){.length = o->window, .stride = o->stride, .sampling_rate = o->sampling_rate,
+                            .horizon = o->horizon, .steps = o->horizon_steps ? o->horizon_steps : 1};
 }
 
 int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
@@ -319,7 +328,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
         return sf_err_set(e, SF_EUSAGE, "norm_scope '%s' (--norm-scope): expected global or series", o->norm_scope);
     f.norm_series = o->norm_scope && !strcmp(o->norm_scope, "series");
     f.target_change = o->target_change;
-    f.pipe.window = (sf_window_spec){o->window, o->stride, o->sampling_rate, o->horizon};
+    f.pipe.window = window_spec(o);
     f.batch = o->batch;
     if (o->pool) f.pipe.pool = o->pool;
     if (o->decoders) f.pipe.decoders = o->decoders;
@@ -359,6 +368,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
+    d->info.steps = sf_window_steps(&po.window);
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -378,7 +388,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
     // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
-    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->ntargets;
+    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->steps * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
                           nx, ny, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
@@ -389,7 +399,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
         // Full batches only (drop_remainder), and never more than x holds.
         size_t count = b.count < in->batch ? b.count : in->batch;
         memcpy(x, b.x, count * in->window * in->nfeatures * sizeof *x);
-        memcpy(y, b.y, count * in->ntargets * sizeof *y);
+        memcpy(y, b.y, count * in->steps * in->ntargets * sizeof *y);
         sf_pipe_release(d->pipe, 0, &b);
     }
     pthread_mutex_unlock(&d->lock);
@@ -719,3 +729,205 @@ int sf_api_module_path(const char *name, char *path, size_t n, sf_err *e) {
     if (strncmp(what, "none: ", 6) == 0) return sf_err_set(e, SF_EUSAGE, "%s", what + 6);  // the loader's reason
     return sf_err_set(e, SF_EUSAGE, "%s is not loaded", f.file);
 }
+
+// ---- the validation part, and the training part's scaling ----
+
+struct sf_valset {
+    sf_run_data data;
+    sf_plan *plan;
+    sf_block_loader *loader;
+    sf_block_data rows;  // the block last loaded
+    uint64_t block;      // which (UINT64_MAX: none)
+    sf_dataset_info info;
+    uint64_t windows;
+    pthread_mutex_t lock;  // one read at a time: the loader and rows are shared
+};
+
+// o's fields as sf_fit_opts, as sf_dataset_open reads them.
+static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) {
+    *f = (sf_fit_opts){.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
+    f->data = o->data, f->features = o->features, f->targets = o->targets, f->time_features = o->time_features;
+    if (o->norm && !sf_norm_parse(o->norm, &f->norm))
+        return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
+    if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
+        return sf_err_set(e, SF_EUSAGE, "norm_scope '%s' (--norm-scope): expected global or series", o->norm_scope);
+    f->norm_series = o->norm_scope && !strcmp(o->norm_scope, "series");
+    f->target_change = o->target_change;
+    f->pipe.window = window_spec(o);
+    f->batch = o->batch, f->seed = o->seed, f->epochs = o->epochs, f->val_split = o->val_split;
+    f->max_gap = o->max_gap;
+    return 0;
+}
+
+int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!out || !o) {
+        if (out) *out = NULL;
+        return sf_err_set(e, SF_EINVAL, "sf_valset_open: %s is NULL", out ? "the options" : "the handle's place");
+    }
+    *out = NULL;
+    sf_fit_opts f;
+    int rc = check_opts(o, e);
+    if (!rc) rc = valset_fit_opts(o, &f, e);
+    if (!rc && o->val_split == 0)
+        rc = sf_err_set(e, SF_EUSAGE, "val_split 0 (--val-split) leaves no validation part (hint: a val_split above "
+                        "0, such as train's default 0.1)");
+    if (rc) return rc;
+    sf_valset *v = calloc(1, sizeof *v);
+    if (!v) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (pthread_mutex_init(&v->lock, NULL)) {
+        free(v);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for a mutex");
+    }
+    v->block = UINT64_MAX;
+    rc = sf_run_data_open(&v->data, &f, e);
+    if (!rc) {
+        // The fit's validation plan (train/fit.c, open_data): blocks of one chunk, windows in id order.
+        const sf_pack_info *in = sf_pack_get_info(v->data.pack);
+        uint64_t nseries;
+        const sf_series *series = sf_run_data_series(&v->data, &nseries);
+        rc = sf_plan_create(&v->plan, in->nrows, in->chunk_rows, series, nseries, &f.pipe.window, 1,
+                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+    }
+    if (!rc && !(v->windows = sf_plan_windows(v->plan)))
+        rc = sf_err_set(e, SF_EUSAGE, "%s: no validation window: the validation part of every %s (its last %g of "
+                        "rows, rounded down) holds no window's target (hint: a larger val_split (--val-split)%s)",
+                        o->data, v->data.segments ? "segment" : "series", o->val_split,
+                        o->max_gap > 0 ? ", or a larger max_gap (--max-gap)" : "");
+    if (!rc && !(v->loader = sf_block_loader_create(v->data.pack, &v->data.cols)))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (rc) {
+        sf_valset_close(v);
+        return rc;
+    }
+    v->info = (sf_dataset_info){.window = o->window, .nfeatures = v->data.cols.nfeatures,
+                                .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1,
+                                .steps = sf_window_steps(&f.pipe.window)};
+    v->info.batches_per_epoch = v->windows / o->batch + (v->windows % o->batch != 0);
+    *out = v;
+    return 0;
+}
+
+int sf_valset_shape(const sf_valset *v, uint64_t *windows, sf_dataset_info *shape) {
+    if (!v) return SF_EINVAL;
+    if (windows) *windows = v->windows;
+    if (shape) *shape = v->info;
+    return 0;
+}
+
+int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_t x_len, float *y, size_t y_len,
+                   uint64_t *rows, sf_err *e) {
+    LOCAL_ERR(e);
+    if (!v) return sf_err_set(e, SF_EINVAL, "sf_valset_read: the validation set is NULL (closed?)");
+    if (first > v->windows || count > v->windows - first)
+        return sf_err_set(e, SF_EINVAL, "sf_valset_read: windows %" PRIu64 " to %" PRIu64 " asked for, of %" PRIu64,
+                          first, first + count, v->windows);
+    const sf_columns *cols = &v->data.cols;
+    size_t xl = (size_t)v->info.window * cols->nfeatures, yl = (size_t)v->info.steps * cols->ntargets;
+    // count is below the windows, which the plan's rows bound: no overflow.
+    if (!x || !y || x_len < count * xl || y_len < count * yl)
+        return sf_err_set(e, SF_EINVAL, "sf_valset_read: %u windows are %zu floats of x and %zu of y; given %s%zu and "
+                          "%s%zu", count, count * xl, count * yl, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
+    const sf_pack_info *in = sf_pack_get_info(v->data.pack);
+    const sf_window_spec *w = sf_plan_spec(v->plan);
+    int rc = 0;
+    pthread_mutex_lock(&v->lock);
+    for (uint32_t k = 0; !rc && k < count; k++) {
+        uint64_t id = first + k, start = sf_plan_window_start(v->plan, id);
+        uint64_t b = start / in->chunk_rows;  // blocks of one chunk: the block the window starts in holds its rows
+        if (b != v->block) {
+            sf_block_task t = sf_plan_block(v->plan, b);
+            v->block = UINT64_MAX;
+            if ((rc = sf_block_load(v->loader, &t, &v->rows, e))) break;
+            v->block = b;
+        }
+        sf_window_cut(v->plan, cols, &v->rows, id, x + k * xl, y + k * yl);
+        if (rows) rows[k] = start + (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon;
+    }
+    pthread_mutex_unlock(&v->lock);
+    return rc;
+}
+
+void sf_valset_close(sf_valset *v) {
+    if (!v) return;
+    sf_block_data_free(&v->rows);
+    sf_block_loader_free(v->loader);
+    sf_plan_free(v->plan);
+    sf_run_data_close(&v->data);
+    pthread_mutex_destroy(&v->lock);
+    free(v);
+}
+
+static void put_scale(sf_text *t, float scale, float offset) {
+    sf_text_put(t, ", \"scale\": ");
+    put_real(t, scale);
+    sf_text_put(t, ", \"offset\": ");
+    put_real(t, offset);
+}
+
+// A run's columns and scaling as JSON (seqfeed.h: sf_dataset_describe).
+static char *describe_run(const sf_run_data *d) {
+    const sf_pack_info *in = sf_pack_get_info(d->pack);
+    const sf_columns *c = &d->cols;
+    sf_text t = {0};
+    sf_text_put(&t, "{\"stats_rows\": %" PRIu64 ", \"columns\": {", d->stats_rows);
+    bool any = false;
+    for (uint32_t col = 0; col < in->ncols; col++) {
+        bool used = false;
+        for (uint32_t k = 0; k < c->nfeatures && !used; k++) used = c->features[k] == col && c->codes[k] == SF_CODE_NONE;
+        for (uint32_t j = 0; j < c->ntargets && !used; j++) used = c->targets[j] == col;
+        if (!used) continue;
+        sf_text_put(&t, "%s", any ? ", " : "");
+        put_string(&t, in->col_names[col]);
+        const sf_col_stats *st = &d->stats[col];
+        const char *key[4] = {"min", "max", "mean", "std"};
+        const double val[4] = {st->min, st->max, st->mean, st->std};
+        for (int k = 0; k < 4; k++) {
+            sf_text_put(&t, "%s\"%s\": ", k ? ", " : ": {", key[k]);
+            put_real(&t, val[k]);
+        }
+        sf_text_put(&t, "}");
+        any = true;
+    }
+    sf_text_put(&t, "}, \"inputs\": [");
+    uint32_t time = 0;  // time features come after the columns, sin then cos of each
+    for (uint32_t k = 0; k < c->nfeatures; k++) {
+        sf_text_put(&t, "%s{\"name\": ", k ? ", " : "");
+        if (c->features[k] == SF_COLUMN_TIME) {
+            const char *f = sf_time_feature_name(c->time[time / 2]);
+            sf_text_put(&t, "\"%s_%s\", \"column\": null, \"time\": \"%s\"", f, time % 2 ? "cos" : "sin", f);
+            time++;
+        } else {
+            const char *name = in->col_names[c->features[k]];
+            const sf_category *cat = c->codes[k] >= 0 ? sf_pack_category(in, c->features[k]) : NULL;
+            const char *value = cat && (uint32_t)c->codes[k] < cat->nvalues ? cat->values[c->codes[k]] : NULL;
+            sf_text ext = {0};
+            sf_text_put(&ext, "%s%s%s", name, value ? "=" : "", value ? value : "");
+            put_string(&t, ext.s ? ext.s : name);
+            free(ext.s);
+            sf_text_put(&t, ", \"column\": ");
+            put_string(&t, name);
+            if (value) {
+                sf_text_put(&t, ", \"value\": ");
+                put_string(&t, value);
+            }
+        }
+        put_scale(&t, c->feature_scale[k], c->feature_offset[k]);
+        sf_text_put(&t, "}");
+    }
+    sf_text_put(&t, "], \"targets\": [");
+    for (uint32_t j = 0; j < c->ntargets; j++) {
+        sf_text_put(&t, "%s{\"name\": ", j ? ", " : "");
+        put_string(&t, in->col_names[c->targets[j]]);
+        put_scale(&t, c->target_scale[j], c->target_offset[j]);
+        sf_text_put(&t, ", \"mean\": ");
+        put_real(&t, c->target_mean ? c->target_mean[j] : NAN);
+        if (c->change_from) sf_text_put(&t, ", \"change_from\": %d}", c->change_from[j]);
+        else sf_text_put(&t, ", \"change_from\": null}");
+    }
+    sf_text_put(&t, "]}");
+    return t.s;
+}
+
+char *sf_dataset_describe(const sf_dataset *d) { return d ? describe_run(&d->data) : NULL; }
+char *sf_valset_describe(const sf_valset *v) { return v ? describe_run(&v->data) : NULL; }

@@ -100,14 +100,17 @@ typedef struct {
     uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
     uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
+    uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
+                                       // at most horizon (0: one step)
     const char *norm_scope;            // --norm-scope global or series (NULL: global)
 } sf_dataset_opts;
 
 // What sf_dataset_next writes: x holds batch x window x nfeatures floats, y
-// batch x ntargets; an epoch is batches_per_epoch batches.
+// batch x steps x ntargets; an epoch is batches_per_epoch batches.
 typedef struct {
     uint32_t window, nfeatures, ntargets, batch;
     uint64_t batches_per_epoch, epochs;
+    uint32_t steps;  // target rows per window (--horizon A-B), 1 for one
 } sf_dataset_info;
 
 typedef struct sf_dataset sf_dataset;
@@ -222,5 +225,45 @@ void sf_api_inputs_close(sf_api_inputs *in);
 // SF_EINVAL for an unknown name. For checking where an installation's
 // modules come from (the Python package's own, beside libseqfeed.so).
 int sf_api_module_path(const char *name, char *path, size_t n, sf_err *e);
+
+// ---- the validation part, and the training part's scaling ----
+
+// The validation windows `seqfeed train` scores for the same options (its
+// --val-split part: every window whose target row lies in the last
+// val_split of each series' rows, or of each segment's with max_gap), in
+// order, scaled by the training part's statistics: the windows `seqfeed
+// evaluate` and `predict --split validation` take from a checkpoint of
+// such a run, the same count in the same order. Targets pack imputed
+// (--missing ffill) come as filled in (train's validation leaves them out
+// of val_loss). The options' fields are checked as sf_dataset_open checks
+// them; batch, pool, seed, epochs, replicas, replica and decoders are not
+// used. SF_EUSAGE when val_split is 0 or the part has no window.
+typedef struct sf_valset sf_valset;
+int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e);
+// The validation windows, and a window's shape: 0, or SF_EINVAL for a NULL v.
+int sf_valset_shape(const sf_valset *v, uint64_t *windows, sf_dataset_info *shape);
+// Windows [first, first + count) in order into x (count x window x
+// nfeatures floats), y (count x steps x ntargets) and, when rows is not NULL,
+// each one's target row in the file (count; the last step's). SF_EINVAL, writing nothing, for a
+// NULL v, x or y, buffers shorter than that, or windows past the last.
+// Calls from several threads take turns; reading on from the last window
+// read decodes each chunk once.
+int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_t x_len, float *y, size_t y_len,
+                   uint64_t *rows, sf_err *e);
+void sf_valset_close(sf_valset *v);
+
+// How a dataset's (or a validation set's) inputs and targets are scaled,
+// as JSON (malloc'd; free with sf_api_free): "stats_rows" (the training
+// part's rows the statistics are of); "columns", each column of the file
+// that feeds an input or a target with its "min", "max", "mean" and "std"
+// over those rows; "inputs", x's last axis in order, each {"name",
+// "column" (null for a time feature), "value" (a category's, one-hot),
+// "time" (hour, weekday or yearday: "name" ends in _sin or _cos), "scale",
+// "offset"} (an input is value x scale + offset, in float32); "targets",
+// y's, each {"name", "scale", "offset", "mean", "change_from"} (the input
+// whose value at the window's last row y is a change from, under
+// --target change; else null). NULL when out of memory or d is NULL.
+char *sf_dataset_describe(const sf_dataset *d);
+char *sf_valset_describe(const sf_valset *v);
 
 #endif

@@ -78,6 +78,8 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
+    // Several steps add a fifth count; one step writes what older versions read.
+    if (sf_window_steps(&c->window) > 1) snprintf(v[0] + strlen(v[0]), 64 - strlen(v[0]), ",%u", c->window.steps);
     snprintf(v[1], 64, "%u", c->inputs);
     snprintf(v[2], 64, "%u", c->outputs);
     snprintf(v[3], 64, "%llu", (unsigned long long)c->epoch);
@@ -512,20 +514,25 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc && !(c->lr >= 1e-10 && c->lr <= 1000))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'lr' is %g, expected 1e-10 to 1000 (a damaged or edited "
                         "checkpoint)", path, c->lr);
-    uint64_t w[4] = {0};
+    // Four counts (one step: older checkpoints read as --horizon N-N), or
+    // five: the steps ending at the horizon.
+    uint64_t w[5] = {0};
     const char *at = window;
-    for (int k = 0; k < 4 && !rc; k++) {
+    int fields = 4;
+    for (int k = 0; k < fields && !rc; k++) {
         char *end;
         errno = 0;
         w[k] = *at >= '0' && *at <= '9' ? strtoull(at, &end, 10) : (end = (char *)at, 0);
-        if (end == at || errno || w[k] > UINT32_MAX || (k < 3 && !w[k]) || *end != (k < 3 ? ',' : 0))
+        if (k == 3 && *end == ',') fields = 5;
+        if (end == at || errno || w[k] > UINT32_MAX || (k != 3 && !w[k]) || *end != (k < fields - 1 ? ',' : 0) ||
+            (k == 4 && (w[4] > w[3] || w[4] > SF_MAX_STEPS)))
             rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'window' is '%s', expected length,stride,sampling_rate,"
-                            "horizon: counts below 2^32, the first three at least 1 (a damaged or edited checkpoint)",
-                            path, window);
+                            "horizon[,steps]: counts below 2^32, all but the horizon at least 1, steps at most the "
+                            "horizon and %u (a damaged or edited checkpoint)", path, window, SF_MAX_STEPS);
         at = end + 1;
     }
     if (!rc) {
-        c->window = (sf_window_spec){(uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3]};
+        c->window = (sf_window_spec){(uint32_t)w[0], (uint32_t)w[1], (uint32_t)w[2], (uint32_t)w[3], (uint32_t)w[4]};
         c->inputs = (uint32_t)u[0], c->outputs = (uint32_t)u[1], c->epoch = u[2], c->epoch_step = u[3];
         c->step = u[4], c->seed = u[5], c->epochs = u[6], c->batch = (uint32_t)u[7], c->replicas = (uint32_t)u[8];
         c->pool = u[9], c->rows = u[10], c->epoch_samples = u[11];
@@ -545,7 +552,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = run_record(path, c, e);
     if (!rc) {
         sf_err inner = {0};
-        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs, &inner)))
+        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

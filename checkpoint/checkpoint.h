@@ -210,7 +210,8 @@ enum sf_keras_format {
 // Dropout and Dense layers under their Keras names, and an inverted
 // Normalization that gives the targets in data units (with
 // c->target_change: their change from the window's last row, in data
-// units). Loads the module seqfeed-keras.so on first use: SF_EUSAGE saying
+// units); with several steps (--horizon A-B) a Reshape to (steps, targets)
+// before it, so the model outputs (batch, steps, targets). Loads the module seqfeed-keras.so on first use: SF_EUSAGE saying
 // why when it cannot (seqfeed built without libhdf5 and libzip).
 int sf_keras_export(const char *path, const sf_checkpoint *c, const sf_model *m, enum sf_keras_format format,
                     sf_err *e);

@@ -83,11 +83,12 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
         char path[96];
         snprintf(path, sizeof path, "layers/%s/vars", name);
         hid_t v = h5_group(f, path, name), cell = -1;
-        if (v >= 0 && ly && ly->kind == SF_LAYER_LSTM) {
+        // A recurrent layer's weights are its cell's: lstm_cell, gru_cell.
+        if (v >= 0 && ly && sf_layer_recurrent(ly)) {
             snprintf(path, sizeof path, "layers/%s/cell/vars", name);
-            cell = h5_group(f, path, "lstm_cell");
+            cell = h5_group(f, path, ly->kind == SF_LAYER_GRU ? "gru_cell" : "lstm_cell");
         }
-        if (v < 0 || (ly && ly->kind == SF_LAYER_LSTM && cell < 0)) rc = h5_fail(e, "write a layer's group");
+        if (v < 0 || (ly && sf_layer_recurrent(ly) && cell < 0)) rc = h5_fail(e, "write a layer's group");
         // The layer's tensors follow in buffer order: kernel, recurrent kernel, bias.
         size_t prefix = strlen(name);
         for (int i = 0; !rc && ly && k < nt && !strncmp(t[k].name, name, prefix) && t[k].name[prefix] == '/'; i++, k++)
@@ -96,6 +97,11 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
         if (cell >= 0) H5Gclose(cell);
         if (v >= 0) H5Gclose(v);
     }
+    // Several steps: the Reshape to (steps, targets) holds no weights, but has its group as every layer.
+    // (The module links no pipeline: the steps read as sf_window_steps does.)
+    hid_t reshape = rc || c->window.steps <= 1 ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
+    if (reshape < 0) rc = h5_fail(e, "write a layer's group");
+    else if (reshape > 0) H5Gclose(reshape);
     if (!rc && k != nt) rc = sf_err_set(e, SF_EINVAL, "export: %u of the model's %u tensors written", k, nt);
     if (!rc && H5Fflush(f, H5F_SCOPE_GLOBAL) < 0) rc = h5_fail(e, "flush the weights file");
     ssize_t size = rc ? -1 : H5Fget_file_image(f, NULL, 0);
@@ -136,7 +142,7 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         "\"dtype\":\"float32\",\"name\":\"input_layer\"}}", T, m->inputs);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
     normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, false, false, shape);
-    bool steps = true;  // the layer's input has every time step: until an LSTM returns only the last
+    bool steps = true;  // the layer's input has every time step: until an LSTM or GRU returns only the last
     for (uint32_t l = 0; l < m->nlayers; l++) {
         const sf_layer *ly = &m->layer[l];
         if (steps) snprintf(shape, sizeof shape, "[null,%u,%u]", T, ly->in);
@@ -144,6 +150,9 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         if (ly->kind == SF_LAYER_LSTM)
             sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"LSTM\",\"config\":{\"name\":\"%s\",\"units\":%u,"
                 "\"return_sequences\":%s}", ly->name, ly->units, ly->sequences ? "true" : "false");
+        else if (ly->kind == SF_LAYER_GRU)  // reset_after spelled out: the bias (2, 3U) is that form's
+            sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"GRU\",\"config\":{\"name\":\"%s\",\"units\":%u,"
+                "\"return_sequences\":%s,\"reset_after\":true}", ly->name, ly->units, ly->sequences ? "true" : "false");
         else if (ly->kind == SF_LAYER_DROPOUT)
             sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dropout\",\"config\":{\"name\":\"%s\",\"rate\":%.9g}",
                 ly->name, (double)ly->rate);
@@ -151,10 +160,16 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
             sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Dense\",\"config\":{\"name\":\"%s\",\"units\":%u}",
                 ly->name, ly->units);
         sf_text_put(&t, ",\"build_config\":{\"input_shape\":%s}}", shape);
-        if (ly->kind == SF_LAYER_LSTM) steps = ly->sequences;
+        if (sf_layer_recurrent(ly)) steps = ly->sequences;
     }
     snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
-    normalization(&t, "normalization_1", c->target_scale, c->target_offset, m->outputs, true, c->target_change, shape);
+    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1;
+    if (nsteps > 1) {  // as Keras' multi-step single-shot model: the last Dense's units as (steps, targets)
+        sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Reshape\",\"config\":{\"name\":\"reshape\","
+            "\"target_shape\":[%u,%u]},\"build_config\":{\"input_shape\":%s}}", nsteps, c->outputs, shape);
+        snprintf(shape, sizeof shape, "[null,%u,%u]", nsteps, c->outputs);
+    }
+    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, true, c->target_change, shape);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
     sf_text_put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
         return t.s;

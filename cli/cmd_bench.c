@@ -107,7 +107,8 @@ static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_c
     if (!l || sf_block_load(l, &all, &d, e)) goto out_loader;
     uint64_t n = sf_plan_windows(plan), *ids = malloc((n + 1) * sizeof *ids), s = 12345;
     size_t xl = (size_t)o->window.length * cols.nfeatures;
-    float *x = malloc(o->batch * xl * sizeof(float)), *y = malloc(o->batch * (cols.ntargets + 1) * sizeof(float));
+    size_t yl = (size_t)cols.ntargets * sf_window_steps(&o->window);  // (steps, targets) per window
+    float *x = malloc(o->batch * xl * sizeof(float)), *y = malloc(o->batch * (yl + 1) * sizeof(float));
     if (ids && x && y && n) {
         for (uint64_t i = 0; i < n; i++) ids[i] = i;
         for (uint64_t i = n; i > 1; i--) {  // a shuffled order, outside the timed loop
@@ -121,7 +122,7 @@ static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_c
         while (sf_now() - t0 < seconds)
             for (uint32_t k = 0; k < o->batch; k++, done++) {
                 uint64_t id = ids[done % n];
-                sf_window_cut(plan, &cols, &d, id, x + k * xl, y + k * cols.ntargets);
+                sf_window_cut(plan, &cols, &d, id, x + k * xl, y + k * yl);
             }
         rate = (double)done / (sf_now() - t0);
     }

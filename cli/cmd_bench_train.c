@@ -106,7 +106,7 @@ int bench_train(int argc, char **argv) {
     sf_pack_close(p);
     if (rc) return e.code = SF_EUSAGE, cli_fail(c->name, &e, NULL);
     sf_model m;
-    rc = sf_model_parse(&m, o.model, cols.nfeatures, cols.ntargets, &e);
+    rc = sf_model_parse(&m, o.model, cols.nfeatures, cols.ntargets * sf_window_steps(&o.pipe.window), &e);
     sf_columns_free(&cols);
     if (rc) return e.code = SF_EUSAGE, cli_fail(c->name, &e, NULL);
     for (uint32_t k = 0; k < nbatches; k++)

@@ -38,7 +38,10 @@ static const cli_command predict_command = {
         "file), and each target as NAME_pred in the data's units (with\n"
         "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
         "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
-        "the line, or on the time parsed.\n",
+        "the line, or on the time parsed. A checkpoint of several steps ahead\n"
+        "(trained with horizon A-B) writes one row per window and step, each\n"
+        "with its own row's time and line, and a step column (the rows ahead of\n"
+        "the window's last).\n",
     .uses = predict_uses,
 };
 
@@ -61,7 +64,10 @@ static const cli_command evaluate_command = {
         "--season). Then per target, in data units, the RMSE and MAE of the model\n"
         "and of each baseline, and whether the model beats persistence; the\n"
         "verdict names every target that does not. Target values pack imputed\n"
-        "(--missing ffill) are not scored.\n",
+        "(--missing ffill) are not scored. With several steps (trained with\n"
+        "horizon A-B), the scores are over every step's values, and a table\n"
+        "gives each step's MSE next to persistence and the seasonal forecast,\n"
+        "and their mean over the steps.\n",
     .uses = evaluate_uses,
 };
 
@@ -164,10 +170,11 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     return rc;
 }
 
-// Whether target j of window i is one pack imputed (NaN under imputed_nan);
-// a NaN in a column without imputed values is an overflow, and is scored.
-static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t j) {
-    return sf_columns_target_imputed(&r->d.cols, sf_pack_get_info(r->d.pack), y[(size_t)i * r->d.cols.ntargets + j], j);
+// Whether target j of step k of window i is one pack imputed (NaN under
+// imputed_nan); a NaN in a column without imputed values is an overflow, and is scored.
+static bool imputed_target(const run *r, const float *y, uint32_t i, uint32_t k, uint32_t j) {
+    size_t nt = r->d.cols.ntargets, steps = sf_window_steps(&r->ck.window);
+    return sf_columns_target_imputed(&r->d.cols, sf_pack_get_info(r->d.pack), y[((size_t)i * steps + k) * nt + j], j);
 }
 
 static int predict_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
@@ -176,10 +183,13 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
     int rc = r->be->predict(r->rep, r->pred, x, count, e);
     const sf_pack_info *in = sf_pack_get_info(r->d.pack);
     const sf_window_spec *w = &r->ck.window;
-    uint32_t nt = r->d.cols.ntargets;
-    for (uint32_t i = 0; !rc && i < count; i++) {
-        uint64_t row = sf_predict_target_row(r->d.plan, ids[i]);
-        while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
+    uint32_t nt = r->d.cols.ntargets, steps = sf_window_steps(w);
+    // One CSV row per window and step (--horizon A-B), each with its own row's time and line.
+    for (uint32_t n = 0; !rc && n < count * steps; n++) {
+        uint32_t i = n / steps, step = n % steps;
+        uint64_t row = sf_predict_target_row(r->d.plan, ids[i]) - (steps - 1) + step;
+        if (step == 0)  // the series by the window's first step: later windows' first steps only grow
+            while (r->series + 1 < in->nseries && in->series[r->series + 1].first_row <= row) r->series++;
         size_t k = 0;
         if ((in->time_kind != SF_TIME_NONE || in->has_lines || r->actual) && (rc = row_aux(r, row, &k, e))) break;
         cli_csv_field(r->out, in->series[r->series].name);
@@ -204,13 +214,14 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         } else {
             fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
         }
+        if (steps > 1) fprintf(r->out, ",%u", w->horizon - (steps - 1) + step);  // rows ahead of the window's last
         sf_columns cw = sf_columns_at(&r->d.cols, row);  // the row's series' scaling (--norm-scope series)
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = sf_target_prediction(&cw, w->length, x, r->pred, i, j);
+            float v = sf_step_prediction(&cw, w->length, steps, x, r->pred, i, step, j);
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
-            if (r->actual && imputed_target(r, y, i, j)) {  // the CSV had no value
+            if (r->actual && imputed_target(r, y, i, step, j)) {  // the CSV had no value
                 fputc(',', r->out);
                 r->imputed++;
             } else if (r->actual) {  // the file's value itself: the CSV's, to float32's rounding
@@ -284,6 +295,7 @@ int cmd_predict(int argc, char **argv) {
         cli_csv_field(r.out, in->time_column);
     }
     fputs(in->nsources ? ",file,line" : in->has_lines ? ",line" : ",row", r.out);
+    if (sf_window_steps(&r.ck.window) > 1) fputs(",step", r.out);
     for (uint32_t j = 0; j < r.d.cols.ntargets; j++) {
         const char *name = in->col_names[r.d.cols.targets[j]];
         char *pred = malloc(strlen(name) + 6);
@@ -371,7 +383,26 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
         json_forecasters(t[j].mae);
         printf("}");
     }
-    printf("]}\n");
+    printf("]");
+    if (s->step) {  // --horizon A-B: each step's MSE (scaled) per target
+        printf(", \"steps\": [%u, %u], \"per_step\": [", s->first_step, s->horizon);
+        for (uint32_t k = 0; k < s->steps * s->ntargets; k++) {
+            const sf_step_score *ss = &s->step[k];
+            printf("%s{\"step\": %u, \"target\": ", k ? ", " : "", s->first_step + k / s->ntargets);
+            cli_json_string(stdout, t[k % s->ntargets].name);
+            printf(", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)ss->values,
+                   (unsigned long long)ss->seasonal_values);
+            for (int f = 0; f < SF_FORECASTERS; f++) {
+                printf(", \"%s\": ", sf_forecaster_names[f]);
+                cli_json_real(stdout, ss->mse[f]);
+            }
+            printf(", \"model_on_seasonal\": ");
+            cli_json_real(stdout, ss->model_seasonal_mse);
+            printf("}");
+        }
+        printf("]");
+    }
+    printf("}\n");
 }
 
 int cmd_evaluate(int argc, char **argv) {

@@ -290,7 +290,7 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     }
     if (v[OPT_MODEL].set) {
         sf_model gm;
-        if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs, &e) == 0) sf_model_format(&gm, given, sizeof given);
+        if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs * sf_window_steps(&ck->window), &e) == 0) sf_model_format(&gm, given, sizeof given);
         else snprintf(given, sizeof given, "%s", o->model);
         snprintf(theirs, sizeof theirs, "%s", ck->model);
         if ((rc = differs(OPT_MODEL, given, theirs, path))) return rc;
@@ -337,6 +337,11 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
             snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 12]);
         }
         if ((rc = differs(nums[k], given, theirs, path))) return rc;
+    }
+    if (v[OPT_HORIZON].set) {  // a range's first step too, which the number above does not show
+        sf_window_horizon_text(&mine.pipe.window, given, sizeof given);
+        sf_window_horizon_text(w, theirs, sizeof theirs);
+        if ((rc = differs(OPT_HORIZON, given, theirs, path))) return rc;
     }
     o->pipe.window = ck->window, o->batch = ck->batch, o->seed = ck->seed, o->val_split = ck->val_split;
     o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool, o->pipe.lanes = ck->lanes;

@@ -15,7 +15,8 @@
 
 #include "cli.h"
 
-typedef enum { K_FLAG, K_TEXT, K_COUNT, K_COUNTS, K_INT, K_REAL, K_CHOICE, K_DURATION } kind;
+// K_RANGE: a count N, or A-B (list[0] A, list[1] B, n 2); u is the last.
+typedef enum { K_FLAG, K_TEXT, K_COUNT, K_COUNTS, K_INT, K_REAL, K_CHOICE, K_DURATION, K_RANGE } kind;
 
 typedef struct {
     const char *name;
@@ -83,8 +84,10 @@ static const option options[OPT_COUNT] = {
     [OPT_STRIDE] = {"stride", 0, "N", K_COUNT, 1, U32, .group = DATA, .help = "rows between window starts"},
     [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
                            .help = "rows between samples in a window"},
-    [OPT_HORIZON] = {"horizon", 0, "N", K_COUNT, 1, U32, .group = DATA,
-                     .help = "target row past the window's last (at least 1: 0 is a row the model sees)"},
+    [OPT_HORIZON] = {"horizon", 0, "N|A-B", K_RANGE, 1, U32, .group = DATA,
+                     .help = "target row past the window's last (at least 1: 0 is a row the model sees); A-B: "
+                             "every row from A to B past it at once (B - A + 1 steps, one output per step and "
+                             "target)"},
     [OPT_MAX_GAP] = {"max-gap", 0, "DURATION", K_DURATION, .group = DATA,
                      .help = "no window spans a step between rows longer than this (90s, 15min, 2h, 3d, 1w): a gap "
                              "splits its series (default: no limit)"},
@@ -97,7 +100,7 @@ static const option options[OPT_COUNT] = {
                     .help = "rows one season spans, for the seasonal naive baseline (default: from the time "
                             "column's typical step: a day of sub-daily rows, 7 daily, 52 weekly, 12 monthly rows)"},
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
-                   .help = "layers, lstm:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
+                   .help = "layers, lstm:U,gru:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},
     [OPT_BATCH_SIZE] = {"batch-size", 0, "N", K_COUNTS, 1, 1u << 20, .group = TRAINING,
                         .help = "global batch: windows per step over every replica (each takes batch-size / "
@@ -258,7 +261,7 @@ static const option options[OPT_COUNT] = {
     [OPT_FILTER] = {"filter", 0, "NAME", K_CHOICE, .choices = filters, .group = PACKING,
                     .help = "delta-shuffle, shuffle or none"},
     [OPT_THREADS] = {"threads", 0, "N", K_COUNT, 1, 256, .group = PACKING,
-                     .help = "compression threads (default: all cores)"},
+                     .help = "compression threads; from 2 on, a second thread parses the CSV (default: all cores)"},
     [OPT_APPEND_TO] = {"append-to", 0, "FILE.sfpack", K_TEXT, .group = PACKING,
                        .help = "add the CSV's rows to FILE (same columns): after each series' last row, new series "
                                "last; FILE keeps its layout and is replaced only once the new file is complete"},
@@ -281,6 +284,9 @@ static void range_text(const option *op, bool many, char *buf, size_t n) {
         const char *what = many ? "integers" : "an integer", *list = many ? ", comma-separated" : "";
         snprintf(buf, n, "%s from %" PRIu64 " to %" PRIu64 "%s", what, op->lo, op->hi, list);
         if (many) snprintf(buf + strlen(buf), n - strlen(buf), ", at most %d of them", CLI_MAX_LIST);
+    } else if (op->k == K_RANGE) {
+        snprintf(buf, n, "an integer from %" PRIu64 " to %" PRIu64 ", or a range A-B of them with A <= B and at most "
+                 "%u steps (B - A + 1)", op->lo, op->hi, SF_MAX_STEPS);
     } else if (op->k == K_INT) {
         snprintf(buf, n, "an integer from %d to %d", ZSTD_minCLevel(), ZSTD_maxCLevel());
     } else if (op->k == K_REAL) {
@@ -314,6 +320,18 @@ static bool parse_value(const option *op, const char *text, cli_value *v) {
     case K_FLAG: return true;
     case K_TEXT: return *text != 0;
     case K_COUNT: return parse_count(text, op->lo, op->hi, &v->u);
+    case K_RANGE: {
+        char buf[64];
+        size_t len = strcspn(text, "-");
+        v->n = 1;
+        if (!text[len]) return parse_count(text, op->lo, op->hi, &v->u) && (v->list[0] = v->list[1] = v->u, true);
+        if (len == 0 || len >= sizeof buf) return false;
+        memcpy(buf, text, len);
+        buf[len] = 0;
+        v->n = 2;
+        return parse_count(buf, op->lo, op->hi, &v->list[0]) && parse_count(text + len + 1, op->lo, op->hi, &v->list[1]) &&
+               v->list[0] <= v->list[1] && v->list[1] - v->list[0] < SF_MAX_STEPS && (v->u = v->list[1], true);
+    }
     case K_COUNTS: {
         v->n = 0;
         for (const char *p = text;;) {
@@ -634,7 +652,10 @@ void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {
     if (v[OPT_WINDOW].set) o->window.length = (uint32_t)v[OPT_WINDOW].u;
     if (v[OPT_STRIDE].set) o->window.stride = (uint32_t)v[OPT_STRIDE].u;
     if (v[OPT_SAMPLING_RATE].set) o->window.sampling_rate = (uint32_t)v[OPT_SAMPLING_RATE].u;
-    if (v[OPT_HORIZON].set) o->window.horizon = (uint32_t)v[OPT_HORIZON].u;
+    if (v[OPT_HORIZON].set) {
+        o->window.horizon = (uint32_t)v[OPT_HORIZON].u;
+        o->window.steps = (uint32_t)(v[OPT_HORIZON].list[1] - v[OPT_HORIZON].list[0] + 1);
+    }
     if (v[OPT_POOL].set) o->pool = v[OPT_POOL].u;
     if (v[OPT_LANES].set) o->lanes = (uint32_t)v[OPT_LANES].u;
     if (v[OPT_BLOCK_CHUNKS].set) o->block_chunks = (uint32_t)v[OPT_BLOCK_CHUNKS].u;

@@ -162,6 +162,93 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
     if (dx) gemm(false, true, B * T, C, G, 1.0f, dgates, G, W, G, 0.0f, dx, C);
 }
 
+// Keras' GRU cell on one row (reset_after, the cuDNN form): z (3U) holds the
+// input projection's z, r, h parts, its bias in, and leaves holding the
+// activations z, r and hh; rec (3U) is h_prev Ur plus the recurrent bias,
+// whose h part rh (U) keeps for backward: hh = tanh(x W_h + b_h + r rh),
+// h = z h_prev + (1 - z) hh. h_prev (U) is zeros at the first step.
+SF_CLONES static void gru_cell(float *restrict h, float *restrict rh, float *restrict z, const float *restrict rec,
+                               const float *restrict h_prev, size_t U) {
+    for (size_t u = 0; u < U; u++) {
+        float zg = sigmoid_fast(z[u] + rec[u]), rg = sigmoid_fast(z[U + u] + rec[U + u]);
+        float hh = tanh_fast(z[2 * U + u] + rg * rec[2 * U + u]);
+        z[u] = zg, z[U + u] = rg, z[2 * U + u] = hh;
+        rh[u] = rec[2 * U + u];
+        h[u] = zg * h_prev[u] + (1.0f - zg) * hh;
+    }
+}
+
+// The GRU cell backward on one row: dgx (3U) the gradient of the input
+// projection's pre-activations, dgr (3U) that of the recurrent product
+// (they differ in the h part, which r scales); dh_next (U) comes in holding
+// the gradient of h through the next step's product and leaves holding the
+// direct part for h_prev, z dh, which the product's gradient is added to.
+SF_CLONES static void gru_cell_backward(float *restrict dgx, float *restrict dgr, float *restrict dh_next,
+                                        const float *restrict z, const float *restrict rh,
+                                        const float *restrict h_prev, const float *restrict dh, size_t U) {
+    for (size_t u = 0; u < U; u++) {
+        float zg = z[u], rg = z[U + u], hh = z[2 * U + u];
+        float d = dh[u] + dh_next[u];
+        float dz = d * (h_prev[u] - hh) * zg * (1.0f - zg);
+        float da = d * (1.0f - zg) * (1.0f - hh * hh);
+        float dr = da * rh[u] * rg * (1.0f - rg);
+        dgx[u] = dgr[u] = dz;
+        dgx[U + u] = dgr[U + u] = dr;
+        dgx[2 * U + u] = da;
+        dgr[2 * U + u] = da * rg;
+        dh_next[u] = d * zg;
+    }
+}
+
+size_t sf_gru_forward_work(size_t B, size_t U) { return B * 3 * U + U; }
+
+void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float *x, const float *W, const float *Ur,
+                    const float *b, size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 3 * U;
+    float *rec = work, *zeros = rec + B * G;
+    memset(zeros, 0, U * sizeof(float));
+    rows_fill(gates, b, B * T, G);
+    gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
+    for (size_t t = 0; t < T; t++) {
+        rows_fill(rec, b + G, B, G);
+        if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, rec, G);
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            gru_cell(h + row * U, rh + row * U, gates + row * G, rec + bi * G, t ? h + (row - 1) * U : zeros, U);
+        }
+    }
+}
+
+size_t sf_gru_backward_work(size_t B, size_t T, size_t U) { return 2 * B * T * 3 * U + B * T * U + B * U + U; }
+
+void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
+                     const float *Ur, const float *h, const float *rh, const float *gates, float *work, size_t B,
+                     size_t T, size_t C, size_t U) {
+    size_t G = 3 * U;
+    float *dgx = work, *dgr = dgx + B * T * G, *hprev = dgr + B * T * G, *dh_next = hprev + B * T * U;
+    float *zeros = dh_next + B * U;
+    memset(dh_next, 0, (B * U + U) * sizeof(float));
+    for (size_t t = T; t-- > 0;) {
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            gru_cell_backward(dgx + row * G, dgr + row * G, dh_next + bi * U, gates + row * G, rh + row * U,
+                              t ? h + (row - 1) * U : zeros, dh + row * U, U);
+        }
+        // dh_{t-1} = z dh + dgr_t Ur^T
+        if (t > 0) gemm(false, true, B, U, G, 1.0f, dgr + t * G, T * G, Ur, G, 1.0f, dh_next, U);
+    }
+    for (size_t bi = 0; bi < B; bi++) {
+        memset(hprev + bi * T * U, 0, U * sizeof(float));
+        memcpy(hprev + (bi * T + 1) * U, h + bi * T * U, (T - 1) * U * sizeof(float));
+    }
+    gemm(true, false, C, G, B * T, 1.0f, x, C, dgx, G, 0.0f, dW, G);
+    gemm(true, false, U, G, B * T, 1.0f, hprev, U, dgr, G, 0.0f, dUr, G);
+    memset(db, 0, 2 * G * sizeof(float));
+    rows_add(db, dgx, B * T, G);
+    rows_add(db + G, dgr, B * T, G);
+    if (dx) gemm(false, true, B * T, C, G, 1.0f, dgx, G, W, G, 0.0f, dx, C);
+}
+
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O) {
     rows_fill(y, b, B, O);
     gemm(false, false, B, O, C, 1.0f, x, C, W, O, 1.0f, y, O);
@@ -241,6 +328,70 @@ void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const fl
     else memset(dUr, 0, U * G * sizeof(float));
     if (!dx) return;
     sf_matmul_bf16_packed(q->mm, q->slot + 2, dx_tm, q->d, B * T, false);
+    for (size_t bi = 0; bi < B; bi++)
+        for (size_t t = 0; t < T; t++) memcpy(dx + (bi * T + t) * C, dx_tm + (t * B + bi) * C, C * sizeof(float));
+}
+
+// The GRU in bf16 as the LSTM: gates (T,B,3U) time-major; q->d holds the
+// rounded dgx, then the rounded dgr, each (T,B,3U).
+void sf_gru_forward_bf16(float *h, float *rh, float *gates, float *work, const float *x, const float *W,
+                         const float *Ur, const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 3 * U;
+    float *rec = work, *zeros = rec + B * G;
+    memset(zeros, 0, U * sizeof(float));
+    sf_bf16_round(q->W, W, C * G);
+    sf_bf16_round(q->Ur, Ur, U * G);
+    sf_matmul_pack(q->mm, q->slot, q->W, C, G, false, B * T);
+    sf_matmul_pack(q->mm, q->slot + 1, q->Ur, U, G, false, B);
+    for (size_t bi = 0; bi < B; bi++)
+        for (size_t t = 0; t < T; t++) sf_bf16_round(q->x + (t * B + bi) * C, x + (bi * T + t) * C, C);
+    rows_fill(gates, b, B * T, G);
+    sf_matmul_bf16_packed(q->mm, q->slot, gates, q->x, B * T, true);
+    for (size_t t = 0; t < T; t++) {
+        float *z = gates + t * B * G;  // (B,3U), time t
+        rows_fill(rec, b + G, B, G);
+        if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 1, rec, q->h + (t - 1) * B * U, B, true);
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            gru_cell(h + row * U, rh + row * U, z + bi * G, rec + bi * G, t ? h + (row - 1) * U : zeros, U);
+            sf_bf16_round(q->h + (t * B + bi) * U, h + row * U, U);
+        }
+    }
+}
+
+size_t sf_gru_backward_bf16_work(size_t B, size_t T, size_t C, size_t U) {
+    return 2 * B * 3 * U + B * U + U + B * T * C;
+}
+
+void sf_gru_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *h,
+                          const float *rh, const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T,
+                          size_t C, size_t U) {
+    size_t G = 3 * U;
+    float *dgx = work, *dgr = dgx + B * G, *dh_next = dgr + B * G, *zeros = dh_next + B * U;
+    float *dx_tm = zeros + U;  // dx time-major, (T,B,C)
+    sf_bf16 *dqx = q->d, *dqr = q->d + T * B * G;
+    memset(dh_next, 0, (B * U + U) * sizeof(float));
+    memset(db, 0, 2 * G * sizeof(float));
+    sf_matmul_pack(q->mm, q->slot + 3, q->Ur, G, U, true, B);
+    if (dx) sf_matmul_pack(q->mm, q->slot + 2, q->W, G, C, true, B * T);
+    for (size_t t = T; t-- > 0;) {
+        for (size_t bi = 0; bi < B; bi++) {
+            size_t row = bi * T + t;
+            gru_cell_backward(dgx + bi * G, dgr + bi * G, dh_next + bi * U, gates + (t * B + bi) * G, rh + row * U,
+                              t ? h + (row - 1) * U : zeros, dh + row * U, U);
+        }
+        rows_add(db, dgx, B, G);
+        rows_add(db + G, dgr, B, G);
+        sf_bf16_round(dqx + t * B * G, dgx, B * G);
+        sf_bf16_round(dqr + t * B * G, dgr, B * G);
+        // dh_{t-1} = z dh + dgr_t Ur^T
+        if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 3, dh_next, dqr + t * B * G, B, true);
+    }
+    sf_matmul_bf16(q->mm, dW, q->x, dqx, C, G, B * T, true, false, false);
+    if (T > 1) sf_matmul_bf16(q->mm, dUr, q->h, dqr + B * G, U, G, (T - 1) * B, true, false, false);
+    else memset(dUr, 0, U * G * sizeof(float));
+    if (!dx) return;
+    sf_matmul_bf16_packed(q->mm, q->slot + 2, dx_tm, dqx, B * T, false);
     for (size_t bi = 0; bi < B; bi++)
         for (size_t t = 0; t < T; t++) memcpy(dx + (bi * T + t) * C, dx_tm + (t * B + bi) * C, C * sizeof(float));
 }

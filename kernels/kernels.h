@@ -31,6 +31,22 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
                       const float *Ur, const float *h, const float *c, const float *gates, float *work, size_t B,
                       size_t T, size_t C, size_t U);
 
+// Keras 3's GRU (reset_after=True, the cuDNN form; gates z, r, h; zero
+// initial state): hh = tanh(x W_h + b_h + r (h_prev Ur_h + br_h)),
+// h = z h_prev + (1 - z) hh. h, rh are (B,T,U): every step's output and
+// the recurrent product's h part (with its bias), kept for backward; gates
+// (B,T,3U) the activations z, r, hh. W is (C,3U), Ur (U,3U), b (6U): Keras'
+// (2, 3U), the input's bias then the recurrent's. work: forward scratch of
+// sf_gru_forward_work floats.
+size_t sf_gru_forward_work(size_t B, size_t U);
+void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float *x, const float *W, const float *Ur,
+                    const float *b, size_t B, size_t T, size_t C, size_t U);
+// Floats of scratch sf_gru_backward needs; dh, dx as sf_lstm_backward's.
+size_t sf_gru_backward_work(size_t B, size_t T, size_t U);
+void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
+                     const float *Ur, const float *h, const float *rh, const float *gates, float *work, size_t B,
+                     size_t T, size_t C, size_t U);
+
 // y (B,O) = x (B,C) W (C,O) + b (O)
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O);
 void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W, size_t B,
@@ -118,6 +134,15 @@ void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, cons
 size_t sf_lstm_backward_bf16_work(size_t B, size_t T, size_t C, size_t U);
 void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *c,
                            const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U);
+// The GRU in bf16: as the LSTM's (gates (T,B,3U) time-major, the same
+// slots of mm), but q->d holds two rounded gradients, (T,B,3U) each: the
+// input projection's and the recurrent product's, which differ in the h part.
+void sf_gru_forward_bf16(float *h, float *rh, float *gates, float *work, const float *x, const float *W,
+                         const float *Ur, const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U);
+size_t sf_gru_backward_bf16_work(size_t B, size_t T, size_t C, size_t U);
+void sf_gru_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *h,
+                          const float *rh, const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T,
+                          size_t C, size_t U);
 void sf_dense_forward_bf16(float *y, const float *x, const float *W, const float *b, sf_bf16_layer *q, size_t B,
                            size_t C, size_t O);
 void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf_bf16_layer *q, size_t B, size_t C,

@@ -7,12 +7,17 @@
 
 #include "model.h"
 
+static const char *kind_word(int kind) {
+    return kind == SF_LAYER_LSTM ? "lstm" : kind == SF_LAYER_GRU ? "gru" : kind == SF_LAYER_DROPOUT ? "dropout" : "dense";
+}
+
 // One item of the --model text: its kind and number.
 static int parse_item(const char *s, size_t n, int *kind, double *value, bool *has_value) {
     static const struct {
         const char *word;
         int kind;
-    } words[] = {{"lstm", SF_LAYER_LSTM}, {"dropout", SF_LAYER_DROPOUT}, {"dense", SF_LAYER_DENSE}};
+    } words[] = {{"lstm", SF_LAYER_LSTM}, {"gru", SF_LAYER_GRU}, {"dropout", SF_LAYER_DROPOUT},
+                 {"dense", SF_LAYER_DENSE}};
     while (n && isspace((unsigned char)*s)) s++, n--;
     while (n && isspace((unsigned char)s[n - 1])) n--;
     for (size_t w = 0; w < sizeof words / sizeof *words; w++) {
@@ -36,7 +41,7 @@ static int parse_item(const char *s, size_t n, int *kind, double *value, bool *h
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e) {
     *m = (sf_model){.inputs = inputs, .outputs = outputs};
     if (inputs == 0 || outputs == 0) return sf_err_set(e, SF_EINVAL, "--model: the model needs features and targets");
-    uint32_t counts[3] = {0}, last_lstm = UINT32_MAX;
+    uint32_t counts[4] = {0}, last_lstm = UINT32_MAX;  // last_lstm: the last recurrent layer
     const char *s = spec;
     for (uint32_t item = 1;; item++) {
         const char *comma = strchr(s, ',');
@@ -48,17 +53,18 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
         // A width out of range says the range: the item's form is right.
         if (!bad && kind != SF_LAYER_DROPOUT && has && !(v >= 1 && v <= 65536 && v == floor(v)))
             return sf_err_set(e, SF_EINVAL, "--model: item %u '%.*s': the units of %s must be an integer from 1 to "
-                              "65536", item, (int)n, s, kind == SF_LAYER_LSTM ? "lstm" : "dense");
-        if (bad || (kind == SF_LAYER_LSTM && !has) || (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))))
+                              "65536", item, (int)n, s, kind_word(kind));
+        bool recurrent = kind == SF_LAYER_LSTM || kind == SF_LAYER_GRU;
+        if (bad || (recurrent && !has) || (kind == SF_LAYER_DROPOUT && (!has || !(v >= 0 && v < 1))))
             return sf_err_set(e, SF_EINVAL,
-                              "--model: item %u '%.*s': expected lstm:UNITS, dropout:RATE (0 <= RATE < 1) or "
-                              "dense[:UNITS]",
+                              "--model: item %u '%.*s': expected lstm:UNITS, gru:UNITS, dropout:RATE (0 <= RATE < 1) "
+                              "or dense[:UNITS]",
                               item, (int)n, s);
         if (m->nlayers == SF_MODEL_MAX_LAYERS)
             return sf_err_set(e, SF_EINVAL, "--model: more than %d layers", SF_MODEL_MAX_LAYERS);
         sf_layer *l = &m->layer[m->nlayers];
         *l = (sf_layer){.kind = kind};
-        if (kind == SF_LAYER_LSTM) {
+        if (recurrent) {
             l->units = (uint32_t)v;
             last_lstm = m->nlayers;
         } else if (kind == SF_LAYER_DROPOUT) {
@@ -66,28 +72,27 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
         } else {
             l->units = has ? (uint32_t)v : 0;  // 0: the number of targets, checked below
             if (last_lstm == UINT32_MAX)
-                return sf_err_set(e, SF_EINVAL, "--model: item %u: a dense layer before any LSTM (the model starts "
-                                  "with an LSTM over the window)", item);
+                return sf_err_set(e, SF_EINVAL, "--model: item %u: a dense layer before any LSTM or GRU (the model "
+                                  "starts with a recurrent layer over the window)", item);
         }
-        if (counts[kind]) snprintf(l->name, sizeof l->name, "%s_%u", kind == SF_LAYER_LSTM ? "lstm" :
-                                   kind == SF_LAYER_DROPOUT ? "dropout" : "dense", counts[kind]);
-        else snprintf(l->name, sizeof l->name, "%s", kind == SF_LAYER_LSTM ? "lstm" :
-                      kind == SF_LAYER_DROPOUT ? "dropout" : "dense");
+        if (counts[kind]) snprintf(l->name, sizeof l->name, "%s_%u", kind_word(kind), counts[kind]);
+        else snprintf(l->name, sizeof l->name, "%s", kind_word(kind));
         counts[kind]++;
         m->nlayers++;
         if (!comma) break;
         s = comma + 1;
     }
-    if (last_lstm == UINT32_MAX) return sf_err_set(e, SF_EINVAL, "--model: no lstm layer");
+    if (last_lstm == UINT32_MAX) return sf_err_set(e, SF_EINVAL, "--model: no lstm or gru layer");
     sf_layer *end = &m->layer[m->nlayers - 1];
     if (end->kind != SF_LAYER_DENSE)
-        return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u target(s))", outputs);
+        return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u output(s): the targets, times the steps of --horizon A-B)", outputs);
     if (end->units == 0) end->units = outputs;
     if (end->units != outputs)
-        return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but there are %u target(s)",
+        return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but there are %u target(s) (times the steps of --horizon A-B)",
                           end->units, outputs);
     // Widths, sequence flags and the parameter layout, in Keras' order:
-    // kernel, recurrent_kernel, bias per LSTM; kernel, bias per dense.
+    // kernel, recurrent_kernel, bias per LSTM or GRU (its bias Keras' (2, 3U):
+    // the input's, then the recurrent's); kernel, bias per dense.
     uint32_t width = inputs;
     bool sequences = true;
     size_t off = 0;
@@ -97,13 +102,14 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
         if (l->kind == SF_LAYER_DENSE && l->units == 0)
             return sf_err_set(e, SF_EINVAL, "--model: %s: only the last dense layer may leave out its width", l->name);
         if (l->kind == SF_LAYER_DENSE && i < last_lstm)
-            return sf_err_set(e, SF_EINVAL, "--model: %s comes before an LSTM; dense layers must follow the last LSTM",
-                              l->name);
-        if (l->kind == SF_LAYER_LSTM) {
+            return sf_err_set(e, SF_EINVAL, "--model: %s comes before a recurrent layer; dense layers must follow "
+                              "the last LSTM or GRU", l->name);
+        if (sf_layer_recurrent(l)) {
+            size_t G = (size_t)sf_layer_gates(l) * l->units;
             sequences = i != last_lstm;
-            l->kernel = off, off += (size_t)width * 4 * l->units;
-            l->recurrent = off, off += (size_t)l->units * 4 * l->units;
-            l->bias = off, off += (size_t)4 * l->units;
+            l->kernel = off, off += (size_t)width * G;
+            l->recurrent = off, off += (size_t)l->units * G;
+            l->bias = off, off += l->kind == SF_LAYER_GRU ? 2 * G : G;
         } else if (l->kind == SF_LAYER_DENSE) {
             l->kernel = off, off += (size_t)width * l->units;
             l->bias = off, off += l->units;
@@ -136,8 +142,7 @@ void sf_model_format(const sf_model *m, char *buf, size_t len) {
         const sf_layer *l = &m->layer[i];
         const char *sep = i ? "," : "";
         if (l->kind == SF_LAYER_DROPOUT) n += (size_t)snprintf(buf + n, len - n, "%sdropout:%g", sep, (double)l->rate);
-        else n += (size_t)snprintf(buf + n, len - n, "%s%s:%u", sep, l->kind == SF_LAYER_LSTM ? "lstm" : "dense",
-                                   l->units);
+        else n += (size_t)snprintf(buf + n, len - n, "%s%s:%u", sep, kind_word(l->kind), l->units);
     }
 }
 
@@ -146,8 +151,9 @@ uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out) {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         if (l->kind == SF_LAYER_DROPOUT) continue;
-        uint32_t g = l->kind == SF_LAYER_LSTM ? 4 * l->units : l->units;
+        uint32_t g = sf_layer_recurrent(l) ? sf_layer_gates(l) * l->units : l->units;
         sf_tensor t[3] = {{"", l->kernel, 2, {l->in, g}}, {"", l->recurrent, 2, {l->units, g}}, {"", l->bias, 1, {g, 0}}};
+        if (l->kind == SF_LAYER_GRU) t[2] = (sf_tensor){"", l->bias, 2, {2, g}};
         snprintf(t[0].name, sizeof t[0].name, "%s/kernel", l->name);
         snprintf(t[1].name, sizeof t[1].name, "%s/recurrent_kernel", l->name);
         snprintf(t[2].name, sizeof t[2].name, "%s/bias", l->name);
@@ -207,6 +213,11 @@ void sf_model_init(const sf_model *m, float *params, uint64_t seed) {
             orthogonal(params + l->recurrent, U, 4 * U, &s);
             memset(params + l->bias, 0, 4 * U * sizeof(float));
             for (size_t u = 0; u < U; u++) params[l->bias + U + u] = 1.0f;  // unit_forget_bias
+        } else if (l->kind == SF_LAYER_GRU) {
+            size_t U = l->units;
+            glorot_uniform(params + l->kernel, l->in, 3 * U, &s);
+            orthogonal(params + l->recurrent, U, 3 * U, &s);
+            memset(params + l->bias, 0, 6 * U * sizeof(float));
         } else if (l->kind == SF_LAYER_DENSE) {
             glorot_uniform(params + l->kernel, l->in, l->units, &s);
             memset(params + l->bias, 0, l->units * sizeof(float));
@@ -218,7 +229,7 @@ double sf_model_flops(const sf_model *m, uint32_t window) {
     double flops = 0;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
-        if (l->kind == SF_LAYER_LSTM) flops += 2.0 * window * (l->in + l->units) * 4.0 * l->units;
+        if (sf_layer_recurrent(l)) flops += 2.0 * window * (l->in + l->units) * sf_layer_gates(l) * l->units;
         else if (l->kind == SF_LAYER_DENSE) flops += 2.0 * l->in * l->units;
     }
     return flops;

@@ -12,7 +12,8 @@
 
 #include "common/common.h"
 
-enum sf_layer_kind { SF_LAYER_LSTM, SF_LAYER_DROPOUT, SF_LAYER_DENSE };
+// GRU comes last so that the others keep their values.
+enum sf_layer_kind { SF_LAYER_LSTM, SF_LAYER_DROPOUT, SF_LAYER_DENSE, SF_LAYER_GRU };
 
 typedef struct {
     enum sf_layer_kind kind;
@@ -20,8 +21,16 @@ typedef struct {
     float rate;                      // dropout rate
     bool sequences;                  // its output has every time step (else only the last)
     char name[24];                   // Keras' name: lstm, lstm_1, dropout_2, dense, ...
-    size_t kernel, recurrent, bias;  // offsets in the parameter buffer (lstm, dense)
+    size_t kernel, recurrent, bias;  // offsets in the parameter buffer (lstm, gru, dense)
 } sf_layer;
+
+// An LSTM or a GRU: a layer over time steps with a recurrent kernel.
+static inline bool sf_layer_recurrent(const sf_layer *l) {
+    return l->kind == SF_LAYER_LSTM || l->kind == SF_LAYER_GRU;
+}
+// The gates of a recurrent layer: the LSTM's i, f, c, o; Keras' GRU's z, r, h
+// (reset_after: its bias is (2, 3U), the input's row and the recurrent's).
+static inline uint32_t sf_layer_gates(const sf_layer *l) { return l->kind == SF_LAYER_GRU ? 3 : 4; }
 
 enum { SF_MODEL_MAX_LAYERS = 32 };
 
@@ -36,8 +45,8 @@ typedef struct {
 #define SF_MODEL_DEFAULT "lstm:180,dropout:0.2,lstm:180,dropout:0.2,lstm:180,dropout:0.2,dense"
 
 // Parses "lstm:U,dropout:P,...,dense[:N]" into *m for `inputs` features and
-// `outputs` targets. Every LSTM but the last returns sequences; dense layers
-// come after the last LSTM; the model ends with a dense layer of width
+// `outputs` targets; gru:U goes anywhere lstm:U does. Every recurrent layer
+// but the last returns sequences; dense layers come after the last one; the model ends with a dense layer of width
 // outputs. Returns 0, or SF_EINVAL with a message that starts "--model:"
 // and names the item. spec is borrowed; *m holds no pointers.
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e);
@@ -46,7 +55,7 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
 void sf_model_format(const sf_model *m, char *buf, size_t len);
 // Keras' initialisers into params (nparams floats), drawn from seed: kernels
 // glorot_uniform, recurrent kernels orthogonal, biases zero but the LSTM
-// forget gate's at 1.
+// forget gate's at 1 (the GRU's all zero).
 void sf_model_init(const sf_model *m, float *params, uint64_t seed);
 
 // Layer i's parameters: [*lo, *hi) of the buffer (kernel, recurrent

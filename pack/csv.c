@@ -1,9 +1,10 @@
 // CSV to .sfpack in one streaming pass: a sliding buffer of whole records,
 // each record parsed into the next row of a batch, batches handed to the
-// writer. With two or more threads a helper thread parses the second half of
-// each buffer where records are independent (parse_parallel). Memory: the
-// buffer (grows only for a longer record), a 64 KiB batch, the helper's rows
-// for half a buffer, the writer's chunk buffers, and one entry per series id.
+// writer. With two or more threads a helper thread parses the second part of
+// each buffer, which the main thread commits in order (parse_parallel).
+// Memory: the buffer (grows only for a longer record), a 64 KiB batch, the
+// helper's rows for part of a buffer, the writer's chunk buffers, and one
+// entry per series id.
 // Series whose rows interleave (one comes back after another started) are
 // regrouped within --memory-budget (regroup_start, pack/regroup.c).
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,7 +43,7 @@ typedef struct {
 // float32 may change (20200101 is stored as 20200100): said after packing.
 typedef struct {
     uint64_t big, changed, missing;  // values above 2^24; those float32 changed; missing values
-    uint64_t first_line;             // of the first changed value (a row index in a helper's half)
+    uint64_t first_line;             // of the first changed value
     double max_change;
     char first[24];                  // that value's text
     float first_stored;
@@ -50,8 +52,8 @@ typedef struct {
     bool not_int;   // a value above 2^24 that is not an integer within int64
     int64_t lo, hi; // the integers' range (epoch times?), once ranged
     bool ranged;
-    int64_t first_int, prev;  // the first integer (of a helper's half) and the last, exactly
-    bool has_first, has_prev;
+    int64_t prev;  // the last integer, exactly
+    bool has_prev;
 } lossy;
 
 typedef struct {
@@ -108,14 +110,19 @@ typedef struct {
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
-    float *half_rows;  // the second half of a buffer, parsed by a helper thread
+    // The second part of a buffer, parsed by a helper thread (parse_parallel).
+    float *half_rows;
     int64_t *half_times;
-    size_t half_cap;
+    struct half_rec *half_recs;
+    uint32_t *half_cats;
+    struct half_big *half_pend;
+    size_t half_cap, half_pend_cap;
+    unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
     char *field;  // an unquoted copy of a quoted field
     size_t field_cap, field_len;  // field_len: the last quoted field's length, spaces inside the quotes kept
 
-    lossy *lossy, *half_lossy;  // per kept column: the main thread's and the helper's half
+    lossy *lossy;  // per kept column
     uint32_t *big_cols, nbig_cols;  // the columns with a value above 2^24, in order of discovery
     // The record's values above 2^24, missing values and cut time, counted
     // once it is whole: a record cut by the buffer's end is parsed again.
@@ -560,8 +567,8 @@ static int64_t epoch_us(enum sf_time_kind kind, int64_t t) {
 
 // A kept value of 2^24 (float32's last exact integer in a row) or more in magnitude,
 // whose text is s[0, n): float32 may have changed an integer. at: where it
-// is, for its line (NULL in a helper's half: row is its row there).
-static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, const char *at, uint64_t row) {
+// is, for its line.
+static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, const char *at) {
     l->big++;
     size_t i = n && (s[0] == '-' || s[0] == '+'), digits = n;
     while (i + 1 < n && s[i] == '0') i++;
@@ -587,15 +594,14 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
         l->ranged = true;
         // Exactly, not as float32 (20200103 and 20200104 are one float).
         if (l->has_prev && whole <= l->prev) l->back = true;
-        if (!l->has_first) l->first_int = whole, l->has_first = true;
         l->prev = whole, l->has_prev = true;
     }
     long double change = fabsl(exact - fabsl((long double)v));
     if (change == 0) return;
     if (!l->changed++) {
         uint64_t col;
-        if (at) where(c, at, &l->first_line, &col), l->first_line += (uint64_t)c->line_base;  // an origin
-        else l->first_line = row;
+        where(c, at, &l->first_line, &col);
+        l->first_line += (uint64_t)c->line_base;  // an origin
         snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
         l->first_stored = v;
     }
@@ -612,7 +618,7 @@ static void record_counts(csv *c) {
     for (uint32_t i = 0; i < c->npend; i++) {
         const struct big_pending *b = &c->pend[i];
         if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
-        big_value(c, &c->lossy[b->k], c->row[b->k], b->s, b->n, b->at, 0);
+        big_value(c, &c->lossy[b->k], c->row[b->k], b->s, b->n, b->at);
     }
     for (uint32_t k = 0; c->rec_missing && k < c->nkeep; k++) c->lossy[k].missing += isnan(c->row[k]);
     if (c->rec_truncated && !c->truncated++) {
@@ -1745,162 +1751,333 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
     return 0;
 }
 
+// A record of the helper's part as parse_record would leave it, offsets
+// into buf; raw: a line the main thread parses itself (a missing value,
+// text, spaces around a value, a blank or ragged line), with the exact
+// messages, or, as the last record, every line for which there was no room.
+typedef struct half_rec {
+    uint32_t next;             // the record behind it
+    uint32_t time_at;          // its time field
+    uint32_t key;              // its series id
+    uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
+    uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
+    bool raw, truncated;       // truncated: its time had digits below a microsecond
+} half_rec;
+
+typedef struct half_big {
+    uint32_t k, at, n;  // kept column; the value's text, offset into buf
+} half_big;
+
 typedef struct {
     const csv *c;
     const char *start, *end;  // whole records, no quotes
     float *rows;
-    int64_t *times;  // with a time column
-    unsigned parts;  // the ISO parts its times showed
-    long nrows;      // -1: a record needs the general path
-    lossy *lossy;    // per kept column, zeroed; any_big: one was written to
-    bool any_big;
+    int64_t *times;      // with a time column
+    half_rec *recs;
+    uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
+    half_big *pend;
+    size_t npend, pend_cap;
+    unsigned parts;      // the ISO parts its times showed, raw records left out
+    size_t cap, nrows, nraw;  // cap: records there is room for
+    // Records complete, published every HALF_BATCH, for a main thread that
+    // commits them as they come and sleeps (asleep) when it catches up.
+    atomic_size_t ready;
+    atomic_bool done, asleep;  // done: nrows, nraw and parts are final
+    pthread_mutex_t mu;
+    pthread_cond_t more;
 } half_job;
 
-// The helper thread's half: numbers and skipped fields only, nothing that
-// touches shared state. Any record it cannot take makes it give up; the
-// main thread then parses the half itself, with the exact error messages.
+#define HALF_BATCH 32
+
+// The helper's records up to n complete: published, and the main thread
+// woken if it waits for them.
+static void half_publish(half_job *h, size_t n) {
+    atomic_store(&h->ready, n);  // sequentially consistent with asleep: one of the two sees the other
+    if (atomic_load(&h->asleep)) {
+        pthread_mutex_lock(&h->mu);
+        pthread_cond_signal(&h->more);
+        pthread_mutex_unlock(&h->mu);
+    }
+}
+
+// The helper thread's part: each record's values, time, series id and
+// categorical texts, touching nothing the main thread writes (category
+// codes are given by the main thread, in record order, as it commits).
 static void *parse_half(void *arg) {
     half_job *h = arg;
     const csv *c = h->c;
-    const char *p = h->start, *end = h->end;
-    long n = 0;
+    const char *buf = c->buf, *p = h->start, *end = h->end;
+    char d = c->delim;
+    size_t n = 0;
     while (p < end) {
-        float *row = h->rows + (size_t)n * c->nkeep;
-        for (uint32_t f = 0; f < c->ncsv; f++) {
-            const char *after = p, *text_end;
-            if (c->role[f] == ROLE_KEEP && fast_number(p, end, c->delim, &row[c->keep_at[f]], &after)) {
-                text_end = after[-1] == '\r' ? after - 1 : after;
-            } else {
-                while (after < end && *after != c->delim && *after != '\n') after++;
-                // As next_field: a CR ends the text only as part of a CRLF.
-                text_end = after > p && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
-                // Longer plain decimals and exponents parse here too; spaces,
-                // quotes and missing values are for the main thread.
-                if (c->role[f] == ROLE_KEEP && sf_parse_float(p, (size_t)(text_end - p), &row[c->keep_at[f]]) != 0)
-                    goto give_up;
-                unsigned parts = 0;
-                if (c->role[f] == ROLE_TIME &&
-                    (c->time_kind == SF_TIME_ISO ? sf_time_parse(p, (size_t)(text_end - p), &h->times[n], &parts) != 0 ||
-                                                       parts & SF_TIME_TRUNCATED
-                                                 : parse_epoch(p, (size_t)(text_end - p), &h->times[n]) != 0 ||
-                                                       !epoch_fits(c->time_kind, h->times[n])))
-                    goto give_up;
-                h->parts = sf_time_parts_join(h->parts, parts);
-            }
-            if (c->role[f] == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
-                h->any_big = true;
-                big_value(c, &h->lossy[c->keep_at[f]], row[c->keep_at[f]], p, (size_t)(text_end - p), NULL, (uint64_t)n);
-            }
-            p = after;
-            bool last = f + 1 == c->ncsv;
-            if (p == end || (*p == '\n') != last) goto give_up;
-            p++;
+        half_rec *r = &h->recs[n];
+        *r = (half_rec){.pend = (uint32_t)h->npend};
+        if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
+            r->raw = true;
+            r->next = (uint32_t)(end - buf);
+            h->nraw++, n++;
+            break;
         }
-        n++;
+        float *row = h->rows + n * c->nkeep;
+        uint32_t *cat = h->cats + n * 2 * c->ncat;
+        unsigned parts = 0;
+        const char *q = p;
+        bool ok = true;
+        for (uint32_t f = 0; ok && f < c->ncsv; f++) {
+            uint8_t role = c->role[f];
+            const char *after = q, *te;
+            if (role == ROLE_KEEP && fast_number(q, end, d, &row[c->keep_at[f]], &after)) {
+                te = after[-1] == '\r' ? after - 1 : after;
+            } else {
+                while (after < end && *after != d && *after != '\n') after++;
+                // As next_field: a CR ends the text only as part of a CRLF.
+                te = after > q && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
+                size_t len = (size_t)(te - q);
+                uint32_t at = (uint32_t)(q - buf);
+                if (role == ROLE_SKIP) {
+                    // any text
+                } else if (len && (is_space(q[0], d) || is_space(te[-1], d))) {
+                    ok = false;  // trimmed, and an id's padding noted, by the main path
+                } else if (role == ROLE_KEEP) {
+                    ok = sf_parse_float(q, len, &row[c->keep_at[f]]) == 0;  // a missing value: main path
+                } else if (role == ROLE_TIME) {
+                    ok = c->time_kind == SF_TIME_ISO
+                             ? sf_time_parse(q, len, &h->times[n], &parts) == 0
+                             : parse_epoch(q, len, &h->times[n]) == 0 && epoch_fits(c->time_kind, h->times[n]);
+                    r->time_at = at, r->truncated = ok && c->time_kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
+                } else if (role == ROLE_SERIES) {
+                    ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
+                         sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
+                    r->key = at, r->key_len = (uint16_t)len;
+                } else {  // ROLE_CATEGORY
+                    ok = !missing_token(q, len);
+                    *cat++ = at, *cat++ = (uint32_t)len;
+                }
+            }
+            if (ok && role == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
+                ok = h->npend < h->pend_cap;  // else the main path takes the record
+                if (ok) h->pend[h->npend++] = (half_big){c->keep_at[f], (uint32_t)(q - buf), (uint32_t)(te - q)};
+            }
+            q = after;
+            bool last = f + 1 == c->ncsv;
+            if (q == end || (*q == '\n') != last) ok = false;  // ragged, or a blank line
+            else q++;
+        }
+        if (ok) {
+            r->npend = (uint16_t)(h->npend - r->pend);
+            h->parts = sf_time_parts_join(h->parts, parts);
+        } else {
+            r->raw = true;
+            h->npend = r->pend;
+            h->nraw++;
+            const char *eol = memchr(p, '\n', (size_t)(end - p));
+            q = eol ? eol + 1 : end;
+        }
+        r->next = (uint32_t)(q - buf);
+        p = q;
+        if (++n % HALF_BATCH == 0) half_publish(h, n);
     }
     h->nrows = n;
-    return NULL;
-give_up:
-    h->nrows = -1;
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->ready, n);
+    atomic_store(&h->done, true);
+    pthread_cond_signal(&h->more);
+    pthread_mutex_unlock(&h->mu);
     return NULL;
 }
 
-// Takes the helper's record of values above 2^24 (rows from c->line on)
-// into the main thread's, and leaves the helper's zeroed.
-static void merge_half(csv *c, half_job *h, bool taken) {
-    for (uint32_t k = 0; h->any_big && k < c->nkeep; k++) {
-        lossy *a = &c->lossy[k], *b = &h->lossy[k];
-        if (!b->big || !taken) {
-            *b = (lossy){0};
+// The next record of the helper's part once it is complete: 1, or 0 when
+// there is none. *waited: the main thread had to wait for it.
+static int half_next(half_job *h, size_t i, bool *waited) {
+    if (i < atomic_load_explicit(&h->ready, memory_order_acquire)) return 1;
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->asleep, true);
+    while (i >= atomic_load(&h->ready) && !atomic_load(&h->done)) {
+        *waited = true;
+        pthread_cond_wait(&h->more, &h->mu);
+    }
+    atomic_store(&h->asleep, false);
+    pthread_mutex_unlock(&h->mu);
+    return i < atomic_load(&h->ready);
+}
+
+// The helper's records committed in order, as they come, as if parse_until
+// had parsed them: a raw one parsed here; the others' values, time, series
+// id and categorical texts set as parse_record sets them. Every check,
+// series change and regrouping is the main path's own.
+static int commit_half(csv *c, half_job *h, bool *waited) {
+    uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
+    for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
+        if (c->role[f] == ROLE_CATEGORY) cat_fields[ncf++] = f;
+    for (size_t i = 0; half_next(h, i, waited); i++) {
+        const half_rec *r = &h->recs[i];
+        size_t next = r->next;
+        int rc;
+        if (r->raw || c->blank_line) {  // behind a blank line every record is the main path's error
+            if ((rc = parse_until(c, next, false))) return rc;
             continue;
         }
-        if (!a->big) c->big_cols[c->nbig_cols++] = k;
-        if (b->changed && !a->changed) {
-            a->first_line = (uint64_t)c->line_base + c->line + b->first_line;
-            memcpy(a->first, b->first, sizeof a->first);
-            a->first_stored = b->first_stored;
+        memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
+        c->rec_quoted = c->rec_missing = false;
+        c->npend = 0;
+        for (uint32_t j = 0; j < r->npend; j++) {
+            const half_big *b = &h->pend[r->pend + j];
+            c->pend[c->npend++] = (struct big_pending){b->k, c->buf + b->at, c->buf + b->at, b->n};
         }
-        a->big += b->big, a->changed += b->changed, a->not_date |= b->not_date;
-        a->not_int |= b->not_int;
-        if (b->has_first) {
-            a->back |= b->back || (a->has_prev && b->first_int <= a->prev);
-            a->prev = b->prev, a->has_prev = true;
+        const uint32_t *cat = h->cats + i * 2 * c->ncat;
+        for (uint32_t j = 0; j < ncf; j++)
+            if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1])))
+                return rc;
+        if (c->time_field != UINT32_MAX) {
+            c->rec_time = h->times[i];
+            c->time_at = c->buf + r->time_at;
         }
-        if (b->ranged) {
-            a->lo = a->ranged && a->lo < b->lo ? a->lo : b->lo;
-            a->hi = a->ranged && a->hi > b->hi ? a->hi : b->hi;
-            a->ranged = true;
+        c->rec_truncated = r->truncated ? c->time_at : NULL;
+        if (c->series_field != UINT32_MAX) {
+            size_t need = (size_t)r->key_len + 1;
+            if (need > c->key_cap) {
+                char *k = realloc(c->key, need);
+                if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+                c->key = k;
+                c->key_cap = need;
+            }
+            memcpy(c->key, c->buf + r->key, r->key_len);
+            c->key_len = r->key_len;
+            c->key_at = c->buf + r->key;
+            c->key_padded = false;
         }
-        if (b->max_change > a->max_change) a->max_change = b->max_change;
-        *b = (lossy){0};
+        if ((rc = commit_record(c))) return rc;
+        c->line++;  // no quotes: one line per record
+        c->pos = next;
     }
-    h->any_big = false;
+    c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
+    c->pos = (size_t)(h->end - c->buf);
+    return 0;
 }
 
-// With two or more threads and no per-row state between records (no series
-// column, missing values are errors), the complete records in the buffer are
-// split in two halves parsed at the same time. Returns 1 when the buffer does
-// not qualify (quotes, little data, a pending blank line).
+// The helper's records straight to the writer, when they need no state
+// between records (no series column, missing values are errors, no
+// categories, times that keep order): their values above 2^24 and cut
+// times counted as record_counts counts them.
+static int write_half(csv *c, const half_job *h) {
+    int rc = flush_batch(c);
+    if (rc) return rc;
+    bool timed = c->time_field != UINT32_MAX;
+    for (size_t i = 0; i < h->nrows; i++) {
+        const half_rec *r = &h->recs[i];
+        for (uint32_t j = 0; j < r->npend; j++) {
+            const half_big *b = &h->pend[r->pend + j];
+            if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
+            big_value(c, &c->lossy[b->k], h->rows[i * c->nkeep + b->k], c->buf + b->at, b->n, c->buf + b->at);
+        }
+        if (r->truncated && !c->truncated++) {
+            where(c, c->buf + r->time_at, &c->truncated_line, &(uint64_t){0});
+            c->truncated_line += (uint64_t)c->line_base;  // an origin
+        }
+    }
+    // Lines and the batch's line buffer: one line per record (no quotes).
+    for (size_t done = 0; done < h->nrows;) {
+        size_t n = h->nrows - done < c->batch_rows ? h->nrows - done : c->batch_rows;
+        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + done + k);
+        if ((rc = sf_pack_writer_rows_at(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL,
+                                         c->batch_line, n, c->e)))
+            return rc;
+        done += n;
+    }
+    if (timed && h->nrows > 0) {
+        c->prev_time = h->times[h->nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + h->nrows - 1;
+        c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
+    }
+    if (h->nrows > 0) {
+        c->have_last = true;
+        memcpy(c->last, h->rows + (h->nrows - 1) * c->nkeep, c->nkeep * sizeof(float));
+    }
+    c->st.rows += h->nrows;
+    c->line += h->nrows;
+    c->pos = (size_t)(h->end - c->buf);
+    return 0;
+}
+
+// With two or more threads, the complete records in the buffer are split
+// in two parts parsed at the same time: the main thread parses and commits
+// the first, a helper thread parses the second, which the main thread
+// commits record by record as they come (commit_half) or, with no state
+// between records, writes at once after it (write_half). The split follows
+// the work (c->share). Returns 1 when the buffer does not qualify (quotes,
+// little data, a pending blank line).
 static int parse_parallel(csv *c) {
     const char *start = c->buf + c->pos, *end = c->buf + c->len;
-    if (c->blank_line || c->ncat || end - start < (1 << 18)) return 1;  // categories: codes are shared state
+    if (c->blank_line || end - start < (1 << 18)) return 1;
     const char *last = memrchr(start, '\n', (size_t)(end - start));
     if (!last || memchr(start, '"', (size_t)(last - start))) return 1;
-    const char *mid = memchr(start + (last - start) / 2, '\n', (size_t)(last - start) / 2 + 1);
+    size_t span = (size_t)(last - start);
+    const char *mid = memchr(start + span * c->share / 64, '\n', span - span * c->share / 64 + 1);
     if (!mid || mid == last) return 1;
     mid++;
-    // A record has ncsv - 1 delimiters, a line feed and a byte per number.
-    size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 1;
+    // A record has ncsv - 1 delimiters, a line feed and a byte per number;
+    // a last raw one takes any lines beyond (parse_half). Values above 2^24
+    // beyond two a record on average are parsed by the main path.
+    size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 2;
     if (max_rows > c->half_cap) {
+        size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
         if (r) c->half_rows = r;
         int64_t *t = r ? realloc(c->half_times, max_rows * sizeof(int64_t)) : NULL;
-        if (!t) return 1;
-        c->half_times = t;
-        c->half_cap = max_rows;
+        if (t) c->half_times = t;
+        half_rec *hr = t ? realloc(c->half_recs, max_rows * sizeof *hr) : NULL;
+        if (hr) c->half_recs = hr;
+        uint32_t *hc = hr ? realloc(c->half_cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
+        if (hc) c->half_cats = hc;
+        half_big *hb = hc ? realloc(c->half_pend, npend * sizeof *hb) : NULL;
+        if (!hb) return 1;
+        c->half_pend = hb;
+        c->half_cap = max_rows, c->half_pend_cap = npend;
     }
-    if (!c->half_lossy && !(c->half_lossy = calloc(c->nkeep, sizeof *c->half_lossy))) return 1;
-    half_job h = {c, mid, last + 1, c->half_rows, c->half_times, 0, -1, c->half_lossy, false};
+    // Without state between records the helper's rows go to the writer at
+    // once, after it; else the main thread commits them as they come.
+    bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
+    half_job h = {.c = c, .start = mid, .end = last + 1, .rows = c->half_rows, .times = c->half_times,
+                  .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend, .pend_cap = c->half_pend_cap,
+                  .cap = c->half_cap};
+    atomic_init(&h.ready, 0);
+    atomic_init(&h.done, false);
+    atomic_init(&h.asleep, false);
     pthread_t t;
-    if (sf_thread_start(&t, parse_half, &h) != 0) return 1;
+    if (pthread_mutex_init(&h.mu, NULL)) return 1;
+    if (pthread_cond_init(&h.more, NULL)) {
+        pthread_mutex_destroy(&h.mu);
+        return 1;
+    }
+    if (sf_thread_start(&t, parse_half, &h) != 0) {
+        pthread_cond_destroy(&h.more);
+        pthread_mutex_destroy(&h.mu);
+        return 1;
+    }
     int rc = parse_until(c, (size_t)(mid - c->buf), false);
+    bool waited = false;
+    if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
+    else if (!rc) rc = commit_half(c, &h, &waited);
+    // The main thread's part grows while it waits for the helper, shrinks
+    // while the helper waits: down to 1/32 of the buffer where it commits
+    // every record, to 1/4 where the helper's rows go to the writer at once
+    // (the helper's arrays, sized to its part, stay small there).
+    unsigned least = bulk ? 16 : 2;
+    if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
     pthread_join(t, NULL);
-    if (rc < 0) return merge_half(c, &h, false), rc;
-    // Behind a blank line records are an error that only the main path
-    // names; so is a time going back.
-    bool timed = c->time_field != UINT32_MAX;
-    // The first time repeated within the series is the main path's to say.
-    for (long k = 0; timed && k < h.nrows && h.nrows > 0; k++) {
-        int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
-        if (before > h.times[k] || (before == h.times[k] && !c->repeat_line)) h.nrows = -1;
+    if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
+    if (!rc && bulk) {
+        bool timed = c->time_field != UINT32_MAX;
+        bulk = !h.nraw && !c->blank_line;
+        // The first time repeated within the series is the main path's to say.
+        for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
+            int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
+            bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+        }
+        rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
     }
-    if (h.nrows < 0 || c->blank_line) {
-        merge_half(c, &h, false);
-        return parse_until(c, (size_t)(last + 1 - c->buf), false);
-    }
-    if ((rc = flush_batch(c))) return rc;
-    merge_half(c, &h, true);
-    // Lines and the batch's line buffer: one line per record (no quotes).
-    for (long done = 0; done < h.nrows;) {
-        size_t n = (size_t)(h.nrows - done) < c->batch_rows ? (size_t)(h.nrows - done) : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + (uint64_t)done + k);
-        if ((rc = sf_pack_writer_rows_at(c->w, h.rows + (size_t)done * c->nkeep, timed ? h.times + done : NULL,
-                                         c->batch_line, n, c->e)))
-            return rc;
-        done += (long)n;
-    }
-    if (timed && h.nrows > 0) {
-        c->prev_time = h.times[h.nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + (uint64_t)h.nrows - 1;
-        c->time_parts = sf_time_parts_join(c->time_parts, h.parts);
-    }
-    if (h.nrows > 0) {
-        c->have_last = true;
-        memcpy(c->last, h.rows + (size_t)(h.nrows - 1) * c->nkeep, c->nkeep * sizeof(float));
-    }
-    c->st.rows += (uint64_t)h.nrows;
-    c->line += (uint64_t)h.nrows;  // no quotes: one line per record
-    c->pos = (size_t)(last + 1 - c->buf);
-    return 0;
+    pthread_cond_destroy(&h.more);
+    pthread_mutex_destroy(&h.mu);
+    return rc;
 }
 
 // One regrouped row (sf_regroup_emit), in series order: a new series opens
@@ -2337,7 +2514,10 @@ static int convert(csv *c, const char *out) {
     rc = series_hint(c);  // before anything is written
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
-    bool parallel = c->o->pack.threads > 1 && c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR;
+    bool parallel = c->o->pack.threads > 1;
+    // Committing is about as costly as parsing: where the main thread
+    // commits every record, it parses a smaller part (parse_parallel).
+    c->share = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat ? 32 : 16;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
         if (parallel && (rc = parse_parallel(c)) != 1) continue;
@@ -2394,7 +2574,9 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    free(c->half_lossy);
+    free(c->half_recs);
+    free(c->half_cats);
+    free(c->half_pend);
     free(c->big_cols);
     free(c->pend);
     free(c->batch);

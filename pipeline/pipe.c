@@ -558,7 +558,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
         pthread_cond_init(&ln->window_cv, NULL);
         pthread_cond_init(&ln->consume_cv, NULL);
         // The hooks number slots over all of a replica's lanes.
-        rc = sf_ring_open(&ln->ring, o->slots, o->batch, x_len, cols->ntargets, o->stage, l / p->per,
+        rc = sf_ring_open(&ln->ring, o->slots, o->batch, x_len, (size_t)cols->ntargets * sf_window_steps(&o->window), o->stage, l / p->per,
                           l % p->per * o->slots);
     }
     for (uint32_t r = 0; !rc && r < o->replicas; r++) p->epoch[r] = o->first_epoch;
@@ -676,7 +676,7 @@ uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return 
 
 // Bytes of one window in a pool or a slot: x, y and its id.
 static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
-    return ((uint64_t)o->window.length * nf + nt) * 4 + 8;
+    return ((uint64_t)o->window.length * nf + nt * sf_window_steps(&o->window)) * 4 + 8;
 }
 
 // The pool each lane allocates (sf_stream_open): o->pool, but never more
@@ -719,7 +719,7 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
     uint64_t need = sf_pipe_memory(o, in, cols), have = sf_machine_memory();
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
-    double window = ((double)o->window.length * cols->nfeatures + cols->ntargets) * 4 + 8;
+    double window = ((double)o->window.length * cols->nfeatures + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
     double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
     if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;

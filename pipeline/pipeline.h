@@ -28,15 +28,25 @@
 // starting at row s holds rows s, s + sampling_rate, ..., s + (length - 1) *
 // sampling_rate; its target is row s + (length - 1) * sampling_rate +
 // horizon. Starts are stride rows apart, counted from each series' first row.
+// With steps > 1 (--horizon A-B: horizon B, steps B - A + 1) the targets are
+// the rows horizon - steps + 1 .. horizon past the last sample row, as
+// Keras' multi-step single-shot model: y is (steps, ntargets) per window.
 typedef struct {
     uint32_t length;         // rows per window, >= 1
     uint32_t stride;         // rows between window starts, >= 1
     uint32_t sampling_rate;  // rows between a window's samples, >= 1
-    uint32_t horizon;        // target row past the last sample row, >= 0
+    uint32_t horizon;        // target row past the last sample row, >= 0 (the last step's)
+    uint32_t steps;          // target rows ending at horizon; 0 or 1: the one row horizon
 } sf_window_spec;
 
-// Rows a window spans from its start to its target, both included.
+// Rows a window spans from its start to its last target, both included.
 uint64_t sf_window_span(const sf_window_spec *w);
+// The target rows per window: steps, at least 1.
+uint32_t sf_window_steps(const sf_window_spec *w);
+// The most steps --horizon A-B may have (the last Dense's units are steps x targets).
+#define SF_MAX_STEPS 1024u
+// The horizon as --horizon takes it: "N", or "A-B" with several steps.
+void sf_window_horizon_text(const sf_window_spec *w, char *buf, size_t cap);
 
 typedef struct sf_plan sf_plan;
 
@@ -293,7 +303,7 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
 
 // ---- windows ----
 
-// Window id's values: x is (length, nfeatures), y is (ntargets). The block
+// Window id's values: x is (length, nfeatures), y is (steps, ntargets). The block
 // must hold the window's rows.
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
@@ -323,7 +333,7 @@ typedef struct {
 typedef struct sf_stream sf_stream;
 int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t shards,
                    uint32_t r, uint64_t epoch, const sf_stream_opts *o, const sf_block_source *src, sf_err *e);
-// Fills x (batch, length, nfeatures), y (batch, ntargets) and, if not NULL,
+// Fills x (batch, length, nfeatures), y (batch, steps x ntargets) and, if not NULL,
 // ids (batch) with the next batch. Returns the windows in it: o->batch, less
 // for the last one, 0 at the end of the epoch, or a negative code.
 int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *e);
@@ -333,7 +343,7 @@ void sf_stream_close(sf_stream *s);
 int64_t sf_stream_tasks(const sf_stream *s);
 
 // Calls fn on the plan's windows in id order, in batches of up to batch
-// (x (count, length, nfeatures), y (count, ntargets), their ids; valid
+// (x (count, length, nfeatures), y (count, steps x ntargets), their ids; valid
 // during the call). A nonzero return from fn stops it and is returned.
 typedef int (*sf_window_fn)(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count,
                             sf_err *e);

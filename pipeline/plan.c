@@ -21,6 +21,14 @@ uint64_t sf_window_span(const sf_window_spec *w) {
     return (uint64_t)(w->length - 1) * w->sampling_rate + w->horizon + 1;
 }
 
+uint32_t sf_window_steps(const sf_window_spec *w) { return w->steps > 1 ? w->steps : 1; }
+
+void sf_window_horizon_text(const sf_window_spec *w, char *buf, size_t cap) {
+    uint32_t steps = sf_window_steps(w);
+    if (steps > 1) snprintf(buf, cap, "%u-%u", w->horizon - (steps - 1), w->horizon);
+    else snprintf(buf, cap, "%u", w->horizon);
+}
+
 // Windows in a part of rows: one every stride rows whose span fits.
 static uint64_t part_windows(uint64_t rows, uint64_t span, uint32_t stride) {
     return rows >= span ? (rows - span) / stride + 1 : 0;
@@ -32,14 +40,15 @@ static uint64_t part_windows(uint64_t rows, uint64_t span, uint32_t stride) {
 // validated do not depend on the window: every stride-th row of the
 // validation part from its first is a target, and its window's inputs may
 // reach back into the training part (never its target); one that would
-// start before the series' first row is left out.
-static uint64_t series_windows(const sf_series *s, const sf_split *split, uint64_t span, uint32_t stride,
-                               uint64_t *start) {
+// start before the series' first row is left out. With several steps, lead
+// is steps - 1: the first step's row is a validation row too.
+static uint64_t series_windows(const sf_series *s, const sf_split *split, uint64_t span, uint32_t lead,
+                               uint32_t stride, uint64_t *start) {
     sf_series part;
     sf_split_rows(s, 1, split, &part);
     *start = part.first_row;
     if (!split || split->part != SF_PART_VALIDATION) return part_windows(part.rows, span, stride);
-    uint64_t hi = part.first_row + part.rows, target = part.first_row;
+    uint64_t hi = part.first_row + part.rows, target = part.first_row + lead;
     if (span > s->rows) return 0;  // and no sum below can overflow
     uint64_t need = s->first_row + span - 1;  // the first target whose window starts in the series
     if (target < need) target += (need - target + stride - 1) / stride * stride;
@@ -50,7 +59,7 @@ static uint64_t series_windows(const sf_series *s, const sf_split *split, uint64
 
 uint64_t sf_plan_count(const sf_series *series, uint64_t nseries, const sf_window_spec *w, const sf_split *split) {
     uint64_t span = sf_window_span(w), n = 0, start;
-    for (uint64_t i = 0; w->stride && i < nseries; i++) n += series_windows(series + i, split, span, w->stride, &start);
+    for (uint64_t i = 0; w->stride && i < nseries; i++) n += series_windows(series + i, split, span, sf_window_steps(w) - 1, w->stride, &start);
     return n;
 }
 
@@ -102,6 +111,9 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
     if (w->length == 0 || w->stride == 0 || w->sampling_rate == 0)
         return sf_err_set(e, SF_EINVAL, "window length, stride and sampling rate must be at least 1 (got %u, %u, %u)",
                           w->length, w->stride, w->sampling_rate);
+    if (sf_window_steps(w) > 1 && (w->steps > w->horizon || w->steps > SF_MAX_STEPS))
+        return sf_err_set(e, SF_EINVAL, "%u steps ending at horizon %u: expected 1 to %u steps, the first at least 1 row "
+                          "past the window", w->steps, w->horizon, SF_MAX_STEPS);
     if (chunk_rows == 0 || block_chunks == 0 || nseries == 0)
         return sf_err_set(e, SF_EINVAL, "a plan needs chunks, blocks and series (got %u, %u, %llu)", chunk_rows,
                           block_chunks, (unsigned long long)nseries);
@@ -130,7 +142,7 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
         }
         p->first[i] = row;
         p->before[i] = windows;
-        windows += series_windows(series + i, split, p->span, w->stride, &p->lo[i]);
+        windows += series_windows(series + i, split, p->span, sf_window_steps(w) - 1, w->stride, &p->lo[i]);
         row += series[i].rows;
     }
     if (row != nrows) {

@@ -154,7 +154,7 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     s->cols = cols;
     s->o = *o;
     s->x_len = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
-    s->y_len = cols->ntargets;
+    s->y_len = (size_t)cols->ntargets * sf_window_steps(sf_plan_spec(plan));
     uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
                                                      (uint64_t)(((u128)total * r) / replicas);
     // The pool never holds more than the shard's windows: a larger one
@@ -261,10 +261,12 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
         for (uint32_t t = 0; t < w->length; t++)
             memcpy(x + t * nf, d->feat + (at + (size_t)t * w->sampling_rate) * nf, nf * sizeof(float));
     }
-    size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon;
-    memcpy(y, d->targ + target * cols->ntargets, cols->ntargets * sizeof(float));
+    // The steps' target rows are consecutive: one copy for them all.
+    size_t nt = cols->ntargets, steps = sf_window_steps(w);
+    size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon - (steps - 1);
+    memcpy(y, d->targ + target * nt, steps * nt * sizeof(float));
     const float *last = x + (size_t)(w->length - 1) * nf;
-    for (uint32_t j = 0; cols->change_from && j < cols->ntargets; j++) y[j] -= last[cols->change_from[j]];
+    for (size_t k = 0; cols->change_from && k < steps * nt; k++) y[k] -= last[cols->change_from[k % nt]];
 }
 
 // In id order, block by block: memory is one block and one batch, whatever
@@ -272,8 +274,9 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
 int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
                         sf_window_fn fn, void *arg, sf_err *e) {
     size_t xl = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
+    size_t yl = (size_t)cols->ntargets * sf_window_steps(sf_plan_spec(plan));
     sf_block_loader *loader = sf_block_loader_create(p, cols);
-    float *x = malloc(batch * xl * sizeof(float) + 1), *y = malloc(batch * cols->ntargets * sizeof(float) + 1);
+    float *x = malloc(batch * xl * sizeof(float) + 1), *y = malloc(batch * yl * sizeof(float) + 1);
     uint64_t *ids = malloc(batch * sizeof *ids);
     sf_block_data d = {0};
     int rc = loader && x && y && ids ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for batches of %u", batch);
@@ -283,7 +286,7 @@ int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns 
         if (t.first_window == t.end_window) continue;
         if ((rc = sf_block_load(loader, &t, &d, e))) break;
         for (uint64_t id = t.first_window; !rc && id < t.end_window; id++) {
-            sf_window_cut(plan, cols, &d, id, x + n * xl, y + (size_t)n * cols->ntargets);
+            sf_window_cut(plan, cols, &d, id, x + n * xl, y + (size_t)n * yl);
             ids[n++] = id;
             if (n == batch) rc = fn(arg, x, y, ids, n, e), n = 0;
         }

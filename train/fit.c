@@ -104,9 +104,9 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
     // column without imputed values is an overflow, and makes the loss NaN.
     const sf_pack_info *in = sf_pack_get_info(a->f->d.pack);
-    uint32_t O = a->f->model.outputs;
+    uint32_t O = a->f->model.outputs, nt = a->f->d.cols.ntargets;  // O: steps x targets
     for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
-        if (sf_columns_target_imputed(&a->f->d.cols, in, y[k], (uint32_t)(k % O))) {
+        if (sf_columns_target_imputed(&a->f->d.cols, in, y[k], (uint32_t)(k % nt))) {
             a->imputed++;
             continue;
         }
@@ -417,10 +417,11 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     float (*steps)[SF_PHASES] = malloc(65536 * sizeof *steps);
     if (!steps) return sf_err_set(e, SF_ENOMEM, "out of memory for the report");
     size_t n = sf_trainer_steps(f->tr, 0, steps, 65536);
-    char window[64], batch[64], replicas[48], seed[32];
+    char window[96], batch[64], replicas[48], seed[32], horizon[32];
     const sf_window_spec *w = &o->pipe.window;
-    snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %u", w->length, w->stride,
-             w->sampling_rate, w->horizon);
+    sf_window_horizon_text(w, horizon, sizeof horizon);
+    snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %s", w->length, w->stride,
+             w->sampling_rate, horizon);
     snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
@@ -606,7 +607,9 @@ static int open_data(fit *f, sf_err *e) {
     if (rc) return rc;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     sf_err inner = {0};
-    if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets, &inner))
+    // With several steps, the last Dense has one unit per step and target.
+    if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets * sf_window_steps(&o->pipe.window),
+                       &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);

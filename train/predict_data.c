@@ -45,9 +45,11 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                           "%s; hint: data whose steps are at most %s, or a model trained with a larger --max-gap)",
                           data, gap, (unsigned long long)uncut, part, step, gap);
     }
+    char horizon[32];
+    sf_window_horizon_text(w, horizon, sizeof horizon);
     return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part: the checkpoint's windows span %llu rows "
-                      "(window %u, sampling rate %u, horizon %u), more than the %llu rows of its longest series",
-                      data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, w->horizon,
+                      "(window %u, sampling rate %u, horizon %s), more than the %llu rows of its longest series",
+                      data, part, (unsigned long long)sf_window_span(w), w->length, w->sampling_rate, horizon,
                       (unsigned long long)sf_split_longest(in->series, in->nseries, w->stride, split));
 }
 

@@ -37,7 +37,15 @@ void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const 
         snprintf(s->text, sizeof s->text, "%u rows, %s of %s rows (from the time column; --season N overrides)",
                  rows, what, text);
     }
-    if (rows <= w->horizon) {
+    if (sf_window_steps(w) > 1 && rows < w->horizon) {
+        char found[sizeof s->text];
+        memcpy(found, s->text, sizeof found);
+        snprintf(s->text, sizeof s->text, "none: the season, %.160s, is shorter than the last step (%u rows ahead): "
+                 "its value one season before would be after the window's last input row (hint: a --season of %u "
+                 "or more)", found, w->horizon, w->horizon);
+        return;
+    }
+    if (sf_window_steps(w) == 1 && rows <= w->horizon) {
         char found[sizeof s->text];
         memcpy(found, s->text, sizeof found);
         snprintf(s->text, sizeof s->text, "none: the season, %.160s, is not longer than the horizon (%u row%s): the "
@@ -55,9 +63,15 @@ static float change_base(const sf_columns *c, uint32_t T, const float *x, uint32
     return x[((size_t)i * T + T - 1) * c->nfeatures + (size_t)c->change_from[j]];
 }
 
+float sf_step_prediction(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, const float *pred,
+                         uint32_t i, uint32_t k, uint32_t j) {
+    size_t at = ((size_t)i * steps + k) * c->ntargets + j;
+    return (pred[at] + change_base(c, T, x, i, j) - c->target_offset[j]) / c->target_scale[j];
+}
+
 float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i,
                            uint32_t j) {
-    return (pred[(size_t)i * c->ntargets + j] + change_base(c, T, x, i, j) - c->target_offset[j]) / c->target_scale[j];
+    return sf_step_prediction(c, T, 1, x, pred, i, 0, j);
 }
 
 // A few chunks of the file decoded, the least recently used replaced: the
@@ -137,11 +151,14 @@ typedef struct {
     // squared errors on scaled values; the model's on the values with a
     // seasonal forecast
     double (*sq)[SF_FORECASTERS], (*ab)[SF_FORECASTERS], (*ssq)[SF_FORECASTERS], *model_seasonal;
+    // per step and target (steps > 1): the scaled sums, and the model's on the seasonal values
+    double (*step_ssq)[SF_FORECASTERS], *step_model_seasonal;
 } scorer;
 
-// One error of forecaster f for target j: data units d, scaled values u.
-static void add(scorer *sc, uint32_t j, int f, double d, double u) {
+// One error of forecaster f for target j of step k: data units d, scaled values u.
+static void add(scorer *sc, uint32_t k, uint32_t j, int f, double d, double u) {
     sc->sq[j][f] += d * d, sc->ab[j][f] += fabs(d), sc->ssq[j][f] += u * u;
+    if (sc->step_ssq) sc->step_ssq[(size_t)k * sc->s->ntargets + j][f] += u * u;
 }
 
 static int score_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
@@ -152,15 +169,19 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
     const sf_window_spec *w = sf_plan_spec(o->plan);
     uint32_t nt = c->ntargets, nf = c->nfeatures, T = w->length, season = o->season->rows;
     sf_score *s = sc->s;
+    uint32_t steps = sf_window_steps(w);
     int rc = o->predict(o->arg, sc->pred, x, count, e);
     for (uint32_t i = 0; !rc && i < count; i++) {
         uint64_t last = sf_plan_window_start(o->plan, ids[i]) + (uint64_t)(T - 1) * w->sampling_rate;
-        uint64_t row = last + w->horizon;
-        while (sc->series + 1 < o->nseries && o->series[sc->series + 1].first_row <= row) sc->series++;
-        bool seasonal = season && row >= o->series[sc->series].first_row + season;
-        sf_columns cw = sf_columns_at(c, row);  // the window's series' scaling (--norm-scope series)
-        for (uint32_t j = 0; !rc && j < nt; j++) {
-            float yj = y[(size_t)i * nt + j];
+        // A window and its steps lie in one series: found by the last input row, which only grows.
+        while (sc->series + 1 < o->nseries && o->series[sc->series + 1].first_row <= last) sc->series++;
+        sf_columns cw = sf_columns_at(c, last);  // the window's series' scaling (--norm-scope series)
+        for (uint32_t k = 0; !rc && k < steps * nt; k++) {
+            uint32_t j = k % nt, step = k / nt;
+            uint64_t row = last + w->horizon - (steps - 1) + step;
+            bool seasonal = season && row >= o->series[sc->series].first_row + season;
+            sf_step_score *ss = s->step ? &s->step[k] : NULL;
+            float yj = y[(size_t)i * steps * nt + k];
             if (sf_columns_target_imputed(c, in, yj, j)) {
                 s->t[j].imputed++, s->imputed++;
                 continue;
@@ -173,18 +194,21 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
             float scale = cw.target_scale[j], offset = cw.target_offset[j];
             // Scaled values as the training loss has them: the target, the
             // model's (both from the change when it learns changes).
-            double base = change_base(c, T, x, i, j), t = yj + base, p = sc->pred[(size_t)i * nt + j] + base;
+            double base = change_base(c, T, x, i, j), t = yj + base, p = sc->pred[(size_t)i * steps * nt + k] + base;
             double mean = o->target_mean && !c->nscoped ? o->target_mean[j] : cw.target_mean[j];
             // Persistence scaled as the window's own input when the target is a feature.
             double before_s = sc->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)sc->persist[j]]
                                                   : (double)(before * scale + offset);
-            add(sc, j, SF_FC_MODEL, (double)sf_target_prediction(&cw, T, x, sc->pred, i, j) - truth, p - t);
-            add(sc, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
-            add(sc, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);
+            add(sc, step, j, SF_FC_MODEL, (double)sf_step_prediction(&cw, T, steps, x, sc->pred, i, step, j) - truth,
+                p - t);
+            add(sc, step, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
+            add(sc, step, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);
             if (seasonal) {
-                add(sc, j, SF_FC_SEASONAL, (double)ago - truth, (double)(ago * scale + offset) - t);
+                add(sc, step, j, SF_FC_SEASONAL, (double)ago - truth, (double)(ago * scale + offset) - t);
                 sc->model_seasonal[j] += (p - t) * (p - t), s->t[j].seasonal_values++;
+                if (ss) sc->step_model_seasonal[k] += (p - t) * (p - t), ss->seasonal_values++;
             }
+            if (ss) ss->values++;
             s->t[j].values++, s->values++;
         }
     }
@@ -217,23 +241,38 @@ static void finish(scorer *sc) {
         uint64_t n = f == SF_FC_SEASONAL ? seasonal : s->values;
         s->mse[f] = n ? all[f] / (double)n : NAN;
     }
+    for (size_t k = 0; s->step && k < (size_t)s->steps * s->ntargets; k++) {
+        sf_step_score *ss = &s->step[k];
+        for (int f = 0; f < SF_FORECASTERS; f++) {
+            double n = (double)(f == SF_FC_SEASONAL ? ss->seasonal_values : ss->values);
+            ss->mse[f] = n > 0 ? sc->step_ssq[k][f] / n : NAN;
+        }
+        ss->model_seasonal_mse = ss->seasonal_values ? sc->step_model_seasonal[k] / (double)ss->seasonal_values : NAN;
+    }
 }
 
 int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
     const sf_columns *c = o->cols;
-    uint32_t nt = c->ntargets;
+    uint32_t nt = c->ntargets, steps = sf_window_steps(sf_plan_spec(o->plan));
     *s = (sf_score){.ntargets = nt, .season = *o->season, .target_change = c->change_from != NULL,
-                    .horizon = sf_plan_spec(o->plan)->horizon};
+                    .horizon = sf_plan_spec(o->plan)->horizon, .steps = steps,
+                    .first_step = sf_plan_spec(o->plan)->horizon - (steps - 1)};
     for (int f = 0; f < SF_FORECASTERS; f++) s->mse[f] = NAN;
     scorer sc = {.o = o, .cols = *c, .s = s};
     sc.cols.imputed_nan = true;  // the same columns, imputed targets NaN: not scored
     const sf_pack_info *in = sf_pack_get_info(o->pack);
     s->t = calloc(nt, sizeof *s->t);
-    sc.pred = malloc((size_t)o->batch * nt * sizeof(float));
+    sc.pred = malloc((size_t)o->batch * steps * nt * sizeof(float));
+    if (steps > 1) {
+        s->step = calloc((size_t)steps * nt, sizeof *s->step);
+        sc.step_ssq = calloc((size_t)steps * nt, sizeof *sc.step_ssq);
+        sc.step_model_seasonal = calloc((size_t)steps * nt, sizeof *sc.step_model_seasonal);
+    }
     sc.persist = malloc(nt * sizeof *sc.persist);
     sc.sq = calloc(nt, sizeof *sc.sq), sc.ab = calloc(nt, sizeof *sc.ab), sc.ssq = calloc(nt, sizeof *sc.ssq);
     sc.model_seasonal = calloc(nt, sizeof *sc.model_seasonal);
-    int rc = s->t && sc.pred && sc.persist && sc.sq && sc.ab && sc.ssq && sc.model_seasonal
+    bool step_ok = steps == 1 || (s->step && sc.step_ssq && sc.step_model_seasonal);
+    int rc = s->t && sc.pred && sc.persist && sc.sq && sc.ab && sc.ssq && sc.model_seasonal && step_ok
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
     for (uint32_t j = 0; !rc && j < nt; j++) {
         s->t[j].name = strdup(in->col_names[c->targets[j]]);
@@ -247,13 +286,14 @@ int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
     if (!rc) finish(&sc);
     cache_free(&sc.rows);
     free(sc.pred), free(sc.persist), free(sc.sq), free(sc.ab), free(sc.ssq), free(sc.model_seasonal);
+    free(sc.step_ssq), free(sc.step_model_seasonal);
     return rc;
 }
 
 void sf_score_free(sf_score *s) {
     for (uint32_t j = 0; s->t && j < s->ntargets; j++) free(s->t[j].name);
-    free(s->t);
-    s->t = NULL;
+    free(s->t), free(s->step);
+    s->t = NULL, s->step = NULL;
 }
 
 // Target t against a baseline's MSE on the same values: "47.3% below" or
@@ -322,6 +362,33 @@ static void number(FILE *f, double v, int width) {
     else fprintf(f, "  %-*.6g", width, v);
 }
 
+// --horizon A-B: each step's MSE (scaled, as the loss) next to persistence
+// and the seasonal forecast, and their mean over the steps (the per-target
+// table above is over every step's values).
+static void step_table(FILE *f, const sf_score *s, int name) {
+    fprintf(f, "per step, MSE on scaled values as the loss (seasonal: model/baseline on the values with one):\n"
+               "  %-*s  %-5s  %-12s  %-12s  %-12s  %-12s\n", name, "target", "ahead", "model", "persistence",
+            "seasonal", "model/season");
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        double sum[3] = {0};
+        uint32_t n[3] = {0};
+        for (uint32_t k = 0; k < s->steps; k++) {
+            const sf_step_score *ss = &s->step[(size_t)k * s->ntargets + j];
+            double v[3] = {ss->mse[SF_FC_MODEL], ss->mse[SF_FC_PERSISTENCE], ss->mse[SF_FC_SEASONAL]};
+            fprintf(f, "  %-*.*s  %-5u", name, name, k ? "" : s->t[j].name, s->first_step + k);
+            for (int m = 0; m < 3; m++) {
+                number(f, v[m], 12);
+                if (!isnan(v[m])) sum[m] += v[m], n[m]++;
+            }
+            number(f, ss->seasonal_values ? ss->model_seasonal_mse / ss->mse[SF_FC_SEASONAL] : NAN, 12);
+            fputc('\n', f);
+        }
+        fprintf(f, "  %-*s  %-5s", name, "", "mean");
+        for (int m = 0; m < 3; m++) number(f, n[m] ? sum[m] / n[m] : NAN, 12);
+        fputc('\n', f);
+    }
+}
+
 void sf_score_print(FILE *f, const sf_score *s) {
     int name = 6;
     for (uint32_t j = 0; j < s->ntargets; j++) {
@@ -349,6 +416,7 @@ void sf_score_print(FILE *f, const sf_score *s) {
                     (unsigned long long)t->seasonal_values);
         fprintf(f, ")\n");
     }
+    if (s->step) step_table(f, s, name);
     char verdict[2048];
     sf_score_verdict(s, verdict, sizeof verdict);
     fprintf(f, "verdict          %s\n", verdict);

@@ -251,7 +251,8 @@ typedef struct {
 // for weekly ones, 12 for monthly ones (28 to 31 days), none otherwise;
 // none when the season is not longer than w's horizon (the value one
 // season before the target would not be before the window's last input
-// row).
+// row); with several steps, none when it is shorter than the last step's
+// (each step's value one season before is at most the last input row).
 void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const sf_window_spec *w);
 
 typedef struct {
@@ -264,6 +265,13 @@ typedef struct {
     bool beats_persistence;      // the model's MSE below persistence's
 } sf_target_score;
 
+// One step's scores of one target, on the scaled values as the loss (NAN: none).
+typedef struct {
+    uint64_t values, seasonal_values;
+    double mse[SF_FORECASTERS];
+    double model_seasonal_mse;  // the model's on the values with a seasonal forecast
+} sf_step_score;
+
 typedef struct {
     uint64_t windows, values, imputed;  // values: target values scored over every target
     double mse[SF_FORECASTERS];  // over every target's values scored (seasonal: those with one)
@@ -272,6 +280,10 @@ typedef struct {
     sf_season season;
     bool target_change;          // the model learnt changes (--target change)
     uint32_t horizon;
+    // --horizon A-B: each step's scores (steps x ntargets, step-major; the
+    // per-target ones above are their mean over steps); steps 1: none
+    uint32_t steps, first_step;  // B - A + 1, and A
+    sf_step_score *step;
 } sf_score;
 
 // Replica predictions (count, outputs) for x (count, window, inputs).
@@ -299,6 +311,9 @@ void sf_score_free(sf_score *s);
 // nfeatures) from the model's output pred (count, ntargets): a change (--target change)
 // added to the window's last value, then unscaled, in float32 as predict writes it.
 float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i, uint32_t j);
+// The same for step k of steps, pred (count, steps, ntargets).
+float sf_step_prediction(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, const float *pred,
+                         uint32_t i, uint32_t k, uint32_t j);
 // Target t's verdict against persistence and the seasonal forecast, one line.
 void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap);
 // The per-target table (RMSE and MAE of each forecaster, the verdict) and
@@ -495,7 +510,8 @@ typedef struct {
 int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
                          bool data_units, const char *all, sf_err *e);
 void sf_predict_data_close(sf_predict_data *d);
-// The row window id predicts: its last row plus the horizon.
+// The row window id predicts: its last row plus the horizon (with several
+// steps, the last step's; step k of steps is steps - 1 - k rows before it).
 uint64_t sf_predict_target_row(const sf_plan *plan, uint64_t id);
 
 #endif

@@ -9,7 +9,8 @@
 
 typedef struct {
     float *out, *dout;         // the layer's output and its gradient: (B,T,units) or (B,units)
-    float *h, *c, *gates, *dh; // LSTM: every step's output and cell, the gates, dh for every step
+    float *h, *c, *gates, *dh; // LSTM: every step's output and cell, the gates, dh for every step;
+                               // GRU: c holds the recurrent product's h part (B,T,U)
     float *mask;               // dropout
     const float *y;            // what the next layer reads (out, or the input when dropout is off)
     sf_bf16_layer q;           // bf16: the layer's rounded operands
@@ -19,7 +20,7 @@ struct sf_cpu_pass {
     const sf_model *m;
     size_t batch, window;
     layer_state *ls;
-    float *work;     // LSTM backward scratch
+    float *work;     // LSTM backward scratch, the GRU's forward and backward scratch
     sf_matmul *mm;   // bf16 products, NULL in fp32
     sf_bf16 *dbf16;  // bf16 backward scratch, shared by the layers
     bool training;
@@ -49,8 +50,8 @@ typedef struct {
 } bf16_sizes;
 
 static bf16_sizes bf16_of(const sf_layer *l, uint64_t B, uint64_t T) {
-    uint64_t G = 4 * (uint64_t)l->units;
-    if (l->kind == SF_LAYER_LSTM)
+    uint64_t G = sf_layer_gates(l) * (uint64_t)l->units;
+    if (sf_layer_recurrent(l))
         return (bf16_sizes){.x = T * B * l->in, .h = T * B * l->units, .W = l->in * G, .Ur = l->units * G};
     if (l->kind == SF_LAYER_DENSE) return (bf16_sizes){.x = B * l->in, .W = (uint64_t)l->in * l->units};
     return (bf16_sizes){0};
@@ -66,6 +67,11 @@ static void scratch_of(const sf_model *m, uint64_t B, uint64_t T, bool bf16, uin
         if (l->kind == SF_LAYER_LSTM) {
             w = bf16 ? sf_lstm_backward_bf16_work(B, T, l->in, l->units) : sf_lstm_backward_work(B, T, l->units);
             g = T * B * 4 * l->units;
+        } else if (l->kind == SF_LAYER_GRU) {
+            w = bf16 ? sf_gru_backward_bf16_work(B, T, l->in, l->units) : sf_gru_backward_work(B, T, l->units);
+            uint64_t f = sf_gru_forward_work(B, l->units);
+            w = f > w ? f : w;
+            g = T * B * 6 * l->units;  // the rounded dgx and dgr
         } else if (l->kind == SF_LAYER_DENSE) {
             g = B * l->units;
         }
@@ -81,12 +87,12 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
         const sf_layer *l = &m->layer[i];
         uint64_t out = B * (l->sequences ? T : 1) * l->units;
         floats += 2 * out;
-        if (l->kind == SF_LAYER_LSTM) floats += B * T * l->units * 7;  // h, c, dh, and the four gates
+        if (sf_layer_recurrent(l)) floats += B * T * l->units * (3 + sf_layer_gates(l));  // h, c, dh, the gates
         else if (l->kind == SF_LAYER_DROPOUT) floats += out;
         bf16_sizes q = bf16_of(l, B, T);
         if (bf16) halves += q.x + q.h + q.W + q.Ur;
-        if (bf16 && l->kind == SF_LAYER_LSTM) {  // W, Ur and their transposes, packed
-            uint64_t C = l->in, U = l->units, G = 4 * U;
+        if (bf16 && sf_layer_recurrent(l)) {  // W, Ur and their transposes, packed
+            uint64_t C = l->in, U = l->units, G = sf_layer_gates(l) * U;
             halves += (sf_matmul_packed_bytes(C, G) + sf_matmul_packed_bytes(U, G) + sf_matmul_packed_bytes(G, C) +
                        sf_matmul_packed_bytes(G, U)) / sizeof(sf_bf16);
         }
@@ -138,11 +144,11 @@ int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint3
         s->out = malloc(n * sizeof(float));
         s->dout = malloc(n * sizeof(float));
         ok = s->out && s->dout;
-        if (l->kind == SF_LAYER_LSTM) {
+        if (sf_layer_recurrent(l)) {
             size_t U = l->units;
             s->h = malloc(B * T * U * sizeof(float));
             s->c = malloc(B * T * U * sizeof(float));
-            s->gates = malloc(B * T * 4 * U * sizeof(float));
+            s->gates = malloc(B * T * sf_layer_gates(l) * U * sizeof(float));
             s->dh = malloc(B * T * U * sizeof(float));
             ok = ok && s->h && s->c && s->gates && s->dh;
         } else if (l->kind == SF_LAYER_DROPOUT) {
@@ -184,9 +190,14 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        if (l->kind == SF_LAYER_LSTM) {
+        if (sf_layer_recurrent(l)) {
             size_t U = l->units;
-            if (r->mm)
+            const float *W = params + l->kernel, *Ur = params + l->recurrent, *b = params + l->bias;
+            if (l->kind == SF_LAYER_GRU && r->mm)
+                sf_gru_forward_bf16(s->h, s->c, s->gates, r->work, in, W, Ur, b, &s->q, B, T, l->in, U);
+            else if (l->kind == SF_LAYER_GRU)
+                sf_gru_forward(s->h, s->c, s->gates, r->work, in, W, Ur, b, B, T, l->in, U);
+            else if (r->mm)
                 sf_lstm_forward_bf16(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent,
                                      params + l->bias, &s->q, B, T, l->in, U);
             else
@@ -231,7 +242,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
         layer_state *s = &r->ls[i];
         const float *in = i ? r->ls[i - 1].y : x;
         float *din = i ? r->ls[i - 1].dout : NULL;  // the first layer's input needs no gradient
-        if (l->kind == SF_LAYER_LSTM) {
+        if (sf_layer_recurrent(l)) {
             size_t U = l->units;
             const float *dh = s->dout;
             if (!l->sequences) {  // only the last step's output was used
@@ -239,7 +250,13 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 for (size_t b = 0; b < B; b++) memcpy(s->dh + (b * T + T - 1) * U, s->dout + b * U, U * sizeof(float));
                 dh = s->dh;
             }
-            if (r->mm)
+            float *dW = grads + l->kernel, *dUr = grads + l->recurrent, *db = grads + l->bias;
+            if (l->kind == SF_LAYER_GRU && r->mm)
+                sf_gru_backward_bf16(din, dW, dUr, db, dh, s->h, s->c, s->gates, &s->q, r->work, B, T, l->in, U);
+            else if (l->kind == SF_LAYER_GRU)
+                sf_gru_backward(din, dW, dUr, db, dh, in, params + l->kernel, params + l->recurrent, s->h, s->c,
+                                s->gates, r->work, B, T, l->in, U);
+            else if (r->mm)
                 sf_lstm_backward_bf16(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, s->c,
                                       s->gates, &s->q, r->work, B, T, l->in, U);
             else

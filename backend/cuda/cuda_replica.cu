@@ -5,7 +5,9 @@
 // gradient, the last-step slice and Adam are the kernels of
 // kernels/cuda_kernels.cu, twins of the CPU ones; gradients are summed across
 // GPUs with NCCL; the pipeline's batches reach each GPU through
-// cuda_staging.cu.
+// cuda_staging.cu. A Keras GRU layer is a cuDNN CUDNN_GRU with both biases
+// (CUDNN_RNN_DOUBLE_BIAS: Keras' (2, 3U) bias, reset_after's form, which is
+// cuDNN's); in fp32 and tf32 only (bf16 refuses it: see gpu_open).
 //
 // Parameters live on the device in the device's layout: each LSTM layer's
 // cuDNN weight space, then each dense layer's kernel and bias as Keras lays
@@ -223,14 +225,16 @@ static int rnn_failed(const gpu_replica *r, const sf_layer *l, const char *what,
                       r->algo == CUDNN_RNN_ALGO_STANDARD ? "" : " (hint: --rnn-algo standard)");
 }
 
-// One cuDNN RNN per LSTM layer; its weight space's size and, from
+// One cuDNN RNN per LSTM or GRU layer; its weight space's size and, from
 // cudnnGetRNNWeightParams, where each gate's matrices and bias sit in it.
 static int open_lstm(gpu_replica *r, const sf_layer *l, lstm_layer *k, sf_err *e) {
     DNN_OK(cudnnCreateRNNDescriptor(&k->rnn), "cudnnCreateRNNDescriptor");
     DNN_OK(cudnnCreateRNNDataDescriptor(&k->xd), "cudnnCreateRNNDataDescriptor");
     DNN_OK(cudnnCreateRNNDataDescriptor(&k->yd), "cudnnCreateRNNDataDescriptor");
     DNN_OK(cudnnCreateTensorDescriptor(&k->hd), "cudnnCreateTensorDescriptor");
-    cudnnStatus_t st = cudnnSetRNNDescriptor_v8(k->rnn, r->algo, CUDNN_LSTM, CUDNN_RNN_SINGLE_INP_BIAS,
+    bool gru = l->kind == SF_LAYER_GRU;
+    cudnnStatus_t st = cudnnSetRNNDescriptor_v8(k->rnn, r->algo, gru ? CUDNN_GRU : CUDNN_LSTM,
+                                                gru ? CUDNN_RNN_DOUBLE_BIAS : CUDNN_RNN_SINGLE_INP_BIAS,
                                                 CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT, CUDNN_DATA_FLOAT,
                                                 CUDNN_DATA_FLOAT,
                                                 // TF32 comes with the default math for fp32 data (ALLOW_CONVERSION
@@ -286,6 +290,37 @@ static int map_lstm(gpu_replica *r, const sf_layer *l, const lstm_layer *k, sf_e
             for (size_t u = 0; u < U; u++)
                 for (size_t j = 0; j < U; j++) r->perm[l->recurrent + j * 4 * U + g * U + u] = (int64_t)(mo + u * U + j);
         }
+    }
+    cudnnDestroyTensorDescriptor(md);
+    cudnnDestroyTensorDescriptor(bd);
+    return rc;
+}
+
+// The same for a GRU layer. cuDNN's linear layers 0, 1, 2 are the input
+// matrices of gates r, z, h' (Keras' gates 1, 0, 2), 3, 4, 5 the recurrent
+// ones, each with its own bias: Keras' bias row 0 for the input's, row 1
+// for the recurrent's.
+static int map_gru(gpu_replica *r, const sf_layer *l, const lstm_layer *k, sf_err *e) {
+    static const size_t keras_gate[3] = {1, 0, 2};
+    size_t U = l->units, I = l->in, G = 3 * U;
+    float *base = r->w + k->woff;
+    cudnnTensorDescriptor_t md, bd;
+    DNN_OK(cudnnCreateTensorDescriptor(&md), "cudnnCreateTensorDescriptor");
+    DNN_OK(cudnnCreateTensorDescriptor(&bd), "cudnnCreateTensorDescriptor");
+    int rc = 0;
+    for (int id = 0; id < 6 && !rc; id++) {
+        void *ma = NULL, *ba = NULL;
+        cudnnStatus_t st = cudnnGetRNNWeightParams(r->dnn, k->rnn, 0, k->wbytes, base, id, md, &ma, bd, &ba);
+        if (st != CUDNN_STATUS_SUCCESS || !ma || !ba) {
+            rc = sf_err_set(e, SF_EIO, "GPU %d: cudnnGetRNNWeightParams (layer %s, matrix %d): %s", r->dev, l->name,
+                            id, st != CUDNN_STATUS_SUCCESS ? cudnnGetErrorString(st) : "no matrix or bias");
+            break;
+        }
+        size_t mo = k->woff + (size_t)((float *)ma - base), bo = k->woff + (size_t)((float *)ba - base);
+        size_t g = keras_gate[id % 3], rows = id < 3 ? I : U, at = id < 3 ? l->kernel : l->recurrent;
+        for (size_t u = 0; u < U; u++)
+            for (size_t i = 0; i < rows; i++) r->perm[at + i * G + g * U + u] = (int64_t)(mo + u * rows + i);
+        for (size_t u = 0; u < U; u++) r->perm[l->bias + (id < 3 ? 0 : G) + g * U + u] = (int64_t)(bo + u);
     }
     cudnnDestroyTensorDescriptor(md);
     cudnnDestroyTensorDescriptor(bd);
@@ -375,7 +410,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
         SF_OK(alloc_dev(r, &s->dout, n, e));
         if (l->in > widest) widest = l->in;
         s->glo = off;
-        if (l->kind == SF_LAYER_LSTM && !r->bf16) {
+        if (sf_layer_recurrent(l) && !r->bf16) {
             SF_OK(open_lstm(r, l, &s->lstm, e));
             SF_OK(alloc_dev(r, &s->seq, B * T * l->units, e));
             SF_OK(alloc_dev(r, &s->dseq, B * T * l->units, e));
@@ -408,6 +443,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     CUDA_OK(cudaMemsetAsync(r->v, 0, off * sizeof(float), r->stream), "cudaMemsetAsync");
     for (uint32_t i = 0; i < m->nlayers && !r->bf16; i++)
         if (m->layer[i].kind == SF_LAYER_LSTM) SF_OK(map_lstm(r, &m->layer[i], &r->ls[i].lstm, e));
+        else if (m->layer[i].kind == SF_LAYER_GRU) SF_OK(map_gru(r, &m->layer[i], &r->ls[i].lstm, e));
     if (r->bf16) {
         SF_OK(alloc_dev(r, &r->dz, bf.dz, e));
         SF_OK(alloc_dev(r, &r->dh_next, bf.dh, e));
@@ -451,6 +487,14 @@ static int gpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
                                            [SF_RNN_PERSISTENT] = CUDNN_RNN_ALGO_PERSIST_STATIC,
                                            [SF_RNN_PERSISTENT_SMALL] = CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H};
     r->algo = algos[o->rnn_algo];
+    // bf16's recurrent layers are seqfeed's own LSTM kernels; a GRU has
+    // cuDNN's alone, whose RNN has no bf16 data.
+    for (uint32_t i = 0; r->bf16 && i < m->nlayers; i++)
+        if (m->layer[i].kind == SF_LAYER_GRU) {
+            free(r);
+            return sf_err_set(e, SF_EUSAGE, "--precision bf16: GPUs run a GRU (layer %s) in fp32 or tf32 only; use "
+                              "--precision fp32 or tf32, or --gpus none for the CPU's bf16", m->layer[i].name);
+        }
     int rc = open_replica(r, e);
     if (rc) {
         gpu_close((sf_replica *)r);
@@ -603,7 +647,7 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        if (l->kind == SF_LAYER_LSTM) {
+        if (sf_layer_recurrent(l)) {
             lstm_layer *k = &s->lstm;
             if (r->bf16) {
                 SF_OK(lstm_forward_bf16(r, l, s, in, n, e));
@@ -774,7 +818,7 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
         layer_state *s = &r->ls[i];
         const float *in = i ? r->ls[i - 1].y : x;
         float *din = i ? r->ls[i - 1].dout : NULL;
-        if (l->kind == SF_LAYER_LSTM) {
+        if (sf_layer_recurrent(l)) {
             lstm_layer *k = &s->lstm;
             const float *dseq = s->dout;
             if (!l->sequences) {

@@ -6,7 +6,9 @@ usage: predict_torch.py CHECKPOINT.safetensors DATA.csv > predictions.csv
 DATA.csv is the data as `seqfeed unpack` writes it (a series column first
 when the file has series). The checkpoint is a safetensors file: weights
 under Keras' names (lstm/kernel (in, 4U), lstm/recurrent_kernel (U, 4U),
-lstm/bias (4U), gates i, f, c, o; dense/kernel (in, out), dense/bias), the
+lstm/bias (4U), gates i, f, c, o; gru/kernel (in, 3U), gru/recurrent_kernel
+(U, 3U), gru/bias (2, 3U), gates z, r, h, Keras' reset_after GRU, which is
+torch.nn.GRU's; dense/kernel (in, out), dense/bias), the
 training data's scaling under scaling/*, and the model, columns and window
 in its metadata. Needs torch and numpy; reads safetensors with the standard
 library (the `safetensors` package would do the same).
@@ -33,14 +35,14 @@ def read_safetensors(path):
 
 
 class SeqfeedModel(torch.nn.Module):
-    """The checkpoint's layers: LSTM (every one but the last returns
+    """The checkpoint's layers: LSTM or GRU (every one but the last returns
     sequences), Dropout (identity here: inference), Dense."""
 
     def __init__(self, spec, t):
         super().__init__()
         self.layers, counts = [], {}
         items = spec.split(",")
-        last_lstm = max(i for i, s in enumerate(items) if s.startswith("lstm"))
+        last_lstm = max(i for i, s in enumerate(items) if s.split(":")[0] in ("lstm", "gru"))
         for i, item in enumerate(items):
             kind = item.split(":")[0]
             n = counts.get(kind, 0)
@@ -55,7 +57,21 @@ class SeqfeedModel(torch.nn.Module):
                     lstm.bias_ih_l0.copy_(torch.from_numpy(b.copy()))
                     lstm.bias_hh_l0.zero_()  # Keras has one bias
                 self.add_module(name, lstm)
-                self.layers.append(("lstm", lstm, i != last_lstm))
+                self.layers.append(("rnn", lstm, i != last_lstm))
+            elif kind == "gru":
+                k, r, b = (t[f"{name}/{w}"] for w in ("kernel", "recurrent_kernel", "bias"))
+                U = r.shape[0]
+
+                def rzn(a):  # Keras' gate blocks z, r, h -> PyTorch's r, z, n
+                    return torch.from_numpy(np.concatenate([a[..., U:2 * U], a[..., :U], a[..., 2 * U:]], axis=-1))
+                gru = torch.nn.GRU(k.shape[0], U, batch_first=True)
+                with torch.no_grad():
+                    gru.weight_ih_l0.copy_(rzn(k).T)
+                    gru.weight_hh_l0.copy_(rzn(r).T)
+                    gru.bias_ih_l0.copy_(rzn(b[0]))  # Keras' bias rows: the input's, the recurrent's
+                    gru.bias_hh_l0.copy_(rzn(b[1]))
+                self.add_module(name, gru)
+                self.layers.append(("rnn", gru, i != last_lstm))
             elif kind == "dense":
                 k, b = t[f"{name}/kernel"], t[f"{name}/bias"]
                 dense = torch.nn.Linear(k.shape[0], k.shape[1])
@@ -67,7 +83,7 @@ class SeqfeedModel(torch.nn.Module):
 
     def forward(self, x):
         for kind, layer, sequences in self.layers:
-            if kind == "lstm":
+            if kind == "rnn":
                 x, _ = layer(x)
                 if not sequences:
                     x = x[:, -1, :]

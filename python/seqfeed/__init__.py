@@ -24,6 +24,7 @@ import math
 import numbers
 import os
 import struct
+import sys
 import threading
 import weakref
 
@@ -94,12 +95,12 @@ class _DatasetOpts(ctypes.Structure):
                 ("target_change", ctypes.c_bool), ("window", _u32), ("stride", _u32), ("sampling_rate", _u32),
                 ("horizon", _u32), ("batch", _u32), ("pool", _u64), ("seed", _u64), ("epochs", _u64),
                 ("val_split", ctypes.c_double), ("max_gap", ctypes.c_double), ("replicas", _u32), ("replica", _u32),
-                ("decoders", _u32), ("norm_scope", _cp)]
+                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp)]
 
 
 class _DatasetInfo(ctypes.Structure):
     _fields_ = [("window", _u32), ("nfeatures", _u32), ("ntargets", _u32), ("batch", _u32),
-                ("batches_per_epoch", _u64), ("epochs", _u64)]
+                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32)]
 
 
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -145,6 +146,24 @@ def _int(name, option, v, lo, hi, none=None):
         want = "an integer from %d to %d" % (lo, hi)
         raise _bad(name, option, want + (" (None: %s)" % none if none else ""), v)
     return int(v)
+
+
+def _horizon(v):
+    """--horizon N or A-B: (A, B), from an int N, a string "N" or "A-B", or a pair (A, B)."""
+    want = "an integer from 1 to %d, \"A-B\" or (A, B) with 1 <= A <= B and at most 1024 steps" % _U32
+    r = v
+    if isinstance(r, str):
+        parts = r.split("-")
+        if len(parts) in (1, 2) and all(p.isdigit() for p in parts):
+            r = tuple(int(p) for p in parts)
+    if isinstance(r, numbers.Integral) and not isinstance(r, (bool, np.bool_)):
+        r = (r, r)
+    if (isinstance(r, tuple) and len(r) in (1, 2) and
+            all(isinstance(p, numbers.Integral) and not isinstance(p, (bool, np.bool_)) for p in r)):
+        a, b = r[0], r[-1]
+        if 1 <= a <= b <= _U32 and b - a < 1024:
+            return int(a), int(b)
+    raise _bad("horizon", "horizon", want, v)
 
 
 def _real(name, option, v, want, ok):
@@ -321,8 +340,9 @@ class _Batches:
         # unless the file was replaced since.
         info = _DatasetInfo()
         _lib.sf_dataset_shape(d, ctypes.byref(info))
-        self._shape = (info.batch, info.window, info.nfeatures), (info.batch, info.ntargets)
-        if self._shape != ((ds.batch, ds.window, ds.inputs), (ds.batch, ds.targets)):
+        y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
+        self._shape = (info.batch, info.window, info.nfeatures), y
+        if self._shape != ((ds.batch, ds.window, ds.inputs), ds._y_shape):
             self._h.close()
             raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
                                "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
@@ -355,7 +375,8 @@ class _Batches:
 class Dataset:
     """The batches `seqfeed train` draws, as an iterable of (x, y) float32
     arrays: x (batch, window, inputs), y (batch, targets), scaled as train
-    scales them. replicas and replica give replica `replica`'s share (each
+    scales them; horizon="A-B" (or (A, B)) gives y (batch, steps, targets),
+    the rows A to B ahead, as the exported model outputs them. replicas and replica give replica `replica`'s share (each
     batch batch_size / replicas windows), as train's replica of that number
     sees it. shuffle=False keeps the windows of each block in order (pool:
     the shuffle pool in windows as --pool, None: 16384). max_gap is in
@@ -365,18 +386,33 @@ class Dataset:
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.
 
-    In Keras 3: model.fit(iter(ds), steps_per_epoch=ds.batches_per_epoch,
-    epochs=E) with E the dataset's epochs (a generator of known length; a
-    keras.utils.PyDataset is asked for batches by index, in its own order,
-    which a pipeline with its own order cannot serve). In PyTorch:
-    torch.from_numpy(x) is a view of each batch."""
+    split="validation" gives instead the windows train validates on (its
+    val_split part, which `seqfeed evaluate` scores): in order, the same
+    every pass, the last batch shorter; shuffle, pool, seed and epochs do
+    not apply. scaler holds the training part's statistics and scaling
+    (splits.Scaler); unscale(y, x) maps a model's outputs to data units.
+
+    In Keras 3 (keras imported before the Dataset is made, which makes it a
+    keras.utils.PyDataset too): model.fit(ds, validation_data=val, epochs=E)
+    on any backend, each window once per epoch, Keras' epoch k train's
+    epoch k (frameworks.py says how). In PyTorch: torch.from_numpy(x) is a
+    view of each batch, or DataLoader(ds.to_torch(), batch_size=None);
+    tf.data: ds.to_tf()."""
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Dataset and "keras" in sys.modules:  # never imported here: Keras is optional, and slow to load
+            from .frameworks import dataset_class
+            cls = dataset_class(cls)
+        return super().__new__(cls)
 
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
-                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None,
+                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train",
                  norm_scope="global"):
         self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
+        self._val = self._feed = None
         replicas = _int("replicas", "replicas", replicas, 1, 256)
+        self.split = splits.check_split(split, replicas)
         batch_size = _int("batch_size", "batch-size", batch_size, 1, 2**20)
         if batch_size % replicas:
             raise ValueError("batch_size (--batch-size) must be a multiple of replicas (--replicas): each replica "
@@ -400,7 +436,8 @@ class Dataset:
             window=_int("window", "window", window, 1, _U32),
             stride=_int("stride", "stride", stride, 1, _U32),
             sampling_rate=_int("sampling_rate", "sampling-rate", sampling_rate, 1, _U32),
-            horizon=_int("horizon", "horizon", horizon, 1, _U32),
+            horizon=_horizon(horizon)[1],
+            horizon_steps=_horizon(horizon)[1] - _horizon(horizon)[0] + 1,
             batch=batch_size,
             # --pool's 0 or 1 is no shuffle, where the C API's 0 is its default
             pool=(0 if pool is None else max(pool, 1)) if shuffle else 1,
@@ -416,26 +453,93 @@ class Dataset:
             decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0,
             norm_scope=norm_scope.encode())
         self.path = path
+        if self.split == "validation":  # open for the Dataset's life: batches are read by index
+            self._val = splits.Validation(self, self._opts)
+            info, self.scaler = self._val.info, self._val.scaler
+            self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+            self.batches_per_epoch, self.epochs, self.windows = info.batches_per_epoch, 1, self._val.windows
+            return
         d, err = _vp(), _Err()  # opened once now to say what is wrong, not at the first batch
         _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(self._opts), ctypes.byref(err)), err)
         info = _DatasetInfo()
         rc = _lib.sf_dataset_shape(d, ctypes.byref(info))
-        _lib.sf_dataset_close(d)
+        try:
+            self.scaler = splits.describe(_lib.sf_dataset_describe, d)
+        finally:
+            _lib.sf_dataset_close(d)
         if rc:
             raise SeqfeedError(rc, "sf_dataset_shape refused an open dataset")
         self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+        self.steps = info.steps  # y is (batch, steps, targets) when above 1, as the exported model's output
+        self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
         self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
+        self.windows = None  # of the validation split
+
+    def __repr__(self):
+        return ("<seqfeed.Dataset %r split=%s: %d batches of %d windows an epoch (model.fit(ds) takes it when keras "
+                "is imported before it is made)>" % (os.fsdecode(self.path), self.split, self.batches_per_epoch,
+                                                     self.batch))
 
     def __len__(self):
         return self.batches_per_epoch * self.epochs
 
     def __iter__(self):
+        return self._open(self._opts)
+
+    def _open(self, opts):
         with self._lock:  # a close() meanwhile sees this iterator
             if self._closed:
                 raise ValueError("Dataset %s is closed" % os.fsdecode(self.path))
-            it = _Batches(self, self._opts)
+            it = splits.ValidationBatches(self._val) if self._val else _Batches(self, opts)
             self._open_iters.add(it)
         return it
+
+    def _endless(self):
+        """The training batches of every epoch train would run, with no end (Keras asks for its epochs)."""
+        opts = _DatasetOpts.from_buffer_copy(self._opts)
+        opts.epochs = 2**63 - 1
+        return self._open(opts)
+
+    @property
+    def num_batches(self):
+        """Batches an epoch: Keras' PyDataset.num_batches."""
+        return self.batches_per_epoch
+
+    def __getitem__(self, index):
+        """Keras' PyDataset access: the validation split's batch index; the training split's next batch
+        for an index new in this epoch's round, or the one it got for an index asked again
+        (frameworks.py)."""
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral):
+            raise TypeError("a batch index is an integer, got %r" % (index,))
+        index = int(index) + (self.batches_per_epoch if index < 0 else 0)
+        if not 0 <= index < self.batches_per_epoch:
+            raise IndexError("batch %d of %d an epoch" % (index, self.batches_per_epoch))
+        if self._val:
+            return self._val.read(index)
+        with self._lock:
+            if self._feed is None:
+                from .frameworks import Feed
+                self._feed = Feed(self)
+        return self._feed.get(index)
+
+    def unscale(self, y, x=None):
+        """A model's outputs (windows, targets) in data units, as `seqfeed predict` writes them; x, the
+        windows' inputs, is needed with target_change (splits.Scaler.unscale)."""
+        if self._opts.norm_scope == b"series":  # scaler holds the global scaling, not each series' own
+            raise ValueError("norm_scope='series' scales each series by its own statistics, which unscale does not "
+                             "know per window (scaler is the global scaling): seqfeed predict writes forecasts in "
+                             "data units (docs/TRAINING.md, Per-series scaling)")
+        return self.scaler.unscale(y, x)
+
+    def to_tf(self):
+        """A tf.data.Dataset of its batches (TensorFlow needed)."""
+        from .frameworks import to_tf
+        return to_tf(self)
+
+    def to_torch(self):
+        """A torch IterableDataset of its batches as tensors (PyTorch needed)."""
+        from .frameworks import to_torch
+        return to_torch(self)
 
     def close(self):
         """Ends every iteration over it (a next() then raises ValueError), and any later one."""
@@ -444,6 +548,8 @@ class Dataset:
             its = list(self._open_iters)
         for it in its:
             it.close()
+        if self._val:
+            self._val.close()
 
     def __enter__(self):
         return self
@@ -637,3 +743,5 @@ def load_checkpoint(path):
 from .inputs import WindowIndex, forecasts, model_inputs  # noqa: E402
 
 __all__ += ["model_inputs", "forecasts", "WindowIndex"]
+
+from . import splits  # noqa: E402 (it reads the names above)

@@ -122,16 +122,17 @@ def model_inputs(checkpoint, data, split=None):
 
 
 def forecasts(y, index):
-    """The exported model's outputs y (windows, targets), for model_inputs' x, as `seqfeed predict` writes
-    them (NAME_pred, data units): y plus index["base"], in float32. For a model trained with --target change
-    the export outputs each target's change from the window's last row (in data units), and base is that
-    row's value; for others base is 0 and y is already the forecast. The export's last layer un-scales, so
-    nothing else is left to do."""
+    """The exported model's outputs y (windows, targets), or (windows, steps, targets) for a --horizon A-B
+    model, for model_inputs' x, as `seqfeed predict` writes them (NAME_pred, data units): y plus
+    index["base"] (to every step), in float32. For a model trained with --target change the export outputs
+    each target's change from the window's last row (in data units), and base is that row's value; for
+    others base is 0 and y is already the forecast. The export's last layer un-scales, so nothing else is
+    left to do. The index names each window's last step's row."""
     if not isinstance(index, WindowIndex):
         raise TypeError("index must be the WindowIndex model_inputs returned, got %s" % type(index).__name__)
     y = np.asarray(y, dtype=np.float32)
     base = index["base"]
-    if y.shape != base.shape:
-        raise ValueError("y must be (windows, targets) = %s, as the model gives for model_inputs' x; got %s"
-                         % (base.shape, y.shape))
-    return y + base
+    if y.shape != base.shape and (y.ndim != 3 or y.shape[::2] != base.shape):
+        raise ValueError("y must be (windows, targets) = %s, or (windows, steps, targets), as the model gives "
+                         "for model_inputs' x; got %s" % (base.shape, y.shape))
+    return y + (base[:, None, :] if y.ndim == 3 else base)

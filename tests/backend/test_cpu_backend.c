@@ -4,6 +4,7 @@
 // helper thread first waits must still reach it). With the argument bf16
 // the same in bf16 (skipped without bf16 products), to the same bounds:
 // the parts' products sum their rows as the whole batch's do.
+// The model has an LSTM and a GRU.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ int main(int argc, char **argv) {
     const double tol_pred = 1e-6, tol_loss = 1e-6, tol_grad = 1e-5;
     sf_model m;
     sf_err e = {0};
-    if (sf_model_parse(&m, "lstm:12,dropout:0.3,lstm:9,dropout:0.2,dense", I, O, &e)) {
+    if (sf_model_parse(&m, "lstm:12,dropout:0.3,gru:9,dropout:0.2,dense", I, O, &e)) {  // both recurrent kinds
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }

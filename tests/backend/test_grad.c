@@ -71,5 +71,9 @@ int main(void) {
     check_model("lstm:5,dropout:0.3,lstm:7,dropout:0.25,dense:3,dense", 4, 2, 3, 6);
     check_model("dropout:0.2,lstm:4,lstm:3,dense", 2, 1, 5, 4);
     check_model("lstm:8,dense", 1, 3, 1, 1);
+    // GRU: alone, one step, and between LSTMs (its dx reaches the LSTM below).
+    check_model("gru:6,dense", 3, 2, 4, 5);
+    check_model("gru:5,dense", 2, 1, 2, 1);
+    check_model("lstm:5,dropout:0.3,gru:7,gru:4,dense:3,dense", 4, 2, 3, 6);
     return TEST_EXIT();
 }

@@ -1,7 +1,8 @@
 // seqfeed's model against float64 references: predictions, the MSE loss,
 // every gradient, and the losses and weights of 5 Adam steps with Keras'
 // update.
-//   fp32 (PyTorch's numbers, tests/ref/gen_lstm_ref.py): float32's
+//   fp32 (PyTorch's numbers, tests/ref/gen_lstm_ref.py, and for the GRU
+//   tests/ref/gen_gru_ref.py): float32's
 //   tolerances, relative 1e-5 on the loss and predictions, 1e-5 of each
 //   gradient's norm, and 1e-6 absolute on weights after 5 steps of lr 1e-3
 //   (measured: 1e-7, 3e-7 and 6e-8), so that a wrong term anywhere shows.
@@ -18,10 +19,10 @@
 // An aligned copy of an F64 tensor (safetensors does not align tensors),
 // kept until the program ends.
 static double *f64(const sf_st *s, const char *name, size_t count) {
-    static double *copies[64];
+    static double *copies[256];
     static int ncopies;
     const sf_st_entry *t = sf_st_find(s, name);
-    bool ok = t && strcmp(t->dtype, "F64") == 0 && t->end - t->begin == count * 8 && ncopies < 64;
+    bool ok = t && strcmp(t->dtype, "F64") == 0 && t->end - t->begin == count * 8 && ncopies < 256;
     CHECK(ok, "fixture: no F64 tensor '%s' of %zu values", name, count);
     if (!ok) return NULL;
     double *d = copies[ncopies++] = malloc(count * sizeof *d);
@@ -161,10 +162,17 @@ int main(int argc, char **argv) {
         // loss 2.6e-4, weights 1.8e-3).
         check_fixture("ref_bf16.safetensors", SF_PRECISION_BF16, "fp64/",
                       &(tolerance){.loss1 = 1e-3, .loss = 1e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
+        // The GRU (tests/ref/gen_gru_ref.py) by the same definition and bounds.
+        check_fixture("ref_gru.safetensors", SF_PRECISION_BF16, "bf16/",
+                      &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
+        check_fixture("ref_gru.safetensors", SF_PRECISION_BF16, "",
+                      &(tolerance){.loss1 = 1e-3, .loss = 1e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
         return TEST_EXIT();
     }
     const tolerance fp32 = {.loss1 = 1e-5, .loss = 1e-5, .pred = 1e-5, .grad = 1e-5, .weights = 1e-6};
     check_fixture("ref_small.safetensors", SF_PRECISION_FP32, "", &fp32);
     check_fixture("ref_deep.safetensors", SF_PRECISION_FP32, "", &fp32);
+    // GRUs and an LSTM between them against torch.nn.GRU (tests/ref/gen_gru_ref.py).
+    check_fixture("ref_gru.safetensors", SF_PRECISION_FP32, "", &fp32);
     return TEST_EXIT();
 }

@@ -1073,6 +1073,61 @@ static void case_parallel_error(void) {
     }
 }
 
+// Series named: the helper thread parses records that the main thread
+// commits in order (series changes, regrouping, categories, ffill), so it
+// must take part, and the file must be one thread's.
+static void parallel_series_with(const char *what, bool interleaved, sf_csv_pack_opts o) {
+    FILE *f = fopen(in_path, "w");
+    CHECK(f != NULL, "cannot write %s", in_path);
+    if (!f) return;
+    enum { SITES = 30, HOURS = 1000 };
+    fprintf(f, "time,kind,site,value\n");
+    for (int i = 0; i < SITES * HOURS; i++) {
+        int s = interleaved ? i % SITES : i / HOURS, t = interleaved ? i / SITES : i % HOURS;
+        fprintf(f, "2024-%02d-%02dT%02d:00:00,k%d,s%d,", 1 + t / 24 / 28, 1 + t / 24 % 28, t % 24, (s + t) % 4, s);
+        if (o.missing != SF_MISSING_ERROR && i % 101 == 7) fprintf(f, "\n");
+        else fprintf(f, "%.2f\n", (double)((s * 31 + t * 7) % 1000) / 8);
+    }
+    CHECK(fclose(f) == 0, "cannot write %s", in_path);
+    char one[sizeof out + 8];
+    snprintf(one, sizeof one, "%s.one", out);
+    o.series_column = "site";
+    o.time_column = "time";
+    o.categorical = "kind";
+    sf_csv_pack_stats st1, st2;
+    sf_err e1 = {0}, e2 = {0};
+    o.pack.threads = 1;
+    int rc1 = sf_csv_pack(in_path, one, &o, &st1, &e1);
+    o.pack.threads = 2;
+    int rc2 = sf_csv_pack(in_path, out, &o, &st2, &e2);
+    CHECK(rc1 == 0 && rc2 == 0, "%s: pack failed: %s / %s", what, e1.msg, e2.msg);
+    CHECK(st1.rows_helper == 0, "%s: one thread has a helper", what);
+    // Only the records with a missing value are parsed again.
+    uint64_t raw = o.missing != SF_MISSING_ERROR ? st2.rows_helper / 101 + 1 : 0;
+    CHECK(st2.rows_helper > SITES * HOURS / 4 && st2.rows_helper_raw <= raw, "%s: the helper parsed %llu records, "
+          "%llu of them again", what, (unsigned long long)st2.rows_helper, (unsigned long long)st2.rows_helper_raw);
+    CHECK(st1.rows == st2.rows && st1.nseries == st2.nseries && st1.regrouped == interleaved &&
+          st2.regrouped == interleaved && st1.values_filled == st2.values_filled, "%s: stats differ", what);
+    FILE *a = fopen(one, "rb"), *b = fopen(out, "rb");
+    int ca = 0, cb = 0;
+    long at = 0;
+    while (a && b && (ca = fgetc(a)) == (cb = fgetc(b)) && ca != EOF) at++;
+    CHECK(a && b && ca == EOF && cb == EOF, "%s: files differ at byte %ld", what, at);
+    if (a) fclose(a);
+    if (b) fclose(b);
+    unlink(one);
+}
+
+static void case_parallel_series(void) {
+    sf_csv_pack_opts o = defaults();
+    parallel_series_with("grouped", false, o);
+    parallel_series_with("interleaved", true, o);
+    o.missing = SF_MISSING_FFILL;
+    parallel_series_with("grouped, ffill", false, o);
+    o.missing = SF_MISSING_DROP;
+    parallel_series_with("interleaved, drop", true, o);
+}
+
 static void case_big_file(void) {
     big_csv b;
     if (!write_big(&b, SIZE_MAX)) return;
@@ -1137,6 +1192,7 @@ static const struct {
     C(big_file_error),
     C(parallel),
     C(parallel_error),
+    C(parallel_series),
     C(bad_series_id),
     C(long_names),
     C(bad_delimiter),

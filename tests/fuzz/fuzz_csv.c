@@ -3,13 +3,16 @@
 //   byte 0, bits 0-1: delimiter (detected, ',', ';', tab)
 //           bits 2-3: missing values (error, drop, ffill, ffill)
 //           bit 4:    the first header column is the series column
-//           bit 5:    two compression threads instead of one
+//           bit 5:    two threads instead of one (compression, and a
+//                     second parse thread on inputs of 256 KiB or more)
 //   byte 1, bits 0-3: chunk_rows - 1, so that small inputs span many chunks
 //                     (times 1024 when inflated)
 //           bits 4-5: filter (modulo the number of filters)
 //           bits 6-7: both set, with two threads: the data rows are repeated
 //                     until the packer parses them with two threads too (it
-//                     does so only from 256 KiB on); rare, as they are slow
+//                     does so only from 256 KiB on), and packed with one
+//                     thread as well: the same result, message and bytes;
+//                     rare, as they are slow
 //   byte 0, bit 7:    a CSV without quotes is cut into two files at a line
 //                     in the middle, each with the header, and packed with
 //                     sf_csv_pack_files: the values must be the whole CSV's,
@@ -212,6 +215,39 @@ static void check(const char *text, size_t n, const sf_csv_pack_opts *o, const s
     free(imp);
 }
 
+// The text packed with two threads (result rc, message e, file at path
+// when rc is 0) packed again with one: the same result and message, and
+// the same bytes (the helper thread's records are committed in order).
+static void same_one_thread(const char *text, size_t n, const sf_csv_pack_opts *o, int rc, const sf_err *e,
+                            const char *path) {
+    sf_csv_pack_opts one = *o;
+    one.pack.threads = 1;
+    char path1[4200];
+    snprintf(path1, sizeof path1, "%s/one.sfpack", dir);
+    sf_err e1;
+    int rc1 = sf_csv_pack_mem(text, n, "fuzz.csv", path1, &one, NULL, &e1);
+    if (rc1 != rc) fail("one thread and two return different codes", rc ? e->msg : e1.msg);
+    // Messages name the output in the commands they suggest: path1 for path.
+    char msg[sizeof e1.msg + 4200];
+    size_t k = 0;
+    for (const char *m = e1.msg; rc && *m && k + sizeof path < sizeof msg;) {
+        if (!strncmp(m, path1, strlen(path1))) k += (size_t)snprintf(msg + k, sizeof msg - k, "%s", path), m += strlen(path1);
+        else msg[k++] = *m++;
+    }
+    msg[k] = 0;
+    if (rc && strcmp(msg, e->msg)) fail("one thread and two say different things", e->msg);
+    if (rc) return;
+    FILE *a = fopen(path1, "rb"), *b = fopen(path, "rb");
+    int ca = 0, cb = 0;
+    while (a && b && (ca = fgetc(a)) == (cb = fgetc(b)) && ca != EOF) {
+    }
+    bool same = a && b && ca == EOF && cb == EOF;
+    if (a) fclose(a);
+    if (b) fclose(b);
+    unlink(path1);
+    if (!same) fail("the file packed with two threads differs from one thread's", path);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 2) return 0;
     static const char delimiters[] = {0, ',', ';', '\t'};
@@ -258,8 +294,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int rc = sf_csv_pack_files(paths, 2, path, &o, &st, &e);
         unlink(a), unlink(b);
         if (rc == 0) check(text, n, &o, &st, path, split);
-    } else if (sf_csv_pack_mem(text, n, "fuzz.csv", path, &o, &st, &e) == 0) {
-        check(text, n, &o, &st, path, 0);
+    } else {
+        int rc = sf_csv_pack_mem(text, n, "fuzz.csv", path, &o, &st, &e);
+        if (big) same_one_thread(text, n, &o, rc, &e, path);
+        if (rc == 0) check(text, n, &o, &st, path, 0);
     }
     // Failed packings must not leave their output or temporary file behind.
     if (!dir_empty()) fail("a file was left behind in", dir);

@@ -12,7 +12,9 @@
 // bf16 path against the CPU's, both docs/TRAINING.md's definition, to the
 // same 1e-5 (another summation order in the products moved the weights by
 // 2.5e-7 on CPU; a bias gradient summed from the rounded dz, by 4.9e-4).
-// Each run prints its worst differences. Exit 77 without a GPU (for bf16,
+// All of it for an LSTM model and, in fp32, for one with GRUs (cuDNN's
+// CUDNN_GRU: its gates and two biases mapped to Keras' layout), which bf16
+// on a GPU refuses with a usage error. Each run prints its worst differences. Exit 77 without a GPU (for bf16,
 // also without the CPU's oneDNN module or a GPU of compute capability 8.0).
 #include <cuda_runtime.h>
 #include <math.h>
@@ -117,8 +119,9 @@ int main(int argc, char **argv) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);
         return TEST_EXIT();
     }
-    sf_model m;
-    if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e)) {
+    sf_model m, g;
+    if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
+        sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -140,5 +143,17 @@ int main(int argc, char **argv) {
     run(gpu_be, &m, algo, precision, false, false);
     run(gpu_be, &m, algo, precision, true, false);
     run(gpu_be, &m, algo, precision, true, true);
+    if (precision == SF_PRECISION_BF16) {
+        sf_replica *gpu = NULL;
+        sf_replica_opts o = {.threads = 1, .precision = precision};
+        int rc = gpu_be->open(&gpu, &g, B, T, &o, &e);
+        CHECK(rc == SF_EUSAGE && !gpu && strstr(e.msg, "GRU (layer gru)") && strstr(e.msg, "--precision fp32"),
+              "bf16 with a GRU on a GPU: rc %d, '%s'", rc, e.msg);
+        return TEST_EXIT();
+    }
+    printf("GRUs:\n");
+    run(gpu_be, &g, algo, precision, false, false);
+    run(gpu_be, &g, algo, precision, true, false);
+    run(gpu_be, &g, algo, precision, true, true);
     return TEST_EXIT();
 }

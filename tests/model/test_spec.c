@@ -15,6 +15,37 @@ static void bad(const char *spec, uint32_t outputs, const char *says) {
           e.msg, says);
 }
 
+// gru:U anywhere lstm:U goes: Keras' names, (in, 3U), (U, 3U) and a (2, 3U)
+// bias (reset_after), Keras' parameter count, zero biases.
+static void gru(void) {
+    sf_model m;
+    sf_err e = {0};
+    CHECK(sf_model_parse(&m, "gru:16,dropout:0.1,lstm:8,gru:4,dense", 5, 2, &e) == 0, "mixed: %s", e.msg);
+    char text[128];
+    sf_model_format(&m, text, sizeof text);
+    CHECK(strcmp(text, "gru:16,dropout:0.1,lstm:8,gru:4,dense:2") == 0, "format: %s", text);
+    CHECK(m.layer[0].sequences && m.layer[2].sequences && !m.layer[3].sequences, "return_sequences: all but the last");
+    // Keras' GRU(reset_after=True): 3U (in + U) + 2 x 3U.
+    size_t want = (48 * (5 + 16) + 96) + (32 * (16 + 8) + 32) + (12 * (8 + 4) + 24) + (4 * 2 + 2);
+    CHECK(m.nparams == want, "%zu parameters, Keras has %zu", m.nparams, want);
+    sf_tensor t[16];
+    uint32_t n = sf_model_tensors(&m, t);
+    CHECK(n == 11 && !strcmp(t[0].name, "gru/kernel") && t[0].shape[1] == 48 && !strcmp(t[1].name, "gru/recurrent_kernel") &&
+              t[1].shape[0] == 16 && t[1].shape[1] == 48 && !strcmp(t[2].name, "gru/bias") && t[2].rank == 2 &&
+              t[2].shape[0] == 2 && t[2].shape[1] == 48 && !strcmp(t[3].name, "lstm/kernel") &&
+              !strcmp(t[6].name, "gru_1/kernel") && t[8].offset + 24 == t[9].offset,
+          "tensors: %u, %s %ux%u", n, t[2].name, t[2].shape[0], t[2].shape[1]);
+    float *p = malloc(m.nparams * sizeof(float));
+    for (size_t k = 0; k < m.nparams; k++) p[k] = NAN;
+    sf_model_init(&m, p, 5);
+    double maxabs = 0;
+    for (size_t k = 0; k < 96; k++) maxabs = fmax(maxabs, fabs(p[m.layer[0].bias + k]));
+    size_t finite = 0;
+    for (size_t k = 0; k < m.nparams; k++) finite += isfinite(p[k]) != 0;
+    CHECK(maxabs == 0 && finite == m.nparams, "GRU bias max %g, %zu of %zu initialised", maxabs, finite, m.nparams);
+    free(p);
+}
+
 int main(void) {
     sf_model m;
     sf_err e = {0};
@@ -52,7 +83,11 @@ int main(void) {
           "spaces and two dense layers: %s", e.msg);
     bad("lstm:0,dense", 2, "item 1 'lstm:0'");
     bad("lstm:8,dropout:1,dense", 2, "item 2");
-    bad("lstm:8,gru:4,dense", 2, "item 2 'gru:4'");
+    bad("lstm:8,rnn:4,dense", 2, "item 2 'rnn:4'");
+    bad("gru,dense", 2, "item 1 'gru'");
+    bad("gru:0,dense", 2, "the units of gru");
+    bad("dense:4,gru:8,dense", 2, "before any LSTM or GRU");
+    bad("dropout:0.5,dense", 2, "before any LSTM or GRU");
     bad("lstm,dense", 2, "item 1");
     bad("lstm:8", 2, "the last layer must be dense");
     bad("lstm:8,dense:3", 2, "has 3 units but there are 2");
@@ -80,5 +115,6 @@ int main(void) {
     for (size_t k = 0; k < 5 * 64; k++) maxabs = fmax(maxabs, fabs(p[l->kernel + k]));
     CHECK(maxabs <= limit && maxabs > 0.8 * limit, "glorot limit %.4f, largest %.4f", limit, maxabs);
     free(p);
+    gru();
     return TEST_EXIT();
 }

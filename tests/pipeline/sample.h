@@ -90,7 +90,7 @@ __attribute__((unused)) static int sample_pipe_open(sample_pipe *t, const char *
 // of the sample.
 __attribute__((unused)) static sf_pipe_opts sample_opts(void) {
     sf_pipe_opts o = sf_pipe_opts_default();
-    o.window = (sf_window_spec){20, 3, 2, 1}, o.block_chunks = 2, o.batch = 7, o.pool = 50, o.seed = 11;
+    o.window = (sf_window_spec){20, 3, 2, 1, 1}, o.block_chunks = 2, o.batch = 7, o.pool = 50, o.seed = 11;
     o.epochs = 2, o.io.depth = 4, o.decoders = 2, o.slots = 2, o.prefetch = 2;
     return o;
 }

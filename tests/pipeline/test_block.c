@@ -21,7 +21,8 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
           cols.ntargets, nf, nt);
     sf_block_loader *l = sf_block_loader_create(p, &cols);
     sf_block_data d = {0};
-    float *x = malloc((size_t)w.length * nf * sizeof(float)), y[8];
+    uint32_t steps = sf_window_steps(&w);
+    float *x = malloc((size_t)w.length * nf * sizeof(float)), *y = malloc((size_t)steps * nt * sizeof(float));
     uint64_t checked = 0, span = sf_window_span(&w);
     for (uint64_t b = 0; b < sf_plan_blocks(plan); b++) {
         sf_block_task t = sf_plan_block(plan, b);
@@ -44,11 +45,13 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
                     float want = scaled(all[row * in->ncols + fidx[j]], &in->stats[fidx[j]], norm);
                     bad += memcmp(&x[step * nf + j], &want, 4) != 0;
                 }
-            uint64_t target = s + (uint64_t)(w.length - 1) * w.sampling_rate + w.horizon;
-            for (uint32_t j = 0; j < nt; j++) {
-                float want = scaled(all[target * in->ncols + tidx[j]], &in->stats[tidx[j]], norm);
-                bad += memcmp(&y[j], &want, 4) != 0;
-            }
+            // y (steps, targets): step k is row horizon - steps + 1 + k past the last input row.
+            for (uint32_t k = 0; k < steps; k++)
+                for (uint32_t j = 0; j < nt; j++) {
+                    uint64_t target = s + (uint64_t)(w.length - 1) * w.sampling_rate + w.horizon - (steps - 1) + k;
+                    float want = scaled(all[target * in->ncols + tidx[j]], &in->stats[tidx[j]], norm);
+                    bad += memcmp(&y[k * nt + j], &want, 4) != 0;
+                }
             CHECK(bad == 0, "window %llu (row %llu, T=%u r=%u h=%u, norm %d): %d values differ",
                   (unsigned long long)id, (unsigned long long)s, w.length, w.sampling_rate, w.horizon, norm, bad);
             checked++;
@@ -56,7 +59,7 @@ static void check_geometry(const sf_pack *p, const float *all, sf_window_spec w,
     }
     CHECK(checked == sf_plan_windows(plan), "checked %llu of %llu windows", (unsigned long long)checked,
           (unsigned long long)sf_plan_windows(plan));
-    free(x);
+    free(x), free(y);
     sf_block_data_free(&d);
     sf_block_loader_free(l);
     sf_plan_free(plan);
@@ -251,11 +254,15 @@ int main(void) {
         }
         float *all = decode_all(p);
         const uint32_t all4[] = {0, 1, 2, 3}, bd[] = {1, 3}, c_only[] = {2};
-        check_geometry(p, all, (sf_window_spec){60, 1, 1, 1}, 1, SF_NORM_ZSCORE, NULL, NULL, all4, 4, all4, 4);
-        check_geometry(p, all, (sf_window_spec){10, 3, 2, 0}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
-        check_geometry(p, all, (sf_window_spec){1, 1, 1, 5}, 3, SF_NORM_NONE, "d,b", "c", (const uint32_t[]){3, 1},
+        check_geometry(p, all, (sf_window_spec){60, 1, 1, 1, 1}, 1, SF_NORM_ZSCORE, NULL, NULL, all4, 4, all4, 4);
+        check_geometry(p, all, (sf_window_spec){10, 3, 2, 0, 1}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
+        check_geometry(p, all, (sf_window_spec){1, 1, 1, 5, 1}, 3, SF_NORM_NONE, "d,b", "c", (const uint32_t[]){3, 1},
                        2, c_only, 1);
-        check_geometry(p, all, (sf_window_spec){200, 7, 3, 2}, 1, SF_NORM_ZSCORE, "a", "a,b", all4, 1, all4, 2);
+        check_geometry(p, all, (sf_window_spec){200, 7, 3, 2, 1}, 1, SF_NORM_ZSCORE, "a", "a,b", all4, 1, all4, 2);
+        // --horizon 1-24 and 3-5: several steps per window.
+        check_geometry(p, all, (sf_window_spec){12, 5, 1, 24, 24}, 1, SF_NORM_ZSCORE, NULL, "a,c", all4, 4,
+                       (const uint32_t[]){0, 2}, 2);
+        check_geometry(p, all, (sf_window_spec){7, 2, 3, 5, 3}, 2, SF_NORM_MINMAX, "b,d", "c", bd, 2, c_only, 1);
         free(all);
         sf_pack_close(p);
     }

@@ -13,7 +13,7 @@ typedef struct {
     uint64_t batches;
 } seq;
 
-static const sf_window_spec geometry = {20, 3, 2, 1};
+static const sf_window_spec geometry = {20, 3, 2, 1, 1};
 
 // The stream's windows for (replica, epoch): the expected sequence.
 static seq expected(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas, uint32_t r,

@@ -36,7 +36,9 @@ static uint64_t *reference_starts(const layout *l, uint64_t *n) {
         if (l->split.part == SF_PART_VALIDATION) {
             // Placed by their targets: every stride-th row of the validation
             // part, inputs reaching back into the series.
-            for (uint64_t t = end - val; t < end; t += l->w.stride)
+            // With several steps the first step's row is a validation row too.
+            uint64_t lead = l->w.steps > 1 ? l->w.steps - 1 : 0;
+            for (uint64_t t = end - val + lead; t < end; t += l->w.stride)
                 if (t + 1 >= begin + span) starts[(*n)++] = t + 1 - span;
             continue;
         }
@@ -58,7 +60,8 @@ static layout random_layout(void) {
     l.chunk_rows = 1 + (uint32_t)(rng() % 97);
     l.block_chunks = 1 + (uint32_t)(rng() % 4);
     l.w = (sf_window_spec){1 + (uint32_t)(rng() % 30), 1 + (uint32_t)(rng() % 5), 1 + (uint32_t)(rng() % 3),
-                           (uint32_t)(rng() % 4)};
+                           (uint32_t)(rng() % 4), 1};
+    if (rng() % 2) l.w.horizon = 1 + (uint32_t)(rng() % 24), l.w.steps = 1 + (uint32_t)(rng() % l.w.horizon);
     l.split = (sf_split){(double)(rng() % 600) / 1000, (int)(rng() % 3)};
     return l;
 }
@@ -267,7 +270,7 @@ static void check_parts(int trial) {
         for (uint64_t r = lo; r < hi; r++) is_val[r] = r >= hi - nval, first[r] = lo, vfirst[r] = hi - nval;
     }
     uint8_t *targets = calloc(l.nrows + 1, 1);
-    const sf_window_spec windows[3] = {{8, stride, 1, 1}, {24, stride, 1, 1}, {32, stride, 1, 1}};
+    const sf_window_spec windows[3] = {{8, stride, 1, 1, 1}, {24, stride, 1, 1, 1}, {32, stride, 1, 1, 1}};
     for (int k = 0; k < 3; k++) {
         const sf_window_spec *w = &windows[k];
         uint64_t span = sf_window_span(w);
@@ -313,7 +316,7 @@ static void check_parts(int trial) {
         sf_split split = {l.split.fraction, (enum sf_part)part};
         uint64_t longest = sf_split_longest(l.series, l.nseries, stride, &split);
         if (longest == 0 || longest > UINT32_MAX) continue;
-        sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1)}, over = {1, stride, 1, (uint32_t)longest};
+        sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1), 1}, over = {1, stride, 1, (uint32_t)longest, 1};
         CHECK(sf_plan_count(l.series, l.nseries, &fits, &split) > 0 && sf_plan_count(l.series, l.nseries, &over,
               &split) == 0, "trial %d: part %d: the longest span %llu is not the longest that fits", trial, part,
               (unsigned long long)longest);
@@ -326,7 +329,7 @@ static void check_parts(int trial) {
 
 static void check_errors(void) {
     sf_series s[2] = {{0, 10, ""}, {11, 5, ""}};  // a gap at row 10
-    sf_window_spec w = {5, 1, 1, 1};
+    sf_window_spec w = {5, 1, 1, 1, 1};
     sf_plan *p;
     sf_err e = {0};
     CHECK(sf_plan_create(&p, 16, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "a gap between series was accepted");
@@ -337,6 +340,9 @@ static void check_errors(void) {
     w.stride = 1;
     CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &(sf_split){1.0, SF_PART_TRAIN}, &e) == SF_EINVAL &&
               strstr(e.msg, "validation split 1"), "a split of 1 was accepted");
+    w.horizon = 3, w.steps = 4;  // a first step at row 0 of the window's own last
+    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL && strstr(e.msg, "4 steps ending at horizon 3"),
+          "a step at the window's last row was accepted");
 }
 
 int main(void) {

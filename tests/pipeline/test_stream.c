@@ -167,7 +167,7 @@ int main(void) {
     }
     fixture f = {.in = sf_pack_get_info(p)};
     f.all = decode_all(p);
-    sf_window_spec w = {20, 3, 2, 1};
+    sf_window_spec w = {20, 3, 2, 1, 1};
     if (sf_columns_create(&f.cols, f.in, "a,c,d", "b", NULL, SF_NORM_ZSCORE, &e) ||
         sf_plan_create(&f.plan, f.in->nrows, f.in->chunk_rows, f.in->series, f.in->nseries, &w, 2, NULL, &e)) {
         CHECK(0, "%s", e.msg);

@@ -2,8 +2,10 @@
 // (ctypes releases the GIL in every call): several threads read one pack at
 // once and get what one thread reads alone, and several threads call
 // sf_dataset_next on one dataset and get, together, every batch of every
-// epoch exactly once (the calls take turns). Run under TSan by
-// tools/sanitize.sh, where the Python tests cannot be.
+// epoch exactly once (the calls take turns), and several threads read one
+// validation set's windows in orders of their own and get what one read
+// in order gives. Run under TSan by tools/sanitize.sh, where the Python
+// tests cannot be.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,9 @@ static sf_pack *pack;
 static float *want;
 static sf_dataset *ds;
 static sf_dataset_info info;
+static sf_valset *vs;
+static uint64_t val_windows;
+static float *val_x, *val_y;  // every validation window, read in order
 static pthread_mutex_t count_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t batches, errors;
 
@@ -59,6 +64,32 @@ static void *consumer(void *arg) {
     return NULL;
 }
 
+// Windows of the validation set from the last to the first, a few at a time,
+// each as the read in order gave it.
+static void *val_reader(void *arg) {
+    uint32_t step = 1 + (uint32_t)(uintptr_t)arg;
+    size_t xw = (size_t)info.window * info.nfeatures;
+    float *x = malloc(step * xw * sizeof *x), *y = malloc(step * info.ntargets * sizeof *y);
+    bool bad = !x || !y;
+    for (uint64_t end = val_windows; !bad && end > 0;) {
+        uint32_t n = end < step ? (uint32_t)end : step;
+        uint64_t rows[8];
+        sf_err e;
+        bad = sf_valset_read(vs, end - n, n, x, n * xw, y, n * info.ntargets, n <= 8 ? rows : NULL, &e) ||
+              memcmp(x, val_x + (end - n) * xw, n * xw * sizeof *x) ||
+              memcmp(y, val_y + (end - n) * info.ntargets, n * info.ntargets * sizeof *y);
+        end -= n;
+    }
+    if (bad) {
+        pthread_mutex_lock(&count_lock);
+        errors++;
+        pthread_mutex_unlock(&count_lock);
+    }
+    free(x);
+    free(y);
+    return NULL;
+}
+
 int main(void) {
     char dir[] = "/tmp/api_threads.XXXXXX", path[64], *csv = malloc(ROWS * 64);
     if (!mkdtemp(dir) || !csv) return 1;
@@ -91,7 +122,37 @@ int main(void) {
     }
     for (int i = 0; i < CONSUMERS; i++) pthread_create(&t[i], NULL, consumer, NULL);
     for (int i = 0; i < CONSUMERS; i++) pthread_join(t[i], NULL);
+    char *about = sf_dataset_describe(ds);
+    if (!about || !strstr(about, "\"targets\": [{\"name\": \"a\"") || sf_dataset_describe(NULL)) errors++;
+    sf_api_free(about);
     sf_dataset_close(ds);
+
+    sf_dataset_info vinfo;
+    if (sf_valset_open(&vs, &o, &e) || sf_valset_shape(vs, &val_windows, &vinfo)) {
+        fprintf(stderr, "%s\n", e.msg);
+        return 1;
+    }
+    size_t xw = (size_t)info.window * info.nfeatures;
+    val_x = malloc(val_windows * xw * sizeof *val_x), val_y = malloc(val_windows * info.ntargets * sizeof *val_y);
+    uint64_t row;
+    // 300 validation rows, each a target (stride 1); reading past the end or into too small a buffer is refused.
+    if (!val_x || !val_y || val_windows != 300 || vinfo.batches_per_epoch != 38 ||
+        sf_valset_read(vs, 0, (uint32_t)val_windows, val_x, val_windows * xw, val_y, val_windows * info.ntargets,
+                       NULL, &e) ||
+        sf_valset_read(vs, 299, 1, val_x, xw, val_y, 1, &row, &e) || row != 2999 ||
+        sf_valset_read(vs, 299, 2, val_x, 2 * xw, val_y, 2, NULL, &e) != SF_EINVAL ||
+        sf_valset_read(vs, 0, 2, val_x, 2 * xw - 1, val_y, 2, NULL, &e) != SF_EINVAL ||
+        sf_valset_read(NULL, 0, 1, val_x, xw, val_y, 1, NULL, NULL) != SF_EINVAL) {
+        fprintf(stderr, "FAIL: the validation set's reads (%llu windows): %s\n", (unsigned long long)val_windows,
+                e.msg);
+        return 1;
+    }
+    // Again in order: the reads above moved the loaded block elsewhere.
+    sf_valset_read(vs, 0, (uint32_t)val_windows, val_x, val_windows * xw, val_y, val_windows * info.ntargets, NULL, &e);
+    for (int i = 0; i < READERS; i++) pthread_create(&t[i], NULL, val_reader, (void *)(uintptr_t)(i * 2));
+    for (int i = 0; i < READERS; i++) pthread_join(t[i], NULL);
+    sf_valset_close(vs);
+    free(val_x), free(val_y);
     unlink(path);
     rmdir(dir);
     free(want);
@@ -101,7 +162,7 @@ int main(void) {
                 (unsigned long long)batches, (unsigned long long)expect);
         return 1;
     }
-    printf("%d readers agreed; %d consumers took %llu batches between them\n", READERS, CONSUMERS,
-           (unsigned long long)batches);
+    printf("%d readers agreed; %d consumers took %llu batches between them; %d validation readers agreed\n",
+           READERS, CONSUMERS, (unsigned long long)batches, READERS);
     return 0;
 }

@@ -58,7 +58,7 @@ def cli_range(option, value):
 U32, U64 = 2**32 - 1, 2**64 - 1
 counts = [  # argument, option, low, high, what None means (None: not allowed)
     ("window", "window", 1, U32, None), ("stride", "stride", 1, U32, None),
-    ("sampling_rate", "sampling-rate", 1, U32, None), ("horizon", "horizon", 1, U32, None),
+    ("sampling_rate", "sampling-rate", 1, U32, None),
     ("batch_size", "batch-size", 1, 2**20, None), ("epochs", "epochs", 1, 2**63 - 1, None),
     ("seed", "seed", 0, U64, None), ("replicas", "replicas", 1, 256, None),
     ("pool", "pool", 0, 2**56 - 1, "16384 windows"), ("decoders", "decoders", 1, 256, "one per core"),
@@ -75,6 +75,39 @@ for arg, option, lo, hi, none in counts:
             continue
         tail = " (None: %s)" % none if none else ""
         raises(ValueError, dataset, "%s (--%s) must be %s%s, got %r" % (arg, option, want, tail, v), **{arg: v})
+# horizon: N or A-B as --horizon takes them ("3", "1-24" or (1, 24) too), the CLI's range in its words
+want = cli_range("horizon", "3-1")
+if not want.startswith("an integer from 1 to %d, or a range A-B" % U32):
+    fail("--horizon: seqfeed says %r" % want)
+for v in [0, U32 + 1, -1, 1.5, True, "3-1", "0-2", "1-1025", "a-b", "-3", (3, 1), [1, 2], None, (1, 2, 3)]:
+    raises(ValueError, dataset, "horizon (--horizon) must be an integer from 1 to %d, \"A-B\" or (A, B) with 1 <= A "
+           "<= B and at most 1024 steps, got %r" % (U32, v), horizon=v)
+for v, steps in ((3, 1), ("3", 1), ("2-4", 3), ((1, 24), 24), ("5-5", 1)):
+    ds = dataset(horizon=v, val_split=0)
+    x, y = next(iter(ds))
+    if ds.steps != steps or y.shape != ((ds.batch, steps, ds.targets) if steps > 1 else (ds.batch, ds.targets)):
+        fail("horizon=%r: %d steps, y %s" % (v, ds.steps, y.shape))
+    ds.close()
+# their values, by a naive windowing of the CSV (unscaled): every window of each series by its start s, x
+# rows s .. s + 11, y rows s + 13 .. s + 15; each batch's windows found among them by their x
+csv_rows = [line.split(",") for line in open("d.csv").read().split("\n")[1:] if line]
+naive = {}
+for site in ("north", "south"):
+    a_col = np.array([float(r[2]) for r in csv_rows if r[0] == site], dtype=np.float32)
+    for s0 in range(len(a_col) - 15):
+        naive[a_col[s0:s0 + 12].tobytes()] = a_col[s0 + 13:s0 + 16]
+ds = dataset(horizon="2-4", val_split=0, norm="none", features="a")
+seen = 0
+for x, y in ds:
+    for xi, yi in zip(x, y):
+        want = naive.get(np.ascontiguousarray(xi[:, 0]).tobytes())
+        if want is None or not np.array_equal(yi[:, 0], want):
+            fail("horizon 2-4: a window's y %s, the CSV's rows %s" % (yi[:, 0], want))
+            break
+        seen += 1
+if seen != ds.batches_per_epoch * ds.batch or seen < len(naive) - ds.batch:
+    fail("horizon 2-4: %d windows drawn of the CSV's %d" % (seen, len(naive)))
+ds.close()
 # batch 2^32 + 1 once wrapped to 1 in ctypes; 10^7 once gave nothing at all
 raises(ValueError, dataset, "batch_size (--batch-size) must be an integer from 1 to 1048576, got 4294967297",
        batch_size=2**32 + 1)
@@ -278,6 +311,9 @@ for field, option, v, lo, hi in (("window", "window", 0, 1, U32), ("stride", "st
                                  ("replicas", "replicas", 0, 1, 256), ("replicas", "replicas", 257, 1, 256),
                                  ("decoders", "decoders", 257, 1, 256)):
     c_open(opts(**{field: v}), EUSAGE, "%s %d (--%s): expected an integer from %d to %d" % (field, v, option, lo, hi))
+for h, steps in ((3, 4), (2000, 1025)):
+    c_open(opts(horizon=h, horizon_steps=steps), EUSAGE, "horizon_steps %d (--horizon A-B): expected 1 to 1024 and "
+           "at most horizon %d, so that the first step is at least 1 row ahead" % (steps, h))
 c_open(opts(replica=1), EUSAGE, "replica 1: expected 0 to 0, one of the 1 replicas")
 c_open(opts(batch=10, replicas=3), EUSAGE, "batch 10 (--batch-size) is not a multiple of replicas 3 (--replicas): "
        "each replica takes batch / replicas windows")

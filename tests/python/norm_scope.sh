@@ -181,6 +181,11 @@ try:
     raise SystemExit("norm_scope='local' taken")
 except ValueError as e:
     assert "norm_scope (--norm-scope) must be global or series" in str(e), e
+try:
+    ds.unscale(np.zeros((1, 1), np.float32))
+    raise SystemExit("unscale took norm_scope='series'")
+except ValueError as e:
+    assert "norm_scope='series' scales each series by its own statistics" in str(e), e
 # The exported model's inputs are in data units for its one Normalization: refused alike.
 try:
     seqfeed.model_inputs("s/latest.safetensors", "two.sfpack")

@@ -80,9 +80,12 @@ expect err "--gpus 0,0: expected all, none or distinct GPU indices"
 run 2 train "${common[@]}" --replicas 3
 expect err "not divisible by 3 replicas"
 expect err "see 'seqfeed train --help'"
-over common --model lstm:8,gru:4,dense
+over common --model lstm:8,rnn:4,dense
 run 2 train "${args[@]}"
-expect err "item 2 'gru:4'"
+expect err "item 2 'rnn:4': expected lstm:UNITS, gru:UNITS, dropout:RATE"
+over common --model gru:0,dense
+run 2 train "${args[@]}"
+expect err "--model: item 1 'gru:0': the units of gru must be an integer from 1 to 65536"
 over common --model lstm:0,dense
 run 2 train "${args[@]}"
 expect err "--model: item 1 'lstm:0'"

@@ -4,7 +4,8 @@
 # Keras 3 installed (SEQFEED_PYTHON names a Python that has it; skipped
 # with 77 otherwise) keras.models.load_model opens it with no custom
 # objects and predicts from raw data what seqfeed predict does, also for a
-# categorical input and for --target change.
+# categorical input, for --target change and for GRUs (Keras 3's GRU,
+# reset_after) beside an LSTM.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -27,9 +28,13 @@ run 0 train --data d.sfpack --targets a,b --model lstm:5,dropout:0.1,lstm:4,dens
     --batch-size 8 --checkpoint-dir v -q
 run 0 train --data d.sfpack --targets a --model lstm:4,dense --window 5 --epochs 1 --batch-size 8 --target change \
     --norm minmax --checkpoint-dir c -q
+run 0 train --data d.sfpack --targets a,b --model gru:5,dropout:0.1,lstm:4,gru:3,dense --window 6 --epochs 1 \
+    --batch-size 8 --checkpoint-dir g -q
 run 0 export --checkpoint v/latest.safetensors --format keras -o v.keras
 expect err "exported v/latest.safetensors \(lstm:5,dropout:0.1,lstm:4,dense:3,dense:2, window 6, 5 inputs: a,sky,b\)"
 run 0 export --checkpoint c/latest.safetensors --format keras -o c.keras -q
+run 0 export --checkpoint g/latest.safetensors --format keras -o g.keras
+expect err "exported g/latest.safetensors \(gru:5,dropout:0.1,lstm:4,gru:3,dense:2, window 6"
 run 0 export --checkpoint v/latest.safetensors --format keras-weights -o v.weights.h5 -q
 run 2 export --checkpoint v/latest.safetensors -o x.keras
 expect err "missing --format keras\|keras-weights"
@@ -55,6 +60,10 @@ assert names == [("InputLayer", "input_layer"), ("Normalization", "normalization
 assert cfg["config"]["layers"][0]["config"]["batch_shape"] == [None, 6, 5]
 assert z.read("model.weights.h5")[:8] == b"\x89HDF\r\n\x1a\n"
 assert open("v.weights.h5", "rb").read() == z.read("model.weights.h5")
+g = json.loads(zipfile.ZipFile("g.keras").read("config.json"))["config"]["layers"]
+assert [(l["class_name"], l["config"]["name"]) for l in g[2:7]] == [("GRU", "gru"), ("Dropout", "dropout"),
+    ("LSTM", "lstm"), ("GRU", "gru_1"), ("Dense", "dense")], g
+assert g[2]["config"]["reset_after"] is True and g[5]["config"]["return_sequences"] is False, g
 PY
 py=${SEQFEED_PYTHON:-python3}
 if ! KERAS_BACKEND=${KERAS_BACKEND:-jax} "$py" -c "import keras" 2>/dev/null &&
@@ -66,6 +75,7 @@ fi
 "$py" -c "import keras" 2>/dev/null || export KERAS_BACKEND=${KERAS_BACKEND:-jax}
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
+run 0 predict --checkpoint g/latest.safetensors --data d.sfpack -o g.csv -q
 "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv
 import keras, numpy as np
@@ -75,7 +85,7 @@ def inputs(r):
     first = [v for v in dict.fromkeys(x["sky"] for x in rows)]
     return [float(r["a"])] + [1.0 if r["sky"] == v else 0.0 for v in first] + [float(r["b"])]
 X = np.array([inputs(r) for r in rows], dtype=np.float32)
-for name, window, targets, change in (("v", 6, ["a", "b"], False), ("c", 5, ["a"], True)):
+for name, window, targets, change in (("v", 6, ["a", "b"], False), ("c", 5, ["a"], True), ("g", 6, ["a", "b"], False)):
     model = keras.models.load_model(name + ".keras")
     pred = list(csv.DictReader(open(name + ".csv")))
     lines = [int(p["line"]) for p in pred]  # the predicted row: the header is line 1

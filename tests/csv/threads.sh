@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# A second parse thread changes nothing: every shape of CSV packed with
+# --threads 1 and --threads 2 gives the same exit status, the same messages
+# and a byte-identical file. Each input is over 256 KiB, so that the helper
+# thread parses part of each buffer: series named (grouped and
+# interleaved, ISO and epoch times), categories, --missing drop and ffill,
+# integers beyond 2^24, times below a microsecond, several files, and
+# errors in the helper's part (a time going back, text, a blank line, a
+# padded or invalid series id) named at the same line and column.
+set -u
+: "${SEQFEED:?SEQFEED must name the seqfeed binary}"
+: "${SRCDIR:?SRCDIR must name the source tree}"
+. "$SRCDIR/tests/lib.sh"
+tmp=$(mktemp -d /tmp/sfthreads.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+
+# same WHAT RC ARGS...: pack ARGS with one and with two threads; both exit
+# RC, say the same on stderr, and (RC 0) write the same bytes.
+same() {
+    local what=$1 want=$2 r1 r2
+    shift 2
+    "$SEQFEED" pack "$@" -o one.sfpack --threads 1 -q >/dev/null 2>e1
+    r1=$?
+    "$SEQFEED" pack "$@" -o two.sfpack --threads 2 -q >/dev/null 2>e2
+    r2=$?
+    sed -i 's/one\.sfpack/two.sfpack/g' e1
+    [ "$r1" -eq "$want" ] || fail "$what: one thread exited $r1, expected $want: $(head -c 600 e1)"
+    [ "$r2" -eq "$want" ] || fail "$what: two threads exited $r2, expected $want: $(head -c 600 e2)"
+    cmp -s e1 e2 || fail "$what: messages differ: $(diff e1 e2 | head -c 1200)"
+    if [ "$want" -eq 0 ] && [ "$r1" -eq 0 ] && [ "$r2" -eq 0 ]; then
+        cmp -s one.sfpack two.sfpack || fail "$what: the file packed with two threads differs from one thread's"
+    fi
+    [ "$want" -eq 0 ] || [ ! -e two.sfpack ] || fail "$what: a failed pack left two.sfpack"
+    rm -f one.sfpack two.sfpack
+}
+
+# gen SITES STEPS ORDER [AWK]: time,site,value with SITES sites and STEPS
+# hours each, grouped (each site's hours together) or interleaved (an hour
+# of every site, then the next hour); AWK may rewrite $0 (a row) with n,
+# the row's index, s, t at hand.
+gen() {
+    awk -v S="$1" -v T="$2" -v order="$3" 'BEGIN {
+        print "time,site,value,load"
+        for (i = 0; i < S * T; i++) {
+            if (order == "grouped") { s = int(i / T); t = i % T } else { s = i % S; t = int(i / S) }
+            d = 1 + int(t / 24); h = t % 24
+            $0 = sprintf("2024-%02d-%02dT%02d:00:00,site%d,%.2f,%d", 1 + int((d - 1) / 28), 1 + (d - 1) % 28, h, s,
+                         (s * 7 + t * 13) % 1000 / 10, t % 17)
+            n = i
+            '"${4:-}"'
+            print
+        }
+    }'
+}
+
+ts="--time-column time --series-column site"
+gen 40 1000 grouped >grouped.csv
+same "grouped series" 0 grouped.csv $ts
+gen 40 1000 interleaved >inter.csv
+same "interleaved series" 0 inter.csv $ts
+# Interleaved and regrouped through spilled runs at the least budget.
+same "interleaved series, spilled" 0 inter.csv $ts --memory-budget 1
+# CRLF lines, and a categorical column beside the series.
+gen 40 1000 grouped 'sub(/$/, "\r"); sub(/,site/, ",c" (n % 3) ",site")' | sed '1s/time,/time,kind,/' >crlf.csv
+same "CRLF and a categorical column" 0 crlf.csv $ts --categorical kind
+# Missing values: dropped, or filled from the row before in the series.
+gen 40 1000 grouped 'if (n % 97 == 5) sub(/,[0-9.]+,/, ",,"); if (n % 89 == 3) sub(/,[0-9]+$/, ",NA")' >missing.csv
+same "missing values, drop" 0 missing.csv $ts --missing drop
+same "missing values, ffill" 0 missing.csv $ts --missing ffill
+same "missing values, error" 1 missing.csv $ts
+# A series whose first row misses a value: nothing to fill it from.
+gen 40 1000 grouped 'if (n == 30000) sub(/,[0-9.]+,/, ",,")' >first_missing.csv
+same "ffill with no earlier row" 1 first_missing.csv $ts --missing ffill
+# Integers beyond 2^24 (a warning with the first changed value's line) and
+# times with nanoseconds (a note): counted from both threads' parts.
+gen 40 1000 grouped 'sub(/,[0-9]+$/, "," (20000001 + n * 3)); if (n > 20000) sub(/:00,/, ":00.123456789,")' >big.csv
+same "big integers and cut times" 0 big.csv $ts
+# Epoch seconds as the time.
+gen 40 1000 grouped '$0 = (1700000000 + (n % 1000) * 3600) substr($0, index($0, ","))' >epoch.csv
+same "epoch times" 0 epoch.csv $ts --time-unit s
+# Blank lines at the end, more than the helper has room for records.
+{ cat grouped.csv; yes '' | head -n 400000; } >trailing.csv
+same "many blank lines at the end" 0 trailing.csv $ts
+# Several files, each over 256 KiB, the series going on across them.
+head -n 20001 grouped.csv >part1.csv
+{ head -n 1 grouped.csv; tail -n +20002 grouped.csv; } >part2.csv
+same "two files" 0 part1.csv part2.csv $ts
+same "two files, a series per file" 0 part1.csv part2.csv --time-column none --drop-columns time,site --series-per-file
+
+# Errors in the helper's part of a buffer and in the main thread's: the
+# same line, column and message.
+# 20,000 rows, 700 kB: one buffer, of which the helper parses the second half.
+for row in 3 13377 19998; do
+    gen 20 1000 grouped "if (n == $row) sub(/T[0-9][0-9]/, \"T99\")" >bad.csv
+    same "a bad time at row $row" 1 bad.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/^2024/, \"2023\")" >back.csv
+    same "a time going back at row $row" 1 back.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/,[0-9.]+,/, \",oops,\")" >text.csv
+    same "text at row $row" 1 text.csv $ts
+    gen 20 1000 grouped "if (n == $row) \$0 = \"\"" >blank.csv
+    same "a blank line at row $row" 1 blank.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/,site/, \", site\")" >padded.csv
+    same "a padded series id at row $row" 0 padded.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/,site/, \", site\"); if (n == $row + 1) sub(/^2024/, \"2023\")" >padded.csv
+    same "a padded series id, then a time going back, at row $row" 1 padded.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/,site/, \",\\377site\")" >utf8.csv
+    same "an invalid series id at row $row" 1 utf8.csv $ts
+    gen 20 1000 grouped "if (n == $row) sub(/,[0-9]+\$/, \"\")" >ragged.csv
+    same "a ragged row at row $row" 1 ragged.csv $ts
+done
+# A series that comes back where it cannot be regrouped (to stdout).
+"$SEQFEED" pack inter.csv $ts -o - --threads 1 -q 2>e1 >/dev/null
+r1=$?
+"$SEQFEED" pack inter.csv $ts -o - --threads 2 -q 2>e2 >/dev/null
+r2=$?
+[ "$r1" -eq 2 ] && [ "$r2" -eq 2 ] || fail "interleaved to stdout exited $r1 and $r2, expected 2 and 2"
+cmp -s e1 e2 || fail "interleaved to stdout: messages differ: $(diff e1 e2 | head -c 1200)"
+finish
