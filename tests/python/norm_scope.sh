@@ -166,11 +166,21 @@ expect err "norm-scope"
 run 2 train --data two.sfpack --norm none --norm-scope series --window 3 --batch-size 2 --epochs 1 --checkpoint-dir o -q
 expect err "^seqfeed train: error: --norm-scope series with --norm none: there is no scaling to take per series"
 
-# The Python Dataset draws the fit's batches (numpy needed: else this part is skipped).
+# The Python Dataset draws the fit's batches, and its validation split the
+# fit's validation windows (numpy needed: else this part is skipped).
+"$DUMP_BATCHES" two.sfpack val.bin 8 16 1 0.25 0 7 1 temp validation series || fail "dump_batches validation series"
 (
     . "$SRCDIR/tests/python/env.sh"
     pyrun - <<'PY'
 import numpy as np, seqfeed
+val = seqfeed.Dataset("two.sfpack", window=8, batch_size=16, targets="temp", val_split=0.25, split="validation",
+                      norm_scope="series")
+ref, at = np.fromfile("val.bin", dtype=np.float32), 0
+for x, y in val:
+    for a in (x, y):
+        assert (ref[at:at + a.size] == a.ravel()).all(), at
+        at += a.size
+assert at == ref.size > 0, (at, ref.size)
 ds = seqfeed.Dataset("two.sfpack", window=8, batch_size=16, targets="temp", val_split=0.25, seed=7, epochs=1,
                      norm_scope="series")
 ref = np.fromfile("series.bin", dtype=np.float32).reshape(-1, 16 * 8 * 2 + 16)
