@@ -324,6 +324,9 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
+    if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
+        return sf_err_set(e, SF_EUSAGE, "norm_scope '%s' (--norm-scope): expected global or series", o->norm_scope);
+    f.norm_series = o->norm_scope && !strcmp(o->norm_scope, "series");
     f.target_change = o->target_change;
     f.pipe.window = window_spec(o);
     f.batch = o->batch;
@@ -746,6 +749,9 @@ static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) 
     f->data = o->data, f->features = o->features, f->targets = o->targets, f->time_features = o->time_features;
     if (o->norm && !sf_norm_parse(o->norm, &f->norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
+    if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
+        return sf_err_set(e, SF_EUSAGE, "norm_scope '%s' (--norm-scope): expected global or series", o->norm_scope);
+    f->norm_series = o->norm_scope && !strcmp(o->norm_scope, "series");
     f->target_change = o->target_change;
     f->pipe.window = window_spec(o);
     f->batch = o->batch, f->seed = o->seed, f->epochs = o->epochs, f->val_split = o->val_split;

@@ -102,6 +102,7 @@ typedef struct {
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)
+    const char *norm_scope;            // --norm-scope global or series (NULL: global)
 } sf_dataset_opts;
 
 // What sf_dataset_next writes: x holds batch x window x nfeatures floats, y

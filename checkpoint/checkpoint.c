@@ -47,7 +47,7 @@ static int read_back(const char *tmp, const char *path, void *arg, sf_err *e) {
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t);
-    sf_st_tensor st[3 * SF_MODEL_MAX_LAYERS + 7];
+    sf_st_tensor st[3 * SF_MODEL_MAX_LAYERS + 12];
     size_t n = 0;
     for (uint32_t k = 0; k < nt; k++)
         st[n++] = (sf_st_tensor){t[k].name, "F32", t[k].rank, {t[k].shape[0], t[k].shape[1]}, c->w + t[k].offset};
@@ -60,6 +60,20 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
+    char *scoped = NULL;  // the series' names, a list
+    if (c->nscoped) {
+        st[n++] = (sf_st_tensor){"scaling/series_feature_scale", "F32", 2, {c->nscoped, c->inputs}, c->scoped_feature_scale};
+        st[n++] = (sf_st_tensor){"scaling/series_feature_offset", "F32", 2, {c->nscoped, c->inputs}, c->scoped_feature_offset};
+        st[n++] = (sf_st_tensor){"scaling/series_target_scale", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_scale};
+        st[n++] = (sf_st_tensor){"scaling/series_target_offset", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_offset};
+        st[n++] = (sf_st_tensor){"scaling/series_target_mean", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_mean};
+        size_t cap = 1, len = 0, quotes;
+        for (uint64_t i = 0; i < c->nscoped; i++)
+            cap += 1 + sf_list_item_bytes(c->scoped[i].name, strlen(c->scoped[i].name), &quotes);
+        if (!(scoped = malloc(cap))) return sf_err_set(e, SF_ENOMEM, "out of memory for the series' names");
+        scoped[0] = 0;
+        for (uint64_t i = 0; i < c->nscoped; i++) sf_list_append(scoped, cap, &len, c->scoped[i].name);
+    }
     char v[35][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
@@ -119,8 +133,12 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t at = sizeof meta / sizeof *meta - 25;
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    size_t at = sizeof meta / sizeof *meta - 29;
+    if (c->nscoped) {  // where the keys before end (the schedule's and the best's follow)
+        const char *scope[] = {"norm_scope", "series", "norm_series", scoped};
+        memcpy(meta + at, scope, sizeof scope), at += sizeof scope / sizeof *scope;
+    }
     if (c->lr_schedule[0]) {
         const char *lr[] = {"lr_schedule", c->lr_schedule, "warmup_steps", v[22], "lr_total_steps", v[23],
                             "lr_patience", v[24], "lr_min", v[25], "lr_factor", v[26], "lr_scale", v[28],
@@ -131,7 +149,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
         const char *best[] = {"best_epoch", b[2], "best_val_loss", b[3], "improved_val_loss", b[4]};
         memcpy(meta + at, best, sizeof best);
     }
-    return sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
+    int rc = sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
+    free(scoped);
+    return rc;
 }
 
 void sf_checkpoint_free(sf_checkpoint *c) {
@@ -140,6 +160,14 @@ void sf_checkpoint_free(sf_checkpoint *c) {
     free(c->target_mean);
     c->w = c->m = c->v = c->feature_scale = c->feature_offset = c->target_scale = c->target_offset = NULL;
     c->target_mean = NULL;
+    if (c->scoped_text) {  // a read checkpoint's own; a fit's record borrows them
+        free((void *)c->scoped), free(c->scoped_text);
+        free(c->scoped_feature_scale), free(c->scoped_feature_offset);
+        free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
+        c->scoped = NULL, c->scoped_text = NULL, c->nscoped = 0;
+        c->scoped_feature_scale = c->scoped_feature_offset = c->scoped_target_scale = c->scoped_target_offset = NULL;
+        c->scoped_target_mean = NULL;
+    }
 }
 
 // Metadata key as text (copied into out) or as an unsigned or real number.
@@ -338,6 +366,55 @@ static float *read_f32(const sf_st *s, const char *path, const char *name, uint6
     return p;
 }
 
+// A rank-2 tensor (n, k) of floats, malloc'd; NULL with *rc set.
+static float *read_f32_2(const sf_st *s, const char *path, const char *name, uint64_t n, uint64_t k, int *rc,
+                         sf_err *e) {
+    if (*rc) return NULL;
+    float *p = malloc(n * k * sizeof(float) + 1);
+    if (!p) *rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    else if ((*rc = read_tensor(s, path, name, p, 2, (const uint64_t[2]){n, k}, e))) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+// --norm-scope series (norm_scope "series"): the series' names and scales.
+// Without the key: global, as every checkpoint from before it was kept.
+static int read_scope(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
+    const char *scope = sf_st_meta(s, "norm_scope"), *names = sf_st_meta(s, "norm_series");
+    if (!scope || !strcmp(scope, "global")) return 0;
+    if (strcmp(scope, "series") || !names || !*names)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata 'norm_scope' is '%s' with %s 'norm_series', expected global, or "
+                          "series with the series' names (a damaged or edited checkpoint)", path, scope,
+                          names ? *names ? "a" : "an empty" : "no");
+    uint64_t n = 1;
+    size_t len = strlen(names);
+    for (const char *q = names; *q; q++) n += *q == ',';  // at most: a quoted name may hold commas
+    sf_series *series = calloc(n, sizeof *series);
+    char *text = malloc(2 * len + 2);  // each name unquoted, NUL-terminated: no longer than the list
+    if (!series || !text) {
+        free(series), free(text);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the checkpoint's series");
+    }
+    c->scoped = series, c->scoped_text = text, c->nscoped = 0;
+    size_t at = 0;
+    for (const char *p = names; p;) {
+        if (sf_list_next(&p, text + at, 2 * len + 2 - at))
+            return sf_err_set(e, SF_EFORMAT, "%s: metadata 'norm_series' is not a list of names (a damaged or edited "
+                              "checkpoint)", path);
+        series[c->nscoped++].name = text + at;
+        at += strlen(text + at) + 1;
+    }
+    int rc = 0;
+    c->scoped_feature_scale = read_f32_2(s, path, "scaling/series_feature_scale", c->nscoped, c->inputs, &rc, e);
+    c->scoped_feature_offset = read_f32_2(s, path, "scaling/series_feature_offset", c->nscoped, c->inputs, &rc, e);
+    c->scoped_target_scale = read_f32_2(s, path, "scaling/series_target_scale", c->nscoped, c->outputs, &rc, e);
+    c->scoped_target_offset = read_f32_2(s, path, "scaling/series_target_offset", c->nscoped, c->outputs, &rc, e);
+    c->scoped_target_mean = read_f32_2(s, path, "scaling/series_target_mean", c->nscoped, c->outputs, &rc, e);
+    return rc;
+}
+
 int sf_checkpoint_read(const char *path, sf_checkpoint *c, sf_model *m, sf_err *e) {
     *c = (sf_checkpoint){0};
     sf_st *s;
@@ -498,6 +575,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
         if (sf_st_find(s, "scaling/target_mean"))
             c->target_mean = read_f32(s, path, "scaling/target_mean", c->outputs, &rc, e);
     }
+    if (!rc) rc = read_scope(s, path, c, e);
     if (rc) sf_checkpoint_free(c);
     return rc;
 }

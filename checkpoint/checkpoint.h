@@ -126,6 +126,19 @@ typedef struct {
     // epochs and val_loss. A checkpoint from before they were kept: 0.
     uint64_t steps_per_epoch, validation_steps;
     uint64_t log_every;            // a log row every this many steps (0: the default)
+    // --norm-scope series: the nscoped series scaled by their own training
+    // rows' statistics, by name (scoped[s].name; first_row and rows are the
+    // training file's when written, 0 when read); series s's scales at
+    // [s * inputs + j] and [s * outputs + j]. Kept as the metadata
+    // norm_scope "series" and norm_series (the names as a list), and the
+    // tensors scaling/series_* (nscoped x inputs or outputs). nscoped 0:
+    // global, as every checkpoint from before. A fit's record borrows all;
+    // a read one owns them (scoped_text holds the names).
+    uint64_t nscoped;
+    const sf_series *scoped;
+    float *scoped_feature_scale, *scoped_feature_offset, *scoped_target_scale, *scoped_target_offset;
+    float *scoped_target_mean;
+    char *scoped_text;
 } sf_checkpoint;
 
 // Writes c (its weights laid out as m says) to path atomically, after

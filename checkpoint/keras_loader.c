@@ -29,6 +29,12 @@ bool sf_keras_available(sf_err *e) {
 
 int sf_keras_export(const char *path, const sf_checkpoint *c, const sf_model *m, enum sf_keras_format format,
                     sf_err *e) {
+    if (format == SF_KERAS_MODEL && c->nscoped)
+        return sf_err_set(e, SF_EUSAGE, "the checkpoint scales each of its %llu series by its own statistics "
+                          "(--norm-scope series), and the Keras model's Normalization layers have one scaling for "
+                          "all: the model would take and give the wrong units (hint: --format keras-weights, with "
+                          "the scaling left to the caller: the checkpoint's scaling/series_* tensors, by the "
+                          "metadata norm_series; or train with --norm-scope global)", (unsigned long long)c->nscoped);
     if (!sf_keras_available(e)) return e ? e->code : SF_EUSAGE;
     return entry(path, c, m, format, e);
 }

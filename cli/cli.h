@@ -63,6 +63,7 @@ typedef enum {
     OPT_APPEND_TO,
     // output
     OPT_FORMAT, OPT_JSON, OPT_ALL_SERIES, OPT_WITH_ACTUAL, OPT_QUIET, OPT_HELP,
+    OPT_NORM_SCOPE,  // data and model (help follows each command's uses)
     OPT_COUNT
 } cli_opt;
 

@@ -215,9 +215,10 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
             fprintf(r->out, ",%llu", (unsigned long long)(r->line ? (uint64_t)r->line[k] : row));
         }
         if (steps > 1) fprintf(r->out, ",%u", w->horizon - (steps - 1) + step);  // rows ahead of the window's last
+        sf_columns cw = sf_columns_at(&r->d.cols, row);  // the row's series' scaling (--norm-scope series)
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = sf_step_prediction(&r->d.cols, w->length, steps, x, r->pred, i, step, j);
+            float v = sf_step_prediction(&cw, w->length, steps, x, r->pred, i, step, j);
             sf_format_float(num, v);
             fprintf(r->out, ",%s", num);
             if (r->actual && imputed_target(r, y, i, step, j)) {  // the CSV had no value

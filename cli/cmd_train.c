@@ -13,7 +13,9 @@
 
 static const cli_use train_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS}, {.opt = OPT_TARGET},
-    {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
+    {.opt = OPT_NORM},
+    {.opt = OPT_NORM_SCOPE},
+    {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
     {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
@@ -364,6 +366,10 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         *bounds[k].field = bounds[k].theirs;
     }
     if (!v[OPT_LOG_EVERY].set) o->log_every = ck->log_every;  // the log goes on alike, unless told otherwise
+    if (v[OPT_NORM_SCOPE].set &&
+        (rc = differs(OPT_NORM_SCOPE, o->norm_series ? "series" : "global", ck->nscoped ? "series" : "global", path)))
+        return rc;
+    o->norm_series = ck->nscoped > 0;  // a checkpoint from before: global
     return resume_schedule(v, o, ck, path);
 }
 

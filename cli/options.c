@@ -33,6 +33,7 @@ typedef struct {
 } option;
 
 static const char *const norms[] = {"zscore", "minmax", "none", NULL};
+static const char *const norm_scopes[] = {"global", "series", NULL};
 static const char *const lr_scalings[] = {"none", "linear", NULL};
 static const char *const lr_schedules[] = {"constant", "cosine", "plateau", NULL};  // sf_lr_kind's order
 static const char *const precisions[] = {"fp32", "tf32", "bf16", NULL};
@@ -72,6 +73,13 @@ static const option options[OPT_COUNT] = {
                             "persistence); predict and evaluate give values either way"},
     [OPT_NORM] = {"norm", 0, "zscore|minmax|none", K_CHOICE, .choices = norms, .group = DATA,
                   .help = "scaling, from the statistics of the training part's rows"},
+    [OPT_NORM_SCOPE] = {"norm-scope", 0, "global|series", K_CHOICE, .choices = norm_scopes, .group = DATA,
+                        .help = "--norm's statistics over every series' training rows (global), or each series' "
+                                "own, its windows' inputs and targets scaled by them and the loss in its units "
+                                "(series: needs a series column; a column with no spread in a series' training "
+                                "rows keeps the global scaling there; predict and evaluate refuse a series the "
+                                "checkpoint has not seen; export refuses: a Keras Normalization layer has one "
+                                "scaling)"},
     [OPT_WINDOW] = {"window", 0, "T", K_COUNT, 1, U32, .group = DATA, .help = "rows per window"},
     [OPT_STRIDE] = {"stride", 0, "N", K_COUNT, 1, U32, .group = DATA, .help = "rows between window starts"},
     [OPT_SAMPLING_RATE] = {"sampling-rate", 0, "N", K_COUNT, 1, U32, .group = DATA,
@@ -552,6 +560,7 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     buf[0] = 0;
     switch (o) {
     case OPT_NORM: snprintf(buf, n, "%s", sf_norm_name(f.norm)); break;
+    case OPT_NORM_SCOPE: snprintf(buf, n, "%s", f.norm_series ? "series" : "global"); break;
     case OPT_WINDOW: snprintf(buf, n, "%u", p->window.length); break;
     case OPT_STRIDE: snprintf(buf, n, "%u", p->window.stride); break;
     case OPT_SAMPLING_RATE: snprintf(buf, n, "%u", p->window.sampling_rate); break;
@@ -667,6 +676,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_FEATURES].set) o->features = v[OPT_FEATURES].text;
     if (v[OPT_TARGETS].set) o->targets = v[OPT_TARGETS].text;
     if (v[OPT_NORM].set) o->norm = (enum sf_norm)v[OPT_NORM].choice;
+    if (v[OPT_NORM_SCOPE].set) o->norm_series = v[OPT_NORM_SCOPE].choice == 1;
     if (v[OPT_MODEL].set) o->model = v[OPT_MODEL].text;
     if (v[OPT_BATCH_SIZE].set) o->batch = (uint32_t)v[OPT_BATCH_SIZE].u;
     if (v[OPT_REPLICAS].set) o->replicas = (uint32_t)v[OPT_REPLICAS].u;

@@ -204,6 +204,11 @@ int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64
 // the file's own are computed, decoding only the chunks that hold them: a
 // training part's statistics, say. Rows of no range count nowhere.
 int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n, sf_col_stats *out, sf_err *e);
+// The same per group: range k's rows count in group[k]'s statistics, out
+// ngroups x ncols of them (group g's column c at [g * ncols + c]); a group
+// of no rows has zeros (as sf_col_stats of no values).
+int sf_pack_stats_of_groups(const sf_pack *p, const sf_series *ranges, const uint64_t *group, uint64_t n,
+                            uint64_t ngroups, sf_col_stats *out, sf_err *e);
 
 // Decodes every chunk, checks every checksum, size and offset, and recomputes
 // the column statistics; reports the first problem. progress (may be NULL) is

@@ -721,10 +721,12 @@ int sf_pack_segments(const sf_pack *p, int64_t max_step, sf_series **out, uint64
     return 0;
 }
 
-int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n, sf_col_stats *out, sf_err *e) {
+// Range k's rows into group[k]'s statistics (group NULL: one group).
+static int stats_of(const sf_pack *p, const sf_series *ranges, const uint64_t *group, uint64_t n, uint64_t ngroups,
+                    sf_col_stats *out, sf_err *e) {
     const sf_pack_info *in = &p->info;
     size_t rows = in->chunk_rows < in->nrows ? in->chunk_rows : (size_t)in->nrows;
-    sf_moments *acc = calloc(in->ncols, sizeof *acc);
+    sf_moments *acc = calloc(ngroups * in->ncols, sizeof *acc);
     float *vals = malloc(rows * in->ncols * sizeof *vals + 1);
     void *stored = malloc(p->max_stored + 1);
     sf_pack_dctx *d = sf_pack_dctx_create();
@@ -745,18 +747,32 @@ int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n,
             if (rc) break;
             decoded = c;
             uint64_t end = hi < ch.first_row + ch.rows ? hi : ch.first_row + ch.rows;
+            sf_moments *a = acc + (group ? group[k] : 0) * in->ncols;
             for (uint32_t col = 0; col < in->ncols; col++) {
                 sf_moments m;
                 sf_moments_of(&m, vals + (size_t)col * ch.rows + (lo - ch.first_row), (size_t)(end - lo));
-                sf_moments_merge(&acc[col], &m);
+                sf_moments_merge(&a[col], &m);
             }
             lo = end;
         }
     }
-    for (uint32_t c = 0; !rc && c < in->ncols; c++) sf_moments_finish(&out[c], &acc[c]);
+    for (uint64_t c = 0; !rc && c < ngroups * in->ncols; c++) sf_moments_finish(&out[c], &acc[c]);
     free(acc), free(vals), free(stored);
     sf_pack_dctx_free(d);
     return rc;
+}
+
+int sf_pack_stats_of_rows(const sf_pack *p, const sf_series *ranges, uint64_t n, sf_col_stats *out, sf_err *e) {
+    return stats_of(p, ranges, NULL, n, 1, out, e);
+}
+
+int sf_pack_stats_of_groups(const sf_pack *p, const sf_series *ranges, const uint64_t *group, uint64_t n,
+                            uint64_t ngroups, sf_col_stats *out, sf_err *e) {
+    for (uint64_t k = 0; k < n; k++)
+        if (group[k] >= ngroups)
+            return sf_err_set(e, SF_EINVAL, "%s: range %llu's group %llu is not below %llu", p->name,
+                              (unsigned long long)k, (unsigned long long)group[k], (unsigned long long)ngroups);
+    return stats_of(p, ranges, group, n, ngroups, out, e);
 }
 
 // A row's origin in a file with sources: a listed source and a line of it

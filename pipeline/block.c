@@ -184,6 +184,8 @@ void sf_columns_free(sf_columns *c) {
     free(c->target_mean);
     free(c->codes);
     free(c->change_from);
+    free(c->scoped_feature_scale), free(c->scoped_feature_offset);
+    free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
     *c = (sf_columns){0};
 }
 
@@ -378,6 +380,81 @@ void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm n
     }
 }
 
+int sf_columns_scope(sf_columns *c, const sf_series *series, uint64_t n, const sf_col_stats *stats, uint32_t ncols,
+                     enum sf_norm norm, uint64_t *fallbacks, sf_err *e) {
+    uint32_t nf = c->nfeatures, nt = c->ntargets;
+    uint64_t dropped = 0;
+    free(c->scoped_feature_scale), free(c->scoped_feature_offset);
+    free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
+    c->scoped_feature_scale = c->scoped_feature_offset = c->scoped_target_scale = c->scoped_target_offset = NULL;
+    c->scoped_target_mean = NULL, c->nscoped = 0, c->scoped = NULL;
+    uint64_t have = sf_machine_memory(), need = n * ((uint64_t)nf * 2 + (uint64_t)nt * 3) * sizeof(float);
+    if (n > SIZE_MAX / sizeof(float) / ((size_t)nf * 2 + (size_t)nt * 3 + 1) || (have && need > have / 4))
+        return sf_err_set(e, SF_ENOMEM, "--norm-scope series: the scales of %llu series x %u columns (%.1f GB) do not "
+                          "fit in this machine's memory (hint: --norm-scope global)", (unsigned long long)n, nf + nt,
+                          need / 1e9);
+    c->scoped_feature_scale = malloc(n * nf * sizeof(float) + 1);
+    c->scoped_feature_offset = malloc(n * nf * sizeof(float) + 1);
+    c->scoped_target_scale = malloc(n * nt * sizeof(float) + 1);
+    c->scoped_target_offset = malloc(n * nt * sizeof(float) + 1);
+    c->scoped_target_mean = malloc(n * nt * sizeof(float) + 1);
+    if (!c->scoped_feature_scale || !c->scoped_feature_offset || !c->scoped_target_scale || !c->scoped_target_offset ||
+        !c->scoped_target_mean)
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the scales of %llu series", (unsigned long long)n);
+    for (uint64_t s = 0; s < n; s++) {
+        const sf_col_stats *st = stats ? stats + s * ncols : NULL;
+        for (uint32_t j = 0; j < nf + nt; j++) {
+            bool is_x = j < nf;
+            uint32_t k = is_x ? j : j - nf, col = is_x ? c->features[k] : c->targets[k];
+            float *scale = is_x ? &c->scoped_feature_scale[s * nf + k] : &c->scoped_target_scale[s * nt + k];
+            float *offset = is_x ? &c->scoped_feature_offset[s * nf + k] : &c->scoped_target_offset[s * nt + k];
+            if (is_x && (c->codes[k] != SF_CODE_NONE || col == SF_COLUMN_TIME)) {  // one-hot, sin/cos: as they are
+                *scale = 1, *offset = 0;
+                continue;
+            }
+            // Too few rows or one value: the global scaling, not a constant
+            // input or a target scaled by 1 in its own units.
+            if (!st || sf_column_flat(&st[col], norm)) {
+                *scale = is_x ? c->feature_scale[k] : c->target_scale[k];
+                *offset = is_x ? c->feature_offset[k] : c->target_offset[k];
+                if (!is_x) c->scoped_target_mean[s * nt + k] = c->target_mean[k];
+                dropped++;
+                continue;
+            }
+            if (!is_x) c->scoped_target_mean[s * nt + k] = (float)st[col].mean;
+            scaling(&st[col], norm, scale, offset);
+        }
+    }
+    c->nscoped = n, c->scoped = series;
+    if (fallbacks) *fallbacks = dropped;
+    return 0;
+}
+
+uint64_t sf_columns_series_of(const sf_columns *c, uint64_t row) {
+    uint64_t lo = 0, hi = c->nscoped;  // the last series that starts at or before row
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->scoped[mid].first_row <= row) lo = mid;
+        else hi = mid;
+    }
+    if (lo < c->nscoped && row >= c->scoped[lo].first_row && row - c->scoped[lo].first_row < c->scoped[lo].rows)
+        return lo;
+    return c->nscoped;
+}
+
+sf_columns sf_columns_at(const sf_columns *c, uint64_t row) {
+    sf_columns v = *c;
+    uint64_t s = c->nscoped ? sf_columns_series_of(c, row) : 0;
+    if (s < c->nscoped) {
+        v.feature_scale = c->scoped_feature_scale + s * c->nfeatures;
+        v.feature_offset = c->scoped_feature_offset + s * c->nfeatures;
+        v.target_scale = c->scoped_target_scale + s * c->ntargets;
+        v.target_offset = c->scoped_target_offset + s * c->ntargets;
+        v.target_mean = c->scoped_target_mean + s * c->ntargets;
+    }
+    return v;
+}
+
 int sf_columns_flat_list(const sf_columns *c, const sf_pack_info *info, const sf_col_stats *stats,
                          enum sf_norm norm, bool targets, char *buf, size_t cap) {
     size_t len = 0;
@@ -500,11 +577,9 @@ static int64_t time_us(enum sf_time_kind kind, int64_t t) {
     return us;  // ISO-8601 and epoch microseconds: per is 1
 }
 
-void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,
-                     const int64_t *times) {
-    uint64_t lo = chunk->first_row > d->row_lo ? chunk->first_row : d->row_lo;
-    uint64_t hi = chunk->first_row + chunk->rows < d->row_hi ? chunk->first_row + chunk->rows : d->row_hi;
-    if (lo >= hi) return;
+// The rows [lo, hi) of chunk, all scaled by cols.
+static void gather_rows(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,
+                        const int64_t *times, uint64_t lo, uint64_t hi) {
     size_t n = (size_t)(hi - lo), from = (size_t)(lo - chunk->first_row), to = (size_t)(lo - d->row_lo);
     uint32_t nf = cols->nfeatures, ncol = nf - 2 * cols->ntime;
     for (uint32_t j = 0; j < ncol; j++) {
@@ -525,6 +600,25 @@ void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *c
         gather_column(d->targ + to * cols->ntargets + j, cols->ntargets,
                       values + (size_t)cols->targets[j] * chunk->rows + from, n, cols->target_scale[j],
                       cols->target_offset[j]);
+}
+
+void sf_block_gather(sf_block_data *d, const sf_columns *cols, const sf_chunk *chunk, const float *values,
+                     const int64_t *times) {
+    uint64_t lo = chunk->first_row > d->row_lo ? chunk->first_row : d->row_lo;
+    uint64_t hi = chunk->first_row + chunk->rows < d->row_hi ? chunk->first_row + chunk->rows : d->row_hi;
+    if (lo >= hi) return;
+    if (!cols->nscoped) {
+        gather_rows(d, cols, chunk, values, times, lo, hi);
+        return;
+    }
+    while (lo < hi) {  // a run of one series' rows at a time, by its own scales
+        uint64_t s = sf_columns_series_of(cols, lo), end = hi;
+        if (s < cols->nscoped && cols->scoped[s].first_row + cols->scoped[s].rows < end)
+            end = cols->scoped[s].first_row + cols->scoped[s].rows;
+        sf_columns v = sf_columns_at(cols, lo);
+        gather_rows(d, &v, chunk, values, times, lo, end);
+        lo = end;
+    }
 }
 
 int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, sf_err *e) {

@@ -172,6 +172,15 @@ typedef struct {
     // as NaN in y instead of the filled-in value, so that scoring leaves
     // them out: set by evaluate, predict and validation, not by training.
     bool imputed_nan;
+    // --norm-scope series: the rows of each series of the file scaled by
+    // that series' own statistics (sf_columns_scope). nscoped: the file's
+    // series, scoped their rows (borrowed: its series table); series s's
+    // feature j at [s * nfeatures + j], target j at [s * ntargets + j].
+    // nscoped 0: every row by the scales above (global).
+    uint64_t nscoped;
+    const sf_series *scoped;
+    float *scoped_feature_scale, *scoped_feature_offset, *scoped_target_scale, *scoped_target_offset;
+    float *scoped_target_mean;
 } sf_columns;
 #define SF_COLUMN_TIME UINT32_MAX
 #define SF_CODE_NONE (-1)    // a feature that is a number
@@ -235,6 +244,20 @@ int sf_columns_predict_change(sf_columns *c, const sf_pack_info *info, sf_err *e
 // Scales c's numeric columns from stats (one per column of the file: those
 // of the training rows, say) instead of the file's; nflat is counted again.
 void sf_columns_rescale(sf_columns *c, const sf_col_stats *stats, enum sf_norm norm);
+// --norm-scope series: each of the n series (the file's table, borrowed)
+// scaled by its own statistics, stats[s * ncols + col] (its training
+// rows'); a column flat in a series (sf_column_flat: no or one training
+// row, or one value) keeps c's own scaling there, the global one (every
+// column of every series when stats is NULL, to be filled in). Call it
+// after every other change to c's features. *fallbacks (may be NULL): the
+// (series, column) pairs that kept the global scaling. SF_ENOMEM.
+int sf_columns_scope(sf_columns *c, const sf_series *series, uint64_t n, const sf_col_stats *stats, uint32_t ncols,
+                     enum sf_norm norm, uint64_t *fallbacks, sf_err *e);
+// The series of c->scoped that holds row (c->nscoped when none does).
+uint64_t sf_columns_series_of(const sf_columns *c, uint64_t row);
+// c as it scales row: a shallow copy whose scales are row's series' (c
+// itself, copied, when it has one scaling for all).
+sf_columns sf_columns_at(const sf_columns *c, uint64_t row);
 
 // ---- blocks: a task's rows ----
 

@@ -10,6 +10,62 @@
 
 #include "train.h"
 
+// Two series of one name could not be told apart in a checkpoint.
+static int by_name(const void *a, const void *b) {
+    return strcmp((*(const sf_series *const *)a)->name, (*(const sf_series *const *)b)->name);
+}
+
+// --norm-scope series: each series of the file by the statistics of its
+// own rows in the training part (part: those of each of the nseries
+// series or segments), over the global scaling.
+static int series_scaling(sf_run_data *d, const sf_fit_opts *o, const sf_series *part, uint64_t nseries,
+                          sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(d->pack);
+    const sf_series *cut = d->segments ? d->segments : in->series;
+    if (!in->series_column[0])
+        return sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series scales each series by its own statistics, and the "
+                          "file has one series, without a series column (hint: pack the CSV with --series-column "
+                          "NAME, or leave --norm-scope global)", o->data);
+    if (o->norm == SF_NORM_NONE)
+        return sf_err_set(e, SF_EUSAGE, "--norm-scope series with --norm none: there is no scaling to take per series "
+                          "(hint: --norm zscore or minmax)");
+    for (uint64_t i = 0; i < in->nseries; i++)
+        if (!in->series[i].name[0])
+            return sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series: the series at row %llu has an empty name, and a "
+                              "checkpoint keeps each series' scaling by name (hint: give every row a series value, "
+                              "or --norm-scope global)", o->data, (unsigned long long)in->series[i].first_row);
+    uint64_t *group = malloc(nseries * sizeof *group + 1);
+    const sf_series **sorted = malloc(in->nseries * sizeof *sorted + 1);
+    sf_col_stats *stats = NULL;
+    int rc = group && sorted ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint64_t i = 0; i < in->nseries && !rc; i++) sorted[i] = &in->series[i];
+    if (!rc) qsort(sorted, in->nseries, sizeof *sorted, by_name);
+    for (uint64_t i = 1; i < in->nseries && !rc; i++) {
+        if (strcmp(sorted[i]->name, sorted[i - 1]->name)) continue;
+        char name[256];
+        sf_escape_controls(name, sizeof name, sorted[i]->name, strlen(sorted[i]->name));
+        rc = sf_err_set(e, SF_EUSAGE, "%s: --norm-scope series: two series are named \"%s\" (rows %llu and %llu), "
+                        "and a checkpoint keeps each series' scaling by name (hint: pack the file so that each "
+                        "series is one, or --norm-scope global)", o->data, name,
+                        (unsigned long long)sorted[i - 1]->first_row, (unsigned long long)sorted[i]->first_row);
+    }
+    uint64_t s = 0;
+    for (uint64_t i = 0; i < nseries && !rc; i++) {  // segments ascend as the series do
+        while (s + 1 < in->nseries && in->series[s + 1].first_row <= cut[i].first_row) s++;
+        group[i] = s;
+    }
+    uint64_t have = sf_machine_memory(), need = in->nseries * in->ncols * sizeof *stats;
+    if (!rc && have && need > have / 4)
+        rc = sf_err_set(e, SF_ENOMEM, "%s: --norm-scope series: the statistics of %llu series x %u columns (%.1f GB) "
+                        "do not fit in this machine's memory (hint: --norm-scope global)", o->data,
+                        (unsigned long long)in->nseries, in->ncols, need / 1e9);
+    if (!rc && !(stats = malloc(need + 1))) rc = sf_err_set(e, SF_ENOMEM, "out of memory");
+    if (!rc) rc = sf_pack_stats_of_groups(d->pack, part, group, nseries, in->nseries, stats, e);
+    if (!rc) rc = sf_columns_scope(&d->cols, in->series, in->nseries, stats, in->ncols, o->norm, &d->scope_fallbacks, e);
+    free(group), free(sorted), free(stats);
+    return rc;
+}
+
 // The columns scaled by the statistics of the training part's rows, as
 // Keras' and TensorFlow's time-series guides fit them: the validation rows
 // do not leak into the training inputs. Without a validation part the
@@ -33,6 +89,7 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
         else if (!rc) rc = sf_pack_stats_of_rows(d->pack, part, nseries, d->stats, e);
     }
     if (!rc) sf_columns_rescale(&d->cols, d->stats, o->norm);
+    if (!rc && o->norm_series) rc = series_scaling(d, o, part, nseries, e);
     free(part);
     return rc;
 }

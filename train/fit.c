@@ -936,6 +936,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->d.stats_rows < sf_pack_get_info(f->d.pack)->nrows)
         fprintf(stderr, "scaling: %s from the %llu rows of the training part (the validation part's left out)\n",
                 sf_norm_name(f->o->norm), (unsigned long long)f->d.stats_rows);
+    if (f->d.cols.nscoped)
+        fprintf(stderr, "scaling: each of the %llu series by its own training rows (--norm-scope series); %llu "
+                "(series, column) pairs without spread there keep the global scaling\n",
+                (unsigned long long)f->d.cols.nscoped, (unsigned long long)f->d.scope_fallbacks);
     uint64_t val_all = val_windows(f);
     if (val_all && f->o->validation_steps) {
         u128 bound = (u128)f->o->validation_steps * f->o->batch;

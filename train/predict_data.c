@@ -53,6 +53,52 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                       (unsigned long long)sf_split_longest(in->series, in->nseries, w->stride, split));
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const sf_series *)a)->name, ((const sf_series *)b)->name);
+}
+
+// --norm-scope series: each series of the file scaled as the checkpoint's
+// series of its name was in training. A series it has not seen is an error
+// naming it: its own rows' statistics would scale it unlike anything the
+// model learnt from, and those of rows after a forecast's time would leak.
+static int scope_from(sf_predict_data *d, const sf_checkpoint *ck, const char *data, sf_err *e) {
+    const sf_pack_info *in = sf_pack_get_info(d->pack);
+    sf_columns *c = &d->cols;
+    uint32_t nf = c->nfeatures, nt = c->ntargets;
+    if (nf != ck->inputs || nt != ck->outputs)
+        return sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, the checkpoint's scaling %u and %u", data, nf,
+                          nt, ck->inputs, ck->outputs);
+    // The checkpoint's names sorted, each with its index in first_row.
+    sf_series *known = malloc(ck->nscoped * sizeof *known + 1);
+    int rc = known ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
+    for (uint64_t s = 0; !rc && s < ck->nscoped; s++) known[s] = (sf_series){.first_row = s, .name = ck->scoped[s].name};
+    if (!rc) qsort(known, ck->nscoped, sizeof *known, by_name);
+    // Without statistics every series gets the global scaling, each then replaced by the checkpoint's.
+    if (!rc) rc = sf_columns_scope(c, in->series, in->nseries, NULL, 0, ck->norm, NULL, e);
+    for (uint64_t s = 0; !rc && s < in->nseries; s++) {
+        sf_series key = {.name = in->series[s].name};
+        const sf_series *k = bsearch(&key, known, ck->nscoped, sizeof *known, by_name);
+        if (!k) {
+            char name[256];
+            sf_escape_controls(name, sizeof name, in->series[s].name, strlen(in->series[s].name));
+            rc = sf_err_set(e, SF_EUSAGE, "%s: series \"%s\" (row %llu) is not one of the %llu series the checkpoint "
+                            "was trained on with --norm-scope series, which scales each by its own training rows: "
+                            "there is no scaling for it (hint: --data with the series trained on, or train on data that "
+                            "holds it, or train with --norm-scope global)", data, name,
+                            (unsigned long long)in->series[s].first_row, (unsigned long long)ck->nscoped);
+            break;
+        }
+        uint64_t from = k->first_row;
+        memcpy(c->scoped_feature_scale + s * nf, ck->scoped_feature_scale + from * nf, nf * sizeof(float));
+        memcpy(c->scoped_feature_offset + s * nf, ck->scoped_feature_offset + from * nf, nf * sizeof(float));
+        memcpy(c->scoped_target_scale + s * nt, ck->scoped_target_scale + from * nt, nt * sizeof(float));
+        memcpy(c->scoped_target_offset + s * nt, ck->scoped_target_offset + from * nt, nt * sizeof(float));
+        memcpy(c->scoped_target_mean + s * nt, ck->scoped_target_mean + from * nt, nt * sizeof(float));
+    }
+    free(known);
+    return rc;
+}
+
 int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char *data, enum sf_part part,
                          bool data_units, const char *all, sf_err *e) {
     *d = (sf_predict_data){0};
@@ -67,12 +113,18 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
     if (!rc && ck->target_change) rc = sf_columns_predict_change(&d->cols, in, e);
     d->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
     if (rc) return rc;
+    if (data_units && ck->nscoped)  // the exported model's Normalization has one scaling (checkpoint/keras.c)
+        return sf_err_set(e, SF_EUSAGE, "%s: the checkpoint scales each series by its own statistics (--norm-scope "
+                          "series), which the exported Keras model's one Normalization layer cannot: its inputs in "
+                          "data units would be wrong (hint: seqfeed predict, or train with --norm-scope global to "
+                          "export)", data);
     if (!data_units) {  // the training data's scaling, not this file's
         memcpy(d->cols.feature_scale, ck->feature_scale, d->cols.nfeatures * sizeof(float));
         memcpy(d->cols.feature_offset, ck->feature_offset, d->cols.nfeatures * sizeof(float));
         memcpy(d->cols.target_scale, ck->target_scale, d->cols.ntargets * sizeof(float));
         memcpy(d->cols.target_offset, ck->target_offset, d->cols.ntargets * sizeof(float));
     }
+    if (!data_units && ck->nscoped && (rc = scope_from(d, ck, data, e))) return rc;
     sf_split split = {ck->val_split, part};
     // The series cut at the checkpoint's --max-gap, as training cut them.
     if (ck->max_gap > 0 && in->time_kind == SF_TIME_NONE)

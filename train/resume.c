@@ -79,6 +79,10 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->window = o->pipe.window, c->norm = o->norm, c->inputs = cols->nfeatures, c->outputs = cols->ntargets;
     c->feature_scale = cols->feature_scale, c->feature_offset = cols->feature_offset;
     c->target_scale = cols->target_scale, c->target_offset = cols->target_offset, c->target_mean = cols->target_mean;
+    c->nscoped = cols->nscoped, c->scoped = cols->scoped;
+    c->scoped_feature_scale = cols->scoped_feature_scale, c->scoped_feature_offset = cols->scoped_feature_offset;
+    c->scoped_target_scale = cols->scoped_target_scale, c->scoped_target_offset = cols->scoped_target_offset;
+    c->scoped_target_mean = cols->scoped_target_mean;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
@@ -135,6 +139,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : !same(c->targets, r->targets)     ? "--targets"
                        : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
                        : c->norm != r->norm                ? "--norm"
+                       : (c->nscoped > 0) != (r->nscoped > 0) ? "--norm-scope"
                        : c->batch != r->batch              ? "--batch-size"
                        : c->seed != r->seed                ? "--seed"
                        : c->val_split != r->val_split      ? "--val-split"
@@ -221,6 +226,13 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     crc = sf_crc32c(crc, c->feature_offset, c->inputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_scale, c->outputs * sizeof(float));
     crc = sf_crc32c(crc, c->target_offset, c->outputs * sizeof(float));
+    if (c->nscoped) {  // --norm-scope series: each series' scaling too
+        crc = sf_crc32c(crc, &c->nscoped, sizeof c->nscoped);
+        crc = sf_crc32c(crc, c->scoped_feature_scale, c->nscoped * c->inputs * sizeof(float));
+        crc = sf_crc32c(crc, c->scoped_feature_offset, c->nscoped * c->inputs * sizeof(float));
+        crc = sf_crc32c(crc, c->scoped_target_scale, c->nscoped * c->outputs * sizeof(float));
+        crc = sf_crc32c(crc, c->scoped_target_offset, c->nscoped * c->outputs * sizeof(float));
+    }
     return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
                           "pipeline lanes and blocks, backend, precision, seed, epochs, steps per epoch, "
                           "validation steps, log rows, learning rate and its schedule, memory budget, the files "

@@ -175,6 +175,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
         uint64_t last = sf_plan_window_start(o->plan, ids[i]) + (uint64_t)(T - 1) * w->sampling_rate;
         // A window and its steps lie in one series: found by the last input row, which only grows.
         while (sc->series + 1 < o->nseries && o->series[sc->series + 1].first_row <= last) sc->series++;
+        sf_columns cw = sf_columns_at(c, last);  // the window's series' scaling (--norm-scope series)
         for (uint32_t k = 0; !rc && k < steps * nt; k++) {
             uint32_t j = k % nt, step = k / nt;
             uint64_t row = last + w->horizon - (steps - 1) + step;
@@ -190,15 +191,15 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
             if ((rc = cache_value(&sc->rows, row, col, &truth, e)) || (rc = cache_value(&sc->rows, last, col, &before, e)) ||
                 (seasonal && (rc = cache_value(&sc->rows, row - season, col, &ago, e))))
                 break;
-            float scale = c->target_scale[j], offset = c->target_offset[j];
+            float scale = cw.target_scale[j], offset = cw.target_offset[j];
             // Scaled values as the training loss has them: the target, the
             // model's (both from the change when it learns changes).
             double base = change_base(c, T, x, i, j), t = yj + base, p = sc->pred[(size_t)i * steps * nt + k] + base;
-            double mean = o->target_mean ? o->target_mean[j] : c->target_mean[j];
+            double mean = o->target_mean && !c->nscoped ? o->target_mean[j] : cw.target_mean[j];
             // Persistence scaled as the window's own input when the target is a feature.
             double before_s = sc->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)sc->persist[j]]
                                                   : (double)(before * scale + offset);
-            add(sc, step, j, SF_FC_MODEL, (double)sf_step_prediction(c, T, steps, x, sc->pred, i, step, j) - truth,
+            add(sc, step, j, SF_FC_MODEL, (double)sf_step_prediction(&cw, T, steps, x, sc->pred, i, step, j) - truth,
                 p - t);
             add(sc, step, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
             add(sc, step, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);

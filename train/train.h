@@ -419,6 +419,9 @@ typedef struct {
     // long epochs, else epoch ends only); a run that stops inside an epoch
     // logs a row there as well
     uint64_t log_every;
+    // --norm-scope series: each series scaled by its own training rows'
+    // statistics (sf_columns_scope), kept in the checkpoint by series name
+    bool norm_series;
 } sf_fit_opts;
 
 // log_every 0: a row every SF_LOG_EVERY_AUTO steps in runs whose epochs are
@@ -463,6 +466,7 @@ typedef struct {
     uint64_t nsegments;
     sf_col_stats *stats;  // each column's over the training part's rows, which scale them
     uint64_t stats_rows;
+    uint64_t scope_fallbacks;  // --norm-scope series: (series, column) pairs scaled globally, flat in the series
 } sf_run_data;
 // Opens o->data into *d (its own: close it with sf_run_data_close, also
 // after a failure). SF_EUSAGE naming an option that cannot work here.

@@ -95,7 +95,7 @@ class _DatasetOpts(ctypes.Structure):
                 ("target_change", ctypes.c_bool), ("window", _u32), ("stride", _u32), ("sampling_rate", _u32),
                 ("horizon", _u32), ("batch", _u32), ("pool", _u64), ("seed", _u64), ("epochs", _u64),
                 ("val_split", ctypes.c_double), ("max_gap", ctypes.c_double), ("replicas", _u32), ("replica", _u32),
-                ("decoders", _u32), ("horizon_steps", _u32)]
+                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp)]
 
 
 class _DatasetInfo(ctypes.Structure):
@@ -380,7 +380,8 @@ class Dataset:
     batch batch_size / replicas windows), as train's replica of that number
     sees it. shuffle=False keeps the windows of each block in order (pool:
     the shuffle pool in windows as --pool, None: 16384). max_gap is in
-    seconds (None: no limit). Its len() is the batches of all epochs;
+    seconds (None: no limit). norm_scope="series" scales each series by its
+    own training rows' statistics (--norm-scope series). Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.
@@ -406,7 +407,8 @@ class Dataset:
 
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
-                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train"):
+                 target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train",
+                 norm_scope="global"):
         self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
         self._val = self._feed = None
         replicas = _int("replicas", "replicas", replicas, 1, 256)
@@ -422,6 +424,8 @@ class Dataset:
                              % pool)
         if norm not in ("zscore", "minmax", "none"):
             raise _bad("norm", "norm", "one of zscore, minmax, none", norm)
+        if norm_scope not in ("global", "series"):
+            raise _bad("norm_scope", "norm-scope", "global or series", norm_scope)
         self._opts = _DatasetOpts(
             data=_path("path", path),
             features=_names("features", "features", features, "every column"),
@@ -446,7 +450,8 @@ class Dataset:
                 lambda v: v > 0 and math.isfinite(v)),
             replicas=replicas,
             replica=_int("replica", None, replica, 0, replicas - 1),
-            decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0)
+            decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0,
+            norm_scope=norm_scope.encode())
         self.path = path
         if self.split == "validation":  # open for the Dataset's life: batches are read by index
             self._val = splits.Validation(self, self._opts)
@@ -520,6 +525,10 @@ class Dataset:
     def unscale(self, y, x=None):
         """A model's outputs (windows, targets) in data units, as `seqfeed predict` writes them; x, the
         windows' inputs, is needed with target_change (splits.Scaler.unscale)."""
+        if self._opts.norm_scope == b"series":  # scaler holds the global scaling, not each series' own
+            raise ValueError("norm_scope='series' scales each series by its own statistics, which unscale does not "
+                             "know per window (scaler is the global scaling): seqfeed predict writes forecasts in "
+                             "data units (docs/TRAINING.md, Per-series scaling)")
         return self.scaler.unscale(y, x)
 
     def to_tf(self):

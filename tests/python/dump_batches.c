@@ -3,8 +3,9 @@
 // batch in order, replica 0's x then y, replica 1's, ... The Python test
 // compares seqfeed.Dataset(replicas=R, replica=r) with them. With
 // "validation" after TARGETS: the validation batches the fit scores (its
-// plan, read as train/fit.c's validate reads it), x then y of each.
-// usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS [validation]
+// plan, read as train/fit.c's validate reads it), x then y of each. With
+// "series" (or "global", the default): --norm-scope series.
+// usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS [validation] [series]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +45,14 @@ static int dump_validation(const sf_fit_opts *o, uint32_t R, FILE *f, sf_err *e)
 }
 
 int main(int argc, char **argv) {
-    if (argc != 11 && !(argc == 12 && !strcmp(argv[11], "validation"))) {
+    bool validation = false, usage = argc < 11;
+    for (int k = 11; k < argc; k++) {
+        if (!strcmp(argv[k], "validation")) validation = true;
+        else if (strcmp(argv[k], "series") && strcmp(argv[k], "global")) usage = true;
+    }
+    if (usage) {
         fprintf(stderr, "usage: dump_batches DATA OUT WINDOW BATCH REPLICAS VAL_SPLIT POOL SEED EPOCHS TARGETS "
-                "[validation]\n");
+                "[validation] [series]\n");
         return 2;
     }
     sf_fit_opts o = sf_fit_opts_default();
@@ -57,8 +63,9 @@ int main(int argc, char **argv) {
     if (pool) o.pipe.pool = pool;
     o.val_split = atof(argv[6]), o.seed = strtoull(argv[8], NULL, 10);
     o.epochs = strtoull(argv[9], NULL, 10);
+    for (int k = 11; k < argc; k++) o.norm_series |= !strcmp(argv[k], "series");
     sf_err e = {0};
-    if (argc == 12) {
+    if (validation) {
         FILE *f = fopen(argv[2], "wb");
         int rc = f ? dump_validation(&o, R, f, &e) : sf_err_set(&e, SF_EIO, "%s: cannot write", argv[2]);
         if (f && fclose(f) != 0 && !rc) rc = sf_err_set(&e, SF_EIO, "%s: write failed", argv[2]);
