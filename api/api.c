@@ -430,6 +430,16 @@ static void arrow_progress(void *arg, uint64_t rows, uint64_t total) {
     s->progress(s->progress_arg, rows, total);
 }
 
+// The file of src that out names (a link or another path to it too), or NULL.
+static const char *input_at(const sf_api_pack_sources *src, const char *out) {
+    struct stat so, si;
+    if (stat(out, &so) != 0) return NULL;
+    for (uint32_t i = 0; src->files && i < src->nfiles; i++)
+        if (src->files[i] && stat(src->files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return src->files[i];
+    return NULL;
+}
+
 int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
                             const char *name, const sf_api_pack_sources *src, char **report, sf_err *e) {
     LOCAL_ERR(e);
@@ -441,6 +451,12 @@ int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, co
         return sf_err_set(e, SF_EINVAL, "sf_api_pack_arrow: %s is NULL", stream ? "the output path" : "the stream");
     }
     if (!o) o = &none;
+    const char *input = src ? input_at(src, out) : NULL;
+    if (input) {
+        if (stream->release) stream->release(stream);
+        return sf_err_set(e, SF_EUSAGE, "the output %s is the same file as the input %s: one would destroy the other "
+                          "(hint: another output name, ending in .sfpack)", out, input);
+    }
     arrow_call call = {.src = src};
     sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
                              .series_column = o->series_column, .time_column = o->time_column,

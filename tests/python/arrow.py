@@ -342,6 +342,16 @@ except seqfeed.SeqfeedError as e:
     check(str(e).startswith("days-bad/day1.parquet: row 5: missing value (null, NaN or an infinity) in column "
                             "\"load\""), "a null's message: %s" % e)
 
+# An output that is one of the inputs is refused before anything is written: the input stays.
+before = open(days[1], "rb").read()
+for args in ((days[1], days[1]), ("days", days[1])):
+    try:
+        seqfeed.pack(args[0], args[1], series_column="site")
+        check(False, "packing %s into %s accepted" % args)
+    except seqfeed.SeqfeedError as e:
+        check("the output %s is the same file as the input %s" % (days[1], days[1]) in str(e), "same file: %s" % e)
+    check(open(days[1], "rb").read() == before, "%s changed by a refused pack" % days[1])
+
 # A series per file (--series-per-file), named after it; progress after each batch, up to the files' rows.
 os.makedirs("sites")
 whole = pd.concat(tables[f] for f in days)
