@@ -1616,14 +1616,8 @@ static int read_header(csv *c) {
     int rc = refill(c);
     if (rc < 0) return rc;
     if (c->len - c->pos >= 3 && memcmp(c->buf + c->pos, "\xef\xbb\xbf", 3) == 0) c->pos += 3;
-    const char *eol = NULL;
-    if ((rc = header_line(c, &eol))) return rc;
-    const char *start = c->buf + c->pos, *tmp_eol;
-    if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
-        return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
-                          c->name);
-    if (c->len - c->pos >= 4 && memcmp(start, "PAR1", 4) == 0) {  // Parquet's magic: said before its bytes are
-        char cmd[1200] = "";                                       // taken for a header row
+    if (c->len - c->pos >= 4 && memcmp(c->buf + c->pos, "PAR1", 4) == 0) {  // Parquet's magic: said before its bytes
+        char cmd[1200] = "";                                              // are taken for a header row
         size_t len = 0;
         append(cmd, sizeof cmd, &len, "python -m seqfeed pack");
         shell_word(cmd, sizeof cmd, &len, c->name);
@@ -1632,6 +1626,12 @@ static int read_header(csv *c) {
         return sf_err_set(c->e, SF_EFORMAT, "%s is a Parquet file, which seqfeed pack (CSV) does not read: pack it "
                           "with the Python package (it needs pyarrow): %s", c->name, cmd);
     }
+    const char *eol = NULL;
+    if ((rc = header_line(c, &eol))) return rc;
+    const char *start = c->buf + c->pos, *tmp_eol;
+    if (is_blank_line(c, start, &tmp_eol) && tmp_eol == c->buf + c->len)
+        return sf_err_set(c->e, SF_EFORMAT, "%s:1:1: empty file; expected a header row and at least one data row",
+                          c->name);
     const char *nul = memchr(start, 0, (size_t)(eol - start));
     if (nul) return fail_at(c, nul, "a NUL byte in the header row: column names are text (is this a CSV file?)");
     size_t ok = sf_utf8_valid_prefix((const unsigned char *)start, (size_t)(eol - start));

@@ -13,4 +13,10 @@ grep -qx "seqfeed pack: error: data 1.parquet is a Parquet file, which seqfeed p
 the Python package (it needs pyarrow): python -m seqfeed pack 'data 1.parquet' -o out.sfpack" err ||
     fail "pack on a Parquet file: $(cat err)"
 [ ! -e out.sfpack ] || fail "pack on a Parquet file wrote out.sfpack"
+# Its bytes may hold a lone carriage return or a NUL before any line feed:
+# the magic is looked at before a header row is.
+printf 'PAR1\025\r\000\025\020PAR1' >cr.parquet
+run 1 pack cr.parquet -o out.sfpack
+grep -q "cr.parquet is a Parquet file.*python -m seqfeed pack cr.parquet -o out.sfpack" err ||
+    fail "pack on a Parquet file with a CR: $(cat err)"
 finish
