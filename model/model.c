@@ -85,10 +85,12 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
     if (last_lstm == UINT32_MAX) return sf_err_set(e, SF_EINVAL, "--model: no lstm or gru layer");
     sf_layer *end = &m->layer[m->nlayers - 1];
     if (end->kind != SF_LAYER_DENSE)
-        return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u output(s): the targets, times the steps of --horizon A-B)", outputs);
+        return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u output(s): one per "
+                          "target, times the steps of a --horizon A-B)", outputs);
     if (end->units == 0) end->units = outputs;
     if (end->units != outputs)
-        return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but there are %u target(s) (times the steps of --horizon A-B)",
+        return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but the model gives %u output(s): "
+                          "one per target, times the steps of a --horizon A-B (hint: a last 'dense' takes that number)",
                           end->units, outputs);
     // Widths, sequence flags and the parameter layout, in Keras' order:
     // kernel, recurrent_kernel, bias per LSTM or GRU (its bias Keras' (2, 3U):

@@ -43,11 +43,12 @@ void sf_csv_inputs_free(char **paths, size_t n) {
 static int directory(const char *dir, char ***list, size_t *n, size_t *cap, sf_err *e) {
     DIR *d = opendir(dir);
     if (!d) return sf_err_errno(e, SF_EUSAGE, errno, "%s: cannot read the directory", dir);
-    size_t first = *n, dl = strlen(dir);
+    size_t first = *n, dl = strlen(dir), parquet = 0;
     bool slash = dl && dir[dl - 1] == '/';
     int rc = 0;
     for (struct dirent *de; !rc && (de = readdir(d));) {
         size_t len = strlen(de->d_name);
+        parquet += len > 8 && !strcmp(de->d_name + len - 8, ".parquet");
         if (len <= 4 || strcmp(de->d_name + len - 4, ".csv")) continue;
         char *path = malloc(dl + len + 2);
         if (!path) {
@@ -62,7 +63,9 @@ static int directory(const char *dir, char ***list, size_t *n, size_t *cap, sf_e
     }
     closedir(d);
     if (!rc && *n == first)
-        rc = sf_err_set(e, SF_EUSAGE, "%s: the directory has no *.csv file to pack", dir);
+        rc = sf_err_set(e, SF_EUSAGE, "%s: the directory has no *.csv file to pack%s%s%s", dir,
+                        parquet ? " (its Parquet files pack with the Python package: python -m seqfeed pack " : "",
+                        parquet ? dir : "", parquet ? " -o OUT.sfpack)" : "");
     if (!rc) qsort(*list + first, *n - first, sizeof **list, by_name);
     return rc;
 }

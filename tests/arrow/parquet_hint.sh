@@ -19,4 +19,9 @@ printf 'PAR1\025\r\000\025\020PAR1' >cr.parquet
 run 1 pack cr.parquet -o out.sfpack
 grep -q "cr.parquet is a Parquet file.*python -m seqfeed pack cr.parquet -o out.sfpack" err ||
     fail "pack on a Parquet file with a CR: $(cat err)"
+# A directory of Parquet files names the same command.
+mkdir days && cp cr.parquet days/day1.parquet
+run 2 pack days -o out.sfpack
+grep -q "days: the directory has no \*.csv file to pack (its Parquet files pack with the Python package: python -m \
+seqfeed pack days -o OUT.sfpack)" err || fail "pack on a directory of Parquet files: $(cat err)"
 finish
