@@ -17,6 +17,9 @@ import seqfeed
 model_path, checkpoint, data = sys.argv[1:4]
 x, index = seqfeed.model_inputs(checkpoint, data)  # split="validation": that part's windows only
 pred = seqfeed.forecasts(keras.models.load_model(model_path).predict(x, verbose=0), index)
+if pred.ndim == 3:  # the index names each window's last step's row only
+    sys.exit("keras_predict.py: %s forecasts %d steps per window (--horizon A-B): pred[:, k] is step k; "
+             "seqfeed predict writes each step's own row" % (model_path, pred.shape[1]))
 out, cols = csv.writer(sys.stdout), index.columns()  # series, time, file, line, row: the row predicted
 out.writerow(list(cols) + [t + "_pred" for t in index.targets])
 out.writerows(zip(*cols.values(), *pred.T))

@@ -457,6 +457,8 @@ class Dataset:
             self._val = splits.Validation(self, self._opts)
             info, self.scaler = self._val.info, self._val.scaler
             self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
+            self.steps = info.steps
+            self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
             self.batches_per_epoch, self.epochs, self.windows = info.batches_per_epoch, 1, self._val.windows
             return
         d, err = _vp(), _Err()  # opened once now to say what is wrong, not at the first batch
@@ -511,9 +513,10 @@ class Dataset:
         (frameworks.py)."""
         if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral):
             raise TypeError("a batch index is an integer, got %r" % (index,))
-        index = int(index) + (self.batches_per_epoch if index < 0 else 0)
+        given, index = int(index), int(index) + (self.batches_per_epoch if index < 0 else 0)
         if not 0 <= index < self.batches_per_epoch:
-            raise IndexError("batch %d of %d an epoch" % (index, self.batches_per_epoch))
+            raise IndexError("batch %d of %d an epoch (-%d to %d)" % (given, self.batches_per_epoch,
+                                                                      self.batches_per_epoch, self.batches_per_epoch - 1))
         if self._val:
             return self._val.read(index)
         with self._lock:
@@ -529,6 +532,13 @@ class Dataset:
             raise ValueError("norm_scope='series' scales each series by its own statistics, which unscale does not "
                              "know per window (scaler is the global scaling): seqfeed predict writes forecasts in "
                              "data units (docs/TRAINING.md, Per-series scaling)")
+        y = np.asarray(y)
+        if y.ndim >= 2 and y.shape[1:] != self._y_shape[1:]:
+            raise ValueError("y must be (windows,) + %s as the Dataset's y (%s), got shape %s" %
+                             (self._y_shape[1:], "steps, targets" if self.steps > 1 else "targets", y.shape))
+        if x is not None and np.ndim(x) == 3 and np.shape(x)[1] != self.window:
+            raise ValueError("x must be the windows' inputs, (windows, %d, inputs), got shape %s" %
+                             (self.window, np.shape(x)))
         return self.scaler.unscale(y, x)
 
     def to_tf(self):
