@@ -2016,8 +2016,15 @@ static int parse_parallel(csv *c) {
     mid++;
     // A record has ncsv - 1 delimiters, a line feed and a byte per number;
     // a last raw one takes any lines beyond (parse_half). Values above 2^24
-    // beyond two a record on average are parsed by the main path.
-    size_t max_rows = (size_t)(last + 1 - mid) / (c->ncsv + c->nkeep) + 2;
+    // beyond two a record on average are parsed by the main path. The
+    // arrays are sized by the lines of the part's first 64 KiB, a quarter
+    // more, not for records that short: 10 times the part's bytes for four
+    // numbers, which a budget of RSS counts once the pages are touched. A
+    // part of shorter records leaves its last lines to the main thread.
+    size_t part = (size_t)(last + 1 - mid), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
+    for (const char *p = mid; (p = memchr(p, '\n', (size_t)(mid + sample - p))); p++) lines++;
+    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
+    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
     if (max_rows > c->half_cap) {
         size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));

@@ -82,6 +82,11 @@ same "epoch times" 0 epoch.csv $ts --time-unit s
 # Blank lines at the end, more than the helper has room for records.
 { cat grouped.csv; yes '' | head -n 400000; } >trailing.csv
 same "many blank lines at the end" 0 trailing.csv $ts
+# The helper's arrays are sized by the first 64 KiB of its part: blocks of
+# long records then of short ones leave the lines it has no room for to
+# the main thread, in order.
+gen 40 1000 grouped 'if (int(n / 1500) % 4 == 0) sub(/,site/, ",site" sprintf("%090d", s) "_")' >blocks.csv
+same "long records, then short" 0 blocks.csv $ts
 # Several files, each over 256 KiB, the series going on across them.
 head -n 20001 grouped.csv >part1.csv
 { head -n 1 grouped.csv; tail -n +20002 grouped.csv; } >part2.csv
