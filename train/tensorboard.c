@@ -197,6 +197,7 @@ int sf_tboard_row(sf_tboard *t, const sf_history_row *r, double samples_per_s, d
 // DIR and its parents, created where missing (as TensorFlow's summary
 // writer does), each a directory or a link to one.
 static int make_dirs(const char *dir, sf_err *e) {
+    if (!*dir) return sf_err_set(e, SF_EUSAGE, "--tensorboard: an empty path; expected a directory");
     char *p = strdup(dir);
     if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
     int rc = 0;
