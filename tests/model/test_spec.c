@@ -90,7 +90,7 @@ int main(void) {
     bad("dropout:0.5,dense", 2, "before any LSTM or GRU");
     bad("lstm,dense", 2, "item 1");
     bad("lstm:8", 2, "the last layer must be dense");
-    bad("lstm:8,dense:3", 2, "has 3 units but there are 2");
+    bad("lstm:8,dense:3", 2, "has 3 units but the model gives 2 output(s)");
     bad("dense:4,lstm:8,dense", 2, "before any LSTM");
     bad("lstm:8,dense:4,lstm:8,dense", 2, "must follow the last LSTM");
     bad("lstm:8,dense,dense", 2, "only the last dense");
