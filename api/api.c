@@ -425,9 +425,9 @@ typedef struct {
 
 static void arrow_note(void *arg, const char *text) { add_note(&((arrow_call *)arg)->notes, text); }
 
-static void arrow_progress(void *arg, uint64_t rows, uint64_t total) {
+static int arrow_progress(void *arg, uint64_t rows, uint64_t total) {
     const sf_api_pack_sources *s = ((arrow_call *)arg)->src;
-    s->progress(s->progress_arg, rows, total);
+    return s->progress(s->progress_arg, rows, total);
 }
 
 // The file of src that out names (a link or another path to it too), or NULL.

@@ -150,8 +150,9 @@ typedef struct {
     // excludes series_column).
     int series_per_file;
     // Called after each record batch with the rows read so far and the
-    // files' rows in all (may be NULL), on the calling thread.
-    void (*progress)(void *arg, uint64_t rows, uint64_t total);
+    // files' rows in all (may be NULL), on the calling thread. Nonzero
+    // stops the pack: SF_EINVAL, and no output appears.
+    int (*progress)(void *arg, uint64_t rows, uint64_t total);
     void *progress_arg;
 } sf_api_pack_sources;
 

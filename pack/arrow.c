@@ -1244,7 +1244,8 @@ static int convert(arrow *a) {
         b.release(&b);
         if (rc) return rc;
         a->st.batches++;
-        if (a->o->progress) a->o->progress(a->o->arg, a->rows, total);
+        if (a->o->progress && a->o->progress(a->o->arg, a->rows, total))
+            return fail(a, SF_EINVAL, "stopped by the progress callback after %" PRIu64 " rows", a->rows);
     }
     if (a->src_start && a->rows != total)
         return fail(a, SF_EFORMAT, "the stream ended after %" PRIu64 " rows; its %u file(s) hold %" PRIu64 " (a file "

@@ -450,8 +450,9 @@ typedef struct {
     // series_column).
     bool series_per_file;
     // Called after each record batch (with arg) with the rows read and the
-    // sources' rows in all (0 without sources); may be NULL.
-    void (*progress)(void *arg, uint64_t rows, uint64_t total);
+    // sources' rows in all (0 without sources); may be NULL. Nonzero stops
+    // the pack: SF_EINVAL, no output.
+    int (*progress)(void *arg, uint64_t rows, uint64_t total);
 } sf_arrow_pack_opts;
 
 typedef struct {

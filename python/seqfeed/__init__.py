@@ -616,7 +616,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     where it changes, else a warning); "" says the rows are one series. series_per_file (Parquet files
     only, --series-per-file): each file one series, named after the file without its extension. progress:
     None, or a callable(rows, total) called after each batch with the rows read and (Parquet) the files'
-    rows in all, else 0. The options mirror pack's: series_column (--series-column),
+    rows in all, else 0; an exception it raises stops the pack (no output) and is raised. The options mirror
+    pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
     (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
     chunk_rows (--chunk-rows), threads (--threads, None: one per core), memory_budget (--memory-budget, in

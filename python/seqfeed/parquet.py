@@ -10,7 +10,7 @@ import numpy as np
 from . import SeqfeedError, _Err, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
 
 _u32, _u64 = ctypes.c_uint32, ctypes.c_uint64
-_PROGRESS = ctypes.CFUNCTYPE(None, _vp, _u64, _u64)
+_PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _u64, _u64)
 
 
 class _Sources(ctypes.Structure):
@@ -104,14 +104,14 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
     """sf_api_pack_arrow_files: source (with __arrow_c_stream__) into out_b with the _PackOpts opts; files and
     rows (None: the stream's rows keep their index in it) the files the rows come from, in order, and each
     one's rows; progress(rows, total) after each batch."""
-    src = None
+    src, raised = None, []
     if files is not None or progress is not None or series_per_file:
         names = [os.fsencode(f) for f in files or []]
         src = _Sources(files=(ctypes.c_char_p * max(len(names), 1))(*names),
                        rows=(_u64 * max(len(names), 1))(*(rows or [])), nfiles=len(names),
                        series_per_file=int(bool(series_per_file)))
         if progress is not None:
-            src.progress = _PROGRESS(lambda arg, done, total: progress(done, total))
+            src.progress = _PROGRESS(lambda arg, done, total: _call(progress, raised, done, total))
     capsule = source.__arrow_c_stream__()
     ptr = _capsule_pointer(capsule, b"arrow_array_stream")
     report, err = _vp(), _Err()
@@ -121,4 +121,18 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
                                       ctypes.byref(src) if src is not None else None, ctypes.byref(report),
                                       ctypes.byref(err))
     del capsule
+    if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
+        _lib.sf_api_free(report)
+        raise raised[0]
     return _pack_report(rc, err, report, stacklevel=4)  # the warnings point at seqfeed.pack's caller
+
+
+def _call(progress, raised, done, total):
+    """progress(done, total) for the C packer: 1 (stop) once it raised, the exception kept for the caller (a
+    ctypes callback's exception would be printed and lost, the pack going on)."""
+    try:
+        progress(done, total)
+        return 0
+    except BaseException as e:  # KeyboardInterrupt too: Ctrl-C in a callback stops the pack
+        raised.append(e)
+        return 1

@@ -364,6 +364,21 @@ with seqfeed.Pack("sites.sfpack") as q:
     check(q.series == [("east", 0, 72), ("north", 72, 72), ("south", 144, 72)], "series per file: %s" % q.series)
 check(calls and calls[-1] == (216, 216) and all(t == 216 for _, t in calls) and
       all(a[0] < b[0] for a, b in zip(calls, calls[1:])), "progress calls: %s" % calls)
+# An exception in the progress callback stops the pack: it reaches the caller, and no output appears.
+class Stop(Exception):
+    pass
+
+
+def stop(rows, total):
+    raise Stop(rows)
+
+
+try:
+    seqfeed.pack("sites", "stopped.sfpack", series_per_file=True, progress=stop)
+    check(False, "a progress callback's exception was lost")
+except Stop:
+    pass
+check(not [f for f in os.listdir(".") if f.startswith("stopped")], "a stopped pack left %s" % os.listdir("."))
 p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "sites", "-o", "sites2.sfpack", "--series-per-file"],
                    capture_output=True, text=True, env=env)
 check(p.returncode == 0 and "packed 216 rows (3 series)" in p.stdout, "--series-per-file: %d %s %s" %
