@@ -2521,10 +2521,14 @@ static int convert(csv *c, const char *out) {
     rc = series_hint(c);  // before anything is written
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
-    bool parallel = c->o->pack.threads > 1;
-    // Committing is about as costly as parsing: where the main thread
-    // commits every record, it parses a smaller part (parse_parallel).
-    c->share = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat ? 32 : 16;
+    // A helper thread parses only where records are independent (no series
+    // column, categories or --missing fill): with them the main thread
+    // commits every record itself, and on two quiet cores the helper made
+    // a grouped time,site,value CSV 1.25x slower at twice the CPU
+    // (bench/pack_threads.sh, docs/BENCHMARKS.md).
+    bool independent = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
+    bool parallel = c->o->pack.threads > 1 && independent;
+    c->share = 32;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
         if (parallel && (rc = parse_parallel(c)) != 1) continue;

@@ -1101,11 +1101,9 @@ static void parallel_series_with(const char *what, bool interleaved, sf_csv_pack
     o.pack.threads = 2;
     int rc2 = sf_csv_pack(in_path, out, &o, &st2, &e2);
     CHECK(rc1 == 0 && rc2 == 0, "%s: pack failed: %s / %s", what, e1.msg, e2.msg);
-    CHECK(st1.rows_helper == 0, "%s: one thread has a helper", what);
-    // Only the records with a missing value are parsed again.
-    uint64_t raw = o.missing != SF_MISSING_ERROR ? st2.rows_helper / 101 + 1 : 0;
-    CHECK(st2.rows_helper > SITES * HOURS / 4 && st2.rows_helper_raw <= raw, "%s: the helper parsed %llu records, "
-          "%llu of them again", what, (unsigned long long)st2.rows_helper, (unsigned long long)st2.rows_helper_raw);
+    // With a series column the helper stays out (measured slower: csv.c).
+    CHECK(st1.rows_helper == 0 && st2.rows_helper == 0, "%s: the helper parsed %llu records", what,
+          (unsigned long long)st2.rows_helper);
     CHECK(st1.rows == st2.rows && st1.nseries == st2.nseries && st1.regrouped == interleaved &&
           st2.regrouped == interleaved && st1.values_filled == st2.values_filled, "%s: stats differ", what);
     FILE *a = fopen(one, "rb"), *b = fopen(out, "rb");
