@@ -244,6 +244,17 @@ class _Handle:
             self._close(ptr)
 
 
+def _described(fn, handle):
+    """The JSON a describe function of libseqfeed writes for handle (malloc'd, freed here), parsed."""
+    raw = fn(handle)
+    if not raw:
+        raise MemoryError
+    try:
+        return json.loads(ctypes.string_at(raw).decode("utf-8"))
+    finally:
+        _lib.sf_api_free(raw)
+
+
 class Pack:
     """An .sfpack file: its columns, statistics, series and time column.
     Reads may run in several threads at once; close() (or leaving a with
@@ -255,13 +266,7 @@ class Pack:
         _check(_lib.sf_api_pack_open(ctypes.byref(p), _path("path", path), ctypes.byref(err)), err)
         self._h = _Handle(p.value, _lib.sf_api_pack_close, "Pack %s" % os.fsdecode(path))
         with self._h as ptr:
-            raw = _lib.sf_api_pack_describe(ptr)
-        if not raw:
-            raise MemoryError
-        try:
-            info = json.loads(ctypes.string_at(raw).decode("utf-8"))
-        finally:
-            _lib.sf_api_free(raw)
+            info = _described(_lib.sf_api_pack_describe, ptr)
         self.path, self.rows, self.version = path, info["rows"], info["version"]
         self.columns = [c["name"] for c in info["columns"]]
         self.stats = {c["name"]: {k: c[k] for k in ("min", "max", "mean", "std")} for c in info["columns"]}

@@ -3,7 +3,6 @@ read, Parquet (files, or directories of them, read a row group at a time with py
 options; a CSV goes to the same packer as `seqfeed pack`. Exit status: 0, 1 for an error in the data or
 the system, 2 for a usage error (as `seqfeed pack`)."""
 import argparse
-import os
 import sys
 import time
 

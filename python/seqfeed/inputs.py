@@ -9,12 +9,11 @@ The windows are cut by libseqfeed, by the code `seqfeed predict` runs
 (sf_api_inputs_*), so the two cannot drift apart.
 """
 import ctypes
-import json
 import os
 
 import numpy as np
 
-from . import Pack, _Err, _bad, _check, _lib, _path
+from . import Pack, _Err, _bad, _check, _described, _lib, _path
 
 _vp, _u64 = ctypes.c_void_p, ctypes.c_uint64
 
@@ -79,13 +78,7 @@ def model_inputs(checkpoint, data, split=None):
     _check(_lib.sf_api_inputs_open(ctypes.byref(h), _path("checkpoint", checkpoint), _path("data", data),
                                    split.encode() if split else None, ctypes.byref(err)), err)
     try:
-        raw = _lib.sf_api_inputs_describe(h)
-        if not raw:
-            raise MemoryError
-        try:
-            info = json.loads(ctypes.string_at(raw).decode("utf-8"))
-        finally:
-            _lib.sf_api_free(raw)
+        info = _described(_lib.sf_api_inputs_describe, h)
         n, window, inputs, targets = info["windows"], info["window"], info["inputs"], info["targets"]
         x = np.empty((n, window, len(inputs)), dtype=np.float32)
         base = np.empty((n, len(targets)), dtype=np.float32)

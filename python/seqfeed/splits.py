@@ -10,12 +10,11 @@ and Dataset.unscale maps a model's outputs back to the data's units as
 `seqfeed predict` does.
 """
 import ctypes
-import json
 import os
 
 import numpy as np
 
-from . import _DatasetInfo, _DatasetOpts, _Err, _Handle, _check, _lib, _vp
+from . import _DatasetInfo, _DatasetOpts, _Err, _Handle, _check, _described, _lib, _vp
 
 _u32, _u64, _sz = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _lib.sf_valset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -41,13 +40,7 @@ def check_split(split, replicas):
 
 def describe(fn, handle):
     """The scaling JSON of an open handle (sf_dataset_describe or sf_valset_describe) as a Scaler."""
-    raw = fn(handle)
-    if not raw:
-        raise MemoryError
-    try:
-        return Scaler(json.loads(ctypes.string_at(raw).decode("utf-8")))
-    finally:
-        _lib.sf_api_free(raw)
+    return Scaler(_described(fn, handle))
 
 
 class Scaler:
