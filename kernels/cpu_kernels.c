@@ -274,9 +274,11 @@ SF_CLONES void sf_bf16_round(sf_bf16 *restrict out, const float *restrict x, siz
     }
 }
 
-void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur,
-                          const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U) {
-    size_t G = 4 * U;
+// A recurrent layer's bf16 forward up to its time loop, the LSTM's and the
+// GRU's alike: W and Ur rounded and packed (slots 0 and 1), x rounded into
+// q->x time-major (T,B,C), and gates (T,B,G) = b + x W for every step.
+static void bf16_project(float *gates, sf_bf16_layer *q, const float *x, const float *W, const float *Ur,
+                         const float *b, size_t B, size_t T, size_t C, size_t U, size_t G) {
     sf_bf16_round(q->W, W, C * G);
     sf_bf16_round(q->Ur, Ur, U * G);
     sf_matmul_pack(q->mm, q->slot, q->W, C, G, false, B * T);
@@ -285,6 +287,12 @@ void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, cons
         for (size_t t = 0; t < T; t++) sf_bf16_round(q->x + (t * B + bi) * C, x + (bi * T + t) * C, C);
     rows_fill(gates, b, B * T, G);
     sf_matmul_bf16_packed(q->mm, q->slot, gates, q->x, B * T, true);
+}
+
+void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur,
+                          const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U) {
+    size_t G = 4 * U;
+    bf16_project(gates, q, x, W, Ur, b, B, T, C, U, G);
     for (size_t t = 0; t < T; t++) {
         float *z = gates + t * B * G;  // (B,4U), time t
         if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 1, z, q->h + (t - 1) * B * U, B, true);
@@ -339,14 +347,7 @@ void sf_gru_forward_bf16(float *h, float *rh, float *gates, float *work, const f
     size_t G = 3 * U;
     float *rec = work, *zeros = rec + B * G;
     memset(zeros, 0, U * sizeof(float));
-    sf_bf16_round(q->W, W, C * G);
-    sf_bf16_round(q->Ur, Ur, U * G);
-    sf_matmul_pack(q->mm, q->slot, q->W, C, G, false, B * T);
-    sf_matmul_pack(q->mm, q->slot + 1, q->Ur, U, G, false, B);
-    for (size_t bi = 0; bi < B; bi++)
-        for (size_t t = 0; t < T; t++) sf_bf16_round(q->x + (t * B + bi) * C, x + (bi * T + t) * C, C);
-    rows_fill(gates, b, B * T, G);
-    sf_matmul_bf16_packed(q->mm, q->slot, gates, q->x, B * T, true);
+    bf16_project(gates, q, x, W, Ur, b, B, T, C, U, G);
     for (size_t t = 0; t < T; t++) {
         float *z = gates + t * B * G;  // (B,3U), time t
         rows_fill(rec, b + G, B, G);
