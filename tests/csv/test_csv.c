@@ -1012,6 +1012,17 @@ static size_t write_plain(size_t rows, bool long_values, size_t bad_row) {
 
 // Packs in_path with 1 and with 2 threads: same return code, same message,
 // byte-identical files.
+// The packs of one and two threads, byte for byte.
+static void check_same_file(const char *what, const char *one, const char *two) {
+    FILE *a = fopen(one, "rb"), *b = fopen(two, "rb");
+    int ca = 0, cb = 0;
+    long at = 0;
+    while (a && b && (ca = fgetc(a)) == (cb = fgetc(b)) && ca != EOF) at++;
+    CHECK(a && b && ca == EOF && cb == EOF, "%s: files differ at byte %ld", what, at);
+    if (a) fclose(a);
+    if (b) fclose(b);
+}
+
 static void same_with_threads(const char *what) {
     char one[sizeof out + 8];
     snprintf(one, sizeof one, "%s.one", out);
@@ -1029,13 +1040,7 @@ static void same_with_threads(const char *what) {
     if (at) memmove(at + strlen(out), at + strlen(one), strlen(at + strlen(one)) + 1);
     CHECK(strcmp(e1.msg, e2.msg) == 0, "%s: messages differ:\n  %s\n  %s", what, e1.msg, e2.msg);
     if (rc1 == 0 && rc2 == 0) {
-        FILE *a = fopen(one, "rb"), *b = fopen(out, "rb");
-        int ca = 0, cb = 0;
-        long at = 0;
-        while (a && b && (ca = fgetc(a)) == (cb = fgetc(b)) && ca != EOF) at++;
-        CHECK(a && b && ca == EOF && cb == EOF, "%s: files differ at byte %ld", what, at);
-        if (a) fclose(a);
-        if (b) fclose(b);
+        check_same_file(what, one, out);
     }
     unlink(one);
 }
@@ -1106,13 +1111,7 @@ static void parallel_series_with(const char *what, bool interleaved, sf_csv_pack
           (unsigned long long)st2.rows_helper);
     CHECK(st1.rows == st2.rows && st1.nseries == st2.nseries && st1.regrouped == interleaved &&
           st2.regrouped == interleaved && st1.values_filled == st2.values_filled, "%s: stats differ", what);
-    FILE *a = fopen(one, "rb"), *b = fopen(out, "rb");
-    int ca = 0, cb = 0;
-    long at = 0;
-    while (a && b && (ca = fgetc(a)) == (cb = fgetc(b)) && ca != EOF) at++;
-    CHECK(a && b && ca == EOF && cb == EOF, "%s: files differ at byte %ld", what, at);
-    if (a) fclose(a);
-    if (b) fclose(b);
+    check_same_file(what, one, out);
     unlink(one);
 }
 
