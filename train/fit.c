@@ -422,7 +422,8 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     sf_window_horizon_text(w, horizon, sizeof horizon);
     snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %s", w->length, w->stride,
              w->sampling_rate, horizon);
-    snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
+    snprintf(batch, sizeof batch, "%u (%u parts, up to %u per replica)", o->batch, sf_batch_parts(o->batch),
+             f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
@@ -621,8 +622,7 @@ static int open_data(fit *f, sf_err *e) {
                             &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
     if (!rc && !f->d.segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
-        sf_pipe_opts po = o->pipe;
-        po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
+        sf_pipe_opts po = sf_run_pipe_opts(o, &f->d, f->R, f->rank, f->nranks);
         f->pass_steps = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
         char why[512] = "";
         if (f->pass_steps == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
@@ -1038,10 +1038,17 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
-    if (o->batch == 0 || o->batch % f.G)
-        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is not divisible by %u replicas (each replica takes "
-                          "batch / replicas)", o->batch, f.G);
-    f.replica_batch = o->batch / f.G;
+    uint32_t parts = sf_batch_parts(o->batch);
+    if (o->batch == 0 || f.G > parts)
+        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
+                          "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
+                          "--replicas)", o->batch, parts, f.G, 8 * f.G);
+    // The replicas' shares differ when G does not divide the parts: each
+    // is opened for the largest.
+    for (uint32_t q = 0; q < f.G; q++) {
+        uint32_t share = sf_replica_windows(o->batch, parts, f.G, q);
+        if (share > f.replica_batch) f.replica_batch = share;
+    }
     int rc = open_data(&f, e);
     if (!rc && o->early_stop) rc = early_stop_needs_validation(&f, e);
     f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);
@@ -1058,7 +1065,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           .devices = o->devices, .precision = o->precision, .rnn_algo = o->rnn_algo,
                           .late_loss = o->late_loss, .cuda_graph = o->cuda_graph,
                           .overlap_reduce = o->overlap_reduce, .adam = adam,
-                          .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
+                          .stage_slots = f.po.slots,
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted,
                           .lr_schedule = f.lr};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);

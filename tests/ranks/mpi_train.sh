@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 5000 --feature-count 3 --series-count 2 -q || exit 1
 # Without --data, --epochs, --seed and --pool, which some runs give otherwise.
-base=(--features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense --window 12 --batch-size 16
+base=(--features f0,f1,f2 --targets f0,f2 --model lstm:16,dropout:0.2,lstm:8,dense --window 12 --batch-size 32
       --val-split 0.2)
 common=(--data s.sfpack "${base[@]}" --epochs 2 --seed 3 --pool 256 -q)
 verbose=("${common[@]:0:${#common[@]}-1}")  # without -q

@@ -66,6 +66,6 @@ grep -Eq "^batch size +32 \(32 per replica\): +[0-9.]+ samples/s, input wait +[0
 "$SEQFEED" bench train "${bench[@]}" --batch-size 4 --json >out 2>err || fail "bench train --json: $(cat err)"
 python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0' ||
     fail "bench train --json: $(cat out)"
-"$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 8 >out 2>err || fail "bench scaling: $(cat err)"
-grep -Eq "^2 +4 +[0-9.]+ +[0-9.]+x +[0-9]+%  [a-z-]+ \(input wait" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
+"$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 16 >out 2>err || fail "bench scaling: $(cat err)"
+grep -Eq "^2 +8 +[0-9.]+ +[0-9.]+x +[0-9]+%  [a-z-]+ \(input wait" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
 finish
