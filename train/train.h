@@ -142,9 +142,9 @@ bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta,
 // replicas; rank k's are global replicas k x R .. k x R + R - 1. Each step
 // the ranks agree on the global batch and on stopping (an end of data, a
 // non-finite loss, an interrupt) before anything changes, and sum the
-// gradients over all of them: after the local fixed-order sum, MPI's
-// in-place sum over ranks (CPU), or the backend's own sum across the job
-// (NCCL). An error on one rank stops that rank; its program ends the job.
+// gradients over all of them: in a fixed order, part by part of the global
+// batch, passed from rank to rank (CPU), or the backend's own sum across the
+// job (NCCL). An error on one rank stops that rank; its program ends the job.
 typedef struct {
     uint32_t replicas;        // this rank's
     uint32_t replica_batch, window;
@@ -166,6 +166,11 @@ typedef struct {
     atomic_int *interrupted;  // set by a signal handler to the signal's number, read every step into
                               // sf_step_info.interrupted (NULL: never)
     sf_lr_schedule lr_schedule;  // each step's lr (its lr: adam.lr); zeroed: adam.lr throughout
+    uint32_t global_batch, parts;  // the pipeline's global batch and its parts (sf_batch_parts): on a
+                              // backend with train_parts, a batch that says which parts it holds is
+                              // trained part by part, and the parts' gradients of every replica and
+                              // rank are summed in the global batch's order, so that the weights do
+                              // not depend on the replicas or ranks (0: batches as given)
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
