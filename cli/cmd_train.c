@@ -313,28 +313,26 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     // The numbers, as the checkpoint keeps them (text, to compare and to say).
     const sf_window_spec *w = &ck->window;
     const cli_opt nums[] = {OPT_WINDOW, OPT_STRIDE,      OPT_SAMPLING_RATE, OPT_HORIZON, OPT_BATCH_SIZE,
-                            OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,    OPT_LANES,
+                            OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,
                             OPT_BLOCK_CHUNKS, OPT_MAX_GAP, OPT_NORM,        OPT_LR_SCALING, OPT_TARGET};
     const double ck_values[] = {w->length, w->stride, w->sampling_rate, w->horizon, ck->batch, (double)ck->seed,
-                                ck->val_split, (float)ck->lr, (double)ck->pool, ck->lanes, ck->block_chunks,
-                                ck->max_gap};
+                                ck->val_split, (float)ck->lr, (double)ck->pool, ck->block_chunks, ck->max_gap};
     sf_fit_opts mine = *o;
     const double my_values[] = {mine.pipe.window.length, mine.pipe.window.stride, mine.pipe.window.sampling_rate,
                                 mine.pipe.window.horizon, mine.batch, (double)mine.seed, mine.val_split,
-                                (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.lanes, mine.pipe.block_chunks,
-                                mine.max_gap};
+                                (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.block_chunks, mine.max_gap};
     const char *ck_choices[] = {sf_norm_name(ck->norm), ck->lr_scaling, ck->target_change ? "change" : "value"};
     const char *my_choices[] = {sf_norm_name(mine.norm), mine.lr_linear ? "linear" : "none",
                                 mine.target_change ? "change" : "value"};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
         if (!v[nums[k]].set) continue;
-        if (k < 12) {  // as they were given: the learning rate in float32's digits, the gap in seconds
+        if (k < 11) {  // as they were given: the learning rate in float32's digits, the gap in seconds
             const char *fmt = nums[k] == OPT_LR ? "%.7g" : nums[k] == OPT_MAX_GAP ? "%gs" : "%.9g";
             snprintf(given, sizeof given, fmt, my_values[k]);
             snprintf(theirs, sizeof theirs, fmt, ck_values[k]);
         } else {
-            snprintf(given, sizeof given, "%s", my_choices[k - 12]);
-            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 12]);
+            snprintf(given, sizeof given, "%s", my_choices[k - 11]);
+            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 11]);
         }
         if ((rc = differs(nums[k], given, theirs, path))) return rc;
     }
@@ -344,7 +342,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         if ((rc = differs(OPT_HORIZON, given, theirs, path))) return rc;
     }
     o->pipe.window = ck->window, o->batch = ck->batch, o->seed = ck->seed, o->val_split = ck->val_split;
-    o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool, o->pipe.lanes = ck->lanes;
+    o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool;
+    if (!v[OPT_LANES].set) o->pipe.lanes = ck->lanes;  // lanes change no batch: --lanes may differ
     o->pipe.block_chunks = ck->block_chunks, o->max_gap = ck->max_gap, o->norm = ck->norm;
     o->lr_linear = !strcmp(ck->lr_scaling, "linear"), o->target_change = ck->target_change;
     if (!v[OPT_EPOCHS].set) o->epochs = ck->epochs;  // --epochs may go on further

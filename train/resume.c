@@ -85,7 +85,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->scoped_target_mean = cols->scoped_target_mean;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
-    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
+    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->parts = sf_batch_parts(o->batch), c->data_fingerprint = in->fingerprint;
     c->max_gap = o->max_gap;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
@@ -146,7 +146,6 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
                        : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
                        : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"
-                       : c->lanes != r->lanes              ? "--lanes"
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
@@ -247,7 +246,7 @@ typedef struct {
     int64_t found, adam;
     uint64_t epoch, epoch_step, step, epoch_samples;
     double epoch_loss, epoch_wait, epoch_seconds;
-    uint32_t replicas;
+    uint32_t parts;
     uint64_t best_epoch, since_improved;  // the validation record
     double best_val_loss, improved_val_loss;
     uint64_t lr_total_steps, plateau_wait;
@@ -271,7 +270,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
         if (read) h.rc = check_resume(&old, run, latest, e);
         if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
         h.found = read, h.adam = read && old.m && old.v;
-        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
+        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.parts = old.parts;
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
         h.epoch_seconds = old.epoch_seconds;
         h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
@@ -298,13 +297,15 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
                              .plateau = {.scale = h.lr_scale, .best = h.plateau_best,
                                          .wait = h.plateau_wait}};
-        // Other replica counts share an epoch's windows out otherwise: the
-        // interrupted epoch's position has no meaning, so it starts again.
-        if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {
+        // The position is one in the sequence of global batches, the same
+        // for any replicas and ranks; a checkpoint from before the batch had
+        // parts stands in a sequence this run cannot give again, so the
+        // interrupted epoch starts again.
+        if (!rc && h.parts != run->parts && st->epoch_step > 0) {
             if (talk)
-                fprintf(stderr, "resume: the checkpoint was written by %u replicas and this run has %u: epoch %llu "
-                        "starts again from its beginning (weights, Adam state and step count carry on)\n", h.replicas,
-                        run->replicas, (unsigned long long)st->epoch + 1);
+                fprintf(stderr, "resume: the checkpoint is from before the global batch was cut into parts (an "
+                        "older seqfeed, whose batches depended on the replicas): epoch %llu starts again from its "
+                        "beginning (weights, Adam state and step count carry on)\n", (unsigned long long)st->epoch + 1);
             st->epoch_step = 0, st->loss_sum = 0, st->samples = 0, st->wait = 0, st->seconds = 0;
         }
     } else if (!rc) {

@@ -2,8 +2,10 @@
 # Elastic runs (issue 29): the global batches and the sum of their parts'
 # gradients do not depend on the replicas or the ranks, so the weights after
 # N steps are the same bit for bit on 1, 2, 3 and 4 CPU replicas and on 2 MPI
-# ranks (dropout included: its masks follow the global batch's rows). The
-# ranks' part skips without Open MPI.
+# ranks (dropout included: its masks follow the global batch's rows); a
+# checkpoint records its place in that sequence, so a run written by 4
+# replicas resumes on 1, and one written by 1 resumes on 2 ranks, ending as
+# the run never interrupted. The ranks' part skips without Open MPI.
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}"
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../lib.sh"
@@ -21,6 +23,26 @@ for R in 1 2 3 4; do
         fail "$R replicas trained other weights than 1"
 done
 grep -q "^2," r1.csv || fail "the reference run logged no second epoch: $(cat r1.csv)"
+# The run on 4 replicas, stopped inside its first epoch, resumed on 1.
+run 0 train "${args[@]}" --replicas 4 --checkpoint-dir k4 --max-steps 11
+run 0 train --checkpoint-dir k4 --resume --replicas 1 -q
+same r1/latest.safetensors k4/latest.safetensors 0 || fail "4 replicas resumed on 1 differ from the run never stopped"
+# A checkpoint from before parts (no batch_parts): its weights go on, and
+# the epoch it stopped inside starts again, saying so.
+run 0 train "${args[@]}" --replicas 2 --checkpoint-dir k2 --max-steps 5
+python3 - k2/latest.safetensors old.safetensors <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+del h["__metadata__"]["batch_parts"]
+t = json.dumps(h, separators=(",", ":")).encode()
+t += b" " * (-len(t) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+PY
+mkdir old && cp old.safetensors old/latest.safetensors
+run 0 train --checkpoint-dir old --resume --replicas 2 --epochs 1
+expect err "^resume: the checkpoint is from before the global batch was cut into parts \(an older seqfeed, whose batches depended on the replicas\): epoch 1 starts again from its beginning"
 cut -d, -f1,2 r1.csv >want.csv
 cut -d, -f1,2 r4.csv >got.csv
 cmp -s want.csv got.csv || fail "the losses of 4 replicas differ from 1's: $(paste -d' ' want.csv got.csv)"
@@ -39,4 +61,9 @@ same r1/latest.safetensors m2/latest.safetensors 0 || fail "2 ranks trained othe
 mpi 2 train "${args[@]}" --replicas 2 --checkpoint-dir m22 --overlap-reduce off
 [ "$rc" = 0 ] || fail "2 ranks x 2: exit $rc: $(cat err)"
 same r1/latest.safetensors m22/latest.safetensors 0 || fail "2 ranks x 2 replicas trained other weights than 1"
+# 1 replica stopped inside its first epoch, resumed on 2 ranks.
+run 0 train "${args[@]}" --replicas 1 --checkpoint-dir k1 --max-steps 13
+mpi 2 train --checkpoint-dir k1 --resume --replicas 1 -q
+[ "$rc" = 0 ] || fail "resumed on 2 ranks: exit $rc: $(cat err)"
+same r1/latest.safetensors k1/latest.safetensors 0 || fail "1 replica resumed on 2 ranks differs from the run never stopped"
 finish
