@@ -97,8 +97,9 @@ typedef struct {
     uint64_t epochs;                   // --epochs, 1 to 2^63 - 1
     double val_split;                  // --val-split, from 0 to below 1
     double max_gap;                    // --max-gap in seconds, above 0 and finite (0: no limit)
-    uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
-    uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
+    uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it, at most its parts
+    uint32_t replica;                  // 0 to replicas - 1: this replica's share, its parts of each global
+                                       // batch as train's (batch / replicas windows when replicas divide them)
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)

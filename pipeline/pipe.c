@@ -867,7 +867,9 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
     uint64_t chunk_raw = chunk_rows * in->ncols * 4, blocks = (nchunks + per - 1) / per;
     uint64_t in_flight = o->io.depth < blocks ? o->io.depth : blocks;
     uint64_t decoding = o->decoders < nchunks ? o->decoders : nchunks;
-    uint64_t part_blocks = blocks / G + 2, prefetch = part_prefetch(o, &z);
+    // A part's stretch of the file: its share of the blocks and the two it
+    // shares with its neighbours, never more than the file has.
+    uint64_t part_blocks = blocks / G + 2 < blocks ? blocks / G + 2 : blocks, prefetch = part_prefetch(o, &z);
     uint64_t queued = prefetch < part_blocks ? prefetch : part_blocks;
     // A block's task loads its rows and, re-reading both seams, up to a
     // window span on either side.
