@@ -133,8 +133,15 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t at = sizeof meta / sizeof *meta - 29;
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                          NULL, NULL, NULL, NULL};  // and the future features'
+    size_t at = sizeof meta / sizeof *meta - 33;
+    char future_inputs[16];
+    snprintf(future_inputs, sizeof future_inputs, "%u", c->future_inputs);
+    if (c->future_inputs) {  // only then: older versions read what they wrote
+        const char *future[] = {"future_features", c->future_features, "future_inputs", future_inputs};
+        memcpy(meta + at, future, sizeof future), at += sizeof future / sizeof *future;
+    }
     if (c->nscoped) {  // where the keys before end (the schedule's and the best's follow)
         const char *scope[] = {"norm_scope", "series", "norm_series", scoped};
         memcpy(meta + at, scope, sizeof scope), at += sizeof scope / sizeof *scope;
@@ -459,6 +466,15 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
+    if (!rc && sf_st_meta(s, "future_features")) {
+        uint64_t k = 0;
+        rc = meta_text(s, path, "future_features", c->future_features, sizeof c->future_features, e);
+        if (!rc) rc = meta_u64(s, path, "future_inputs", &k, e);
+        if (!rc && (k == 0 || k > 65536 || names(c->future_features) == 0 || names(c->future_features) > k))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'future_inputs' is %llu for future features '%s' (a damaged "
+                            "or edited checkpoint)", path, (unsigned long long)k, c->future_features);
+        c->future_inputs = (uint32_t)k;
+    }
     const char *target = sf_st_meta(s, "target");  // "value" before it was kept
     if (!rc && target && strcmp(target, "value") && strcmp(target, "change"))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'target' is '%s', expected value or change", path, target);
@@ -545,6 +561,9 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', categories '%s', time "
                             "features '%s' and targets '%s'", path, c->inputs, c->outputs, c->features,
                             c->categories, c->time_features, c->targets);
+        else if (c->future_inputs > c->inputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: %u future inputs of %u inputs (a damaged or edited checkpoint)", path,
+                            c->future_inputs, c->inputs);
         else if (has_twice(c->features) || has_twice(c->targets))
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);
@@ -552,7 +571,8 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = run_record(path, c, e);
     if (!rc) {
         sf_err inner = {0};
-        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)))
+        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)) ||
+            (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window), &inner)))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

@@ -37,6 +37,12 @@ enum { SF_MODEL_MAX_LAYERS = 32 };
 typedef struct {
     sf_layer layer[SF_MODEL_MAX_LAYERS];
     uint32_t nlayers, inputs, outputs;
+    // Covariates (--future-features): `extra` values per window beside its
+    // rows, concatenated after the window's (window, inputs) values in x and
+    // with the output of the layer before the head, layer `head` (the first
+    // dense layer: the last recurrent layer's output, after its dropout),
+    // whose kernel has those rows too. The recurrent layers never see them.
+    uint32_t extra, head;
     size_t nparams;
 } sf_model;
 
@@ -50,6 +56,13 @@ typedef struct {
 // outputs. Returns 0, or SF_EINVAL with a message that starts "--model:"
 // and names the item. spec is borrowed; *m holds no pointers.
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e);
+// Gives the head `extra` more inputs (sf_model's comment) and lays the
+// parameters out again; 0 or SF_EINVAL.
+int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e);
+// The floats of one window's input: (window, inputs) and the extra.
+static inline size_t sf_model_x_len(const sf_model *m, uint32_t window) {
+    return (size_t)window * m->inputs + m->extra;
+}
 // The model as text that sf_model_parse reads back (all widths spelled out),
 // into buf (len bytes, NUL-terminated, cut short when too small).
 void sf_model_format(const sf_model *m, char *buf, size_t len);

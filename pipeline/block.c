@@ -174,6 +174,68 @@ void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     for (uint32_t k = 0; k < c->ntime; k++) sf_list_append(buf, cap, &len, sf_time_feature_name(c->time[k]));
 }
 
+// The name input j of c stands for: its column's, or its time feature's.
+static const char *input_name(const sf_columns *c, const sf_pack_info *in, uint32_t j) {
+    if (c->features[j] != SF_COLUMN_TIME) return in->col_names[c->features[j]];
+    uint32_t first = c->nfeatures - 2 * c->ntime;
+    return sf_time_feature_name(c->time[(j - first) / 2]);
+}
+
+int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e) {
+    free(c->future);
+    c->future = NULL, c->nfuture = 0;
+    if (!list || !*list) return 0;
+    if (!(c->future = malloc(c->nfeatures * sizeof *c->future + 1))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    char name[4096];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features '%s': expected names separated by commas", list);
+        uint32_t col = 0;
+        while (col < info->ncols && strcmp(info->col_names[col], name)) col++;
+        for (uint32_t k = 0; k < c->ntargets; k++)
+            if (c->targets[k] == col)
+                return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is a target, and its value at the "
+                                  "target rows is what the model predicts (hint: a column known in advance that is "
+                                  "no --targets)", name, name);
+        if (info->time_column[0] && !strcmp(info->time_column, name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is the time column, no input; its "
+                              "calendar at the target rows comes as a time feature (hint: --time-features hour and "
+                              "--future-features hour)", name, name);
+        if (info->series_column[0] && !strcmp(info->series_column, name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is the series column, no input (it "
+                              "names the series a row belongs to)", name, name);
+        uint32_t found = 0;
+        for (uint32_t j = 0; j < c->nfeatures; j++) {
+            if (strcmp(input_name(c, info, j), name)) continue;
+            for (uint32_t k = 0; k < c->nfuture; k++)
+                if (c->future[k] == j)
+                    return sf_err_set(e, SF_EUSAGE, "--future-features: \"%s\" is named twice", name);
+            c->future[c->nfuture++] = j, found++;
+        }
+        if (found) continue;
+        char inputs[512] = "";
+        size_t n = 0;
+        for (uint32_t j = 0; j < c->nfeatures && n < sizeof inputs - 4; j++)
+            if (!j || strcmp(input_name(c, info, j), input_name(c, info, j - 1)))
+                n += (size_t)snprintf(inputs + n, sizeof inputs - n, "%s%s", j ? ", " : "", input_name(c, info, j));
+        return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is %s of the window's inputs, which a future "
+                          "feature also is (its past values): %s (hint: add it to --features or --time-features)",
+                          name, name, col < info->ncols ? "a column but none" : "none", inputs);
+    }
+    return 0;
+}
+
+int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t k = 0; k < c->nfuture; k++) {
+        const char *name = input_name(c, info, c->future[k]);
+        if (k && !strcmp(name, input_name(c, info, c->future[k - 1]))) continue;  // a categorical or time feature once
+        if (sf_list_append(buf, cap, &len, name)) return SF_ERANGE;
+    }
+    return 0;
+}
+
 void sf_columns_free(sf_columns *c) {
     free(c->features);
     free(c->targets);
@@ -184,6 +246,7 @@ void sf_columns_free(sf_columns *c) {
     free(c->target_mean);
     free(c->codes);
     free(c->change_from);
+    free(c->future);
     free(c->scoped_feature_scale), free(c->scoped_feature_offset);
     free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
     *c = (sf_columns){0};

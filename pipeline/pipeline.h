@@ -167,6 +167,10 @@ typedef struct {
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
     uint32_t ntime;               // time features, computed from the file's time column
     enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
+    // --future-features: the inputs (indices into features) whose values at
+    // every target row of a window are inputs too, after its rows
+    // (sf_window_x_len); nfuture 0: none.
+    uint32_t nfuture, *future;
     enum sf_time_kind time_kind;  // the file's, to read its times
     // Targets pack imputed (--missing ffill, sf_pack_info.imputed) come out
     // as NaN in y instead of the filled-in value, so that scoring leaves
@@ -236,6 +240,17 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
 int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
+// --future-features: the inputs of list's names ("holiday,hour"), each a
+// feature column of c (a categorical one: its every input) or a time
+// feature of c, are also read at every target row of a window (values known
+// in advance, such as a holiday flag or a schedule). SF_EUSAGE, naming the
+// name and --future-features, for a name that is no feature, a target (its
+// value there is the answer), the time column or a series column, or one
+// named twice. Call it after sf_columns_add_time.
+int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// The names of c's future features as a list ("holiday,hour") into buf,
+// "" for none; SF_ERANGE when they do not fit cap bytes.
+int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the
 // window's last row (scaled alike, so the change's loss is the value's): a
 // model that predicts 0 is persistence. SF_EUSAGE naming a target that is
@@ -303,8 +318,14 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
 
 // ---- windows ----
 
-// Window id's values: x is (length, nfeatures), y is (steps, ntargets). The block
-// must hold the window's rows.
+// The floats of one window's inputs: its rows (length, nfeatures), then
+// the future features at its target rows (steps, nfuture): every x below
+// holds windows of this many floats.
+size_t sf_window_x_len(const sf_window_spec *w, const sf_columns *cols);
+// Window id's values: x is (length, nfeatures) and (steps, nfuture), y is
+// (steps, ntargets). The block must hold the window's rows. No other value
+// of a target row is read: only the declared future features are known
+// before their time.
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 

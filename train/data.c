@@ -101,7 +101,8 @@ int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     if ((rc = sf_columns_create(&d->cols, in, o->features, o->targets, NULL, o->norm, e)) ||
         (rc = sf_columns_add_time(&d->cols, in, o->time_features, e)) ||
-        (rc = sf_columns_check_time(&d->cols, in, e))) {
+        (rc = sf_columns_check_time(&d->cols, in, e)) ||
+        (rc = sf_columns_future(&d->cols, in, o->future_features, e))) {
         sf_err inner = *e;
         return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
     }
