@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Writes tests/ref/ref_covar.safetensors, the covariates' reference for tests/backend/test_ref.c.
+
+A model with covariates: --future-features' values at every target step
+(and, as the same extra inputs, any other per-window vector) concatenated
+with the last recurrent layer's output (after its dropout) before the first
+Dense, as Keras' functional model has it:
+
+    rows (B, T, C) -> LSTM -> Dropout -> GRU ─┐
+    extra (B, A) ─────────────────────────────┴> Concatenate -> Dense -> Dense
+
+x is (B, T x C + A) per window, the rows then the extra, as seqfeed's
+batches hold them (pipeline.h, sf_window_x_len). The first Dense's kernel
+is (U + A, units): the recurrent output's rows, then the extra's. Random
+float32 weights in Keras' layout, and in float64 the predictions, MSE loss,
+every gradient and 5 steps of Keras' Adam (gen_lstm_ref.py's run):
+  - unprefixed: torch.nn.LSTM and torch.nn.GRU and torch.cat;
+  - "bf16/": seqfeed's bf16 definition (gen_bf16_ref.py's Matmul), the
+    head's concatenated input rounded as any product's operand.
+
+usage: python3 tests/ref/gen_covar_ref.py [outdir]   (needs torch and numpy)
+The fixture is committed; CI does not run this script.
+"""
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_bf16_ref import Matmul, lstm  # noqa: E402
+from gen_gru_ref import gru_torch, gru_written, parse, weights  # noqa: E402
+from gen_lstm_ref import STEPS, run, write_safetensors  # noqa: E402
+import gen_lstm_ref  # noqa: E402
+
+# 3 steps ahead of 2 targets (the last Dense's 6 units), 2 future inputs a
+# step: 6 extra values per window.
+NAME, SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, EXTRA, SEED = \
+    "ref_covar", "lstm:12,dropout:0.2,gru:10,dense:8,dense", 3, 6, 5, 7, 6, 5
+
+
+def forward(layers, head, p, x, mm):
+    """mm None: torch's layers; else the recurrent layers written out and
+    every product through mm."""
+    B = x.shape[0]
+    h = x[:, :WINDOW * INPUTS].reshape(B, WINDOW, INPUTS)
+    extra = x[:, WINDOW * INPUTS:]
+    for i, l in enumerate(layers):
+        n = l["name"]
+        if i == head:
+            h = torch.cat([h, extra], dim=1)
+        if l["kind"] in ("lstm", "gru"):
+            args = (p[n + "/kernel"], p[n + "/recurrent_kernel"], p[n + "/bias"])
+            if mm is None and l["kind"] == "lstm":
+                out = gen_lstm_ref.forward([dict(l, seq=True)], p, h)
+            elif mm is None:
+                out = gru_torch(h, *args)
+            else:
+                out = lstm(h, *args, mm) if l["kind"] == "lstm" else gru_written(h, *args, mm)
+            h = out if l["seq"] else out[:, -1, :]
+        elif l["kind"] == "dense":
+            h = (h @ p[n + "/kernel"] if mm is None else mm(h, p[n + "/kernel"])) + p[n + "/bias"]
+    return h
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    rng = np.random.default_rng(SEED)
+    layers = parse(SPEC, INPUTS, OUTPUTS)
+    last = max(i for i, l in enumerate(layers) if l["kind"] in ("lstm", "gru"))
+    head = next(i for i, l in enumerate(layers) if i > last and l["kind"] == "dense")
+    layers[head]["inp"] += EXTRA
+    w32 = weights(layers, rng)
+    x = rng.standard_normal((BATCH, WINDOW * INPUTS + EXTRA)).astype(np.float32)
+    y = rng.standard_normal((BATCH, OUTPUTS)).astype(np.float32)
+    out = {"x": x, "y": y}
+    out.update(w32)
+    losses = run(lambda p, xt: forward(layers, head, p, xt, None), w32, x, y, out)
+    # The extra's gradient path: without it the loss must change (it is read).
+    with torch.no_grad():
+        p = {k: torch.tensor(v, dtype=torch.float64) for k, v in w32.items()}
+        xt = torch.tensor(x, dtype=torch.float64)
+        moved = xt.clone()
+        moved[:, WINDOW * INPUTS:] += 1
+        assert not torch.allclose(forward(layers, head, p, xt, None), forward(layers, head, p, moved, None))
+    bf = run(lambda p, xt: forward(layers, head, p, xt, Matmul.apply), w32, x, y, out, "bf16/")
+    meta = {"model": SPEC, "inputs": str(INPUTS), "outputs": str(OUTPUTS), "batch": str(BATCH), "window": str(WINDOW),
+            "extra": str(EXTRA), "steps": str(STEPS), "generator": "tests/ref/gen_covar_ref.py",
+            "torch": torch.__version__}
+    path = os.path.join(outdir, NAME + ".safetensors")
+    write_safetensors(path, out, meta)
+    print(f"{path}: loss {losses[0]:.6f} -> {losses[-1]:.6f}; bf16 {bf[0]:.6f} -> {bf[-1]:.6f}")
+
+
+if __name__ == "__main__":
+    main()
