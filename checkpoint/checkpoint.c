@@ -136,8 +136,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL};  // and the future features'
     size_t at = sizeof meta / sizeof *meta - 33;
-    char future_inputs[16];
-    snprintf(future_inputs, sizeof future_inputs, "%u", c->future_inputs);
+    char future_inputs[SF_MAX_FUTURE_INPUTS * 11 + 1] = "";
+    for (uint32_t k = 0, n = 0; k < c->future_inputs; k++)
+        n += (uint32_t)snprintf(future_inputs + n, sizeof future_inputs - n, "%s%u", k ? "," : "", c->future[k]);
     if (c->future_inputs) {  // only then: older versions read what they wrote
         const char *future[] = {"future_features", c->future_features, "future_inputs", future_inputs};
         memcpy(meta + at, future, sizeof future), at += sizeof future / sizeof *future;
@@ -467,13 +468,22 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
     if (!rc && sf_st_meta(s, "future_features")) {
-        uint64_t k = 0;
         rc = meta_text(s, path, "future_features", c->future_features, sizeof c->future_features, e);
-        if (!rc) rc = meta_u64(s, path, "future_inputs", &k, e);
-        if (!rc && (k == 0 || k > 65536 || names(c->future_features) == 0 || names(c->future_features) > k))
-            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'future_inputs' is %llu for future features '%s' (a damaged "
-                            "or edited checkpoint)", path, (unsigned long long)k, c->future_features);
-        c->future_inputs = (uint32_t)k;
+        const char *at = rc ? NULL : sf_st_meta(s, "future_inputs");
+        bool ok = at && *at && names(c->future_features) != 0 && names(c->future_features) != UINT32_MAX;
+        for (c->future_inputs = 0; ok && *at; c->future_inputs++) {  // ascending input indices, comma separated
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(at, &end, 10);
+            ok = end != at && !errno && *at != '-' && (*end == ',' || !*end) && c->future_inputs < SF_MAX_FUTURE_INPUTS &&
+                 v < UINT32_MAX && (!c->future_inputs || v > c->future[c->future_inputs - 1]);
+            if (ok) c->future[c->future_inputs] = (uint32_t)v, at = *end ? end + 1 : end;
+        }
+        if (!rc && (!ok || names(c->future_features) > c->future_inputs))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'future_inputs' is '%s' for future features '%s', expected "
+                            "their ascending input indices (a damaged or edited checkpoint)", path,
+                            sf_st_meta(s, "future_inputs") ? sf_st_meta(s, "future_inputs") : "missing",
+                            c->future_features);
     }
     const char *target = sf_st_meta(s, "target");  // "value" before it was kept
     if (!rc && target && strcmp(target, "value") && strcmp(target, "change"))
@@ -561,9 +571,9 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', categories '%s', time "
                             "features '%s' and targets '%s'", path, c->inputs, c->outputs, c->features,
                             c->categories, c->time_features, c->targets);
-        else if (c->future_inputs > c->inputs)
-            rc = sf_err_set(e, SF_EFORMAT, "%s: %u future inputs of %u inputs (a damaged or edited checkpoint)", path,
-                            c->future_inputs, c->inputs);
+        else if (c->future_inputs && c->future[c->future_inputs - 1] >= c->inputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: future input %u of %u inputs (a damaged or edited checkpoint)", path,
+                            c->future[c->future_inputs - 1], c->inputs);
         else if (has_twice(c->features) || has_twice(c->targets))
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);

@@ -100,10 +100,12 @@ typedef struct {
     double max_gap;                // seconds: windows do not span a larger step (0: none)
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // --future-features: the features (of features and time_features) also
-    // read at every target row, and their inputs per step: the model's extra
-    // inputs are steps x future_inputs ("", 0: none; older checkpoints)
+    // read at every target row, and their inputs (indices into the inputs,
+    // sf_columns.future): the model's extra inputs are steps x future_inputs
+    // ("", 0: none; older checkpoints). Kept as the metadata future_features
+    // and future_inputs (the indices as a list).
     char future_features[4096];
-    uint32_t future_inputs;
+    uint32_t future_inputs, future[SF_MAX_FUTURE_INPUTS];
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
     char categories[SF_PACK_MAX_CATEGORY_LIST + 1];

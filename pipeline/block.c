@@ -212,6 +212,9 @@ int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list,
                     return sf_err_set(e, SF_EUSAGE, "--future-features: \"%s\" is named twice", name);
             c->future[c->nfuture++] = j, found++;
         }
+        if (c->nfuture > SF_MAX_FUTURE_INPUTS)
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: %u inputs, more than the %u a model takes (a "
+                              "categorical column is one a value)", list, c->nfuture, SF_MAX_FUTURE_INPUTS);
         if (found) continue;
         char inputs[512] = "";
         size_t n = 0;
@@ -222,6 +225,13 @@ int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list,
                           "feature also is (its past values): %s (hint: add it to --features or --time-features)",
                           name, name, col < info->ncols ? "a column but none" : "none", inputs);
     }
+    // In the inputs' order, whatever the list's: a model's future values are
+    // the same whichever way its features were named.
+    for (uint32_t k = 1; k < c->nfuture; k++)
+        for (uint32_t i = k; i > 0 && c->future[i - 1] > c->future[i]; i--) {
+            uint32_t t = c->future[i];
+            c->future[i] = c->future[i - 1], c->future[i - 1] = t;
+        }
     return 0;
 }
 

@@ -240,13 +240,16 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
 int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
-// --future-features: the inputs of list's names ("holiday,hour"), each a
+// --future-features: the inputs of list's names ("holiday,hour"), in the
+// inputs' order whatever the list's, each a
 // feature column of c (a categorical one: its every input) or a time
 // feature of c, are also read at every target row of a window (values known
 // in advance, such as a holiday flag or a schedule). SF_EUSAGE, naming the
 // name and --future-features, for a name that is no feature, a target (its
 // value there is the answer), the time column or a series column, or one
-// named twice. Call it after sf_columns_add_time.
+// named twice, or more than SF_MAX_FUTURE_INPUTS inputs. Call it after
+// sf_columns_add_time.
+#define SF_MAX_FUTURE_INPUTS 1024u
 int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
 // The names of c's future features as a list ("holiday,hour") into buf,
 // "" for none; SF_ERANGE when they do not fit cap bytes.

@@ -69,8 +69,8 @@ assert b < 0.5 * a, (a, b)
 PY
 [ "$(meta with/latest.safetensors future_features)" = "promo,hour" ] ||
     fail "future_features: $(meta with/latest.safetensors future_features)"
-# promo one input, hour its sine and cosine: 3 a step.
-[ "$(meta with/latest.safetensors future_inputs)" = "3" ] || fail "future_inputs: $(meta with/latest.safetensors future_inputs)"
+# promo one input (the first), hour its sine and cosine (after the columns).
+[ "$(meta with/latest.safetensors future_inputs)" = "0,3,4" ] || fail "future_inputs: $(meta with/latest.safetensors future_inputs)"
 meta without/latest.safetensors future_features >/dev/null && fail "a run without future features kept the key"
 run 0 evaluate --checkpoint with --data f.sfpack -q
 
