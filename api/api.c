@@ -537,7 +537,7 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
         double windows = (double)sf_plan_windows(in->d.plan);
-        double bytes = windows * ((double)in->ck.window.length * c->nfeatures * 4 + c->ntargets * 4.0 + 36);
+        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);
         uint64_t have = sf_machine_memory();
         if (have && bytes > (double)have)
             rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "
@@ -572,6 +572,27 @@ static void category_value(const char *categories, const char *name, uint32_t nt
     free(group), free(value);
 }
 
+// Input k's name: its column, COLUMN=VALUE for a category's input (they are
+// consecutive), FEATURE_sin or FEATURE_cos for a time feature's (after the
+// columns, sin then cos of each in turn).
+static void input_label(const sf_api_inputs *in, uint32_t k, char *name, size_t size) {
+    const sf_columns *c = &in->d.cols;
+    const sf_pack_info *info = sf_pack_get_info(in->d.pack);
+    if (c->features[k] == SF_COLUMN_TIME) {
+        uint32_t time = k - (c->nfeatures - 2 * c->ntime);
+        snprintf(name, size, "%s_%s", sf_time_feature_name(c->time[time / 2]), time % 2 ? "cos" : "sin");
+    } else if (c->codes[k] == SF_CODE_NONE) {
+        snprintf(name, size, "%s", info->col_names[c->features[k]]);
+    } else {
+        uint32_t nth = 0;
+        while (nth < k && c->features[k - nth - 1] == c->features[k]) nth++;
+        const char *col = info->col_names[c->features[k]];
+        char value[SF_PACK_MAX_CATEGORY_LIST + 1];
+        category_value(in->ck.categories, col, nth, value, sizeof value);
+        snprintf(name, size, "%s=%s", col, value);
+    }
+}
+
 char *sf_api_inputs_describe(const sf_api_inputs *in) {
     if (!in) return NULL;
     const sf_columns *c = &in->d.cols;
@@ -579,23 +600,17 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
     sf_text t = {0};
     sf_text_put(&t, "{\"checkpoint\": ");
     put_string(&t, in->path);
-    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"inputs\": [", sf_plan_windows(in->d.plan),
-                in->ck.window.length);
-    uint32_t time = 0, nth = 0;
+    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"steps\": %u, \"inputs\": [",
+                sf_plan_windows(in->d.plan), in->ck.window.length, sf_window_steps(&in->ck.window));
+    char name[SF_PACK_MAX_CATEGORY_LIST + 64];
     for (uint32_t k = 0; k < c->nfeatures; k++) {
-        char name[SF_PACK_MAX_CATEGORY_LIST + 64];
-        if (c->features[k] == SF_COLUMN_TIME) {  // sin, then cos, of each time feature in turn
-            snprintf(name, sizeof name, "%s_%s", sf_time_feature_name(c->time[time / 2]), time % 2 ? "cos" : "sin");
-            time++;
-        } else if (c->codes[k] == SF_CODE_NONE) {
-            snprintf(name, sizeof name, "%s", info->col_names[c->features[k]]);
-        } else {  // a category's inputs are consecutive
-            nth = k && c->features[k - 1] == c->features[k] ? nth + 1 : 0;
-            const char *col = info->col_names[c->features[k]];
-            char value[SF_PACK_MAX_CATEGORY_LIST + 1];
-            category_value(in->ck.categories, col, nth, value, sizeof value);
-            snprintf(name, sizeof name, "%s=%s", col, value);
-        }
+        input_label(in, k, name, sizeof name);
+        if (k) sf_text_put(&t, ", ");
+        put_string(&t, name);
+    }
+    sf_text_put(&t, "], \"future\": [");  // the inputs also taken at every target step
+    for (uint32_t k = 0; k < c->nfuture; k++) {
+        input_label(in, c->future[k], name, sizeof name);
         if (k) sf_text_put(&t, ", ");
         put_string(&t, name);
     }
@@ -651,10 +666,12 @@ static int take_inputs(void *arg, const float *x, const float *y, const uint64_t
     const sf_columns *c = &d->cols;
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     uint32_t T = j->in->ck.window.length;
-    size_t xl = (size_t)T * c->nfeatures;
-    memcpy(o->x + j->n * xl, x, count * xl * sizeof *x);
+    size_t xl = (size_t)T * c->nfeatures, X = sf_window_x_len(&j->in->ck.window, c), fl = X - xl;
     for (uint32_t i = 0; i < count; i++, j->n++) {
-        const float *last = x + ((size_t)i * T + T - 1) * c->nfeatures;  // what a change is from
+        // The window's rows into x, the future features at its target rows into future.
+        memcpy(o->x + j->n * xl, x + i * X, xl * sizeof *x);
+        if (fl) memcpy(o->future + j->n * fl, x + i * X + xl, fl * sizeof *x);
+        const float *last = x + i * X + (size_t)(T - 1) * c->nfeatures;  // what a change is from
         for (uint32_t t = 0; t < c->ntargets; t++)
             o->base[j->n * c->ntargets + t] = c->change_from ? last[c->change_from[t]] : 0;
         uint64_t row = sf_predict_target_row(d->plan, ids[i]);
@@ -681,10 +698,11 @@ int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e)
     LOCAL_ERR(e);
     if (!in || !o) return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: %s is NULL", in ? "the output" : "the inputs");
     uint64_t windows = sf_plan_windows(in->d.plan);
-    if (!o->x || !o->base || !o->series || !o->row || o->windows < windows)
-        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row must hold %" PRIu64 " windows "
-                          "(given %" PRIu64 "%s)", windows, o->windows,
-                          !o->x || !o->base || !o->series || !o->row ? ", and a NULL" : "");
+    bool future = in->d.cols.nfuture > 0;
+    if (!o->x || !o->base || !o->series || !o->row || (future && !o->future) || o->windows < windows)
+        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row%s must hold %" PRIu64 " windows "
+                          "(given %" PRIu64 "%s)", future ? ", and future," : "", windows, o->windows,
+                          !o->x || !o->base || !o->series || !o->row || (future && !o->future) ? ", and a NULL" : "");
     const sf_pack_info *info = sf_pack_get_info(in->d.pack);
     bool times = o->time && info->time_kind != SF_TIME_NONE, lines = (o->line || o->source) && info->has_lines;
     size_t rows = info->chunk_rows < info->nrows ? info->chunk_rows : (size_t)info->nrows;

@@ -187,9 +187,10 @@ typedef struct sf_api_inputs sf_api_inputs;
 // (physical, or its cgroup's limit).
 int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e);
 // What sf_api_inputs_read writes, as JSON (malloc'd; free with
-// sf_api_free): checkpoint (the file read), windows, window, inputs (the
+// sf_api_free): checkpoint (the file read), windows, window, steps, inputs (the
 // name of each: a column, "COLUMN=VALUE" for a category's input,
-// "FEATURE_sin"/"FEATURE_cos" for a time feature's), targets (names),
+// "FEATURE_sin"/"FEATURE_cos" for a time feature's), future (those of the
+// inputs also taken at every target step, --future-features), targets (names),
 // target_change, time_kind (as sf_api_pack_describe's), has_lines,
 // unseen and unseen_column (how many values of the file's categorical
 // columns the training data lacked, whose rows get 0 for each of the
@@ -211,6 +212,10 @@ typedef struct {
     int64_t *time, *line;
     uint32_t *source;
     uint64_t windows;
+    // --future-features: the exported model's second input, each window's
+    // future inputs at its target rows (windows x steps x future floats),
+    // where the checkpoint has them (else unread, may be NULL)
+    float *future;
 } sf_api_inputs_out;
 // SF_EINVAL, writing nothing, for a NULL in or o, a NULL x, base, series or
 // row, or windows below the count (sf_api_inputs_describe's windows).

@@ -113,8 +113,8 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
     if (!rc) rc = sf_columns_future(&d->cols, in, ck->future_features, e);
     if (!rc && (d->cols.nfuture != ck->future_inputs ||
                 memcmp(d->cols.future, ck->future, ck->future_inputs * sizeof *ck->future)))
-        rc = sf_err_set(e, SF_EFORMAT, "%s: future features '%s' are %u inputs here, not the checkpoint's %u", data,
-                        ck->future_features, d->cols.nfuture, ck->future_inputs);
+        rc = sf_err_set(e, SF_EFORMAT, "%s: future features '%s' are other inputs here (%u) than in the checkpoint "
+                        "(%u)", data, ck->future_features, d->cols.nfuture, ck->future_inputs);
     if (!rc && ck->target_change) rc = sf_columns_predict_change(&d->cols, in, e);
     d->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
     if (rc) return rc;
