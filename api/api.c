@@ -271,9 +271,10 @@ static int out_of_range(const char *field, const char *option, uint64_t v, uint6
 static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     if (!o->data || !*o->data) return sf_err_set(e, SF_EUSAGE, "data: expected an .sfpack file, got %s",
                                                  o->data ? "\"\"" : "NULL");
-    const char *texts[3] = {o->features, o->targets, o->time_features};
-    const char *names[3] = {"features (--features)", "targets (--targets)", "time_features (--time-features)"};
-    for (int k = 0; k < 3; k++)
+    const char *texts[4] = {o->features, o->targets, o->time_features, o->future_features};
+    const char *names[4] = {"features (--features)", "targets (--targets)", "time_features (--time-features)",
+                            "future_features (--future-features)"};
+    for (int k = 0; k < 4; k++)
         if (texts[k] && !*texts[k])
             return sf_err_set(e, SF_EUSAGE, "%s: expected a list of names (NULL: the default), got \"\"", names[k]);
     CHECK_COUNT(window, "window", 1, UINT32_MAX);
@@ -322,6 +323,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     // library needs nothing of the fit itself.
     sf_fit_opts f = {.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
+    f.future_features = o->future_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -368,7 +370,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
-    d->info.steps = sf_window_steps(&po.window);
+    d->info.steps = sf_window_steps(&po.window), d->info.nfuture = d->data.cols.nfuture;
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -388,7 +390,8 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
     // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
-    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->steps * in->ntargets;
+    size_t X = (size_t)in->window * in->nfeatures + (size_t)in->steps * in->nfuture;  // sf_window_x_len
+    size_t nx = in->batch * X, ny = (size_t)in->batch * in->steps * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
                           nx, ny, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
@@ -398,7 +401,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (rc == 1) {
         // Full batches only (drop_remainder), and never more than x holds.
         size_t count = b.count < in->batch ? b.count : in->batch;
-        memcpy(x, b.x, count * in->window * in->nfeatures * sizeof *x);
+        memcpy(x, b.x, count * X * sizeof *x);
         memcpy(y, b.y, count * in->steps * in->ntargets * sizeof *y);
         sf_pipe_release(d->pipe, 0, &b);
     }
@@ -781,6 +784,7 @@ struct sf_valset {
 static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) {
     *f = (sf_fit_opts){.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f->data = o->data, f->features = o->features, f->targets = o->targets, f->time_features = o->time_features;
+    f->future_features = o->future_features;
     if (o->norm && !sf_norm_parse(o->norm, &f->norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -836,7 +840,7 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
     }
     v->info = (sf_dataset_info){.window = o->window, .nfeatures = v->data.cols.nfeatures,
                                 .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1,
-                                .steps = sf_window_steps(&f.pipe.window)};
+                                .steps = sf_window_steps(&f.pipe.window), .nfuture = v->data.cols.nfuture};
     v->info.batches_per_epoch = v->windows / o->batch + (v->windows % o->batch != 0);
     *out = v;
     return 0;
@@ -857,7 +861,7 @@ int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: windows %" PRIu64 " to %" PRIu64 " asked for, of %" PRIu64,
                           first, first + count, v->windows);
     const sf_columns *cols = &v->data.cols;
-    size_t xl = (size_t)v->info.window * cols->nfeatures, yl = (size_t)v->info.steps * cols->ntargets;
+    size_t xl = sf_window_x_len(sf_plan_spec(v->plan), cols), yl = (size_t)v->info.steps * cols->ntargets;
     // count is below the windows, which the plan's rows bound: no overflow.
     if (!x || !y || x_len < count * xl || y_len < count * yl)
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: %u windows are %zu floats of x and %zu of y; given %s%zu and "

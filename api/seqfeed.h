@@ -103,14 +103,18 @@ typedef struct {
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)
     const char *norm_scope;            // --norm-scope global or series (NULL: global)
+    const char *future_features;       // --future-features "holiday,hour" (NULL: none; not "")
 } sf_dataset_opts;
 
-// What sf_dataset_next writes: x holds batch x window x nfeatures floats, y
-// batch x steps x ntargets; an epoch is batches_per_epoch batches.
+// What sf_dataset_next writes: x holds batch windows of window x nfeatures
+// floats, each followed by its steps x nfuture future inputs (none without
+// future_features), y batch x steps x ntargets; an epoch is
+// batches_per_epoch batches.
 typedef struct {
     uint32_t window, nfeatures, ntargets, batch;
     uint64_t batches_per_epoch, epochs;
     uint32_t steps;  // target rows per window (--horizon A-B), 1 for one
+    uint32_t nfuture;  // future inputs per step (future_features), 0 for none
 } sf_dataset_info;
 
 typedef struct sf_dataset sf_dataset;
@@ -248,8 +252,8 @@ typedef struct sf_valset sf_valset;
 int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e);
 // The validation windows, and a window's shape: 0, or SF_EINVAL for a NULL v.
 int sf_valset_shape(const sf_valset *v, uint64_t *windows, sf_dataset_info *shape);
-// Windows [first, first + count) in order into x (count x window x
-// nfeatures floats), y (count x steps x ntargets) and, when rows is not NULL,
+// Windows [first, first + count) in order into x (count windows of window x
+// nfeatures floats, each followed by its steps x nfuture future inputs), y (count x steps x ntargets) and, when rows is not NULL,
 // each one's target row in the file (count; the last step's). SF_EINVAL, writing nothing, for a
 // NULL v, x or y, buffers shorter than that, or windows past the last.
 // Calls from several threads take turns; reading on from the last window
