@@ -323,7 +323,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     // library needs nothing of the fit itself.
     sf_fit_opts f = {.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
-    f.future_features = o->future_features;
+    f.future_features = o->future_features, f.series_features = o->series_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -371,6 +371,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
     d->info.steps = sf_window_steps(&po.window), d->info.nfuture = d->data.cols.nfuture;
+    d->info.nonehot = d->data.cols.nonehot;
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -390,7 +391,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
     // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
-    size_t X = (size_t)in->window * in->nfeatures + (size_t)in->steps * in->nfuture;  // sf_window_x_len
+    size_t X = (size_t)in->window * in->nfeatures + (size_t)in->steps * in->nfuture + in->nonehot;  // sf_window_x_len
     size_t nx = in->batch * X, ny = (size_t)in->batch * in->steps * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
@@ -540,7 +541,7 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
         double windows = (double)sf_plan_windows(in->d.plan);
-        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);
+        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);  // x, future, onehot
         uint64_t have = sf_machine_memory();
         if (have && bytes > (double)have)
             rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "
@@ -617,6 +618,11 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
         if (k) sf_text_put(&t, ", ");
         put_string(&t, name);
     }
+    sf_text_put(&t, "], \"series_inputs\": [");  // --series-features onehot: the model's series, by name
+    for (uint32_t s = 0; s < c->nonehot; s++) {
+        if (s) sf_text_put(&t, ", ");
+        put_string(&t, in->ck.onehot[s].name);
+    }
     sf_text_put(&t, "], \"targets\": [");
     for (uint32_t j = 0; j < c->ntargets; j++) {
         if (j) sf_text_put(&t, ", ");
@@ -669,11 +675,13 @@ static int take_inputs(void *arg, const float *x, const float *y, const uint64_t
     const sf_columns *c = &d->cols;
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     uint32_t T = j->in->ck.window.length;
-    size_t xl = (size_t)T * c->nfeatures, X = sf_window_x_len(&j->in->ck.window, c), fl = X - xl;
+    size_t xl = (size_t)T * c->nfeatures, X = sf_window_x_len(&j->in->ck.window, c), sl = c->nonehot;
+    size_t fl = X - xl - sl;
     for (uint32_t i = 0; i < count; i++, j->n++) {
-        // The window's rows into x, the future features at its target rows into future.
+        // The window's rows into x, the future features at its target rows into future, its series into onehot.
         memcpy(o->x + j->n * xl, x + i * X, xl * sizeof *x);
         if (fl) memcpy(o->future + j->n * fl, x + i * X + xl, fl * sizeof *x);
+        if (sl) memcpy(o->onehot + j->n * sl, x + i * X + xl + fl, sl * sizeof *x);
         const float *last = x + i * X + (size_t)(T - 1) * c->nfeatures;  // what a change is from
         for (uint32_t t = 0; t < c->ntargets; t++)
             o->base[j->n * c->ntargets + t] = c->change_from ? last[c->change_from[t]] : 0;
@@ -701,11 +709,12 @@ int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e)
     LOCAL_ERR(e);
     if (!in || !o) return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: %s is NULL", in ? "the output" : "the inputs");
     uint64_t windows = sf_plan_windows(in->d.plan);
-    bool future = in->d.cols.nfuture > 0;
-    if (!o->x || !o->base || !o->series || !o->row || (future && !o->future) || o->windows < windows)
-        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row%s must hold %" PRIu64 " windows "
-                          "(given %" PRIu64 "%s)", future ? ", and future," : "", windows, o->windows,
-                          !o->x || !o->base || !o->series || !o->row || (future && !o->future) ? ", and a NULL" : "");
+    bool future = in->d.cols.nfuture > 0, onehot = in->d.cols.nonehot > 0;
+    bool null = !o->x || !o->base || !o->series || !o->row || (future && !o->future) || (onehot && !o->onehot);
+    if (null || o->windows < windows)
+        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row%s%s must hold %" PRIu64 " windows "
+                          "(given %" PRIu64 "%s)", future ? ", and future," : "", onehot ? ", and onehot," : "", windows,
+                          o->windows, null ? ", and a NULL" : "");
     const sf_pack_info *info = sf_pack_get_info(in->d.pack);
     bool times = o->time && info->time_kind != SF_TIME_NONE, lines = (o->line || o->source) && info->has_lines;
     size_t rows = info->chunk_rows < info->nrows ? info->chunk_rows : (size_t)info->nrows;
@@ -784,7 +793,7 @@ struct sf_valset {
 static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) {
     *f = (sf_fit_opts){.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f->data = o->data, f->features = o->features, f->targets = o->targets, f->time_features = o->time_features;
-    f->future_features = o->future_features;
+    f->future_features = o->future_features, f->series_features = o->series_features;
     if (o->norm && !sf_norm_parse(o->norm, &f->norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -840,7 +849,8 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
     }
     v->info = (sf_dataset_info){.window = o->window, .nfeatures = v->data.cols.nfeatures,
                                 .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1,
-                                .steps = sf_window_steps(&f.pipe.window), .nfuture = v->data.cols.nfuture};
+                                .steps = sf_window_steps(&f.pipe.window), .nfuture = v->data.cols.nfuture,
+                                .nonehot = v->data.cols.nonehot};
     v->info.batches_per_epoch = v->windows / o->batch + (v->windows % o->batch != 0);
     *out = v;
     return 0;

@@ -106,6 +106,14 @@ typedef struct {
     // and future_inputs (the indices as a list).
     char future_features[4096];
     uint32_t future_inputs, future[SF_MAX_FUTURE_INPUTS];
+    // --series-features onehot: the nonehot series the model has an input
+    // for, in the inputs' order, by name (onehot[s].name): the metadata
+    // series_features "onehot" and series_names (the names as a list). 0:
+    // none. A fit's record borrows them; a read one owns them (onehot_text
+    // holds the names).
+    uint64_t nonehot;
+    const sf_series *onehot;
+    char *onehot_text;
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
     char categories[SF_PACK_MAX_CATEGORY_LIST + 1];

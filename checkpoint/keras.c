@@ -75,8 +75,8 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
     if (g < 0) rc = h5_fail(e, "write the model's group");
     else H5Gclose(g);
     // The functional model's layers without weights (functional_json): each has its group too.
-    static const char *const covariates[] = {"input_layer", "input_layer_1", "normalization_2", "flatten",
-                                             "concatenate"};
+    static const char *const covariates[] = {"input_layer", "input_layer_1", "input_layer_2", "normalization_2",
+                                             "flatten", "concatenate"};
     for (size_t i = 0; !rc && m->extra && i < sizeof covariates / sizeof *covariates; i++) {
         char path[96];
         snprintf(path, sizeof path, "layers/%s/vars", covariates[i]);
@@ -173,40 +173,51 @@ static void norm_config(char *buf, size_t cap, const float *scale, const float *
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
 
-// With covariates, a functional model of two named inputs, window (T,
-// inputs) and future (steps, future inputs), in data units: each its
-// Normalization, future flattened step by step (the order of the extra in
-// seqfeed's x) and concatenated with the output of the layer before the
-// head, then the head and the rest as the Sequential has them.
+// With covariates, a functional model of named inputs in data units:
+// window (T, inputs), then future (steps, future inputs; --future-features)
+// and series (one-hot, --series-features), those it has. window and future
+// each have a Normalization; future is flattened step by step (the order
+// of the extra in seqfeed's x) and concatenated, series after it, with the
+// output of the layer before the head; the head and the rest as the
+// Sequential has them.
 static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
     sf_text t = {0};
     uint32_t T = c->window.length, steps = c->window.steps > 1 ? c->window.steps : 1, F = c->future_inputs;
+    uint32_t S = (uint32_t)c->nonehot;
     size_t cap = 64 + 40 * (size_t)(m->inputs > c->outputs ? m->inputs : c->outputs);
-    char *cfg = malloc(cap), win[64], fut[64], flat[32], shape[160], prev_shape[64], prev[32];
+    char *cfg = malloc(cap), win[64], fut[64], flat[32], ser[32], shape[192], prev_shape[64], prev[32];
     if (!cfg) return NULL;
     snprintf(win, sizeof win, "[null,%u,%u]", T, m->inputs);
     snprintf(fut, sizeof fut, "[null,%u,%u]", steps, F);
     snprintf(flat, sizeof flat, "[null,%u]", steps * F);
+    snprintf(ser, sizeof ser, "[null,%u]", S);
     sf_text_put(&t, "{\"module\":\"keras.src.models.functional\",\"class_name\":\"Functional\",\"config\":{"
                     "\"name\":\"functional\",\"trainable\":true,\"layers\":[");
-    const char *inputs[2][2] = {{"window", win}, {"future", fut}};
-    for (int k = 0; k < 2; k++)
-        sf_text_put(&t, "%s{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{\"batch_shape\":%s,"
-                        "\"dtype\":\"float32\",\"sparse\":false,\"name\":\"%s\"},\"name\":\"%s\",\"inbound_nodes\":[]}",
-                    k ? "," : "", inputs[k][1], inputs[k][0], inputs[k][0]);
+    const char *inputs[3][2] = {{"window", win}, {"future", fut}, {"series", ser}};
+    bool has[3] = {true, F > 0, S > 0};
+    for (int k = 0, n = 0; k < 3; k++)
+        if (has[k])
+            sf_text_put(&t, "%s{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{"
+                            "\"batch_shape\":%s,\"dtype\":\"float32\",\"sparse\":false,\"name\":\"%s\"},\"name\":\"%s\","
+                            "\"inbound_nodes\":[]}", n++ ? "," : "", inputs[k][1], inputs[k][0], inputs[k][0]);
     norm_config(cfg, cap, c->feature_scale, c->feature_offset, NULL, m->inputs, false, false);
     node(&t, "Normalization", "normalization", cfg, win, 1, (const char *[]){"window"}, (const char *[]){win});
-    norm_config(cfg, cap, c->feature_scale, c->feature_offset, c->future, F, false, false);
-    node(&t, "Normalization", "normalization_1", cfg, fut, 1, (const char *[]){"future"}, (const char *[]){fut});
-    node(&t, "Flatten", "flatten", "", fut, 1, (const char *[]){"normalization_1"}, (const char *[]){fut});
+    if (F) {
+        norm_config(cfg, cap, c->feature_scale, c->feature_offset, c->future, F, false, false);
+        node(&t, "Normalization", "normalization_1", cfg, fut, 1, (const char *[]){"future"}, (const char *[]){fut});
+        node(&t, "Flatten", "flatten", "", fut, 1, (const char *[]){"normalization_1"}, (const char *[]){fut});
+    }
     snprintf(prev, sizeof prev, "normalization");
     snprintf(prev_shape, sizeof prev_shape, "%s", win);
     for (uint32_t l = 0; l < m->nlayers; l++) {
         const sf_layer *ly = &m->layer[l];
         if (l == m->head) {
-            snprintf(shape, sizeof shape, "[%s,%s]", prev_shape, flat);
-            node(&t, "Concatenate", "concatenate", ",\"axis\":-1", shape, 2, (const char *[]){prev, "flatten"},
-                 (const char *[]){prev_shape, flat});
+            const char *from[3] = {prev}, *shapes[3] = {prev_shape};
+            uint32_t n = 1;
+            if (F) from[n] = "flatten", shapes[n++] = flat;
+            if (S) from[n] = "series", shapes[n++] = ser;
+            snprintf(shape, sizeof shape, "[%s,%s%s%s]", prev_shape, F ? flat : ser, F && S ? "," : "", F && S ? ser : "");
+            node(&t, "Concatenate", "concatenate", ",\"axis\":-1", shape, n, from, shapes);
             snprintf(prev, sizeof prev, "concatenate");
             snprintf(prev_shape, sizeof prev_shape, "[null,%u]", ly->in);
         }
@@ -228,10 +239,11 @@ static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
         snprintf(prev, sizeof prev, "reshape");
         snprintf(prev_shape, sizeof prev_shape, "[null,%u,%u]", steps, c->outputs);
     }
+    const char *last = F ? "normalization_2" : "normalization_1";
     norm_config(cfg, cap, c->target_scale, c->target_offset, NULL, c->outputs, true, c->target_change);
-    node(&t, "Normalization", "normalization_2", cfg, prev_shape, 1, (const char *[]){prev},
-         (const char *[]){prev_shape});
-    sf_text_put(&t, "],\"input_layers\":[[\"window\",0,0],[\"future\",0,0]],\"output_layers\":[[\"normalization_2\",0,0]]}}");
+    node(&t, "Normalization", last, cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
+    sf_text_put(&t, "],\"input_layers\":[[\"window\",0,0]%s%s],\"output_layers\":[[\"%s\",0,0]]}}",
+                F ? ",[\"future\",0,0]" : "", S ? ",[\"series\",0,0]" : "", last);
     free(cfg);
     return t.s;
 }

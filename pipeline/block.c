@@ -235,6 +235,63 @@ int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list,
     return 0;
 }
 
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const sf_series *)a)->name, ((const sf_series *)b)->name);
+}
+
+int sf_columns_onehot(sf_columns *c, const sf_pack_info *in, const sf_series *names, uint64_t n, sf_err *e) {
+    free(c->onehot_code);
+    c->onehot_code = NULL, c->nonehot = 0;
+    if (!in->series_column[0])
+        return sf_err_set(e, SF_EUSAGE, "--series-features: the file has one series, without a series column: there "
+                          "is no series to tell apart (hint: pack the CSV with --series-column NAME)");
+    uint64_t count = names ? n : in->nseries;
+    if (count > SF_MAX_ONEHOT)
+        return sf_err_set(e, SF_EUSAGE, "--series-features onehot: %llu series, more than the %u inputs it makes at "
+                          "most", (unsigned long long)count, SF_MAX_ONEHOT);
+    // The model's names sorted, each with its input in first_row.
+    sf_series *known = malloc(count * sizeof *known + 1);
+    c->onehot_code = malloc(in->nseries * sizeof *c->onehot_code + 1);
+    if (!known || !c->onehot_code) {
+        free(known);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    for (uint64_t s = 0; s < count; s++) known[s] = (sf_series){.first_row = s, .name = (names ? names : in->series)[s].name};
+    qsort(known, count, sizeof *known, by_name);
+    int rc = 0;
+    for (uint64_t s = 0; !rc && !names && s < count; s++) {
+        bool empty = !known[s].name[0], twice = s && !strcmp(known[s].name, known[s - 1].name);
+        if (!empty && !twice) continue;
+        char name[256];
+        sf_escape_controls(name, sizeof name, known[s].name, strlen(known[s].name));
+        rc = sf_err_set(e, SF_EUSAGE, "--series-features: %s \"%s\", and a checkpoint knows each series by its name "
+                        "(hint: pack the file so that every row has a series and each series is one)",
+                        empty ? "a series with an empty name" : "two series are named", name);
+    }
+    for (uint64_t s = 0; !rc && s < in->nseries; s++) {
+        sf_series key = {.name = in->series[s].name};
+        const sf_series *k = bsearch(&key, known, count, sizeof *known, by_name);
+        if (k) {
+            c->onehot_code[s] = (uint32_t)k->first_row;
+            continue;
+        }
+        char name[256];
+        sf_escape_controls(name, sizeof name, in->series[s].name, strlen(in->series[s].name));
+        rc = sf_err_set(e, SF_EUSAGE, "series \"%s\" (row %llu) is not one of the %llu series the model was trained "
+                        "on with --series-features, which gives each of those series an input of its own: there is "
+                        "none for it (hint: --data with the series trained on, or train on data that holds it)", name,
+                        (unsigned long long)in->series[s].first_row, (unsigned long long)count);
+    }
+    free(known);
+    if (rc) {
+        free(c->onehot_code);
+        c->onehot_code = NULL;
+        return rc;
+    }
+    c->nonehot = (uint32_t)count, c->onehot_table = in->series, c->nonehot_table = in->nseries;
+    return 0;
+}
+
 int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;
@@ -257,6 +314,7 @@ void sf_columns_free(sf_columns *c) {
     free(c->codes);
     free(c->change_from);
     free(c->future);
+    free(c->onehot_code);
     free(c->scoped_feature_scale), free(c->scoped_feature_offset);
     free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
     *c = (sf_columns){0};

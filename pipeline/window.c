@@ -252,7 +252,18 @@ int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *
 }
 
 size_t sf_window_x_len(const sf_window_spec *w, const sf_columns *cols) {
-    return (size_t)w->length * cols->nfeatures + (size_t)sf_window_steps(w) * cols->nfuture;
+    return (size_t)w->length * cols->nfeatures + (size_t)sf_window_steps(w) * cols->nfuture + cols->nonehot;
+}
+
+// The series of the file's table that holds row (the last that starts at or before it).
+static uint64_t table_series(const sf_columns *c, uint64_t row) {
+    uint64_t lo = 0, hi = c->nonehot_table;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->onehot_table[mid].first_row <= row) lo = mid;
+        else hi = mid;
+    }
+    return lo;
 }
 
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
@@ -272,6 +283,11 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
     float *future = x + (size_t)w->length * nf;
     for (size_t k = 0; k < steps; k++)
         for (uint32_t j = 0; j < cols->nfuture; j++) *future++ = d->feat[(target + k) * nf + cols->future[j]];
+    if (cols->nonehot) {
+        memset(future, 0, cols->nonehot * sizeof *future);
+        uint64_t last = d->row_lo + at + (size_t)(w->length - 1) * w->sampling_rate;
+        future[cols->onehot_code[table_series(cols, last)]] = 1;
+    }
     const float *last = x + (size_t)(w->length - 1) * nf;
     for (size_t k = 0; cols->change_from && k < steps * nt; k++) y[k] -= last[cols->change_from[k % nt]];
 }

@@ -94,6 +94,16 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     return rc;
 }
 
+// --series-features: the series one-hot (the only form: a learned
+// embedding is not implemented).
+static int series_inputs(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
+    if (!o->series_features) return 0;
+    if (strcmp(o->series_features, "onehot"))
+        return sf_err_set(e, SF_EUSAGE, "--series-features %s: expected onehot (an input per series; a learned "
+                          "embedding, embedding:D, is not implemented)", o->series_features);
+    return sf_columns_onehot(&d->cols, sf_pack_get_info(d->pack), NULL, 0, e);
+}
+
 int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     *d = (sf_run_data){0};
     int rc = sf_pack_open(&d->pack, o->data, e);
@@ -102,7 +112,8 @@ int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     if ((rc = sf_columns_create(&d->cols, in, o->features, o->targets, NULL, o->norm, e)) ||
         (rc = sf_columns_add_time(&d->cols, in, o->time_features, e)) ||
         (rc = sf_columns_check_time(&d->cols, in, e)) ||
-        (rc = sf_columns_future(&d->cols, in, o->future_features, e))) {
+        (rc = sf_columns_future(&d->cols, in, o->future_features, e)) ||
+        (rc = series_inputs(d, o, e))) {
         sf_err inner = *e;
         return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
     }

@@ -60,7 +60,7 @@ void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const 
 // when the model predicts changes (0 when it predicts values).
 // Window i's last input row in x (windows of sf_window_x_len floats).
 static const float *last_row(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, uint32_t i) {
-    size_t X = (size_t)T * c->nfeatures + (size_t)steps * c->nfuture;
+    size_t X = (size_t)T * c->nfeatures + (size_t)steps * c->nfuture + c->nonehot;  // sf_window_x_len
     return x + i * X + (size_t)(T - 1) * c->nfeatures;
 }
 

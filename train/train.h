@@ -374,6 +374,7 @@ typedef struct {
     double max_gap;                  // seconds: no window spans a larger step between rows (0: any may)
     const char *time_features;       // "hour,weekday,yearday" or part of it: sin/cos features from the time (NULL: none)
     const char *future_features;     // features also read at the target rows (sf_columns_future; NULL: none)
+    const char *series_features;     // --series-features: "onehot" (sf_columns_onehot; NULL: none)
     bool target_change;              // predict each target's change from its value at the window's last row
     sf_adam adam;
     bool lr_linear;                  // lr x replicas

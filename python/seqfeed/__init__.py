@@ -95,23 +95,31 @@ class _DatasetOpts(ctypes.Structure):
                 ("target_change", ctypes.c_bool), ("window", _u32), ("stride", _u32), ("sampling_rate", _u32),
                 ("horizon", _u32), ("batch", _u32), ("pool", _u64), ("seed", _u64), ("epochs", _u64),
                 ("val_split", ctypes.c_double), ("max_gap", ctypes.c_double), ("replicas", _u32), ("replica", _u32),
-                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp), ("future_features", _cp)]
+                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp), ("future_features", _cp),
+                ("series_features", _cp)]
 
 
 class _DatasetInfo(ctypes.Structure):
     _fields_ = [("window", _u32), ("nfeatures", _u32), ("ntargets", _u32), ("batch", _u32),
-                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32), ("nfuture", _u32)]
+                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32), ("nfuture", _u32),
+                ("nonehot", _u32)]
 
 
 def _model_x(flat, info):
-    """A batch's x as libseqfeed writes it, (count, window x inputs + steps x future inputs), as the model
-    takes it: (count, window, inputs), or with future features the dict of the exported model's two named
-    inputs, window and future (count, steps, future inputs): views, no copy."""
-    tc = info.window * info.nfeatures
+    """A batch's x as libseqfeed writes it, (count, window x inputs + steps x future inputs + series inputs),
+    as the model takes it: (count, window, inputs), or with covariates the dict of the exported model's named
+    inputs: window, future (count, steps, future inputs) with future features, series (count, series) one-hot
+    with series features: views, no copy."""
+    tc, fl = info.window * info.nfeatures, info.steps * info.nfuture
     x = flat[:, :tc].reshape(len(flat), info.window, info.nfeatures)
-    if not info.nfuture:
+    if not info.nfuture and not info.nonehot:
         return x
-    return {"window": x, "future": flat[:, tc:].reshape(len(flat), info.steps, info.nfuture)}
+    x = {"window": x}
+    if info.nfuture:
+        x["future"] = flat[:, tc:tc + fl].reshape(len(flat), info.steps, info.nfuture)
+    if info.nonehot:
+        x["series"] = flat[:, tc + fl:]
+    return x
 
 
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -134,6 +142,14 @@ _capsule_pointer.restype = _vp
 _capsule_pointer.argtypes = [ctypes.py_object, _cp]
 
 _U32, _U64 = 2**32 - 1, 2**64 - 1
+
+
+def _series_features(v):
+    if v is None:
+        return None
+    if v != "onehot":
+        raise _bad("series_features", "series-features", 'None or "onehot"', v)
+    return b"onehot"
 
 
 def _check(rc, err):
@@ -358,9 +374,9 @@ class _Batches:
         _lib.sf_dataset_shape(d, ctypes.byref(info))
         y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
         self._info = info
-        self._shape = (info.batch, info.window * info.nfeatures + info.steps * info.nfuture), y
-        if (info.batch, info.window, info.nfeatures, info.nfuture, y) != (ds.batch, ds.window, ds.inputs, ds.nfuture,
-                                                                           ds._y_shape):
+        self._shape = (info.batch, info.window * info.nfeatures + info.steps * info.nfuture + info.nonehot), y
+        if (info.batch, info.window, info.nfeatures, info.nfuture, info.nonehot, y) != (
+                ds.batch, ds.window, ds.inputs, ds.nfuture, ds.nonehot, ds._y_shape):
             self._h.close()
             raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
                                "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
@@ -402,7 +418,9 @@ class Dataset:
     own training rows' statistics (--norm-scope series). future_features
     (--future-features) makes x a dict of the exported model's two named
     inputs: "window" as above and "future" (batch, steps, nfuture), the
-    future features at each window's target rows. Its len() is the batches of all epochs;
+    future features at each window's target rows; series_features="onehot"
+    (--series-features) adds "series" (batch, series), each window's
+    series one-hot. Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.
@@ -429,7 +447,7 @@ class Dataset:
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
                  target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train",
-                 norm_scope="global", future_features=None):
+                 norm_scope="global", future_features=None, series_features=None):
         self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
         self._val = self._feed = None
         replicas = _int("replicas", "replicas", replicas, 1, 256)
@@ -473,13 +491,14 @@ class Dataset:
             replica=_int("replica", None, replica, 0, replicas - 1),
             decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0,
             norm_scope=norm_scope.encode(),
-            future_features=_names("future_features", "future-features", future_features, "none"))
+            future_features=_names("future_features", "future-features", future_features, "none"),
+            series_features=_series_features(series_features))
         self.path = path
         if self.split == "validation":  # open for the Dataset's life: batches are read by index
             self._val = splits.Validation(self, self._opts)
             info, self.scaler = self._val.info, self._val.scaler
             self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
-            self.steps, self.nfuture = info.steps, info.nfuture
+            self.steps, self.nfuture, self.nonehot = info.steps, info.nfuture, info.nonehot
             self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
             self.batches_per_epoch, self.epochs, self.windows = info.batches_per_epoch, 1, self._val.windows
             return
@@ -496,6 +515,7 @@ class Dataset:
         self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
         self.steps = info.steps  # y is (batch, steps, targets) when above 1, as the exported model's output
         self.nfuture = info.nfuture  # future inputs a step: x is then {"window": ..., "future": ...}
+        self.nonehot = info.nonehot  # the series' one-hot inputs: x["series"]
         self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
         self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
         self.windows = None  # of the validation split

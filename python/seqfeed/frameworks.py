@@ -90,8 +90,12 @@ def to_tf(ds):
         raise ImportError("Dataset.to_tf() needs TensorFlow, which is not installed: pip install tensorflow") from None
     b = None if ds.split == "validation" else ds.batch  # the validation part's last batch may be shorter
     x = tf.TensorSpec((b, ds.window, ds.inputs), tf.float32)
-    if ds.nfuture:  # the exported model's two named inputs
-        x = {"window": x, "future": tf.TensorSpec((b, ds.steps, ds.nfuture), tf.float32)}
+    if ds.nfuture or ds.nonehot:  # the exported model's named inputs
+        x = {"window": x}
+        if ds.nfuture:
+            x["future"] = tf.TensorSpec((b, ds.steps, ds.nfuture), tf.float32)
+        if ds.nonehot:
+            x["series"] = tf.TensorSpec((b, ds.nonehot), tf.float32)
     y = (b, ds.steps, ds.targets) if ds.steps > 1 else (b, ds.targets)
     spec = (x, tf.TensorSpec(y, tf.float32))
     return tf.data.Dataset.from_generator(lambda: iter(ds), output_signature=spec).prefetch(2)

@@ -129,7 +129,7 @@ class Validation:
         if not 0 <= lo < self.windows:
             raise IndexError("batch %d of the %d validation batches" % (index, i.batches_per_epoch))
         count = min(i.batch, self.windows - lo)
-        x = np.empty((count, i.window * i.nfeatures + i.steps * i.nfuture), dtype=np.float32)
+        x = np.empty((count, i.window * i.nfeatures + i.steps * i.nfuture + i.nonehot), dtype=np.float32)
         y = np.empty((count, i.steps, i.ntargets) if i.steps > 1 else (count, i.ntargets), dtype=np.float32)
         r = np.empty(count, dtype=np.uint64) if rows else None
         err = _Err()

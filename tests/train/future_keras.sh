@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Keras export of a --future-features model: a functional model of two
 # named inputs, window (window, inputs) and future (steps, future inputs),
-# each normalized, future flattened and concatenated before the first Dense.
+# each normalized, future flattened and concatenated before the first Dense;
+# with --series-features onehot a third, series (one-hot), concatenated
+# after it.
 # With Keras 3 (SEQFEED_PYTHON names a Python that has it; skipped with 77
 # otherwise) load_model predicts, from the CSV's raw rows, what seqfeed
 # predict writes for every window and step; and so does the package
@@ -28,11 +30,15 @@ run 0 pack d.csv -o d.sfpack --series-column id --categorical weather -q
 run 0 train --data d.sfpack --features promo,sales --targets sales --future-features promo --model lstm:5,dense:4,dense \
     --window 6 --horizon 2-4 --epochs 1 --batch-size 8 --checkpoint-dir v -q
 run 0 train --data d.sfpack --targets sales --time-features hour --future-features weather,hour,promo \
-    --model lstm:4,dropout:0.1,dense --window 5 --horizon 1-2 --epochs 1 --batch-size 8 --target change \
-    --checkpoint-dir c -q
+    --series-features onehot --model lstm:4,dropout:0.1,dense --window 5 --horizon 1-2 --epochs 1 --batch-size 8 \
+    --target change --checkpoint-dir c -q
+# Only series features: a functional model of window and series.
+run 0 train --data d.sfpack --targets sales --series-features onehot --model lstm:4,dense --window 5 --epochs 1 \
+    --batch-size 8 --checkpoint-dir s -q
 run 0 export --checkpoint v/latest.safetensors --format keras -o v.keras
 expect err "future: at every target step promo"
 run 0 export --checkpoint c/latest.safetensors --format keras -o c.keras -q
+run 0 export --checkpoint s/latest.safetensors --format keras -o s.keras -q
 python3 - <<'PY' || fail "the .keras config: $(unzip -p v.keras config.json 2>&1)"
 import json, zipfile
 cfg = json.loads(zipfile.ZipFile("v.keras").read("config.json"))
@@ -56,6 +62,7 @@ fi
     export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
+run 0 predict --checkpoint s/latest.safetensors --data d.sfpack -o s.csv -q
 SEQFEED_LIB=${1:-} PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np
@@ -75,16 +82,22 @@ print("v: %d windows, %d steps, raw rows: largest relative difference %.3g" % (l
 assert err <= 1e-5, err
 if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
     import seqfeed
-    for name, steps in (("v", 3), ("c", 2)):
+    for name, steps in (("v", 3), ("c", 2), ("s", 1)):
         model = keras.models.load_model(name + ".keras")
         xs, index = seqfeed.model_inputs(name, "d.sfpack")
         if name == "v":
             assert np.array_equal(xs["window"], x) and np.array_equal(xs["future"], future)
-        else:
+        elif name == "c":
             # in the inputs' order whatever --future-features' order
             assert index.future[0] == "promo" and sorted(index.future[1:3]) == ["weather=rain", "weather=sun"] and \
                 index.future[3:] == ["hour_sin", "hour_cos"], index.future
             assert xs["future"].shape[1:] == (2, 5), xs["future"].shape
+        else:
+            assert set(xs) == {"window", "series"} and index.future == [], (xs.keys(), index.future)
+        if name != "v":  # the series one-hot, x first, by name
+            assert index.series_inputs == ["x", "y"], index.series_inputs
+            want = np.stack([index["series"] == "x", index["series"] == "y"], axis=1).astype(np.float32)
+            assert np.array_equal(xs["series"], want)
         got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
         want = np.array([float(p["sales_pred"]) for p in csv.DictReader(open(name + ".csv"))]).reshape(got.shape)
         err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
