@@ -2,15 +2,16 @@
 """Writes tests/ref/ref_covar.safetensors, the covariates' reference for tests/backend/test_ref.c.
 
 A model with covariates: --future-features' values at every target step
-(and, as the same extra inputs, any other per-window vector) concatenated
-with the last recurrent layer's output (after its dropout) before the first
-Dense, as Keras' functional model has it:
+and --series-features onehot's series inputs, concatenated with the last
+recurrent layer's output (after its dropout) before the first Dense, as
+Keras' functional model has it:
 
     rows (B, T, C) -> LSTM -> Dropout -> GRU ─┐
-    extra (B, A) ─────────────────────────────┴> Concatenate -> Dense -> Dense
+    future (B, 3, 2), series (B, 3) ───────────┴> Concatenate -> Dense -> Dense
 
-x is (B, T x C + A) per window, the rows then the extra, as seqfeed's
-batches hold them (pipeline.h, sf_window_x_len). The first Dense's kernel
+x is (B, T x C + A) per window, the rows then the extra (A = 3 steps x 2
+future inputs + 3 series one-hot), as seqfeed's batches hold them
+(pipeline.h, sf_window_x_len). The first Dense's kernel
 is (U + A, units): the recurrent output's rows, then the extra's. Random
 float32 weights in Keras' layout, and in float64 the predictions, MSE loss,
 every gradient and 5 steps of Keras' Adam (gen_lstm_ref.py's run):
@@ -34,9 +35,10 @@ from gen_lstm_ref import STEPS, run, write_safetensors  # noqa: E402
 import gen_lstm_ref  # noqa: E402
 
 # 3 steps ahead of 2 targets (the last Dense's 6 units), 2 future inputs a
-# step: 6 extra values per window.
-NAME, SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, EXTRA, SEED = \
-    "ref_covar", "lstm:12,dropout:0.2,gru:10,dense:8,dense", 3, 6, 5, 7, 6, 5
+# step and 3 series: 9 extra values per window.
+NAME, SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, FUTURE, SERIES, SEED = \
+    "ref_covar", "lstm:12,dropout:0.2,gru:10,dense:8,dense", 3, 6, 5, 7, 6, 3, 5
+EXTRA = FUTURE + SERIES
 
 
 def forward(layers, head, p, x, mm):
@@ -72,6 +74,7 @@ def main():
     layers[head]["inp"] += EXTRA
     w32 = weights(layers, rng)
     x = rng.standard_normal((BATCH, WINDOW * INPUTS + EXTRA)).astype(np.float32)
+    x[:, -SERIES:] = np.eye(SERIES, dtype=np.float32)[rng.integers(0, SERIES, BATCH)]  # each window's series
     y = rng.standard_normal((BATCH, OUTPUTS)).astype(np.float32)
     out = {"x": x, "y": y}
     out.update(w32)

@@ -6,7 +6,10 @@
 # them; a flag that drives the target lowers the validation loss; the
 # checkpoint keeps the names and inputs (predict, evaluate and resume read
 # them); the names --future-features refuses, with exit 2 naming the name
-# and the flag; bf16 where this build has it. meson sets SEQFEED and SRCDIR.
+# and the flag; bf16 where this build has it. --series-features onehot:
+# the checkpoint's series by name, predict refusing a series it has not
+# seen and predicting one series alone as among the others, the forms it
+# refuses. meson sets SEQFEED and SRCDIR.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -115,4 +118,35 @@ if ! "$SEQFEED" info | grep -q '^bf16 *cpu: none'; then
     run 0 predict --checkpoint b16 --data f3.sfpack -o b16.csv --precision bf16 -q
     [ "$(wc -l <b16.csv)" = "$(wc -l <f3.pred.csv)" ] || fail "bf16 predict wrote $(wc -l <b16.csv) lines"
 fi
+# --series-features onehot: an input per series of the training file, kept by name.
+run 2 train "${common[@]}" --epochs 1 --series-features embedding:4 --checkpoint-dir bad
+expect err '--series-features embedding:4: expected onehot.*not implemented'
+python3 -c 'print("v"); [print(i % 7) for i in range(60)]' >one.csv
+run 0 pack one.csv -o one.sfpack -q
+run 2 train --data one.sfpack --window 4 --epochs 1 --series-features onehot --gpus none -q --checkpoint-dir bad
+expect err '--series-features: the file has one series, without a series column'
+run 0 train "${common[@]}" --epochs 2 --future-features promo --series-features onehot --checkpoint-dir s
+[ "$(meta s/latest.safetensors series_features)" = "onehot" ] || fail "series_features: $(meta s/latest.safetensors series_features)"
+[ "$(meta s/latest.safetensors series_names)" = "north,south" ] || fail "series_names: $(meta s/latest.safetensors series_names)"
+run 0 predict --checkpoint s --data f.sfpack -o s.csv -q
+# A file whose series the model has not seen: refused, naming it.
+sed 's/^north,/east,/' f.csv >east.csv
+run 0 pack east.csv -o east.sfpack --series-column id -q
+run 2 predict --checkpoint s --data east.sfpack -o east.pred.csv -q
+expect err 'series "east" \(row 0\) is not one of the 2 series the model was trained on with --series-features'
+[ ! -e east.pred.csv ] || fail "a refused predict wrote its output"
+# One series of them alone predicts as it did among both.
+grep -v '^north,' f.csv >south.csv
+run 0 pack south.csv -o south.sfpack --series-column id -q
+run 0 predict --checkpoint s --data south.sfpack -o south.pred.csv -q
+python3 - <<'PY' || fail "south alone predicts otherwise than among both"
+import csv
+both = [r["sales_pred"] for r in csv.DictReader(open("s.csv")) if r["id"] == "south"]
+alone = [r["sales_pred"] for r in csv.DictReader(open("south.pred.csv"))]
+assert both == alone and len(both) > 100, (len(both), len(alone))
+PY
+# Resume keeps them: added to a run without, refused.
+run 2 train --checkpoint-dir with --resume --series-features onehot --epochs 8 -q
+expect err "--series-features onehot differs from the checkpoint's \(none\)"
+run 0 train --checkpoint-dir s --resume --series-features onehot --epochs 3 -q
 finish
