@@ -541,7 +541,7 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
         double windows = (double)sf_plan_windows(in->d.plan);
-        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);  // x, future, onehot
+        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);
         uint64_t have = sf_machine_memory();
         if (have && bytes > (double)have)
             rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "

@@ -147,8 +147,10 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};  // and the covariates'
     size_t at = sizeof meta / sizeof *meta - 37;
+    char series_kind[32] = "onehot";
+    if (c->embed) snprintf(series_kind, sizeof series_kind, "embedding:%u", c->embed);
     if (c->nonehot) {
-        const char *series[] = {"series_features", "onehot", "series_names", onehot};
+        const char *series[] = {"series_features", series_kind, "series_names", onehot};
         memcpy(meta + at, series, sizeof series), at += sizeof series / sizeof *series;
     }
     char future_inputs[SF_MAX_FUTURE_INPUTS * 11 + 1] = "";
@@ -437,10 +439,14 @@ static int read_names(const char *names, const char *path, const char *key, cons
 static int read_onehot(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *kind = sf_st_meta(s, "series_features"), *names = sf_st_meta(s, "series_names");
     if (!kind) return 0;
-    if (strcmp(kind, "onehot") || !names || !*names)
+    char *end = NULL;
+    unsigned long d = strncmp(kind, "embedding:", 10) ? 0 : strtoul(kind + 10, &end, 10);
+    bool embedding = d >= 1 && d <= 4096 && kind[10] >= '0' && kind[10] <= '9' && !*end;
+    if ((strcmp(kind, "onehot") && !embedding) || !names || !*names)
         return sf_err_set(e, SF_EFORMAT, "%s: metadata 'series_features' is '%s' with %s 'series_names', expected "
-                          "onehot with the series' names (a damaged or edited checkpoint)", path, kind,
+                          "onehot or embedding:D with the series' names (a damaged or edited checkpoint)", path, kind,
                           names ? *names ? "a" : "an empty" : "no");
+    c->embed = embedding ? (uint32_t)d : 0;
     int rc = read_names(names, path, "series_names", &c->onehot, &c->onehot_text, &c->nonehot, e);
     if (!rc && c->nonehot > SF_MAX_ONEHOT)
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'series_names' has %llu series, more than %u (a damaged or edited "
@@ -625,7 +631,8 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) {
         sf_err inner = {0};
         if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)) ||
-            (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot, &inner)))
+            (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot, &inner)) ||
+            (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

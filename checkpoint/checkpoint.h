@@ -114,6 +114,7 @@ typedef struct {
     uint64_t nonehot;
     const sf_series *onehot;
     char *onehot_text;
+    uint32_t embed;  // --series-features embedding:D: D (series_features "embedding:D"); 0: onehot
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
     char categories[SF_PACK_MAX_CATEGORY_LIST + 1];

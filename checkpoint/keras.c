@@ -86,13 +86,19 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
     }
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t), k = 0;
-    // layers/normalization, the model's layers, layers/normalization_1
+    // layers/normalization, the model's layers, layers/normalization_1. Keras
+    // finds a layer's weights under its class's name and its place among
+    // that class's layers: with an embedding, a bias-free Dense upstream of
+    // the head (functional_json), the model's dense layers come one later.
+    uint32_t denses = 0;
     for (int32_t l = -1; !rc && l <= (int32_t)m->nlayers; l++) {
         const sf_layer *ly = l >= 0 && l < (int32_t)m->nlayers ? &m->layer[l] : NULL;
         const char *name = ly ? ly->name : l < 0 ? "normalization" : "normalization_1";
-        char path[96];
-        snprintf(path, sizeof path, "layers/%s/vars", name);
-        hid_t v = h5_group(f, path, name), cell = -1;
+        char path[96], group[32];
+        snprintf(group, sizeof group, "%s", name);
+        if (ly && ly->kind == SF_LAYER_DENSE && m->embed) snprintf(group, sizeof group, "dense_%u", ++denses);
+        snprintf(path, sizeof path, "layers/%s/vars", group);
+        hid_t v = h5_group(f, path, group), cell = -1;
         // A recurrent layer's weights are its cell's: lstm_cell, gru_cell.
         if (v >= 0 && ly && sf_layer_recurrent(ly)) {
             snprintf(path, sizeof path, "layers/%s/cell/vars", name);
@@ -106,6 +112,14 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
                 rc = h5_fail(e, "write a tensor");
         if (cell >= 0) H5Gclose(cell);
         if (v >= 0) H5Gclose(v);
+        if (!rc && ly && l == (int32_t)m->head && m->embed) {  // the head's embedding: the first Dense's kernel
+            hid_t g = h5_group(f, "layers/dense/vars", "embedding");
+            if (g < 0 || k >= nt || strcmp(t[k].name, "embedding/embeddings") ||
+                h5_tensor(g, 0, c->w + t[k].offset, t[k].rank, t[k].shape))
+                rc = h5_fail(e, "write the embedding");
+            else k++;
+            if (g >= 0) H5Gclose(g);
+        }
     }
     // Several steps: the Reshape to (steps, targets) holds no weights, but has its group as every layer.
     // (The module links no pipeline: the steps read as sf_window_steps does.)
@@ -183,14 +197,15 @@ static void norm_config(char *buf, size_t cap, const float *scale, const float *
 static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
     sf_text t = {0};
     uint32_t T = c->window.length, steps = c->window.steps > 1 ? c->window.steps : 1, F = c->future_inputs;
-    uint32_t S = (uint32_t)c->nonehot;
+    uint32_t S = (uint32_t)c->nonehot, D = m->embed;
     size_t cap = 64 + 40 * (size_t)(m->inputs > c->outputs ? m->inputs : c->outputs);
-    char *cfg = malloc(cap), win[64], fut[64], flat[32], ser[32], shape[192], prev_shape[64], prev[32];
+    char *cfg = malloc(cap), win[64], fut[64], flat[32], ser[32], emb[32], shape[192], prev_shape[64], prev[32];
     if (!cfg) return NULL;
     snprintf(win, sizeof win, "[null,%u,%u]", T, m->inputs);
     snprintf(fut, sizeof fut, "[null,%u,%u]", steps, F);
     snprintf(flat, sizeof flat, "[null,%u]", steps * F);
     snprintf(ser, sizeof ser, "[null,%u]", S);
+    snprintf(emb, sizeof emb, "[null,%u]", D);
     sf_text_put(&t, "{\"module\":\"keras.src.models.functional\",\"class_name\":\"Functional\",\"config\":{"
                     "\"name\":\"functional\",\"trainable\":true,\"layers\":[");
     const char *inputs[3][2] = {{"window", win}, {"future", fut}, {"series", ser}};
@@ -207,6 +222,10 @@ static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
         node(&t, "Normalization", "normalization_1", cfg, fut, 1, (const char *[]){"future"}, (const char *[]){fut});
         node(&t, "Flatten", "flatten", "", fut, 1, (const char *[]){"normalization_1"}, (const char *[]){fut});
     }
+    if (D) {  // an embedding: the one-hot times the table, a bias-free Dense (Keras' Embedding of the index)
+        snprintf(cfg, cap, ",\"units\":%u,\"use_bias\":false", D);
+        node(&t, "Dense", "embedding", cfg, ser, 1, (const char *[]){"series"}, (const char *[]){ser});
+    }
     snprintf(prev, sizeof prev, "normalization");
     snprintf(prev_shape, sizeof prev_shape, "%s", win);
     for (uint32_t l = 0; l < m->nlayers; l++) {
@@ -215,8 +234,10 @@ static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
             const char *from[3] = {prev}, *shapes[3] = {prev_shape};
             uint32_t n = 1;
             if (F) from[n] = "flatten", shapes[n++] = flat;
-            if (S) from[n] = "series", shapes[n++] = ser;
-            snprintf(shape, sizeof shape, "[%s,%s%s%s]", prev_shape, F ? flat : ser, F && S ? "," : "", F && S ? ser : "");
+            const char *last = D ? emb : ser;
+            if (S) from[n] = D ? "embedding" : "series", shapes[n++] = last;
+            snprintf(shape, sizeof shape, "[%s,%s%s%s]", prev_shape, F ? flat : last, F && S ? "," : "",
+                     F && S ? last : "");
             node(&t, "Concatenate", "concatenate", ",\"axis\":-1", shape, n, from, shapes);
             snprintf(prev, sizeof prev, "concatenate");
             snprintf(prev_shape, sizeof prev_shape, "[null,%u]", ly->in);

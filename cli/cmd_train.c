@@ -371,10 +371,11 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         (rc = differs(OPT_NORM_SCOPE, o->norm_series ? "series" : "global", ck->nscoped ? "series" : "global", path)))
         return rc;
     o->norm_series = ck->nscoped > 0;  // a checkpoint from before: global
-    if (v[OPT_SERIES_FEATURES].set &&
-        (rc = differs(OPT_SERIES_FEATURES, o->series_features, ck->nonehot ? "onehot" : "", path)))
-        return rc;
-    o->series_features = ck->nonehot ? "onehot" : NULL;
+    static char series[32];  // the checkpoint's, for the run that goes on
+    if (ck->embed) snprintf(series, sizeof series, "embedding:%u", ck->embed);
+    else snprintf(series, sizeof series, "%s", ck->nonehot ? "onehot" : "");
+    if (v[OPT_SERIES_FEATURES].set && (rc = differs(OPT_SERIES_FEATURES, o->series_features, series, path))) return rc;
+    o->series_features = series[0] ? series : NULL;
     return resume_schedule(v, o, ck, path);
 }
 

@@ -94,10 +94,11 @@ static const option options[OPT_COUNT] = {
     [OPT_TIME_FEATURES] = {"time-features", 0, "hour,weekday,yearday", K_TEXT, .group = DATA,
                            .help = "inputs from the time column: the sine and cosine of each time's phase in its "
                                    "day, week or year (UTC), so that daily and yearly cycles are learnable"},
-    [OPT_SERIES_FEATURES] = {"series-features", 0, "onehot", K_TEXT, .group = DATA,
+    [OPT_SERIES_FEATURES] = {"series-features", 0, "onehot|embedding:D", K_TEXT, .group = DATA,
                              .help = "the window's series as an input beside it, for a file of many series: one "
-                                     "input per series, 1 for its own (the checkpoint keeps the series' names; "
-                                     "predict refuses a series it has not seen)"},
+                                     "input per series, 1 for its own, or a learned vector of D values per series "
+                                     "(Keras' Embedding); the checkpoint keeps the series' names, and predict "
+                                     "refuses a series it has not seen"},
     [OPT_FUTURE_FEATURES] = {"future-features", 0, "a,b", K_TEXT, .group = DATA,
                              .help = "features known in advance (a holiday flag, a schedule, a time feature of "
                                      "--time-features): their values at every target row are inputs too, beside the "

@@ -112,7 +112,7 @@ static int layout(sf_model *m, sf_err *e) {
     size_t off = 0;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         sf_layer *l = &m->layer[i];
-        l->in = width + (i == m->head ? m->extra : 0);
+        l->in = width + (i == m->head ? sf_model_head_extra(m) : 0);
         if (l->kind == SF_LAYER_DENSE && l->units == 0)
             return sf_err_set(e, SF_EINVAL, "--model: %s: only the last dense layer may leave out its width", l->name);
         if (l->kind == SF_LAYER_DENSE && i < last_lstm)
@@ -127,6 +127,8 @@ static int layout(sf_model *m, sf_err *e) {
         } else if (l->kind == SF_LAYER_DENSE) {
             l->kernel = off, off += (size_t)l->in * l->units;
             l->bias = off, off += l->units;
+            // In the head's range of the buffer: its gradient is final with the head's.
+            if (i == m->head && m->embed) m->embedding = off, off += (size_t)m->embed_series * m->embed;
         } else {
             l->units = width;
         }
@@ -139,6 +141,14 @@ static int layout(sf_model *m, sf_err *e) {
 
 int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e) {
     m->extra = extra;
+    return layout(m, e);
+}
+
+int sf_model_set_embedding(sf_model *m, uint32_t series, uint32_t dim, sf_err *e) {
+    if (series > m->extra || !dim || !series)
+        return sf_err_set(e, SF_EINVAL, "an embedding of %u series into %u values, of %u extra inputs", series, dim,
+                          m->extra);
+    m->embed_series = series, m->embed = dim;
     return layout(m, e);
 }
 
@@ -179,6 +189,10 @@ uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out) {
         for (int k = 0; k < 3; k++) {
             if (l->kind == SF_LAYER_DENSE && k == 1) continue;
             if (out) out[n] = t[k];
+            n++;
+        }
+        if (i == m->head && m->embed) {  // Keras' Embedding layer, "embedding"
+            if (out) out[n] = (sf_tensor){"embedding/embeddings", m->embedding, 2, {m->embed_series, m->embed}};
             n++;
         }
     }
@@ -240,6 +254,9 @@ void sf_model_init(const sf_model *m, float *params, uint64_t seed) {
         } else if (l->kind == SF_LAYER_DENSE) {
             glorot_uniform(params + l->kernel, l->in, l->units, &s);
             memset(params + l->bias, 0, l->units * sizeof(float));
+            // Keras' Embedding: uniform in [-0.05, 0.05]
+            for (size_t k = 0; i == m->head && k < (size_t)m->embed_series * m->embed; k++)
+                params[m->embedding + k] = (float)((2 * uniform(&s) - 1) * 0.05);
         }
     }
 }

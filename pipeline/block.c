@@ -256,7 +256,8 @@ int sf_columns_onehot(sf_columns *c, const sf_pack_info *in, const sf_series *na
         free(known);
         return sf_err_set(e, SF_ENOMEM, "out of memory");
     }
-    for (uint64_t s = 0; s < count; s++) known[s] = (sf_series){.first_row = s, .name = (names ? names : in->series)[s].name};
+    const sf_series *model = names ? names : in->series;
+    for (uint64_t s = 0; s < count; s++) known[s] = (sf_series){.first_row = s, .name = model[s].name};
     qsort(known, count, sizeof *known, by_name);
     int rc = 0;
     for (uint64_t s = 0; !rc && !names && s < count; s++) {

@@ -94,14 +94,25 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     return rc;
 }
 
-// --series-features: the series one-hot (the only form: a learned
-// embedding is not implemented).
+int sf_series_features(const char *text, uint32_t *embed, sf_err *e) {
+    *embed = 0;
+    if (!strcmp(text, "onehot")) return 0;
+    char *end;
+    unsigned long d = strncmp(text, "embedding:", 10) ? 0 : strtoul(text + 10, &end, 10);
+    if (d >= 1 && d <= 4096 && text[10] >= '0' && text[10] <= '9' && !*end) {
+        *embed = (uint32_t)d;
+        return 0;
+    }
+    return sf_err_set(e, SF_EUSAGE, "--series-features %s: expected onehot (an input per series) or embedding:D (a "
+                      "learned vector of D values per series, D from 1 to 4096)", text);
+}
+
+// --series-features: the series one-hot in x (an embedding's model maps it to its vector).
 static int series_inputs(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
+    uint32_t embed;
     if (!o->series_features) return 0;
-    if (strcmp(o->series_features, "onehot"))
-        return sf_err_set(e, SF_EUSAGE, "--series-features %s: expected onehot (an input per series; a learned "
-                          "embedding, embedding:D, is not implemented)", o->series_features);
-    return sf_columns_onehot(&d->cols, sf_pack_get_info(d->pack), NULL, 0, e);
+    int rc = sf_series_features(o->series_features, &embed, e);
+    return rc ? rc : sf_columns_onehot(&d->cols, sf_pack_get_info(d->pack), NULL, 0, e);
 }
 
 int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {

@@ -612,6 +612,10 @@ static int open_data(fit *f, sf_err *e) {
                        &inner) ||
         sf_model_set_extra(&f->model, f->d.cols.nfuture * sf_window_steps(&o->pipe.window) + f->d.cols.nonehot, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
+    uint32_t embed = 0;
+    if (o->series_features && (rc = sf_series_features(o->series_features, &embed, e))) return rc;
+    if (embed && sf_model_set_embedding(&f->model, f->d.cols.nonehot, embed, &inner))
+        return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_plan *train_plan = NULL;

@@ -97,6 +97,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->future_inputs = cols->nfuture;
     memcpy(c->future, cols->future, cols->nfuture * sizeof *c->future);
     c->nonehot = cols->nonehot, c->onehot = cols->nonehot ? cols->onehot_table : NULL;  // the file's own, in order
+    c->embed = m->embed;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
     const sf_lr_schedule *ls = &o->lr_schedule;
@@ -157,7 +158,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
                        : !same(c->future_features, r->future_features) ? "--future-features"
-                       : c->nonehot != r->nonehot ? "--series-features"
+                       : c->nonehot != r->nonehot || c->embed != r->embed ? "--series-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
                        : !same(c->lr_schedule, r->lr_schedule) ? "--lr-schedule"

@@ -207,11 +207,15 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
         if (i == m->head && m->extra) {
-            size_t below = l->in - m->extra, A = m->extra;
+            // The layer below's output, the extra as x has it but a one-hot to embed, its embedding.
+            size_t A = m->extra - m->embed_series, below = l->in - A - m->embed;
             for (size_t b = 0; b < B; b++) {
                 memcpy(r->cat + b * l->in, in + b * below, below * sizeof(float));
                 memcpy(r->cat + b * l->in + below, x + b * X + TC, A * sizeof(float));
             }
+            if (m->embed)
+                sf_embed_forward(r->cat + below + A, l->in, x + TC + A, X, params + m->embedding, B, m->embed_series,
+                                 m->embed);
             in = r->cat;
         }
         if (sf_layer_recurrent(l)) {
@@ -300,10 +304,13 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
             else
                 sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
                                   l->units);
-            if (head)
-                for (size_t b = 0; b < B; b++)
-                    memcpy(r->ls[i - 1].dout + b * (l->in - m->extra), r->dcat + b * l->in,
-                           (l->in - m->extra) * sizeof(float));
+            size_t below = l->in - sf_model_head_extra(m);
+            for (size_t b = 0; head && b < B; b++)
+                memcpy(r->ls[i - 1].dout + b * below, r->dcat + b * l->in, below * sizeof(float));
+            if (head && m->embed)
+                sf_embed_backward(grads + m->embedding, r->dcat + l->in - m->embed, l->in,
+                                  x + T * m->inputs + m->extra - m->embed_series, sf_model_x_len(m, r->window), B,
+                                  m->embed_series, m->embed);
         }
         if (done && l->kind != SF_LAYER_DROPOUT) done(arg, i);
     }

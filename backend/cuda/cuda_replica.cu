@@ -129,6 +129,7 @@ typedef struct {
     // (B,T,inputs); the head's input, the layer below's output beside them,
     // and its gradient (B, head's in)
     float *xs, *cat, *dcat;
+    int *series_idx;            // device, batch entries: each window's series (an embedding's)
     double *loss_dev, *loss_host;
     cudaEvent_t loss_ready;     // recorded after the loss's copy to loss_host
     bool late;                  // late_loss: train_step only queues, step_loss reads the loss
@@ -188,7 +189,7 @@ static void gpu_close(sf_replica *opaque) {
     if (r->comm_stream) cudaStreamSynchronize(r->comm_stream), cudaStreamDestroy(r->comm_stream);
     if (r->reduced) cudaEventDestroy(r->reduced);
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
-    cudaFree(r->xs), cudaFree(r->cat), cudaFree(r->dcat);
+    cudaFree(r->xs), cudaFree(r->cat), cudaFree(r->dcat), cudaFree(r->series_idx);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
     cudaFree(r->drop_states), cudaFree(r->bad), cudaFree(r->values), cudaFree(r->yin), cudaFree(r->blas_work);
     cudaFreeHost(r->loss_host), cudaFreeHost(r->ring), cudaFreeHost(r->bad_host);
@@ -467,6 +468,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
         SF_OK(alloc_dev(r, &r->xs, B * T * m->inputs, e));
         SF_OK(alloc_dev(r, &r->cat, B * m->layer[m->head].in, e));
         SF_OK(alloc_dev(r, &r->dcat, B * m->layer[m->head].in, e));
+        CUDA_OK(cudaMalloc((void **)&r->series_idx, B * sizeof(int)), "cudaMalloc");
     }
     SF_OK(alloc_dev(r, &r->scratch, B * T * widest, e));
     SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
@@ -666,10 +668,17 @@ static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
         if (i == m->head && m->extra) {
-            size_t w = l->in * sizeof(float), below = (l->in - m->extra) * sizeof(float);
-            CUDA_OK(cudaMemcpy2DAsync(r->cat, w, in, below, below, n, cudaMemcpyDeviceToDevice, r->stream), "head input");
-            CUDA_OK(cudaMemcpy2DAsync((char *)r->cat + below, w, (const char *)x + TC, X, m->extra * sizeof(float), n,
-                                      cudaMemcpyDeviceToDevice, r->stream), "covariates");
+            // The layer below's output, the extra as x has it but a one-hot to embed, its embedding.
+            size_t A = m->extra - m->embed_series, below = l->in - A - m->embed, w = l->in * sizeof(float);
+            CUDA_OK(cudaMemcpy2DAsync(r->cat, w, in, below * sizeof(float), below * sizeof(float), n,
+                                      cudaMemcpyDeviceToDevice, r->stream), "head input");
+            if (A)
+                CUDA_OK(cudaMemcpy2DAsync(r->cat + below, w, (const char *)x + TC, X, A * sizeof(float), n,
+                                          cudaMemcpyDeviceToDevice, r->stream), "covariates");
+            if (m->embed)
+                SF_OK(sf_gpu_embed_forward(r->cat + below + A, l->in, r->series_idx,
+                                           (const float *)((const char *)x + TC) + A, X / sizeof(float),
+                                           r->w + r->perm[m->embedding], n, m->embed_series, m->embed, r->stream, e));
             in = r->cat;
         }
         if (sf_layer_recurrent(l)) {
@@ -875,14 +884,16 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
             size_t cnt = (size_t)n * out_size(r, l);
             if (l->rate > 0) SF_OK(sf_gpu_dropout_backward(din, s->dout, s->mask, cnt, r->stream, e));
             else CUDA_OK(cudaMemcpyAsync(din, s->dout, cnt * sizeof(float), cudaMemcpyDeviceToDevice, r->stream), "copy");
-        } else if (r->bf16) {
-            SF_OK(dense_backward_bf16(r, l, s, din, n, e));
-            SF_OK(layer_reduce(r, i, e));
         } else {
-            SF_OK(dense_backward(r, i, in, din, n, e));
+            if (r->bf16) SF_OK(dense_backward_bf16(r, l, s, din, n, e));
+            else SF_OK(dense_backward(r, i, in, din, n, e));
+            if (head && m->embed)  // in the head's range: before its sum starts
+                SF_OK(sf_gpu_embed_backward(r->g + r->perm[m->embedding], r->dcat + l->in - m->embed, l->in,
+                                            r->series_idx, n, m->embed_series, m->embed, r->stream, e));
+            SF_OK(layer_reduce(r, i, e));
         }
         if (head) {
-            size_t w = l->in * sizeof(float), below = (l->in - m->extra) * sizeof(float);
+            size_t w = l->in * sizeof(float), below = (l->in - sf_model_head_extra(m)) * sizeof(float);
             CUDA_OK(cudaMemcpy2DAsync(r->ls[i - 1].dout, below, r->dcat, w, below, n, cudaMemcpyDeviceToDevice,
                                       r->stream), "head input gradient");
         }
@@ -890,8 +901,7 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
     return 0;
 }
 
-// Dense layer i's fp32 backward pass: its gradients, their sum started
-// when final, and dX (din NULL: none).
+// Dense layer i's fp32 backward pass: its gradients and dX (din NULL: none).
 static int dense_backward(gpu_replica *r, uint32_t i, const float *in, float *din, uint32_t n, sf_err *e) {
     const sf_layer *l = &r->m->layer[i];
     layer_state *s = &r->ls[i];
@@ -903,7 +913,6 @@ static int dense_backward(gpu_replica *r, uint32_t i, const float *in, float *di
     BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
             "dense dW");
     BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
-    SF_OK(layer_reduce(r, i, e));
     if (din)
         BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
                 "dense dX");
@@ -980,7 +989,8 @@ static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t 
     const sf_model *m = r->m;
     if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
-    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * sf_model_x_len(m, r->window) * sizeof(float), cudaMemcpyHostToDevice,
+    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * sf_model_x_len(m, r->window) * sizeof(float),
+                            cudaMemcpyHostToDevice,
                             r->stream), "cudaMemcpyAsync");
     SF_OK(forward(r, r->xin, count, false, e));
     CUDA_OK(cudaMemcpyAsync(out, r->ls[m->nlayers - 1].y, (size_t)count * m->outputs * sizeof(float),

@@ -23,6 +23,7 @@ import json
 import math
 import numbers
 import os
+import re
 import struct
 import sys
 import threading
@@ -145,11 +146,13 @@ _U32, _U64 = 2**32 - 1, 2**64 - 1
 
 
 def _series_features(v):
+    """--series-features: None, "onehot" or "embedding:D" (x["series"] is the one-hot for both: the embedding
+    is the model's)."""
     if v is None:
         return None
-    if v != "onehot":
-        raise _bad("series_features", "series-features", 'None or "onehot"', v)
-    return b"onehot"
+    if not isinstance(v, str) or not (v == "onehot" or re.fullmatch(r"embedding:[1-9][0-9]{0,3}", v)):
+        raise _bad("series_features", "series-features", 'None, "onehot" or "embedding:D" (D from 1 to 4096)', v)
+    return v.encode()
 
 
 def _check(rc, err):
@@ -419,8 +422,8 @@ class Dataset:
     (--future-features) makes x a dict of the exported model's two named
     inputs: "window" as above and "future" (batch, steps, nfuture), the
     future features at each window's target rows; series_features="onehot"
-    (--series-features) adds "series" (batch, series), each window's
-    series one-hot. Its len() is the batches of all epochs;
+    or "embedding:D" (--series-features) adds "series" (batch, series),
+    each window's series one-hot (an embedding is the model's). Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.

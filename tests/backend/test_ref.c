@@ -72,9 +72,13 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     int steps = atoi(sf_st_meta(s, "steps"));
     // Covariates (gen_covar_ref.py): each window's extra values after its rows.
     uint32_t A = sf_st_meta(s, "extra") ? (uint32_t)atoi(sf_st_meta(s, "extra")) : 0;
+    // and its one-hot's embedding (embedding:D)
+    uint32_t S = sf_st_meta(s, "embed") ? (uint32_t)atoi(sf_st_meta(s, "embed_series")) : 0;
+    uint32_t D = sf_st_meta(s, "embed") ? (uint32_t)atoi(sf_st_meta(s, "embed")) : 0;
     sf_model m;
     sf_cpu_pass *r;
     if (sf_model_parse(&m, spec, I, O, &e) || sf_model_set_extra(&m, A, &e) ||
+        (D && sf_model_set_embedding(&m, S, D, &e)) ||
         sf_cpu_pass_open(&r, &m, B, T, precision, &e)) {
         CHECK(0, "%s: %s", file, e.msg);
         sf_st_close(s);
@@ -178,6 +182,10 @@ int main(int argc, char **argv) {
         // at 3e-3.
         check_fixture("ref_covar.safetensors", SF_PRECISION_BF16, "",
                       &(tolerance){.loss1 = 3e-3, .loss = 3e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
+        check_fixture("ref_embed.safetensors", SF_PRECISION_BF16, "bf16/",
+                      &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
+        check_fixture("ref_embed.safetensors", SF_PRECISION_BF16, "",
+                      &(tolerance){.loss1 = 3e-3, .loss = 3e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
         return TEST_EXIT();
     }
     const tolerance fp32 = {.loss1 = 1e-5, .loss = 1e-5, .pred = 1e-5, .grad = 1e-5, .weights = 1e-6};
@@ -187,5 +195,7 @@ int main(int argc, char **argv) {
     check_fixture("ref_gru.safetensors", SF_PRECISION_FP32, "", &fp32);
     // Future features' values concatenated before the first Dense (tests/ref/gen_covar_ref.py).
     check_fixture("ref_covar.safetensors", SF_PRECISION_FP32, "", &fp32);
+    // The same with the series' one-hot through a learned embedding (Keras' Embedding).
+    check_fixture("ref_embed.safetensors", SF_PRECISION_FP32, "", &fp32);
     return TEST_EXIT();
 }

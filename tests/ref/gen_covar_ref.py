@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes tests/ref/ref_covar.safetensors, the covariates' reference for tests/backend/test_ref.c.
+"""Writes tests/ref/ref_covar.safetensors and ref_embed.safetensors, the covariates' references for tests/backend/test_ref.c.
 
 A model with covariates: --future-features' values at every target step
 and --series-features onehot's series inputs, concatenated with the last
@@ -11,7 +11,11 @@ Keras' functional model has it:
 
 x is (B, T x C + A) per window, the rows then the extra (A = 3 steps x 2
 future inputs + 3 series one-hot), as seqfeed's batches hold them
-(pipeline.h, sf_window_x_len). The first Dense's kernel
+(pipeline.h, sf_window_x_len). ref_embed: the same with --series-features
+embedding:4, the series' row of a (3, 4) table (Keras' Embedding, here
+torch.nn.functional.embedding of the one-hot's index) in the one-hot's
+place; "embedding/embeddings" is one more weight, with its gradient and
+Adam steps. Its lookup is exact in bf16 too: the head rounds its input. The first Dense's kernel
 is (U + A, units): the recurrent output's rows, then the extra's. Random
 float32 weights in Keras' layout, and in float64 the predictions, MSE loss,
 every gradient and 5 steps of Keras' Adam (gen_lstm_ref.py's run):
@@ -39,14 +43,18 @@ import gen_lstm_ref  # noqa: E402
 NAME, SPEC, INPUTS, OUTPUTS, BATCH, WINDOW, FUTURE, SERIES, SEED = \
     "ref_covar", "lstm:12,dropout:0.2,gru:10,dense:8,dense", 3, 6, 5, 7, 6, 3, 5
 EXTRA = FUTURE + SERIES
+EMBED = 4
 
 
-def forward(layers, head, p, x, mm):
+def forward(layers, head, p, x, mm, embed):
     """mm None: torch's layers; else the recurrent layers written out and
-    every product through mm."""
+    every product through mm. embed: the one-hot through the embedding."""
     B = x.shape[0]
     h = x[:, :WINDOW * INPUTS].reshape(B, WINDOW, INPUTS)
     extra = x[:, WINDOW * INPUTS:]
+    if embed:
+        index = extra[:, FUTURE:].argmax(dim=1)
+        extra = torch.cat([extra[:, :FUTURE], torch.nn.functional.embedding(index, p["embedding/embeddings"])], dim=1)
     for i, l in enumerate(layers):
         n = l["name"]
         if i == head:
@@ -65,34 +73,44 @@ def forward(layers, head, p, x, mm):
     return h
 
 
-def main():
-    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+def make(name, embed, outdir):
     rng = np.random.default_rng(SEED)
     layers = parse(SPEC, INPUTS, OUTPUTS)
     last = max(i for i, l in enumerate(layers) if l["kind"] in ("lstm", "gru"))
     head = next(i for i, l in enumerate(layers) if i > last and l["kind"] == "dense")
-    layers[head]["inp"] += EXTRA
+    layers[head]["inp"] += FUTURE + (EMBED if embed else SERIES)
     w32 = weights(layers, rng)
+    if embed:
+        w32["embedding/embeddings"] = rng.uniform(-0.5, 0.5, (SERIES, EMBED)).astype(np.float32)
     x = rng.standard_normal((BATCH, WINDOW * INPUTS + EXTRA)).astype(np.float32)
     x[:, -SERIES:] = np.eye(SERIES, dtype=np.float32)[rng.integers(0, SERIES, BATCH)]  # each window's series
     y = rng.standard_normal((BATCH, OUTPUTS)).astype(np.float32)
     out = {"x": x, "y": y}
     out.update(w32)
-    losses = run(lambda p, xt: forward(layers, head, p, xt, None), w32, x, y, out)
-    # The extra's gradient path: without it the loss must change (it is read).
+    losses = run(lambda p, xt: forward(layers, head, p, xt, None, embed), w32, x, y, out)
+    # The extra is read: moving it moves the predictions.
     with torch.no_grad():
         p = {k: torch.tensor(v, dtype=torch.float64) for k, v in w32.items()}
         xt = torch.tensor(x, dtype=torch.float64)
         moved = xt.clone()
-        moved[:, WINDOW * INPUTS:] += 1
-        assert not torch.allclose(forward(layers, head, p, xt, None), forward(layers, head, p, moved, None))
-    bf = run(lambda p, xt: forward(layers, head, p, xt, Matmul.apply), w32, x, y, out, "bf16/")
+        moved[:, WINDOW * INPUTS:WINDOW * INPUTS + FUTURE] += 1
+        moved[:, -SERIES:] = moved[:, -SERIES:].roll(1, dims=1)
+        assert not torch.allclose(forward(layers, head, p, xt, None, embed), forward(layers, head, p, moved, None, embed))
+    bf = run(lambda p, xt: forward(layers, head, p, xt, Matmul.apply, embed), w32, x, y, out, "bf16/")
     meta = {"model": SPEC, "inputs": str(INPUTS), "outputs": str(OUTPUTS), "batch": str(BATCH), "window": str(WINDOW),
             "extra": str(EXTRA), "steps": str(STEPS), "generator": "tests/ref/gen_covar_ref.py",
             "torch": torch.__version__}
-    path = os.path.join(outdir, NAME + ".safetensors")
+    if embed:
+        meta.update({"embed_series": str(SERIES), "embed": str(EMBED)})
+    path = os.path.join(outdir, name + ".safetensors")
     write_safetensors(path, out, meta)
     print(f"{path}: loss {losses[0]:.6f} -> {losses[-1]:.6f}; bf16 {bf[0]:.6f} -> {bf[-1]:.6f}")
+
+
+def main():
+    outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
+    make(NAME, False, outdir)
+    make("ref_embed", True, outdir)
 
 
 if __name__ == "__main__":

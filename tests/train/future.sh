@@ -9,7 +9,8 @@
 # and the flag; bf16 where this build has it. --series-features onehot:
 # the checkpoint's series by name, predict refusing a series it has not
 # seen and predicting one series alone as among the others, the forms it
-# refuses. meson sets SEQFEED and SRCDIR.
+# refuses; embedding:D's table in the checkpoint. meson sets SEQFEED and
+# SRCDIR.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -119,8 +120,10 @@ if ! "$SEQFEED" info | grep -q '^bf16 *cpu: none'; then
     [ "$(wc -l <b16.csv)" = "$(wc -l <f3.pred.csv)" ] || fail "bf16 predict wrote $(wc -l <b16.csv) lines"
 fi
 # --series-features onehot: an input per series of the training file, kept by name.
-run 2 train "${common[@]}" --epochs 1 --series-features embedding:4 --checkpoint-dir bad
-expect err '--series-features embedding:4: expected onehot.*not implemented'
+for bad in embedding:0 embedding:x embedding:4097 embedding onehot:2 id; do
+    run 2 train "${common[@]}" --epochs 1 --series-features "$bad" --checkpoint-dir bad
+    expect err "--series-features $bad: expected onehot \\(an input per series\\) or embedding:D"
+done
 python3 -c 'print("v"); [print(i % 7) for i in range(60)]' >one.csv
 run 0 pack one.csv -o one.sfpack -q
 run 2 train --data one.sfpack --window 4 --epochs 1 --series-features onehot --gpus none -q --checkpoint-dir bad
@@ -145,6 +148,23 @@ both = [r["sales_pred"] for r in csv.DictReader(open("s.csv")) if r["id"] == "so
 alone = [r["sales_pred"] for r in csv.DictReader(open("south.pred.csv"))]
 assert both == alone and len(both) > 100, (len(both), len(alone))
 PY
+# embedding:D: a learned (series, D) table in the checkpoint, Keras' Embedding's name.
+run 0 train "${common[@]}" --epochs 2 --series-features embedding:3 --checkpoint-dir emb
+[ "$(meta emb/latest.safetensors series_features)" = "embedding:3" ] ||
+    fail "series_features: $(meta emb/latest.safetensors series_features)"
+python3 - <<'PY' || fail "no embedding/embeddings (2, 3) in the checkpoint"
+import json, struct
+b = open("emb/latest.safetensors", "rb").read()
+h = json.loads(b[8:8 + struct.unpack("<Q", b[:8])[0]])
+assert h["embedding/embeddings"]["shape"] == [2, 3], h.get("embedding/embeddings")
+assert h["dense/kernel"]["shape"] == [16 + 3, 3], h["dense/kernel"]  # the LSTM's 16, the embedding's 3
+PY
+run 0 predict --checkpoint emb --data south.sfpack -o emb.pred.csv -q
+run 2 predict --checkpoint emb --data east.sfpack -o emb.east.csv -q
+expect err 'series "east" \(row 0\) is not one of the 2 series'
+run 2 train --checkpoint-dir emb --resume --series-features embedding:4 --epochs 3 -q
+expect err "--series-features embedding:4 differs from the checkpoint's embedding:3"
+run 0 train --checkpoint-dir emb --resume --epochs 3 -q
 # Resume keeps them: added to a run without, refused.
 run 2 train --checkpoint-dir with --resume --series-features onehot --epochs 8 -q
 expect err "--series-features onehot differs from the checkpoint's \(none\)"

@@ -3,7 +3,8 @@
 # named inputs, window (window, inputs) and future (steps, future inputs),
 # each normalized, future flattened and concatenated before the first Dense;
 # with --series-features onehot a third, series (one-hot), concatenated
-# after it.
+# after it; with embedding:D the one-hot through a bias-free Dense, the
+# table (Keras' Embedding of the series' index).
 # With Keras 3 (SEQFEED_PYTHON names a Python that has it; skipped with 77
 # otherwise) load_model predicts, from the CSV's raw rows, what seqfeed
 # predict writes for every window and step; and so does the package
@@ -35,10 +36,14 @@ run 0 train --data d.sfpack --targets sales --time-features hour --future-featur
 # Only series features: a functional model of window and series.
 run 0 train --data d.sfpack --targets sales --series-features onehot --model lstm:4,dense --window 5 --epochs 1 \
     --batch-size 8 --checkpoint-dir s -q
+# A learned embedding: a bias-free Dense on the one-hot, ahead of the model's two Dense layers.
+run 0 train --data d.sfpack --targets sales --future-features promo --series-features embedding:3 \
+    --model lstm:4,dense:5,dense --window 5 --epochs 1 --batch-size 8 --checkpoint-dir e -q
 run 0 export --checkpoint v/latest.safetensors --format keras -o v.keras
 expect err "future: at every target step promo"
 run 0 export --checkpoint c/latest.safetensors --format keras -o c.keras -q
 run 0 export --checkpoint s/latest.safetensors --format keras -o s.keras -q
+run 0 export --checkpoint e/latest.safetensors --format keras -o e.keras -q
 python3 - <<'PY' || fail "the .keras config: $(unzip -p v.keras config.json 2>&1)"
 import json, zipfile
 cfg = json.loads(zipfile.ZipFile("v.keras").read("config.json"))
@@ -63,6 +68,7 @@ fi
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 run 0 predict --checkpoint s/latest.safetensors --data d.sfpack -o s.csv -q
+run 0 predict --checkpoint e/latest.safetensors --data d.sfpack -o e.csv -q
 SEQFEED_LIB=${1:-} PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np
@@ -82,7 +88,7 @@ print("v: %d windows, %d steps, raw rows: largest relative difference %.3g" % (l
 assert err <= 1e-5, err
 if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
     import seqfeed
-    for name, steps in (("v", 3), ("c", 2), ("s", 1)):
+    for name, steps in (("v", 3), ("c", 2), ("s", 1), ("e", 1)):
         model = keras.models.load_model(name + ".keras")
         xs, index = seqfeed.model_inputs(name, "d.sfpack")
         if name == "v":
@@ -92,8 +98,10 @@ if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
             assert index.future[0] == "promo" and sorted(index.future[1:3]) == ["weather=rain", "weather=sun"] and \
                 index.future[3:] == ["hour_sin", "hour_cos"], index.future
             assert xs["future"].shape[1:] == (2, 5), xs["future"].shape
-        else:
+        elif name == "s":
             assert set(xs) == {"window", "series"} and index.future == [], (xs.keys(), index.future)
+        else:
+            assert model.get_layer("embedding").get_weights()[0].shape == (2, 3)
         if name != "v":  # the series one-hot, x first, by name
             assert index.series_inputs == ["x", "y"], index.series_inputs
             want = np.stack([index["series"] == "x", index["series"] == "y"], axis=1).astype(np.float32)
