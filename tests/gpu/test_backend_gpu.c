@@ -17,7 +17,8 @@
 // on a GPU refuses with a usage error. Each run prints its worst differences. Exit 77 without a GPU (for bf16,
 // also without the CPU's oneDNN module or a GPU of compute capability 8.0).
 // And a model with covariates (--future-features: extra values per window
-// concatenated before the first Dense), on streams and in a graph.
+// concatenated before the first Dense), and one whose last 3 are a series'
+// one-hot through an embedding, on streams and in a graph.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,6 +47,11 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
     float *x = malloc(STEPS * B * X * sizeof(float)), *y = malloc(STEPS * B * O * sizeof(float));
     uint64_t s = 21;
     for (size_t k = 0; k < (size_t)STEPS * B * X; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t w = 0; m.embed && w < (size_t)STEPS * B; w++) {  // each window's series, one-hot, for the embedding
+        float *onehot = x + w * X + X - m.embed_series;
+        memset(onehot, 0, m.embed_series * sizeof(float));
+        onehot[sf_splitmix64(&s) % m.embed_series] = 1;
+    }
     for (size_t k = 0; k < (size_t)STEPS * B * O; k++) y[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
     sf_model_init(&m, w0, 4);
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
@@ -122,12 +128,17 @@ int main(int argc, char **argv) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);
         return TEST_EXIT();
     }
-    sf_model m, g, c;
+    sf_model m, g, c, emb;
     // c: 6 covariates per window beside the head (--future-features), strided copies on the GPU
     if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_model_parse(&c, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_model_set_extra(&c, 6, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    emb = c;  // and the last 3 of them a series' one-hot through a 4-value embedding
+    if (sf_model_set_embedding(&emb, 3, 4, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -152,6 +163,9 @@ int main(int argc, char **argv) {
     printf("covariates:\n");
     run(gpu_be, &c, algo, precision, false, false);
     run(gpu_be, &c, algo, precision, true, true);
+    printf("an embedding:\n");
+    run(gpu_be, &emb, algo, precision, false, false);
+    run(gpu_be, &emb, algo, precision, true, true);
     if (precision == SF_PRECISION_BF16) {
         sf_replica *gpu = NULL;
         sf_replica_opts o = {.threads = 1, .precision = precision};
