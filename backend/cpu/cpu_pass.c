@@ -304,13 +304,15 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
             else
                 sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
                                   l->units);
-            size_t below = l->in - sf_model_head_extra(m);
-            for (size_t b = 0; head && b < B; b++)
-                memcpy(r->ls[i - 1].dout + b * below, r->dcat + b * l->in, below * sizeof(float));
-            if (head && m->embed)
-                sf_embed_backward(grads + m->embedding, r->dcat + l->in - m->embed, l->in,
-                                  x + T * m->inputs + m->extra - m->embed_series, sf_model_x_len(m, r->window), B,
-                                  m->embed_series, m->embed);
+            if (head) {  // the layer below's part of dcat; an embedding's, summed into its table
+                size_t below = l->in - sf_model_head_extra(m);
+                for (size_t b = 0; b < B; b++)
+                    memcpy(r->ls[i - 1].dout + b * below, r->dcat + b * l->in, below * sizeof(float));
+                if (m->embed)
+                    sf_embed_backward(grads + m->embedding, r->dcat + l->in - m->embed, l->in,
+                                      x + T * m->inputs + m->extra - m->embed_series, sf_model_x_len(m, r->window),
+                                      B, m->embed_series, m->embed);
+            }
         }
         if (done && l->kind != SF_LAYER_DROPOUT) done(arg, i);
     }
