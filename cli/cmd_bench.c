@@ -106,7 +106,7 @@ static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_c
     sf_block_data d = {0};
     if (!l || sf_block_load(l, &all, &d, e)) goto out_loader;
     uint64_t n = sf_plan_windows(plan), *ids = malloc((n + 1) * sizeof *ids), s = 12345;
-    size_t xl = (size_t)o->window.length * cols.nfeatures;
+    size_t xl = sf_window_x_len(&o->window, &cols);
     size_t yl = (size_t)cols.ntargets * sf_window_steps(&o->window);  // (steps, targets) per window
     float *x = malloc(o->batch * xl * sizeof(float)), *y = malloc(o->batch * (yl + 1) * sizeof(float));
     if (ids && x && y && n) {

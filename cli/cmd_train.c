@@ -16,7 +16,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_NORM},
     {.opt = OPT_NORM_SCOPE},
     {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
-    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
+    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
     {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS},
@@ -301,7 +301,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         const char **field;
         const char *value;
     } lists[] = {{OPT_FEATURES, &o->features, ck->features}, {OPT_TARGETS, &o->targets, ck->targets},
-                 {OPT_TIME_FEATURES, &o->time_features, ck->time_features}};
+                 {OPT_TIME_FEATURES, &o->time_features, ck->time_features},
+                 {OPT_FUTURE_FEATURES, &o->future_features, ck->future_features}};
     for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
         if (v[lists[k].opt].set) {
             normal_list(*lists[k].field, given, sizeof given);
@@ -370,6 +371,11 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         (rc = differs(OPT_NORM_SCOPE, o->norm_series ? "series" : "global", ck->nscoped ? "series" : "global", path)))
         return rc;
     o->norm_series = ck->nscoped > 0;  // a checkpoint from before: global
+    static char series[32];  // the checkpoint's, for the run that goes on
+    if (ck->embed) snprintf(series, sizeof series, "embedding:%u", ck->embed);
+    else snprintf(series, sizeof series, "%s", ck->nonehot ? "onehot" : "");
+    if (v[OPT_SERIES_FEATURES].set && (rc = differs(OPT_SERIES_FEATURES, o->series_features, series, path))) return rc;
+    o->series_features = series[0] ? series : NULL;
     return resume_schedule(v, o, ck, path);
 }
 

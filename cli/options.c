@@ -94,6 +94,16 @@ static const option options[OPT_COUNT] = {
     [OPT_TIME_FEATURES] = {"time-features", 0, "hour,weekday,yearday", K_TEXT, .group = DATA,
                            .help = "inputs from the time column: the sine and cosine of each time's phase in its "
                                    "day, week or year (UTC), so that daily and yearly cycles are learnable"},
+    [OPT_SERIES_FEATURES] = {"series-features", 0, "onehot|embedding:D", K_TEXT, .group = DATA,
+                             .help = "the window's series as an input beside it, for a file of many series: one "
+                                     "input per series, 1 for its own, or a learned vector of D values per series "
+                                     "(Keras' Embedding); the checkpoint keeps the series' names, and predict "
+                                     "refuses a series it has not seen"},
+    [OPT_FUTURE_FEATURES] = {"future-features", 0, "a,b", K_TEXT, .group = DATA,
+                             .help = "features known in advance (a holiday flag, a schedule, a time feature of "
+                                     "--time-features): their values at every target row are inputs too, beside the "
+                                     "window, which holds their past values as well; a target cannot be one "
+                                     "(docs/TRAINING.md, \"Covariates\")"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
                    .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_SEASON] = {"season", 0, "N", K_COUNT, 1, U32, .group = DATA,
@@ -685,6 +695,8 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
     if (v[OPT_MAX_GAP].set) o->max_gap = v[OPT_MAX_GAP].real;
     if (v[OPT_TIME_FEATURES].set) o->time_features = v[OPT_TIME_FEATURES].text;
+    if (v[OPT_FUTURE_FEATURES].set) o->future_features = v[OPT_FUTURE_FEATURES].text;
+    if (v[OPT_SERIES_FEATURES].set) o->series_features = v[OPT_SERIES_FEATURES].text;
     if (v[OPT_TARGET].set) o->target_change = v[OPT_TARGET].choice == 1;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;

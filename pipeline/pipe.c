@@ -551,7 +551,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     rc = p->reads && p->free_bufs && p->decode_q && p->lanes && p->decoders && p->dargs && p->turn && p->epoch
              ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
-    size_t x_len = (size_t)o->window.length * cols->nfeatures;
+    size_t x_len = sf_window_x_len(&o->window, cols);
     for (uint32_t l = 0; !rc && l < p->nlanes; l++) {
         lane *ln = &p->lanes[l];
         *ln = (lane){.pipe = p, .l = l, .read_epoch = o->first_epoch};
@@ -675,8 +675,8 @@ static uint64_t edge_size(const sf_pipe_opts *o, const sf_columns *c) {
 uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return o->edge_bytes / edge_size(o, c); }
 
 // Bytes of one window in a pool or a slot: x, y and its id.
-static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
-    return ((uint64_t)o->window.length * nf + nt * sf_window_steps(&o->window)) * 4 + 8;
+static uint64_t window_bytes(const sf_pipe_opts *o, const sf_columns *c) {
+    return (sf_window_x_len(&o->window, c) + (uint64_t)c->ntargets * sf_window_steps(&o->window)) * 4 + 8;
 }
 
 // The pool each lane allocates (sf_stream_open): o->pool, but never more
@@ -692,7 +692,7 @@ static uint64_t lane_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
 
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
-    uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
+    uint64_t window = window_bytes(o, cols), per = o->block_chunks ? o->block_chunks : 1;
     uint64_t nchunks = in->nchunks ? in->nchunks : 1, lanes = (uint64_t)o->replicas * o->lanes;
     if (per > nchunks) per = nchunks;
     // What the file can fill: a chunk holds at most the file's rows, and
@@ -719,7 +719,7 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
     uint64_t need = sf_pipe_memory(o, in, cols), have = sf_machine_memory();
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
-    double window = ((double)o->window.length * cols->nfeatures + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
+    double window = ((double)sf_window_x_len(&o->window, cols) + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
     double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
     if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;
@@ -749,7 +749,7 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
                           budget / 1e6, least / 1e6);
     // The pool first, as asked (it decides the batches); the edges, which
     // only spare reads, take what is left.
-    uint64_t window = window_bytes(o, cols->nfeatures, cols->ntargets), lanes = (uint64_t)o->replicas * o->lanes;
+    uint64_t window = window_bytes(o, cols), lanes = (uint64_t)o->replicas * o->lanes;
     uint64_t fits = 1 + (budget - least) / (lanes * window);
     // 0 or 1: no shuffle stays so; nor does a pool the file cannot fill.
     o->pool = want <= 1 || lane_pool(o, in) <= fits ? want : fits;

@@ -167,6 +167,19 @@ typedef struct {
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
     uint32_t ntime;               // time features, computed from the file's time column
     enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
+    // --future-features: the inputs (indices into features) whose values at
+    // every target row of a window are inputs too, after its rows
+    // (sf_window_x_len); nfuture 0: none.
+    uint32_t nfuture, *future;
+    // --series-features onehot: after those, one input per series of the
+    // model (nonehot), 1 for the window's series and 0 for the others. The
+    // window's series is the one of the file's table (onehot_table,
+    // borrowed, nonehot_table series) that holds its last input row, and
+    // onehot_code gives its input. nonehot 0: none.
+    uint32_t nonehot;
+    const sf_series *onehot_table;
+    uint64_t nonehot_table;
+    uint32_t *onehot_code;
     enum sf_time_kind time_kind;  // the file's, to read its times
     // Targets pack imputed (--missing ffill, sf_pack_info.imputed) come out
     // as NaN in y instead of the filled-in value, so that scoring leaves
@@ -236,6 +249,30 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
 int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
+// --future-features: the inputs of list's names ("holiday,hour"), in the
+// inputs' order whatever the list's, each a
+// feature column of c (a categorical one: its every input) or a time
+// feature of c, are also read at every target row of a window (values known
+// in advance, such as a holiday flag or a schedule). SF_EUSAGE, naming the
+// name and --future-features, for a name that is no feature, a target (its
+// value there is the answer), the time column or a series column, or one
+// named twice, or more than SF_MAX_FUTURE_INPUTS inputs. Call it after
+// sf_columns_add_time.
+#define SF_MAX_FUTURE_INPUTS 1024u
+int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// --series-features onehot: the series of the file's table (in->series,
+// borrowed: it must outlive c) one-hot, as inputs after the future
+// features. names (n of them) are the model's series, by name: each of
+// the file's must be one (SF_EUSAGE naming it and --series-features, so
+// that no forecast is made for a series the model never saw); NULL: the
+// file's own, in its table's order (training), which must have a series
+// column and non-empty, distinct names (else SF_EUSAGE). At most
+// SF_MAX_ONEHOT series.
+#define SF_MAX_ONEHOT 65536u
+int sf_columns_onehot(sf_columns *c, const sf_pack_info *in, const sf_series *names, uint64_t n, sf_err *e);
+// The names of c's future features as a list ("holiday,hour") into buf,
+// "" for none; SF_ERANGE when they do not fit cap bytes.
+int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the
 // window's last row (scaled alike, so the change's loss is the value's): a
 // model that predicts 0 is persistence. SF_EUSAGE naming a target that is
@@ -303,8 +340,16 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
 
 // ---- windows ----
 
-// Window id's values: x is (length, nfeatures), y is (steps, ntargets). The block
-// must hold the window's rows.
+// The floats of one window's inputs: its rows (length, nfeatures), then
+// the future features at its target rows (steps, nfuture), then its
+// series one-hot (nonehot): every x below holds windows of this many
+// floats.
+size_t sf_window_x_len(const sf_window_spec *w, const sf_columns *cols);
+// Window id's values: x is (length, nfeatures), (steps, nfuture) and
+// (nonehot), y is
+// (steps, ntargets). The block must hold the window's rows. No other value
+// of a target row is read: only the declared future features are known
+// before their time.
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 

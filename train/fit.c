@@ -609,7 +609,12 @@ static int open_data(fit *f, sf_err *e) {
     sf_err inner = {0};
     // With several steps, the last Dense has one unit per step and target.
     if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets * sf_window_steps(&o->pipe.window),
-                       &inner))
+                       &inner) ||
+        sf_model_set_extra(&f->model, f->d.cols.nfuture * sf_window_steps(&o->pipe.window) + f->d.cols.nonehot, &inner))
+        return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
+    uint32_t embed = 0;
+    if (o->series_features && (rc = sf_series_features(o->series_features, &embed, e))) return rc;
+    if (embed && sf_model_set_embedding(&f->model, f->d.cols.nonehot, embed, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);

@@ -110,6 +110,18 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         rc = sf_columns_create(&d->cols, in, ck->features, ck->targets, ck->categories,
                                data_units ? SF_NORM_NONE : ck->norm, e);
     if (!rc) rc = sf_columns_add_time(&d->cols, in, ck->time_features, e);  // recomputed, as in training
+    if (!rc) rc = sf_columns_future(&d->cols, in, ck->future_features, e);
+    if (!rc && ck->nonehot) {
+        rc = sf_columns_onehot(&d->cols, in, ck->onehot, ck->nonehot, e);
+        if (rc) {
+            sf_err inner = *e;
+            sf_err_set(e, rc, "%s: %s", data, inner.msg);
+        }
+    }
+    if (!rc && (d->cols.nfuture != ck->future_inputs ||
+                memcmp(d->cols.future, ck->future, ck->future_inputs * sizeof *ck->future)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: future features '%s' are other inputs here (%u) than in the checkpoint "
+                        "(%u)", data, ck->future_features, d->cols.nfuture, ck->future_inputs);
     if (!rc && ck->target_change) rc = sf_columns_predict_change(&d->cols, in, e);
     d->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
     if (rc) return rc;

@@ -91,6 +91,13 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
     c->steps_per_epoch = o->steps_per_epoch, c->validation_steps = o->validation_steps, c->log_every = o->log_every;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
+    if (sf_columns_future_list(cols, in, c->future_features, sizeof c->future_features))
+        return sf_err_set(e, SF_EUSAGE, "--future-features: the names take more than the %zu bytes a checkpoint keeps",
+                          sizeof c->future_features - 1);
+    c->future_inputs = cols->nfuture;
+    memcpy(c->future, cols->future, cols->nfuture * sizeof *c->future);
+    c->nonehot = cols->nonehot, c->onehot = cols->nonehot ? cols->onehot_table : NULL;  // the file's own, in order
+    c->embed = m->embed;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
     const sf_lr_schedule *ls = &o->lr_schedule;
@@ -150,6 +157,8 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
+                       : !same(c->future_features, r->future_features) ? "--future-features"
+                       : c->nonehot != r->nonehot || c->embed != r->embed ? "--series-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
                        : !same(c->lr_schedule, r->lr_schedule) ? "--lr-schedule"
@@ -209,7 +218,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
+    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->future_features, c->categories, o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
                           o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);

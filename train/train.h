@@ -352,6 +352,10 @@ int sf_report_write(const char *path, const sf_report_model *m, const float (*st
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e);
 
+// --series-features TEXT: "onehot" (*embed 0) or "embedding:D" (*embed D,
+// 1 to 4096); SF_EUSAGE naming the flag for anything else.
+int sf_series_features(const char *text, uint32_t *embed, sf_err *e);
+
 // ---- the fit loop ----
 
 // What `seqfeed train` does: the data file opened once, its columns and
@@ -373,6 +377,8 @@ typedef struct {
     double val_split;
     double max_gap;                  // seconds: no window spans a larger step between rows (0: any may)
     const char *time_features;       // "hour,weekday,yearday" or part of it: sin/cos features from the time (NULL: none)
+    const char *future_features;     // features also read at the target rows (sf_columns_future; NULL: none)
+    const char *series_features;     // --series-features: "onehot" or "embedding:D" (sf_series_features; NULL: none)
     bool target_change;              // predict each target's change from its value at the window's last row
     sf_adam adam;
     bool lr_linear;                  // lr x replicas
