@@ -178,7 +178,7 @@ static void cores_hint(char *h, size_t cap, const sf_diagnosis *d, const sf_diag
 // core (more threads need free cores), and by how much the demand exceeds it.
 static void stage_hint(char *h, size_t cap, int s, const sf_diagnosis *d, const sf_diagnose_in *in) {
     const sf_pipe_opts *o = in->pipe;
-    double grow = d->load[s] * 1.25;  // to the demand, with a margin for its spread
+    double grow = d->load[s] * 1.5;  // to the demand, with a margin for its spread and bursts
     // Busy, but neither on a core nor queued for one: blocked (I/O, sleeping).
     double blocked = d->utilisation[s] > 0 ? fmax(0, d->utilisation[s] - d->on_core[s] - d->queued[s]) / d->utilisation[s] : NAN;
     double free_cores = isfinite(d->used) && isfinite(d->others) ? in->cpu.cores - d->used - d->others : NAN;
@@ -189,14 +189,15 @@ static void stage_hint(char *h, size_t cap, int s, const sf_diagnosis *d, const 
         if (isfinite(blocked) && blocked >= 0.5) {
             uint32_t depth = (uint32_t)ceil(o->io.depth * grow);
             if (depth > 1024) depth = 1024;
-            // Requests in flight are blocks read ahead too: --prefetch per lane bounds them.
-            // (and the block being windowed is one of them)
-            uint32_t lanes = o->replicas * o->lanes, ahead = (depth + lanes - 1) / lanes + 1;
+            // Requests in flight are blocks read ahead too: --prefetch per
+            // lane bounds them with the blocks read but not yet windowed,
+            // which arrive in bursts as the requests complete: twice them.
+            uint32_t lanes = o->replicas * o->lanes, ahead = 2 * ((depth + lanes - 1) / lanes);
             char prefetch[96] = "";
             if (ahead > o->prefetch)
                 snprintf(prefetch, sizeof prefetch, " and --prefetch %u (blocks read ahead per lane)", ahead);
-            snprintf(h, cap, " Hint: the reader waited for the storage %.0f%% of its busy time, with at most "
-                     "--depth %u requests in flight: --depth %u%s.", 100 * blocked, o->io.depth, depth, prefetch);
+            snprintf(h, cap, " Hint: the reader waited for the storage %.0f%% of its busy time, with at most %u "
+                     "requests in flight: --depth %u%s.", 100 * blocked, o->io.depth, depth, prefetch);
         } else if (isfinite(blocked)) {
             snprintf(h, cap, " Hint: reading kept the reader on a core %.0f%% of the time: fewer, larger "
                      "requests (--block-chunks %u).", 100 * d->on_core[s], o->block_chunks * 2);
@@ -270,13 +271,14 @@ void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in) {
     // Steps for a 95% interval of +-SF_JUDGE_HALF_WIDTH: the standard error shrinks as 1 / sqrt(steps).
     double mean_se = R ? sqrt(se2 / R) : 0, need = (double)d->steps * pow(1.96 * mean_se / SF_JUDGE_HALF_WIDTH, 2);
     d->need_steps = need > SF_JUDGE_STEPS ? (uint64_t)ceil(need) : SF_JUDGE_STEPS;
-    // Enough when the interval is that narrow, or already within one class.
-    bool one_class = !strcmp(classify(fmax(0, d->input_share - d->input_ci)), classify(d->input_share + d->input_ci));
-    d->judged = d->steps >= SF_JUDGE_STEPS && wall >= SF_JUDGE_SECONDS && (d->steps >= d->need_steps || one_class);
     // The whole wait, noise and copies included: what the replicas would no longer wait without it.
     double waited = d->input_share + noise;
     // Noise that adds up to much is no noise: its stalls are short, not rare.
     double judged_share = noise < SF_NOISE_SHARE ? d->input_share : waited;
+    // Enough when the interval is that narrow, or already says on which
+    // side of 5% the run is (input bound or not; a wide interval is shown).
+    bool decisive = judged_share - d->input_ci >= 0.05 || judged_share + d->input_ci < 0.05;
+    d->judged = d->steps >= SF_JUDGE_STEPS && wall >= SF_JUDGE_SECONDS && (d->steps >= d->need_steps || decisive);
 
     // The cores, and each stage's busy time split: on a core, queued for one, the rest blocked.
     d->used = d->others = NAN;

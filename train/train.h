@@ -253,8 +253,8 @@ typedef struct {
 } sf_diagnose_in;
 
 // A verdict needs SF_JUDGE_STEPS steps at least, and more when the input
-// share's 95% interval over them is wider than +-SF_JUDGE_HALF_WIDTH, and
-// SF_JUDGE_SECONDS of steps (the pipeline threads' busy shares are counted
+// share's 95% interval over them is wider than +-SF_JUDGE_HALF_WIDTH and
+// straddles 5% (input bound or not), and SF_JUDGE_SECONDS of steps (the pipeline threads' busy shares are counted
 // in the scheduler's turns of milliseconds). A stage limits when its busy
 // share, scaled to what the replicas would ask of it without waiting
 // (busy / (1 - their wait)), reaches SF_STAGE_LIMIT. Short stalls are
