@@ -341,7 +341,7 @@ void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in) {
         char split[160] = "";
         if (isfinite(d->on_core[s]))
             snprintf(split, sizeof split, "; on a core %.0f%% of the time, waiting for one %.0f%%%s", 100 * d->on_core[s],
-                     100 * d->queued[s], d->queued[s] >= SF_STARVED ? " (starved of cores: from 10%)" : "");
+                     100 * d->queued[s], d->queued[s] >= SF_STARVED ? " (starved of cores)" : "");
         if (d->load[s] >= SF_STAGE_LIMIT) {
             // A stage starved of cores gets no more threads: they would queue for the same cores.
             d->limit = stage_names[s];
@@ -357,7 +357,8 @@ void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in) {
             d->limit = "cores";
             cores_hint(hint, sizeof hint, d, in);
             snprintf(t, cap, " The pipeline is starved of cores: its %s thread%s waited for a core %.0f%% of the time "
-                     "(a thread is starved from %.0f%%), on one %.0f%%, busy %.0f%%.%s", stage_names[hungry],
+                     "(a thread is starved from %.0f%%), on one %.0f%%, busy %.0f%%; no stage is busy enough to limit "
+                     "by its work.%s", stage_names[hungry],
                      hungry == SF_STAGE_READ ? "" : "s", 100 * d->queued[hungry], 100 * SF_STARVED,
                      100 * d->on_core[hungry], 100 * d->utilisation[hungry], hint);
         } else {

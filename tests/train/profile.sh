@@ -26,7 +26,7 @@ python3 -c "import sys; sys.exit(0 if 98 <= float('${pct:-0}') <= 102 else 1)" |
     fail "the phases add up to ${pct:-nothing}% of the steps' wall time"
 grep -Eq "^  input +[0-9]" err && grep -Eq "^  step +[0-9]" err || fail "no phase table: $(cat err)"
 
-SEQFEED_TEST_DELAY=decode:200000 "$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --decoders 1 2>err ||
+SEQFEED_TEST_DELAY=decode:200000 "$SEQFEED" train "${common[@]}" --model lstm:8,dense --max-steps 60 --decoders 1 --pool 256 2>err ||
     fail "decode run: $(cat err)"
 grep -Eq "diagnosis: (highly|moderately) input bound" err || fail "slow decode: $(grep diagnosis err)"
 grep -q "The limiting stage is decode" err || fail "slow decode not named: $(grep diagnosis err)"
