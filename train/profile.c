@@ -388,7 +388,11 @@ void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in) {
             snprintf(t, cap, " No phase dominates the steps: %s.", shares);
         } else if (top == SF_PHASE_COMPUTE) {
             d->limit = "compute";
-            snprintf(t, cap, " Steps are compute bound: %s.", shares);
+            char shared[160] = "";
+            if (isfinite(d->others) && d->others >= 0.5 * in->cpu.cores)
+                snprintf(shared, sizeof shared, " Other processes used %.2f of the %u core(s) it may run on: the "
+                         "computation had what they left (%.2f used).", d->others, in->cpu.cores, d->used);
+            snprintf(t, cap, " Steps are compute bound: %s.%s", shares, shared);
         } else if (top == SF_PHASE_REDUCE) {
             d->limit = "all-reduce";
             snprintf(t, cap, " Steps are all-reduce bound: %s. Hint: larger batches per replica, so that each "
