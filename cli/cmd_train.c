@@ -48,8 +48,11 @@ static const cli_command train_command = {
     .uses = train_uses,
     .epilog =
         "After training it prints where each replica's steps went (input, copy, compute,\n"
-        "all-reduce, update, other: mean, p50, p99) and a diagnosis: how input bound\n"
-        "the run was (TensorFlow's classes), and the stage or phase that limits it.\n",
+        "all-reduce, update, other: mean, p50, p99; each share with its spread over\n"
+        "steps) and a diagnosis: how input bound the run was (TensorFlow's classes),\n"
+        "stalls shorter than the scheduler's measured wake-up apart as noise, and the\n"
+        "stage or phase that limits it, with a hint only where the run measured its\n"
+        "premise; a run under 50 steps or 1 s is too short to judge (docs/TRAINING.md).\n",
 };
 
 static atomic_int interrupted;  // lock-free, so a signal handler may set it

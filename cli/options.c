@@ -234,8 +234,9 @@ static const option options[OPT_COUNT] = {
     [OPT_STEPS] = {"steps", 0, "N", K_COUNT, 1, 1u << 30, .group = BENCH, .help = "timed steps per run"},
     [OPT_WARMUP] = {"warmup", 0, "N", K_COUNT, 0, 1u << 30, .group = BENCH, .help = "untimed steps first"},
     [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0.01, .rhi = 1e9, .group = BENCH,
-                          .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step "
-                                  "(default: takes them as fast as it can)"},
+                          .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step, and "
+                                  "the stalls are measured (default: takes them as fast as it can, raw throughput "
+                                  "and no stall figure)"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,

@@ -520,13 +520,22 @@ enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
 typedef struct {
     uint64_t bytes_read, chunks_read, chunks_decoded;
     double read_busy, read_wait, decode_busy, decode_wait;
+    // The threads' time on a core and in the scheduler's queue waiting for
+    // one (sf_thread_times; NAN when the kernel does not say): what of busy
+    // was work, what was starved of a core, and the rest blocked (I/O)
+    double read_cpu, read_queued, decode_cpu, decode_queued;
 } sf_pipe_stats;
 
 typedef struct {
     uint64_t batches;
     double busy, input_wait, output_wait;  // the windowers: cutting, waiting for blocks, for free slots
+    double cpu, queued;                    // the windowers on a core, waiting for one (per windower, as busy)
     double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch, after the first
     double first_wait;                     // waiting for the first batch (the pipeline filling)
+    // Each wait for a batch after the first: from the batch's publication
+    // to the waiting replica's return, the time the scheduler took to run
+    // it again (sf_lat_bucket buckets)
+    uint32_t wake[SF_LAT_BUCKETS];
 } sf_pipe_replica_stats;
 
 // Bytes the pipeline holds for o on a file with these columns: reader
@@ -554,8 +563,8 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
 // The threads: a reader, o->decoders decoders, a windower per lane. p and
 // cols are borrowed and must outlive the pipe (the pipe reads p's file
 // through a reader of its own). Tests may make a stage slow on purpose with
-// SEQFEED_TEST_DELAY=STAGE:MICROSECONDS (read, decode or window: busy time
-// per read, decoded chunk or batch); a malformed value is SF_EINVAL.
+// SEQFEED_TEST_DELAY (sf_test_delays: read, decode, window, io, decode-wait);
+// a malformed value is SF_EINVAL.
 typedef struct sf_pipe sf_pipe;
 int sf_pipe_open(sf_pipe **out, const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e);
 // The next batch of replica r (each replica's batches come in order): 1 and

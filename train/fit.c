@@ -44,6 +44,7 @@ typedef struct {
     // the time the steps do.
     sf_pipe_stats pipe_warm, pipe_end;
     sf_pipe_replica_stats *replicas_warm, *replicas_end;
+    sf_cpu_use cpu_warm, cpu_end;  // and the cores' use
     bool ended;
     int interrupted;   // the signal that stops the run after its step (0: none)
     FILE *log;
@@ -186,7 +187,7 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
     f->samples += s->samples, f->run_samples += s->samples;
     f->wait += s->input_wait, f->run_wait += s->input_wait;
     f->epoch_step++, f->run_steps++;
-    if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm);
+    if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm), sf_cpu_sample(&f->cpu_warm);
     if (f->bench && f->run_steps == f->bench->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
     if (f->talk) progress_bar(f, s);
     f->interrupted = s->interrupted;
@@ -376,7 +377,7 @@ static bool stop_here(fit *f) {
 
 // The pipeline's counters where the steps end, for the diagnosis; rc passes through.
 static int steps_end(fit *f, int rc) {
-    sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
+    sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), sf_cpu_sample(&f->cpu_end), f->ended = true;
     return rc;
 }
 
@@ -441,21 +442,25 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
 
 // The pipeline's busy and waiting time while the profiled steps ran.
 static void during_steps(fit *f, sf_pipe_stats *st, sf_pipe_replica_stats *rs) {
-    if (!f->ended) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end);  // the data ran out
+    if (!f->ended) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), sf_cpu_sample(&f->cpu_end);  // the data ran out
     *st = f->pipe_end;
     memcpy(rs, f->replicas_end, f->R * sizeof *rs);
     const sf_pipe_stats *w = &f->pipe_warm;
     st->read_busy -= w->read_busy, st->read_wait -= w->read_wait;
     st->decode_busy -= w->decode_busy, st->decode_wait -= w->decode_wait;
+    st->read_cpu -= w->read_cpu, st->read_queued -= w->read_queued;
+    st->decode_cpu -= w->decode_cpu, st->decode_queued -= w->decode_queued;
     for (uint32_t r = 0; r < f->R; r++) {
         const sf_pipe_replica_stats *x = &f->replicas_warm[r];
         rs[r].busy -= x->busy, rs[r].input_wait -= x->input_wait, rs[r].output_wait -= x->output_wait;
+        rs[r].cpu -= x->cpu, rs[r].queued -= x->queued;
+        for (int k = 0; k < SF_LAT_BUCKETS; k++) rs[r].wake[k] -= x->wake[k];
     }
 }
 
 // The run's step-time breakdown against the pipeline's counters, into the
 // result (on stderr, and in the report): every rank's, on rank 0.
-static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
+static int diagnose(fit *f, sf_err *e) {
     size_t pr = f->R * sizeof(sf_replica_profile), pp = f->R * sizeof(sf_pipe_replica_stats);
     size_t part = pr + pp + sizeof(sf_pipe_stats), *lens = calloc((size_t)f->nranks, sizeof *lens);
     char *mine = malloc(part), *all = NULL;
@@ -476,7 +481,10 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
             memcpy(prof + f->R * k, at, pr), memcpy(prs + f->R * k, at + pr, pp), memcpy(ps + k, at + pr + pp, sizeof *ps);
         }
         if (!rc) {
-            sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->nranks, prs, decoders);
+            sf_diagnose_in in = {.replicas = prof, .R = f->G, .pipes = ps, .npipes = (uint32_t)f->nranks,
+                                 .pipe_replicas = prs, .pipe = &f->po,
+                                 .cpu = sf_cpu_since(&f->cpu_warm, &f->cpu_end)};
+            sf_diagnose(&f->res->diagnosis, &in);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
             if (f->bench && f->bench->profile_out)
                 sf_profile_print(f->bench->profile_out, prof, f->G, &f->res->diagnosis);
@@ -1117,7 +1125,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);
     if (!rc) rc = score_end(&f, e);
-    if (!rc && f.run_steps) rc = diagnose(&f, f.po.decoders, e);
+    if (!rc && f.run_steps) rc = diagnose(&f, e);
     // A failed rank cannot join the others in gathering the trace.
     if (f.trace && (!rc || !f.ranks)) {
         sf_err te = {0};

@@ -63,6 +63,7 @@ typedef struct {
 // and backward), reduce (the all-reduce, waiting for the slowest replica
 // included; across ranks also the step's agreement), update (Adam), other (the rest: barriers, the step hook;
 // the caller's work between two sf_trainer_run calls is no step's). The phases add up to the step.
+// Other's parts are timed too (enum sf_other_part).
 enum sf_phase {
     SF_PHASE_INPUT,
     SF_PHASE_COPY,
@@ -73,6 +74,11 @@ enum sf_phase {
     SF_PHASES
 };
 extern const char *const sf_phase_names[SF_PHASES];
+// What of other is timed: waiting at the step's barriers for the other
+// replicas (the slowest one's work, or replica 0's hook), and the step hook
+// itself on replica 0 (the books, the progress bar; a benchmark's warmup
+// mark). The rest of other is the loop's own bookkeeping.
+enum sf_other_part { SF_OTHER_BARRIER, SF_OTHER_HOOK, SF_OTHER_PARTS };
 
 typedef struct {
     double mean, p50, p99;  // seconds per step
@@ -83,7 +89,14 @@ typedef struct {
     double wall;                 // seconds from the first step's start to the last's end, less the
                                  // pauses between sf_trainer_run calls
     double total[SF_PHASES];     // seconds in each phase, over all steps
+    double other_part[SF_OTHER_PARTS];  // seconds of other in each of its timed parts
     sf_stat phase[SF_PHASES], step;  // p50 and p99 over the last 65536 steps
+    // Over the last 65536 steps: the standard deviation of each phase's
+    // share of its step, and the standard error of the input share (input
+    // and copy over the steps' time; 0: fewer than 2 steps kept)
+    double share_sd[SF_PHASES], input_se;
+    uint64_t wait_count[SF_LAT_BUCKETS];  // steps by their input wait (sf_lat_bucket), over all steps
+    double wait_sum[SF_LAT_BUCKETS];      // and the seconds of those waits
 } sf_replica_profile;
 
 // Called on replica 0's thread after every step, with every replica stopped:
@@ -215,22 +228,76 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
 
 // ---- diagnosis: why replicas wait ----
 
+// The cores a run may use and how busy they were: sf_cpu_sample's totals at
+// two moments, and sf_cpu_since between them.
+typedef struct {
+    double wall;     // seconds (sf_now)
+    double process;  // this process's CPU seconds
+    double busy;     // CPU seconds the cores this process may run on spent working, for anyone (NAN: unknown)
+    uint32_t cores;  // the cores this process may run on (0: not measured)
+} sf_cpu_use;
+void sf_cpu_sample(sf_cpu_use *c);
+sf_cpu_use sf_cpu_since(const sf_cpu_use *then, const sf_cpu_use *now);
+
+// What the diagnosis reads: the replicas' profiles, the pipelines'
+// counters over the same steps (one pipeline per rank: the busiest rank's
+// stage counts), the knobs its hints name, and the cores (rank 0's).
+typedef struct {
+    const sf_replica_profile *replicas;           // R
+    uint32_t R;
+    const sf_pipe_stats *pipes;                   // npipes
+    uint32_t npipes;
+    const sf_pipe_replica_stats *pipe_replicas;   // R
+    const sf_pipe_opts *pipe;
+    sf_cpu_use cpu;
+} sf_diagnose_in;
+
+// A verdict needs SF_JUDGE_STEPS steps at least, and more when the input
+// share's 95% interval over them is wider than +-SF_JUDGE_HALF_WIDTH and
+// straddles 5% (input bound or not), and SF_JUDGE_SECONDS of steps (the pipeline threads' busy shares are counted
+// in the scheduler's turns of milliseconds). A stage limits when its busy
+// share, scaled to what the replicas would ask of it without waiting
+// (busy / (1 - their wait)), reaches SF_STAGE_LIMIT. Short stalls are
+// scheduler noise when they add up to less than SF_NOISE_SHARE. A pipeline
+// thread that waited for a core SF_STARVED of the time or more is starved.
+#define SF_JUDGE_STEPS 50
+#define SF_JUDGE_SECONDS 1.0
+#define SF_JUDGE_HALF_WIDTH 0.025
+#define SF_STAGE_LIMIT 0.8
+#define SF_NOISE_SHARE 0.05
+#define SF_STARVED 0.1
+
 // TensorFlow's input-pipeline analyzer's classes, by the share of step time
 // spent waiting for input: < 5% not input bound, 5-20% moderately, >= 20%
-// highly.
+// highly. A stall shorter than the scheduler takes to run a woken replica
+// (the p99 of the replicas' wake-ups, measured in the run) is counted apart
+// as scheduler noise.
 typedef struct {
-    double input_share;          // replicas' input wait over their wall time, mean over replicas
-    const char *classification;  // "not input bound", "moderately input bound", "highly input bound"
-    const char *limit;           // "read", "decode", "window", "copy"; or "compute", "all-reduce" when not input bound
+    bool judged;                 // the run is long enough for a verdict
+    uint64_t steps, need_steps;  // steps measured (per replica), and needed for a verdict
+    double seconds;              // the steps' wall time
+    double input_share;          // stalls of noise_threshold or more, and copies, over the replicas' time
+    double input_ci;             // the half-width of its 95% interval over the steps
+    double noise_share;          // stalls under noise_threshold
+    uint64_t stall_steps, noise_steps;  // steps with a stall of noise_threshold or more, under it (0 excluded)
+    double noise_threshold;      // seconds (0: no replica ever waited, nothing to measure it by)
+    uint64_t wakeups;            // the replicas' wake-ups it was measured on
+    double share[SF_PHASES], share_sd[SF_PHASES];  // each phase's share of the time, the sd of a step's share
+    double other_part[SF_OTHER_PARTS];             // shares of the time in other's timed parts
+    const char *classification;  // "too short to judge", "not input bound", "moderately input bound", "highly input bound"
+    // "read", "decode", "window", "copy", "cores" (starved of CPU) or "none" when input bound; "compute",
+    // "all-reduce", "other" or "none" when not; "too short" when not judged
+    const char *limit;
     double utilisation[3];       // busy share of each stage (enum sf_stage), per thread
-    char text[1024];             // the diagnosis with its numbers and a hint
+    double load[3];              // utilisation / (1 - the replicas' whole wait): what the demand needs
+    double on_core[3], queued[3];  // each stage's share of the time on a core, waiting for one (per thread; NAN: unknown)
+    double used, others;         // cores this process used, and others on its cores, over the steps (NAN: unknown)
+    char text[2048];             // the verdict with its numbers, and a hint when one is measured
 } sf_diagnosis;
 
-// replicas and pipe_replicas: R of each; pipes: one pipeline's counters
-// per rank (each rank runs its own), the busiest rank's stage counts.
-void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipes,
-                 uint32_t npipes, const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
-// The per-replica table of phases (mean / p50 / p99) and the diagnosis.
+void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in);
+// The per-replica table of phases (mean / p50 / p99), the shares with their
+// spread, the stalls, the threads, and the diagnosis.
 void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
 
 // ---- how good a model is: per target, against baselines (score.c) ----
