@@ -19,7 +19,7 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                        : split->part == SF_PART_TRAIN    ? "train"
                                                          : "whole";
     uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
-    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0) {
+    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){.fraction = 0, .part = SF_PART_ALL}) > 0) {
         char why[128] = "and every series' validation part is empty";
         if (longest)
             snprintf(why, sizeof why, "more than the %llu rows any series has from its first row to a target",
@@ -30,7 +30,7 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                           "windows span %llu rows, %s (hint: %s)", data, ck->val_split * 100,
                           (unsigned long long)sf_window_span(w), why, all);
     }
-    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
+    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){.fraction = 0, .part = SF_PART_ALL}) > 0)
         return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
                           "longest %llu rows; the checkpoint's windows span %llu) (hint: %s)", data, part,
                           100 - ck->val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w),
@@ -125,7 +125,10 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         memcpy(d->cols.target_offset, ck->target_offset, d->cols.ntargets * sizeof(float));
     }
     if (!data_units && ck->nscoped && (rc = scope_from(d, ck, data, e))) return rc;
-    sf_split split = {ck->val_split, part};
+    sf_split split = {.fraction = ck->val_split, .part = part};
+    if (ck->folds)  // a fold's checkpoint: its fold's parts
+        split = (sf_split){.part = part, .folds = ck->folds, .fold = ck->fold, .whole = in->series,
+                           .nwhole = in->nseries};
     // The series cut at the checkpoint's --max-gap, as training cut them.
     if (ck->max_gap > 0 && in->time_kind == SF_TIME_NONE)
         return sf_err_set(e, SF_EUSAGE, "%s: the checkpoint was trained on windows kept off steps longer than %g s, "

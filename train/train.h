@@ -422,6 +422,12 @@ typedef struct {
     // --norm-scope series: each series scaled by its own training rows'
     // statistics (sf_columns_scope), kept in the checkpoint by series name
     bool norm_series;
+    // Cross-validation (--folds): this run is fold `fold` of `folds` (sf_split:
+    // expanding time splits of each series, val_split unused); 0: none
+    uint32_t folds, fold;
+    // Where the end's scores go (moved there: the caller frees them with
+    // sf_score_free), also when a resumed run has nothing left to train; NULL: not kept
+    sf_score *keep_score;
 } sf_fit_opts;
 
 // log_every 0: a row every SF_LOG_EVERY_AUTO steps in runs whose epochs are
@@ -478,6 +484,11 @@ const sf_series *sf_run_data_series(const sf_run_data *d, uint64_t *n);
 // fit runs it: its shards of the training part, per-replica batches of
 // o->batch / (replicas x nranks), full batches only, o's seed and epochs.
 sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32_t replicas, int rank, int nranks);
+// The part of the file's series (in) a run trains or validates on: its
+// --val-split, or its fold.
+sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part);
+// Whether the run has a validation part: --val-split above 0, or a fold.
+bool sf_fit_validates(const sf_fit_opts *o);
 
 // What benchmarks add to a fit (seqfeed bench train and scaling).
 typedef struct {
