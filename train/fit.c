@@ -427,7 +427,11 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
         // stop?
-        if (f->epoch >= o->epochs || stop_here(f) || early_stop_here(f)) return steps_end(f, 0);
+        bool done = f->epoch >= o->epochs;
+        if (done || stop_here(f) || (done = early_stop_here(f))) {
+            f->res->complete = done;
+            return steps_end(f, 0);
+        }
     }
 }
 
@@ -1098,6 +1102,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
     if (!rc && f.epoch < o->epochs && f.epoch_step == 0 && early_stop_here(&f)) {
         rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk)
             fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
@@ -1108,6 +1113,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     }
     if (!rc && f.epoch >= o->epochs) {
         rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk && f.epoch == o->epochs)
             fprintf(stderr, "resume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
