@@ -617,7 +617,9 @@ static int train_folds(const sf_fit_opts *top, bool default_dir) {
             fprintf(stderr, "fold %u/%u: best epoch %llu, val_loss %.6g%s: %s/best.safetensors\n", k, K,
                     (unsigned long long)res.best_epoch, res.best_val_loss,
                     res.early_stopped ? " (early stopped)" : "", at);
-        if (!res.complete) {
+        if (!res.complete) {  // scored where it stopped (--max-steps): not the fold's end
+            sf_score_free(&scores[k - 1]);
+            scores[k - 1] = (sf_score){0};
             stopped = res.interrupted ? res.interrupted : -1;
             break;
         }

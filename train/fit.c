@@ -1105,9 +1105,9 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         res->complete = true;
         fit_close(&f);
         if (f.talk)
-            fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
+            fprintf(stderr, "%sresume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
                     "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
-                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
+                    "further)\n", f.fold, (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
                     (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
         return rc;
     }
@@ -1116,11 +1116,11 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         res->complete = true;
         fit_close(&f);
         if (f.talk && f.epoch == o->epochs)
-            fprintf(stderr, "resume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
-                    "trains further)\n", (unsigned long long)f.epoch, (unsigned long long)f.epoch);
+            fprintf(stderr, "%sresume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
+                    "trains further)\n", f.fold, (unsigned long long)f.epoch, (unsigned long long)f.epoch);
         else if (f.talk)
-            fprintf(stderr, "resume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
-                    "(hint: --epochs above %llu trains further)\n", (unsigned long long)f.epoch,
+            fprintf(stderr, "%sresume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
+                    "(hint: --epochs above %llu trains further)\n", f.fold, (unsigned long long)f.epoch,
                     (unsigned long long)o->epochs, (unsigned long long)f.epoch);
         return rc;
     }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "train.h"
+#include "internal.h"
 
 int sf_folds_check(const sf_fit_opts *o, sf_err *e) {
     sf_pack *pack = NULL;
@@ -320,8 +320,13 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
         html_text(f, cv->dirs[k]);
         fprintf(f, "</td><td style=\"text-align:left\">");
         if (reports && reports[k]) {
+            // As seen from the page's directory, so that the link works wherever the page is opened from.
+            char rel[4096], *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
+            if (slash) *slash = 0;
+            sf_run_data_from_dir(rel, sizeof rel, reports[k], !dir ? "." : slash == dir ? "/" : slash ? dir : ".");
+            free(dir);
             fprintf(f, "<a href=\"");
-            html_text(f, reports[k]);
+            html_text(f, rel[0] ? rel : reports[k]);
             fprintf(f, "\">its run report</a>");
         }
         fprintf(f, "</td></tr>\n");
