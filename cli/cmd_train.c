@@ -700,7 +700,12 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
                                ngpus ? "these GPUs are older" : "this machine trains on the CPU");
     int prc = cli_choose_precision("train", precision, devices, ngpus, !o.progress, &o.precision);
     if (prc) return prc;
-    if (o.folds) return train_folds(&o, default_dir);
+    if (o.folds) {
+        int frc = train_folds(&o, default_dir);
+        if (frc && frc != EXIT_INTERRUPTED && frc != EXIT_TERMINATED && default_dir && sf_ranks_rank(o.ranks) == 0)
+            forget_run_dir(run_dir);  // a run refused before its first fold leaves no directory behind
+        return frc;
+    }
     signal(SIGINT, on_signal);
     if (!o.ranks) signal(SIGTERM, on_signal);
     sf_fit_result res;

@@ -452,7 +452,13 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
-                              "seed", seed, NULL};
+                              "seed", seed, NULL, NULL, NULL};
+    char fold[96];
+    if (o->folds) {  // which fold of a cross-validation this page is
+        snprintf(fold, sizeof fold, "%u of %u (validation on part %u of %u of each series' rows)", o->fold, o->folds,
+                 o->fold + 1, o->folds + 1);
+        settings[sizeof settings / sizeof *settings - 3] = "fold", settings[sizeof settings / sizeof *settings - 2] = fold;
+    }
     sf_report_model m = {.rows = f->history.rows, .nrows = f->history.n, .best_epoch = f->ck.best_epoch,
                          .best_val_loss = f->ck.best_val_loss,
                          .validation = val_windows(f) > 0,

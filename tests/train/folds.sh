@@ -41,6 +41,7 @@ done
 expect err "^cross-validation: 3 of 3 folds scored"
 expect err "^  x +model +[0-9.e-]+ +[0-9.e-]+"
 expect err "^cross-validation: 3 folds in [0-9.]+ s; summary cv/folds.json$"
+grep -q '<th>fold</th><td style="text-align:left">2 of 3 ' cv/fold-2/report.html || fail "fold 2's report does not say which fold it is"
 grep -q 'id="summary"' cv.html && grep -q 'href="cv/fold-2/report.html"' cv.html ||
     fail "the cross-validation page lacks its summary or a fold's link: $(cat cv.html)"
 
@@ -200,6 +201,8 @@ run 2 train "${opts[@]}" --folds 3 --checkpoint-dir cv
 expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*--resume continues it"
 run 2 train --checkpoint-dir cv --resume --folds 4
 expect err "--folds 4 differs from the checkpoint's 3 in cv/fold-1/latest.safetensors"
+run 2 evaluate --checkpoint cv --data c.sfpack
+expect err "--checkpoint cv holds a cross-validation's folds \(train --folds\), each a run of its own: expected one of them \(hint: --checkpoint cv/fold-1, or another fold; the folds' summary is cv/folds.json\)"
 run 0 train "${opts[@]}" --checkpoint-dir one -q
 run 2 train --checkpoint-dir one --resume --folds 3
 expect err "--folds 3 differs from the checkpoint's \(none\) in one/latest.safetensors"
