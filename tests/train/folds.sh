@@ -85,7 +85,7 @@ import json, math
 cv = json.load(open("cv/folds.json"))
 bad = []
 def close(a, b):
-    return (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-30))
+    return (a is None and b is None) or (a is not None and b is not None and abs(a - b) <= 1e-7 * max(abs(a), abs(b), 1e-30))
 assert cv["folds"] == 3 and cv["scored"] == 3 and cv["season"] == 24, cv
 for k, f in enumerate(cv["per_fold"], 1):
     e = json.load(open("e%d.json" % k))
