@@ -714,12 +714,7 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     signal(SIGINT, SIG_DFL);
     if (!o.ranks) signal(SIGTERM, SIG_DFL);
     if (rc && default_dir && sf_ranks_rank(o.ranks) == 0) forget_run_dir(run_dir);
-    if (rc && o.ranks && strncmp(e.msg, "rank ", 5) != 0) {
-        char msg[sizeof e.msg];
-        snprintf(msg, sizeof msg, "rank %d of %d: %.990s", sf_ranks_rank(o.ranks), sf_ranks_size(o.ranks), e.msg);
-        memcpy(e.msg, msg, sizeof msg);
-    }
-    if (rc) return cli_fail("train", &e, NULL);
+    if (rc) return fit_failed(&o, &e);
     // The run's end: how it stopped and its best, then (last) where its checkpoints are.
     if (o.progress && res.early_stopped && res.steps)
         fprintf(stderr, "early stop: after epoch %llu val_loss had not improved%s for %llu evaluations "
