@@ -121,21 +121,32 @@ PY
 # fold 2, the summary so far says so, and --resume goes on there and ends as
 # the run in one go (fold 1 is not trained again: its files stay as they were).
 steps1=$(meta cv/fold-1/latest.safetensors step)
-run 0 train "${opts[@]}" --folds 3 --checkpoint-dir parts --max-steps $((steps1 + 5)) --report parts.html
+run 0 train "${opts[@]}" --folds 3 --checkpoint-dir parts --max-steps $((steps1 + 5)) --report parts.html --tensorboard tbp
 expect err "^stopped in fold 2 of 3 after $((steps1 + 5)) steps in all: seqfeed train --checkpoint-dir parts --resume"
 python3 -c 'import json,sys; c=json.load(open("parts/folds.json")); sys.exit(c["scored"] != 1 or [f["scored"] for f in c["per_fold"]] != [True, False, False])' ||
     fail "the summary of a run stopped in fold 2: $(cat parts/folds.json)"
 [ "$(meta parts/fold-2/latest.safetensors step)" = 5 ] || fail "fold 2 did not stop after 5 steps"
 before=$(stat -c %Y.%s parts/fold-1/latest.safetensors parts/fold-1/best.safetensors)
 sleep 1
-run 0 train --checkpoint-dir parts --resume --report parts.html
-expect err "^fold 1/3 - resume: the run has done its 2 epochs: nothing to do"
-expect err "^fold 2/3 - resume: epoch 1, step 5 of it"
+mkdir elsewhere && cd elsewhere || exit 1
+run 0 train --checkpoint-dir ../parts --resume --report ../parts.html
+cd .. || exit 1
+expect elsewhere/err "^fold 1/3 - resume: the run has done its 2 epochs: nothing to do"
+expect elsewhere/err "^fold 2/3 - resume: epoch 1, step 5 of it"
 [ "$before" = "$(stat -c %Y.%s parts/fold-1/latest.safetensors parts/fold-1/best.safetensors)" ] ||
     fail "the resume wrote fold 1's checkpoints again"
+# TensorBoard: a run per fold, TB/fold-k; the resume (from another directory)
+# adds a file to fold 2's and starts fold 3's, and leaves fold 1's alone.
+[ "$(ls tbp/fold-1/train | wc -l) $(ls tbp/fold-2/train | wc -l) $(ls tbp/fold-3/train | wc -l)" = "1 2 1" ] ||
+    fail "the folds' TensorBoard runs: $(find tbp)"
+# (Resumed from elsewhere, its checkpoints name the data by the path that
+# found it: the tensors are compared, bit for bit, and every setting.)
 for k in 1 2 3; do
     for f in cv/fold-$k/*.safetensors; do
-        same_bytes "$f" "parts/${f#cv/}" || fail "the run in parts differs from the run in one go: ${f#cv/}"
+        same "$f" "parts/${f#cv/}" 0 || fail "the run in parts differs from the run in one go: ${f#cv/}"
+        for key in step epoch best_epoch best_val_loss since_improved folds fold val_split window; do
+            [ "$(meta "$f" $key)" = "$(meta "parts/${f#cv/}" $key)" ] || fail "${f#cv/}: $key differs"
+        done
     done
 done
 same_summary() {
