@@ -391,6 +391,11 @@ static int resume_run(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck, cons
         int rc = resume_settings(a, o, ck, precision, data, data_cap);
         if (!rc && a->v[OPT_FOLDS].set && access(path, F_OK) == 0)
             rc = differs(OPT_FOLDS, a->v[OPT_FOLDS].text, "", path);  // a run of one validation tail
+        // A cross-validation killed before its first checkpoint: its folds, not one run beside them.
+        if (!rc && !o->folds && access(path, F_OK) != 0 && access(first, F_OK) == 0)
+            rc = cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's first fold (%s) and no "
+                                 "checkpoint yet (hint: --folds K, as the run was started, resumes it)",
+                                 o->checkpoint_dir, first);
         return rc;
     }
     const char *dir = o->checkpoint_dir;

@@ -214,6 +214,9 @@ run 2 train --checkpoint-dir cv --resume --folds 4
 expect err "--folds 4 differs from the checkpoint's 3 in cv/fold-1/latest.safetensors"
 run 2 evaluate --checkpoint cv --data c.sfpack
 expect err "--checkpoint cv holds a cross-validation's folds \(train --folds\), each a run of its own: expected one of them \(hint: --checkpoint cv/fold-1, or another fold; the folds' summary is cv/folds.json\)"
+mkdir -p early/fold-1  # a cross-validation killed before its first checkpoint
+run 2 train --data c.sfpack --checkpoint-dir early --resume
+expect err "--checkpoint-dir early holds a cross-validation's first fold \(early/fold-1\) and no checkpoint yet \(hint: --folds K"
 run 0 train "${opts[@]}" --checkpoint-dir one -q
 run 2 train --checkpoint-dir one --resume --folds 3
 expect err "--folds 3 differs from the checkpoint's \(none\) in one/latest.safetensors"
