@@ -834,7 +834,7 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
         uint64_t nseries;
         const sf_series *series = sf_run_data_series(&v->data, &nseries);
         rc = sf_plan_create(&v->plan, in->nrows, in->chunk_rows, series, nseries, &f.pipe.window, 1,
-                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+                            &(sf_split){.fraction = o->val_split, .part = SF_PART_VALIDATION}, e);
     }
     if (!rc && !(v->windows = sf_plan_windows(v->plan)))
         rc = sf_err_set(e, SF_EUSAGE, "%s: no validation window: the validation part of every %s (its last %g of "

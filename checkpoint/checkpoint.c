@@ -145,8 +145,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           // the best's, when there is one
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};  // and the covariates'
-    size_t at = sizeof meta / sizeof *meta - 37;
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,  // the covariates'
+                          NULL, NULL, NULL, NULL};  // and the fold's
+    size_t at = sizeof meta / sizeof *meta - 41;
     char series_kind[32] = "onehot";
     if (c->embed) snprintf(series_kind, sizeof series_kind, "embedding:%u", c->embed);
     if (c->nonehot) {
@@ -159,6 +160,13 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     if (c->future_inputs) {  // only then: older versions read what they wrote
         const char *future[] = {"future_features", c->future_features, "future_inputs", future_inputs};
         memcpy(meta + at, future, sizeof future), at += sizeof future / sizeof *future;
+    }
+    char fold[2][16];
+    if (c->folds) {  // a fold of a cross-validation (only then, so that other checkpoints stay as they were)
+        snprintf(fold[0], sizeof fold[0], "%u", c->folds);
+        snprintf(fold[1], sizeof fold[1], "%u", c->fold);
+        const char *cv[] = {"folds", fold[0], "fold", fold[1]};
+        memcpy(meta + at, cv, sizeof cv), at += sizeof cv / sizeof *cv;
     }
     if (c->nscoped) {  // where the keys before end (the schedule's and the best's follow)
         const char *scope[] = {"norm_scope", "series", "norm_series", scoped};
@@ -513,6 +521,14 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     }
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
+    uint64_t cv[2] = {0, 0};  // no cross-validation before they were kept
+    if (!rc) rc = meta_u64_or(s, path, "folds", 0, &cv[0], e);
+    if (!rc) rc = meta_u64_or(s, path, "fold", 0, &cv[1], e);
+    if (!rc && (cv[0] || cv[1]) && !(cv[0] >= 2 && cv[0] <= SF_MAX_FOLDS && cv[1] >= 1 && cv[1] <= cv[0]))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'folds' and 'fold' are %llu and %llu, expected 2 to %u folds and "
+                        "a fold from 1 to them (a damaged or edited checkpoint)", path, (unsigned long long)cv[0],
+                        (unsigned long long)cv[1], SF_MAX_FOLDS);
+    c->folds = (uint32_t)cv[0], c->fold = (uint32_t)cv[1];
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
     if (!rc && sf_st_meta(s, "future_features")) {

@@ -98,6 +98,10 @@ typedef struct {
     uint32_t lanes, block_chunks;  // as do the pipeline's lanes and blocks
     uint64_t data_fingerprint;     // sf_pack_info.fingerprint (0: a checkpoint from before it was recorded)
     double max_gap;                // seconds: windows do not span a larger step (0: none)
+    // Cross-validation (--folds): the run is fold `fold` (from 1) of `folds`,
+    // trained and validated on that fold's parts (sf_split); 0: none, as in
+    // every checkpoint from before (metadata folds and fold)
+    uint32_t folds, fold;
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // --future-features: the features (of features and time_features) also
     // read at every target row, and their inputs (indices into the inputs,

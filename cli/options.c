@@ -180,6 +180,10 @@ static const option options[OPT_COUNT] = {
     [OPT_EARLY_STOP] = {"early-stop", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING,
                         .help = "stop when val_loss has not improved for N evaluations (epoch ends) in a row; "
                                 "DIR/best.safetensors keeps the best epoch either way (default: train every epoch)"},
+    [OPT_FOLDS] = {"folds", 0, "K", K_COUNT, 0, SF_MAX_FOLDS, .group = TRAINING,
+                   .help = "cross-validation: K models on expanding time splits of every series (TimeSeriesSplit), "
+                           "fold k trained on the first k of K + 1 parts and validated on the next; checkpoints in "
+                           "DIR/fold-k, the summary in DIR/folds.json (default: one validation tail, --val-split)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
                        .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
                                "plateau)"},
@@ -709,6 +713,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
     if (v[OPT_EARLY_STOP].set) o->early_stop = v[OPT_EARLY_STOP].u;
+    if (v[OPT_FOLDS].set) o->folds = (uint32_t)v[OPT_FOLDS].u;
     if (v[OPT_STEPS_PER_EPOCH].set) o->steps_per_epoch = v[OPT_STEPS_PER_EPOCH].u;
     if (v[OPT_VALIDATION_STEPS].set) o->validation_steps = v[OPT_VALIDATION_STEPS].u;
     if (v[OPT_LOG_EVERY].set) o->log_every = v[OPT_LOG_EVERY].u;

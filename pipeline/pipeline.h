@@ -60,15 +60,29 @@ typedef struct sf_plan sf_plan;
 // a window that would start before the series' first row (a segment's,
 // with --max-gap: the series a plan is given) is left out. So runs with
 // other windows are validated on the same targets.
+//
+// Cross-validation (folds > 0) cuts each series as scikit-learn's
+// TimeSeriesSplit cuts an array: n rows, t = floor(n / (folds + 1)); fold
+// k (1 to folds) validates on rows [n - (folds - k + 1) t, n - (folds - k) t)
+// and trains on every row before them; the rows after its validation part
+// are in neither part (fraction is not used). The cut is made on the
+// series in whole (the file's) and a segment of one (--max-gap) keeps what
+// of each part lies in it, so no fold's training row comes after its
+// validation part's first row in any series. A series of fewer than
+// folds + 1 rows is in no part.
 enum sf_part { SF_PART_ALL, SF_PART_TRAIN, SF_PART_VALIDATION };
 typedef struct {
     double fraction;    // 0 <= fraction < 1
     enum sf_part part;
+    uint32_t folds, fold;        // fold of folds (0: no cross-validation)
+    const sf_series *whole;      // with folds: the series the cut is made on (NULL: those given)
+    uint64_t nwhole;
 } sf_split;
+enum { SF_MAX_FOLDS = 1000 };
 
 // The rows of split's part of series[i] as out[i] (first_row, rows): the
 // last fraction of its rows (rounded down) for validation, the rest for
-// training; NULL split: all of them.
+// training, or the fold's parts; NULL split: all of them.
 void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *split, sf_series *out);
 
 // A plan over a file's rows: chunk_rows rows per chunk, series as in the

@@ -78,7 +78,8 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     sf_series *part = malloc(nseries * sizeof *part + 1);
     int rc = d->stats && part ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!rc) {
-        sf_split_rows(series, nseries, &(sf_split){o->val_split, SF_PART_TRAIN}, part);
+        sf_split split = sf_fit_split(o, in, SF_PART_TRAIN);
+        sf_split_rows(series, nseries, &split, part);
         d->stats_rows = 0;
         for (uint64_t i = 0; i < nseries; i++) d->stats_rows += part[i].rows;
         // What the file's time table could not judge, over the rows a model learns from.
@@ -159,7 +160,14 @@ sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32
     uint32_t all = replicas * (uint32_t)nranks;
     po.replicas = replicas, po.shard_first = replicas * (uint32_t)rank, po.shard_total = all;
     po.batch = o->batch / all, po.drop_remainder = true, po.seed = o->seed, po.epochs = o->epochs;
-    po.split = (sf_split){o->val_split, SF_PART_TRAIN};
+    po.split = sf_fit_split(o, sf_pack_get_info(d->pack), SF_PART_TRAIN);
     po.series = d->segments, po.nseries = d->nsegments;
     return po;
 }
+
+sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part) {
+    if (!o->folds) return (sf_split){.fraction = o->val_split, .part = part};
+    return (sf_split){.part = part, .folds = o->folds, .fold = o->fold, .whole = in->series, .nwhole = in->nseries};
+}
+
+bool sf_fit_validates(const sf_fit_opts *o) { return o->val_split > 0 || o->folds > 0; }

@@ -65,6 +65,7 @@ typedef struct {
     sf_history history;
     bool log_five;         // the log an older seqfeed began: its five columns only
     sf_tboard tb;          // --tensorboard's event files (fd -1: none)
+    char fold[32];         // "fold K/N - " before the progress lines of a fold (--folds), else ""
 } fit;
 
 // The validation windows of the run (0: none, no val_loss, no evaluation).
@@ -170,7 +171,7 @@ static void progress_bar(fit *f, const sf_step_info *s) {
     double el = now - f->epoch_t0, rate = f->samples / (el > 0 ? el : 1e-9);
     double eta = f->epoch_step ? el / f->epoch_step * (f->steps_per_epoch - f->epoch_step) : 0;
     int width = 24, done = (int)(width * f->epoch_step / f->steps_per_epoch);
-    fprintf(stderr, "\r%6llu/%llu [%.*s%s%.*s] ETA %4.0f s - loss %.6f - %.0f samples/s\033[K",
+    fprintf(stderr, "\r%s%6llu/%llu [%.*s%s%.*s] ETA %4.0f s - loss %.6f - %.0f samples/s\033[K", f->fold,
             (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, done,
             "========================", done < width ? ">" : "", width - done - (done < width),
             "........................", eta, f->loss_sum / (double)f->samples, rate);
@@ -258,13 +259,13 @@ static int log_row(fit *f, double el, double val, bool end, sf_err *e) {
     char lr_text[32] = "";
     if (f->lr.kind != SF_LR_CONSTANT || f->lr.warmup_steps) snprintf(lr_text, sizeof lr_text, " - lr %.4g", lr);
     if (f->talk && end)
-        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
-                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+        fprintf(stderr, "%s%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
+                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", f->fold, (unsigned long long)f->epoch + 1,
                 (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
                 lr_text, f->samples / per, 100 * wait);
     else if (f->talk && !f->tty)
-        fprintf(stderr, "epoch %llu/%llu - step %llu/%llu - %.1f s - loss %.6f%s - %.0f samples/s - input wait "
-                "%.1f%%\n", (unsigned long long)f->epoch + 1, (unsigned long long)o->epochs,
+        fprintf(stderr, "%sepoch %llu/%llu - step %llu/%llu - %.1f s - loss %.6f%s - %.0f samples/s - input wait "
+                "%.1f%%\n", f->fold, (unsigned long long)f->epoch + 1, (unsigned long long)o->epochs,
                 (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, el, loss, lr_text,
                 f->samples / per, 100 * wait);
     char val_field[32] = "";
@@ -355,6 +356,25 @@ static int score_end(fit *f, sf_err *e) {
     return rc;
 }
 
+// The end's scores to the caller that keeps them (o->keep_score).
+static void keep_score(fit *f) {
+    if (!f->o->keep_score) return;
+    *f->o->keep_score = f->score;
+    f->score = (sf_score){0};
+}
+
+// A resumed run with nothing left to train scores its end again, quietly,
+// for a caller that keeps the scores (--folds: a fold done before).
+static int score_done(fit *f, sf_err *e) {
+    if (!f->o->keep_score) return 0;
+    bool talk = f->talk;
+    f->talk = false;
+    int rc = score_end(f, e);
+    f->talk = talk;
+    if (!rc) keep_score(f);
+    return rc;
+}
+
 // Steps until the next point where the loop has work: the epoch's end, a
 // --checkpoint-every step, --max-steps, a log row.
 static uint64_t steps_to_next(const fit *f) {
@@ -408,7 +428,11 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
         // stop?
-        if (f->epoch >= o->epochs || stop_here(f) || early_stop_here(f)) return steps_end(f, 0);
+        bool done = f->epoch >= o->epochs;
+        if (done || stop_here(f) || (done = early_stop_here(f))) {
+            f->res->complete = done;
+            return steps_end(f, 0);
+        }
     }
 }
 
@@ -429,7 +453,13 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
-                              "seed", seed, NULL};
+                              "seed", seed, NULL, NULL, NULL};
+    char fold[96];
+    if (o->folds) {  // which fold of a cross-validation this page is
+        snprintf(fold, sizeof fold, "%u of %u (validation on part %u of %u of each series' rows)", o->fold, o->folds,
+                 o->fold + 1, o->folds + 1);
+        settings[sizeof settings / sizeof *settings - 3] = "fold", settings[sizeof settings / sizeof *settings - 2] = fold;
+    }
     sf_report_model m = {.rows = f->history.rows, .nrows = f->history.n, .best_epoch = f->ck.best_epoch,
                          .best_val_loss = f->ck.best_val_loss,
                          .validation = val_windows(f) > 0,
@@ -535,9 +565,10 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     uint64_t n = 0;
     sf_plan *plan = NULL;
     int64_t twice = in->time_step > INT64_MAX / 2 ? INT64_MAX : 2 * in->time_step;  // any file's step
+    sf_split split = sf_fit_split(f->o, in, SF_PART_TRAIN);
     int rc = sf_pack_segments(f->d.pack, twice, &cut, &n, e);
     if (!rc) rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, cut, n, &f->o->pipe.window, 1,
-                                 &(sf_split){f->o->val_split, SF_PART_TRAIN}, e);
+                                 &split, e);
     if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);
     sf_plan_free(plan);
     free(cut);
@@ -551,7 +582,7 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
 static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why, size_t cap, sf_err *e) {
     const sf_fit_opts *o = f->o;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
-    sf_split split = {o->val_split, SF_PART_TRAIN};
+    sf_split split = sf_fit_split(o, in, SF_PART_TRAIN);
     uint64_t all = sf_plan_count(in->series, in->nseries, &po->window, &split);
     why[0] = 0;
     if (!f->d.segments || all == kept || sf_pipe_epoch_batches(po, all) == 0) return 0;
@@ -594,11 +625,11 @@ static int epochs_and_rows(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     f->steps_per_epoch = o->steps_per_epoch ? o->steps_per_epoch : f->pass_steps;
     f->log_every = o->log_every ? o->log_every : f->steps_per_epoch > SF_LOG_LONG_EPOCH ? SF_LOG_EVERY_AUTO : 0;
-    if (o->validation_steps && o->val_split == 0)
+    if (o->validation_steps && !sf_fit_validates(o))
         return sf_err_set(e, SF_EUSAGE, "--validation-steps %llu bounds validation, and --val-split 0 leaves none "
                           "(hint: a --val-split above 0, or leave --validation-steps out)",
                           (unsigned long long)o->validation_steps);
-    if (o->season && o->val_split == 0)
+    if (o->season && !sf_fit_validates(o))
         return sf_err_set(e, SF_EUSAGE, "--season %u sets the seasonal forecast the validation part is scored "
                           "against, and --val-split 0 leaves none (hint: a --val-split above 0, or leave --season "
                           "out)", (unsigned)o->season);
@@ -627,11 +658,13 @@ static int open_data(fit *f, sf_err *e) {
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_plan *train_plan = NULL;
+    sf_split train_split = sf_fit_split(o, in, SF_PART_TRAIN);
     rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window,
-                        o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
-    if (!rc && o->val_split > 0)
+                        o->pipe.block_chunks, &train_split, e);
+    sf_split val_split = sf_fit_split(o, in, SF_PART_VALIDATION);
+    if (!rc && sf_fit_validates(o))
         rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window, 1,
-                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+                            &val_split, e);
     if (!rc && !f->d.segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
         sf_pipe_opts po = o->pipe;
@@ -643,7 +676,7 @@ static int open_data(fit *f, sf_err *e) {
         else if (!rc && f->pass_steps == 0) {
             // Only the options that can still go lower: one at its least cannot help.
             uint64_t windows = sf_plan_windows(train_plan);
-            sf_split split = {o->val_split, SF_PART_TRAIN};
+            sf_split split = train_split;
             char fits[256] = "", opts[128];
             sf_window_shrinkers(&o->pipe.window, windows > 0, false, opts, sizeof opts);
             if (windows == 0)
@@ -653,7 +686,8 @@ static int open_data(fit *f, sf_err *e) {
                          (unsigned long long)sf_split_longest(series, nseries, o->pipe.window.stride, &split));
             char hint[256];
             snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
-                     po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
+                     po.lanes > 1 ? ", fewer --lanes" : "",
+                     o->folds ? ", or fewer --folds" : o->val_split > 0 ? ", or less --val-split" : "");
             rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s%s%s%s%s",
                             o->data, (unsigned long long)windows, o->batch,
                             po.lanes > 1 ? " for each of the replicas' lanes" : "", fits,
@@ -988,7 +1022,8 @@ static void announce(const fit *f, const sf_run_start *start) {
                 targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "" : n == 1 ? "it" : "them");
     }
     if (start->resumed)
-        fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
+        fprintf(stderr, "%sresume: epoch %llu, step %llu of it (%llu steps done)\n", f->fold,
+                (unsigned long long)f->epoch + 1,
                 (unsigned long long)f->epoch_step, (unsigned long long)start->step);
 }
 
@@ -1051,6 +1086,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
+    if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
     if (o->batch == 0 || o->batch % f.G)
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is not divisible by %u replicas (each replica takes "
                           "batch / replicas)", o->batch, f.G);
@@ -1084,24 +1120,28 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.ck.improved_val_loss = start.improved_val_loss, f.ck.since_improved = start.since_improved;
     res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
     if (!rc && f.epoch < o->epochs && f.epoch_step == 0 && early_stop_here(&f)) {
+        rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk)
-            fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
+            fprintf(stderr, "%sresume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
                     "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
-                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
+                    "further)\n", f.fold, (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
                     (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
-        return 0;
+        return rc;
     }
     if (!rc && f.epoch >= o->epochs) {
+        rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk && f.epoch == o->epochs)
-            fprintf(stderr, "resume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
-                    "trains further)\n", (unsigned long long)f.epoch, (unsigned long long)f.epoch);
+            fprintf(stderr, "%sresume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
+                    "trains further)\n", f.fold, (unsigned long long)f.epoch, (unsigned long long)f.epoch);
         else if (f.talk)
-            fprintf(stderr, "resume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
-                    "(hint: --epochs above %llu trains further)\n", (unsigned long long)f.epoch,
+            fprintf(stderr, "%sresume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
+                    "(hint: --epochs above %llu trains further)\n", f.fold, (unsigned long long)f.epoch,
                     (unsigned long long)o->epochs, (unsigned long long)f.epoch);
-        return 0;
+        return rc;
     }
     if (!rc) rc = resume_lr(&f, &start, e);
     if (!rc) rc = open_log(&f, start.resumed, e);
@@ -1144,6 +1184,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.log = NULL;
     int trc = sf_tboard_close(&f.tb, rc ? NULL : e);
     if (!rc) rc = trc;
+    keep_score(&f);
     fit_close(&f);
     return rc;
 }

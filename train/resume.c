@@ -86,7 +86,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
-    c->max_gap = o->max_gap;
+    c->max_gap = o->max_gap, c->folds = o->folds, c->fold = o->fold;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
     c->steps_per_epoch = o->steps_per_epoch, c->validation_steps = o->validation_steps, c->log_every = o->log_every;
@@ -150,6 +150,7 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : c->batch != r->batch              ? "--batch-size"
                        : c->seed != r->seed                ? "--seed"
                        : c->val_split != r->val_split      ? "--val-split"
+                       : c->folds != r->folds || c->fold != r->fold ? "the fold (--folds)"
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
                        : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
                        : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"

@@ -495,6 +495,12 @@ typedef struct {
     // --norm-scope series: each series scaled by its own training rows'
     // statistics (sf_columns_scope), kept in the checkpoint by series name
     bool norm_series;
+    // Cross-validation (--folds): this run is fold `fold` of `folds` (sf_split:
+    // expanding time splits of each series, val_split unused); 0: none
+    uint32_t folds, fold;
+    // Where the end's scores go (moved there: the caller frees them with
+    // sf_score_free), also when a resumed run has nothing left to train; NULL: not kept
+    sf_score *keep_score;
 } sf_fit_opts;
 
 // log_every 0: a row every SF_LOG_EVERY_AUTO steps in runs whose epochs are
@@ -519,6 +525,8 @@ typedef struct {
     uint64_t best_epoch;
     double best_val_loss;
     uint64_t early_stopped;             // the epoch after which --early-stop ended the run (0: it did not)
+    bool complete;                      // the run has trained its --epochs, or early stopping ended it
+                                        // (a resume that found it so too): not stopped part way
 } sf_fit_result;
 
 // Trains as o says; *res is filled as far as the run went. An option whose
@@ -551,6 +559,36 @@ const sf_series *sf_run_data_series(const sf_run_data *d, uint64_t *n);
 // fit runs it: its shards of the training part, per-replica batches of
 // o->batch / (replicas x nranks), full batches only, o's seed and epochs.
 sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32_t replicas, int rank, int nranks);
+// The part of the file's series (in) a run trains or validates on: its
+// --val-split, or its fold.
+sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part);
+// Whether the run has a validation part: --val-split above 0, or a fold.
+bool sf_fit_validates(const sf_fit_opts *o);
+
+// ---- cross-validation (train --folds K) ----
+
+// Whether every fold of o (o->folds) has a global batch of training windows
+// and a validation window: SF_EUSAGE naming the first that has not and how
+// many rows a series needs, else 0.
+int sf_folds_check(const sf_fit_opts *o, sf_err *e);
+// The folds of a cross-validation: fold k's end scores at score[k - 1]
+// (ntargets 0: not scored, a fold not ended) and checkpoint directory at
+// dirs[k - 1].
+typedef struct {
+    uint32_t folds;
+    const sf_score *score;
+    const char *const *dirs;
+} sf_folds;
+// The table: each fold's MSE (scaled, as the loss) of the model and the
+// baselines, then per target the mean, std (over the folds, ddof 0), min
+// and max of each forecaster's MSE and its mean RMSE in data units.
+void sf_folds_print(FILE *f, const sf_folds *cv);
+// The same as JSON (each fold's scores with evaluate --json's keys),
+// written atomically.
+int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e);
+// The same as an HTML page, each fold linked to its run report (reports[k -
+// 1], NULL: none); written atomically.
+int sf_folds_write_report(const char *path, const sf_folds *cv, const char *const *reports, sf_err *e);
 
 // What benchmarks add to a fit (seqfeed bench train and scaling).
 typedef struct {
