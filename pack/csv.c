@@ -948,14 +948,15 @@ size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n) {
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
 
-// The code of a categorical field's text, a new one for a text not seen yet.
-static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
+// The code of a categorical field's text into *out, a new one for a text
+// not seen yet.
+static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n, float *out) {
     category *g = &c->cats[c->cat_of[f]];
     uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)sf_hash_bytes(s, n) & mask;
     for (; g->slots[j]; j = (j + 1) & mask) {
         const char *v = g->values[g->slots[j] - 1];
         if (strlen(v) == n && !memcmp(v, s, n)) {
-            c->row[c->keep_at[f]] = (float)(g->slots[j] - 1);
+            *out = (float)(g->slots[j] - 1);
             return 0;
         }
     }
@@ -980,7 +981,7 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (!v || !(v[g->n] = strndup(s, n))) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
     g->values = v;
     g->slots[j] = ++g->n;
-    c->row[c->keep_at[f]] = (float)(g->n - 1);
+    *out = (float)(g->n - 1);
     return 0;
 }
 
@@ -1098,7 +1099,8 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     }
     char tmp[96];
     if (c->role[f] == ROLE_TIME) return time_field(c, at, fs, n);
-    if (c->role[f] == ROLE_CATEGORY && !missing_token(fs, n)) return category_field(c, f, at, fs, n);
+    if (c->role[f] == ROLE_CATEGORY && !missing_token(fs, n))
+        return category_field(c, f, at, fs, n, &c->row[c->keep_at[f]]);
     if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) return 0;
     uint32_t k = c->keep_at[f];
     int r = sf_parse_float(fs, n, &c->row[k]);
@@ -1762,6 +1764,10 @@ typedef struct half_rec {
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     bool raw, truncated;       // truncated: its time had digits below a microsecond
+    // Goes on from the record before it as a row of the same series whose
+    // time moves on (both not raw): nothing to check between them, so a run
+    // of these is committed in bulk (commit_run).
+    bool cont;
 } half_rec;
 
 typedef struct half_big {
@@ -1866,6 +1872,9 @@ static void *parse_half(void *arg) {
         if (ok) {
             r->npend = (uint16_t)(h->npend - r->pend);
             h->parts = sf_time_parts_join(h->parts, parts);
+            const half_rec *b = n ? r - 1 : NULL;
+            r->cont = b && !b->raw && b->key_len == r->key_len && !memcmp(buf + b->key, buf + r->key, r->key_len) &&
+                      (c->time_field == UINT32_MAX || h->times[n] > h->times[n - 1]);
         } else {
             r->raw = true;
             h->npend = r->pend;
@@ -1901,10 +1910,63 @@ static int half_next(half_job *h, size_t i, bool *waited) {
     return i < atomic_load(&h->ready);
 }
 
+// The helper's records [i, j), each going on from the one before it (cont),
+// committed as one: the record before i was committed last, so each is a
+// row of the current series whose time moves on, which series_row would
+// append to the batch unchanged. Their categories are coded and their
+// values above 2^24 and cut times counted in order, then the rows go to the
+// writer (or the regrouper) straight from the helper's arrays.
+static int commit_run(csv *c, half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
+    bool timed = c->time_field != UINT32_MAX;
+    int rc = c->rg ? 0 : flush_batch(c);
+    for (size_t k = i; !rc && k < j; k++) {
+        const half_rec *r = &h->recs[k];
+        float *row = h->rows + k * c->nkeep;
+        const uint32_t *cat = h->cats + k * 2 * c->ncat;
+        for (uint32_t m = 0; !rc && m < ncf; m++)
+            rc = category_field(c, cat_fields[m], c->buf + cat[2 * m], c->buf + cat[2 * m], cat[2 * m + 1],
+                                &row[c->keep_at[cat_fields[m]]]);
+        for (uint32_t m = 0; m < r->npend; m++) {
+            const half_big *b = &h->pend[r->pend + m];
+            if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
+            big_value(c, &c->lossy[b->k], row[b->k], c->buf + b->at, b->n, c->buf + b->at);
+        }
+        if (r->truncated && !c->truncated++) {
+            where(c, c->buf + r->time_at, &c->truncated_line, &(uint64_t){0});
+            c->truncated_line += (uint64_t)c->line_base;  // an origin
+        }
+    }
+    // One line per record (no quotes).
+    int64_t line = c->line_base + (int64_t)c->line;
+    for (size_t k = i; !rc && c->rg && k < j; k++) {
+        c->st.rows++;
+        rc = sf_regroup_add(c->rg, c->cur_index, h->rows + k * c->nkeep, timed ? h->times[k] : 0,
+                            line + (int64_t)(k - i), c->e);
+    }
+    for (size_t done = i; !rc && !c->rg && done < j;) {
+        size_t n = j - done < c->batch_rows ? j - done : c->batch_rows;
+        for (size_t k = 0; k < n; k++) c->batch_line[k] = line + (int64_t)(done - i + k);
+        rc = sf_pack_writer_rows_at(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL, c->batch_line, n,
+                                    c->e);
+        done += n;
+        c->st.rows += n;
+    }
+    if (rc) return rc;
+    if (!c->rg) {  // held rows are checked only as they are merged
+        if (timed) c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
+        memcpy(c->last, h->rows + (j - 1) * c->nkeep, c->nkeep * sizeof(float));
+    }
+    c->line += j - i;
+    c->pos = h->recs[j - 1].next;
+    c->st.rows_helper_runs += j - i;
+    return 0;
+}
+
 // The helper's records committed in order, as they come, as if parse_until
-// had parsed them: a raw one parsed here; the others' values, time, series
-// id and categorical texts set as parse_record sets them. Every check,
-// series change and regrouping is the main path's own.
+// had parsed them: a raw one parsed here; a run of rows going on in one
+// series at once (commit_run); any other's values, time, series id and
+// categorical texts set as parse_record sets them, each check, series
+// change and regrouping the main path's own.
 static int commit_half(csv *c, half_job *h, bool *waited) {
     uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
     for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
@@ -1917,6 +1979,13 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             if ((rc = parse_until(c, next, false))) return rc;
             continue;
         }
+        if (r->cont) {  // the record before it was committed just now
+            size_t j = i + 1, ready = atomic_load_explicit(&h->ready, memory_order_acquire);
+            while (j < ready && h->recs[j].cont) j++;
+            if ((rc = commit_run(c, h, cat_fields, ncf, i, j))) return rc;
+            i = j - 1;
+            continue;
+        }
         memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
@@ -1926,7 +1995,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         }
         const uint32_t *cat = h->cats + i * 2 * c->ncat;
         for (uint32_t j = 0; j < ncf; j++)
-            if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1])))
+            if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1],
+                                     &c->row[c->keep_at[cat_fields[j]]])))
                 return rc;
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
@@ -2526,8 +2596,7 @@ static int convert(csv *c, const char *out) {
     // commits every record itself, and on two quiet cores the helper made
     // a grouped time,site,value CSV 1.25x slower at twice the CPU
     // (bench/pack_threads.sh, docs/BENCHMARKS.md).
-    bool independent = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    bool parallel = c->o->pack.threads > 1 && independent;
+    bool parallel = c->o->pack.threads > 1;
     c->share = 32;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
