@@ -1786,20 +1786,24 @@ typedef struct {
     unsigned parts;      // the ISO parts its times showed, raw records left out
     size_t cap, nrows, nraw;  // cap: records there is room for
     // Records complete, published every HALF_BATCH, for a main thread that
-    // commits them as they come and sleeps (asleep) when it catches up.
-    atomic_size_t ready;
-    atomic_bool done, asleep;  // done: nrows, nraw and parts are final
+    // commits them as they come and, when it catches up, sleeps until
+    // wake_at are (0: awake): runs commit fast, and a wake-up every few
+    // records would cost more than they do.
+    atomic_size_t ready, wake_at;
+    atomic_bool done;  // nrows, nraw and parts are final
     pthread_mutex_t mu;
     pthread_cond_t more;
 } half_job;
 
 #define HALF_BATCH 32
+#define HALF_WAKE 1024  // records the main thread sleeps for
 
 // The helper's records up to n complete: published, and the main thread
 // woken if it waits for them.
 static void half_publish(half_job *h, size_t n) {
-    atomic_store(&h->ready, n);  // sequentially consistent with asleep: one of the two sees the other
-    if (atomic_load(&h->asleep)) {
+    atomic_store(&h->ready, n);  // sequentially consistent with wake_at: one of the two sees the other
+    size_t w = atomic_load(&h->wake_at);
+    if (w && n >= w) {
         pthread_mutex_lock(&h->mu);
         pthread_cond_signal(&h->more);
         pthread_mutex_unlock(&h->mu);
@@ -1900,12 +1904,12 @@ static void *parse_half(void *arg) {
 static int half_next(half_job *h, size_t i, bool *waited) {
     if (i < atomic_load_explicit(&h->ready, memory_order_acquire)) return 1;
     pthread_mutex_lock(&h->mu);
-    atomic_store(&h->asleep, true);
-    while (i >= atomic_load(&h->ready) && !atomic_load(&h->done)) {
+    atomic_store(&h->wake_at, i + HALF_WAKE);
+    while (i + HALF_WAKE > atomic_load(&h->ready) && !atomic_load(&h->done)) {
         *waited = true;
         pthread_cond_wait(&h->more, &h->mu);
     }
-    atomic_store(&h->asleep, false);
+    atomic_store(&h->wake_at, 0);
     pthread_mutex_unlock(&h->mu);
     return i < atomic_load(&h->ready);
 }
@@ -2118,7 +2122,7 @@ static int parse_parallel(csv *c) {
                   .cap = c->half_cap};
     atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
-    atomic_init(&h.asleep, false);
+    atomic_init(&h.wake_at, 0);
     pthread_t t;
     if (pthread_mutex_init(&h.mu, NULL)) return 1;
     if (pthread_cond_init(&h.more, NULL)) {
