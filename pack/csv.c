@@ -116,6 +116,7 @@ typedef struct {
     struct half_rec *half_recs;
     uint32_t *half_cats;
     struct half_big *half_pend;
+    struct half_field *half_fields;  // role and keep_at as the helper reads them
     size_t half_cap, half_pend_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
@@ -1774,23 +1775,38 @@ typedef struct half_big {
     uint32_t k, at, n;  // kept column; the value's text, offset into buf
 } half_big;
 
+// A field as the helper reads it: csv.role and csv.keep_at, copied to
+// cache lines of their own (csv.half_fields), away from what the main
+// thread writes while the helper reads them.
+typedef struct half_field {
+    uint32_t keep;
+    uint8_t role;
+} half_field;
+
+// The fields each thread writes while the other runs lie on cache lines
+// of their own: a line written by one core and read by the other for each
+// record moves between them each time, and made two threads slower than one.
 typedef struct {
+    // Set before the helper starts; read by both.
     const csv *c;
+    const half_field *fields;
     const char *start, *end;  // whole records, no quotes
     float *rows;
     int64_t *times;      // with a time column
     half_rec *recs;
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
-    size_t npend, pend_cap;
+    size_t pend_cap, cap;  // cap: records there is room for
+    // Set by the helper once its part is parsed (done).
+    _Alignas(64) size_t npend, nrows, nraw;
     unsigned parts;      // the ISO parts its times showed, raw records left out
-    size_t cap, nrows, nraw;  // cap: records there is room for
     // Records complete, published every HALF_BATCH, for a main thread that
     // commits them as they come and, when it catches up, sleeps until
     // wake_at are (0: awake): runs commit fast, and a wake-up every few
     // records would cost more than they do.
-    atomic_size_t ready, wake_at;
+    _Alignas(64) atomic_size_t ready;
     atomic_bool done;  // nrows, nraw and parts are final
+    _Alignas(64) atomic_size_t wake_at;
     pthread_mutex_t mu;
     pthread_cond_t more;
 } half_job;
@@ -1813,30 +1829,43 @@ static void half_publish(half_job *h, size_t n) {
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
+// What it reads of the csv and the job is read once, here, into locals;
+// its counts are written back at the end.
 static void *parse_half(void *arg) {
     half_job *h = arg;
-    const csv *c = h->c;
-    const char *buf = c->buf, *p = h->start, *end = h->end;
-    char d = c->delim;
-    size_t n = 0;
+    const char *buf = h->c->buf, *p = h->start, *end = h->end;
+    const char d = h->c->delim;
+    const uint32_t ncsv = h->c->ncsv, nkeep = h->c->nkeep, ncat = h->c->ncat;
+    const enum sf_time_kind kind = h->c->time_kind;
+    const bool timed = h->c->time_field != UINT32_MAX;
+    const half_field *fields = h->fields;
+    float *rows = h->rows;
+    int64_t *times = h->times;
+    half_rec *recs = h->recs;
+    uint32_t *cats = h->cats;
+    half_big *pend = h->pend;
+    const size_t cap = h->cap, pend_cap = h->pend_cap;
+    size_t n = 0, npend = 0, nraw = 0;
+    unsigned all_parts = 0;
     while (p < end) {
-        half_rec *r = &h->recs[n];
-        *r = (half_rec){.pend = (uint32_t)h->npend};
-        if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
+        half_rec *r = &recs[n];
+        *r = (half_rec){.pend = (uint32_t)npend};
+        if (n + 1 == cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
             r->next = (uint32_t)(end - buf);
-            h->nraw++, n++;
+            nraw++, n++;
             break;
         }
-        float *row = h->rows + n * c->nkeep;
-        uint32_t *cat = h->cats + n * 2 * c->ncat;
+        float *row = rows + n * nkeep;
+        uint32_t *cat = cats + n * 2 * ncat;
         unsigned parts = 0;
         const char *q = p;
         bool ok = true;
-        for (uint32_t f = 0; ok && f < c->ncsv; f++) {
-            uint8_t role = c->role[f];
+        for (uint32_t f = 0; ok && f < ncsv; f++) {
+            const uint8_t role = fields[f].role;
+            const uint32_t k = fields[f].keep;
             const char *after = q, *te;
-            if (role == ROLE_KEEP && fast_number(q, end, d, &row[c->keep_at[f]], &after)) {
+            if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
             } else {
                 while (after < end && *after != d && *after != '\n') after++;
@@ -1849,12 +1878,11 @@ static void *parse_half(void *arg) {
                 } else if (len && (is_space(q[0], d) || is_space(te[-1], d))) {
                     ok = false;  // trimmed, and an id's padding noted, by the main path
                 } else if (role == ROLE_KEEP) {
-                    ok = sf_parse_float(q, len, &row[c->keep_at[f]]) == 0;  // a missing value: main path
+                    ok = sf_parse_float(q, len, &row[k]) == 0;  // a missing value: main path
                 } else if (role == ROLE_TIME) {
-                    ok = c->time_kind == SF_TIME_ISO
-                             ? sf_time_parse(q, len, &h->times[n], &parts) == 0
-                             : parse_epoch(q, len, &h->times[n]) == 0 && epoch_fits(c->time_kind, h->times[n]);
-                    r->time_at = at, r->truncated = ok && c->time_kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
+                    ok = kind == SF_TIME_ISO ? sf_time_parse(q, len, &times[n], &parts) == 0
+                                             : parse_epoch(q, len, &times[n]) == 0 && epoch_fits(kind, times[n]);
+                    r->time_at = at, r->truncated = ok && kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
                 } else if (role == ROLE_SERIES) {
                     ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
                          sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
@@ -1864,25 +1892,25 @@ static void *parse_half(void *arg) {
                     *cat++ = at, *cat++ = (uint32_t)len;
                 }
             }
-            if (ok && role == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
-                ok = h->npend < h->pend_cap;  // else the main path takes the record
-                if (ok) h->pend[h->npend++] = (half_big){c->keep_at[f], (uint32_t)(q - buf), (uint32_t)(te - q)};
+            if (ok && role == ROLE_KEEP && fabsf(row[k]) >= 0x1p24f) {
+                ok = npend < pend_cap;  // else the main path takes the record
+                if (ok) pend[npend++] = (half_big){k, (uint32_t)(q - buf), (uint32_t)(te - q)};
             }
             q = after;
-            bool last = f + 1 == c->ncsv;
+            bool last = f + 1 == ncsv;
             if (q == end || (*q == '\n') != last) ok = false;  // ragged, or a blank line
             else q++;
         }
         if (ok) {
-            r->npend = (uint16_t)(h->npend - r->pend);
-            h->parts = sf_time_parts_join(h->parts, parts);
+            r->npend = (uint16_t)(npend - r->pend);
+            all_parts = sf_time_parts_join(all_parts, parts);
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw && b->key_len == r->key_len && !memcmp(buf + b->key, buf + r->key, r->key_len) &&
-                      (c->time_field == UINT32_MAX || h->times[n] > h->times[n - 1]);
+                      (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;
-            h->npend = r->pend;
-            h->nraw++;
+            npend = r->pend;
+            nraw++;
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             q = eol ? eol + 1 : end;
         }
@@ -1890,7 +1918,7 @@ static void *parse_half(void *arg) {
         p = q;
         if (++n % HALF_BATCH == 0) half_publish(h, n);
     }
-    h->nrows = n;
+    h->nrows = n, h->npend = npend, h->nraw = nraw, h->parts = all_parts;
     pthread_mutex_lock(&h->mu);
     atomic_store(&h->ready, n);
     atomic_store(&h->done, true);
@@ -2099,6 +2127,11 @@ static int parse_parallel(csv *c) {
     for (const char *p = mid; (p = memchr(p, '\n', (size_t)(mid + sample - p))); p++) lines++;
     size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
     if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
+    if (!c->half_fields) {
+        size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
+        if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
+        for (uint32_t f = 0; f < c->ncsv; f++) c->half_fields[f] = (half_field){c->keep_at[f], c->role[f]};
+    }
     if (max_rows > c->half_cap) {
         size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
@@ -2117,9 +2150,9 @@ static int parse_parallel(csv *c) {
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    half_job h = {.c = c, .start = mid, .end = last + 1, .rows = c->half_rows, .times = c->half_times,
-                  .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend, .pend_cap = c->half_pend_cap,
-                  .cap = c->half_cap};
+    half_job h = {.c = c, .fields = c->half_fields, .start = mid, .end = last + 1, .rows = c->half_rows,
+                  .times = c->half_times, .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend,
+                  .pend_cap = c->half_pend_cap, .cap = c->half_cap};
     atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
     atomic_init(&h.wake_at, 0);
@@ -2661,6 +2694,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->half_recs);
     free(c->half_cats);
     free(c->half_pend);
+    free(c->half_fields);
     free(c->big_cols);
     free(c->pend);
     free(c->batch);
