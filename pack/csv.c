@@ -1,7 +1,8 @@
 // CSV to .sfpack in one streaming pass: a sliding buffer of whole records,
 // each record parsed into the next row of a batch, batches handed to the
 // writer. With two or more threads a helper thread parses the second part of
-// each buffer, which the main thread commits in order (parse_parallel).
+// each buffer, which the main thread commits in order, runs of rows of one
+// series at once (parse_parallel).
 // Memory: the buffer (grows only for a longer record), a 64 KiB batch, the
 // helper's rows for part of a buffer, the writer's chunk buffers, and one
 // entry per series id.
@@ -2103,8 +2104,9 @@ static int write_half(csv *c, const half_job *h) {
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
-// commits record by record as they come (commit_half) or, with no state
-// between records, writes at once after it (write_half). The split follows
+// commits as they come, a run of rows going on in one series at once
+// (commit_half) or, with no state between records, writes at once after
+// it (write_half). The split follows
 // the work (c->share). Returns 1 when the buffer does not qualify (quotes,
 // little data, a pending blank line).
 static int parse_parallel(csv *c) {
@@ -2628,11 +2630,11 @@ static int convert(csv *c, const char *out) {
     rc = series_hint(c);  // before anything is written
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
-    // A helper thread parses only where records are independent (no series
-    // column, categories or --missing fill): with them the main thread
-    // commits every record itself, and on two quiet cores the helper made
-    // a grouped time,site,value CSV 1.25x slower at twice the CPU
-    // (bench/pack_threads.sh, docs/BENCHMARKS.md).
+    // A helper thread parses part of each buffer for every shape: with a
+    // series column the rows going on in one series reach the writer in
+    // runs (commit_run), so the main thread is left the rest of its own
+    // part, the reads and the writer (bench/pack_threads.sh,
+    // docs/BENCHMARKS.md).
     bool parallel = c->o->pack.threads > 1;
     c->share = 32;
     if (!rc && c->per_file) rc = file_series(c);
