@@ -1947,11 +1947,13 @@ static int half_next(half_job *h, size_t i, bool *waited) {
 // committed as one: the record before i was committed last, so each is a
 // row of the current series whose time moves on, which series_row would
 // append to the batch unchanged. Their categories are coded and their
-// values above 2^24 and cut times counted in order, then the rows go to the
-// writer (or the regrouper) straight from the helper's arrays.
-static int commit_run(csv *c, half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
+// values above 2^24 and cut times counted in order, then the rows are
+// copied to the batch as series_row appends them (flushed as it fills, so
+// that the batch holds what one thread leaves there, which messages about
+// the rows before a record read) or to the regrouper.
+static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
     bool timed = c->time_field != UINT32_MAX;
-    int rc = c->rg ? 0 : flush_batch(c);
+    int rc = 0;
     for (size_t k = i; !rc && k < j; k++) {
         const half_rec *r = &h->recs[k];
         float *row = h->rows + k * c->nkeep;
@@ -1977,18 +1979,19 @@ static int commit_run(csv *c, half_job *h, const uint32_t *cat_fields, uint32_t 
                             line + (int64_t)(k - i), c->e);
     }
     for (size_t done = i; !rc && !c->rg && done < j;) {
-        size_t n = j - done < c->batch_rows ? j - done : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = line + (int64_t)(done - i + k);
-        rc = sf_pack_writer_rows_at(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL, c->batch_line, n,
-                                    c->e);
+        size_t n = c->batch_rows - c->nbatch < j - done ? c->batch_rows - c->nbatch : j - done;
+        memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
+        if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));
+        if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
+        for (size_t k = 0; k < n; k++) c->batch_line[c->nbatch + k] = line + (int64_t)(done - i + k);
+        c->row += n * c->nkeep;
+        c->nbatch += n;
         done += n;
-        c->st.rows += n;
+        if (c->nbatch == c->batch_rows) rc = flush_batch(c);
     }
     if (rc) return rc;
-    if (!c->rg) {  // held rows are checked only as they are merged
-        if (timed) c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
-        memcpy(c->last, h->rows + (j - 1) * c->nkeep, c->nkeep * sizeof(float));
-    }
+    if (!c->rg && timed)  // held rows are checked only as they are merged
+        c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
     c->line += j - i;
     c->pos = h->recs[j - 1].next;
     c->st.rows_helper_runs += j - i;
@@ -2058,45 +2061,14 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
     return 0;
 }
 
-// The helper's records straight to the writer, when they need no state
-// between records (no series column, missing values are errors, no
-// categories, times that keep order): their values above 2^24 and cut
-// times counted as record_counts counts them.
+// The helper's records committed as one run after it, when they need no
+// state between records (no series column, missing values are errors, no
+// categories, times that keep order).
 static int write_half(csv *c, const half_job *h) {
-    int rc = flush_batch(c);
+    int rc = h->nrows ? commit_run(c, h, NULL, 0, 0, h->nrows) : 0;
     if (rc) return rc;
-    bool timed = c->time_field != UINT32_MAX;
-    for (size_t i = 0; i < h->nrows; i++) {
-        const half_rec *r = &h->recs[i];
-        for (uint32_t j = 0; j < r->npend; j++) {
-            const half_big *b = &h->pend[r->pend + j];
-            if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
-            big_value(c, &c->lossy[b->k], h->rows[i * c->nkeep + b->k], c->buf + b->at, b->n, c->buf + b->at);
-        }
-        if (r->truncated && !c->truncated++) {
-            where(c, c->buf + r->time_at, &c->truncated_line, &(uint64_t){0});
-            c->truncated_line += (uint64_t)c->line_base;  // an origin
-        }
-    }
-    // Lines and the batch's line buffer: one line per record (no quotes).
-    for (size_t done = 0; done < h->nrows;) {
-        size_t n = h->nrows - done < c->batch_rows ? h->nrows - done : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + done + k);
-        if ((rc = sf_pack_writer_rows_at(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL,
-                                         c->batch_line, n, c->e)))
-            return rc;
-        done += n;
-    }
-    if (timed && h->nrows > 0) {
-        c->prev_time = h->times[h->nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + h->nrows - 1;
-        c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
-    }
-    if (h->nrows > 0) {
-        c->have_last = true;
-        memcpy(c->last, h->rows + (h->nrows - 1) * c->nkeep, c->nkeep * sizeof(float));
-    }
-    c->st.rows += h->nrows;
-    c->line += h->nrows;
+    c->have_last |= h->nrows > 0;
+    c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
     c->pos = (size_t)(h->end - c->buf);
     return 0;
 }
