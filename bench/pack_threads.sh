@@ -13,13 +13,20 @@
 # (parse, compress, fsync); pandas' are timed inside Python around read_csv
 # (concatenated for the files). Prints one markdown table and the ratios.
 #
-# usage: bench/pack_threads.sh [--build DIR] [--base DIR] [--mb N] [--reps N] [--keep]
+# usage: bench/pack_threads.sh [--build DIR] [--base DIR] [--mb N] [--reps N] [--keep] [--rt]
 #   --build DIR  meson build dir (default: $SEQFEED_BUILD, else build/)
 #   --base DIR   another build dir, packed with --threads 2 as "base"
 #                (the code before a change); none by default
 #   --mb N       size of each CSV, about (default 200)
 #   --reps N     rounds (default 2)
 #   --keep       keep the CSVs (default: deleted at the end)
+#   --rt         (root) each pack at real-time priority (chrt -f 10): on
+#                cores shared with other sessions its threads then run side
+#                by side as on a quiet machine, holding the others off for
+#                the second or so each pack takes. Without it, on a loaded
+#                machine a short-lived second thread starts on the first
+#                one's core and waits there (nice -20, even per autogroup,
+#                does not change that)
 # environment: PEER_PYTHON (default /tmp/venv-arrow/bin/python; pandas is
 # skipped when it does not import), BENCH_DIR (default
 # /tmp/seqfeed-bench-threads). Nothing here is part of `meson test`.
@@ -27,7 +34,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 build=${SEQFEED_BUILD:-$root/build}
-base="" mb=200 reps=2 keep=0
+base="" mb=200 reps=2 keep=0 rt=0
 while [ $# -gt 0 ]; do
     case $1 in
     --build) build=$2; shift 2 ;;
@@ -35,7 +42,8 @@ while [ $# -gt 0 ]; do
     --mb) mb=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --rt) rt=1; shift ;;
+    -h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pack_threads.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -112,8 +120,10 @@ run() {  # run SHAPE TOOL: "WALL CPU"
         local bin=$seqfeed threads=${2#t}
         [ "$2" != base ] || bin=$base threads=2
         rm -f "$out"
+        local -a pre=()
+        [ "$rt" -eq 0 ] || pre=(chrt -f 10)
         # shellcheck disable=SC2046
-        /usr/bin/time -f '%e %U %S' -o "$tf" "$bin" pack "${in[@]}" $(opts "$1") --threads "$threads" -o "$out" -q
+        "${pre[@]}" /usr/bin/time -f '%e %U %S' -o "$tf" "$bin" pack "${in[@]}" $(opts "$1") --threads "$threads" -o "$out" -q
         awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$tf"
         ;;
     esac
@@ -137,7 +147,7 @@ for ((r = 0; r < reps; r++)); do
 done
 rm -f "$out"
 echo
-echo "seqfeed pack --threads 1 / 2 and pandas read_csv, best of $reps rounds; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+echo "seqfeed pack --threads 1 / 2 and pandas read_csv, best of $reps rounds; $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg) at the end$([ "$rt" -eq 0 ] || echo "; packs at real-time priority (--rt)")"
 echo
 echo "| shape | MB | tool | wall s | CPU s | MB/s wall | MB per CPU s |"
 echo "|---|---:|---|---:|---:|---:|---:|"

@@ -37,6 +37,18 @@ enum { SF_MODEL_MAX_LAYERS = 32 };
 typedef struct {
     sf_layer layer[SF_MODEL_MAX_LAYERS];
     uint32_t nlayers, inputs, outputs;
+    // Covariates (--future-features): `extra` values per window beside its
+    // rows, concatenated after the window's (window, inputs) values in x and
+    // with the output of the layer before the head, layer `head` (the first
+    // dense layer: the last recurrent layer's output, after its dropout),
+    // whose kernel has those rows too. The recurrent layers never see them.
+    uint32_t extra, head;
+    // --series-features embedding:D: the extra's last embed_series values
+    // are a one-hot of the window's series, which reaches the head as its
+    // row of the table at `embedding` (embed_series, embed), Keras'
+    // Embedding: the head's kernel has embed rows for it instead. 0: none.
+    uint32_t embed_series, embed;
+    size_t embedding;
     size_t nparams;
 } sf_model;
 
@@ -50,6 +62,19 @@ typedef struct {
 // outputs. Returns 0, or SF_EINVAL with a message that starts "--model:"
 // and names the item. spec is borrowed; *m holds no pointers.
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e);
+// Gives the head `extra` more inputs (sf_model's comment) and lays the
+// parameters out again; 0 or SF_EINVAL.
+int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e);
+// The extra's last `series` values (a one-hot) reach the head through an
+// embedding of dim values each (sf_model's comment), laid out after the
+// head's bias; 0 or SF_EINVAL (more series than the extra has, or dim 0).
+int sf_model_set_embedding(sf_model *m, uint32_t series, uint32_t dim, sf_err *e);
+// The width the extra reaches the head with: the embedding's, not the one-hot's.
+static inline uint32_t sf_model_head_extra(const sf_model *m) { return m->extra - m->embed_series + m->embed; }
+// The floats of one window's input: (window, inputs) and the extra.
+static inline size_t sf_model_x_len(const sf_model *m, uint32_t window) {
+    return (size_t)window * m->inputs + m->extra;
+}
 // The model as text that sf_model_parse reads back (all widths spelled out),
 // into buf (len bytes, NUL-terminated, cut short when too small).
 void sf_model_format(const sf_model *m, char *buf, size_t len);
@@ -72,7 +97,8 @@ typedef struct {
     uint32_t rank, shape[2];
 } sf_tensor;
 // The model's tensors in buffer order into out (NULL: only count them; else
-// room for 3 * SF_MODEL_MAX_LAYERS). Returns their count.
+// room for 3 * SF_MODEL_MAX_LAYERS: the head, a dense layer's two and the
+// embedding's one, takes no more than a recurrent layer). Returns their count.
 uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out);
 
 #endif

@@ -1,7 +1,8 @@
 // CSV to .sfpack in one streaming pass: a sliding buffer of whole records,
 // each record parsed into the next row of a batch, batches handed to the
 // writer. With two or more threads a helper thread parses the second part of
-// each buffer, which the main thread commits in order (parse_parallel).
+// each buffer, which the main thread commits in order, runs of rows of one
+// series at once (parse_parallel).
 // Memory: the buffer (grows only for a longer record), a 64 KiB batch, the
 // helper's rows for part of a buffer, the writer's chunk buffers, and one
 // entry per series id.
@@ -116,6 +117,7 @@ typedef struct {
     struct half_rec *half_recs;
     uint32_t *half_cats;
     struct half_big *half_pend;
+    struct half_field *half_fields;  // role and keep_at as the helper reads them
     size_t half_cap, half_pend_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
@@ -948,14 +950,15 @@ size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n) {
 // Any field at p: quoted, spaced, a series id, a missing value, a number the
 // fast path declined. Sets *after to the delimiter or line end behind it.
 
-// The code of a categorical field's text, a new one for a text not seen yet.
-static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n) {
+// The code of a categorical field's text into *out, a new one for a text
+// not seen yet.
+static int category_field(csv *c, uint32_t f, const char *at, const char *s, size_t n, float *out) {
     category *g = &c->cats[c->cat_of[f]];
     uint32_t mask = 2 * SF_PACK_MAX_CATEGORY - 1, j = (uint32_t)sf_hash_bytes(s, n) & mask;
     for (; g->slots[j]; j = (j + 1) & mask) {
         const char *v = g->values[g->slots[j] - 1];
         if (strlen(v) == n && !memcmp(v, s, n)) {
-            c->row[c->keep_at[f]] = (float)(g->slots[j] - 1);
+            *out = (float)(g->slots[j] - 1);
             return 0;
         }
     }
@@ -980,7 +983,7 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (!v || !(v[g->n] = strndup(s, n))) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
     g->values = v;
     g->slots[j] = ++g->n;
-    c->row[c->keep_at[f]] = (float)(g->n - 1);
+    *out = (float)(g->n - 1);
     return 0;
 }
 
@@ -1098,7 +1101,8 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     }
     char tmp[96];
     if (c->role[f] == ROLE_TIME) return time_field(c, at, fs, n);
-    if (c->role[f] == ROLE_CATEGORY && !missing_token(fs, n)) return category_field(c, f, at, fs, n);
+    if (c->role[f] == ROLE_CATEGORY && !missing_token(fs, n))
+        return category_field(c, f, at, fs, n, &c->row[c->keep_at[f]]);
     if (c->role[f] != ROLE_KEEP && c->role[f] != ROLE_CATEGORY) return 0;
     uint32_t k = c->keep_at[f];
     int r = sf_parse_float(fs, n, &c->row[k]);
@@ -1762,38 +1766,61 @@ typedef struct half_rec {
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     bool raw, truncated;       // truncated: its time had digits below a microsecond
+    // Goes on from the record before it as a row of the same series whose
+    // time moves on (both not raw): nothing to check between them, so a run
+    // of these is committed in bulk (commit_run).
+    bool cont;
 } half_rec;
 
 typedef struct half_big {
     uint32_t k, at, n;  // kept column; the value's text, offset into buf
 } half_big;
 
+// A field as the helper reads it: csv.role and csv.keep_at, copied to
+// cache lines of their own (csv.half_fields), away from what the main
+// thread writes while the helper reads them.
+typedef struct half_field {
+    uint32_t keep;
+    uint8_t role;
+} half_field;
+
+// The fields each thread writes while the other runs lie on cache lines
+// of their own: a line written by one core and read by the other for each
+// record moves between them each time, and made two threads slower than one.
 typedef struct {
+    // Set before the helper starts; read by both.
     const csv *c;
+    const half_field *fields;
     const char *start, *end;  // whole records, no quotes
     float *rows;
     int64_t *times;      // with a time column
     half_rec *recs;
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
-    size_t npend, pend_cap;
+    size_t pend_cap, cap;  // cap: records there is room for
+    // Set by the helper once its part is parsed (done).
+    _Alignas(64) size_t npend, nrows, nraw;
     unsigned parts;      // the ISO parts its times showed, raw records left out
-    size_t cap, nrows, nraw;  // cap: records there is room for
     // Records complete, published every HALF_BATCH, for a main thread that
-    // commits them as they come and sleeps (asleep) when it catches up.
-    atomic_size_t ready;
-    atomic_bool done, asleep;  // done: nrows, nraw and parts are final
+    // commits them as they come and, when it catches up, sleeps until
+    // wake_at are (0: awake): runs commit fast, and a wake-up every few
+    // records would cost more than they do.
+    _Alignas(64) atomic_size_t ready;
+    atomic_bool done;  // nrows, nraw and parts are final
+    _Alignas(64) atomic_size_t wake_at;
     pthread_mutex_t mu;
     pthread_cond_t more;
 } half_job;
 
 #define HALF_BATCH 32
+#define HALF_WAKE 1024  // records the main thread sleeps for
 
 // The helper's records up to n complete: published, and the main thread
 // woken if it waits for them.
 static void half_publish(half_job *h, size_t n) {
-    atomic_store(&h->ready, n);  // sequentially consistent with asleep: one of the two sees the other
-    if (atomic_load(&h->asleep)) {
+    atomic_store(&h->ready, n);  // sequentially consistent with wake_at: one of the two sees the other
+    size_t w = atomic_load(&h->wake_at);
+    if (w && n >= w) {
         pthread_mutex_lock(&h->mu);
         pthread_cond_signal(&h->more);
         pthread_mutex_unlock(&h->mu);
@@ -1803,30 +1830,43 @@ static void half_publish(half_job *h, size_t n) {
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
+// What it reads of the csv and the job is read once, here, into locals;
+// its counts are written back at the end.
 static void *parse_half(void *arg) {
     half_job *h = arg;
-    const csv *c = h->c;
-    const char *buf = c->buf, *p = h->start, *end = h->end;
-    char d = c->delim;
-    size_t n = 0;
+    const char *buf = h->c->buf, *p = h->start, *end = h->end;
+    const char d = h->c->delim;
+    const uint32_t ncsv = h->c->ncsv, nkeep = h->c->nkeep, ncat = h->c->ncat;
+    const enum sf_time_kind kind = h->c->time_kind;
+    const bool timed = h->c->time_field != UINT32_MAX;
+    const half_field *fields = h->fields;
+    float *rows = h->rows;
+    int64_t *times = h->times;
+    half_rec *recs = h->recs;
+    uint32_t *cats = h->cats;
+    half_big *pend = h->pend;
+    const size_t cap = h->cap, pend_cap = h->pend_cap;
+    size_t n = 0, npend = 0, nraw = 0;
+    unsigned all_parts = 0;
     while (p < end) {
-        half_rec *r = &h->recs[n];
-        *r = (half_rec){.pend = (uint32_t)h->npend};
-        if (n + 1 == h->cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
+        half_rec *r = &recs[n];
+        *r = (half_rec){.pend = (uint32_t)npend};
+        if (n + 1 == cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
             r->next = (uint32_t)(end - buf);
-            h->nraw++, n++;
+            nraw++, n++;
             break;
         }
-        float *row = h->rows + n * c->nkeep;
-        uint32_t *cat = h->cats + n * 2 * c->ncat;
+        float *row = rows + n * nkeep;
+        uint32_t *cat = cats + n * 2 * ncat;
         unsigned parts = 0;
         const char *q = p;
         bool ok = true;
-        for (uint32_t f = 0; ok && f < c->ncsv; f++) {
-            uint8_t role = c->role[f];
+        for (uint32_t f = 0; ok && f < ncsv; f++) {
+            const uint8_t role = fields[f].role;
+            const uint32_t k = fields[f].keep;
             const char *after = q, *te;
-            if (role == ROLE_KEEP && fast_number(q, end, d, &row[c->keep_at[f]], &after)) {
+            if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
             } else {
                 while (after < end && *after != d && *after != '\n') after++;
@@ -1839,12 +1879,11 @@ static void *parse_half(void *arg) {
                 } else if (len && (is_space(q[0], d) || is_space(te[-1], d))) {
                     ok = false;  // trimmed, and an id's padding noted, by the main path
                 } else if (role == ROLE_KEEP) {
-                    ok = sf_parse_float(q, len, &row[c->keep_at[f]]) == 0;  // a missing value: main path
+                    ok = sf_parse_float(q, len, &row[k]) == 0;  // a missing value: main path
                 } else if (role == ROLE_TIME) {
-                    ok = c->time_kind == SF_TIME_ISO
-                             ? sf_time_parse(q, len, &h->times[n], &parts) == 0
-                             : parse_epoch(q, len, &h->times[n]) == 0 && epoch_fits(c->time_kind, h->times[n]);
-                    r->time_at = at, r->truncated = ok && c->time_kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
+                    ok = kind == SF_TIME_ISO ? sf_time_parse(q, len, &times[n], &parts) == 0
+                                             : parse_epoch(q, len, &times[n]) == 0 && epoch_fits(kind, times[n]);
+                    r->time_at = at, r->truncated = ok && kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
                 } else if (role == ROLE_SERIES) {
                     ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
                          sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
@@ -1854,22 +1893,25 @@ static void *parse_half(void *arg) {
                     *cat++ = at, *cat++ = (uint32_t)len;
                 }
             }
-            if (ok && role == ROLE_KEEP && fabsf(row[c->keep_at[f]]) >= 0x1p24f) {
-                ok = h->npend < h->pend_cap;  // else the main path takes the record
-                if (ok) h->pend[h->npend++] = (half_big){c->keep_at[f], (uint32_t)(q - buf), (uint32_t)(te - q)};
+            if (ok && role == ROLE_KEEP && fabsf(row[k]) >= 0x1p24f) {
+                ok = npend < pend_cap;  // else the main path takes the record
+                if (ok) pend[npend++] = (half_big){k, (uint32_t)(q - buf), (uint32_t)(te - q)};
             }
             q = after;
-            bool last = f + 1 == c->ncsv;
+            bool last = f + 1 == ncsv;
             if (q == end || (*q == '\n') != last) ok = false;  // ragged, or a blank line
             else q++;
         }
         if (ok) {
-            r->npend = (uint16_t)(h->npend - r->pend);
-            h->parts = sf_time_parts_join(h->parts, parts);
+            r->npend = (uint16_t)(npend - r->pend);
+            all_parts = sf_time_parts_join(all_parts, parts);
+            const half_rec *b = n ? r - 1 : NULL;
+            r->cont = b && !b->raw && b->key_len == r->key_len && !memcmp(buf + b->key, buf + r->key, r->key_len) &&
+                      (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;
-            h->npend = r->pend;
-            h->nraw++;
+            npend = r->pend;
+            nraw++;
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             q = eol ? eol + 1 : end;
         }
@@ -1877,7 +1919,7 @@ static void *parse_half(void *arg) {
         p = q;
         if (++n % HALF_BATCH == 0) half_publish(h, n);
     }
-    h->nrows = n;
+    h->nrows = n, h->npend = npend, h->nraw = nraw, h->parts = all_parts;
     pthread_mutex_lock(&h->mu);
     atomic_store(&h->ready, n);
     atomic_store(&h->done, true);
@@ -1891,20 +1933,76 @@ static void *parse_half(void *arg) {
 static int half_next(half_job *h, size_t i, bool *waited) {
     if (i < atomic_load_explicit(&h->ready, memory_order_acquire)) return 1;
     pthread_mutex_lock(&h->mu);
-    atomic_store(&h->asleep, true);
-    while (i >= atomic_load(&h->ready) && !atomic_load(&h->done)) {
+    atomic_store(&h->wake_at, i + HALF_WAKE);
+    while (i + HALF_WAKE > atomic_load(&h->ready) && !atomic_load(&h->done)) {
         *waited = true;
         pthread_cond_wait(&h->more, &h->mu);
     }
-    atomic_store(&h->asleep, false);
+    atomic_store(&h->wake_at, 0);
     pthread_mutex_unlock(&h->mu);
     return i < atomic_load(&h->ready);
 }
 
+// The helper's records [i, j), each going on from the one before it (cont),
+// committed as one: the record before i was committed last, so each is a
+// row of the current series whose time moves on, which series_row would
+// append to the batch unchanged. Their categories are coded and their
+// values above 2^24 and cut times counted in order, then the rows are
+// copied to the batch as series_row appends them (flushed as it fills, so
+// that the batch holds what one thread leaves there, which messages about
+// the rows before a record read) or to the regrouper.
+static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
+    bool timed = c->time_field != UINT32_MAX;
+    int rc = 0;
+    for (size_t k = i; !rc && k < j; k++) {
+        const half_rec *r = &h->recs[k];
+        float *row = h->rows + k * c->nkeep;
+        const uint32_t *cat = h->cats + k * 2 * c->ncat;
+        for (uint32_t m = 0; !rc && m < ncf; m++)
+            rc = category_field(c, cat_fields[m], c->buf + cat[2 * m], c->buf + cat[2 * m], cat[2 * m + 1],
+                                &row[c->keep_at[cat_fields[m]]]);
+        for (uint32_t m = 0; m < r->npend; m++) {
+            const half_big *b = &h->pend[r->pend + m];
+            if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
+            big_value(c, &c->lossy[b->k], row[b->k], c->buf + b->at, b->n, c->buf + b->at);
+        }
+        if (r->truncated && !c->truncated++) {
+            where(c, c->buf + r->time_at, &c->truncated_line, &(uint64_t){0});
+            c->truncated_line += (uint64_t)c->line_base;  // an origin
+        }
+    }
+    // One line per record (no quotes).
+    int64_t line = c->line_base + (int64_t)c->line;
+    for (size_t k = i; !rc && c->rg && k < j; k++) {
+        c->st.rows++;
+        rc = sf_regroup_add(c->rg, c->cur_index, h->rows + k * c->nkeep, timed ? h->times[k] : 0,
+                            line + (int64_t)(k - i), c->e);
+    }
+    for (size_t done = i; !rc && !c->rg && done < j;) {
+        size_t n = c->batch_rows - c->nbatch < j - done ? c->batch_rows - c->nbatch : j - done;
+        memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
+        if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));
+        if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
+        for (size_t k = 0; k < n; k++) c->batch_line[c->nbatch + k] = line + (int64_t)(done - i + k);
+        c->row += n * c->nkeep;
+        c->nbatch += n;
+        done += n;
+        if (c->nbatch == c->batch_rows) rc = flush_batch(c);
+    }
+    if (rc) return rc;
+    if (!c->rg && timed)  // held rows are checked only as they are merged
+        c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
+    c->line += j - i;
+    c->pos = h->recs[j - 1].next;
+    c->st.rows_helper_runs += j - i;
+    return 0;
+}
+
 // The helper's records committed in order, as they come, as if parse_until
-// had parsed them: a raw one parsed here; the others' values, time, series
-// id and categorical texts set as parse_record sets them. Every check,
-// series change and regrouping is the main path's own.
+// had parsed them: a raw one parsed here; a run of rows going on in one
+// series at once (commit_run); any other's values, time, series id and
+// categorical texts set as parse_record sets them, each check, series
+// change and regrouping the main path's own.
 static int commit_half(csv *c, half_job *h, bool *waited) {
     uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
     for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
@@ -1917,6 +2015,13 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             if ((rc = parse_until(c, next, false))) return rc;
             continue;
         }
+        if (r->cont) {  // the record before it was committed just now
+            size_t j = i + 1, ready = atomic_load_explicit(&h->ready, memory_order_acquire);
+            while (j < ready && h->recs[j].cont) j++;
+            if ((rc = commit_run(c, h, cat_fields, ncf, i, j))) return rc;
+            i = j - 1;
+            continue;
+        }
         memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
@@ -1926,7 +2031,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         }
         const uint32_t *cat = h->cats + i * 2 * c->ncat;
         for (uint32_t j = 0; j < ncf; j++)
-            if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1])))
+            if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1],
+                                     &c->row[c->keep_at[cat_fields[j]]])))
                 return rc;
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
@@ -1955,45 +2061,14 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
     return 0;
 }
 
-// The helper's records straight to the writer, when they need no state
-// between records (no series column, missing values are errors, no
-// categories, times that keep order): their values above 2^24 and cut
-// times counted as record_counts counts them.
+// The helper's records committed as one run after it, when they need no
+// state between records (no series column, missing values are errors, no
+// categories, times that keep order).
 static int write_half(csv *c, const half_job *h) {
-    int rc = flush_batch(c);
+    int rc = h->nrows ? commit_run(c, h, NULL, 0, 0, h->nrows) : 0;
     if (rc) return rc;
-    bool timed = c->time_field != UINT32_MAX;
-    for (size_t i = 0; i < h->nrows; i++) {
-        const half_rec *r = &h->recs[i];
-        for (uint32_t j = 0; j < r->npend; j++) {
-            const half_big *b = &h->pend[r->pend + j];
-            if (!c->lossy[b->k].big) c->big_cols[c->nbig_cols++] = b->k;
-            big_value(c, &c->lossy[b->k], h->rows[i * c->nkeep + b->k], c->buf + b->at, b->n, c->buf + b->at);
-        }
-        if (r->truncated && !c->truncated++) {
-            where(c, c->buf + r->time_at, &c->truncated_line, &(uint64_t){0});
-            c->truncated_line += (uint64_t)c->line_base;  // an origin
-        }
-    }
-    // Lines and the batch's line buffer: one line per record (no quotes).
-    for (size_t done = 0; done < h->nrows;) {
-        size_t n = h->nrows - done < c->batch_rows ? h->nrows - done : c->batch_rows;
-        for (size_t k = 0; k < n; k++) c->batch_line[k] = c->line_base + (int64_t)(c->line + done + k);
-        if ((rc = sf_pack_writer_rows_at(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL,
-                                         c->batch_line, n, c->e)))
-            return rc;
-        done += n;
-    }
-    if (timed && h->nrows > 0) {
-        c->prev_time = h->times[h->nrows - 1], c->prev_time_line = (uint64_t)c->line_base + c->line + h->nrows - 1;
-        c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
-    }
-    if (h->nrows > 0) {
-        c->have_last = true;
-        memcpy(c->last, h->rows + (h->nrows - 1) * c->nkeep, c->nkeep * sizeof(float));
-    }
-    c->st.rows += h->nrows;
-    c->line += h->nrows;
+    c->have_last |= h->nrows > 0;
+    c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
     c->pos = (size_t)(h->end - c->buf);
     return 0;
 }
@@ -2001,8 +2076,9 @@ static int write_half(csv *c, const half_job *h) {
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
-// commits record by record as they come (commit_half) or, with no state
-// between records, writes at once after it (write_half). The split follows
+// commits as they come, a run of rows going on in one series at once
+// (commit_half) or, with no state between records, writes at once after
+// it (write_half). The split follows
 // the work (c->share). Returns 1 when the buffer does not qualify (quotes,
 // little data, a pending blank line).
 static int parse_parallel(csv *c) {
@@ -2025,6 +2101,11 @@ static int parse_parallel(csv *c) {
     for (const char *p = mid; (p = memchr(p, '\n', (size_t)(mid + sample - p))); p++) lines++;
     size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
     if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
+    if (!c->half_fields) {
+        size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
+        if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
+        for (uint32_t f = 0; f < c->ncsv; f++) c->half_fields[f] = (half_field){c->keep_at[f], c->role[f]};
+    }
     if (max_rows > c->half_cap) {
         size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
         float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
@@ -2043,12 +2124,12 @@ static int parse_parallel(csv *c) {
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    half_job h = {.c = c, .start = mid, .end = last + 1, .rows = c->half_rows, .times = c->half_times,
-                  .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend, .pend_cap = c->half_pend_cap,
-                  .cap = c->half_cap};
+    half_job h = {.c = c, .fields = c->half_fields, .start = mid, .end = last + 1, .rows = c->half_rows,
+                  .times = c->half_times, .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend,
+                  .pend_cap = c->half_pend_cap, .cap = c->half_cap};
     atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
-    atomic_init(&h.asleep, false);
+    atomic_init(&h.wake_at, 0);
     pthread_t t;
     if (pthread_mutex_init(&h.mu, NULL)) return 1;
     if (pthread_cond_init(&h.more, NULL)) {
@@ -2521,13 +2602,12 @@ static int convert(csv *c, const char *out) {
     rc = series_hint(c);  // before anything is written
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
-    // A helper thread parses only where records are independent (no series
-    // column, categories or --missing fill): with them the main thread
-    // commits every record itself, and on two quiet cores the helper made
-    // a grouped time,site,value CSV 1.25x slower at twice the CPU
-    // (bench/pack_threads.sh, docs/BENCHMARKS.md).
-    bool independent = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    bool parallel = c->o->pack.threads > 1 && independent;
+    // A helper thread parses part of each buffer for every shape: with a
+    // series column the rows going on in one series reach the writer in
+    // runs (commit_run), so the main thread is left the rest of its own
+    // part, the reads and the writer (bench/pack_threads.sh,
+    // docs/BENCHMARKS.md).
+    bool parallel = c->o->pack.threads > 1;
     c->share = 32;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
@@ -2588,6 +2668,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->half_recs);
     free(c->half_cats);
     free(c->half_pend);
+    free(c->half_fields);
     free(c->big_cols);
     free(c->pend);
     free(c->batch);

@@ -354,9 +354,10 @@ typedef struct {
     uint64_t append_rows_before, append_series_before, append_series_extended, append_series_added;
     uint64_t append_chunks_kept, append_chunks, append_bytes_kept;
     const char *append_copy;  // "reflink (FICLONERANGE)", "copy_file_range", "read and write", "none"
-    // Records a second thread parsed (pack.threads > 1), and of them those
-    // the main thread had to parse again (a missing value, text, spaces).
-    uint64_t rows_helper, rows_helper_raw;
+    // Records a second thread parsed (pack.threads > 1), of them those the
+    // main thread had to parse again (a missing value, text, spaces), and
+    // those it committed in runs of one series (not one by one).
+    uint64_t rows_helper, rows_helper_raw, rows_helper_runs;
 } sf_csv_pack_stats;
 
 // Whether d can separate fields: not a character of a number, a space, a

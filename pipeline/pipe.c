@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,6 +30,20 @@ typedef struct block_job {
     uint32_t pending;  // chunks not gathered yet
     struct block_job *next;
 } block_job;
+
+// A pipeline thread's scheduler times: read from the kernel while it runs,
+// kept when it ends (its /proc entry goes with it). Under the pipe's lock.
+typedef struct {
+    int tid;  // 0: not started
+    bool ended;
+    double cpu, queued;
+} thread_times;
+
+// On the thread itself, at its start (end false) or its end.
+static void note_thread(thread_times *t, bool end) {
+    if (!end) t->tid = sf_thread_id();
+    else sf_thread_times(t->tid, &t->cpu, &t->queued), t->ended = true;
+}
 
 typedef struct {
     block_job *job;
@@ -56,6 +71,7 @@ typedef struct {
     bool finished;
     pthread_t thread;
     bool started;
+    thread_times times;
     pthread_cond_t window_cv;  // its windower
     sf_pipe_replica_stats st;
     int track;  // in the trace
@@ -74,12 +90,15 @@ typedef struct {
     uint32_t finished;       // lanes that ended
     pthread_cond_t consume_cv;
     double consumer_wait, first_wait;
+    double ready_at;         // when its last batch was published
+    uint32_t wake[SF_LAT_BUCKETS];  // sf_pipe_replica_stats.wake
     uint64_t batches;
 } replica;
 
 typedef struct {
     struct sf_pipe *p;
     int track;
+    thread_times times;
 } decoder_arg;
 
 struct sf_pipe {
@@ -88,7 +107,7 @@ struct sf_pipe {
     const sf_columns *cols;
     sf_plan *plan;
     sf_reader *reader;
-    uint32_t delay_us[3];  // SEQFEED_TEST_DELAY, per enum sf_stage
+    uint32_t delay_us[SF_DELAYS];  // SEQFEED_TEST_DELAY (sf_test_delays)
     pthread_mutex_t mu;
     pthread_cond_t reader_cv, decoder_cv;
     bool stop, reader_done;
@@ -111,6 +130,7 @@ struct sf_pipe {
     pthread_t reader_thread, *decoders;
     decoder_arg *dargs;
     int reader_track;
+    thread_times reader_times;
     uint32_t ndecoders_started;
     bool reader_started;
     sf_pipe_stats st;
@@ -132,31 +152,20 @@ static void fail(sf_pipe *p, int code, const sf_err *e) {
     wake_all(p);
 }
 
-// A stage's test delay: busy time, as slow work is.
-static void stall(uint32_t us) {
-    if (!us) return;
-    double until = sf_now() + us * 1e-6;
-    while (sf_now() < until) {
-    }
+// The calling thread's time on a core, in seconds.
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-// SEQFEED_TEST_DELAY=STAGE:MICROSECONDS, for tests that need a slow stage.
-static int test_delays(uint32_t us[3], sf_err *e) {
-    static const char *const stages[3] = {"read", "decode", "window"};
-    const char *v = getenv("SEQFEED_TEST_DELAY");
-    if (!v || !*v) return 0;
-    const char *colon = strchr(v, ':');
-    for (int k = 0; colon && k < 3; k++) {
-        char *end;
-        unsigned long n = strtoul(colon + 1, &end, 10);
-        if (strlen(stages[k]) == (size_t)(colon - v) && !strncmp(v, stages[k], (size_t)(colon - v)) &&
-            end != colon + 1 && !*end && n <= 1000000) {
-            us[k] = (uint32_t)n;
-            return 0;
-        }
+// A stage's test delay: time on a core, as slow work takes (a thread that
+// waits for a core takes longer, as work would).
+static void stall(uint32_t us) {
+    if (!us) return;
+    double until = thread_cpu() + us * 1e-6;
+    while (thread_cpu() < until) {
     }
-    return sf_err_set(e, SF_EINVAL, "SEQFEED_TEST_DELAY=%s: expected read, decode or window, a colon, and "
-                      "microseconds up to 1000000", v);
 }
 
 // Waits on cv under the pipe's lock and adds the time to *waited.
@@ -218,6 +227,7 @@ static void *reader_main(void *arg) {
     int64_t *ntasks = calloc(L, sizeof *ntasks), *next = calloc(L, sizeof *next);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
+    note_thread(&p->reader_times, false);
     if (!tasks || !ntasks || !next) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory"});
     for (uint32_t l = 0; l < L && !p->stop; l++) plan_epoch(p, l, tasks + (size_t)l * (nb + 1), &ntasks[l]);
     block_job *cur = NULL;
@@ -258,7 +268,7 @@ static void *reader_main(void *arg) {
             inflight++;
             pthread_mutex_unlock(&p->mu);
             double t = sf_now();
-            stall(p->delay_us[SF_STAGE_READ]);
+            stall(p->delay_us[SF_DELAY_READ]);
             int rc = sf_reader_submit(p->reader, i, first.offset, len, i, &e);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
@@ -276,6 +286,7 @@ static void *reader_main(void *arg) {
             uint64_t tag;
             double t = sf_now();
             int rc = sf_reader_wait(p->reader, &i, &tag, &e);
+            if (!rc && p->delay_us[SF_DELAY_IO]) sf_sleep_until(p->reads[i].submitted + p->delay_us[SF_DELAY_IO] * 1e-6);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
             inflight--;
@@ -303,6 +314,7 @@ static void *reader_main(void *arg) {
     }
     pthread_mutex_lock(&p->mu);
     p->reader_done = true;
+    note_thread(&p->reader_times, true);
     pthread_cond_broadcast(&p->decoder_cv);
     pthread_mutex_unlock(&p->mu);
     free(tasks);
@@ -317,6 +329,7 @@ static void *decoder_main(void *arg) {
     sf_decoder *dec = sf_decoder_create(p->pack);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
+    note_thread(&((decoder_arg *)arg)->times, false);
     if (!dec) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
         while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
@@ -331,7 +344,8 @@ static void *decoder_main(void *arg) {
         for (uint32_t k = 0; k < job.nchunks && !rc; k++) {
             sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk + k);
             const char *stored = (const char *)sf_reader_buffer(p->reader, i) + (c.offset - job.offset);
-            stall(p->delay_us[SF_STAGE_DECODE]);
+            stall(p->delay_us[SF_DELAY_DECODE]);
+            if (p->delay_us[SF_DELAY_DECODE_WAIT]) sf_sleep_until(sf_now() + p->delay_us[SF_DELAY_DECODE_WAIT] * 1e-6);
             // Into rows no other decoder touches.
             rc = sf_decoder_run(dec, p->pack, p->cols, job.chunk + k, stored, &job.job->data, &e);
         }
@@ -348,6 +362,7 @@ static void *decoder_main(void *arg) {
         pthread_cond_signal(&p->reader_cv);  // a free buffer
         if ((job.job->pending -= job.nchunks) == 0) pthread_cond_signal(&p->lanes[p->parts[job.part].lane].window_cv);
     }
+    note_thread(&((decoder_arg *)arg)->times, true);
     pthread_mutex_unlock(&p->mu);
     sf_decoder_free(dec);
     return NULL;
@@ -388,7 +403,7 @@ static void block_put(void *arg, int64_t k) {
 // drop-remainder) move down, so that the batch's rows are consecutive.
 static uint32_t compact(sf_pipe *p, replica *rp, uint32_t f) {
     sf_ring *g = &rp->ring;
-    size_t xl = (size_t)p->o.window.length * p->cols->nfeatures;
+    size_t xl = sf_window_x_len(&p->o.window, p->cols);
     size_t yl = (size_t)p->cols->ntargets * sf_window_steps(&p->o.window);
     uint32_t at = 0;
     for (uint32_t j = 0; j < rp->nparts; j++) {
@@ -422,8 +437,8 @@ static int fill_slot(lane *ln, sf_stream **ss, const uint32_t *mine, uint32_t n,
     double t = sf_now(), waited = ln->st.input_wait;  // only this thread adds to it
     int rc = sf_ring_reclaim(g, f, e);
     if (rc) return rc;
-    stall(p->delay_us[SF_STAGE_WINDOW]);
-    size_t xl = (size_t)p->o.window.length * p->cols->nfeatures;
+    stall(p->delay_us[SF_DELAY_WINDOW]);
+    size_t xl = sf_window_x_len(&p->o.window, p->cols);
     size_t yl = (size_t)p->cols->ntargets * sf_window_steps(&p->o.window);
     for (uint32_t j = 0; j < n; j++) {
         const part *pt = &p->parts[mine[j]];
@@ -448,6 +463,7 @@ static int fill_slot(lane *ln, sf_stream **ss, const uint32_t *mine, uint32_t n,
         g->count[f] = count;
         g->epoch[f] = epoch;
         g->state[f] = SF_SLOT_READY;
+        rp->ready_at = sf_now();
         pthread_cond_signal(&rp->consume_cv);
     }
     pthread_mutex_unlock(&p->mu);
@@ -462,6 +478,9 @@ static void *windower_main(void *arg) {
     uint32_t mine[SF_MAX_PARTS], n = 0;
     for (uint32_t j = ln->l - rp->lane0; j < rp->nparts; j += rp->nlanes) mine[n++] = rp->part0 + j;
     sf_stream *ss[SF_MAX_PARTS] = {0};
+    pthread_mutex_lock(&p->mu);
+    note_thread(&ln->times, false);
+    pthread_mutex_unlock(&p->mu);
     sf_err e = {0};
     int rc = 0;
     uint64_t step = 0;  // the replica's batches so far
@@ -500,6 +519,7 @@ static void *windower_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     if (rc < 0 && !p->stop) fail(p, rc, &e);
     ln->finished = true;
+    note_thread(&ln->times, true);
     rp->finished++;
     pthread_cond_signal(&rp->consume_cv);
     pthread_mutex_unlock(&p->mu);
@@ -683,7 +703,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     pthread_cond_init(&p->decoder_cv, NULL);
     const sf_pack_info *in = sf_pack_get_info(pack);
     const char *path = sf_pack_name(pack);
-    rc = test_delays(p->delay_us, e);
+    rc = sf_test_delays(p->delay_us, e);
     if (!rc)
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, o->series ? o->series : in->series,
                             o->series ? o->nseries : in->nseries, &o->window, o->block_chunks,
@@ -715,7 +735,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     rc = p->reads && p->free_bufs && p->decode_q && p->parts && p->lanes && p->reps && p->decoders && p->dargs
              ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
-    size_t x_len = (size_t)o->window.length * cols->nfeatures;
+    size_t x_len = sf_window_x_len(&o->window, cols);
     uint32_t lane0 = 0;
     for (uint32_t r = 0; !rc && r < o->replicas; r++) {
         replica *rp = &p->reps[r];
@@ -754,7 +774,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->reader_track = sf_trace_track(o->trace, "pipeline: reader");
     for (uint32_t i = 0; i < o->decoders; i++) {
         snprintf(name, sizeof name, "pipeline: decoder %u", i);
-        p->dargs[i] = (decoder_arg){p, sf_trace_track(o->trace, name)};
+        p->dargs[i] = (decoder_arg){.p = p, .track = sf_trace_track(o->trace, name)};
     }
     for (uint32_t l = 0; l < p->nlanes; l++) {
         snprintf(name, sizeof name, "pipeline: windower %u.%u", p->lanes[l].r, l - p->reps[p->lanes[l].r].lane0);
@@ -785,9 +805,12 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     sf_ring *g = &rp->ring;
     pthread_mutex_lock(&p->mu);
     // The replica's first batch: waiting for it is startup, not stall.
-    double *waited = rp->batches == 0 ? &rp->first_wait : &rp->consumer_wait;
-    while (!p->stop && g->state[g->take] != SF_SLOT_READY && rp->finished < rp->nlanes)
-        wait_timed(p, &rp->consume_cv, waited);
+    bool first = rp->batches == 0, waited = false;
+    while (!p->stop && g->state[g->take] != SF_SLOT_READY && rp->finished < rp->nlanes) {
+        wait_timed(p, &rp->consume_cv, first ? &rp->first_wait : &rp->consumer_wait);
+        waited = true;
+    }
+    if (waited && !first && g->state[g->take] == SF_SLOT_READY) rp->wake[sf_lat_bucket(sf_now() - rp->ready_at)]++;
     int rc = 0;
     if (p->error) {
         rc = p->error;
@@ -817,16 +840,32 @@ void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     pthread_mutex_unlock(&p->mu);
 }
 
+// The thread's time on a core and queued for one, added to *cpu and *queued.
+static void add_times(const thread_times *t, double *cpu, double *queued) {
+    double c = t->cpu, q = t->queued;
+    if (!t->tid) return;
+    if (!t->ended) sf_thread_times(t->tid, &c, &q);
+    *cpu += c, *queued += q;
+}
+
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica) {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
+    add_times(&p->reader_times, &st->read_cpu, &st->read_queued);
+    for (uint32_t i = 0; i < p->ndecoders_started; i++)
+        add_times(&p->dargs[i].times, &st->decode_cpu, &st->decode_queued);
     for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) {
         const replica *rp = &p->reps[r];
         sf_pipe_replica_stats sum = {.batches = rp->batches, .consumer_wait = rp->consumer_wait,
                                      .first_wait = rp->first_wait};
+        memcpy(sum.wake, rp->wake, sizeof sum.wake);
         for (uint32_t l = 0; l < rp->nlanes; l++) {
-            const sf_pipe_replica_stats *x = &p->lanes[rp->lane0 + l].st;
+            const lane *ln = &p->lanes[rp->lane0 + l];
+            const sf_pipe_replica_stats *x = &ln->st;
+            double cpu = 0, queued = 0;
+            add_times(&ln->times, &cpu, &queued);
             sum.busy += x->busy / rp->nlanes;  // per windower, as utilisation is reported
+            sum.cpu += cpu / rp->nlanes, sum.queued += queued / rp->nlanes;
             sum.input_wait += x->input_wait / rp->nlanes;
             sum.output_wait += x->output_wait / rp->nlanes;
         }
@@ -836,8 +875,8 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
 }
 
 // Bytes of one window in a pool or a slot: x, y and its id.
-static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
-    return ((uint64_t)o->window.length * nf + nt * sf_window_steps(&o->window)) * 4 + 8;
+static uint64_t window_bytes(const sf_pipe_opts *o, const sf_columns *c) {
+    return (sf_window_x_len(&o->window, c) + (uint64_t)c->ntargets * sf_window_steps(&o->window)) * 4 + 8;
 }
 
 // The windows of the training part (or what o->split names).
@@ -857,7 +896,7 @@ static uint64_t stream_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
 
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
-    uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
+    uint64_t window = window_bytes(o, cols), per = o->block_chunks ? o->block_chunks : 1;
     local z = local_of(o);
     uint64_t nchunks = in->nchunks ? in->nchunks : 1, parts = z.end - z.first, G = z.G ? z.G : 1;
     if (per > nchunks) per = nchunks;
@@ -889,7 +928,7 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
     local z = local_of(o);
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
-    double window = ((double)o->window.length * cols->nfeatures + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
+    double window = ((double)sf_window_x_len(&o->window, cols) + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
     double big = ((double)(z.end - z.first) * (double)stream_pool(o, in) + (double)o->slots * z.windows) * window;
     if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;

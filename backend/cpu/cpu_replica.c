@@ -120,7 +120,7 @@ static void part_done(void *arg, uint32_t layer) {
 // loss j; dropout's masks are those of the rows from row0 on.
 static void train_rows(sf_replica *r, uint32_t j, uint32_t a, uint32_t lo, uint32_t n, uint32_t row0) {
     const sf_model *m = r->m;
-    size_t xrow = (size_t)r->window * m->inputs;
+    size_t xrow = sf_model_x_len(m, r->window);
     r->loss[j] = 0;
     if (n == 0) {
         memset(r->g[j], 0, m->nparams * sizeof(float));
@@ -149,7 +149,7 @@ static void predict_part(sf_replica *r, uint32_t p) {
     part_rows(r, p, &lo, &n);
     if (n == 0) return;
     const sf_model *m = r->m;
-    size_t xrow = (size_t)r->window * m->inputs;
+    size_t xrow = sf_model_x_len(m, r->window);
     const float *pred = sf_cpu_pass_forward(r->act[p], r->w, r->x + lo * xrow, n, false, 0, lo);
     memcpy(r->out + (size_t)lo * m->outputs, pred, (size_t)n * m->outputs * sizeof(float));
 }

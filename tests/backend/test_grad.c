@@ -4,6 +4,7 @@
 // loss of order 1 both are near 1e-5, far below the 2% of a gradient's norm
 // that a wrong derivative (a dropped term, a wrong gate) costs. Dropout runs
 // in training mode with a fixed seed, so its masks are part of the function.
+// Models with covariates (--future-features, --series-features) too.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,20 +23,30 @@ static double loss_at(sf_cpu_pass *r, const sf_model *m, const float *params, co
     return sf_mse_sum(pred, y, B, m->outputs) / global;
 }
 
-static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T) {
+// extra: covariates beside the head, the last series of them a series'
+// one-hot through an embedding of embed values (0: none).
+static void check_covariates(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T,
+                             uint32_t extra, uint32_t series, uint32_t embed) {
     sf_model m;
     sf_err e = {0};
     sf_cpu_pass *r;
-    if (sf_model_parse(&m, spec, inputs, outputs, &e) || sf_cpu_pass_open(&r, &m, B, T, SF_PRECISION_FP32, &e)) {
+    if (sf_model_parse(&m, spec, inputs, outputs, &e) || sf_model_set_extra(&m, extra, &e) ||
+        (embed && sf_model_set_embedding(&m, series, embed, &e)) ||
+        sf_cpu_pass_open(&r, &m, B, T, SF_PRECISION_FP32, &e)) {
         CHECK(0, "%s: %s", spec, e.msg);
         return;
     }
+    size_t X = sf_model_x_len(&m, T);
     float *params = malloc(m.nparams * sizeof(float)), *grads = malloc(m.nparams * sizeof(float));
-    float *x = malloc((size_t)B * T * inputs * sizeof(float)), *y = malloc((size_t)B * outputs * sizeof(float));
+    float *x = malloc((size_t)B * X * sizeof(float)), *y = malloc((size_t)B * outputs * sizeof(float));
     sf_model_init(&m, params, 7);
     // Biases away from their zero init, so that their gradients are generic.
     for (size_t k = 0; k < m.nparams; k++) params[k] += uniformf(-0.1f, 0.1f);
-    for (size_t k = 0; k < (size_t)B * T * inputs; k++) x[k] = uniformf(-1.5f, 1.5f);
+    for (size_t k = 0; k < (size_t)B * X; k++) x[k] = uniformf(-1.5f, 1.5f);
+    for (size_t b = 0; embed && b < B; b++) {  // window b is series b % series
+        memset(x + b * X + X - series, 0, series * sizeof(float));
+        x[b * X + X - series + b % series] = 1;
+    }
     for (size_t k = 0; k < (size_t)B * outputs; k++) y[k] = uniformf(-1, 1);
     uint32_t global = 2 * B;  // the replica's share of a larger global batch
     uint64_t seed = 99;
@@ -66,6 +77,10 @@ static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uin
     sf_cpu_pass_close(r);
 }
 
+static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T) {
+    check_covariates(spec, inputs, outputs, B, T, 0, 0, 0);
+}
+
 int main(void) {
     check_model("lstm:6,dense", 3, 2, 4, 5);
     check_model("lstm:5,dropout:0.3,lstm:7,dropout:0.25,dense:3,dense", 4, 2, 3, 6);
@@ -75,5 +90,9 @@ int main(void) {
     check_model("gru:6,dense", 3, 2, 4, 5);
     check_model("gru:5,dense", 2, 1, 2, 1);
     check_model("lstm:5,dropout:0.3,gru:7,gru:4,dense:3,dense", 4, 2, 3, 6);
+    // Covariates beside the head, after the dropout below it; and the last 3
+    // of them a series' one-hot through a 4-value embedding (its table's gradient).
+    check_covariates("lstm:5,dropout:0.3,gru:4,dropout:0.2,dense:3,dense", 3, 2, 4, 5, 5, 0, 0);
+    check_covariates("lstm:5,dropout:0.3,gru:4,dropout:0.2,dense:3,dense", 3, 2, 6, 5, 5, 3, 4);
     return TEST_EXIT();
 }

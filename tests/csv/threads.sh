@@ -76,6 +76,23 @@ same "ffill with no earlier row" 1 first_missing.csv $ts --missing ffill
 # times with nanoseconds (a note): counted from both threads' parts.
 gen 40 1000 grouped 'sub(/,[0-9]+$/, "," (20000001 + n * 3)); if (n > 20000) sub(/:00,/, ":00.123456789,")' >big.csv
 same "big integers and cut times" 0 big.csv $ts
+# Integers beyond 2^24 that go back within a series (not epoch times), and
+# times repeated within a series (a note naming the first): both inside
+# the runs of rows the main thread takes from the helper at once.
+gen 40 1000 grouped 'sub(/,[0-9]+$/, "," (90000000 - n * 3)); if (t == 700) sub(/T[0-9][0-9]/, "T" sprintf("%02d", (t - 1) % 24))' >repeat.csv
+same "big integers going back, repeated times" 0 repeat.csv $ts
+# Category values first seen in the helper's part of a buffer: codes in
+# order of first appearance, from either thread.
+gen 40 1000 grouped 'sub(/,site/, ",v" int(n / 3001) % 7 "_" int(n / 7) % 3 ",site")' | sed '1s/time,/time,kind,/' >cats.csv
+same "category values first seen anywhere" 0 cats.csv $ts --categorical kind
+same "category values, no series column" 0 cats.csv --time-column none --drop-columns time,site --categorical kind
+# Numeric series ids packed as one series: the time goes back where the
+# id changes, in the helper's part of a buffer, after runs of rows it
+# handed over; the hint names the id column from the rows before it in
+# the batch, which must be one thread's.
+awk 'BEGIN { print "t,reading,mote_id,v"
+             for (m = 1; m <= 2; m++) for (r = 0; r < 70000; r++) printf "%d,%d,%d,%d.5\n", 1700000000 + r, r, m, r % 9 }' >late.csv
+same "numeric ids taken for one series" 1 late.csv --time-column t --time-unit s
 # Epoch seconds as the time.
 gen 40 1000 grouped '$0 = (1700000000 + (n % 1000) * 3600) substr($0, index($0, ","))' >epoch.csv
 same "epoch times" 0 epoch.csv $ts --time-unit s
