@@ -118,7 +118,7 @@ static void train_part(sf_replica *r, uint32_t p) {
         return;
     }
     sf_cpu_pass_forward(r->act[p], r->w, r->x + lo * xrow, n, true, r->seed, lo);
-    r->loss[p] = sf_cpu_pass_backward(r->act[p], r->g[p], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->outputs, n,
+    r->loss[p] = sf_cpu_pass_backward(r->act[p], r->g[p], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->values, n,
                                       r->global, part_done, r);
 }
 
