@@ -102,6 +102,13 @@ static const option options[OPT_COUNT] = {
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
                    .help = "layers, lstm:U,gru:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},
+    [OPT_LOSS] = {"loss", 0, "mse|mae|huber[:D]|quantile:Q,..", K_TEXT, .group = TRAINING,
+                  .help = "what training minimises, on scaled values, averaged over targets, steps and quantiles: "
+                          "mse; mae; huber (Keras' Huber, delta 1, or huber:D); or quantile:0.1,0.5,0.9, the pinball "
+                          "loss of each quantile (ascending, in (0, 1)), the model giving one forecast per quantile "
+                          "(predict writes NAME_q10, NAME_q50, ..., sorted so that they never cross; evaluate "
+                          "reports each one's loss and the coverage of the lowest to highest); kept in the "
+                          "checkpoint"},
     [OPT_BATCH_SIZE] = {"batch-size", 0, "N", K_COUNTS, 1, 1u << 20, .group = TRAINING,
                         .help = "global batch: windows per step over every replica (each takes batch-size / "
                                 "replicas)"},
@@ -566,6 +573,7 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_SAMPLING_RATE: snprintf(buf, n, "%u", p->window.sampling_rate); break;
     case OPT_HORIZON: snprintf(buf, n, "%u", p->window.horizon); break;
     case OPT_MODEL: snprintf(buf, n, "%s", f.model); break;
+    case OPT_LOSS: sf_loss_format(&f.loss, buf, n); break;
     case OPT_BATCH_SIZE: snprintf(buf, n, "%u", f.batch); break;
     case OPT_EPOCHS: snprintf(buf, n, "%" PRIu64, f.epochs); break;
     case OPT_VAL_SPLIT: snprintf(buf, n, "%g", f.val_split); break;

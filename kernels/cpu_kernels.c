@@ -446,6 +446,13 @@ double sf_loss_error(const sf_loss *l, uint32_t j, double d) {
     }
 }
 
+double sf_loss_value(const sf_loss *l, const float *y, float target) {
+    uint32_t W = sf_loss_width(l);
+    double v = 0;
+    for (uint32_t j = 0; j < W; j++) v += sf_loss_error(l, j, (double)y[j] - target);
+    return W > 1 ? v / (double)W : v;
+}
+
 // Row by row in double, each row's values in order and then their mean: the
 // order the CUDA twin keeps.
 double sf_loss_sum(const sf_loss *l, const float *y, const float *target, size_t B, size_t O) {
@@ -453,12 +460,7 @@ double sf_loss_sum(const sf_loss *l, const float *y, const float *target, size_t
     double sum = 0;
     for (size_t r = 0; r < B; r++) {
         double row = 0;
-        for (size_t k = 0; k < O; k++) {
-            double v = 0;
-            for (size_t j = 0; j < W; j++)
-                v += sf_loss_error(l, (uint32_t)j, (double)y[(r * O + k) * W + j] - target[r * O + k]);
-            row += W > 1 ? v / (double)W : v;
-        }
+        for (size_t k = 0; k < O; k++) row += sf_loss_value(l, y + (r * O + k) * W, target[r * O + k]);
         sum += row / (double)O;
     }
     return sum;

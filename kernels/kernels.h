@@ -77,6 +77,9 @@ static inline uint32_t sf_loss_width(const sf_loss *l) { return l->kind == SF_LO
 // for a quantile loss): d^2, |d|, Huber's 0.5 d^2 or delta (|d| - 0.5 delta),
 // or the pinball max(q (-d), (q - 1)(-d)).
 double sf_loss_error(const sf_loss *l, uint32_t j, double d);
+// One target value's loss from its sf_loss_width predictions y: the mean of
+// their sf_loss_error, in double.
+double sf_loss_value(const sf_loss *l, const float *y, float target);
 // The row losses summed over the B rows (the caller divides by the global
 // batch): y (B, O x width), target (B, O).
 double sf_loss_sum(const sf_loss *l, const float *y, const float *target, size_t B, size_t O);
