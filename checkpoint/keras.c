@@ -97,9 +97,10 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
         if (cell >= 0) H5Gclose(cell);
         if (v >= 0) H5Gclose(v);
     }
-    // Several steps: the Reshape to (steps, targets) holds no weights, but has its group as every layer.
-    // (The module links no pipeline: the steps read as sf_window_steps does.)
-    hid_t reshape = rc || c->window.steps <= 1 ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
+    // Several steps or quantiles: the Reshape to (steps, targets, quantiles) holds no weights, but has its
+    // group as every layer. (The module links no pipeline: the steps read as sf_window_steps does.)
+    bool reshaped = c->window.steps > 1 || sf_loss_width(&m->loss) > 1;
+    hid_t reshape = rc || !reshaped ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
     if (reshape < 0) rc = h5_fail(e, "write a layer's group");
     else if (reshape > 0) H5Gclose(reshape);
     if (!rc && k != nt) rc = sf_err_set(e, SF_EINVAL, "export: %u of the model's %u tensors written", k, nt);
@@ -122,14 +123,22 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
 // A Normalization layer's mean and variance from scaled = value x scale +
 // offset: mean -offset / scale, variance 1 / scale^2 (Keras computes
 // (x - mean) / sqrt(variance), and invert: mean + x sqrt(variance)). For
-// changes (invert, no mean): the change in data units.
-static void normalization(sf_text *t, const char *name, const float *scale, const float *offset, uint32_t n, bool invert,
-                          bool no_mean, const char *shape) {
-    sf_text_put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\",\"axis\":[-1],"
-        "\"invert\":%s,\"mean\":[", name, invert ? "true" : "false");
-    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[j] / scale[j]);
-    sf_text_put(t, "],\"variance\":[");
-    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[j] * scale[j]));
+// changes (invert, no mean): the change in data units. W > 1: the input's
+// last axis holds W quantiles of each of the n targets, and each target's
+// numbers are repeated over them (axis [-2, -1], the statistics (n, W)).
+static void normalization(sf_text *t, const char *name, const float *scale, const float *offset, uint32_t n, uint32_t W,
+                          bool invert, bool no_mean, const char *shape) {
+    sf_text_put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\","
+        "\"axis\":%s,\"invert\":%s,\"mean\":[", name, W > 1 ? "[-2,-1]" : "[-1]", invert ? "true" : "false");
+    for (int v = 0; v < 2; v++) {
+        if (v) sf_text_put(t, "],\"variance\":[");
+        for (uint32_t j = 0; j < n; j++) {
+            double x = v ? 1.0 / ((double)scale[j] * scale[j]) : no_mean ? 0.0 : -(double)offset[j] / scale[j];
+            sf_text_put(t, "%s%s", j ? "," : "", W > 1 ? "[" : "");
+            for (uint32_t q = 0; q < W; q++) sf_text_put(t, "%s%.9g", q ? "," : "", x);
+            if (W > 1) sf_text_put(t, "]");
+        }
+    }
     sf_text_put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
 }
 
@@ -141,7 +150,7 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         "{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{\"batch_shape\":[null,%u,%u],"
         "\"dtype\":\"float32\",\"name\":\"input_layer\"}}", T, m->inputs);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
-    normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, false, false, shape);
+    normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, 1, false, false, shape);
     bool steps = true;  // the layer's input has every time step: until an LSTM or GRU returns only the last
     for (uint32_t l = 0; l < m->nlayers; l++) {
         const sf_layer *ly = &m->layer[l];
@@ -163,13 +172,20 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         if (sf_layer_recurrent(ly)) steps = ly->sequences;
     }
     snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
-    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1;
-    if (nsteps > 1) {  // as Keras' multi-step single-shot model: the last Dense's units as (steps, targets)
+    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1, W = sf_loss_width(&m->loss);
+    // As Keras' multi-step single-shot model: the last Dense's units as
+    // (steps, targets), and a quantile model's as (steps, targets, quantiles)
+    // or (targets, quantiles) for one step.
+    if (nsteps > 1 || W > 1) {
+        char dims[48];
+        if (nsteps > 1 && W > 1) snprintf(dims, sizeof dims, "%u,%u,%u", nsteps, c->outputs, W);
+        else snprintf(dims, sizeof dims, "%u,%u", nsteps > 1 ? nsteps : c->outputs, nsteps > 1 ? c->outputs : W);
         sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Reshape\",\"config\":{\"name\":\"reshape\","
-            "\"target_shape\":[%u,%u]},\"build_config\":{\"input_shape\":%s}}", nsteps, c->outputs, shape);
-        snprintf(shape, sizeof shape, "[null,%u,%u]", nsteps, c->outputs);
+            "\"target_shape\":[%s]},\"build_config\":{\"input_shape\":%s}}", dims, shape);
+        snprintf(shape, sizeof shape, "[null,%s]", dims);
     }
-    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, true, c->target_change, shape);
+    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, W, true, c->target_change,
+                  shape);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
     sf_text_put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
         return t.s;
