@@ -57,10 +57,10 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
           "load: %s", e.msg);
     CHECK(gpu_be->save(gpu, wg, NULL, NULL, &e) == 0 && memcmp(wg, w0, n * sizeof(float)) == 0,
           "save after load does not give the weights back: %s", e.msg);
-    float pc[B * O], pg[B * O];
+    float pc[B * O * SF_LOSS_MAX_QUANTILES], pg[B * O * SF_LOSS_MAX_QUANTILES];  // O values, each the loss's width
     CHECK(sf_backend_cpu.predict(cpu, pc, x, B, &e) == 0 && gpu_be->predict(gpu, pg, x, B, &e) == 0,
           "predict: %s", e.msg);
-    double worst_pred = worst_rel(pg, pc, B * O);
+    double worst_pred = worst_rel(pg, pc, (size_t)B * m.outputs);
     CHECK(worst_pred <= rel, "predictions differ by %.3g", worst_pred);
     float *dx, *dy;
     CHECK(cudaMalloc((void **)&dx, STEPS * B * T * I * sizeof(float)) == cudaSuccess &&
@@ -119,9 +119,12 @@ int main(int argc, char **argv) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);
         return TEST_EXIT();
     }
-    sf_model m, g;
+    sf_model m, g, q;
+    sf_loss quantiles;
     if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
-        sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e)) {
+        sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e) ||
+        sf_loss_parse(&quantiles, "quantile:0.1,0.5,0.9", &e) ||
+        sf_model_parse_loss(&q, "lstm:16,dropout:0.2,lstm:12,dense", I, O, &quantiles, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -143,6 +146,10 @@ int main(int argc, char **argv) {
     run(gpu_be, &m, algo, precision, false, false);
     run(gpu_be, &m, algo, precision, true, false);
     run(gpu_be, &m, algo, precision, true, true);
+    // --loss quantile: the pinball loss's kernels in the step, 3 outputs per value.
+    printf("quantiles:\n");
+    run(gpu_be, &q, algo, precision, false, false);
+    run(gpu_be, &q, algo, precision, true, true);
     if (precision == SF_PRECISION_BF16) {
         sf_replica *gpu = NULL;
         sf_replica_opts o = {.threads = 1, .precision = precision};
