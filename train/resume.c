@@ -209,7 +209,9 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->categories, o->backend->name,
+    char loss[256];
+    sf_loss_format(&o->loss, loss, sizeof loss);
+    const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->categories, o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
                           o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
@@ -233,7 +235,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         crc = sf_crc32c(crc, c->scoped_target_scale, c->nscoped * c->outputs * sizeof(float));
         crc = sf_crc32c(crc, c->scoped_target_offset, c->nscoped * c->outputs * sizeof(float));
     }
-    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
+    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, loss, columns, window, batch, replicas, "
                           "pipeline lanes and blocks, backend, precision, seed, epochs, steps per epoch, "
                           "validation steps, log rows, learning rate and its schedule, memory budget, the files "
                           "written: --checkpoint-dir, --log, --trace, --report, and the data's layout and "
