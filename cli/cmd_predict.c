@@ -35,7 +35,9 @@ static const cli_command predict_command = {
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
         "the file was packed from (packed from several files or from Parquet: the\n"
         "file, then its line or its row counted from 1; else its row in the\n"
-        "file), and each target as NAME_pred in the data's units (with\n"
+        "file), and each target as NAME_pred in the data's units (a model\n"
+        "trained with the quantile loss of 0.1, 0.5, 0.9: NAME_q10, NAME_q50,\n"
+        "NAME_q90, sorted so that they never cross) (with\n"
         "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
         "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
         "the line, or on the time parsed. A checkpoint of several steps ahead\n"
@@ -57,17 +59,21 @@ static const cli_command evaluate_command = {
     .name = "evaluate",
     .usage = "--checkpoint FILE.safetensors --data FILE.sfpack [options]",
     .about =
-        "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
-        "file's windows, next to baselines on the same target values: the last\n"
-        "observed value (persistence), the training rows' mean, and the value one\n"
-        "season before (seasonal naive, the season from the time column or\n"
+        "The checkpoint's loss (the one it was trained with, MSE by default, on\n"
+        "scaled values) on the file's windows, next to baselines in the same\n"
+        "metric on the same target values: the last observed value\n"
+        "(persistence), the training rows' mean, and the value one season\n"
+        "before (seasonal naive, the season from the time column or\n"
         "--season). Then per target, in data units, the RMSE and MAE of the model\n"
         "and of each baseline, and whether the model beats persistence; the\n"
         "verdict names every target that does not. Target values pack imputed\n"
         "(--missing ffill) are not scored. With several steps (trained with\n"
         "horizon A-B), the scores are over every step's values, and a table\n"
-        "gives each step's MSE next to persistence and the seasonal forecast,\n"
-        "and their mean over the steps.\n",
+        "gives each step's loss next to persistence and the seasonal forecast,\n"
+        "and their mean over the steps. A model trained with a quantile loss\n"
+        "adds each quantile's pinball loss and the coverage: the share of true\n"
+        "values inside [lowest, highest] quantile; its RMSE and MAE are those of\n"
+        "the quantile nearest 0.5.\n",
     .uses = evaluate_uses,
 };
 

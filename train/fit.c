@@ -425,7 +425,9 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
                               "seed", seed, NULL};
@@ -896,8 +898,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->o->steps_per_epoch)
         snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
                  (unsigned long long)f->pass_steps);
-    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
-            "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    fprintf(stderr, "train: %s, loss %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
+            "parameters%s\n", f->ck.model, loss, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, pass, f->model.nparams, start->resumed ? ", resumed" : "");
     {
         const sf_pack_info *in = sf_pack_get_info(f->d.pack);
