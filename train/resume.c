@@ -132,9 +132,15 @@ bool sf_precision_same_weights(const char *a, const char *b) {
     return same(a, b) || (!same(a, "bf16") && !same(b, "bf16"));
 }
 
-// --resume: settings that decide the run must be the checkpoint's.
-static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const char *path, sf_err *e) {
+// --resume: settings that decide the run must be the checkpoint's (c and
+// its model cm; the run's r, m).
+static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_checkpoint *r, const sf_model *m,
+                        const char *path, sf_err *e) {
+    char closs[256], loss[256];
+    sf_loss_format(&cm->loss, closs, sizeof closs);
+    sf_loss_format(&m->loss, loss, sizeof loss);
     const char *what = !same(c->model, r->model)           ? "--model"
+                       : !same(closs, loss)                ? "--loss"
                        : !same(c->features, r->features)   ? "--features"
                        : !same(c->targets, r->targets)     ? "--targets"
                        : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
@@ -270,7 +276,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
     if (rank == 0 && o->resume && latest[0] && access(latest, F_OK) == 0) {
         sf_model om;
         read = !(h.rc = sf_checkpoint_read(latest, &old, &om, e));
-        if (read) h.rc = check_resume(&old, run, latest, e);
+        if (read) h.rc = check_resume(&old, &om, run, m, latest, e);
         if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
         h.found = read, h.adam = read && old.m && old.v;
         h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
