@@ -271,9 +271,10 @@ static int out_of_range(const char *field, const char *option, uint64_t v, uint6
 static int check_opts(const sf_dataset_opts *o, sf_err *e) {
     if (!o->data || !*o->data) return sf_err_set(e, SF_EUSAGE, "data: expected an .sfpack file, got %s",
                                                  o->data ? "\"\"" : "NULL");
-    const char *texts[3] = {o->features, o->targets, o->time_features};
-    const char *names[3] = {"features (--features)", "targets (--targets)", "time_features (--time-features)"};
-    for (int k = 0; k < 3; k++)
+    const char *texts[4] = {o->features, o->targets, o->time_features, o->future_features};
+    const char *names[4] = {"features (--features)", "targets (--targets)", "time_features (--time-features)",
+                            "future_features (--future-features)"};
+    for (int k = 0; k < 4; k++)
         if (texts[k] && !*texts[k])
             return sf_err_set(e, SF_EUSAGE, "%s: expected a list of names (NULL: the default), got \"\"", names[k]);
     CHECK_COUNT(window, "window", 1, UINT32_MAX);
@@ -322,6 +323,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     // library needs nothing of the fit itself.
     sf_fit_opts f = {.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f.data = o->data, f.features = o->features, f.targets = o->targets, f.time_features = o->time_features;
+    f.future_features = o->future_features, f.series_features = o->series_features;
     if (o->norm && !sf_norm_parse(o->norm, &f.norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -368,7 +370,8 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
-    d->info.steps = sf_window_steps(&po.window);
+    d->info.steps = sf_window_steps(&po.window), d->info.nfuture = d->data.cols.nfuture;
+    d->info.nonehot = d->data.cols.nonehot;
     if (rc) {
         sf_dataset_close(d);
         return rc;
@@ -388,7 +391,8 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (!d) return sf_err_set(e, SF_EINVAL, "sf_dataset_next: the dataset is NULL (closed?)");
     const sf_dataset_info *in = &d->info;
     // No overflow: sf_pipe_open's memory check bounded a batch by the machine's.
-    size_t nx = (size_t)in->batch * in->window * in->nfeatures, ny = (size_t)in->batch * in->steps * in->ntargets;
+    size_t X = (size_t)in->window * in->nfeatures + (size_t)in->steps * in->nfuture + in->nonehot;  // sf_window_x_len
+    size_t nx = in->batch * X, ny = (size_t)in->batch * in->steps * in->ntargets;
     if (!x || !y || x_len < nx || y_len < ny)
         return sf_err_set(e, SF_EINVAL, "sf_dataset_next: a batch is %zu floats of x and %zu of y; given %s%zu and %s%zu",
                           nx, ny, x ? "" : "NULL, ", x_len, y ? "" : "NULL, ", y_len);
@@ -398,7 +402,7 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     if (rc == 1) {
         // Full batches only (drop_remainder), and never more than x holds.
         size_t count = b.count < in->batch ? b.count : in->batch;
-        memcpy(x, b.x, count * in->window * in->nfeatures * sizeof *x);
+        memcpy(x, b.x, count * X * sizeof *x);
         memcpy(y, b.y, count * in->steps * in->ntargets * sizeof *y);
         sf_pipe_release(d->pipe, 0, &b);
     }
@@ -537,7 +541,7 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
         double windows = (double)sf_plan_windows(in->d.plan);
-        double bytes = windows * ((double)in->ck.window.length * c->nfeatures * 4 + c->ntargets * 4.0 + 36);
+        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);
         uint64_t have = sf_machine_memory();
         if (have && bytes > (double)have)
             rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "
@@ -572,6 +576,27 @@ static void category_value(const char *categories, const char *name, uint32_t nt
     free(group), free(value);
 }
 
+// Input k's name: its column, COLUMN=VALUE for a category's input (they are
+// consecutive), FEATURE_sin or FEATURE_cos for a time feature's (after the
+// columns, sin then cos of each in turn).
+static void input_label(const sf_api_inputs *in, uint32_t k, char *name, size_t size) {
+    const sf_columns *c = &in->d.cols;
+    const sf_pack_info *info = sf_pack_get_info(in->d.pack);
+    if (c->features[k] == SF_COLUMN_TIME) {
+        uint32_t time = k - (c->nfeatures - 2 * c->ntime);
+        snprintf(name, size, "%s_%s", sf_time_feature_name(c->time[time / 2]), time % 2 ? "cos" : "sin");
+    } else if (c->codes[k] == SF_CODE_NONE) {
+        snprintf(name, size, "%s", info->col_names[c->features[k]]);
+    } else {
+        uint32_t nth = 0;
+        while (nth < k && c->features[k - nth - 1] == c->features[k]) nth++;
+        const char *col = info->col_names[c->features[k]];
+        char value[SF_PACK_MAX_CATEGORY_LIST + 1];
+        category_value(in->ck.categories, col, nth, value, sizeof value);
+        snprintf(name, size, "%s=%s", col, value);
+    }
+}
+
 char *sf_api_inputs_describe(const sf_api_inputs *in) {
     if (!in) return NULL;
     const sf_columns *c = &in->d.cols;
@@ -579,25 +604,24 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
     sf_text t = {0};
     sf_text_put(&t, "{\"checkpoint\": ");
     put_string(&t, in->path);
-    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"inputs\": [", sf_plan_windows(in->d.plan),
-                in->ck.window.length);
-    uint32_t time = 0, nth = 0;
+    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"steps\": %u, \"inputs\": [",
+                sf_plan_windows(in->d.plan), in->ck.window.length, sf_window_steps(&in->ck.window));
+    char name[SF_PACK_MAX_CATEGORY_LIST + 64];
     for (uint32_t k = 0; k < c->nfeatures; k++) {
-        char name[SF_PACK_MAX_CATEGORY_LIST + 64];
-        if (c->features[k] == SF_COLUMN_TIME) {  // sin, then cos, of each time feature in turn
-            snprintf(name, sizeof name, "%s_%s", sf_time_feature_name(c->time[time / 2]), time % 2 ? "cos" : "sin");
-            time++;
-        } else if (c->codes[k] == SF_CODE_NONE) {
-            snprintf(name, sizeof name, "%s", info->col_names[c->features[k]]);
-        } else {  // a category's inputs are consecutive
-            nth = k && c->features[k - 1] == c->features[k] ? nth + 1 : 0;
-            const char *col = info->col_names[c->features[k]];
-            char value[SF_PACK_MAX_CATEGORY_LIST + 1];
-            category_value(in->ck.categories, col, nth, value, sizeof value);
-            snprintf(name, sizeof name, "%s=%s", col, value);
-        }
+        input_label(in, k, name, sizeof name);
         if (k) sf_text_put(&t, ", ");
         put_string(&t, name);
+    }
+    sf_text_put(&t, "], \"future\": [");  // the inputs also taken at every target step
+    for (uint32_t k = 0; k < c->nfuture; k++) {
+        input_label(in, c->future[k], name, sizeof name);
+        if (k) sf_text_put(&t, ", ");
+        put_string(&t, name);
+    }
+    sf_text_put(&t, "], \"series_inputs\": [");  // --series-features onehot: the model's series, by name
+    for (uint32_t s = 0; s < c->nonehot; s++) {
+        if (s) sf_text_put(&t, ", ");
+        put_string(&t, in->ck.onehot[s].name);
     }
     sf_text_put(&t, "], \"targets\": [");
     for (uint32_t j = 0; j < c->ntargets; j++) {
@@ -654,10 +678,14 @@ static int take_inputs(void *arg, const float *x, const float *y, const uint64_t
     const sf_columns *c = &d->cols;
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     uint32_t T = j->in->ck.window.length;
-    size_t xl = (size_t)T * c->nfeatures;
-    memcpy(o->x + j->n * xl, x, count * xl * sizeof *x);
+    size_t xl = (size_t)T * c->nfeatures, X = sf_window_x_len(&j->in->ck.window, c), sl = c->nonehot;
+    size_t fl = X - xl - sl;
     for (uint32_t i = 0; i < count; i++, j->n++) {
-        const float *last = x + ((size_t)i * T + T - 1) * c->nfeatures;  // what a change is from
+        // The window's rows into x, the future features at its target rows into future, its series into onehot.
+        memcpy(o->x + j->n * xl, x + i * X, xl * sizeof *x);
+        if (fl) memcpy(o->future + j->n * fl, x + i * X + xl, fl * sizeof *x);
+        if (sl) memcpy(o->onehot + j->n * sl, x + i * X + xl + fl, sl * sizeof *x);
+        const float *last = x + i * X + (size_t)(T - 1) * c->nfeatures;  // what a change is from
         for (uint32_t t = 0; t < c->ntargets; t++)
             o->base[j->n * c->ntargets + t] = c->change_from ? last[c->change_from[t]] : 0;
         uint64_t row = sf_predict_target_row(d->plan, ids[i]);
@@ -684,10 +712,12 @@ int sf_api_inputs_read(sf_api_inputs *in, const sf_api_inputs_out *o, sf_err *e)
     LOCAL_ERR(e);
     if (!in || !o) return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: %s is NULL", in ? "the output" : "the inputs");
     uint64_t windows = sf_plan_windows(in->d.plan);
-    if (!o->x || !o->base || !o->series || !o->row || o->windows < windows)
-        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row must hold %" PRIu64 " windows "
-                          "(given %" PRIu64 "%s)", windows, o->windows,
-                          !o->x || !o->base || !o->series || !o->row ? ", and a NULL" : "");
+    bool future = in->d.cols.nfuture > 0, onehot = in->d.cols.nonehot > 0;
+    bool null = !o->x || !o->base || !o->series || !o->row || (future && !o->future) || (onehot && !o->onehot);
+    if (null || o->windows < windows)
+        return sf_err_set(e, SF_EINVAL, "sf_api_inputs_read: x, base, series and row%s%s must hold %" PRIu64 " windows "
+                          "(given %" PRIu64 "%s)", future ? ", and future," : "", onehot ? ", and onehot," : "", windows,
+                          o->windows, null ? ", and a NULL" : "");
     const sf_pack_info *info = sf_pack_get_info(in->d.pack);
     bool times = o->time && info->time_kind != SF_TIME_NONE, lines = (o->line || o->source) && info->has_lines;
     size_t rows = info->chunk_rows < info->nrows ? info->chunk_rows : (size_t)info->nrows;
@@ -766,6 +796,7 @@ struct sf_valset {
 static int valset_fit_opts(const sf_dataset_opts *o, sf_fit_opts *f, sf_err *e) {
     *f = (sf_fit_opts){.norm = SF_NORM_ZSCORE, .pipe = sf_pipe_opts_default()};
     f->data = o->data, f->features = o->features, f->targets = o->targets, f->time_features = o->time_features;
+    f->future_features = o->future_features, f->series_features = o->series_features;
     if (o->norm && !sf_norm_parse(o->norm, &f->norm))
         return sf_err_set(e, SF_EUSAGE, "norm '%s' (--norm): expected one of zscore, minmax, none", o->norm);
     if (o->norm_scope && strcmp(o->norm_scope, "global") && strcmp(o->norm_scope, "series"))
@@ -806,7 +837,7 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
         uint64_t nseries;
         const sf_series *series = sf_run_data_series(&v->data, &nseries);
         rc = sf_plan_create(&v->plan, in->nrows, in->chunk_rows, series, nseries, &f.pipe.window, 1,
-                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+                            &(sf_split){.fraction = o->val_split, .part = SF_PART_VALIDATION}, e);
     }
     if (!rc && !(v->windows = sf_plan_windows(v->plan)))
         rc = sf_err_set(e, SF_EUSAGE, "%s: no validation window: the validation part of every %s (its last %g of "
@@ -821,7 +852,8 @@ int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e) {
     }
     v->info = (sf_dataset_info){.window = o->window, .nfeatures = v->data.cols.nfeatures,
                                 .ntargets = v->data.cols.ntargets, .batch = o->batch, .epochs = 1,
-                                .steps = sf_window_steps(&f.pipe.window)};
+                                .steps = sf_window_steps(&f.pipe.window), .nfuture = v->data.cols.nfuture,
+                                .nonehot = v->data.cols.nonehot};
     v->info.batches_per_epoch = v->windows / o->batch + (v->windows % o->batch != 0);
     *out = v;
     return 0;
@@ -842,7 +874,7 @@ int sf_valset_read(sf_valset *v, uint64_t first, uint32_t count, float *x, size_
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: windows %" PRIu64 " to %" PRIu64 " asked for, of %" PRIu64,
                           first, first + count, v->windows);
     const sf_columns *cols = &v->data.cols;
-    size_t xl = (size_t)v->info.window * cols->nfeatures, yl = (size_t)v->info.steps * cols->ntargets;
+    size_t xl = sf_window_x_len(sf_plan_spec(v->plan), cols), yl = (size_t)v->info.steps * cols->ntargets;
     // count is below the windows, which the plan's rows bound: no overflow.
     if (!x || !y || x_len < count * xl || y_len < count * yl)
         return sf_err_set(e, SF_EINVAL, "sf_valset_read: %u windows are %zu floats of x and %zu of y; given %s%zu and "

@@ -103,14 +103,21 @@ typedef struct {
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)
     const char *norm_scope;            // --norm-scope global or series (NULL: global)
+    const char *future_features;       // --future-features "holiday,hour" (NULL: none; not "")
+    const char *series_features;       // --series-features "onehot" (NULL: none)
 } sf_dataset_opts;
 
-// What sf_dataset_next writes: x holds batch x window x nfeatures floats, y
-// batch x steps x ntargets; an epoch is batches_per_epoch batches.
+// What sf_dataset_next writes: x holds batch windows of window x nfeatures
+// floats, each followed by its steps x nfuture future inputs (none without
+// future_features) and its series' nonehot one-hot inputs (none without
+// series_features), y batch x steps x ntargets; an epoch is
+// batches_per_epoch batches.
 typedef struct {
     uint32_t window, nfeatures, ntargets, batch;
     uint64_t batches_per_epoch, epochs;
     uint32_t steps;  // target rows per window (--horizon A-B), 1 for one
+    uint32_t nfuture;  // future inputs per step (future_features), 0 for none
+    uint32_t nonehot;  // the series' one-hot inputs (series_features), 0 for none
 } sf_dataset_info;
 
 typedef struct sf_dataset sf_dataset;
@@ -187,9 +194,11 @@ typedef struct sf_api_inputs sf_api_inputs;
 // (physical, or its cgroup's limit).
 int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e);
 // What sf_api_inputs_read writes, as JSON (malloc'd; free with
-// sf_api_free): checkpoint (the file read), windows, window, inputs (the
+// sf_api_free): checkpoint (the file read), windows, window, steps, inputs (the
 // name of each: a column, "COLUMN=VALUE" for a category's input,
-// "FEATURE_sin"/"FEATURE_cos" for a time feature's), targets (names),
+// "FEATURE_sin"/"FEATURE_cos" for a time feature's), future (those of the
+// inputs also taken at every target step, --future-features), series_inputs
+// (the series one input each, --series-features onehot: [] for none), targets (names),
 // target_change, time_kind (as sf_api_pack_describe's), has_lines,
 // unseen and unseen_column (how many values of the file's categorical
 // columns the training data lacked, whose rows get 0 for each of the
@@ -213,6 +222,14 @@ typedef struct {
     int64_t *time, *line;
     uint32_t *source;
     uint64_t windows;
+    // --future-features: the exported model's second input, each window's
+    // future inputs at its target rows (windows x steps x future floats),
+    // where the checkpoint has them (else unread, may be NULL)
+    float *future;
+    // --series-features onehot: the third input, each window's series as
+    // one-hot inputs (windows x the describe's series_inputs floats), where
+    // the checkpoint has them (else unread, may be NULL)
+    float *onehot;
 } sf_api_inputs_out;
 // SF_EINVAL, writing nothing, for a NULL in or o, a NULL x, base, series or
 // row, or windows below the count (sf_api_inputs_describe's windows).
@@ -245,8 +262,9 @@ typedef struct sf_valset sf_valset;
 int sf_valset_open(sf_valset **out, const sf_dataset_opts *o, sf_err *e);
 // The validation windows, and a window's shape: 0, or SF_EINVAL for a NULL v.
 int sf_valset_shape(const sf_valset *v, uint64_t *windows, sf_dataset_info *shape);
-// Windows [first, first + count) in order into x (count x window x
-// nfeatures floats), y (count x steps x ntargets) and, when rows is not NULL,
+// Windows [first, first + count) in order into x (count windows of window x
+// nfeatures floats, each followed by its steps x nfuture future inputs and
+// nonehot series inputs), y (count x steps x ntargets) and, when rows is not NULL,
 // each one's target row in the file (count; the last step's). SF_EINVAL, writing nothing, for a
 // NULL v, x or y, buffers shorter than that, or windows past the last.
 // Calls from several threads take turns; reading on from the last window

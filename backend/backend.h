@@ -46,7 +46,8 @@ void sf_cpu_pass_close(sf_cpu_pass *r);
 int sf_cpu_pass_status(const sf_cpu_pass *r, sf_err *e);
 // Bytes a pass holds for batches of up to batch windows.
 uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, enum sf_precision precision);
-// Predictions (count, outputs) for x (count, window, inputs), in the pass's
+// Predictions (count, outputs) for x (count windows of sf_model_x_len floats:
+// (window, inputs), then the extra), in the pass's
 // memory: valid until its next forward. training turns dropout on, with
 // masks drawn from seed; first_row is x's first row in the whole batch when
 // x is a part of it (the masks are the whole batch's).

@@ -44,6 +44,17 @@ static int read_back(const char *tmp, const char *path, void *arg, sf_err *e) {
     return rc ? SF_EFORMAT : 0;
 }
 
+// The series' names as a list (sf_list_append), malloc'd; NULL when out of memory.
+static char *name_list(const sf_series *series, uint64_t n) {
+    size_t cap = 1, len = 0, quotes;
+    for (uint64_t i = 0; i < n; i++) cap += 1 + sf_list_item_bytes(series[i].name, strlen(series[i].name), &quotes);
+    char *list = malloc(cap);
+    if (!list) return NULL;
+    list[0] = 0;
+    for (uint64_t i = 0; i < n; i++) sf_list_append(list, cap, &len, series[i].name);
+    return list;
+}
+
 int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model *m, sf_err *e) {
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t);
@@ -60,19 +71,19 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     st[n++] = (sf_st_tensor){"scaling/target_scale", "F32", 1, {c->outputs}, c->target_scale};
     st[n++] = (sf_st_tensor){"scaling/target_offset", "F32", 1, {c->outputs}, c->target_offset};
     if (c->target_mean) st[n++] = (sf_st_tensor){"scaling/target_mean", "F32", 1, {c->outputs}, c->target_mean};
-    char *scoped = NULL;  // the series' names, a list
+    char *scoped = NULL, *onehot = NULL;  // the series' names, lists
+    if (c->nonehot && !(onehot = name_list(c->onehot, c->nonehot)))
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the series' names");
     if (c->nscoped) {
         st[n++] = (sf_st_tensor){"scaling/series_feature_scale", "F32", 2, {c->nscoped, c->inputs}, c->scoped_feature_scale};
         st[n++] = (sf_st_tensor){"scaling/series_feature_offset", "F32", 2, {c->nscoped, c->inputs}, c->scoped_feature_offset};
         st[n++] = (sf_st_tensor){"scaling/series_target_scale", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_scale};
         st[n++] = (sf_st_tensor){"scaling/series_target_offset", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_offset};
         st[n++] = (sf_st_tensor){"scaling/series_target_mean", "F32", 2, {c->nscoped, c->outputs}, c->scoped_target_mean};
-        size_t cap = 1, len = 0, quotes;
-        for (uint64_t i = 0; i < c->nscoped; i++)
-            cap += 1 + sf_list_item_bytes(c->scoped[i].name, strlen(c->scoped[i].name), &quotes);
-        if (!(scoped = malloc(cap))) return sf_err_set(e, SF_ENOMEM, "out of memory for the series' names");
-        scoped[0] = 0;
-        for (uint64_t i = 0; i < c->nscoped; i++) sf_list_append(scoped, cap, &len, c->scoped[i].name);
+        if (!(scoped = name_list(c->scoped, c->nscoped))) {
+            free(onehot);
+            return sf_err_set(e, SF_ENOMEM, "out of memory for the series' names");
+        }
     }
     char v[35][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
@@ -135,8 +146,30 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    size_t at = sizeof meta / sizeof *meta - 29;
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                          NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,  // the covariates'
+                          NULL, NULL, NULL, NULL};  // and the fold's
+    size_t at = sizeof meta / sizeof *meta - 41;
+    char series_kind[32] = "onehot";
+    if (c->embed) snprintf(series_kind, sizeof series_kind, "embedding:%u", c->embed);
+    if (c->nonehot) {
+        const char *series[] = {"series_features", series_kind, "series_names", onehot};
+        memcpy(meta + at, series, sizeof series), at += sizeof series / sizeof *series;
+    }
+    char future_inputs[SF_MAX_FUTURE_INPUTS * 11 + 1] = "";
+    for (uint32_t k = 0, n = 0; k < c->future_inputs; k++)
+        n += (uint32_t)snprintf(future_inputs + n, sizeof future_inputs - n, "%s%u", k ? "," : "", c->future[k]);
+    if (c->future_inputs) {  // only then: older versions read what they wrote
+        const char *future[] = {"future_features", c->future_features, "future_inputs", future_inputs};
+        memcpy(meta + at, future, sizeof future), at += sizeof future / sizeof *future;
+    }
+    char fold[2][16];
+    if (c->folds) {  // a fold of a cross-validation (only then, so that other checkpoints stay as they were)
+        snprintf(fold[0], sizeof fold[0], "%u", c->folds);
+        snprintf(fold[1], sizeof fold[1], "%u", c->fold);
+        const char *cv[] = {"folds", fold[0], "fold", fold[1]};
+        memcpy(meta + at, cv, sizeof cv), at += sizeof cv / sizeof *cv;
+    }
     if (c->nscoped) {  // where the keys before end (the schedule's and the best's follow)
         const char *scope[] = {"norm_scope", "series", "norm_series", scoped};
         memcpy(meta + at, scope, sizeof scope), at += sizeof scope / sizeof *scope;
@@ -152,7 +185,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
         memcpy(meta + at, best, sizeof best);
     }
     int rc = sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
-    free(scoped);
+    free(scoped), free(onehot);
     return rc;
 }
 
@@ -169,6 +202,10 @@ void sf_checkpoint_free(sf_checkpoint *c) {
         c->scoped = NULL, c->scoped_text = NULL, c->nscoped = 0;
         c->scoped_feature_scale = c->scoped_feature_offset = c->scoped_target_scale = c->scoped_target_offset = NULL;
         c->scoped_target_mean = NULL;
+    }
+    if (c->onehot_text) {  // alike
+        free((void *)c->onehot), free(c->onehot_text);
+        c->onehot = NULL, c->onehot_text = NULL, c->nonehot = 0;
     }
 }
 
@@ -383,6 +420,50 @@ static float *read_f32_2(const sf_st *s, const char *path, const char *name, uin
 
 // --norm-scope series (norm_scope "series"): the series' names and scales.
 // Without the key: global, as every checkpoint from before it was kept.
+// A list of series' names into *series (their names in *text, both
+// malloc'd, kept even on failure for the caller to free), *n of them.
+static int read_names(const char *names, const char *path, const char *key, const sf_series **out, char **out_text,
+                      uint64_t *n, sf_err *e) {
+    uint64_t most = 1;
+    size_t len = strlen(names);
+    for (const char *q = names; *q; q++) most += *q == ',';  // at most: a quoted name may hold commas
+    sf_series *series = calloc(most, sizeof *series);
+    char *text = malloc(2 * len + 2);  // each name unquoted, NUL-terminated: no longer than the list
+    if (!series || !text) {
+        free(series), free(text);
+        return sf_err_set(e, SF_ENOMEM, "out of memory for the checkpoint's series");
+    }
+    *out = series, *out_text = text, *n = 0;
+    size_t at = 0;
+    for (const char *p = names; p;) {
+        if (sf_list_next(&p, text + at, 2 * len + 2 - at))
+            return sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is not a list of names (a damaged or edited "
+                              "checkpoint)", path, key);
+        series[(*n)++].name = text + at;
+        at += strlen(text + at) + 1;
+    }
+    return 0;
+}
+
+// --series-features: the series the model has inputs for.
+static int read_onehot(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
+    const char *kind = sf_st_meta(s, "series_features"), *names = sf_st_meta(s, "series_names");
+    if (!kind) return 0;
+    char *end = NULL;
+    unsigned long d = strncmp(kind, "embedding:", 10) ? 0 : strtoul(kind + 10, &end, 10);
+    bool embedding = d >= 1 && d <= 4096 && kind[10] >= '0' && kind[10] <= '9' && !*end;
+    if ((strcmp(kind, "onehot") && !embedding) || !names || !*names)
+        return sf_err_set(e, SF_EFORMAT, "%s: metadata 'series_features' is '%s' with %s 'series_names', expected "
+                          "onehot or embedding:D with the series' names (a damaged or edited checkpoint)", path, kind,
+                          names ? *names ? "a" : "an empty" : "no");
+    c->embed = embedding ? (uint32_t)d : 0;
+    int rc = read_names(names, path, "series_names", &c->onehot, &c->onehot_text, &c->nonehot, e);
+    if (!rc && c->nonehot > SF_MAX_ONEHOT)
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'series_names' has %llu series, more than %u (a damaged or edited "
+                        "checkpoint)", path, (unsigned long long)c->nonehot, SF_MAX_ONEHOT);
+    return rc;
+}
+
 static int read_scope(const sf_st *s, const char *path, sf_checkpoint *c, sf_err *e) {
     const char *scope = sf_st_meta(s, "norm_scope"), *names = sf_st_meta(s, "norm_series");
     if (!scope || !strcmp(scope, "global")) return 0;
@@ -390,25 +471,8 @@ static int read_scope(const sf_st *s, const char *path, sf_checkpoint *c, sf_err
         return sf_err_set(e, SF_EFORMAT, "%s: metadata 'norm_scope' is '%s' with %s 'norm_series', expected global, or "
                           "series with the series' names (a damaged or edited checkpoint)", path, scope,
                           names ? *names ? "a" : "an empty" : "no");
-    uint64_t n = 1;
-    size_t len = strlen(names);
-    for (const char *q = names; *q; q++) n += *q == ',';  // at most: a quoted name may hold commas
-    sf_series *series = calloc(n, sizeof *series);
-    char *text = malloc(2 * len + 2);  // each name unquoted, NUL-terminated: no longer than the list
-    if (!series || !text) {
-        free(series), free(text);
-        return sf_err_set(e, SF_ENOMEM, "out of memory for the checkpoint's series");
-    }
-    c->scoped = series, c->scoped_text = text, c->nscoped = 0;
-    size_t at = 0;
-    for (const char *p = names; p;) {
-        if (sf_list_next(&p, text + at, 2 * len + 2 - at))
-            return sf_err_set(e, SF_EFORMAT, "%s: metadata 'norm_series' is not a list of names (a damaged or edited "
-                              "checkpoint)", path);
-        series[c->nscoped++].name = text + at;
-        at += strlen(text + at) + 1;
-    }
-    int rc = 0;
+    int rc = read_names(names, path, "norm_series", &c->scoped, &c->scoped_text, &c->nscoped, e);
+    if (rc) return rc;
     c->scoped_feature_scale = read_f32_2(s, path, "scaling/series_feature_scale", c->nscoped, c->inputs, &rc, e);
     c->scoped_feature_offset = read_f32_2(s, path, "scaling/series_feature_offset", c->nscoped, c->inputs, &rc, e);
     c->scoped_target_scale = read_f32_2(s, path, "scaling/series_target_scale", c->nscoped, c->outputs, &rc, e);
@@ -459,8 +523,34 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     }
     if (!rc) rc = meta_double(s, path, "val_split", &c->val_split, e);
     if (!rc && sf_st_meta(s, "max_gap")) rc = meta_double(s, path, "max_gap", &c->max_gap, e);  // 0 before it was kept
+    uint64_t cv[2] = {0, 0};  // no cross-validation before they were kept
+    if (!rc) rc = meta_u64_or(s, path, "folds", 0, &cv[0], e);
+    if (!rc) rc = meta_u64_or(s, path, "fold", 0, &cv[1], e);
+    if (!rc && (cv[0] || cv[1]) && !(cv[0] >= 2 && cv[0] <= SF_MAX_FOLDS && cv[1] >= 1 && cv[1] <= cv[0]))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'folds' and 'fold' are %llu and %llu, expected 2 to %u folds and "
+                        "a fold from 1 to them (a damaged or edited checkpoint)", path, (unsigned long long)cv[0],
+                        (unsigned long long)cv[1], SF_MAX_FOLDS);
+    c->folds = (uint32_t)cv[0], c->fold = (uint32_t)cv[1];
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
+    if (!rc && sf_st_meta(s, "future_features")) {
+        rc = meta_text(s, path, "future_features", c->future_features, sizeof c->future_features, e);
+        const char *at = rc ? NULL : sf_st_meta(s, "future_inputs");
+        bool ok = at && *at && names(c->future_features) != 0 && names(c->future_features) != UINT32_MAX;
+        for (c->future_inputs = 0; ok && *at; c->future_inputs++) {  // ascending input indices, comma separated
+            char *end;
+            errno = 0;
+            unsigned long v = strtoul(at, &end, 10);
+            ok = end != at && !errno && *at != '-' && (*end == ',' || !*end) && c->future_inputs < SF_MAX_FUTURE_INPUTS &&
+                 v < UINT32_MAX && (!c->future_inputs || v > c->future[c->future_inputs - 1]);
+            if (ok) c->future[c->future_inputs] = (uint32_t)v, at = *end ? end + 1 : end;
+        }
+        if (!rc && (!ok || names(c->future_features) > c->future_inputs))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'future_inputs' is '%s' for future features '%s', expected "
+                            "their ascending input indices (a damaged or edited checkpoint)", path,
+                            sf_st_meta(s, "future_inputs") ? sf_st_meta(s, "future_inputs") : "missing",
+                            c->future_features);
+    }
     const char *target = sf_st_meta(s, "target");  // "value" before it was kept
     if (!rc && target && strcmp(target, "value") && strcmp(target, "change"))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'target' is '%s', expected value or change", path, target);
@@ -547,11 +637,15 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
             rc = sf_err_set(e, SF_EFORMAT, "%s: %u inputs and %u outputs, but features '%s', categories '%s', time "
                             "features '%s' and targets '%s'", path, c->inputs, c->outputs, c->features,
                             c->categories, c->time_features, c->targets);
+        else if (c->future_inputs && c->future[c->future_inputs - 1] >= c->inputs)
+            rc = sf_err_set(e, SF_EFORMAT, "%s: future input %u of %u inputs (a damaged or edited checkpoint)", path,
+                            c->future[c->future_inputs - 1], c->inputs);
         else if (has_twice(c->features) || has_twice(c->targets))
             rc = sf_err_set(e, SF_EFORMAT, "%s: a column named twice in features '%s' or targets '%s'", path,
                             c->features, c->targets);
     }
     if (!rc) rc = run_record(path, c, e);
+    if (!rc) rc = read_onehot(s, path, c, e);
     if (!rc) {
         sf_err inner = {0};
         // A checkpoint from before --loss: MSE.
@@ -560,7 +654,10 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
         if (text && (rc = sf_loss_parse(&loss, text, &inner)))
             rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'loss': %s (a damaged or edited checkpoint)", path, inner.msg);
         else if ((rc = sf_model_parse_loss(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &loss,
-                                           &inner)))
+                                           &inner)) ||
+                 (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot,
+                                          &inner)) ||
+                 (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

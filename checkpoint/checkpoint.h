@@ -98,7 +98,27 @@ typedef struct {
     uint32_t lanes, block_chunks;  // as do the pipeline's lanes and blocks
     uint64_t data_fingerprint;     // sf_pack_info.fingerprint (0: a checkpoint from before it was recorded)
     double max_gap;                // seconds: windows do not span a larger step (0: none)
+    // Cross-validation (--folds): the run is fold `fold` (from 1) of `folds`,
+    // trained and validated on that fold's parts (sf_split); 0: none, as in
+    // every checkpoint from before (metadata folds and fold)
+    uint32_t folds, fold;
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
+    // --future-features: the features (of features and time_features) also
+    // read at every target row, and their inputs (indices into the inputs,
+    // sf_columns.future): the model's extra inputs are steps x future_inputs
+    // ("", 0: none; older checkpoints). Kept as the metadata future_features
+    // and future_inputs (the indices as a list).
+    char future_features[4096];
+    uint32_t future_inputs, future[SF_MAX_FUTURE_INPUTS];
+    // --series-features onehot: the nonehot series the model has an input
+    // for, in the inputs' order, by name (onehot[s].name): the metadata
+    // series_features "onehot" and series_names (the names as a list). 0:
+    // none. A fit's record borrows them; a read one owns them (onehot_text
+    // holds the names).
+    uint64_t nonehot;
+    const sf_series *onehot;
+    char *onehot_text;
+    uint32_t embed;  // --series-features embedding:D: D (series_features "embedding:D"); 0: onehot
     // categorical features and the value of each of their inputs, as
     // sf_columns_categories writes them ("": none)
     char categories[SF_PACK_MAX_CATEGORY_LIST + 1];

@@ -71,18 +71,34 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
     H5Pclose(fapl);
     if (f < 0) return h5_fail(e, "create the weights file");
     int rc = 0;
-    hid_t g = h5_group(f, "vars", "sequential");
+    hid_t g = h5_group(f, "vars", m->extra ? "functional" : "sequential");
     if (g < 0) rc = h5_fail(e, "write the model's group");
     else H5Gclose(g);
+    // The functional model's layers without weights (functional_json): each has its group too.
+    static const char *const covariates[] = {"input_layer", "input_layer_1", "input_layer_2", "normalization_2",
+                                             "flatten", "concatenate"};
+    for (size_t i = 0; !rc && m->extra && i < sizeof covariates / sizeof *covariates; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "layers/%s/vars", covariates[i]);
+        hid_t v = h5_group(f, path, covariates[i]);
+        if (v < 0) rc = h5_fail(e, "write a layer's group");
+        else H5Gclose(v);
+    }
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(m, t), k = 0;
-    // layers/normalization, the model's layers, layers/normalization_1
+    // layers/normalization, the model's layers, layers/normalization_1. Keras
+    // finds a layer's weights under its class's name and its place among
+    // that class's layers: with an embedding, a bias-free Dense upstream of
+    // the head (functional_json), the model's dense layers come one later.
+    uint32_t denses = 0;
     for (int32_t l = -1; !rc && l <= (int32_t)m->nlayers; l++) {
         const sf_layer *ly = l >= 0 && l < (int32_t)m->nlayers ? &m->layer[l] : NULL;
         const char *name = ly ? ly->name : l < 0 ? "normalization" : "normalization_1";
-        char path[96];
-        snprintf(path, sizeof path, "layers/%s/vars", name);
-        hid_t v = h5_group(f, path, name), cell = -1;
+        char path[96], group[32];
+        snprintf(group, sizeof group, "%s", name);
+        if (ly && ly->kind == SF_LAYER_DENSE && m->embed) snprintf(group, sizeof group, "dense_%u", ++denses);
+        snprintf(path, sizeof path, "layers/%s/vars", group);
+        hid_t v = h5_group(f, path, group), cell = -1;
         // A recurrent layer's weights are its cell's: lstm_cell, gru_cell.
         if (v >= 0 && ly && sf_layer_recurrent(ly)) {
             snprintf(path, sizeof path, "layers/%s/cell/vars", name);
@@ -96,6 +112,14 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
                 rc = h5_fail(e, "write a tensor");
         if (cell >= 0) H5Gclose(cell);
         if (v >= 0) H5Gclose(v);
+        if (!rc && ly && l == (int32_t)m->head && m->embed) {  // the head's embedding: the first Dense's kernel
+            hid_t g = h5_group(f, "layers/dense/vars", "embedding");
+            if (g < 0 || k >= nt || strcmp(t[k].name, "embedding/embeddings") ||
+                h5_tensor(g, 0, c->w + t[k].offset, t[k].rank, t[k].shape))
+                rc = h5_fail(e, "write the embedding");
+            else k++;
+            if (g >= 0) H5Gclose(g);
+        }
     }
     // Several steps or quantiles: the Reshape to (steps, targets, quantiles) holds no weights, but has its
     // group as every layer. (The module links no pipeline: the steps read as sf_window_steps does.)
@@ -142,7 +166,120 @@ static void normalization(sf_text *t, const char *name, const float *scale, cons
     sf_text_put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
 }
 
+// A layer of a functional model: its class and config (without the braces'
+// end), the shape its build takes, and its inputs, each a layer's name and
+// the shape of that layer's output.
+static void node(sf_text *t, const char *cls, const char *name, const char *config, const char *build, uint32_t n,
+                 const char *const *from, const char *const *shapes) {
+    sf_text_put(t, "%s{\"module\":\"keras.layers\",\"class_name\":\"%s\",\"config\":{\"name\":\"%s\"%s},"
+                   "\"build_config\":{\"input_shape\":%s},\"name\":\"%s\",\"inbound_nodes\":[{\"args\":[%s",
+                t->s && t->s[t->len - 1] != '[' ? "," : "", cls, name, config, build, name, n > 1 ? "[" : "");
+    for (uint32_t k = 0; k < n; k++)
+        sf_text_put(t, "%s{\"class_name\":\"__keras_tensor__\",\"config\":{\"shape\":%s,\"dtype\":\"float32\","
+                       "\"keras_history\":[\"%s\",0,0]}}", k ? "," : "", shapes[k], from[k]);
+    sf_text_put(t, "%s],\"kwargs\":{}}]}", n > 1 ? "]" : "");
+}
+
+// A Normalization's config (normalization's text without its wrapping).
+static void norm_config(char *buf, size_t cap, const float *scale, const float *offset, const uint32_t *pick, uint32_t n,
+                        bool invert, bool no_mean) {
+    size_t len = (size_t)snprintf(buf, cap, ",\"axis\":[-1],\"invert\":%s,\"mean\":[", invert ? "true" : "false");
+    for (uint32_t j = 0; j < n && len < cap; j++) {
+        uint32_t i = pick ? pick[j] : j;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[i] / scale[i]);
+    }
+    if (len < cap) len += (size_t)snprintf(buf + len, cap - len, "],\"variance\":[");
+    for (uint32_t j = 0; j < n && len < cap; j++) {
+        uint32_t i = pick ? pick[j] : j;
+        len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[i] * scale[i]));
+    }
+    if (len < cap) snprintf(buf + len, cap - len, "]");
+}
+
+// With covariates, a functional model of named inputs in data units:
+// window (T, inputs), then future (steps, future inputs; --future-features)
+// and series (one-hot, --series-features), those it has. window and future
+// each have a Normalization; future is flattened step by step (the order
+// of the extra in seqfeed's x) and concatenated, series after it, with the
+// output of the layer before the head; the head and the rest as the
+// Sequential has them.
+static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
+    sf_text t = {0};
+    uint32_t T = c->window.length, steps = c->window.steps > 1 ? c->window.steps : 1, F = c->future_inputs;
+    uint32_t S = (uint32_t)c->nonehot, D = m->embed;
+    size_t cap = 64 + 40 * (size_t)(m->inputs > c->outputs ? m->inputs : c->outputs);
+    char *cfg = malloc(cap), win[64], fut[64], flat[32], ser[32], emb[32], shape[192], prev_shape[64], prev[32];
+    if (!cfg) return NULL;
+    snprintf(win, sizeof win, "[null,%u,%u]", T, m->inputs);
+    snprintf(fut, sizeof fut, "[null,%u,%u]", steps, F);
+    snprintf(flat, sizeof flat, "[null,%u]", steps * F);
+    snprintf(ser, sizeof ser, "[null,%u]", S);
+    snprintf(emb, sizeof emb, "[null,%u]", D);
+    sf_text_put(&t, "{\"module\":\"keras.src.models.functional\",\"class_name\":\"Functional\",\"config\":{"
+                    "\"name\":\"functional\",\"trainable\":true,\"layers\":[");
+    const char *inputs[3][2] = {{"window", win}, {"future", fut}, {"series", ser}};
+    bool has[3] = {true, F > 0, S > 0};
+    for (int k = 0, n = 0; k < 3; k++)
+        if (has[k])
+            sf_text_put(&t, "%s{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{"
+                            "\"batch_shape\":%s,\"dtype\":\"float32\",\"sparse\":false,\"name\":\"%s\"},\"name\":\"%s\","
+                            "\"inbound_nodes\":[]}", n++ ? "," : "", inputs[k][1], inputs[k][0], inputs[k][0]);
+    norm_config(cfg, cap, c->feature_scale, c->feature_offset, NULL, m->inputs, false, false);
+    node(&t, "Normalization", "normalization", cfg, win, 1, (const char *[]){"window"}, (const char *[]){win});
+    if (F) {
+        norm_config(cfg, cap, c->feature_scale, c->feature_offset, c->future, F, false, false);
+        node(&t, "Normalization", "normalization_1", cfg, fut, 1, (const char *[]){"future"}, (const char *[]){fut});
+        node(&t, "Flatten", "flatten", "", fut, 1, (const char *[]){"normalization_1"}, (const char *[]){fut});
+    }
+    if (D) {  // an embedding: the one-hot times the table, a bias-free Dense (Keras' Embedding of the index)
+        snprintf(cfg, cap, ",\"units\":%u,\"use_bias\":false", D);
+        node(&t, "Dense", "embedding", cfg, ser, 1, (const char *[]){"series"}, (const char *[]){ser});
+    }
+    snprintf(prev, sizeof prev, "normalization");
+    snprintf(prev_shape, sizeof prev_shape, "%s", win);
+    for (uint32_t l = 0; l < m->nlayers; l++) {
+        const sf_layer *ly = &m->layer[l];
+        if (l == m->head) {
+            const char *from[3] = {prev}, *shapes[3] = {prev_shape};
+            uint32_t n = 1;
+            if (F) from[n] = "flatten", shapes[n++] = flat;
+            const char *last = D ? emb : ser;
+            if (S) from[n] = D ? "embedding" : "series", shapes[n++] = last;
+            snprintf(shape, sizeof shape, "[%s,%s%s%s]", prev_shape, F ? flat : last, F && S ? "," : "",
+                     F && S ? last : "");
+            node(&t, "Concatenate", "concatenate", ",\"axis\":-1", shape, n, from, shapes);
+            snprintf(prev, sizeof prev, "concatenate");
+            snprintf(prev_shape, sizeof prev_shape, "[null,%u]", ly->in);
+        }
+        if (ly->kind == SF_LAYER_LSTM || ly->kind == SF_LAYER_GRU)
+            snprintf(cfg, cap, ",\"units\":%u,\"return_sequences\":%s%s", ly->units, ly->sequences ? "true" : "false",
+                     ly->kind == SF_LAYER_GRU ? ",\"reset_after\":true" : "");
+        else if (ly->kind == SF_LAYER_DROPOUT) snprintf(cfg, cap, ",\"rate\":%.9g", (double)ly->rate);
+        else snprintf(cfg, cap, ",\"units\":%u", ly->units);
+        const char *cls = ly->kind == SF_LAYER_LSTM ? "LSTM" : ly->kind == SF_LAYER_GRU ? "GRU"
+                          : ly->kind == SF_LAYER_DROPOUT ? "Dropout" : "Dense";
+        node(&t, cls, ly->name, cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
+        snprintf(prev, sizeof prev, "%s", ly->name);
+        if (ly->sequences) snprintf(prev_shape, sizeof prev_shape, "[null,%u,%u]", T, ly->units);
+        else snprintf(prev_shape, sizeof prev_shape, "[null,%u]", ly->units);
+    }
+    if (steps > 1) {
+        snprintf(cfg, cap, ",\"target_shape\":[%u,%u]", steps, c->outputs);
+        node(&t, "Reshape", "reshape", cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
+        snprintf(prev, sizeof prev, "reshape");
+        snprintf(prev_shape, sizeof prev_shape, "[null,%u,%u]", steps, c->outputs);
+    }
+    const char *last = F ? "normalization_2" : "normalization_1";
+    norm_config(cfg, cap, c->target_scale, c->target_offset, NULL, c->outputs, true, c->target_change);
+    node(&t, "Normalization", last, cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
+    sf_text_put(&t, "],\"input_layers\":[[\"window\",0,0]%s%s],\"output_layers\":[[\"%s\",0,0]]}}",
+                F ? ",[\"future\",0,0]" : "", S ? ",[\"series\",0,0]" : "", last);
+    free(cfg);
+    return t.s;
+}
+
 static char *config_json(const sf_checkpoint *c, const sf_model *m) {
+    if (m->extra) return functional_json(c, m);
     sf_text t = {0};
     uint32_t T = c->window.length;
     char shape[64];

@@ -46,6 +46,12 @@ int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *ou
     sf_checkpoint_dir_look(given, &info);
     size_t len = strlen(given);
     const char *sep = len && given[len - 1] == '/' ? "" : "/";
+    char fold[4200];
+    snprintf(fold, sizeof fold, "%s%sfold-1", given, sep);
+    if (!info.best && !info.latest && stat(fold, &st) == 0 && S_ISDIR(st.st_mode))
+        return cli_usage_error(cmd, "--checkpoint %s holds a cross-validation's folds (train --folds), each a run of "
+                               "its own: expected one of them (hint: --checkpoint %s, or another fold; the folds' "
+                               "summary is %s%sfolds.json)", given, fold, given, sep);
     if (!info.best && !info.latest) {
         char hint[128];
         snprintf(hint, sizeof hint, info.epochs ? "--checkpoint %s%s%s names the last epoch's" : "seqfeed train "

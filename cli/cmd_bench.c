@@ -28,8 +28,11 @@ static const cli_command pipeline_command = {
         "Runs the input pipeline alone, as seqfeed train runs it (the same options\n"
         "and defaults), with one simulated consumer per replica, and reports\n"
         "windows/s, MB/s read and decoded, the bytes read over the file's size,\n"
-        "each stage's utilisation, the consumers' stall share and the stage that\n"
-        "limits throughput. In the same run it measures the in-memory ceiling:\n"
+        "each stage's utilisation and the stage that limits throughput. The\n"
+        "consumers take batches as fast as they come: raw throughput, and no stall\n"
+        "figure (a consumer with no work always waits). --consume-rate paces them\n"
+        "at a model's step (1000 / train's step time in ms, per replica) and adds\n"
+        "the share of time they waited. In the same run it measures the in-memory ceiling:\n"
         "copying the same kind of windows in random order out of decoded features\n"
         "held in RAM (the first 16M rows of the file).\n",
     .uses = pipeline_uses,
@@ -106,7 +109,7 @@ static double memory_ceiling(const sf_pipe_opts *o, const sf_pack *p, const sf_c
     sf_block_data d = {0};
     if (!l || sf_block_load(l, &all, &d, e)) goto out_loader;
     uint64_t n = sf_plan_windows(plan), *ids = malloc((n + 1) * sizeof *ids), s = 12345;
-    size_t xl = (size_t)o->window.length * cols.nfeatures;
+    size_t xl = sf_window_x_len(&o->window, &cols);
     size_t yl = (size_t)cols.ntargets * sf_window_steps(&o->window);  // (steps, targets) per window
     float *x = malloc(o->batch * xl * sizeof(float)), *y = malloc(o->batch * (yl + 1) * sizeof(float));
     if (ids && x && y && n) {
@@ -242,20 +245,25 @@ int bench_pipeline(int argc, char **argv) {
     }
     double util_read = st.read_busy / wall, util_decode = st.decode_busy / (wall * o.decoders),
            util_window = window_busy / (wall * o.replicas), stall_share = stall / (wall * o.replicas);
-    // The limit: consumers that never wait are the bottleneck themselves;
-    // otherwise the busiest stage (utilisation per thread).
-    const char *limit = stall_share < 0.01 ? "consumer" :
+    // The limit: paced consumers that never wait are the bottleneck
+    // themselves; otherwise the busiest stage (utilisation per thread).
+    bool paced = consume_rate > 0;
+    const char *limit = paced && stall_share < 0.01 ? "consumer" :
                         util_decode >= util_read && util_decode >= util_window ? "decode" :
                         util_window >= util_read ? "window" : "read";
     double wps = (double)windows / wall, reads = once > 0 ? st.bytes_read / once : 0;
     if (json) {
+        // Unpaced: no rate and no stall figure (null).
+        char rate_json[32] = "null", stall_json[32] = "null";
+        if (paced) snprintf(rate_json, sizeof rate_json, "%.6g", consume_rate), snprintf(stall_json, sizeof stall_json, "%.4f", stall_share);
         printf("{\"windows\": %" PRIu64 ", \"batches\": %" PRIu64 ", \"seconds\": %.4f, \"windows_per_s\": %.0f, "
                "\"read_MB_per_s\": %.1f, \"decoded_MB_per_s\": %.1f, \"utilisation\": {\"read\": %.3f, \"decode\": "
-               "%.3f, \"window\": %.3f}, \"consumer_stall\": %.4f, \"limit\": \"%s\", \"memory_ceiling_windows_per_s\": "
+               "%.3f, \"window\": %.3f}, \"consume_rate\": %s, \"consumer_stall\": %s, \"limit\": \"%s\", "
+               "\"memory_ceiling_windows_per_s\": "
                "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
                ", \"peak_rss_bytes\": %" PRIu64 ", \"batch_size\": %u, \"batch_per_replica\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
-               util_window, stall_share, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
+               util_window, rate_json, stall_json, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
                o.batch, o.lanes, reads);
         cli_json_string(stdout, mode);
         printf("}\n");
@@ -273,8 +281,12 @@ int bench_pipeline(int argc, char **argv) {
                st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, reads);
         printf("utilisation   read %.0f%%, decode %.0f%% (per decoder), window %.0f%% (per windower)\n",
                100 * util_read, 100 * util_decode, 100 * util_window);
-        printf("consumers     waited %.2f%% of the time for a batch after the first (%.1f ms for the first)\n",
-               100 * stall_share, 1e3 * rs[0].first_wait);
+        if (paced)
+            printf("consumers     paced at %.6g batches/s each: waited %.2f%% of the time for a batch after the first "
+                   "(%.1f ms for the first)\n", consume_rate, 100 * stall_share, 1e3 * rs[0].first_wait);
+        else
+            printf("consumers     not paced: raw throughput, no stall figure (--consume-rate N paces each at N "
+                   "batches/s, a model's step, and measures its stalls)\n");
         printf("windowers     waited %.1f%% of the time for blocks, %.1f%% for free slots\n",
                100 * window_in / (wall * o.replicas), 100 * window_out / (wall * o.replicas));
         printf("limit         %s\n", limit);

@@ -1,6 +1,7 @@
 // seqfeed bench train and bench scaling: the trainer on real data at
 // several batch sizes, against the SGEMM ceiling measured in the same run;
 // and at several replica counts.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -41,7 +42,10 @@ static const cli_command train_command = {
         "Before each batch size's line: where each replica's steps went (input,\n"
         "copy, compute, all-reduce, update, other: mean, p50, p99) and the\n"
         "diagnosis, as seqfeed train prints them; the last line compares the step\n"
-        "time across batch sizes (flat: the batch is too small for the device).\n",
+        "time across batch sizes (flat: the batch is too small for the device).\n"
+        "Each batch size's pair of runs is repeated until the ratios of the pairs\n"
+        "lie within 5% of their median (at most 5 pairs), and the median pair is\n"
+        "reported; a ratio still more spread is reported as noisy, with its spread.\n",
     .uses = train_uses,
 };
 
@@ -67,6 +71,42 @@ static int bench_setup(const cli_command *c, int argc, char **argv, cli_args *a,
     b->steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 20, b->warmup = v[OPT_WARMUP].set ? v[OPT_WARMUP].u : 3;
     b->o.max_steps = b->warmup + b->steps;
     return 0;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_of(const double *v, uint32_t n) {
+    double s[8];
+    memcpy(s, v, n * sizeof *s);
+    qsort(s, n, sizeof *s, by_value);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+// The pair whose ratio is the median (the lower middle one of an even count).
+static uint32_t median_index(const double *v, uint32_t n) {
+    uint32_t best = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t below = 0, above = 0;
+        for (uint32_t j = 0; j < n; j++) below += v[j] < v[i], above += v[j] > v[i];
+        if (below <= (n - 1) / 2 && above <= n / 2) best = i;
+    }
+    return best;
+}
+
+// How far the pairs agree, in words.
+static const char *noisy_text(const double *ratios, uint32_t n, double spread, bool noisy) {
+    static char text[160];
+    double lo = ratios[0], hi = ratios[0];
+    for (uint32_t i = 1; i < n; i++) lo = ratios[i] < lo ? ratios[i] : lo, hi = ratios[i] > hi ? ratios[i] : hi;
+    if (noisy)
+        snprintf(text, sizeof text, "NOISY: the ratio ranged %.3f-%.3f over %u pairs, a spread of %.0f%% of its median "
+                 "(a quieter machine, or more --steps)", lo, hi, n, 100 * spread);
+    else
+        snprintf(text, sizeof text, "ratio within %.1f%% over %u pairs", 100 * spread, n);
+    return text;
 }
 
 int bench_train(int argc, char **argv) {
@@ -133,13 +173,31 @@ int bench_train(int argc, char **argv) {
     for (uint32_t k = 0; k < nbatches; k++) {
         o.batch = (uint32_t)batches[k];
         uint32_t per = o.batch / o.replicas;
-        sf_fit_result res, bound;
-        // Where the real run's steps went, then the same with no input.
-        sf_fit_bench real = {.warmup_steps = warmup, .profile_out = json ? NULL : stdout};
-        sf_fit_bench resident = {.warmup_steps = warmup, .resident = true};
-        if ((rc = sf_fit_measured(&o, &real, &res, &e)) || (rc = sf_fit_measured(&o, &resident, &bound, &e)))
-            return cli_fail(c->name, &e, NULL);
-        double rate = res.samples_per_s * train_flops, ratio = res.samples_per_s / bound.samples_per_s;
+        // Pairs of runs, interleaved so that the machine's load falls on
+        // both alike, until their ratios agree (BENCH_SPREAD) or BENCH_PAIRS.
+        enum { BENCH_PAIRS = 5 };
+        const double BENCH_SPREAD = 0.05;
+        sf_fit_result runs[BENCH_PAIRS], bounds[BENCH_PAIRS];
+        double ratios[BENCH_PAIRS], spread = 0;
+        uint32_t pairs = 0;
+        while (pairs < BENCH_PAIRS) {
+            // Where the real run's steps went (the first pair's), then the same with no input.
+            sf_fit_bench real = {.warmup_steps = warmup, .profile_out = json || pairs ? NULL : stdout};
+            sf_fit_bench resident = {.warmup_steps = warmup, .resident = true};
+            if ((rc = sf_fit_measured(&o, &real, &runs[pairs], &e)) ||
+                (rc = sf_fit_measured(&o, &resident, &bounds[pairs], &e)))
+                return cli_fail(c->name, &e, NULL);
+            ratios[pairs] = runs[pairs].samples_per_s / bounds[pairs].samples_per_s;
+            pairs++;
+            double lo = ratios[0], hi = ratios[0];
+            for (uint32_t i = 1; i < pairs; i++) lo = ratios[i] < lo ? ratios[i] : lo, hi = ratios[i] > hi ? ratios[i] : hi;
+            spread = (hi - lo) / median_of(ratios, pairs);
+            if (pairs >= 2 && spread <= BENCH_SPREAD) break;
+        }
+        uint32_t m = median_index(ratios, pairs);
+        const sf_fit_result res = runs[m], bound = bounds[m];
+        bool noisy = spread > BENCH_SPREAD;
+        double rate = res.samples_per_s * train_flops, ratio = ratios[m];
         if (json)
             printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"rnn_algo\": \"%s\", \"deferred_loss\": %s, "
                    "\"cuda_graph\": %s, \"overlap_reduce\": %s, \"batch_size\": %u, \"batch_per_replica\": %u, "
@@ -147,18 +205,20 @@ int bench_train(int argc, char **argv) {
                    "\"resident_samples_per_s\": %.1f, \"real_over_resident\": %.4f, \"gflops\": %.2f, "
                    "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"bf16_gemm_gflops\": %.2f, "
                    "\"share_of_bf16_gemm\": %.4f, \"input_share\": %.4f, \"classification\": \"%s\", "
-                   "\"limit\": \"%s\"}\n",
+                   "\"limit\": \"%s\", \"pairs\": %u, \"ratio_spread\": %.4f, \"noisy\": %s}\n",
                    o.backend->name, sf_precision_name(o.precision), sf_rnn_algo_name(o.rnn_algo),
                    late ? "true" : "false", late && o.cuda_graph ? "true" : "false",
                    o.overlap_reduce ? "true" : "false", o.batch, per, o.replicas, (unsigned long long)steps,
                    res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
                    rate / 1e9, peak / 1e9, rate / peak, bf16_peak / 1e9, bf16 ? rate / bf16_peak : 0,
-                   res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit);
+                   res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit, pairs, spread,
+                   noisy ? "true" : "false");
         else
             printf("batch size %5u (%u per replica): %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident "
-                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of %s\n", o.batch, per, res.samples_per_s,
+                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of %s; %s\n", o.batch, per, res.samples_per_s,
                    100 * res.input_wait, ratio, bound.samples_per_s, rate / 1e9,
-                   100 * rate / (bf16 ? bf16_peak : peak), bf16 ? "bf16 GEMM" : "SGEMM");
+                   100 * rate / (bf16 ? bf16_peak : peak), bf16 ? "bf16 GEMM" : "SGEMM",
+                   noisy_text(ratios, pairs, spread, noisy));
         // Step time against batch size: flat means the device is not full.
         double step = (double)o.batch / bound.samples_per_s;
         if (!first_batch) first_batch = (double)per, first_step = step;

@@ -58,8 +58,9 @@ int cmd_export(int argc, char **argv) {
     if (sf_checkpoint_read(ckpt, &ck, &m, &e)) return cli_fail("export", &e, NULL);
     rc = sf_keras_export(out, &ck, &m, format, &e);
     if (!rc && !a.v[OPT_QUIET].set)
-        fprintf(stderr, "exported %s (%s, window %u, %u inputs: %s%s%s) to %s\n", ckpt, ck.model, ck.window.length,
-                ck.inputs, ck.features, ck.time_features[0] ? ", time features " : "", ck.time_features, out);
+        fprintf(stderr, "exported %s (%s, window %u, %u inputs: %s%s%s%s%s) to %s\n", ckpt, ck.model, ck.window.length,
+                ck.inputs, ck.features, ck.time_features[0] ? ", time features " : "", ck.time_features,
+                ck.future_inputs ? "; a second input, future: at every target step " : "", ck.future_features, out);
     sf_checkpoint_free(&ck);
     return rc ? cli_fail("export", &e, NULL) : EXIT_OK;
 }

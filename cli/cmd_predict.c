@@ -471,7 +471,7 @@ int cmd_evaluate(int argc, char **argv) {
     sf_model pm;
     if (!split_given) {
         if (sf_checkpoint_read(ckpt, &peek, &pm, &e)) return cli_fail("evaluate", &e, NULL);
-        part = peek.val_split > 0 ? SF_PART_VALIDATION : SF_PART_ALL;
+        part = peek.val_split > 0 || peek.folds ? SF_PART_VALIDATION : SF_PART_ALL;
         sf_checkpoint_free(&peek);
     }
     const char *what = part == SF_PART_VALIDATION ? "validation" : part == SF_PART_TRAIN ? "train" : "all";

@@ -16,12 +16,12 @@ static const cli_use train_uses[] = {
     {.opt = OPT_NORM},
     {.opt = OPT_NORM_SCOPE},
     {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
-    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_LOSS}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
+    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_LOSS}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
     {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS},
     {.opt = OPT_STEPS_PER_EPOCH}, {.opt = OPT_VALIDATION_STEPS}, {.opt = OPT_EARLY_STOP},
-    {.opt = OPT_MIN_DELTA}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
+    {.opt = OPT_MIN_DELTA}, {.opt = OPT_FOLDS}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO},
     {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
@@ -48,8 +48,11 @@ static const cli_command train_command = {
     .uses = train_uses,
     .epilog =
         "After training it prints where each replica's steps went (input, copy, compute,\n"
-        "all-reduce, update, other: mean, p50, p99) and a diagnosis: how input bound\n"
-        "the run was (TensorFlow's classes), and the stage or phase that limits it.\n",
+        "all-reduce, update, other: mean, p50, p99; each share with its spread over\n"
+        "steps) and a diagnosis: how input bound the run was (TensorFlow's classes),\n"
+        "stalls shorter than the scheduler's measured wake-up apart as noise, and the\n"
+        "stage or phase that limits it, with a hint only where the run measured its\n"
+        "premise; a run under 50 steps or 1 s is too short to judge (docs/TRAINING.md).\n",
 };
 
 static atomic_int interrupted;  // lock-free, so a signal handler may set it
@@ -77,6 +80,7 @@ static void on_term(int sig) {
 }
 
 static int train(sf_fit_opts *o, const char *gpus, const char *precision, bool replicas_given);
+static int train_folds(const sf_fit_opts *top, bool default_dir);
 static int run_train(sf_fit_opts *o, const char *gpus, const char *precision, bool replicas_given, double timeout);
 
 // A list of names spelled as checkpoints spell them (quotes only where
@@ -185,7 +189,7 @@ static int check_schedule(const cli_value *v, const sf_fit_opts *o) {
         return cli_usage_error("train", "--min-delta says what counts as an improvement of val_loss for --early-stop "
                                "and --lr-schedule plateau, and this run has neither (hint: add --early-stop N, or "
                                "leave --min-delta out)");
-    if (kind == SF_LR_PLATEAU && o->val_split == 0)
+    if (kind == SF_LR_PLATEAU && !sf_fit_validates(o))
         return cli_usage_error("train", "--lr-schedule plateau lowers the lr when val_loss stops improving, and "
                                "--val-split 0 leaves no validation (hint: a --val-split above 0, or another "
                                "--lr-schedule)");
@@ -310,7 +314,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         const char **field;
         const char *value;
     } lists[] = {{OPT_FEATURES, &o->features, ck->features}, {OPT_TARGETS, &o->targets, ck->targets},
-                 {OPT_TIME_FEATURES, &o->time_features, ck->time_features}};
+                 {OPT_TIME_FEATURES, &o->time_features, ck->time_features},
+                 {OPT_FUTURE_FEATURES, &o->future_features, ck->future_features}};
     for (size_t k = 0; k < sizeof lists / sizeof *lists; k++) {
         if (v[lists[k].opt].set) {
             normal_list(*lists[k].field, given, sizeof given);
@@ -379,7 +384,76 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         (rc = differs(OPT_NORM_SCOPE, o->norm_series ? "series" : "global", ck->nscoped ? "series" : "global", path)))
         return rc;
     o->norm_series = ck->nscoped > 0;  // a checkpoint from before: global
+    static char series[32];  // the checkpoint's, for the run that goes on
+    if (ck->embed) snprintf(series, sizeof series, "embedding:%u", ck->embed);
+    else snprintf(series, sizeof series, "%s", ck->nonehot ? "onehot" : "");
+    if (v[OPT_SERIES_FEATURES].set && (rc = differs(OPT_SERIES_FEATURES, o->series_features, series, path))) return rc;
+    o->series_features = series[0] ? series : NULL;
     return resume_schedule(v, o, ck, path);
+}
+
+// Fold k's directory in a cross-validation's DIR (--folds).
+static void fold_dir(char *out, size_t cap, const char *dir, uint32_t k) { snprintf(out, cap, "%s/fold-%u", dir, k); }
+
+// --resume: the run's settings from DIR/latest.safetensors, or those of a
+// cross-validation's (--folds) from its first fold's, DIR/fold-1: each fold
+// keeps them all, and the folds (metadata folds). 0, or the exit code.
+static int resume_run(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck, const char **precision, char *data,
+                      size_t data_cap) {
+    char first[4200], path[4300];
+    snprintf(path, sizeof path, "%s/latest.safetensors", o->checkpoint_dir);
+    fold_dir(first, sizeof first, o->checkpoint_dir, 1);
+    char first_ck[4300];
+    snprintf(first_ck, sizeof first_ck, "%s/latest.safetensors", first);
+    if (access(path, F_OK) == 0 || access(first_ck, F_OK) != 0) {
+        int rc = resume_settings(a, o, ck, precision, data, data_cap);
+        if (!rc && a->v[OPT_FOLDS].set && access(path, F_OK) == 0)
+            rc = differs(OPT_FOLDS, a->v[OPT_FOLDS].text, "", path);  // a run of one validation tail
+        // A cross-validation killed before its first checkpoint: its folds, not one run beside them.
+        if (!rc && !o->folds && access(path, F_OK) != 0 && access(first, F_OK) == 0)
+            rc = cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's first fold (%s) and no "
+                                 "checkpoint yet (hint: --folds K, as the run was started, resumes it)",
+                                 o->checkpoint_dir, first);
+        return rc;
+    }
+    const char *dir = o->checkpoint_dir;
+    uint32_t given = o->folds;
+    o->checkpoint_dir = first;  // the fold's paths (data, log, events) are as seen from its directory
+    int rc = resume_settings(a, o, ck, precision, data, data_cap);
+    o->checkpoint_dir = dir;
+    if (rc) return rc;
+    char mine[16], theirs[16];
+    snprintf(mine, sizeof mine, "%u", given);
+    snprintf(theirs, sizeof theirs, "%u", ck->folds);
+    if (a->v[OPT_FOLDS].set && (rc = differs(OPT_FOLDS, mine, theirs, first_ck))) return rc;
+    o->folds = ck->folds;
+    // Each fold writes its own log and events (train_folds): fold 1's name
+    // them, DIR/fold-1/log.csv and TENSORBOARD/fold-1.
+    o->log = NULL;
+    if (!a->v[OPT_TENSORBOARD].set && o->tensorboard) {
+        char *tb = o->tensorboard == tensorboard_path ? tensorboard_path : ck->tensorboard;
+        size_t n = strlen(tb);
+        if (n > 7 && !strcmp(tb + n - 7, "/fold-1")) tb[n - 7] = 0;
+    }
+    return 0;
+}
+
+// --folds: the options that mean one run with one validation tail, which
+// a cross-validation cannot take. 0, or the exit code.
+static int folds_options(const cli_args *a, sf_fit_opts *o) {
+    const struct {
+        cli_opt opt;
+        const char *why;
+    } no[] = {{OPT_VAL_SPLIT, "each fold validates on the part of every series after the rows it trains on, which "
+                              "--folds sets: one validation tail does not apply"},
+              {OPT_LOG, "each fold logs its rows to DIR/fold-K/log.csv"},
+              {OPT_TRACE, "the folds are K runs, and a trace records one"}};
+    for (size_t k = 0; k < sizeof no / sizeof *no; k++)
+        if (a->v[no[k].opt].set)
+            return cli_usage_error("train", "--%s with --folds %u: %s (hint: leave --%s out, or train without "
+                                   "--folds)", cli_opt_name(no[k].opt), o->folds, no[k].why, cli_opt_name(no[k].opt));
+    o->val_split = 0;  // the folds' parts, not a fraction's (sf_fit_split)
+    return 0;
 }
 
 // Without --checkpoint-dir: runs/YYYYmmdd-HHMMSS (-2, -3, ... when taken),
@@ -425,10 +499,15 @@ int cmd_train(int argc, char **argv) {
     bool replicas_given = a.v[OPT_REPLICAS].set;
     double timeout = a.v[OPT_COLLECTIVE_TIMEOUT].set ? a.v[OPT_COLLECTIVE_TIMEOUT].real : 300;
     if (o.resume && !o.checkpoint_dir) return cli_usage_error("train", "--resume needs --checkpoint-dir");
+    if (a.v[OPT_FOLDS].set && o.folds < 2)
+        return cli_usage_error("train", "--folds %u: cross-validation trains at least 2 folds, each validated on the "
+                               "part of every series after the rows it trained on (hint: --folds 2 or more, or "
+                               "leave --folds out: one validation tail, --val-split)", o.folds);
     sf_checkpoint *ck = calloc(1, sizeof *ck);  // the resumed run's settings point into it
     if (!ck) return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
     char data[8400];
-    rc = o.resume ? resume_settings(&a, &o, ck, &precision, data, sizeof data) : 0;
+    rc = o.resume ? resume_run(&a, &o, ck, &precision, data, sizeof data) : 0;
+    if (!rc && o.folds) rc = folds_options(&a, &o);
     if (!rc && !o.data) rc = cli_usage_error("train", "missing --data FILE.sfpack");
     if (!rc) rc = check_schedule(a.v, &o);
     if (!rc && o.checkpoint_every && !o.checkpoint_dir)
@@ -472,6 +551,124 @@ static int gpus_shared(sf_ranks *d, const int *devices, int n, bool *shared) {
     sf_err e = {0};
     return sf_ranks_node_same(d, &crc, sizeof crc, shared, "comparing the ranks' GPUs", &e) ? cli_fail("train", &e, NULL)
                                                                                           : 0;
+}
+
+// A fold's sf_fit failed: its message, with the rank under a launcher.
+static int fit_failed(const sf_fit_opts *o, sf_err *e) {
+    if (o->ranks && strncmp(e->msg, "rank ", 5) != 0) {
+        char msg[sizeof e->msg];
+        snprintf(msg, sizeof msg, "rank %d of %d: %.990s", sf_ranks_rank(o->ranks), sf_ranks_size(o->ranks), e->msg);
+        memcpy(e->msg, msg, sizeof msg);
+    }
+    return cli_fail("train", e, NULL);
+}
+
+// The summary of the folds scored so far: DIR/folds.json (rank 0).
+static int write_summary(const sf_fit_opts *o, const sf_folds *cv, sf_err *e) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/folds.json", o->checkpoint_dir);
+    return sf_ranks_rank(o->ranks) == 0 ? sf_folds_write_json(path, cv, e) : 0;
+}
+
+// --folds K: fold k = 1 .. K one after the other, each an sf_fit run in
+// DIR/fold-k (its checkpoints, log.csv and, with --report, report.html;
+// --tensorboard DIR's events in DIR/fold-k) on its fold's parts, its end
+// scores kept; DIR/folds.json after each fold, and at the end the table and
+// --report's page. A fold stopped part way (Ctrl-C, --max-steps, which
+// counts the steps of every fold this process trains) ends the run there;
+// --resume goes on from its checkpoint, and a fold that had ended is not
+// trained again (its fit has nothing to do and scores its checkpoint).
+static int train_folds(const sf_fit_opts *top, bool default_dir) {
+    sf_fit_opts o = *top;
+    uint32_t K = o.folds;
+    bool rank0 = sf_ranks_rank(o.ranks) == 0, talk = o.progress && rank0;
+    sf_err e = {0};
+    if (sf_folds_check(&o, &e)) return cli_fail("train", &e, NULL);
+    char first[4300];
+    fold_dir(first, sizeof first, o.checkpoint_dir, 1);
+    if (!o.resume && access(first, F_OK) == 0)
+        return cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's folds (%s): a new one would "
+                               "mix with them (hint: --resume continues it; another --checkpoint-dir starts a new "
+                               "one)", o.checkpoint_dir, first);
+    if (!default_dir && rank0 && mkdir(o.checkpoint_dir, 0777) != 0 && errno != EEXIST) {
+        sf_err_errno(&e, SF_EIO, errno, "%s: cannot create the directory of the folds", o.checkpoint_dir);
+        return cli_fail("train", &e, "--checkpoint-dir DIR puts them elsewhere");
+    }
+    if (!o.resume && sf_checkpoint_dir_check(o.checkpoint_dir, false, &e))  // a run of its own already there
+        return cli_usage_error("train", "%s", e.msg);
+    size_t cap = strlen(o.checkpoint_dir) + 64, tcap = o.tensorboard ? strlen(o.tensorboard) + 32 : 1;
+    char *paths = calloc(K, 3 * cap + tcap), **dirs = calloc(K, sizeof *dirs);
+    sf_score *scores = calloc(K, sizeof *scores);
+    if (!paths || !dirs || !scores) {
+        free(paths), free(dirs), free(scores);
+        return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
+    }
+    const char **reports = calloc(K, sizeof *reports);
+    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs};
+    uint64_t steps = 0;
+    int rc = reports ? 0 : cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL), stopped = 0;
+    uint32_t k = 1;
+    double t0 = sf_now();
+    for (uint32_t j = 1; j <= K; j++) {  // each fold's directory, log, report and events
+        char *at = paths + (size_t)(j - 1) * (3 * cap + tcap);
+        fold_dir(at, cap, o.checkpoint_dir, j);
+        snprintf(at + cap, cap, "%s/fold-%u/log.csv", o.checkpoint_dir, j);
+        snprintf(at + 2 * cap, cap, "%s/fold-%u/report.html", o.checkpoint_dir, j);
+        if (o.tensorboard) snprintf(at + 3 * cap, tcap, "%s/fold-%u", o.tensorboard, j);
+        dirs[j - 1] = at;
+    }
+    for (; !rc && k <= K; k++) {
+        char *at = dirs[k - 1], *log = at + cap, *report = at + 2 * cap, *tb = at + 3 * cap;
+        sf_fit_opts f = o;
+        f.fold = k, f.checkpoint_dir = at, f.log = log, f.report = o.report ? report : NULL;
+        f.tensorboard = o.tensorboard ? tb : NULL, f.keep_score = &scores[k - 1];
+        if (o.max_steps && steps >= o.max_steps) break;  // --max-steps spent: the next fold is for a resume
+        if (o.max_steps) f.max_steps = o.max_steps - steps;
+        reports[k - 1] = o.report ? report : NULL;
+        if (talk)
+            fprintf(stderr, "fold %u/%u: validation on part %u of %u of every series' rows, training on the %s "
+                    "before it; checkpoints in %s\n", k, K, k + 1, K + 1, k == 1 ? "part" : "parts", at);
+        signal(SIGINT, on_signal);
+        if (!o.ranks) signal(SIGTERM, on_signal);
+        sf_fit_result res;
+        int frc = sf_fit(&f, &res, &e);
+        signal(SIGINT, SIG_DFL);
+        if (!o.ranks) signal(SIGTERM, SIG_DFL);
+        if (frc) {
+            rc = fit_failed(&o, &e);
+            break;
+        }
+        steps += res.steps;
+        if (talk && res.best_epoch)
+            fprintf(stderr, "fold %u/%u: best epoch %llu, val_loss %.6g%s: %s/best.safetensors\n", k, K,
+                    (unsigned long long)res.best_epoch, res.best_val_loss,
+                    res.early_stopped ? " (early stopped)" : "", at);
+        if (!res.complete) {  // scored where it stopped (--max-steps): not the fold's end
+            sf_score_free(&scores[k - 1]);
+            scores[k - 1] = (sf_score){0};
+            stopped = res.interrupted ? res.interrupted : -1;
+            break;
+        }
+        if (write_summary(&o, &cv, &e)) rc = cli_fail("train", &e, NULL);
+    }
+    if (!rc && k <= K) {  // stopped part way
+        if (talk)
+            fprintf(stderr, "stopped in fold %u of %u after %llu steps in all: seqfeed train --checkpoint-dir %s "
+                    "--resume goes on from there (the folds before it are not trained again)\n", k, K,
+                    (unsigned long long)steps, o.checkpoint_dir);
+        if (write_summary(&o, &cv, &e)) rc = cli_fail("train", &e, NULL);
+    } else if (!rc && rank0) {
+        if (talk) {
+            sf_folds_print(stderr, &cv);
+            fprintf(stderr, "cross-validation: %u folds in %.1f s; summary %s/folds.json\n", K, sf_now() - t0,
+                    o.checkpoint_dir);
+        }
+        if (o.report && sf_folds_write_report(o.report, &cv, reports, &e)) rc = cli_fail("train", &e, NULL);
+    }
+    for (uint32_t j = 0; j < K; j++) sf_score_free(&scores[j]);
+    free(paths), free(dirs), free(scores), free(reports);
+    if (rc) return rc;
+    return stopped <= 0 ? EXIT_OK : stopped == SIGTERM ? EXIT_TERMINATED : EXIT_INTERRUPTED;
 }
 
 // Picks the backend and trains; under a launcher, on this rank's share of
@@ -529,6 +726,12 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
                                ngpus ? "these GPUs are older" : "this machine trains on the CPU");
     int prc = cli_choose_precision("train", precision, devices, ngpus, !o.progress, &o.precision);
     if (prc) return prc;
+    if (o.folds) {
+        int frc = train_folds(&o, default_dir);
+        if (frc && frc != EXIT_INTERRUPTED && frc != EXIT_TERMINATED && default_dir && sf_ranks_rank(o.ranks) == 0)
+            forget_run_dir(run_dir);  // a run refused before its first fold leaves no directory behind
+        return frc;
+    }
     signal(SIGINT, on_signal);
     if (!o.ranks) signal(SIGTERM, on_signal);
     sf_fit_result res;
@@ -537,12 +740,7 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
     signal(SIGINT, SIG_DFL);
     if (!o.ranks) signal(SIGTERM, SIG_DFL);
     if (rc && default_dir && sf_ranks_rank(o.ranks) == 0) forget_run_dir(run_dir);
-    if (rc && o.ranks && strncmp(e.msg, "rank ", 5) != 0) {
-        char msg[sizeof e.msg];
-        snprintf(msg, sizeof msg, "rank %d of %d: %.990s", sf_ranks_rank(o.ranks), sf_ranks_size(o.ranks), e.msg);
-        memcpy(e.msg, msg, sizeof msg);
-    }
-    if (rc) return cli_fail("train", &e, NULL);
+    if (rc) return fit_failed(&o, &e);
     // The run's end: how it stopped and its best, then (last) where its checkpoints are.
     if (o.progress && res.early_stopped && res.steps)
         fprintf(stderr, "early stop: after epoch %llu val_loss had not improved%s for %llu evaluations "

@@ -94,6 +94,16 @@ static const option options[OPT_COUNT] = {
     [OPT_TIME_FEATURES] = {"time-features", 0, "hour,weekday,yearday", K_TEXT, .group = DATA,
                            .help = "inputs from the time column: the sine and cosine of each time's phase in its "
                                    "day, week or year (UTC), so that daily and yearly cycles are learnable"},
+    [OPT_SERIES_FEATURES] = {"series-features", 0, "onehot|embedding:D", K_TEXT, .group = DATA,
+                             .help = "the window's series as an input beside it, for a file of many series: one "
+                                     "input per series, 1 for its own, or a learned vector of D values per series "
+                                     "(Keras' Embedding); the checkpoint keeps the series' names, and predict "
+                                     "refuses a series it has not seen"},
+    [OPT_FUTURE_FEATURES] = {"future-features", 0, "a,b", K_TEXT, .group = DATA,
+                             .help = "features known in advance (a holiday flag, a schedule, a time feature of "
+                                     "--time-features): their values at every target row are inputs too, beside the "
+                                     "window, which holds their past values as well; a target cannot be one "
+                                     "(docs/TRAINING.md, \"Covariates\")"},
     [OPT_SPLIT] = {"split", 0, "all|train|validation", K_CHOICE, .choices = splits, .group = DATA,
                    .help = "which part of every series, split as the checkpoint was trained"},
     [OPT_SEASON] = {"season", 0, "N", K_COUNT, 1, U32, .group = DATA,
@@ -177,6 +187,10 @@ static const option options[OPT_COUNT] = {
     [OPT_EARLY_STOP] = {"early-stop", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING,
                         .help = "stop when val_loss has not improved for N evaluations (epoch ends) in a row; "
                                 "DIR/best.safetensors keeps the best epoch either way (default: train every epoch)"},
+    [OPT_FOLDS] = {"folds", 0, "K", K_COUNT, 0, SF_MAX_FOLDS, .group = TRAINING,
+                   .help = "cross-validation: K models on expanding time splits of every series (TimeSeriesSplit), "
+                           "fold k trained on the first k of K + 1 parts and validated on the next; checkpoints in "
+                           "DIR/fold-k, the summary in DIR/folds.json (default: one validation tail, --val-split)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
                        .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
                                "plateau)"},
@@ -231,8 +245,9 @@ static const option options[OPT_COUNT] = {
     [OPT_STEPS] = {"steps", 0, "N", K_COUNT, 1, 1u << 30, .group = BENCH, .help = "timed steps per run"},
     [OPT_WARMUP] = {"warmup", 0, "N", K_COUNT, 0, 1u << 30, .group = BENCH, .help = "untimed steps first"},
     [OPT_CONSUME_RATE] = {"consume-rate", 0, "N", K_REAL, .rlo = 0.01, .rhi = 1e9, .group = BENCH,
-                          .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step "
-                                  "(default: takes them as fast as it can)"},
+                          .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step, and "
+                                  "the stalls are measured (default: takes them as fast as it can, raw throughput "
+                                  "and no stall figure)"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,
@@ -693,6 +708,8 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_VAL_SPLIT].set) o->val_split = v[OPT_VAL_SPLIT].real;
     if (v[OPT_MAX_GAP].set) o->max_gap = v[OPT_MAX_GAP].real;
     if (v[OPT_TIME_FEATURES].set) o->time_features = v[OPT_TIME_FEATURES].text;
+    if (v[OPT_FUTURE_FEATURES].set) o->future_features = v[OPT_FUTURE_FEATURES].text;
+    if (v[OPT_SERIES_FEATURES].set) o->series_features = v[OPT_SERIES_FEATURES].text;
     if (v[OPT_TARGET].set) o->target_change = v[OPT_TARGET].choice == 1;
     if (v[OPT_LR].set) o->adam.lr = (float)v[OPT_LR].real;
     if (v[OPT_LR_SCALING].set) o->lr_linear = v[OPT_LR_SCALING].choice == 1;
@@ -704,6 +721,7 @@ void cli_apply_fit(const cli_args *a, sf_fit_opts *o) {
     if (v[OPT_MIN_DELTA].set) o->min_delta = v[OPT_MIN_DELTA].real;
     if (v[OPT_MAX_STEPS].set) o->max_steps = v[OPT_MAX_STEPS].u;
     if (v[OPT_EARLY_STOP].set) o->early_stop = v[OPT_EARLY_STOP].u;
+    if (v[OPT_FOLDS].set) o->folds = (uint32_t)v[OPT_FOLDS].u;
     if (v[OPT_STEPS_PER_EPOCH].set) o->steps_per_epoch = v[OPT_STEPS_PER_EPOCH].u;
     if (v[OPT_VALIDATION_STEPS].set) o->validation_steps = v[OPT_VALIDATION_STEPS].u;
     if (v[OPT_LOG_EVERY].set) o->log_every = v[OPT_LOG_EVERY].u;

@@ -16,6 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
+#include <math.h>
+#include <sys/syscall.h>
 
 int sf_err_set(sf_err *e, int code, const char *fmt, ...) {
     if (e) {
@@ -347,6 +349,57 @@ double sf_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int sf_test_delays(uint32_t us[SF_DELAYS], sf_err *e) {
+    static const char *const kinds[SF_DELAYS] = {"read", "decode", "window", "io", "decode-wait", "step"};
+    for (int k = 0; k < SF_DELAYS; k++) us[k] = 0;
+    const char *v = getenv("SEQFEED_TEST_DELAY");
+    for (const char *at = v && *v ? v : NULL; at;) {
+        const char *colon = strchr(at, ':'), *comma = strchr(at, ',');
+        bool ok = false;
+        for (int k = 0; colon && (!comma || colon < comma) && k < SF_DELAYS && !ok; k++) {
+            char *end;
+            unsigned long n = strtoul(colon + 1, &end, 10);
+            if (strlen(kinds[k]) == (size_t)(colon - at) && !strncmp(at, kinds[k], (size_t)(colon - at)) &&
+                end != colon + 1 && (*end == ',' || !*end) && n <= 1000000)
+                us[k] = (uint32_t)n, ok = true;
+        }
+        if (!ok)
+            return sf_err_set(e, SF_EINVAL, "SEQFEED_TEST_DELAY=%s: expected read, decode, window, io, decode-wait or "
+                              "step, a colon, and microseconds up to 1000000 (several: comma-separated)", v);
+        at = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+void sf_sleep_until(double until) {
+    for (double now = sf_now(); now < until; now = sf_now()) {
+        double s = until - now;
+        nanosleep(&(struct timespec){(time_t)s, (long)((s - (double)(time_t)s) * 1e9)}, NULL);
+    }
+}
+
+int sf_thread_id(void) { return (int)syscall(SYS_gettid); }
+
+void sf_thread_times(int tid, double *on_core, double *queued) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+    FILE *f = tid > 0 ? fopen(path, "r") : NULL;
+    unsigned long long run = 0, wait = 0;
+    bool ok = f && fscanf(f, "%llu %llu", &run, &wait) == 2;
+    if (f) fclose(f);
+    *on_core = ok ? (double)run * 1e-9 : NAN;
+    *queued = ok ? (double)wait * 1e-9 : NAN;
+}
+
+int sf_lat_bucket(double seconds) {
+    if (!(seconds > 1e-6)) return 0;
+    int k = (int)ceil(2 * log2(seconds * 1e6));
+    if (k > 0 && seconds <= sf_lat_edge(k - 1)) k--;  // rounding: an edge belongs to the bucket below it
+    return k < SF_LAT_BUCKETS ? k : SF_LAT_BUCKETS - 1;
+}
+
+double sf_lat_edge(int k) { return 1e-6 * exp2(k / 2.0); }
 
 uint64_t sf_machine_memory(void) {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);

@@ -115,6 +115,34 @@ static inline uint64_t sf_splitmix64(uint64_t *state) {
 
 // Monotonic time in seconds.
 double sf_now(void);
+
+// Faults tests inject, from SEQFEED_TEST_DELAY=KIND:MICROSECONDS[,KIND:US...]:
+// read, decode, window: busy time on a core (a spin) per read request,
+// decoded chunk or windowed batch; io: a read request completes no sooner
+// than this after its submission (a slow device: requests in flight overlap
+// their waits); decode-wait: a decoded chunk takes this long off the CPU;
+// step: a replica's forward and backward take at least this long, the rest
+// asleep (an emulated GPU step: no core used). 0 when unset; SF_EINVAL when
+// malformed.
+enum sf_test_delay { SF_DELAY_READ, SF_DELAY_DECODE, SF_DELAY_WINDOW, SF_DELAY_IO, SF_DELAY_DECODE_WAIT,
+                     SF_DELAY_STEP, SF_DELAYS };
+int sf_test_delays(uint32_t us[SF_DELAYS], sf_err *e);
+// Sleeps until sf_now() reaches `until`.
+void sf_sleep_until(double until);
+
+// A thread's time on a core and waiting for one (the scheduler's run queue),
+// in seconds, from /proc/self/task/TID/schedstat; NAN both when the kernel
+// does not say. tid: sf_thread_id() of the thread, called on it.
+int sf_thread_id(void);
+void sf_thread_times(int tid, double *on_core, double *queued);
+
+// Latencies in buckets a factor sqrt(2) apart: bucket 0 holds those up to
+// 1 us, bucket k those above 2^((k-1)/2) us up to 2^(k/2) us, the last also
+// every longer one (above 4 s).
+enum { SF_LAT_BUCKETS = 46 };
+int sf_lat_bucket(double seconds);
+// Bucket k's upper edge, in seconds.
+double sf_lat_edge(int k);
 // Bytes of memory this process may use before the OOM killer comes: the
 // machine's physical memory, or its cgroup's (v2) limit when lower; 0 when
 // neither is known.

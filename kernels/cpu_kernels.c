@@ -249,6 +249,27 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
     if (dx) gemm(false, true, B * T, C, G, 1.0f, dgx, G, W, G, 0.0f, dx, C);
 }
 
+// The series of a window's one-hot: its first 1 (0 when it has none).
+static size_t one_of(const float *onehot, size_t S) {
+    for (size_t s = 0; s < S; s++)
+        if (onehot[s] == 1.0f) return s;
+    return 0;
+}
+
+void sf_embed_forward(float *out, size_t ld, const float *onehot, size_t X, const float *E, size_t B, size_t S,
+                      size_t D) {
+    for (size_t b = 0; b < B; b++) memcpy(out + b * ld, E + one_of(onehot + b * X, S) * D, D * sizeof(float));
+}
+
+void sf_embed_backward(float *dE, const float *dout, size_t ld, const float *onehot, size_t X, size_t B, size_t S,
+                       size_t D) {
+    memset(dE, 0, S * D * sizeof(float));
+    for (size_t b = 0; b < B; b++) {
+        float *row = dE + one_of(onehot + b * X, S) * D;
+        for (size_t d = 0; d < D; d++) row[d] += dout[b * ld + d];
+    }
+}
+
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O) {
     rows_fill(y, b, B, O);
     gemm(false, false, B, O, C, 1.0f, x, C, W, O, 1.0f, y, O);

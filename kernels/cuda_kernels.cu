@@ -180,6 +180,47 @@ extern "C" int sf_gpu_loss_sum(double *sum, const sf_loss *l, const float *y, co
     return launched("the loss", e);
 }
 
+// A window's series: the first 1 of its one-hot (0 when none), as one_of.
+__global__ static void embed_series(int *series, const float *onehot, size_t X, size_t B, size_t S) {
+    size_t b = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (b >= B) return;
+    size_t s = 0;
+    while (s < S && onehot[b * X + s] != 1.0f) s++;
+    series[b] = s < S ? (int)s : 0;
+}
+
+__global__ static void embed_forward(float *out, size_t ld, const int *series, const float *E, size_t B, size_t D) {
+    size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (k >= B * D) return;
+    size_t b = k / D, d = k % D;
+    out[b * ld + d] = E[(size_t)series[b] * D + d];
+}
+
+// One thread per (series, d), summing its windows in order: the CPU's sums, bit for bit.
+__global__ static void embed_backward(float *dE, const float *dout, size_t ld, const int *series, size_t B, size_t S,
+                                      size_t D) {
+    size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (k >= S * D) return;
+    size_t s = k / D, d = k % D;
+    float sum = 0;
+    for (size_t b = 0; b < B; b++)
+        if ((size_t)series[b] == s) sum += dout[b * ld + d];
+    dE[k] = sum;
+}
+
+extern "C" int sf_gpu_embed_forward(float *out, size_t ld, int *series, const float *onehot, size_t X, const float *E,
+                                    size_t B, size_t S, size_t D, void *stream, sf_err *e) {
+    embed_series<<<blocks_for(B), THREADS, 0, (cudaStream_t)stream>>>(series, onehot, X, B, S);
+    embed_forward<<<blocks_for(B * D), THREADS, 0, (cudaStream_t)stream>>>(out, ld, series, E, B, D);
+    return launched("embedding", e);
+}
+
+extern "C" int sf_gpu_embed_backward(float *dE, const float *dout, size_t ld, const int *series, size_t B, size_t S,
+                                     size_t D, void *stream, sf_err *e) {
+    embed_backward<<<blocks_for(S * D), THREADS, 0, (cudaStream_t)stream>>>(dE, dout, ld, series, B, S, D);
+    return launched("embedding backward", e);
+}
+
 extern "C" int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e) {
     last_step<<<blocks_for(B * U), THREADS, 0, (cudaStream_t)stream>>>(out, h, B, T, U);
     return launched("last step", e);

@@ -49,6 +49,15 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
 
 // y (B,O) = x (B,C) W (C,O) + b (O)
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O);
+// --series-features embedding:D: each window's series is its one-hot's 1,
+// the first of S values at onehot + b * X (its input x); its embedding
+// (the series' row of E, (S, D)) goes to out + b * ld, D floats, as a
+// lookup (no product: exact in every precision). The gradient dE (S, D,
+// overwritten) sums the rows dout + b * ld of each series in window order.
+void sf_embed_forward(float *out, size_t ld, const float *onehot, size_t X, const float *E, size_t B, size_t S,
+                      size_t D);
+void sf_embed_backward(float *dE, const float *dout, size_t ld, const float *onehot, size_t X, size_t B, size_t S,
+                       size_t D);
 void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const float *x, const float *W, size_t B,
                        size_t C, size_t O);
 
@@ -217,6 +226,12 @@ int sf_gpu_loss_backward(float *dy, const sf_loss *l, const float *y, const floa
 // out (B,U) = h[:, T-1, :] for h (B,T,U), and its backward: dh zero but the
 // last step, dout.
 int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e);
+// sf_embed_forward and sf_embed_backward; series (B ints, device) holds
+// each window's series between the two (forward finds it).
+int sf_gpu_embed_forward(float *out, size_t ld, int *series, const float *onehot, size_t X, const float *E, size_t B,
+                         size_t S, size_t D, void *stream, sf_err *e);
+int sf_gpu_embed_backward(float *dE, const float *dout, size_t ld, const int *series, size_t B, size_t S, size_t D,
+                          void *stream, sf_err *e);
 int sf_gpu_last_step_backward(float *dh, const float *dout, size_t B, size_t T, size_t U, void *stream, sf_err *e);
 // *bad (device) becomes 1 when !sf_update_finite(g, n, *loss) (loss:
 // device), and then stays 1 (its owner zeroes it once): every later update

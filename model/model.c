@@ -7,6 +7,8 @@
 
 #include "model.h"
 
+static int layout(sf_model *m, sf_err *e);
+
 static const char *kind_word(int kind) {
     return kind == SF_LAYER_LSTM ? "lstm" : kind == SF_LAYER_GRU ? "gru" : kind == SF_LAYER_DROPOUT ? "dropout" : "dense";
 }
@@ -99,15 +101,25 @@ int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t
         return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but the model gives %u output(s): "
                           "one per target, times the steps of a --horizon A-B%s (hint: a last 'dense' takes that "
                           "number)", end->units, outputs, quantiles);
-    // Widths, sequence flags and the parameter layout, in Keras' order:
-    // kernel, recurrent_kernel, bias per LSTM or GRU (its bias Keras' (2, 3U):
-    // the input's, then the recurrent's); kernel, bias per dense.
-    uint32_t width = inputs;
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (sf_layer_recurrent(&m->layer[i])) m->head = i;
+    while (m->layer[m->head].kind != SF_LAYER_DENSE) m->head++;
+    return layout(m, e);
+}
+
+// Widths, sequence flags and the parameter layout, in Keras' order:
+// kernel, recurrent_kernel, bias per LSTM or GRU (its bias Keras' (2, 3U):
+// the input's, then the recurrent's); kernel, bias per dense. The head's
+// kernel has the extra inputs' rows after its input's.
+static int layout(sf_model *m, sf_err *e) {
+    uint32_t width = m->inputs, last_lstm = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (sf_layer_recurrent(&m->layer[i])) last_lstm = i;
     bool sequences = true;
     size_t off = 0;
     for (uint32_t i = 0; i < m->nlayers; i++) {
         sf_layer *l = &m->layer[i];
-        l->in = width;
+        l->in = width + (i == m->head ? sf_model_head_extra(m) : 0);
         if (l->kind == SF_LAYER_DENSE && l->units == 0)
             return sf_err_set(e, SF_EINVAL, "--model: %s: only the last dense layer may leave out its width", l->name);
         if (l->kind == SF_LAYER_DENSE && i < last_lstm)
@@ -116,12 +128,14 @@ int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t
         if (sf_layer_recurrent(l)) {
             size_t G = (size_t)sf_layer_gates(l) * l->units;
             sequences = i != last_lstm;
-            l->kernel = off, off += (size_t)width * G;
+            l->kernel = off, off += (size_t)l->in * G;
             l->recurrent = off, off += (size_t)l->units * G;
             l->bias = off, off += l->kind == SF_LAYER_GRU ? 2 * G : G;
         } else if (l->kind == SF_LAYER_DENSE) {
-            l->kernel = off, off += (size_t)width * l->units;
+            l->kernel = off, off += (size_t)l->in * l->units;
             l->bias = off, off += l->units;
+            // In the head's range of the buffer: its gradient is final with the head's.
+            if (i == m->head && m->embed) m->embedding = off, off += (size_t)m->embed_series * m->embed;
         } else {
             l->units = width;
         }
@@ -130,6 +144,19 @@ int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t
     }
     m->nparams = off;
     return 0;
+}
+
+int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e) {
+    m->extra = extra;
+    return layout(m, e);
+}
+
+int sf_model_set_embedding(sf_model *m, uint32_t series, uint32_t dim, sf_err *e) {
+    if (series > m->extra || !dim || !series)
+        return sf_err_set(e, SF_EINVAL, "an embedding of %u series into %u values, of %u extra inputs", series, dim,
+                          m->extra);
+    m->embed_series = series, m->embed = dim;
+    return layout(m, e);
 }
 
 void sf_model_layer_params(const sf_model *m, uint32_t i, size_t *lo, size_t *hi) {
@@ -169,6 +196,10 @@ uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out) {
         for (int k = 0; k < 3; k++) {
             if (l->kind == SF_LAYER_DENSE && k == 1) continue;
             if (out) out[n] = t[k];
+            n++;
+        }
+        if (i == m->head && m->embed) {  // Keras' Embedding layer, "embedding"
+            if (out) out[n] = (sf_tensor){"embedding/embeddings", m->embedding, 2, {m->embed_series, m->embed}};
             n++;
         }
     }
@@ -230,6 +261,9 @@ void sf_model_init(const sf_model *m, float *params, uint64_t seed) {
         } else if (l->kind == SF_LAYER_DENSE) {
             glorot_uniform(params + l->kernel, l->in, l->units, &s);
             memset(params + l->bias, 0, l->units * sizeof(float));
+            // Keras' Embedding: uniform in [-0.05, 0.05]
+            for (size_t k = 0; i == m->head && k < (size_t)m->embed_series * m->embed; k++)
+                params[m->embedding + k] = (float)((2 * uniform(&s) - 1) * 0.05);
         }
     }
 }

@@ -40,6 +40,18 @@ typedef struct {
     uint32_t nlayers, inputs, outputs;  // outputs: the last dense's units, values x the loss's width
     uint32_t values;                    // target values per window, as y holds them: targets x steps
     sf_loss loss;                       // what training minimises (zeroed: MSE)
+    // Covariates (--future-features): `extra` values per window beside its
+    // rows, concatenated after the window's (window, inputs) values in x and
+    // with the output of the layer before the head, layer `head` (the first
+    // dense layer: the last recurrent layer's output, after its dropout),
+    // whose kernel has those rows too. The recurrent layers never see them.
+    uint32_t extra, head;
+    // --series-features embedding:D: the extra's last embed_series values
+    // are a one-hot of the window's series, which reaches the head as its
+    // row of the table at `embedding` (embed_series, embed), Keras'
+    // Embedding: the head's kernel has embed rows for it instead. 0: none.
+    uint32_t embed_series, embed;
+    size_t embedding;
     size_t nparams;
 } sf_model;
 
@@ -71,6 +83,20 @@ void sf_loss_quantile_name(const sf_loss *l, uint32_t j, char *buf, size_t len);
 // The prediction (of sf_loss_width per value) that serves as the point
 // forecast: the quantile nearest 0.5 (the lower one on a tie), else 0.
 uint32_t sf_loss_point(const sf_loss *l);
+
+// Gives the head `extra` more inputs (sf_model's comment) and lays the
+// parameters out again; 0 or SF_EINVAL.
+int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e);
+// The extra's last `series` values (a one-hot) reach the head through an
+// embedding of dim values each (sf_model's comment), laid out after the
+// head's bias; 0 or SF_EINVAL (more series than the extra has, or dim 0).
+int sf_model_set_embedding(sf_model *m, uint32_t series, uint32_t dim, sf_err *e);
+// The width the extra reaches the head with: the embedding's, not the one-hot's.
+static inline uint32_t sf_model_head_extra(const sf_model *m) { return m->extra - m->embed_series + m->embed; }
+// The floats of one window's input: (window, inputs) and the extra.
+static inline size_t sf_model_x_len(const sf_model *m, uint32_t window) {
+    return (size_t)window * m->inputs + m->extra;
+}
 // The model as text that sf_model_parse reads back (all widths spelled out),
 // into buf (len bytes, NUL-terminated, cut short when too small).
 void sf_model_format(const sf_model *m, char *buf, size_t len);
@@ -93,7 +119,8 @@ typedef struct {
     uint32_t rank, shape[2];
 } sf_tensor;
 // The model's tensors in buffer order into out (NULL: only count them; else
-// room for 3 * SF_MODEL_MAX_LAYERS). Returns their count.
+// room for 3 * SF_MODEL_MAX_LAYERS: the head, a dense layer's two and the
+// embedding's one, takes no more than a recurrent layer). Returns their count.
 uint32_t sf_model_tensors(const sf_model *m, sf_tensor *out);
 
 #endif

@@ -174,6 +174,136 @@ void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap) {
     for (uint32_t k = 0; k < c->ntime; k++) sf_list_append(buf, cap, &len, sf_time_feature_name(c->time[k]));
 }
 
+// The name input j of c stands for: its column's, or its time feature's.
+static const char *input_name(const sf_columns *c, const sf_pack_info *in, uint32_t j) {
+    if (c->features[j] != SF_COLUMN_TIME) return in->col_names[c->features[j]];
+    uint32_t first = c->nfeatures - 2 * c->ntime;
+    return sf_time_feature_name(c->time[(j - first) / 2]);
+}
+
+int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e) {
+    free(c->future);
+    c->future = NULL, c->nfuture = 0;
+    if (!list || !*list) return 0;
+    if (!(c->future = malloc(c->nfeatures * sizeof *c->future + 1))) return sf_err_set(e, SF_ENOMEM, "out of memory");
+    char name[4096];
+    for (const char *p = list; p;) {
+        if (sf_list_next(&p, name, sizeof name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features '%s': expected names separated by commas", list);
+        uint32_t col = 0;
+        while (col < info->ncols && strcmp(info->col_names[col], name)) col++;
+        for (uint32_t k = 0; k < c->ntargets; k++)
+            if (c->targets[k] == col)
+                return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is a target, and its value at the "
+                                  "target rows is what the model predicts (hint: a column known in advance that is "
+                                  "no --targets)", name, name);
+        if (info->time_column[0] && !strcmp(info->time_column, name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is the time column, no input; its "
+                              "calendar at the target rows comes as a time feature (hint: --time-features hour and "
+                              "--future-features hour)", name, name);
+        if (info->series_column[0] && !strcmp(info->series_column, name))
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is the series column, no input (it "
+                              "names the series a row belongs to)", name, name);
+        uint32_t found = 0;
+        for (uint32_t j = 0; j < c->nfeatures; j++) {
+            if (strcmp(input_name(c, info, j), name)) continue;
+            for (uint32_t k = 0; k < c->nfuture; k++)
+                if (c->future[k] == j)
+                    return sf_err_set(e, SF_EUSAGE, "--future-features: \"%s\" is named twice", name);
+            c->future[c->nfuture++] = j, found++;
+        }
+        if (c->nfuture > SF_MAX_FUTURE_INPUTS)
+            return sf_err_set(e, SF_EUSAGE, "--future-features %s: %u inputs, more than the %u a model takes (a "
+                              "categorical column is one a value)", list, c->nfuture, SF_MAX_FUTURE_INPUTS);
+        if (found) continue;
+        char inputs[512] = "";
+        size_t n = 0;
+        for (uint32_t j = 0; j < c->nfeatures && n < sizeof inputs - 4; j++)
+            if (!j || strcmp(input_name(c, info, j), input_name(c, info, j - 1)))
+                n += (size_t)snprintf(inputs + n, sizeof inputs - n, "%s%s", j ? ", " : "", input_name(c, info, j));
+        return sf_err_set(e, SF_EUSAGE, "--future-features %s: \"%s\" is %s of the window's inputs, which a future "
+                          "feature also is (its past values): %s (hint: add it to --features or --time-features)",
+                          name, name, col < info->ncols ? "a column but none" : "none", inputs);
+    }
+    // In the inputs' order, whatever the list's: a model's future values are
+    // the same whichever way its features were named.
+    for (uint32_t k = 1; k < c->nfuture; k++)
+        for (uint32_t i = k; i > 0 && c->future[i - 1] > c->future[i]; i--) {
+            uint32_t t = c->future[i];
+            c->future[i] = c->future[i - 1], c->future[i - 1] = t;
+        }
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const sf_series *)a)->name, ((const sf_series *)b)->name);
+}
+
+int sf_columns_onehot(sf_columns *c, const sf_pack_info *in, const sf_series *names, uint64_t n, sf_err *e) {
+    free(c->onehot_code);
+    c->onehot_code = NULL, c->nonehot = 0;
+    if (!in->series_column[0])
+        return sf_err_set(e, SF_EUSAGE, "--series-features: the file has one series, without a series column: there "
+                          "is no series to tell apart (hint: pack the CSV with --series-column NAME)");
+    uint64_t count = names ? n : in->nseries;
+    if (count > SF_MAX_ONEHOT)
+        return sf_err_set(e, SF_EUSAGE, "--series-features onehot: %llu series, more than the %u inputs it makes at "
+                          "most", (unsigned long long)count, SF_MAX_ONEHOT);
+    // The model's names sorted, each with its input in first_row.
+    sf_series *known = malloc(count * sizeof *known + 1);
+    c->onehot_code = malloc(in->nseries * sizeof *c->onehot_code + 1);
+    if (!known || !c->onehot_code) {
+        free(known);
+        return sf_err_set(e, SF_ENOMEM, "out of memory");
+    }
+    const sf_series *model = names ? names : in->series;
+    for (uint64_t s = 0; s < count; s++) known[s] = (sf_series){.first_row = s, .name = model[s].name};
+    qsort(known, count, sizeof *known, by_name);
+    int rc = 0;
+    for (uint64_t s = 0; !rc && !names && s < count; s++) {
+        bool empty = !known[s].name[0], twice = s && !strcmp(known[s].name, known[s - 1].name);
+        if (!empty && !twice) continue;
+        char name[256];
+        sf_escape_controls(name, sizeof name, known[s].name, strlen(known[s].name));
+        rc = sf_err_set(e, SF_EUSAGE, "--series-features: %s \"%s\", and a checkpoint knows each series by its name "
+                        "(hint: pack the file so that every row has a series and each series is one)",
+                        empty ? "a series with an empty name" : "two series are named", name);
+    }
+    for (uint64_t s = 0; !rc && s < in->nseries; s++) {
+        sf_series key = {.name = in->series[s].name};
+        const sf_series *k = bsearch(&key, known, count, sizeof *known, by_name);
+        if (k) {
+            c->onehot_code[s] = (uint32_t)k->first_row;
+            continue;
+        }
+        char name[256];
+        sf_escape_controls(name, sizeof name, in->series[s].name, strlen(in->series[s].name));
+        rc = sf_err_set(e, SF_EUSAGE, "series \"%s\" (row %llu) is not one of the %llu series the model was trained "
+                        "on with --series-features, which gives each of those series an input of its own: there is "
+                        "none for it (hint: --data with the series trained on, or train on data that holds it)", name,
+                        (unsigned long long)in->series[s].first_row, (unsigned long long)count);
+    }
+    free(known);
+    if (rc) {
+        free(c->onehot_code);
+        c->onehot_code = NULL;
+        return rc;
+    }
+    c->nonehot = (uint32_t)count, c->onehot_table = in->series, c->nonehot_table = in->nseries;
+    return 0;
+}
+
+int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (uint32_t k = 0; k < c->nfuture; k++) {
+        const char *name = input_name(c, info, c->future[k]);
+        if (k && !strcmp(name, input_name(c, info, c->future[k - 1]))) continue;  // a categorical or time feature once
+        if (sf_list_append(buf, cap, &len, name)) return SF_ERANGE;
+    }
+    return 0;
+}
+
 void sf_columns_free(sf_columns *c) {
     free(c->features);
     free(c->targets);
@@ -184,6 +314,8 @@ void sf_columns_free(sf_columns *c) {
     free(c->target_mean);
     free(c->codes);
     free(c->change_from);
+    free(c->future);
+    free(c->onehot_code);
     free(c->scoped_feature_scale), free(c->scoped_feature_offset);
     free(c->scoped_target_scale), free(c->scoped_target_offset), free(c->scoped_target_mean);
     *c = (sf_columns){0};

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,6 +30,20 @@ typedef struct block_job {
     uint32_t pending;  // chunks not gathered yet
     struct block_job *next;
 } block_job;
+
+// A pipeline thread's scheduler times: read from the kernel while it runs,
+// kept when it ends (its /proc entry goes with it). Under the pipe's lock.
+typedef struct {
+    int tid;  // 0: not started
+    bool ended;
+    double cpu, queued;
+} thread_times;
+
+// On the thread itself, at its start (end false) or its end.
+static void note_thread(thread_times *t, bool end) {
+    if (!end) t->tid = sf_thread_id();
+    else sf_thread_times(t->tid, &t->cpu, &t->queued), t->ended = true;
+}
 
 typedef struct {
     block_job *job;
@@ -42,12 +57,14 @@ typedef struct {
     uint32_t l;              // index among the pipe's lanes (replica l / lanes)
     block_job *head, *tail;  // prefetched blocks, in shard order
     uint32_t queued;
+    double ready_at;         // when its last batch was published
     uint64_t read_epoch;     // the epoch the reader is reading for this lane
     int64_t next_put;        // shard tasks of this epoch the windower is done with
     sf_ring ring;
     bool finished;
     pthread_t thread;
     bool started;
+    thread_times times;
     pthread_cond_t window_cv, consume_cv;  // its windower; its consumer
     sf_pipe_replica_stats st;
     int track;  // in the trace
@@ -56,6 +73,7 @@ typedef struct {
 typedef struct {
     struct sf_pipe *p;
     int track;
+    thread_times times;
 } decoder_arg;
 
 struct sf_pipe {
@@ -64,7 +82,7 @@ struct sf_pipe {
     const sf_columns *cols;
     sf_plan *plan;
     sf_reader *reader;
-    uint32_t delay_us[3];  // SEQFEED_TEST_DELAY, per enum sf_stage
+    uint32_t delay_us[SF_DELAYS];  // SEQFEED_TEST_DELAY (sf_test_delays)
     pthread_mutex_t mu;
     pthread_cond_t reader_cv, decoder_cv;
     bool stop, reader_done;
@@ -84,6 +102,7 @@ struct sf_pipe {
     pthread_t reader_thread, *decoders;
     decoder_arg *dargs;
     int reader_track;
+    thread_times reader_times;
     uint32_t ndecoders_started;
     bool reader_started;
     sf_pipe_stats st;
@@ -107,31 +126,20 @@ static void fail(sf_pipe *p, int code, const sf_err *e) {
     wake_all(p);
 }
 
-// A stage's test delay: busy time, as slow work is.
-static void stall(uint32_t us) {
-    if (!us) return;
-    double until = sf_now() + us * 1e-6;
-    while (sf_now() < until) {
-    }
+// The calling thread's time on a core, in seconds.
+static double thread_cpu(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-// SEQFEED_TEST_DELAY=STAGE:MICROSECONDS, for tests that need a slow stage.
-static int test_delays(uint32_t us[3], sf_err *e) {
-    static const char *const stages[3] = {"read", "decode", "window"};
-    const char *v = getenv("SEQFEED_TEST_DELAY");
-    if (!v || !*v) return 0;
-    const char *colon = strchr(v, ':');
-    for (int k = 0; colon && k < 3; k++) {
-        char *end;
-        unsigned long n = strtoul(colon + 1, &end, 10);
-        if (strlen(stages[k]) == (size_t)(colon - v) && !strncmp(v, stages[k], (size_t)(colon - v)) &&
-            end != colon + 1 && !*end && n <= 1000000) {
-            us[k] = (uint32_t)n;
-            return 0;
-        }
+// A stage's test delay: time on a core, as slow work takes (a thread that
+// waits for a core takes longer, as work would).
+static void stall(uint32_t us) {
+    if (!us) return;
+    double until = thread_cpu() + us * 1e-6;
+    while (thread_cpu() < until) {
     }
-    return sf_err_set(e, SF_EINVAL, "SEQFEED_TEST_DELAY=%s: expected read, decode or window, a colon, and "
-                      "microseconds up to 1000000", v);
 }
 
 // Waits on cv under the pipe's lock and adds the time to *waited.
@@ -194,6 +202,7 @@ static void *reader_main(void *arg) {
     int64_t *ntasks = calloc(L, sizeof *ntasks), *next = calloc(L, sizeof *next);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
+    note_thread(&p->reader_times, false);
     if (!tasks || !ntasks || !next) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory"});
     for (uint32_t l = 0; l < L && !p->stop; l++) plan_epoch(p, l, tasks + (size_t)l * (nb + 1), &ntasks[l]);
     block_job *cur = NULL;
@@ -234,7 +243,7 @@ static void *reader_main(void *arg) {
             inflight++;
             pthread_mutex_unlock(&p->mu);
             double t = sf_now();
-            stall(p->delay_us[SF_STAGE_READ]);
+            stall(p->delay_us[SF_DELAY_READ]);
             int rc = sf_reader_submit(p->reader, i, first.offset, len, i, &e);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
@@ -252,6 +261,7 @@ static void *reader_main(void *arg) {
             uint64_t tag;
             double t = sf_now();
             int rc = sf_reader_wait(p->reader, &i, &tag, &e);
+            if (!rc && p->delay_us[SF_DELAY_IO]) sf_sleep_until(p->reads[i].submitted + p->delay_us[SF_DELAY_IO] * 1e-6);
             pthread_mutex_lock(&p->mu);
             p->st.read_busy += sf_now() - t;
             inflight--;
@@ -279,6 +289,7 @@ static void *reader_main(void *arg) {
     }
     pthread_mutex_lock(&p->mu);
     p->reader_done = true;
+    note_thread(&p->reader_times, true);
     pthread_cond_broadcast(&p->decoder_cv);
     pthread_mutex_unlock(&p->mu);
     free(tasks);
@@ -293,6 +304,7 @@ static void *decoder_main(void *arg) {
     sf_decoder *dec = sf_decoder_create(p->pack);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
+    note_thread(&((decoder_arg *)arg)->times, false);
     if (!dec) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
         while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
@@ -307,7 +319,8 @@ static void *decoder_main(void *arg) {
         for (uint32_t k = 0; k < job.nchunks && !rc; k++) {
             sf_chunk c = sf_pack_chunk_locate(p->pack, job.chunk + k);
             const char *stored = (const char *)sf_reader_buffer(p->reader, i) + (c.offset - job.offset);
-            stall(p->delay_us[SF_STAGE_DECODE]);
+            stall(p->delay_us[SF_DELAY_DECODE]);
+            if (p->delay_us[SF_DELAY_DECODE_WAIT]) sf_sleep_until(sf_now() + p->delay_us[SF_DELAY_DECODE_WAIT] * 1e-6);
             // Into rows no other decoder touches.
             rc = sf_decoder_run(dec, p->pack, p->cols, job.chunk + k, stored, &job.job->data, &e);
         }
@@ -324,6 +337,7 @@ static void *decoder_main(void *arg) {
         pthread_cond_signal(&p->reader_cv);  // a free buffer
         if ((job.job->pending -= job.nchunks) == 0) pthread_cond_signal(&p->lanes[job.lane].window_cv);
     }
+    note_thread(&((decoder_arg *)arg)->times, true);
     pthread_mutex_unlock(&p->mu);
     sf_decoder_free(dec);
     return NULL;
@@ -373,7 +387,7 @@ static int fill_slot(lane *ln, sf_stream *s, uint64_t epoch, sf_err *e) {
     double t = sf_now(), waited = ln->st.input_wait;  // only this thread adds to it
     int rc = sf_ring_reclaim(g, f, e);
     if (rc) return rc;
-    stall(p->delay_us[SF_STAGE_WINDOW]);
+    stall(p->delay_us[SF_DELAY_WINDOW]);
     int64_t n = sf_stream_next(s, sf_ring_x(g, f), sf_ring_y(g, f), g->ids[f], e);
     if (n <= 0) return (int)n;
     if ((rc = sf_ring_publish(g, f, e))) return rc;
@@ -386,6 +400,7 @@ static int fill_slot(lane *ln, sf_stream *s, uint64_t epoch, sf_err *e) {
     g->epoch[f] = epoch;
     g->state[f] = SF_SLOT_READY;
     g->fill = (f + 1) % g->slots;
+    ln->ready_at = sf_now();
     pthread_cond_signal(&ln->consume_cv);
     pthread_mutex_unlock(&p->mu);
     return 1;
@@ -395,6 +410,9 @@ static void *windower_main(void *arg) {
     lane *ln = arg;
     sf_pipe *p = ln->pipe;
     sf_block_source src = {block_get, block_put, ln};
+    pthread_mutex_lock(&p->mu);
+    note_thread(&ln->times, false);
+    pthread_mutex_unlock(&p->mu);
     sf_stream_opts so = {.batch = p->o.batch, .pool = p->o.pool, .drop_remainder = p->o.drop_remainder,
                          .seed = p->o.seed, .max_edges = p->max_edges};
     sf_err e = {0};
@@ -424,6 +442,7 @@ static void *windower_main(void *arg) {
     pthread_mutex_lock(&p->mu);
     if (rc && !p->stop) fail(p, rc, &e);
     ln->finished = true;
+    note_thread(&ln->times, true);
     pthread_cond_signal(&ln->consume_cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;
@@ -520,7 +539,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     pthread_cond_init(&p->decoder_cv, NULL);
     const sf_pack_info *in = sf_pack_get_info(pack);
     const char *path = sf_pack_name(pack);
-    rc = test_delays(p->delay_us, e);
+    rc = sf_test_delays(p->delay_us, e);
     if (!rc)
         rc = sf_plan_create(&p->plan, in->nrows, in->chunk_rows, o->series ? o->series : in->series,
                             o->series ? o->nseries : in->nseries, &o->window, o->block_chunks,
@@ -551,7 +570,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     rc = p->reads && p->free_bufs && p->decode_q && p->lanes && p->decoders && p->dargs && p->turn && p->epoch
              ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
-    size_t x_len = (size_t)o->window.length * cols->nfeatures;
+    size_t x_len = sf_window_x_len(&o->window, cols);
     for (uint32_t l = 0; !rc && l < p->nlanes; l++) {
         lane *ln = &p->lanes[l];
         *ln = (lane){.pipe = p, .l = l, .read_epoch = o->first_epoch};
@@ -571,7 +590,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->reader_track = sf_trace_track(o->trace, "pipeline: reader");
     for (uint32_t i = 0; i < o->decoders; i++) {
         snprintf(name, sizeof name, "pipeline: decoder %u", i);
-        p->dargs[i] = (decoder_arg){p, sf_trace_track(o->trace, name)};
+        p->dargs[i] = (decoder_arg){.p = p, .track = sf_trace_track(o->trace, name)};
     }
     for (uint32_t l = 0; l < p->nlanes; l++) {
         snprintf(name, sizeof name, "pipeline: windower %u.%u", l / p->per, l % p->per);
@@ -610,8 +629,12 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
             uint32_t l = r * p->per + (p->turn[r] + i) % p->per;
             lane *ln = &p->lanes[l];
             sf_ring *g = &ln->ring;
-            while (!p->stop && g->state[g->take] != SF_SLOT_READY && !ln->finished)
+            bool waited = false;
+            while (!p->stop && g->state[g->take] != SF_SLOT_READY && !ln->finished) {
                 wait_timed(p, &ln->consume_cv, first ? &ln->st.first_wait : &ln->st.consumer_wait);
+                waited = true;
+            }
+            if (waited && !first && g->state[g->take] == SF_SLOT_READY) ln->st.wake[sf_lat_bucket(sf_now() - ln->ready_at)]++;
             if (p->error) {
                 rc = p->error;
                 *e = p->err;
@@ -647,19 +670,35 @@ void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     pthread_mutex_unlock(&p->mu);
 }
 
+// The thread's time on a core and queued for one, added to *cpu and *queued.
+static void add_times(const thread_times *t, double *cpu, double *queued) {
+    double c = t->cpu, q = t->queued;
+    if (!t->tid) return;
+    if (!t->ended) sf_thread_times(t->tid, &c, &q);
+    *cpu += c, *queued += q;
+}
+
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica) {
     pthread_mutex_lock(&p->mu);
     *st = p->st;
+    add_times(&p->reader_times, &st->read_cpu, &st->read_queued);
+    for (uint32_t i = 0; i < p->ndecoders_started; i++)
+        add_times(&p->dargs[i].times, &st->decode_cpu, &st->decode_queued);
     for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) {
         sf_pipe_replica_stats sum = {0};
         for (uint32_t l = 0; l < p->per; l++) {
-            const sf_pipe_replica_stats *x = &p->lanes[r * p->per + l].st;
+            const lane *ln = &p->lanes[r * p->per + l];
+            const sf_pipe_replica_stats *x = &ln->st;
+            double cpu = 0, queued = 0;
+            add_times(&ln->times, &cpu, &queued);
             sum.batches += x->batches;
             sum.busy += x->busy / p->per;  // per windower, as utilisation is reported
+            sum.cpu += cpu / p->per, sum.queued += queued / p->per;
             sum.input_wait += x->input_wait / p->per;
             sum.output_wait += x->output_wait / p->per;
             sum.consumer_wait += x->consumer_wait;
             sum.first_wait += x->first_wait;
+            for (int k = 0; k < SF_LAT_BUCKETS; k++) sum.wake[k] += x->wake[k];
         }
         per_replica[r] = sum;
     }
@@ -675,8 +714,8 @@ static uint64_t edge_size(const sf_pipe_opts *o, const sf_columns *c) {
 uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return o->edge_bytes / edge_size(o, c); }
 
 // Bytes of one window in a pool or a slot: x, y and its id.
-static uint64_t window_bytes(const sf_pipe_opts *o, uint64_t nf, uint64_t nt) {
-    return ((uint64_t)o->window.length * nf + nt * sf_window_steps(&o->window)) * 4 + 8;
+static uint64_t window_bytes(const sf_pipe_opts *o, const sf_columns *c) {
+    return (sf_window_x_len(&o->window, c) + (uint64_t)c->ntargets * sf_window_steps(&o->window)) * 4 + 8;
 }
 
 // The pool each lane allocates (sf_stream_open): o->pool, but never more
@@ -692,7 +731,7 @@ static uint64_t lane_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
 
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
-    uint64_t window = window_bytes(o, nf, nt), per = o->block_chunks ? o->block_chunks : 1;
+    uint64_t window = window_bytes(o, cols), per = o->block_chunks ? o->block_chunks : 1;
     uint64_t nchunks = in->nchunks ? in->nchunks : 1, lanes = (uint64_t)o->replicas * o->lanes;
     if (per > nchunks) per = nchunks;
     // What the file can fill: a chunk holds at most the file's rows, and
@@ -719,7 +758,7 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
     uint64_t need = sf_pipe_memory(o, in, cols), have = sf_machine_memory();
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
-    double window = ((double)o->window.length * cols->nfeatures + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
+    double window = ((double)sf_window_x_len(&o->window, cols) + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
     double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
     if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;
@@ -749,7 +788,7 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
                           budget / 1e6, least / 1e6);
     // The pool first, as asked (it decides the batches); the edges, which
     // only spare reads, take what is left.
-    uint64_t window = window_bytes(o, cols->nfeatures, cols->ntargets), lanes = (uint64_t)o->replicas * o->lanes;
+    uint64_t window = window_bytes(o, cols), lanes = (uint64_t)o->replicas * o->lanes;
     uint64_t fits = 1 + (budget - least) / (lanes * window);
     // 0 or 1: no shuffle stays so; nor does a pool the file cannot fill.
     o->pool = want <= 1 || lane_pool(o, in) <= fits ? want : fits;

@@ -60,15 +60,29 @@ typedef struct sf_plan sf_plan;
 // a window that would start before the series' first row (a segment's,
 // with --max-gap: the series a plan is given) is left out. So runs with
 // other windows are validated on the same targets.
+//
+// Cross-validation (folds > 0) cuts each series as scikit-learn's
+// TimeSeriesSplit cuts an array: n rows, t = floor(n / (folds + 1)); fold
+// k (1 to folds) validates on rows [n - (folds - k + 1) t, n - (folds - k) t)
+// and trains on every row before them; the rows after its validation part
+// are in neither part (fraction is not used). The cut is made on the
+// series in whole (the file's) and a segment of one (--max-gap) keeps what
+// of each part lies in it, so no fold's training row comes after its
+// validation part's first row in any series. A series of fewer than
+// folds + 1 rows is in no part.
 enum sf_part { SF_PART_ALL, SF_PART_TRAIN, SF_PART_VALIDATION };
 typedef struct {
     double fraction;    // 0 <= fraction < 1
     enum sf_part part;
+    uint32_t folds, fold;        // fold of folds (0: no cross-validation)
+    const sf_series *whole;      // with folds: the series the cut is made on (NULL: those given)
+    uint64_t nwhole;
 } sf_split;
+enum { SF_MAX_FOLDS = 1000 };
 
 // The rows of split's part of series[i] as out[i] (first_row, rows): the
 // last fraction of its rows (rounded down) for validation, the rest for
-// training; NULL split: all of them.
+// training, or the fold's parts; NULL split: all of them.
 void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *split, sf_series *out);
 
 // A plan over a file's rows: chunk_rows rows per chunk, series as in the
@@ -167,6 +181,19 @@ typedef struct {
     uint32_t nflat, flat_column;  // columns scaled as constants, and the first of them (a column index)
     uint32_t ntime;               // time features, computed from the file's time column
     enum sf_time_feature time[SF_TIME_FEATURE_COUNT];
+    // --future-features: the inputs (indices into features) whose values at
+    // every target row of a window are inputs too, after its rows
+    // (sf_window_x_len); nfuture 0: none.
+    uint32_t nfuture, *future;
+    // --series-features onehot: after those, one input per series of the
+    // model (nonehot), 1 for the window's series and 0 for the others. The
+    // window's series is the one of the file's table (onehot_table,
+    // borrowed, nonehot_table series) that holds its last input row, and
+    // onehot_code gives its input. nonehot 0: none.
+    uint32_t nonehot;
+    const sf_series *onehot_table;
+    uint64_t nonehot_table;
+    uint32_t *onehot_code;
     enum sf_time_kind time_kind;  // the file's, to read its times
     // Targets pack imputed (--missing ffill, sf_pack_info.imputed) come out
     // as NaN in y instead of the filled-in value, so that scoring leaves
@@ -236,6 +263,30 @@ int sf_columns_check_time(const sf_columns *c, const sf_pack_info *in, sf_err *e
 int sf_columns_check_time_rows(const sf_columns *c, const sf_pack *p, const sf_series *ranges, uint64_t n, sf_err *e);
 // Writes c's time features as a list ("hour,yearday") into buf; "" for none.
 void sf_columns_time_list(const sf_columns *c, char *buf, size_t cap);
+// --future-features: the inputs of list's names ("holiday,hour"), in the
+// inputs' order whatever the list's, each a
+// feature column of c (a categorical one: its every input) or a time
+// feature of c, are also read at every target row of a window (values known
+// in advance, such as a holiday flag or a schedule). SF_EUSAGE, naming the
+// name and --future-features, for a name that is no feature, a target (its
+// value there is the answer), the time column or a series column, or one
+// named twice, or more than SF_MAX_FUTURE_INPUTS inputs. Call it after
+// sf_columns_add_time.
+#define SF_MAX_FUTURE_INPUTS 1024u
+int sf_columns_future(sf_columns *c, const sf_pack_info *info, const char *list, sf_err *e);
+// --series-features onehot: the series of the file's table (in->series,
+// borrowed: it must outlive c) one-hot, as inputs after the future
+// features. names (n of them) are the model's series, by name: each of
+// the file's must be one (SF_EUSAGE naming it and --series-features, so
+// that no forecast is made for a series the model never saw); NULL: the
+// file's own, in its table's order (training), which must have a series
+// column and non-empty, distinct names (else SF_EUSAGE). At most
+// SF_MAX_ONEHOT series.
+#define SF_MAX_ONEHOT 65536u
+int sf_columns_onehot(sf_columns *c, const sf_pack_info *in, const sf_series *names, uint64_t n, sf_err *e);
+// The names of c's future features as a list ("holiday,hour") into buf,
+// "" for none; SF_ERANGE when they do not fit cap bytes.
+int sf_columns_future_list(const sf_columns *c, const sf_pack_info *info, char *buf, size_t cap);
 // Windows' targets become each target's change from its own value at the
 // window's last row (scaled alike, so the change's loss is the value's): a
 // model that predicts 0 is persistence. SF_EUSAGE naming a target that is
@@ -303,8 +354,16 @@ int sf_block_load(sf_block_loader *l, const sf_block_task *t, sf_block_data *d, 
 
 // ---- windows ----
 
-// Window id's values: x is (length, nfeatures), y is (steps, ntargets). The block
-// must hold the window's rows.
+// The floats of one window's inputs: its rows (length, nfeatures), then
+// the future features at its target rows (steps, nfuture), then its
+// series one-hot (nonehot): every x below holds windows of this many
+// floats.
+size_t sf_window_x_len(const sf_window_spec *w, const sf_columns *cols);
+// Window id's values: x is (length, nfeatures), (steps, nfuture) and
+// (nonehot), y is
+// (steps, ntargets). The block must hold the window's rows. No other value
+// of a target row is read: only the declared future features are known
+// before their time.
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y);
 
@@ -475,13 +534,22 @@ enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
 typedef struct {
     uint64_t bytes_read, chunks_read, chunks_decoded;
     double read_busy, read_wait, decode_busy, decode_wait;
+    // The threads' time on a core and in the scheduler's queue waiting for
+    // one (sf_thread_times; NAN when the kernel does not say): what of busy
+    // was work, what was starved of a core, and the rest blocked (I/O)
+    double read_cpu, read_queued, decode_cpu, decode_queued;
 } sf_pipe_stats;
 
 typedef struct {
     uint64_t batches;
     double busy, input_wait, output_wait;  // the windowers: cutting, waiting for blocks, for free slots
+    double cpu, queued;                    // the windowers on a core, waiting for one (per windower, as busy)
     double consumer_wait;                  // sf_pipe_next_batch waiting for a ready batch, after the first
     double first_wait;                     // waiting for the first batch (the pipeline filling)
+    // Each wait for a batch after the first: from the batch's publication
+    // to the waiting replica's return, the time the scheduler took to run
+    // it again (sf_lat_bucket buckets)
+    uint32_t wake[SF_LAT_BUCKETS];
 } sf_pipe_replica_stats;
 
 // Bytes the pipeline holds for o on a file with these columns: reader
@@ -509,8 +577,8 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
 // The threads: a reader, o->decoders decoders, a windower per lane. p and
 // cols are borrowed and must outlive the pipe (the pipe reads p's file
 // through a reader of its own). Tests may make a stage slow on purpose with
-// SEQFEED_TEST_DELAY=STAGE:MICROSECONDS (read, decode or window: busy time
-// per read, decoded chunk or batch); a malformed value is SF_EINVAL.
+// SEQFEED_TEST_DELAY (sf_test_delays: read, decode, window, io, decode-wait);
+// a malformed value is SF_EINVAL.
 typedef struct sf_pipe sf_pipe;
 int sf_pipe_open(sf_pipe **out, const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e);
 // The next batch of replica r (each replica's batches come in order): 1 and

@@ -108,6 +108,10 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
     *out = NULL;
     if (split && split->part != SF_PART_ALL && !(split->fraction >= 0 && split->fraction < 1))
         return sf_err_set(e, SF_EINVAL, "validation split %g: expected 0 <= split < 1", split->fraction);
+    if (split && split->folds && !(split->folds >= 2 && split->folds <= SF_MAX_FOLDS && split->fold >= 1 &&
+                                   split->fold <= split->folds))
+        return sf_err_set(e, SF_EINVAL, "fold %u of %u: expected 1 to %u folds of 2 to %u", split->fold, split->folds,
+                          split->folds, SF_MAX_FOLDS);
     if (w->length == 0 || w->stride == 0 || w->sampling_rate == 0)
         return sf_err_set(e, SF_EINVAL, "window length, stride and sampling rate must be at least 1 (got %u, %u, %u)",
                           w->length, w->stride, w->sampling_rate);
@@ -156,10 +160,39 @@ int sf_plan_create(sf_plan **out, uint64_t nrows, uint32_t chunk_rows, const sf_
     return 0;
 }
 
+// The series of split->whole that holds row (they are in row order), else NULL.
+static const sf_series *whole_of(const sf_split *split, uint64_t row) {
+    uint64_t lo = 0, hi = split->nwhole;
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (split->whole[mid].first_row + split->whole[mid].rows <= row) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < split->nwhole && split->whole[lo].first_row <= row ? &split->whole[lo] : NULL;
+}
+
+// A fold's part of [lo, hi), the rows of a series or of a segment of one.
+static void fold_part(const sf_series *s, const sf_split *split, uint64_t *lo, uint64_t *hi) {
+    const sf_series *w = split->whole ? whole_of(split, s->first_row) : s;
+    if (!w) w = s;
+    uint64_t t = w->rows / (split->folds + 1);
+    if (t == 0) {  // too short to cut: in no fold's parts, rather than in every fold's training
+        *hi = *lo;
+        return;
+    }
+    uint64_t vlo = w->first_row + w->rows - (uint64_t)(split->folds - split->fold + 1) * t, vhi = vlo + t;
+    uint64_t a = split->part == SF_PART_TRAIN ? *lo : vlo, b = split->part == SF_PART_TRAIN ? vlo : vhi;
+    a = a > *lo ? a : *lo, b = b < *hi ? b : *hi;
+    a = a < *hi ? a : *hi;
+    *lo = a, *hi = b > a ? b : a;
+}
+
 void sf_split_rows(const sf_series *series, uint64_t nseries, const sf_split *split, sf_series *out) {
     for (uint64_t i = 0; i < nseries; i++) {
         uint64_t lo = series[i].first_row, hi = lo + series[i].rows;
-        if (split && split->part != SF_PART_ALL) {
+        if (split && split->part != SF_PART_ALL && split->folds) {
+            fold_part(series + i, split, &lo, &hi);
+        } else if (split && split->part != SF_PART_ALL) {
             uint64_t cut = hi - (uint64_t)((double)series[i].rows * split->fraction);
             if (split->part == SF_PART_TRAIN) hi = cut;
             else lo = cut;

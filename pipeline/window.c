@@ -153,7 +153,7 @@ int sf_stream_open(sf_stream **out, const sf_pack *p, const sf_plan *plan, const
     s->plan = plan;
     s->cols = cols;
     s->o = *o;
-    s->x_len = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
+    s->x_len = sf_window_x_len(sf_plan_spec(plan), cols);
     s->y_len = (size_t)cols->ntargets * sf_window_steps(sf_plan_spec(plan));
     uint64_t total = sf_plan_windows(plan), share = (uint64_t)(((u128)total * (r + 1)) / replicas) -
                                                      (uint64_t)(((u128)total * r) / replicas);
@@ -251,6 +251,21 @@ int64_t sf_stream_next(sf_stream *s, float *x, float *y, uint64_t *ids, sf_err *
     return n;
 }
 
+size_t sf_window_x_len(const sf_window_spec *w, const sf_columns *cols) {
+    return (size_t)w->length * cols->nfeatures + (size_t)sf_window_steps(w) * cols->nfuture + cols->nonehot;
+}
+
+// The series of the file's table that holds row (the last that starts at or before it).
+static uint64_t table_series(const sf_columns *c, uint64_t row) {
+    uint64_t lo = 0, hi = c->nonehot_table;
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (c->onehot_table[mid].first_row <= row) lo = mid;
+        else hi = mid;
+    }
+    return lo;
+}
+
 void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data *d, uint64_t id, float *x,
                    float *y) {
     const sf_window_spec *w = sf_plan_spec(p);
@@ -265,6 +280,14 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
     size_t nt = cols->ntargets, steps = sf_window_steps(w);
     size_t target = at + (size_t)(w->length - 1) * w->sampling_rate + w->horizon - (steps - 1);
     memcpy(y, d->targ + target * nt, steps * nt * sizeof(float));
+    float *future = x + (size_t)w->length * nf;
+    for (size_t k = 0; k < steps; k++)
+        for (uint32_t j = 0; j < cols->nfuture; j++) *future++ = d->feat[(target + k) * nf + cols->future[j]];
+    if (cols->nonehot) {
+        memset(future, 0, cols->nonehot * sizeof *future);
+        uint64_t last = d->row_lo + at + (size_t)(w->length - 1) * w->sampling_rate;
+        future[cols->onehot_code[table_series(cols, last)]] = 1;
+    }
     const float *last = x + (size_t)(w->length - 1) * nf;
     for (size_t k = 0; cols->change_from && k < steps * nt; k++) y[k] -= last[cols->change_from[k % nt]];
 }
@@ -273,7 +296,7 @@ void sf_window_cut(const sf_plan *p, const sf_columns *cols, const sf_block_data
 // the file's size.
 int sf_windows_in_order(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t batch,
                         sf_window_fn fn, void *arg, sf_err *e) {
-    size_t xl = (size_t)sf_plan_spec(plan)->length * cols->nfeatures;
+    size_t xl = sf_window_x_len(sf_plan_spec(plan), cols);
     size_t yl = (size_t)cols->ntargets * sf_window_steps(sf_plan_spec(plan));
     sf_block_loader *loader = sf_block_loader_create(p, cols);
     float *x = malloc(batch * xl * sizeof(float) + 1), *y = malloc(batch * yl * sizeof(float) + 1);

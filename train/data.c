@@ -78,7 +78,8 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     sf_series *part = malloc(nseries * sizeof *part + 1);
     int rc = d->stats && part ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory");
     if (!rc) {
-        sf_split_rows(series, nseries, &(sf_split){o->val_split, SF_PART_TRAIN}, part);
+        sf_split split = sf_fit_split(o, in, SF_PART_TRAIN);
+        sf_split_rows(series, nseries, &split, part);
         d->stats_rows = 0;
         for (uint64_t i = 0; i < nseries; i++) d->stats_rows += part[i].rows;
         // What the file's time table could not judge, over the rows a model learns from.
@@ -94,6 +95,27 @@ static int training_scaling(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     return rc;
 }
 
+int sf_series_features(const char *text, uint32_t *embed, sf_err *e) {
+    *embed = 0;
+    if (!strcmp(text, "onehot")) return 0;
+    char *end;
+    unsigned long d = strncmp(text, "embedding:", 10) ? 0 : strtoul(text + 10, &end, 10);
+    if (d >= 1 && d <= 4096 && text[10] >= '0' && text[10] <= '9' && !*end) {
+        *embed = (uint32_t)d;
+        return 0;
+    }
+    return sf_err_set(e, SF_EUSAGE, "--series-features %s: expected onehot (an input per series) or embedding:D (a "
+                      "learned vector of D values per series, D from 1 to 4096)", text);
+}
+
+// --series-features: the series one-hot in x (an embedding's model maps it to its vector).
+static int series_inputs(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
+    uint32_t embed;
+    if (!o->series_features) return 0;
+    int rc = sf_series_features(o->series_features, &embed, e);
+    return rc ? rc : sf_columns_onehot(&d->cols, sf_pack_get_info(d->pack), NULL, 0, e);
+}
+
 int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     *d = (sf_run_data){0};
     int rc = sf_pack_open(&d->pack, o->data, e);
@@ -101,7 +123,9 @@ int sf_run_data_open(sf_run_data *d, const sf_fit_opts *o, sf_err *e) {
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     if ((rc = sf_columns_create(&d->cols, in, o->features, o->targets, NULL, o->norm, e)) ||
         (rc = sf_columns_add_time(&d->cols, in, o->time_features, e)) ||
-        (rc = sf_columns_check_time(&d->cols, in, e))) {
+        (rc = sf_columns_check_time(&d->cols, in, e)) ||
+        (rc = sf_columns_future(&d->cols, in, o->future_features, e)) ||
+        (rc = series_inputs(d, o, e))) {
         sf_err inner = *e;
         return sf_err_set(e, rc == SF_EINVAL ? SF_EUSAGE : rc, "%s: %s", o->data, inner.msg);
     }
@@ -136,7 +160,14 @@ sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32
     uint32_t all = replicas * (uint32_t)nranks;
     po.replicas = replicas, po.shard_first = replicas * (uint32_t)rank, po.shard_total = all;
     po.batch = o->batch / all, po.drop_remainder = true, po.seed = o->seed, po.epochs = o->epochs;
-    po.split = (sf_split){o->val_split, SF_PART_TRAIN};
+    po.split = sf_fit_split(o, sf_pack_get_info(d->pack), SF_PART_TRAIN);
     po.series = d->segments, po.nseries = d->nsegments;
     return po;
 }
+
+sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part) {
+    if (!o->folds) return (sf_split){.fraction = o->val_split, .part = part};
+    return (sf_split){.part = part, .folds = o->folds, .fold = o->fold, .whole = in->series, .nwhole = in->nseries};
+}
+
+bool sf_fit_validates(const sf_fit_opts *o) { return o->val_split > 0 || o->folds > 0; }

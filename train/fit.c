@@ -44,6 +44,7 @@ typedef struct {
     // the time the steps do.
     sf_pipe_stats pipe_warm, pipe_end;
     sf_pipe_replica_stats *replicas_warm, *replicas_end;
+    sf_cpu_use cpu_warm, cpu_end;  // and the cores' use
     bool ended;
     int interrupted;   // the signal that stops the run after its step (0: none)
     FILE *log;
@@ -64,6 +65,7 @@ typedef struct {
     sf_history history;
     bool log_five;         // the log an older seqfeed began: its five columns only
     sf_tboard tb;          // --tensorboard's event files (fd -1: none)
+    char fold[32];         // "fold K/N - " before the progress lines of a fold (--folds), else ""
 } fit;
 
 // The validation windows of the run (0: none, no val_loss, no evaluation).
@@ -169,7 +171,7 @@ static void progress_bar(fit *f, const sf_step_info *s) {
     double el = now - f->epoch_t0, rate = f->samples / (el > 0 ? el : 1e-9);
     double eta = f->epoch_step ? el / f->epoch_step * (f->steps_per_epoch - f->epoch_step) : 0;
     int width = 24, done = (int)(width * f->epoch_step / f->steps_per_epoch);
-    fprintf(stderr, "\r%6llu/%llu [%.*s%s%.*s] ETA %4.0f s - loss %.6f - %.0f samples/s\033[K",
+    fprintf(stderr, "\r%s%6llu/%llu [%.*s%s%.*s] ETA %4.0f s - loss %.6f - %.0f samples/s\033[K", f->fold,
             (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, done,
             "========================", done < width ? ">" : "", width - done - (done < width),
             "........................", eta, f->loss_sum / (double)f->samples, rate);
@@ -186,7 +188,7 @@ static int count_step(void *arg, const sf_step_info *s, sf_err *e) {
     f->samples += s->samples, f->run_samples += s->samples;
     f->wait += s->input_wait, f->run_wait += s->input_wait;
     f->epoch_step++, f->run_steps++;
-    if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm);
+    if (f->run_steps == 1) sf_pipe_get_stats(f->pipe, &f->pipe_warm, f->replicas_warm), sf_cpu_sample(&f->cpu_warm);
     if (f->bench && f->run_steps == f->bench->warmup_steps) f->run_t0 = sf_now(), f->run_samples = 0, f->run_wait = 0;
     if (f->talk) progress_bar(f, s);
     f->interrupted = s->interrupted;
@@ -257,13 +259,13 @@ static int log_row(fit *f, double el, double val, bool end, sf_err *e) {
     char lr_text[32] = "";
     if (f->lr.kind != SF_LR_CONSTANT || f->lr.warmup_steps) snprintf(lr_text, sizeof lr_text, " - lr %.4g", lr);
     if (f->talk && end)
-        fprintf(stderr, "%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
-                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", (unsigned long long)f->epoch + 1,
+        fprintf(stderr, "%s%sepoch %llu/%llu - %llu steps - %.1f s - loss %.6f%s%s - %.0f samples/s - "
+                "input wait %.1f%%\n", f->tty ? "\r\033[K" : "", f->fold, (unsigned long long)f->epoch + 1,
                 (unsigned long long)o->epochs, (unsigned long long)f->steps_per_epoch, el, loss, val_text,
                 lr_text, f->samples / per, 100 * wait);
     else if (f->talk && !f->tty)
-        fprintf(stderr, "epoch %llu/%llu - step %llu/%llu - %.1f s - loss %.6f%s - %.0f samples/s - input wait "
-                "%.1f%%\n", (unsigned long long)f->epoch + 1, (unsigned long long)o->epochs,
+        fprintf(stderr, "%sepoch %llu/%llu - step %llu/%llu - %.1f s - loss %.6f%s - %.0f samples/s - input wait "
+                "%.1f%%\n", f->fold, (unsigned long long)f->epoch + 1, (unsigned long long)o->epochs,
                 (unsigned long long)f->epoch_step, (unsigned long long)f->steps_per_epoch, el, loss, lr_text,
                 f->samples / per, 100 * wait);
     char val_field[32] = "";
@@ -354,6 +356,25 @@ static int score_end(fit *f, sf_err *e) {
     return rc;
 }
 
+// The end's scores to the caller that keeps them (o->keep_score).
+static void keep_score(fit *f) {
+    if (!f->o->keep_score) return;
+    *f->o->keep_score = f->score;
+    f->score = (sf_score){0};
+}
+
+// A resumed run with nothing left to train scores its end again, quietly,
+// for a caller that keeps the scores (--folds: a fold done before).
+static int score_done(fit *f, sf_err *e) {
+    if (!f->o->keep_score) return 0;
+    bool talk = f->talk;
+    f->talk = false;
+    int rc = score_end(f, e);
+    f->talk = talk;
+    if (!rc) keep_score(f);
+    return rc;
+}
+
 // Steps until the next point where the loop has work: the epoch's end, a
 // --checkpoint-every step, --max-steps, a log row.
 static uint64_t steps_to_next(const fit *f) {
@@ -376,7 +397,7 @@ static bool stop_here(fit *f) {
 
 // The pipeline's counters where the steps end, for the diagnosis; rc passes through.
 static int steps_end(fit *f, int rc) {
-    sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), f->ended = true;
+    sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), sf_cpu_sample(&f->cpu_end), f->ended = true;
     return rc;
 }
 
@@ -407,7 +428,11 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
         // stop?
-        if (f->epoch >= o->epochs || stop_here(f) || early_stop_here(f)) return steps_end(f, 0);
+        bool done = f->epoch >= o->epochs;
+        if (done || stop_here(f) || (done = early_stop_here(f))) {
+            f->res->complete = done;
+            return steps_end(f, 0);
+        }
     }
 }
 
@@ -430,7 +455,13 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
-                              "seed", seed, NULL};
+                              "seed", seed, NULL, NULL, NULL};
+    char fold[96];
+    if (o->folds) {  // which fold of a cross-validation this page is
+        snprintf(fold, sizeof fold, "%u of %u (validation on part %u of %u of each series' rows)", o->fold, o->folds,
+                 o->fold + 1, o->folds + 1);
+        settings[sizeof settings / sizeof *settings - 3] = "fold", settings[sizeof settings / sizeof *settings - 2] = fold;
+    }
     sf_report_model m = {.rows = f->history.rows, .nrows = f->history.n, .best_epoch = f->ck.best_epoch,
                          .best_val_loss = f->ck.best_val_loss,
                          .validation = val_windows(f) > 0,
@@ -443,21 +474,25 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
 
 // The pipeline's busy and waiting time while the profiled steps ran.
 static void during_steps(fit *f, sf_pipe_stats *st, sf_pipe_replica_stats *rs) {
-    if (!f->ended) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end);  // the data ran out
+    if (!f->ended) sf_pipe_get_stats(f->pipe, &f->pipe_end, f->replicas_end), sf_cpu_sample(&f->cpu_end);  // the data ran out
     *st = f->pipe_end;
     memcpy(rs, f->replicas_end, f->R * sizeof *rs);
     const sf_pipe_stats *w = &f->pipe_warm;
     st->read_busy -= w->read_busy, st->read_wait -= w->read_wait;
     st->decode_busy -= w->decode_busy, st->decode_wait -= w->decode_wait;
+    st->read_cpu -= w->read_cpu, st->read_queued -= w->read_queued;
+    st->decode_cpu -= w->decode_cpu, st->decode_queued -= w->decode_queued;
     for (uint32_t r = 0; r < f->R; r++) {
         const sf_pipe_replica_stats *x = &f->replicas_warm[r];
         rs[r].busy -= x->busy, rs[r].input_wait -= x->input_wait, rs[r].output_wait -= x->output_wait;
+        rs[r].cpu -= x->cpu, rs[r].queued -= x->queued;
+        for (int k = 0; k < SF_LAT_BUCKETS; k++) rs[r].wake[k] -= x->wake[k];
     }
 }
 
 // The run's step-time breakdown against the pipeline's counters, into the
 // result (on stderr, and in the report): every rank's, on rank 0.
-static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
+static int diagnose(fit *f, sf_err *e) {
     size_t pr = f->R * sizeof(sf_replica_profile), pp = f->R * sizeof(sf_pipe_replica_stats);
     size_t part = pr + pp + sizeof(sf_pipe_stats), *lens = calloc((size_t)f->nranks, sizeof *lens);
     char *mine = malloc(part), *all = NULL;
@@ -478,7 +513,10 @@ static int diagnose(fit *f, uint32_t decoders, sf_err *e) {
             memcpy(prof + f->R * k, at, pr), memcpy(prs + f->R * k, at + pr, pp), memcpy(ps + k, at + pr + pp, sizeof *ps);
         }
         if (!rc) {
-            sf_diagnose(&f->res->diagnosis, prof, f->G, ps, (uint32_t)f->nranks, prs, decoders);
+            sf_diagnose_in in = {.replicas = prof, .R = f->G, .pipes = ps, .npipes = (uint32_t)f->nranks,
+                                 .pipe_replicas = prs, .pipe = &f->po,
+                                 .cpu = sf_cpu_since(&f->cpu_warm, &f->cpu_end)};
+            sf_diagnose(&f->res->diagnosis, &in);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
             if (f->bench && f->bench->profile_out)
                 sf_profile_print(f->bench->profile_out, prof, f->G, &f->res->diagnosis);
@@ -529,9 +567,10 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
     uint64_t n = 0;
     sf_plan *plan = NULL;
     int64_t twice = in->time_step > INT64_MAX / 2 ? INT64_MAX : 2 * in->time_step;  // any file's step
+    sf_split split = sf_fit_split(f->o, in, SF_PART_TRAIN);
     int rc = sf_pack_segments(f->d.pack, twice, &cut, &n, e);
     if (!rc) rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, cut, n, &f->o->pipe.window, 1,
-                                 &(sf_split){f->o->val_split, SF_PART_TRAIN}, e);
+                                 &split, e);
     if (!rc) f->windows = sf_plan_windows(train), f->across = f->windows - sf_plan_windows(plan);
     sf_plan_free(plan);
     free(cut);
@@ -545,7 +584,7 @@ static int count_across(fit *f, const sf_plan *train, sf_err *e) {
 static int max_gap_why(fit *f, const sf_pipe_opts *po, uint64_t kept, char *why, size_t cap, sf_err *e) {
     const sf_fit_opts *o = f->o;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
-    sf_split split = {o->val_split, SF_PART_TRAIN};
+    sf_split split = sf_fit_split(o, in, SF_PART_TRAIN);
     uint64_t all = sf_plan_count(in->series, in->nseries, &po->window, &split);
     why[0] = 0;
     if (!f->d.segments || all == kept || sf_pipe_epoch_batches(po, all) == 0) return 0;
@@ -588,11 +627,11 @@ static int epochs_and_rows(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     f->steps_per_epoch = o->steps_per_epoch ? o->steps_per_epoch : f->pass_steps;
     f->log_every = o->log_every ? o->log_every : f->steps_per_epoch > SF_LOG_LONG_EPOCH ? SF_LOG_EVERY_AUTO : 0;
-    if (o->validation_steps && o->val_split == 0)
+    if (o->validation_steps && !sf_fit_validates(o))
         return sf_err_set(e, SF_EUSAGE, "--validation-steps %llu bounds validation, and --val-split 0 leaves none "
                           "(hint: a --val-split above 0, or leave --validation-steps out)",
                           (unsigned long long)o->validation_steps);
-    if (o->season && o->val_split == 0)
+    if (o->season && !sf_fit_validates(o))
         return sf_err_set(e, SF_EUSAGE, "--season %u sets the seasonal forecast the validation part is scored "
                           "against, and --val-split 0 leaves none (hint: a --val-split above 0, or leave --season "
                           "out)", (unsigned)o->season);
@@ -612,16 +651,23 @@ static int open_data(fit *f, sf_err *e) {
     // With several steps, the last Dense has one unit per step and target
     // (and quantile).
     if (sf_model_parse_loss(&f->model, o->model, f->d.cols.nfeatures,
-                            f->d.cols.ntargets * sf_window_steps(&o->pipe.window), &o->loss, &inner))
+                            f->d.cols.ntargets * sf_window_steps(&o->pipe.window), &o->loss, &inner) ||
+        sf_model_set_extra(&f->model, f->d.cols.nfuture * sf_window_steps(&o->pipe.window) + f->d.cols.nonehot, &inner))
+        return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
+    uint32_t embed = 0;
+    if (o->series_features && (rc = sf_series_features(o->series_features, &embed, e))) return rc;
+    if (embed && sf_model_set_embedding(&f->model, f->d.cols.nonehot, embed, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint64_t nseries;
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_plan *train_plan = NULL;
+    sf_split train_split = sf_fit_split(o, in, SF_PART_TRAIN);
     rc = sf_plan_create(&train_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window,
-                        o->pipe.block_chunks, &(sf_split){o->val_split, SF_PART_TRAIN}, e);
-    if (!rc && o->val_split > 0)
+                        o->pipe.block_chunks, &train_split, e);
+    sf_split val_split = sf_fit_split(o, in, SF_PART_VALIDATION);
+    if (!rc && sf_fit_validates(o))
         rc = sf_plan_create(&f->val_plan, in->nrows, in->chunk_rows, series, nseries, &o->pipe.window, 1,
-                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+                            &val_split, e);
     if (!rc && !f->d.segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
         sf_pipe_opts po = o->pipe;
@@ -633,7 +679,7 @@ static int open_data(fit *f, sf_err *e) {
         else if (!rc && f->pass_steps == 0) {
             // Only the options that can still go lower: one at its least cannot help.
             uint64_t windows = sf_plan_windows(train_plan);
-            sf_split split = {o->val_split, SF_PART_TRAIN};
+            sf_split split = train_split;
             char fits[256] = "", opts[128];
             sf_window_shrinkers(&o->pipe.window, windows > 0, false, opts, sizeof opts);
             if (windows == 0)
@@ -643,7 +689,8 @@ static int open_data(fit *f, sf_err *e) {
                          (unsigned long long)sf_split_longest(series, nseries, o->pipe.window.stride, &split));
             char hint[256];
             snprintf(hint, sizeof hint, "%s%s%s%s", windows > 0 && o->batch > 1 ? ", --batch-size" : "", opts,
-                     po.lanes > 1 ? ", fewer --lanes" : "", o->val_split > 0 ? ", or less --val-split" : "");
+                     po.lanes > 1 ? ", fewer --lanes" : "",
+                     o->folds ? ", or fewer --folds" : o->val_split > 0 ? ", or less --val-split" : "");
             rc = sf_err_set(e, SF_EUSAGE, "%s: %llu training windows, fewer than one global batch of %u%s%s%s%s%s",
                             o->data, (unsigned long long)windows, o->batch,
                             po.lanes > 1 ? " for each of the replicas' lanes" : "", fits,
@@ -980,7 +1027,8 @@ static void announce(const fit *f, const sf_run_start *start) {
                 targets && n > 0 && (uint32_t)n == f->d.cols.ntargets ? "" : n == 1 ? "it" : "them");
     }
     if (start->resumed)
-        fprintf(stderr, "resume: epoch %llu, step %llu of it (%llu steps done)\n", (unsigned long long)f->epoch + 1,
+        fprintf(stderr, "%sresume: epoch %llu, step %llu of it (%llu steps done)\n", f->fold,
+                (unsigned long long)f->epoch + 1,
                 (unsigned long long)f->epoch_step, (unsigned long long)start->step);
 }
 
@@ -1043,6 +1091,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
+    if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
     if (o->batch == 0 || o->batch % f.G)
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is not divisible by %u replicas (each replica takes "
                           "batch / replicas)", o->batch, f.G);
@@ -1076,24 +1125,28 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.ck.improved_val_loss = start.improved_val_loss, f.ck.since_improved = start.since_improved;
     res->best_epoch = f.ck.best_epoch, res->best_val_loss = f.ck.best_epoch ? f.ck.best_val_loss : NAN;
     if (!rc && f.epoch < o->epochs && f.epoch_step == 0 && early_stop_here(&f)) {
+        rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk)
-            fprintf(stderr, "resume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
+            fprintf(stderr, "%sresume: early stopping ended the run after epoch %llu: val_loss had not improved%s for "
                     "%llu evaluations (--early-stop %llu): nothing to do (hint: a larger --early-stop trains "
-                    "further)\n", (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
+                    "further)\n", f.fold, (unsigned long long)f.epoch, o->min_delta > 0 ? " by more than --min-delta" : "",
                     (unsigned long long)f.ck.since_improved, (unsigned long long)o->early_stop);
-        return 0;
+        return rc;
     }
     if (!rc && f.epoch >= o->epochs) {
+        rc = score_done(&f, e);
+        res->complete = true;
         fit_close(&f);
         if (f.talk && f.epoch == o->epochs)
-            fprintf(stderr, "resume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
-                    "trains further)\n", (unsigned long long)f.epoch, (unsigned long long)f.epoch);
+            fprintf(stderr, "%sresume: the run has done its %llu epochs: nothing to do (hint: --epochs above %llu "
+                    "trains further)\n", f.fold, (unsigned long long)f.epoch, (unsigned long long)f.epoch);
         else if (f.talk)
-            fprintf(stderr, "resume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
-                    "(hint: --epochs above %llu trains further)\n", (unsigned long long)f.epoch,
+            fprintf(stderr, "%sresume: the checkpoint has done %llu epochs, more than --epochs %llu: nothing to do "
+                    "(hint: --epochs above %llu trains further)\n", f.fold, (unsigned long long)f.epoch,
                     (unsigned long long)o->epochs, (unsigned long long)f.epoch);
-        return 0;
+        return rc;
     }
     if (!rc) rc = resume_lr(&f, &start, e);
     if (!rc) rc = open_log(&f, start.resumed, e);
@@ -1117,7 +1170,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     // Ranks that drifted apart would be a bug in the sums: say so.
     if (!rc) rc = sf_trainer_agree(f.tr, e);
     if (!rc) rc = score_end(&f, e);
-    if (!rc && f.run_steps) rc = diagnose(&f, f.po.decoders, e);
+    if (!rc && f.run_steps) rc = diagnose(&f, e);
     // A failed rank cannot join the others in gathering the trace.
     if (f.trace && (!rc || !f.ranks)) {
         sf_err te = {0};
@@ -1136,6 +1189,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.log = NULL;
     int trc = sf_tboard_close(&f.tb, rc ? NULL : e);
     if (!rc) rc = trc;
+    keep_score(&f);
     fit_close(&f);
     return rc;
 }

@@ -21,6 +21,9 @@ typedef struct {
     double first, last;       // the first profiled step's start, the last one's end
     double gap, paused;       // the pause before this step (between runs), and those between profiled steps
     double total[SF_PHASES];
+    double part[SF_OTHER_PARTS], part_total[SF_OTHER_PARTS];  // of other: this step's, all steps'
+    uint64_t wait_count[SF_LAT_BUCKETS];  // steps by their input wait (sf_lat_bucket)
+    double wait_sum[SF_LAT_BUCKETS];      // and those waits' seconds
     float (*ring)[SF_PHASES + 1];  // per step: the phases, then the step
     int track;                // in the trace
     bool warm;                // past the run's first step
@@ -67,6 +70,7 @@ struct sf_trainer {
     sf_buckets bk;
     sf_staging *staging;  // the backend's, when it stages batches onto devices
     sf_stage_ops hooks;
+    double step_delay;  // SEQFEED_TEST_DELAY's step: the least seconds a forward and backward take
     pthread_barrier_t bar;
     // Threads wait at the gate until all have started (go 1), or leave
     // (go -1): the barrier needs every one of them.

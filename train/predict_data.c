@@ -19,22 +19,32 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                        : split->part == SF_PART_TRAIN    ? "train"
                                                          : "whole";
     uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
-    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0) {
+    if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){.fraction = 0, .part = SF_PART_ALL}) > 0) {
         char why[128] = "and every series' validation part is empty";
         if (longest)
             snprintf(why, sizeof why, "more than the %llu rows any series has from its first row to a target",
                      (unsigned long long)longest);
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are the last %g%% of "
-                          "each series' rows (rounded down), every stride-th from the first, and a window's inputs "
-                          "may reach back into the training part, not before the series' first row; the checkpoint's "
-                          "windows span %llu rows, %s (hint: %s)", data, ck->val_split * 100,
-                          (unsigned long long)sf_window_span(w), why, all);
+        char rows[96];
+        if (ck->folds)
+            snprintf(rows, sizeof rows, "part %u of %u of each series' rows (fold %u of a cross-validation)",
+                     ck->fold + 1, ck->folds + 1, ck->fold);
+        else
+            snprintf(rows, sizeof rows, "the last %g%% of each series' rows (rounded down)", ck->val_split * 100);
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the validation part: its targets are %s, every "
+                          "stride-th from the first, and a window's inputs may reach back into the training part, "
+                          "not before the series' first row; the checkpoint's windows span %llu rows, %s (hint: %s)",
+                          data, rows, (unsigned long long)sf_window_span(w), why, all);
     }
-    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){0, SF_PART_ALL}) > 0)
-        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (the first %g%% of each series' rows, the "
-                          "longest %llu rows; the checkpoint's windows span %llu) (hint: %s)", data, part,
-                          100 - ck->val_split * 100, (unsigned long long)longest, (unsigned long long)sf_window_span(w),
-                          all);
+    if (split->part != SF_PART_ALL && sf_plan_count(series, nseries, w, &(sf_split){.fraction = 0, .part = SF_PART_ALL}) > 0) {
+        char rows[96];
+        if (ck->folds)
+            snprintf(rows, sizeof rows, "the rows of each series before part %u of %u", ck->fold + 1, ck->folds + 1);
+        else
+            snprintf(rows, sizeof rows, "the first %g%% of each series' rows", 100 - ck->val_split * 100);
+        return sf_err_set(e, SF_EINVAL, "%s: no window fits in the %s part (%s, the longest %llu rows; the "
+                          "checkpoint's windows span %llu) (hint: %s)", data, part, rows, (unsigned long long)longest,
+                          (unsigned long long)sf_window_span(w), all);
+    }
     uint64_t uncut = cut ? sf_plan_count(in->series, in->nseries, w, split) : 0;
     if (uncut > 0) {
         char gap[32], step[32] = "none";
@@ -110,6 +120,18 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         rc = sf_columns_create(&d->cols, in, ck->features, ck->targets, ck->categories,
                                data_units ? SF_NORM_NONE : ck->norm, e);
     if (!rc) rc = sf_columns_add_time(&d->cols, in, ck->time_features, e);  // recomputed, as in training
+    if (!rc) rc = sf_columns_future(&d->cols, in, ck->future_features, e);
+    if (!rc && ck->nonehot) {
+        rc = sf_columns_onehot(&d->cols, in, ck->onehot, ck->nonehot, e);
+        if (rc) {
+            sf_err inner = *e;
+            sf_err_set(e, rc, "%s: %s", data, inner.msg);
+        }
+    }
+    if (!rc && (d->cols.nfuture != ck->future_inputs ||
+                memcmp(d->cols.future, ck->future, ck->future_inputs * sizeof *ck->future)))
+        rc = sf_err_set(e, SF_EFORMAT, "%s: future features '%s' are other inputs here (%u) than in the checkpoint "
+                        "(%u)", data, ck->future_features, d->cols.nfuture, ck->future_inputs);
     if (!rc && ck->target_change) rc = sf_columns_predict_change(&d->cols, in, e);
     d->cols.imputed_nan = true;  // a target pack imputed is never shown or scored as observed
     if (rc) return rc;
@@ -125,7 +147,10 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         memcpy(d->cols.target_offset, ck->target_offset, d->cols.ntargets * sizeof(float));
     }
     if (!data_units && ck->nscoped && (rc = scope_from(d, ck, data, e))) return rc;
-    sf_split split = {ck->val_split, part};
+    sf_split split = {.fraction = ck->val_split, .part = part};
+    if (ck->folds)  // a fold's checkpoint: its fold's parts
+        split = (sf_split){.part = part, .folds = ck->folds, .fold = ck->fold, .whole = in->series,
+                           .nwhole = in->nseries};
     // The series cut at the checkpoint's --max-gap, as training cut them.
     if (ck->max_gap > 0 && in->time_kind == SF_TIME_NONE)
         return sf_err_set(e, SF_EUSAGE, "%s: the checkpoint was trained on windows kept off steps longer than %g s, "

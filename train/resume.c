@@ -86,11 +86,18 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
     c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
-    c->max_gap = o->max_gap;
+    c->max_gap = o->max_gap, c->folds = o->folds, c->fold = o->fold;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
     c->steps_per_epoch = o->steps_per_epoch, c->validation_steps = o->validation_steps, c->log_every = o->log_every;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
+    if (sf_columns_future_list(cols, in, c->future_features, sizeof c->future_features))
+        return sf_err_set(e, SF_EUSAGE, "--future-features: the names take more than the %zu bytes a checkpoint keeps",
+                          sizeof c->future_features - 1);
+    c->future_inputs = cols->nfuture;
+    memcpy(c->future, cols->future, cols->nfuture * sizeof *c->future);
+    c->nonehot = cols->nonehot, c->onehot = cols->nonehot ? cols->onehot_table : NULL;  // the file's own, in order
+    c->embed = m->embed;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
     snprintf(c->precision, sizeof c->precision, "%s", sf_precision_name(o->precision));
     const sf_lr_schedule *ls = &o->lr_schedule;
@@ -149,6 +156,7 @@ static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_che
                        : c->batch != r->batch              ? "--batch-size"
                        : c->seed != r->seed                ? "--seed"
                        : c->val_split != r->val_split      ? "--val-split"
+                       : c->folds != r->folds || c->fold != r->fold ? "the fold (--folds)"
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
                        : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
                        : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"
@@ -156,6 +164,8 @@ static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_che
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
+                       : !same(c->future_features, r->future_features) ? "--future-features"
+                       : c->nonehot != r->nonehot || c->embed != r->embed ? "--series-features"
                        : !same(c->categories, r->categories) ? "the data (the values of its categorical columns)"
                        : c->target_change != r->target_change ? "--target"
                        : !same(c->lr_schedule, r->lr_schedule) ? "--lr-schedule"
@@ -217,7 +227,8 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     // The files written by name: a rank given another --log would have it ignored without a word.
     char loss[256];
     sf_loss_format(&o->loss, loss, sizeof loss);
-    const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->categories, o->backend->name,
+    const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->future_features, c->categories,
+                          o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
                           o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);

@@ -58,15 +58,21 @@ void sf_season_find(sf_season *s, const sf_pack_info *in, uint32_t given, const 
 
 // The window's scaled value of target j's feature at its last input row
 // when the model predicts changes (0 when it predicts values).
-static float change_base(const sf_columns *c, uint32_t T, const float *x, uint32_t i, uint32_t j) {
+// Window i's last input row in x (windows of sf_window_x_len floats).
+static const float *last_row(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, uint32_t i) {
+    size_t X = (size_t)T * c->nfeatures + (size_t)steps * c->nfuture + c->nonehot;  // sf_window_x_len
+    return x + i * X + (size_t)(T - 1) * c->nfeatures;
+}
+
+static float change_base(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, uint32_t i, uint32_t j) {
     if (!c->change_from) return 0;
-    return x[((size_t)i * T + T - 1) * c->nfeatures + (size_t)c->change_from[j]];
+    return last_row(c, T, steps, x, i)[c->change_from[j]];
 }
 
 float sf_step_prediction(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, const float *pred,
                          uint32_t i, uint32_t k, uint32_t j) {
     size_t at = ((size_t)i * steps + k) * c->ntargets + j;
-    return (pred[at] + change_base(c, T, x, i, j) - c->target_offset[j]) / c->target_scale[j];
+    return (pred[at] + change_base(c, T, steps, x, i, j) - c->target_offset[j]) / c->target_scale[j];
 }
 
 float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, const float *pred, uint32_t i,
@@ -86,7 +92,7 @@ static void sort_floats(float *v, uint32_t n) {
 void sf_step_quantiles(const sf_columns *c, uint32_t T, uint32_t steps, uint32_t W, const float *x, const float *pred,
                        uint32_t i, uint32_t k, uint32_t j, float *out) {
     size_t at = (((size_t)i * steps + k) * c->ntargets + j) * W;
-    float base = change_base(c, T, x, i, j);
+    float base = change_base(c, T, steps, x, i, j);
     for (uint32_t q = 0; q < W; q++) out[q] = (pred[at + q] + base - c->target_offset[j]) / c->target_scale[j];
     sort_floats(out, W);
 }
@@ -203,7 +209,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
     const sf_columns *c = &sc->cols;
     const sf_pack_info *in = sf_pack_get_info(o->pack);
     const sf_window_spec *w = sf_plan_spec(o->plan);
-    uint32_t nt = c->ntargets, nf = c->nfeatures, T = w->length, season = o->season->rows;
+    uint32_t nt = c->ntargets, T = w->length, season = o->season->rows;
     sf_score *s = sc->s;
     uint32_t steps = sf_window_steps(w);
     int rc = o->predict(o->arg, sc->pred, x, count, e);
@@ -237,7 +243,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
             memcpy(ps, sc->pred + ((size_t)i * steps * nt + k) * W, W * sizeof *ps);
             sort_floats(ps, W);
             sf_step_quantiles(&cw, T, steps, W, x, sc->pred, i, step, j, pd);
-            double base = change_base(c, T, x, i, j), t = yj + base, p = ps[sc->point] + base, model_loss = 0;
+            double base = change_base(c, T, steps, x, i, j), t = yj + base, p = ps[sc->point] + base, model_loss = 0;
             for (uint32_t q = 0; q < W; q++) {
                 double lq = sf_loss_error(l, q, ps[q] + base - t);
                 model_loss += lq;
@@ -250,7 +256,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
             }
             double mean = o->target_mean && !c->nscoped ? o->target_mean[j] : cw.target_mean[j];
             // Persistence scaled as the window's own input when the target is a feature.
-            double before_s = sc->persist[j] >= 0 ? x[((size_t)i * T + T - 1) * nf + (size_t)sc->persist[j]]
+            double before_s = sc->persist[j] >= 0 ? last_row(c, T, steps, x, i)[sc->persist[j]]
                                                   : (double)(before * scale + offset);
             double mean_s = mean * scale + offset, ago_s = (double)(ago * scale + offset);
             add(sc, step, j, SF_FC_MODEL, (double)pd[sc->point] - truth, p - t, model_loss);

@@ -63,6 +63,7 @@ typedef struct {
 // and backward), reduce (the all-reduce, waiting for the slowest replica
 // included; across ranks also the step's agreement), update (Adam), other (the rest: barriers, the step hook;
 // the caller's work between two sf_trainer_run calls is no step's). The phases add up to the step.
+// Other's parts are timed too (enum sf_other_part).
 enum sf_phase {
     SF_PHASE_INPUT,
     SF_PHASE_COPY,
@@ -73,6 +74,11 @@ enum sf_phase {
     SF_PHASES
 };
 extern const char *const sf_phase_names[SF_PHASES];
+// What of other is timed: waiting at the step's barriers for the other
+// replicas (the slowest one's work, or replica 0's hook), and the step hook
+// itself on replica 0 (the books, the progress bar; a benchmark's warmup
+// mark). The rest of other is the loop's own bookkeeping.
+enum sf_other_part { SF_OTHER_BARRIER, SF_OTHER_HOOK, SF_OTHER_PARTS };
 
 typedef struct {
     double mean, p50, p99;  // seconds per step
@@ -83,7 +89,14 @@ typedef struct {
     double wall;                 // seconds from the first step's start to the last's end, less the
                                  // pauses between sf_trainer_run calls
     double total[SF_PHASES];     // seconds in each phase, over all steps
+    double other_part[SF_OTHER_PARTS];  // seconds of other in each of its timed parts
     sf_stat phase[SF_PHASES], step;  // p50 and p99 over the last 65536 steps
+    // Over the last 65536 steps: the standard deviation of each phase's
+    // share of its step, and the standard error of the input share (input
+    // and copy over the steps' time; 0: fewer than 2 steps kept)
+    double share_sd[SF_PHASES], input_se;
+    uint64_t wait_count[SF_LAT_BUCKETS];  // steps by their input wait (sf_lat_bucket), over all steps
+    double wait_sum[SF_LAT_BUCKETS];      // and the seconds of those waits
 } sf_replica_profile;
 
 // Called on replica 0's thread after every step, with every replica stopped:
@@ -215,22 +228,76 @@ int sf_trainer_run(sf_trainer *t, const sf_batch_source *src, uint64_t dropout_s
 
 // ---- diagnosis: why replicas wait ----
 
+// The cores a run may use and how busy they were: sf_cpu_sample's totals at
+// two moments, and sf_cpu_since between them.
+typedef struct {
+    double wall;     // seconds (sf_now)
+    double process;  // this process's CPU seconds
+    double busy;     // CPU seconds the cores this process may run on spent working, for anyone (NAN: unknown)
+    uint32_t cores;  // the cores this process may run on (0: not measured)
+} sf_cpu_use;
+void sf_cpu_sample(sf_cpu_use *c);
+sf_cpu_use sf_cpu_since(const sf_cpu_use *then, const sf_cpu_use *now);
+
+// What the diagnosis reads: the replicas' profiles, the pipelines'
+// counters over the same steps (one pipeline per rank: the busiest rank's
+// stage counts), the knobs its hints name, and the cores (rank 0's).
+typedef struct {
+    const sf_replica_profile *replicas;           // R
+    uint32_t R;
+    const sf_pipe_stats *pipes;                   // npipes
+    uint32_t npipes;
+    const sf_pipe_replica_stats *pipe_replicas;   // R
+    const sf_pipe_opts *pipe;
+    sf_cpu_use cpu;
+} sf_diagnose_in;
+
+// A verdict needs SF_JUDGE_STEPS steps at least, and more when the input
+// share's 95% interval over them is wider than +-SF_JUDGE_HALF_WIDTH and
+// straddles 5% (input bound or not), and SF_JUDGE_SECONDS of steps (the pipeline threads' busy shares are counted
+// in the scheduler's turns of milliseconds). A stage limits when its busy
+// share, scaled to what the replicas would ask of it without waiting
+// (busy / (1 - their wait)), reaches SF_STAGE_LIMIT. Short stalls are
+// scheduler noise when they add up to less than SF_NOISE_SHARE. A pipeline
+// thread that waited for a core SF_STARVED of the time or more is starved.
+#define SF_JUDGE_STEPS 50
+#define SF_JUDGE_SECONDS 1.0
+#define SF_JUDGE_HALF_WIDTH 0.025
+#define SF_STAGE_LIMIT 0.8
+#define SF_NOISE_SHARE 0.05
+#define SF_STARVED 0.1
+
 // TensorFlow's input-pipeline analyzer's classes, by the share of step time
 // spent waiting for input: < 5% not input bound, 5-20% moderately, >= 20%
-// highly.
+// highly. A stall shorter than the scheduler takes to run a woken replica
+// (the p99 of the replicas' wake-ups, measured in the run) is counted apart
+// as scheduler noise.
 typedef struct {
-    double input_share;          // replicas' input wait over their wall time, mean over replicas
-    const char *classification;  // "not input bound", "moderately input bound", "highly input bound"
-    const char *limit;           // "read", "decode", "window", "copy"; or "compute", "all-reduce" when not input bound
+    bool judged;                 // the run is long enough for a verdict
+    uint64_t steps, need_steps;  // steps measured (per replica), and needed for a verdict
+    double seconds;              // the steps' wall time
+    double input_share;          // stalls of noise_threshold or more, and copies, over the replicas' time
+    double input_ci;             // the half-width of its 95% interval over the steps
+    double noise_share;          // stalls under noise_threshold
+    uint64_t stall_steps, noise_steps;  // steps with a stall of noise_threshold or more, under it (0 excluded)
+    double noise_threshold;      // seconds (0: no replica ever waited, nothing to measure it by)
+    uint64_t wakeups;            // the replicas' wake-ups it was measured on
+    double share[SF_PHASES], share_sd[SF_PHASES];  // each phase's share of the time, the sd of a step's share
+    double other_part[SF_OTHER_PARTS];             // shares of the time in other's timed parts
+    const char *classification;  // "too short to judge", "not input bound", "moderately input bound", "highly input bound"
+    // "read", "decode", "window", "copy", "cores" (starved of CPU) or "none" when input bound; "compute",
+    // "all-reduce", "other" or "none" when not; "too short" when not judged
+    const char *limit;
     double utilisation[3];       // busy share of each stage (enum sf_stage), per thread
-    char text[1024];             // the diagnosis with its numbers and a hint
+    double load[3];              // utilisation / (1 - the replicas' whole wait): what the demand needs
+    double on_core[3], queued[3];  // each stage's share of the time on a core, waiting for one (per thread; NAN: unknown)
+    double used, others;         // cores this process used, and others on its cores, over the steps (NAN: unknown)
+    char text[2048];             // the verdict with its numbers, and a hint when one is measured
 } sf_diagnosis;
 
-// replicas and pipe_replicas: R of each; pipes: one pipeline's counters
-// per rank (each rank runs its own), the busiest rank's stage counts.
-void sf_diagnose(sf_diagnosis *d, const sf_replica_profile *replicas, uint32_t R, const sf_pipe_stats *pipes,
-                 uint32_t npipes, const sf_pipe_replica_stats *pipe_replicas, uint32_t decoders);
-// The per-replica table of phases (mean / p50 / p99) and the diagnosis.
+void sf_diagnose(sf_diagnosis *d, const sf_diagnose_in *in);
+// The per-replica table of phases (mean / p50 / p99), the shares with their
+// spread, the stalls, the threads, and the diagnosis.
 void sf_profile_print(FILE *f, const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d);
 
 // ---- how good a model is: per target, against baselines (score.c) ----
@@ -370,6 +437,10 @@ int sf_report_write(const char *path, const sf_report_model *m, const float (*st
                     const sf_replica_profile *replicas, uint32_t R, const sf_diagnosis *d,
                     const char *const *settings, sf_err *e);
 
+// --series-features TEXT: "onehot" (*embed 0) or "embedding:D" (*embed D,
+// 1 to 4096); SF_EUSAGE naming the flag for anything else.
+int sf_series_features(const char *text, uint32_t *embed, sf_err *e);
+
 // ---- the fit loop ----
 
 // What `seqfeed train` does: the data file opened once, its columns and
@@ -392,6 +463,8 @@ typedef struct {
     double val_split;
     double max_gap;                  // seconds: no window spans a larger step between rows (0: any may)
     const char *time_features;       // "hour,weekday,yearday" or part of it: sin/cos features from the time (NULL: none)
+    const char *future_features;     // features also read at the target rows (sf_columns_future; NULL: none)
+    const char *series_features;     // --series-features: "onehot" or "embedding:D" (sf_series_features; NULL: none)
     bool target_change;              // predict each target's change from its value at the window's last row
     sf_adam adam;
     bool lr_linear;                  // lr x replicas
@@ -441,6 +514,12 @@ typedef struct {
     // --norm-scope series: each series scaled by its own training rows'
     // statistics (sf_columns_scope), kept in the checkpoint by series name
     bool norm_series;
+    // Cross-validation (--folds): this run is fold `fold` of `folds` (sf_split:
+    // expanding time splits of each series, val_split unused); 0: none
+    uint32_t folds, fold;
+    // Where the end's scores go (moved there: the caller frees them with
+    // sf_score_free), also when a resumed run has nothing left to train; NULL: not kept
+    sf_score *keep_score;
 } sf_fit_opts;
 
 // log_every 0: a row every SF_LOG_EVERY_AUTO steps in runs whose epochs are
@@ -465,6 +544,8 @@ typedef struct {
     uint64_t best_epoch;
     double best_val_loss;
     uint64_t early_stopped;             // the epoch after which --early-stop ended the run (0: it did not)
+    bool complete;                      // the run has trained its --epochs, or early stopping ended it
+                                        // (a resume that found it so too): not stopped part way
 } sf_fit_result;
 
 // Trains as o says; *res is filled as far as the run went. An option whose
@@ -497,6 +578,36 @@ const sf_series *sf_run_data_series(const sf_run_data *d, uint64_t *n);
 // fit runs it: its shards of the training part, per-replica batches of
 // o->batch / (replicas x nranks), full batches only, o's seed and epochs.
 sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32_t replicas, int rank, int nranks);
+// The part of the file's series (in) a run trains or validates on: its
+// --val-split, or its fold.
+sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part);
+// Whether the run has a validation part: --val-split above 0, or a fold.
+bool sf_fit_validates(const sf_fit_opts *o);
+
+// ---- cross-validation (train --folds K) ----
+
+// Whether every fold of o (o->folds) has a global batch of training windows
+// and a validation window: SF_EUSAGE naming the first that has not and how
+// many rows a series needs, else 0.
+int sf_folds_check(const sf_fit_opts *o, sf_err *e);
+// The folds of a cross-validation: fold k's end scores at score[k - 1]
+// (ntargets 0: not scored, a fold not ended) and checkpoint directory at
+// dirs[k - 1].
+typedef struct {
+    uint32_t folds;
+    const sf_score *score;
+    const char *const *dirs;
+} sf_folds;
+// The table: each fold's MSE (scaled, as the loss) of the model and the
+// baselines, then per target the mean, std (over the folds, ddof 0), min
+// and max of each forecaster's MSE and its mean RMSE in data units.
+void sf_folds_print(FILE *f, const sf_folds *cv);
+// The same as JSON (each fold's scores with evaluate --json's keys),
+// written atomically.
+int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e);
+// The same as an HTML page, each fold linked to its run report (reports[k -
+// 1], NULL: none); written atomically.
+int sf_folds_write_report(const char *path, const sf_folds *cv, const char *const *reports, sf_err *e);
 
 // What benchmarks add to a fit (seqfeed bench train and scaling).
 typedef struct {

@@ -38,7 +38,9 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     if (replicas == 0 || o->replica_batch == 0) return sf_err_set(e, SF_EINVAL, "a trainer needs replicas and a batch");
     // Every rank the same number of replicas: global replica indices, and
     // the pipeline's shards, follow from it.
-    int rc = sf_ranks_agree(o->ranks, &replicas, sizeof replicas, "the number of replicas per rank", e);
+    uint32_t delays[SF_DELAYS];
+    int rc = sf_test_delays(delays, e);
+    if (!rc) rc = sf_ranks_agree(o->ranks, &replicas, sizeof replicas, "the number of replicas per rank", e);
     if (rc) return rc;
     sf_trainer *t = calloc(1, sizeof *t);
     if (!t || !(t->w = calloc(replicas, sizeof *t->w))) {
@@ -48,6 +50,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     t->be = be, t->m = m, t->R = replicas, t->adam = o->adam, t->late = o->late_loss && be->step_loss;
     t->overlap = o->overlap_reduce, t->ranks = o->ranks, t->interrupted = o->interrupted;
     t->sched = o->lr_schedule, t->sched.lr = o->adam.lr, t->lr_scale = 1;
+    t->step_delay = delays[SF_DELAY_STEP] * 1e-6;
     t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
@@ -212,18 +215,29 @@ static void phase(sf_worker *w, enum sf_phase k, const char *span, double *since
     *since = now;
 }
 
+// A barrier outside every phase: its wait is other's barrier part.
+static void wait_all(sf_worker *w) {
+    double t0 = sf_now();
+    pthread_barrier_wait(&w->t->bar);
+    w->part[SF_OTHER_BARRIER] += sf_now() - t0;
+}
+
 // Every replica comes to a decision point; replica 0 decides with check.
 // The wait for the slowest replica is the barrier's (other); across ranks
 // the decision itself waits for the other ranks: synchronisation, counted as
 // reduce. false: the run stops here.
 static bool decide(sf_worker *w, void (*check)(sf_trainer *), const char *span, double *since) {
     sf_trainer *t = w->t;
-    pthread_barrier_wait(&t->bar);
+    wait_all(w);
     *since = sf_now();
     if (w->r == 0) check(t);
-    pthread_barrier_wait(&t->bar);
-    if (t->ranks) phase(w, SF_PHASE_REDUCE, span, since);
-    else *since = sf_now();
+    if (t->ranks) {
+        pthread_barrier_wait(&t->bar);
+        phase(w, SF_PHASE_REDUCE, span, since);
+    } else {
+        wait_all(w);
+        *since = sf_now();
+    }
     return !t->stop;
 }
 
@@ -241,6 +255,7 @@ static void forward_backward(sf_worker *w, const sf_batch *b, double *at) {
         const float *x = t->staging ? b->device_x : b->x, *y = t->staging ? b->device_y : b->y;
         if (!rc) rc = t->be->train_step(w->rep, x, y, b->count, t->global, seed, &w->loss, &w->e);
         if (rc) w->rc = rc;
+        if (t->step_delay > 0) sf_sleep_until(*at + t->step_delay);
         t->src->release(t->src->arg, w->r, b);
     }
     phase(w, SF_PHASE_COMPUTE, "forward+backward", at);
@@ -344,9 +359,13 @@ static void *worker_main(void *arg) {
         if (again) sf_profile_resume(w, at), again = false;
         else sf_profile_step(w, at);
         if (!(t->late ? step_deferred(w, &at) : step(w, &at))) break;
-        pthread_barrier_wait(&t->bar);
-        if (w->r == 0) after_step(t);
-        pthread_barrier_wait(&t->bar);
+        wait_all(w);
+        if (w->r == 0) {
+            double h = sf_now();
+            after_step(t);
+            w->part[SF_OTHER_HOOK] += sf_now() - h;
+        }
+        wait_all(w);
         if (t->stop) {
             sf_profile_step(w, sf_now());
             break;

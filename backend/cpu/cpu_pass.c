@@ -23,6 +23,10 @@ struct sf_cpu_pass {
     float *work;     // LSTM backward scratch, the GRU's forward and backward scratch
     sf_matmul *mm;   // bf16 products, NULL in fp32
     sf_bf16 *dbf16;  // bf16 backward scratch, shared by the layers
+    // Covariates (m->extra): the windows' rows apart from them (B,T,inputs),
+    // and the head's input, the layer below's output beside them, and its
+    // gradient (B, head's in)
+    float *xs, *cat, *dcat;
     bool training;
 };
 
@@ -97,6 +101,7 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
                        sf_matmul_packed_bytes(G, U)) / sizeof(sf_bf16);
         }
     }
+    if (m->extra) floats += B * T * m->inputs + 2 * B * m->layer[m->head].in;
     scratch_of(m, B, T, bf16, &work, &grads);
     return (floats + work) * sizeof(float) + (halves + grads) * sizeof(sf_bf16);
 }
@@ -137,6 +142,12 @@ int sf_cpu_pass_open(sf_cpu_pass **out, const sf_model *m, uint32_t batch, uint3
     bool ok = r->ls && (r->work = malloc(work * sizeof(float)));
     if (ok && bf16) ok = (r->dbf16 = malloc(grads * sizeof(sf_bf16))) != NULL;
     size_t B = batch, T = window;
+    if (ok && m->extra) {
+        r->xs = malloc(B * T * m->inputs * sizeof(float));
+        r->cat = malloc(B * m->layer[m->head].in * sizeof(float));
+        r->dcat = malloc(B * m->layer[m->head].in * sizeof(float));
+        ok = r->xs && r->cat && r->dcat;
+    }
     for (uint32_t i = 0; ok && i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
@@ -175,6 +186,7 @@ void sf_cpu_pass_close(sf_cpu_pass *r) {
         free(s->q.x), free(s->q.h), free(s->q.W), free(s->q.Ur);
     }
     free(r->ls);
+    free(r->xs), free(r->cat), free(r->dcat);
     free(r->work);
     free(r->dbf16);
     sf_matmul_close(r->mm);
@@ -184,12 +196,28 @@ void sf_cpu_pass_close(sf_cpu_pass *r) {
 const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const float *x, uint32_t count,
                                     bool training, uint64_t seed, uint64_t first_row) {
     const sf_model *m = r->m;
-    size_t B = count, T = r->window;
+    size_t B = count, T = r->window, X = sf_model_x_len(m, r->window), TC = T * m->inputs;
     const float *in = x;
     r->training = training;
+    if (m->extra) {  // the rows for the recurrent layers, the covariates for the head
+        for (size_t b = 0; b < B; b++) memcpy(r->xs + b * TC, x + b * X, TC * sizeof(float));
+        in = r->xs;
+    }
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
+        if (i == m->head && m->extra) {
+            // The layer below's output, the extra as x has it but a one-hot to embed, its embedding.
+            size_t A = m->extra - m->embed_series, below = l->in - A - m->embed;
+            for (size_t b = 0; b < B; b++) {
+                memcpy(r->cat + b * l->in, in + b * below, below * sizeof(float));
+                memcpy(r->cat + b * l->in + below, x + b * X + TC, A * sizeof(float));
+            }
+            if (m->embed)
+                sf_embed_forward(r->cat + below + A, l->in, x + TC + A, X, params + m->embedding, B, m->embed_series,
+                                 m->embed);
+            in = r->cat;
+        }
         if (sf_layer_recurrent(l)) {
             size_t U = l->units;
             const float *W = params + l->kernel, *Ur = params + l->recurrent, *b = params + l->bias;
@@ -240,8 +268,10 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
     for (uint32_t i = m->nlayers; i-- > 0;) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        const float *in = i ? r->ls[i - 1].y : x;
+        const float *in = i ? r->ls[i - 1].y : m->extra ? r->xs : x;
         float *din = i ? r->ls[i - 1].dout : NULL;  // the first layer's input needs no gradient
+        bool head = i == m->head && m->extra;  // its input is cat: the covariates need no gradient
+        if (head) in = r->cat, din = r->dcat;
         if (sf_layer_recurrent(l)) {
             size_t U = l->units;
             const float *dh = s->dout;
@@ -274,6 +304,15 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
             else
                 sf_dense_backward(din, grads + l->kernel, grads + l->bias, s->dout, in, params + l->kernel, B, l->in,
                                   l->units);
+            if (head) {  // the layer below's part of dcat; an embedding's, summed into its table
+                size_t below = l->in - sf_model_head_extra(m);
+                for (size_t b = 0; b < B; b++)
+                    memcpy(r->ls[i - 1].dout + b * below, r->dcat + b * l->in, below * sizeof(float));
+                if (m->embed)
+                    sf_embed_backward(grads + m->embedding, r->dcat + l->in - m->embed, l->in,
+                                      x + T * m->inputs + m->extra - m->embed_series, sf_model_x_len(m, r->window),
+                                      B, m->embed_series, m->embed);
+            }
         }
         if (done && l->kind != SF_LAYER_DROPOUT) done(arg, i);
     }

@@ -109,7 +109,7 @@ static void train_part(sf_replica *r, uint32_t p) {
     uint32_t lo, n;
     part_rows(r, p, &lo, &n);
     const sf_model *m = r->m;
-    size_t xrow = (size_t)r->window * m->inputs;
+    size_t xrow = sf_model_x_len(m, r->window);
     r->loss[p] = 0;
     if (n == 0) {
         memset(r->g[p], 0, m->nparams * sizeof(float));
@@ -127,7 +127,7 @@ static void predict_part(sf_replica *r, uint32_t p) {
     part_rows(r, p, &lo, &n);
     if (n == 0) return;
     const sf_model *m = r->m;
-    size_t xrow = (size_t)r->window * m->inputs;
+    size_t xrow = sf_model_x_len(m, r->window);
     const float *pred = sf_cpu_pass_forward(r->act[p], r->w, r->x + lo * xrow, n, false, 0, lo);
     memcpy(r->out + (size_t)lo * m->outputs, pred, (size_t)n * m->outputs * sizeof(float));
 }

@@ -125,6 +125,11 @@ typedef struct {
     void *work;
     size_t work_bytes;
     float *xin, *scratch;       // device: a host batch's x; dx of the first layer
+    // device, with covariates (m->extra): the windows' rows apart from them
+    // (B,T,inputs); the head's input, the layer below's output beside them,
+    // and its gradient (B, head's in)
+    float *xs, *cat, *dcat;
+    int *series_idx;            // device, batch entries: each window's series (an embedding's)
     double *loss_dev, *loss_host;
     cudaEvent_t loss_ready;     // recorded after the loss's copy to loss_host
     bool late;                  // late_loss: train_step only queues, step_loss reads the loss
@@ -184,6 +189,7 @@ static void gpu_close(sf_replica *opaque) {
     if (r->comm_stream) cudaStreamSynchronize(r->comm_stream), cudaStreamDestroy(r->comm_stream);
     if (r->reduced) cudaEventDestroy(r->reduced);
     cudaFree(r->w), cudaFree(r->g), cudaFree(r->m1), cudaFree(r->v), cudaFree(r->seq_lengths), cudaFree(r->ones);
+    cudaFree(r->xs), cudaFree(r->cat), cudaFree(r->dcat), cudaFree(r->series_idx);
     cudaFree(r->work), cudaFree(r->xin), cudaFree(r->scratch), cudaFree(r->loss_dev), cudaFree(r->pred);
     cudaFree(r->drop_states), cudaFree(r->bad), cudaFree(r->values), cudaFree(r->yin), cudaFree(r->blas_work);
     cudaFreeHost(r->loss_host), cudaFreeHost(r->ring), cudaFreeHost(r->bad_host);
@@ -457,7 +463,13 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     SF_OK(alloc_dev(r, &r->ones, B, e));
     for (size_t b = 0; b < B; b++) r->host[b] = 1.0f;  // the host image is free until load
     CUDA_OK(cudaMemcpyAsync(r->ones, r->host, B * sizeof(float), cudaMemcpyHostToDevice, r->stream), "cudaMemcpyAsync");
-    SF_OK(alloc_dev(r, &r->xin, B * T * m->inputs, e));
+    SF_OK(alloc_dev(r, &r->xin, B * sf_model_x_len(m, r->window), e));
+    if (m->extra) {
+        SF_OK(alloc_dev(r, &r->xs, B * T * m->inputs, e));
+        SF_OK(alloc_dev(r, &r->cat, B * m->layer[m->head].in, e));
+        SF_OK(alloc_dev(r, &r->dcat, B * m->layer[m->head].in, e));
+        CUDA_OK(cudaMalloc((void **)&r->series_idx, B * sizeof(int)), "cudaMalloc");
+    }
     SF_OK(alloc_dev(r, &r->scratch, B * T * widest, e));
     SF_OK(alloc_dev(r, &r->pred, B * m->outputs, e));
     CUDA_OK(cudaMalloc((void **)&r->loss_dev, sizeof(double)), "cudaMalloc");
@@ -641,12 +653,34 @@ static int dense_backward_bf16(gpu_replica *r, const sf_layer *l, layer_state *s
 }
 
 // Dropout's masks come from the step's seed in r->values.
+// With covariates, x's windows are (T, inputs) then the extra: the rows go
+// to the recurrent layers, the extra beside the head's input (the CPU
+// pass's concatenation, as strided copies).
 static int forward(gpu_replica *r, const float *x, uint32_t n, bool training, sf_err *e) {
     const sf_model *m = r->m;
     const float *in = x;
+    size_t X = sf_model_x_len(m, r->window) * sizeof(float), TC = (size_t)r->window * m->inputs * sizeof(float);
+    if (m->extra) {
+        CUDA_OK(cudaMemcpy2DAsync(r->xs, TC, x, X, TC, n, cudaMemcpyDeviceToDevice, r->stream), "the windows' rows");
+        in = r->xs;
+    }
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
+        if (i == m->head && m->extra) {
+            // The layer below's output, the extra as x has it but a one-hot to embed, its embedding.
+            size_t A = m->extra - m->embed_series, below = l->in - A - m->embed, w = l->in * sizeof(float);
+            CUDA_OK(cudaMemcpy2DAsync(r->cat, w, in, below * sizeof(float), below * sizeof(float), n,
+                                      cudaMemcpyDeviceToDevice, r->stream), "head input");
+            if (A)
+                CUDA_OK(cudaMemcpy2DAsync(r->cat + below, w, (const char *)x + TC, X, A * sizeof(float), n,
+                                          cudaMemcpyDeviceToDevice, r->stream), "covariates");
+            if (m->embed)
+                SF_OK(sf_gpu_embed_forward(r->cat + below + A, l->in, r->series_idx,
+                                           (const float *)((const char *)x + TC) + A, X / sizeof(float),
+                                           r->w + r->perm[m->embedding], n, m->embed_series, m->embed, r->stream, e));
+            in = r->cat;
+        }
         if (sf_layer_recurrent(l)) {
             lstm_layer *k = &s->lstm;
             if (r->bf16) {
@@ -764,7 +798,7 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
     if (r->graph_step) {
         // Into the graph's own buffers (the batch's slot is free again at
         // once); apply queues the graph.
-        size_t xs = (size_t)n * r->window * r->m->inputs * sizeof(float);
+        size_t xs = (size_t)n * sf_model_x_len(r->m, r->window) * sizeof(float);
         size_t ys = (size_t)n * r->m->values * sizeof(float);
         CUDA_OK(cudaMemcpyAsync(r->xin, x, xs, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch x)");
         CUDA_OK(cudaMemcpyAsync(r->yin, y, ys, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch y)");
@@ -800,10 +834,11 @@ static int gpu_step_loss(sf_replica *opaque, double *loss, sf_err *e) {
 }
 
 // The loss's gradient and every layer's backward pass, queued on the stream.
+static int dense_backward(gpu_replica *r, uint32_t i, const float *in, float *din, uint32_t n, sf_err *e);
+
 static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e) {
     const sf_model *m = r->m;
     uint32_t last = m->nlayers - 1;
-    const float one = 1.0f, zero = 0.0f;
     SF_OK(sf_gpu_loss_sum(r->loss_dev, &m->loss, r->ls[last].y, y, n, m->values, r->stream, e));
     CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
     // In a capture, External makes it an event the host can wait for (a flag
@@ -816,8 +851,10 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
     for (uint32_t i = m->nlayers; i-- > 0;) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
-        const float *in = i ? r->ls[i - 1].y : x;
+        const float *in = i ? r->ls[i - 1].y : m->extra ? r->xs : x;
         float *din = i ? r->ls[i - 1].dout : NULL;
+        bool head = i == m->head && m->extra;  // its input is cat: the covariates need no gradient
+        if (head) in = r->cat, din = r->dcat;
         if (sf_layer_recurrent(l)) {
             lstm_layer *k = &s->lstm;
             const float *dseq = s->dout;
@@ -847,23 +884,38 @@ static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, 
             size_t cnt = (size_t)n * out_size(r, l);
             if (l->rate > 0) SF_OK(sf_gpu_dropout_backward(din, s->dout, s->mask, cnt, r->stream, e));
             else CUDA_OK(cudaMemcpyAsync(din, s->dout, cnt * sizeof(float), cudaMemcpyDeviceToDevice, r->stream), "copy");
-        } else if (r->bf16) {
-            SF_OK(dense_backward_bf16(r, l, s, din, n, e));
-            SF_OK(layer_reduce(r, i, e));
         } else {
-            int I = (int)l->in, O = (int)l->units, rows = (int)n;
-            float *dw = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];
-            const float *w = r->w + r->perm[l->kernel];
-            // dW^T (O,I) = dY^T X; db = dY^T 1; dX^T (I,n) = W dY^T.
-            BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
-                    "dense dW");
-            BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
+            if (r->bf16) SF_OK(dense_backward_bf16(r, l, s, din, n, e));
+            else SF_OK(dense_backward(r, i, in, din, n, e));
+            if (head && m->embed)  // in the head's range: before its sum starts
+                SF_OK(sf_gpu_embed_backward(r->g + r->perm[m->embedding], r->dcat + l->in - m->embed, l->in,
+                                            r->series_idx, n, m->embed_series, m->embed, r->stream, e));
             SF_OK(layer_reduce(r, i, e));
-            if (din)
-                BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
-                        "dense dX");
+        }
+        if (head) {
+            size_t w = l->in * sizeof(float), below = (l->in - sf_model_head_extra(m)) * sizeof(float);
+            CUDA_OK(cudaMemcpy2DAsync(r->ls[i - 1].dout, below, r->dcat, w, below, n, cudaMemcpyDeviceToDevice,
+                                      r->stream), "head input gradient");
         }
     }
+    return 0;
+}
+
+// Dense layer i's fp32 backward pass: its gradients and dX (din NULL: none).
+static int dense_backward(gpu_replica *r, uint32_t i, const float *in, float *din, uint32_t n, sf_err *e) {
+    const sf_layer *l = &r->m->layer[i];
+    layer_state *s = &r->ls[i];
+    const float one = 1.0f, zero = 0.0f;
+    int I = (int)l->in, O = (int)l->units, rows = (int)n;
+    float *dw = r->g + r->perm[l->kernel], *db = r->g + r->perm[l->bias];
+    const float *w = r->w + r->perm[l->kernel];
+    // dW^T (O,I) = dY^T X; db = dY^T 1; dX^T (I,n) = W dY^T.
+    BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_N, CUBLAS_OP_T, O, I, rows, &one, s->dout, O, in, I, &zero, dw, O),
+            "dense dW");
+    BLAS_OK(cublasSgemv(r->blas, CUBLAS_OP_N, O, rows, &one, s->dout, O, r->ones, 1, &zero, db, 1), "dense db");
+    if (din)
+        BLAS_OK(cublasSgemm(r->blas, CUBLAS_OP_T, CUBLAS_OP_N, I, rows, O, &one, w, O, s->dout, O, &zero, din, I),
+                "dense dX");
     return 0;
 }
 
@@ -937,7 +989,8 @@ static int gpu_predict(sf_replica *opaque, float *out, const float *x, uint32_t 
     const sf_model *m = r->m;
     if (count > r->batch) return sf_err_set(e, SF_EINVAL, "a batch of %u for a replica of %u", count, r->batch);
     CUDA_OK(cudaSetDevice(r->dev), "cudaSetDevice");
-    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * r->window * m->inputs * sizeof(float), cudaMemcpyHostToDevice,
+    CUDA_OK(cudaMemcpyAsync(r->xin, x, (size_t)count * sf_model_x_len(m, r->window) * sizeof(float),
+                            cudaMemcpyHostToDevice,
                             r->stream), "cudaMemcpyAsync");
     SF_OK(forward(r, r->xin, count, false, e));
     CUDA_OK(cudaMemcpyAsync(out, r->ls[m->nlayers - 1].y, (size_t)count * m->outputs * sizeof(float),

@@ -23,6 +23,7 @@ import json
 import math
 import numbers
 import os
+import re
 import struct
 import sys
 import threading
@@ -95,12 +96,31 @@ class _DatasetOpts(ctypes.Structure):
                 ("target_change", ctypes.c_bool), ("window", _u32), ("stride", _u32), ("sampling_rate", _u32),
                 ("horizon", _u32), ("batch", _u32), ("pool", _u64), ("seed", _u64), ("epochs", _u64),
                 ("val_split", ctypes.c_double), ("max_gap", ctypes.c_double), ("replicas", _u32), ("replica", _u32),
-                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp)]
+                ("decoders", _u32), ("horizon_steps", _u32), ("norm_scope", _cp), ("future_features", _cp),
+                ("series_features", _cp)]
 
 
 class _DatasetInfo(ctypes.Structure):
     _fields_ = [("window", _u32), ("nfeatures", _u32), ("ntargets", _u32), ("batch", _u32),
-                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32)]
+                ("batches_per_epoch", _u64), ("epochs", _u64), ("steps", _u32), ("nfuture", _u32),
+                ("nonehot", _u32)]
+
+
+def _model_x(flat, info):
+    """A batch's x as libseqfeed writes it, (count, window x inputs + steps x future inputs + series inputs),
+    as the model takes it: (count, window, inputs), or with covariates the dict of the exported model's named
+    inputs: window, future (count, steps, future inputs) with future features, series (count, series) one-hot
+    with series features: views, no copy."""
+    tc, fl = info.window * info.nfeatures, info.steps * info.nfuture
+    x = flat[:, :tc].reshape(len(flat), info.window, info.nfeatures)
+    if not info.nfuture and not info.nonehot:
+        return x
+    x = {"window": x}
+    if info.nfuture:
+        x["future"] = flat[:, tc:tc + fl].reshape(len(flat), info.steps, info.nfuture)
+    if info.nonehot:
+        x["series"] = flat[:, tc + fl:]
+    return x
 
 
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -123,6 +143,16 @@ _capsule_pointer.restype = _vp
 _capsule_pointer.argtypes = [ctypes.py_object, _cp]
 
 _U32, _U64 = 2**32 - 1, 2**64 - 1
+
+
+def _series_features(v):
+    """--series-features: None, "onehot" or "embedding:D" (x["series"] is the one-hot for both: the embedding
+    is the model's)."""
+    if v is None:
+        return None
+    if not isinstance(v, str) or not (v == "onehot" or re.fullmatch(r"embedding:[1-9][0-9]{0,3}", v)):
+        raise _bad("series_features", "series-features", 'None, "onehot" or "embedding:D" (D from 1 to 4096)', v)
+    return v.encode()
 
 
 def _check(rc, err):
@@ -346,8 +376,10 @@ class _Batches:
         info = _DatasetInfo()
         _lib.sf_dataset_shape(d, ctypes.byref(info))
         y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
-        self._shape = (info.batch, info.window, info.nfeatures), y
-        if self._shape != ((ds.batch, ds.window, ds.inputs), ds._y_shape):
+        self._info = info
+        self._shape = (info.batch, info.window * info.nfeatures + info.steps * info.nfuture + info.nonehot), y
+        if (info.batch, info.window, info.nfeatures, info.nfuture, info.nonehot, y) != (
+                ds.batch, ds.window, ds.inputs, ds.nfuture, ds.nonehot, ds._y_shape):
             self._h.close()
             raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
                                "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
@@ -367,7 +399,7 @@ class _Batches:
             self._ended = True
             self._h.close()
             raise StopIteration
-        return x, y
+        return _model_x(x, self._info), y
 
     def close(self):
         self._h.close()
@@ -386,7 +418,12 @@ class Dataset:
     sees it. shuffle=False keeps the windows of each block in order (pool:
     the shuffle pool in windows as --pool, None: 16384). max_gap is in
     seconds (None: no limit). norm_scope="series" scales each series by its
-    own training rows' statistics (--norm-scope series). Its len() is the batches of all epochs;
+    own training rows' statistics (--norm-scope series). future_features
+    (--future-features) makes x a dict of the exported model's two named
+    inputs: "window" as above and "future" (batch, steps, nfuture), the
+    future features at each window's target rows; series_features="onehot"
+    or "embedding:D" (--series-features) adds "series" (batch, series),
+    each window's series one-hot (an embedding is the model's). Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
     iteration in progress (waiting for a batch being copied) and any later.
@@ -413,7 +450,7 @@ class Dataset:
     def __init__(self, path, window=60, batch_size=32, features=None, targets=None, shuffle=True, seed=1, epochs=1,
                  val_split=0.1, stride=1, sampling_rate=1, horizon=1, time_features=None, norm="zscore",
                  target_change=False, max_gap=None, replicas=1, replica=0, pool=None, decoders=None, split="train",
-                 norm_scope="global"):
+                 norm_scope="global", future_features=None, series_features=None):
         self._closed, self._open_iters, self._lock = False, weakref.WeakSet(), threading.Lock()
         self._val = self._feed = None
         replicas = _int("replicas", "replicas", replicas, 1, 256)
@@ -456,13 +493,15 @@ class Dataset:
             replicas=replicas,
             replica=_int("replica", None, replica, 0, replicas - 1),
             decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0,
-            norm_scope=norm_scope.encode())
+            norm_scope=norm_scope.encode(),
+            future_features=_names("future_features", "future-features", future_features, "none"),
+            series_features=_series_features(series_features))
         self.path = path
         if self.split == "validation":  # open for the Dataset's life: batches are read by index
             self._val = splits.Validation(self, self._opts)
             info, self.scaler = self._val.info, self._val.scaler
             self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
-            self.steps = info.steps
+            self.steps, self.nfuture, self.nonehot = info.steps, info.nfuture, info.nonehot
             self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
             self.batches_per_epoch, self.epochs, self.windows = info.batches_per_epoch, 1, self._val.windows
             return
@@ -478,6 +517,8 @@ class Dataset:
             raise SeqfeedError(rc, "sf_dataset_shape refused an open dataset")
         self.window, self.inputs, self.targets, self.batch = info.window, info.nfeatures, info.ntargets, info.batch
         self.steps = info.steps  # y is (batch, steps, targets) when above 1, as the exported model's output
+        self.nfuture = info.nfuture  # future inputs a step: x is then {"window": ..., "future": ...}
+        self.nonehot = info.nonehot  # the series' one-hot inputs: x["series"]
         self._y_shape = (self.batch, self.steps, self.targets) if self.steps > 1 else (self.batch, self.targets)
         self.batches_per_epoch, self.epochs = info.batches_per_epoch, info.epochs
         self.windows = None  # of the validation split

@@ -89,7 +89,15 @@ def to_tf(ds):
     except ImportError:
         raise ImportError("Dataset.to_tf() needs TensorFlow, which is not installed: pip install tensorflow") from None
     b = None if ds.split == "validation" else ds.batch  # the validation part's last batch may be shorter
-    spec = (tf.TensorSpec((b, ds.window, ds.inputs), tf.float32), tf.TensorSpec((b, ds.targets), tf.float32))
+    x = tf.TensorSpec((b, ds.window, ds.inputs), tf.float32)
+    if ds.nfuture or ds.nonehot:  # the exported model's named inputs
+        x = {"window": x}
+        if ds.nfuture:
+            x["future"] = tf.TensorSpec((b, ds.steps, ds.nfuture), tf.float32)
+        if ds.nonehot:
+            x["series"] = tf.TensorSpec((b, ds.nonehot), tf.float32)
+    y = (b, ds.steps, ds.targets) if ds.steps > 1 else (b, ds.targets)
+    spec = (x, tf.TensorSpec(y, tf.float32))
     return tf.data.Dataset.from_generator(lambda: iter(ds), output_signature=spec).prefetch(2)
 
 
@@ -122,7 +130,10 @@ def to_torch(ds):
                                      "%d times: use num_workers=0 (the pipeline has its own threads)" %
                                      (info.num_workers, info.num_workers))
                 for x, y in self.dataset:
-                    yield torch.from_numpy(x), torch.from_numpy(y)
+                    if isinstance(x, dict):  # with future features: window and future
+                        yield {k: torch.from_numpy(v) for k, v in x.items()}, torch.from_numpy(y)
+                    else:
+                        yield torch.from_numpy(x), torch.from_numpy(y)
 
         _torch_class = Batches
     return _torch_class(ds)

@@ -20,7 +20,7 @@ _vp, _u64 = ctypes.c_void_p, ctypes.c_uint64
 
 class _InputsOut(ctypes.Structure):
     _fields_ = [("x", _vp), ("base", _vp), ("series", _vp), ("row", _vp), ("time", _vp), ("line", _vp),
-                ("source", _vp), ("windows", _u64)]
+                ("source", _vp), ("windows", _u64), ("future", _vp), ("onehot", _vp)]
 
 
 _lib.sf_api_inputs_open.argtypes = [ctypes.POINTER(_vp), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
@@ -49,7 +49,8 @@ class WindowIndex(dict):
               value at the window's last row for a model trained with --target change, else 0
 
     and as attributes: checkpoint (the file read), inputs (x's last axis, named: a column, COLUMN=VALUE
-    for a category's input, FEATURE_sin and FEATURE_cos for a time feature's), targets (the model's
+    for a category's input, FEATURE_sin and FEATURE_cos for a time feature's), future (those also taken
+    at the target rows, --future-features: x["future"]'s last axis; [] for none), targets (the model's
     outputs, named), target_change and quantiles (a model trained with --loss quantile: its quantiles,
     ascending, the last axis of its output; else empty)."""
 
@@ -72,7 +73,14 @@ def model_inputs(checkpoint, data, split=None):
     0 in every one), then sin and cos of each time feature (docs/TRAINING.md gives the formula); windows
     cut per series (none spans two), in predict's order. index is a WindowIndex: the series, time, line
     (and file) of the row each window predicts. forecasts(model.predict(x), index) is what predict
-    writes, each target's NAME_pred."""
+    writes, each target's NAME_pred.
+
+    For a model trained with --future-features, x is a dict of the exported model's two named inputs:
+    "window" as above, and "future" float32 (windows, steps, future inputs), the future features' values
+    at each of the window's target rows (data units), named in index.future; with --series-features
+    onehot, also "series" float32 (windows, series): 1 for the window's series among index.series_inputs
+    (the checkpoint's, by name; a series of data it has not seen is refused); model.predict(x) takes it
+    as it is."""
     if split not in (None, "train", "validation"):
         raise _bad("split", "split", 'None (every window), "train" or "validation"', split)
     h, err = _vp(), _Err()
@@ -82,6 +90,8 @@ def model_inputs(checkpoint, data, split=None):
         info = _described(_lib.sf_api_inputs_describe, h)
         n, window, inputs, targets = info["windows"], info["window"], info["inputs"], info["targets"]
         x = np.empty((n, window, len(inputs)), dtype=np.float32)
+        future = np.empty((n, info["steps"], len(info["future"])), dtype=np.float32) if info["future"] else None
+        onehot = np.empty((n, len(info["series_inputs"])), dtype=np.float32) if info["series_inputs"] else None
         base = np.empty((n, len(targets)), dtype=np.float32)
         series, row = np.empty(n, dtype=np.uint64), np.empty(n, dtype=np.uint64)
         time = np.empty(n, dtype=np.int64) if info["time_kind"] != "none" else None
@@ -90,7 +100,9 @@ def model_inputs(checkpoint, data, split=None):
         out = _InputsOut(x=x.ctypes.data, base=base.ctypes.data, series=series.ctypes.data, row=row.ctypes.data,
                          time=None if time is None else time.ctypes.data,
                          line=None if line is None else line.ctypes.data,
-                         source=None if source is None else source.ctypes.data, windows=n)
+                         source=None if source is None else source.ctypes.data, windows=n,
+                         future=None if future is None else future.ctypes.data,
+                         onehot=None if onehot is None else onehot.ctypes.data)
         _check(_lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)), err)
     finally:
         _lib.sf_api_inputs_close(h)
@@ -111,8 +123,16 @@ def model_inputs(checkpoint, data, split=None):
     index["row"] = row
     index["base"] = base
     index.checkpoint, index.inputs, index.targets = info["checkpoint"], inputs, targets
-    index.target_change = info["target_change"]
+    index.target_change, index.future = info["target_change"], info["future"]
+    index.series_inputs = info["series_inputs"]
     index.quantiles = tuple(info["quantiles"])
+    if future is None and onehot is None:
+        return x, index
+    x = {"window": x}  # the exported functional model's named inputs
+    if future is not None:
+        x["future"] = future
+    if onehot is not None:
+        x["series"] = onehot
     return x, index
 
 

@@ -14,7 +14,7 @@ import os
 
 import numpy as np
 
-from . import _DatasetInfo, _DatasetOpts, _Err, _Handle, _check, _described, _lib, _vp
+from . import _DatasetInfo, _DatasetOpts, _Err, _Handle, _check, _described, _lib, _model_x, _vp
 
 _u32, _u64, _sz = ctypes.c_uint32, ctypes.c_uint64, ctypes.c_size_t
 _lib.sf_valset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
@@ -104,6 +104,8 @@ class Scaler:
             if x is None:
                 raise ValueError("the targets are changes from each window's last value (target_change=True): "
                                  "unscale(y, x) needs the windows' inputs x to add them back")
+            if isinstance(x, dict):  # with future features: the window's rows hold the last values
+                x = x["window"]
             x = np.asarray(x, dtype=np.float32)
             windows = y.shape[:-2] if y.ndim == 3 else y.shape[:-1]
             want = windows + (None, len(self.inputs))
@@ -137,7 +139,7 @@ class Validation:
         if not 0 <= lo < self.windows:
             raise IndexError("batch %d of the %d validation batches" % (index, i.batches_per_epoch))
         count = min(i.batch, self.windows - lo)
-        x = np.empty((count, i.window, i.nfeatures), dtype=np.float32)
+        x = np.empty((count, i.window * i.nfeatures + i.steps * i.nfuture + i.nonehot), dtype=np.float32)
         y = np.empty((count, i.steps, i.ntargets) if i.steps > 1 else (count, i.ntargets), dtype=np.float32)
         r = np.empty(count, dtype=np.uint64) if rows else None
         err = _Err()
@@ -145,6 +147,7 @@ class Validation:
             rc = _lib.sf_valset_read(p, lo, count, x.ctypes.data, x.size, y.ctypes.data, y.size,
                                      r.ctypes.data if rows else None, ctypes.byref(err))
         _check(rc, err)
+        x = _model_x(x, i)
         return (x, y, r.astype(np.int64)) if rows else (x, y)
 
     def close(self):

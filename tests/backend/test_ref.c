@@ -2,7 +2,7 @@
 // or the fixture's --loss), every gradient, and the losses and weights of 5
 // Adam steps with Keras' update.
 //   fp32 (PyTorch's numbers, tests/ref/gen_lstm_ref.py, and for the GRU
-//   tests/ref/gen_gru_ref.py): float32's
+//   tests/ref/gen_gru_ref.py, for covariates tests/ref/gen_covar_ref.py): float32's
 //   tolerances, relative 1e-5 on the loss and predictions, 1e-5 of each
 //   gradient's norm, and 1e-6 absolute on weights after 5 steps of lr 1e-3
 //   (measured: 1e-7, 3e-7 and 6e-8), so that a wrong term anywhere shows.
@@ -73,9 +73,15 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     // O: the values y holds per row; a fixture of another loss than MSE names it (gen_loss_ref.py)
     const char *loss_text = sf_st_meta(s, "loss");
     sf_loss loss = {.kind = SF_LOSS_MSE};
+    // Covariates (gen_covar_ref.py): each window's extra values after its rows.
+    uint32_t A = sf_st_meta(s, "extra") ? (uint32_t)atoi(sf_st_meta(s, "extra")) : 0;
+    // and its one-hot's embedding (embedding:D)
+    uint32_t S = sf_st_meta(s, "embed") ? (uint32_t)atoi(sf_st_meta(s, "embed_series")) : 0;
+    uint32_t D = sf_st_meta(s, "embed") ? (uint32_t)atoi(sf_st_meta(s, "embed")) : 0;
     sf_model m;
     sf_cpu_pass *r;
     if ((loss_text && sf_loss_parse(&loss, loss_text, &e)) || sf_model_parse_loss(&m, spec, I, O, &loss, &e) ||
+        sf_model_set_extra(&m, A, &e) || (D && sf_model_set_embedding(&m, S, D, &e)) ||
         sf_cpu_pass_open(&r, &m, B, T, precision, &e)) {
         CHECK(0, "%s: %s", file, e.msg);
         sf_st_close(s);
@@ -83,10 +89,10 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     }
     float *p = malloc(m.nparams * sizeof(float)), *g = malloc(m.nparams * sizeof(float));
     float *mo = calloc(m.nparams, sizeof(float)), *v = calloc(m.nparams, sizeof(float));
-    float *x = malloc((size_t)B * T * I * sizeof(float)), *y = malloc((size_t)B * O * sizeof(float));
+    float *x = malloc((size_t)B * sf_model_x_len(&m, T) * sizeof(float)), *y = malloc((size_t)B * O * sizeof(float));
     sf_tensor t[3 * SF_MODEL_MAX_LAYERS];
     uint32_t nt = sf_model_tensors(&m, t);
-    int rc = sf_st_read_f32(s, "x", x, (size_t)B * T * I, &e) || sf_st_read_f32(s, "y", y, (size_t)B * O, &e);
+    int rc = sf_st_read_f32(s, "x", x, (size_t)B * sf_model_x_len(&m, T), &e) || sf_st_read_f32(s, "y", y, (size_t)B * O, &e);
     for (uint32_t k = 0; k < nt && !rc; k++)
         rc = sf_st_read_f32(s, t[k].name, p + t[k].offset, t[k].shape[0] * (t[k].rank == 2 ? t[k].shape[1] : 1), &e);
     char name[96];
@@ -175,6 +181,18 @@ int main(int argc, char **argv) {
         // quantile head through the bf16 pass, against exact arithmetic.
         check_fixture("ref_loss_quantile.safetensors", SF_PRECISION_BF16, "",
                       &(tolerance){.loss1 = 1e-3, .loss = 1e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
+        // Covariates beside the head (tests/ref/gen_covar_ref.py), alike.
+        check_fixture("ref_covar.safetensors", SF_PRECISION_BF16, "bf16/",
+                      &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
+        // Against exact arithmetic its losses measured 1.9e-3, within bf16's own
+        // 2^-9 per operand (a wider head input, more rounded operands): bounded
+        // at 3e-3.
+        check_fixture("ref_covar.safetensors", SF_PRECISION_BF16, "",
+                      &(tolerance){.loss1 = 3e-3, .loss = 3e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
+        check_fixture("ref_embed.safetensors", SF_PRECISION_BF16, "bf16/",
+                      &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
+        check_fixture("ref_embed.safetensors", SF_PRECISION_BF16, "",
+                      &(tolerance){.loss1 = 3e-3, .loss = 3e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
         return TEST_EXIT();
     }
     const tolerance fp32 = {.loss1 = 1e-5, .loss = 1e-5, .pred = 1e-5, .grad = 1e-5, .weights = 1e-6};
@@ -188,5 +206,9 @@ int main(int argc, char **argv) {
     const char *losses[] = {"ref_loss_mse.safetensors", "ref_loss_mae.safetensors", "ref_loss_huber.safetensors",
                             "ref_loss_quantile.safetensors"};
     for (size_t k = 0; k < sizeof losses / sizeof *losses; k++) check_fixture(losses[k], SF_PRECISION_FP32, "", &fp32);
+    // Future features' values concatenated before the first Dense (tests/ref/gen_covar_ref.py).
+    check_fixture("ref_covar.safetensors", SF_PRECISION_FP32, "", &fp32);
+    // The same with the series' one-hot through a learned embedding (Keras' Embedding).
+    check_fixture("ref_embed.safetensors", SF_PRECISION_FP32, "", &fp32);
     return TEST_EXIT();
 }

@@ -16,6 +16,10 @@
 // CUDNN_GRU: its gates and two biases mapped to Keras' layout), which bf16
 // on a GPU refuses with a usage error. Each run prints its worst differences. Exit 77 without a GPU (for bf16,
 // also without the CPU's oneDNN module or a GPU of compute capability 8.0).
+// And a model with covariates (--future-features: extra values per window
+// concatenated before the first Dense), and one whose last 3 are a series'
+// one-hot through an embedding, on streams and in a graph; and a quantile
+// loss's head (values x quantiles wide) with covariates and an embedding.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -40,9 +44,15 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
     sf_model m = *mp;
     size_t n = m.nparams;
     float *w0 = malloc(n * sizeof(float)), *wc = malloc(n * sizeof(float)), *wg = malloc(n * sizeof(float));
-    float *x = malloc(STEPS * B * T * I * sizeof(float)), *y = malloc(STEPS * B * O * sizeof(float));
+    size_t X = sf_model_x_len(&m, T);  // a window's floats: its rows, then its covariates
+    float *x = malloc(STEPS * B * X * sizeof(float)), *y = malloc(STEPS * B * O * sizeof(float));
     uint64_t s = 21;
-    for (size_t k = 0; k < (size_t)STEPS * B * T * I; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t k = 0; k < (size_t)STEPS * B * X; k++) x[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
+    for (size_t w = 0; m.embed && w < (size_t)STEPS * B; w++) {  // each window's series, one-hot, for the embedding
+        float *onehot = x + w * X + X - m.embed_series;
+        memset(onehot, 0, m.embed_series * sizeof(float));
+        onehot[sf_splitmix64(&s) % m.embed_series] = 1;
+    }
     for (size_t k = 0; k < (size_t)STEPS * B * O; k++) y[k] = (float)((sf_splitmix64(&s) >> 40) * 0x1p-23) - 1;
     sf_model_init(&m, w0, 4);
     for (size_t k = 0; k < n; k++) w0[k] += (float)((sf_splitmix64(&s) >> 40) * 0x1p-27) - 0.06f;  // non-zero biases
@@ -63,16 +73,16 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
     double worst_pred = worst_rel(pg, pc, (size_t)B * m.outputs);
     CHECK(worst_pred <= rel, "predictions differ by %.3g", worst_pred);
     float *dx, *dy;
-    CHECK(cudaMalloc((void **)&dx, STEPS * B * T * I * sizeof(float)) == cudaSuccess &&
+    CHECK(cudaMalloc((void **)&dx, STEPS * B * X * sizeof(float)) == cudaSuccess &&
               cudaMalloc((void **)&dy, STEPS * B * O * sizeof(float)) == cudaSuccess &&
-              cudaMemcpy(dx, x, STEPS * B * T * I * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
+              cudaMemcpy(dx, x, STEPS * B * X * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
               cudaMemcpy(dy, y, STEPS * B * O * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess &&
               cudaDeviceSynchronize() == cudaSuccess,  // the backend's stream is not ordered with these copies
           "upload");
     sf_adam a = {1e-2f, 0.9f, 0.999f, 1e-7f};
     for (uint64_t step = 1; step <= STEPS; step++) {
         uint32_t count = step == STEPS ? B - 3 : B;  // the last batch partial
-        size_t xo = (size_t)(step - 1) * B * T * I, yo = (size_t)(step - 1) * B * O;
+        size_t xo = (size_t)(step - 1) * B * X, yo = (size_t)(step - 1) * B * O;
         double lc, lg = NAN;
         CHECK(sf_backend_cpu.train_step(cpu, x + xo, y + yo, count, B, 1000 + step, &lc, &e) == 0 &&
                   gpu_be->train_step(gpu, dx + xo, dy + yo, count, B, 1000 + step, &lg, &e) == 0,
@@ -119,12 +129,22 @@ int main(int argc, char **argv) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);
         return TEST_EXIT();
     }
-    sf_model m, g, q;
+    sf_model m, g, q, c, emb, qemb;
     sf_loss quantiles;
+    // c: 6 covariates per window beside the head (--future-features), strided copies on the GPU
     if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_loss_parse(&quantiles, "quantile:0.1,0.5,0.9", &e) ||
-        sf_model_parse_loss(&q, "lstm:16,dropout:0.2,lstm:12,dense", I, O, &quantiles, &e)) {
+        sf_model_parse_loss(&q, "lstm:16,dropout:0.2,lstm:12,dense", I, O, &quantiles, &e) ||
+        sf_model_parse(&c, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
+        sf_model_set_extra(&c, 6, &e) ||
+        sf_model_parse_loss(&qemb, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &quantiles, &e) ||
+        sf_model_set_extra(&qemb, 6, &e) || sf_model_set_embedding(&qemb, 3, 4, &e)) {
+        CHECK(0, "%s", e.msg);
+        return TEST_EXIT();
+    }
+    emb = c;  // and the last 3 of them a series' one-hot through a 4-value embedding
+    if (sf_model_set_embedding(&emb, 3, 4, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -150,6 +170,15 @@ int main(int argc, char **argv) {
     printf("quantiles:\n");
     run(gpu_be, &q, algo, precision, false, false);
     run(gpu_be, &q, algo, precision, true, true);
+    printf("covariates:\n");
+    run(gpu_be, &c, algo, precision, false, false);
+    run(gpu_be, &c, algo, precision, true, true);
+    printf("an embedding:\n");
+    run(gpu_be, &emb, algo, precision, false, false);
+    run(gpu_be, &emb, algo, precision, true, true);
+    printf("quantiles with covariates and an embedding:\n");
+    run(gpu_be, &qemb, algo, precision, false, false);
+    run(gpu_be, &qemb, algo, precision, true, true);
     if (precision == SF_PRECISION_BF16) {
         sf_replica *gpu = NULL;
         sf_replica_opts o = {.threads = 1, .precision = precision};

@@ -62,7 +62,7 @@ static layout random_layout(void) {
     l.w = (sf_window_spec){1 + (uint32_t)(rng() % 30), 1 + (uint32_t)(rng() % 5), 1 + (uint32_t)(rng() % 3),
                            (uint32_t)(rng() % 4), 1};
     if (rng() % 2) l.w.horizon = 1 + (uint32_t)(rng() % 24), l.w.steps = 1 + (uint32_t)(rng() % l.w.horizon);
-    l.split = (sf_split){(double)(rng() % 600) / 1000, (int)(rng() % 3)};
+    l.split = (sf_split){.fraction = (double)(rng() % 600) / 1000, .part = (int)(rng() % 3)};
     return l;
 }
 
@@ -259,7 +259,8 @@ static void check_parts(int trial) {
     layout l = random_layout();
     l.split.fraction = (double)(1 + rng() % 500) / 1000;
     uint32_t stride = l.w.stride;
-    sf_split train = {l.split.fraction, SF_PART_TRAIN}, val = {l.split.fraction, SF_PART_VALIDATION};
+    sf_split train = {.fraction = l.split.fraction, .part = SF_PART_TRAIN},
+             val = {.fraction = l.split.fraction, .part = SF_PART_VALIDATION};
     // Per row: whether it is a validation row, its series' first row, its
     // series' validation part's first row.
     uint8_t *is_val = calloc(l.nrows + 1, 1);
@@ -313,7 +314,7 @@ static void check_parts(int trial) {
     }
     // The longest span of each part fits, one row more does not.
     for (int part = SF_PART_ALL; part <= SF_PART_VALIDATION; part++) {
-        sf_split split = {l.split.fraction, (enum sf_part)part};
+        sf_split split = {.fraction = l.split.fraction, .part = (enum sf_part)part};
         uint64_t longest = sf_split_longest(l.series, l.nseries, stride, &split);
         if (longest == 0 || longest > UINT32_MAX) continue;
         sf_window_spec fits = {1, stride, 1, (uint32_t)(longest - 1), 1}, over = {1, stride, 1, (uint32_t)longest, 1};
@@ -338,11 +339,100 @@ static void check_errors(void) {
     w.stride = 0;
     CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL, "stride 0 was accepted");
     w.stride = 1;
-    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &(sf_split){1.0, SF_PART_TRAIN}, &e) == SF_EINVAL &&
+    CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, &(sf_split){.fraction = 1.0, .part = SF_PART_TRAIN}, &e) == SF_EINVAL &&
               strstr(e.msg, "validation split 1"), "a split of 1 was accepted");
     w.horizon = 3, w.steps = 4;  // a first step at row 0 of the window's own last
     CHECK(sf_plan_create(&p, 15, 4, s, 2, &w, 1, NULL, &e) == SF_EINVAL && strstr(e.msg, "4 steps ending at horizon 3"),
           "a step at the window's last row was accepted");
+}
+
+// Cross-validation's folds against a naive reference: each whole series'
+// rows labelled as scikit-learn's TimeSeriesSplit labels an array (test_size
+// n // (K + 1); fold k's test rows start at n - K test_size + (k - 1)
+// test_size, its training rows are every row before them), the series cut
+// into segments (--max-gap) at random. A training window lies in its
+// segment's training rows; a validation window's last target is a
+// validation row of its segment, every stride-th from the first (its first
+// step's row one too), and its inputs stay in the segment: none reads a row
+// after the fold's validation part.
+static void check_folds(int trial) {
+    sf_series whole[8], seg[96];
+    uint64_t nwhole = 1 + rng() % 6, nseg = 0, nrows = 0;
+    for (uint64_t i = 0; i < nwhole; i++) {
+        uint64_t rows = rng() % 4 == 0 ? 1 + rng() % 10 : 1 + rng() % 300, end = nrows + rows;
+        whole[i] = (sf_series){nrows, rows, ""};
+        for (uint64_t at = nrows; at < end;) {
+            uint64_t len = rng() % 3 == 0 ? 1 + rng() % rows : rows;
+            if (len > end - at || nseg == 95 - nwhole) len = end - at;
+            seg[nseg++] = (sf_series){at, len, ""};
+            at += len;
+        }
+        nrows = end;
+    }
+    uint32_t K = 2 + (uint32_t)(rng() % 6), k = 1 + (uint32_t)(rng() % K);
+    sf_window_spec w = {1 + (uint32_t)(rng() % 20), 1 + (uint32_t)(rng() % 4), 1 + (uint32_t)(rng() % 3),
+                        1 + (uint32_t)(rng() % 4), 1};
+    if (rng() % 2) w.steps = 1 + (uint32_t)(rng() % w.horizon);
+    uint64_t span = sf_window_span(&w), lead = w.steps > 1 ? w.steps - 1 : 0;
+    uint8_t *label = calloc(nrows + 1, 1);  // 0: neither part, 1: training, 2: validation
+    for (uint64_t i = 0; i < nwhole; i++) {
+        uint64_t n = whole[i].rows, t = n / (K + 1), first = whole[i].first_row;
+        if (t == 0) continue;
+        uint64_t test = first + n - K * t + (k - 1) * t;
+        for (uint64_t r = first; r < test; r++) label[r] = 1;
+        for (uint64_t r = test; r < test + t; r++) label[r] = 2;
+    }
+    for (int part = SF_PART_TRAIN; part <= SF_PART_VALIDATION; part++) {
+        sf_split split = {.part = (enum sf_part)part, .folds = K, .fold = k, .whole = whole, .nwhole = nwhole};
+        uint64_t *want = malloc((nrows + 1) * sizeof *want), n = 0;
+        for (uint64_t i = 0; i < nseg; i++) {
+            uint64_t a = seg[i].first_row, end = a + seg[i].rows;
+            while (a < end && label[a] != part) a++;
+            uint64_t b = a;
+            while (b < end && label[b] == part) b++;
+            if (part == SF_PART_TRAIN)
+                for (uint64_t s = a; s + span <= b; s += w.stride) want[n++] = s;
+            else
+                for (uint64_t t = a + lead; t < b; t += w.stride)
+                    if (t + 1 >= seg[i].first_row + span) want[n++] = t + 1 - span;
+        }
+        sf_plan *p = NULL;
+        sf_err e = {0};
+        CHECK(sf_plan_create(&p, nrows, 1 + (uint32_t)(rng() % 50), seg, nseg, &w, 1, &split, &e) == 0,
+              "trial %d: %s", trial, e.msg);
+        CHECK(p && sf_plan_windows(p) == n, "trial %d: fold %u of %u, part %d: %llu windows, the reference %llu",
+              trial, k, K, part, p ? (unsigned long long)sf_plan_windows(p) : 0ull, (unsigned long long)n);
+        for (uint64_t j = 0; p && j < n && j < sf_plan_windows(p); j++)
+            CHECK(sf_plan_window_start(p, j) == want[j], "trial %d: fold %u of %u, part %d: window %llu starts at "
+                  "row %llu, the reference's at %llu", trial, k, K, part, (unsigned long long)j,
+                  (unsigned long long)sf_plan_window_start(p, j), (unsigned long long)want[j]);
+        sf_plan_free(p);
+        free(want);
+    }
+    free(label);
+}
+
+// scikit-learn's own examples of TimeSeriesSplit: 6 rows in 5 folds (fold k
+// trains on rows 0 to k - 1, tests on row k) and 10 rows in 3 folds (test_size
+// 2: tests at rows 4, 6 and 8).
+static void check_folds_sklearn(void) {
+    const struct {
+        uint64_t n;
+        uint32_t K, k;
+        uint64_t train, test_first, test_rows;
+    } cases[] = {{6, 5, 1, 1, 1, 1}, {6, 5, 3, 3, 3, 1}, {6, 5, 5, 5, 5, 1}, {10, 3, 1, 4, 4, 2},
+                 {10, 3, 2, 6, 6, 2}, {10, 3, 3, 8, 8, 2}, {6, 3, 1, 3, 3, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        sf_series s = {0, cases[c].n, ""}, tr, va;
+        sf_split split = {.part = SF_PART_TRAIN, .folds = cases[c].K, .fold = cases[c].k};
+        sf_split_rows(&s, 1, &split, &tr);
+        split.part = SF_PART_VALIDATION;
+        sf_split_rows(&s, 1, &split, &va);
+        CHECK(tr.first_row == 0 && tr.rows == cases[c].train && va.first_row == cases[c].test_first &&
+              va.rows == cases[c].test_rows, "%llu rows, fold %u of %u: train %llu+%llu, test %llu+%llu",
+              (unsigned long long)cases[c].n, cases[c].k, cases[c].K, (unsigned long long)tr.first_row,
+              (unsigned long long)tr.rows, (unsigned long long)va.first_row, (unsigned long long)va.rows);
+    }
 }
 
 int main(void) {
@@ -354,5 +444,7 @@ int main(void) {
     check_orders();
     check_reads();
     check_errors();
+    for (int trial = 0; trial < 300; trial++) check_folds(trial);
+    check_folds_sklearn();
     return TEST_EXIT();
 }

@@ -143,7 +143,7 @@ static void check_huge_pool(const fixture *f, const sf_pack *p) {
     CHECK(sf_plan_count(f->in->series, f->in->nseries, sf_plan_spec(f->plan), NULL) == total,
           "sf_plan_count is not the plan's windows");
     for (int part = SF_PART_TRAIN; part <= SF_PART_VALIDATION; part++) {
-        sf_split split = {0.3, (enum sf_part)part};
+        sf_split split = {.fraction = 0.3, .part = (enum sf_part)part};
         sf_plan *q = NULL;
         sf_err e = {0};
         CHECK(!sf_plan_create(&q, f->in->nrows, f->in->chunk_rows, f->in->series, f->in->nseries,

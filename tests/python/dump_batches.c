@@ -35,7 +35,7 @@ static int dump_validation(const sf_fit_opts *o, uint32_t R, FILE *f, sf_err *e)
         uint64_t n;
         const sf_series *series = sf_run_data_series(&d, &n);
         rc = sf_plan_create(&plan, in->nrows, in->chunk_rows, series, n, &o->pipe.window, 1,
-                            &(sf_split){o->val_split, SF_PART_VALIDATION}, e);
+                            &(sf_split){.fraction = o->val_split, .part = SF_PART_VALIDATION}, e);
     }
     dump out = {.f = f, .x_window = (size_t)o->pipe.window.length * d.cols.nfeatures, .y_window = d.cols.ntargets};
     if (!rc) rc = sf_windows_in_order(d.pack, plan, &d.cols, o->batch / R, write_batch, &out, e);
