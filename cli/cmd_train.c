@@ -604,7 +604,7 @@ static int train_folds(const sf_fit_opts *top, bool default_dir) {
         return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
     }
     const char **reports = calloc(K, sizeof *reports);
-    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs};
+    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs, .loss = o.loss};
     uint64_t steps = 0;
     int rc = reports ? 0 : cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL), stopped = 0;
     uint32_t k = 1;

@@ -190,7 +190,8 @@ static const option options[OPT_COUNT] = {
     [OPT_FOLDS] = {"folds", 0, "K", K_COUNT, 0, SF_MAX_FOLDS, .group = TRAINING,
                    .help = "cross-validation: K models on expanding time splits of every series (TimeSeriesSplit), "
                            "fold k trained on the first k of K + 1 parts and validated on the next; checkpoints in "
-                           "DIR/fold-k, the summary in DIR/folds.json (default: one validation tail, --val-split)"},
+                           "DIR/fold-k, the summary (each fold's --loss next to the baselines') in DIR/folds.json "
+                           "(default: one validation tail, --val-split)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
                        .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
                                "plateau)"},

@@ -597,10 +597,13 @@ typedef struct {
     uint32_t folds;
     const sf_score *score;
     const char *const *dirs;
+    sf_loss loss;  // the folds' training loss (--loss), the one their scores hold
 } sf_folds;
-// The table: each fold's MSE (scaled, as the loss) of the model and the
-// baselines, then per target the mean, std (over the folds, ddof 0), min
-// and max of each forecaster's MSE and its mean RMSE in data units.
+// The table: each fold's training loss (scaled values; MSE by default) of
+// the model and the baselines, then per target the mean, std (over the
+// folds, ddof 0), min and max of each forecaster's loss and its mean RMSE
+// in data units (a quantile model's: of its point forecast); a quantile
+// model's coverage of [lowest, highest] per fold and over them.
 void sf_folds_print(FILE *f, const sf_folds *cv);
 // The same as JSON (each fold's scores with evaluate --json's keys),
 // written atomically.
