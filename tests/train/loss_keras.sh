@@ -7,7 +7,10 @@
 # otherwise) load_model predicts from raw data what seqfeed predict writes
 # in NAME_q10, NAME_q50, NAME_q90 once sorted (predict sorts them), values
 # and changes, and so do seqfeed.model_inputs and seqfeed.forecasts, which
-# sorts (libseqfeed: $1).
+# sorts (libseqfeed: $1). With covariates the export is a functional
+# model whose head takes them, its Reshape and Normalization as above: a
+# quantile model of 3 steps with b as a future feature and the series'
+# one-hot, and one of one step with a series embedding and --target change.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 dir=$(mktemp -d)
@@ -29,8 +32,11 @@ run 0 train --data d.sfpack --targets a,b --model lstm:5,dense --window 6 --hori
     --batch-size 8 --loss quantile:0.1,0.5,0.9 --checkpoint-dir v -q
 run 0 train --data d.sfpack --targets a --model lstm:4,dense --window 5 --epochs 1 --batch-size 8 \
     --target change --norm minmax --loss quantile:0.25,0.75 --checkpoint-dir c -q
-run 0 export --checkpoint v/latest.safetensors --format keras -o v.keras -q
-run 0 export --checkpoint c/latest.safetensors --format keras -o c.keras -q
+run 0 train --data d.sfpack --targets a --future-features b --series-features onehot --model lstm:4,dense \
+    --window 6 --horizon 1-3 --epochs 1 --batch-size 8 --loss quantile:0.1,0.5,0.9 --checkpoint-dir fv -q
+run 0 train --data d.sfpack --targets a --series-features embedding:2 --model lstm:4,dense:3,dense --window 5 \
+    --epochs 1 --batch-size 8 --target change --loss quantile:0.25,0.75 --checkpoint-dir fc -q
+for m in v c fv fc; do run 0 export --checkpoint $m/latest.safetensors --format keras -o $m.keras -q; done
 python3 - <<'PY' || fail "the .keras config: $(unzip -p v.keras config.json 2>&1)"
 import json, zipfile
 for name, units, shape, mean in (("v", 18, [3, 2, 3], 2), ("c", 2, [1, 2], 1)):
@@ -40,6 +46,21 @@ for name, units, shape, mean in (("v", 18, [3, 2, 3], 2), ("c", 2, [1, 2], 1)):
     norm = cfg[-1]["config"]
     assert norm["axis"] == [-2, -1] and len(norm["mean"]) == mean and len(norm["mean"][0]) == shape[-1], norm
     assert cfg[-1]["build_config"]["input_shape"] == [None] + shape, cfg
+# The functional models: the head after the Concatenate, then Reshape and the inverted Normalization.
+for name, inputs, head_in, units, shape, norm in (("fv", ["window", "future", "series"], 4 + 3 + 2, 9, [3, 1, 3],
+                                                   "normalization_2"),
+                                                  ("fc", ["window", "series"], 4 + 2, 2, [1, 2], "normalization_1")):
+    cfg = json.loads(zipfile.ZipFile(name + ".keras").read("config.json"))
+    assert cfg["class_name"] == "Functional", cfg["class_name"]
+    c = cfg["config"]
+    assert [i[0] for i in c["input_layers"]] == inputs and c["output_layers"] == [[norm, 0, 0]], c
+    layers = {l["name"]: l for l in c["layers"]}
+    assert layers["dense"]["build_config"]["input_shape"] == [None, head_in], layers["dense"]
+    last = [l for l in c["layers"] if l["class_name"] == "Dense"][-1]
+    assert last["config"]["units"] == units and layers["reshape"]["config"]["target_shape"] == shape, c["layers"]
+    n = layers[norm]
+    assert n["config"]["axis"] == [-2, -1] and len(n["config"]["mean"][0]) == shape[-1], n
+    assert n["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] == "reshape", n
 PY
 py=${SEQFEED_PYTHON:-python3}
 if ! "$py" -c "import keras" 2>/dev/null && ! KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
@@ -52,6 +73,8 @@ fi
     export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
+run 0 predict --checkpoint fv/latest.safetensors --data d.sfpack -o fv.csv -q
+run 0 predict --checkpoint fc/latest.safetensors --data d.sfpack -o fc.csv -q
 SEQFEED_LIB=${1:-} PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np
@@ -83,6 +106,20 @@ for name, window, first, steps, targets, qs, change in (
         got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
         err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
         print(name, "model_inputs and forecasts: largest relative difference", err)
+        assert err <= 1e-5, err
+if os.environ.get("SEQFEED_LIB"):
+    import seqfeed
+    for name, qs, steps in (("fv", ["q10", "q50", "q90"], 3), ("fc", ["q25", "q75"], 1)):
+        model = keras.models.load_model(name + ".keras")
+        xs, index = seqfeed.model_inputs(name, "d.sfpack")
+        assert isinstance(xs, dict) and len(index.quantiles) == len(qs), (type(xs), index.quantiles)
+        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
+        pred = list(csv.DictReader(open(name + ".csv")))
+        shape = (len(pred) // steps, steps, 1, len(qs)) if steps > 1 else (len(pred), 1, len(qs))
+        want = np.array([[float(p["a_" + q]) for q in qs] for p in pred]).reshape(shape)
+        assert got.shape == want.shape, (got.shape, want.shape)
+        err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
+        print(name, "covariates, model_inputs and forecasts: largest relative difference", err)
         assert err <= 1e-5, err
 PY
 finish
