@@ -639,6 +639,9 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
         if (s) sf_text_put(&t, ", ");
         put_string(&t, info->sources[s]);
     }
+    sf_text_put(&t, "], \"quantiles\": [");
+    const sf_loss *l = &in->model.loss;
+    for (uint32_t q = 0; l->kind == SF_LOSS_QUANTILE && q < l->nq; q++) sf_text_put(&t, "%s%.17g", q ? ", " : "", l->q[q]);
     sf_text_put(&t, "]}");
     return t.s;
 }

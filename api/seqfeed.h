@@ -203,9 +203,11 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
 // target_change, time_kind (as sf_api_pack_describe's), has_lines,
 // unseen and unseen_column (how many values of the file's categorical
 // columns the training data lacked, whose rows get 0 for each of the
-// column's inputs, and the first such column: null for none) and sources
-// (the files the pack was packed from: [] for one). NULL when out of
-// memory or in is NULL.
+// column's inputs, and the first such column: null for none), sources
+// (the files the pack was packed from: [] for one) and quantiles (a model
+// trained with --loss quantile: its quantiles, ascending, the last axis of
+// the exported model's output; else []). NULL when out of memory or in is
+// NULL.
 char *sf_api_inputs_describe(const sf_api_inputs *in);
 // Where sf_api_inputs_read writes, each window's values at index i of its
 // window's order: x (windows x window x inputs floats), base (windows x

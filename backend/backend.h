@@ -58,9 +58,10 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
 // are still to come: what lets their sum across ranks start early.
 typedef void (*sf_layer_done)(void *arg, uint32_t layer);
 
-// After a forward pass on the same x: the MSE summed over the rows (Keras'
-// mean over targets per row), and grads (nparams, overwritten) of that sum
-// divided by global_batch, as MirroredStrategy scales each replica's share.
+// After a forward pass on the same x (y: m->values per row): the model's
+// loss (m->loss) summed over the rows, and grads (nparams, overwritten) of
+// that sum divided by global_batch, as MirroredStrategy scales each
+// replica's share.
 // done (NULL: none) is called with arg for each layer with parameters.
 double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, const float *x, const float *y,
                             uint32_t count, uint32_t global_batch, sf_layer_done done, void *arg);

@@ -129,7 +129,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
     snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
     snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
-    const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
+    char loss[256];
+    sf_loss_format(&m->loss, loss, sizeof loss);
+    const char *meta[] = {"format", FORMAT, "model", c->model, "loss", loss, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
@@ -653,9 +655,16 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = read_onehot(s, path, c, e);
     if (!rc) {
         sf_err inner = {0};
-        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)) ||
-            (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot, &inner)) ||
-            (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
+        // A checkpoint from before --loss: MSE.
+        const char *text = sf_st_meta(s, "loss");
+        sf_loss loss = {.kind = SF_LOSS_MSE};
+        if (text && (rc = sf_loss_parse(&loss, text, &inner)))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'loss': %s (a damaged or edited checkpoint)", path, inner.msg);
+        else if ((rc = sf_model_parse_loss(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &loss,
+                                           &inner)) ||
+                 (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot,
+                                          &inner)) ||
+                 (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

@@ -16,7 +16,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_NORM},
     {.opt = OPT_NORM_SCOPE},
     {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
-    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
+    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_LOSS}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
     {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS},
@@ -292,9 +292,18 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         if (!*precision) snprintf(precision_from, sizeof precision_from, "%s", path);
         *precision = ck->precision;
     }
+    // The loss decides the model's outputs and what its weights learnt: another is another run.
+    if (v[OPT_LOSS].set) {
+        sf_loss_format(&o->loss, given, sizeof given);
+        sf_loss_format(&m.loss, theirs, sizeof theirs);
+        if ((rc = differs(OPT_LOSS, given, theirs, path))) return rc;
+    }
+    o->loss = m.loss;
     if (v[OPT_MODEL].set) {
         sf_model gm;
-        if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs * sf_window_steps(&ck->window), &e) == 0) sf_model_format(&gm, given, sizeof given);
+        if (sf_model_parse_loss(&gm, o->model, ck->inputs, ck->outputs * sf_window_steps(&ck->window), &m.loss,
+                                &e) == 0)
+            sf_model_format(&gm, given, sizeof given);
         else snprintf(given, sizeof given, "%s", o->model);
         snprintf(theirs, sizeof theirs, "%s", ck->model);
         if ((rc = differs(OPT_MODEL, given, theirs, path))) return rc;
@@ -480,6 +489,9 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc < 0 ? EXIT_OK : rc;
     sf_fit_opts o = sf_fit_opts_default();
     cli_apply_fit(&a, &o);
+    sf_err le = {0};
+    if (a.v[OPT_LOSS].set && sf_loss_parse(&o.loss, a.v[OPT_LOSS].text, &le))
+        return cli_usage_error("train", "%s", le.msg);
     o.interrupted = &interrupted;
     const char *gpus = a.v[OPT_GPUS].set ? a.v[OPT_GPUS].text : "all";
     const char *precision = a.v[OPT_PRECISION].set ? a.v[OPT_PRECISION].text : NULL;
@@ -591,7 +603,7 @@ static int train_folds(const sf_fit_opts *top, bool default_dir) {
         return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
     }
     const char **reports = calloc(K, sizeof *reports);
-    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs};
+    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs, .loss = o.loss};
     uint64_t steps = 0;
     int rc = reports ? 0 : cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL), stopped = 0;
     uint32_t k = 1;

@@ -102,18 +102,18 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     bool last = a->limit && a->batches + 1 >= a->limit;
     if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return last;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
-    // The training loss per target value (sf_mse_sum), over the values pack
-    // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
-    // column without imputed values is an overflow, and makes the loss NaN.
+    // The training loss per target value (sf_loss_value), over the values
+    // pack observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in
+    // a column without imputed values is an overflow, and makes the loss NaN.
     const sf_pack_info *in = sf_pack_get_info(a->f->d.pack);
-    uint32_t O = a->f->model.outputs, nt = a->f->d.cols.ntargets;  // O: steps x targets
-    for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
+    const sf_model *m = &a->f->model;
+    uint32_t V = m->values, W = sf_loss_width(&m->loss), nt = a->f->d.cols.ntargets;  // V: steps x targets
+    for (size_t k = 0; !rc && k < (size_t)count * V; k++) {
         if (sf_columns_target_imputed(&a->f->d.cols, in, y[k], (uint32_t)(k % nt))) {
             a->imputed++;
             continue;
         }
-        double d = (double)a->pred[k] - y[k];
-        a->sum += d * d, a->n++;
+        a->sum += sf_loss_value(&m->loss, a->pred + k * W, y[k]), a->n++;
     }
     return rc ? rc : last;
 }
@@ -345,7 +345,7 @@ static int score_end(fit *f, sf_err *e) {
     sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
     sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
                         .nseries = nseries, .season = &season, .batch = f->replica_batch,
-                        .predict = trainer_predict, .arg = f->tr};
+                        .loss = &f->model.loss, .predict = trainer_predict, .arg = f->tr};
     char which[64];
     int rc = load_best(f, which, sizeof which, e);
     if (!rc) rc = sf_score_run(&f->score, &so, e);
@@ -451,7 +451,9 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
                               "seed", seed, NULL, NULL, NULL};
@@ -647,9 +649,10 @@ static int open_data(fit *f, sf_err *e) {
     if (rc) return rc;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     sf_err inner = {0};
-    // With several steps, the last Dense has one unit per step and target.
-    if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets * sf_window_steps(&o->pipe.window),
-                       &inner) ||
+    // With several steps, the last Dense has one unit per step and target
+    // (and quantile).
+    if (sf_model_parse_loss(&f->model, o->model, f->d.cols.nfeatures,
+                            f->d.cols.ntargets * sf_window_steps(&o->pipe.window), &o->loss, &inner) ||
         sf_model_set_extra(&f->model, f->d.cols.nfuture * sf_window_steps(&o->pipe.window) + f->d.cols.nonehot, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint32_t embed = 0;
@@ -942,8 +945,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->o->steps_per_epoch)
         snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
                  (unsigned long long)f->pass_steps);
-    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
-            "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    fprintf(stderr, "train: %s, loss %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
+            "parameters%s\n", f->ck.model, loss, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, pass, f->model.nparams, start->resumed ? ", resumed" : "");
     {
         const sf_pack_info *in = sf_pack_get_info(f->d.pack);

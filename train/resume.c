@@ -139,9 +139,15 @@ bool sf_precision_same_weights(const char *a, const char *b) {
     return same(a, b) || (!same(a, "bf16") && !same(b, "bf16"));
 }
 
-// --resume: settings that decide the run must be the checkpoint's.
-static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const char *path, sf_err *e) {
+// --resume: settings that decide the run must be the checkpoint's (c and
+// its model cm; the run's r, m).
+static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_checkpoint *r, const sf_model *m,
+                        const char *path, sf_err *e) {
+    char closs[256], loss[256];
+    sf_loss_format(&cm->loss, closs, sizeof closs);
+    sf_loss_format(&m->loss, loss, sizeof loss);
     const char *what = !same(c->model, r->model)           ? "--model"
+                       : !same(closs, loss)                ? "--loss"
                        : !same(c->features, r->features)   ? "--features"
                        : !same(c->targets, r->targets)     ? "--targets"
                        : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
@@ -218,7 +224,10 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->future_features, c->categories, o->backend->name,
+    char loss[256];
+    sf_loss_format(&o->loss, loss, sizeof loss);
+    const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->future_features, c->categories,
+                          o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
                           o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
@@ -242,7 +251,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         crc = sf_crc32c(crc, c->scoped_target_scale, c->nscoped * c->outputs * sizeof(float));
         crc = sf_crc32c(crc, c->scoped_target_offset, c->nscoped * c->outputs * sizeof(float));
     }
-    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
+    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, loss, columns, window, batch, replicas, "
                           "pipeline lanes and blocks, backend, precision, seed, epochs, steps per epoch, "
                           "validation steps, log rows, learning rate and its schedule, memory budget, the files "
                           "written: --checkpoint-dir, --log, --trace, --report, and the data's layout and "
@@ -277,7 +286,7 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
     if (rank == 0 && o->resume && latest[0] && access(latest, F_OK) == 0) {
         sf_model om;
         read = !(h.rc = sf_checkpoint_read(latest, &old, &om, e));
-        if (read) h.rc = check_resume(&old, run, latest, e);
+        if (read) h.rc = check_resume(&old, &om, run, m, latest, e);
         if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
         h.found = read, h.adam = read && old.m && old.v;
         h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.parts = old.parts;

@@ -129,7 +129,7 @@ static void train_rows(sf_replica *r, uint32_t j, uint32_t a, uint32_t lo, uint3
         return;
     }
     sf_cpu_pass_forward(r->act[a], r->w, r->x + lo * xrow, n, true, r->seed, row0);
-    r->loss[j] = sf_cpu_pass_backward(r->act[a], r->g[j], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->outputs, n,
+    r->loss[j] = sf_cpu_pass_backward(r->act[a], r->g[j], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->values, n,
                                       r->global, part_done, r);
 }
 
