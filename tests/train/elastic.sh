@@ -47,6 +47,22 @@ cut -d, -f1,2 r1.csv >want.csv
 cut -d, -f1,2 r4.csv >got.csv
 cmp -s want.csv got.csv || fail "the losses of 4 replicas differ from 1's: $(paste -d' ' want.csv got.csv)"
 
+# The same with a quantile loss (three outputs a target value), with a
+# future feature and the series through an embedding (the covariates
+# travel with each part's windows), and with both.
+qargs=(--data s.sfpack --targets f2 --model lstm:12,dropout:0.2,lstm:6,dense --window 10 --horizon 1-2
+       --batch-size 48 --val-split 0.1 --seed 3 --epochs 2 -q)
+for extra in "--loss quantile:0.1,0.5,0.9" "--future-features f0 --series-features embedding:2" \
+             "--loss quantile:0.1,0.5,0.9 --future-features f0 --series-features embedding:2"; do
+    for R in 1 2 3; do
+        # shellcheck disable=SC2086
+        run 0 train "${qargs[@]}" $extra --replicas "$R" --checkpoint-dir "q$R"
+        [ "$R" = 1 ] || same q1/latest.safetensors "q$R/latest.safetensors" 0 ||
+            fail "$extra: $R replicas trained other weights than 1"
+    done
+    rm -rf q1 q2 q3
+done
+
 mpirun --version 2>/dev/null | grep -q 'Open MPI' || { echo "Open MPI's mpirun not installed: ranks skipped"; finish; exit 0; }
 "$SEQFEED" info | grep -q 'built with MPI' || { echo "seqfeed built without MPI: ranks skipped"; finish; exit 0; }
 mpi() {
