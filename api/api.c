@@ -368,7 +368,7 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
                         hint[0] ? " (hint: a smaller " : "", hint[0] ? hint + 2 : "", hint[0] ? ")" : "");
     }
     if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
-    d->info.window = po.window.length, d->info.batch = po.batch, d->info.epochs = po.epochs;
+    d->info.window = po.window.length, d->info.batch = rc ? 0 : sf_replica_windows(po.batch, sf_batch_parts(po.batch), po.shard_total, po.shard_first), d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;
     d->info.steps = sf_window_steps(&po.window), d->info.nfuture = d->data.cols.nfuture;
     d->info.nonehot = d->data.cols.nonehot;
@@ -639,6 +639,9 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
         if (s) sf_text_put(&t, ", ");
         put_string(&t, info->sources[s]);
     }
+    sf_text_put(&t, "], \"quantiles\": [");
+    const sf_loss *l = &in->model.loss;
+    for (uint32_t q = 0; l->kind == SF_LOSS_QUANTILE && q < l->nq; q++) sf_text_put(&t, "%s%.17g", q ? ", " : "", l->q[q]);
     sf_text_put(&t, "]}");
     return t.s;
 }

@@ -97,8 +97,9 @@ typedef struct {
     uint64_t epochs;                   // --epochs, 1 to 2^63 - 1
     double val_split;                  // --val-split, from 0 to below 1
     double max_gap;                    // --max-gap in seconds, above 0 and finite (0: no limit)
-    uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it
-    uint32_t replica;                  // 0 to replicas - 1: this replica's share, batch / replicas windows a batch
+    uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it, at most its parts
+    uint32_t replica;                  // 0 to replicas - 1: this replica's share, its parts of each global
+                                       // batch as train's (batch / replicas windows when replicas divide them)
     uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)
@@ -202,9 +203,11 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
 // target_change, time_kind (as sf_api_pack_describe's), has_lines,
 // unseen and unseen_column (how many values of the file's categorical
 // columns the training data lacked, whose rows get 0 for each of the
-// column's inputs, and the first such column: null for none) and sources
-// (the files the pack was packed from: [] for one). NULL when out of
-// memory or in is NULL.
+// column's inputs, and the first such column: null for none), sources
+// (the files the pack was packed from: [] for one) and quantiles (a model
+// trained with --loss quantile: its quantiles, ascending, the last axis of
+// the exported model's output; else []). NULL when out of memory or in is
+// NULL.
 char *sf_api_inputs_describe(const sf_api_inputs *in);
 // Where sf_api_inputs_read writes, each window's values at index i of its
 // window's order: x (windows x window x inputs floats), base (windows x

@@ -58,9 +58,10 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
 // are still to come: what lets their sum across ranks start early.
 typedef void (*sf_layer_done)(void *arg, uint32_t layer);
 
-// After a forward pass on the same x: the MSE summed over the rows (Keras'
-// mean over targets per row), and grads (nparams, overwritten) of that sum
-// divided by global_batch, as MirroredStrategy scales each replica's share.
+// After a forward pass on the same x (y: m->values per row): the model's
+// loss (m->loss) summed over the rows, and grads (nparams, overwritten) of
+// that sum divided by global_batch, as MirroredStrategy scales each
+// replica's share.
 // done (NULL: none) is called with arg for each layer with parameters.
 double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, const float *x, const float *y,
                             uint32_t count, uint32_t global_batch, sf_layer_done done, void *arg);
@@ -92,6 +93,8 @@ typedef struct {
     bool late_loss;             // GPU, on a backend with step_loss: train_step only queues
     bool cuda_graph;            // GPU, late: full batches replay the step captured in a CUDA graph
     bool overlap_reduce;        // GPU: each layer's NCCL sum starts when its gradients are final
+    uint32_t parts, part_batch; // on a backend with train_parts: the most parts a batch is cut
+                                // into, and the most windows a part holds (0: none)
 } sf_replica_opts;
 
 // The replicas of a job's ranks, for a backend that sums across them
@@ -129,7 +132,19 @@ typedef struct {
                       uint64_t seed, double *loss, sf_err *e);
     // The contiguous gradient buffer (host memory on CPU), for the all-reduce.
     float *(*gradients)(sf_replica *r);
-    // During every later train_step, fn(arg, layer) once for each layer
+    // train_step on a batch cut into nparts parts (the pipeline's sf_batch:
+    // count[j] rows each, back to back; part j's first row is row0[j] of the
+    // global batch, which dropout's masks follow, so that a part's gradients
+    // do not depend on which replica computes it): each part's gradients in
+    // a buffer of its own (part_gradients; part 0's is the gradient buffer),
+    // not summed, *loss the sum of the row losses. The trainer sums the
+    // parts of every replica in the global batch's order. NULL on a backend
+    // that sums its batch itself (GPUs: one pass over the replica's rows).
+    int (*train_parts)(sf_replica *r, const float *x, const float *y, uint32_t nparts, const uint32_t *count,
+                       const uint32_t *row0, uint32_t global_batch, uint64_t seed, double *loss, sf_err *e);
+    float *(*part_gradients)(sf_replica *r, uint32_t j);
+    // During every later train_step (train_parts: when every part is done
+    // with it), fn(arg, layer) once for each layer
     // with parameters, top first, from any of the replica's threads, when
     // that layer's part of the gradient buffer is final (fn NULL: none).
     // NULL on a backend whose buffer is final only when train_step returns.

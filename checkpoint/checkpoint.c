@@ -110,6 +110,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[17], 64, "%.17g", c->epoch_seconds);
     snprintf(v[18], 64, "%u", c->lanes);
     snprintf(v[19], 64, "%u", c->block_chunks);
+    snprintf(v[31], 64, "%u", c->parts);
     snprintf(v[22], 64, "%llu", (unsigned long long)c->warmup_steps);
     snprintf(v[23], 64, "%llu", (unsigned long long)c->lr_total_steps);
     snprintf(v[24], 64, "%llu", (unsigned long long)c->lr_patience);
@@ -128,13 +129,15 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
     snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
     snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
-    const char *meta[] = {"format", FORMAT, "model", c->model, "features", c->features, "targets", c->targets,
+    char loss[256];
+    sf_loss_format(&m->loss, loss, sizeof loss);
+    const char *meta[] = {"format", FORMAT, "model", c->model, "loss", loss, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],
                           "outputs", v[2], "epoch", v[3], "epoch_step", v[4], "step", v[5], "seed", v[6],
                           "epochs", v[7], "batch", v[8], "replicas", v[9], "val_split", v[10], "lr", v[11],
                           "lr_scaling", c->lr_scaling, "pool", v[12], "rows", v[13], "epoch_loss", v[14],
                           "epoch_samples", v[15], "epoch_wait", v[16], "epoch_seconds", v[17],
-                          "lanes", v[18], "block_chunks", v[19], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
+                          "lanes", v[18], "block_chunks", v[19], "batch_parts", v[31], "data_fingerprint", v[20], "max_gap", v[21], "time_features", c->time_features,
                           "categories", c->categories, "target", c->target_change ? "change" : "value",
                           "precision", c->precision, "data_from_checkpoint_dir", c->data_from_dir,
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
@@ -512,6 +515,12 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     // from before they were recorded had one of each.
     if (!rc) rc = meta_u64_or(s, path, "lanes", 1, &u[12], e);
     if (!rc) rc = meta_u64_or(s, path, "block_chunks", 1, &u[13], e);
+    uint64_t parts = 0;  // 0: from before parts
+    if (!rc) rc = meta_u64_or(s, path, "batch_parts", 0, &parts, e);
+    if (!rc && parts > SF_MAX_PARTS)
+        rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'batch_parts' is %llu, expected 0 to %u (a damaged or edited "
+                        "checkpoint)", path, (unsigned long long)parts, SF_MAX_PARTS);
+    c->parts = (uint32_t)parts;
     const char *fp = sf_st_meta(s, "data_fingerprint");
     if (!rc && fp) {
         char *end;
@@ -646,9 +655,16 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = read_onehot(s, path, c, e);
     if (!rc) {
         sf_err inner = {0};
-        if ((rc = sf_model_parse(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &inner)) ||
-            (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot, &inner)) ||
-            (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
+        // A checkpoint from before --loss: MSE.
+        const char *text = sf_st_meta(s, "loss");
+        sf_loss loss = {.kind = SF_LOSS_MSE};
+        if (text && (rc = sf_loss_parse(&loss, text, &inner)))
+            rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'loss': %s (a damaged or edited checkpoint)", path, inner.msg);
+        else if ((rc = sf_model_parse_loss(m, c->model, c->inputs, c->outputs * sf_window_steps(&c->window), &loss,
+                                           &inner)) ||
+                 (rc = sf_model_set_extra(m, c->future_inputs * sf_window_steps(&c->window) + (uint32_t)c->nonehot,
+                                          &inner)) ||
+                 (c->embed && (rc = sf_model_set_embedding(m, (uint32_t)c->nonehot, c->embed, &inner))))
             sf_err_set(e, SF_EFORMAT, "%s: %s", path, inner.msg);
     }
     if (!rc) {

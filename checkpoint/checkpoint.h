@@ -95,7 +95,10 @@ typedef struct {
     double val_split, lr;
     char lr_scaling[16];
     uint64_t pool, rows;  // the shuffle pool and the data's rows: they decide the batches too
-    uint32_t lanes, block_chunks;  // as do the pipeline's lanes and blocks
+    uint32_t lanes, block_chunks;  // the pipeline's lanes and blocks (lanes decided the batches before parts)
+    uint32_t parts;                // the global batch's parts (sf_batch_parts): epoch_step is a position
+                                   // in the sequence of global batches they make, whatever the replicas
+                                   // (0: a checkpoint from before, whose batches depended on them)
     uint64_t data_fingerprint;     // sf_pack_info.fingerprint (0: a checkpoint from before it was recorded)
     double max_gap;                // seconds: windows do not span a larger step (0: none)
     // Cross-validation (--folds): the run is fold `fold` (from 1) of `folds`,

@@ -121,9 +121,10 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
             if (g >= 0) H5Gclose(g);
         }
     }
-    // Several steps: the Reshape to (steps, targets) holds no weights, but has its group as every layer.
-    // (The module links no pipeline: the steps read as sf_window_steps does.)
-    hid_t reshape = rc || c->window.steps <= 1 ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
+    // Several steps or quantiles: the Reshape to (steps, targets, quantiles) holds no weights, but has its
+    // group as every layer. (The module links no pipeline: the steps read as sf_window_steps does.)
+    bool reshaped = c->window.steps > 1 || sf_loss_width(&m->loss) > 1;
+    hid_t reshape = rc || !reshaped ? 0 : h5_group(f, "layers/reshape/vars", "reshape");
     if (reshape < 0) rc = h5_fail(e, "write a layer's group");
     else if (reshape > 0) H5Gclose(reshape);
     if (!rc && k != nt) rc = sf_err_set(e, SF_EINVAL, "export: %u of the model's %u tensors written", k, nt);
@@ -146,15 +147,31 @@ static int weights_h5(const sf_checkpoint *c, const sf_model *m, void **out, siz
 // A Normalization layer's mean and variance from scaled = value x scale +
 // offset: mean -offset / scale, variance 1 / scale^2 (Keras computes
 // (x - mean) / sqrt(variance), and invert: mean + x sqrt(variance)). For
-// changes (invert, no mean): the change in data units.
-static void normalization(sf_text *t, const char *name, const float *scale, const float *offset, uint32_t n, bool invert,
-                          bool no_mean, const char *shape) {
-    sf_text_put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\",\"axis\":[-1],"
-        "\"invert\":%s,\"mean\":[", name, invert ? "true" : "false");
-    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[j] / scale[j]);
-    sf_text_put(t, "],\"variance\":[");
-    for (uint32_t j = 0; j < n; j++) sf_text_put(t, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[j] * scale[j]));
+// changes (invert, no mean): the change in data units. W > 1: the input's
+// last axis holds W quantiles of each of the n targets, and each target's
+// numbers are repeated over them (axis [-2, -1], the statistics (n, W)).
+static void normalization(sf_text *t, const char *name, const float *scale, const float *offset, uint32_t n, uint32_t W,
+                          bool invert, bool no_mean, const char *shape) {
+    sf_text_put(t, ",{\"module\":\"keras.layers\",\"class_name\":\"Normalization\",\"config\":{\"name\":\"%s\","
+        "\"axis\":%s,\"invert\":%s,\"mean\":[", name, W > 1 ? "[-2,-1]" : "[-1]", invert ? "true" : "false");
+    for (int v = 0; v < 2; v++) {
+        if (v) sf_text_put(t, "],\"variance\":[");
+        for (uint32_t j = 0; j < n; j++) {
+            double x = v ? 1.0 / ((double)scale[j] * scale[j]) : no_mean ? 0.0 : -(double)offset[j] / scale[j];
+            sf_text_put(t, "%s%s", j ? "," : "", W > 1 ? "[" : "");
+            for (uint32_t q = 0; q < W; q++) sf_text_put(t, "%s%.9g", q ? "," : "", x);
+            if (W > 1) sf_text_put(t, "]");
+        }
+    }
     sf_text_put(t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
+}
+
+// The Reshape's target shape of the last Dense's units: (steps, targets),
+// a quantile model's (steps, targets, quantiles), or (targets, quantiles)
+// for one step.
+static void reshape_dims(char *buf, size_t len, uint32_t steps, uint32_t targets, uint32_t W) {
+    if (steps > 1 && W > 1) snprintf(buf, len, "%u,%u,%u", steps, targets, W);
+    else snprintf(buf, len, "%u,%u", steps > 1 ? steps : targets, steps > 1 ? targets : W);
 }
 
 // A layer of a functional model: its class and config (without the braces'
@@ -171,18 +188,22 @@ static void node(sf_text *t, const char *cls, const char *name, const char *conf
     sf_text_put(t, "%s],\"kwargs\":{}}]}", n > 1 ? "]" : "");
 }
 
-// A Normalization's config (normalization's text without its wrapping).
+// A Normalization's config (normalization's text without its wrapping);
+// W > 1 as normalization's: each value repeated over W quantiles.
 static void norm_config(char *buf, size_t cap, const float *scale, const float *offset, const uint32_t *pick, uint32_t n,
-                        bool invert, bool no_mean) {
-    size_t len = (size_t)snprintf(buf, cap, ",\"axis\":[-1],\"invert\":%s,\"mean\":[", invert ? "true" : "false");
-    for (uint32_t j = 0; j < n && len < cap; j++) {
-        uint32_t i = pick ? pick[j] : j;
-        len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", j ? "," : "", no_mean ? 0.0 : -(double)offset[i] / scale[i]);
-    }
-    if (len < cap) len += (size_t)snprintf(buf + len, cap - len, "],\"variance\":[");
-    for (uint32_t j = 0; j < n && len < cap; j++) {
-        uint32_t i = pick ? pick[j] : j;
-        len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", j ? "," : "", 1.0 / ((double)scale[i] * scale[i]));
+                        uint32_t W, bool invert, bool no_mean) {
+    size_t len = (size_t)snprintf(buf, cap, ",\"axis\":%s,\"invert\":%s,\"mean\":[", W > 1 ? "[-2,-1]" : "[-1]",
+                                  invert ? "true" : "false");
+    for (int v = 0; v < 2; v++) {
+        if (v && len < cap) len += (size_t)snprintf(buf + len, cap - len, "],\"variance\":[");
+        for (uint32_t j = 0; j < n && len < cap; j++) {
+            uint32_t i = pick ? pick[j] : j;
+            double x = v ? 1.0 / ((double)scale[i] * scale[i]) : no_mean ? 0.0 : -(double)offset[i] / scale[i];
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", j ? "," : "", W > 1 ? "[" : "");
+            for (uint32_t q = 0; q < W && len < cap; q++)
+                len += (size_t)snprintf(buf + len, cap - len, "%s%.9g", q ? "," : "", x);
+            if (W > 1 && len < cap) len += (size_t)snprintf(buf + len, cap - len, "]");
+        }
     }
     if (len < cap) snprintf(buf + len, cap - len, "]");
 }
@@ -192,13 +213,14 @@ static void norm_config(char *buf, size_t cap, const float *scale, const float *
 // and series (one-hot, --series-features), those it has. window and future
 // each have a Normalization; future is flattened step by step (the order
 // of the extra in seqfeed's x) and concatenated, series after it, with the
-// output of the layer before the head; the head and the rest as the
-// Sequential has them.
+// output of the layer before the head; the head and the rest, the Reshape
+// of several steps or quantiles included, as the Sequential has them.
 static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
     sf_text t = {0};
     uint32_t T = c->window.length, steps = c->window.steps > 1 ? c->window.steps : 1, F = c->future_inputs;
-    uint32_t S = (uint32_t)c->nonehot, D = m->embed;
-    size_t cap = 64 + 40 * (size_t)(m->inputs > c->outputs ? m->inputs : c->outputs);
+    uint32_t S = (uint32_t)c->nonehot, D = m->embed, W = sf_loss_width(&m->loss);
+    size_t outs = (size_t)c->outputs * (W + 1);  // a quantile model's numbers and brackets per target
+    size_t cap = 64 + 40 * (m->inputs > outs ? m->inputs : outs);
     char *cfg = malloc(cap), win[64], fut[64], flat[32], ser[32], emb[32], shape[192], prev_shape[64], prev[32];
     if (!cfg) return NULL;
     snprintf(win, sizeof win, "[null,%u,%u]", T, m->inputs);
@@ -215,10 +237,10 @@ static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
             sf_text_put(&t, "%s{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{"
                             "\"batch_shape\":%s,\"dtype\":\"float32\",\"sparse\":false,\"name\":\"%s\"},\"name\":\"%s\","
                             "\"inbound_nodes\":[]}", n++ ? "," : "", inputs[k][1], inputs[k][0], inputs[k][0]);
-    norm_config(cfg, cap, c->feature_scale, c->feature_offset, NULL, m->inputs, false, false);
+    norm_config(cfg, cap, c->feature_scale, c->feature_offset, NULL, m->inputs, 1, false, false);
     node(&t, "Normalization", "normalization", cfg, win, 1, (const char *[]){"window"}, (const char *[]){win});
     if (F) {
-        norm_config(cfg, cap, c->feature_scale, c->feature_offset, c->future, F, false, false);
+        norm_config(cfg, cap, c->feature_scale, c->feature_offset, c->future, F, 1, false, false);
         node(&t, "Normalization", "normalization_1", cfg, fut, 1, (const char *[]){"future"}, (const char *[]){fut});
         node(&t, "Flatten", "flatten", "", fut, 1, (const char *[]){"normalization_1"}, (const char *[]){fut});
     }
@@ -254,14 +276,16 @@ static char *functional_json(const sf_checkpoint *c, const sf_model *m) {
         if (ly->sequences) snprintf(prev_shape, sizeof prev_shape, "[null,%u,%u]", T, ly->units);
         else snprintf(prev_shape, sizeof prev_shape, "[null,%u]", ly->units);
     }
-    if (steps > 1) {
-        snprintf(cfg, cap, ",\"target_shape\":[%u,%u]", steps, c->outputs);
+    if (steps > 1 || W > 1) {
+        char dims[48];
+        reshape_dims(dims, sizeof dims, steps, c->outputs, W);
+        snprintf(cfg, cap, ",\"target_shape\":[%s]", dims);
         node(&t, "Reshape", "reshape", cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
         snprintf(prev, sizeof prev, "reshape");
-        snprintf(prev_shape, sizeof prev_shape, "[null,%u,%u]", steps, c->outputs);
+        snprintf(prev_shape, sizeof prev_shape, "[null,%s]", dims);
     }
     const char *last = F ? "normalization_2" : "normalization_1";
-    norm_config(cfg, cap, c->target_scale, c->target_offset, NULL, c->outputs, true, c->target_change);
+    norm_config(cfg, cap, c->target_scale, c->target_offset, NULL, c->outputs, W, true, c->target_change);
     node(&t, "Normalization", last, cfg, prev_shape, 1, (const char *[]){prev}, (const char *[]){prev_shape});
     sf_text_put(&t, "],\"input_layers\":[[\"window\",0,0]%s%s],\"output_layers\":[[\"%s\",0,0]]}}",
                 F ? ",[\"future\",0,0]" : "", S ? ",[\"series\",0,0]" : "", last);
@@ -278,7 +302,7 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         "{\"module\":\"keras.layers\",\"class_name\":\"InputLayer\",\"config\":{\"batch_shape\":[null,%u,%u],"
         "\"dtype\":\"float32\",\"name\":\"input_layer\"}}", T, m->inputs);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
-    normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, false, false, shape);
+    normalization(&t, "normalization", c->feature_scale, c->feature_offset, m->inputs, 1, false, false, shape);
     bool steps = true;  // the layer's input has every time step: until an LSTM or GRU returns only the last
     for (uint32_t l = 0; l < m->nlayers; l++) {
         const sf_layer *ly = &m->layer[l];
@@ -300,13 +324,19 @@ static char *config_json(const sf_checkpoint *c, const sf_model *m) {
         if (sf_layer_recurrent(ly)) steps = ly->sequences;
     }
     snprintf(shape, sizeof shape, "[null,%u]", m->outputs);
-    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1;
-    if (nsteps > 1) {  // as Keras' multi-step single-shot model: the last Dense's units as (steps, targets)
+    uint32_t nsteps = c->window.steps > 1 ? c->window.steps : 1, W = sf_loss_width(&m->loss);
+    // As Keras' multi-step single-shot model: the last Dense's units as
+    // (steps, targets), and a quantile model's as (steps, targets, quantiles)
+    // or (targets, quantiles) for one step.
+    if (nsteps > 1 || W > 1) {
+        char dims[48];
+        reshape_dims(dims, sizeof dims, nsteps, c->outputs, W);
         sf_text_put(&t, ",{\"module\":\"keras.layers\",\"class_name\":\"Reshape\",\"config\":{\"name\":\"reshape\","
-            "\"target_shape\":[%u,%u]},\"build_config\":{\"input_shape\":%s}}", nsteps, c->outputs, shape);
-        snprintf(shape, sizeof shape, "[null,%u,%u]", nsteps, c->outputs);
+            "\"target_shape\":[%s]},\"build_config\":{\"input_shape\":%s}}", dims, shape);
+        snprintf(shape, sizeof shape, "[null,%s]", dims);
     }
-    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, true, c->target_change, shape);
+    normalization(&t, "normalization_1", c->target_scale, c->target_offset, c->outputs, W, true, c->target_change,
+                  shape);
     snprintf(shape, sizeof shape, "[null,%u,%u]", T, m->inputs);
     sf_text_put(&t, "]},\"build_config\":{\"input_shape\":%s}}", shape);
         return t.s;

@@ -151,10 +151,11 @@ int bench_pipeline(int argc, char **argv) {
     const cli_value *v = a.v;
     uint32_t global = v[OPT_BATCH_SIZE].set ? (uint32_t)v[OPT_BATCH_SIZE].u : sf_fit_opts_default().batch;
     o.replicas = v[OPT_REPLICAS].set ? (uint32_t)v[OPT_REPLICAS].u : 1;
-    if (global % o.replicas)
-        return cli_usage_error(c->name, "--batch-size %u is not divisible by %u replicas (each replica takes "
-                               "batch-size / replicas)", global, o.replicas);
-    o.batch = global / o.replicas;
+    if (o.replicas > sf_batch_parts(global))
+        return cli_usage_error(c->name, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
+                               "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
+                               "--replicas)", global, sf_batch_parts(global), o.replicas, 8 * o.replicas);
+    o.batch = global;
     double consume_rate = v[OPT_CONSUME_RATE].set ? v[OPT_CONSUME_RATE].real : 0;
     bool json = v[OPT_JSON].set;
     sf_err e = {0};
@@ -252,6 +253,7 @@ int bench_pipeline(int argc, char **argv) {
                         util_decode >= util_read && util_decode >= util_window ? "decode" :
                         util_window >= util_read ? "window" : "read";
     double wps = (double)windows / wall, reads = once > 0 ? st.bytes_read / once : 0;
+    uint32_t parts = sf_batch_parts(global), per = sf_replica_windows(global, parts, o.replicas, 0);
     if (json) {
         // Unpaced: no rate and no stall figure (null).
         char rate_json[32] = "null", stall_json[32] = "null";
@@ -261,19 +263,19 @@ int bench_pipeline(int argc, char **argv) {
                "%.3f, \"window\": %.3f}, \"consume_rate\": %s, \"consumer_stall\": %s, \"limit\": \"%s\", "
                "\"memory_ceiling_windows_per_s\": "
                "%.0f, \"ratio_to_ceiling\": %.3f, \"pool\": %" PRIu64 ", \"memory_bytes\": %" PRIu64
-               ", \"peak_rss_bytes\": %" PRIu64 ", \"batch_size\": %u, \"batch_per_replica\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
+               ", \"peak_rss_bytes\": %" PRIu64 ", \"batch_size\": %u, \"batch_per_replica\": %u, \"parts\": %u, \"lanes\": %u, \"read_over_file\": %.3f, \"io\": ",
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
                util_window, rate_json, stall_json, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
-               o.batch, o.lanes, reads);
+               per, parts, o.lanes, reads);
         cli_json_string(stdout, mode);
         printf("}\n");
     } else {
-        printf("pipeline      %s, %u replica(s) x %u lane(s), batch size %u (%u per replica), pool %" PRIu64
+        printf("pipeline      %s, %u replica(s) x %u lane(s), batch size %u (%u parts, %u for replica 0), pool %" PRIu64
                ", window %u/%u/%u/%u, %u decoder(s)\n",
-               data, o.replicas, o.lanes, global, o.batch, o.pool, o.window.length, o.window.stride,
+               data, o.replicas, o.lanes, global, parts, per, o.pool, o.window.length, o.window.stride,
                o.window.sampling_rate, o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
-        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows per lane); the process peaked "
+        printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows in all); the process peaked "
                "at %.1f MB resident\n", memory / 1e6, o.pool, peak / 1e6);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
                batches, wall, wps / 1e6);

@@ -150,9 +150,11 @@ int bench_train(int argc, char **argv) {
     sf_columns_free(&cols);
     if (rc) return e.code = SF_EUSAGE, cli_fail(c->name, &e, NULL);
     for (uint32_t k = 0; k < nbatches; k++)
-        if (batches[k] % o.replicas)
-            return cli_usage_error(c->name, "--batch-size %llu is not divisible by %u replicas (each replica takes "
-                                   "batch-size / replicas)", (unsigned long long)batches[k], o.replicas);
+        if (o.replicas > sf_batch_parts((uint32_t)batches[k]))
+            return cli_usage_error(c->name, "--batch-size %llu is cut into %u part(s) of at least 8 windows, and each "
+                                   "of the %u replicas takes whole parts (hint: a --batch-size of at least %u, or "
+                                   "fewer --replicas)", (unsigned long long)batches[k],
+                                   sf_batch_parts((uint32_t)batches[k]), o.replicas, 8 * o.replicas);
     double train_flops = 3 * sf_model_flops(&m, o.pipe.window.length);
     // The ceiling: every core in one GEMM.
     sf_cpu_threads(0);
@@ -236,7 +238,7 @@ int bench_train(int argc, char **argv) {
 static const cli_use scaling_uses[] = {
     FIT_USES, {.opt = OPT_REPLICAS, .def = "1,2,4", .help = "replica counts, one run each", .many = true},
     {.opt = OPT_BATCH_SIZE, .def = "32 per replica at the largest count",
-     .help = "the global batch, the same at every count (each replica takes batch-size / replicas)"},
+     .help = "the global batch, the same at every count (each replica takes whole parts of it)"},
     {.opt = OPT_SEED}, {.opt = OPT_GPUS}, PIPE_USES, {.opt = OPT_STEPS, .def = "20"},
     {.opt = OPT_WARMUP, .def = "3"}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -266,11 +268,13 @@ int bench_scaling(int argc, char **argv) {
     uint64_t most = 1;
     for (uint32_t k = 0; k < ncounts; k++) most = counts[k] > most ? counts[k] : most;
     uint64_t global = v[OPT_BATCH_SIZE].set ? v[OPT_BATCH_SIZE].u : 32 * most;
+    uint32_t parts = sf_batch_parts((uint32_t)global);  // --batch-size is at most 2^20
     for (uint32_t k = 0; k < ncounts; k++)
-        if (global % counts[k])
-            return cli_usage_error(c->name, "--batch-size %llu is not divisible by %llu replicas (each replica takes "
-                                   "batch-size / replicas)", (unsigned long long)global,
-                                   (unsigned long long)counts[k]);
+        if (counts[k] > parts)
+            return cli_usage_error(c->name, "--batch-size %llu is cut into %u part(s) of at least 8 windows, and each "
+                                   "of the %llu replicas takes whole parts (hint: a --batch-size of at least %llu, or "
+                                   "fewer --replicas)", (unsigned long long)global, parts,
+                                   (unsigned long long)counts[k], 8 * (unsigned long long)counts[k]);
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     int ngpus = cli_choose_gpus(c->name, b.gpus, devices, 64, v[OPT_QUIET].set, &gpu_backend);
@@ -296,7 +300,7 @@ int bench_scaling(int argc, char **argv) {
         if (!base) base = res.samples_per_s, base_r = (double)R;  // the first count's rate
         double speed = res.samples_per_s / base;
         printf("%-9llu %9llu %12.1f %8.2fx %10.0f%%  %s (input wait %.1f%%)\n", (unsigned long long)R,
-               (unsigned long long)(global / R), res.samples_per_s, speed, 100 * speed * base_r / (double)R,
+               (unsigned long long)sf_replica_windows((uint32_t)global, parts, (uint32_t)R, 0), res.samples_per_s, speed, 100 * speed * base_r / (double)R,
                res.diagnosis.limit ? res.diagnosis.limit : "?", 100 * res.diagnosis.input_share);
     }
     return EXIT_OK;

@@ -35,7 +35,9 @@ static const cli_command predict_command = {
         "same instant in UTC with Z; integers as they were), its line in the CSV\n"
         "the file was packed from (packed from several files or from Parquet: the\n"
         "file, then its line or its row counted from 1; else its row in the\n"
-        "file), and each target as NAME_pred in the data's units (with\n"
+        "file), and each target as NAME_pred in the data's units (a model\n"
+        "trained with the quantile loss of 0.1, 0.5, 0.9: NAME_q10, NAME_q50,\n"
+        "NAME_q90, sorted so that they never cross) (with\n"
         "--with-actual, NAME beside it: empty where pack filled it in (--missing\n"
         "ffill), as the CSV had it), so that the forecasts join back to the CSV on\n"
         "the line, or on the time parsed. A checkpoint of several steps ahead\n"
@@ -57,17 +59,21 @@ static const cli_command evaluate_command = {
     .name = "evaluate",
     .usage = "--checkpoint FILE.safetensors --data FILE.sfpack [options]",
     .about =
-        "The checkpoint's loss (MSE on scaled values, as in training) on the\n"
-        "file's windows, next to baselines on the same target values: the last\n"
-        "observed value (persistence), the training rows' mean, and the value one\n"
-        "season before (seasonal naive, the season from the time column or\n"
+        "The checkpoint's loss (the one it was trained with, MSE by default, on\n"
+        "scaled values) on the file's windows, next to baselines in the same\n"
+        "metric on the same target values: the last observed value\n"
+        "(persistence), the training rows' mean, and the value one season\n"
+        "before (seasonal naive, the season from the time column or\n"
         "--season). Then per target, in data units, the RMSE and MAE of the model\n"
         "and of each baseline, and whether the model beats persistence; the\n"
         "verdict names every target that does not. Target values pack imputed\n"
         "(--missing ffill) are not scored. With several steps (trained with\n"
         "horizon A-B), the scores are over every step's values, and a table\n"
-        "gives each step's MSE next to persistence and the seasonal forecast,\n"
-        "and their mean over the steps.\n",
+        "gives each step's loss next to persistence and the seasonal forecast,\n"
+        "and their mean over the steps. A model trained with a quantile loss\n"
+        "adds each quantile's pinball loss and the coverage: the share of true\n"
+        "values inside [lowest, highest] quantile; its RMSE and MAE are those of\n"
+        "the quantile nearest 0.5.\n",
     .uses = evaluate_uses,
 };
 
@@ -216,11 +222,15 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         }
         if (steps > 1) fprintf(r->out, ",%u", w->horizon - (steps - 1) + step);  // rows ahead of the window's last
         sf_columns cw = sf_columns_at(&r->d.cols, row);  // the row's series' scaling (--norm-scope series)
+        uint32_t W = sf_loss_width(&r->model.loss);
         for (uint32_t j = 0; j < nt; j++) {
             char num[32];
-            float v = sf_step_prediction(&cw, w->length, steps, x, r->pred, i, step, j);
-            sf_format_float(num, v);
-            fprintf(r->out, ",%s", num);
+            float v[SF_LOSS_MAX_QUANTILES];  // a quantile model's, ascending
+            sf_step_quantiles(&cw, w->length, steps, W, x, r->pred, i, step, j, v);
+            for (uint32_t q = 0; q < W; q++) {
+                sf_format_float(num, v[q]);
+                fprintf(r->out, ",%s", num);
+            }
             if (r->actual && imputed_target(r, y, i, step, j)) {  // the CSV had no value
                 fputc(',', r->out);
                 r->imputed++;
@@ -296,12 +306,18 @@ int cmd_predict(int argc, char **argv) {
     }
     fputs(in->nsources ? ",file,line" : in->has_lines ? ",line" : ",row", r.out);
     if (sf_window_steps(&r.ck.window) > 1) fputs(",step", r.out);
+    const sf_loss *loss = &r.model.loss;
     for (uint32_t j = 0; j < r.d.cols.ntargets; j++) {
         const char *name = in->col_names[r.d.cols.targets[j]];
-        char *pred = malloc(strlen(name) + 6);
-        if (pred) sprintf(pred, "%s_pred", name);
-        fputc(',', r.out);
-        cli_csv_field(r.out, pred ? pred : name);
+        char *pred = malloc(strlen(name) + 40);
+        // A quantile model's NAME_q10, NAME_q50, ...; else NAME_pred.
+        for (uint32_t q = 0; q < sf_loss_width(loss); q++) {
+            char suffix[32] = "pred";
+            if (loss->kind == SF_LOSS_QUANTILE) sf_loss_quantile_name(loss, q, suffix, sizeof suffix);
+            if (pred) sprintf(pred, "%s_%s", name, suffix);
+            fputc(',', r.out);
+            cli_csv_field(r.out, pred ? pred : name);
+        }
         free(pred);
         if (r.actual) {
             fputc(',', r.out);
@@ -339,16 +355,40 @@ static void json_forecasters(const double *v) {
     printf("}");
 }
 
+// A quantile model's pinball loss of each quantile: {"q10": ..., ...}.
+static void json_quantiles(const sf_loss *l, const double *v) {
+    printf("{");
+    for (uint32_t q = 0; q < l->nq; q++) {
+        char name[32];
+        sf_loss_quantile_name(l, q, name, sizeof name);
+        printf("%s\"%s\": ", q ? ", " : "", name);
+        cli_json_real(stdout, v[q]);
+    }
+    printf("}");
+}
+
 static void evaluate_json(const run *r, const sf_score *s, const char *what) {
     const sf_target_score *t = s->t;
-    printf("{\"windows\": %llu, \"split\": \"%s\", \"loss\": ", (unsigned long long)s->windows, what);
-    cli_json_real(stdout, s->mse[SF_FC_MODEL]);
+    char loss[256];
+    sf_loss_format(&s->loss_fn, loss, sizeof loss);
+    bool quantiles = s->loss_fn.kind == SF_LOSS_QUANTILE;
+    // loss and the baselines: the training loss (--loss) on scaled values
+    printf("{\"windows\": %llu, \"split\": \"%s\", \"loss_function\": \"%s\", \"loss\": ",
+           (unsigned long long)s->windows, what, loss);
+    cli_json_real(stdout, s->loss[SF_FC_MODEL]);
     printf(", \"mean_baseline\": ");
-    cli_json_real(stdout, s->mse[SF_FC_MEAN]);
+    cli_json_real(stdout, s->loss[SF_FC_MEAN]);
     printf(", \"persistence_baseline\": ");
-    cli_json_real(stdout, s->mse[SF_FC_PERSISTENCE]);
+    cli_json_real(stdout, s->loss[SF_FC_PERSISTENCE]);
     printf(", \"seasonal_baseline\": ");
-    cli_json_real(stdout, s->mse[SF_FC_SEASONAL]);
+    cli_json_real(stdout, s->loss[SF_FC_SEASONAL]);
+    if (quantiles) {  // each quantile's pinball loss, and the share of true values inside [lowest, highest]
+        printf(", \"quantile_loss\": ");
+        json_quantiles(&s->loss_fn, s->quantile_loss);
+        printf(", \"coverage\": ");
+        cli_json_real(stdout, s->coverage);
+        printf(", \"nominal_coverage\": %.9g", s->loss_fn.q[s->loss_fn.nq - 1] - s->loss_fn.q[0]);
+    }
     printf(", \"season\": ");
     if (s->season.rows) printf("%u", s->season.rows);
     else printf("null");
@@ -374,9 +414,15 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
                (unsigned long long)t[j].seasonal_values);
         for (int f = 0; f < SF_FORECASTERS; f++) {
             printf(", \"%s\": ", sf_forecaster_names[f]);
-            cli_json_real(stdout, t[j].mse[f]);
+            cli_json_real(stdout, t[j].loss[f]);
         }
         printf(", \"beats_persistence\": %s", t[j].values ? t[j].beats_persistence ? "true" : "false" : "null");
+        if (quantiles) {
+            printf(", \"quantile_loss\": ");
+            json_quantiles(&s->loss_fn, t[j].quantile_loss);
+            printf(", \"coverage\": ");
+            cli_json_real(stdout, t[j].coverage);
+        }
         printf(", \"rmse\": ");
         json_forecasters(t[j].rmse);
         printf(", \"mae\": ");
@@ -384,7 +430,7 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
         printf("}");
     }
     printf("]");
-    if (s->step) {  // --horizon A-B: each step's MSE (scaled) per target
+    if (s->step) {  // --horizon A-B: each step's loss (scaled) per target
         printf(", \"steps\": [%u, %u], \"per_step\": [", s->first_step, s->horizon);
         for (uint32_t k = 0; k < s->steps * s->ntargets; k++) {
             const sf_step_score *ss = &s->step[k];
@@ -394,10 +440,14 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
                    (unsigned long long)ss->seasonal_values);
             for (int f = 0; f < SF_FORECASTERS; f++) {
                 printf(", \"%s\": ", sf_forecaster_names[f]);
-                cli_json_real(stdout, ss->mse[f]);
+                cli_json_real(stdout, ss->loss[f]);
             }
             printf(", \"model_on_seasonal\": ");
-            cli_json_real(stdout, ss->model_seasonal_mse);
+            cli_json_real(stdout, ss->model_seasonal_loss);
+            if (quantiles) {
+                printf(", \"coverage\": ");
+                cli_json_real(stdout, ss->coverage);
+            }
             printf("}");
         }
         printf("]");
@@ -434,7 +484,7 @@ int cmd_evaluate(int argc, char **argv) {
         sf_score_opts so = {.pack = r.d.pack, .plan = r.d.plan, .cols = &r.d.cols, .target_mean = r.ck.target_mean,
                             .series = r.d.segments ? r.d.segments : in->series,
                             .nseries = r.d.segments ? r.d.nsegments : in->nseries, .season = &season, .batch = batch,
-                            .predict = replica_predict, .arg = &r};
+                            .loss = &r.model.loss, .predict = replica_predict, .arg = &r};
         rc = sf_score_run(&s, &so, &e);
     }
     if (!rc && s.windows == 0) rc = sf_err_set(&e, SF_EINVAL, "%s: no windows in the %s part", data, named);
@@ -454,18 +504,33 @@ int cmd_evaluate(int argc, char **argv) {
             printf("imputed          %llu of %llu target values were imputed by pack --missing ffill and are not "
                    "scored\n",
                    (unsigned long long)s.imputed, (unsigned long long)(s.values + s.imputed));
-        printf("loss             %.6f   MSE of scaled values, as in training\n", s.mse[SF_FC_MODEL]);
-        printf("baseline mean    %.6f   predicting each target's training mean\n", s.mse[SF_FC_MEAN]);
-        printf("baseline last    %.6f   predicting the last observed value (persistence)\n",
-               s.mse[SF_FC_PERSISTENCE]);
-        if (s.season.rows && isnan(s.mse[SF_FC_SEASONAL]))  // a season longer than every series' rows before
+        const sf_loss *l = &s.loss_fn;
+        char lo[32], hi[32], what_loss[160];
+        sf_loss_quantile_name(l, 0, lo, sizeof lo);
+        sf_loss_quantile_name(l, l->nq ? l->nq - 1 : 0, hi, sizeof hi);
+        if (l->kind == SF_LOSS_HUBER) snprintf(what_loss, sizeof what_loss, "Huber loss (delta %g)", l->delta);
+        else if (l->kind == SF_LOSS_QUANTILE)
+            snprintf(what_loss, sizeof what_loss, "pinball loss, the mean over the %u quantiles %s to %s,", l->nq, lo,
+                     hi);
+        else snprintf(what_loss, sizeof what_loss, "%s", l->kind == SF_LOSS_MAE ? "MAE" : "MSE");
+        // A quantile loss scores a baseline's one value as every quantile.
+        const char *point = l->kind == SF_LOSS_QUANTILE ? ", as every quantile" : "";
+        printf("loss             %.6f   %s of scaled values, as in training\n", s.loss[SF_FC_MODEL], what_loss);
+        printf("baseline mean    %.6f   predicting each target's training mean%s\n", s.loss[SF_FC_MEAN], point);
+        printf("baseline last    %.6f   predicting the last observed value (persistence)%s\n",
+               s.loss[SF_FC_PERSISTENCE], point);
+        if (s.season.rows && isnan(s.loss[SF_FC_SEASONAL]))  // a season longer than every series' rows before
             printf("baseline season  n/a        no target has a row one season before it in its series (hint: a "
                    "smaller --season)\n");
         else if (s.season.rows)
-            printf("baseline season  %.6f   predicting the value one season before\n", s.mse[SF_FC_SEASONAL]);
+            printf("baseline season  %.6f   predicting the value one season before%s\n", s.loss[SF_FC_SEASONAL],
+                   point);
+        if (l->kind == SF_LOSS_QUANTILE)
+            printf("coverage         %.6f   the share of true values inside [%s, %s] (nominal %.3g)\n", s.coverage, lo,
+                   hi, l->q[l->nq - 1] - l->q[0]);
         sf_score_print(stdout, &s);
     }
-    bool finite = isfinite(s.mse[SF_FC_MODEL]);
+    bool finite = isfinite(s.loss[SF_FC_MODEL]);
     sf_score_free(&s);
     run_close(&r);
     if (!finite)

@@ -16,7 +16,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_NORM},
     {.opt = OPT_NORM_SCOPE},
     {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE}, {.opt = OPT_HORIZON},
-    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
+    {.opt = OPT_MAX_GAP}, {.opt = OPT_TIME_FEATURES}, {.opt = OPT_FUTURE_FEATURES}, {.opt = OPT_SERIES_FEATURES}, {.opt = OPT_SEASON}, {.opt = OPT_MODEL}, {.opt = OPT_LOSS}, {.opt = OPT_BATCH_SIZE}, {.opt = OPT_REPLICAS, .def = "one per GPU, or 1 on CPU"},
     {.opt = OPT_EPOCHS}, {.opt = OPT_VAL_SPLIT}, {.opt = OPT_LR}, {.opt = OPT_LR_SCALING},
     {.opt = OPT_LR_SCHEDULE}, {.opt = OPT_WARMUP_STEPS}, {.opt = OPT_LR_MIN}, {.opt = OPT_LR_FACTOR},
     {.opt = OPT_LR_PATIENCE}, {.opt = OPT_SEED}, {.opt = OPT_MAX_STEPS},
@@ -292,9 +292,18 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         if (!*precision) snprintf(precision_from, sizeof precision_from, "%s", path);
         *precision = ck->precision;
     }
+    // The loss decides the model's outputs and what its weights learnt: another is another run.
+    if (v[OPT_LOSS].set) {
+        sf_loss_format(&o->loss, given, sizeof given);
+        sf_loss_format(&m.loss, theirs, sizeof theirs);
+        if ((rc = differs(OPT_LOSS, given, theirs, path))) return rc;
+    }
+    o->loss = m.loss;
     if (v[OPT_MODEL].set) {
         sf_model gm;
-        if (sf_model_parse(&gm, o->model, ck->inputs, ck->outputs * sf_window_steps(&ck->window), &e) == 0) sf_model_format(&gm, given, sizeof given);
+        if (sf_model_parse_loss(&gm, o->model, ck->inputs, ck->outputs * sf_window_steps(&ck->window), &m.loss,
+                                &e) == 0)
+            sf_model_format(&gm, given, sizeof given);
         else snprintf(given, sizeof given, "%s", o->model);
         snprintf(theirs, sizeof theirs, "%s", ck->model);
         if ((rc = differs(OPT_MODEL, given, theirs, path))) return rc;
@@ -318,28 +327,26 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     // The numbers, as the checkpoint keeps them (text, to compare and to say).
     const sf_window_spec *w = &ck->window;
     const cli_opt nums[] = {OPT_WINDOW, OPT_STRIDE,      OPT_SAMPLING_RATE, OPT_HORIZON, OPT_BATCH_SIZE,
-                            OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,    OPT_LANES,
+                            OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,
                             OPT_BLOCK_CHUNKS, OPT_MAX_GAP, OPT_NORM,        OPT_LR_SCALING, OPT_TARGET};
     const double ck_values[] = {w->length, w->stride, w->sampling_rate, w->horizon, ck->batch, (double)ck->seed,
-                                ck->val_split, (float)ck->lr, (double)ck->pool, ck->lanes, ck->block_chunks,
-                                ck->max_gap};
+                                ck->val_split, (float)ck->lr, (double)ck->pool, ck->block_chunks, ck->max_gap};
     sf_fit_opts mine = *o;
     const double my_values[] = {mine.pipe.window.length, mine.pipe.window.stride, mine.pipe.window.sampling_rate,
                                 mine.pipe.window.horizon, mine.batch, (double)mine.seed, mine.val_split,
-                                (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.lanes, mine.pipe.block_chunks,
-                                mine.max_gap};
+                                (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.block_chunks, mine.max_gap};
     const char *ck_choices[] = {sf_norm_name(ck->norm), ck->lr_scaling, ck->target_change ? "change" : "value"};
     const char *my_choices[] = {sf_norm_name(mine.norm), mine.lr_linear ? "linear" : "none",
                                 mine.target_change ? "change" : "value"};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
         if (!v[nums[k]].set) continue;
-        if (k < 12) {  // as they were given: the learning rate in float32's digits, the gap in seconds
+        if (k < 11) {  // as they were given: the learning rate in float32's digits, the gap in seconds
             const char *fmt = nums[k] == OPT_LR ? "%.7g" : nums[k] == OPT_MAX_GAP ? "%gs" : "%.9g";
             snprintf(given, sizeof given, fmt, my_values[k]);
             snprintf(theirs, sizeof theirs, fmt, ck_values[k]);
         } else {
-            snprintf(given, sizeof given, "%s", my_choices[k - 12]);
-            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 12]);
+            snprintf(given, sizeof given, "%s", my_choices[k - 11]);
+            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 11]);
         }
         if ((rc = differs(nums[k], given, theirs, path))) return rc;
     }
@@ -349,7 +356,8 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         if ((rc = differs(OPT_HORIZON, given, theirs, path))) return rc;
     }
     o->pipe.window = ck->window, o->batch = ck->batch, o->seed = ck->seed, o->val_split = ck->val_split;
-    o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool, o->pipe.lanes = ck->lanes;
+    o->adam.lr = (float)ck->lr, o->pipe.pool = ck->pool;
+    if (!v[OPT_LANES].set) o->pipe.lanes = ck->lanes;  // lanes change no batch: --lanes may differ
     o->pipe.block_chunks = ck->block_chunks, o->max_gap = ck->max_gap, o->norm = ck->norm;
     o->lr_linear = !strcmp(ck->lr_scaling, "linear"), o->target_change = ck->target_change;
     if (!v[OPT_EPOCHS].set) o->epochs = ck->epochs;  // --epochs may go on further
@@ -481,6 +489,9 @@ int cmd_train(int argc, char **argv) {
     if (rc) return rc < 0 ? EXIT_OK : rc;
     sf_fit_opts o = sf_fit_opts_default();
     cli_apply_fit(&a, &o);
+    sf_err le = {0};
+    if (a.v[OPT_LOSS].set && sf_loss_parse(&o.loss, a.v[OPT_LOSS].text, &le))
+        return cli_usage_error("train", "%s", le.msg);
     o.interrupted = &interrupted;
     const char *gpus = a.v[OPT_GPUS].set ? a.v[OPT_GPUS].text : "all";
     const char *precision = a.v[OPT_PRECISION].set ? a.v[OPT_PRECISION].text : NULL;
@@ -592,7 +603,7 @@ static int train_folds(const sf_fit_opts *top, bool default_dir) {
         return cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL);
     }
     const char **reports = calloc(K, sizeof *reports);
-    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs};
+    sf_folds cv = {.folds = K, .score = scores, .dirs = (const char *const *)dirs, .loss = o.loss};
     uint64_t steps = 0;
     int rc = reports ? 0 : cli_fail("train", &(sf_err){SF_ENOMEM, "out of memory"}, NULL), stopped = 0;
     uint32_t k = 1;

@@ -112,11 +112,18 @@ static const option options[OPT_COUNT] = {
     [OPT_MODEL] = {"model", 0, "SPEC", K_TEXT, .group = DATA,
                    .help = "layers, lstm:U,gru:U,dropout:P,...,dense[:N]; the last dense width defaults to the number "
                            "of targets"},
+    [OPT_LOSS] = {"loss", 0, "mse|mae|huber[:D]|quantile:Q,..", K_TEXT, .group = TRAINING,
+                  .help = "what training minimises, on scaled values, averaged over targets, steps and quantiles: "
+                          "mse; mae; huber (Keras' Huber, delta 1, or huber:D); or quantile:0.1,0.5,0.9, the pinball "
+                          "loss of each quantile (ascending, in (0, 1)), the model giving one forecast per quantile "
+                          "(predict writes NAME_q10, NAME_q50, ..., sorted so that they never cross; evaluate "
+                          "reports each one's loss and the coverage of the lowest to highest); kept in the "
+                          "checkpoint"},
     [OPT_BATCH_SIZE] = {"batch-size", 0, "N", K_COUNTS, 1, 1u << 20, .group = TRAINING,
-                        .help = "global batch: windows per step over every replica (each takes batch-size / "
-                                "replicas)"},
+                        .help = "global batch: windows per step over every replica, cut into batch-size / 8 parts (1 to "
+                                "12); each replica takes whole parts, so the run does not depend on --replicas"},
     [OPT_REPLICAS] = {"replicas", 0, "R", K_COUNTS, 1, 256, .group = TRAINING,
-                      .help = "replicas (per rank under a launcher)"},
+                      .help = "replicas (per rank under a launcher); at most the global batch's parts"},
     [OPT_EPOCHS] = {"epochs", 0, "N", K_COUNT, 1, UINT64_MAX >> 1, .group = TRAINING, .help = "passes over the data"},
     [OPT_VAL_SPLIT] = {"val-split", 0, "F", K_REAL, .rlo = 0, .rhi = 1, .rhi_open = true, .group = TRAINING,
                        .help = "the time-ordered tail of every series for validation"},
@@ -183,23 +190,25 @@ static const option options[OPT_COUNT] = {
     [OPT_FOLDS] = {"folds", 0, "K", K_COUNT, 0, SF_MAX_FOLDS, .group = TRAINING,
                    .help = "cross-validation: K models on expanding time splits of every series (TimeSeriesSplit), "
                            "fold k trained on the first k of K + 1 parts and validated on the next; checkpoints in "
-                           "DIR/fold-k, the summary in DIR/folds.json (default: one validation tail, --val-split)"},
+                           "DIR/fold-k, the summary (each fold's --loss next to the baselines') in DIR/folds.json "
+                           "(default: one validation tail, --val-split)"},
     [OPT_MIN_DELTA] = {"min-delta", 0, "D", K_REAL, .rlo = 0, .rhi = 1e9, .group = TRAINING,
                        .help = "an improvement of val_loss by less than this is none (--early-stop, --lr-schedule "
                                "plateau)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
-                  .help = "shuffle pool per lane, in windows (0 or 1: no shuffle)"},
+                  .help = "shuffle pool of the job, in windows, shared among the global batch's parts (0 or 1: no "
+                          "shuffle)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
-                   .help = "windower threads per replica, each with its own share of the windows and its own "
-                           "pool (changes the batches: recorded in checkpoints)"},
+                   .help = "windower threads per replica, each cutting some of its parts of the global batch (the "
+                           "batches do not depend on it)"},
     [OPT_BLOCK_CHUNKS] = {"block-chunks", 0, "N", K_COUNT, 1, 1u << 20, .group = PIPELINE,
                           .help = "chunks per block, the unit of reading and shuffling"},
     [OPT_DECODERS] = {"decoders", 0, "N", K_COUNT, 1, 256, .group = PIPELINE,
                       .help = "decoder threads (default: one per core)"},
     [OPT_PREFETCH] = {"prefetch", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE,
-                      .help = "decoded blocks queued per lane"},
+                      .help = "decoded blocks queued per lane, shared among its parts (two each at least)"},
     [OPT_SLOTS] = {"slots", 0, "N", K_COUNT, 2, 1024, .group = PIPELINE,
-                   .help = "staging slots per lane (batches ready or being copied)"},
+                   .help = "staging slots per replica (batches ready or being copied)"},
     [OPT_DEPTH] = {"depth", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE, .help = "reads in flight"},
     [OPT_IO] = {"io", 0, "auto|uring|pread", K_CHOICE, .choices = ios, .group = PIPELINE,
                 .help = "how the file is read (auto: io_uring when the kernel allows it)"},
@@ -581,6 +590,7 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_SAMPLING_RATE: snprintf(buf, n, "%u", p->window.sampling_rate); break;
     case OPT_HORIZON: snprintf(buf, n, "%u", p->window.horizon); break;
     case OPT_MODEL: snprintf(buf, n, "%s", f.model); break;
+    case OPT_LOSS: sf_loss_format(&f.loss, buf, n); break;
     case OPT_BATCH_SIZE: snprintf(buf, n, "%u", f.batch); break;
     case OPT_EPOCHS: snprintf(buf, n, "%" PRIu64, f.epochs); break;
     case OPT_VAL_SPLIT: snprintf(buf, n, "%g", f.val_split); break;

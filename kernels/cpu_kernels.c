@@ -457,22 +457,55 @@ void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n
     for (size_t k = 0; k < n; k++) dx[k] = dy[k] * mask[k];
 }
 
-double sf_mse_sum(const float *y, const float *target, size_t B, size_t O) {
+double sf_loss_error(const sf_loss *l, uint32_t j, double d) {
+    double a = fabs(d);
+    switch (l->kind) {
+    case SF_LOSS_MAE: return a;
+    case SF_LOSS_HUBER: return a <= l->delta ? 0.5 * d * d : l->delta * a - 0.5 * l->delta * l->delta;
+    case SF_LOSS_QUANTILE: return d <= 0 ? l->q[j] * -d : (l->q[j] - 1) * -d;
+    default: return d * d;
+    }
+}
+
+double sf_loss_value(const sf_loss *l, const float *y, float target) {
+    uint32_t W = sf_loss_width(l);
+    double v = 0;
+    for (uint32_t j = 0; j < W; j++) v += sf_loss_error(l, j, (double)y[j] - target);
+    return W > 1 ? v / (double)W : v;
+}
+
+// Row by row in double, each row's values in order and then their mean: the
+// order the CUDA twin keeps.
+double sf_loss_sum(const sf_loss *l, const float *y, const float *target, size_t B, size_t O) {
+    size_t W = sf_loss_width(l);
     double sum = 0;
     for (size_t r = 0; r < B; r++) {
         double row = 0;
-        for (size_t k = 0; k < O; k++) {
-            double d = (double)y[r * O + k] - target[r * O + k];
-            row += d * d;
-        }
+        for (size_t k = 0; k < O; k++) row += sf_loss_value(l, y + (r * O + k) * W, target[r * O + k]);
         sum += row / (double)O;
     }
     return sum;
 }
 
-void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch) {
-    float scale = 2.0f * inv_batch / (float)O;
-    for (size_t k = 0; k < B * O; k++) dy[k] = scale * (y[k] - target[k]);
+void sf_loss_backward(const sf_loss *l, float *dy, const float *y, const float *target, size_t B, size_t O,
+                      float inv_batch) {
+    size_t W = sf_loss_width(l);
+    float scale = (l->kind == SF_LOSS_MSE ? 2.0f : 1.0f) * inv_batch / (float)(O * W), delta = (float)l->delta;
+    for (size_t k = 0; k < B * O; k++)
+        for (size_t j = 0; j < W; j++) {
+            float p = y[k * W + j], t = target[k], d = p - t, g;
+            switch (l->kind) {
+            case SF_LOSS_MAE: g = p > t ? 1.0f : p < t ? -1.0f : 0.0f; break;
+            case SF_LOSS_HUBER: g = fabsf(d) <= delta ? d : d > 0 ? delta : -delta; break;
+            case SF_LOSS_QUANTILE: {
+                float q = (float)l->q[j];
+                g = p < t ? -q : p > t ? 1.0f - q : 0.5f - q;
+                break;
+            }
+            default: g = d;
+            }
+            dy[k * W + j] = scale * g;
+        }
 }
 
 void sf_cpu_threads(int n) {

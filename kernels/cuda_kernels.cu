@@ -48,32 +48,67 @@ __global__ static void dropout_backward(float *dx, const float *dy, const float 
         dx[k] = __fmul_rn(dy[k], mask[k]);
 }
 
-// dy = scale (y - target), scale = 2 / (global batch x outputs); as sf_mse_backward.
-__global__ static void mse_backward(float *dy, const float *y, const float *target, size_t n, float scale) {
-    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
-        dy[k] = __fmul_rn(scale, __fsub_rn(y[k], target[k]));
+// One prediction's loss for its error d; as sf_loss_error.
+__device__ static double loss_error(const sf_loss &l, uint32_t j, double d) {
+    double a = fabs(d);
+    switch (l.kind) {
+    case SF_LOSS_MAE: return a;
+    case SF_LOSS_HUBER:
+        return a <= l.delta ? __dmul_rn(__dmul_rn(0.5, d), d)
+                            : __dsub_rn(__dmul_rn(l.delta, a), __dmul_rn(__dmul_rn(0.5, l.delta), l.delta));
+    case SF_LOSS_QUANTILE: return d <= 0 ? __dmul_rn(l.q[j], -d) : __dmul_rn(__dsub_rn(l.q[j], 1.0), -d);
+    default: return __dmul_rn(d, d);
+    }
 }
 
-// One block: its threads compute a chunk of rows' terms at once, then
-// thread 0 adds them in row order, as sf_mse_sum does, so that the sum is
-// the CPU's to the bit (one thread alone ran every row's O terms serially).
-enum { MSE_THREADS = 256 };
-__global__ static void mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O) {
-    __shared__ double terms[MSE_THREADS];
+// dy (n x W predictions) as sf_loss_backward; scale its 1/global batch over
+// the values (twice that for MSE).
+__global__ static void loss_backward(float *dy, const sf_loss l, const float *y, const float *target, size_t n,
+                                     float scale) {
+    size_t W = l.kind == SF_LOSS_QUANTILE ? l.nq : 1;
+    float delta = (float)l.delta;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n * W; i += (size_t)gridDim.x * blockDim.x) {
+        size_t j = i % W;
+        float p = y[i], t = target[i / W], d = __fsub_rn(p, t), g;
+        switch (l.kind) {
+        case SF_LOSS_MAE: g = p > t ? 1.0f : p < t ? -1.0f : 0.0f; break;
+        case SF_LOSS_HUBER: g = fabsf(d) <= delta ? d : d > 0 ? delta : -delta; break;
+        case SF_LOSS_QUANTILE: {
+            float q = (float)l.q[j];
+            g = p < t ? -q : p > t ? __fsub_rn(1.0f, q) : __fsub_rn(0.5f, q);
+            break;
+        }
+        default: g = d;
+        }
+        dy[i] = __fmul_rn(scale, g);
+    }
+}
+
+// One block: its threads compute a chunk of rows' losses at once, then
+// thread 0 adds them in row order, as sf_loss_sum does, so that the sum is
+// the CPU's to the bit (one thread alone ran every row's terms serially).
+enum { LOSS_THREADS = 256 };
+__global__ static void loss_sum(double *sum, const sf_loss l, const float *y, const float *target, size_t B,
+                                size_t O) {
+    __shared__ double terms[LOSS_THREADS];
+    size_t W = l.kind == SF_LOSS_QUANTILE ? l.nq : 1;
     double acc = 0;
-    for (size_t first = 0; first < B; first += MSE_THREADS) {
+    for (size_t first = 0; first < B; first += LOSS_THREADS) {
         size_t r = first + threadIdx.x;
         if (r < B) {
             double row = 0;
             for (size_t k = 0; k < O; k++) {
-                double d = __dsub_rn((double)y[r * O + k], (double)target[r * O + k]);
-                row = __dadd_rn(row, __dmul_rn(d, d));
+                double v = 0;
+                for (size_t j = 0; j < W; j++)
+                    v = __dadd_rn(v, loss_error(l, (uint32_t)j, __dsub_rn((double)y[(r * O + k) * W + j],
+                                                                          (double)target[r * O + k])));
+                row = __dadd_rn(row, W > 1 ? __ddiv_rn(v, (double)W) : v);
             }
             terms[threadIdx.x] = __ddiv_rn(row, (double)O);
         }
         __syncthreads();
         if (threadIdx.x == 0)
-            for (size_t k = 0; k < MSE_THREADS && first + k < B; k++) acc = __dadd_rn(acc, terms[k]);
+            for (size_t k = 0; k < LOSS_THREADS && first + k < B; k++) acc = __dadd_rn(acc, terms[k]);
         __syncthreads();
     }
     if (threadIdx.x == 0) *sum = acc;
@@ -131,17 +166,18 @@ extern "C" int sf_gpu_dropout_backward(float *dx, const float *dy, const float *
     return launched("dropout backward", e);
 }
 
-extern "C" int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
-                                   void *stream, sf_err *e) {
-    mse_backward<<<blocks_for(B * O), THREADS, 0, (cudaStream_t)stream>>>(dy, y, target, B * O,
-                                                                          2.0f * inv_batch / (float)O);
-    return launched("MSE backward", e);
+extern "C" int sf_gpu_loss_backward(float *dy, const sf_loss *l, const float *y, const float *target, size_t B,
+                                    size_t O, float inv_batch, void *stream, sf_err *e) {
+    size_t W = sf_loss_width(l);
+    float scale = (l->kind == SF_LOSS_MSE ? 2.0f : 1.0f) * inv_batch / (float)(O * W);
+    loss_backward<<<blocks_for(B * O * W), THREADS, 0, (cudaStream_t)stream>>>(dy, *l, y, target, B * O, scale);
+    return launched("the loss's gradient", e);
 }
 
-extern "C" int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream,
-                              sf_err *e) {
-    mse_sum<<<1, MSE_THREADS, 0, (cudaStream_t)stream>>>(sum, y, target, B, O);
-    return launched("MSE sum", e);
+extern "C" int sf_gpu_loss_sum(double *sum, const sf_loss *l, const float *y, const float *target, size_t B, size_t O,
+                               void *stream, sf_err *e) {
+    loss_sum<<<1, LOSS_THREADS, 0, (cudaStream_t)stream>>>(sum, *l, y, target, B, O);
+    return launched("the loss", e);
 }
 
 // A window's series: the first 1 of its one-hot (0 when none), as one_of.

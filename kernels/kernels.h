@@ -67,11 +67,36 @@ void sf_dense_backward(float *dx, float *dW, float *db, const float *dy, const f
 void sf_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, uint64_t seed, uint64_t first);
 void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n);
 
-// Keras' MSE: the mean over the O targets, summed here over the B rows (the
-// caller divides by the global batch). Its gradient with the 1/global batch
-// scale folded in.
-double sf_mse_sum(const float *y, const float *target, size_t B, size_t O);
-void sf_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch);
+// The training loss (--loss, docs/TRAINING.md): Keras' MSE, MAE or Huber
+// (delta), or the pinball loss of nq quantiles. A row's loss is the mean
+// over its O target values (targets x steps) of each value's loss, itself
+// the mean over the quantiles; a prediction of a quantile model holds nq
+// values per target value (quantile fastest), O x nq in all.
+enum sf_loss_kind { SF_LOSS_MSE, SF_LOSS_MAE, SF_LOSS_HUBER, SF_LOSS_QUANTILE };
+enum { SF_LOSS_MAX_QUANTILES = 16 };
+typedef struct {
+    enum sf_loss_kind kind;  // a zeroed one is MSE
+    double delta;            // huber: where the square becomes linear (Keras' 1.0)
+    uint32_t nq;             // quantile: how many, each in (0, 1), ascending; else 0
+    double q[SF_LOSS_MAX_QUANTILES];
+} sf_loss;
+// Predictions per target value: nq for quantiles, else 1.
+static inline uint32_t sf_loss_width(const sf_loss *l) { return l->kind == SF_LOSS_QUANTILE ? l->nq : 1; }
+// One prediction's loss for its error d = prediction - target (quantile j's
+// for a quantile loss): d^2, |d|, Huber's 0.5 d^2 or delta (|d| - 0.5 delta),
+// or the pinball max(q (-d), (q - 1)(-d)).
+double sf_loss_error(const sf_loss *l, uint32_t j, double d);
+// One target value's loss from its sf_loss_width predictions y: the mean of
+// their sf_loss_error, in double.
+double sf_loss_value(const sf_loss *l, const float *y, float target);
+// The row losses summed over the B rows (the caller divides by the global
+// batch): y (B, O x width), target (B, O).
+double sf_loss_sum(const sf_loss *l, const float *y, const float *target, size_t B, size_t O);
+// Its gradient for y, with the 1/global batch scale folded in. Where the
+// loss has a kink at the target (MAE, pinball), the gradient there is the
+// mean of both sides' (0 for MAE; 0.5 - q for pinball), as PyTorch's.
+void sf_loss_backward(const sf_loss *l, float *dy, const float *y, const float *target, size_t B, size_t O,
+                      float inv_batch);
 
 // ---- bf16 products on CPU (docs/TRAINING.md, "bf16") ----
 // Every matrix product's two operands rounded from float32 to bfloat16 (to
@@ -192,10 +217,12 @@ bool sf_update_finite(const float *g, size_t n, double loss);
 int sf_gpu_dropout_forward(float *y, float *mask, const float *x, size_t n, float rate, const uint64_t *seed,
                            uint64_t salt, uint64_t first, void *stream, sf_err *e);
 int sf_gpu_dropout_backward(float *dx, const float *dy, const float *mask, size_t n, void *stream, sf_err *e);
-int sf_gpu_mse_backward(float *dy, const float *y, const float *target, size_t B, size_t O, float inv_batch,
-                        void *stream, sf_err *e);
-// *sum (device) = sf_mse_sum of y, target, the same to the bit.
-int sf_gpu_mse_sum(double *sum, const float *y, const float *target, size_t B, size_t O, void *stream, sf_err *e);
+// *sum (device) = sf_loss_sum of y, target, the same to the bit; dy as
+// sf_loss_backward, the same to the bit.
+int sf_gpu_loss_sum(double *sum, const sf_loss *l, const float *y, const float *target, size_t B, size_t O,
+                    void *stream, sf_err *e);
+int sf_gpu_loss_backward(float *dy, const sf_loss *l, const float *y, const float *target, size_t B, size_t O,
+                         float inv_batch, void *stream, sf_err *e);
 // out (B,U) = h[:, T-1, :] for h (B,T,U), and its backward: dh zero but the
 // last step, dout.
 int sf_gpu_last_step(float *out, const float *h, size_t B, size_t T, size_t U, void *stream, sf_err *e);

@@ -41,8 +41,15 @@ static int parse_item(const char *s, size_t n, int *kind, double *value, bool *h
 }
 
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e) {
-    *m = (sf_model){.inputs = inputs, .outputs = outputs};
+    return sf_model_parse_loss(m, spec, inputs, outputs, NULL, e);
+}
+
+int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t values, const sf_loss *loss,
+                        sf_err *e) {
+    *m = (sf_model){.inputs = inputs, .values = values, .loss = loss ? *loss : (sf_loss){.kind = SF_LOSS_MSE}};
+    uint32_t outputs = m->outputs = values * sf_loss_width(&m->loss);
     if (inputs == 0 || outputs == 0) return sf_err_set(e, SF_EINVAL, "--model: the model needs features and targets");
+    const char *quantiles = sf_loss_width(&m->loss) > 1 ? ", times the quantiles of --loss" : "";
     uint32_t counts[4] = {0}, last_lstm = UINT32_MAX;  // last_lstm: the last recurrent layer
     const char *s = spec;
     for (uint32_t item = 1;; item++) {
@@ -88,12 +95,12 @@ int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outp
     sf_layer *end = &m->layer[m->nlayers - 1];
     if (end->kind != SF_LAYER_DENSE)
         return sf_err_set(e, SF_EINVAL, "--model: the last layer must be dense (it gives the %u output(s): one per "
-                          "target, times the steps of a --horizon A-B)", outputs);
+                          "target, times the steps of a --horizon A-B%s)", outputs, quantiles);
     if (end->units == 0) end->units = outputs;
     if (end->units != outputs)
         return sf_err_set(e, SF_EINVAL, "--model: the last dense layer has %u units but the model gives %u output(s): "
-                          "one per target, times the steps of a --horizon A-B (hint: a last 'dense' takes that number)",
-                          end->units, outputs);
+                          "one per target, times the steps of a --horizon A-B%s (hint: a last 'dense' takes that "
+                          "number)", end->units, outputs, quantiles);
     for (uint32_t i = 0; i < m->nlayers; i++)
         if (sf_layer_recurrent(&m->layer[i])) m->head = i;
     while (m->layer[m->head].kind != SF_LAYER_DENSE) m->head++;
@@ -269,4 +276,87 @@ double sf_model_flops(const sf_model *m, uint32_t window) {
         else if (l->kind == SF_LAYER_DENSE) flops += 2.0 * l->in * l->units;
     }
     return flops;
+}
+
+// A number as the shortest text that reads back to it.
+static void shortest(char *buf, size_t len, double v) {
+    for (int digits = 6; digits <= 17; digits++) {
+        snprintf(buf, len, "%.*g", digits, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+int sf_loss_parse(sf_loss *l, const char *text, sf_err *e) {
+    *l = (sf_loss){.kind = SF_LOSS_MSE};
+    const char *colon = strchr(text, ':'), *arg = colon ? colon + 1 : NULL;
+    size_t n = colon ? (size_t)(colon - text) : strlen(text);
+    const char *expected = "expected mse, mae, huber, huber:DELTA or quantile:Q1,Q2,... (e.g. quantile:0.1,0.5,0.9)";
+    if (n == 3 && !strncmp(text, "mse", 3) && !colon) return 0;
+    if (n == 3 && !strncmp(text, "mae", 3) && !colon) return l->kind = SF_LOSS_MAE, 0;
+    if (n == 5 && !strncmp(text, "huber", 5)) {
+        *l = (sf_loss){.kind = SF_LOSS_HUBER, .delta = 1.0};
+        if (!colon) return 0;
+        char *end;
+        l->delta = strtod(arg, &end);
+        if (end == arg || *end || !(l->delta > 0 && isfinite(l->delta)))
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: huber's delta must be a number above 0 (Keras' default: 1.0)",
+                              text);
+        return 0;
+    }
+    if (n != 8 || strncmp(text, "quantile", 8) || !colon || !*arg)
+        return sf_err_set(e, SF_EUSAGE, "--loss %s: %s", text, expected);
+    *l = (sf_loss){.kind = SF_LOSS_QUANTILE};
+    for (const char *s = arg;;) {
+        char *end;
+        double q = strtod(s, &end);
+        if (end == s || (*end && *end != ','))
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: '%.*s' is no number: quantiles are a comma-separated list "
+                              "such as 0.1,0.5,0.9", text, (int)strcspn(s, ","), s);
+        if (!(q > 0 && q < 1))
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: quantile %g is outside (0, 1)", text, q);
+        if (l->nq == SF_LOSS_MAX_QUANTILES)
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: more than %d quantiles", text, SF_LOSS_MAX_QUANTILES);
+        if (l->nq && q == l->q[l->nq - 1])
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: quantile %g is given twice", text, q);
+        if (l->nq && q < l->q[l->nq - 1])
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: quantiles must be in ascending order (%g after %g)", text, q,
+                              l->q[l->nq - 1]);
+        l->q[l->nq++] = q;
+        if (l->nq > 1) {  // two quantiles that one column name would stand for
+            char a[32], b[32];
+            sf_loss_quantile_name(l, l->nq - 2, a, sizeof a);
+            sf_loss_quantile_name(l, l->nq - 1, b, sizeof b);
+            if (!strcmp(a, b))
+                return sf_err_set(e, SF_EUSAGE, "--loss %s: quantiles %.17g and %.17g are both %s in predict's "
+                                  "columns", text, l->q[l->nq - 2], q, a);
+        }
+        if (!*end) break;
+        s = end + 1;
+    }
+    return 0;
+}
+
+void sf_loss_format(const sf_loss *l, char *buf, size_t len) {
+    static const char *const words[] = {"mse", "mae", "huber", "quantile"};
+    size_t at = (size_t)snprintf(buf, len, "%s", words[l->kind]);
+    char num[32];
+    if (l->kind == SF_LOSS_HUBER) {
+        shortest(num, sizeof num, l->delta);
+        snprintf(buf + at, at < len ? len - at : 0, ":%s", num);
+    }
+    for (uint32_t j = 0; l->kind == SF_LOSS_QUANTILE && j < l->nq && at < len; j++) {
+        shortest(num, sizeof num, l->q[j]);
+        at += (size_t)snprintf(buf + at, len - at, "%s%s", j ? "," : ":", num);
+    }
+}
+
+void sf_loss_quantile_name(const sf_loss *l, uint32_t j, char *buf, size_t len) {
+    snprintf(buf, len, "q%.6g", l->q[j] * 100);
+}
+
+uint32_t sf_loss_point(const sf_loss *l) {
+    uint32_t best = 0;
+    for (uint32_t j = 1; l->kind == SF_LOSS_QUANTILE && j < l->nq; j++)
+        if (fabs(l->q[j] - 0.5) < fabs(l->q[best] - 0.5)) best = j;
+    return best;
 }

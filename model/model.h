@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/common.h"
+#include "kernels/kernels.h"
 
 // GRU comes last so that the others keep their values.
 enum sf_layer_kind { SF_LAYER_LSTM, SF_LAYER_DROPOUT, SF_LAYER_DENSE, SF_LAYER_GRU };
@@ -36,7 +37,9 @@ enum { SF_MODEL_MAX_LAYERS = 32 };
 
 typedef struct {
     sf_layer layer[SF_MODEL_MAX_LAYERS];
-    uint32_t nlayers, inputs, outputs;
+    uint32_t nlayers, inputs, outputs;  // outputs: the last dense's units, values x the loss's width
+    uint32_t values;                    // target values per window, as y holds them: targets x steps
+    sf_loss loss;                       // what training minimises (zeroed: MSE)
     // Covariates (--future-features): `extra` values per window beside its
     // rows, concatenated after the window's (window, inputs) values in x and
     // with the output of the layer before the head, layer `head` (the first
@@ -62,6 +65,25 @@ typedef struct {
 // outputs. Returns 0, or SF_EINVAL with a message that starts "--model:"
 // and names the item. spec is borrowed; *m holds no pointers.
 int sf_model_parse(sf_model *m, const char *spec, uint32_t inputs, uint32_t outputs, sf_err *e);
+// The same for a model trained with loss (NULL: MSE): `values` target
+// values per window, and its last dense layer sf_loss_width of them each
+// (the quantiles of a quantile loss).
+int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t values, const sf_loss *loss,
+                        sf_err *e);
+
+// --loss text: mse, mae, huber[:DELTA] (Keras' delta 1.0), or
+// quantile:Q1,Q2,... (each in (0, 1), ascending, at most
+// SF_LOSS_MAX_QUANTILES). 0, or SF_EUSAGE with a message that starts
+// "--loss" and says what is wrong.
+int sf_loss_parse(sf_loss *l, const char *text, sf_err *e);
+// The loss as text that sf_loss_parse reads back to the same numbers.
+void sf_loss_format(const sf_loss *l, char *buf, size_t len);
+// Quantile j's name in columns: "q" and its percent, "q10", "q2.5".
+void sf_loss_quantile_name(const sf_loss *l, uint32_t j, char *buf, size_t len);
+// The prediction (of sf_loss_width per value) that serves as the point
+// forecast: the quantile nearest 0.5 (the lower one on a tie), else 0.
+uint32_t sf_loss_point(const sf_loss *l);
+
 // Gives the head `extra` more inputs (sf_model's comment) and lays the
 // parameters out again; 0 or SF_EINVAL.
 int sf_model_set_extra(sf_model *m, uint32_t extra, sf_err *e);

@@ -48,27 +48,52 @@ static void note_thread(thread_times *t, bool end) {
 typedef struct {
     block_job *job;
     uint64_t chunk, offset;  // first chunk, and the file offset of the buffer's first byte
-    uint32_t nchunks, lane;
+    uint32_t nchunks, part;
     double submitted;        // for the trace
 } read_job;  // what reader buffer i holds: consecutive chunks of one block
 
+// A part of the global batch (sf_batch_parts): its own shard of the plan,
+// epoch order and pool, whichever replica takes it.
 typedef struct {
     struct sf_pipe *pipe;
-    uint32_t l;              // index among the pipe's lanes (replica l / lanes)
+    uint32_t g;              // among the job's parts
+    uint32_t batch, offset;  // its windows per batch, and its first row in its replica's slots
+    uint32_t lane;           // the windower that cuts it (index among the pipe's lanes)
     block_job *head, *tail;  // prefetched blocks, in shard order
     uint32_t queued;
-    double ready_at;         // when its last batch was published
-    uint64_t read_epoch;     // the epoch the reader is reading for this lane
+    uint64_t read_epoch;     // the epoch the reader is reading for this part
     int64_t next_put;        // shard tasks of this epoch the windower is done with
-    sf_ring ring;
+} part;
+
+typedef struct {
+    struct sf_pipe *pipe;
+    uint32_t l, r;           // among the pipe's lanes; its replica
     bool finished;
     pthread_t thread;
     bool started;
     thread_times times;
-    pthread_cond_t window_cv, consume_cv;  // its windower; its consumer
+    pthread_cond_t window_cv;  // its windower
     sf_pipe_replica_stats st;
     int track;  // in the trace
 } lane;
+
+// A replica's ring: each slot holds the replica's parts of one global batch,
+// back to back, each part written by its own lane; the slot is ready when
+// every lane of the replica has written its parts.
+typedef struct {
+    sf_ring ring;
+    uint32_t part0, nparts;  // its parts, among the pipe's
+    uint32_t lane0, nlanes;  // its lanes, among the pipe's
+    uint32_t *filled;        // per slot: lanes done with it for this round
+    uint64_t *round;         // per slot: the step it is filled for
+    uint32_t *counts;        // per slot: each part's windows
+    uint32_t finished;       // lanes that ended
+    pthread_cond_t consume_cv;
+    double consumer_wait, first_wait;
+    double ready_at;         // when its last batch was published
+    uint32_t wake[SF_LAT_BUCKETS];  // sf_pipe_replica_stats.wake
+    uint64_t batches;
+} replica;
 
 typedef struct {
     struct sf_pipe *p;
@@ -93,12 +118,15 @@ struct sf_pipe {
     uint32_t per_read;  // chunks per read request at most
     uint32_t *free_bufs, nfree;
     uint32_t *decode_q, dq_head, dq_count;  // reader buffers waiting for a decoder
-    lane *lanes;                  // replicas x lanes-per-replica, replica-major
-    uint32_t nlanes, per;         // lanes in all, and per replica
-    uint32_t shard_base, shards;  // lane shards of the whole job: ours are shard_base + 0 .. nlanes - 1
-    uint64_t max_edges;           // block edges each lane keeps at once for seams
-    uint32_t *turn;               // per replica: the lane to take from next
-    uint64_t *epoch;              // per replica: the epoch being handed out
+    part *parts;                  // this pipe's parts, in the job's order
+    uint32_t nparts, G;           // ours, and the job's
+    lane *lanes;                  // windowers, replica-major
+    uint32_t nlanes;
+    replica *reps;
+    uint64_t steps;               // global batches an epoch has (sf_pipe_epoch_batches)
+    uint64_t part_pool;           // each part's shuffle pool
+    uint32_t prefetch;            // blocks queued per part
+    uint64_t max_edges;           // block edges each part keeps at once for seams
     pthread_t reader_thread, *decoders;
     decoder_arg *dargs;
     int reader_track;
@@ -111,10 +139,8 @@ struct sf_pipe {
 static void wake_all(sf_pipe *p) {
     pthread_cond_broadcast(&p->reader_cv);
     pthread_cond_broadcast(&p->decoder_cv);
-    for (uint32_t l = 0; p->lanes && l < p->nlanes; l++) {
-        pthread_cond_broadcast(&p->lanes[l].window_cv);
-        pthread_cond_broadcast(&p->lanes[l].consume_cv);
-    }
+    for (uint32_t l = 0; p->lanes && l < p->nlanes; l++) pthread_cond_broadcast(&p->lanes[l].window_cv);
+    for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) pthread_cond_broadcast(&p->reps[r].consume_cv);
 }
 
 static void fail(sf_pipe *p, int code, const sf_err *e) {
@@ -152,7 +178,7 @@ static void wait_timed(sf_pipe *p, pthread_cond_t *cv, double *waited) {
 // Blocks are recycled through p->spare: fresh multi-megabyte allocations
 // would be page faults in the decoders and munmaps in the windower, jitter
 // that reaches the consumers.
-static block_job *new_block(sf_pipe *p, lane *ln, const sf_block_task *t, sf_err *e) {
+static block_job *new_block(sf_pipe *p, part *ln, const sf_block_task *t, sf_err *e) {
     block_job *b = p->spare;
     size_t rows = (size_t)(t->row_hi - t->row_lo);
     if (b) p->spare = b->next;
@@ -183,20 +209,19 @@ static block_job *new_block(sf_pipe *p, lane *ln, const sf_block_task *t, sf_err
     return b;
 }
 
-// Plans lane l's shard of its next epoch into its task list: the tasks its
+// Plans part k's shard of its next epoch into its task list: the tasks its
 // windower's stream will ask for, in the same order.
-static void plan_epoch(sf_pipe *p, uint32_t l, sf_block_task *tasks, int64_t *ntasks) {
-    *ntasks = sf_plan_shard(p->plan, p->o.seed, p->lanes[l].read_epoch, p->shards, p->shard_base + l, p->max_edges,
-                            tasks);
+static void plan_epoch(sf_pipe *p, uint32_t k, sf_block_task *tasks, int64_t *ntasks) {
+    *ntasks = sf_plan_shard(p->plan, p->o.seed, p->parts[k].read_epoch, p->G, p->parts[k].g, p->max_edges, tasks);
     if (*ntasks < 0) fail(p, (int)*ntasks, &(sf_err){(int)*ntasks, "out of memory for a shard's plan"});
 }
 
 static void *reader_main(void *arg) {
     sf_pipe *p = arg;
     const sf_pack_info *in = sf_pack_get_info(p->pack);
-    uint32_t L = p->nlanes;
+    uint32_t L = p->nparts;
     uint64_t nb = sf_plan_blocks(p->plan);
-    // Each lane its own epoch and position: lanes run independently, one
+    // Each part its own epoch and position: parts run independently, one
     // may be an epoch ahead of another.
     sf_block_task *tasks = malloc((size_t)L * (nb + 1) * sizeof *tasks);
     int64_t *ntasks = calloc(L, sizeof *ntasks), *next = calloc(L, sizeof *next);
@@ -210,16 +235,16 @@ static void *reader_main(void *arg) {
     uint32_t inflight = 0, turn = 0, cur_lane = 0;
     while (!p->stop) {
         bool left = false;
-        for (uint32_t k = 0; k < L && !cur; k++) {  // round robin over lanes with work and room
+        for (uint32_t k = 0; k < L && !cur; k++) {  // round robin over parts with work and room
             uint32_t l = (turn + k) % L;
-            lane *ln = &p->lanes[l];
+            part *ln = &p->parts[l];
             while (ln->read_epoch < p->o.epochs && next[l] >= ntasks[l]) {
                 if (++ln->read_epoch < p->o.epochs) plan_epoch(p, l, tasks + (size_t)l * (nb + 1), &ntasks[l]);
                 next[l] = 0;
             }
             if (ln->read_epoch >= p->o.epochs) continue;
             left = true;
-            if (ln->queued >= p->o.prefetch) continue;
+            if (ln->queued >= p->prefetch) continue;
             cur = new_block(p, ln, &tasks[(size_t)l * (nb + 1) + next[l]++], &e);
             if (!cur) {
                 fail(p, SF_ENOMEM, &e);
@@ -276,7 +301,7 @@ static void *reader_main(void *arg) {
             pthread_cond_signal(&p->decoder_cv);
             continue;
         }
-        if (!cur && !left) break;  // every lane's every epoch is read
+        if (!cur && !left) break;  // every part's every epoch is read
         wait_timed(p, &p->reader_cv, &p->st.read_wait);
     }
     // Stopped with reads in flight: let the kernel finish writing into the
@@ -335,7 +360,7 @@ static void *decoder_main(void *arg) {
         }
         p->st.chunks_decoded += job.nchunks;
         pthread_cond_signal(&p->reader_cv);  // a free buffer
-        if ((job.job->pending -= job.nchunks) == 0) pthread_cond_signal(&p->lanes[job.lane].window_cv);
+        if ((job.job->pending -= job.nchunks) == 0) pthread_cond_signal(&p->lanes[p->parts[job.part].lane].window_cv);
     }
     note_thread(&((decoder_arg *)arg)->times, true);
     pthread_mutex_unlock(&p->mu);
@@ -343,65 +368,104 @@ static void *decoder_main(void *arg) {
     return NULL;
 }
 
-// The stream's block source: the head of the lane's prefetch queue.
+// The stream's block source: the head of the part's prefetch queue.
 static int block_get(void *arg, int64_t k, const sf_block_task *t, const sf_block_data **d, sf_err *e) {
-    lane *ln = arg;
-    sf_pipe *p = ln->pipe;
+    part *pt = arg;
+    sf_pipe *p = pt->pipe;
+    lane *ln = &p->lanes[pt->lane];
     (void)k, (void)t;
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && !(ln->head && ln->head->pending == 0)) wait_timed(p, &ln->window_cv, &ln->st.input_wait);
+    while (!p->stop && !(pt->head && pt->head->pending == 0)) wait_timed(p, &ln->window_cv, &ln->st.input_wait);
     int rc = p->stop ? (p->error ? p->error : SF_EINVAL) : 0;
     if (rc) *e = p->error ? p->err : (sf_err){SF_EINVAL, "pipeline stopped"};
-    else *d = &ln->head->data;
+    else *d = &pt->head->data;
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
 
 static void block_put(void *arg, int64_t k) {
-    lane *ln = arg;
-    sf_pipe *p = ln->pipe;
+    part *pt = arg;
+    sf_pipe *p = pt->pipe;
     (void)k;
     pthread_mutex_lock(&p->mu);
-    block_job *b = ln->head;
-    ln->head = b->next;
-    if (!ln->head) ln->tail = NULL;
-    ln->queued--;
-    ln->next_put++;
+    block_job *b = pt->head;
+    pt->head = b->next;
+    if (!pt->head) pt->tail = NULL;
+    pt->queued--;
+    pt->next_put++;
     b->next = p->spare;
     p->spare = b;
     pthread_cond_signal(&p->reader_cv);  // room in the prefetch queue
     pthread_mutex_unlock(&p->mu);
 }
 
-// Fills the lane's next free slot with the stream's next batch: 1, 0 at the
-// end of the epoch, or a negative code.
-static int fill_slot(lane *ln, sf_stream *s, uint64_t epoch, sf_err *e) {
+// The parts of a slot that the end of an epoch left short (no
+// drop-remainder) move down, so that the batch's rows are consecutive.
+static uint32_t compact(sf_pipe *p, replica *rp, uint32_t f) {
+    sf_ring *g = &rp->ring;
+    size_t xl = sf_window_x_len(&p->o.window, p->cols);
+    size_t yl = (size_t)p->cols->ntargets * sf_window_steps(&p->o.window);
+    uint32_t at = 0;
+    for (uint32_t j = 0; j < rp->nparts; j++) {
+        uint32_t off = p->parts[rp->part0 + j].offset, n = rp->counts[f * rp->nparts + j];
+        if (off != at && n) {
+            memmove(sf_ring_x(g, f) + at * xl, sf_ring_x(g, f) + off * xl, n * xl * sizeof(float));
+            memmove(sf_ring_y(g, f) + at * yl, sf_ring_y(g, f) + off * yl, n * yl * sizeof(float));
+            memmove(g->ids[f] + at, g->ids[f] + off, n * sizeof *g->ids[f]);
+        }
+        at += n;
+    }
+    return at;
+}
+
+// Cuts the lane's parts (streams ss, parts mine) of the epoch's global batch
+// `step` (the pipe's count) into its replica's slot for it: 1, 0 when the
+// pipe stopped, or a negative code. The lane that writes a slot's last
+// parts publishes it.
+static int fill_slot(lane *ln, sf_stream **ss, const uint32_t *mine, uint32_t n, uint64_t step, uint64_t epoch,
+                     sf_err *e) {
     sf_pipe *p = ln->pipe;
-    sf_ring *g = &ln->ring;
+    replica *rp = &p->reps[ln->r];
+    sf_ring *g = &rp->ring;
+    uint32_t f = (uint32_t)(step % g->slots);
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && g->state[g->fill] != SF_SLOT_FREE) wait_timed(p, &ln->window_cv, &ln->st.output_wait);
+    while (!p->stop && (g->state[f] != SF_SLOT_FREE || rp->round[f] != step))
+        wait_timed(p, &ln->window_cv, &ln->st.output_wait);
     bool stop = p->stop;
     pthread_mutex_unlock(&p->mu);
     if (stop) return 0;
-    uint32_t f = g->fill;
     double t = sf_now(), waited = ln->st.input_wait;  // only this thread adds to it
     int rc = sf_ring_reclaim(g, f, e);
     if (rc) return rc;
     stall(p->delay_us[SF_DELAY_WINDOW]);
-    int64_t n = sf_stream_next(s, sf_ring_x(g, f), sf_ring_y(g, f), g->ids[f], e);
-    if (n <= 0) return (int)n;
-    if ((rc = sf_ring_publish(g, f, e))) return rc;
+    size_t xl = sf_window_x_len(&p->o.window, p->cols);
+    size_t yl = (size_t)p->cols->ntargets * sf_window_steps(&p->o.window);
+    for (uint32_t j = 0; j < n; j++) {
+        const part *pt = &p->parts[mine[j]];
+        // A part whose shard ran out (no drop-remainder) is empty.
+        int64_t got = sf_stream_next(ss[j], sf_ring_x(g, f) + pt->offset * xl, sf_ring_y(g, f) + pt->offset * yl,
+                                     g->ids[f] + pt->offset, e);
+        if (got < 0) return (int)got;
+        rp->counts[f * rp->nparts + (mine[j] - rp->part0)] = (uint32_t)got;
+    }
+    pthread_mutex_lock(&p->mu);
+    bool last = ++rp->filled[f] == rp->nlanes;
+    pthread_mutex_unlock(&p->mu);
+    uint32_t count = last ? compact(p, rp, f) : 0;
+    if (last && (rc = sf_ring_publish(g, f, e))) return rc;
     // Busy: the batch's time less the waits for blocks inside it.
     double now = sf_now(), busy = now - t - (ln->st.input_wait - waited);
     sf_trace_span(p->o.trace, ln->track, "window", t, now);
     pthread_mutex_lock(&p->mu);
     ln->st.busy += busy;
-    g->count[f] = (uint32_t)n;
-    g->epoch[f] = epoch;
-    g->state[f] = SF_SLOT_READY;
-    g->fill = (f + 1) % g->slots;
-    ln->ready_at = sf_now();
-    pthread_cond_signal(&ln->consume_cv);
+    ln->st.batches++;
+    if (last) {
+        g->count[f] = count;
+        g->epoch[f] = epoch;
+        g->state[f] = SF_SLOT_READY;
+        rp->ready_at = sf_now();
+        pthread_cond_signal(&rp->consume_cv);
+    }
     pthread_mutex_unlock(&p->mu);
     return 1;
 }
@@ -409,30 +473,43 @@ static int fill_slot(lane *ln, sf_stream *s, uint64_t epoch, sf_err *e) {
 static void *windower_main(void *arg) {
     lane *ln = arg;
     sf_pipe *p = ln->pipe;
-    sf_block_source src = {block_get, block_put, ln};
+    replica *rp = &p->reps[ln->r];
+    // Its parts: every nlanes-th of its replica's.
+    uint32_t mine[SF_MAX_PARTS], n = 0;
+    for (uint32_t j = ln->l - rp->lane0; j < rp->nparts; j += rp->nlanes) mine[n++] = rp->part0 + j;
+    sf_stream *ss[SF_MAX_PARTS] = {0};
     pthread_mutex_lock(&p->mu);
     note_thread(&ln->times, false);
     pthread_mutex_unlock(&p->mu);
-    sf_stream_opts so = {.batch = p->o.batch, .pool = p->o.pool, .drop_remainder = p->o.drop_remainder,
-                         .seed = p->o.seed, .max_edges = p->max_edges};
     sf_err e = {0};
     int rc = 0;
+    uint64_t step = 0;  // the replica's batches so far
     for (uint64_t epoch = p->o.first_epoch; !rc && epoch < p->o.epochs; epoch++) {
-        sf_stream *s;
-        ln->next_put = 0;
-        if ((rc = sf_stream_open(&s, p->pack, p->plan, p->cols, p->shards, p->shard_base + ln->l, epoch, &so, &src,
-                                 &e)))
-            break;
-        while ((rc = fill_slot(ln, s, epoch, &e)) == 1) {
+        for (uint32_t j = 0; !rc && j < n; j++) {
+            part *pt = &p->parts[mine[j]];
+            pt->next_put = 0;
+            // The pipe counts the epoch's batches (the same for every part):
+            // the streams themselves never drop.
+            sf_stream_opts so = {.batch = pt->batch, .pool = p->part_pool, .drop_remainder = false,
+                                 .seed = p->o.seed, .max_edges = p->max_edges};
+            rc = sf_stream_open(&ss[j], p->pack, p->plan, p->cols, p->G, pt->g, epoch, &so,
+                                &(sf_block_source){block_get, block_put, pt}, &e);
         }
-        int64_t ntasks = sf_stream_tasks(s);
-        sf_stream_close(s);
-        // Drop-remainder can end the epoch before the shard's last blocks:
-        // take them off the queue so the reader can go on.
-        while (!rc && ln->next_put < ntasks) {
-            const sf_block_data *d;
-            if ((rc = block_get(ln, ln->next_put, NULL, &d, &e))) break;
-            block_put(ln, ln->next_put);
+        for (uint64_t k = 0; !rc && k < p->steps; k++, step++)
+            if ((rc = fill_slot(ln, ss, mine, n, step, epoch, &e)) == 1) rc = 0;
+            else if (rc == 0) rc = 1;  // stopped
+        for (uint32_t j = 0; j < n; j++) {
+            part *pt = &p->parts[mine[j]];
+            int64_t ntasks = ss[j] ? sf_stream_tasks(ss[j]) : 0;
+            sf_stream_close(ss[j]);
+            ss[j] = NULL;
+            // Drop-remainder can end the epoch before the shard's last
+            // blocks: take them off the queue so the reader can go on.
+            while (!rc && pt->next_put < ntasks) {
+                const sf_block_data *d;
+                if ((rc = block_get(pt, pt->next_put, NULL, &d, &e))) break;
+                block_put(pt, pt->next_put);
+            }
         }
         pthread_mutex_lock(&p->mu);
         bool stop = p->stop;
@@ -440,10 +517,11 @@ static void *windower_main(void *arg) {
         if (stop) break;
     }
     pthread_mutex_lock(&p->mu);
-    if (rc && !p->stop) fail(p, rc, &e);
+    if (rc < 0 && !p->stop) fail(p, rc, &e);
     ln->finished = true;
     note_thread(&ln->times, true);
-    pthread_cond_signal(&ln->consume_cv);
+    rp->finished++;
+    pthread_cond_signal(&rp->consume_cv);
     pthread_mutex_unlock(&p->mu);
     return NULL;
 }
@@ -466,17 +544,20 @@ void sf_pipe_close(sf_pipe *p) {
     if (p->reader_started) pthread_join(p->reader_thread, NULL);
     for (uint32_t i = 0; i < p->ndecoders_started; i++) pthread_join(p->decoders[i], NULL);
     for (uint32_t l = 0; p->lanes && l < p->nlanes; l++) {
-        lane *ln = &p->lanes[l];
-        if (ln->started) pthread_join(ln->thread, NULL);
-        free_blocks(ln->head);
-        sf_ring_close(&ln->ring);
-        pthread_cond_destroy(&ln->window_cv);
-        pthread_cond_destroy(&ln->consume_cv);
+        if (p->lanes[l].started) pthread_join(p->lanes[l].thread, NULL);
+        pthread_cond_destroy(&p->lanes[l].window_cv);
+    }
+    for (uint32_t k = 0; p->parts && k < p->nparts; k++) free_blocks(p->parts[k].head);
+    for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
+        replica *rp = &p->reps[r];
+        sf_ring_close(&rp->ring);
+        free(rp->filled), free(rp->round), free(rp->counts);
+        pthread_cond_destroy(&rp->consume_cv);
     }
     free_blocks(p->spare);
     free(p->lanes);
-    free(p->turn);
-    free(p->epoch);
+    free(p->parts);
+    free(p->reps);
     free(p->decoders);
     free(p->dargs);
     free(p->reads);
@@ -509,16 +590,98 @@ sf_pipe_opts sf_pipe_opts_default(void) {
     };
 }
 
+uint32_t sf_batch_parts(uint32_t batch) {
+    uint32_t g = batch / 8;
+    return g < 1 ? 1 : g > SF_DEFAULT_PARTS ? SF_DEFAULT_PARTS : g;
+}
+
+static uint32_t parts_of(const sf_pipe_opts *o) { return o->parts ? o->parts : sf_batch_parts(o->batch); }
+
+static uint32_t job_replicas(const sf_pipe_opts *o) { return o->shard_total ? o->shard_total : o->replicas; }
+
+void sf_part_rows(uint32_t batch, uint32_t parts, uint32_t g, uint32_t *lo, uint32_t *n) {
+    uint32_t a = (uint32_t)((uint64_t)batch * g / parts), b = (uint32_t)((uint64_t)batch * (g + 1) / parts);
+    *lo = a, *n = b - a;
+}
+
+void sf_replica_parts(uint32_t parts, uint32_t replicas, uint32_t q, uint32_t *first, uint32_t *end) {
+    *first = (uint32_t)((uint64_t)parts * q / replicas), *end = (uint32_t)((uint64_t)parts * (q + 1) / replicas);
+}
+
+uint32_t sf_replica_windows(uint32_t batch, uint32_t parts, uint32_t replicas, uint32_t q) {
+    uint32_t a, b, lo, n, sum = 0;
+    if (!parts || !replicas) return 0;
+    sf_replica_parts(parts, replicas, q, &a, &b);
+    for (uint32_t g = a; g < b; g++) sf_part_rows(batch, parts, g, &lo, &n), sum += n;
+    return sum;
+}
+
 static int check_opts(const sf_pipe_opts *o, sf_err *e) {
     if (o->replicas == 0 || o->batch == 0 || o->slots < 2 || o->prefetch == 0 || o->decoders == 0 ||
         o->io.depth == 0 || o->lanes == 0 || o->block_chunks == 0)
         return sf_err_set(e, SF_EINVAL, "pipeline: replicas, batch, decoders, prefetch, reader depth, lanes and "
                           "block chunks must be positive and slots at least 2");
-    uint32_t total = o->shard_total ? o->shard_total : o->replicas;
+    uint32_t total = job_replicas(o), G = parts_of(o);
     if (o->shard_first > total || total - o->shard_first < o->replicas)
         return sf_err_set(e, SF_EINVAL, "pipeline: replicas %u .. %u of %u do not exist", o->shard_first,
                           o->shard_first + o->replicas - 1, total);
+    if (G > SF_MAX_PARTS || G > o->batch)
+        return sf_err_set(e, SF_EINVAL, "pipeline: %u parts of a batch of %u windows: at most %u, and at most one "
+                          "per window", G, o->batch, SF_MAX_PARTS);
+    if (total > G)
+        return sf_err_set(e, SF_EUSAGE, "%u replicas share a global batch of %u windows cut into %u parts of at "
+                          "least 8 windows, a part per replica at least (hint: a --batch-size of at least %u, or "
+                          "fewer --replicas)", total, o->batch, G, total * 8);
     return 0;
+}
+
+// Bytes of one block edge a seam keeps: at most span - 1 rows.
+static uint64_t edge_size(const sf_pipe_opts *o, const sf_columns *c) {
+    uint64_t span = sf_window_span(&o->window);
+    return (span > 1 ? span - 1 : 1) * (c->nfeatures + c->ntargets) * 4 + 64;
+}
+
+uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return o->edge_bytes / edge_size(o, c); }
+
+// What this pipe serves of the job: its parts [*first, *end), its lanes,
+// its windows per global batch.
+typedef struct {
+    uint32_t G, first, end, lanes, windows;
+} local;
+
+static local local_of(const sf_pipe_opts *o) {
+    local z = {parts_of(o), 0, 0, 0, 0};
+    uint32_t Q = job_replicas(o), a, b;
+    for (uint32_t r = 0; r < o->replicas && z.G && Q <= z.G; r++) {
+        sf_replica_parts(z.G, Q, o->shard_first + r, &a, &b);
+        if (r == 0) z.first = a;
+        z.end = b;
+        z.lanes += o->lanes < b - a ? o->lanes : b - a;
+    }
+    uint32_t lo, n;
+    for (uint32_t g = z.first; g < z.end; g++) sf_part_rows(o->batch, z.G, g, &lo, &n), z.windows += n;
+    return z;
+}
+
+// Each part's share of the job's pool (o->pool, 0 or 1: plan order).
+static uint64_t part_pool(const sf_pipe_opts *o) {
+    uint64_t G = parts_of(o);
+    return o->pool <= 1 ? o->pool : (o->pool + G - 1) / G > 2 ? (o->pool + G - 1) / G : 2;
+}
+
+// Blocks queued per part: a lane's prefetch shared among its parts, but
+// two each at least, so that a part's next block is read while it cuts one.
+static uint32_t part_prefetch(const sf_pipe_opts *o, const local *z) {
+    uint32_t n = z->end - z->first;
+    if (n <= z->lanes) return o->prefetch;
+    uint64_t k = ((uint64_t)o->prefetch * z->lanes + n - 1) / n;
+    return k < 2 ? 2 : (uint32_t)k;
+}
+
+// Block edges each part keeps: a lane's edge_bytes shared among its parts.
+static uint64_t part_edges(const sf_pipe_opts *o, const sf_columns *c, const local *z) {
+    uint32_t n = z->end - z->first;
+    return n ? sf_pipe_max_edges(o, c) * z->lanes / n : 0;
 }
 
 int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e) {
@@ -529,10 +692,11 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     if (!p) return sf_err_set(e, SF_ENOMEM, "out of memory");
     p->o = *o;
     p->pack = pack, p->cols = cols;
-    p->per = o->lanes, p->nlanes = o->replicas * o->lanes;  // the planner shards over every lane
-    p->shard_base = o->shard_first * p->per;
-    p->shards = (o->shard_total ? o->shard_total : o->replicas) * p->per;
-    p->max_edges = sf_pipe_max_edges(o, cols);
+    local z = local_of(o);
+    p->G = z.G, p->nparts = z.end - z.first, p->nlanes = z.lanes;
+    p->max_edges = part_edges(o, cols, &z);
+    p->part_pool = part_pool(o);
+    p->prefetch = part_prefetch(o, &z);
     o = &p->o;
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
@@ -548,6 +712,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     // before it is known to fit.
     if (!rc) rc = sf_pipe_check_memory(o, in, cols, 0, e);
     if (!rc) {
+        p->steps = sf_pipe_epoch_batches(o, sf_plan_windows(p->plan));
         // A block never holds more chunks than the file: a huge
         // --block-chunks must not size buffers for chunks that do not exist.
         p->per_read = o->block_chunks < in->nchunks ? o->block_chunks : (uint32_t)in->nchunks;
@@ -562,25 +727,44 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->reads = calloc(depth, sizeof *p->reads);
     p->free_bufs = malloc(depth * sizeof *p->free_bufs);
     p->decode_q = malloc(depth * sizeof *p->decode_q);
+    p->parts = calloc(p->nparts, sizeof *p->parts);
     p->lanes = calloc(p->nlanes, sizeof *p->lanes);
+    p->reps = calloc(o->replicas, sizeof *p->reps);
     p->decoders = calloc(o->decoders, sizeof *p->decoders);
     p->dargs = calloc(o->decoders, sizeof *p->dargs);
-    p->turn = calloc(o->replicas, sizeof *p->turn);
-    p->epoch = calloc(o->replicas, sizeof *p->epoch);
-    rc = p->reads && p->free_bufs && p->decode_q && p->lanes && p->decoders && p->dargs && p->turn && p->epoch
+    rc = p->reads && p->free_bufs && p->decode_q && p->parts && p->lanes && p->reps && p->decoders && p->dargs
              ? 0 : SF_ENOMEM;
     for (uint32_t i = 0; !rc && i < depth; i++) p->free_bufs[p->nfree++] = depth - 1 - i;
     size_t x_len = sf_window_x_len(&o->window, cols);
-    for (uint32_t l = 0; !rc && l < p->nlanes; l++) {
-        lane *ln = &p->lanes[l];
-        *ln = (lane){.pipe = p, .l = l, .read_epoch = o->first_epoch};
-        pthread_cond_init(&ln->window_cv, NULL);
-        pthread_cond_init(&ln->consume_cv, NULL);
-        // The hooks number slots over all of a replica's lanes.
-        rc = sf_ring_open(&ln->ring, o->slots, o->batch, x_len, (size_t)cols->ntargets * sf_window_steps(&o->window), o->stage, l / p->per,
-                          l % p->per * o->slots);
+    uint32_t lane0 = 0;
+    for (uint32_t r = 0; !rc && r < o->replicas; r++) {
+        replica *rp = &p->reps[r];
+        uint32_t a, b, lo, n, at = 0;
+        sf_replica_parts(p->G, job_replicas(o), o->shard_first + r, &a, &b);
+        rp->part0 = a - z.first, rp->nparts = b - a;
+        rp->lane0 = lane0, rp->nlanes = o->lanes < rp->nparts ? o->lanes : rp->nparts;
+        pthread_cond_init(&rp->consume_cv, NULL);
+        for (uint32_t j = 0; j < rp->nparts; j++) {
+            sf_part_rows(o->batch, p->G, a + j, &lo, &n);
+            p->parts[rp->part0 + j] = (part){.pipe = p, .g = a + j, .batch = n, .offset = at,
+                                             .lane = lane0 + j % rp->nlanes, .read_epoch = o->first_epoch};
+            at += n;
+        }
+        for (uint32_t l = 0; l < rp->nlanes; l++) {
+            lane *ln = &p->lanes[lane0 + l];
+            *ln = (lane){.pipe = p, .l = lane0 + l, .r = r};
+            pthread_cond_init(&ln->window_cv, NULL);
+        }
+        lane0 += rp->nlanes;
+        rp->filled = calloc(o->slots, sizeof *rp->filled);
+        rp->round = calloc(o->slots, sizeof *rp->round);
+        rp->counts = calloc((size_t)o->slots * rp->nparts, sizeof *rp->counts);
+        if (!rp->filled || !rp->round || !rp->counts) rc = SF_ENOMEM;
+        for (uint32_t k = 0; !rc && k < o->slots; k++) rp->round[k] = k;
+        if (!rc)
+            rc = sf_ring_open(&rp->ring, o->slots, at, x_len,
+                              (size_t)cols->ntargets * sf_window_steps(&o->window), o->stage, r, 0);
     }
-    for (uint32_t r = 0; !rc && r < o->replicas; r++) p->epoch[r] = o->first_epoch;
     if (rc) {
         sf_pipe_close(p);
         return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the pipeline's buffers", path);
@@ -593,7 +777,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
         p->dargs[i] = (decoder_arg){.p = p, .track = sf_trace_track(o->trace, name)};
     }
     for (uint32_t l = 0; l < p->nlanes; l++) {
-        snprintf(name, sizeof name, "pipeline: windower %u.%u", l / p->per, l % p->per);
+        snprintf(name, sizeof name, "pipeline: windower %u.%u", p->lanes[l].r, l - p->reps[p->lanes[l].r].lane0);
         p->lanes[l].track = sf_trace_track(o->trace, name);
     }
     p->reader_started = sf_thread_start(&p->reader_thread, reader_main, p) == 0;
@@ -612,61 +796,47 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
 
 const char *sf_pipe_io_mode(const sf_pipe *p) { return sf_reader_mode(p->reader); }
 
-// Replica r's batches come from its lanes (r * per .. r * per + per - 1,
-// each with its own windower), taken round robin within an epoch: a lane
-// whose next batch is of a later epoch waits until every lane has finished
-// the current one. The order is a function of the lanes' batches, never of
-// thread timing.
+// Replica r's batches come from its ring in step order: a slot is ready once
+// every lane of the replica has cut its parts into it, so the batches do not
+// depend on thread timing or on the lanes.
 int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     if (r >= p->o.replicas) return sf_err_set(e, SF_EINVAL, "no replica %u of %u", r, p->o.replicas);
+    replica *rp = &p->reps[r];
+    sf_ring *g = &rp->ring;
     pthread_mutex_lock(&p->mu);
+    // The replica's first batch: waiting for it is startup, not stall.
+    bool first = rp->batches == 0, waited = false;
+    while (!p->stop && g->state[g->take] != SF_SLOT_READY && rp->finished < rp->nlanes) {
+        wait_timed(p, &rp->consume_cv, first ? &rp->first_wait : &rp->consumer_wait);
+        waited = true;
+    }
+    if (waited && !first && g->state[g->take] == SF_SLOT_READY) rp->wake[sf_lat_bucket(sf_now() - rp->ready_at)]++;
     int rc = 0;
-    bool first = true;  // the replica's first batch: waiting for it is startup, not stall
-    for (uint32_t l = 0; l < p->per; l++) first &= p->lanes[r * p->per + l].st.batches == 0;
-    for (;;) {
-        bool later = false;  // some lane holds a batch of a later epoch
-        for (uint32_t i = 0; i < p->per && !rc; i++) {
-            uint32_t l = r * p->per + (p->turn[r] + i) % p->per;
-            lane *ln = &p->lanes[l];
-            sf_ring *g = &ln->ring;
-            bool waited = false;
-            while (!p->stop && g->state[g->take] != SF_SLOT_READY && !ln->finished) {
-                wait_timed(p, &ln->consume_cv, first ? &ln->st.first_wait : &ln->st.consumer_wait);
-                waited = true;
-            }
-            if (waited && !first && g->state[g->take] == SF_SLOT_READY) ln->st.wake[sf_lat_bucket(sf_now() - ln->ready_at)]++;
-            if (p->error) {
-                rc = p->error;
-                *e = p->err;
-                break;
-            }
-            if (g->state[g->take] != SF_SLOT_READY) continue;  // the lane is done
-            uint32_t k = g->take;
-            if (g->epoch[k] != p->epoch[r]) {
-                later = true;
-                continue;
-            }
-            *b = sf_ring_batch(g, k, l);
-            g->state[k] = SF_SLOT_TAKEN;
-            g->take = (k + 1) % g->slots;
-            ln->st.batches++;
-            p->turn[r] = (p->turn[r] + i + 1) % p->per;
-            rc = 1;
-        }
-        if (rc || !later) break;
-        p->epoch[r]++;  // every lane is past this epoch
+    if (p->error) {
+        rc = p->error;
+        *e = p->err;
+    } else if (g->state[g->take] == SF_SLOT_READY) {
+        uint32_t k = g->take;
+        *b = sf_ring_batch(g, k, r);
+        b->first_part = p->parts[rp->part0].g, b->nparts = rp->nparts;
+        b->part_count = rp->counts + (size_t)k * rp->nparts;
+        g->state[k] = SF_SLOT_TAKEN;
+        g->take = (k + 1) % g->slots;
+        rp->batches++;
+        rc = 1;
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
 }
 
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
-    lane *ln = &p->lanes[b->lane];
-    (void)r;
-    sf_ring_release(&ln->ring, b->slot);
+    replica *rp = &p->reps[r];
+    sf_ring_release(&rp->ring, b->slot);
     pthread_mutex_lock(&p->mu);
-    ln->ring.state[b->slot] = SF_SLOT_FREE;
-    pthread_cond_signal(&ln->window_cv);
+    rp->ring.state[b->slot] = SF_SLOT_FREE;
+    rp->filled[b->slot] = 0;
+    rp->round[b->slot] += rp->ring.slots;
+    for (uint32_t l = 0; l < rp->nlanes; l++) pthread_cond_signal(&p->lanes[rp->lane0 + l].window_cv);
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -685,54 +855,50 @@ void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per
     for (uint32_t i = 0; i < p->ndecoders_started; i++)
         add_times(&p->dargs[i].times, &st->decode_cpu, &st->decode_queued);
     for (uint32_t r = 0; per_replica && r < p->o.replicas; r++) {
-        sf_pipe_replica_stats sum = {0};
-        for (uint32_t l = 0; l < p->per; l++) {
-            const lane *ln = &p->lanes[r * p->per + l];
+        const replica *rp = &p->reps[r];
+        sf_pipe_replica_stats sum = {.batches = rp->batches, .consumer_wait = rp->consumer_wait,
+                                     .first_wait = rp->first_wait};
+        memcpy(sum.wake, rp->wake, sizeof sum.wake);
+        for (uint32_t l = 0; l < rp->nlanes; l++) {
+            const lane *ln = &p->lanes[rp->lane0 + l];
             const sf_pipe_replica_stats *x = &ln->st;
             double cpu = 0, queued = 0;
             add_times(&ln->times, &cpu, &queued);
-            sum.batches += x->batches;
-            sum.busy += x->busy / p->per;  // per windower, as utilisation is reported
-            sum.cpu += cpu / p->per, sum.queued += queued / p->per;
-            sum.input_wait += x->input_wait / p->per;
-            sum.output_wait += x->output_wait / p->per;
-            sum.consumer_wait += x->consumer_wait;
-            sum.first_wait += x->first_wait;
-            for (int k = 0; k < SF_LAT_BUCKETS; k++) sum.wake[k] += x->wake[k];
+            sum.busy += x->busy / rp->nlanes;  // per windower, as utilisation is reported
+            sum.cpu += cpu / rp->nlanes, sum.queued += queued / rp->nlanes;
+            sum.input_wait += x->input_wait / rp->nlanes;
+            sum.output_wait += x->output_wait / rp->nlanes;
         }
         per_replica[r] = sum;
     }
     pthread_mutex_unlock(&p->mu);
 }
 
-// Bytes of one block edge a seam keeps: at most span - 1 rows.
-static uint64_t edge_size(const sf_pipe_opts *o, const sf_columns *c) {
-    uint64_t span = sf_window_span(&o->window);
-    return (span > 1 ? span - 1 : 1) * (c->nfeatures + c->ntargets) * 4 + 64;
-}
-
-uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *c) { return o->edge_bytes / edge_size(o, c); }
-
 // Bytes of one window in a pool or a slot: x, y and its id.
 static uint64_t window_bytes(const sf_pipe_opts *o, const sf_columns *c) {
     return (sf_window_x_len(&o->window, c) + (uint64_t)c->ntargets * sf_window_steps(&o->window)) * 4 + 8;
 }
 
-// The pool each lane allocates (sf_stream_open): o->pool, but never more
-// windows than the largest lane's share of an epoch.
-static uint64_t lane_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
-    if (o->pool <= 1) return 1;
-    uint64_t shards = (uint64_t)(o->shard_total ? o->shard_total : o->replicas) * (o->lanes ? o->lanes : 1);
-    uint64_t windows = sf_plan_count(o->series ? o->series : in->series, o->series ? o->nseries : in->nseries,
-                                     &o->window, &o->split);
-    uint64_t share = shards ? (windows + shards - 1) / shards : windows;
-    return o->pool < share ? o->pool : share > 2 ? share : 2;
+// The windows of the training part (or what o->split names).
+static uint64_t plan_windows(const sf_pipe_opts *o, const sf_pack_info *in) {
+    return sf_plan_count(o->series ? o->series : in->series, o->series ? o->nseries : in->nseries, &o->window,
+                         &o->split);
+}
+
+// The pool each part allocates (sf_stream_open): its share of o->pool, but
+// never more windows than the largest part's share of an epoch.
+static uint64_t stream_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
+    uint64_t pool = part_pool(o), G = parts_of(o);
+    if (pool <= 1) return 1;
+    uint64_t windows = plan_windows(o, in), share = (windows + G - 1) / G;
+    return pool < share ? pool : share > 2 ? share : 2;
 }
 
 uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols) {
     uint64_t nf = cols->nfeatures, nt = cols->ntargets;
     uint64_t window = window_bytes(o, cols), per = o->block_chunks ? o->block_chunks : 1;
-    uint64_t nchunks = in->nchunks ? in->nchunks : 1, lanes = (uint64_t)o->replicas * o->lanes;
+    local z = local_of(o);
+    uint64_t nchunks = in->nchunks ? in->nchunks : 1, parts = z.end - z.first, G = z.G ? z.G : 1;
     if (per > nchunks) per = nchunks;
     // What the file can fill: a chunk holds at most the file's rows, and
     // no stage holds more blocks, reads or chunks than there are.
@@ -740,40 +906,57 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
     uint64_t chunk_raw = chunk_rows * in->ncols * 4, blocks = (nchunks + per - 1) / per;
     uint64_t in_flight = o->io.depth < blocks ? o->io.depth : blocks;
     uint64_t decoding = o->decoders < nchunks ? o->decoders : nchunks;
-    uint64_t lane_blocks = blocks / (lanes ? lanes : 1) + 1, queued = o->prefetch < lane_blocks ? o->prefetch : lane_blocks;
+    // A part's stretch of the file: its share of the blocks and the two it
+    // shares with its neighbours, never more than the file has.
+    uint64_t part_blocks = blocks / G + 2 < blocks ? blocks / G + 2 : blocks, prefetch = part_prefetch(o, &z);
+    uint64_t queued = prefetch < part_blocks ? prefetch : part_blocks;
     // A block's task loads its rows and, re-reading both seams, up to a
     // window span on either side.
     uint64_t block_rows = per * chunk_rows + 2 * sf_window_span(&o->window);
     // A stored chunk can exceed its raw size slightly (zstd's bound).
     uint64_t reader = in_flight * per * (chunk_raw + chunk_raw / 128 + 8192);
     uint64_t decoders = decoding * 2 * chunk_raw;
-    uint64_t lane = queued * block_rows * (nf + nt) * 4 + lane_pool(o, in) * window +
-                    (uint64_t)o->slots * o->batch * window + 3 * blocks * (sizeof(sf_block_task) + 8) +
-                    sf_pipe_max_edges(o, cols) * edge_size(o, cols);
-    return reader + decoders + lanes * lane + blocks * sizeof(sf_block_task);
+    uint64_t part = queued * block_rows * (nf + nt) * 4 + stream_pool(o, in) * window +
+                    3 * blocks * (sizeof(sf_block_task) + 8) + part_edges(o, cols, &z) * edge_size(o, cols);
+    uint64_t slots = (uint64_t)o->slots * z.windows * window;
+    return reader + decoders + parts * part + slots + blocks * sizeof(sf_block_task);
 }
 
 int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
                          sf_err *e) {
     uint64_t need = sf_pipe_memory(o, in, cols), have = sf_machine_memory();
+    local z = local_of(o);
     // The pools and slots again in double: a huge window times a huge
     // batch must not wrap the estimate round to something small.
     double window = ((double)sf_window_x_len(&o->window, cols) + (double)cols->ntargets * sf_window_steps(&o->window)) * 4 + 8;
-    double lanes = (double)o->replicas * o->lanes, big = lanes * ((double)lane_pool(o, in) + (double)o->slots * o->batch) * window;
+    double big = ((double)(z.end - z.first) * (double)stream_pool(o, in) + (double)o->slots * z.windows) * window;
     if (big > (double)need) need = big >= 0x1p64 ? UINT64_MAX : (uint64_t)big;
     if (!have || (need <= have && others <= have - need)) return 0;
     char with[96] = "";
     if (others) snprintf(with, sizeof with, ", and the replicas %.1f GB more", others / 1e9);
-    return sf_err_set(e, SF_EUSAGE, "the pipeline would hold %.1f GB (each of %u lane(s): a shuffle pool of %llu "
-                      "windows and %u slots of %u windows, a window %u rows of %u inputs)%s: more than the %.1f GB "
-                      "this machine has (hint: a smaller --pool, --batch-size or --window)", need / 1e9, o->replicas * o->lanes,
-                      (unsigned long long)lane_pool(o, in), o->slots, o->batch, o->window.length, cols->nfeatures, with,
-                      have / 1e9);
+    return sf_err_set(e, SF_EUSAGE, "the pipeline would hold %.1f GB (%u part(s) of the batch, each a shuffle pool "
+                      "of %llu windows; %u slots of %u windows; a window %u rows of %u inputs)%s: more than the "
+                      "%.1f GB this machine has (hint: a smaller --pool, --batch-size or --window)", need / 1e9,
+                      z.end - z.first, (unsigned long long)stream_pool(o, in), o->slots, z.windows,
+                      o->window.length, cols->nfeatures, with, have / 1e9);
 }
 
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
-    uint64_t lanes = o->lanes ? o->lanes : 1, shards = (o->shard_total ? o->shard_total : o->replicas) * lanes;
-    return o->batch && shards ? lanes * (windows / shards / o->batch) : 0;
+    uint32_t G = parts_of(o);
+    if (!o->batch || !G || G > o->batch) return 0;
+    // Every part is a shard of its own: the epoch has as many global
+    // batches as its shortest shard gives full batches (drop-remainder), or
+    // as its longest gives batches (the others' parts then empty).
+    uint64_t steps = o->drop_remainder ? UINT64_MAX : 0;
+    for (uint32_t g = 0; g < G; g++) {
+        uint32_t lo, n;
+        sf_part_rows(o->batch, G, g, &lo, &n);
+        __extension__ unsigned __int128 w = windows;
+        uint64_t share = (uint64_t)(w * (g + 1) / G - w * g / G);
+        uint64_t k = o->drop_remainder ? share / n : (share + n - 1) / n;
+        steps = o->drop_remainder ? (k < steps ? k : steps) : (k > steps ? k : steps);
+    }
+    return steps;
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
@@ -787,12 +970,22 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
                           "%.1f MB (hint: lower --depth, --decoders, --prefetch, --slots or --batch-size)",
                           budget / 1e6, least / 1e6);
     // The pool first, as asked (it decides the batches); the edges, which
-    // only spare reads, take what is left.
-    uint64_t window = window_bytes(o, cols), lanes = (uint64_t)o->replicas * o->lanes;
-    uint64_t fits = 1 + (budget - least) / (lanes * window);
-    // 0 or 1: no shuffle stays so; nor does a pool the file cannot fill.
-    o->pool = want <= 1 || lane_pool(o, in) <= fits ? want : fits;
-    uint64_t used = sf_pipe_memory(o, in, cols), spare = budget > used ? (budget - used) / lanes : 0;
-    o->edge_bytes = edges < spare ? edges : spare;
+    // only spare reads, take what is left. 0 or 1: no shuffle stays so.
+    o->edge_bytes = 0;
+    if (want > 1 && sf_pipe_memory(o, in, cols) > budget) {
+        uint64_t lo = 1, hi = want;  // lo fits, hi does not
+        while (hi - lo > 1) {
+            o->pool = lo + (hi - lo) / 2;
+            if (sf_pipe_memory(o, in, cols) <= budget) lo = o->pool;
+            else hi = o->pool;
+        }
+        o->pool = lo;
+    }
+    uint64_t used = sf_pipe_memory(o, in, cols), spare = budget > used ? budget - used : 0;
+    local z = local_of(o);
+    // Edges are kept per part, edge_bytes per lane.
+    uint64_t per_lane = z.lanes ? spare / z.lanes : 0;
+    o->edge_bytes = edges < per_lane ? edges : per_lane;
+    while (o->edge_bytes && sf_pipe_memory(o, in, cols) > budget) o->edge_bytes /= 2;
     return 0;
 }

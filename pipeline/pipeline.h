@@ -448,7 +448,7 @@ int sf_reader_wait(sf_reader *r, uint32_t *i, uint64_t *tag, sf_err *e);
 // How a replica's staging ring reaches its device. The backend supplies
 // these hooks (backend/backend.h), so that the pipeline itself stays free
 // of CUDA; without them slots are plain host memory. A slot is one buffer,
-// x then y (sf_batch.y points into it), numbered 0 .. slots * lanes - 1
+// x then y (sf_batch.y points into it), numbered 0 .. slots - 1
 // within its replica. alloc, free and release run on the caller's thread
 // (open, close, sf_pipe_release); reclaim and publish on the replica's
 // windowers.
@@ -470,6 +470,27 @@ typedef struct {
     void *arg;
 } sf_stage_ops;
 
+// The global batch: every step's windows over every replica of every rank.
+// It is cut into parts, each a shard of the plan with its own epoch order
+// and shuffle pool (sf_stream over shard g of G): part g of a global batch
+// of B windows holds rows [B g / G, B (g + 1) / G) of it. Replica q of Q
+// takes the parts [G q / Q, G (q + 1) / Q), so which windows a global batch
+// holds, and in which order, depends on the seed, the data, B and G, never
+// on the replicas, the ranks, the lanes or the decoders. Parts are also
+// the units whose gradients are summed in a fixed order (train/allreduce.c).
+#define SF_MAX_PARTS 64u
+#define SF_DEFAULT_PARTS 12u
+// G for a global batch of `batch` windows: batch / 8 (a part of fewer
+// windows costs more in overhead than its sum saves), between 1 and 12
+// (1, 2, 3, 4 and 6 replicas get equal shares).
+uint32_t sf_batch_parts(uint32_t batch);
+// Part g of `parts`: its first row *lo in the global batch and its windows *n.
+void sf_part_rows(uint32_t batch, uint32_t parts, uint32_t g, uint32_t *lo, uint32_t *n);
+// Replica q of `replicas`: its parts [*first, *end).
+void sf_replica_parts(uint32_t parts, uint32_t replicas, uint32_t q, uint32_t *first, uint32_t *end);
+// The windows replica q of `replicas` takes of a full global batch.
+uint32_t sf_replica_windows(uint32_t batch, uint32_t parts, uint32_t replicas, uint32_t q);
+
 // The knobs of one pipeline. Every command that runs one starts from
 // sf_pipe_opts_default() and sets what its options name, so that `train`
 // runs the pipeline `bench pipeline` measures.
@@ -483,19 +504,20 @@ typedef struct {
                              // shard_first + replicas - 1 of shard_total (0:
                              // replicas) that share each epoch: the ranks of a
                              // job, each with its own pipe
-    uint32_t batch;          // windows per batch per replica (>= 1)
-    uint64_t pool;           // shuffle pool per lane, in windows (0 or 1: plan order)
-    bool drop_remainder;     // only full batches, the same count for every replica
+    uint32_t batch;          // windows per global batch, every replica of the job's (>= 1)
+    uint32_t parts;          // parts of the global batch (sf_batch_parts; 0: its default)
+    uint64_t pool;           // the job's shuffle pool, in windows, shared evenly among the parts (0 or 1: plan order)
+    bool drop_remainder;     // only full batches
     uint64_t seed, epochs;   // the epochs to produce: first_epoch .. epochs - 1
     uint64_t first_epoch;    // (a resumed run starts later)
     sf_split split;          // the part of each series to use (zero: all)
     sf_reader_opts io;       // io, direct, depth (buffer_size is set by the pipe)
     uint32_t decoders;       // decoder threads (>= 1)
     uint32_t slots;          // staging ring slots per lane (>= 2)
-    uint32_t prefetch;       // decoded blocks queued per lane (>= 1)
-    uint32_t lanes;          // windower threads per replica (>= 1); each its own
-                             // share of the replica's windows and its own pool,
-                             // batches taken in turn
+    uint32_t prefetch;       // decoded blocks queued per lane (>= 1), shared among its parts (two each at least)
+    uint32_t lanes;          // windower threads per replica (>= 1; at most its parts),
+                             // each cutting some of the replica's parts; the batches
+                             // do not depend on it
     uint64_t edge_bytes;     // bytes each lane may keep of block edges, so that a
                              // block's seam need not read the next block again
                              // (sf_plan_shard); the batches do not depend on it
@@ -505,8 +527,8 @@ typedef struct {
                              // one track per thread, and queue depths
 } sf_pipe_opts;
 
-// The defaults: window 60/1/1/1, one block per chunk, one replica of batch
-// 32, pool 16384, seed 1, one epoch, io_uring when allowed with 8 reads in
+// The defaults: window 60/1/1/1, one block per chunk, one replica, a global
+// batch of 32, pool 16384, seed 1, one epoch, io_uring when allowed with 8 reads in
 // flight, a decoder per online core, 4 slots, 4 blocks prefetched, 1 lane,
 // 16 MB of block edges per lane.
 sf_pipe_opts sf_pipe_opts_default(void);
@@ -515,7 +537,9 @@ uint64_t sf_pipe_max_edges(const sf_pipe_opts *o, const sf_columns *cols);
 
 // What a batch of replica r's staging ring holds: x (count, length,
 // nfeatures), y (count, ntargets), the window ids, valid until
-// sf_pipe_release. With stage hooks the same batch is also on the device at
+// sf_pipe_release: its parts of the global batch, first_part .. first_part +
+// nparts - 1, back to back, part_count[j] windows each (fewer than the part's
+// size, or none, only in an epoch's last batch without drop-remainder). With stage hooks the same batch is also on the device at
 // device_x, device_y once ready has fired; without them those are NULL.
 typedef struct {
     float *x, *y;
@@ -525,6 +549,8 @@ typedef struct {
     float *device_x, *device_y;
     void *ready;
     uint32_t slot, lane;  // where it lives, for sf_pipe_release
+    uint32_t first_part, nparts;  // 0 and 0: one part, the whole batch (a caller's own)
+    const uint32_t *part_count;
 } sf_batch;
 
 enum sf_stage { SF_STAGE_READ, SF_STAGE_DECODE, SF_STAGE_WINDOW };
@@ -565,9 +591,9 @@ uint64_t sf_pipe_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_
 // (sf_pipe_open does).
 int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t others,
                          sf_err *e);
-// Batches each replica gives in an epoch of a plan of `windows` windows
-// under o->drop_remainder: every lane of the job its shard, and the smallest
-// shard, floor(windows / lanes of the job), decides each lane's full batches.
+// Global batches an epoch of a plan of `windows` windows has (each replica
+// gives that many): every part of the batch its shard; with drop_remainder
+// the fewest full batches a part's shard gives, without it the most batches.
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows);
 // Shrinks o->pool, then o->edge_bytes, so that sf_pipe_memory fits budget
 // bytes; SF_EUSAGE (o unchanged) when even a pool of one window per lane

@@ -219,9 +219,6 @@ int sf_ranks_sum_i64(sf_ranks *d, int64_t *v, size_t n, const char *what, sf_err
 int sf_ranks_sum_f64(sf_ranks *d, double *v, size_t n, const char *what, sf_err *e) {
     return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_DOUBLE, MPI_SUM, what, e) : 0;
 }
-int sf_ranks_sum_f32(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
-    return d && d->size > 1 ? reduce(d, d->comm, v, n, sizeof *v, MPI_FLOAT, MPI_SUM, what, e) : 0;
-}
 // Room for one more sum of up to `pieces` requests.
 static bool sums_room(sf_ranks *d, size_t pieces) {
     size_t need = d->nreq + pieces > d->nsums + 2 ? d->nreq + pieces : d->nsums + 2;
@@ -236,15 +233,38 @@ static bool sums_room(sf_ranks *d, size_t pieces) {
     return true;
 }
 
-int sf_ranks_sum_start(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
+enum { PREFIX_TAG = 29 };
+
+int sf_ranks_prefix_recv(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
+    if (!d || d->size == 1 || d->rank == 0) return 0;
+    size_t piece = INT_MAX / 2;
+    arm(d, what);
+    int rc = MPI_SUCCESS;
+    for (size_t at = 0; rc == MPI_SUCCESS && at < n; at += piece) {
+        int part = n - at > piece ? (int)piece : (int)(n - at);
+        rc = MPI_Recv(v + at, part, MPI_FLOAT, d->rank - 1, PREFIX_TAG, d->sums, MPI_STATUS_IGNORE);
+    }
+    disarm(d);
+    return rc == MPI_SUCCESS ? 0 : mpi_fail(d, rc, what, e);
+}
+
+int sf_ranks_prefix_pass(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
     if (!d || d->size == 1) return 0;
     size_t piece = INT_MAX / 2;
     if (!sums_room(d, n / piece + 1)) return sf_err_set(e, SF_ENOMEM, "out of memory");
     if (d->nsums == 0) d->first[0] = 0;
     int rc = MPI_SUCCESS;
+    // The send completes before the broadcast may write into v; the next
+    // rank takes it as soon as its own terms of v are ready.
+    arm(d, what);
+    for (size_t at = 0; rc == MPI_SUCCESS && d->rank + 1 < d->size && at < n; at += piece) {
+        int part = n - at > piece ? (int)piece : (int)(n - at);
+        rc = MPI_Send(v + at, part, MPI_FLOAT, d->rank + 1, PREFIX_TAG, d->sums);
+    }
+    disarm(d);
     for (size_t at = 0; rc == MPI_SUCCESS && at < n; at += piece) {
         int part = n - at > piece ? (int)piece : (int)(n - at);
-        rc = MPI_Iallreduce(MPI_IN_PLACE, v + at, part, MPI_FLOAT, MPI_SUM, d->sums, &d->req[d->nreq]);
+        rc = MPI_Ibcast(v + at, part, MPI_FLOAT, d->size - 1, d->sums, &d->req[d->nreq]);
         if (rc == MPI_SUCCESS) d->nreq++;
     }
     d->first[++d->nsums] = d->nreq;

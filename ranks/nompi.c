@@ -35,10 +35,10 @@ int sf_ranks_sum_i64(sf_ranks *d, int64_t *v, size_t n, const char *what, sf_err
 int sf_ranks_sum_f64(sf_ranks *d, double *v, size_t n, const char *what, sf_err *e) {
     return (void)d, (void)v, (void)n, (void)what, (void)e, 0;
 }
-int sf_ranks_sum_f32(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
+int sf_ranks_prefix_recv(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
     return (void)d, (void)v, (void)n, (void)what, (void)e, 0;
 }
-int sf_ranks_sum_start(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
+int sf_ranks_prefix_pass(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e) {
     return (void)d, (void)v, (void)n, (void)what, (void)e, 0;
 }
 int sf_ranks_sum_test(sf_ranks *d, size_t k, bool *done, const char *what, sf_err *e) {

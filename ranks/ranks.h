@@ -53,15 +53,19 @@ uint32_t sf_ranks_affinity(void);     // cores this process is bound to (ranks.c
 // In-place sums over the ranks; what names the collective in errors.
 int sf_ranks_sum_i64(sf_ranks *d, int64_t *v, size_t n, const char *what, sf_err *e);
 int sf_ranks_sum_f64(sf_ranks *d, double *v, size_t n, const char *what, sf_err *e);
-int sf_ranks_sum_f32(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
-// Sums in flight: in-place float sums over the ranks (MPI_Iallreduce on a
-// communicator of their own) that run while the caller computes. Every rank
-// starts the same sums in the same order, one thread at a time, then
-// finishes them together; between, v (n floats) is MPI's. Each start and
-// test also lets the sums started before it progress (MPI moves data only
-// inside its calls). start: 0 or SF_EIO/SF_ENOMEM; a failed start leaves
-// the sums before it in flight.
-int sf_ranks_sum_start(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
+// Float sums in rank order, left to right, so that they do not depend on
+// how the terms are spread over the ranks: rank k > 0 receives the sum of
+// ranks 0 .. k - 1 into v (n floats; prefix_recv, blocking, nothing on rank
+// 0), adds its own terms to it one by one, and prefix_pass sends the sum on
+// to rank k + 1 and starts the broadcast of the last rank's sum into v on
+// every rank: a sum in flight (on a communicator of its own) that runs while
+// the caller computes. Every rank passes the same sums in the same order, one
+// thread at a time, then finishes them together; between, v is MPI's. Each
+// pass and test also lets the sums passed before it progress (MPI moves
+// data only inside its calls). pass: 0 or SF_EIO/SF_ENOMEM; a failed pass
+// leaves the sums before it in flight.
+int sf_ranks_prefix_recv(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
+int sf_ranks_prefix_pass(sf_ranks *d, float *v, size_t n, const char *what, sf_err *e);
 // Whether sum k (0 is the first started since the last finish) is done.
 int sf_ranks_sum_test(sf_ranks *d, size_t k, bool *done, const char *what, sf_err *e);
 // Waits for every sum started (under the watchdog, as a collective); then

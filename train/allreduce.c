@@ -1,19 +1,20 @@
-// The gradients' sum over every replica of the job. In one process the
-// replicas sum their host buffers in a fixed order (replica r adds slice r
-// of every replica's buffer into replica 0's, then copies the sum back), so
-// a run does not depend on thread timing; across ranks MPI's in-place sum
-// comes between the two halves. A backend that sums itself (NCCL on GPUs)
-// does all of it in its group.
+// The gradients' sum over every replica of the job, in one fixed order: the
+// global batch's, part by part (each replica's parts follow one another, its
+// replicas in order, the ranks in order), each element summed left to right
+// as one process with one replica would. So the weights do not depend on
+// the replicas or the ranks, bit for bit (test `elastic`). In one process
+// the replicas sum their host buffers (replica r adds every term of slice r
+// of the parameters into replica 0's buffer, then copies the sum back);
+// across ranks, rank k > 0 first receives the sum of the ranks before it,
+// adds its terms onto it, and passes it on, and the last rank's sum is
+// broadcast to all. A backend that sums itself (NCCL on GPUs) does all of it
+// in its group, in its own order.
 //
 // Across ranks, on a backend that reports each layer's gradients as they
-// become final (CPU), a layer's sum starts as soon as every replica of the
-// rank has it: the replicas' sum into replica 0's buffer, in replica order,
-// then MPI_Iallreduce, while the layers below are still in their backward
-// pass. The step's reduce then waits for the sums still in flight. Within
-// the rank each element is summed in the same order as by the one sum after
-// the backward; across ranks MPI chooses its order by message size, so the
-// weights are the same bit for bit with 2 ranks (a + b = b + a), and to
-// summation-order rounding with more.
+// become final (CPU), a layer's sum goes as soon as every replica of the rank
+// has it, while the layers below are still in their backward pass: the same
+// terms in the same order, a layer at a time, and the broadcast in flight
+// (MPI_Ibcast). The step's reduce then waits for the broadcasts.
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,13 +22,21 @@
 
 static const char *const what_sum = "the gradient all-reduce";
 
-// g0 + g1 + ... + g(R-1) for every element of [lo, hi), into replica 0's buffer.
-static void sum_range(sf_trainer *t, size_t lo, size_t hi) {
+// Term j of replica q: its part j's gradients (train_parts), or its buffer.
+static const float *term(const sf_trainer *t, uint32_t q, uint32_t j) {
+    return t->be->part_gradients ? t->be->part_gradients(t->w[q].rep, j) : t->be->gradients(t->w[q].rep);
+}
+
+// prefix (NULL: none) + every term, in order, for each element of [lo, hi),
+// into replica 0's buffer, which holds the first term.
+static void sum_range(sf_trainer *t, size_t lo, size_t hi, const float *prefix) {
     float *sum = t->be->gradients(t->w[0].rep);
-    for (uint32_t q = 1; q < t->R; q++) {
-        const float *g = t->be->gradients(t->w[q].rep);
-        for (size_t k = lo; k < hi; k++) sum[k] += g[k];
-    }
+    for (size_t k = lo; prefix && k < hi; k++) sum[k] = prefix[k] + sum[k];
+    for (uint32_t q = 0; q < t->R; q++)
+        for (uint32_t j = q == 0; j < t->w[q].nterms; j++) {
+            const float *g = term(t, q, j);
+            for (size_t k = lo; k < hi; k++) sum[k] += g[k];
+        }
 }
 
 // The sums in flight that have completed, in start order; each a span on the
@@ -54,9 +63,11 @@ static void layer_ready(void *arg, uint32_t layer) {
     while (!b->rc && b->started < b->n && b->ready[b->layer[b->started]] == t->R) {
         size_t lo, hi;
         sf_model_layer_params(t->m, b->layer[b->started], &lo, &hi);
-        sum_range(t, lo, hi);
         b->since[b->started++] = sf_now();
-        b->rc = sf_ranks_sum_start(t->ranks, t->be->gradients(t->w[0].rep) + lo, hi - lo, what_sum, &b->e);
+        b->rc = sf_ranks_prefix_recv(t->ranks, t->prefix ? t->prefix + lo : NULL, hi - lo, what_sum, &b->e);
+        if (!b->rc) sum_range(t, lo, hi, t->prefix);
+        if (!b->rc)
+            b->rc = sf_ranks_prefix_pass(t->ranks, t->be->gradients(t->w[0].rep) + lo, hi - lo, what_sum, &b->e);
     }
     buckets_poll(t);
     pthread_mutex_unlock(&b->mu);
@@ -101,6 +112,9 @@ static void buckets_open(sf_trainer *t) {
 
 int sf_allreduce_open(sf_trainer *t, sf_err *e) {
     if (!t->be->reduce_open) {
+        // What the ranks before this one pass on.
+        if (sf_ranks_rank(t->ranks) > 0 && !(t->prefix = malloc((t->m->nparams ? t->m->nparams : 1) * sizeof(float))))
+            return sf_err_set(e, SF_ENOMEM, "out of memory for the gradients' sum");
         buckets_open(t);
         return 0;
     }
@@ -165,11 +179,15 @@ int sf_allreduce(sf_trainer *t, uint32_t r, sf_err *e) {
     }
     size_t lo, hi;
     slice(t, r, &lo, &hi);
-    sum_range(t, lo, hi);
+    if (t->ranks) {
+        if (r == 0) rc = sf_ranks_prefix_recv(t->ranks, t->prefix, t->m->nparams, what_sum, e);
+        pthread_barrier_wait(&t->bar);
+    }
+    sum_range(t, lo, hi, t->prefix);
     if (t->ranks) {
         pthread_barrier_wait(&t->bar);
-        if (r == 0) rc = sf_ranks_sum_f32(t->ranks, t->be->gradients(t->w[0].rep), t->m->nparams,
-                                          "the gradient all-reduce", e);
+        if (r == 0 && !rc) rc = sf_ranks_prefix_pass(t->ranks, t->be->gradients(t->w[0].rep), t->m->nparams, what_sum, e);
+        if (r == 0 && !rc) rc = sf_ranks_sum_finish(t->ranks, what_sum, e);
         pthread_barrier_wait(&t->bar);
     }
     spread_slice(t, r);

@@ -159,7 +159,7 @@ sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32
     sf_pipe_opts po = o->pipe;
     uint32_t all = replicas * (uint32_t)nranks;
     po.replicas = replicas, po.shard_first = replicas * (uint32_t)rank, po.shard_total = all;
-    po.batch = o->batch / all, po.drop_remainder = true, po.seed = o->seed, po.epochs = o->epochs;
+    po.batch = o->batch, po.drop_remainder = true, po.seed = o->seed, po.epochs = o->epochs;
     po.split = sf_fit_split(o, sf_pack_get_info(d->pack), SF_PART_TRAIN);
     po.series = d->segments, po.nseries = d->nsegments;
     return po;

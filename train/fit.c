@@ -102,18 +102,18 @@ static int eval_batch(void *arg, const float *x, const float *y, const uint64_t 
     bool last = a->limit && a->batches + 1 >= a->limit;
     if (a->batches++ % (uint64_t)a->f->nranks != (uint64_t)a->f->rank) return last;  // each rank its share
     int rc = sf_trainer_predict(a->f->tr, a->pred, x, count, e);
-    // The training loss per target value (sf_mse_sum), over the values pack
-    // observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in a
-    // column without imputed values is an overflow, and makes the loss NaN.
+    // The training loss per target value (sf_loss_value), over the values
+    // pack observed: an imputed one is NaN (sf_columns.imputed_nan). A NaN in
+    // a column without imputed values is an overflow, and makes the loss NaN.
     const sf_pack_info *in = sf_pack_get_info(a->f->d.pack);
-    uint32_t O = a->f->model.outputs, nt = a->f->d.cols.ntargets;  // O: steps x targets
-    for (size_t k = 0; !rc && k < (size_t)count * O; k++) {
+    const sf_model *m = &a->f->model;
+    uint32_t V = m->values, W = sf_loss_width(&m->loss), nt = a->f->d.cols.ntargets;  // V: steps x targets
+    for (size_t k = 0; !rc && k < (size_t)count * V; k++) {
         if (sf_columns_target_imputed(&a->f->d.cols, in, y[k], (uint32_t)(k % nt))) {
             a->imputed++;
             continue;
         }
-        double d = (double)a->pred[k] - y[k];
-        a->sum += d * d, a->n++;
+        a->sum += sf_loss_value(&m->loss, a->pred + k * W, y[k]), a->n++;
     }
     return rc ? rc : last;
 }
@@ -345,7 +345,7 @@ static int score_end(fit *f, sf_err *e) {
     sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
     sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
                         .nseries = nseries, .season = &season, .batch = f->replica_batch,
-                        .predict = trainer_predict, .arg = f->tr};
+                        .loss = &f->model.loss, .predict = trainer_predict, .arg = f->tr};
     char which[64];
     int rc = load_best(f, which, sizeof which, e);
     if (!rc) rc = sf_score_run(&f->score, &so, e);
@@ -447,10 +447,13 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     sf_window_horizon_text(w, horizon, sizeof horizon);
     snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %s", w->length, w->stride,
              w->sampling_rate, horizon);
-    snprintf(batch, sizeof batch, "%u (%u per replica)", o->batch, f->replica_batch);
+    snprintf(batch, sizeof batch, "%u (%u parts, up to %u per replica)", o->batch, sf_batch_parts(o->batch),
+             f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    const char *settings[] = {"data", o->data, "model", f->ck.model, "features", f->ck.features, "targets",
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
                               "seed", seed, NULL, NULL, NULL};
@@ -646,9 +649,10 @@ static int open_data(fit *f, sf_err *e) {
     if (rc) return rc;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
     sf_err inner = {0};
-    // With several steps, the last Dense has one unit per step and target.
-    if (sf_model_parse(&f->model, o->model, f->d.cols.nfeatures, f->d.cols.ntargets * sf_window_steps(&o->pipe.window),
-                       &inner) ||
+    // With several steps, the last Dense has one unit per step and target
+    // (and quantile).
+    if (sf_model_parse_loss(&f->model, o->model, f->d.cols.nfeatures,
+                            f->d.cols.ntargets * sf_window_steps(&o->pipe.window), &o->loss, &inner) ||
         sf_model_set_extra(&f->model, f->d.cols.nfuture * sf_window_steps(&o->pipe.window) + f->d.cols.nonehot, &inner))
         return sf_err_set(e, SF_EUSAGE, "%s", inner.msg);
     uint32_t embed = 0;
@@ -667,8 +671,7 @@ static int open_data(fit *f, sf_err *e) {
                             &val_split, e);
     if (!rc && !f->d.segments && in->time_step > 0 && in->time_gaps) rc = count_across(f, train_plan, e);
     if (!rc) {
-        sf_pipe_opts po = o->pipe;
-        po.replicas = f->R, po.shard_total = f->G, po.batch = f->replica_batch;
+        sf_pipe_opts po = sf_run_pipe_opts(o, &f->d, f->R, f->rank, f->nranks);
         f->pass_steps = sf_pipe_epoch_batches(&po, sf_plan_windows(train_plan));
         char why[512] = "";
         if (f->pass_steps == 0) rc = max_gap_why(f, &po, sf_plan_windows(train_plan), why, sizeof why, e);
@@ -942,8 +945,10 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->o->steps_per_epoch)
         snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
                  (unsigned long long)f->pass_steps);
-    fprintf(stderr, "train: %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
-            "parameters%s\n", f->ck.model, f->o->batch, f->G, f->o->backend->name, ranks,
+    char loss[256];
+    sf_loss_format(&f->model.loss, loss, sizeof loss);
+    fprintf(stderr, "train: %s, loss %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
+            "parameters%s\n", f->ck.model, loss, f->o->batch, f->G, f->o->backend->name, ranks,
             (unsigned long long)f->steps_per_epoch, pass, f->model.nparams, start->resumed ? ", resumed" : "");
     {
         const sf_pack_info *in = sf_pack_get_info(f->d.pack);
@@ -1087,10 +1092,17 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
     if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
-    if (o->batch == 0 || o->batch % f.G)
-        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is not divisible by %u replicas (each replica takes "
-                          "batch / replicas)", o->batch, f.G);
-    f.replica_batch = o->batch / f.G;
+    uint32_t parts = sf_batch_parts(o->batch);
+    if (o->batch == 0 || f.G > parts)
+        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
+                          "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
+                          "--replicas)", o->batch, parts, f.G, 8 * f.G);
+    // The replicas' shares differ when G does not divide the parts: each
+    // is opened for the largest.
+    for (uint32_t q = 0; q < f.G; q++) {
+        uint32_t share = sf_replica_windows(o->batch, parts, f.G, q);
+        if (share > f.replica_batch) f.replica_batch = share;
+    }
     int rc = open_data(&f, e);
     if (!rc && o->early_stop) rc = early_stop_needs_validation(&f, e);
     f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);
@@ -1107,9 +1119,9 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           .devices = o->devices, .precision = o->precision, .rnn_algo = o->rnn_algo,
                           .late_loss = o->late_loss, .cuda_graph = o->cuda_graph,
                           .overlap_reduce = o->overlap_reduce, .adam = adam,
-                          .stage_slots = f.po.slots * f.po.lanes,  // the hooks number a replica's lanes' slots
+                          .stage_slots = f.po.slots,
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted,
-                          .lr_schedule = f.lr};
+                          .lr_schedule = f.lr, .global_batch = o->batch, .parts = parts};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir) rc = lock_checkpoint_dir(&f, o->checkpoint_dir, e);
     sf_run_start start = {0};

@@ -73,9 +73,14 @@ static void spread(const double *v, uint32_t n, double out[SPREAD]) {
 
 // The scored folds' values of one number: fold k's field at v[k - 1] (NAN: not scored).
 typedef double (*field_fn)(const sf_score *s, uint32_t j, int f);
-static double target_mse(const sf_score *s, uint32_t j, int f) { return s->t[j].values ? s->t[j].mse[f] : NAN; }
+static double target_loss(const sf_score *s, uint32_t j, int f) { return s->t[j].values ? s->t[j].loss[f] : NAN; }
 static double target_rmse(const sf_score *s, uint32_t j, int f) { return s->t[j].values ? s->t[j].rmse[f] : NAN; }
-static double overall_mse(const sf_score *s, uint32_t j, int f) { return (void)j, s->mse[f]; }
+static double overall_loss(const sf_score *s, uint32_t j, int f) { return (void)j, s->loss[f]; }
+// A quantile model's coverage (f unused): per target (j), or over every target (overall_coverage).
+static double target_coverage(const sf_score *s, uint32_t j, int f) {
+    return (void)f, s->t[j].values ? s->t[j].coverage : NAN;
+}
+static double overall_coverage(const sf_score *s, uint32_t j, int f) { return (void)j, (void)f, s->coverage; }
 
 static void over_folds(const sf_folds *cv, field_fn get, uint32_t j, int f, double out[SPREAD]) {
     double *v = malloc((cv->folds ? cv->folds : 1) * sizeof *v);
@@ -87,6 +92,19 @@ static void over_folds(const sf_folds *cv, field_fn get, uint32_t j, int f, doub
     spread(v, cv->folds, out);
     free(v);
 }
+
+// The loss the scores hold, in words: "MSE", "MAE", "huber:1 loss", "quantile:0.1,0.5,0.9 loss".
+static void loss_words(const sf_loss *l, char *buf, size_t len) {
+    if (l->kind == SF_LOSS_MSE || l->kind == SF_LOSS_MAE) {
+        snprintf(buf, len, "%s", l->kind == SF_LOSS_MSE ? "MSE" : "MAE");
+        return;
+    }
+    char text[256];
+    sf_loss_format(l, text, sizeof text);
+    snprintf(buf, len, "%s loss", text);
+}
+
+static bool quantiles(const sf_folds *cv) { return cv->loss.kind == SF_LOSS_QUANTILE; }
 
 // The first fold scored (its targets name every fold's), else NULL.
 static const sf_score *first_scored(const sf_folds *cv, uint32_t *done) {
@@ -100,10 +118,13 @@ static const sf_score *first_scored(const sf_folds *cv, uint32_t *done) {
 void sf_folds_print(FILE *f, const sf_folds *cv) {
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
+    char loss[300];
+    loss_words(&cv->loss, loss, sizeof loss);
+    bool q = quantiles(cv);
     fprintf(f, "cross-validation: %u of %u folds scored, each on the validation part of its own: the next 1/%u of "
-            "every series' rows after those it trained on (MSE of scaled values, as the loss)\n", done, cv->folds,
-            cv->folds + 1);
-    fprintf(f, "  fold  windows     model        persistence  mean         seasonal\n");
+            "every series' rows after those it trained on (%s of scaled values, as the loss%s)\n", done, cv->folds,
+            cv->folds + 1, loss, q ? "; baselines scored as every quantile" : "");
+    fprintf(f, "  fold  windows     model        persistence  mean         seasonal%s\n", q ? "     coverage" : "");
     for (uint32_t k = 0; k < cv->folds; k++) {
         const sf_score *s = &cv->score[k];
         if (!s->ntargets) {
@@ -112,12 +133,13 @@ void sf_folds_print(FILE *f, const sf_folds *cv) {
         }
         fprintf(f, "  %-4u  %-10llu", k + 1, (unsigned long long)s->windows);
         for (int j = 0; j < SF_FORECASTERS; j++)
-            isnan(s->mse[j]) ? fprintf(f, "  %-11s", "n/a") : fprintf(f, "  %-11.6g", s->mse[j]);
+            isnan(s->loss[j]) ? fprintf(f, "  %-11s", "n/a") : fprintf(f, "  %-11.6g", s->loss[j]);
+        if (q) fprintf(f, "  %-11.6g", s->coverage);
         fprintf(f, "\n");
     }
     if (!first) return;
-    fprintf(f, "per target, over the %u folds scored (mean, std, min, max of each fold's MSE; RMSE in the data's "
-            "units, its mean):\n", done);
+    fprintf(f, "per target, over the %u folds scored (mean, std, min, max of each fold's %s; RMSE in the data's "
+            "units, its mean%s):\n", done, loss, q ? ", of the quantile nearest 0.5" : "");
     fprintf(f, "  target  forecaster   mean         std          min          max          RMSE\n");
     for (uint32_t j = 0; j < first->ntargets; j++) {
         uint32_t beats = 0, scored = 0;
@@ -126,16 +148,24 @@ void sf_folds_print(FILE *f, const sf_folds *cv) {
                 scored++, beats += cv->score[k].t[j].beats_persistence;
         for (int fc = 0; fc < SF_FORECASTERS; fc++) {
             double m[SPREAD], r[SPREAD];
-            over_folds(cv, target_mse, j, fc, m);
+            over_folds(cv, target_loss, j, fc, m);
             over_folds(cv, target_rmse, j, fc, r);
             if (isnan(m[MEAN])) continue;  // no seasonal forecast
             fprintf(f, "  %-7s %-12s %-12.6g %-12.6g %-12.6g %-12.6g %-12.6g\n", fc ? "" : first->t[j].name,
                     sf_forecaster_names[fc], m[MEAN], m[STD], m[MIN], m[MAX], r[MEAN]);
         }
         double mm[SPREAD], pm[SPREAD];
-        over_folds(cv, target_mse, j, SF_FC_MODEL, mm);
-        over_folds(cv, target_mse, j, SF_FC_PERSISTENCE, pm);
-        fprintf(f, "          beats persistence in %u of %u folds; mean MSE %s\n", beats, scored,
+        over_folds(cv, target_loss, j, SF_FC_MODEL, mm);
+        over_folds(cv, target_loss, j, SF_FC_PERSISTENCE, pm);
+        if (q) {
+            double c[SPREAD];
+            over_folds(cv, target_coverage, j, 0, c);
+            fprintf(f, "          coverage of [lowest, highest quantile]: mean %.6g, std %.6g, min %.6g, max %.6g "
+                    "(nominal %.3g)\n", c[MEAN], c[STD], c[MIN], c[MAX],
+                    cv->loss.q[cv->loss.nq - 1] - cv->loss.q[0]);
+        }
+        fprintf(f, "          beats persistence in %u of %u folds; mean %s %s\n", beats, scored,
+                cv->loss.kind == SF_LOSS_MSE ? "MSE" : "loss",
                 mm[MEAN] < pm[MEAN] ? "below persistence's" : "not below persistence's");
     }
 }
@@ -176,16 +206,35 @@ static void json_forecasters(FILE *f, const double *v) {
     fputc('}', f);
 }
 
+// A quantile model's pinball loss of each quantile: {"q10": ..., ...}.
+static void json_quantiles(FILE *f, const sf_loss *l, const double *v) {
+    fputc('{', f);
+    for (uint32_t q = 0; q < l->nq; q++) {
+        char name[32];
+        sf_loss_quantile_name(l, q, name, sizeof name);
+        fprintf(f, "%s\"%s\": ", q ? ", " : "", name);
+        json_real(f, v ? v[q] : NAN);
+    }
+    fputc('}', f);
+}
+
 // One fold's scores, with evaluate --json's keys.
 static void json_fold(FILE *f, const sf_score *s) {
+    bool q = s->loss_fn.kind == SF_LOSS_QUANTILE;
     fprintf(f, "\"windows\": %llu, \"loss\": ", (unsigned long long)s->windows);
-    json_real(f, s->mse[SF_FC_MODEL]);
+    json_real(f, s->loss[SF_FC_MODEL]);
     fprintf(f, ", \"mean_baseline\": ");
-    json_real(f, s->mse[SF_FC_MEAN]);
+    json_real(f, s->loss[SF_FC_MEAN]);
     fprintf(f, ", \"persistence_baseline\": ");
-    json_real(f, s->mse[SF_FC_PERSISTENCE]);
+    json_real(f, s->loss[SF_FC_PERSISTENCE]);
     fprintf(f, ", \"seasonal_baseline\": ");
-    json_real(f, s->mse[SF_FC_SEASONAL]);
+    json_real(f, s->loss[SF_FC_SEASONAL]);
+    if (q) {
+        fprintf(f, ", \"quantile_loss\": ");
+        json_quantiles(f, &s->loss_fn, s->quantile_loss);
+        fprintf(f, ", \"coverage\": ");
+        json_real(f, s->coverage);
+    }
     fprintf(f, ", \"target_values\": %llu, \"imputed_targets\": %llu, \"per_target\": [",
             (unsigned long long)(s->values + s->imputed), (unsigned long long)s->imputed);
     for (uint32_t j = 0; j < s->ntargets; j++) {
@@ -196,10 +245,16 @@ static void json_fold(FILE *f, const sf_score *s) {
                 (unsigned long long)t->seasonal_values);
         for (int i = 0; i < SF_FORECASTERS; i++) {
             fprintf(f, ", \"%s\": ", sf_forecaster_names[i]);
-            json_real(f, t->mse[i]);
+            json_real(f, t->loss[i]);
         }
-        fprintf(f, ", \"beats_persistence\": %s, \"rmse\": ", t->values ? t->beats_persistence ? "true" : "false"
-                                                                         : "null");
+        fprintf(f, ", \"beats_persistence\": %s", t->values ? t->beats_persistence ? "true" : "false" : "null");
+        if (q) {
+            fprintf(f, ", \"quantile_loss\": ");
+            json_quantiles(f, &s->loss_fn, t->quantile_loss);
+            fprintf(f, ", \"coverage\": ");
+            json_real(f, t->coverage);
+        }
+        fprintf(f, ", \"rmse\": ");
         json_forecasters(f, t->rmse);
         fprintf(f, ", \"mae\": ");
         json_forecasters(f, t->mae);
@@ -218,14 +273,26 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
     fprintf(f, "{\"folds\": %u, \"scored\": %u, \"season\": ", cv->folds, done);
     if (first && first->season.rows) fprintf(f, "%u", first->season.rows);
     else fprintf(f, "null");
+    char loss[256];
+    sf_loss_format(&cv->loss, loss, sizeof loss);
+    fprintf(f, ", \"loss_function\": ");
+    json_string(f, loss);
     fprintf(f, ", \"loss\": {");
     for (int fc = 0; fc < SF_FORECASTERS; fc++) {
         double m[SPREAD];
-        over_folds(cv, overall_mse, 0, fc, m);
+        over_folds(cv, overall_loss, 0, fc, m);
         fprintf(f, "%s\"%s\": ", fc ? ", " : "", sf_forecaster_names[fc]);
         json_spread(f, m);
     }
-    fprintf(f, "}, \"per_target\": [");
+    fprintf(f, "}");
+    if (quantiles(cv)) {
+        double c[SPREAD];
+        over_folds(cv, overall_coverage, 0, 0, c);
+        fprintf(f, ", \"coverage\": ");
+        json_spread(f, c);
+        fprintf(f, ", \"nominal_coverage\": %.9g", cv->loss.q[cv->loss.nq - 1] - cv->loss.q[0]);
+    }
+    fprintf(f, ", \"per_target\": [");
     for (uint32_t j = 0; first && j < first->ntargets; j++) {
         fprintf(f, "%s{\"name\": ", j ? ", " : "");
         json_string(f, first->t[j].name);
@@ -235,9 +302,15 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
         fprintf(f, ", \"folds_beating_persistence\": %u", beats);
         for (int fc = 0; fc < SF_FORECASTERS; fc++) {
             double m[SPREAD];
-            over_folds(cv, target_mse, j, fc, m);
+            over_folds(cv, target_loss, j, fc, m);
             fprintf(f, ", \"%s\": ", sf_forecaster_names[fc]);
             json_spread(f, m);
+        }
+        if (quantiles(cv)) {
+            double c[SPREAD];
+            over_folds(cv, target_coverage, j, 0, c);
+            fprintf(f, ", \"coverage\": ");
+            json_spread(f, c);
         }
         fprintf(f, ", \"rmse\": {");
         for (int fc = 0; fc < SF_FORECASTERS; fc++) {
@@ -282,19 +355,22 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
     FILE *f = out.f;
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
+    char loss[300];
+    loss_words(&cv->loss, loss, sizeof loss);
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seqfeed cross-validation</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;max-width:1000px} td,th{padding:2px 10px;"
                "text-align:right} th{background:#eee}</style></head><body>\n<h1>seqfeed cross-validation</h1>\n");
     fprintf(f, "<p id=\"folds\">%u of %u folds scored. Fold k trains on each series' rows before its validation "
                "part, the next 1/%u of the rows (scikit-learn's TimeSeriesSplit), and is scored there with the "
-               "weights it leaves (its best epoch's). MSE of scaled values, as the loss.</p>\n",
-            done, cv->folds, cv->folds + 1);
+               "weights it leaves (its best epoch's). %s of scaled values, as the loss%s.</p>\n",
+            done, cv->folds, cv->folds + 1, loss,
+            quantiles(cv) ? " (baselines scored as every quantile; RMSE of the quantile nearest 0.5)" : "");
     fprintf(f, "<h2>Per target, over the folds</h2>\n<table id=\"summary\"><tr><th>target</th><th>forecaster</th>"
                "<th>mean</th><th>std</th><th>min</th><th>max</th><th>RMSE (mean)</th></tr>\n");
     for (uint32_t j = 0; first && j < first->ntargets; j++)
         for (int fc = 0; fc < SF_FORECASTERS; fc++) {
             double m[SPREAD], r[SPREAD];
-            over_folds(cv, target_mse, j, fc, m);
+            over_folds(cv, target_loss, j, fc, m);
             over_folds(cv, target_rmse, j, fc, r);
             if (isnan(m[MEAN])) continue;
             fprintf(f, "<tr><th>");
@@ -306,15 +382,18 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
         }
     fprintf(f, "</table>\n<h2>Per fold</h2>\n<table id=\"per-fold\"><tr><th>fold</th><th>windows</th>");
     for (int fc = 0; fc < SF_FORECASTERS; fc++) fprintf(f, "<th>%s</th>", sf_forecaster_names[fc]);
+    if (quantiles(cv)) fprintf(f, "<th>coverage</th>");
     fprintf(f, "<th>checkpoint</th><th>report</th></tr>\n");
     for (uint32_t k = 0; k < cv->folds; k++) {
         const sf_score *s = &cv->score[k];
         fprintf(f, "<tr><th>%u</th>", k + 1);
         if (s->ntargets) {
             fprintf(f, "<td>%llu</td>", (unsigned long long)s->windows);
-            for (int fc = 0; fc < SF_FORECASTERS; fc++) html_number(f, s->mse[fc]);
+            for (int fc = 0; fc < SF_FORECASTERS; fc++) html_number(f, s->loss[fc]);
+            if (quantiles(cv)) html_number(f, s->coverage);
         } else {
-            fprintf(f, "<td colspan=\"%d\">not scored (the fold has not ended)</td>", SF_FORECASTERS + 1);
+            fprintf(f, "<td colspan=\"%d\">not scored (the fold has not ended)</td>",
+                    SF_FORECASTERS + 1 + quantiles(cv));
         }
         fprintf(f, "<td style=\"text-align:left\">");
         html_text(f, cv->dirs[k]);

@@ -28,6 +28,8 @@ typedef struct {
     int track;                // in the trace
     bool warm;                // past the run's first step
     uint32_t got;  // windows in this step's batch (0: none), read by replica 0 after the barrier
+    uint32_t nterms;  // the gradient buffers this step left to sum: its parts (train_parts), or 1
+    uint32_t row0[SF_MAX_PARTS];  // each part's first row in the global batch
     int rc;        // of this step: 1 trained, 0 source ended, < 0 error
     sf_err e;
 } sf_worker;
@@ -61,6 +63,8 @@ struct sf_trainer {
     void *group;      // the backend's own reduction, when it has one
     sf_ranks *ranks;
     uint32_t first;   // global index of replica 0
+    uint32_t batch, parts;  // sf_trainer_opts.global_batch, .parts
+    float *prefix;    // on a rank after the first: the sum of the ranks before
     atomic_int *interrupted;
     // the step as the ranks agreed on it (or this process's alone)
     uint32_t global;

@@ -173,13 +173,13 @@ static void lr_chart(FILE *f, const sf_report_model *m) {
     fprintf(f, "</svg>\n");
 }
 
-// loss and val_loss over the run, the baselines' MSE as lines on the
-// val_loss scale, the best epoch marked; then the lr.
+// loss and val_loss over the run, the baselines' loss (the model's: --loss)
+// as lines on the val_loss scale, the best epoch marked; then the lr.
 static void loss_chart(FILE *f, const sf_report_model *m) {
     const sf_score *sc = m->score;
     log_scale s = {INFINITY, -INFINITY};
     for (size_t i = 0; i < m->nrows; i++) scale_add(&s, m->rows[i].loss), scale_add(&s, m->rows[i].val_loss);
-    for (int k = SF_FC_PERSISTENCE; sc && k < SF_FORECASTERS; k++) scale_add(&s, sc->mse[k]);
+    for (int k = SF_FC_PERSISTENCE; sc && k < SF_FORECASTERS; k++) scale_add(&s, sc->loss[k]);
     if (!(s.lo <= s.hi)) s.lo = -1, s.hi = 0;  // nothing finite: an empty frame
     if (s.hi - s.lo < 0.1) s.lo -= 0.05, s.hi += 0.05;
     s.lo -= 0.05 * (s.hi - s.lo), s.hi += 0.05 * (s.hi - s.lo);
@@ -196,18 +196,20 @@ static void loss_chart(FILE *f, const sf_report_model *m) {
     if (!ticks)
         fprintf(f, "<text x=\"4\" y=\"%d\" font-size=\"11\">%.3g</text><text x=\"4\" y=\"%d\" font-size=\"11\">"
                    "%.3g</text>\n", LTOP + 10, pow(10, s.hi), LTOP + LH, pow(10, s.lo));
-    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">MSE on scaled values (log scale), by step: steps %llu to "
-               "%llu</text>\n", LLEFT, LTOP + LH + 20, (unsigned long long)m->rows[0].step,
+    static const char *const names[] = {"MSE", "MAE", "Huber loss", "pinball loss"};  // sf_loss_kind's order
+    fprintf(f, "<text x=\"%d\" y=\"%d\" font-size=\"11\">%s on scaled values (log scale), by step: steps %llu to "
+               "%llu</text>\n", LLEFT, LTOP + LH + 20, sc ? names[sc->loss_fn.kind] : "the loss",
+            (unsigned long long)m->rows[0].step,
             (unsigned long long)m->rows[m->nrows - 1].step);
     for (int k = SF_FC_PERSISTENCE; sc && k < SF_FORECASTERS; k++) {
-        if (!isfinite(sc->mse[k])) continue;  // no seasonal forecast, say
-        double y = scale_y(&s, sc->mse[k], LTOP, LH);
+        if (!isfinite(sc->loss[k])) continue;  // no seasonal forecast, say
+        double y = scale_y(&s, sc->loss[k], LTOP, LH);
         fprintf(f, "<g class=\"baseline\" data-name=\"%s\"", sf_forecaster_names[k]);
-        value_attr(f, sc->mse[k]);
+        value_attr(f, sc->loss[k]);
         fprintf(f, "><line x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" stroke=\"%s\" stroke-dasharray=\"6,4\"/>"
                    "<text x=\"%d\" y=\"%.2f\" font-size=\"11\" text-anchor=\"end\" fill=\"%s\">%s %.4g</text></g>\n",
                 LLEFT, y, LLEFT + LW, y, baseline_colours[k], LLEFT + LW - 4, y - 3, baseline_colours[k],
-                sf_forecaster_names[k], sc->mse[k]);
+                sf_forecaster_names[k], sc->loss[k]);
     }
     series(f, m, &s, false, "#1f77b4");
     series(f, m, &s, true, "#ff7f0e");

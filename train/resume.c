@@ -85,7 +85,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->scoped_target_mean = cols->scoped_target_mean;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
-    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->data_fingerprint = in->fingerprint;
+    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->parts = sf_batch_parts(o->batch), c->data_fingerprint = in->fingerprint;
     c->max_gap = o->max_gap, c->folds = o->folds, c->fold = o->fold;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
@@ -139,9 +139,15 @@ bool sf_precision_same_weights(const char *a, const char *b) {
     return same(a, b) || (!same(a, "bf16") && !same(b, "bf16"));
 }
 
-// --resume: settings that decide the run must be the checkpoint's.
-static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const char *path, sf_err *e) {
+// --resume: settings that decide the run must be the checkpoint's (c and
+// its model cm; the run's r, m).
+static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_checkpoint *r, const sf_model *m,
+                        const char *path, sf_err *e) {
+    char closs[256], loss[256];
+    sf_loss_format(&cm->loss, closs, sizeof closs);
+    sf_loss_format(&m->loss, loss, sizeof loss);
     const char *what = !same(c->model, r->model)           ? "--model"
+                       : !same(closs, loss)                ? "--loss"
                        : !same(c->features, r->features)   ? "--features"
                        : !same(c->targets, r->targets)     ? "--targets"
                        : memcmp(&c->window, &r->window, sizeof c->window) ? "the window"
@@ -154,7 +160,6 @@ static int check_resume(const sf_checkpoint *c, const sf_checkpoint *r, const ch
                        : (float)c->lr != (float)r->lr      ? "the learning rate"
                        : !same(c->lr_scaling, r->lr_scaling) ? "--lr-scaling"
                        : c->pool != r->pool                ? "--pool (or what --memory-budget left of it)"
-                       : c->lanes != r->lanes              ? "--lanes"
                        : c->block_chunks != r->block_chunks ? "--block-chunks"
                        : c->max_gap != r->max_gap          ? "--max-gap"
                        : !same(c->time_features, r->time_features) ? "--time-features"
@@ -219,7 +224,10 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
-    const char *text[] = {c->model, c->features, c->targets, c->time_features, c->future_features, c->categories, o->backend->name,
+    char loss[256];
+    sf_loss_format(&o->loss, loss, sizeof loss);
+    const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->future_features, c->categories,
+                          o->backend->name,
                           o->checkpoint_dir ? o->checkpoint_dir : "", o->log ? o->log : "", o->trace ? o->trace : "",
                           o->report ? o->report : "", o->tensorboard ? o->tensorboard : ""};
     for (size_t i = 0; i < sizeof text / sizeof *text; i++) crc = sf_crc32c(crc, text[i], strlen(text[i]) + 1);
@@ -243,7 +251,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
         crc = sf_crc32c(crc, c->scoped_target_scale, c->nscoped * c->outputs * sizeof(float));
         crc = sf_crc32c(crc, c->scoped_target_offset, c->nscoped * c->outputs * sizeof(float));
     }
-    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, columns, window, batch, replicas, "
+    return sf_ranks_agree(ranks, &crc, sizeof crc, "the run's settings (model, loss, columns, window, batch, replicas, "
                           "pipeline lanes and blocks, backend, precision, seed, epochs, steps per epoch, "
                           "validation steps, log rows, learning rate and its schedule, memory budget, the files "
                           "written: --checkpoint-dir, --log, --trace, --report, and the data's layout and "
@@ -257,7 +265,7 @@ typedef struct {
     int64_t found, adam;
     uint64_t epoch, epoch_step, step, epoch_samples;
     double epoch_loss, epoch_wait, epoch_seconds;
-    uint32_t replicas;
+    uint32_t parts;
     uint64_t best_epoch, since_improved;  // the validation record
     double best_val_loss, improved_val_loss;
     uint64_t lr_total_steps, plateau_wait;
@@ -278,10 +286,10 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
     if (rank == 0 && o->resume && latest[0] && access(latest, F_OK) == 0) {
         sf_model om;
         read = !(h.rc = sf_checkpoint_read(latest, &old, &om, e));
-        if (read) h.rc = check_resume(&old, run, latest, e);
+        if (read) h.rc = check_resume(&old, &om, run, m, latest, e);
         if (h.rc) snprintf(h.msg, sizeof h.msg, "%s", e->msg);
         h.found = read, h.adam = read && old.m && old.v;
-        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.replicas = old.replicas;
+        h.epoch = old.epoch, h.epoch_step = old.epoch_step, h.step = old.step, h.parts = old.parts;
         h.epoch_loss = old.epoch_loss, h.epoch_samples = old.epoch_samples, h.epoch_wait = old.epoch_wait;
         h.epoch_seconds = old.epoch_seconds;
         h.best_epoch = old.best_epoch, h.since_improved = old.since_improved;
@@ -308,13 +316,15 @@ int sf_run_start_weights(sf_trainer *t, const sf_model *m, const sf_checkpoint *
                              .improved_val_loss = h.improved_val_loss, .lr_total_steps = h.lr_total_steps,
                              .plateau = {.scale = h.lr_scale, .best = h.plateau_best,
                                          .wait = h.plateau_wait}};
-        // Other replica counts share an epoch's windows out otherwise: the
-        // interrupted epoch's position has no meaning, so it starts again.
-        if (!rc && h.replicas != run->replicas && st->epoch_step > 0) {
+        // The position is one in the sequence of global batches, the same
+        // for any replicas and ranks; a checkpoint from before the batch had
+        // parts stands in a sequence this run cannot give again, so the
+        // interrupted epoch starts again.
+        if (!rc && h.parts != run->parts && st->epoch_step > 0) {
             if (talk)
-                fprintf(stderr, "resume: the checkpoint was written by %u replicas and this run has %u: epoch %llu "
-                        "starts again from its beginning (weights, Adam state and step count carry on)\n", h.replicas,
-                        run->replicas, (unsigned long long)st->epoch + 1);
+                fprintf(stderr, "resume: the checkpoint is from before the global batch was cut into parts (an "
+                        "older seqfeed, whose batches depended on the replicas): epoch %llu starts again from its "
+                        "beginning (weights, Adam state and step count carry on)\n", (unsigned long long)st->epoch + 1);
             st->epoch_step = 0, st->loss_sum = 0, st->samples = 0, st->wait = 0, st->seconds = 0;
         }
     } else if (!rc) {

@@ -80,6 +80,23 @@ float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, cons
     return sf_step_prediction(c, T, 1, x, pred, i, 0, j);
 }
 
+// Ascending, in place (n is a handful: the quantiles).
+static void sort_floats(float *v, uint32_t n) {
+    for (uint32_t a = 1; a < n; a++)
+        for (uint32_t b = a; b > 0 && v[b] < v[b - 1]; b--) {
+            float t = v[b];
+            v[b] = v[b - 1], v[b - 1] = t;
+        }
+}
+
+void sf_step_quantiles(const sf_columns *c, uint32_t T, uint32_t steps, uint32_t W, const float *x, const float *pred,
+                       uint32_t i, uint32_t k, uint32_t j, float *out) {
+    size_t at = (((size_t)i * steps + k) * c->ntargets + j) * W;
+    float base = change_base(c, T, steps, x, i, j);
+    for (uint32_t q = 0; q < W; q++) out[q] = (pred[at + q] + base - c->target_offset[j]) / c->target_scale[j];
+    sort_floats(out, W);
+}
+
 // A few chunks of the file decoded, the least recently used replaced: the
 // rows a window's scores read (its target row, its last input row, one
 // season earlier) advance in step, each about once per chunk.
@@ -153,18 +170,37 @@ typedef struct {
     int32_t *persist;  // per target: its feature, or -1
     row_cache rows;
     uint64_t series;   // the series of the last window's target
-    // per target: sums of squared and absolute errors (data units), and of
-    // squared errors on scaled values; the model's on the values with a
-    // seasonal forecast
-    double (*sq)[SF_FORECASTERS], (*ab)[SF_FORECASTERS], (*ssq)[SF_FORECASTERS], *model_seasonal;
+    // per target: sums of squared and absolute errors (data units), of
+    // squared errors and of the loss on scaled values; the model's on the
+    // values with a seasonal forecast
+    double (*sq)[SF_FORECASTERS], (*ab)[SF_FORECASTERS], (*ssq)[SF_FORECASTERS], (*sl)[SF_FORECASTERS];
+    double (*model_seasonal)[2];  // squared error, loss
     // per step and target (steps > 1): the scaled sums, and the model's on the seasonal values
-    double (*step_ssq)[SF_FORECASTERS], *step_model_seasonal;
+    double (*step_ssq)[SF_FORECASTERS], (*step_sl)[SF_FORECASTERS], (*step_model_seasonal)[2];
+    // a quantile model: per target, each quantile's pinball sum and the
+    // values inside the interval; per step and target, those inside
+    uint32_t W, point;  // predictions per value, and the point forecast's
+    double *qsum;       // ntargets x W
+    uint64_t *covered, *step_covered;
 } scorer;
 
-// One error of forecaster f for target j of step k: data units d, scaled values u.
-static void add(scorer *sc, uint32_t k, uint32_t j, int f, double d, double u) {
-    sc->sq[j][f] += d * d, sc->ab[j][f] += fabs(d), sc->ssq[j][f] += u * u;
-    if (sc->step_ssq) sc->step_ssq[(size_t)k * sc->s->ntargets + j][f] += u * u;
+// A point forecast's loss for the error u on scaled values: the same value
+// for every quantile of a quantile loss.
+static double point_loss(const sf_loss *l, double u) {
+    uint32_t W = sf_loss_width(l);
+    double v = 0;
+    for (uint32_t q = 0; q < W; q++) v += sf_loss_error(l, q, u);
+    return W > 1 ? v / W : v;
+}
+
+// One error of forecaster f for target j of step k: data units d, scaled
+// values u, and its loss there.
+static void add(scorer *sc, uint32_t k, uint32_t j, int f, double d, double u, double loss) {
+    sc->sq[j][f] += d * d, sc->ab[j][f] += fabs(d), sc->ssq[j][f] += u * u, sc->sl[j][f] += loss;
+    if (sc->step_ssq) {
+        size_t at = (size_t)k * sc->s->ntargets + j;
+        sc->step_ssq[at][f] += u * u, sc->step_sl[at][f] += loss;
+    }
 }
 
 static int score_batch(void *arg, const float *x, const float *y, const uint64_t *ids, uint32_t count, sf_err *e) {
@@ -199,20 +235,41 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
                 break;
             float scale = cw.target_scale[j], offset = cw.target_offset[j];
             // Scaled values as the training loss has them: the target, the
-            // model's (both from the change when it learns changes).
-            double base = change_base(c, T, steps, x, i, j), t = yj + base, p = sc->pred[(size_t)i * steps * nt + k] + base;
+            // model's (both from the change when it learns changes); a
+            // quantile model's sorted, as predict writes them.
+            const sf_loss *l = &s->loss_fn;
+            uint32_t W = sc->W;
+            float ps[SF_LOSS_MAX_QUANTILES], pd[SF_LOSS_MAX_QUANTILES];
+            memcpy(ps, sc->pred + ((size_t)i * steps * nt + k) * W, W * sizeof *ps);
+            sort_floats(ps, W);
+            sf_step_quantiles(&cw, T, steps, W, x, sc->pred, i, step, j, pd);
+            double base = change_base(c, T, steps, x, i, j), t = yj + base, p = ps[sc->point] + base, model_loss = 0;
+            for (uint32_t q = 0; q < W; q++) {
+                double lq = sf_loss_error(l, q, ps[q] + base - t);
+                model_loss += lq;
+                if (sc->qsum) sc->qsum[(size_t)j * W + q] += lq;
+            }
+            if (W > 1) model_loss /= W;
+            if (sc->covered && pd[0] <= truth && truth <= pd[W - 1]) {
+                sc->covered[j]++;
+                if (ss) sc->step_covered[k]++;
+            }
             double mean = o->target_mean && !c->nscoped ? o->target_mean[j] : cw.target_mean[j];
             // Persistence scaled as the window's own input when the target is a feature.
             double before_s = sc->persist[j] >= 0 ? last_row(c, T, steps, x, i)[sc->persist[j]]
                                                   : (double)(before * scale + offset);
-            add(sc, step, j, SF_FC_MODEL, (double)sf_step_prediction(&cw, T, steps, x, sc->pred, i, step, j) - truth,
-                p - t);
-            add(sc, step, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t);
-            add(sc, step, j, SF_FC_MEAN, mean - truth, mean * scale + offset - t);
+            double mean_s = mean * scale + offset, ago_s = (double)(ago * scale + offset);
+            add(sc, step, j, SF_FC_MODEL, (double)pd[sc->point] - truth, p - t, model_loss);
+            add(sc, step, j, SF_FC_PERSISTENCE, (double)before - truth, before_s - t, point_loss(l, before_s - t));
+            add(sc, step, j, SF_FC_MEAN, mean - truth, mean_s - t, point_loss(l, mean_s - t));
             if (seasonal) {
-                add(sc, step, j, SF_FC_SEASONAL, (double)ago - truth, (double)(ago * scale + offset) - t);
-                sc->model_seasonal[j] += (p - t) * (p - t), s->t[j].seasonal_values++;
-                if (ss) sc->step_model_seasonal[k] += (p - t) * (p - t), ss->seasonal_values++;
+                add(sc, step, j, SF_FC_SEASONAL, (double)ago - truth, ago_s - t, point_loss(l, ago_s - t));
+                sc->model_seasonal[j][0] += (p - t) * (p - t), sc->model_seasonal[j][1] += model_loss;
+                s->t[j].seasonal_values++;
+                if (ss) {
+                    sc->step_model_seasonal[k][0] += (p - t) * (p - t), sc->step_model_seasonal[k][1] += model_loss;
+                    ss->seasonal_values++;
+                }
             }
             if (ss) ss->values++;
             s->t[j].values++, s->values++;
@@ -227,33 +284,53 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
 // ties it exactly.
 static void finish(scorer *sc) {
     sf_score *s = sc->s;
-    double all[SF_FORECASTERS] = {0};
-    uint64_t seasonal = 0;
+    double all[SF_FORECASTERS] = {0}, all_loss[SF_FORECASTERS] = {0};
+    uint64_t seasonal = 0, covered = 0;
+    uint32_t W = sc->W;
     for (uint32_t j = 0; j < s->ntargets; j++) {
         sf_target_score *t = &s->t[j];
         for (int f = 0; f < SF_FORECASTERS; f++) {
             double n = (double)(f == SF_FC_SEASONAL ? t->seasonal_values : t->values);
             t->mse[f] = n > 0 ? sc->ssq[j][f] / n : NAN;
+            t->loss[f] = n > 0 ? sc->sl[j][f] / n : NAN;
             t->rmse[f] = n > 0 ? sqrt(sc->sq[j][f] / n) : NAN;
             t->mae[f] = n > 0 ? sc->ab[j][f] / n : NAN;
-            all[f] += sc->ssq[j][f];
+            all[f] += sc->ssq[j][f], all_loss[f] += sc->sl[j][f];
         }
-        t->model_seasonal_mse = t->seasonal_values ? sc->model_seasonal[j] / (double)t->seasonal_values : NAN;
-        t->beats_persistence = t->values > 0 && t->mse[SF_FC_MODEL] < t->mse[SF_FC_PERSISTENCE];
+        double ns = (double)t->seasonal_values;
+        t->model_seasonal_mse = ns > 0 ? sc->model_seasonal[j][0] / ns : NAN;
+        t->model_seasonal_loss = ns > 0 ? sc->model_seasonal[j][1] / ns : NAN;
+        t->beats_persistence = t->values > 0 && t->loss[SF_FC_MODEL] < t->loss[SF_FC_PERSISTENCE];
+        t->loss_kind = s->loss_fn.kind;
         s->beating += t->beats_persistence;
         seasonal += t->seasonal_values;
+        t->coverage = sc->covered && t->values ? (double)sc->covered[j] / (double)t->values : NAN;
+        for (uint32_t q = 0; t->quantile_loss && q < W; q++)
+            t->quantile_loss[q] = t->values ? sc->qsum[(size_t)j * W + q] / (double)t->values : NAN;
+        if (sc->covered) covered += sc->covered[j];
     }
     for (int f = 0; f < SF_FORECASTERS; f++) {
         uint64_t n = f == SF_FC_SEASONAL ? seasonal : s->values;
         s->mse[f] = n ? all[f] / (double)n : NAN;
+        s->loss[f] = n ? all_loss[f] / (double)n : NAN;
+    }
+    s->coverage = sc->covered && s->values ? (double)covered / (double)s->values : NAN;
+    for (uint32_t q = 0; s->quantile_loss && q < W; q++) {
+        double sum = 0;
+        for (uint32_t j = 0; j < s->ntargets; j++) sum += sc->qsum[(size_t)j * W + q];
+        s->quantile_loss[q] = s->values ? sum / (double)s->values : NAN;
     }
     for (size_t k = 0; s->step && k < (size_t)s->steps * s->ntargets; k++) {
         sf_step_score *ss = &s->step[k];
         for (int f = 0; f < SF_FORECASTERS; f++) {
             double n = (double)(f == SF_FC_SEASONAL ? ss->seasonal_values : ss->values);
             ss->mse[f] = n > 0 ? sc->step_ssq[k][f] / n : NAN;
+            ss->loss[f] = n > 0 ? sc->step_sl[k][f] / n : NAN;
         }
-        ss->model_seasonal_mse = ss->seasonal_values ? sc->step_model_seasonal[k] / (double)ss->seasonal_values : NAN;
+        double ns = (double)ss->seasonal_values;
+        ss->model_seasonal_mse = ns > 0 ? sc->step_model_seasonal[k][0] / ns : NAN;
+        ss->model_seasonal_loss = ns > 0 ? sc->step_model_seasonal[k][1] / ns : NAN;
+        ss->coverage = sc->step_covered && ss->values ? (double)sc->step_covered[k] / (double)ss->values : NAN;
     }
 }
 
@@ -262,24 +339,38 @@ int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
     uint32_t nt = c->ntargets, steps = sf_window_steps(sf_plan_spec(o->plan));
     *s = (sf_score){.ntargets = nt, .season = *o->season, .target_change = c->change_from != NULL,
                     .horizon = sf_plan_spec(o->plan)->horizon, .steps = steps,
-                    .first_step = sf_plan_spec(o->plan)->horizon - (steps - 1)};
-    for (int f = 0; f < SF_FORECASTERS; f++) s->mse[f] = NAN;
-    scorer sc = {.o = o, .cols = *c, .s = s};
+                    .first_step = sf_plan_spec(o->plan)->horizon - (steps - 1), .coverage = NAN,
+                    .loss_fn = o->loss ? *o->loss : (sf_loss){.kind = SF_LOSS_MSE}};
+    for (int f = 0; f < SF_FORECASTERS; f++) s->mse[f] = s->loss[f] = NAN;
+    uint32_t W = sf_loss_width(&s->loss_fn);
+    scorer sc = {.o = o, .cols = *c, .s = s, .W = W, .point = sf_loss_point(&s->loss_fn)};
     sc.cols.imputed_nan = true;  // the same columns, imputed targets NaN: not scored
     const sf_pack_info *in = sf_pack_get_info(o->pack);
     s->t = calloc(nt, sizeof *s->t);
-    sc.pred = malloc((size_t)o->batch * steps * nt * sizeof(float));
+    sc.pred = malloc((size_t)o->batch * steps * nt * W * sizeof(float));
     if (steps > 1) {
         s->step = calloc((size_t)steps * nt, sizeof *s->step);
         sc.step_ssq = calloc((size_t)steps * nt, sizeof *sc.step_ssq);
+        sc.step_sl = calloc((size_t)steps * nt, sizeof *sc.step_sl);
         sc.step_model_seasonal = calloc((size_t)steps * nt, sizeof *sc.step_model_seasonal);
+    }
+    bool quantiles = s->loss_fn.kind == SF_LOSS_QUANTILE, quantiles_ok = true;
+    if (quantiles) {
+        sc.qsum = calloc((size_t)nt * W, sizeof *sc.qsum), sc.covered = calloc(nt, sizeof *sc.covered);
+        s->quantile_loss = calloc(W, sizeof *s->quantile_loss);
+        if (steps > 1) sc.step_covered = calloc((size_t)steps * nt, sizeof *sc.step_covered);
+        quantiles_ok = sc.qsum && sc.covered && s->quantile_loss && (steps == 1 || sc.step_covered);
     }
     sc.persist = malloc(nt * sizeof *sc.persist);
     sc.sq = calloc(nt, sizeof *sc.sq), sc.ab = calloc(nt, sizeof *sc.ab), sc.ssq = calloc(nt, sizeof *sc.ssq);
-    sc.model_seasonal = calloc(nt, sizeof *sc.model_seasonal);
-    bool step_ok = steps == 1 || (s->step && sc.step_ssq && sc.step_model_seasonal);
-    int rc = s->t && sc.pred && sc.persist && sc.sq && sc.ab && sc.ssq && sc.model_seasonal && step_ok
+    sc.sl = calloc(nt, sizeof *sc.sl), sc.model_seasonal = calloc(nt, sizeof *sc.model_seasonal);
+    bool step_ok = steps == 1 || (s->step && sc.step_ssq && sc.step_sl && sc.step_model_seasonal);
+    int rc = s->t && sc.pred && sc.persist && sc.sq && sc.ab && sc.ssq && sc.sl && sc.model_seasonal && step_ok &&
+                     quantiles_ok
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
+    for (uint32_t j = 0; !rc && quantiles && j < nt; j++)
+        if (!(s->t[j].quantile_loss = calloc(W, sizeof *s->t[j].quantile_loss)))
+            rc = sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
     for (uint32_t j = 0; !rc && j < nt; j++) {
         s->t[j].name = strdup(in->col_names[c->targets[j]]);
         if (!s->t[j].name) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the scores");
@@ -291,23 +382,27 @@ int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
     if (!rc) rc = sf_windows_in_order(o->pack, o->plan, &sc.cols, o->batch, score_batch, &sc, e);
     if (!rc) finish(&sc);
     cache_free(&sc.rows);
-    free(sc.pred), free(sc.persist), free(sc.sq), free(sc.ab), free(sc.ssq), free(sc.model_seasonal);
-    free(sc.step_ssq), free(sc.step_model_seasonal);
+    free(sc.pred), free(sc.persist), free(sc.sq), free(sc.ab), free(sc.ssq), free(sc.sl), free(sc.model_seasonal);
+    free(sc.step_ssq), free(sc.step_sl), free(sc.step_model_seasonal);
+    free(sc.qsum), free(sc.covered), free(sc.step_covered);
     return rc;
 }
 
 void sf_score_free(sf_score *s) {
-    for (uint32_t j = 0; s->t && j < s->ntargets; j++) free(s->t[j].name);
-    free(s->t), free(s->step);
-    s->t = NULL, s->step = NULL;
+    for (uint32_t j = 0; s->t && j < s->ntargets; j++) free(s->t[j].name), free(s->t[j].quantile_loss);
+    free(s->t), free(s->step), free(s->quantile_loss);
+    s->t = NULL, s->step = NULL, s->quantile_loss = NULL;
 }
 
-// Target t against a baseline's MSE on the same values: "47.3% below" or
-// "1.90x its RMSE" (the RMSE's ratio: the square root of the MSEs').
-static void against(char *buf, size_t cap, double model, double base) {
-    if (base == 0) snprintf(buf, cap, model > 0 ? "it is exact (RMSE 0), the model is not" : "both exact (RMSE 0)");
-    else if (model < base) snprintf(buf, cap, "RMSE %.1f%% below", 100 * (1 - sqrt(model / base)));
-    else snprintf(buf, cap, "%.2fx its RMSE", sqrt(model / base));
+// Target t against a baseline's loss on the same values: for MSE "RMSE
+// 47.3% below" or "1.90x its RMSE" (the RMSE's ratio: the square root of
+// the MSEs'), else the loss's own ratio.
+static void against(char *buf, size_t cap, enum sf_loss_kind kind, double model, double base) {
+    const char *what = kind == SF_LOSS_MSE ? "RMSE" : "loss";
+    double ratio = kind == SF_LOSS_MSE ? sqrt(model / base) : model / base;
+    if (base == 0) snprintf(buf, cap, model > 0 ? "it is exact (%s 0), the model is not" : "both exact (%s 0)", what);
+    else if (model < base) snprintf(buf, cap, "%s %.1f%% below", what, 100 * (1 - ratio));
+    else snprintf(buf, cap, "%.2fx its %s", ratio, what);
 }
 
 void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap) {
@@ -316,10 +411,10 @@ void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap) {
         snprintf(buf, cap, "not scored: every value was imputed by pack --missing ffill");
         return;
     }
-    against(p, sizeof p, t->mse[SF_FC_MODEL], t->mse[SF_FC_PERSISTENCE]);
+    against(p, sizeof p, t->loss_kind, t->loss[SF_FC_MODEL], t->loss[SF_FC_PERSISTENCE]);
     if (t->seasonal_values) {
         char a[96];
-        against(a, sizeof a, t->model_seasonal_mse, t->mse[SF_FC_SEASONAL]);
+        against(a, sizeof a, t->loss_kind, t->model_seasonal_loss, t->loss[SF_FC_SEASONAL]);
         snprintf(sn, sizeof sn, "; against the seasonal naive forecast: %s", a);
     }
     snprintf(buf, cap, "%s persistence: %s%s", t->beats_persistence ? "beats" : "does not beat", p, sn);
@@ -346,7 +441,7 @@ void sf_score_verdict(const sf_score *s, char *buf, size_t cap) {
             const sf_target_score *t = &s->t[j];
             if (t->beats_persistence || t->values == 0) continue;
             char p[96];
-            against(p, sizeof p, t->mse[SF_FC_MODEL], t->mse[SF_FC_PERSISTENCE]);
+            against(p, sizeof p, t->loss_kind, t->loss[SF_FC_MODEL], t->loss[SF_FC_PERSISTENCE]);
             len += (size_t)snprintf(buf + len, cap - len, "; %s does not: %s", t->name, p);
         }
     }
@@ -368,30 +463,60 @@ static void number(FILE *f, double v, int width) {
     else fprintf(f, "  %-*.6g", width, v);
 }
 
-// --horizon A-B: each step's MSE (scaled, as the loss) next to persistence
-// and the seasonal forecast, and their mean over the steps (the per-target
-// table above is over every step's values).
+// The loss's name in tables: "MSE", "MAE", "Huber", "pinball".
+static const char *loss_name(const sf_loss *l) {
+    static const char *const names[] = {"MSE", "MAE", "Huber", "pinball"};
+    return names[l->kind];
+}
+
+// --horizon A-B: each step's loss (scaled, as in training) next to
+// persistence and the seasonal forecast, and their mean over the steps
+// (the per-target table above is over every step's values); a quantile
+// model's coverage of each step beside.
 static void step_table(FILE *f, const sf_score *s, int name) {
-    fprintf(f, "per step, MSE on scaled values as the loss (seasonal: model/baseline on the values with one):\n"
-               "  %-*s  %-5s  %-12s  %-12s  %-12s  %-12s\n", name, "target", "ahead", "model", "persistence",
-            "seasonal", "model/season");
+    bool q = s->loss_fn.kind == SF_LOSS_QUANTILE;
+    fprintf(f, "per step, %s on scaled values as the loss (seasonal: model/baseline on the values with one):\n"
+               "  %-*s  %-5s  %-12s  %-12s  %-12s  %-12s%s\n", loss_name(&s->loss_fn), name, "target", "ahead",
+            "model", "persistence", "seasonal", "model/season", q ? "  coverage" : "");
     for (uint32_t j = 0; j < s->ntargets; j++) {
-        double sum[3] = {0};
-        uint32_t n[3] = {0};
+        double sum[4] = {0};
+        uint32_t n[4] = {0};
         for (uint32_t k = 0; k < s->steps; k++) {
             const sf_step_score *ss = &s->step[(size_t)k * s->ntargets + j];
-            double v[3] = {ss->mse[SF_FC_MODEL], ss->mse[SF_FC_PERSISTENCE], ss->mse[SF_FC_SEASONAL]};
+            double v[4] = {ss->loss[SF_FC_MODEL], ss->loss[SF_FC_PERSISTENCE], ss->loss[SF_FC_SEASONAL],
+                           ss->coverage};
             fprintf(f, "  %-*.*s  %-5u", name, name, k ? "" : s->t[j].name, s->first_step + k);
-            for (int m = 0; m < 3; m++) {
-                number(f, v[m], 12);
-                if (!isnan(v[m])) sum[m] += v[m], n[m]++;
-            }
-            number(f, ss->seasonal_values ? ss->model_seasonal_mse / ss->mse[SF_FC_SEASONAL] : NAN, 12);
+            for (int m = 0; m < 3; m++) number(f, v[m], 12);
+            number(f, ss->seasonal_values ? ss->model_seasonal_loss / ss->loss[SF_FC_SEASONAL] : NAN, 12);
+            if (q) number(f, v[3], 8);
             fputc('\n', f);
+            for (int m = 0; m < 4; m++)
+                if (!isnan(v[m])) sum[m] += v[m], n[m]++;
         }
         fprintf(f, "  %-*s  %-5s", name, "", "mean");
         for (int m = 0; m < 3; m++) number(f, n[m] ? sum[m] / n[m] : NAN, 12);
+        if (q) number(f, NAN, 12), number(f, n[3] ? sum[3] / n[3] : NAN, 8);
         fputc('\n', f);
+    }
+}
+
+// A quantile model's lines per target: each quantile's pinball loss and
+// the interval's coverage next to its nominal share.
+static void quantile_lines(FILE *f, const sf_score *s, int name) {
+    const sf_loss *l = &s->loss_fn;
+    char lo[32], hi[32], qn[32];
+    sf_loss_quantile_name(l, 0, lo, sizeof lo);
+    sf_loss_quantile_name(l, l->nq - 1, hi, sizeof hi);
+    fprintf(f, "quantiles, pinball loss on scaled values; coverage: the share of true values inside [%s, %s] "
+               "(nominal %.3g):\n", lo, hi, l->q[l->nq - 1] - l->q[0]);
+    for (uint32_t j = 0; j < s->ntargets; j++) {
+        const sf_target_score *t = &s->t[j];
+        fprintf(f, "  %-*.*s ", name, name, t->name);
+        for (uint32_t q = 0; q < l->nq; q++) {
+            sf_loss_quantile_name(l, q, qn, sizeof qn);
+            fprintf(f, " %s %.6g", qn, t->quantile_loss[q]);
+        }
+        fprintf(f, "  coverage %.4f\n", t->coverage);
     }
 }
 
@@ -402,7 +527,13 @@ void sf_score_print(FILE *f, const sf_score *s) {
         name = n > name ? (n < 32 ? n : 32) : name;
     }
     fprintf(f, "season           %s\n", s->season.text);
-    fprintf(f, "per target, in the data's units:\n  %-*s  %-6s", name, "target", "metric");
+    char point[48] = "";
+    if (s->loss_fn.kind == SF_LOSS_QUANTILE) {
+        char qn[32];
+        sf_loss_quantile_name(&s->loss_fn, sf_loss_point(&s->loss_fn), qn, sizeof qn);
+        snprintf(point, sizeof point, " (the model's %s)", qn);
+    }
+    fprintf(f, "per target, in the data's units%s:\n  %-*s  %-6s", point, name, "target", "metric");
     for (int k = 0; k < SF_FORECASTERS; k++) fprintf(f, "  %-12s", sf_forecaster_names[k]);
     fputc('\n', f);
     for (uint32_t j = 0; j < s->ntargets; j++) {
@@ -422,6 +553,7 @@ void sf_score_print(FILE *f, const sf_score *s) {
                     (unsigned long long)t->seasonal_values);
         fprintf(f, ")\n");
     }
+    if (s->loss_fn.kind == SF_LOSS_QUANTILE) quantile_lines(f, s, name);
     if (s->step) step_table(f, s, name);
     char verdict[2048];
     sf_score_verdict(s, verdict, sizeof verdict);

@@ -155,9 +155,9 @@ bool sf_plateau_update(sf_plateau *p, const sf_lr_schedule *s, double min_delta,
 // replicas; rank k's are global replicas k x R .. k x R + R - 1. Each step
 // the ranks agree on the global batch and on stopping (an end of data, a
 // non-finite loss, an interrupt) before anything changes, and sum the
-// gradients over all of them: after the local fixed-order sum, MPI's
-// in-place sum over ranks (CPU), or the backend's own sum across the job
-// (NCCL). An error on one rank stops that rank; its program ends the job.
+// gradients over all of them: in a fixed order, part by part of the global
+// batch, passed from rank to rank (CPU), or the backend's own sum across the
+// job (NCCL). An error on one rank stops that rank; its program ends the job.
 typedef struct {
     uint32_t replicas;        // this rank's
     uint32_t replica_batch, window;
@@ -179,6 +179,11 @@ typedef struct {
     atomic_int *interrupted;  // set by a signal handler to the signal's number, read every step into
                               // sf_step_info.interrupted (NULL: never)
     sf_lr_schedule lr_schedule;  // each step's lr (its lr: adam.lr); zeroed: adam.lr throughout
+    uint32_t global_batch, parts;  // the pipeline's global batch and its parts (sf_batch_parts): on a
+                              // backend with train_parts, a batch that says which parts it holds is
+                              // trained part by part, and the parts' gradients of every replica and
+                              // rank are summed in the global batch's order, so that the weights do
+                              // not depend on the replicas or ranks (0: batches as given)
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;
@@ -326,22 +331,34 @@ typedef struct {
     char *name;                  // the column's
     uint64_t values, imputed;    // target values scored; left out as pack imputed
     uint64_t seasonal_values;    // of those scored, with a row one season before in their series
-    double mse[SF_FORECASTERS];  // on the scaled values, as the training loss (NAN: none)
-    double rmse[SF_FORECASTERS], mae[SF_FORECASTERS];  // in the data's units (NAN: none)
+    // On the scaled values: the MSE of the point forecast (a quantile
+    // model's: its quantile nearest 0.5), and the training loss (--loss; a
+    // baseline's as its one value given for every quantile) (NAN: none)
+    double mse[SF_FORECASTERS], loss[SF_FORECASTERS];
+    double rmse[SF_FORECASTERS], mae[SF_FORECASTERS];  // of the point forecast, in the data's units (NAN: none)
     double model_seasonal_mse;   // the model's MSE on the values with a seasonal forecast
-    bool beats_persistence;      // the model's MSE below persistence's
+    double model_seasonal_loss;  // and its loss there
+    bool beats_persistence;      // the model's loss below persistence's
+    enum sf_loss_kind loss_kind; // the model's loss, the one loss[] holds
+    // A quantile model's: each quantile's pinball loss (nq of them, scaled
+    // values), and the share of true values inside [lowest, highest]
+    double *quantile_loss, coverage;
 } sf_target_score;
 
 // One step's scores of one target, on the scaled values as the loss (NAN: none).
 typedef struct {
     uint64_t values, seasonal_values;
-    double mse[SF_FORECASTERS];
-    double model_seasonal_mse;  // the model's on the values with a seasonal forecast
+    double mse[SF_FORECASTERS], loss[SF_FORECASTERS];
+    double model_seasonal_mse, model_seasonal_loss;  // the model's on the values with a seasonal forecast
+    double coverage;            // a quantile model's (NAN otherwise)
 } sf_step_score;
 
 typedef struct {
     uint64_t windows, values, imputed;  // values: target values scored over every target
+    sf_loss loss_fn;             // the model's training loss
     double mse[SF_FORECASTERS];  // over every target's values scored (seasonal: those with one)
+    double loss[SF_FORECASTERS]; // alike, the training loss
+    double *quantile_loss, coverage;  // a quantile model's, over every target (NULL, NAN: none)
     uint32_t ntargets, beating;  // targets, and those whose model beats persistence
     sf_target_score *t;
     sf_season season;
@@ -365,6 +382,7 @@ typedef struct {
     uint64_t nseries;
     const sf_season *season;
     uint32_t batch;               // windows per predict call
+    const sf_loss *loss;          // the model's (NULL: MSE); its predictions are sf_loss_width per value
     sf_predict_fn predict;
     void *arg;
 } sf_score_opts;
@@ -381,6 +399,11 @@ float sf_target_prediction(const sf_columns *c, uint32_t T, const float *x, cons
 // The same for step k of steps, pred (count, steps, ntargets).
 float sf_step_prediction(const sf_columns *c, uint32_t T, uint32_t steps, const float *x, const float *pred,
                          uint32_t i, uint32_t k, uint32_t j);
+// The W predictions of a model of W per target value (a quantile model's),
+// pred (count, steps, ntargets, W), into out in data units, ascending:
+// quantiles sorted, so that they never cross.
+void sf_step_quantiles(const sf_columns *c, uint32_t T, uint32_t steps, uint32_t W, const float *x, const float *pred,
+                       uint32_t i, uint32_t k, uint32_t j, float *out);
 // Target t's verdict against persistence and the seasonal forecast, one line.
 void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap);
 // The per-target table (RMSE and MAE of each forecaster, the verdict) and
@@ -434,6 +457,7 @@ typedef struct {
     const char *features, *targets;  // comma-separated column names (NULL: every column)
     enum sf_norm norm;
     const char *model;               // --model text
+    sf_loss loss;                    // what training minimises (zeroed: MSE)
     // The pipeline: window, blocks, pool, reading, decoders, ring, lanes. The
     // fit sets its batch, replicas, shards, seed, epochs, split, remainder,
     // staging and trace from the rest.
@@ -578,10 +602,13 @@ typedef struct {
     uint32_t folds;
     const sf_score *score;
     const char *const *dirs;
+    sf_loss loss;  // the folds' training loss (--loss), the one their scores hold
 } sf_folds;
-// The table: each fold's MSE (scaled, as the loss) of the model and the
-// baselines, then per target the mean, std (over the folds, ddof 0), min
-// and max of each forecaster's MSE and its mean RMSE in data units.
+// The table: each fold's training loss (scaled values; MSE by default) of
+// the model and the baselines, then per target the mean, std (over the
+// folds, ddof 0), min and max of each forecaster's loss and its mean RMSE
+// in data units (a quantile model's: of its point forecast); a quantile
+// model's coverage of [lowest, highest] per fold and over them.
 void sf_folds_print(FILE *f, const sf_folds *cv);
 // The same as JSON (each fold's scores with evaluate --json's keys),
 // written atomically.

@@ -52,6 +52,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     t->sched = o->lr_schedule, t->sched.lr = o->adam.lr, t->lr_scale = 1;
     t->step_delay = delays[SF_DELAY_STEP] * 1e-6;
     t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas;
+    t->batch = o->global_batch, t->parts = o->parts;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
@@ -68,6 +69,11 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
                               .precision = o->precision, .timeout = sf_ranks_timeout(o->ranks),
                               .rnn_algo = o->rnn_algo, .late_loss = t->late, .cuda_graph = o->cuda_graph,
                               .overlap_reduce = o->overlap_reduce};
+        if (be->train_parts && o->parts) {
+            // The most parts a replica takes, and the largest part.
+            uint32_t all = replicas * (uint32_t)sf_ranks_size(o->ranks);
+            ro.parts = (o->parts + all - 1) / all, ro.part_batch = (o->global_batch + o->parts - 1) / o->parts;
+        }
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }
     if (!rc) rc = sf_allreduce_open(t, e);
@@ -94,6 +100,7 @@ void sf_trainer_close(sf_trainer *t) {
     pthread_mutex_destroy(&t->gate);
     pthread_cond_destroy(&t->gate_cv);
     pthread_mutex_destroy(&t->bk.mu);
+    free(t->prefix);
     free(t->w);
     free(t);
 }
@@ -249,11 +256,17 @@ static void forward_backward(sf_worker *w, const sf_batch *b, double *at) {
     if (w->rc == 1) {
         // MirroredStrategy divides by the global batch: every replica's
         // count this step, on every rank. Steps count from 1; replicas
-        // (global indices) and steps get their own masks.
-        uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + t->first + w->r});
+        // (global indices) and steps get their own masks, or, part by part,
+        // the global batch's rows do.
+        bool split = b->nparts && t->parts && t->be->train_parts;
+        uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + (split ? 0 : t->first + w->r)});
         int rc = t->staging ? t->be->staging_wait(t->staging, w->r, b, &w->e) : 0;
         const float *x = t->staging ? b->device_x : b->x, *y = t->staging ? b->device_y : b->y;
-        if (!rc) rc = t->be->train_step(w->rep, x, y, b->count, t->global, seed, &w->loss, &w->e);
+        w->nterms = split ? b->nparts : 1;
+        for (uint32_t j = 0, n; split && j < b->nparts; j++) sf_part_rows(t->batch, t->parts, b->first_part + j, &w->row0[j], &n);
+        if (!rc && split)
+            rc = t->be->train_parts(w->rep, x, y, b->nparts, b->part_count, w->row0, t->global, seed, &w->loss, &w->e);
+        else if (!rc) rc = t->be->train_step(w->rep, x, y, b->count, t->global, seed, &w->loss, &w->e);
         if (rc) w->rc = rc;
         if (t->step_delay > 0) sf_sleep_until(*at + t->step_delay);
         t->src->release(t->src->arg, w->r, b);

@@ -263,8 +263,8 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
     size_t B = count, T = r->window;
     uint32_t last = m->nlayers - 1;
     const float *pred = r->ls[last].y;
-    double loss = sf_mse_sum(pred, y, B, m->outputs);
-    sf_mse_backward(r->ls[last].dout, pred, y, B, m->outputs, 1.0f / (float)global_batch);
+    double loss = sf_loss_sum(&m->loss, pred, y, B, m->values);
+    sf_loss_backward(&m->loss, r->ls[last].dout, pred, y, B, m->values, 1.0f / (float)global_batch);
     for (uint32_t i = m->nlayers; i-- > 0;) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];

@@ -16,14 +16,24 @@
 // replicas). A layer's sum is the work of the last part to finish that
 // layer, while the others go on below it, so that the layer's gradients are
 // final (and their sum across ranks may start) before the backward ends.
+//
+// train_parts is given its parts instead (the global batch's, whose sums
+// must not depend on the replica that computes them): thread p runs parts
+// p, p + P, ..., each into its own gradient buffer, left unsummed.
 struct sf_replica {
     const sf_model *m;
     uint32_t window;
     float *w, *m1, *v;  // weights, Adam's m and v
-    uint32_t parts;
-    sf_cpu_pass **act;  // per part
+    uint32_t parts;        // threads, and the parts a batch is cut into without given parts
+    uint32_t ngrads;       // gradient buffers and losses: the most parts either way
+    uint32_t capacity;     // windows a part's pass holds
+    sf_cpu_pass **act;  // per thread
     float **g;             // per part; g[0] is the replica's gradient buffer
     double *loss;          // per part
+    // the given parts of the step being run (train_parts; nsplit 0: none)
+    uint32_t nsplit;
+    const uint32_t *split_count, *split_row0;
+    uint32_t split_off[SF_MAX_PARTS];
     atomic_uint *finished;  // per layer: the parts done with its gradients this step
     sf_layer_done ready;    // told when a layer's sum is final
     void *ready_arg;
@@ -93,33 +103,45 @@ static void run_parts(sf_replica *r, void (*job)(sf_replica *r, uint32_t part)) 
 }
 
 // A part is done with layer's gradients; the last one sums the parts' in
-// part order into g[0].
+// part order into g[0] (given parts stay apart).
 static void part_done(void *arg, uint32_t layer) {
     sf_replica *r = arg;
+    uint32_t parts = r->nsplit ? r->nsplit : r->parts;
     // acq_rel: the last part sees every other part's gradients.
-    if (r->parts > 1 && atomic_fetch_add_explicit(&r->finished[layer], 1, memory_order_acq_rel) + 1 < r->parts) return;
+    if (parts > 1 && atomic_fetch_add_explicit(&r->finished[layer], 1, memory_order_acq_rel) + 1 < parts) return;
     size_t lo, hi;
     sf_model_layer_params(r->m, layer, &lo, &hi);
-    for (uint32_t q = 1; q < r->parts; q++)
+    for (uint32_t q = 1; !r->nsplit && q < r->parts; q++)
         for (size_t k = lo; k < hi; k++) r->g[0][k] += r->g[q][k];
     if (r->ready) r->ready(r->ready_arg, layer);
+}
+
+// Rows [lo, lo + n) of the batch, with pass a, into gradient buffer and
+// loss j; dropout's masks are those of the rows from row0 on.
+static void train_rows(sf_replica *r, uint32_t j, uint32_t a, uint32_t lo, uint32_t n, uint32_t row0) {
+    const sf_model *m = r->m;
+    size_t xrow = sf_model_x_len(m, r->window);
+    r->loss[j] = 0;
+    if (n == 0) {
+        memset(r->g[j], 0, m->nparams * sizeof(float));
+        for (uint32_t i = m->nlayers; i-- > 0;)
+            if (m->layer[i].kind != SF_LAYER_DROPOUT) part_done(r, i);
+        return;
+    }
+    sf_cpu_pass_forward(r->act[a], r->w, r->x + lo * xrow, n, true, r->seed, row0);
+    r->loss[j] = sf_cpu_pass_backward(r->act[a], r->g[j], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->values, n,
+                                      r->global, part_done, r);
 }
 
 static void train_part(sf_replica *r, uint32_t p) {
     uint32_t lo, n;
     part_rows(r, p, &lo, &n);
-    const sf_model *m = r->m;
-    size_t xrow = sf_model_x_len(m, r->window);
-    r->loss[p] = 0;
-    if (n == 0) {
-        memset(r->g[p], 0, m->nparams * sizeof(float));
-        for (uint32_t i = m->nlayers; i-- > 0;)
-            if (m->layer[i].kind != SF_LAYER_DROPOUT) part_done(r, i);
-        return;
-    }
-    sf_cpu_pass_forward(r->act[p], r->w, r->x + lo * xrow, n, true, r->seed, lo);
-    r->loss[p] = sf_cpu_pass_backward(r->act[p], r->g[p], r->w, r->x + lo * xrow, r->y + (size_t)lo * m->outputs, n,
-                                      r->global, part_done, r);
+    train_rows(r, p, p, lo, n, lo);
+}
+
+static void train_split(sf_replica *r, uint32_t p) {
+    for (uint32_t j = p; j < r->nsplit; j += r->parts)
+        train_rows(r, j, p, r->split_off[j], r->split_count[j], r->split_row0[j]);
 }
 
 static void predict_part(sf_replica *r, uint32_t p) {
@@ -140,7 +162,7 @@ static void cpu_close(sf_replica *r) {
     pthread_mutex_unlock(&r->mu);
     for (uint32_t t = 0; t < r->started; t++) pthread_join(r->threads[t], NULL);
     for (uint32_t p = 0; r->act && p < r->parts; p++) sf_cpu_pass_close(r->act[p]);
-    for (uint32_t p = 0; r->g && p < r->parts; p++) free(r->g[p]);
+    for (uint32_t p = 0; r->g && p < r->ngrads; p++) free(r->g[p]);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->go);
     pthread_cond_destroy(&r->done);
@@ -158,21 +180,23 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     r->m = m;
     r->window = window;
     r->parts = parts_for(batch, threads);
+    if (o->parts && r->parts > o->parts) r->parts = o->parts;  // a thread per given part at most
+    r->ngrads = r->parts > o->parts ? r->parts : o->parts;
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->go, NULL);
     pthread_cond_init(&r->done, NULL);
     size_t n = m->nparams ? m->nparams : 1;
     r->w = calloc(n, sizeof(float)), r->m1 = calloc(n, sizeof(float)), r->v = calloc(n, sizeof(float));
-    r->act = calloc(r->parts, sizeof *r->act), r->g = calloc(r->parts, sizeof *r->g);
-    r->loss = calloc(r->parts, sizeof *r->loss), r->threads = calloc(r->parts, sizeof *r->threads);
+    r->act = calloc(r->parts, sizeof *r->act), r->g = calloc(r->ngrads, sizeof *r->g);
+    r->loss = calloc(r->ngrads, sizeof *r->loss), r->threads = calloc(r->parts, sizeof *r->threads);
     r->finished = calloc(m->nlayers, sizeof *r->finished);
     int rc = r->w && r->m1 && r->v && r->act && r->g && r->loss && r->threads && r->finished
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
-    uint32_t per = (batch + r->parts - 1) / r->parts;
-    for (uint32_t p = 0; !rc && p < r->parts; p++) {
+    r->capacity = (batch + r->parts - 1) / r->parts;
+    if (o->part_batch > r->capacity) r->capacity = o->part_batch;
+    for (uint32_t p = 0; !rc && p < r->ngrads; p++)
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
-        else rc = sf_cpu_pass_open(&r->act[p], m, per, window, o->precision, e);
-    }
+    for (uint32_t p = 0; !rc && p < r->parts; p++) rc = sf_cpu_pass_open(&r->act[p], m, r->capacity, window, o->precision, e);
     for (uint32_t p = 1; !rc && p < r->parts; p++) {
         void **arg = malloc(2 * sizeof *arg);
         if (arg) arg[0] = r, arg[1] = (void *)(uintptr_t)p;
@@ -218,7 +242,7 @@ static int parts_status(const sf_replica *r, sf_err *e) {
 
 static int cpu_train_step(sf_replica *r, const float *x, const float *y, uint32_t count, uint32_t global_batch,
                           uint64_t seed, double *loss, sf_err *e) {
-    r->x = x, r->y = y, r->count = count, r->global = global_batch, r->seed = seed;
+    r->x = x, r->y = y, r->count = count, r->global = global_batch, r->seed = seed, r->nsplit = 0;
     for (uint32_t i = 0; i < r->m->nlayers; i++) atomic_store_explicit(&r->finished[i], 0, memory_order_relaxed);
     run_parts(r, train_part);
     *loss = 0;
@@ -226,7 +250,29 @@ static int cpu_train_step(sf_replica *r, const float *x, const float *y, uint32_
     return parts_status(r, e);
 }
 
+static int cpu_train_parts(sf_replica *r, const float *x, const float *y, uint32_t nparts, const uint32_t *count,
+                           const uint32_t *row0, uint32_t global_batch, uint64_t seed, double *loss, sf_err *e) {
+    if (nparts == 0 || nparts > r->ngrads || nparts > SF_MAX_PARTS)
+        return sf_err_set(e, SF_EINVAL, "a batch of %u parts on a replica opened for %u", nparts, r->ngrads);
+    uint32_t at = 0;
+    for (uint32_t j = 0; j < nparts; j++) {
+        if (count[j] > r->capacity)
+            return sf_err_set(e, SF_EINVAL, "a part of %u windows on a replica opened for %u", count[j], r->capacity);
+        r->split_off[j] = at, at += count[j];
+    }
+    r->x = x, r->y = y, r->count = at, r->global = global_batch, r->seed = seed;
+    r->nsplit = nparts, r->split_count = count, r->split_row0 = row0;
+    for (uint32_t i = 0; i < r->m->nlayers; i++) atomic_store_explicit(&r->finished[i], 0, memory_order_relaxed);
+    run_parts(r, train_split);
+    *loss = 0;
+    for (uint32_t j = 0; j < nparts; j++) *loss += r->loss[j];
+    r->nsplit = 0;
+    return parts_status(r, e);
+}
+
 static float *cpu_gradients(sf_replica *r) { return r->g[0]; }
+
+static float *cpu_part_gradients(sf_replica *r, uint32_t j) { return j < r->ngrads ? r->g[j] : NULL; }
 
 static void cpu_on_layer_done(sf_replica *r, sf_layer_done fn, void *arg) { r->ready = fn, r->ready_arg = arg; }
 
@@ -259,6 +305,8 @@ const sf_backend sf_backend_cpu = {
     .save = cpu_save,
     .train_step = cpu_train_step,
     .gradients = cpu_gradients,
+    .train_parts = cpu_train_parts,
+    .part_gradients = cpu_part_gradients,
     .on_layer_done = cpu_on_layer_done,
     .apply = cpu_apply,
     .predict = cpu_predict,

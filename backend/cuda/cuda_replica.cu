@@ -481,7 +481,7 @@ static int open_replica(gpu_replica *r, sf_err *e) {
     *r->bad_host = 0;
     CUDA_OK(cudaMalloc((void **)&r->values, sizeof *r->values), "cudaMalloc");
     CUDA_OK(cudaHostAlloc((void **)&r->ring, VALUE_RING * sizeof *r->ring, cudaHostAllocDefault), "cudaHostAlloc");
-    SF_OK(alloc_dev(r, &r->yin, B * m->outputs, e));
+    SF_OK(alloc_dev(r, &r->yin, B * m->values, e));
     CUDA_OK(cudaStreamSynchronize(r->stream), "cudaStreamSynchronize");  // r->host is reused by load
     return 0;
 }
@@ -799,7 +799,7 @@ static int gpu_train_step(sf_replica *opaque, const float *x, const float *y, ui
         // Into the graph's own buffers (the batch's slot is free again at
         // once); apply queues the graph.
         size_t xs = (size_t)n * sf_model_x_len(r->m, r->window) * sizeof(float);
-        size_t ys = (size_t)n * r->m->outputs * sizeof(float);
+        size_t ys = (size_t)n * r->m->values * sizeof(float);
         CUDA_OK(cudaMemcpyAsync(r->xin, x, xs, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch x)");
         CUDA_OK(cudaMemcpyAsync(r->yin, y, ys, cudaMemcpyDeviceToDevice, r->stream), "cudaMemcpyAsync (batch y)");
         return 0;
@@ -839,15 +839,15 @@ static int dense_backward(gpu_replica *r, uint32_t i, const float *in, float *di
 static int backward(gpu_replica *r, const float *x, const float *y, uint32_t n, uint32_t global_batch, sf_err *e) {
     const sf_model *m = r->m;
     uint32_t last = m->nlayers - 1;
-    SF_OK(sf_gpu_mse_sum(r->loss_dev, r->ls[last].y, y, n, m->outputs, r->stream, e));
+    SF_OK(sf_gpu_loss_sum(r->loss_dev, &m->loss, r->ls[last].y, y, n, m->values, r->stream, e));
     CUDA_OK(cudaMemcpyAsync(r->loss_host, r->loss_dev, sizeof(double), cudaMemcpyDeviceToHost, r->stream), "loss");
     // In a capture, External makes it an event the host can wait for (a flag
     // only a capture takes).
     CUDA_OK(r->capturing ? cudaEventRecordWithFlags(r->loss_ready, r->stream, cudaEventRecordExternal)
                          : cudaEventRecord(r->loss_ready, r->stream),
             "cudaEventRecord");
-    SF_OK(sf_gpu_mse_backward(r->ls[last].dout, r->ls[last].y, y, n, m->outputs, 1.0f / (float)global_batch,
-                              r->stream, e));
+    SF_OK(sf_gpu_loss_backward(r->ls[last].dout, &m->loss, r->ls[last].y, y, n, m->values,
+                               1.0f / (float)global_batch, r->stream, e));
     for (uint32_t i = m->nlayers; i-- > 0;) {
         const sf_layer *l = &m->layer[i];
         layer_state *s = &r->ls[i];
@@ -1161,6 +1161,8 @@ static const sf_backend cuda_backend = {
     .save = gpu_save,
     .train_step = gpu_train_step,
     .gradients = gpu_gradients,
+    .train_parts = NULL,  // NCCL sums a replica's one pass over its parts
+    .part_gradients = NULL,
     .on_layer_done = NULL,  // the buffer is final when the stream is
     .apply = gpu_apply,
     .step_loss = gpu_step_loss,

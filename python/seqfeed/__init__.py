@@ -571,21 +571,24 @@ class Dataset:
                 self._feed = Feed(self)
         return self._feed.get(index)
 
-    def unscale(self, y, x=None):
+    def unscale(self, y, x=None, quantiles=False):
         """A model's outputs (windows, targets) in data units, as `seqfeed predict` writes them; x, the
-        windows' inputs, is needed with target_change (splits.Scaler.unscale)."""
+        windows' inputs, is needed with target_change; quantiles=True: y has a last axis more, each
+        target's quantiles (splits.Scaler.unscale)."""
         if self._opts.norm_scope == b"series":  # scaler holds the global scaling, not each series' own
             raise ValueError("norm_scope='series' scales each series by its own statistics, which unscale does not "
                              "know per window (scaler is the global scaling): seqfeed predict writes forecasts in "
                              "data units (docs/TRAINING.md, Per-series scaling)")
         y = np.asarray(y)
-        if y.ndim >= 2 and y.shape[1:] != self._y_shape[1:]:
-            raise ValueError("y must be (windows,) + %s as the Dataset's y (%s), got shape %s" %
-                             (self._y_shape[1:], "steps, targets" if self.steps > 1 else "targets", y.shape))
+        core = y.shape[:-1] if quantiles else y.shape  # without the quantiles' axis
+        if len(core) >= 2 and core[1:] != self._y_shape[1:]:
+            raise ValueError("y must be (windows,) + %s as the Dataset's y (%s)%s, got shape %s" %
+                             (self._y_shape[1:], "steps, targets" if self.steps > 1 else "targets",
+                              ", and a last axis of quantiles" if quantiles else "", y.shape))
         if x is not None and np.ndim(x) == 3 and np.shape(x)[1] != self.window:
             raise ValueError("x must be the windows' inputs, (windows, %d, inputs), got shape %s" %
                              (self.window, np.shape(x)))
-        return self.scaler.unscale(y, x)
+        return self.scaler.unscale(y, x, quantiles)
 
     def to_tf(self):
         """A tf.data.Dataset of its batches (TensorFlow needed)."""

@@ -51,7 +51,8 @@ class WindowIndex(dict):
     and as attributes: checkpoint (the file read), inputs (x's last axis, named: a column, COLUMN=VALUE
     for a category's input, FEATURE_sin and FEATURE_cos for a time feature's), future (those also taken
     at the target rows, --future-features: x["future"]'s last axis; [] for none), targets (the model's
-    outputs, named) and target_change."""
+    outputs, named), target_change and quantiles (a model trained with --loss quantile: its quantiles,
+    ascending, the last axis of its output; else empty)."""
 
     def columns(self):
         """The one-dimensional entries (all but base), in predict's column order."""
@@ -124,6 +125,7 @@ def model_inputs(checkpoint, data, split=None):
     index.checkpoint, index.inputs, index.targets = info["checkpoint"], inputs, targets
     index.target_change, index.future = info["target_change"], info["future"]
     index.series_inputs = info["series_inputs"]
+    index.quantiles = tuple(info["quantiles"])
     if future is None and onehot is None:
         return x, index
     x = {"window": x}  # the exported functional model's named inputs
@@ -140,12 +142,22 @@ def forecasts(y, index):
     index["base"] (to every step), in float32. For a model trained with --target change the export outputs
     each target's change from the window's last row (in data units), and base is that row's value; for
     others base is 0 and y is already the forecast. The export's last layer un-scales, so nothing else is
-    left to do. The index names each window's last step's row."""
+    left to do. The index names each window's last step's row.
+
+    A model trained with --loss quantile (index.quantiles) gives each target's quantiles on a last axis,
+    (windows, targets, quantiles) or (windows, steps, targets, quantiles); the base goes to each, and
+    they come back sorted along that axis, as predict writes NAME_q10, NAME_q50, ... (so that they never
+    cross)."""
     if not isinstance(index, WindowIndex):
         raise TypeError("index must be the WindowIndex model_inputs returned, got %s" % type(index).__name__)
     y = np.asarray(y, dtype=np.float32)
     base = index["base"]
-    if y.shape != base.shape and (y.ndim != 3 or y.shape[::2] != base.shape):
-        raise ValueError("y must be (windows, targets) = %s, or (windows, steps, targets), as the model gives "
-                         "for model_inputs' x; got %s" % (base.shape, y.shape))
-    return y + (base[:, None, :] if y.ndim == 3 else base)
+    nq = len(getattr(index, "quantiles", ()))
+    core = y.shape[:-1] if nq else y.shape  # the shape without the quantiles' axis
+    if (nq and y.shape[-1:] != (nq,)) or (core != base.shape and (len(core) != 3 or core[::2] != base.shape)):
+        q = ", quantiles" if nq else ""
+        raise ValueError("y must be (windows, targets%s) = %s, or (windows, steps, targets%s), as the model gives "
+                         "for model_inputs' x; got %s" % (q, base.shape + ((nq,) if nq else ()), q, y.shape))
+    b = base[:, None, :] if len(core) == 3 else base
+    out = y + (b[..., None] if nq else b)
+    return np.sort(out, axis=-1) if nq else out

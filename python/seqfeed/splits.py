@@ -79,12 +79,22 @@ class Scaler:
             self.rows, ", ".join(self.inputs), ", ".join(self.targets),
             " (changes from the window's last value)" if self.change_from else "")
 
-    def unscale(self, y, x=None):
+    def unscale(self, y, x=None, quantiles=False):
         """A model's outputs y (windows, targets), or (windows, steps, targets) for horizon="A-B", scaled as
         the Dataset's y, in data units (float32), as `seqfeed predict` writes them: under target_change the
         window's last value of each target (from x, the windows' inputs as the Dataset gave them,
-        (windows, window, inputs)) is added back first, to every step."""
+        (windows, window, inputs)) is added back first, to every step.
+
+        quantiles=True: y has a last axis more, several forecasts of each target (a quantile model's, as
+        `seqfeed train --loss quantile:...` lays them out: (windows, targets, quantiles) or (windows,
+        steps, targets, quantiles)); each is unscaled as its target, in the order given (predict sorts
+        its own)."""
         y = np.asarray(y, dtype=np.float32)
+        if quantiles:
+            if y.ndim < 2:
+                raise ValueError("y must have a last axis of quantiles (quantiles=True), got shape %s" % (y.shape,))
+            moved = np.moveaxis(y, -1, 0)  # each quantile's forecasts as a model's of one value per target
+            return np.moveaxis(np.stack([self.unscale(v, x) for v in moved]), 0, -1)
         nt = len(self.targets)
         if y.ndim not in (1, 2, 3) or y.shape[-1] != nt:
             raise ValueError("y must be (windows, %d), (windows, steps, %d) or (%d,): one value per target (%s), "

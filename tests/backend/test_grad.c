@@ -20,17 +20,20 @@ static float uniformf(float lo, float hi) {
 static double loss_at(sf_cpu_pass *r, const sf_model *m, const float *params, const float *x, const float *y,
                       uint32_t B, uint32_t global, uint64_t seed) {
     const float *pred = sf_cpu_pass_forward(r, params, x, B, true, seed, 0);
-    return sf_mse_sum(pred, y, B, m->outputs) / global;
+    return sf_loss_sum(&m->loss, pred, y, B, m->values) / global;
 }
 
-// extra: covariates beside the head, the last series of them a series'
-// one-hot through an embedding of embed values (0: none).
-static void check_covariates(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T,
-                             uint32_t extra, uint32_t series, uint32_t embed) {
+// outputs: the target values y holds per row; loss: --loss text (NULL:
+// MSE); extra: covariates beside the head, the last series of them a
+// series' one-hot through an embedding of embed values (0: none).
+static void check_full(const char *spec, const char *loss_text, uint32_t inputs, uint32_t outputs, uint32_t B,
+                       uint32_t T, uint32_t extra, uint32_t series, uint32_t embed) {
     sf_model m;
     sf_err e = {0};
     sf_cpu_pass *r;
-    if (sf_model_parse(&m, spec, inputs, outputs, &e) || sf_model_set_extra(&m, extra, &e) ||
+    sf_loss lf = {.kind = SF_LOSS_MSE};
+    if ((loss_text && sf_loss_parse(&lf, loss_text, &e)) ||
+        sf_model_parse_loss(&m, spec, inputs, outputs, &lf, &e) || sf_model_set_extra(&m, extra, &e) ||
         (embed && sf_model_set_embedding(&m, series, embed, &e)) ||
         sf_cpu_pass_open(&r, &m, B, T, SF_PRECISION_FP32, &e)) {
         CHECK(0, "%s: %s", spec, e.msg);
@@ -78,7 +81,17 @@ static void check_covariates(const char *spec, uint32_t inputs, uint32_t outputs
 }
 
 static void check_model(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T) {
-    check_covariates(spec, inputs, outputs, B, T, 0, 0, 0);
+    check_full(spec, NULL, inputs, outputs, B, T, 0, 0, 0);
+}
+
+static void check_loss(const char *spec, const char *loss_text, uint32_t inputs, uint32_t outputs, uint32_t B,
+                       uint32_t T) {
+    check_full(spec, loss_text, inputs, outputs, B, T, 0, 0, 0);
+}
+
+static void check_covariates(const char *spec, uint32_t inputs, uint32_t outputs, uint32_t B, uint32_t T,
+                             uint32_t extra, uint32_t series, uint32_t embed) {
+    check_full(spec, NULL, inputs, outputs, B, T, extra, series, embed);
 }
 
 int main(void) {
@@ -90,9 +103,21 @@ int main(void) {
     check_model("gru:6,dense", 3, 2, 4, 5);
     check_model("gru:5,dense", 2, 1, 2, 1);
     check_model("lstm:5,dropout:0.3,gru:7,gru:4,dense:3,dense", 4, 2, 3, 6);
+    // --loss: each loss's gradient through the model, 6 target values a row
+    // (3 steps of 2 targets); huber's delta small enough that both its
+    // square and its line are hit. Kinks (MAE, pinball) are not crossed by
+    // a step this small but for a chance prediction within h of its target.
+    check_loss("lstm:6,dense", "mae", 3, 6, 4, 5);
+    check_loss("lstm:6,dense", "huber:0.3", 3, 6, 4, 5);
+    check_loss("lstm:6,dense:5,dense", "quantile:0.1,0.5,0.9", 3, 6, 4, 5);
     // Covariates beside the head, after the dropout below it; and the last 3
     // of them a series' one-hot through a 4-value embedding (its table's gradient).
     check_covariates("lstm:5,dropout:0.3,gru:4,dropout:0.2,dense:3,dense", 3, 2, 4, 5, 5, 0, 0);
     check_covariates("lstm:5,dropout:0.3,gru:4,dropout:0.2,dense:3,dense", 3, 2, 6, 5, 5, 3, 4);
+    // A quantile head (values x quantiles wide) whose input holds covariates
+    // and an embedding: the loss's gradient reaches the table and the
+    // covariates' kernel rows.
+    check_full("lstm:5,dropout:0.3,gru:4,dense:3,dense", "quantile:0.1,0.5,0.9", 3, 4, 6, 5, 7, 3, 4);
+    check_full("lstm:5,dense", "huber:0.3", 3, 4, 4, 5, 4, 0, 0);
     return TEST_EXIT();
 }

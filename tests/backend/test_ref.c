@@ -1,6 +1,6 @@
-// seqfeed's model against float64 references: predictions, the MSE loss,
-// every gradient, and the losses and weights of 5 Adam steps with Keras'
-// update.
+// seqfeed's model against float64 references: predictions, the loss (MSE,
+// or the fixture's --loss), every gradient, and the losses and weights of 5
+// Adam steps with Keras' update.
 //   fp32 (PyTorch's numbers, tests/ref/gen_lstm_ref.py, and for the GRU
 //   tests/ref/gen_gru_ref.py, for covariates tests/ref/gen_covar_ref.py): float32's
 //   tolerances, relative 1e-5 on the loss and predictions, 1e-5 of each
@@ -70,6 +70,9 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     uint32_t I = (uint32_t)atoi(sf_st_meta(s, "inputs")), O = (uint32_t)atoi(sf_st_meta(s, "outputs"));
     uint32_t B = (uint32_t)atoi(sf_st_meta(s, "batch")), T = (uint32_t)atoi(sf_st_meta(s, "window"));
     int steps = atoi(sf_st_meta(s, "steps"));
+    // O: the values y holds per row; a fixture of another loss than MSE names it (gen_loss_ref.py)
+    const char *loss_text = sf_st_meta(s, "loss");
+    sf_loss loss = {.kind = SF_LOSS_MSE};
     // Covariates (gen_covar_ref.py): each window's extra values after its rows.
     uint32_t A = sf_st_meta(s, "extra") ? (uint32_t)atoi(sf_st_meta(s, "extra")) : 0;
     // and its one-hot's embedding (embedding:D)
@@ -77,8 +80,8 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     uint32_t D = sf_st_meta(s, "embed") ? (uint32_t)atoi(sf_st_meta(s, "embed")) : 0;
     sf_model m;
     sf_cpu_pass *r;
-    if (sf_model_parse(&m, spec, I, O, &e) || sf_model_set_extra(&m, A, &e) ||
-        (D && sf_model_set_embedding(&m, S, D, &e)) ||
+    if ((loss_text && sf_loss_parse(&loss, loss_text, &e)) || sf_model_parse_loss(&m, spec, I, O, &loss, &e) ||
+        sf_model_set_extra(&m, A, &e) || (D && sf_model_set_embedding(&m, S, D, &e)) ||
         sf_cpu_pass_open(&r, &m, B, T, precision, &e)) {
         CHECK(0, "%s: %s", file, e.msg);
         sf_st_close(s);
@@ -94,7 +97,7 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
         rc = sf_st_read_f32(s, t[k].name, p + t[k].offset, t[k].shape[0] * (t[k].rank == 2 ? t[k].shape[1] : 1), &e);
     char name[96];
     snprintf(name, sizeof name, "%spred", prefix);
-    const double *pred_ref = f64(s, name, (size_t)B * O);
+    const double *pred_ref = f64(s, name, (size_t)B * m.outputs);
     snprintf(name, sizeof name, "%slosses", prefix);
     const double *losses_ref = f64(s, name, (size_t)steps);
     if (rc || !pred_ref || !losses_ref) {
@@ -112,7 +115,7 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
         CHECK(fabs(loss - ref) <= (step == 1 ? tol->loss1 : tol->loss) * ref, "%s: step %d: loss %.9g, %s%.9g", file,
               step, loss, what, ref);
         if (step == 1) {
-            double max = compare(pred, pred_ref, (size_t)B * O, &rel);
+            double max = compare(pred, pred_ref, (size_t)B * m.outputs, &rel);
             worst.pred = rel;
             CHECK(rel <= tol->pred, "%s: predictions off %s by %.3g of their norm (max %.3g)", file, what, rel, max);
             for (uint32_t k = 0; k < nt; k++) {
@@ -174,6 +177,10 @@ int main(int argc, char **argv) {
                       &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
         check_fixture("ref_gru.safetensors", SF_PRECISION_BF16, "",
                       &(tolerance){.loss1 = 1e-3, .loss = 1e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
+        // The losses stay float32 in bf16: the pinball loss of a multi-step
+        // quantile head through the bf16 pass, against exact arithmetic.
+        check_fixture("ref_loss_quantile.safetensors", SF_PRECISION_BF16, "",
+                      &(tolerance){.loss1 = 1e-3, .loss = 1e-3, .pred = 1e-2, .grad = 2e-2, .weights = 5e-3});
         // Covariates beside the head (tests/ref/gen_covar_ref.py), alike.
         check_fixture("ref_covar.safetensors", SF_PRECISION_BF16, "bf16/",
                       &(tolerance){.loss1 = 1e-5, .loss = 3e-4, .pred = 1e-5, .grad = 1.5e-3, .weights = 1.5e-3});
@@ -193,6 +200,12 @@ int main(int argc, char **argv) {
     check_fixture("ref_deep.safetensors", SF_PRECISION_FP32, "", &fp32);
     // GRUs and an LSTM between them against torch.nn.GRU (tests/ref/gen_gru_ref.py).
     check_fixture("ref_gru.safetensors", SF_PRECISION_FP32, "", &fp32);
+    // --loss against PyTorch's losses on a multi-step head (3 steps of 2
+    // targets; tests/ref/gen_loss_ref.py): MSE, MAE, Huber, and the pinball
+    // loss of 3 quantiles, whose Dense gives 18 outputs.
+    const char *losses[] = {"ref_loss_mse.safetensors", "ref_loss_mae.safetensors", "ref_loss_huber.safetensors",
+                            "ref_loss_quantile.safetensors"};
+    for (size_t k = 0; k < sizeof losses / sizeof *losses; k++) check_fixture(losses[k], SF_PRECISION_FP32, "", &fp32);
     // Future features' values concatenated before the first Dense (tests/ref/gen_covar_ref.py).
     check_fixture("ref_covar.safetensors", SF_PRECISION_FP32, "", &fp32);
     // The same with the series' one-hot through a learned embedding (Keras' Embedding).

@@ -18,7 +18,8 @@
 // also without the CPU's oneDNN module or a GPU of compute capability 8.0).
 // And a model with covariates (--future-features: extra values per window
 // concatenated before the first Dense), and one whose last 3 are a series'
-// one-hot through an embedding, on streams and in a graph.
+// one-hot through an embedding, on streams and in a graph; and a quantile
+// loss's head (values x quantiles wide) with covariates and an embedding.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdlib.h>
@@ -66,10 +67,10 @@ static void run(const sf_backend *gpu_be, const sf_model *mp, enum sf_rnn_algo a
           "load: %s", e.msg);
     CHECK(gpu_be->save(gpu, wg, NULL, NULL, &e) == 0 && memcmp(wg, w0, n * sizeof(float)) == 0,
           "save after load does not give the weights back: %s", e.msg);
-    float pc[B * O], pg[B * O];
+    float pc[B * O * SF_LOSS_MAX_QUANTILES], pg[B * O * SF_LOSS_MAX_QUANTILES];  // O values, each the loss's width
     CHECK(sf_backend_cpu.predict(cpu, pc, x, B, &e) == 0 && gpu_be->predict(gpu, pg, x, B, &e) == 0,
           "predict: %s", e.msg);
-    double worst_pred = worst_rel(pg, pc, B * O);
+    double worst_pred = worst_rel(pg, pc, (size_t)B * m.outputs);
     CHECK(worst_pred <= rel, "predictions differ by %.3g", worst_pred);
     float *dx, *dy;
     CHECK(cudaMalloc((void **)&dx, STEPS * B * X * sizeof(float)) == cudaSuccess &&
@@ -128,12 +129,17 @@ int main(int argc, char **argv) {
         CHECK(0, "a GPU but no GPU backend: %s", e.msg);
         return TEST_EXIT();
     }
-    sf_model m, g, c, emb;
+    sf_model m, g, q, c, emb, qemb;
+    sf_loss quantiles;
     // c: 6 covariates per window beside the head (--future-features), strided copies on the GPU
     if (sf_model_parse(&m, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
         sf_model_parse(&g, "gru:16,dropout:0.2,lstm:12,gru:8,dropout:0.1,dense:5,dense", I, O, &e) ||
+        sf_loss_parse(&quantiles, "quantile:0.1,0.5,0.9", &e) ||
+        sf_model_parse_loss(&q, "lstm:16,dropout:0.2,lstm:12,dense", I, O, &quantiles, &e) ||
         sf_model_parse(&c, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &e) ||
-        sf_model_set_extra(&c, 6, &e)) {
+        sf_model_set_extra(&c, 6, &e) ||
+        sf_model_parse_loss(&qemb, "lstm:16,dropout:0.2,lstm:12,dropout:0.1,dense:5,dense", I, O, &quantiles, &e) ||
+        sf_model_set_extra(&qemb, 6, &e) || sf_model_set_embedding(&qemb, 3, 4, &e)) {
         CHECK(0, "%s", e.msg);
         return TEST_EXIT();
     }
@@ -160,12 +166,19 @@ int main(int argc, char **argv) {
     run(gpu_be, &m, algo, precision, false, false);
     run(gpu_be, &m, algo, precision, true, false);
     run(gpu_be, &m, algo, precision, true, true);
+    // --loss quantile: the pinball loss's kernels in the step, 3 outputs per value.
+    printf("quantiles:\n");
+    run(gpu_be, &q, algo, precision, false, false);
+    run(gpu_be, &q, algo, precision, true, true);
     printf("covariates:\n");
     run(gpu_be, &c, algo, precision, false, false);
     run(gpu_be, &c, algo, precision, true, true);
     printf("an embedding:\n");
     run(gpu_be, &emb, algo, precision, false, false);
     run(gpu_be, &emb, algo, precision, true, true);
+    printf("quantiles with covariates and an embedding:\n");
+    run(gpu_be, &qemb, algo, precision, false, false);
+    run(gpu_be, &qemb, algo, precision, true, true);
     if (precision == SF_PRECISION_BF16) {
         sf_replica *gpu = NULL;
         sf_replica_opts o = {.threads = 1, .precision = precision};

@@ -121,21 +121,37 @@ int main(void) {
     CHECK(sf_gpu_dropout_backward(ddx, dg, dmask, N, NULL, &e) == 0, "%s", e.msg);
     same("dropout backward", ddx, dx, N);
 
-    // B rows, and more rows than the kernel's block has threads.
+    // Every --loss: B rows, and more rows than the kernel's block has
+    // threads; x the predictions (O x the loss's width per row), g the
+    // targets, some of them exactly a prediction (the kinks of MAE and
+    // pinball: their gradient there is the mean of both sides').
     double *dsum = NULL;
     CHECK(cudaMalloc((void **)&dsum, sizeof *dsum) == cudaSuccess, "cudaMalloc");
-    for (size_t rows = B; dsum && rows <= 1000; rows += 1000 - B) {
-        double sum_cpu = sf_mse_sum(x, g, rows, O), sum_gpu = 0;
-        CHECK(sf_gpu_mse_sum(dsum, dx_, dg, rows, O, NULL, &e) == 0 &&
-                  cudaMemcpy(&sum_gpu, dsum, sizeof sum_gpu, cudaMemcpyDeviceToHost) == cudaSuccess,
-              "MSE sum: %s", e.msg);
-        CHECK(memcmp(&sum_cpu, &sum_gpu, sizeof sum_cpu) == 0, "MSE sum of %zu rows: %.17g on CPU, %.17g on GPU",
-              rows, sum_cpu, sum_gpu);
+    const char *losses[] = {"mse", "mae", "huber:0.5", "quantile:0.1,0.5,0.9"};
+    float *pt = malloc(1000 * O * sizeof(float));
+    for (size_t k = 0; k < 1000 * O; k++)  // ties: with a point forecast, and with each quantile in turn
+        pt[k] = k % 7 == 0 ? x[k] : k % 7 == 1 ? x[k * 3 + k % 3] : g[k];
+    float *dpt = upload(pt, 1000 * O);
+    for (size_t l = 0; dsum && pt && dpt && l < sizeof losses / sizeof *losses; l++) {
+        sf_loss loss;
+        CHECK(sf_loss_parse(&loss, losses[l], &e) == 0, "%s", e.msg);
+        for (size_t rows = B; rows <= 1000; rows += 1000 - B) {
+            double sum_cpu = sf_loss_sum(&loss, x, pt, rows, O), sum_gpu = 0;
+            CHECK(sf_gpu_loss_sum(dsum, &loss, dx_, dpt, rows, O, NULL, &e) == 0 &&
+                      cudaMemcpy(&sum_gpu, dsum, sizeof sum_gpu, cudaMemcpyDeviceToHost) == cudaSuccess,
+                  "%s sum: %s", losses[l], e.msg);
+            CHECK(memcmp(&sum_cpu, &sum_gpu, sizeof sum_cpu) == 0, "%s sum of %zu rows: %.17g on CPU, %.17g on GPU",
+                  losses[l], rows, sum_cpu, sum_gpu);
+        }
+        size_t n = (size_t)B * O * sf_loss_width(&loss);
+        sf_loss_backward(&loss, dx, x, pt, B, O, 1.0f / 64);
+        CHECK(sf_gpu_loss_backward(ddx, &loss, dx_, dpt, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
+        char what[64];
+        snprintf(what, sizeof what, "%s backward", losses[l]);
+        same(what, ddx, dx, n);
     }
-    cudaFree(dsum);
-    sf_mse_backward(dx, x, g, B, O, 1.0f / 64);
-    CHECK(sf_gpu_mse_backward(ddx, dx_, dg, B, O, 1.0f / 64, NULL, &e) == 0, "%s", e.msg);
-    same("MSE backward", ddx, dx, (size_t)B * O);
+    cudaFree(dsum), cudaFree(dpt);
+    free(pt);
 
     // The slice and its backward, as backend/cpu/cpu_pass.c does them with memcpy.
     for (size_t b = 0; b < B; b++) memcpy(y + b * U, x + (b * T + T - 1) * U, U * sizeof(float));

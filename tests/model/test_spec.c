@@ -46,6 +46,44 @@ static void gru(void) {
     free(p);
 }
 
+// --loss: its text read back to the same numbers, its column names, its
+// point forecast, and the model's outputs (values x quantiles).
+static void losses(void) {
+    sf_err e = {0};
+    const char *texts[][2] = {{"mse", "mse"}, {"mae", "mae"}, {"huber", "huber:1"}, {"huber:0.25", "huber:0.25"},
+                              {"quantile:0.1,0.5,0.9", "quantile:0.1,0.5,0.9"},
+                              {"quantile:.025,0.3,0.975", "quantile:0.025,0.3,0.975"}};
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++) {
+        sf_loss l, back;
+        char text[256];
+        CHECK(sf_loss_parse(&l, texts[k][0], &e) == 0, "%s: %s", texts[k][0], e.msg);
+        sf_loss_format(&l, text, sizeof text);
+        CHECK(!strcmp(text, texts[k][1]), "%s formats as %s, expected %s", texts[k][0], text, texts[k][1]);
+        CHECK(sf_loss_parse(&back, text, &e) == 0 && !memcmp(&l, &back, sizeof l), "%s does not read back", text);
+    }
+    sf_loss l;
+    char name[32];
+    CHECK(sf_loss_parse(&l, "quantile:.025,0.3,0.975", &e) == 0, "%s", e.msg);
+    sf_loss_quantile_name(&l, 0, name, sizeof name);
+    CHECK(!strcmp(name, "q2.5") && sf_loss_point(&l) == 1 && sf_loss_width(&l) == 3, "name %s, point %u", name,
+          sf_loss_point(&l));
+    CHECK(sf_loss_parse(&l, "quantile:0.4,0.6", &e) == 0 && sf_loss_point(&l) == 0, "a tie: the lower");
+    // Two quantiles predict's columns could not tell apart.
+    CHECK(sf_loss_parse(&l, "quantile:0.1234561,0.1234562", &e) == SF_EUSAGE && strstr(e.msg, "both q12.3456"),
+          "%s", e.msg);
+    sf_model m;
+    CHECK(sf_loss_parse(&l, "quantile:0.1,0.5,0.9", &e) == 0 &&
+              sf_model_parse_loss(&m, "lstm:4,dense", 2, 6, &l, &e) == 0 && m.outputs == 18 && m.values == 6 &&
+              m.layer[1].units == 18,
+          "a quantile model of 6 values: %s", e.msg);
+    CHECK(sf_model_parse_loss(&m, "lstm:4,dense:6", 2, 6, &l, &e) == SF_EINVAL &&
+              strstr(e.msg, "gives 18 output(s): one per target, times the steps of a --horizon A-B, times the "
+                            "quantiles of --loss"),
+          "%s", e.msg);
+    CHECK(sf_model_parse(&m, "lstm:4,dense", 2, 6, &e) == 0 && m.outputs == 6 && m.values == 6 &&
+              m.loss.kind == SF_LOSS_MSE, "MSE by default");
+}
+
 int main(void) {
     sf_model m;
     sf_err e = {0};
@@ -116,5 +154,6 @@ int main(void) {
     CHECK(maxabs <= limit && maxabs > 0.8 * limit, "glorot limit %.4f, largest %.4f", limit, maxabs);
     free(p);
     gru();
+    losses();
     return TEST_EXIT();
 }

@@ -48,7 +48,8 @@ static int child(void) {
     if (sf_pack_open(&p, path, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, "a", NULL, SF_NORM_ZSCORE, &e))
         return 2;
     sf_pipe_opts o = sf_pipe_opts_default();
-    o.replicas = 2, o.batch = 256, o.pool = 1000000, o.seed = 3, o.decoders = 2, o.slots = 2, o.prefetch = 2;
+    // One part per replica: each part prefetches blocks of its own.
+    o.replicas = 2, o.batch = 256, o.parts = 2, o.pool = 1000000, o.seed = 3, o.decoders = 2, o.slots = 2, o.prefetch = 2;
     if (sf_pipe_fit_budget(&o, sf_pack_get_info(p), &cols, BUDGET, &e)) return 3;
     printf("pool %llu windows, estimate %.1f MB\n", (unsigned long long)o.pool,
            sf_pipe_memory(&o, sf_pack_get_info(p), &cols) / 1e6);

@@ -1,205 +1,198 @@
-// The threaded pipeline against the single-threaded stream (itself checked
-// against the whole-file reference): for every replica and epoch the same
-// windows in the same order with the same values, whatever the I/O path,
-// O_DIRECT, decoder count, prefetch and ring size. A corrupt chunk reaches
-// every consumer as an error naming it; closing early never hangs.
+// The threaded pipeline against the single-threaded streams (each checked
+// against the whole-file reference): the global batches, step by step, are
+// the parts' streams' batches side by side, and replica q of Q gets its
+// parts of each, whatever the replica count, the ranks, the lanes, the I/O
+// path, O_DIRECT, decoder count, prefetch and ring size: the windows, their
+// order and their values (a hash of every global batch). A corrupt chunk
+// reaches every consumer as an error naming it; closing early never hangs.
 #include <fcntl.h>
 
 #include "tests/pipeline/sample.h"
 
-typedef struct {
-    uint64_t *ids;
-    uint64_t n;
-    uint64_t batches;
-} seq;
-
 static const sf_window_spec geometry = {20, 3, 2, 1, 1};
 
-// The stream's windows for (replica, epoch): the expected sequence.
-static seq expected(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t replicas, uint32_t r,
-                    uint64_t epoch, sf_stream_opts so) {
-    seq s = {malloc((sf_plan_windows(plan) + 1) * sizeof *s.ids), 0, 0};
-    sf_stream *st;
-    sf_err e = {0};
-    if (sf_stream_open(&st, p, plan, cols, replicas, r, epoch, &so, NULL, &e)) return s;
-    size_t xl = (size_t)geometry.length * cols->nfeatures;
-    float *x = malloc(so.batch * xl * sizeof(float)), *y = malloc(so.batch * cols->ntargets * sizeof(float));
-    for (int64_t got; (got = sf_stream_next(st, x, y, s.ids + s.n, &e)) > 0; s.n += (uint64_t)got) s.batches++;
-    free(x);
-    free(y);
-    sf_stream_close(st);
-    return s;
+// The job's global batches: per step its windows, each part's count, and a
+// hash of the ids and values in order.
+typedef struct {
+    uint64_t steps, n;
+    uint64_t *ids;       // all windows, step by step
+    uint64_t *start;     // per step: its first window in ids
+    uint32_t *count;     // per step and part
+    uint64_t *hash;      // per step
+    uint64_t *epoch;     // per step
+} global;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
 }
 
-// With lanes, replica r's batches are its lanes' streams (internal replicas
-// r * L + l of R * L) taken in turn within each epoch; this replays that
-// rule on the streams' batches. Returns the replica's ids over all epochs.
-static seq expected_lanes(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, uint32_t R, uint32_t L,
-                          uint32_t r, uint64_t epochs, sf_stream_opts so) {
-    seq out = {malloc((sf_plan_windows(plan) * epochs + 1) * sizeof *out.ids), 0, 0};
-    uint32_t turn = 0;
-    for (uint64_t ep = 0; ep < epochs; ep++) {
-        seq lane[4];
-        uint64_t pos[4] = {0};
-        for (uint32_t l = 0; l < L; l++) lane[l] = expected(p, plan, cols, R * L, r * L + l, ep, so);
-        for (;;) {
-            uint32_t i = 0;
-            while (i < L && pos[(turn + i) % L] >= lane[(turn + i) % L].n) i++;
-            if (i == L) break;
-            uint32_t l = (turn + i) % L;
-            uint64_t n = lane[l].n - pos[l] < so.batch ? lane[l].n - pos[l] : so.batch;
-            memcpy(out.ids + out.n, lane[l].ids + pos[l], n * sizeof *out.ids);
-            out.n += n;
-            pos[l] += n;
-            out.batches++;
-            turn = (l + 1) % L;
+static void global_free(global *g) { free(g->ids), free(g->start), free(g->count), free(g->hash), free(g->epoch); }
+
+// The reference: part g is the stream of shard g of G at its share of the
+// batch and of the pool; the pipe's epoch has sf_pipe_epoch_batches steps.
+static global expected(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o) {
+    uint32_t G = o.parts ? o.parts : sf_batch_parts(o.batch);
+    uint64_t W = sf_plan_windows(plan), per = sf_pipe_epoch_batches(&o, W), steps = per * (o.epochs - o.first_epoch);
+    global out = {0, 0, malloc((W * o.epochs + 1) * sizeof *out.ids), malloc((steps + 1) * sizeof *out.start),
+                  calloc(steps * G + 1, sizeof *out.count), malloc((steps + 1) * sizeof *out.hash),
+                  malloc((steps + 1) * sizeof *out.epoch)};
+    uint64_t pool = o.pool <= 1 ? o.pool : (o.pool + G - 1) / G > 2 ? (o.pool + G - 1) / G : 2;
+    size_t xl = (size_t)geometry.length * cols->nfeatures, yl = cols->ntargets;
+    float *x = malloc(o.batch * xl * sizeof(float)), *y = malloc(o.batch * yl * sizeof(float));
+    sf_err e = {0};
+    for (uint64_t ep = o.first_epoch; ep < o.epochs; ep++) {
+        sf_stream *st[SF_MAX_PARTS];
+        for (uint32_t g = 0; g < G; g++) {
+            uint32_t lo, n;
+            sf_part_rows(o.batch, G, g, &lo, &n);
+            sf_stream_opts so = {n, pool, false, o.seed, 0};  // no edges kept: the same windows
+            CHECK(sf_stream_open(&st[g], p, plan, cols, G, g, ep, &so, NULL, &e) == 0, "%s", e.msg);
         }
-        for (uint32_t l = 0; l < L; l++) free(lane[l].ids);
+        for (uint64_t k = 0; k < per; k++, out.steps++) {
+            out.start[out.steps] = out.n, out.epoch[out.steps] = ep;
+            uint64_t h = 0xcbf29ce484222325ull;
+            for (uint32_t g = 0; g < G; g++) {
+                int64_t got = sf_stream_next(st[g], x, y, out.ids + out.n, &e);
+                CHECK(got >= 0, "%s", e.msg);
+                if (got <= 0) continue;
+                out.count[out.steps * G + g] = (uint32_t)got;
+                h = fnv(h, out.ids + out.n, (size_t)got * sizeof *out.ids);
+                h = fnv(fnv(h, x, (size_t)got * xl * sizeof(float)), y, (size_t)got * yl * sizeof(float));
+                out.n += (uint64_t)got;
+            }
+            out.hash[out.steps] = h;
+        }
+        for (uint32_t g = 0; g < G; g++) sf_stream_close(st[g]);
     }
+    free(x), free(y);
     return out;
 }
 
-static void check_config(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
-                         const char *what) {
-    sf_pipe *pipe;
-    sf_err e = {0};
-    if (sf_pipe_open(&pipe, p, cols, &o, &e)) {
-        CHECK(0, "%s: %s", what, e.msg);
-        return;
-    }
-    uint32_t R = o.replicas;
-    seq got[3][2] = {0};
-    for (uint32_t r = 0; r < R; r++)
-        for (uint64_t ep = 0; ep < o.epochs; ep++) got[r][ep].ids = malloc((sf_plan_windows(plan) + 1) * sizeof(uint64_t));
-    bool done[3] = {false};
-    uint32_t left = R;
-    // One consumer takes from every replica in turn.
-    while (left) {
-        for (uint32_t r = 0; r < R; r++) {
-            if (done[r]) continue;
-            sf_batch b;
-            int rc = sf_pipe_next_batch(pipe, r, &b, &e);
-            if (rc <= 0) {
-                CHECK(rc == 0, "%s: replica %u: %s", what, r, e.msg);
-                done[r] = true;
-                left--;
-                continue;
-            }
-            seq *s = &got[r][b.epoch < o.epochs ? b.epoch : 0];
-            memcpy(s->ids + s->n, b.ids, b.count * sizeof *b.ids);
-            s->n += b.count;
-            s->batches++;
-            sf_pipe_release(pipe, r, &b);
-        }
-    }
-    sf_pipe_stats st;
-    sf_pipe_get_stats(pipe, &st, NULL);
-    CHECK(st.chunks_decoded == st.chunks_read && st.chunks_read > 0, "%s: %llu chunks read, %llu decoded", what,
-          (unsigned long long)st.chunks_read, (unsigned long long)st.chunks_decoded);
-    sf_pipe_close(pipe);
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
-    if (o.lanes > 1) {
-        for (uint32_t r = 0; r < R; r++) {
-            seq want = expected_lanes(p, plan, cols, R, o.lanes, r, o.epochs, so);
-            uint64_t n = got[r][0].n + got[r][1].n;
-            uint64_t *all = malloc((n + 1) * sizeof *all);
-            memcpy(all, got[r][0].ids, got[r][0].n * sizeof *all);
-            memcpy(all + got[r][0].n, got[r][1].ids, got[r][1].n * sizeof *all);
-            CHECK(want.n == n && memcmp(want.ids, all, n * sizeof *all) == 0,
-                  "%s: replica %u: %llu windows, the lanes' streams merged give %llu", what, r, (unsigned long long)n,
-                  (unsigned long long)want.n);
-            free(all);
-            free(want.ids);
-            free(got[r][0].ids);
-            free(got[r][1].ids);
-        }
-        return;
-    }
-    for (uint32_t r = 0; r < R; r++)
-        for (uint64_t ep = 0; ep < o.epochs; ep++) {
-            seq want = expected(p, plan, cols, R, r, ep, so);
-            CHECK(want.n == got[r][ep].n && want.batches == got[r][ep].batches &&
-                      memcmp(want.ids, got[r][ep].ids, want.n * sizeof *want.ids) == 0,
-                  "%s: replica %u epoch %llu: %llu windows in %llu batches, the stream gives %llu in %llu", what, r,
-                  (unsigned long long)ep, (unsigned long long)got[r][ep].n, (unsigned long long)got[r][ep].batches,
-                  (unsigned long long)want.n, (unsigned long long)want.batches);
-            free(want.ids);
-            free(got[r][ep].ids);
-        }
-}
-
-// The ranks of a job each run a pipe for their replicas (shard_first ..
-// of shard_total): replica r of a rank gives what global replica
-// shard_first + r of one pipe over them all would, and over the ranks
-// every window comes exactly once per epoch.
-static void check_ranks(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
-                        const uint32_t *local, uint32_t ranks) {
-    uint32_t total = 0;
-    for (uint32_t k = 0; k < ranks; k++) total += local[k];
-    uint64_t W = sf_plan_windows(plan);
-    uint32_t *seen = calloc(W * o.epochs, sizeof *seen);
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
+// The job of o (o.replicas in all) run as ranks, local[k] replicas each,
+// one pipe per rank, every replica drained: the global batches its
+// replicas' batches make, side by side in replica order. Checks each
+// replica's parts and counts against want on the way.
+static global run_job(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, const uint32_t *local,
+                      uint32_t ranks, const global *want, const char *what) {
+    uint32_t Q = 0, G = o.parts ? o.parts : sf_batch_parts(o.batch);
+    for (uint32_t k = 0; k < ranks; k++) Q += local[k];
+    uint64_t S = want->steps;
+    // Per step and replica: its windows' ids, x and y, kept until every replica is in.
+    size_t xl = (size_t)geometry.length * cols->nfeatures, yl = cols->ntargets;
+    uint64_t **ids = calloc(S * Q + 1, sizeof *ids);
+    float **xs = calloc(S * Q + 1, sizeof *xs), **ys = calloc(S * Q + 1, sizeof *ys);
+    uint32_t *cnt = calloc(S * Q + 1, sizeof *cnt);
     sf_err e = {0};
     for (uint32_t k = 0, first = 0; k < ranks; first += local[k++]) {
         sf_pipe_opts ro = o;
-        ro.replicas = local[k], ro.shard_first = first, ro.shard_total = total;
+        ro.replicas = local[k], ro.shard_first = first, ro.shard_total = ranks > 1 ? Q : 0;
         sf_pipe *pipe;
         if (sf_pipe_open(&pipe, p, cols, &ro, &e)) {
-            CHECK(0, "ranks: rank %u: %s", k, e.msg);
+            CHECK(0, "%s: rank %u: %s", what, k, e.msg);
             continue;
         }
-        for (uint32_t r = 0; r < local[k]; r++) {
-            seq want = expected_lanes(p, plan, cols, total, o.lanes ? o.lanes : 1, first + r, o.epochs, so);
-            uint64_t n = 0;
-            bool same = true;
-            sf_batch b;
-            while (sf_pipe_next_batch(pipe, r, &b, &e) == 1) {
-                same &= n + b.count <= want.n && memcmp(want.ids + n, b.ids, b.count * sizeof *b.ids) == 0;
-                for (uint32_t i = 0; i < b.count; i++) seen[b.epoch * W + b.ids[i]]++;
-                n += b.count;
+        // One consumer takes from every replica in turn, as synchronous replicas do.
+        bool done[8] = {false};
+        uint64_t step[8] = {0};
+        for (uint32_t left = local[k]; left;)
+            for (uint32_t r = 0; r < local[k]; r++) {
+                if (done[r]) continue;
+                sf_batch b;
+                int rc = sf_pipe_next_batch(pipe, r, &b, &e);
+                if (rc <= 0 || step[r] >= S) {
+                    CHECK(rc == 0, "%s: replica %u: %s (step %llu of %llu)", what, first + r, rc < 0 ? e.msg : "more "
+                          "batches than the reference", (unsigned long long)step[r], (unsigned long long)S);
+                    if (rc == 1) sf_pipe_release(pipe, r, &b);
+                    done[r] = true, left--;
+                    continue;
+                }
+                uint32_t a, z, sum = 0;
+                sf_replica_parts(G, Q, first + r, &a, &z);
+                bool ok = b.first_part == a && b.nparts == z - a && b.epoch == want->epoch[step[r]];
+                for (uint32_t j = 0; ok && j < b.nparts; j++) {
+                    ok &= b.part_count[j] == want->count[step[r] * G + a + j];
+                    sum += b.part_count[j];
+                }
+                CHECK(ok && sum == b.count, "%s: replica %u step %llu: parts %u+%u (epoch %llu), not the reference's",
+                      what, first + r, (unsigned long long)step[r], b.first_part, b.nparts,
+                      (unsigned long long)b.epoch);
+                size_t at = step[r] * Q + first + r;
+                cnt[at] = b.count;
+                ids[at] = malloc((b.count + 1) * sizeof **ids);
+                xs[at] = malloc((b.count * xl + 1) * sizeof(float)), ys[at] = malloc((b.count * yl + 1) * sizeof(float));
+                memcpy(ids[at], b.ids, b.count * sizeof **ids);
+                memcpy(xs[at], b.x, b.count * xl * sizeof(float)), memcpy(ys[at], b.y, b.count * yl * sizeof(float));
+                step[r]++;
                 sf_pipe_release(pipe, r, &b);
             }
-            CHECK(same && n == want.n, "ranks: rank %u replica %u (global %u of %u): %llu windows, not the %llu of "
-                  "one pipe's replica", k, r, first + r, total, (unsigned long long)n, (unsigned long long)want.n);
-            free(want.ids);
-        }
+        for (uint32_t r = 0; r < local[k]; r++)
+            CHECK(step[r] == S, "%s: replica %u gave %llu batches, the reference %llu", what, first + r,
+                  (unsigned long long)step[r], (unsigned long long)S);
+        sf_pipe_stats st;
+        sf_pipe_get_stats(pipe, &st, NULL);
+        CHECK(st.chunks_decoded == st.chunks_read && st.chunks_read > 0, "%s: %llu chunks read, %llu decoded", what,
+              (unsigned long long)st.chunks_read, (unsigned long long)st.chunks_decoded);
         sf_pipe_close(pipe);
     }
-    uint64_t wrong = 0;
-    for (uint64_t i = 0; i < W * o.epochs; i++) wrong += seen[i] != 1;
-    CHECK(wrong == 0, "ranks: %llu of %llu (window, epoch) pairs not delivered exactly once over %u ranks",
-          (unsigned long long)wrong, (unsigned long long)(W * o.epochs), ranks);
-    free(seen);
+    global got = {S, 0, malloc((want->n + 1) * sizeof *got.ids), NULL, NULL, calloc(S + 1, sizeof *got.hash), NULL};
+    for (uint64_t s = 0; s < S; s++) {
+        // Part by part, as the reference hashes: a replica's parts are
+        // consecutive, so its ids, then x and y, per part.
+        uint64_t h = 0xcbf29ce484222325ull;
+        for (uint32_t q = 0; q < Q; q++) {
+            size_t at = s * Q + q;
+            uint32_t off = 0, a, z;
+            sf_replica_parts(G, Q, q, &a, &z);
+            for (uint32_t g = a; g < z; g++) {
+                uint32_t n = want->count[s * G + g];
+                if (!n || !ids[at] || off + n > cnt[at]) continue;
+                h = fnv(h, ids[at] + off, n * sizeof **ids);
+                h = fnv(fnv(h, xs[at] + off * xl, n * xl * sizeof(float)), ys[at] + off * yl, n * yl * sizeof(float));
+                off += n;
+            }
+            if (ids[at] && got.n + cnt[at] <= want->n) memcpy(got.ids + got.n, ids[at], cnt[at] * sizeof *got.ids);
+            got.n += cnt[at];
+            free(ids[at]), free(xs[at]), free(ys[at]);
+        }
+        got.hash[s] = h;
+    }
+    free(ids), free(xs), free(ys), free(cnt);
+    return got;
 }
 
-// Values too: the batches of one configuration, window by window, against
-// the stream's.
-static void check_values(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o) {
-    sf_pipe *pipe;
-    sf_stream *st;
-    sf_err e = {0};
-    sf_stream_opts so = {o.batch, o.pool, o.drop_remainder, o.seed, 0};  // no edges kept: the same windows
-    if (sf_pipe_open(&pipe, p, cols, &o, &e) || sf_stream_open(&st, p, plan, cols, 1, 0, 0, &so, NULL, &e)) {
-        CHECK(0, "%s", e.msg);
-        return;
-    }
-    size_t xl = (size_t)geometry.length * cols->nfeatures * o.batch, yl = (size_t)cols->ntargets * o.batch;
-    float *x = malloc(xl * sizeof(float)), *y = malloc(yl * sizeof(float));
-    sf_batch b;
-    uint64_t batches = 0;
-    while (sf_pipe_next_batch(pipe, 0, &b, &e) == 1 && b.epoch == 0) {
-        int64_t n = sf_stream_next(st, x, y, NULL, &e);
-        CHECK(n == b.count && memcmp(x, b.x, (size_t)n * xl / o.batch * sizeof(float)) == 0 &&
-                  memcmp(y, b.y, (size_t)n * yl / o.batch * sizeof(float)) == 0,
-              "batch %llu: values differ from the stream's", (unsigned long long)batches);
-        batches++;
-        sf_pipe_release(pipe, 0, &b);
-    }
-    CHECK(batches > 3, "only %llu batches", (unsigned long long)batches);
-    free(x);
-    free(y);
-    sf_stream_close(st);
-    sf_pipe_close(pipe);
+// Every global batch the same as the reference's, hash by hash.
+static void check_job(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
+                      const uint32_t *local, uint32_t ranks, const char *what) {
+    global want = expected(p, plan, cols, o);
+    global got = run_job(p, cols, o, local, ranks, &want, what);
+    uint64_t differ = 0;
+    for (uint64_t s = 0; s < want.steps; s++) differ += got.hash[s] != want.hash[s];
+    CHECK(want.steps > 3 && differ == 0 && got.n == want.n,
+          "%s: %llu of %llu global batches differ from the reference's (%llu windows, the reference %llu)", what,
+          (unsigned long long)differ, (unsigned long long)want.steps, (unsigned long long)got.n,
+          (unsigned long long)want.n);
+    global_free(&want);
+    global_free(&got);
+}
+
+// Without drop-remainder, every window of every epoch once.
+static void check_once(const sf_pack *p, const sf_plan *plan, const sf_columns *cols, sf_pipe_opts o,
+                       const uint32_t *local, uint32_t ranks, const char *what) {
+    global want = expected(p, plan, cols, o);
+    global got = run_job(p, cols, o, local, ranks, &want, what);
+    uint64_t W = sf_plan_windows(plan), wrong = 0;
+    uint32_t *seen = calloc(W * o.epochs, sizeof *seen);
+    for (uint64_t s = 0, i = 0; s < want.steps; s++)
+        for (; i < (s + 1 < want.steps ? want.start[s + 1] : want.n); i++)
+            if (got.ids[i] < W) seen[want.epoch[s] * W + got.ids[i]]++;
+    for (uint64_t i = 0; i < W * o.epochs; i++) wrong += seen[i] != 1;
+    CHECK(wrong == 0, "%s: %llu of %llu (window, epoch) pairs not delivered exactly once", what,
+          (unsigned long long)wrong, (unsigned long long)(W * o.epochs));
+    free(seen);
+    global_free(&want);
+    global_free(&got);
 }
 
 static void check_corrupt(const sf_pack *p, const sf_columns *good_cols, sf_pipe_opts o) {
@@ -266,9 +259,10 @@ int main(void) {
         return TEST_EXIT();
     }
     sf_pipe_opts base = sf_pipe_opts_default();
-    base.window = geometry, base.block_chunks = 2, base.batch = 7, base.pool = 50, base.seed = 11, base.epochs = 2;
-    base.io.depth = 4, base.decoders = 2, base.slots = 2, base.prefetch = 2;
-    for (uint32_t R = 1; R <= 3; R++)
+    base.window = geometry, base.block_chunks = 2, base.batch = 13, base.parts = 6, base.pool = 50, base.seed = 11;
+    base.epochs = 2, base.io.depth = 4, base.decoders = 2, base.slots = 2, base.prefetch = 2;
+    // 1 to 4 replicas in one pipe: the same global batches.
+    for (uint32_t R = 1; R <= 4; R++)
         for (int io = SF_IO_URING; io <= SF_IO_PREAD; io++)
             for (int direct = SF_DIRECT_ON; direct <= SF_DIRECT_OFF; direct++) {
                 sf_pipe_opts o = base;
@@ -281,7 +275,7 @@ int main(void) {
                 char what[64];
                 snprintf(what, sizeof what, "R=%u io=%s direct=%s", R, io == SF_IO_URING ? "uring" : "pread",
                          direct == SF_DIRECT_ON ? "on" : "off");
-                check_config(p, plan, &cols, o, what);
+                check_job(p, plan, &cols, o, &R, 1, what);
             }
     sf_pipe_opts o = base;
     o.replicas = 3;
@@ -289,42 +283,36 @@ int main(void) {
     o.pool = 0;
     o.io.depth = 1;
     o.decoders = 1;
-    check_config(p, plan, &cols, o, "drop-remainder, depth 1, one decoder");
+    check_job(p, plan, &cols, o, &o.replicas, 1, "drop-remainder, depth 1, one decoder");
+    // Lanes cut the parts on several threads: the same batches.
     for (uint32_t R = 1; R <= 2; R++) {
         o = base;
         o.replicas = R;
-        o.lanes = 2;
-        check_config(p, plan, &cols, o, R == 1 ? "1 replica, 2 lanes" : "2 replicas, 2 lanes");
+        o.lanes = 3;
+        check_job(p, plan, &cols, o, &R, 1, R == 1 ? "1 replica, 3 lanes" : "2 replicas, 3 lanes");
     }
-    // Lanes with drop-remainder: every lane keeps floor(floor(W / (R L)) /
-    // batch) full batches, documented in PIPELINE.md.
     o = base;
-    o.replicas = 2;
+    o.drop_remainder = true, o.lanes = 2, o.replicas = 2;
+    check_job(p, plan, &cols, o, &o.replicas, 1, "lanes + drop-remainder");
+    // Ranks, one pipe each: the same global batches as one pipe.
+    o = base;
+    check_job(p, plan, &cols, o, (const uint32_t[]){1, 2}, 2, "ranks 1 + 2");
+    check_job(p, plan, &cols, o, (const uint32_t[]){1, 1, 1}, 3, "ranks 1 + 1 + 1");
+    check_job(p, plan, &cols, o, (const uint32_t[]){2, 2}, 2, "ranks 2 + 2");
     o.lanes = 2;
-    o.drop_remainder = true;
-    o.epochs = 1;
+    check_job(p, plan, &cols, o, (const uint32_t[]){2, 1}, 2, "ranks 2 + 1, 2 lanes");
+    o = base;
+    check_once(p, plan, &cols, o, (const uint32_t[]){3}, 1, "3 replicas");
+    check_once(p, plan, &cols, o, (const uint32_t[]){2, 2}, 2, "ranks 2 + 2");
+    // The default parts of a batch: batch / 8, from 1 to 12.
+    CHECK(sf_batch_parts(7) == 1 && sf_batch_parts(32) == 4 && sf_batch_parts(96) == 12 &&
+              sf_batch_parts(1000) == 12, "sf_batch_parts: %u %u %u %u", sf_batch_parts(7), sf_batch_parts(32),
+          sf_batch_parts(96), sf_batch_parts(1000));
     sf_pipe *lp;
-    if (sf_pipe_open(&lp, p, &cols, &o, &e) == 0) {
-        uint64_t want = 2 * (sf_plan_windows(plan) / 4 / o.batch);
-        for (uint32_t r = 0; r < 2; r++) {
-            sf_batch b;
-            uint64_t full = 0, partial = 0;
-            while (sf_pipe_next_batch(lp, r, &b, &e) == 1) {
-                full += b.count == o.batch;
-                partial += b.count != o.batch;
-                sf_pipe_release(lp, r, &b);
-            }
-            CHECK(full == want && partial == 0, "lanes + drop-remainder: replica %u gave %llu full and %llu partial "
-                  "batches, expected %llu full", r, (unsigned long long)full, (unsigned long long)partial,
-                  (unsigned long long)want);
-        }
-        sf_pipe_close(lp);
-    }
     o = base;
-    check_ranks(p, plan, &cols, o, (const uint32_t[]){1, 2}, 2);
-    check_ranks(p, plan, &cols, o, (const uint32_t[]){1, 1, 1}, 3);
-    o.lanes = 2;
-    check_ranks(p, plan, &cols, o, (const uint32_t[]){2, 1}, 2);
+    o.replicas = 7;
+    CHECK(sf_pipe_open(&lp, p, &cols, &o, &e) == SF_EUSAGE && strstr(e.msg, "7 replicas"),
+          "more replicas than parts were not refused: %s", e.msg);
     o = base;
     o.replicas = 2, o.shard_first = 1, o.shard_total = 2;
     CHECK(sf_pipe_open(&lp, p, &cols, &o, &e) == SF_EINVAL && strstr(e.msg, "1 .. 2 of 2"),
@@ -336,24 +324,8 @@ int main(void) {
           (unsigned long long)o.pool);
     // A resumed run starts at a later epoch: the same batches as that epoch of a full run.
     o = base;
-    o.first_epoch = 1;
-    sf_pipe *rp;
-    if (sf_pipe_open(&rp, p, &cols, &o, &e) == 0) {
-        seq want = expected(p, plan, &cols, 1, 0, 1, (sf_stream_opts){o.batch, o.pool, o.drop_remainder, o.seed, 0});
-        uint64_t n = 0;
-        bool same = true;
-        sf_batch b;
-        while (sf_pipe_next_batch(rp, 0, &b, &e) == 1) {
-            same &= b.epoch == 1 && n + b.count <= want.n && memcmp(want.ids + n, b.ids, b.count * sizeof *b.ids) == 0;
-            n += b.count;
-            sf_pipe_release(rp, 0, &b);
-        }
-        CHECK(same && n == want.n, "first_epoch 1: %llu windows, epoch 1 of a full run has %llu",
-              (unsigned long long)n, (unsigned long long)want.n);
-        free(want.ids);
-        sf_pipe_close(rp);
-    }
-    check_values(p, plan, &cols, base);
+    o.first_epoch = 1, o.replicas = 2;
+    check_job(p, plan, &cols, o, &o.replicas, 1, "first_epoch 1");
     check_corrupt(p, &cols, base);
     // Closing with batches still coming must not hang or leak.
     sf_pipe *pipe;

@@ -141,7 +141,7 @@ static void fake_release(void *arg, uint32_t r, uint32_t s) {
 // in test_pipe). Returns the first error from the pipeline, or 0.
 static int run(sf_pipe_opts o, fake_device *d, const char *what, sf_err *err) {
     sf_stage_ops ops = {fake_alloc, fake_free, fake_reclaim, fake_publish, fake_release, d};
-    *d = (fake_device){.fail_at = d->fail_at, .slots = o.slots * o.lanes};
+    *d = (fake_device){.fail_at = d->fail_at, .slots = o.slots};
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     pthread_t t;
@@ -210,6 +210,7 @@ int main(void) {
     o.replicas = 2;
     o.lanes = 2;
     o.slots = 3;
+    o.batch = 14, o.parts = 4;  // two parts per replica, one per lane
     CHECK(run(o, &d, "2 replicas x 2 lanes", &e) == 0, "2 replicas x 2 lanes: %s", e.msg);
     // A copy that cannot be started stops the pipeline with its error.
     d.fail_at = 5;

@@ -79,7 +79,7 @@ int main(int argc, char **argv) {
     if (!rc) rc = sf_pipe_open(&pipe, d.pack, &d.cols, &po, &e);
     FILE *f = rc ? NULL : fopen(argv[2], "wb");
     if (!rc && !f) rc = sf_err_set(&e, SF_EIO, "%s: cannot write", argv[2]);
-    size_t xl = (size_t)po.batch * po.window.length * d.cols.nfeatures, yl = (size_t)po.batch * d.cols.ntargets;
+    size_t xw = (size_t)po.window.length * d.cols.nfeatures, yw = d.cols.ntargets;
     for (int more = 1; !rc && more;)
         for (uint32_t r = 0; !rc && r < R; r++) {
             sf_batch b;
@@ -89,6 +89,7 @@ int main(int argc, char **argv) {
                 more = 0;
                 break;
             }
+            size_t xl = b.count * xw, yl = b.count * yw;  // the replica's parts
             if (fwrite(b.x, sizeof(float), xl, f) != xl || fwrite(b.y, sizeof(float), yl, f) != yl)
                 rc = sf_err_set(&e, SF_EIO, "%s: write failed", argv[2]);
             sf_pipe_release(pipe, r, &b);

@@ -119,6 +119,11 @@ for change in (False, True):
     data = p.read(["temp", "rain"])
     want = np.stack([data[last - 2], data[last - 1], data[last]], axis=1)
     assert np.allclose(back, want, rtol=1e-5, atol=1e-4), (change, np.abs(back - want).max())
+    # A quantile model's outputs: each quantile unscaled as its target.
+    yq = np.stack([ym - 0.5, ym, ym + 0.5], axis=-1)
+    backq = multi.unscale(yq, xm, quantiles=True)
+    assert backq.shape == (len(xm), 3, 2, 3) and np.array_equal(backq[..., 1], back), backq.shape
+    assert (np.diff(backq, axis=-1) > 0).all(), "a larger scaled value unscales to a larger one"
 try:
     val.unscale(got[:3])
     raise SystemExit("unscale without x under target_change")

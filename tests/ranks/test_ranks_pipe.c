@@ -30,7 +30,7 @@ int main(void) {
     if (pack_sample(97)) sf_ranks_abort(d, 1);
     sf_pipe_opts o = sample_opts();
     o.replicas = R, o.shard_first = (uint32_t)rank * R, o.shard_total = (uint32_t)ranks * R, o.epochs = EPOCHS;
-    o.slots = 3;
+    o.slots = 3, o.batch = 13, o.parts = 6;  // a part for each of 3 ranks x 2 replicas
     size_t cap = 1 << 16, n = 0;
     record *mine = malloc(cap * sizeof *mine);
     sample_pipe sp;

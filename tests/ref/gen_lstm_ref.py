@@ -95,10 +95,16 @@ def write_safetensors(path, tensors, meta):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def run(forward, w32, x, y, out, prefix=""):
-    """STEPS steps of Keras' Adam on forward(p, x) from the weights w32: the
-    first step's predictions, loss and gradients, every step's loss and the
-    final weights, into out under prefix. Returns the losses."""
+def mse(pred, y):
+    """Keras' MSE: the mean over a row's outputs, then over the batch."""
+    return ((pred - y) ** 2).mean(dim=1).mean()
+
+
+def run(forward, w32, x, y, out, prefix="", loss_fn=mse):
+    """STEPS steps of Keras' Adam on loss_fn(forward(p, x), y) from the
+    weights w32: the first step's predictions, loss and gradients, every
+    step's loss and the final weights, into out under prefix. Returns the
+    losses."""
     p = {k: torch.tensor(v, dtype=torch.float64, requires_grad=True) for k, v in w32.items()}
     xt, yt = torch.tensor(x, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
     m = {k: torch.zeros_like(v) for k, v in p.items()}
@@ -108,7 +114,7 @@ def run(forward, w32, x, y, out, prefix=""):
         for t in p.values():
             t.grad = None
         pred = forward(p, xt)
-        loss = ((pred - yt) ** 2).mean(dim=1).mean()
+        loss = loss_fn(pred, yt)
         loss.backward()
         losses.append(loss.item())
         if step == 1:

@@ -78,7 +78,7 @@ expect err "--gpus 0,0: expected all, none or distinct GPU indices"
 
 # Errors.
 run 2 train "${common[@]}" --replicas 3
-expect err "not divisible by 3 replicas"
+expect err "batch-size 16 is cut into 2 part\(s\) of at least 8 windows, and each of the 3 replicas takes whole parts \(hint: a --batch-size of at least 24, or fewer --replicas\)"
 expect err "see 'seqfeed train --help'"
 over common --model lstm:8,rnn:4,dense
 run 2 train "${args[@]}"
@@ -115,18 +115,19 @@ over common --window 20000
 run 2 train "${args[@]}"
 expect err "fewer than one global batch"
 
-# Lanes shard a replica's windows further: an epoch is what the lanes'
-# smallest shards give (200 rows, window 5: 175 training windows; 2 lanes of
-# 87 give 2 x 2 batches of 32, not 175 / 32 = 5), and every epoch is logged.
+# Each part of the batch is a shard of its own: an epoch is what the parts'
+# smallest shards give (200 rows, window 5: 175 training windows; 4 parts of
+# 43 give 5 batches of 8, so 5 global batches of 32), and every epoch is
+# logged. Lanes cut the parts on more threads and change nothing.
 "$SEQFEED" synth -o tiny.sfpack --rows 200 --feature-count 2 -q || exit 1
 lanes=(--data tiny.sfpack --window 5 --batch-size 32 --epochs 3 --model lstm:4,dense --pool 0)
 run 0 train "${lanes[@]}" --lanes 2 --log lanes.csv --checkpoint-dir lanes
-expect err " 4 steps per epoch"
-expect err "epoch 3/3 - 4 steps"
+expect err " 5 steps per epoch"
+expect err "epoch 3/3 - 5 steps"
 [ "$(wc -l <lanes.csv)" -eq 4 ] || fail "--lanes 2: not every epoch logged: $(cat lanes.csv)"
 [ -f lanes/epoch-0003.safetensors ] || fail "--lanes 2: no checkpoint of epoch 3: $(ls lanes)"
-run 2 train "${lanes[@]}" --lanes 8
-expect err "fewer than one global batch of 32 for each of the replicas' lanes .*fewer --lanes"
+run 0 train "${lanes[@]}" --lanes 1 --checkpoint-dir lane1
+same lanes/latest.safetensors lane1/latest.safetensors 0 || fail "--lanes 2 trained other weights than --lanes 1"
 run 2 train "${common[@]}" --memory-budget 2
 expect err "memory-budget 2.0 MB: the replicas take [0-9.]+ MB, and for the pipeline a memory budget of [0-9.]+ MB is too small"
 over common --model lstm:512,dense --batch-size 1024 --memory-budget 20
@@ -239,8 +240,8 @@ run 2 bench train --data s.sfpack --batch-size 0
 expect err "--batch-size 0: expected integers from 1 to 1048576"
 run 2 bench scaling --data s.sfpack --replicas 1,x
 expect err "--replicas 1,x: expected integers from 1 to 256"
-run 2 bench scaling --data s.sfpack --replicas 1,3 --batch-size 32
-expect err "--batch-size 32 is not divisible by 3 replicas"
+run 2 bench scaling --data s.sfpack --replicas 1,5 --batch-size 32
+expect err "--batch-size 32 is cut into 4 part\(s\) of at least 8 windows, and each of the 5 replicas"
 run 2 bench frobnicate
 expect err "expected 'bench pipeline'"
 run 2 train --data s.sfpack --val-split 1

@@ -15,7 +15,7 @@ cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 60000 --feature-count 3 --series-count 2 --chunk-rows 256 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
 
-"$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 60 --checkpoint-every 5 --checkpoint-dir c \
+"$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 150 --checkpoint-every 5 --checkpoint-dir c \
     2>err || fail "compute run: $(cat err)"
 grep -q "diagnosis: not input bound" err || fail "a compute-bound run: $(grep diagnosis err)"
 grep -q "Steps are compute bound" err || fail "a compute-bound run names compute: $(grep diagnosis err)"
@@ -77,6 +77,6 @@ grep -Eq "^batch size +32 \(32 per replica\): +[0-9.]+ samples/s, input wait +[0
 "$SEQFEED" bench train "${bench[@]}" --batch-size 4 --json >out 2>err || fail "bench train --json: $(cat err)"
 python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0' ||
     fail "bench train --json: $(cat out)"
-"$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 8 >out 2>err || fail "bench scaling: $(cat err)"
-grep -Eq "^2 +4 +[0-9.]+ +[0-9.]+x +[0-9]+%  [a-z -]+ \(input wait" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
+"$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 16 >out 2>err || fail "bench scaling: $(cat err)"
+grep -Eq "^2 +8 +[0-9.]+ +[0-9.]+x +[0-9]+%  [a-z -]+ \(input wait" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
 finish

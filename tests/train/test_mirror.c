@@ -152,7 +152,7 @@ int main(void) {
     // The reported loss is the global batch's mean loss, as Keras reports it.
     sf_cpu_pass *one;
     if (sf_cpu_pass_open(&one, &m, GLOBAL, T, SF_PRECISION_FP32, &e) == 0) {
-        double want = sf_mse_sum(sf_cpu_pass_forward(one, w0, x, GLOBAL, false, 0, 0), y, GLOBAL, O) / GLOBAL;
+        double want = sf_loss_sum(&m.loss, sf_cpu_pass_forward(one, w0, x, GLOBAL, false, 0, 0), y, GLOBAL, O) / GLOBAL;
         CHECK(fabs(first_loss - want) <= 1e-6 * want, "step 1 loss %.9g, the batch's mean loss is %.9g", first_loss,
               want);
         sf_cpu_pass_close(one);
