@@ -10,6 +10,11 @@
 #          as docs/TRAINING.md states it); the index's series, time, file
 #          and line equal predict's (and --split's) rows; base is the
 #          window's last value; bad arguments are refused by name.
+#   steps: models of --horizon 1-3 (change), 2-4 (quantiles) and 1-3 with a
+#          future feature: the index has predict's rows, one per window and
+#          step (time, file, line, step); checked first by ctypes alone
+#          (without numpy), then by numpy, and in keras mode every value of
+#          forecasts and of keras_predict.py against predict's CSV.
 #   keras: keras.models.load_model of the export, fed model_inputs' x,
 #          through forecasts equals seqfeed predict's CSV (all and the
 #          validation split) within 1e-5 relative, and so does
