@@ -541,7 +541,8 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
         // What the caller allocates for sf_api_inputs_read, checked before it does.
         const sf_columns *c = &in->d.cols;
         double windows = (double)sf_plan_windows(in->d.plan);
-        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 36);
+        double steps = sf_window_steps(&in->ck.window);  // each step's row, time, line and source: 28 bytes
+        double bytes = windows * ((double)sf_window_x_len(&in->ck.window, c) * 4 + c->ntargets * 4.0 + 8 + 28 * steps);
         uint64_t have = sf_machine_memory();
         if (have && bytes > (double)have)
             rc = sf_err_set(e, SF_EUSAGE, "%s: the inputs of its %.0f windows would take %.1f GB, more than the %.1f GB "
@@ -604,8 +605,9 @@ char *sf_api_inputs_describe(const sf_api_inputs *in) {
     sf_text t = {0};
     sf_text_put(&t, "{\"checkpoint\": ");
     put_string(&t, in->path);
-    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"steps\": %u, \"inputs\": [",
-                sf_plan_windows(in->d.plan), in->ck.window.length, sf_window_steps(&in->ck.window));
+    const sf_window_spec *w = &in->ck.window;
+    sf_text_put(&t, ", \"windows\": %" PRIu64 ", \"window\": %u, \"steps\": %u, \"first_step\": %u, \"inputs\": [",
+                sf_plan_windows(in->d.plan), w->length, sf_window_steps(w), w->horizon - (sf_window_steps(w) - 1));
     char name[SF_PACK_MAX_CATEGORY_LIST + 64];
     for (uint32_t k = 0; k < c->nfeatures; k++) {
         input_label(in, k, name, sizeof name);
@@ -679,7 +681,7 @@ static int take_inputs(void *arg, const float *x, const float *y, const uint64_t
     const sf_pack_info *in = sf_pack_get_info(d->pack);
     uint32_t T = j->in->ck.window.length;
     size_t xl = (size_t)T * c->nfeatures, X = sf_window_x_len(&j->in->ck.window, c), sl = c->nonehot;
-    size_t fl = X - xl - sl;
+    size_t fl = X - xl - sl, steps = sf_window_steps(&j->in->ck.window);
     for (uint32_t i = 0; i < count; i++, j->n++) {
         // The window's rows into x, the future features at its target rows into future, its series into onehot.
         memcpy(o->x + j->n * xl, x + i * X, xl * sizeof *x);
@@ -688,22 +690,27 @@ static int take_inputs(void *arg, const float *x, const float *y, const uint64_t
         const float *last = x + i * X + (size_t)(T - 1) * c->nfeatures;  // what a change is from
         for (uint32_t t = 0; t < c->ntargets; t++)
             o->base[j->n * c->ntargets + t] = c->change_from ? last[c->change_from[t]] : 0;
-        uint64_t row = sf_predict_target_row(d->plan, ids[i]);
-        while (j->series + 1 < in->nseries && in->series[j->series + 1].first_row <= row) j->series++;
-        o->series[j->n] = j->series, o->row[j->n] = row;
-        if (!j->time && !j->line) continue;
-        size_t k = 0;
-        int rc = inputs_aux(j, row, &k, e);
-        if (rc) return rc;
-        if (o->time && j->time) o->time[j->n] = j->time[k];
-        uint32_t src = 0;
-        uint64_t line = 0;
-        if (j->line) sf_origin_split(in, j->line[k], &src, &line);
-        if (j->line && in->nsources && src >= in->nsources)  // chunks are checked by verify, not by every decode
-            return sf_err_set(e, SF_ECORRUPT, "%s: row %" PRIu64 "'s origin names source %u of %u (seqfeed verify "
-                              "checks the whole file)", sf_pack_name(d->pack), row, src, in->nsources);
-        if (o->line && j->line) o->line[j->n] = (int64_t)line;
-        if (o->source && j->line && in->nsources) o->source[j->n] = src;
+        // Each step's own row (--horizon A-B), as predict writes one line per window and step.
+        uint64_t first = sf_predict_target_row(d->plan, ids[i]) - (steps - 1);
+        while (j->series + 1 < in->nseries && in->series[j->series + 1].first_row <= first) j->series++;
+        o->series[j->n] = j->series;
+        for (uint32_t s = 0; s < steps; s++) {
+            uint64_t row = first + s, at = j->n * steps + s;
+            o->row[at] = row;
+            if (!j->time && !j->line) continue;
+            size_t k = 0;
+            int rc = inputs_aux(j, row, &k, e);
+            if (rc) return rc;
+            if (o->time && j->time) o->time[at] = j->time[k];
+            uint32_t src = 0;
+            uint64_t line = 0;
+            if (j->line) sf_origin_split(in, j->line[k], &src, &line);
+            if (j->line && in->nsources && src >= in->nsources)  // chunks are checked by verify, not by every decode
+                return sf_err_set(e, SF_ECORRUPT, "%s: row %" PRIu64 "'s origin names source %u of %u (seqfeed verify "
+                                  "checks the whole file)", sf_pack_name(d->pack), row, src, in->nsources);
+            if (o->line && j->line) o->line[at] = (int64_t)line;
+            if (o->source && j->line && in->nsources) o->source[at] = src;
+        }
     }
     return 0;
 }

@@ -195,7 +195,8 @@ typedef struct sf_api_inputs sf_api_inputs;
 // (physical, or its cgroup's limit).
 int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *data, const char *split, sf_err *e);
 // What sf_api_inputs_read writes, as JSON (malloc'd; free with
-// sf_api_free): checkpoint (the file read), windows, window, steps, inputs (the
+// sf_api_free): checkpoint (the file read), windows, window, steps and
+// first_step (--horizon A-B: B-A+1 and A; 1 and N for --horizon N), inputs (the
 // name of each: a column, "COLUMN=VALUE" for a category's input,
 // "FEATURE_sin"/"FEATURE_cos" for a time feature's), future (those of the
 // inputs also taken at every target step, --future-features), series_inputs
@@ -211,12 +212,15 @@ int sf_api_inputs_open(sf_api_inputs **out, const char *checkpoint, const char *
 char *sf_api_inputs_describe(const sf_api_inputs *in);
 // Where sf_api_inputs_read writes, each window's values at index i of its
 // window's order: x (windows x window x inputs floats), base (windows x
-// targets); series (its index in the file's series table), row (the target
-// row's in the file), time (its time, in the file's unit; ISO-8601 files:
+// targets); series (its index in the file's series table); and for each of
+// its target steps, at index i x steps + k (steps: the describe's; predict
+// writes a line per window and step in this order): row (the step's target
+// row in the file), time (its time, in the file's unit; ISO-8601 files:
 // microseconds since 1970-01-01T00:00Z), line (its line in the source it
 // was packed from), source (the index of that source). time, line and
 // source may be NULL: not written (nor where the file has no time column,
-// no lines or no sources). windows: the entries each per-window array holds.
+// no lines or no sources). windows: the windows the arrays hold (row, time,
+// line and source: windows x steps entries).
 typedef struct {
     float *x, *base;
     uint64_t *series, *row;

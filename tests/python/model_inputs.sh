@@ -10,6 +10,11 @@
 #          as docs/TRAINING.md states it); the index's series, time, file
 #          and line equal predict's (and --split's) rows; base is the
 #          window's last value; bad arguments are refused by name.
+#   steps: models of --horizon 1-3 (change), 2-4 (quantiles) and 1-3 with a
+#          future feature: the index has predict's rows, one per window and
+#          step (time, file, line, step); checked first by ctypes alone
+#          (without numpy), then by numpy, and in keras mode every value of
+#          forecasts and of keras_predict.py against predict's CSV.
 #   keras: keras.models.load_model of the export, fed model_inputs' x,
 #          through forecasts equals seqfeed predict's CSV (all and the
 #          validation split) within 1e-5 relative, and so does
@@ -34,7 +39,7 @@ if [ "$MODE" = keras ]; then
     pyrun() { "$py" "$@"; }
     export SEQFEED_LIB=$LIBSEQFEED PYTHONPATH=$SRCDIR/python OMP_NUM_THREADS=1
 else
-    . "$SRCDIR/tests/python/env.sh"
+    pyrun() { python3 "$@"; }  # the checks of ctypes alone first; env.sh's Python with numpy after them
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -60,8 +65,64 @@ run 0 train --data w.sfpack --targets temp,wind --model lstm:6,dense:4,dense --w
 run 0 predict --checkpoint run --data w.sfpack -o all.csv -q
 run 0 predict --checkpoint run --data w.sfpack --split validation -o validation.csv -q
 run 0 predict --checkpoint run --data w.sfpack --split train -o train.csv -q
+# Three steps ahead (each its own row of predict's): changes, quantiles, and a future feature.
+run 0 train --data w.sfpack --targets temp,wind --model lstm:5,dense --window 6 --horizon 1-3 --epochs 1 \
+    --batch-size 8 --target change --time-features hour --val-split 0.25 --checkpoint-dir h -q
+run 0 train --data w.sfpack --targets temp --model lstm:4,dense --window 5 --horizon 2-4 --epochs 1 --batch-size 8 \
+    --loss quantile:0.1,0.5,0.9 --checkpoint-dir hq -q
+run 0 train --data w.sfpack --features temp,wind --targets temp --future-features wind --model lstm:4,dense \
+    --window 5 --horizon 1-3 --epochs 1 --batch-size 8 --checkpoint-dir hf -q
+for m in h hq hf; do run 0 predict --checkpoint $m --data w.sfpack -o $m.csv -q; done
+run 0 predict --checkpoint h --data w.sfpack --split validation -o h-validation.csv -q
 
 if [ "$MODE" = numpy ]; then
+    # Without numpy (ctypes alone, libseqfeed's C API): each step's row, time, line and file are
+    # predict's rows, in its order.
+    case $(ldd "$LIBSEQFEED" | grep -o 'lib[at]san' | head -1) in
+    lib*) ;;  # a sanitized libseqfeed needs env.sh's preload: the numpy checks below read the same rows
+    *) SEQFEED_LIB=$LIBSEQFEED python3 - <<'PY' || fail "sf_api_inputs_read's rows of each step differ from predict's"
+import csv, ctypes, json, os
+lib = ctypes.CDLL(os.environ["SEQFEED_LIB"])
+vp = ctypes.c_void_p
+class Err(ctypes.Structure):  # sf_err: a code and a message
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 1024)]
+class Out(ctypes.Structure):
+    _fields_ = [("x", vp), ("base", vp), ("series", vp), ("row", vp), ("time", vp), ("line", vp),
+                ("source", vp), ("windows", ctypes.c_uint64), ("future", vp), ("onehot", vp)]
+lib.sf_api_inputs_open.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p,
+                                   ctypes.POINTER(Err)]
+lib.sf_api_inputs_describe.argtypes, lib.sf_api_inputs_describe.restype = [vp], vp
+lib.sf_api_inputs_read.argtypes = [vp, ctypes.POINTER(Out), ctypes.POINTER(Err)]
+lib.sf_api_inputs_close.argtypes, lib.sf_api_free.argtypes = [vp], [vp]
+for name, first, steps in (("h", 1, 3), ("hq", 2, 3), ("hf", 1, 3)):
+    h, err = vp(), Err()
+    assert lib.sf_api_inputs_open(ctypes.byref(h), name.encode(), b"w.sfpack", None, ctypes.byref(err)) == 0, err.msg
+    p = lib.sf_api_inputs_describe(h)
+    info = json.loads(ctypes.string_at(p).decode())
+    lib.sf_api_free(p)
+    assert (info["first_step"], info["steps"]) == (first, steps), info
+    n, sources = info["windows"], info["sources"]
+    x = (ctypes.c_float * (n * info["window"] * len(info["inputs"])))()
+    future = (ctypes.c_float * (n * steps * len(info["future"]) + 1))()
+    base = (ctypes.c_float * (n * len(info["targets"])))()
+    series, row = (ctypes.c_uint64 * n)(), (ctypes.c_uint64 * (n * steps))()
+    time, line, source = (ctypes.c_int64 * (n * steps))(), (ctypes.c_int64 * (n * steps))(), (ctypes.c_uint32 * (n * steps))()
+    out = Out(x=ctypes.addressof(x), base=ctypes.addressof(base), series=ctypes.addressof(series),
+              row=ctypes.addressof(row), time=ctypes.addressof(time), line=ctypes.addressof(line),
+              source=ctypes.addressof(source), windows=n, future=ctypes.addressof(future))
+    assert lib.sf_api_inputs_read(h, ctypes.byref(out), ctypes.byref(err)) == 0, err.msg
+    lib.sf_api_inputs_close(h)
+    rows = list(csv.DictReader(open(name + ".csv")))
+    assert len(rows) == n * steps, (name, len(rows), n, steps)
+    got = [(sources[source[r]], line[r], first + r % steps) for r in range(n * steps)]
+    assert got == [(p["file"], int(p["line"]), int(p["step"])) for p in rows], (name, got[:4], rows[:4])
+    # rows of the .sfpack are consecutive within a window: a step's row is the window's first step's plus it
+    assert all(row[r] == row[r - r % steps] + r % steps for r in range(n * steps)), name
+    print(name, n, "windows x", steps, "steps: each step's file and line as predict's")
+PY
+    esac
+    [ "$fails" -eq 0 ] || finish
+    . "$SRCDIR/tests/python/env.sh"
     # A model of values (no change) on a pack of one file: no file in the index, base 0.
     run 0 pack south.csv -o s.sfpack --series-column site --categorical sky -q
     run 0 train --data s.sfpack --targets wind --model lstm:3,dense --window 4 --epochs 1 --batch-size 8 \
@@ -212,6 +273,37 @@ for split in (b"all", b"bogus"):
     si._lib.sf_api_inputs_close(h2)
 si._lib.sf_api_inputs_close(h)
 PY
+    pyrun - <<'PY' || fail "model_inputs' index of a model of several steps differs from predict's rows"
+import csv
+import numpy as np
+import seqfeed
+
+for name, split, targets, qs in (("h", None, 2, 0), ("h", "validation", 2, 0), ("hq", None, 1, 3), ("hf", None, 1, 0)):
+    x, index = seqfeed.model_inputs(name, "w.sfpack", split=split)
+    steps = len(index.steps)
+    assert steps == 3 and index.steps[0] == (2 if name == "hq" else 1), index.steps
+    rows = list(csv.DictReader(open(name + ("-validation" if split else "") + ".csv")))
+    n = len(x["window"] if isinstance(x, dict) else x)
+    assert len(rows) == n * steps and list(index.columns()) == ["series", "time", "file", "line", "row", "step"]
+    got = [(s, str(t)[:16], f, int(l), int(k)) for s, t, f, l, k in zip(*(index[c] for c in
+                                                                       ("series", "time", "file", "line", "step")))]
+    assert got == [(r["site"], r["time"], r["file"], int(r["line"]), int(r["step"])) for r in rows], (got[:4], rows[:4])
+    # every step of a window has the window's base: its last row's value for --target change, else 0
+    assert index["base"].shape == (n * steps, targets) and (index["base"] == np.repeat(index["base"][::steps], steps, 0)).all()
+    assert index.target_change == (name == "h") and index["base"].any() == (name == "h")
+    shape = (n, steps, targets) + ((qs,) if qs else ())
+    y = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    got = seqfeed.forecasts(y, index)
+    assert got.shape == (n * steps, targets) + ((qs,) if qs else ()), got.shape
+    assert np.array_equal(got, y.reshape(got.shape) + (index["base"][..., None] if qs else index["base"]))
+    try:
+        seqfeed.forecasts(y[:, 0], index)
+        raise AssertionError("one step's outputs taken for three")
+    except ValueError as e:
+        want = "y must be (windows, steps, targets%s) = %s" % (", quantiles" if qs else "", shape)
+        assert want in str(e), (want, str(e))
+    print(name, split, n, "windows x", steps, "steps: rows as predict's")
+PY
 else
     "$SEQFEED" export --checkpoint run --format keras -o m.keras -q 2>err
     case $? in
@@ -219,6 +311,7 @@ else
     2) echo "this seqfeed cannot write Keras files: $(cat err)" >&2; exit 77 ;;
     *) fail "seqfeed export: $(cat err)"; finish ;;
     esac
+    for m in h hq hf; do run 0 export --checkpoint $m --format keras -o $m.keras -q; done
     pyrun - <<'PY' || fail "the exported model fed model_inputs' x does not forecast what seqfeed predict does"
 import csv
 import keras
@@ -235,18 +328,40 @@ for split in (None, "validation"):
     err = np.max(np.abs(y - want) / np.abs(want))
     print(keras.backend.backend(), split, len(x), "windows: largest relative difference", err)
     assert err < 1e-5, err
+# Three steps ahead: one row per window and step, each step's time, line and file, as predict's.
+for name, split, cols in (("h", None, ["temp_pred", "wind_pred"]), ("h", "validation", ["temp_pred", "wind_pred"]),
+                          ("hq", None, ["temp_q10", "temp_q50", "temp_q90"]), ("hf", None, ["temp_pred"])):
+    x, index = seqfeed.model_inputs(name, "w.sfpack", split=split)
+    y = seqfeed.forecasts(keras.models.load_model(name + ".keras").predict(x, verbose=0), index)
+    rows = list(csv.DictReader(open(name + ("-validation" if split else "") + ".csv")))
+    got = [(s, str(t)[:16], f, int(l), int(k)) for s, t, f, l, k in zip(*(index[c] for c in
+                                                                       ("series", "time", "file", "line", "step")))]
+    assert got == [(r["site"], r["time"], r["file"], int(r["line"]), int(r["step"])) for r in rows], name
+    want = np.array([[float(r[c]) for c in cols] for r in rows])
+    err = np.max(np.abs(y.reshape(want.shape) - want) / np.abs(want))
+    print(keras.backend.backend(), name, split, len(rows), "rows (windows x steps): largest relative difference", err)
+    assert y.shape[0] == len(rows) and err < 1e-5, (y.shape, err)
 PY
     # the rewritten example, run as a user runs it
-    pyrun "$SRCDIR/docs/examples/keras_predict.py" m.keras run w.sfpack >example.csv || fail "keras_predict.py failed"
+    for m in m:run h:h hq:hq hf:hf; do  # the export and its checkpoint
+        IFS=: read -r model ck <<<"$m"
+        pyrun "$SRCDIR/docs/examples/keras_predict.py" $model.keras $ck w.sfpack >example-$model.csv ||
+            fail "keras_predict.py $model.keras failed"
+    done
     pyrun - <<'PY' || fail "docs/examples/keras_predict.py does not write what seqfeed predict does"
 import csv
 import numpy as np
-got, want = list(csv.DictReader(open("example.csv"))), list(csv.DictReader(open("all.csv")))
-assert [(r["series"], r["file"], r["line"]) for r in got] == [(r["site"], r["file"], r["line"]) for r in want]
-g, w = (np.array([[float(r[k]) for k in ("temp_pred", "wind_pred")] for r in rows]) for rows in (got, want))
-err = np.max(np.abs(g - w) / np.abs(w))
-print("keras_predict.py:", len(got), "rows, largest relative difference", err)
-assert err < 1e-5, err
+for model, want in (("m", "all"), ("h", "h"), ("hq", "hq"), ("hf", "hf")):
+    got, want = list(csv.DictReader(open("example-%s.csv" % model))), list(csv.DictReader(open(want + ".csv")))
+    keys = ["file", "line"] + (["step"] if "step" in want[0] else [])  # and the time, as numpy writes it
+    assert [[r["series"], np.datetime64(r["time"])] + [r[k] for k in keys] for r in got] == \
+        [[r["site"], np.datetime64(r["time"])] + [r[k] for k in keys] for r in want], model
+    values = [k for k in want[0] if k.endswith(("_pred", "_q10", "_q50", "_q90"))]
+    assert [k for k in got[0] if k in values] == values, (list(got[0]), values)
+    g, w = (np.array([[float(r[k]) for k in values] for r in rows]) for rows in (got, want))
+    err = np.max(np.abs(g - w) / np.abs(w))
+    print("keras_predict.py", model, len(got), "rows, largest relative difference", err)
+    assert err < 1e-5, err
 PY
 fi
 finish

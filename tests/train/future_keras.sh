@@ -104,10 +104,12 @@ if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
             assert model.get_layer("embedding").get_weights()[0].shape == (2, 3)
         if name != "v":  # the series one-hot, x first, by name
             assert index.series_inputs == ["x", "y"], index.series_inputs
-            want = np.stack([index["series"] == "x", index["series"] == "y"], axis=1).astype(np.float32)
+            series = index["series"][::len(index.steps)]  # each window's: its first step's row's
+            want = np.stack([series == "x", series == "y"], axis=1).astype(np.float32)
             assert np.array_equal(xs["series"], want)
         got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
-        want = np.array([float(p["sales_pred"]) for p in csv.DictReader(open(name + ".csv"))]).reshape(got.shape)
+        want = np.array([[float(p["sales_pred"])] for p in csv.DictReader(open(name + ".csv"))])
+        assert got.shape == want.shape, (got.shape, want.shape)  # one row per window and step, as predict's
         err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
         print(name, "model_inputs and forecasts: largest relative difference %.3g" % err)
         assert err <= 1e-5, err

@@ -71,8 +71,11 @@ for name, window, first, steps, targets, change in (("v", 6, 2, 3, ["a", "b"], F
     if os.environ.get("SEQFEED_LIB"):  # libseqfeed given (meson passes it)
         import seqfeed
         xs, index = seqfeed.model_inputs(name, "d.sfpack")
-        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
-        err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
+        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)  # one row per window and step, as pred
+        assert got.shape == (len(pred), len(targets)), got.shape
+        assert [(int(l), int(k)) for l, k in zip(index["line"], index["step"])] == \
+            [(int(p["line"]), int(p["step"])) for p in pred], name
+        err = np.max(np.abs(got - want.reshape(got.shape)) / np.maximum(1, np.abs(want.reshape(got.shape))))
         print(name, "model_inputs and forecasts: largest relative difference", err)
         assert err <= 1e-5, err
 PY

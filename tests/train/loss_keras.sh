@@ -103,8 +103,9 @@ for name, window, first, steps, targets, qs, change in (
         import seqfeed
         xs, index = seqfeed.model_inputs(name, "d.sfpack")
         assert len(index.quantiles) == len(qs), index.quantiles
-        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
-        err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
+        got = seqfeed.forecasts(model.predict(xs, verbose=0), index)  # one row per window and step, as pred
+        assert got.shape == (len(pred), len(targets), len(qs)), got.shape
+        err = np.max(np.abs(got - want.reshape(got.shape)) / np.maximum(1, np.abs(want.reshape(got.shape))))
         print(name, "model_inputs and forecasts: largest relative difference", err)
         assert err <= 1e-5, err
 if os.environ.get("SEQFEED_LIB"):
@@ -115,8 +116,7 @@ if os.environ.get("SEQFEED_LIB"):
         assert isinstance(xs, dict) and len(index.quantiles) == len(qs), (type(xs), index.quantiles)
         got = seqfeed.forecasts(model.predict(xs, verbose=0), index)
         pred = list(csv.DictReader(open(name + ".csv")))
-        shape = (len(pred) // steps, steps, 1, len(qs)) if steps > 1 else (len(pred), 1, len(qs))
-        want = np.array([[float(p["a_" + q]) for q in qs] for p in pred]).reshape(shape)
+        want = np.array([[float(p["a_" + q]) for q in qs] for p in pred]).reshape(len(pred), 1, len(qs))
         assert got.shape == want.shape, (got.shape, want.shape)
         err = np.max(np.abs(got - want) / np.maximum(1, np.abs(want)))
         print(name, "covariates, model_inputs and forecasts: largest relative difference", err)
