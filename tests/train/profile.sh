@@ -15,7 +15,10 @@ cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 60000 --feature-count 3 --series-count 2 --chunk-rows 256 -q || exit 1
 common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
 
-"$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 150 --checkpoint-every 5 --checkpoint-dir c \
+# Each step at least 25 ms (an emulated device step): the diagnosis judges
+# runs of 1 s or more, which 60 steps of this model are not on a fast core.
+SEQFEED_TEST_DELAY=step:25000 "$SEQFEED" train "${common[@]}" --model lstm:96,lstm:96,dense --max-steps 60 \
+    --checkpoint-every 5 --checkpoint-dir c \
     2>err || fail "compute run: $(cat err)"
 grep -q "diagnosis: not input bound" err || fail "a compute-bound run: $(grep diagnosis err)"
 grep -q "Steps are compute bound" err || fail "a compute-bound run names compute: $(grep diagnosis err)"
