@@ -369,7 +369,7 @@ static void json_quantiles(const sf_loss *l, const double *v) {
 
 static void evaluate_json(const run *r, const sf_score *s, const char *what) {
     const sf_target_score *t = s->t;
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&s->loss_fn, loss, sizeof loss);
     bool quantiles = s->loss_fn.kind == SF_LOSS_QUANTILE;
     // loss and the baselines: the training loss (--loss) on scaled values

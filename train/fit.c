@@ -451,7 +451,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
@@ -945,7 +945,7 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->o->steps_per_epoch)
         snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
                  (unsigned long long)f->pass_steps);
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     fprintf(stderr, "train: %s, loss %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
             "parameters%s\n", f->ck.model, loss, f->o->batch, f->G, f->o->backend->name, ranks,

@@ -99,7 +99,7 @@ static void loss_words(const sf_loss *l, char *buf, size_t len) {
         snprintf(buf, len, "%s", l->kind == SF_LOSS_MSE ? "MSE" : "MAE");
         return;
     }
-    char text[256];
+    char text[SF_LOSS_TEXT];
     sf_loss_format(l, text, sizeof text);
     snprintf(buf, len, "%s loss", text);
 }
@@ -118,7 +118,7 @@ static const sf_score *first_scored(const sf_folds *cv, uint32_t *done) {
 void sf_folds_print(FILE *f, const sf_folds *cv) {
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
-    char loss[300];
+    char loss[SF_LOSS_TEXT + 8];
     loss_words(&cv->loss, loss, sizeof loss);
     bool q = quantiles(cv);
     fprintf(f, "cross-validation: %u of %u folds scored, each on the validation part of its own: the next 1/%u of "
@@ -355,7 +355,7 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
     FILE *f = out.f;
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
-    char loss[300];
+    char loss[SF_LOSS_TEXT + 8];
     loss_words(&cv->loss, loss, sizeof loss);
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seqfeed cross-validation</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;max-width:1000px} td,th{padding:2px 10px;"
