@@ -273,7 +273,7 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
     fprintf(f, "{\"folds\": %u, \"scored\": %u, \"season\": ", cv->folds, done);
     if (first && first->season.rows) fprintf(f, "%u", first->season.rows);
     else fprintf(f, "null");
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&cv->loss, loss, sizeof loss);
     fprintf(f, ", \"loss_function\": ");
     json_string(f, loss);
