@@ -156,7 +156,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) {  // checked before the replica allocates it
         uint64_t windows = sf_plan_windows(r->d.plan);
         if (windows && *batch > windows) *batch = (uint32_t)windows;
-        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
+        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, &ro);
         uint64_t have = sf_machine_memory();
         if (have && need > have)
             rc = sf_err_set(e, SF_EUSAGE, "--batch-size %u: the checkpoint's model on windows of %u rows would take "

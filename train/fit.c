@@ -859,7 +859,9 @@ static int open_trace(fit *f, sf_err *e) {
 static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
-    uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
+    sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
+    if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_batch_parts(o->batch), o->batch, f->G);
+    uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
     if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
