@@ -97,6 +97,13 @@ typedef struct {
                                 // into, and the most windows a part holds (0: none)
 } sf_replica_opts;
 
+// o's parts and part_batch for one of `replicas` replicas of the job that
+// share a global batch of `batch` windows cut into `parts` parts
+// (sf_replica_parts, sf_part_rows): the most a replica takes, the largest.
+static inline void sf_replica_opts_parts(sf_replica_opts *o, uint32_t parts, uint32_t batch, uint32_t replicas) {
+    o->parts = (parts + replicas - 1) / replicas, o->part_batch = (batch + parts - 1) / parts;
+}
+
 // The replicas of a job's ranks, for a backend that sums across them
 // itself: this rank's are global replicas first .. first + replicas - 1 of
 // total, and id is what the backend's reduce_id made on rank 0 (NCCL's
@@ -161,9 +168,9 @@ typedef struct {
     // Predictions (count, outputs) into host memory for x in host memory,
     // dropout off.
     int (*predict)(sf_replica *r, float *out, const float *x, uint32_t count, sf_err *e);
-    // Host memory a replica holds (what a memory budget counts); device
-    // memory is not counted.
-    uint64_t (*host_memory)(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads);
+    // Host memory a replica opened with these arguments holds (what a
+    // memory budget counts); device memory is not counted.
+    uint64_t (*host_memory)(const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o);
     // A CRC-32C of where the replica keeps its parameters (the buffer's size
     // and each Keras parameter's place in it), which every replica that a
     // reduce sums element by element must share; NULL when that is the

@@ -129,7 +129,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
     snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
     snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&m->loss, loss, sizeof loss);
     const char *meta[] = {"format", FORMAT, "model", c->model, "loss", loss, "features", c->features, "targets", c->targets,
                           "data", c->data, "norm", sf_norm_name(c->norm), "window", v[0], "inputs", v[1],

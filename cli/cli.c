@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -152,16 +151,6 @@ void cli_progress_end(cli_progress *p) {
     p->shown = false;
 }
 
-void cli_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 void cli_csv_field(FILE *f, const char *s) {
     size_t n = strlen(s);
     if (n && !strpbrk(s, ",;\t\"\r\n") && s[0] != ' ' && s[n - 1] != ' ') {
@@ -174,11 +163,6 @@ void cli_csv_field(FILE *f, const char *s) {
         fputc(*s, f);
     }
     fputc('"', f);
-}
-
-void cli_json_real(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fputs("null", f);
 }
 
 bool cli_tf32_available(const int *devices, int ngpus) {

@@ -167,11 +167,6 @@ void cli_progress_end(cli_progress *p);
 // it holds anything pack would read differently (a delimiter pack detects,
 // a quote, a line break, an edge space) or is empty.
 void cli_csv_field(FILE *f, const char *s);
-// Prints s as a JSON string literal.
-void cli_json_string(FILE *f, const char *s);
-// Prints v as a JSON number, or null when it is NaN or infinite (JSON has
-// no such tokens).
-void cli_json_real(FILE *f, double v);
 
 // --gpus all|none|0,2 for cmd: the GPUs chosen (indices into devices, at
 // most max) and the GPU backend in *backend; 0 (and one line on stderr

@@ -267,7 +267,7 @@ int bench_pipeline(int argc, char **argv) {
                windows, batches, wall, wps, st.bytes_read / 1e6 / wall, raw_bytes / 1e6 / wall, util_read, util_decode,
                util_window, rate_json, stall_json, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
                per, parts, o.lanes, reads);
-        cli_json_string(stdout, mode);
+        sf_json_string(stdout, mode);
         printf("}\n");
     } else {
         printf("pipeline      %s, %u replica(s) x %u lane(s), batch size %u (%u parts, %u for replica 0), pool %" PRIu64

@@ -63,7 +63,7 @@ static void print_json(const sf_pack *p) {
     const sf_pack_info *in = sf_pack_get_info(p);
     chunk_summary s = summarize(p);
     printf("{\"file\": ");
-    cli_json_string(stdout, sf_pack_name(p));
+    sf_json_string(stdout, sf_pack_name(p));
     printf(", \"format_version\": %u, \"file_bytes\": %" PRIu64 ", \"rows\": %" PRIu64, in->version, in->file_size,
            in->nrows);
     printf(", \"filter\": \"%s\", \"zstd_level\": %d", sf_filter_name((int)in->filter), in->level);
@@ -71,12 +71,12 @@ static void print_json(const sf_pack *p) {
     for (uint32_t c = 0; c < in->ncols; c++) {
         const sf_col_stats *st = &in->stats[c];
         printf("%s{\"name\": ", c ? ", " : "");
-        cli_json_string(stdout, in->col_names[c]);
+        sf_json_string(stdout, in->col_names[c]);
         const char *key[4] = {"min", "max", "mean", "std"};
         const double val[4] = {st->min, st->max, st->mean, st->std};
         for (int k = 0; k < 4; k++) {
             printf(", \"%s\": ", key[k]);
-            cli_json_real(stdout, val[k]);
+            sf_json_real(stdout, val[k]);
         }
         printf(", \"imputed\": %" PRIu64, in->imputed ? in->imputed[c] : 0);
         const sf_category *cat = sf_pack_category(in, c);
@@ -84,34 +84,34 @@ static void print_json(const sf_pack *p) {
             printf(", \"categories\": [");  // the value of code i at [i]
             for (uint32_t v = 0; v < cat->nvalues; v++) {
                 if (v) printf(", ");
-                cli_json_string(stdout, cat->values[v]);
+                sf_json_string(stdout, cat->values[v]);
             }
             printf("]");
         }
         printf("}");
     }
     printf("], \"series_column\": ");
-    if (in->series_column[0]) cli_json_string(stdout, in->series_column);
+    if (in->series_column[0]) sf_json_string(stdout, in->series_column);
     else printf("null");
     bool timed = in->time_kind != SF_TIME_NONE;
     printf(", \"time\": ");
     if (timed) {
         printf("{\"column\": ");
-        cli_json_string(stdout, in->time_column);
+        sf_json_string(stdout, in->time_column);
         printf(", \"kind\": \"%s\", \"step_seconds\": ", time_kind_name(in->time_kind));
-        cli_json_real(stdout, (double)in->time_step * sf_pack_time_unit(in));
+        sf_json_real(stdout, (double)in->time_step * sf_pack_time_unit(in));
         printf(", \"gaps\": %" PRIu64 "}", in->time_gaps);
     } else {
         printf("null");
     }
     printf(", \"lines\": %s", in->has_lines ? "true" : "false");
     printf(", \"sources\": [");  // empty: one CSV, whose lines are plain line numbers
-    for (uint32_t i = 0; i < in->nsources; i++) printf("%s", i ? ", " : ""), cli_json_string(stdout, in->sources[i]);
+    for (uint32_t i = 0; i < in->nsources; i++) printf("%s", i ? ", " : ""), sf_json_string(stdout, in->sources[i]);
     printf("]");
     printf(", \"series\": [");
     for (uint64_t i = 0; i < in->nseries; i++) {
         printf("%s{\"name\": ", i ? ", " : "");
-        cli_json_string(stdout, in->series[i].name);
+        sf_json_string(stdout, in->series[i].name);
         printf(", \"first_row\": %" PRIu64 ", \"rows\": %" PRIu64, in->series[i].first_row, in->series[i].rows);
         if (timed) {
             char a[48], b[48];
@@ -126,9 +126,9 @@ static void print_json(const sf_pack *p) {
            ", \"max_stored\": %" PRIu64 "}",
            in->nchunks, in->chunk_rows, in->data_offset, s.raw, s.stored, s.min, s.max);
     printf(", \"compression_ratio\": ");
-    cli_json_real(stdout, (double)s.raw / (double)s.stored);
+    sf_json_real(stdout, (double)s.raw / (double)s.stored);
     printf(", \"file_ratio\": ");
-    cli_json_real(stdout, (double)s.raw / (double)in->file_size);
+    sf_json_real(stdout, (double)s.raw / (double)in->file_size);
     printf("}\n");
 }
 

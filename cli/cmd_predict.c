@@ -156,7 +156,7 @@ static int run_open(run *r, const char *ckpt, const char *data, enum sf_part par
     if (!rc) {  // checked before the replica allocates it
         uint64_t windows = sf_plan_windows(r->d.plan);
         if (windows && *batch > windows) *batch = (uint32_t)windows;
-        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, ro.threads);
+        uint64_t need = r->be->host_memory(&r->model, *batch, r->ck.window.length, &ro);
         uint64_t have = sf_machine_memory();
         if (have && need > have)
             rc = sf_err_set(e, SF_EUSAGE, "--batch-size %u: the checkpoint's model on windows of %u rows would take "
@@ -350,7 +350,7 @@ static void json_forecasters(const double *v) {
     printf("{");
     for (int f = 0; f < SF_FORECASTERS; f++) {
         printf("%s\"%s\": ", f ? ", " : "", sf_forecaster_names[f]);
-        cli_json_real(stdout, v[f]);  // null: none (no seasonal forecast, every value imputed)
+        sf_json_real(stdout, v[f]);  // null: none (no seasonal forecast, every value imputed)
     }
     printf("}");
 }
@@ -362,31 +362,31 @@ static void json_quantiles(const sf_loss *l, const double *v) {
         char name[32];
         sf_loss_quantile_name(l, q, name, sizeof name);
         printf("%s\"%s\": ", q ? ", " : "", name);
-        cli_json_real(stdout, v[q]);
+        sf_json_real(stdout, v[q]);
     }
     printf("}");
 }
 
 static void evaluate_json(const run *r, const sf_score *s, const char *what) {
     const sf_target_score *t = s->t;
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&s->loss_fn, loss, sizeof loss);
     bool quantiles = s->loss_fn.kind == SF_LOSS_QUANTILE;
     // loss and the baselines: the training loss (--loss) on scaled values
     printf("{\"windows\": %llu, \"split\": \"%s\", \"loss_function\": \"%s\", \"loss\": ",
            (unsigned long long)s->windows, what, loss);
-    cli_json_real(stdout, s->loss[SF_FC_MODEL]);
+    sf_json_real(stdout, s->loss[SF_FC_MODEL]);
     printf(", \"mean_baseline\": ");
-    cli_json_real(stdout, s->loss[SF_FC_MEAN]);
+    sf_json_real(stdout, s->loss[SF_FC_MEAN]);
     printf(", \"persistence_baseline\": ");
-    cli_json_real(stdout, s->loss[SF_FC_PERSISTENCE]);
+    sf_json_real(stdout, s->loss[SF_FC_PERSISTENCE]);
     printf(", \"seasonal_baseline\": ");
-    cli_json_real(stdout, s->loss[SF_FC_SEASONAL]);
+    sf_json_real(stdout, s->loss[SF_FC_SEASONAL]);
     if (quantiles) {  // each quantile's pinball loss, and the share of true values inside [lowest, highest]
         printf(", \"quantile_loss\": ");
         json_quantiles(&s->loss_fn, s->quantile_loss);
         printf(", \"coverage\": ");
-        cli_json_real(stdout, s->coverage);
+        sf_json_real(stdout, s->coverage);
         printf(", \"nominal_coverage\": %.9g", s->loss_fn.q[s->loss_fn.nq - 1] - s->loss_fn.q[0]);
     }
     printf(", \"season\": ");
@@ -402,26 +402,26 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
     printf(", \"target_mse\": {");
     for (uint32_t j = 0; j < s->ntargets; j++) {
         printf("%s", j ? ", " : "");
-        cli_json_string(stdout, t[j].name);
+        sf_json_string(stdout, t[j].name);
         printf(": ");
-        cli_json_real(stdout, t[j].values ? t[j].rmse[SF_FC_MODEL] * t[j].rmse[SF_FC_MODEL] : NAN);  // null: all imputed
+        sf_json_real(stdout, t[j].values ? t[j].rmse[SF_FC_MODEL] * t[j].rmse[SF_FC_MODEL] : NAN);  // null: all imputed
     }
     printf("}, \"per_target\": [");
     for (uint32_t j = 0; j < s->ntargets; j++) {
         printf("%s{\"name\": ", j ? ", " : "");
-        cli_json_string(stdout, t[j].name);
+        sf_json_string(stdout, t[j].name);
         printf(", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)t[j].values,
                (unsigned long long)t[j].seasonal_values);
         for (int f = 0; f < SF_FORECASTERS; f++) {
             printf(", \"%s\": ", sf_forecaster_names[f]);
-            cli_json_real(stdout, t[j].loss[f]);
+            sf_json_real(stdout, t[j].loss[f]);
         }
         printf(", \"beats_persistence\": %s", t[j].values ? t[j].beats_persistence ? "true" : "false" : "null");
         if (quantiles) {
             printf(", \"quantile_loss\": ");
             json_quantiles(&s->loss_fn, t[j].quantile_loss);
             printf(", \"coverage\": ");
-            cli_json_real(stdout, t[j].coverage);
+            sf_json_real(stdout, t[j].coverage);
         }
         printf(", \"rmse\": ");
         json_forecasters(t[j].rmse);
@@ -435,18 +435,18 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
         for (uint32_t k = 0; k < s->steps * s->ntargets; k++) {
             const sf_step_score *ss = &s->step[k];
             printf("%s{\"step\": %u, \"target\": ", k ? ", " : "", s->first_step + k / s->ntargets);
-            cli_json_string(stdout, t[k % s->ntargets].name);
+            sf_json_string(stdout, t[k % s->ntargets].name);
             printf(", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)ss->values,
                    (unsigned long long)ss->seasonal_values);
             for (int f = 0; f < SF_FORECASTERS; f++) {
                 printf(", \"%s\": ", sf_forecaster_names[f]);
-                cli_json_real(stdout, ss->loss[f]);
+                sf_json_real(stdout, ss->loss[f]);
             }
             printf(", \"model_on_seasonal\": ");
-            cli_json_real(stdout, ss->model_seasonal_loss);
+            sf_json_real(stdout, ss->model_seasonal_loss);
             if (quantiles) {
                 printf(", \"coverage\": ");
-                cli_json_real(stdout, ss->coverage);
+                sf_json_real(stdout, ss->coverage);
             }
             printf("}");
         }

@@ -550,3 +550,28 @@ void sf_text_put(sf_text *t, const char *fmt, ...) {
         t->s = g, t->cap = 2 * t->cap + (size_t)n + 64;
     }
 }
+
+void sf_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void sf_json_real(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.17g", v);
+    else fputs("null", f);
+}
+
+void sf_html_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '&') fputs("&amp;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}

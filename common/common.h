@@ -205,4 +205,12 @@ typedef struct {
 } sf_text;
 void sf_text_put(sf_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+// Prints s as a JSON string literal.
+void sf_json_string(FILE *f, const char *s);
+// Prints v as a JSON number that reads back as the same double (%.17g), or
+// null when it is NaN or infinite (JSON has no such tokens).
+void sf_json_real(FILE *f, double v);
+// Prints s as HTML text: <, >, & and " as entities.
+void sf_html_text(FILE *f, const char *s);
+
 #endif

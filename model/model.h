@@ -76,7 +76,10 @@ int sf_model_parse_loss(sf_model *m, const char *spec, uint32_t inputs, uint32_t
 // SF_LOSS_MAX_QUANTILES). 0, or SF_EUSAGE with a message that starts
 // "--loss" and says what is wrong.
 int sf_loss_parse(sf_loss *l, const char *text, sf_err *e);
-// The loss as text that sf_loss_parse reads back to the same numbers.
+// The loss as text that sf_loss_parse reads back to the same numbers,
+// whole in SF_LOSS_TEXT bytes: "quantile:" and up to 17 digits, an
+// exponent and a comma per quantile (16 of them: over 300 bytes).
+enum { SF_LOSS_TEXT = 16 + SF_LOSS_MAX_QUANTILES * 26 };
 void sf_loss_format(const sf_loss *l, char *buf, size_t len);
 // Quantile j's name in columns: "q" and its percent, "q10", "q2.5".
 void sf_loss_quantile_name(const sf_loss *l, uint32_t j, char *buf, size_t len);

@@ -451,7 +451,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
@@ -859,7 +859,9 @@ static int open_trace(fit *f, sf_err *e) {
 static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
-    uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, threads);
+    sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
+    if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_batch_parts(o->batch), o->batch, f->G);
+    uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
     if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
@@ -945,7 +947,7 @@ static void announce(const fit *f, const sf_run_start *start) {
     if (f->o->steps_per_epoch)
         snprintf(pass, sizeof pass, " (--steps-per-epoch; a pass over the training windows is %llu)",
                  (unsigned long long)f->pass_steps);
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     fprintf(stderr, "train: %s, loss %s, %u window(s) per batch on %u %s replica(s)%s, %llu steps per epoch%s, %zu "
             "parameters%s\n", f->ck.model, loss, f->o->batch, f->G, f->o->backend->name, ranks,

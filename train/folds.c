@@ -99,7 +99,7 @@ static void loss_words(const sf_loss *l, char *buf, size_t len) {
         snprintf(buf, len, "%s", l->kind == SF_LOSS_MSE ? "MSE" : "MAE");
         return;
     }
-    char text[256];
+    char text[SF_LOSS_TEXT];
     sf_loss_format(l, text, sizeof text);
     snprintf(buf, len, "%s loss", text);
 }
@@ -118,7 +118,7 @@ static const sf_score *first_scored(const sf_folds *cv, uint32_t *done) {
 void sf_folds_print(FILE *f, const sf_folds *cv) {
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
-    char loss[300];
+    char loss[SF_LOSS_TEXT + 8];
     loss_words(&cv->loss, loss, sizeof loss);
     bool q = quantiles(cv);
     fprintf(f, "cross-validation: %u of %u folds scored, each on the validation part of its own: the next 1/%u of "
@@ -170,29 +170,12 @@ void sf_folds_print(FILE *f, const sf_folds *cv) {
     }
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-// %.17g reads back as the same double; null where there is none.
-static void json_real(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fprintf(f, "null");
-}
-
 static void json_spread(FILE *f, const double s[SPREAD]) {
     static const char *const names[SPREAD] = {"mean", "std", "min", "max"};
     fputc('{', f);
     for (int i = 0; i < SPREAD; i++) {
         fprintf(f, "%s\"%s\": ", i ? ", " : "", names[i]);
-        json_real(f, s[i]);
+        sf_json_real(f, s[i]);
     }
     fputc('}', f);
 }
@@ -201,7 +184,7 @@ static void json_forecasters(FILE *f, const double *v) {
     fputc('{', f);
     for (int i = 0; i < SF_FORECASTERS; i++) {
         fprintf(f, "%s\"%s\": ", i ? ", " : "", sf_forecaster_names[i]);
-        json_real(f, v[i]);
+        sf_json_real(f, v[i]);
     }
     fputc('}', f);
 }
@@ -213,7 +196,7 @@ static void json_quantiles(FILE *f, const sf_loss *l, const double *v) {
         char name[32];
         sf_loss_quantile_name(l, q, name, sizeof name);
         fprintf(f, "%s\"%s\": ", q ? ", " : "", name);
-        json_real(f, v ? v[q] : NAN);
+        sf_json_real(f, v ? v[q] : NAN);
     }
     fputc('}', f);
 }
@@ -222,37 +205,37 @@ static void json_quantiles(FILE *f, const sf_loss *l, const double *v) {
 static void json_fold(FILE *f, const sf_score *s) {
     bool q = s->loss_fn.kind == SF_LOSS_QUANTILE;
     fprintf(f, "\"windows\": %llu, \"loss\": ", (unsigned long long)s->windows);
-    json_real(f, s->loss[SF_FC_MODEL]);
+    sf_json_real(f, s->loss[SF_FC_MODEL]);
     fprintf(f, ", \"mean_baseline\": ");
-    json_real(f, s->loss[SF_FC_MEAN]);
+    sf_json_real(f, s->loss[SF_FC_MEAN]);
     fprintf(f, ", \"persistence_baseline\": ");
-    json_real(f, s->loss[SF_FC_PERSISTENCE]);
+    sf_json_real(f, s->loss[SF_FC_PERSISTENCE]);
     fprintf(f, ", \"seasonal_baseline\": ");
-    json_real(f, s->loss[SF_FC_SEASONAL]);
+    sf_json_real(f, s->loss[SF_FC_SEASONAL]);
     if (q) {
         fprintf(f, ", \"quantile_loss\": ");
         json_quantiles(f, &s->loss_fn, s->quantile_loss);
         fprintf(f, ", \"coverage\": ");
-        json_real(f, s->coverage);
+        sf_json_real(f, s->coverage);
     }
     fprintf(f, ", \"target_values\": %llu, \"imputed_targets\": %llu, \"per_target\": [",
             (unsigned long long)(s->values + s->imputed), (unsigned long long)s->imputed);
     for (uint32_t j = 0; j < s->ntargets; j++) {
         const sf_target_score *t = &s->t[j];
         fprintf(f, "%s{\"name\": ", j ? ", " : "");
-        json_string(f, t->name);
+        sf_json_string(f, t->name);
         fprintf(f, ", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)t->values,
                 (unsigned long long)t->seasonal_values);
         for (int i = 0; i < SF_FORECASTERS; i++) {
             fprintf(f, ", \"%s\": ", sf_forecaster_names[i]);
-            json_real(f, t->loss[i]);
+            sf_json_real(f, t->loss[i]);
         }
         fprintf(f, ", \"beats_persistence\": %s", t->values ? t->beats_persistence ? "true" : "false" : "null");
         if (q) {
             fprintf(f, ", \"quantile_loss\": ");
             json_quantiles(f, &s->loss_fn, t->quantile_loss);
             fprintf(f, ", \"coverage\": ");
-            json_real(f, t->coverage);
+            sf_json_real(f, t->coverage);
         }
         fprintf(f, ", \"rmse\": ");
         json_forecasters(f, t->rmse);
@@ -273,10 +256,10 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
     fprintf(f, "{\"folds\": %u, \"scored\": %u, \"season\": ", cv->folds, done);
     if (first && first->season.rows) fprintf(f, "%u", first->season.rows);
     else fprintf(f, "null");
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&cv->loss, loss, sizeof loss);
     fprintf(f, ", \"loss_function\": ");
-    json_string(f, loss);
+    sf_json_string(f, loss);
     fprintf(f, ", \"loss\": {");
     for (int fc = 0; fc < SF_FORECASTERS; fc++) {
         double m[SPREAD];
@@ -295,7 +278,7 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
     fprintf(f, ", \"per_target\": [");
     for (uint32_t j = 0; first && j < first->ntargets; j++) {
         fprintf(f, "%s{\"name\": ", j ? ", " : "");
-        json_string(f, first->t[j].name);
+        sf_json_string(f, first->t[j].name);
         uint32_t beats = 0;
         for (uint32_t k = 0; k < cv->folds; k++)
             beats += cv->score[k].ntargets && cv->score[k].t[j].values && cv->score[k].t[j].beats_persistence;
@@ -324,23 +307,13 @@ int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {
     fprintf(f, "], \"per_fold\": [");
     for (uint32_t k = 0; k < cv->folds; k++) {
         fprintf(f, "%s\n  {\"fold\": %u, \"checkpoint\": ", k ? "," : "", k + 1);
-        json_string(f, cv->dirs[k]);
+        sf_json_string(f, cv->dirs[k]);
         fprintf(f, ", \"scored\": %s", cv->score[k].ntargets ? "true" : "false");
         if (cv->score[k].ntargets) fprintf(f, ", "), json_fold(f, &cv->score[k]);
         fputc('}', f);
     }
     fprintf(f, "]}\n");
     return sf_temp_fclose(&out, true, e);
-}
-
-static void html_text(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
-    }
 }
 
 static void html_number(FILE *f, double v) {
@@ -355,7 +328,7 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
     FILE *f = out.f;
     uint32_t done;
     const sf_score *first = first_scored(cv, &done);
-    char loss[300];
+    char loss[SF_LOSS_TEXT + 8];
     loss_words(&cv->loss, loss, sizeof loss);
     fprintf(f, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>seqfeed cross-validation</title>\n"
                "<style>body{font-family:sans-serif;margin:2em;max-width:1000px} td,th{padding:2px 10px;"
@@ -374,7 +347,7 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
             over_folds(cv, target_rmse, j, fc, r);
             if (isnan(m[MEAN])) continue;
             fprintf(f, "<tr><th>");
-            if (!fc) html_text(f, first->t[j].name);
+            if (!fc) sf_html_text(f, first->t[j].name);
             fprintf(f, "</th><th>%s</th>", sf_forecaster_names[fc]);
             for (int i = 0; i < SPREAD; i++) html_number(f, m[i]);
             html_number(f, r[MEAN]);
@@ -396,7 +369,7 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
                     SF_FORECASTERS + 1 + quantiles(cv));
         }
         fprintf(f, "<td style=\"text-align:left\">");
-        html_text(f, cv->dirs[k]);
+        sf_html_text(f, cv->dirs[k]);
         fprintf(f, "</td><td style=\"text-align:left\">");
         if (reports && reports[k]) {
             // As seen from the page's directory, so that the link works wherever the page is opened from.
@@ -405,7 +378,7 @@ int sf_folds_write_report(const char *path, const sf_folds *cv, const char *cons
             sf_run_data_from_dir(rel, sizeof rel, reports[k], !dir ? "." : slash == dir ? "/" : slash ? dir : ".");
             free(dir);
             fprintf(f, "<a href=\"");
-            html_text(f, rel[0] ? rel : reports[k]);
+            sf_html_text(f, rel[0] ? rel : reports[k]);
             fprintf(f, "\">its run report</a>");
         }
         fprintf(f, "</td></tr>\n");

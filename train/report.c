@@ -10,16 +10,6 @@
 
 static const char *const colours[SF_PHASES] = {"#d62728", "#ff7f0e", "#1f77b4", "#9467bd", "#2ca02c", "#aaaaaa"};
 
-static void html(FILE *f, const char *s) {
-    for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '&') fputs("&amp;", f);
-        else if (*s == '"') fputs("&quot;", f);
-        else fputc(*s, f);
-    }
-}
-
 // Steps in at most W columns, each the mean of its steps, stacked by phase.
 static void chart(FILE *f, const float (*steps)[SF_PHASES], size_t n) {
     enum { W = 900, H = 280, LEFT = 60, BOTTOM = 30, COLS = 450 };
@@ -236,7 +226,7 @@ static void loss_chart(FILE *f, const sf_report_model *m) {
 // each baseline, and the verdicts.
 static void target_table(FILE *f, const sf_score *s) {
     fprintf(f, "<p>Season: ");
-    html(f, s->season.text);
+    sf_html_text(f, s->season.text);
     fprintf(f, "</p>\n<table id=\"per-target\">\n<tr><th>target</th><th>metric</th>");
     for (int k = 0; k < SF_FORECASTERS; k++) fprintf(f, "<th>%s</th>", sf_forecaster_names[k]);
     fprintf(f, "<th style=\"text-align:left\">verdict</th></tr>\n");
@@ -246,9 +236,9 @@ static void target_table(FILE *f, const sf_score *s) {
         sf_target_verdict(t, v, sizeof v);
         for (int m = 0; m < 2; m++) {
             fprintf(f, "<tr data-target=\"");
-            html(f, t->name);
+            sf_html_text(f, t->name);
             fprintf(f, "\" data-metric=\"%s\"><th>", m ? "mae" : "rmse");
-            if (!m) html(f, t->name);
+            if (!m) sf_html_text(f, t->name);
             fprintf(f, "</th><td>%s</td>", m ? "MAE" : "RMSE");
             for (int k = 0; k < SF_FORECASTERS; k++) {
                 fprintf(f, "<td data-forecaster=\"%s\"", sf_forecaster_names[k]);
@@ -259,7 +249,7 @@ static void target_table(FILE *f, const sf_score *s) {
             }
             if (!m) {
                 fprintf(f, "<td rowspan=\"2\" class=\"verdict\" style=\"text-align:left\">");
-                html(f, v);
+                sf_html_text(f, v);
                 fprintf(f, " (%llu values)</td>", (unsigned long long)t->values);
             }
             fprintf(f, "</tr>\n");
@@ -268,7 +258,7 @@ static void target_table(FILE *f, const sf_score *s) {
     char verdict[2048];
     sf_score_verdict(s, verdict, sizeof verdict);
     fprintf(f, "</table>\n<p id=\"verdict\"><b>Verdict:</b> ");
-    html(f, verdict);
+    sf_html_text(f, verdict);
     fprintf(f, "</p>\n");
 }
 
@@ -312,7 +302,7 @@ int sf_report_write(const char *path, const sf_report_model *m, const float (*st
                "text-align:right} th{background:#eee} .key{display:inline-block;width:12px;height:12px} "
                ".bar{background:#1f77b4;height:14px}</style></head><body>\n<h1>seqfeed run report</h1>\n");
     fprintf(f, "<h2>Diagnosis</h2>\n<p id=\"diagnosis\">");
-    html(f, d->text);
+    sf_html_text(f, d->text);
     fprintf(f, "</p>\n");
     if (m) model_part(f, m);
     fprintf(f, "<h2>Step time by phase (replica 0)</h2>\n");
@@ -337,9 +327,9 @@ int sf_report_write(const char *path, const sf_report_model *m, const float (*st
     fprintf(f, "</table>\n<h2>Settings</h2>\n<table>\n");
     for (size_t k = 0; settings && settings[k] && settings[k + 1]; k += 2) {
         fprintf(f, "<tr><th>");
-        html(f, settings[k]);
+        sf_html_text(f, settings[k]);
         fprintf(f, "</th><td style=\"text-align:left\">");
-        html(f, settings[k + 1]);
+        sf_html_text(f, settings[k + 1]);
         fprintf(f, "</td></tr>\n");
     }
     fprintf(f, "</table>\n</body></html>\n");

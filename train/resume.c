@@ -143,7 +143,7 @@ bool sf_precision_same_weights(const char *a, const char *b) {
 // its model cm; the run's r, m).
 static int check_resume(const sf_checkpoint *c, const sf_model *cm, const sf_checkpoint *r, const sf_model *m,
                         const char *path, sf_err *e) {
-    char closs[256], loss[256];
+    char closs[SF_LOSS_TEXT], loss[SF_LOSS_TEXT];
     sf_loss_format(&cm->loss, closs, sizeof closs);
     sf_loss_format(&m->loss, loss, sizeof loss);
     const char *what = !same(c->model, r->model)           ? "--model"
@@ -224,7 +224,7 @@ int sf_run_agree(sf_ranks *ranks, const sf_checkpoint *c, const sf_fit_opts *o, 
     k.steps_per_epoch = o->steps_per_epoch, k.validation_steps = o->validation_steps, k.log_every = o->log_every;
     uint32_t crc = sf_crc32c(0, &k, sizeof k);
     // The files written by name: a rank given another --log would have it ignored without a word.
-    char loss[256];
+    char loss[SF_LOSS_TEXT];
     sf_loss_format(&o->loss, loss, sizeof loss);
     const char *text[] = {c->model, loss, c->features, c->targets, c->time_features, c->future_features, c->categories,
                           o->backend->name,

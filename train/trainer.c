@@ -71,8 +71,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
                               .overlap_reduce = o->overlap_reduce};
         if (be->train_parts && o->parts) {
             // The most parts a replica takes, and the largest part.
-            uint32_t all = replicas * (uint32_t)sf_ranks_size(o->ranks);
-            ro.parts = (o->parts + all - 1) / all, ro.part_batch = (o->global_batch + o->parts - 1) / o->parts;
+            sf_replica_opts_parts(&ro, o->parts, o->global_batch, replicas * (uint32_t)sf_ranks_size(o->ranks));
         }
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }

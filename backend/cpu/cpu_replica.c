@@ -60,6 +60,17 @@ static uint32_t parts_for(uint32_t batch, uint32_t threads) {
     return parts;
 }
 
+// A replica's threads (each a pass of `capacity` windows) and gradient
+// buffers for batches of up to batch windows: what cpu_open allocates and
+// cpu_host_memory counts.
+static void sizes(uint32_t batch, const sf_replica_opts *o, uint32_t *parts, uint32_t *ngrads, uint32_t *capacity) {
+    *parts = parts_for(batch, o->threads);
+    if (o->parts && *parts > o->parts) *parts = o->parts;  // a thread per given part at most
+    *ngrads = *parts > o->parts ? *parts : o->parts;
+    *capacity = (batch + *parts - 1) / *parts;
+    if (o->part_batch > *capacity) *capacity = o->part_batch;
+}
+
 static void part_rows(const sf_replica *r, uint32_t p, uint32_t *lo, uint32_t *n) {
     uint32_t a = (uint32_t)((uint64_t)r->count * p / r->parts), b = (uint32_t)((uint64_t)r->count * (p + 1) / r->parts);
     *lo = a, *n = b - a;
@@ -173,15 +184,12 @@ static void cpu_close(sf_replica *r) {
 
 static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o,
                     sf_err *e) {
-    uint32_t threads = o->threads;
     *out = NULL;
     sf_replica *r = calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m;
     r->window = window;
-    r->parts = parts_for(batch, threads);
-    if (o->parts && r->parts > o->parts) r->parts = o->parts;  // a thread per given part at most
-    r->ngrads = r->parts > o->parts ? r->parts : o->parts;
+    sizes(batch, o, &r->parts, &r->ngrads, &r->capacity);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->go, NULL);
     pthread_cond_init(&r->done, NULL);
@@ -192,8 +200,6 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     r->finished = calloc(m->nlayers, sizeof *r->finished);
     int rc = r->w && r->m1 && r->v && r->act && r->g && r->loss && r->threads && r->finished
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
-    r->capacity = (batch + r->parts - 1) / r->parts;
-    if (o->part_batch > r->capacity) r->capacity = o->part_batch;
     for (uint32_t p = 0; !rc && p < r->ngrads; p++)
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
     for (uint32_t p = 0; !rc && p < r->parts; p++) rc = sf_cpu_pass_open(&r->act[p], m, r->capacity, window, o->precision, e);
@@ -288,13 +294,14 @@ static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count
     return parts_status(r, e);
 }
 
-// Its weights, Adam state, and each part's gradients and activations, in
-// whichever precision holds more.
-static uint64_t cpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads) {
-    uint32_t parts = parts_for(batch, threads), per = (batch + parts - 1) / parts;
+// Its weights, Adam state, each gradient buffer, and each thread's
+// activations, in whichever precision holds more.
+static uint64_t cpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o) {
+    uint32_t parts, ngrads, per;
+    sizes(batch, o, &parts, &ngrads, &per);
     uint64_t fp32 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_FP32);
     uint64_t bf16 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_BF16);
-    return (3 + (uint64_t)parts) * m->nparams * sizeof(float) + parts * (fp32 > bf16 ? fp32 : bf16);
+    return (3 + (uint64_t)ngrads) * m->nparams * sizeof(float) + parts * (fp32 > bf16 ? fp32 : bf16);
 }
 
 const sf_backend sf_backend_cpu = {

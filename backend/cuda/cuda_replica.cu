@@ -1147,8 +1147,8 @@ static double gpu_staging_waited(sf_staging *s, uint32_t r) { return sf_gpu_stag
 static int gpu_staging_error(sf_staging *s, sf_err *e) { return sf_gpu_stage_error((sf_gpu_stage *)s, e); }
 
 // Host memory: a replica's parameters live on its GPU.
-static uint64_t gpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, uint32_t threads) {
-    (void)m, (void)batch, (void)window, (void)threads;
+static uint64_t gpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o) {
+    (void)m, (void)batch, (void)window, (void)o;
     return 0;
 }
 

@@ -71,6 +71,14 @@ int main(int argc, char **argv) {
         sf_backend_cpu.predict(three, p3, x, B, &e);
         sf_backend_cpu.close(three);
     }
+    // A replica given parts (train_parts) keeps a gradient buffer per part:
+    // 12 parts of 2 windows on 2 threads hold 10 buffers more than 2 threads
+    // alone, and a memory budget must count them.
+    sf_replica_opts plain = {.threads = 2, .precision = precision}, parted = plain;
+    sf_replica_opts_parts(&parted, 12, B, 1);
+    uint64_t without = sf_backend_cpu.host_memory(&m, B, T, &plain), with = sf_backend_cpu.host_memory(&m, B, T, &parted);
+    CHECK(parted.parts == 12 && parted.part_batch == 2 && with - without == 10 * m.nparams * sizeof(float),
+          "host memory %llu with 12 parts, %llu without", (unsigned long long)with, (unsigned long long)without);
     free(w), free(x), free(y);
     return TEST_EXIT();
 }

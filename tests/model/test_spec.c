@@ -61,7 +61,16 @@ static void losses(void) {
         CHECK(!strcmp(text, texts[k][1]), "%s formats as %s, expected %s", texts[k][0], text, texts[k][1]);
         CHECK(sf_loss_parse(&back, text, &e) == 0 && !memcmp(&l, &back, sizeof l), "%s does not read back", text);
     }
-    sf_loss l;
+    sf_loss l, back;
+    // The most quantiles, each with all 17 digits: the text (over 300 bytes) whole and read back the same.
+    char longest[SF_LOSS_TEXT] = "quantile:", text[SF_LOSS_TEXT];
+    for (int j = 0; j < SF_LOSS_MAX_QUANTILES; j++)
+        snprintf(longest + strlen(longest), sizeof longest - strlen(longest), "%s%.17g", j ? "," : "",
+                 0.012345678901234567 + 0.05 * j);
+    CHECK(sf_loss_parse(&l, longest, &e) == 0 && l.nq == SF_LOSS_MAX_QUANTILES, "%s", e.msg);
+    sf_loss_format(&l, text, sizeof text);
+    CHECK(strlen(text) > 256 && sf_loss_parse(&back, text, &e) == 0 && !memcmp(&l, &back, sizeof l),
+          "%s does not read back (%zu bytes)", text, strlen(text));
     char name[32];
     CHECK(sf_loss_parse(&l, "quantile:.025,0.3,0.975", &e) == 0, "%s", e.msg);
     sf_loss_quantile_name(&l, 0, name, sizeof name);
