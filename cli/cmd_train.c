@@ -733,6 +733,14 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
             forget_run_dir(run_dir);  // a run refused before its first fold leaves no directory behind
         return frc;
     }
+    // A run of one validation tail beside a cross-validation's folds would
+    // mix with them (and a run's directory would then give its best, not the folds).
+    char first[4300];
+    fold_dir(first, sizeof first, o.checkpoint_dir, 1);
+    if (!o.resume && access(first, F_OK) == 0)
+        return cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's folds (%s): a new run would "
+                               "mix with them (hint: --resume continues it; another --checkpoint-dir starts a new "
+                               "one)", o.checkpoint_dir, first);
     signal(SIGINT, on_signal);
     if (!o.ranks) signal(SIGTERM, on_signal);
     sf_fit_result res;
