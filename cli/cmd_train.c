@@ -410,6 +410,21 @@ static int resume_run(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck, cons
         int rc = resume_settings(a, o, ck, precision, data, data_cap);
         if (!rc && a->v[OPT_FOLDS].set && access(path, F_OK) == 0)
             rc = differs(OPT_FOLDS, a->v[OPT_FOLDS].text, "", path);  // a run of one validation tail
+        // A fold's own directory: its settings, data parts and summary are the cross-validation's.
+        if (!rc && ck->folds && !o->folds) {
+            char parent[4200];
+            snprintf(parent, sizeof parent, "%s", o->checkpoint_dir);
+            size_t n = strlen(parent);
+            while (n > 1 && parent[n - 1] == '/') parent[--n] = 0;
+            char *slash = strrchr(parent, '/'), *last = slash ? slash + 1 : parent;
+            if (!strcmp(last, ".") || !strcmp(last, "..")) snprintf(parent + n, sizeof parent - n, "/..");
+            else if (!slash) snprintf(parent, sizeof parent, ".");
+            else if (slash == parent) parent[1] = 0;
+            else *slash = 0;
+            rc = cli_usage_error("train", "%s is fold %u of %u of a cross-validation (train --folds): the folds "
+                                 "resume together, from their directory (hint: --checkpoint-dir %s --resume)", path,
+                                 ck->fold, ck->folds, parent);
+        }
         // A cross-validation killed before its first checkpoint: its folds, not one run beside them.
         if (!rc && !o->folds && access(path, F_OK) != 0 && access(first, F_OK) == 0)
             rc = cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's first fold (%s) and no "

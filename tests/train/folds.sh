@@ -215,6 +215,9 @@ expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*
 run 2 train "${opts[@]}" --checkpoint-dir cv
 expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*--resume continues it"
 [ ! -e cv/latest.safetensors ] || fail "a run of one validation tail was written beside the folds"
+# A fold's own directory resumed alone: pointed to the folds' directory.
+run 2 train --checkpoint-dir cv/fold-2 --resume
+expect err "^seqfeed train: cv/fold-2/latest.safetensors is fold 2 of 3 of a cross-validation .*\(hint: --checkpoint-dir cv --resume"
 run 2 train --checkpoint-dir cv --resume --folds 4
 expect err "--folds 4 differs from the checkpoint's 3 in cv/fold-1/latest.safetensors"
 run 2 evaluate --checkpoint cv --data c.sfpack
