@@ -26,6 +26,13 @@ static const cli_command export_command = {
         "of 0 or 1 per value of a categorical column, then sin and cos of each time\n"
         "feature. A model trained to predict changes outputs each target's change\n"
         "from the window's last row, in data units: add it to that row's value.\n"
+        "Trained for several steps ahead (horizon A-B), the last Dense's output\n"
+        "is reshaped to (steps, targets); with a quantile loss to (steps, targets,\n"
+        "quantiles), or (targets, quantiles) for one step, the quantiles unsorted\n"
+        "(predict sorts them). A model with covariates (future features, series\n"
+        "features) is a functional model of named inputs: window as above, future\n"
+        "(batch, steps, future inputs) in data units, series (batch, series)\n"
+        "one-hot (docs/TRAINING.md, \"Covariates\").\n"
         "The keras-weights format is model.weights.h5 alone, for the same model\n"
         "built in code (model.load_weights).\n",
     .uses = export_uses,

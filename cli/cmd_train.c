@@ -326,31 +326,33 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
     }
     // The numbers, as the checkpoint keeps them (text, to compare and to say).
     const sf_window_spec *w = &ck->window;
-    const cli_opt nums[] = {OPT_WINDOW, OPT_STRIDE,      OPT_SAMPLING_RATE, OPT_HORIZON, OPT_BATCH_SIZE,
+    // (--horizon is compared below as its text: a range's last step alone
+    // would name neither range.)
+    const cli_opt nums[] = {OPT_WINDOW, OPT_STRIDE,      OPT_SAMPLING_RATE, OPT_BATCH_SIZE,
                             OPT_SEED,   OPT_VAL_SPLIT,   OPT_LR,            OPT_POOL,
                             OPT_BLOCK_CHUNKS, OPT_MAX_GAP, OPT_NORM,        OPT_LR_SCALING, OPT_TARGET};
-    const double ck_values[] = {w->length, w->stride, w->sampling_rate, w->horizon, ck->batch, (double)ck->seed,
+    const double ck_values[] = {w->length, w->stride, w->sampling_rate, ck->batch, (double)ck->seed,
                                 ck->val_split, (float)ck->lr, (double)ck->pool, ck->block_chunks, ck->max_gap};
     sf_fit_opts mine = *o;
     const double my_values[] = {mine.pipe.window.length, mine.pipe.window.stride, mine.pipe.window.sampling_rate,
-                                mine.pipe.window.horizon, mine.batch, (double)mine.seed, mine.val_split,
+                                mine.batch, (double)mine.seed, mine.val_split,
                                 (float)mine.adam.lr, (double)mine.pipe.pool, mine.pipe.block_chunks, mine.max_gap};
     const char *ck_choices[] = {sf_norm_name(ck->norm), ck->lr_scaling, ck->target_change ? "change" : "value"};
     const char *my_choices[] = {sf_norm_name(mine.norm), mine.lr_linear ? "linear" : "none",
                                 mine.target_change ? "change" : "value"};
     for (size_t k = 0; k < sizeof nums / sizeof *nums; k++) {
         if (!v[nums[k]].set) continue;
-        if (k < 11) {  // as they were given: the learning rate in float32's digits, the gap in seconds
+        if (k < 10) {  // as they were given: the learning rate in float32's digits, the gap in seconds
             const char *fmt = nums[k] == OPT_LR ? "%.7g" : nums[k] == OPT_MAX_GAP ? "%gs" : "%.9g";
             snprintf(given, sizeof given, fmt, my_values[k]);
             snprintf(theirs, sizeof theirs, fmt, ck_values[k]);
         } else {
-            snprintf(given, sizeof given, "%s", my_choices[k - 11]);
-            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 11]);
+            snprintf(given, sizeof given, "%s", my_choices[k - 10]);
+            snprintf(theirs, sizeof theirs, "%s", ck_choices[k - 10]);
         }
         if ((rc = differs(nums[k], given, theirs, path))) return rc;
     }
-    if (v[OPT_HORIZON].set) {  // a range's first step too, which the number above does not show
+    if (v[OPT_HORIZON].set) {
         sf_window_horizon_text(&mine.pipe.window, given, sizeof given);
         sf_window_horizon_text(w, theirs, sizeof theirs);
         if ((rc = differs(OPT_HORIZON, given, theirs, path))) return rc;
@@ -408,6 +410,21 @@ static int resume_run(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck, cons
         int rc = resume_settings(a, o, ck, precision, data, data_cap);
         if (!rc && a->v[OPT_FOLDS].set && access(path, F_OK) == 0)
             rc = differs(OPT_FOLDS, a->v[OPT_FOLDS].text, "", path);  // a run of one validation tail
+        // A fold's own directory: its settings, data parts and summary are the cross-validation's.
+        if (!rc && ck->folds && !o->folds) {
+            char parent[4200];
+            snprintf(parent, sizeof parent, "%s", o->checkpoint_dir);
+            size_t n = strlen(parent);
+            while (n > 1 && parent[n - 1] == '/') parent[--n] = 0;
+            char *slash = strrchr(parent, '/'), *last = slash ? slash + 1 : parent;
+            if (!strcmp(last, ".") || !strcmp(last, "..")) snprintf(parent + n, sizeof parent - n, "/..");
+            else if (!slash) snprintf(parent, sizeof parent, ".");
+            else if (slash == parent) parent[1] = 0;
+            else *slash = 0;
+            rc = cli_usage_error("train", "%s is fold %u of %u of a cross-validation (train --folds): the folds "
+                                 "resume together, from their directory (hint: --checkpoint-dir %s --resume)", path,
+                                 ck->fold, ck->folds, parent);
+        }
         // A cross-validation killed before its first checkpoint: its folds, not one run beside them.
         if (!rc && !o->folds && access(path, F_OK) != 0 && access(first, F_OK) == 0)
             rc = cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's first fold (%s) and no "
@@ -731,6 +748,14 @@ static int train(sf_fit_opts *op, const char *gpus, const char *precision, bool 
             forget_run_dir(run_dir);  // a run refused before its first fold leaves no directory behind
         return frc;
     }
+    // A run of one validation tail beside a cross-validation's folds would
+    // mix with them (and a run's directory would then give its best, not the folds).
+    char first[4300];
+    fold_dir(first, sizeof first, o.checkpoint_dir, 1);
+    if (!o.resume && access(first, F_OK) == 0)
+        return cli_usage_error("train", "--checkpoint-dir %s holds a cross-validation's folds (%s): a new run would "
+                               "mix with them (hint: --resume continues it; another --checkpoint-dir starts a new "
+                               "one)", o.checkpoint_dir, first);
     signal(SIGINT, on_signal);
     if (!o.ranks) signal(SIGTERM, on_signal);
     sf_fit_result res;

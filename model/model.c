@@ -299,7 +299,7 @@ int sf_loss_parse(sf_loss *l, const char *text, sf_err *e) {
         char *end;
         l->delta = strtod(arg, &end);
         if (end == arg || *end || !(l->delta > 0 && isfinite(l->delta)))
-            return sf_err_set(e, SF_EUSAGE, "--loss %s: huber's delta must be a number above 0 (Keras' default: 1.0)",
+            return sf_err_set(e, SF_EUSAGE, "--loss %s: huber's delta must be a finite number above 0 (Keras' default: 1.0)",
                               text);
         return 0;
     }
@@ -326,9 +326,13 @@ int sf_loss_parse(sf_loss *l, const char *text, sf_err *e) {
             char a[32], b[32];
             sf_loss_quantile_name(l, l->nq - 2, a, sizeof a);
             sf_loss_quantile_name(l, l->nq - 1, b, sizeof b);
-            if (!strcmp(a, b))
-                return sf_err_set(e, SF_EUSAGE, "--loss %s: quantiles %.17g and %.17g are both %s in predict's "
-                                  "columns", text, l->q[l->nq - 2], q, a);
+            if (!strcmp(a, b)) {
+                char qa[32], qb[32];  // as the user wrote them, not float noise (0.10000000000000001)
+                shortest(qa, sizeof qa, l->q[l->nq - 2]);
+                shortest(qb, sizeof qb, q);
+                return sf_err_set(e, SF_EUSAGE, "--loss %s: quantiles %s and %s are both %s in predict's columns",
+                                  text, qa, qb, a);
+            }
         }
         if (!*end) break;
         s = end + 1;

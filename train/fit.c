@@ -1095,6 +1095,15 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.talk = o->progress && f.rank == 0;
     if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
     uint32_t parts = sf_batch_parts(o->batch);
+    // A run resumed from a checkpoint (a cross-validation's: from its first
+    // fold's) has the checkpoint's --batch-size.
+    char latest[PATH_MAX];
+    snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir ? o->checkpoint_dir : ".");
+    bool kept_batch = o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0);
+    if ((o->batch == 0 || f.G > parts) && kept_batch)
+        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
+                          "the %u replicas takes whole parts (hint: at most %u --replicas: a resumed run keeps its "
+                          "--batch-size)", o->batch, parts, f.G, parts);
     if (o->batch == 0 || f.G > parts)
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
                           "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "

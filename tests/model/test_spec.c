@@ -80,6 +80,9 @@ static void losses(void) {
     // Two quantiles predict's columns could not tell apart.
     CHECK(sf_loss_parse(&l, "quantile:0.1234561,0.1234562", &e) == SF_EUSAGE && strstr(e.msg, "both q12.3456"),
           "%s", e.msg);
+    CHECK(sf_loss_parse(&l, "quantile:0.1,0.1000000001", &e) == SF_EUSAGE &&
+              strstr(e.msg, "quantiles 0.1 and 0.1000000001 are both q10"), "%s", e.msg);
+    CHECK(sf_loss_parse(&l, "huber:inf", &e) == SF_EUSAGE && strstr(e.msg, "a finite number above 0"), "%s", e.msg);
     sf_model m;
     CHECK(sf_loss_parse(&l, "quantile:0.1,0.5,0.9", &e) == 0 &&
               sf_model_parse_loss(&m, "lstm:4,dense", 2, 6, &l, &e) == 0 && m.outputs == 18 && m.values == 6 &&

@@ -27,6 +27,10 @@ grep -q "^2," r1.csv || fail "the reference run logged no second epoch: $(cat r1
 run 0 train "${args[@]}" --replicas 4 --checkpoint-dir k4 --max-steps 11
 run 0 train --checkpoint-dir k4 --resume --replicas 1 -q
 same r1/latest.safetensors k4/latest.safetensors 0 || fail "4 replicas resumed on 1 differ from the run never stopped"
+# More replicas than the run's parts: a resume keeps its --batch-size, so
+# the hint names only fewer --replicas.
+run 2 train --checkpoint-dir k4 --resume --replicas 7 --epochs 3
+expect err "48 is cut into 6 part\(s\) of at least 8 windows, and each of the 7 replicas takes whole parts \(hint: at most 6 --replicas: a resumed run keeps its --batch-size\)"
 # A checkpoint from before parts (no batch_parts): its weights go on, and
 # the epoch it stopped inside starts again, saying so.
 run 0 train "${args[@]}" --replicas 2 --checkpoint-dir k2 --max-steps 5

@@ -210,6 +210,14 @@ expect err "--folds 20: fold 1 has 0 training windows, fewer than one global bat
 [ ! -e e3/fold-1 ] || fail "a refused cross-validation left a fold behind"
 run 2 train "${opts[@]}" --folds 3 --checkpoint-dir cv
 expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*--resume continues it"
+# A new run of one validation tail there would mix with the folds too (and
+# predict --checkpoint cv would take its best): refused, the folds untouched.
+run 2 train "${opts[@]}" --checkpoint-dir cv
+expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*--resume continues it"
+[ ! -e cv/latest.safetensors ] || fail "a run of one validation tail was written beside the folds"
+# A fold's own directory resumed alone: pointed to the folds' directory.
+run 2 train --checkpoint-dir cv/fold-2 --resume
+expect err "^seqfeed train: cv/fold-2/latest.safetensors is fold 2 of 3 of a cross-validation .*\(hint: --checkpoint-dir cv --resume"
 run 2 train --checkpoint-dir cv --resume --folds 4
 expect err "--folds 4 differs from the checkpoint's 3 in cv/fold-1/latest.safetensors"
 run 2 evaluate --checkpoint cv --data c.sfpack

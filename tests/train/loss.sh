@@ -28,7 +28,7 @@ base=(train --data d.sfpack --targets a,b --model lstm:6,dense --window 6 --epoc
 # Bad lists and words: a usage error naming --loss and what is wrong.
 for bad in "quantile:0.1,1.5|outside \(0, 1\)" "quantile:0,0.5|outside \(0, 1\)" \
            "quantile:0.5,0.1|ascending order" "quantile:0.1,0.5,0.5|given twice" "quantile:|expected mse, mae" \
-           "quantile:0.1,x|'x' is no number" "huber:0|delta must be a number above 0" "huber:x|delta must be" \
+           "quantile:0.1,x|'x' is no number" "huber:0|delta must be a finite number above 0" "huber:x|delta must be" \
            "mse:2|expected mse, mae, huber" "l1|expected mse, mae, huber"; do
     run 2 "${base[@]}" --loss "${bad%%|*}" --checkpoint-dir bad
     expect err "^seqfeed train: --loss ${bad%%|*}: .*${bad#*|}"
