@@ -1116,7 +1116,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     }
     int rc = open_data(&f, e);
     if (!rc && o->early_stop) rc = early_stop_needs_validation(&f, e);
-    f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);
+    if (!rc) f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);  // reads the pack's series for --folds
     if (!rc) rc = fit_budget(&f, e);
     if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.d.pack), &f.d.cols, &f.model, f.G, e);
     // The pool decides the batches: a checkpoint holds the one used (a

@@ -129,7 +129,7 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
         }
     }
     if (!rc && (d->cols.nfuture != ck->future_inputs ||
-                memcmp(d->cols.future, ck->future, ck->future_inputs * sizeof *ck->future)))
+                (ck->future_inputs && memcmp(d->cols.future, ck->future, ck->future_inputs * sizeof *ck->future))))
         rc = sf_err_set(e, SF_EFORMAT, "%s: future features '%s' are other inputs here (%u) than in the checkpoint "
                         "(%u)", data, ck->future_features, d->cols.nfuture, ck->future_inputs);
     if (!rc && ck->target_change) rc = sf_columns_predict_change(&d->cols, in, e);

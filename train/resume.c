@@ -95,7 +95,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
         return sf_err_set(e, SF_EUSAGE, "--future-features: the names take more than the %zu bytes a checkpoint keeps",
                           sizeof c->future_features - 1);
     c->future_inputs = cols->nfuture;
-    memcpy(c->future, cols->future, cols->nfuture * sizeof *c->future);
+    if (cols->nfuture) memcpy(c->future, cols->future, cols->nfuture * sizeof *c->future);  // future is NULL without any
     c->nonehot = cols->nonehot, c->onehot = cols->nonehot ? cols->onehot_table : NULL;  // the file's own, in order
     c->embed = m->embed;
     snprintf(c->lr_scaling, sizeof c->lr_scaling, "%s", o->lr_linear ? "linear" : "none");
