@@ -16,28 +16,9 @@ set -uo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-# Two series of hourly rows: sales = a daily cycle + 2 x promo, promo a
+# Two series of hourly rows (promo_data.py): sales = a daily cycle + 2 x promo, promo a
 # random flag known in advance; f3: promo flipped from south's row 200 on.
-python3 - <<'PY'
-import datetime, math, random
-random.seed(4)
-rows = []
-for s, n in (("north", 300), ("south", 260)):
-    for i in range(n):
-        t = datetime.datetime(2021, 3, 1) + datetime.timedelta(hours=i)
-        promo = 1 if random.random() < 0.3 else 0
-        rows.append((s, t.isoformat(), promo, round(random.random(), 4),
-                     round(math.sin(2 * math.pi * i / 24) + 2 * promo + 0.05 * random.random(), 4)))
-def write(name, rows):
-    with open(name, "w") as f:
-        f.write("id,time,promo,noise,sales\n")
-        for r in rows:
-            f.write("%s,%s,%d,%.4f,%.4f\n" % r)
-write("f.csv", rows)
-k = 300 + 200
-write("f3.csv", rows[:k] + [(s, t, 1 - p, n, y) for s, t, p, n, y in rows[k:]])
-write("south.csv", [r for r in rows if r[0] == "south"])
-PY
+python3 "$SRCDIR/tests/train/promo_data.py" 300 260 200 || exit 1
 for f in f f3 south; do run 0 pack $f.csv -o $f.sfpack --series-column id -q; done
 common=(--data f.sfpack --targets sales --model lstm:8,dense --window 8 --batch-size 32 --seed 3 --lr 0.01
         --horizon 1-3 --time-features hour --gpus none)
