@@ -603,7 +603,7 @@ int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
 // The threads: a reader, o->decoders decoders, a windower per lane. p and
 // cols are borrowed and must outlive the pipe (the pipe reads p's file
 // through a reader of its own). Tests may make a stage slow on purpose with
-// SEQFEED_TEST_DELAY (sf_test_delays: read, decode, window, io, decode-wait);
+// SEQFEED_TEST_DELAY (sf_test_delays: read, decode, window, io, decode-wait; its step is the trainer's);
 // a malformed value is SF_EINVAL.
 typedef struct sf_pipe sf_pipe;
 int sf_pipe_open(sf_pipe **out, const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e);
