@@ -529,6 +529,11 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
                                    "argument: -%c VALUE)", arg, arg[1]);
         if (o == OPT_COUNT || !use_of(c, o)) {
             int len = (int)strcspn(arg, "=");
+            // A user repeating train's flags (--window, --loss, ...) to
+            // predict or export: say where those settings come from.
+            if (o != OPT_COUNT && use_of(c, OPT_CHECKPOINT))
+                return cli_usage_error(c->name, "unknown option '%.*s' (%s takes the model's settings from the "
+                                       "checkpoint train wrote)", len, arg, c->name);
             return cli_usage_error(c->name, "unknown option '%.*s'", len, arg);
         }
         const option *op = &options[o];

@@ -166,6 +166,10 @@ run 2 train "${common[@]}" --checkpoint-dir a --report ./a/../a/epoch-0001.safet
 expect err "is a file train writes in --checkpoint-dir a"
 run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
 expect err "unknown option '--output'"
+# train's settings repeated to predict: the message says where they come from.
+run 2 predict --checkpoint a/latest.safetensors --data s.sfpack --window 8 -o pw.csv
+expect err "unknown option '--window' \(predict takes the model's settings from the checkpoint train wrote\)"
+[ ! -e pw.csv ] || fail "a refused predict wrote its output"
 run 0 evaluate --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64
 run 0 predict --checkpoint a/latest.safetensors --data s.sfpack -q --batch-size 64 -o p64.csv
 cmp -s p64.csv p1.csv && fail "predictions of two different checkpoints are the same"
