@@ -27,6 +27,21 @@ finish() {
     [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
 }
 
+# keras_python: py = SEQFEED_PYTHON (default python3), checked to import
+# Keras 3 as it is, else with KERAS_BACKEND torch or jax (then exported).
+# Without Keras the checks so far decide: exit 1 on a failure, else 77.
+keras_python() {
+    py=${SEQFEED_PYTHON:-python3}
+    "$py" -c "import keras" 2>/dev/null && return 0
+    local backend
+    for backend in torch jax; do
+        KERAS_BACKEND=$backend "$py" -c "import keras" 2>/dev/null && { export KERAS_BACKEND=$backend; return 0; }
+    done
+    finish
+    echo "Keras 3 is not installed (SEQFEED_PYTHON=$py): load_model not checked" >&2
+    exit 77
+}
+
 # over ARRAY ARGS...: sets the array args to the words of the array named
 # ARRAY followed by ARGS, without the options ARGS gives again (and their
 # values): a command line like another but for some settings (an option

@@ -56,15 +56,7 @@ assert layers["window"]["config"]["batch_shape"] == [None, 6, 2] and layers["fut
 assert layers["dense"]["build_config"]["input_shape"] == [None, 8], layers["dense"]
 assert [h["config"]["keras_history"][0] for h in layers["concatenate"]["inbound_nodes"][0]["args"][0]] == ["lstm", "flatten"]
 PY
-py=${SEQFEED_PYTHON:-python3}
-if ! "$py" -c "import keras" 2>/dev/null && ! KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-   ! KERAS_BACKEND=jax "$py" -c "import keras" 2>/dev/null; then
-    finish
-    echo "Keras 3 is not installed (SEQFEED_PYTHON=$py): load_model not checked" >&2
-    [ "$fails" -eq 0 ] && exit 77
-fi
-"$py" -c "import keras" 2>/dev/null || { KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-    export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
+keras_python
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 run 0 predict --checkpoint s/latest.safetensors --data d.sfpack -o s.csv -q

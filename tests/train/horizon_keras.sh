@@ -10,17 +10,7 @@ set -uo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-python3 - <<'PY'
-import random
-random.seed(4)
-with open("d.csv", "w") as f:
-    f.write("id,a,b\n")
-    for s in ("x", "y"):
-        a = 10.0
-        for i in range(120):
-            a += random.gauss(0, 1)
-            f.write("%s,%.3f,%.3f\n" % (s, a, 100 + 20 * random.random()))
-PY
+python3 "$SRCDIR/tests/train/walk_data.py" 4 || exit 1
 run 0 pack d.csv -o d.sfpack --series-column id -q
 run 0 train --data d.sfpack --targets a,b --model lstm:5,dense:3,dense --window 6 --horizon 2-4 --epochs 1 \
     --batch-size 8 --checkpoint-dir v -q
@@ -36,15 +26,7 @@ assert [l["class_name"] for l in cfg][-3:] == ["Dense", "Reshape", "Normalizatio
 assert cfg[-3]["config"]["units"] == 6 and cfg[-2]["config"]["target_shape"] == [3, 2], cfg
 assert len(cfg[-1]["config"]["mean"]) == 2 and cfg[-1]["build_config"]["input_shape"] == [None, 3, 2], cfg
 PY
-py=${SEQFEED_PYTHON:-python3}
-if ! "$py" -c "import keras" 2>/dev/null && ! KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-   ! KERAS_BACKEND=jax "$py" -c "import keras" 2>/dev/null; then
-    finish
-    echo "Keras 3 is not installed (SEQFEED_PYTHON=$py): load_model not checked" >&2
-    [ "$fails" -eq 0 ] && exit 77
-fi
-"$py" -c "import keras" 2>/dev/null || { KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-    export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
+keras_python
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 SEQFEED_LIB=${1:-} PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"

@@ -16,17 +16,7 @@ set -uo pipefail
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir"
-python3 - <<'PY'
-import random
-random.seed(5)
-with open("d.csv", "w") as f:
-    f.write("id,a,b\n")
-    for s in ("x", "y"):
-        a = 10.0
-        for i in range(120):
-            a += random.gauss(0, 1)
-            f.write("%s,%.3f,%.3f\n" % (s, a, 100 + 20 * random.random()))
-PY
+python3 "$SRCDIR/tests/train/walk_data.py" 5 || exit 1
 run 0 pack d.csv -o d.sfpack --series-column id -q
 run 0 train --data d.sfpack --targets a,b --model lstm:5,dense --window 6 --horizon 2-4 --epochs 1 \
     --batch-size 8 --loss quantile:0.1,0.5,0.9 --checkpoint-dir v -q
@@ -62,15 +52,7 @@ for name, inputs, head_in, units, shape, norm in (("fv", ["window", "future", "s
     assert n["config"]["axis"] == [-2, -1] and len(n["config"]["mean"][0]) == shape[-1], n
     assert n["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] == "reshape", n
 PY
-py=${SEQFEED_PYTHON:-python3}
-if ! "$py" -c "import keras" 2>/dev/null && ! KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-   ! KERAS_BACKEND=jax "$py" -c "import keras" 2>/dev/null; then
-    finish
-    echo "Keras 3 is not installed (SEQFEED_PYTHON=$py): load_model not checked" >&2
-    [ "$fails" -eq 0 ] && exit 77
-fi
-"$py" -c "import keras" 2>/dev/null || { KERAS_BACKEND=torch "$py" -c "import keras" 2>/dev/null &&
-    export KERAS_BACKEND=torch; } || export KERAS_BACKEND=jax
+keras_python
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 run 0 predict --checkpoint fv/latest.safetensors --data d.sfpack -o fv.csv -q
