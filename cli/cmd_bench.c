@@ -151,11 +151,11 @@ int bench_pipeline(int argc, char **argv) {
     const cli_value *v = a.v;
     uint32_t global = v[OPT_BATCH_SIZE].set ? (uint32_t)v[OPT_BATCH_SIZE].u : sf_fit_opts_default().batch;
     o.replicas = v[OPT_REPLICAS].set ? (uint32_t)v[OPT_REPLICAS].u : 1;
-    if (o.replicas > sf_batch_parts(global))
+    o.batch = global;
+    if (o.replicas > sf_pipe_parts(&o))
         return cli_usage_error(c->name, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
                                "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
-                               "--replicas)", global, sf_batch_parts(global), o.replicas, 8 * o.replicas);
-    o.batch = global;
+                               "--replicas)", global, sf_pipe_parts(&o), o.replicas, 8 * o.replicas);
     double consume_rate = v[OPT_CONSUME_RATE].set ? v[OPT_CONSUME_RATE].real : 0;
     bool json = v[OPT_JSON].set;
     sf_err e = {0};
@@ -253,7 +253,7 @@ int bench_pipeline(int argc, char **argv) {
                         util_decode >= util_read && util_decode >= util_window ? "decode" :
                         util_window >= util_read ? "window" : "read";
     double wps = (double)windows / wall, reads = once > 0 ? st.bytes_read / once : 0;
-    uint32_t parts = sf_batch_parts(global), per = sf_replica_windows(global, parts, o.replicas, 0);
+    uint32_t parts = sf_pipe_parts(&o), per = sf_replica_windows(global, parts, o.replicas, 0);
     if (json) {
         // Unpaced: no rate and no stall figure (null).
         char rate_json[32] = "null", stall_json[32] = "null";

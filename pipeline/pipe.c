@@ -595,7 +595,7 @@ uint32_t sf_batch_parts(uint32_t batch) {
     return g < 1 ? 1 : g > SF_DEFAULT_PARTS ? SF_DEFAULT_PARTS : g;
 }
 
-static uint32_t parts_of(const sf_pipe_opts *o) { return o->parts ? o->parts : sf_batch_parts(o->batch); }
+uint32_t sf_pipe_parts(const sf_pipe_opts *o) { return o->parts ? o->parts : sf_batch_parts(o->batch); }
 
 static uint32_t job_replicas(const sf_pipe_opts *o) { return o->shard_total ? o->shard_total : o->replicas; }
 
@@ -621,7 +621,7 @@ static int check_opts(const sf_pipe_opts *o, sf_err *e) {
         o->io.depth == 0 || o->lanes == 0 || o->block_chunks == 0)
         return sf_err_set(e, SF_EINVAL, "pipeline: replicas, batch, decoders, prefetch, reader depth, lanes and "
                           "block chunks must be positive and slots at least 2");
-    uint32_t total = job_replicas(o), G = parts_of(o);
+    uint32_t total = job_replicas(o), G = sf_pipe_parts(o);
     if (o->shard_first > total || total - o->shard_first < o->replicas)
         return sf_err_set(e, SF_EINVAL, "pipeline: replicas %u .. %u of %u do not exist", o->shard_first,
                           o->shard_first + o->replicas - 1, total);
@@ -650,7 +650,7 @@ typedef struct {
 } local;
 
 static local local_of(const sf_pipe_opts *o) {
-    local z = {parts_of(o), 0, 0, 0, 0};
+    local z = {sf_pipe_parts(o), 0, 0, 0, 0};
     uint32_t Q = job_replicas(o), a, b;
     for (uint32_t r = 0; r < o->replicas && z.G && Q <= z.G; r++) {
         sf_replica_parts(z.G, Q, o->shard_first + r, &a, &b);
@@ -665,7 +665,7 @@ static local local_of(const sf_pipe_opts *o) {
 
 // Each part's share of the job's pool (o->pool, 0 or 1: plan order).
 static uint64_t part_pool(const sf_pipe_opts *o) {
-    uint64_t G = parts_of(o);
+    uint64_t G = sf_pipe_parts(o);
     return o->pool <= 1 ? o->pool : (o->pool + G - 1) / G > 2 ? (o->pool + G - 1) / G : 2;
 }
 
@@ -888,7 +888,7 @@ static uint64_t plan_windows(const sf_pipe_opts *o, const sf_pack_info *in) {
 // The pool each part allocates (sf_stream_open): its share of o->pool, but
 // never more windows than the largest part's share of an epoch.
 static uint64_t stream_pool(const sf_pipe_opts *o, const sf_pack_info *in) {
-    uint64_t pool = part_pool(o), G = parts_of(o);
+    uint64_t pool = part_pool(o), G = sf_pipe_parts(o);
     if (pool <= 1) return 1;
     uint64_t windows = plan_windows(o, in), share = (windows + G - 1) / G;
     return pool < share ? pool : share > 2 ? share : 2;
@@ -942,7 +942,7 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
 }
 
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
-    uint32_t G = parts_of(o);
+    uint32_t G = sf_pipe_parts(o);
     if (!o->batch || !G || G > o->batch) return 0;
     // Every part is a shard of its own: the epoch has as many global
     // batches as its shortest shard gives full batches (drop-remainder), or

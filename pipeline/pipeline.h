@@ -595,6 +595,8 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
 // gives that many): every part of the batch its shard; with drop_remainder
 // the fewest full batches a part's shard gives, without it the most batches.
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows);
+// The parts o's global batch is cut into: o->parts, else sf_batch_parts(o->batch).
+uint32_t sf_pipe_parts(const sf_pipe_opts *o);
 // Shrinks o->pool, then o->edge_bytes, so that sf_pipe_memory fits budget
 // bytes; SF_EUSAGE (o unchanged) when even a pool of one window per lane
 // does not.

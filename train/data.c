@@ -165,6 +165,12 @@ sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32
     return po;
 }
 
+uint32_t sf_fit_parts(const sf_fit_opts *o) {
+    sf_pipe_opts po = o->pipe;
+    po.batch = o->batch;  // as sf_run_pipe_opts sets it
+    return sf_pipe_parts(&po);
+}
+
 sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part) {
     if (!o->folds) return (sf_split){.fraction = o->val_split, .part = part};
     return (sf_split){.part = part, .folds = o->folds, .fold = o->fold, .whole = in->series, .nwhole = in->nseries};

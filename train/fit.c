@@ -447,7 +447,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
     sf_window_horizon_text(w, horizon, sizeof horizon);
     snprintf(window, sizeof window, "%u rows, stride %u, sampling rate %u, horizon %s", w->length, w->stride,
              w->sampling_rate, horizon);
-    snprintf(batch, sizeof batch, "%u (%u parts, up to %u per replica)", o->batch, sf_batch_parts(o->batch),
+    snprintf(batch, sizeof batch, "%u (%u parts, up to %u per replica)", o->batch, sf_pipe_parts(&f->po),
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
@@ -860,7 +860,7 @@ static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
     sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
-    if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_batch_parts(o->batch), o->batch, f->G);
+    if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_pipe_parts(&f->po), o->batch, f->G);
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
@@ -1094,7 +1094,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.G = f.R * (uint32_t)f.nranks;
     f.talk = o->progress && f.rank == 0;
     if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
-    uint32_t parts = sf_batch_parts(o->batch);
+    uint32_t parts = sf_fit_parts(o);
     // A run resumed from a checkpoint (a cross-validation's: from its first
     // fold's) has the checkpoint's --batch-size.
     char latest[PATH_MAX];

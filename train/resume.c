@@ -85,7 +85,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->scoped_target_mean = cols->scoped_target_mean;
     c->seed = o->seed, c->epochs = o->epochs, c->batch = o->batch, c->replicas = replicas;
     c->val_split = o->val_split, c->lr = o->adam.lr, c->pool = o->pipe.pool, c->rows = in->nrows;
-    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->parts = sf_batch_parts(o->batch), c->data_fingerprint = in->fingerprint;
+    c->lanes = o->pipe.lanes, c->block_chunks = o->pipe.block_chunks, c->parts = sf_fit_parts(o), c->data_fingerprint = in->fingerprint;
     c->max_gap = o->max_gap, c->folds = o->folds, c->fold = o->fold;
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;

@@ -583,6 +583,10 @@ const sf_series *sf_run_data_series(const sf_run_data *d, uint64_t *n);
 // fit runs it: its shards of the training part, per-replica batches of
 // o->batch / (replicas x nranks), full batches only, o's seed and epochs.
 sf_pipe_opts sf_run_pipe_opts(const sf_fit_opts *o, const sf_run_data *d, uint32_t replicas, int rank, int nranks);
+// The parts of the run's global batch (sf_pipe_parts of its pipeline as
+// sf_run_pipe_opts sets it: o->batch, not o->pipe.batch), known before the
+// data is opened.
+uint32_t sf_fit_parts(const sf_fit_opts *o);
 // The part of the file's series (in) a run trains or validates on: its
 // --val-split, or its fold.
 sf_split sf_fit_split(const sf_fit_opts *o, const sf_pack_info *in, enum sf_part part);
