@@ -55,7 +55,7 @@ typedef enum {
     // files a run writes
     OPT_CHECKPOINT_DIR, OPT_CHECKPOINT_EVERY, OPT_RESUME, OPT_LOG, OPT_LOG_EVERY, OPT_TRACE, OPT_REPORT, OPT_TENSORBOARD, OPT_COLLECTIVE_TIMEOUT,
     // benchmarks
-    OPT_STEPS, OPT_WARMUP, OPT_CONSUME_RATE,
+    OPT_STEPS, OPT_WARMUP, OPT_CONSUME_RATE, OPT_TARGET_LOSS,
     // packing and synthetic data
     OPT_COLUMNS, OPT_DROP_COLUMNS, OPT_SERIES_COLUMN, OPT_TIME_COLUMN, OPT_TIME_UNIT, OPT_CATEGORICAL, OPT_DELIMITER, OPT_MISSING, OPT_ROWS, OPT_FEATURE_COUNT,
     OPT_SERIES_COUNT, OPT_LEVEL, OPT_CHUNK_ROWS, OPT_FILTER, OPT_THREADS,
@@ -132,6 +132,32 @@ void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o);
 void cli_apply_fit(const cli_args *a, sf_fit_opts *o);
 // The writer's options shared by pack and synth: --level, --chunk-rows, --threads.
 void cli_apply_writer(const cli_args *a, sf_pack_writer_opts *wo);
+
+// ---- what bench train and bench scaling share (cmd_bench_train.c) ----
+
+// The data and the model, as train takes them.
+#define BENCH_FIT_USES                                                                                    \
+    {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS}, \
+        {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE},           \
+        {.opt = OPT_HORIZON}, {.opt = OPT_MODEL}
+// The devices and how they compute.
+#define BENCH_DEVICE_USES                                                                                  \
+    {.opt = OPT_GPUS}, {.opt = OPT_PRECISION}, {.opt = OPT_RNN_ALGO}, {.opt = OPT_DEFERRED_LOSS},          \
+        {.opt = OPT_CUDA_GRAPH}, {.opt = OPT_OVERLAP_REDUCE}
+// The pipeline.
+#define BENCH_PIPE_USES                                                                                    \
+    {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS},               \
+        {.opt = OPT_PREFETCH}, {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}
+
+// Short measured runs: every step timed but the warmup, no validation, as
+// many epochs as the steps need; the GPUs asked for, the steps.
+typedef struct {
+    sf_fit_opts o;
+    const char *gpus;
+    uint64_t steps, warmup;
+} bench_runs;
+// Parses c's options into *a and *b: 0, -1 after --help, or EXIT_USAGE.
+int bench_setup(const cli_command *c, int argc, char **argv, cli_args *a, bench_runs *b);
 
 // ---- output and errors ----
 

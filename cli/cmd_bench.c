@@ -387,22 +387,24 @@ int bench_read(int argc, char **argv) {
 
 int cmd_bench(int argc, char **argv) {
     // Benchmarks measure one process; N copies under a launcher would
-    // compete for the machine and each report alone.
+    // compete for the machine and each report alone. bench scaling is the
+    // exception: its counts are replicas per rank, its runs the job's.
+    if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (sf_ranks_launched()) {
-        fprintf(stderr, "seqfeed bench: runs in one process, not under mpirun or srun (hint: to measure a job, run "
-                "seqfeed train under the launcher with --report)\n");
+        fprintf(stderr, "seqfeed bench: runs in one process, not under mpirun or srun, but for bench scaling (hint: "
+                "to measure a job, run seqfeed train under the launcher with --report)\n");
         return EXIT_USAGE;
     }
     if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "read")) return bench_read(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "train")) return bench_train(argc - 1, argv + 1);
-    if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         fputs("usage: seqfeed bench pipeline|read|train|scaling [options]\n\n"
               "  pipeline   the input pipeline alone: windows/s, stage utilisation, stalls, its ceiling\n"
               "  read       the reader alone: GB/s (bench/pipeline.sh puts fio beside it)\n"
               "  train      the trainer at several batch sizes: samples/s, input cost, GFLOP/s\n"
-              "  scaling    speed-up and efficiency at several replica counts, and what limits them\n\n"
+              "  scaling    speed-up and efficiency at several replica counts, and what limits them;\n"
+              "             with --target-loss the steps and seconds to a val_loss, and whether more replicas pay\n\n"
               "'seqfeed bench SUBCOMMAND --help' describes its options.\n",
               stdout);
         return EXIT_OK;

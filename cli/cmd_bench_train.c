@@ -1,6 +1,5 @@
-// seqfeed bench train and bench scaling: the trainer on real data at
-// several batch sizes, against the SGEMM ceiling measured in the same run;
-// and at several replica counts.
+// seqfeed bench train: the trainer on real data at several batch sizes,
+// against the SGEMM ceiling measured in the same run.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,22 +7,9 @@
 
 #include "cli.h"
 
-// What bench train and bench scaling share with train: the data, the model
-// and the pipeline.
-#define FIT_USES                                                                                         \
-    {.opt = OPT_DATA, .help = "the .sfpack file (required)"}, {.opt = OPT_FEATURES}, {.opt = OPT_TARGETS}, \
-        {.opt = OPT_NORM}, {.opt = OPT_WINDOW}, {.opt = OPT_STRIDE}, {.opt = OPT_SAMPLING_RATE},           \
-        {.opt = OPT_HORIZON}, {.opt = OPT_MODEL}
-
-#define PIPE_USES                                                                                          \
-    {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS},               \
-        {.opt = OPT_PREFETCH}, {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}
-
 static const cli_use train_uses[] = {
-    FIT_USES, {.opt = OPT_BATCH_SIZE, .def = "32,256", .help = "global batch sizes, one run each", .many = true},
-    {.opt = OPT_REPLICAS, .def = "one per GPU, or 1"}, {.opt = OPT_SEED}, {.opt = OPT_GPUS}, {.opt = OPT_PRECISION},
-    {.opt = OPT_RNN_ALGO}, {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
-    {.opt = OPT_OVERLAP_REDUCE}, PIPE_USES, {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
+    BENCH_FIT_USES, {.opt = OPT_BATCH_SIZE, .def = "32,256", .help = "global batch sizes, one run each", .many = true},
+    {.opt = OPT_REPLICAS, .def = "one per GPU, or 1"}, {.opt = OPT_SEED}, BENCH_DEVICE_USES, BENCH_PIPE_USES, {.opt = OPT_STEPS, .def = "20"}, {.opt = OPT_WARMUP, .def = "3"},
     {.opt = OPT_JSON, .help = "one JSON object per batch size, with the classification and the limit"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
@@ -49,17 +35,8 @@ static const cli_command train_command = {
     .uses = train_uses,
 };
 
-// What bench train and bench scaling share: options for short measured
-// runs (every step timed but the warmup, no validation, as many epochs as
-// the steps need), the GPUs asked for, the steps. 0, -1 after --help, or
-// EXIT_USAGE.
-typedef struct {
-    sf_fit_opts o;
-    const char *gpus;
-    uint64_t steps, warmup;
-} bench_runs;
-
-static int bench_setup(const cli_command *c, int argc, char **argv, cli_args *a, bench_runs *b) {
+// Also bench scaling's (cli.h).
+int bench_setup(const cli_command *c, int argc, char **argv, cli_args *a, bench_runs *b) {
     int rc = cli_parse(c, argc, argv, a);
     if (rc) return rc;
     const cli_value *v = a->v;
@@ -231,77 +208,6 @@ int bench_train(int argc, char **argv) {
         printf("step time grew %.2fx for %.0fx the batch per replica: %s\n", grew, more,
                grew < 0.5 * more ? "the smaller batches leave the device idle (raise the batch per replica)"
                                  : "the device is busy at these batch sizes");
-    }
-    return EXIT_OK;
-}
-
-static const cli_use scaling_uses[] = {
-    FIT_USES, {.opt = OPT_REPLICAS, .def = "1,2,4", .help = "replica counts, one run each", .many = true},
-    {.opt = OPT_BATCH_SIZE, .def = "32 per replica at the largest count",
-     .help = "the global batch, the same at every count (each replica takes whole parts of it)"},
-    {.opt = OPT_SEED}, {.opt = OPT_GPUS}, PIPE_USES, {.opt = OPT_STEPS, .def = "20"},
-    {.opt = OPT_WARMUP, .def = "3"}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
-
-static const cli_command scaling_command = {
-    .name = "bench scaling",
-    .usage = "--data FILE.sfpack [options]",
-    .about =
-        "Trains a fixed number of steps at each replica count with the same global\n"
-        "batch (as when GPUs are added to a training setup), and prints samples/s,\n"
-        "the batch each replica gets, the speed-up and efficiency against the first\n"
-        "count, and what limits each run (the diagnosis of seqfeed train: input,\n"
-        "compute or all-reduce). Replicas are GPUs when there are GPUs (--gpus),\n"
-        "else CPU replicas sharing the cores.\n",
-    .uses = scaling_uses,
-};
-
-int bench_scaling(int argc, char **argv) {
-    const cli_command *c = &scaling_command;
-    cli_args a;
-    bench_runs b;
-    int rc = bench_setup(c, argc, argv, &a, &b);
-    if (rc) return rc < 0 ? EXIT_OK : rc;
-    sf_fit_opts o = b.o;
-    const cli_value *v = a.v;
-    uint64_t defaults[3] = {1, 2, 4}, *counts = v[OPT_REPLICAS].set ? (uint64_t *)v[OPT_REPLICAS].list : defaults;
-    uint32_t ncounts = v[OPT_REPLICAS].set ? v[OPT_REPLICAS].n : 3;
-    uint64_t most = 1;
-    for (uint32_t k = 0; k < ncounts; k++) most = counts[k] > most ? counts[k] : most;
-    uint64_t global = v[OPT_BATCH_SIZE].set ? v[OPT_BATCH_SIZE].u : 32 * most;
-    uint32_t parts = sf_batch_parts((uint32_t)global);  // --batch-size is at most 2^20
-    for (uint32_t k = 0; k < ncounts; k++)
-        if (counts[k] > parts)
-            return cli_usage_error(c->name, "--batch-size %llu is cut into %u part(s) of at least 8 windows, and each "
-                                   "of the %llu replicas takes whole parts (hint: a --batch-size of at least %llu, or "
-                                   "fewer --replicas)", (unsigned long long)global, parts,
-                                   (unsigned long long)counts[k], 8 * (unsigned long long)counts[k]);
-    int devices[64];
-    const sf_backend *gpu_backend = NULL;
-    int ngpus = cli_choose_gpus(c->name, b.gpus, devices, 64, v[OPT_QUIET].set, &gpu_backend);
-    if (ngpus < 0) return EXIT_USAGE;
-    if (ngpus > 0) o.backend = gpu_backend, o.devices = devices;
-    o.batch = (uint32_t)global;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    printf("global batch %llu, %s replicas%s%ld cores\n", (unsigned long long)global, o.backend->name,
-           ngpus ? "" : " sharing ", ngpus ? 0L : cores);
-    printf("%-9s %9s %12s %9s %11s  %s\n", "replicas", "per rep.", "samples/s", "speed-up", "efficiency", "limited by");
-    double base = 0, base_r = 0;
-    sf_err e = {0};
-    for (uint32_t k = 0; k < ncounts; k++) {
-        uint64_t R = counts[k];
-        if (ngpus && R > (uint64_t)ngpus) {
-            printf("%-9llu (only %d GPU(s))\n", (unsigned long long)R, ngpus);
-            continue;
-        }
-        o.replicas = (uint32_t)R;
-        sf_fit_result res;
-        sf_fit_bench measure = {.warmup_steps = b.warmup};
-        if (sf_fit_measured(&o, &measure, &res, &e)) return cli_fail(c->name, &e, NULL);
-        if (!base) base = res.samples_per_s, base_r = (double)R;  // the first count's rate
-        double speed = res.samples_per_s / base;
-        printf("%-9llu %9llu %12.1f %8.2fx %10.0f%%  %s (input wait %.1f%%)\n", (unsigned long long)R,
-               (unsigned long long)sf_replica_windows((uint32_t)global, parts, (uint32_t)R, 0), res.samples_per_s, speed, 100 * speed * base_r / (double)R,
-               res.diagnosis.limit ? res.diagnosis.limit : "?", 100 * res.diagnosis.input_share);
     }
     return EXIT_OK;
 }

@@ -250,6 +250,10 @@ static const option options[OPT_COUNT] = {
                           .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step, and "
                                   "the stalls are measured (default: takes them as fast as it can, raw throughput "
                                   "and no stall figure)"},
+    [OPT_TARGET_LOSS] = {"target-loss", 0, "L|best+P%", K_TEXT, .group = BENCH,
+                         .help = "time to a good model: steps and seconds until val_loss, scored on the whole "
+                                 "validation part at each evaluation, is at or below L, or P% above the best "
+                                 "val_loss of the first replica count's run at the per-replica batch"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,

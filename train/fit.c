@@ -39,6 +39,7 @@ typedef struct {
     double loss_sum, wait, epoch_t0, run_t0, bar_t;
     uint64_t samples, run_samples;
     double run_wait;
+    double step_seconds;  // the steps' wall time in this run (sf_trainer_run's calls)
     // The pipeline's counters when the profile starts (after the first
     // step) and when the last step ends, so that stage utilisation covers
     // the time the steps do.
@@ -401,6 +402,15 @@ static int steps_end(fit *f, int rc) {
     return rc;
 }
 
+// A benchmark's evaluation: told to it, and whether it reached its target.
+static bool at_target(fit *f) {
+    const sf_fit_bench *b = f->bench;
+    if (!b || f->val_unscored || !val_windows(f)) return false;
+    double val = f->res->val_loss;
+    if (b->evaluated) b->evaluated(b->arg, f->ck.step, val, f->step_seconds);
+    return b->target_loss > 0 && val <= b->target_loss;
+}
+
 // The loop. Everything but the steps runs here, on the caller's thread,
 // with every replica stopped: the steps run in parts up to the next point
 // with work (steps_to_next), and a stop comes after a step.
@@ -411,7 +421,10 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // steps
         while (f->epoch_step < f->steps_per_epoch) {
             uint64_t n = steps_to_next(f), before = f->run_steps;
-            if ((rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e))) return rc;
+            double t0 = sf_now();
+            rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e);
+            f->step_seconds += sf_now() - t0;
+            if (rc) return rc;
             if (f->run_steps - before < n && !f->interrupted) return 0;  // the data ended
             if (f->epoch_step == f->steps_per_epoch) break;
             if (o->checkpoint_every && f->ck.step % o->checkpoint_every == 0 && (rc = checkpoint(f, false, e)))
@@ -428,8 +441,8 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // validate, log, checkpoint
         if ((rc = end_epoch(f, e))) return rc;
         // stop?
-        bool done = f->epoch >= o->epochs;
-        if (done || stop_here(f) || (done = early_stop_here(f))) {
+        bool reached = at_target(f), done = f->epoch >= o->epochs;
+        if (done || stop_here(f) || (done = early_stop_here(f)) || reached) {
             f->res->complete = done;
             return steps_end(f, 0);
         }

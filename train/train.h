@@ -627,6 +627,15 @@ typedef struct {
     bool resident;          // every step retrains each replica's first batch: no input
                             // at all, the bound the real run is compared with
     FILE *profile_out;      // the per-replica profile and the diagnosis also go here (NULL: none)
+    // Time to a target (bench scaling): every evaluation (an epoch's end:
+    // --steps-per-epoch apart) goes to evaluated (NULL: none) with Adam's
+    // step count, the val_loss and the seconds the steps took so far (their
+    // wall time from the first step on: validation and the loop's work
+    // between steps left out), on every rank; the run stops after the first
+    // whose val_loss is at or below target_loss (0 or NAN: never).
+    double target_loss;
+    void (*evaluated)(void *arg, uint64_t step, double val_loss, double seconds);
+    void *arg;
 } sf_fit_bench;
 // sf_fit, measured as b says (NULL: as sf_fit).
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e);
