@@ -464,7 +464,7 @@ static int to_target(scaling *s, uint64_t global) {
     // batch's last (the same batch, lr and seed).
     for (uint32_t k = 0; !rc && k + 1 < n; k++) {
         sf_fit_opts x = o;
-        x.replicas = g[k].R, x.batch = g[k].batch, x.lr_linear = false, x.adam.lr = linear ? lr0 * (float)gmax : lr0;
+        x.replicas = g[k].R, x.batch = g[k].batch, x.lr_linear = false, x.adam.lr = (float)g[k].lr;
         ev.n = 0;
         rc = run_to_target(&x, target, &g[k], &ev, &e);
     }
