@@ -20,7 +20,7 @@ static const cli_use scaling_uses[] = {
      .help = "replica counts (per rank under a launcher), one run each (with --target-loss one in each mode)"},
     {.opt = OPT_BATCH_SIZE, .def = "32 per replica at the largest count",
      .help = "the global batch, the same at every count (each replica takes whole parts of it); with --target-loss "
-             "also where the fixed per-replica batch's runs end: that batch is it over the largest count's replicas"},
+             "also, over the largest count's replicas, the fixed per-replica batch"},
     {.opt = OPT_SEED}, BENCH_DEVICE_USES, BENCH_PIPE_USES,
     {.opt = OPT_STEPS, .def = "20", .help = "timed steps per run (without --target-loss)"},
     {.opt = OPT_WARMUP, .def = "3", .help = "untimed steps first (without --target-loss)"},
@@ -29,7 +29,8 @@ static const cli_use scaling_uses[] = {
      .help = "a run stops after N steps: one that has not reached the target says so, with its best val_loss"},
     {.opt = OPT_STEPS_PER_EPOCH, .def = "10", .group = TTA,
      .help = "an evaluation every N steps: steps to the target are counted to the next evaluation"},
-    {.opt = OPT_VAL_SPLIT, .group = TTA}, {.opt = OPT_LOSS, .group = TTA},
+    {.opt = OPT_VAL_SPLIT, .group = TTA}, {.opt = OPT_LOSS, .group = TTA,
+     .help = "what training minimises and val_loss measures, as train's --loss: mse, mae, huber[:D], quantile:Q,.."},
     {.opt = OPT_LR, .group = TTA, .help = "Adam's learning rate at the per-replica batch on one replica"},
     {.opt = OPT_LR_SCALING, .def = "linear", .group = TTA,
      .help = "the per-replica batch's lr at G replicas in all: --lr x G (linear, Goyal et al.), or --lr (none); "
@@ -57,7 +58,8 @@ static const cli_command scaling_command = {
         "(--batch-size over the largest count's replicas, the global batch growing\n"
         "with the replicas, the lr scaled by --lr-scaling after --warmup-steps), and at\n"
         "the fixed global batch --batch-size with the largest count's lr, where every\n"
-        "count trains the same run bit for bit (the same steps to the target). Per\n"
+        "count trains the same run (the same weights, bit for bit on CPU: the same\n"
+        "steps to the target). Per\n"
         "count: the steps and seconds to the target (the steps' wall time, validation\n"
         "left out), the speed-up and efficiency against the first count, samples/s,\n"
         "the input wait; then the critical batch (the global batch beyond which the\n"
@@ -155,7 +157,7 @@ static int throughput(scaling *s, const bench_runs *b, uint64_t global) {
 
 typedef struct {
     uint64_t step;
-    double val, seconds;
+    double val, seconds, cpu;
 } eval_point;
 
 typedef struct {
@@ -164,7 +166,7 @@ typedef struct {
     bool oom;
 } evals;
 
-static void on_eval(void *arg, uint64_t step, double val, double seconds) {
+static void on_eval(void *arg, uint64_t step, double val, double seconds, double cpu) {
     evals *ev = arg;
     if (ev->n == ev->cap) {
         size_t cap = ev->cap ? 2 * ev->cap : 64;
@@ -175,7 +177,7 @@ static void on_eval(void *arg, uint64_t step, double val, double seconds) {
         }
         ev->v = v, ev->cap = cap;
     }
-    ev->v[ev->n++] = (eval_point){step, val, seconds};
+    ev->v[ev->n++] = (eval_point){step, val, seconds, cpu};
 }
 
 // One run of one mode at one count.
@@ -186,6 +188,7 @@ typedef struct {
     bool ran, reached;
     uint64_t steps;            // to the target (at the evaluation that reached it)
     double seconds;            // the steps' wall time to it
+    double cpu_seconds;        // and the CPU time of every thread of every rank over them
     double best;               // the lowest val_loss (NAN: none scored)
     uint64_t steps_run;        // all the run's steps
     double samples_per_s;      // over the evaluated steps: batch x steps / their seconds
@@ -200,7 +203,8 @@ static void reach(ttr_row *row, const evals *ev, double target) {
     for (size_t i = 0; i < ev->n; i++) {
         if (isnan(row->best) || ev->v[i].val < row->best) row->best = ev->v[i].val;
         if (!row->reached && target > 0 && ev->v[i].val <= target)
-            row->reached = true, row->steps = ev->v[i].step, row->seconds = ev->v[i].seconds;
+            row->reached = true, row->steps = ev->v[i].step, row->seconds = ev->v[i].seconds,
+            row->cpu_seconds = ev->v[i].cpu;
     }
     const eval_point *last = ev->n ? &ev->v[ev->n - 1] : NULL;
     row->samples_per_s = last && last->seconds > 0 ? (double)row->batch * (double)last->step / last->seconds : 0;
@@ -213,6 +217,13 @@ static int run_to_target(const sf_fit_opts *o, double target, ttr_row *row, eval
     sf_fit_result res;
     int rc = sf_fit_measured(o, &fb, &res, e);
     if (!rc && ev->oom) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the evaluations");
+    // Every rank evaluated at the same steps: the job's CPU time is their sum.
+    double *cpu = !rc && o->ranks && ev->n ? malloc(ev->n * sizeof *cpu) : NULL;
+    if (!rc && o->ranks && ev->n && !cpu) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the evaluations");
+    for (size_t i = 0; cpu && i < ev->n; i++) cpu[i] = ev->v[i].cpu;
+    if (cpu && !(rc = sf_ranks_sum_f64(o->ranks, cpu, ev->n, "the ranks' CPU seconds", e)))
+        for (size_t i = 0; i < ev->n; i++) ev->v[i].cpu = cpu[i];
+    free(cpu);
     if (rc) return rc;
     row->ran = true, row->steps_run = res.steps;
     row->input_share = res.diagnosis.input_share;
@@ -341,15 +352,21 @@ static void answer(const scaling *s, const ttr_row *p, const ttr_row *g, uint32_
     }
 }
 
+static void print_head(void) {
+    printf("%-9s %7s %9s %7s %8s %8s %9s %11s %10s %10s  %s\n", "replicas", "global", "per rep.", "steps", "seconds",
+           "cpu s", "speed-up", "efficiency", "samples/s", "input wait", "limited by");
+}
+
 static void print_row(const scaling *s, const ttr_row *r) {
-    printf("%-9s %7u %9u", count_label(s, r->R), r->batch, r->per);
+    char mid[96];
     if (r->reached)
-        printf(" %7llu %8.3f %8.2fx %10.0f%%", (unsigned long long)r->steps, r->seconds, r->speedup,
-               100 * r->efficiency);
+        snprintf(mid, sizeof mid, "%7llu %8.3f %8.2f %8.2fx %10.0f%%", (unsigned long long)r->steps, r->seconds,
+                 r->cpu_seconds, r->speedup, 100 * r->efficiency);
     else
-        printf("  not reached in %llu steps (best val_loss %.6g)            ", (unsigned long long)r->steps_run,
-               r->best);
-    printf(" %10.1f %9.1f%%  %s\n", r->samples_per_s, 100 * r->input_share, r->limit);
+        snprintf(mid, sizeof mid, "not reached in %llu steps (best val_loss %.6g)", (unsigned long long)r->steps_run,
+                 r->best);
+    printf("%-9s %7u %9u %-47s %10.1f %9.1f%%  %s\n", count_label(s, r->R), r->batch, r->per, mid, r->samples_per_s,
+           100 * r->input_share, r->limit);
 }
 
 static void json_row(const scaling *s, const ttr_row *r, bool comma) {
@@ -361,6 +378,8 @@ static void json_row(const scaling *s, const ttr_row *r, bool comma) {
     else printf("null");
     printf(", \"seconds\": ");
     sf_json_real(stdout, r->reached ? r->seconds : NAN);
+    printf(", \"cpu_seconds\": ");
+    sf_json_real(stdout, r->reached ? r->cpu_seconds : NAN);
     printf(", \"speedup\": ");
     sf_json_real(stdout, r->speedup);
     printf(", \"efficiency\": ");
@@ -516,13 +535,14 @@ static int to_target(scaling *s, uint64_t global) {
                s->ngpus ? ", " : " sharing ", s->ngpus ? 0L : sysconf(_SC_NPROCESSORS_ONLN),
                sf_precision_name(o.precision));
         printf("val_loss on the whole validation part every %llu steps, at most %llu steps a run; seconds: the "
-               "steps' wall time, validation left out\n", (unsigned long long)every, (unsigned long long)o.max_steps);
-        const char *head = "replicas   global  per rep.   steps  seconds  speed-up  efficiency  samples/s  input wait  limited by";
-        printf("\nfixed batch per replica: %u windows, lr %g x replicas (--lr-scaling %s), %llu warmup steps\n%s\n",
-               per, (double)lr0, linear ? "linear" : "none", (unsigned long long)o.lr_schedule.warmup_steps, head);
+               "steps' wall time, validation left out; cpu s: their CPU time, every thread's%s\n", (unsigned long long)every, (unsigned long long)o.max_steps, s->ranks > 1 ? " of every rank" : "");
+        printf("\nfixed batch per replica: %u windows, lr %g x replicas (--lr-scaling %s), %llu warmup steps\n", per,
+               (double)lr0, linear ? "linear" : "none", (unsigned long long)o.lr_schedule.warmup_steps);
+        print_head();
         for (uint32_t k = 0; k < n; k++) print_row(s, &p[k]);
-        printf("\nfixed global batch: %llu windows, lr %g at every count (the last count's run is the one above)\n%s\n",
-               (unsigned long long)global, g[0].lr, head);
+        printf("\nfixed global batch: %llu windows, lr %g at every count (the last count's run is the one above)\n",
+               (unsigned long long)global, g[0].lr);
+        print_head();
         for (uint32_t k = 0; k < n; k++) print_row(s, &g[k]);
         printf("\ncritical batch: %s\nanswer: %s\n", crit, text);
     }
@@ -535,9 +555,31 @@ static int by_count(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+// The options of one way of measuring given to the other: usage errors.
+static int modes_apart(const scaling *s) {
+    const cli_value *v = s->v;
+    const char *name = s->c->name;
+    static const cli_opt timed[] = {OPT_STEPS, OPT_WARMUP};
+    static const cli_opt to_target[] = {OPT_MAX_STEPS, OPT_STEPS_PER_EPOCH, OPT_VAL_SPLIT, OPT_LOSS, OPT_LR,
+                                        OPT_LR_SCALING, OPT_WARMUP_STEPS};
+    for (size_t k = 0; v[OPT_TARGET_LOSS].set && k < sizeof timed / sizeof *timed; k++)
+        if (v[timed[k]].set)
+            return cli_usage_error(name, "--%s times a fixed number of steps, and with --target-loss each run trains "
+                                   "to the target (hint: --max-steps bounds the runs)", cli_opt_name(timed[k]));
+    for (size_t k = 0; !v[OPT_TARGET_LOSS].set && k < sizeof to_target / sizeof *to_target; k++)
+        if (v[to_target[k]].set)
+            return cli_usage_error(name, "--%s sets how the runs train to --target-loss, which is not given (hint: "
+                                   "--target-loss L, or best+10%%)", cli_opt_name(to_target[k]));
+    return 0;
+}
+
 static int scaling_run(scaling *s, const bench_runs *b) {
     const cli_value *v = s->v;
     const char *name = s->c->name;
+    int rc = modes_apart(s);
+    if (rc) return rc;
+    sf_err le = {0};
+    if (v[OPT_LOSS].set && sf_loss_parse(&s->o.loss, v[OPT_LOSS].text, &le)) return cli_usage_error(name, "%s", le.msg);
     int devices[64];
     const sf_backend *gpu_backend = NULL;
     bool quiet = v[OPT_QUIET].set || s->json || !s->speak;
@@ -548,7 +590,7 @@ static int scaling_run(scaling *s, const bench_runs *b) {
                                "measured in one process, a replica each)");
     if (ngpus > 0) s->o.backend = gpu_backend, s->o.devices = devices;
     s->ngpus = ngpus;
-    int rc = cli_choose_precision(name, v[OPT_PRECISION].set ? v[OPT_PRECISION].text : NULL, devices, ngpus, quiet,
+    rc = cli_choose_precision(name, v[OPT_PRECISION].set ? v[OPT_PRECISION].text : NULL, devices, ngpus, quiet,
                                   &s->o.precision);
     if (rc) return rc;
     uint64_t most = s->counts[s->ncounts - 1];

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -39,7 +40,7 @@ typedef struct {
     double loss_sum, wait, epoch_t0, run_t0, bar_t;
     uint64_t samples, run_samples;
     double run_wait;
-    double step_seconds;  // the steps' wall time in this run (sf_trainer_run's calls)
+    double step_seconds, step_cpu;  // the steps' wall time in this run (sf_trainer_run's calls), and the process's CPU time
     // The pipeline's counters when the profile starts (after the first
     // step) and when the last step ends, so that stage utilisation covers
     // the time the steps do.
@@ -402,12 +403,18 @@ static int steps_end(fit *f, int rc) {
     return rc;
 }
 
+// This process's CPU seconds, every thread's.
+static double process_cpu(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) ? 0 : (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 // A benchmark's evaluation: told to it, and whether it reached its target.
 static bool at_target(fit *f) {
     const sf_fit_bench *b = f->bench;
     if (!b || f->val_unscored || !val_windows(f)) return false;
     double val = f->res->val_loss;
-    if (b->evaluated) b->evaluated(b->arg, f->ck.step, val, f->step_seconds);
+    if (b->evaluated) b->evaluated(b->arg, f->ck.step, val, f->step_seconds, f->step_cpu);
     return b->target_loss > 0 && val <= b->target_loss;
 }
 
@@ -421,9 +428,9 @@ static int train_epochs(fit *f, const sf_batch_source *src, sf_err *e) {
         // steps
         while (f->epoch_step < f->steps_per_epoch) {
             uint64_t n = steps_to_next(f), before = f->run_steps;
-            double t0 = sf_now();
+            double t0 = sf_now(), c0 = process_cpu();
             rc = sf_trainer_run(f->tr, src, o->seed, n, count_step, f, e);
-            f->step_seconds += sf_now() - t0;
+            f->step_seconds += sf_now() - t0, f->step_cpu += process_cpu() - c0;
             if (rc) return rc;
             if (f->run_steps - before < n && !f->interrupted) return 0;  // the data ended
             if (f->epoch_step == f->steps_per_epoch) break;

@@ -629,12 +629,14 @@ typedef struct {
     FILE *profile_out;      // the per-replica profile and the diagnosis also go here (NULL: none)
     // Time to a target (bench scaling): every evaluation (an epoch's end:
     // --steps-per-epoch apart) goes to evaluated (NULL: none) with Adam's
-    // step count, the val_loss and the seconds the steps took so far (their
+    // step count, the val_loss, the seconds the steps took so far (their
     // wall time from the first step on: validation and the loop's work
-    // between steps left out), on every rank; the run stops after the first
-    // whose val_loss is at or below target_loss (0 or NAN: never).
+    // between steps left out) and this process's CPU seconds over the same
+    // steps (every thread's: replicas and pipeline), on every rank; the run
+    // stops after the first whose val_loss is at or below target_loss (0 or
+    // NAN: never).
     double target_loss;
-    void (*evaluated)(void *arg, uint64_t step, double val_loss, double seconds);
+    void (*evaluated)(void *arg, uint64_t step, double val_loss, double seconds, double cpu_seconds);
     void *arg;
 } sf_fit_bench;
 // sf_fit, measured as b says (NULL: as sf_fit).

@@ -70,6 +70,16 @@ done
 # bench train's diagnosis (its short runs are too short to judge) and its lines.
 SEQFEED_TEST_DELAY=window:3000 "$SEQFEED" bench train "${bench[@]}" >out 2>&1
 accepts "bench train" out
+# bench scaling's answer to a target no run reaches, and its usage errors.
+"$SEQFEED" bench scaling --data s.sfpack --model lstm:8,dense --window 16 --batch-size 16 --gpus none --replicas 1,2 \
+    --target-loss 1e-9 --max-steps 20 >out 2>&1
+grep -q "^answer: .*hint: " out || fail "bench scaling gave no hint for an unreachable target: $(cat out)"
+accepts "bench scaling" out
+for bad in "--target-loss 0.1 --val-split 0" "--target-loss 0.1 --steps 5" "--lr 0.1" "--target-loss 0.1 --replicas 1,3"; do
+    # shellcheck disable=SC2086
+    "$SEQFEED" bench scaling --data s.sfpack --model lstm:8,dense --window 16 --batch-size 16 $bad >out 2>&1
+    accepts "bench scaling" out
+done
 over common --model lstm:64,lstm:64,dense
 "$SEQFEED" train "${args[@]}" >/dev/null 2>out  # compute bound
 accepts train out

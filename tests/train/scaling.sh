@@ -47,10 +47,11 @@ p, g = r["per_replica"], r["fixed_global"]
 assert [x["replicas"] for x in p] == [1, 2] and [x["replicas"] for x in g] == [1, 2], r
 assert r["batch_per_replica"] == 16 and r["global_batch"] == 32 and r["lr_scaling"] == "linear", r
 for x in p + g:
-    for k in ("global_batch", "batch_per_replica", "lr", "reached", "steps", "seconds", "speedup", "efficiency",
+    for k in ("global_batch", "batch_per_replica", "lr", "reached", "steps", "seconds", "cpu_seconds", "speedup", "efficiency",
               "best_val_loss", "steps_run", "samples_per_s", "input_share", "classification", "limit"):
         assert k in x, (k, x)
-    assert x["reached"] and x["steps"] > 0 and x["seconds"] > 0 and x["best_val_loss"] <= r["target_loss"], x
+    assert x["reached"] and x["steps"] > 0 and x["seconds"] > 0 and x["cpu_seconds"] > 0, x
+    assert x["best_val_loss"] <= r["target_loss"], x
     assert x["steps"] % r["eval_every"] == 0 and x["steps"] == x["steps_run"], x
 # Fixed per-replica batch: the global batch and the lr grow with the replicas.
 assert [x["global_batch"] for x in p] == [16, 32], p
@@ -69,7 +70,7 @@ run 0 bench scaling "${args[@]}" --target-loss "$target"
 expect out "^time to val_loss <= "
 expect out "^fixed batch per replica: 16 windows, lr 0.001 x replicas \(--lr-scaling linear\), 20 warmup steps"
 expect out "^fixed global batch: 32 windows, lr 0.002 at every count"
-expect out "replicas +global +per rep\. +steps +seconds +speed-up +efficiency +samples/s +input wait +limited by"
+expect out "replicas +global +per rep\. +steps +seconds +cpu s +speed-up +efficiency +samples/s +input wait +limited by"
 expect out "^critical batch: "
 expect out "^answer: more replicas (do not )?pay"
 steps1=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["fixed_global"][0]["steps"])' abs.json)
@@ -85,7 +86,8 @@ python3 - out <<'PY' || fail "an unreachable target in JSON: $(cat out)"
 import json, sys
 r = json.load(open(sys.argv[1]))
 for x in r["per_replica"] + r["fixed_global"]:
-    assert x["reached"] is False and x["steps"] is None and x["seconds"] is None and x["steps_run"] == 40, x
+    assert x["reached"] is False and x["steps"] is None and x["seconds"] is None and x["cpu_seconds"] is None, x
+    assert x["steps_run"] == 40, x
     assert x["best_val_loss"] > 1e-9, x
 assert r["verdict"] == "no-answer" and r["critical_batch"] is None, r
 PY
