@@ -313,8 +313,10 @@ static void answer(const scaling *s, const ttr_row *p, const ttr_row *g, uint32_
                      100 * input);
         return;
     }
-    int at = snprintf(text, cap, "more replicas do not pay: %s reach the target %s than %s: ", last,
-                      pn->reached ? "no faster" : "not at all, or later", first);
+    int at = pn->reached ? snprintf(text, cap, "more replicas do not pay: %s reach the target no faster than %s: ",
+                                    last, first)
+                         : snprintf(text, cap, "more replicas do not pay: %s do not reach the target in %llu steps, "
+                                    "as %s does: ", last, (unsigned long long)pn->steps_run, first);
     if (at < 0 || (size_t)at >= cap) return;
     char *rest = text + at;
     size_t left = cap - (size_t)at;
