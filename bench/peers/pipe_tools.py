@@ -30,7 +30,9 @@ Modes:
          ones, are not the steady state) and up to --steps timed batches
          (or --cap seconds): the wait in next() of each, the emulated step
          a sleep until that long after next() returned (the cores free, as
-         a GPU's step leaves them). One JSON line per data set on stdout.
+         a GPU's step leaves them; step_took_ms, the mean time outside
+         next(), says how long the sleeps took, longer on a loaded machine).
+         One JSON line per data set on stdout.
   check: one epoch of each data set (no pacing), every window hashed
          (window_hashes); the hashes of each data set saved as .npy under
          --out, one JSON line per data set (windows, batch shapes).
@@ -178,7 +180,8 @@ def timed(it, step, n, warmup, cap, settle=0.0):
     w = np.array(waits)
     return {"step_ms": step * 1e3, "steps": len(waits), "windows": windows, "wall_s": wall,
             "windows_per_s": windows / wall, "stall_pct": 100 * w.sum() / wall,
-            "wait_p50_ms": 1e3 * float(np.percentile(w, 50)), "wait_p99_ms": 1e3 * float(np.percentile(w, 99))}
+            "wait_p50_ms": 1e3 * float(np.percentile(w, 50)), "wait_p99_ms": 1e3 * float(np.percentile(w, 99)),
+            "step_took_ms": 1e3 * (wall - w.sum()) / len(waits)}
 
 
 def main():
