@@ -9,9 +9,10 @@
 # the same windows (an epoch's window hashes against the array's). Data:
 # random walks of 4M rows x 4 columns (window 60) and 1M rows x 32
 # (window 256), batch 256, cached in $BENCH_DIR (default
-# /tmp/seqfeed-bench-pipepeers, ~250 MB). Rounds interleaved, the tool order
+# /tmp/seqfeed-bench-pipepeers, ~300 MB). Rounds interleaved, the tool order
 # rotating; median, least and most. bench/peers/pipe_peers.py and
-# pipe_tools.py say more. About 5 minutes with the defaults.
+# pipe_tools.py say more. About 4 minutes with the defaults on a quiet 2-core
+# machine (8.5 at load 13-16).
 # The peers need numpy, tensorflow (or tensorflow-cpu), torch and grain from
 # PyPI: this script installs nothing unless given --install, and skips a peer
 # it cannot import. Not part of the tests, nor of CI.
@@ -22,7 +23,8 @@
 #   --python PY   the interpreter with the peers (default: $PEER_PYTHON, else python3)
 #   --build DIR   meson build dir (default: $SEQFEED_BUILD, else build/): its seqfeed, libseqfeed.so
 #                 and bench/gen_csv; the package is python/ of this tree
-#   --rounds N    rounds (default 3); --json: one JSON object instead of the table
+#   --rounds N    rounds (default 3); --json: one JSON object instead of the table (the
+#                 rest of the options: bench/peers/pipe_peers.py --help)
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -33,7 +35,7 @@ while [ $# -gt 0 ]; do
     --install) install=1; shift ;;
     --python) py=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) args+=("$1"); shift ;;
     esac
 done
