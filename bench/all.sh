@@ -71,6 +71,8 @@ fi
 sf=$build/seqfeed
 [ ${#sections[@]} = 0 ] || [ -x "$sf" ] || { echo "all.sh: $sf not found: build first (ninja -C $build) or pass --build DIR" >&2; exit 1; }
 [ -n "$out" ] || out=$build/bench-all.md
+[ "$(realpath -m "$out")" != "$(realpath -m "$doc")" ] ||
+    usage "--out is the doc itself: it would lose the text between the blocks (--update-doc rewrites the blocks)"
 work=${BENCH_DIR:-/tmp/seqfeed-bench}/all
 mkdir -p "$work" "$(dirname "$out")"
 raw=$(mktemp -d "$work/run.XXXXXX")
@@ -457,6 +459,7 @@ fig_scaling() {
     steps=$(q 10 30)
     data=$work/synth-scaling-20000x4.sfpack
     [ -f "$data" ] || "$sf" synth -o "$data" --rows 20000 --feature-count 4 --series-count 2 -q >&2
+    # shellcheck disable=SC2054 # the commas are the model's
     args=(--model lstm:64,lstm:64,dense --window 30 --batch-size 64 --replicas 1,2 --steps "$steps")
     show "$sf" bench scaling --data synth-scaling.sfpack "${args[@]}"
     for r in $(seq "$rounds"); do

@@ -17,7 +17,7 @@ bash -n "$all" || fail "bench/all.sh: syntax"
 grep -q -- '--update-doc' out || fail "--help does not describe --update-doc: $(cat out)"
 "$all" --list >out || fail "--list exited $?"
 for s in header pack train time_to_loss; do grep -qx "$s" out || fail "--list lacks $s: $(cat out)"; done
-for case in "--nope:2" "--rounds 0:2" "--rounds x:2" "--only nosuch:2" "--rounds:2" "--from gen.md:2" \
+for case in "--out $SRCDIR/docs/BENCHMARKS.md:2" "--nope:2" "--rounds 0:2" "--rounds x:2" "--only nosuch:2" "--rounds:2" "--from gen.md:2" \
     "--update-doc --from nofile.md:1"; do
     # shellcheck disable=SC2086
     "$all" --build "$build" ${case%:*} >out 2>err
@@ -75,5 +75,5 @@ grep -q 'nosuch' err || fail "the block without a marker not named: $(cat err)"
 grep -q stray doc.md && fail "a block without a marker was inserted"
 expected=$(python3 -c 'import sys; t = open(sys.argv[1]).read(); print(t.replace("old pack figures\n", "| new | pack |\n"), end="")' before.md)
 [ "$(cat doc.md)" = "$expected" ] || fail "--from changed more than the pack block: $(diff before.md doc.md)"
-ls -A | grep -q '\.tmp' && fail "temporary file left: $(ls -A)"
+! compgen -G '*.tmp*' >/dev/null || fail "temporary file left: $(ls -A)"
 finish
