@@ -16,7 +16,9 @@
 #   --rounds N    rounds of each section (default 5; 2 with --quick)
 #   --quick       smaller data, fewer steps and rounds: every table, in about
 #                 ten minutes on 2 cores (figures to check the script, not to quote)
-#   --only A,B    these sections only (--list names them); the header always
+#   --only A,B    these sections only (--list names them); their header is
+#                 written but not marked, so --update-doc keeps the doc's
+#                 (the full run's) unless A,B names header too
 #   --out FILE    the markdown written (default BUILD/bench-all.md); its
 #                 blocks sit between <!-- all.sh:NAME begin --> and end markers
 #   --update-doc  then replace those blocks in the doc (each one the run
@@ -48,7 +50,7 @@ while [ $# -gt 0 ]; do
     --doc) doc=$2; shift 2 ;;
     --from) from=$2; shift 2 ;;
     --list) printf '%s\n' header "${sections[@]}"; exit 0 ;;
-    -h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) usage "unknown argument '$1'" ;;
     esac
 done
@@ -482,6 +484,17 @@ fig_scaling() {
     fi
 }
 
+# Keras 3 on TensorFlow, as the peers run it: says what is missing (PREFIX) and succeeds when something is.
+keras_missing() {
+    local m missing=""
+    for m in keras tensorflow; do # found, not imported: keras alone fails to import without its backend
+        "$py" -c "import importlib.util as u, sys; sys.exit(u.find_spec('$m') is None)" 2>/dev/null ||
+            missing+="${missing:+ and }$m"
+    done
+    [ -n "$missing" ] || return 1
+    skip "${1:-}$missing not installed for $py"
+}
+
 keras_file() { # a synth file for the Keras peers
     local f=$work/synth-keras-$1.sfpack
     [ -f "$f" ] || "$sf" synth -o "$f" --rows "$1" --feature-count 4 --series-count "$2" -q >&2
@@ -489,7 +502,7 @@ keras_file() { # a synth file for the Keras peers
 }
 
 fig_keras_fit() {
-    has_py "keras, tensorflow" || { skip "keras and tensorflow not installed for $py (Keras 3 on TensorFlow)"; return; }
+    keras_missing && return
     local f steps
     f=$(keras_file "$(q 2000000 100000000)" 8) steps=$(q 20 60)
     show env SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python "$py" bench/peers/keras_fit.py "synth.sfpack" \
@@ -502,7 +515,7 @@ fig_keras_fit() {
 }
 
 fig_keras_epoch() {
-    has_py "keras, tensorflow" || { skip "keras and tensorflow not installed for $py"; return; }
+    keras_missing && return
     local f
     f=$(keras_file 8000 2)
     show env KERAS_BACKEND=torch SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python "$py" bench/peers/keras_epoch.py \
@@ -551,7 +564,7 @@ for data, d in j["data"].items():
               f"{'<=' if k.startswith('seqfeed_best') else '>='} {r['target']:g})")
 print("\n(A time ratio of 0: seqfeed did not reach the peer's best loss in that round.)\n")
 PY
-    has_py "keras, tensorflow" || skip "Keras: keras and tensorflow not installed for $py"
+    keras_missing "Keras: " || true
 }
 
 fig_autotune() {
@@ -562,6 +575,7 @@ fig_autotune() {
 
 # ---- the run ----
 
+commit="seqfeed $(git -C "$root" describe --always --dirty 2>/dev/null || echo "(not a git tree)")"
 cpu_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; } # user nice system irq softirq steal
 tick=$(getconf CLK_TCK)
 start=$(date -u '+%Y-%m-%d %H:%M') load0=$(loadavg) busy0=$(cpu_busy) t0=$(date +%s)
@@ -584,7 +598,7 @@ for s in "${sections[@]}"; do
             echo '```'
             echo
         fi
-        echo "<sub>bench/all.sh, section \`$s\`: $(date -u '+%Y-%m-%d %H:%M') UTC, $(($(date +%s) - s0)) s, load average $l0 before, $(loadavg) after$([ $quick = 1 ] && echo "; --quick").</sub>"
+        echo "<sub>bench/all.sh, section \`$s\`: $(date -u '+%Y-%m-%d %H:%M') UTC, $(($(date +%s) - s0)) s, load average $l0 before, $(loadavg) after; $commit$([ $quick = 1 ] && echo "; --quick").</sub>"
         echo "<!-- all.sh:$s end -->"
         echo
         exit $rc
@@ -597,7 +611,11 @@ times >"$raw/times" # in this shell: a subshell's children's times start at zero
 ours=$(tail -1 "$raw/times" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); n += a[1] * 60 + a[2] } print n }')
 
 {
-    echo "<!-- all.sh:header begin -->"
+    # A run of some sections leaves the doc's header, the full run's, alone: their blocks' last lines
+    # say when, at which load and on which commit they were measured.
+    marked=1
+    [ -z "$only" ] || [[ ",$only," == *",header,"* ]] || marked=0
+    [ $marked = 0 ] || echo "<!-- all.sh:header begin -->"
     flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512|amx)' | sort | paste -sd' ')
     echo "- **Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $cores cores (\`nproc\`), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r)$(systemd-detect-virt -q 2>/dev/null && echo " ($(systemd-detect-virt) guest)")."
     echo "- **Flags**: ${flags:-no AVX-512}$([[ $flags == *amx* ]] || echo "; no AMX")."
@@ -616,7 +634,7 @@ print(", ".join(out))' 2>/dev/null || echo "$py does not run")."
         'BEGIN { x = b / t - o; if (x < 0) x = 0; printf "other processes took %.0f CPU s in the %d s the run lasted on %d cores (%.0f%% of the machine; this run %.0f CPU s)", x, s, c, (s > 0 ? 100 * x / (s * c) : 0), o }')$([ $quick = 1 ] && echo "; **--quick**: smaller data and fewer rounds, to check the script, not figures to quote")."
     others=$(ps -eo pid=,ppid=,pcpu=,comm= --sort=-pcpu | awk -v me=$$ '$1 != me && $2 != me && $3 > 5 { printf "%s%s (%s%%)", n++ ? ", " : "", $4, $3 } n == 4 { exit }')
     [ -z "$others" ] || echo "- **Busiest other processes at the end** (ps, CPU over their lifetime): $others."
-    echo "<!-- all.sh:header end -->"
+    [ $marked = 0 ] || echo "<!-- all.sh:header end -->"
     echo
     for s in "${sections[@]}"; do cat "$raw/$s.md"; done
 } >"$out.tmp"
