@@ -18,7 +18,7 @@ static const cli_use pipeline_uses[] = {
     {.opt = OPT_EPOCHS, .def = "1"}, {.opt = OPT_SEED},
     {.opt = OPT_MEMORY_BUDGET, .help = "shrink the pool so that the pipeline fits in MB (default: no budget)"},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
-    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CONSUME_RATE},
+    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_PIPELINE}, {.opt = OPT_CONSUME_RATE},
     {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pipeline_command = {

@@ -41,6 +41,7 @@ static const char *const rnn_algos[] = {"standard", "persistent", "persistent-sm
 static const char *const on_off[] = {"on", "off", NULL};
 static const char *const ios[] = {"auto", "uring", "pread", NULL};
 static const char *const directs[] = {"auto", "on", "off", NULL};
+static const char *const pipelines[] = {"auto", "fixed", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
 static const char *const target_kinds[] = {"value", "change", NULL};
 static const char *const export_formats[] = {"keras", "keras-weights", NULL};
@@ -197,14 +198,15 @@ static const option options[OPT_COUNT] = {
                                "plateau)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
                   .help = "shuffle pool of the job, in windows, shared among the global batch's parts (0 or 1: no "
-                          "shuffle)"},
+                          "shuffle; never tuned: it decides the batches)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
                    .help = "windower threads per replica, each cutting some of its parts of the global batch (the "
                            "batches do not depend on it)"},
     [OPT_BLOCK_CHUNKS] = {"block-chunks", 0, "N", K_COUNT, 1, 1u << 20, .group = PIPELINE,
-                          .help = "chunks per block, the unit of reading and shuffling"},
+                          .help = "chunks per block, the unit of reading and shuffling (never tuned: it decides the "
+                                  "batches)"},
     [OPT_DECODERS] = {"decoders", 0, "N", K_COUNT, 1, 256, .group = PIPELINE,
-                      .help = "decoder threads (default: one per core)"},
+                      .help = "decoder threads"},
     [OPT_PREFETCH] = {"prefetch", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE,
                       .help = "decoded blocks queued per lane, shared among its parts (two each at least)"},
     [OPT_SLOTS] = {"slots", 0, "N", K_COUNT, 2, 1024, .group = PIPELINE,
@@ -214,6 +216,13 @@ static const option options[OPT_COUNT] = {
                 .help = "how the file is read (auto: io_uring when the kernel allows it)"},
     [OPT_DIRECT] = {"direct", 0, "auto|on|off", K_CHOICE, .choices = directs, .group = PIPELINE,
                     .help = "O_DIRECT reads, past the page cache"},
+    [OPT_PIPELINE] = {"pipeline", 0, "auto|fixed", K_CHOICE, .choices = pipelines, .group = PIPELINE,
+                      .help = "auto: --decoders, --prefetch, --slots and --depth are chosen at start and while the "
+                              "run goes (when the consumer waits, or its step changes) to keep the input wait under "
+                              "0.5% of the step with the least threads and memory, within --memory-budget and the "
+                              "cores the replicas leave; one given explicitly is kept as given; a line says each "
+                              "choice and why (docs/PIPELINE.md). --pool, --block-chunks and --lanes are never "
+                              "tuned. fixed: every knob at its value or default"},
     [OPT_CHECKPOINT_DIR] = {"checkpoint-dir", 0, "DIR", K_TEXT, .group = RUN,
                             .help = "latest.safetensors (and epoch-NNNN.safetensors) written there (default: "
                                     "runs/YYYYmmdd-HHMMSS)"},
@@ -611,9 +620,11 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_POOL: snprintf(buf, n, "%" PRIu64, p->pool); break;
     case OPT_LANES: snprintf(buf, n, "%u", p->lanes); break;
     case OPT_BLOCK_CHUNKS: snprintf(buf, n, "%u", p->block_chunks); break;
-    case OPT_PREFETCH: snprintf(buf, n, "%u", p->prefetch); break;
-    case OPT_SLOTS: snprintf(buf, n, "%u", p->slots); break;
-    case OPT_DEPTH: snprintf(buf, n, "%u", p->io.depth); break;
+    case OPT_DECODERS: snprintf(buf, n, "tuned; with --pipeline fixed one per core"); break;
+    case OPT_PREFETCH: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->prefetch); break;
+    case OPT_SLOTS: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->slots); break;
+    case OPT_DEPTH: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->io.depth); break;
+    case OPT_PIPELINE: snprintf(buf, n, "auto"); break;
     case OPT_IO: snprintf(buf, n, "%s", ios[p->io.io]); break;
     case OPT_DIRECT: snprintf(buf, n, "%s", directs[p->io.direct]); break;
     case OPT_GPUS: snprintf(buf, n, "all"); break;
@@ -695,6 +706,9 @@ void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {
     if (v[OPT_DEPTH].set) o->io.depth = (uint32_t)v[OPT_DEPTH].u;
     if (v[OPT_IO].set) o->io.io = (enum sf_io)v[OPT_IO].choice;
     if (v[OPT_DIRECT].set) o->io.direct = (enum sf_direct)v[OPT_DIRECT].choice;
+    o->autotune = !v[OPT_PIPELINE].set || v[OPT_PIPELINE].choice == 0;
+    o->fixed = (v[OPT_DECODERS].set ? SF_KNOB_DECODERS : 0) | (v[OPT_PREFETCH].set ? SF_KNOB_PREFETCH : 0) |
+               (v[OPT_SLOTS].set ? SF_KNOB_SLOTS : 0) | (v[OPT_DEPTH].set ? SF_KNOB_DEPTH : 0);
     if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
     if (v[OPT_EPOCHS].set) o->epochs = v[OPT_EPOCHS].u;
 }

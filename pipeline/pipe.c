@@ -866,12 +866,15 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     if (o->autotune) start_line(p);
     p->opened = sf_now();
     p->mark.at = p->opened;
+    // Under the lock: the reader reads the count of decoders started.
+    pthread_mutex_lock(&p->mu);
     p->reader_started = sf_thread_start(&p->reader_thread, reader_main, p) == 0;
     for (uint32_t i = 0; p->reader_started && i < first; i++, p->ndecoders_started++)
         if (sf_thread_start(&p->decoders[i], decoder_main, &p->dargs[i])) break;
     bool all = p->reader_started && p->ndecoders_started == first;
     for (uint32_t l = 0; all && l < p->nlanes; l++)
         all = p->lanes[l].started = sf_thread_start(&p->lanes[l].thread, windower_main, &p->lanes[l]) == 0;
+    pthread_mutex_unlock(&p->mu);
     if (!all) {
         sf_pipe_close(p);
         return sf_err_set(e, SF_ENOMEM, "%s: cannot start the pipeline's threads", path);
@@ -917,6 +920,14 @@ static void look(sf_pipe *p) {
     snprintf(p->tuning.line, sizeof p->tuning.line, "pipeline auto at %.2f s: %s", now - p->opened, why);
     p->tuning.changes++;
     if (memcmp(&was, &p->tuner.now, sizeof was)) p->tuning.settled = now - p->opened;
+}
+
+void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "%s: decoders %u, prefetch %u, slots %u, depth %u", t->autotune ? "auto" : "fixed",
+                     t->now.decoders, t->now.prefetch, t->now.slots, t->now.depth);
+    if (t->autotune && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " (settled at %.2f s; caps %u, %u, %u, %u)", t->settled, t->cap.decoders,
+                 t->cap.prefetch, t->cap.slots, t->cap.depth);
 }
 
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t) {

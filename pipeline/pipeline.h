@@ -661,6 +661,10 @@ typedef struct {
     uint64_t cap_bytes;      // what the pipe holds at its caps (sf_pipe_memory)
     char line[320];          // the latest line: the start, or the last change and why
 } sf_pipe_tuning;
+// The choice in one phrase, for a checkpoint and a report: "auto: decoders
+// 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s; caps 2, 8, 8, 8)", or
+// "fixed: ..." without autotune.
+void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap);
 // A copy of the tuning's state, under the pipe's lock (cheap: a program
 // polls it after each batch and prints line when changes has grown).
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t);
