@@ -259,6 +259,11 @@ static const option options[OPT_COUNT] = {
                           .help = "each consumer spends 1/N s on every batch, off the CPU like a GPU step, and "
                                   "the stalls are measured (default: takes them as fast as it can, raw throughput "
                                   "and no stall figure)"},
+    [OPT_GRID] = {"grid", 0, "SECONDS", K_REAL, .rlo = 0.1, .rhi = 3600, .group = BENCH,
+                  .help = "compare --pipeline auto with every setting of a grid over the knobs it tunes (--decoders "
+                          "1 to the cores it may use, --prefetch, --slots and --depth each 2 or 8; a knob given stays "
+                          "as given), each run SECONDS long: auto's windows/s as a share of the grid's best, the time "
+                          "it took to settle, and with --consume-rate each one's input wait"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,

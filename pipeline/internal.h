@@ -67,6 +67,9 @@ typedef struct {
     double step0;            // the consumer's step when this search began (0: no look yet)
     uint32_t quiet;          // looks since the last change
     bool told_limit;         // the windowers' limit was said in this search
+    double steps[5];         // the last looks' steps, for their median
+    uint32_t nsteps;
+    char note[96];           // for the next change's line: why a new search began
 } sf_tuner;
 
 void sf_tuner_init(sf_tuner *t, sf_pipe_knobs start, sf_pipe_knobs cap, uint32_t fixed);

@@ -900,7 +900,10 @@ static tune_mark mark_now(const sf_pipe *p, double now) {
 // windower's for the windowers.
 static void look(sf_pipe *p) {
     double now = sf_now(), every = p->o.tune_interval > 0 ? p->o.tune_interval : 0.1;
-    if (now - p->mark.at < every) return;
+    // Enough batches that one slow step does not make the interval's step
+    // (a second at least when a step is that long).
+    uint64_t batches = p->reps[0].batches - p->mark.batches;
+    if (now - p->mark.at < every || (batches < 8 && now - p->mark.at < 10 * every)) return;
     tune_mark m = mark_now(p, now), *a = &p->mark;
     sf_tune_sample s = {.seconds = now - a->at, .batches = m.batches - a->batches,
                         .consumer_wait = m.consumer_wait - a->consumer_wait,

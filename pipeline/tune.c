@@ -4,6 +4,7 @@
 // knobs, so that it is tested on its own.
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -28,11 +29,13 @@ static uint32_t clampu(double v, uint32_t lo, uint32_t hi) {
 
 static bool free_knob(const sf_tuner *t, int i) { return !(t->fixed & (1u << i)); }
 
-// A new search: every value between the least and the cap may be tried.
-static void restart(sf_tuner *t) {
+// A new search: every value up to the cap may be tried again, and with
+// `floors` down to the least (a slower consumer may need less; a faster one
+// at least what the last one did).
+static void restart(sf_tuner *t, bool floors) {
     for (int i = 0; i < SF_KNOBS; i++) {
         uint32_t c = *sf_knob(&t->cap, i);
-        *sf_knob(&t->lo, i) = free_knob(t, i) ? (least[i] < c ? least[i] : c) : c;
+        if (floors) *sf_knob(&t->lo, i) = free_knob(t, i) ? (least[i] < c ? least[i] : c) : c;
         *sf_knob(&t->hi, i) = c;
     }
     t->trial = -1;
@@ -41,21 +44,28 @@ static void restart(sf_tuner *t) {
 
 void sf_tuner_init(sf_tuner *t, sf_pipe_knobs start, sf_pipe_knobs cap, uint32_t fixed) {
     *t = (sf_tuner){.now = start, .cap = cap, .fixed = fixed};
-    restart(t);
+    restart(t, true);
 }
 
 static void knobs_text(const sf_pipe_knobs *k, char *buf, size_t cap) {
     snprintf(buf, cap, "decoders %u, prefetch %u, slots %u, depth %u", k->decoders, k->prefetch, k->slots, k->depth);
 }
 
-// Changes knob i by dir as a trial, judged at the next look.
+// Changes knob i as a trial, judged at the next look: a grown one doubles
+// (up to what this search allows: a few looks reach any cap), a shrunk one
+// gives back one.
 static bool try_knob(sf_tuner *t, int i, int dir, double wait, double rate, const char *because, char *why,
                      size_t cap) {
     uint32_t *v = sf_knob(&t->now, i);
     t->trial = i, t->trial_dir = dir, t->before = *v, t->trial_wait = wait, t->trial_rate = rate;
-    *v = dir > 0 ? *v + 1 : *v - 1;
+    uint32_t hi = *sf_knob(&t->hi, i);
+    *v = dir > 0 ? (2 * *v < hi ? 2 * *v : hi) : *v - 1;
+    // What the consumer waited with was too little: never again in this
+    // search (no shrinking back into the same wait, a line each time).
+    if (dir > 0 && *sf_knob(&t->lo, i) <= t->before) *sf_knob(&t->lo, i) = t->before + 1;
     t->quiet = 0;
-    snprintf(why, cap, "%s %u -> %u (%s)", names[i], t->before, *v, because);
+    snprintf(why, cap, "%s %u -> %u (%s%s)", names[i], t->before, *v, because, t->note);
+    t->note[0] = 0;
     return true;
 }
 
@@ -76,7 +86,9 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
     double step = (s->seconds - s->consumer_wait) / n, window = s->window_busy / n;
     double decode = s->decode_busy / n, read = s->read_busy / n;
     double dbusy = s->decode_busy / (s->seconds * t->now.decoders), rbusy = s->read_busy / s->seconds;
-    double blocks = s->window_in / s->seconds, slots = s->window_out / s->seconds;
+    // Waits are added when they end, so an interval may count one that
+    // began before it: a share is at most all of it.
+    double blocks = fmin(s->window_in / s->seconds, 1), slots = fmin(s->window_out / s->seconds, 1);
     if (wait > 1) wait = 1;
     char m[160];
     snprintf(m, sizeof m, "consumer waited %.1f%%, step %.2f ms; windowers %.2f ms a batch, %.0f%% waiting for "
@@ -102,14 +114,18 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
     if (t->trial >= 0) {
         int i = t->trial;
         uint32_t *v = sf_knob(&t->now, i), tried = *v;
-        // A grown stage stays if the consumer waits less or gets more; a
-        // shrunk one if the consumer still does not wait.
-        bool keep = t->trial_dir > 0 ? wait < TARGET || wait < 0.8 * t->trial_wait || rate > 1.03 * t->trial_rate
-                                     : wait <= TARGET;
+        // A grown stage stays unless the consumer got clearly less (5%,
+        // above a loaded machine's noise over a look) without waiting less:
+        // a consumer that waits wants all it can get. A shrunk one stays
+        // if the consumer still does not wait.
+        bool keep = t->trial_dir > 0 ? wait < 0.8 * t->trial_wait || rate >= 0.95 * t->trial_rate : wait <= TARGET;
         t->trial = -1;
         if (!keep) {
             *v = t->before;
-            if (t->trial_dir > 0) *sf_knob(&t->hi, i) = t->before;
+            if (t->trial_dir > 0) {
+                *sf_knob(&t->hi, i) = t->before;
+                if (*sf_knob(&t->lo, i) > t->before) *sf_knob(&t->lo, i) = t->before;
+            }
             else *sf_knob(&t->lo, i) = t->before;
             snprintf(why, cap, "%s %u -> %u (%s: %s)", names[i], tried, t->before,
                      t->trial_dir > 0 ? "no gain" : "the wait came back", m);
@@ -118,35 +134,51 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
         }
     }
     // A consumer whose step changed by a third wants another setting: what
-    // this search learned no longer holds.
-    if (wait < 0.5 && step > 1e-5 && fabs(step - t->step0) > t->step0 / 3) {
-        snprintf(why, cap, "the step went from %.2f to %.2f ms: a new search (%s)", 1e3 * t->step0, 1e3 * step, m);
-        t->step0 = step;
-        restart(t);
-        t->quiet = 0;
-        return true;
+    // this search learned no longer holds. The step is the median of the
+    // last five looks', so that a stall of the machine's (a consumer off
+    // its core for a look or two) is no change. The next change's line
+    // says so.
+    if (wait < 0.5) t->steps[t->nsteps++ % 5] = step;
+    if (t->nsteps >= 5) {
+        double m5[5];
+        memcpy(m5, t->steps, sizeof m5);
+        for (int a = 1; a < 5; a++)
+            for (int b = a; b > 0 && m5[b - 1] > m5[b]; b--) {
+                double x = m5[b];
+                m5[b] = m5[b - 1], m5[b - 1] = x;
+            }
+        double median = m5[2];
+        if (median > 1e-5 && fabs(median - t->step0) > t->step0 / 3) {
+            snprintf(t->note, sizeof t->note, "; a new search since the step went from %.2f to %.2f ms",
+                     1e3 * t->step0, 1e3 * median);
+            restart(t, median > t->step0);
+            t->step0 = median;
+            t->nsteps = 0;
+        }
     }
     if (wait > TARGET) {
-        if (blocks > slots) {  // the windowers wait for blocks: upstream
+        if (blocks > 0.02 && blocks >= slots) {  // the windowers wait for blocks: upstream
             if (dbusy > 0.5 && can_grow(t, 0)) return try_knob(t, 0, 1, wait, rate, m, why, cap);
             if (rbusy > 0.5 && can_grow(t, 3)) return try_knob(t, 3, 1, wait, rate, m, why, cap);
             if (can_grow(t, 1)) return try_knob(t, 1, 1, wait, rate, m, why, cap);
             if (can_grow(t, 3)) return try_knob(t, 3, 1, wait, rate, m, why, cap);
             if (can_grow(t, 0)) return try_knob(t, 0, 1, wait, rate, m, why, cap);
-        } else if (window < 0.9 * step && can_grow(t, 2)) {
-            // They keep up on average: a slot more absorbs their jitter.
-            return try_knob(t, 2, 1, wait, rate, m, why, cap);
         }
-        if (!t->told_limit && window >= 0.9 * step) {
+        // The windowers wait for a slot while the consumer waits for a
+        // batch (the hand-over's latency), or keep up on average (their
+        // jitter): a slot more lets them run ahead.
+        if ((slots > 0.02 || window < 0.9 * step) && can_grow(t, 2)) return try_knob(t, 2, 1, wait, rate, m, why, cap);
+        if (!t->told_limit && s->window_busy / s->seconds > 0.8) {
             t->told_limit = true;
-            snprintf(why, cap, "no change: the windowers limit (%s; more --lanes, or a core more)", m);
+            snprintf(why, cap, "no change: the windowers limit (%s; more --lanes, or a core more)%s", m, t->note);
+            t->note[0] = 0;
             return true;
         }
         return false;
     }
     // Idle: give back what sits unused, one thing a look, once the last
-    // change has had two looks to show its effect.
-    if (wait < TARGET / 5 && t->quiet >= 2) {
+    // change has had three looks to show its effect.
+    if (wait < TARGET / 5 && t->quiet >= 3) {
         int d = t->now.decoders;
         if (d > 1 && can_shrink(t, 0) && dbusy * d / (d - 1) < 0.6) return try_knob(t, 0, -1, wait, rate, m, why, cap);
         if (slots > 0.3 && can_shrink(t, 2)) return try_knob(t, 2, -1, wait, rate, m, why, cap);
