@@ -20,6 +20,7 @@ static const cli_use pipeline_uses[] = {
     {.opt = OPT_MEMORY_BUDGET, .help = "shrink the pool so that the pipeline fits in MB (default: no budget)"},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
     {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_PIPELINE}, {.opt = OPT_CONSUME_RATE}, {.opt = OPT_GRID},
+    {.opt = OPT_STEPS, .help = "batches each consumer takes, then stops (default: every batch of --epochs)"},
     {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pipeline_command = {
@@ -47,6 +48,7 @@ typedef struct {
     int rc;
     sf_err e;
     double until;  // stop taking batches after this (sf_now; 0: at the end)
+    uint64_t steps;  // or after this many (0: at the end)
     bool talk;     // print --pipeline auto's lines as they come (replica 0's)
     uint64_t said;
 } consumer;
@@ -67,7 +69,7 @@ static void *consume(void *arg) {
             sf_pipe_get_tuning(c->pipe, &t);
             if (t.changes > c->said) printf("%s\n", t.line), c->said = t.changes;
         }
-        if (c->until > 0 && sf_now() >= c->until) break;
+        if ((c->until > 0 && sf_now() >= c->until) || c->batches == c->steps) break;
         if (!period) continue;
         // Simulated compute, off the CPU like a GPU step: one period per
         // batch, counted from when the batch arrived or the last step ended,
@@ -315,7 +317,8 @@ int bench_pipeline(int argc, char **argv) {
     uint32_t started = 0;
     for (; cs && ts && started < o.replicas; started++) {
         cs[started] = (consumer){.pipe = pipe, .r = started, .rate = consume_rate,
-                                 .talk = started == 0 && o.autotune && !json && !v[OPT_QUIET].set};
+                                 .talk = started == 0 && o.autotune && !json && !v[OPT_QUIET].set,
+                                 .steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 0};
         if (pthread_create(&ts[started], NULL, consume, &cs[started])) break;
     }
     if (started < o.replicas) {  // no consumer may be inside the pipe when it closes

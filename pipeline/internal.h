@@ -63,7 +63,9 @@ typedef struct {
     uint32_t fixed;
     int trial, trial_dir;    // the knob changed at the last look (-1: none), +1 grown, -1 shrunk
     uint32_t before;         // its value before
-    double trial_wait, trial_rate;
+    double trial_wait, trial_rate;  // the consumer's before the trial (over the looks since the change before)
+    double phase_seconds, phase_wait;  // since the last change: the looks' time, the consumer's wait in it
+    uint64_t phase_batches;
     double step0;            // the consumer's step when this search began (0: no look yet)
     uint32_t quiet;          // looks since the last change
     bool told_limit;         // the windowers' limit was said in this search

@@ -58,6 +58,7 @@ static bool try_knob(sf_tuner *t, int i, int dir, double wait, double rate, cons
                      size_t cap) {
     uint32_t *v = sf_knob(&t->now, i);
     t->trial = i, t->trial_dir = dir, t->before = *v, t->trial_wait = wait, t->trial_rate = rate;
+    t->phase_seconds = t->phase_wait = 0, t->phase_batches = 0;
     uint32_t hi = *sf_knob(&t->hi, i);
     *v = dir > 0 ? (2 * *v < hi ? 2 * *v : hi) : *v - 1;
     // What the consumer waited with was too little: never again in this
@@ -82,7 +83,7 @@ static bool can_shrink(const sf_tuner *t, int i) {
 bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) {
     if (s->seconds <= 0) return false;
     double n = s->batches ? (double)s->batches : 1;
-    double wait = s->consumer_wait / s->seconds, rate = (double)s->batches / s->seconds;
+    double wait = s->consumer_wait / s->seconds;
     double step = (s->seconds - s->consumer_wait) / n, window = s->window_busy / n;
     double decode = s->decode_busy / n, read = s->read_busy / n;
     double dbusy = s->decode_busy / (s->seconds * t->now.decoders), rbusy = s->read_busy / s->seconds;
@@ -95,6 +96,11 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
              "blocks, %.0f%% for slots; decoders %.0f%% busy", 100 * wait, 1e3 * step, 1e3 * window, 100 * blocks,
              100 * slots, 100 * dbusy);
     t->quiet++;
+    // Since the last change: what a trial is judged on and the next one
+    // compared with, over more than one look (a look on a loaded machine
+    // is noisy).
+    t->phase_seconds += s->seconds, t->phase_wait += s->consumer_wait, t->phase_batches += s->batches;
+    double pwait = fmin(t->phase_wait / t->phase_seconds, 1), prate = (double)t->phase_batches / t->phase_seconds;
     if (t->step0 == 0) {
         // The first look: decoders and reads in flight for the rate the
         // consumer asks (or the windowers give, when they are slower),
@@ -109,16 +115,22 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
         snprintf(why, cap, "%s (decode %.2f ms and read %.2f ms a batch at %.2f ms a batch, x%.2f; %s)", k,
                  1e3 * decode, 1e3 * read, 1e3 * period, MARGIN, m);
         t->quiet = 0;
+        t->phase_seconds = t->phase_wait = 0, t->phase_batches = 0;
         return true;
     }
     if (t->trial >= 0) {
         int i = t->trial;
         uint32_t *v = sf_knob(&t->now, i), tried = *v;
-        // A grown stage stays unless the consumer got clearly less (5%,
-        // above a loaded machine's noise over a look) without waiting less:
-        // a consumer that waits wants all it can get. A shrunk one stays
-        // if the consumer still does not wait.
-        bool keep = t->trial_dir > 0 ? wait < 0.8 * t->trial_wait || rate >= 0.95 * t->trial_rate : wait <= TARGET;
+        // More decoders compete for the cores: grown, they are judged over
+        // two looks, and stay unless the consumer got clearly less (10%,
+        // above a loaded machine's noise) without waiting less. A buffer
+        // more (prefetch, slots, reads) never slows the pipeline, it only
+        // holds memory: it stays, until the consumer no longer waits. A
+        // shrunk knob stays if the consumer still does not wait (one look
+        // with a wait is enough to go back).
+        if (t->trial_dir > 0 && i == 0 && t->quiet < 2) return false;
+        bool keep = t->trial_dir > 0 ? i != 0 || pwait < 0.8 * t->trial_wait || prate >= 0.9 * t->trial_rate
+                                     : wait <= TARGET;
         t->trial = -1;
         if (!keep) {
             *v = t->before;
@@ -130,6 +142,7 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
             snprintf(why, cap, "%s %u -> %u (%s: %s)", names[i], tried, t->before,
                      t->trial_dir > 0 ? "no gain" : "the wait came back", m);
             t->quiet = 0;
+            t->phase_seconds = t->phase_wait = 0, t->phase_batches = 0;
             return true;
         }
     }
@@ -158,16 +171,16 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
     }
     if (wait > TARGET) {
         if (blocks > 0.02 && blocks >= slots) {  // the windowers wait for blocks: upstream
-            if (dbusy > 0.5 && can_grow(t, 0)) return try_knob(t, 0, 1, wait, rate, m, why, cap);
-            if (rbusy > 0.5 && can_grow(t, 3)) return try_knob(t, 3, 1, wait, rate, m, why, cap);
-            if (can_grow(t, 1)) return try_knob(t, 1, 1, wait, rate, m, why, cap);
-            if (can_grow(t, 3)) return try_knob(t, 3, 1, wait, rate, m, why, cap);
-            if (can_grow(t, 0)) return try_knob(t, 0, 1, wait, rate, m, why, cap);
+            if (dbusy > 0.5 && can_grow(t, 0)) return try_knob(t, 0, 1, pwait, prate, m, why, cap);
+            if (rbusy > 0.5 && can_grow(t, 3)) return try_knob(t, 3, 1, pwait, prate, m, why, cap);
+            if (can_grow(t, 1)) return try_knob(t, 1, 1, pwait, prate, m, why, cap);
+            if (can_grow(t, 3)) return try_knob(t, 3, 1, pwait, prate, m, why, cap);
+            if (can_grow(t, 0)) return try_knob(t, 0, 1, pwait, prate, m, why, cap);
         }
         // The windowers wait for a slot while the consumer waits for a
         // batch (the hand-over's latency), or keep up on average (their
         // jitter): a slot more lets them run ahead.
-        if ((slots > 0.02 || window < 0.9 * step) && can_grow(t, 2)) return try_knob(t, 2, 1, wait, rate, m, why, cap);
+        if ((slots > 0.02 || window < 0.9 * step) && can_grow(t, 2)) return try_knob(t, 2, 1, pwait, prate, m, why, cap);
         if (!t->told_limit && s->window_busy / s->seconds > 0.8) {
             t->told_limit = true;
             snprintf(why, cap, "no change: the windowers limit (%s; more --lanes, or a core more)%s", m, t->note);
@@ -180,10 +193,10 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
     // change has had three looks to show its effect.
     if (wait < TARGET / 5 && t->quiet >= 3) {
         int d = t->now.decoders;
-        if (d > 1 && can_shrink(t, 0) && dbusy * d / (d - 1) < 0.6) return try_knob(t, 0, -1, wait, rate, m, why, cap);
-        if (slots > 0.3 && can_shrink(t, 2)) return try_knob(t, 2, -1, wait, rate, m, why, cap);
-        if (blocks < 0.001 && can_shrink(t, 1)) return try_knob(t, 1, -1, wait, rate, m, why, cap);
-        if (rbusy < 0.2 && can_shrink(t, 3)) return try_knob(t, 3, -1, wait, rate, m, why, cap);
+        if (d > 1 && can_shrink(t, 0) && dbusy * d / (d - 1) < 0.6) return try_knob(t, 0, -1, pwait, prate, m, why, cap);
+        if (slots > 0.3 && can_shrink(t, 2)) return try_knob(t, 2, -1, pwait, prate, m, why, cap);
+        if (blocks < 0.001 && can_shrink(t, 1)) return try_knob(t, 1, -1, pwait, prate, m, why, cap);
+        if (rbusy < 0.2 && can_shrink(t, 3)) return try_knob(t, 3, -1, pwait, prate, m, why, cap);
     }
     return false;
 }

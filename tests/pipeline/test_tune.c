@@ -31,8 +31,10 @@ int main(void) {
     s = interval(0.05, 48, 0.01, 0.3, 0, 0.18, 0.02);
     CHECK(sf_tuner_look(&t, &s, why, sizeof why) && t.now.decoders == 4 && strstr(why, "decoders 2 -> 4"),
           "late blocks, busy decoders: %s", why);
-    // The rate fell by a fifth and the wait stayed: back to 2, and never 4 again.
+    // The rate fell by a fifth and the wait stayed, two looks (one is not
+    // enough to judge): back to 2, and never 4 again.
     s = interval(0.05, 38, 0.01, 0.3, 0, 0.18, 0.02);
+    CHECK(!sf_tuner_look(&t, &s, why, sizeof why) && t.now.decoders == 4, "a grow judged on one look: %s", why);
     CHECK(sf_tuner_look(&t, &s, why, sizeof why) && t.now.decoders == 2 && strstr(why, "no gain") && t.hi.decoders == 2,
           "a grow that cost rate stayed: decoders %u, hi %u (%s)", t.now.decoders, t.hi.decoders, why);
     // Still late, decoders capped by what was learned: prefetch grows.
