@@ -430,7 +430,7 @@ int bench_pipeline(int argc, char **argv) {
 
 static const cli_use read_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
-    {.opt = OPT_BLOCK_CHUNKS, .help = "chunks per read request"}, {.opt = OPT_DEPTH}, {.opt = OPT_IO},
+    {.opt = OPT_BLOCK_CHUNKS, .help = "chunks per read request"}, {.opt = OPT_DEPTH, .def = "8"}, {.opt = OPT_IO},
     {.opt = OPT_DIRECT}, {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command read_command = {

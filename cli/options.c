@@ -625,10 +625,12 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_POOL: snprintf(buf, n, "%" PRIu64, p->pool); break;
     case OPT_LANES: snprintf(buf, n, "%u", p->lanes); break;
     case OPT_BLOCK_CHUNKS: snprintf(buf, n, "%u", p->block_chunks); break;
-    case OPT_DECODERS: snprintf(buf, n, "tuned; with --pipeline fixed one per core"); break;
-    case OPT_PREFETCH: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->prefetch); break;
-    case OPT_SLOTS: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->slots); break;
-    case OPT_DEPTH: snprintf(buf, n, "tuned; with --pipeline fixed %u", p->io.depth); break;
+    // Tuned where the pipeline runs autotuned; the fixed value otherwise
+    // (no flag named: not every command that takes the knob takes it).
+    case OPT_DECODERS: snprintf(buf, n, "tuned as the run goes; one per core when fixed"); break;
+    case OPT_PREFETCH: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->prefetch); break;
+    case OPT_SLOTS: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->slots); break;
+    case OPT_DEPTH: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->io.depth); break;
     case OPT_PIPELINE: snprintf(buf, n, "auto"); break;
     case OPT_IO: snprintf(buf, n, "%s", ios[p->io.io]); break;
     case OPT_DIRECT: snprintf(buf, n, "%s", directs[p->io.direct]); break;

@@ -530,8 +530,15 @@ static int diagnose(fit *f, sf_err *e) {
             memcpy(prof + f->R * k, at, pr), memcpy(prs + f->R * k, at + pr, pp), memcpy(ps + k, at + pr + pp, sizeof *ps);
         }
         if (!rc) {
+            // The knobs in use at the end (--pipeline auto's), not their
+            // caps: a stage's busy share is per thread in use.
+            sf_pipe_opts used = f->po;
+            sf_pipe_tuning t;
+            sf_pipe_get_tuning(f->pipe, &t);
+            used.decoders = t.now.decoders, used.prefetch = t.now.prefetch, used.slots = t.now.slots;
+            used.io.depth = t.now.depth;
             sf_diagnose_in in = {.replicas = prof, .R = f->G, .pipes = ps, .npipes = (uint32_t)f->nranks,
-                                 .pipe_replicas = prs, .pipe = &f->po,
+                                 .pipe_replicas = prs, .pipe = &used,
                                  .cpu = sf_cpu_since(&f->cpu_warm, &f->cpu_end)};
             sf_diagnose(&f->res->diagnosis, &in);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
