@@ -80,5 +80,6 @@ PY
 # bench pipeline --grid: auto against every setting.
 "$SEQFEED" bench pipeline --data s.sfpack --window 16 --grid 0.2 >grid.txt 2>&1 || fail "grid: $(tail -3 grid.txt)"
 grep -q '^grid  *[0-9]* settings x 0.2 s: best ' grid.txt || fail "no grid line: $(cat grid.txt)"
-grep -q "^auto  *[0-9.]* M windows/s, [0-9.]*% of the grid's best" grid.txt || fail "no auto line: $(cat grid.txt)"
+grep -q "^rematch  *3 rounds, interleaved: the best .*, auto .*: [0-9.]*% of the best" grid.txt || fail "no rematch line: $(cat grid.txt)"
+grep -q '^auto  *settled at ' grid.txt || fail "no auto line: $(cat grid.txt)"
 echo ok
