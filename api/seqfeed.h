@@ -100,7 +100,7 @@ typedef struct {
     uint32_t replicas;                 // --replicas, 1 to 256; batch a multiple of it, at most its parts
     uint32_t replica;                  // 0 to replicas - 1: this replica's share, its parts of each global
                                        // batch as train's (batch / replicas windows when replicas divide them)
-    uint32_t decoders;                 // --decoders, 1 to 256 (0: one per core)
+    uint32_t decoders;                 // --decoders, 1 to 256 (0: tuned, as --pipeline auto)
     uint32_t horizon_steps;            // --horizon A-B: B - A + 1 steps ending at horizon (B), 1 to 1024 and
                                        // at most horizon (0: one step)
     const char *norm_scope;            // --norm-scope global or series (NULL: global)

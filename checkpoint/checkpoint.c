@@ -149,8 +149,9 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
                           NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,  // the covariates'
-                          NULL, NULL, NULL, NULL};  // and the fold's
-    size_t at = sizeof meta / sizeof *meta - 41;
+                          NULL, NULL, NULL, NULL,  // and the fold's
+                          NULL, NULL};  // and the pipeline's choice
+    size_t at = sizeof meta / sizeof *meta - 43;
     char series_kind[32] = "onehot";
     if (c->embed) snprintf(series_kind, sizeof series_kind, "embedding:%u", c->embed);
     if (c->nonehot) {
@@ -183,7 +184,11 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     }
     if (c->best_epoch) {
         const char *best[] = {"best_epoch", b[2], "best_val_loss", b[3], "improved_val_loss", b[4]};
-        memcpy(meta + at, best, sizeof best);
+        memcpy(meta + at, best, sizeof best), at += sizeof best / sizeof *best;
+    }
+    if (c->pipeline[0]) {
+        const char *pipe[] = {"pipeline", c->pipeline};
+        memcpy(meta + at, pipe, sizeof pipe);
     }
     int rc = sf_st_write_checked(path, st, n, meta, read_back, &(read_back_arg){c, m}, e);
     free(scoped), free(onehot);
@@ -538,6 +543,8 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
                         "a fold from 1 to them (a damaged or edited checkpoint)", path, (unsigned long long)cv[0],
                         (unsigned long long)cv[1], SF_MAX_FOLDS);
     c->folds = (uint32_t)cv[0], c->fold = (uint32_t)cv[1];
+    if (!rc && sf_st_meta(s, "pipeline"))  // since --pipeline auto
+        rc = meta_text(s, path, "pipeline", c->pipeline, sizeof c->pipeline, e);
     if (!rc && sf_st_meta(s, "time_features"))
         rc = meta_text(s, path, "time_features", c->time_features, sizeof c->time_features, e);
     if (!rc && sf_st_meta(s, "future_features")) {

@@ -106,6 +106,11 @@ typedef struct {
     // every checkpoint from before (metadata folds and fold)
     uint32_t folds, fold;
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
+    // What --pipeline chose for the run so far, as its line says it
+    // ("auto: decoders 1, prefetch 3, slots 2, depth 2, settled at 0.40 s");
+    // a record, never read back into a run: the knobs change no batch ("":
+    // a checkpoint from before it was kept).
+    char pipeline[160];
     // --future-features: the features (of features and time_features) also
     // read at every target row, and their inputs (indices into the inputs,
     // sf_columns.future): the model's extra inputs are steps x future_inputs

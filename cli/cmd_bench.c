@@ -2,6 +2,7 @@
 // reader alone; and the bench command's dispatcher.
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -18,7 +19,8 @@ static const cli_use pipeline_uses[] = {
     {.opt = OPT_EPOCHS, .def = "1"}, {.opt = OPT_SEED},
     {.opt = OPT_MEMORY_BUDGET, .help = "shrink the pool so that the pipeline fits in MB (default: no budget)"},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
-    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CONSUME_RATE},
+    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_PIPELINE}, {.opt = OPT_CONSUME_RATE}, {.opt = OPT_GRID},
+    {.opt = OPT_STEPS, .help = "batches each consumer takes, then stops (default: every batch of --epochs)"},
     {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command pipeline_command = {
@@ -45,6 +47,10 @@ typedef struct {
     uint64_t windows, batches;
     int rc;
     sf_err e;
+    double until;  // stop taking batches after this (sf_now; 0: at the end)
+    uint64_t steps;  // or after this many (0: at the end)
+    bool talk;     // print --pipeline auto's lines as they come (replica 0's)
+    uint64_t said;
 } consumer;
 
 static void *consume(void *arg) {
@@ -58,6 +64,12 @@ static void *consume(void *arg) {
         c->windows += b.count;
         c->batches++;
         sf_pipe_release(c->pipe, c->r, &b);
+        if (c->talk) {
+            sf_pipe_tuning t;
+            sf_pipe_get_tuning(c->pipe, &t);
+            if (t.changes > c->said) printf("%s\n", t.line), c->said = t.changes;
+        }
+        if ((c->until > 0 && sf_now() >= c->until) || c->batches == c->steps) break;
         if (!period) continue;
         // Simulated compute, off the CPU like a GPU step: one period per
         // batch, counted from when the batch arrived or the last step ended,
@@ -139,6 +151,121 @@ out_loader:
     return rate;
 }
 
+// One run of the pipeline for `seconds` (the grid's): windows/s, the
+// consumers' wait share, and what autotuning settled on.
+typedef struct {
+    double wps, wait, settled;
+    char knobs[200];
+} grid_run;
+
+static int run_for(const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, double rate, double seconds,
+                   grid_run *out, sf_err *e) {
+    sf_pipe *pipe;
+    int rc = sf_pipe_open(&pipe, p, cols, o, e);
+    if (rc) return rc;
+    consumer cs[SF_MAX_PARTS];
+    pthread_t ts[SF_MAX_PARTS];
+    uint32_t started = 0;
+    double t0 = sf_now();
+    for (; started < o->replicas; started++) {
+        cs[started] = (consumer){.pipe = pipe, .r = started, .rate = rate, .until = t0 + seconds};
+        if (pthread_create(&ts[started], NULL, consume, &cs[started])) break;
+    }
+    uint64_t windows = 0;
+    for (uint32_t r = 0; r < started; r++) {
+        pthread_join(ts[r], NULL);
+        windows += cs[r].windows;
+        if (cs[r].rc < 0 && !rc) rc = cs[r].rc, *e = cs[r].e;
+    }
+    double wall = sf_now() - t0;
+    if (!rc && started < o->replicas) rc = sf_err_set(e, SF_ENOMEM, "cannot start the consumer threads");
+    sf_pipe_replica_stats rs[SF_MAX_PARTS];
+    sf_pipe_stats st;
+    sf_pipe_get_stats(pipe, &st, rs);
+    sf_pipe_tuning t;
+    sf_pipe_get_tuning(pipe, &t);
+    sf_pipe_close(pipe);
+    double wait = 0;
+    for (uint32_t r = 0; r < o->replicas; r++) wait += rs[r].consumer_wait / wall / o->replicas;
+    *out = (grid_run){(double)windows / wall, wait, t.settled, ""};
+    sf_pipe_tuning_text(&t, out->knobs, sizeof out->knobs);
+    return rc;
+}
+
+static double median3(const grid_run *r, bool wait) {
+    double a = wait ? r[0].wait : r[0].wps, b = wait ? r[1].wait : r[1].wps, c = wait ? r[2].wait : r[2].wps;
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
+// --grid: every setting of a grid over the knobs auto tunes, run once each;
+// then the best of them and auto, interleaved, three rounds each, compared
+// by their medians. The rematch matters on a loaded machine: the best of
+// many noisy runs is biased up, and the machine drifts.
+enum { ROUNDS = 3 };
+static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, double rate, double seconds, bool json,
+                sf_err *e) {
+    cpu_set_t set;
+    uint32_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
+    sf_pipe_opts a = o, best_opts = o;
+    a.autotune = true;
+    sf_pipe_auto_caps(&a, sf_pack_get_info(p), cols, 0);
+    uint32_t dmax = o.fixed & SF_KNOB_DECODERS ? 1 : cores < 4 ? cores : 4;
+    const uint32_t two[2] = {2, 8};
+    grid_run autos[ROUNDS], bests[ROUNDS], best = {0}, r;
+    uint32_t settings = 0;
+    int rc = 0;
+    for (uint32_t d = 1; !rc && d <= dmax; d++)
+        for (int i = 0; !rc && i < 8; i++) {
+            // A knob given explicitly makes its copies of the grid one setting.
+            if (((i & 1) && (o.fixed & SF_KNOB_PREFETCH)) || ((i & 2) && (o.fixed & SF_KNOB_SLOTS)) ||
+                ((i & 4) && (o.fixed & SF_KNOB_DEPTH)))
+                continue;
+            sf_pipe_opts g = o;
+            g.autotune = false;
+            if (!(o.fixed & SF_KNOB_DECODERS)) g.decoders = d;
+            if (!(o.fixed & SF_KNOB_PREFETCH)) g.prefetch = two[i & 1];
+            if (!(o.fixed & SF_KNOB_SLOTS)) g.slots = two[(i >> 1) & 1];
+            if (!(o.fixed & SF_KNOB_DEPTH)) g.io.depth = two[(i >> 2) & 1];
+            rc = run_for(p, cols, &g, rate, seconds, &r, e);
+            settings++;
+            if (!rc && (r.wps > best.wps * 1.001 || (r.wps > best.wps * 0.999 && r.wait < best.wait)))
+                best = r, best_opts = g;
+        }
+    for (int k = 0; !rc && k < ROUNDS; k++) {
+        rc = run_for(p, cols, &a, rate, seconds, &autos[k], e);
+        if (!rc) rc = run_for(p, cols, &best_opts, rate, seconds, &bests[k], e);
+    }
+    if (rc) return rc;
+    double wps = median3(autos, false), bwps = median3(bests, false), share = bwps > 0 ? wps / bwps : 0;
+    if (json) {
+        printf("{\"grid_settings\": %u, \"seconds_each\": %.3g, \"consume_rate\": %.6g, \"grid_sweep_best_windows_per_s\": "
+               "%.0f, \"grid_best\": ", settings, seconds, rate, best.wps);
+        sf_json_string(stdout, best.knobs);
+        printf(", \"best_windows_per_s\": [%.0f, %.0f, %.0f], \"best_wait\": [%.5f, %.5f, %.5f], "
+               "\"auto_windows_per_s\": [%.0f, %.0f, %.0f], \"auto_wait\": [%.5f, %.5f, %.5f], "
+               "\"auto_settled_s\": [%.3f, %.3f, %.3f], \"auto_share_of_best\": %.4f, \"auto\": ",
+               bests[0].wps, bests[1].wps, bests[2].wps, bests[0].wait, bests[1].wait, bests[2].wait, autos[0].wps,
+               autos[1].wps, autos[2].wps, autos[0].wait, autos[1].wait, autos[2].wait, autos[0].settled,
+               autos[1].settled, autos[2].settled, share);
+        sf_json_string(stdout, autos[ROUNDS - 1].knobs);
+        printf("}\n");
+        return 0;
+    }
+    printf("grid          %u settings x %.3g s: best %.3f M windows/s with %s\n", settings, seconds, best.wps / 1e6,
+           best.knobs + strlen("fixed: "));
+    char waits[96] = "";
+    if (rate > 0)
+        snprintf(waits, sizeof waits, "; input wait %.2f%% against %.2f%% (medians)", 100 * median3(autos, true),
+                 100 * median3(bests, true));
+    printf("rematch       %d rounds, interleaved: the best %.3f M windows/s (%.3f, %.3f, %.3f), auto %.3f M (%.3f, "
+           "%.3f, %.3f): %.1f%% of the best, by the medians%s\n", ROUNDS, bwps / 1e6, bests[0].wps / 1e6,
+           bests[1].wps / 1e6, bests[2].wps / 1e6, wps / 1e6, autos[0].wps / 1e6, autos[1].wps / 1e6,
+           autos[2].wps / 1e6, 100 * share, waits);
+    printf("auto          settled at %.2f, %.2f and %.2f s: %s\n", autos[0].settled, autos[1].settled,
+           autos[2].settled, autos[ROUNDS - 1].knobs);
+    return 0;
+}
+
 int bench_pipeline(int argc, char **argv) {
     const cli_command *c = &pipeline_command;
     cli_args a;
@@ -186,6 +313,14 @@ int bench_pipeline(int argc, char **argv) {
     }
     if (!rc && v[OPT_MEMORY_BUDGET].set)
         rc = sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e);
+    else if (!rc)
+        sf_pipe_auto_caps(&o, in, &cols, 0);
+    if (!rc && v[OPT_GRID].set) {
+        rc = grid(p, &cols, o, consume_rate, v[OPT_GRID].real, json, &e);
+        sf_columns_free(&cols);
+        sf_pack_close(p);
+        return rc ? cli_fail(c->name, &e, NULL) : EXIT_OK;
+    }
     uint64_t memory = sf_pipe_memory(&o, in, &cols);
     sf_pipe *pipe = NULL;
     double t0 = sf_now();
@@ -199,7 +334,9 @@ int bench_pipeline(int argc, char **argv) {
     pthread_t *ts = calloc(o.replicas, sizeof *ts);
     uint32_t started = 0;
     for (; cs && ts && started < o.replicas; started++) {
-        cs[started] = (consumer){pipe, started, consume_rate, 0, 0, 0, {0}};
+        cs[started] = (consumer){.pipe = pipe, .r = started, .rate = consume_rate,
+                                 .talk = started == 0 && o.autotune && !json && !v[OPT_QUIET].set,
+                                 .steps = v[OPT_STEPS].set ? v[OPT_STEPS].u : 0};
         if (pthread_create(&ts[started], NULL, consume, &cs[started])) break;
     }
     if (started < o.replicas) {  // no consumer may be inside the pipe when it closes
@@ -225,8 +362,11 @@ int bench_pipeline(int argc, char **argv) {
     sf_pipe_stats st;
     sf_pipe_replica_stats *rs = calloc(o.replicas, sizeof *rs);
     sf_pipe_get_stats(pipe, &st, rs);
-    char mode[192];
+    char mode[192], knobs[200];
     snprintf(mode, sizeof mode, "%s", sf_pipe_io_mode(pipe));
+    sf_pipe_tuning tuning;
+    sf_pipe_get_tuning(pipe, &tuning);
+    sf_pipe_tuning_text(&tuning, knobs, sizeof knobs);
     sf_pipe_close(pipe);
     uint64_t peak = peak_rss();  // before the ceiling's copy of the data
     double ceiling = rc ? -1 : memory_ceiling(&o, p, &cols, 1.0, &e);
@@ -244,7 +384,7 @@ int bench_pipeline(int argc, char **argv) {
         window_out += rs[r].output_wait;
         stall += rs[r].consumer_wait;
     }
-    double util_read = st.read_busy / wall, util_decode = st.decode_busy / (wall * o.decoders),
+    double util_read = st.read_busy / wall, util_decode = st.decode_busy / (wall * tuning.now.decoders),
            util_window = window_busy / (wall * o.replicas), stall_share = stall / (wall * o.replicas);
     // The limit: paced consumers that never wait are the bottleneck
     // themselves; otherwise the busiest stage (utilisation per thread).
@@ -268,6 +408,8 @@ int bench_pipeline(int argc, char **argv) {
                util_window, rate_json, stall_json, limit, ceiling, ceiling > 0 ? wps / ceiling : 0, o.pool, memory, peak, global,
                per, parts, o.lanes, reads);
         sf_json_string(stdout, mode);
+        printf(", \"pipeline\": ");
+        sf_json_string(stdout, knobs);
         printf("}\n");
     } else {
         printf("pipeline      %s, %u replica(s) x %u lane(s), batch size %u (%u parts, %u for replica 0), pool %" PRIu64
@@ -275,6 +417,7 @@ int bench_pipeline(int argc, char **argv) {
                data, o.replicas, o.lanes, global, parts, per, o.pool, o.window.length, o.window.stride,
                o.window.sampling_rate, o.window.horizon, o.decoders);
         printf("io            %s\n", mode);
+        printf("knobs         %s\n", knobs);
         printf("memory        %.1f MB held by the pipeline (pool %" PRIu64 " windows in all); the process peaked "
                "at %.1f MB resident\n", memory / 1e6, o.pool, peak / 1e6);
         printf("delivered     %" PRIu64 " windows in %" PRIu64 " batches in %.3f s: %.2f M windows/s\n", windows,
@@ -305,7 +448,7 @@ int bench_pipeline(int argc, char **argv) {
 
 static const cli_use read_uses[] = {
     {.opt = OPT_DATA, .help = "the .sfpack file (required)"},
-    {.opt = OPT_BLOCK_CHUNKS, .help = "chunks per read request"}, {.opt = OPT_DEPTH}, {.opt = OPT_IO},
+    {.opt = OPT_BLOCK_CHUNKS, .help = "chunks per read request"}, {.opt = OPT_DEPTH, .def = "8"}, {.opt = OPT_IO},
     {.opt = OPT_DIRECT}, {.opt = OPT_JSON}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 
 static const cli_command read_command = {

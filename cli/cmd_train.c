@@ -25,7 +25,7 @@ static const cli_use train_uses[] = {
     {.opt = OPT_DEFERRED_LOSS}, {.opt = OPT_CUDA_GRAPH},
     {.opt = OPT_OVERLAP_REDUCE}, {.opt = OPT_MEMORY_BUDGET},
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS}, {.opt = OPT_PREFETCH},
-    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_CHECKPOINT_DIR},
+    {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, {.opt = OPT_PIPELINE}, {.opt = OPT_CHECKPOINT_DIR},
     {.opt = OPT_CHECKPOINT_EVERY}, {.opt = OPT_RESUME}, {.opt = OPT_LOG}, {.opt = OPT_LOG_EVERY}, {.opt = OPT_TRACE}, {.opt = OPT_REPORT}, {.opt = OPT_TENSORBOARD},
     {.opt = OPT_COLLECTIVE_TIMEOUT}, {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
 

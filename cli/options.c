@@ -41,6 +41,7 @@ static const char *const rnn_algos[] = {"standard", "persistent", "persistent-sm
 static const char *const on_off[] = {"on", "off", NULL};
 static const char *const ios[] = {"auto", "uring", "pread", NULL};
 static const char *const directs[] = {"auto", "on", "off", NULL};
+static const char *const pipelines[] = {"auto", "fixed", NULL};
 static const char *const splits[] = {"all", "train", "validation", NULL};
 static const char *const target_kinds[] = {"value", "change", NULL};
 static const char *const export_formats[] = {"keras", "keras-weights", NULL};
@@ -197,14 +198,15 @@ static const option options[OPT_COUNT] = {
                                "plateau)"},
     [OPT_POOL] = {"pool", 0, "N", K_COUNT, 0, UINT64_MAX >> 8, .group = PIPELINE,
                   .help = "shuffle pool of the job, in windows, shared among the global batch's parts (0 or 1: no "
-                          "shuffle)"},
+                          "shuffle; never tuned: it decides the batches)"},
     [OPT_LANES] = {"lanes", 0, "N", K_COUNT, 1, 64, .group = PIPELINE,
                    .help = "windower threads per replica, each cutting some of its parts of the global batch (the "
                            "batches do not depend on it)"},
     [OPT_BLOCK_CHUNKS] = {"block-chunks", 0, "N", K_COUNT, 1, 1u << 20, .group = PIPELINE,
-                          .help = "chunks per block, the unit of reading and shuffling"},
+                          .help = "chunks per block, the unit of reading and shuffling (never tuned: it decides the "
+                                  "batches)"},
     [OPT_DECODERS] = {"decoders", 0, "N", K_COUNT, 1, 256, .group = PIPELINE,
-                      .help = "decoder threads (default: one per core)"},
+                      .help = "decoder threads"},
     [OPT_PREFETCH] = {"prefetch", 0, "N", K_COUNT, 1, 1024, .group = PIPELINE,
                       .help = "decoded blocks queued per lane, shared among its parts (two each at least)"},
     [OPT_SLOTS] = {"slots", 0, "N", K_COUNT, 2, 1024, .group = PIPELINE,
@@ -214,6 +216,13 @@ static const option options[OPT_COUNT] = {
                 .help = "how the file is read (auto: io_uring when the kernel allows it)"},
     [OPT_DIRECT] = {"direct", 0, "auto|on|off", K_CHOICE, .choices = directs, .group = PIPELINE,
                     .help = "O_DIRECT reads, past the page cache"},
+    [OPT_PIPELINE] = {"pipeline", 0, "auto|fixed", K_CHOICE, .choices = pipelines, .group = PIPELINE,
+                      .help = "auto: --decoders, --prefetch, --slots and --depth are chosen at start and while the "
+                              "run goes (when the consumer waits, or its step changes) to keep the input wait under "
+                              "0.5% of the step with the least threads and memory, within --memory-budget and the "
+                              "cores the replicas leave; one given explicitly is kept as given; a line says each "
+                              "choice and why (docs/PIPELINE.md). --pool, --block-chunks and --lanes are never "
+                              "tuned. fixed: every knob at its value or default"},
     [OPT_CHECKPOINT_DIR] = {"checkpoint-dir", 0, "DIR", K_TEXT, .group = RUN,
                             .help = "latest.safetensors (and epoch-NNNN.safetensors) written there (default: "
                                     "runs/YYYYmmdd-HHMMSS)"},
@@ -254,6 +263,12 @@ static const option options[OPT_COUNT] = {
                          .help = "time to a good model: steps and seconds until val_loss, scored on the whole "
                                  "validation part at each evaluation, is at or below L, or P% above the best "
                                  "val_loss of the first replica count's run at the per-replica batch"},
+    [OPT_GRID] = {"grid", 0, "SECONDS", K_REAL, .rlo = 0.1, .rhi = 3600, .group = BENCH,
+                  .help = "compare --pipeline auto with every setting of a grid over the knobs it tunes (--decoders "
+                          "1 to the cores it may use, --prefetch, --slots and --depth each 2 or 8; a knob given stays "
+                          "as given), each run SECONDS long; then the best setting and auto, interleaved, three runs each: auto's "
+                          "median windows/s as a share of the best's, when it settled, and with --consume-rate "
+                          "their input waits"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,
@@ -615,9 +630,13 @@ static void default_text(cli_opt o, char *buf, size_t n) {
     case OPT_POOL: snprintf(buf, n, "%" PRIu64, p->pool); break;
     case OPT_LANES: snprintf(buf, n, "%u", p->lanes); break;
     case OPT_BLOCK_CHUNKS: snprintf(buf, n, "%u", p->block_chunks); break;
-    case OPT_PREFETCH: snprintf(buf, n, "%u", p->prefetch); break;
-    case OPT_SLOTS: snprintf(buf, n, "%u", p->slots); break;
-    case OPT_DEPTH: snprintf(buf, n, "%u", p->io.depth); break;
+    // Tuned where the pipeline runs autotuned; the fixed value otherwise
+    // (no flag named: not every command that takes the knob takes it).
+    case OPT_DECODERS: snprintf(buf, n, "tuned as the run goes; one per core when fixed"); break;
+    case OPT_PREFETCH: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->prefetch); break;
+    case OPT_SLOTS: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->slots); break;
+    case OPT_DEPTH: snprintf(buf, n, "tuned as the run goes; %u when fixed", p->io.depth); break;
+    case OPT_PIPELINE: snprintf(buf, n, "auto"); break;
     case OPT_IO: snprintf(buf, n, "%s", ios[p->io.io]); break;
     case OPT_DIRECT: snprintf(buf, n, "%s", directs[p->io.direct]); break;
     case OPT_GPUS: snprintf(buf, n, "all"); break;
@@ -699,6 +718,9 @@ void cli_apply_pipe(const cli_args *a, sf_pipe_opts *o) {
     if (v[OPT_DEPTH].set) o->io.depth = (uint32_t)v[OPT_DEPTH].u;
     if (v[OPT_IO].set) o->io.io = (enum sf_io)v[OPT_IO].choice;
     if (v[OPT_DIRECT].set) o->io.direct = (enum sf_direct)v[OPT_DIRECT].choice;
+    o->autotune = !v[OPT_PIPELINE].set || v[OPT_PIPELINE].choice == 0;
+    o->fixed = (v[OPT_DECODERS].set ? SF_KNOB_DECODERS : 0) | (v[OPT_PREFETCH].set ? SF_KNOB_PREFETCH : 0) |
+               (v[OPT_SLOTS].set ? SF_KNOB_SLOTS : 0) | (v[OPT_DEPTH].set ? SF_KNOB_DEPTH : 0);
     if (v[OPT_SEED].set) o->seed = v[OPT_SEED].u;
     if (v[OPT_EPOCHS].set) o->epochs = v[OPT_EPOCHS].u;
 }

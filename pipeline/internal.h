@@ -41,4 +41,42 @@ void sf_ring_release(sf_ring *g, uint32_t k);
 static inline float *sf_ring_x(const sf_ring *g, uint32_t k) { return (float *)g->buf[k]; }
 static inline float *sf_ring_y(const sf_ring *g, uint32_t k) { return (float *)((char *)g->buf[k] + g->y_offset); }
 
+// ---- the controller of --pipeline auto (tune.c) ----
+
+// One interval as the controller sees it (the pipe's counters' growth).
+typedef struct {
+    double seconds;                             // the interval
+    uint64_t batches;                           // replica 0's
+    double consumer_wait;                       // replica 0's, waiting for a batch
+    double window_busy, window_in, window_out;  // the busiest windower's: cutting, waiting for blocks, for slots
+    double decode_busy, read_busy;              // summed over the decoders; the reader's
+} sf_tune_sample;
+
+// Knob i of k (0 decoders, 1 prefetch, 2 slots, 3 depth: SF_KNOB_* is 1 << i).
+enum { SF_KNOBS = 4 };
+uint32_t *sf_knob(sf_pipe_knobs *k, int i);
+const char *sf_knob_name(int i);
+
+typedef struct {
+    sf_pipe_knobs now, cap;
+    sf_pipe_knobs lo, hi;    // what this search learned: no less, no more
+    uint32_t fixed;
+    int trial, trial_dir;    // the knob changed at the last look (-1: none), +1 grown, -1 shrunk
+    uint32_t before;         // its value before
+    double trial_wait, trial_rate;  // the consumer's before the trial (over the looks since the change before)
+    double phase_seconds, phase_wait;  // since the last change: the looks' time, the consumer's wait in it
+    uint64_t phase_batches;
+    double step0;            // the consumer's step when this search began (0: no look yet)
+    uint32_t quiet;          // looks since the last change
+    bool told_limit;         // the windowers' limit was said in this search
+    double steps[5];         // the last looks' steps, for their median
+    uint32_t nsteps;
+    char note[96];           // for the next change's line: why a new search began
+} sf_tuner;
+
+void sf_tuner_init(sf_tuner *t, sf_pipe_knobs start, sf_pipe_knobs cap, uint32_t fixed);
+// One look: true when the knobs changed or the search began anew, with the
+// line that says so in why.
+bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap);
+
 #endif

@@ -16,6 +16,7 @@
 // waiter (reader, decoders, each lane's windower, each lane's consumer), so
 // that an event wakes only the threads it concerns: at millions of windows a
 // second a single broadcast condition woke every thread for every batch.
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,14 +93,23 @@ typedef struct {
     double consumer_wait, first_wait;
     double ready_at;         // when its last batch was published
     uint32_t wake[SF_LAT_BUCKETS];  // sf_pipe_replica_stats.wake
-    uint64_t batches;
+    uint64_t batches, released;
 } replica;
 
 typedef struct {
     struct sf_pipe *p;
+    uint32_t index;  // decoders at or past the knob's value wait
     int track;
     thread_times times;
 } decoder_arg;
+
+// The counters the controller compares from one look to the next.
+typedef struct {
+    double at;
+    uint64_t batches;
+    double consumer_wait, window_busy[SF_MAX_PARTS], window_in[SF_MAX_PARTS], window_out[SF_MAX_PARTS];
+    double decode_busy, read_busy;
+} tune_mark;
 
 struct sf_pipe {
     sf_pipe_opts o;
@@ -134,6 +144,13 @@ struct sf_pipe {
     uint32_t ndecoders_started;
     bool reader_started;
     sf_pipe_stats st;
+    // The knobs in use (tuner.now) under their caps (the options'), and
+    // with autotune the controller's state and its last line.
+    sf_tuner tuner;
+    sf_pipe_tuning tuning;
+    double opened;
+    tune_mark mark;
+    uint32_t local_parts, local_lanes;
 };
 
 static void wake_all(sf_pipe *p) {
@@ -255,7 +272,8 @@ static void *reader_main(void *arg) {
             last_chunk = (cur->task.row_hi - 1) / in->chunk_rows;
             turn = l + 1;
         }
-        if (cur && p->nfree > 0) {
+        // Reads in flight or waiting for a decoder: at most the depth knob.
+        if (cur && p->nfree > 0 && p->o.io.depth - p->nfree < p->tuner.now.depth) {
             // One request for up to block_chunks consecutive chunks: they
             // lie back to back in the file, so fewer, larger reads.
             uint32_t i = p->free_bufs[--p->nfree], n = 0;
@@ -298,7 +316,10 @@ static void *reader_main(void *arg) {
             p->st.chunks_read += p->reads[i].nchunks;
             sf_trace_span(p->o.trace, p->reader_track, "read", p->reads[i].submitted, sf_now());
             sf_trace_counter(p->o.trace, "decode queue", sf_now(), p->dq_count);
-            pthread_cond_signal(&p->decoder_cv);
+            // Decoders past the knob's count wait on the same condition:
+            // a signal could wake one of them instead of a working one.
+            if (p->ndecoders_started > p->tuner.now.decoders) pthread_cond_broadcast(&p->decoder_cv);
+            else pthread_cond_signal(&p->decoder_cv);
             continue;
         }
         if (!cur && !left) break;  // every part's every epoch is read
@@ -326,13 +347,16 @@ static void *reader_main(void *arg) {
 static void *decoder_main(void *arg) {
     sf_pipe *p = ((decoder_arg *)arg)->p;
     int track = ((decoder_arg *)arg)->track;
+    uint32_t index = ((decoder_arg *)arg)->index;
     sf_decoder *dec = sf_decoder_create(p->pack);
     sf_err e = {0};
     pthread_mutex_lock(&p->mu);
     note_thread(&((decoder_arg *)arg)->times, false);
     if (!dec) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
-        while (!p->stop && p->dq_count == 0 && !p->reader_done) wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
+        // A decoder past the knob's count sits out until it grows again.
+        while (!p->stop && (p->dq_count == 0 || index >= p->tuner.now.decoders) && !p->reader_done)
+            wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
         if (p->stop || p->dq_count == 0) break;
         uint32_t i = p->decode_q[p->dq_head];
         p->dq_head = (p->dq_head + 1) % p->o.io.depth;
@@ -429,7 +453,8 @@ static int fill_slot(lane *ln, sf_stream **ss, const uint32_t *mine, uint32_t n,
     sf_ring *g = &rp->ring;
     uint32_t f = (uint32_t)(step % g->slots);
     pthread_mutex_lock(&p->mu);
-    while (!p->stop && (g->state[f] != SF_SLOT_FREE || rp->round[f] != step))
+    // At most the slots knob's batches ahead of those the consumer released.
+    while (!p->stop && (g->state[f] != SF_SLOT_FREE || rp->round[f] != step || step >= rp->released + p->tuner.now.slots))
         wait_timed(p, &ln->window_cv, &ln->st.output_wait);
     bool stop = p->stop;
     pthread_mutex_unlock(&p->mu);
@@ -684,6 +709,47 @@ static uint64_t part_edges(const sf_pipe_opts *o, const sf_columns *c, const loc
     return n ? sf_pipe_max_edges(o, c) * z->lanes / n : 0;
 }
 
+// The line a program prints when the pipe opens: what it starts with,
+// under which caps, and what it leaves alone.
+static void start_line(sf_pipe *p) {
+    const sf_pipe_tuning *t = &p->tuning;
+    char given[96] = "";
+    size_t at = 0;
+    for (int i = 0; i < SF_KNOBS; i++)
+        if (t->fixed & (1u << i))
+            at += (size_t)snprintf(given + at, sizeof given - at, "%s --%s", at ? "," : "; given:",
+                                   i == 3 ? "depth" : sf_knob_name(i));
+    snprintf(p->tuning.line, sizeof p->tuning.line,
+             "pipeline auto: starts at decoders %u, prefetch %u, slots %u, depth %u; caps %u, %u, %u, %u (%.1f MB "
+             "at most)%s; pool %llu, block-chunks %u and lanes %u are not tuned (the first two decide the batches)",
+             t->now.decoders, t->now.prefetch, t->now.slots, t->now.depth, t->cap.decoders, t->cap.prefetch,
+             t->cap.slots, t->cap.depth, t->cap_bytes / 1e6, given, (unsigned long long)p->o.pool, p->o.block_chunks,
+             p->o.lanes);
+}
+
+// The knobs as p->tuner.now says, under the lock: wakes whoever a larger
+// value lets go on, starts decoders up to the new count, and gives back the
+// spare blocks a smaller prefetch no longer needs.
+static void apply_knobs(sf_pipe *p, const sf_pipe_knobs *was) {
+    const sf_pipe_knobs *k = &p->tuner.now;
+    sf_pipe_opts o = {.prefetch = k->prefetch};
+    local z = {0, 0, p->local_parts, p->local_lanes, 0};
+    p->prefetch = part_prefetch(&o, &z);
+    while (p->ndecoders_started < k->decoders && !p->stop) {
+        if (sf_thread_start(&p->decoders[p->ndecoders_started], decoder_main, &p->dargs[p->ndecoders_started])) {
+            p->tuner.now.decoders = p->tuner.hi.decoders = p->ndecoders_started;  // no more threads to be had
+            break;
+        }
+        p->ndecoders_started++;
+    }
+    if (k->prefetch < was->prefetch) {
+        free_blocks(p->spare);
+        p->spare = NULL;
+    }
+    wake_all(p);
+    p->tuning.now = *k;
+}
+
 int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, const sf_pipe_opts *o, sf_err *e) {
     *out = NULL;
     int rc = check_opts(o, e);
@@ -697,7 +763,20 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->max_edges = part_edges(o, cols, &z);
     p->part_pool = part_pool(o);
     p->prefetch = part_prefetch(o, &z);
+    p->local_parts = z.end - z.first, p->local_lanes = z.lanes;
     o = &p->o;
+    sf_pipe_knobs cap = {o->decoders, o->prefetch, o->slots, o->io.depth};
+    if (o->autotune) {
+        // The least of each to start: the first look sizes them from what
+        // a batch costs.
+        sf_pipe_knobs start = {1, 2 < cap.prefetch ? 2 : cap.prefetch, 2, 2 < cap.depth ? 2 : cap.depth};
+        for (int i = 0; i < SF_KNOBS; i++)
+            if (o->fixed & (1u << i)) *sf_knob(&start, i) = *sf_knob(&cap, i);
+        sf_tuner_init(&p->tuner, start, cap, o->fixed);
+        p->prefetch = part_prefetch(&(sf_pipe_opts){.prefetch = start.prefetch}, &z);
+    } else {
+        sf_tuner_init(&p->tuner, cap, cap, SF_KNOB_DECODERS | SF_KNOB_PREFETCH | SF_KNOB_SLOTS | SF_KNOB_DEPTH);
+    }
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
     pthread_cond_init(&p->decoder_cv, NULL);
@@ -774,18 +853,28 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->reader_track = sf_trace_track(o->trace, "pipeline: reader");
     for (uint32_t i = 0; i < o->decoders; i++) {
         snprintf(name, sizeof name, "pipeline: decoder %u", i);
-        p->dargs[i] = (decoder_arg){.p = p, .track = sf_trace_track(o->trace, name)};
+        p->dargs[i] = (decoder_arg){.p = p, .index = i, .track = sf_trace_track(o->trace, name)};
     }
     for (uint32_t l = 0; l < p->nlanes; l++) {
         snprintf(name, sizeof name, "pipeline: windower %u.%u", p->lanes[l].r, l - p->reps[p->lanes[l].r].lane0);
         p->lanes[l].track = sf_trace_track(o->trace, name);
     }
+    // The decoders in use now; the controller starts more up to the cap.
+    uint32_t first = p->tuner.now.decoders;
+    p->tuning = (sf_pipe_tuning){.autotune = o->autotune, .now = p->tuner.now, .cap = cap, .fixed = p->tuner.fixed,
+                                 .changes = o->autotune, .cap_bytes = sf_pipe_memory(o, in, cols)};
+    if (o->autotune) start_line(p);
+    p->opened = sf_now();
+    p->mark.at = p->opened;
+    // Under the lock: the reader reads the count of decoders started.
+    pthread_mutex_lock(&p->mu);
     p->reader_started = sf_thread_start(&p->reader_thread, reader_main, p) == 0;
-    for (uint32_t i = 0; p->reader_started && i < o->decoders; i++, p->ndecoders_started++)
+    for (uint32_t i = 0; p->reader_started && i < first; i++, p->ndecoders_started++)
         if (sf_thread_start(&p->decoders[i], decoder_main, &p->dargs[i])) break;
-    bool all = p->reader_started && p->ndecoders_started == o->decoders;
+    bool all = p->reader_started && p->ndecoders_started == first;
     for (uint32_t l = 0; all && l < p->nlanes; l++)
         all = p->lanes[l].started = sf_thread_start(&p->lanes[l].thread, windower_main, &p->lanes[l]) == 0;
+    pthread_mutex_unlock(&p->mu);
     if (!all) {
         sf_pipe_close(p);
         return sf_err_set(e, SF_ENOMEM, "%s: cannot start the pipeline's threads", path);
@@ -795,6 +884,80 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
 }
 
 const char *sf_pipe_io_mode(const sf_pipe *p) { return sf_reader_mode(p->reader); }
+
+// The counters the controller compares, under the lock.
+static tune_mark mark_now(const sf_pipe *p, double now) {
+    tune_mark m = {.at = now, .batches = p->reps[0].batches, .consumer_wait = p->reps[0].consumer_wait,
+                   .decode_busy = p->st.decode_busy, .read_busy = p->st.read_busy};
+    for (uint32_t l = 0; l < p->nlanes; l++)
+        m.window_busy[l] = p->lanes[l].st.busy, m.window_in[l] = p->lanes[l].st.input_wait,
+        m.window_out[l] = p->lanes[l].st.output_wait;
+    return m;
+}
+
+// The controller's look, every tune_interval, from replica 0's consumer
+// (under the lock): the interval's growth of the counters, the busiest
+// windower's for the windowers.
+static void look(sf_pipe *p) {
+    double now = sf_now(), every = p->o.tune_interval > 0 ? p->o.tune_interval : 0.1;
+    // Enough batches that one slow step does not make the interval's step
+    // (a second at least when a step is that long).
+    uint64_t batches = p->reps[0].batches - p->mark.batches;
+    if (now - p->mark.at < every || (batches < 8 && now - p->mark.at < 10 * every)) return;
+    tune_mark m = mark_now(p, now), *a = &p->mark;
+    sf_tune_sample s = {.seconds = now - a->at, .batches = m.batches - a->batches,
+                        .consumer_wait = m.consumer_wait - a->consumer_wait,
+                        .decode_busy = m.decode_busy - a->decode_busy, .read_busy = m.read_busy - a->read_busy};
+    for (uint32_t l = 0; l < p->nlanes; l++)
+        if (m.window_busy[l] - a->window_busy[l] >= s.window_busy)
+            s.window_busy = m.window_busy[l] - a->window_busy[l], s.window_in = m.window_in[l] - a->window_in[l],
+            s.window_out = m.window_out[l] - a->window_out[l];
+    p->mark = m;
+    sf_pipe_knobs was = p->tuner.now;
+    char why[sizeof p->tuning.line - 40];
+    bool said = sf_tuner_look(&p->tuner, &s, why, sizeof why);
+    double n = s.batches ? (double)s.batches : 1;
+    p->tuning.step = (s.seconds - s.consumer_wait) / n, p->tuning.wait = s.consumer_wait / s.seconds;
+    if (!said) return;
+    apply_knobs(p, &was);
+    snprintf(p->tuning.line, sizeof p->tuning.line, "pipeline auto at %.2f s: %s", now - p->opened, why);
+    p->tuning.changes++;
+    if (memcmp(&was, &p->tuner.now, sizeof was)) p->tuning.settled = now - p->opened;
+}
+
+void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "%s: decoders %u, prefetch %u, slots %u, depth %u", t->autotune ? "auto" : "fixed",
+                     t->now.decoders, t->now.prefetch, t->now.slots, t->now.depth);
+    if (t->autotune && n > 0 && (size_t)n < cap)
+        snprintf(buf + n, cap - (size_t)n, " (settled at %.2f s; caps %u, %u, %u, %u)", t->settled, t->cap.decoders,
+                 t->cap.prefetch, t->cap.slots, t->cap.depth);
+}
+
+void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t) {
+    pthread_mutex_lock(&p->mu);
+    *t = p->tuning;
+    pthread_mutex_unlock(&p->mu);
+}
+
+int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e) {
+    sf_pipe_knobs want = *k;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < SF_KNOBS; i++) {
+        uint32_t v = *sf_knob(&want, i), c = *sf_knob(&p->tuner.cap, i);
+        if (p->tuner.fixed & (1u << i)) continue;
+        uint32_t lo = i == 0 || c < 2 ? 1 : 2;
+        if (v < lo || v > c) {
+            pthread_mutex_unlock(&p->mu);
+            return sf_err_set(e, SF_EINVAL, "pipeline: %s %u outside %u .. %u", sf_knob_name(i), v, lo, c);
+        }
+    }
+    sf_pipe_knobs was = p->tuner.now;
+    for (int i = 0; i < SF_KNOBS; i++)
+        if (!(p->tuner.fixed & (1u << i))) *sf_knob(&p->tuner.now, i) = *sf_knob(&want, i);
+    apply_knobs(p, &was);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
 
 // Replica r's batches come from its ring in step order: a slot is ready once
 // every lane of the replica has cut its parts into it, so the batches do not
@@ -824,6 +987,7 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
         g->take = (k + 1) % g->slots;
         rp->batches++;
         rc = 1;
+        if (r == 0 && p->o.autotune) look(p);
     }
     pthread_mutex_unlock(&p->mu);
     return rc;
@@ -836,6 +1000,7 @@ void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     rp->ring.state[b->slot] = SF_SLOT_FREE;
     rp->filled[b->slot] = 0;
     rp->round[b->slot] += rp->ring.slots;
+    rp->released++;
     for (uint32_t l = 0; l < rp->nlanes; l++) pthread_cond_signal(&p->lanes[rp->lane0 + l].window_cv);
     pthread_mutex_unlock(&p->mu);
 }
@@ -959,7 +1124,47 @@ uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
     return steps;
 }
 
+// The cores this process may run on (taskset, a cpuset).
+static uint32_t affinity_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (uint32_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
+}
+
+void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
+    if (!o->autotune) return;
+    local z = local_of(o);
+    uint32_t cores = o->cores ? o->cores : affinity_cores();
+    uint32_t *knob[SF_KNOBS] = {&o->decoders, &o->prefetch, &o->slots, &o->io.depth};
+    const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8}, least[SF_KNOBS] = {1, 2, 2, 2};
+    for (int i = 0; i < SF_KNOBS; i++)
+        if (!(o->fixed & (1u << i))) *knob[i] = want[i];
+    if (!budget) return;
+    uint64_t edges = o->edge_bytes;
+    o->edge_bytes = 0;  // they give way before any knob does (sf_pipe_fit_budget)
+    for (;;) {
+        uint64_t have = sf_pipe_memory(o, in, cols);
+        if (have <= budget) break;
+        // The knob whose halving frees the most.
+        int best = -1;
+        uint64_t freed = 0;
+        for (int i = 0; i < SF_KNOBS; i++) {
+            if ((o->fixed & (1u << i)) || *knob[i] <= least[i]) continue;
+            uint32_t v = *knob[i];
+            *knob[i] = v / 2 > least[i] ? v / 2 : least[i];
+            uint64_t m = sf_pipe_memory(o, in, cols);
+            *knob[i] = v;
+            if (have - m > freed || best < 0) best = i, freed = have - m;
+        }
+        if (best < 0) break;  // the pool gives way next
+        *knob[best] = *knob[best] / 2 > least[best] ? *knob[best] / 2 : least[best];
+    }
+    o->edge_bytes = edges;
+}
+
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
+    sf_pipe_auto_caps(o, in, cols, budget);
     uint64_t want = o->pool, edges = o->edge_bytes;
     o->pool = 1, o->edge_bytes = 0;
     uint64_t least = sf_pipe_memory(o, in, cols);

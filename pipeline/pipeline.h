@@ -525,7 +525,26 @@ typedef struct {
                              // that outlive the pipe
     sf_trace *trace;         // NULL, or spans for every read, decode and batch on
                              // one track per thread, and queue depths
+    // --pipeline auto (sf_pipe_tuning): decoders, prefetch, slots and
+    // io.depth above are caps, what is allocated or may be started, and
+    // the pipe runs with what a controller chooses under them; a knob in
+    // `fixed` (SF_KNOB_* bits: given explicitly) runs at its value, never
+    // changed. The pool, the block size and the lanes are never tuned.
+    bool autotune;
+    uint32_t fixed;
+    uint32_t cores;          // cores the pipeline may use: those the replicas leave
+                             // free (0: the process's, sched_getaffinity)
+    double tune_interval;    // seconds between the controller's looks (0: 0.1)
 } sf_pipe_opts;
+
+// The knobs the controller turns: none of them changes a batch. The pool
+// (the shuffle buffer's size) and block_chunks (the unit the epoch's order
+// permutes) decide which window comes when, so they are not among them;
+// the lanes are fixed once the pipe runs (each owns its parts' streams).
+enum { SF_KNOB_DECODERS = 1, SF_KNOB_PREFETCH = 2, SF_KNOB_SLOTS = 4, SF_KNOB_DEPTH = 8 };
+typedef struct {
+    uint32_t decoders, prefetch, slots, depth;
+} sf_pipe_knobs;
 
 // The defaults: window 60/1/1/1, one block per chunk, one replica, a global
 // batch of 32, pool 16384, seed 1, one epoch, io_uring when allowed with 8 reads in
@@ -619,6 +638,52 @@ const char *sf_pipe_io_mode(const sf_pipe *p);
 // The counters so far; per_replica (NULL, or replicas entries) sums each
 // replica's lanes.
 void sf_pipe_get_stats(sf_pipe *p, sf_pipe_stats *st, sf_pipe_replica_stats *per_replica);
+// What --pipeline auto chose and why. The controller looks every
+// tune_interval seconds from replica 0's sf_pipe_next_batch: over the last
+// interval it measures the consumer's wait and its own time per batch (the
+// step), the windowers' busy time per batch and their waits for blocks and
+// for slots, the decoders' and the reader's busy shares. When the consumer
+// waited more than 0.5% it grows the stage that held it up (decoders when
+// they are busy and the windowers wait for blocks, reads in flight when the
+// reader is, prefetch when blocks come late with both idle, a slot when the
+// windowers keep up on average), and keeps a change only if the wait or the
+// rate improved (else it goes back and stops there); when the consumer did
+// not wait it gives back a decoder, a slot, a block or a read that was idle,
+// one at a time, and goes back on the first wait. Its first look sizes the
+// decoders and reads from the measured costs at the consumer's rate with a
+// margin of 1.25. A step that changes by a third starts a new search.
+typedef struct {
+    bool autotune;
+    sf_pipe_knobs now, cap;  // in use, and the caps (fixed knobs: both their value)
+    uint32_t fixed;          // SF_KNOB_* bits
+    uint64_t changes;        // lines so far: 1, the start, and one per change
+    double settled;          // seconds from open to the last change
+    double step;             // the consumer's seconds per batch at the last look (0: none yet)
+    double wait;             // the consumer's wait share at the last look
+    uint64_t cap_bytes;      // what the pipe holds at its caps (sf_pipe_memory)
+    char line[320];          // the latest line: the start, or the last change and why
+} sf_pipe_tuning;
+// The choice in one phrase, for a checkpoint and a report: "auto: decoders
+// 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s; caps 2, 8, 8, 8)", or
+// "fixed: ..." without autotune.
+void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap);
+// A copy of the tuning's state, under the pipe's lock (cheap: a program
+// polls it after each batch and prints line when changes has grown).
+void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t);
+// Sets the knobs that are not fixed to k's (each within 1 or 2 .. its cap:
+// SF_EINVAL beyond), as the controller does; safe while the pipe runs, from
+// a consumer's thread. For tests, and for a caller with a controller of its
+// own (the pipe's keeps running when autotune is set).
+int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e);
+// The caps of an autotuned o that fit budget bytes (0: none) with o's pool:
+// the decoders the cores leave (cores less the lanes, plus one: the reader
+// mostly sleeps), 8 reads, 8 blocks, 8 slots, halved (the largest share of
+// the memory first, never below 1 decoder and 2 of the others) until
+// sf_pipe_memory fits; fixed knobs are left alone. Called by
+// sf_pipe_fit_budget before it shrinks the pool, so that the pool, which
+// decides the batches, is the last to give way.
+void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget);
+
 // Stops and joins every thread, at any point, but not while another thread
 // is inside sf_pipe_next_batch or sf_pipe_release.
 void sf_pipe_close(sf_pipe *p);

@@ -99,7 +99,8 @@ PY
 # same_bytes A B: checkpoints A and B are the same bytes but for the
 # metadata that two runs of one setting may differ in: the names of its log
 # and TensorBoard directory (log, log_from_checkpoint_dir, tensorboard,
-# tensorboard_from_checkpoint_dir).
+# tensorboard_from_checkpoint_dir), and what --pipeline auto chose (pipeline:
+# it follows the machine's timing, and changes no batch).
 same_bytes() {
     python3 - "$@" <<'PY'
 import json, struct, sys
@@ -107,7 +108,7 @@ def load(p):
     b = open(p, "rb").read()
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
-    for k in ("log", "log_from_checkpoint_dir", "tensorboard", "tensorboard_from_checkpoint_dir"):
+    for k in ("log", "log_from_checkpoint_dir", "tensorboard", "tensorboard_from_checkpoint_dir", "pipeline"):
         h["__metadata__"].pop(k, None)
     return h, b[8 + n:]
 sys.exit(load(sys.argv[1]) != load(sys.argv[2]))

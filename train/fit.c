@@ -68,6 +68,7 @@ typedef struct {
     bool log_five;         // the log an older seqfeed began: its five columns only
     sf_tboard tb;          // --tensorboard's event files (fd -1: none)
     char fold[32];         // "fold K/N - " before the progress lines of a fold (--folds), else ""
+    uint64_t tune_said;    // --pipeline auto's lines printed (sf_pipe_tuning.changes)
 } fit;
 
 // The validation windows of the run (0: none, no val_loss, no evaluation).
@@ -81,6 +82,14 @@ static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     }
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
     if (rc == 1) *b = f->cur[r];
+    if (rc == 1 && r == 0 && f->talk && f->po.autotune) {  // --pipeline auto's lines, as they come
+        sf_pipe_tuning t;
+        sf_pipe_get_tuning(f->pipe, &t);
+        if (t.changes > f->tune_said) {
+            fprintf(stderr, "%s%s\n", f->tty ? "\r\033[K" : "", t.line);
+            f->tune_said = t.changes;
+        }
+    }
     return rc;
 }
 
@@ -160,6 +169,11 @@ static int checkpoint(fit *f, bool epoch_end, sf_err *e) {
     f->ck.epoch_wait = partial ? f->wait : 0, f->ck.epoch_seconds = partial ? sf_now() - f->epoch_t0 : 0;
     f->ck.lr_total_steps = f->lr.total_steps, f->ck.lr_scale = f->plateau.scale;
     f->ck.plateau_best = f->plateau.best, f->ck.plateau_wait = f->plateau.wait;
+    if (f->pipe) {
+        sf_pipe_tuning t;
+        sf_pipe_get_tuning(f->pipe, &t);
+        sf_pipe_tuning_text(&t, f->ck.pipeline, sizeof f->ck.pipeline);
+    }
     if (!rc) rc = sf_checkpoint_save(f->o->checkpoint_dir, &f->ck, &f->model, epoch_end, e);
     free(f->ck.w), free(f->ck.m), free(f->ck.v);
     f->ck.w = f->ck.m = f->ck.v = NULL;
@@ -471,12 +485,14 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    char loss[SF_LOSS_TEXT];
+    char loss[SF_LOSS_TEXT], pipeline[200] = "";
     sf_loss_format(&f->model.loss, loss, sizeof loss);
+    sf_pipe_tuning tuning;
+    if (f->pipe) sf_pipe_get_tuning(f->pipe, &tuning), sf_pipe_tuning_text(&tuning, pipeline, sizeof pipeline);
     const char *settings[] = {"data", o->data, "model", f->ck.model, "loss", loss, "features", f->ck.features, "targets",
                               f->ck.targets, "window", window, "batch", batch, "replicas", replicas, "backend",
                               o->backend->name, "precision", sf_precision_name(o->precision),
-                              "seed", seed, NULL, NULL, NULL};
+                              "seed", seed, "pipeline", pipeline, NULL, NULL, NULL};
     char fold[96];
     if (o->folds) {  // which fold of a cross-validation this page is
         snprintf(fold, sizeof fold, "%u of %u (validation on part %u of %u of each series' rows)", o->fold, o->folds,
@@ -534,8 +550,15 @@ static int diagnose(fit *f, sf_err *e) {
             memcpy(prof + f->R * k, at, pr), memcpy(prs + f->R * k, at + pr, pp), memcpy(ps + k, at + pr + pp, sizeof *ps);
         }
         if (!rc) {
+            // The knobs in use at the end (--pipeline auto's), not their
+            // caps: a stage's busy share is per thread in use.
+            sf_pipe_opts used = f->po;
+            sf_pipe_tuning t;
+            sf_pipe_get_tuning(f->pipe, &t);
+            used.decoders = t.now.decoders, used.prefetch = t.now.prefetch, used.slots = t.now.slots;
+            used.io.depth = t.now.depth;
             sf_diagnose_in in = {.replicas = prof, .R = f->G, .pipes = ps, .npipes = (uint32_t)f->nranks,
-                                 .pipe_replicas = prs, .pipe = &f->po,
+                                 .pipe_replicas = prs, .pipe = &used,
                                  .cpu = sf_cpu_since(&f->cpu_warm, &f->cpu_end)};
             sf_diagnose(&f->res->diagnosis, &in);
             if (f->talk) sf_profile_print(stderr, prof, f->G, &f->res->diagnosis);
@@ -880,10 +903,15 @@ static int fit_budget(fit *f, sf_err *e) {
     const sf_fit_opts *o = f->o;
     uint32_t cores = sf_ranks_cores(o->ranks), threads = cores > f->R ? cores / f->R : 1;
     sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
+    // --pipeline auto's decoders get the cores the replicas leave: CPU
+    // replicas compute on all of theirs, a GPU's needs one to feed it.
+    uint32_t busy = strcmp(o->backend->name, "cpu") ? f->R : f->R * threads;
+    f->po.cores = cores > busy ? cores - busy : 1;
     if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_pipe_parts(&f->po), o->batch, f->G);
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
+    if (!o->memory_budget) sf_pipe_auto_caps(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, 0);
     if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
     if (replicas >= o->memory_budget)
         return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "

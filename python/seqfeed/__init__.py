@@ -492,7 +492,7 @@ class Dataset:
                 lambda v: v > 0 and math.isfinite(v)),
             replicas=replicas,
             replica=_int("replica", None, replica, 0, replicas - 1),
-            decoders=_int("decoders", "decoders", decoders, 1, 256, none="one per core") or 0,
+            decoders=_int("decoders", "decoders", decoders, 1, 256, none="tuned, as --pipeline auto") or 0,
             norm_scope=norm_scope.encode(),
             future_features=_names("future_features", "future-features", future_features, "none"),
             series_features=_series_features(series_features))

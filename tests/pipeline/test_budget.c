@@ -49,7 +49,9 @@ static int child(void) {
         return 2;
     sf_pipe_opts o = sf_pipe_opts_default();
     // One part per replica: each part prefetches blocks of its own.
-    o.replicas = 2, o.batch = 256, o.parts = 2, o.pool = 1000000, o.seed = 3, o.decoders = 2, o.slots = 2, o.prefetch = 2;
+    // Autotuned, as train runs it, looking every 10 ms: its caps within the
+    // budget too, whatever it turns mid-run.
+    o.replicas = 2, o.batch = 256, o.parts = 2, o.pool = 1000000, o.seed = 3, o.autotune = true, o.tune_interval = 0.01;
     if (sf_pipe_fit_budget(&o, sf_pack_get_info(p), &cols, BUDGET, &e)) return 3;
     printf("pool %llu windows, estimate %.1f MB\n", (unsigned long long)o.pool,
            sf_pipe_memory(&o, sf_pack_get_info(p), &cols) / 1e6);
@@ -77,10 +79,44 @@ static int child(void) {
     return windows == ROWS - 60 ? 0 : 7;
 }
 
+// --pipeline auto's caps under a budget: the tuned knobs give way before
+// the pool (which decides the batches), a knob given stays, and the
+// estimate fits.
+static void caps(void) {
+    sf_pack *p;
+    sf_columns cols;
+    sf_err e = {0};
+    if (sf_pack_open(&p, path, &e) || sf_columns_create(&cols, sf_pack_get_info(p), NULL, "a", NULL, SF_NORM_ZSCORE, &e)) {
+        CHECK(0, "%s", e.msg);
+        return;
+    }
+    const sf_pack_info *in = sf_pack_get_info(p);
+    sf_pipe_opts o = sf_pipe_opts_default();
+    o.replicas = 2, o.batch = 256, o.parts = 2, o.pool = 1000, o.autotune = true, o.cores = 4;
+    o.fixed = SF_KNOB_SLOTS, o.slots = 3;
+    sf_pipe_opts least = o;
+    least.decoders = 1, least.prefetch = least.io.depth = 2, least.edge_bytes = 0;
+    uint64_t budget = sf_pipe_memory(&least, in, &cols) + (1u << 20);
+    sf_pipe_auto_caps(&o, in, &cols, 0);
+    uint64_t free_caps = sf_pipe_memory(&o, in, &cols);
+    CHECK(o.decoders == 4 - 2 + 1 && // cores less the two windowers, plus one
+               o.prefetch == 8 && o.io.depth == 8 && o.slots == 3,
+          "caps without a budget: %u %u %u %u", o.decoders, o.prefetch, o.slots, o.io.depth);
+    CHECK(free_caps > budget, "the test's budget (%llu) does not bind: %llu", (unsigned long long)budget,
+          (unsigned long long)free_caps);
+    CHECK(sf_pipe_fit_budget(&o, in, &cols, budget, &e) == 0, "%s", e.msg);
+    CHECK(sf_pipe_memory(&o, in, &cols) <= budget && o.pool == 1000 && o.slots == 3,
+          "caps %u %u %u %u, pool %llu: %llu bytes for a budget of %llu", o.decoders, o.prefetch, o.slots, o.io.depth,
+          (unsigned long long)o.pool, (unsigned long long)sf_pipe_memory(&o, in, &cols), (unsigned long long)budget);
+    sf_columns_free(&cols);
+    sf_pack_close(p);
+}
+
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     snprintf(path, sizeof path, "%s/big.sfpack", dir);
     if (write_file()) return TEST_EXIT();
+    caps();
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) _exit(child());

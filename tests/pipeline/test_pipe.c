@@ -70,6 +70,32 @@ static global expected(const sf_pack *p, const sf_plan *plan, const sf_columns *
     return out;
 }
 
+// Knobs changed by the consumer on the way (sf_pipe_set_knobs), as a
+// controller would, but at every batch and at random: 0 none.
+static uint64_t churn;
+
+// Changes the knobs that are not fixed to random values within their caps,
+// and checks that the fixed ones never move, whoever turns them.
+static void turn_knobs(sf_pipe *pipe, const char *what) {
+    sf_pipe_tuning t;
+    sf_pipe_get_tuning(pipe, &t);
+    sf_pipe_knobs k;
+    uint32_t *v[4] = {&k.decoders, &k.prefetch, &k.slots, &k.depth};
+    const uint32_t *c[4] = {&t.cap.decoders, &t.cap.prefetch, &t.cap.slots, &t.cap.depth};
+    const uint32_t *now[4] = {&t.now.decoders, &t.now.prefetch, &t.now.slots, &t.now.depth};
+    for (int i = 0; i < 4; i++) {
+        uint32_t lo = i == 0 ? 1 : 2;
+        CHECK(*now[i] >= (*c[i] < lo ? *c[i] : lo) && *now[i] <= *c[i], "%s: knob %d at %u, cap %u", what, i, *now[i],
+              *c[i]);
+        if (t.fixed & (1u << i)) CHECK(*now[i] == *c[i], "%s: fixed knob %d moved to %u", what, i, *now[i]);
+        if (!churn) continue;
+        churn = churn * 6364136223846793005ull + 1442695040888963407ull;
+        *v[i] = *c[i] <= lo ? *c[i] : lo + (uint32_t)((churn >> 33) % (*c[i] - lo + 1));
+    }
+    sf_err e = {0};
+    if (churn) CHECK(sf_pipe_set_knobs(pipe, &k, &e) == 0, "%s: set_knobs: %s", what, e.msg);
+}
+
 // The job of o (o.replicas in all) run as ranks, local[k] replicas each,
 // one pipe per rank, every replica drained: the global batches its
 // replicas' batches make, side by side in replica order. Checks each
@@ -126,10 +152,17 @@ static global run_job(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, 
                 memcpy(xs[at], b.x, b.count * xl * sizeof(float)), memcpy(ys[at], b.y, b.count * yl * sizeof(float));
                 step[r]++;
                 sf_pipe_release(pipe, r, &b);
+                if (o.autotune) turn_knobs(pipe, what);
             }
         for (uint32_t r = 0; r < local[k]; r++)
             CHECK(step[r] == S, "%s: replica %u gave %llu batches, the reference %llu", what, first + r,
                   (unsigned long long)step[r], (unsigned long long)S);
+        if (o.autotune) {  // the controller's own changes, mid-run
+            sf_pipe_tuning t;
+            sf_pipe_get_tuning(pipe, &t);
+            CHECK(t.autotune && t.changes >= 3 && strstr(t.line, "pipeline auto at"), "%s: %llu tuning lines, the last "
+                  "'%s'", what, (unsigned long long)t.changes, t.line);
+        }
         sf_pipe_stats st;
         sf_pipe_get_stats(pipe, &st, NULL);
         CHECK(st.chunks_decoded == st.chunks_read && st.chunks_read > 0, "%s: %llu chunks read, %llu decoded", what,
@@ -301,6 +334,20 @@ int main(void) {
     check_job(p, plan, &cols, o, (const uint32_t[]){2, 2}, 2, "ranks 2 + 2");
     o.lanes = 2;
     check_job(p, plan, &cols, o, (const uint32_t[]){2, 1}, 2, "ranks 2 + 1, 2 lanes");
+    // Autotuned: the controller looking at every batch, and knobs turned at
+    // random mid-run on top of it, with one given explicitly: the same
+    // global batches, and the fixed knob never moves.
+    for (uint32_t R = 1; R <= 3; R += 2) {
+        o = base;
+        o.replicas = R, o.autotune = true, o.tune_interval = 1e-9;
+        o.decoders = 3, o.prefetch = 5, o.slots = 4, o.io.depth = 4;
+        check_job(p, plan, &cols, o, &R, 1, R == 1 ? "autotuned" : "autotuned, 3 replicas");
+        churn = 7 + R;
+        check_job(p, plan, &cols, o, &R, 1, R == 1 ? "autotuned, knobs at random" : "autotuned, 3 replicas, knobs at random");
+        o.fixed = SF_KNOB_SLOTS | SF_KNOB_DECODERS, o.slots = 3, o.lanes = 2;
+        check_job(p, plan, &cols, o, &R, 1, R == 1 ? "autotuned, 2 knobs given, 2 lanes" : "autotuned, 3 replicas, 2 knobs given, 2 lanes");
+        churn = 0;
+    }
     o = base;
     check_once(p, plan, &cols, o, (const uint32_t[]){3}, 1, "3 replicas");
     check_once(p, plan, &cols, o, (const uint32_t[]){2, 2}, 2, "ranks 2 + 2");

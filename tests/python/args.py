@@ -61,7 +61,7 @@ counts = [  # argument, option, low, high, what None means (None: not allowed)
     ("sampling_rate", "sampling-rate", 1, U32, None),
     ("batch_size", "batch-size", 1, 2**20, None), ("epochs", "epochs", 1, 2**63 - 1, None),
     ("seed", "seed", 0, U64, None), ("replicas", "replicas", 1, 256, None),
-    ("pool", "pool", 0, 2**56 - 1, "16384 windows"), ("decoders", "decoders", 1, 256, "one per core"),
+    ("pool", "pool", 0, 2**56 - 1, "16384 windows"), ("decoders", "decoders", 1, 256, "tuned, as --pipeline auto"),
 ]
 for arg, option, lo, hi, none in counts:
     want = cli_range(option, str(hi + 1))
