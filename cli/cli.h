@@ -148,7 +148,7 @@ void cli_apply_writer(const cli_args *a, sf_pack_writer_opts *wo);
 #define BENCH_PIPE_USES                                                                                    \
     {.opt = OPT_POOL}, {.opt = OPT_LANES}, {.opt = OPT_BLOCK_CHUNKS}, {.opt = OPT_DECODERS},               \
         {.opt = OPT_PREFETCH}, {.opt = OPT_SLOTS}, {.opt = OPT_DEPTH}, {.opt = OPT_IO}, {.opt = OPT_DIRECT}, \
-        {.opt = OPT_PIPELINE}
+        {.opt = OPT_PIPELINE}, {.opt = OPT_MEMORY_BUDGET}
 
 // Short measured runs: every step timed but the warmup, no validation, as
 // many epochs as the steps need; the GPUs asked for, the steps.
