@@ -73,6 +73,7 @@ typedef struct {
     size_t pos;
 
     char delim;
+    sf_field_end_fn field_end;  // the widest scan the CPU runs (scan.c)
     uint32_t ncsv, nkeep;
     uint8_t *role;
     uint32_t *keep_at;  // csv field -> kept column
@@ -409,7 +410,7 @@ static int next_field(csv *c, const char **pp, const char **fs, const char **fe,
     *quoted = p < end && *p == '"';
     if (!*quoted) {
         const char *s = p;
-        while (p < end && *p != d && *p != '\n') p++;
+        p = c->field_end(p, end, d);
         if (p == end && !c->eof) return REC_MORE;
         const char *t = p;
         if (t > s && t[-1] == '\r' && (t == end || *t == '\n')) t--;
@@ -1840,6 +1841,7 @@ static void *parse_half(void *arg) {
     const enum sf_time_kind kind = h->c->time_kind;
     const bool timed = h->c->time_field != UINT32_MAX;
     const half_field *fields = h->fields;
+    const sf_field_end_fn field_end = h->c->field_end;
     float *rows = h->rows;
     int64_t *times = h->times;
     half_rec *recs = h->recs;
@@ -1869,7 +1871,7 @@ static void *parse_half(void *arg) {
             if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
             } else {
-                while (after < end && *after != d && *after != '\n') after++;
+                after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
                 te = after > q && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
                 size_t len = (size_t)(te - q);
@@ -2651,6 +2653,7 @@ static int convert(csv *c, const char *out) {
 }
 
 static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
+    c->field_end = sf_field_end_pick(SF_SCAN_BEST);
     int rc = convert(c, out);
     if (rc) escape_controls(c->e->msg, sizeof c->e->msg);
     if (st) *st = c->st;

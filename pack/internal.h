@@ -42,6 +42,14 @@ static inline uint64_t sf_chunk_raw_bytes(uint64_t rows, uint32_t ncols, uint32_
     return rows * ((uint64_t)ncols * 4 + (uint64_t)naux * 8) + (imputed ? (rows * ncols + 7) / 8 : 0);
 }
 
+// Where an unquoted field starting at p ends: the first delimiter d or
+// '\n' in [p, end), else end (scan.c). Reads no byte at or past end.
+typedef const char *(*sf_field_end_fn)(const char *p, const char *end, char d);
+enum sf_scan_kind { SF_SCAN_BEST, SF_SCAN_AVX512, SF_SCAN_AVX2, SF_SCAN_SWAR };
+// The variant for kind (BEST: the widest this CPU runs); NULL when the CPU
+// or the build lacks it (tests compare the variants).
+sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind);
+
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);
 
