@@ -969,7 +969,7 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (n > SF_PACK_MAX_CATEGORY_VALUE)
         return fail_at(c, at, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
                        "value may have (checkpoints keep every value)", c->names[f], n, SF_PACK_MAX_CATEGORY_VALUE);
-    if (memchr(s, 0, n) || sf_utf8_valid_prefix((const unsigned char *)s, n) < n)
+    if (!sf_text_ok(s, n))
         return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->names[f]);
     if (!g->n) g->bytes = sf_list_item_bytes(c->names[f], strlen(c->names[f]), &g->quotes);
     size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
@@ -1085,8 +1085,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         // the series then goes wrong); inside quotes they are the id's own.
         c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
         if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
-        if (memchr(fs, 0, n) || sf_utf8_valid_prefix((const unsigned char *)fs, n) < n)
-            return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
+        if (!sf_text_ok(fs, n)) return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
         if (n > SF_PACK_MAX_NAME)
             return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
         if (n + 1 > c->key_cap) {
@@ -1125,6 +1124,32 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     return 0;
 }
 
+// The time or series id field at p when it is plain text: unquoted, no
+// spaces around it, whole in the buffer, an id that is valid as it is. It
+// then gets what general_field gives it (*rc), without next_field's
+// general steps; false leaves the field to general_field.
+static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *end, const char **after, int *rc) {
+    char d = c->delim;
+    if (p == end || *p == '"' || is_space(*p, d)) return false;
+    const char *e = c->field_end(p, end, d);
+    if (e == end) return false;  // perhaps cut by the buffer's end; the end of input: general_field
+    const char *fe = e - (e[-1] == '\r' && *e == '\n');
+    if (fe == p || is_space(fe[-1], d)) return false;
+    size_t n = (size_t)(fe - p);
+    if (c->role[f] == ROLE_TIME) {
+        *rc = time_field(c, p, p, n);
+    } else {
+        if (n > SF_PACK_MAX_NAME || n + 1 > c->key_cap || !sf_text_ok(p, n)) return false;
+        c->key_padded = false;
+        memcpy(c->key, p, n);
+        c->key_len = n;
+        c->key_at = p;
+        *rc = 0;
+    }
+    *after = e;
+    return true;
+}
+
 // Parses the record at buf + pos into c->row (NaN for a missing value).
 static int parse_record(csv *c, const char **next) {
     const char *p = c->buf + c->pos, *end = c->buf + c->len;
@@ -1153,12 +1178,14 @@ static int parse_record(csv *c, const char **next) {
     char delim = c->delim;
     for (uint32_t f = 0; f < ncsv; f++) {
         const char *after;
-        if (role[f] != ROLE_KEEP || !fast_number(p, end, delim, &row[keep_at[f]], &after)) {
-            int rc = general_field(c, f, p, &after);
-            if (rc) return rc;
-        } else if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0)) {
-            big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
+        int rc = 0;
+        if (role[f] == ROLE_KEEP && fast_number(p, end, delim, &row[keep_at[f]], &after)) {
+            if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0))
+                big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
+        } else if (!((role[f] == ROLE_TIME || role[f] == ROLE_SERIES) && plain_field(c, f, p, end, &after, &rc))) {
+            rc = general_field(c, f, p, &after);
         }
+        if (rc) return rc;
         p = after;
         bool last = f + 1 == ncsv;
         if (p == end || *p == '\n') {
@@ -1887,8 +1914,7 @@ static void *parse_half(void *arg) {
                                              : parse_epoch(q, len, &times[n]) == 0 && epoch_fits(kind, times[n]);
                     r->time_at = at, r->truncated = ok && kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
                 } else if (role == ROLE_SERIES) {
-                    ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
-                         sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
+                    ok = len <= SF_PACK_MAX_NAME && sf_text_ok(q, len);
                     r->key = at, r->key_len = (uint16_t)len;
                 } else {  // ROLE_CATEGORY
                     ok = !missing_token(q, len);

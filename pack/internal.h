@@ -267,5 +267,20 @@ void sf_series_ids_free(sf_series_ids *s);
 const char *sf_show(const char *s, size_t n, char *out, size_t cap);
 // Length of the valid UTF-8 prefix of s[0, n) (names and ids must be UTF-8).
 size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n);
+// s[0, n) is UTF-8 text without NUL bytes (series ids, categories): ASCII
+// words of 8 bytes first, the decoder only for text that has other bytes.
+static inline bool sf_text_ok(const char *s, size_t n) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    size_t i = 0;
+    uint64_t bad = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        bad |= ((v - ones) & ~v) | v;  // a zero byte or a high bit
+    }
+    for (; i < n; i++) bad |= ((uint8_t)s[i] - 1u) | (uint8_t)s[i];  // bit 7: 0 borrows, 0x80 and above have it
+    if (!(bad & high)) return true;
+    return !memchr(s, 0, n) && sf_utf8_valid_prefix((const unsigned char *)s, n) == n;
+}
 
 #endif
