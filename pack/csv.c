@@ -1460,7 +1460,7 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
 static int commit_record(csv *c) {
     c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
-        (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
+        (!c->cur_series || c->key_len != c->cur_series_len || !sf_bytes_equal(c->key, c->cur_series, c->key_len))) {
         int rc = start_series(c);
         if (rc) return rc;
     }
@@ -1934,7 +1934,7 @@ static void *parse_half(void *arg) {
             r->npend = (uint16_t)(npend - r->pend);
             all_parts = sf_time_parts_join(all_parts, parts);
             const half_rec *b = n ? r - 1 : NULL;
-            r->cont = b && !b->raw && b->key_len == r->key_len && !memcmp(buf + b->key, buf + r->key, r->key_len) &&
+            r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
                       (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;

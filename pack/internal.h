@@ -235,6 +235,22 @@ enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 // hash set of copies of the ids, each with where its first row was (a CSV
 // origin or a stream row) and its index in order of first appearance, its
 // place once regrouped (set by the caller). Memory: one entry per id.
+// a[0, n) == b[0, n), series ids and category values compared once a row:
+// up to 16 bytes by two overlapping loads of 8 (or 4) without a call.
+static inline bool sf_bytes_equal(const char *a, const char *b, size_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a, 8), memcpy(&a1, a + n - 8, 8), memcpy(&b0, b, 8), memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        memcpy(&a0, a, 4), memcpy(&a1, a + n - 4, 4), memcpy(&b0, b, 4), memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 // FNV-1a of s[0, n): the hash of the series ids and category values.
 static inline uint64_t sf_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
