@@ -95,6 +95,7 @@ typedef struct {
     bool time_found;           // found from the first row, not named
     unsigned time_parts;       // the union of the ISO parts seen
     int64_t rec_time, prev_time;  // the record's time; the series' last stored one
+    sf_time_memo time_memo;    // the main thread's last date
     uint64_t prev_time_line;
     const char *time_at;       // where the record's time starts
 
@@ -1019,7 +1020,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     c->time_at = at;
     if (c->time_kind == SF_TIME_ISO) {
         unsigned parts;
-        int rc = sf_time_parse(s, n, &c->rec_time, &parts);
+        int rc = sf_time_parse_memo(&c->time_memo, s, n, &c->rec_time, &parts);
         if (rc == 0) {
             if (parts & SF_TIME_TRUNCATED) c->rec_truncated = at;
             c->time_parts = sf_time_parts_join(c->time_parts, parts);
@@ -1877,6 +1878,7 @@ static void *parse_half(void *arg) {
     const size_t cap = h->cap, pend_cap = h->pend_cap;
     size_t n = 0, npend = 0, nraw = 0;
     unsigned all_parts = 0;
+    sf_time_memo memo = {0};
     while (p < end) {
         half_rec *r = &recs[n];
         *r = (half_rec){.pend = (uint32_t)npend};
@@ -1910,7 +1912,7 @@ static void *parse_half(void *arg) {
                 } else if (role == ROLE_KEEP) {
                     ok = sf_parse_float(q, len, &row[k]) == 0;  // a missing value: main path
                 } else if (role == ROLE_TIME) {
-                    ok = kind == SF_TIME_ISO ? sf_time_parse(q, len, &times[n], &parts) == 0
+                    ok = kind == SF_TIME_ISO ? sf_time_parse_memo(&memo, q, len, &times[n], &parts) == 0
                                              : parse_epoch(q, len, &times[n]) == 0 && epoch_fits(kind, times[n]);
                     r->time_at = at, r->truncated = ok && kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
                 } else if (role == ROLE_SERIES) {

@@ -50,6 +50,16 @@ enum sf_scan_kind { SF_SCAN_BEST, SF_SCAN_AVX512, SF_SCAN_AVX2, SF_SCAN_SWAR };
 // or the build lacks it (tests compare the variants).
 sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind);
 
+// sf_time_parse with the last date it read (its first 10 bytes and day)
+// kept in memo, zeroed at first: one per thread that parses a column.
+typedef struct {
+    uint64_t head;  // bytes 0-7 of the date, as loaded
+    uint16_t tail;  // bytes 8-9
+    int64_t day;    // days since 1970-01-01
+    bool valid;     // head, tail and day hold a date
+} sf_time_memo;
+int sf_time_parse_memo(sf_time_memo *memo, const char *s, size_t n, int64_t *us, unsigned *parts);
+
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);
 
