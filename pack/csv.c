@@ -73,6 +73,7 @@ typedef struct {
     size_t pos;
 
     char delim;
+    sf_field_end_fn field_end;  // the widest scan the CPU runs (scan.c)
     uint32_t ncsv, nkeep;
     uint8_t *role;
     uint32_t *keep_at;  // csv field -> kept column
@@ -94,6 +95,7 @@ typedef struct {
     bool time_found;           // found from the first row, not named
     unsigned time_parts;       // the union of the ISO parts seen
     int64_t rec_time, prev_time;  // the record's time; the series' last stored one
+    sf_time_memo time_memo;    // the main thread's last date
     uint64_t prev_time_line;
     const char *time_at;       // where the record's time starts
 
@@ -409,7 +411,7 @@ static int next_field(csv *c, const char **pp, const char **fs, const char **fe,
     *quoted = p < end && *p == '"';
     if (!*quoted) {
         const char *s = p;
-        while (p < end && *p != d && *p != '\n') p++;
+        p = c->field_end(p, end, d);
         if (p == end && !c->eof) return REC_MORE;
         const char *t = p;
         if (t > s && t[-1] == '\r' && (t == end || *t == '\n')) t--;
@@ -968,7 +970,7 @@ static int category_field(csv *c, uint32_t f, const char *at, const char *s, siz
     if (n > SF_PACK_MAX_CATEGORY_VALUE)
         return fail_at(c, at, "a value of categorical column \"%s\" is %zu bytes long, more than the %u a category "
                        "value may have (checkpoints keep every value)", c->names[f], n, SF_PACK_MAX_CATEGORY_VALUE);
-    if (memchr(s, 0, n) || sf_utf8_valid_prefix((const unsigned char *)s, n) < n)
+    if (!sf_text_ok(s, n))
         return fail_at(c, at, "a value of categorical column \"%s\" must be UTF-8 text without NUL bytes", c->names[f]);
     if (!g->n) g->bytes = sf_list_item_bytes(c->names[f], strlen(c->names[f]), &g->quotes);
     size_t quotes, bytes = sf_list_item_bytes(s, n, &quotes);
@@ -1018,7 +1020,7 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
     c->time_at = at;
     if (c->time_kind == SF_TIME_ISO) {
         unsigned parts;
-        int rc = sf_time_parse(s, n, &c->rec_time, &parts);
+        int rc = sf_time_parse_memo(&c->time_memo, s, n, &c->rec_time, &parts);
         if (rc == 0) {
             if (parts & SF_TIME_TRUNCATED) c->rec_truncated = at;
             c->time_parts = sf_time_parts_join(c->time_parts, parts);
@@ -1084,8 +1086,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         // the series then goes wrong); inside quotes they are the id's own.
         c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
         if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
-        if (memchr(fs, 0, n) || sf_utf8_valid_prefix((const unsigned char *)fs, n) < n)
-            return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
+        if (!sf_text_ok(fs, n)) return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
         if (n > SF_PACK_MAX_NAME)
             return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
         if (n + 1 > c->key_cap) {
@@ -1124,6 +1125,32 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
     return 0;
 }
 
+// The time or series id field at p when it is plain text: unquoted, no
+// spaces around it, whole in the buffer, an id that is valid as it is. It
+// then gets what general_field gives it (*rc), without next_field's
+// general steps; false leaves the field to general_field.
+static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *end, const char **after, int *rc) {
+    char d = c->delim;
+    if (p == end || *p == '"' || is_space(*p, d)) return false;
+    const char *e = c->field_end(p, end, d);
+    if (e == end) return false;  // perhaps cut by the buffer's end; the end of input: general_field
+    const char *fe = e - (e[-1] == '\r' && *e == '\n');
+    if (fe == p || is_space(fe[-1], d)) return false;
+    size_t n = (size_t)(fe - p);
+    if (c->role[f] == ROLE_TIME) {
+        *rc = time_field(c, p, p, n);
+    } else {
+        if (n > SF_PACK_MAX_NAME || n + 1 > c->key_cap || !sf_text_ok(p, n)) return false;
+        c->key_padded = false;
+        memcpy(c->key, p, n);
+        c->key_len = n;
+        c->key_at = p;
+        *rc = 0;
+    }
+    *after = e;
+    return true;
+}
+
 // Parses the record at buf + pos into c->row (NaN for a missing value).
 static int parse_record(csv *c, const char **next) {
     const char *p = c->buf + c->pos, *end = c->buf + c->len;
@@ -1152,12 +1179,14 @@ static int parse_record(csv *c, const char **next) {
     char delim = c->delim;
     for (uint32_t f = 0; f < ncsv; f++) {
         const char *after;
-        if (role[f] != ROLE_KEEP || !fast_number(p, end, delim, &row[keep_at[f]], &after)) {
-            int rc = general_field(c, f, p, &after);
-            if (rc) return rc;
-        } else if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0)) {
-            big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
+        int rc = 0;
+        if (role[f] == ROLE_KEEP && fast_number(p, end, delim, &row[keep_at[f]], &after)) {
+            if (__builtin_expect(fabsf(row[keep_at[f]]) >= 0x1p24f, 0))
+                big_main(c, keep_at[f], p, (size_t)(after - p) - (after[-1] == '\r'), p);
+        } else if (!((role[f] == ROLE_TIME || role[f] == ROLE_SERIES) && plain_field(c, f, p, end, &after, &rc))) {
+            rc = general_field(c, f, p, &after);
         }
+        if (rc) return rc;
         p = after;
         bool last = f + 1 == ncsv;
         if (p == end || *p == '\n') {
@@ -1432,7 +1461,7 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
 static int commit_record(csv *c) {
     c->quoted_seen |= c->rec_quoted;
     if (c->series_field != UINT32_MAX &&
-        (!c->cur_series || c->key_len != c->cur_series_len || memcmp(c->key, c->cur_series, c->key_len) != 0)) {
+        (!c->cur_series || c->key_len != c->cur_series_len || !sf_bytes_equal(c->key, c->cur_series, c->key_len))) {
         int rc = start_series(c);
         if (rc) return rc;
     }
@@ -1840,6 +1869,7 @@ static void *parse_half(void *arg) {
     const enum sf_time_kind kind = h->c->time_kind;
     const bool timed = h->c->time_field != UINT32_MAX;
     const half_field *fields = h->fields;
+    const sf_field_end_fn field_end = h->c->field_end;
     float *rows = h->rows;
     int64_t *times = h->times;
     half_rec *recs = h->recs;
@@ -1848,6 +1878,7 @@ static void *parse_half(void *arg) {
     const size_t cap = h->cap, pend_cap = h->pend_cap;
     size_t n = 0, npend = 0, nraw = 0;
     unsigned all_parts = 0;
+    sf_time_memo memo = {0};
     while (p < end) {
         half_rec *r = &recs[n];
         *r = (half_rec){.pend = (uint32_t)npend};
@@ -1869,7 +1900,7 @@ static void *parse_half(void *arg) {
             if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
             } else {
-                while (after < end && *after != d && *after != '\n') after++;
+                after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
                 te = after > q && after < end && *after == '\n' && after[-1] == '\r' ? after - 1 : after;
                 size_t len = (size_t)(te - q);
@@ -1881,12 +1912,11 @@ static void *parse_half(void *arg) {
                 } else if (role == ROLE_KEEP) {
                     ok = sf_parse_float(q, len, &row[k]) == 0;  // a missing value: main path
                 } else if (role == ROLE_TIME) {
-                    ok = kind == SF_TIME_ISO ? sf_time_parse(q, len, &times[n], &parts) == 0
+                    ok = kind == SF_TIME_ISO ? sf_time_parse_memo(&memo, q, len, &times[n], &parts) == 0
                                              : parse_epoch(q, len, &times[n]) == 0 && epoch_fits(kind, times[n]);
                     r->time_at = at, r->truncated = ok && kind == SF_TIME_ISO && parts & SF_TIME_TRUNCATED;
                 } else if (role == ROLE_SERIES) {
-                    ok = len <= SF_PACK_MAX_NAME && !memchr(q, 0, len) &&
-                         sf_utf8_valid_prefix((const unsigned char *)q, len) == len;
+                    ok = len <= SF_PACK_MAX_NAME && sf_text_ok(q, len);
                     r->key = at, r->key_len = (uint16_t)len;
                 } else {  // ROLE_CATEGORY
                     ok = !missing_token(q, len);
@@ -1906,7 +1936,7 @@ static void *parse_half(void *arg) {
             r->npend = (uint16_t)(npend - r->pend);
             all_parts = sf_time_parts_join(all_parts, parts);
             const half_rec *b = n ? r - 1 : NULL;
-            r->cont = b && !b->raw && b->key_len == r->key_len && !memcmp(buf + b->key, buf + r->key, r->key_len) &&
+            r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
                       (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;
@@ -2651,6 +2681,7 @@ static int convert(csv *c, const char *out) {
 }
 
 static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
+    c->field_end = sf_field_end_pick(SF_SCAN_BEST);
     int rc = convert(c, out);
     if (rc) escape_controls(c->e->msg, sizeof c->e->msg);
     if (st) *st = c->st;

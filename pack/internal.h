@@ -42,6 +42,24 @@ static inline uint64_t sf_chunk_raw_bytes(uint64_t rows, uint32_t ncols, uint32_
     return rows * ((uint64_t)ncols * 4 + (uint64_t)naux * 8) + (imputed ? (rows * ncols + 7) / 8 : 0);
 }
 
+// Where an unquoted field starting at p ends: the first delimiter d or
+// '\n' in [p, end), else end (scan.c). Reads no byte at or past end.
+typedef const char *(*sf_field_end_fn)(const char *p, const char *end, char d);
+enum sf_scan_kind { SF_SCAN_BEST, SF_SCAN_AVX512, SF_SCAN_AVX2, SF_SCAN_SWAR };
+// The variant for kind (BEST: the widest this CPU runs); NULL when the CPU
+// or the build lacks it (tests compare the variants).
+sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind);
+
+// sf_time_parse with the last date it read (its first 10 bytes and day)
+// kept in memo, zeroed at first: one per thread that parses a column.
+typedef struct {
+    uint64_t head;  // bytes 0-7 of the date, as loaded
+    uint16_t tail;  // bytes 8-9
+    int64_t day;    // days since 1970-01-01
+    bool valid;     // head, tail and day hold a date
+} sf_time_memo;
+int sf_time_parse_memo(sf_time_memo *memo, const char *s, size_t n, int64_t *us, unsigned *parts);
+
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);
 
@@ -227,6 +245,22 @@ enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 // hash set of copies of the ids, each with where its first row was (a CSV
 // origin or a stream row) and its index in order of first appearance, its
 // place once regrouped (set by the caller). Memory: one entry per id.
+// a[0, n) == b[0, n), series ids and category values compared once a row:
+// up to 16 bytes by two overlapping loads of 8 (or 4) without a call.
+static inline bool sf_bytes_equal(const char *a, const char *b, size_t n) {
+    if (n >= 8 && n <= 16) {
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a, 8), memcpy(&a1, a + n - 8, 8), memcpy(&b0, b, 8), memcpy(&b1, b + n - 8, 8);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    if (n >= 4 && n < 8) {
+        uint32_t a0, a1, b0, b1;
+        memcpy(&a0, a, 4), memcpy(&a1, a + n - 4, 4), memcpy(&b0, b, 4), memcpy(&b1, b + n - 4, 4);
+        return ((a0 ^ b0) | (a1 ^ b1)) == 0;
+    }
+    return memcmp(a, b, n) == 0;
+}
+
 // FNV-1a of s[0, n): the hash of the series ids and category values.
 static inline uint64_t sf_hash_bytes(const char *s, size_t n) {
     uint64_t h = 0xcbf29ce484222325ull;
@@ -259,5 +293,20 @@ void sf_series_ids_free(sf_series_ids *s);
 const char *sf_show(const char *s, size_t n, char *out, size_t cap);
 // Length of the valid UTF-8 prefix of s[0, n) (names and ids must be UTF-8).
 size_t sf_utf8_valid_prefix(const unsigned char *s, size_t n);
+// s[0, n) is UTF-8 text without NUL bytes (series ids, categories): ASCII
+// words of 8 bytes first, the decoder only for text that has other bytes.
+static inline bool sf_text_ok(const char *s, size_t n) {
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    size_t i = 0;
+    uint64_t bad = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t v;
+        memcpy(&v, s + i, 8);
+        bad |= ((v - ones) & ~v) | v;  // a zero byte or a high bit
+    }
+    for (; i < n; i++) bad |= ((uint8_t)s[i] - 1u) | (uint8_t)s[i];  // bit 7: 0 borrows, 0x80 and above have it
+    if (!(bad & high)) return true;
+    return !memchr(s, 0, n) && sf_utf8_valid_prefix((const unsigned char *)s, n) == n;
+}
 
 #endif

@@ -543,7 +543,7 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
     }
     size_t j = sf_hash_bytes(key, n) & (s->cap - 1);
     for (; s->slot[j].key; j = (j + 1) & (s->cap - 1))
-        if (s->slot[j].len == n && memcmp(s->slot[j].key, key, n) == 0) {
+        if (s->slot[j].len == n && sf_bytes_equal(s->slot[j].key, key, n)) {
             *found = true;
             return &s->slot[j];
         }
@@ -560,7 +560,7 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
 const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n) {
     if (!s->cap) return NULL;
     for (size_t j = sf_hash_bytes(key, n) & (s->cap - 1); s->slot[j].key; j = (j + 1) & (s->cap - 1))
-        if (s->slot[j].len == n && memcmp(s->slot[j].key, key, n) == 0) return &s->slot[j];
+        if (s->slot[j].len == n && sf_bytes_equal(s->slot[j].key, key, n)) return &s->slot[j];
     return NULL;
 }
 

@@ -316,6 +316,44 @@ static void test_parse_binade(int exp2, uint32_t stride) {
 
 // ---- sf_parse_float behind the CSV packer's 8-byte fast path ----
 
+// A CSV of nrows x ncols decimals packed from memory with `threads` threads
+// (2: the helper thread parses part of each buffer), decoded, each value's
+// bits compared with want (column-major).
+static void pack_and_compare(const char *csv, size_t len, const float *want, long nrows, int ncols, char delim,
+                             int threads) {
+    char *dir = scratch_dir("float"), path[PATH_LEN];
+    path_in(path, dir, "short.sfpack");
+    sf_csv_pack_opts o = {.delimiter = delim,
+                          .pack = {.chunk_rows = (uint32_t)nrows, .level = 1, .filter = SF_FILTER_NONE, .threads = threads}};
+    sf_err e = {0};
+    sf_csv_pack_stats st = {0};
+    int rc = sf_csv_pack_mem(csv, len, "short.csv", path, &o, &st, &e);
+    CHECK(rc == 0, "packing decimals (%d thread(s)): %s", threads, e.msg);
+    CHECK(threads < 2 || rc || st.rows_helper > 0, "the helper thread parsed no rows");
+    sf_pack *p = NULL;
+    if (!rc) rc = sf_pack_open(&p, path, &e);
+    CHECK(rc == 0, "opening the packed decimals: %s", e.msg);
+    if (p) {
+        const sf_pack_info *in = sf_pack_get_info(p);
+        CHECK(in->nrows == (uint64_t)nrows && in->nchunks == 1, "%llu rows in %llu chunks",
+              (unsigned long long)in->nrows, (unsigned long long)in->nchunks);
+        void *stored = malloc(sf_pack_max_stored_size(p));
+        float *got = malloc(sf_pack_chunk_raw_size(p, 0));
+        sf_pack_dctx *d = sf_pack_dctx_create();
+        rc = sf_pack_chunk_read(p, 0, stored, &e);
+        if (!rc) rc = sf_pack_chunk_decode(d, p, 0, stored, got, &e);
+        CHECK(rc == 0, "decoding: %s", e.msg);
+        for (size_t i = 0; !rc && i < (size_t)nrows * ncols && test_failures < MAX_FAILURES; i++)
+            CHECK(bits_of(got[i]) == bits_of(want[i]), "%d thread(s), row %zu column %zu: got %a, strtof gives %a", threads,
+                  i % (size_t)nrows, i / (size_t)nrows, (double)got[i], (double)want[i]);
+        sf_pack_dctx_free(d);
+        free(stored);
+        free(got);
+        sf_pack_close(p);
+    }
+    remove_dir(dir);
+}
+
 // Short decimals, 8 bytes or fewer, with and without sign: written into a
 // CSV, packed from memory, decoded, compared with strtof.
 static void test_csv_short(long nrows, char delim, const char *eol) {
@@ -340,35 +378,42 @@ static void test_csv_short(long nrows, char delim, const char *eol) {
         // The last record ends without a line break, as some files do.
         if (r + 1 < nrows) len += (size_t)sprintf(csv + len, "%s", eol);
     }
-    char *dir = scratch_dir("float"), path[PATH_LEN];
-    path_in(path, dir, "short.sfpack");
-    sf_csv_pack_opts o = {.delimiter = delim,
-                          .pack = {.chunk_rows = (uint32_t)nrows, .level = 1, .filter = SF_FILTER_NONE}};
-    sf_err e = {0};
-    int rc = sf_csv_pack_mem(csv, len, "short.csv", path, &o, NULL, &e);
-    CHECK(rc == 0, "packing short decimals: %s", e.msg);
-    sf_pack *p = NULL;
-    if (!rc) rc = sf_pack_open(&p, path, &e);
-    CHECK(rc == 0, "opening the packed short decimals: %s", e.msg);
-    if (p) {
-        const sf_pack_info *in = sf_pack_get_info(p);
-        CHECK(in->nrows == (uint64_t)nrows && in->nchunks == 1, "%llu rows in %llu chunks",
-              (unsigned long long)in->nrows, (unsigned long long)in->nchunks);
-        void *stored = malloc(sf_pack_max_stored_size(p));
-        float *got = malloc(sf_pack_chunk_raw_size(p, 0));
-        sf_pack_dctx *d = sf_pack_dctx_create();
-        rc = sf_pack_chunk_read(p, 0, stored, &e);
-        if (!rc) rc = sf_pack_chunk_decode(d, p, 0, stored, got, &e);
-        CHECK(rc == 0, "decoding: %s", e.msg);
-        for (size_t i = 0; !rc && i < (size_t)nrows * ncols && test_failures < MAX_FAILURES; i++)
-            CHECK(bits_of(got[i]) == bits_of(want[i]), "row %zu column %zu: got %a, strtof gives %a",
-                  i % (size_t)nrows, i / (size_t)nrows, (double)got[i], (double)want[i]);
-        sf_pack_dctx_free(d);
-        free(stored);
-        free(got);
-        sf_pack_close(p);
-    }
-    remove_dir(dir);
+    pack_and_compare(csv, len, want, nrows, ncols, delim, 1);
+    free(csv);
+    free(want);
+}
+
+// The fast paths against strtof on the hard cases, through the packer
+// (the main thread's and the helper's 8-byte path, and the general one):
+// exact midpoints between floats (2^24 + 1 rounds to even), leading zeros,
+// signs, 17 and more digits, exponents, subnormals, the largest float and
+// the smallest, each in rows enough for the helper thread to take part.
+static void test_csv_hard(int threads) {
+    static const char *const hard[] = {
+        "16777217", "-16777217", "16777219", "33554434", "33554435", "33554438", "67108867", "99999999",
+        "-9999999", "0", "-0", "+0", "0.0", "-0.00000", "00000001", "-0000001", "0000.125", "-.000001",
+        ".5", "5.", "-.5", "+5.", "0.1", "0.2", "0.3", "1.0000001", "1.00000006", "0.99999997", "8388607.5",
+        "8388608.5", "-8388609.5", "4194303.75", "16777216.999999999999999999", "16777217.000000000000000000001",
+        "3.4028234663852886e38", "3.4028235e38", "-3.40282346638528859811704183484516925440e38",
+        "1.17549435e-38", "1.1754942e-38", "1.4e-45", "1.401298464324817e-45", "7.006492321624085354619e-46",
+        "2.5e-45", "-4.2e-45", "123456789012345678901234567890e-20", "1e0", "1E+0", "-1e-0", "12345678e-7",
+        "0.000000000000000000000000000000000000000000000000000000000000000000000001e72", "1.5e10",
+        "9007199254740993", "9007199254740993e-16", "0.30000001192092896", "0.3000000119209289551",
+    };
+    const int ncols = 4, nh = (int)(sizeof hard / sizeof *hard);
+    const long nrows = 40000;  // 1.5 MB: the helper parses part of each buffer
+    size_t cap = (size_t)nrows * ncols * 96 + 64;
+    char *csv = malloc(cap);
+    float *want = malloc((size_t)nrows * ncols * sizeof *want);
+    if (!csv || !want) abort();
+    size_t len = (size_t)sprintf(csv, "a,b,c,d\n");
+    for (long r = 0; r < nrows; r++)
+        for (int c = 0; c < ncols; c++) {
+            const char *v = hard[(r * ncols + c) % nh];
+            want[(size_t)c * nrows + r] = strtof(v, NULL);
+            len += (size_t)sprintf(csv + len, "%s%s", v, c + 1 < ncols ? "," : "\n");
+        }
+    pack_and_compare(csv, len, want, nrows, ncols, ',', threads);
     free(csv);
     free(want);
 }
@@ -497,6 +542,8 @@ int main(int argc, char **argv) {
     for (int digits = 1; digits <= (slow ? 6 : 5); digits++) test_parse_all_short(digits);
     test_csv_short(100000 * scale, ',', "\n");
     test_csv_short(50000 * scale, ';', "\r\n");
+    test_csv_hard(1);
+    test_csv_hard(2);
     test_format_fixed();
     test_format_random(300000 * scale);
     if (slow) {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pack/pack.h"
+#include "pack/internal.h"
 #include "tests/common.h"
 
 #include <math.h>
@@ -31,7 +31,60 @@ static void test_phases(const char *path) {
     CHECK(n > 3000, "only %d phases in %s", n, path);
 }
 
+// sf_time_parse reads the common layouts (YYYY-MM-DD or YYYY/MM/DD, T or a
+// space, HH:MM[:SS], Z) on a path of their own: each against the same
+// instant in the basic form (20100101T...), which the general parser reads,
+// with fields out of range (month 13, day 30 of February, hour 24, second
+// 60, a digit replaced) as often as not: the same result, parts and error
+// code. sf_time_why runs the general parser on the text itself. The packer
+// reads with sf_time_parse_memo, which keeps the last date: half the texts
+// repeat the date before them, and its results must be sf_time_parse's.
+static void test_common_layouts(void) {
+    uint64_t seed = 31;
+    sf_time_memo memo = {0};
+    int py = 0, pmo = 0, pd = 0;
+    for (int i = 0; i < 400000; i++) {
+        uint64_t r = sf_splitmix64(&seed), r2 = sf_splitmix64(&seed);
+        int y = (int)(r % 10000), mo = (int)(r >> 14 & 0xff) % 14, d = (int)(r >> 22 & 0xff) % 33,
+            h = (int)(r >> 30 & 0xff) % 26, mi = (int)(r >> 38 & 0xff) % 62, sec = (int)(r >> 46 & 0xff) % 62;
+        if (r2 % 4) {  // mostly in range
+            mo = 1 + mo % 12, d = 1 + d % 28, h %= 24, mi %= 60, sec %= 60;
+            if (r2 % 8 == 1) d = 29 + (int)((r2 >> 8) % 3);
+        }
+        if (r2 >> 33 & 1) y = py, mo = pmo, d = pd;  // the date before, perhaps not a valid one
+        py = y, pmo = mo, pd = d;
+        const char *sep = r2 >> 20 & 1 ? "/" : "-", *t = r2 >> 21 & 1 ? " " : "T", *z = r2 >> 22 & 1 ? "Z" : "";
+        int form = (int)((r2 >> 23) % 3);  // date, minutes, seconds
+        char ext[64], basic[64], clock[16] = "";
+        if (form == 1) snprintf(clock, sizeof clock, "%s%02d:%02d", t, h, mi);
+        if (form == 2) snprintf(clock, sizeof clock, "%s%02d:%02d:%02d", t, h, mi, sec);
+        snprintf(ext, sizeof ext, "%04d%s%02d%s%02d%s%s", y, sep, mo, sep, d, clock, z);
+        // The basic form takes no Z after a date alone: compared without it.
+        snprintf(basic, sizeof basic, "%04d%02d%02d%s%s", y, mo, d, clock, form ? z : "");
+        if (r2 >> 30 & 1 && r2 % 4 == 0) {  // a byte that is not a digit, where one is wanted
+            size_t at = (size_t)((r2 >> 40) % 4);
+            ext[at] = basic[at] = (char)("a/:+ "[(r2 >> 50) % 5]);
+        }
+        int64_t a = 0, b = 0;
+        unsigned pa = 0, pb = 0;
+        int ra = sf_time_parse(ext, strlen(ext), &a, &pa), rb = sf_time_parse(basic, strlen(basic), &b, &pb);
+        if (!form && *z) pb |= SF_TIME_ZONE;
+        CHECK(ra == rb && (ra || (a == b && pa == pb)), "'%s': rc %d, %lld, parts %#x; '%s': rc %d, %lld, parts %#x",
+              ext, ra, (long long)a, pa, basic, rb, (long long)b, pb);
+        int64_t m = 0;
+        unsigned pm = 0;
+        int rm = sf_time_parse_memo(&memo, ext, strlen(ext), &m, &pm);
+        CHECK(rm == ra && (rm || (m == a && pm == pa)), "'%s' with the last date kept: rc %d, %lld, parts %#x; "
+              "without: rc %d, %lld, parts %#x", ext, rm, (long long)m, pm, ra, (long long)a, pa);
+        char why[256];
+        sf_time_why(ext, strlen(ext), why, sizeof why);
+        CHECK((ra == 0) == !strcmp(why, "a time"), "'%s': rc %d, the general parser says %s", ext, ra, why);
+        if (test_failures > 20) return;
+    }
+}
+
 int main(int argc, char **argv) {
+    test_common_layouts();
     if (argc < 3) return 2;
     test_phases(argv[2]);
     FILE *f = fopen(argv[1], "r");
