@@ -509,7 +509,10 @@ class Dataset:
     each window's series one-hot (an embedding is the model's). Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
-    iteration in progress (waiting for a batch being copied) and any later.
+    iteration in progress (waiting for a batch being taken) and any later.
+    A training batch is no copy: its arrays are views of the pipeline's
+    memory, which is written again only once no array of the batch is
+    left, so a batch held (whole, a view, a tensor of it) never changes.
 
     split="validation" gives instead the windows train validates on (its
     val_split part, which `seqfeed evaluate` scores): in order, the same
