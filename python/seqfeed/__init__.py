@@ -471,9 +471,14 @@ class _Batches:
         if self._ended:
             raise StopIteration
         t, spare = _Taken(), self._buffers.take()
-        with self._h as d:
-            rc = _next_buffer(d, spare, ctypes.byref(t, _TAKEN_X), ctypes.byref(t, _TAKEN_Y),
-                              ctypes.byref(t, _TAKEN_ERR))
+        try:
+            with self._h as d:
+                rc = _next_buffer(d, spare, ctypes.byref(t, _TAKEN_X), ctypes.byref(t, _TAKEN_Y),
+                                  ctypes.byref(t, _TAKEN_ERR))
+        except ValueError:  # closed meanwhile: the spare is still ours
+            if spare is not None:
+                self._buffers.give(spare)
+            raise
         if rc == 1:
             return self._buffers.batch(t.x, t.y)
         if spare is not None:
