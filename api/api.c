@@ -416,6 +416,29 @@ int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_le
     return rc;
 }
 
+int sf_dataset_next_buffer(sf_dataset *d, void *spare, float **x, float **y, sf_err *e) {
+    LOCAL_ERR(e);
+    if (x) *x = NULL;
+    if (y) *y = NULL;
+    if (!d || !x || !y)
+        return sf_err_set(e, SF_EINVAL, "sf_dataset_next_buffer: %s is NULL", d ? "x or y" : "the dataset (closed?)");
+    pthread_mutex_lock(&d->lock);
+    sf_batch b;
+    int rc = sf_pipe_next_batch(d->pipe, 0, &b, e);
+    if (rc == 1) {
+        int kept = sf_pipe_release_keep(d->pipe, 0, &b, spare);
+        if (kept) {
+            sf_pipe_release(d->pipe, 0, &b);
+            rc = sf_err_set(e, kept, "sf_dataset_next_buffer: %s", kept == SF_ENOMEM ? "out of memory for a batch"
+                                                                                   : "the pipeline's slots are not its own");
+        } else {
+            *x = b.x, *y = b.y;
+        }
+    }
+    pthread_mutex_unlock(&d->lock);
+    return rc;
+}
+
 void sf_dataset_close(sf_dataset *d) {
     if (!d) return;
     sf_pipe_close(d->pipe);

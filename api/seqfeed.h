@@ -136,7 +136,16 @@ int sf_dataset_shape(const sf_dataset *d, sf_dataset_info *out);
 // Calls from several threads take turns. The pipeline's threads run outside
 // the caller's (Python's GIL released).
 int sf_dataset_next(sf_dataset *d, float *x, size_t x_len, float *y, size_t y_len, sf_err *e);
-// Takes NULL; not while another thread is inside sf_dataset_next.
+// The next batch without a copy: 1 and *x, *y where it lies, in memory
+// that is the caller's from then on (x at its start; free it with
+// sf_api_free, or give it back as a later call's spare, which the
+// pipeline then writes into), or 0 after the last epoch, or a negative
+// code, *x and *y NULL and spare still the caller's. spare: NULL, or a
+// buffer (*x) an earlier call on the same d handed out. x and y are laid
+// out as sf_dataset_next writes them; calls from several threads take turns.
+int sf_dataset_next_buffer(sf_dataset *d, void *spare, float **x, float **y, sf_err *e);
+// Takes NULL; not while another thread is inside sf_dataset_next or
+// sf_dataset_next_buffer. Buffers handed out stay the caller's.
 void sf_dataset_close(sf_dataset *d);
 
 // ---- packing an Arrow stream of several files ----

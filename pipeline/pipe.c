@@ -1005,6 +1005,17 @@ void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     pthread_mutex_unlock(&p->mu);
 }
 
+int sf_pipe_release_keep(sf_pipe *p, uint32_t r, const sf_batch *b, void *spare) {
+    sf_ring *g = &p->reps[r].ring;
+    if (g->stage) return SF_EINVAL;  // the hooks own pinned slots, and the device copy is tied to them
+    if (!spare && !(spare = malloc(g->bytes))) return SF_ENOMEM;
+    // No lock for the swap: the slot is taken, so no windower touches it
+    // until sf_pipe_release frees it under the pipe's mutex.
+    g->buf[b->slot] = spare;
+    sf_pipe_release(p, r, b);
+    return 0;
+}
+
 // The thread's time on a core and queued for one, added to *cpu and *queued.
 static void add_times(const thread_times *t, double *cpu, double *queued) {
     double c = t->cpu, q = t->queued;

@@ -633,6 +633,13 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *p, const sf_columns *cols, const 
 // anywhere stops the pipeline and every replica gets the error).
 int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e);
 void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b);
+// sf_pipe_release, except that the batch's memory (b->x, y at b->y inside
+// it) becomes the caller's, to free() or to give back as a later call's
+// spare, and the slot takes spare in its place: memory an earlier call of
+// this pipe handed out, or NULL for new. A batch goes to its consumer
+// without a copy. Host slots only: SF_EINVAL with stage hooks, SF_ENOMEM
+// when new memory cannot be had; the batch is still taken then.
+int sf_pipe_release_keep(sf_pipe *p, uint32_t r, const sf_batch *b, void *spare);
 // The reader's mode (sf_reader_mode): the pipe's, valid until close.
 const char *sf_pipe_io_mode(const sf_pipe *p);
 // The counters so far; per_replica (NULL, or replicas entries) sums each

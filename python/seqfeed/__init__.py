@@ -126,7 +126,85 @@ def _model_x(flat, info):
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
 _lib.sf_dataset_shape.argtypes = [_vp, ctypes.POINTER(_DatasetInfo)]
 _lib.sf_dataset_next.argtypes = [_vp, _vp, _sz, _vp, _sz, ctypes.POINTER(_Err)]
+_lib.sf_dataset_next_buffer.argtypes = [_vp, _vp, _vp, _vp, _vp]  # the last three: into a _Taken
 _lib.sf_dataset_close.argtypes = [_vp]
+_next_buffer, _free = _lib.sf_dataset_next_buffer, _lib.sf_api_free
+
+
+class _Taken(ctypes.Structure):
+    _fields_ = [("x", _vp), ("y", _vp), ("err", _Err)]
+
+
+_TAKEN_X, _TAKEN_Y, _TAKEN_ERR = _Taken.x.offset, _Taken.y.offset, _Taken.err.offset
+
+
+class _Buffers:
+    """The batch memory of one pipeline that no batch handed out holds: a
+    batch's arrays are views of the pipeline's own slot (no copy), which
+    comes back here when the last of them is gone, and the pipeline writes a
+    later batch into it. A batch that is held keeps its memory, so it never
+    changes under its holder. Lock-free (list.pop and append are atomic):
+    leases give memory back from whichever thread drops them."""
+
+    keep = 4  # free buffers kept for the next batches; more are freed
+
+    def __init__(self, shape, info):
+        self.free, self.closed, self.lease = [], False, None
+        self.flat, self.y = shape
+        # x as the model takes it straight from the memory, without covariates
+        self.x = (info.batch, info.window, info.nfeatures) if not info.nfuture and not info.nonehot else None
+        self.info = info
+
+    def take(self):
+        try:
+            return self.free.pop()
+        except IndexError:
+            return None
+
+    def give(self, ptr):
+        if self.closed or len(self.free) >= self.keep:
+            _free(ptr)
+            return
+        self.free.append(ptr)
+        if self.closed:  # close() ran meanwhile: what it emptied this came after
+            self._drain()
+
+    def _drain(self):
+        while True:
+            try:
+                ptr = self.free.pop()
+            except IndexError:
+                return
+            _free(ptr)
+
+    def close(self):
+        self.closed = True
+        self._drain()
+
+    def batch(self, x, y):
+        """(x, y) of the batch at x, y: views of a lease, which gives the memory back when no array of this batch
+        is left."""
+        if self.lease is None:
+            self.lease = _lease_type(y - x + 4 * math.prod(self.y))
+        lease = self.lease.from_address(x)
+        lease.home = self
+        ys = np.ndarray(self.y, np.float32, lease, y - x)
+        if self.x:
+            return np.ndarray(self.x, np.float32, lease), ys
+        return _model_x(np.ndarray(self.flat, np.float32, lease), self.info), ys
+
+
+def _lease_type(nbytes):
+    class _Lease(ctypes.c_char * nbytes):
+        """One batch's memory while arrays of it live."""
+        __slots__ = ("home",)
+
+        def __del__(self):
+            try:
+                self.home.give(ctypes.addressof(self))
+            except Exception:  # interpreter shutdown: the process frees it
+                pass
+    return _Lease
 
 
 
@@ -378,6 +456,7 @@ class _Batches:
         y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
         self._info = info
         self._shape = (info.batch, info.window * info.nfeatures + info.steps * info.nfuture + info.nonehot), y
+        self._buffers = _Buffers(self._shape, info)
         if (info.batch, info.window, info.nfeatures, info.nfuture, info.nonehot, y) != (
                 ds.batch, ds.window, ds.inputs, ds.nfuture, ds.nonehot, ds._y_shape):
             self._h.close()
@@ -391,22 +470,31 @@ class _Batches:
     def __next__(self):
         if self._ended:
             raise StopIteration
-        x, y = np.empty(self._shape[0], dtype=np.float32), np.empty(self._shape[1], dtype=np.float32)
-        err = _Err()
-        with self._h as d:
-            rc = _lib.sf_dataset_next(d, x.ctypes.data, x.size, y.ctypes.data, y.size, ctypes.byref(err))
-        if _check(rc, err) == 0:
-            self._ended = True
-            self._h.close()
-            raise StopIteration
-        return _model_x(x, self._info), y
+        t, spare = _Taken(), self._buffers.take()
+        try:
+            with self._h as d:
+                rc = _next_buffer(d, spare, ctypes.byref(t, _TAKEN_X), ctypes.byref(t, _TAKEN_Y),
+                                  ctypes.byref(t, _TAKEN_ERR))
+        except ValueError:  # closed meanwhile: the spare is still ours
+            if spare is not None:
+                self._buffers.give(spare)
+            raise
+        if rc == 1:
+            return self._buffers.batch(t.x, t.y)
+        if spare is not None:
+            self._buffers.give(spare)
+        _check(rc, t.err)
+        self._ended = True
+        self.close()
+        raise StopIteration
 
     def close(self):
         self._h.close()
+        self._buffers.close()
 
     def __del__(self):
         if hasattr(self, "_h"):
-            self._h.close()
+            self.close()
 
 
 class Dataset:
@@ -426,7 +514,10 @@ class Dataset:
     each window's series one-hot (an embedding is the model's). Its len() is the batches of all epochs;
     iterating again starts the epochs again. Each argument is in the range of
     the train option it mirrors (ValueError otherwise). close() ends every
-    iteration in progress (waiting for a batch being copied) and any later.
+    iteration in progress (waiting for a batch being taken) and any later.
+    A training batch is no copy: its arrays are views of the pipeline's
+    memory, which is written again only once no array of the batch is
+    left, so a batch held (whole, a view, a tensor of it) never changes.
 
     split="validation" gives instead the windows train validates on (its
     val_split part, which `seqfeed evaluate` scores): in order, the same

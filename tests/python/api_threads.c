@@ -1,12 +1,14 @@
 // libseqfeed's handles shared by threads, as the Python package shares them
 // (ctypes releases the GIL in every call): several threads read one pack at
 // once and get what one thread reads alone, and several threads call
-// sf_dataset_next on one dataset and get, together, every batch of every
-// epoch exactly once (the calls take turns), and several threads read one
+// sf_dataset_next or sf_dataset_next_buffer on one dataset and get,
+// together, every batch of every epoch exactly once (the calls take turns;
+// a batch whose memory was handed over never changes while held), and several threads read one
 // validation set's windows in orders of their own and get what one read
 // in order gives. Run under TSan by tools/sanitize.sh, where the Python
 // tests cannot be.
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,19 +48,35 @@ static void *reader(void *arg) {
     return NULL;
 }
 
+// Half the consumers copy (sf_dataset_next); the other half take the
+// batches' memory (sf_dataset_next_buffer), keep each until the next has
+// come, check that it did not change meanwhile, and give it back as the
+// spare of the call after.
 static void *consumer(void *arg) {
-    (void)arg;
+    bool keep = arg != NULL;
     size_t nx = (size_t)info.batch * info.window * info.nfeatures, ny = (size_t)info.batch * info.ntargets;
-    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y);
+    float *x = malloc(nx * sizeof *x), *y = malloc(ny * sizeof *y), *held = NULL, *spare = NULL, *hx, *hy;
     for (;;) {
         sf_err e;
-        int rc = x && y ? sf_dataset_next(ds, x, nx, y, ny, &e) : -1;
+        int rc = -1;
+        if (!x || !y) {
+        } else if (!keep) {
+            rc = sf_dataset_next(ds, x, nx, y, ny, &e);
+        } else if ((rc = sf_dataset_next_buffer(ds, spare, &hx, &hy, &e)) == 1) {
+            spare = NULL;
+            if (held && (memcmp(held, x, nx * sizeof *x) || memcmp((char *)held + ((char *)hy - (char *)hx), y,
+                                                                  ny * sizeof *y)))
+                rc = -1, snprintf(e.msg, sizeof e.msg, "a batch held changed while the next was taken");
+            spare = held, held = hx;
+            memcpy(x, hx, nx * sizeof *x), memcpy(y, hy, ny * sizeof *y);
+        }
         pthread_mutex_lock(&count_lock);
         if (rc == 1) batches++;
-        if (rc < 0) errors++, fprintf(stderr, "sf_dataset_next: %s\n", e.msg);
+        if (rc < 0) errors++, fprintf(stderr, "sf_dataset_next%s: %s\n", keep ? "_buffer" : "", e.msg);
         pthread_mutex_unlock(&count_lock);
         if (rc != 1) break;
     }
+    sf_api_free(held), sf_api_free(spare);
     free(x);
     free(y);
     return NULL;
@@ -120,7 +138,7 @@ int main(void) {
         fprintf(stderr, "%s\n", e.msg);
         return 1;
     }
-    for (int i = 0; i < CONSUMERS; i++) pthread_create(&t[i], NULL, consumer, NULL);
+    for (int i = 0; i < CONSUMERS; i++) pthread_create(&t[i], NULL, consumer, i % 2 ? &info : NULL);
     for (int i = 0; i < CONSUMERS; i++) pthread_join(t[i], NULL);
     char *about = sf_dataset_describe(ds);
     if (!about || !strstr(about, "\"targets\": [{\"name\": \"a\"") || sf_dataset_describe(NULL)) errors++;
