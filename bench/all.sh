@@ -343,9 +343,9 @@ PY
 
 fig_pipeline_peers() {
     [ -x "$here/pipeline_peers.sh" ] || { skip "bench/pipeline_peers.sh not present (tf.data and DataLoader stalls, issue 30)"; return; }
-    show "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" --json
-    # Its own table, its own medians; the JSON line is for the record only.
-    "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" --json | tee /dev/stderr | grep -v '^{'
+    show "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds"
+    # Its own table and medians (--json would print the object instead of the table).
+    "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" $(q "--steps 150 --cap 1.5" "")
 }
 
 # seqfeed bench train (and PyTorch's peer) in both precisions: records rows "seqfeed P", "PyTorch P",
@@ -583,8 +583,9 @@ PY
 
 fig_autotune() {
     [ -x "$here/autotune.sh" ] || { skip "bench/autotune.sh not present (the autotuner against a grid, issue 30)"; return; }
-    show "$here/autotune.sh" --build "$build" --rounds "$rounds"
-    "$here/autotune.sh" --build "$build" --rounds "$rounds" | tee /dev/stderr | grep -v '^{'
+    # Its own rounds: the grid swept once, then the best setting and auto three runs each, interleaved.
+    show "$here/autotune.sh" --build "$build" --seconds "$(q 1 2)"
+    "$here/autotune.sh" --build "$build" --seconds "$(q 1 2)" | tee /dev/stderr | grep -v '^{'
 }
 
 # ---- the run ----
