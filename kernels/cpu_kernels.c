@@ -521,19 +521,39 @@ void sf_cpu_describe(char *what, size_t n) {
              sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A (but tiny ones)" : "", loops);
 }
 
-double sf_cpu_gemm_rate(size_t n, int reps) {
-    float *a = malloc(n * n * sizeof(float)), *b = malloc(n * n * sizeof(float)), *c = malloc(n * n * sizeof(float));
-    double best = 0;
-    if (a && b && c) {
-        for (size_t k = 0; k < n * n; k++) a[k] = (float)(k % 7) * 0.1f, b[k] = (float)(k % 5) * 0.1f;
-        for (int r = 0; r <= reps; r++) {  // the first run warms up
-            double t = sf_now();
-            gemm(false, false, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-            double rate = 2.0 * (double)n * n * n / (sf_now() - t);
-            if (r && rate > best) best = rate;
+typedef struct {
+    size_t n;
+    float *a, *b, *c;
+} blas_square;
+
+static void blas_square_run(void *arg) {
+    blas_square *q = arg;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)q->n, (int)q->n, (int)q->n, 1.0f, q->a, (int)q->n,
+                q->b, (int)q->n, 0.0f, q->c, (int)q->n);
+}
+
+sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds) {
+    static const size_t sides[] = {1024, 1536, 2048};
+    sf_gemm_ceiling best = {0};
+    sf_cpu_threads(threads);
+    for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
+        size_t n = sides[k];
+        bool steady = false;
+        double rate;
+        if (!bf16) {
+            blas_square q = {.n = n, .a = malloc(n * n * sizeof(float)), .b = malloc(n * n * sizeof(float)),
+                             .c = malloc(n * n * sizeof(float))};
+            rate = 0;
+            if (q.a && q.b && q.c) {
+                for (size_t i = 0; i < n * n; i++) q.a[i] = q.b[i] = 0.1f + (float)(i % 7) * 0.01f;
+                rate = sf_steady_best(blas_square_run, &q, 2.0 * (double)n * n * n, seconds, &steady);
+            }
+            free(q.a), free(q.b), free(q.c);
+            if (rate > best.rate) best = (sf_gemm_ceiling){rate, "OpenBLAS sgemm", n, steady};
         }
+        rate = sf_matmul_rate(n, bf16, threads, seconds, &steady);
+        if (rate > best.rate) best = (sf_gemm_ceiling){rate, "oneDNN matmul", n, steady};
     }
-    free(a), free(b), free(c);
     return best;
 }
 
