@@ -227,7 +227,8 @@ int bench_train(int argc, char **argv) {
                    "\"resident_samples_per_s\": %.1f, \"real_over_resident\": %.4f, \"gflops\": %.2f, "
                    "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"sgemm_from\": \"%s %zu^3\", "
                    "\"bf16_gemm_gflops\": %.2f, \"share_of_bf16_gemm\": %.4f, \"bf16_gemm_from\": \"%s %zu^3\", "
-                   "\"ceiling_threads\": %d, \"ceiling_steady\": %s, \"above_ceiling\": %s, \"input_share\": %.4f, \"classification\": \"%s\", "
+                   "\"ceiling_threads\": %d, \"ceiling_steady\": %s, \"above_ceiling\": %s, \"input_share\": %.4f, "
+                   "\"classification\": \"%s\", "
                    "\"limit\": \"%s\", \"pairs\": %u, \"ratio_spread\": %.4f, \"noisy\": %s}\n",
                    o.backend->name, sf_precision_name(o.precision), sf_rnn_algo_name(o.rnn_algo),
                    late ? "true" : "false", late && o.cuda_graph ? "true" : "false",

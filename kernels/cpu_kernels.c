@@ -601,7 +601,7 @@ static void blas_square_run(void *arg) {
 
 sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds) {
     static const size_t sides[] = {1024, 1536, 2048};
-    sf_gemm_ceiling best = {0};
+    sf_gemm_ceiling best = {.library = "none"};
     sf_cpu_threads(threads);
     for (size_t k = 0; k < sizeof sides / sizeof *sides; k++) {
         size_t n = sides[k];
