@@ -70,62 +70,17 @@ static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, co
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-// The LSTM cell's loops run 16 lanes at a time (AVX-512); a row's last U
-// mod 16 units (4 of the default 180) ran one at a time, a tenth of the
-// cell's time forward and a third backward (perf annotate). They run as a
-// padded row of LANES instead: the same operations on each value, so the
-// same results.
-enum { LANES = 16 };
-
-// Keras' LSTM cell on units [0, n) of one row, the gates' pre-activations
-// zi, zf, zg, zo leaving holding their activations.
-__attribute__((always_inline)) static inline void cell_span(float *restrict h, float *c, float *restrict zi,
-                                                            float *restrict zf, float *restrict zg,
-                                                            float *restrict zo, const float *c_prev, size_t n) {
-    for (size_t u = 0; u < n; u++) {
-        float i = sigmoid_fast(zi[u]), f = sigmoid_fast(zf[u]), g = tanh_fast(zg[u]), o = sigmoid_fast(zo[u]);
-        float cn = i * g + f * c_prev[u];
-        zi[u] = i, zf[u] = f, zg[u] = g, zo[u] = o;
-        c[u] = cn;
-        h[u] = o * tanh_fast(cn);
-    }
-}
-
 // Keras' LSTM cell on one row: z (4U) holds the pre-activations of gates i,
 // f, c, o and leaves holding their activations, which backward needs.
 // c_prev is (U): zeros at the first step, which may be c itself.
 SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
-    size_t n = U / LANES * LANES, r = U - n;
-    cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
-    if (!r) return;
-    float t[7][LANES] = {{0}};  // the gates, c_prev, h, c
-    for (size_t k = 0; k < r; k++) {
-        for (int g = 0; g < 4; g++) t[g][k] = z[(size_t)g * U + n + k];
-        t[4][k] = c_prev[n + k];
-    }
-    cell_span(t[5], t[6], t[0], t[1], t[2], t[3], t[4], LANES);
-    for (size_t k = 0; k < r; k++) {
-        for (int g = 0; g < 4; g++) z[(size_t)g * U + n + k] = t[g][k];
-        c[n + k] = t[6][k], h[n + k] = t[5][k];
-    }
-}
-
-// The cell backward on units [0, n) of one row, gate by gate.
-__attribute__((always_inline)) static inline void cell_backward_span(
-    float *restrict dzi, float *restrict dzf, float *restrict dzg, float *restrict dzo, float *restrict dc_next,
-    const float *restrict zi, const float *restrict zf, const float *restrict zg, const float *restrict zo,
-    const float *restrict c, const float *restrict c_prev, const float *restrict dh, const float *restrict dh_next,
-    size_t n) {
-    for (size_t u = 0; u < n; u++) {
-        float i = zi[u], f = zf[u], g = zg[u], o = zo[u];
-        float tc = tanh_fast(c[u]);
-        float dhu = dh[u] + dh_next[u];
-        float dc = dc_next[u] + dhu * o * (1.0f - tc * tc);
-        dzi[u] = dc * g * i * (1.0f - i);
-        dzf[u] = dc * c_prev[u] * f * (1.0f - f);
-        dzg[u] = dc * i * (1.0f - g * g);
-        dzo[u] = dhu * tc * o * (1.0f - o);
-        dc_next[u] = dc * f;
+    for (size_t u = 0; u < U; u++) {
+        float i = sigmoid_fast(z[u]), f = sigmoid_fast(z[U + u]), g = tanh_fast(z[2 * U + u]);
+        float o = sigmoid_fast(z[3 * U + u]);
+        float cn = i * g + f * c_prev[u];
+        z[u] = i, z[U + u] = f, z[2 * U + u] = g, z[3 * U + u] = o;
+        c[u] = cn;
+        h[u] = o * tanh_fast(cn);
     }
 }
 
@@ -135,20 +90,16 @@ __attribute__((always_inline)) static inline void cell_backward_span(
 SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict z,
                                          const float *restrict c, const float *restrict c_prev,
                                          const float *restrict dh, const float *restrict dh_next, size_t U) {
-    size_t n = U / LANES * LANES, r = U - n;
-    cell_backward_span(dz, dz + U, dz + 2 * U, dz + 3 * U, dc_next, z, z + U, z + 2 * U, z + 3 * U, c, c_prev, dh,
-                       dh_next, n);
-    if (!r) return;
-    float t[13][LANES] = {{0}};  // dz's gates, dc_next, z's gates, c, c_prev, dh, dh_next
-    for (size_t k = 0; k < r; k++) {
-        for (int g = 0; g < 4; g++) t[5 + g][k] = z[(size_t)g * U + n + k];
-        t[4][k] = dc_next[n + k], t[9][k] = c[n + k], t[10][k] = c_prev[n + k];
-        t[11][k] = dh[n + k], t[12][k] = dh_next[n + k];
-    }
-    cell_backward_span(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], LANES);
-    for (size_t k = 0; k < r; k++) {
-        for (int g = 0; g < 4; g++) dz[(size_t)g * U + n + k] = t[g][k];
-        dc_next[n + k] = t[4][k];
+    for (size_t u = 0; u < U; u++) {
+        float i = z[u], f = z[U + u], g = z[2 * U + u], o = z[3 * U + u];
+        float tc = tanh_fast(c[u]);
+        float dhu = dh[u] + dh_next[u];
+        float dc = dc_next[u] + dhu * o * (1.0f - tc * tc);
+        dz[u] = dc * g * i * (1.0f - i);
+        dz[U + u] = dc * c_prev[u] * f * (1.0f - f);
+        dz[2 * U + u] = dc * i * (1.0f - g * g);
+        dz[3 * U + u] = dhu * tc * o * (1.0f - o);
+        dc_next[u] = dc * f;
     }
 }
 
