@@ -1,5 +1,5 @@
 // seqfeed bench train: the trainer on real data at several batch sizes,
-// against the SGEMM ceiling measured in the same run.
+// against the GEMM ceiling measured in the same run.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +22,12 @@ static const cli_command train_command = {
         "first batch (no input at all: the bound for the pipeline's cost), and\n"
         "reports samples/s, the share of time the replicas waited for input, the\n"
         "ratio of the two runs' samples/s, and on CPU the model's GFLOP/s (3 x\n"
-        "the forward pass's operations per sample) against the float32 GEMM rate\n"
-        "of this machine's BLAS measured in the same run (2048 x 2048), and in\n"
-        "bf16 against oneDNN's bf16 one too.\n"
+        "the forward pass's operations per sample) as a share of the GEMM ceiling\n"
+        "of its precision measured in the same run: the best square product of\n"
+        "side 1024, 1536 or 2048 on the training's cores through every library\n"
+        "seqfeed links (fp32: OpenBLAS and oneDNN; bf16: oneDNN), each repeated\n"
+        "until its rate is steady (a share above 100% is a ceiling measured low,\n"
+        "and warned about).\n"
         "Before each batch size's line: where each replica's steps went (input,\n"
         "copy, compute, all-reduce, update, other: mean, p50, p99) and the\n"
         "diagnosis, as seqfeed train prints them; the last line compares the step\n"
@@ -86,6 +89,9 @@ static const char *noisy_text(const double *ratios, uint32_t n, double spread, b
     return text;
 }
 
+// Seconds each ceiling product may take to reach the steady clock.
+static const double CEILING_SECONDS = 2.0;
+
 int bench_train(int argc, char **argv) {
     const cli_command *c = &train_command;
     cli_args a;
@@ -133,14 +139,20 @@ int bench_train(int argc, char **argv) {
                                    "fewer --replicas)", (unsigned long long)batches[k],
                                    sf_batch_parts((uint32_t)batches[k]), o.replicas, 8 * o.replicas);
     double train_flops = 3 * sf_model_flops(&m, o.pipe.window.length);
-    // The ceiling: every core in one GEMM.
-    sf_cpu_threads(0);
+    // The ceilings, on the cores the training uses.
     bool late = o.late_loss && o.backend->step_loss;  // what runs: GPUs only
-    double peak = sf_cpu_gemm_rate(2048, 3), bf16_peak = bf16 ? sf_matmul_rate(2048, 3) : 0;
+    int cores = (int)sf_ranks_cores(o.ranks);
+    sf_gemm_ceiling fp32 = sf_gemm_ceiling_measure(false, cores, CEILING_SECONDS), bf16c = {0};
+    if (bf16) bf16c = sf_gemm_ceiling_measure(true, cores, CEILING_SECONDS);
+    double peak = fp32.rate, bf16_peak = bf16c.rate;
+    const sf_gemm_ceiling *ceiling = bf16 ? &bf16c : &fp32;
     if (!json) {
-        printf("model %s, window %u, %.1f MFLOP per training sample; SGEMM %.1f GFLOP/s on every core", o.model,
-               o.pipe.window.length, train_flops / 1e6, peak / 1e9);
-        if (bf16) printf(", bf16 GEMM %.1f", bf16_peak / 1e9);
+        printf("model %s, window %u, %.1f MFLOP per training sample; ceiling on %d core(s): fp32 GEMM %.1f GFLOP/s "
+               "(%s, %zu^3%s)", o.model, o.pipe.window.length, train_flops / 1e6, cores, peak / 1e9, fp32.library,
+               fp32.n, fp32.steady ? "" : ", clock not steady");
+        if (bf16)
+            printf(", bf16 GEMM %.1f (%s, %zu^3%s)", bf16_peak / 1e9, bf16c.library, bf16c.n,
+                   bf16c.steady ? "" : ", clock not steady");
         printf("; %u %s replica(s), %s", o.replicas, o.backend->name, sf_precision_name(o.precision));
         if (o.backend != &sf_backend_cpu)
             printf(", --rnn-algo %s, --deferred-loss %s, --cuda-graph %s, --overlap-reduce %s",
@@ -177,26 +189,38 @@ int bench_train(int argc, char **argv) {
         const sf_fit_result res = runs[m], bound = bounds[m];
         bool noisy = spread > BENCH_SPREAD;
         double rate = res.samples_per_s * train_flops, ratio = ratios[m];
+        double share = ceiling->rate > 0 ? rate / ceiling->rate : 0;
+        // The ceiling is the best this machine does: a step above it means
+        // the ceiling was measured low (the machine busier then), not a result.
+        bool above = o.backend == &sf_backend_cpu && share > 1;
+        if (above)
+            fprintf(stderr, "seqfeed bench train: warning: batch size %u ran at %.0f%% of the %s GEMM ceiling: the "
+                    "ceiling was measured low (a busier machine while it ran); the share is not a result\n",
+                    o.batch, 100 * share, bf16 ? "bf16" : "fp32");
         if (json)
             printf("{\"backend\": \"%s\", \"precision\": \"%s\", \"rnn_algo\": \"%s\", \"deferred_loss\": %s, "
                    "\"cuda_graph\": %s, \"overlap_reduce\": %s, \"batch_size\": %u, \"batch_per_replica\": %u, "
                    "\"replicas\": %u, \"steps\": %llu, \"samples_per_s\": %.1f, \"input_wait\": %.4f, "
                    "\"resident_samples_per_s\": %.1f, \"real_over_resident\": %.4f, \"gflops\": %.2f, "
-                   "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"bf16_gemm_gflops\": %.2f, "
-                   "\"share_of_bf16_gemm\": %.4f, \"input_share\": %.4f, \"classification\": \"%s\", "
+                   "\"sgemm_gflops\": %.2f, \"share_of_sgemm\": %.4f, \"sgemm_from\": \"%s %zu^3\", "
+                   "\"bf16_gemm_gflops\": %.2f, \"share_of_bf16_gemm\": %.4f, \"bf16_gemm_from\": \"%s %zu^3\", "
+                   "\"ceiling_threads\": %d, \"ceiling_steady\": %s, \"above_ceiling\": %s, \"input_share\": %.4f, "
+                   "\"classification\": \"%s\", "
                    "\"limit\": \"%s\", \"pairs\": %u, \"ratio_spread\": %.4f, \"noisy\": %s}\n",
                    o.backend->name, sf_precision_name(o.precision), sf_rnn_algo_name(o.rnn_algo),
                    late ? "true" : "false", late && o.cuda_graph ? "true" : "false",
                    o.overlap_reduce ? "true" : "false", o.batch, per, o.replicas, (unsigned long long)steps,
                    res.samples_per_s, res.input_wait, bound.samples_per_s, ratio,
-                   rate / 1e9, peak / 1e9, rate / peak, bf16_peak / 1e9, bf16 ? rate / bf16_peak : 0,
+                   rate / 1e9, peak / 1e9, peak > 0 ? rate / peak : 0, fp32.library, fp32.n, bf16_peak / 1e9,
+                   bf16 ? share : 0, bf16 ? bf16c.library : "none", bf16c.n, cores,
+                   ceiling->steady ? "true" : "false", above ? "true" : "false",
                    res.diagnosis.input_share, res.diagnosis.classification, res.diagnosis.limit, pairs, spread,
                    noisy ? "true" : "false");
         else
             printf("batch size %5u (%u per replica): %8.1f samples/s, input wait %4.1f%%, %5.3f of the resident "
-                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of %s; %s\n", o.batch, per, res.samples_per_s,
-                   100 * res.input_wait, ratio, bound.samples_per_s, rate / 1e9,
-                   100 * rate / (bf16 ? bf16_peak : peak), bf16 ? "bf16 GEMM" : "SGEMM",
+                   "batch's %.1f; %6.1f GFLOP/s = %4.1f%% of the %s ceiling%s; %s\n", o.batch, per, res.samples_per_s,
+                   100 * res.input_wait, ratio, bound.samples_per_s, rate / 1e9, 100 * share, bf16 ? "bf16" : "fp32",
+                   above ? " (ABOVE IT: the ceiling measured low)" : "",
                    noisy_text(ratios, pairs, spread, noisy));
         // Step time against batch size: flat means the device is not full.
         double step = (double)o.batch / bound.samples_per_s;

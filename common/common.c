@@ -350,6 +350,23 @@ double sf_now(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double sf_steady_best(void (*run)(void *arg), void *arg, double work, double seconds, bool *steady) {
+    double start = sf_now(), best = 0, prev = 0;
+    int more = -1;  // runs left after the rates agreed; -1 before
+    for (int k = 0; more != 0 && (k < 2 || sf_now() - start < seconds); k++) {
+        double t = sf_now();
+        run(arg);
+        double rate = work / (sf_now() - t);
+        if (k == 0) continue;  // the warm-up
+        best = rate > best ? rate : best;
+        if (more > 0) more--;
+        else if (more < 0 && k > 1 && fabs(rate - prev) <= 0.02 * (rate > prev ? rate : prev)) more = SF_STEADY_MORE;
+        prev = rate;
+    }
+    if (steady) *steady = more >= 0;
+    return best;
+}
+
 int sf_test_delays(uint32_t us[SF_DELAYS], sf_err *e) {
     static const char *const kinds[SF_DELAYS] = {"read", "decode", "window", "io", "decode-wait", "step"};
     for (int k = 0; k < SF_DELAYS; k++) us[k] = 0;

@@ -116,6 +116,16 @@ static inline uint64_t sf_splitmix64(uint64_t *state) {
 // Monotonic time in seconds.
 double sf_now(void);
 
+// The best rate (work per second) of run(arg) once the clock is steady:
+// run again and again, the first run a warm-up, until two successive runs'
+// rates agree within 2% and SF_STEADY_MORE runs more have gone, or `seconds`
+// have passed (at least two runs either way); the best run but the first.
+// *steady (may be NULL): whether two successive rates ever agreed. A
+// ceiling for benchmarks: a clock still ramping up or a neighbour's burst
+// only lowers a run, so the best steady run is the machine's.
+enum { SF_STEADY_MORE = 3 };
+double sf_steady_best(void (*run)(void *arg), void *arg, double work, double seconds, bool *steady);
+
 // Faults tests inject, from SEQFEED_TEST_DELAY=KIND:MICROSECONDS[,KIND:US...]:
 // read, decode, window: busy time on a core (a spin) per read request,
 // decoded chunk or windowed batch; io: a read request completes no sooner

@@ -257,25 +257,64 @@ static int mm_status(const sf_matmul *mm, sf_err *e) {
     return sf_err_set(e, mm->failed.code, "%s", mm->failed.msg);
 }
 
-static double mm_rate(size_t n, int reps) {
+// A square product of side n in float32 or bf16 on a plain primitive, for
+// the ceiling.
+typedef struct {
+    sf_matmul *mm;
+    dnnl_primitive_t prim;
+    dnnl_memory_t a, b, c;
+    int threads;
+} square;
+
+static void square_run(void *arg) {
+    square *q = arg;
+    omp_set_num_threads(q->threads);
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, q->a}, {DNNL_ARG_WEIGHTS, q->b}, {DNNL_ARG_DST, q->c}};
+    if (dnnl_primitive_execute(q->prim, q->mm->stream, 3, args) != dnnl_success ||
+        dnnl_stream_wait(q->mm->stream) != dnnl_success)
+        sf_err_set(&q->mm->failed, SF_ENOMEM, "oneDNN: a square product failed");
+}
+
+static double mm_rate(size_t n, bool bf16, int threads, double seconds, bool *steady) {
     sf_matmul *mm;
     sf_err e;
-    if (mm_open(&mm, &e)) return 0;
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    mm->threads = cores > 0 ? (int)cores : 1;
-    sf_bf16 *a = malloc(n * n * sizeof *a), *b = malloc(n * n * sizeof *b);
-    float *c = malloc(n * n * sizeof *c);
+    *steady = false;
+    // float32 products need no bf16 instructions: only the engine.
+    if (bf16 ? mm_open(&mm, &e) != 0 : !(mm = calloc(1, sizeof *mm))) return 0;
+    square q = {.mm = mm, .threads = threads > 0 ? threads : 1};
+    omp_set_num_threads(q.threads);  // oneDNN sizes its kernels' blocking by it when it makes them
+    dnnl_data_type_t type = bf16 ? dnnl_bf16 : dnnl_f32;
+    dnnl_memory_desc_t a, b, c;
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
     double best = 0;
-    if (a && b && c) {
-        for (size_t k = 0; k < n * n; k++) a[k] = b[k] = (sf_bf16)(0x3dcc + k % 7);  // about 0.1
-        for (int r = 0; r <= reps; r++) {  // the first run makes the primitive and warms up
-            double t = sf_now();
-            mm_bf16(mm, c, a, b, n, n, n, false, false, false);
-            double rate = 2.0 * (double)n * n * n / (sf_now() - t);
-            if (r && rate > best && !mm->failed.code) best = rate;
+    bool ok = (bf16 || (dnnl_engine_create(&mm->engine, dnnl_cpu, 0) == dnnl_success &&
+                        dnnl_stream_create(&mm->stream, mm->engine, dnnl_stream_default_flags) == dnnl_success)) &&
+              desc(&a, (int64_t)n, (int64_t)n, false, type) == dnnl_success &&
+              desc(&b, (int64_t)n, (int64_t)n, false, type) == dnnl_success &&
+              desc(&c, (int64_t)n, (int64_t)n, false, dnnl_f32) == dnnl_success &&
+              dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) == dnnl_success &&
+              dnnl_primitive_desc_create(&pd, &md, NULL, mm->engine, NULL) == dnnl_success &&
+              dnnl_primitive_create(&q.prim, pd) == dnnl_success &&
+              dnnl_memory_create(&q.a, &a, mm->engine, DNNL_MEMORY_ALLOCATE) == dnnl_success &&
+              dnnl_memory_create(&q.b, &b, mm->engine, DNNL_MEMORY_ALLOCATE) == dnnl_success &&
+              dnnl_memory_create(&q.c, &c, mm->engine, DNNL_MEMORY_ALLOCATE) == dnnl_success;
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    void *pa, *pb;
+    if (ok && dnnl_memory_get_data_handle(q.a, &pa) == dnnl_success &&
+        dnnl_memory_get_data_handle(q.b, &pb) == dnnl_success) {
+        // Values about 0.1: no denormals, no infinities to slow a kernel.
+        for (size_t k = 0; k < n * n; k++) {
+            if (bf16) ((sf_bf16 *)pa)[k] = ((sf_bf16 *)pb)[k] = (sf_bf16)(0x3dcc + k % 7);
+            else ((float *)pa)[k] = ((float *)pb)[k] = 0.1f + (float)(k % 7) * 0.01f;
         }
+        best = sf_steady_best(square_run, &q, 2.0 * (double)n * n * n, seconds, steady);
+        if (mm->failed.code) best = 0, *steady = false;
     }
-    free(a), free(b), free(c);
+    if (q.prim) dnnl_primitive_destroy(q.prim);
+    if (q.a) dnnl_memory_destroy(q.a);
+    if (q.b) dnnl_memory_destroy(q.b);
+    if (q.c) dnnl_memory_destroy(q.c);
     mm_close(mm);
     omp_set_num_threads(1);
     return best;

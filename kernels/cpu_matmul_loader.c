@@ -74,4 +74,7 @@ bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha
     return loaded() && table->sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc) == 0;
 }
 
-double sf_matmul_rate(size_t n, int reps) { return loaded() ? table->rate(n, reps) : 0; }
+double sf_matmul_rate(size_t n, bool bf16, int threads, double seconds, bool *steady) {
+    *steady = false;
+    return loaded() ? table->rate(n, bf16, threads, seconds, steady) : 0;
+}

@@ -17,7 +17,7 @@ typedef struct {
     void (*pack)(sf_matmul *mm, int slot, const sf_bf16 *B, size_t K, size_t N, bool tb, size_t rows);
     void (*bf16_packed)(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, size_t M, bool accumulate);
     int (*status)(const sf_matmul *mm, sf_err *e);
-    double (*rate)(size_t n, int reps);
+    double (*rate)(size_t n, bool bf16, int threads, double seconds, bool *steady);
     // cblas_sgemm's row-major product on oneDNN's sgemm, one thread: 0, or
     // oneDNN's status.
     int (*sgemm)(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,

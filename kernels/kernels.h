@@ -141,10 +141,12 @@ void sf_matmul_bf16_packed(sf_matmul *mm, int slot, float *C, const sf_bf16 *A, 
 size_t sf_matmul_packed_bytes(size_t K, size_t N);
 // 0, or the first failure since open (with its message).
 int sf_matmul_status(const sf_matmul *mm, sf_err *e);
-// FLOP/s of a square bf16 product of side n on every core, best of reps:
-// the bf16 ceiling, as sf_cpu_gemm_rate is the float32 one; 0 without bf16
-// products.
-double sf_matmul_rate(size_t n, int reps);
+// FLOP/s of a square product of side n on oneDNN's matmul, bf16 operands
+// or float32 ones, on `threads` threads, its best run once the clock is
+// steady (sf_steady_best, within `seconds`; *steady says whether it was):
+// one of the ceilings sf_gemm_ceiling takes the best of; 0 without the
+// module (or, for bf16, without bf16 products).
+double sf_matmul_rate(size_t n, bool bf16, int threads, double seconds, bool *steady);
 
 // A layer's rounded operands, kept from its forward to its backward pass,
 // owned by the caller: time-major (T,B,...) for the LSTM, so that every
@@ -191,9 +193,20 @@ void sf_cpu_threads(int n);
 // instructions), into what[n].
 void sf_cpu_describe(char *what, size_t n);
 
-// FLOP/s of a square float32 GEMM of side n on the BLAS's current threads,
-// best of reps: the ceiling benchmarks report the model's rate against.
-double sf_cpu_gemm_rate(size_t n, int reps);
+// The machine's GEMM ceiling in one precision, which benchmarks report the
+// model's rate against: the best rate of square products of side 1024,
+// 1536 and 2048 through every library this build links (float32: OpenBLAS'
+// sgemm and oneDNN's matmul; bf16: oneDNN's matmul), on `threads` threads
+// (the training's cores), each product run until the clock is steady
+// (sf_steady_best) within `seconds`. rate 0: no products in that precision.
+// It leaves OpenBLAS on `threads` threads.
+typedef struct {
+    double rate;          // FLOP/s
+    const char *library;  // what gave it: "OpenBLAS sgemm", "oneDNN matmul"
+    size_t n;             // its side
+    bool steady;          // whether that product's rates agreed before its time ran out
+} sf_gemm_ceiling;
+sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds);
 
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7

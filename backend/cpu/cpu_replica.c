@@ -42,6 +42,8 @@ struct sf_replica {
     float *out;
     uint32_t count, global;
     uint64_t seed;
+    const sf_adam *adam;  // the update being applied, and its step
+    uint64_t adam_step;
     void (*job)(struct sf_replica *r, uint32_t part);
     // helper threads for parts 1 .. parts - 1
     pthread_t *threads;
@@ -282,9 +284,22 @@ static float *cpu_part_gradients(sf_replica *r, uint32_t j) { return j < r->ngra
 
 static void cpu_on_layer_done(sf_replica *r, sf_layer_done fn, void *arg) { r->ready = fn, r->ready_arg = arg; }
 
+// Thread p's slice of the parameters, cut on 16 floats (a cache line).
+static void apply_part(sf_replica *r, uint32_t p) {
+    size_t n = r->m->nparams, lines = (n + 15) / 16;
+    size_t lo = 16 * (lines * p / r->parts), hi = 16 * (lines * (p + 1) / r->parts);
+    hi = hi < n ? hi : n;
+    if (lo < hi) sf_adam_update(r->w + lo, r->m1 + lo, r->v + lo, r->g[0] + lo, hi - lo, r->adam, r->adam_step);
+}
+
+// The update on every thread of the replica, each a slice (each parameter's
+// update reads its own values alone: the same weights): on one thread it
+// was 3-4% of a step at batch 32 on 2 cores, the other thread idle; it is
+// bound by memory, 1.55 ms on one core for the default model, 0.95 on two.
 static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
     (void)e;
-    sf_adam_update(r->w, r->m1, r->v, r->g[0], r->m->nparams, a, step);
+    r->adam = a, r->adam_step = step;
+    run_parts(r, apply_part);
     return 0;
 }
 
