@@ -345,50 +345,16 @@ static int replica_predict(void *arg, float *out, const float *x, uint32_t count
     return r->be->predict(r->rep, out, x, count, e);
 }
 
-// A forecaster's numbers per target as one JSON object: {"model": ..., ...}.
-static void json_forecasters(const double *v) {
-    printf("{");
-    for (int f = 0; f < SF_FORECASTERS; f++) {
-        printf("%s\"%s\": ", f ? ", " : "", sf_forecaster_names[f]);
-        sf_json_real(stdout, v[f]);  // null: none (no seasonal forecast, every value imputed)
-    }
-    printf("}");
-}
-
-// A quantile model's pinball loss of each quantile: {"q10": ..., ...}.
-static void json_quantiles(const sf_loss *l, const double *v) {
-    printf("{");
-    for (uint32_t q = 0; q < l->nq; q++) {
-        char name[32];
-        sf_loss_quantile_name(l, q, name, sizeof name);
-        printf("%s\"%s\": ", q ? ", " : "", name);
-        sf_json_real(stdout, v[q]);
-    }
-    printf("}");
-}
-
 static void evaluate_json(const run *r, const sf_score *s, const char *what) {
     const sf_target_score *t = s->t;
     char loss[SF_LOSS_TEXT];
     sf_loss_format(&s->loss_fn, loss, sizeof loss);
     bool quantiles = s->loss_fn.kind == SF_LOSS_QUANTILE;
     // loss and the baselines: the training loss (--loss) on scaled values
-    printf("{\"windows\": %llu, \"split\": \"%s\", \"loss_function\": \"%s\", \"loss\": ",
-           (unsigned long long)s->windows, what, loss);
-    sf_json_real(stdout, s->loss[SF_FC_MODEL]);
-    printf(", \"mean_baseline\": ");
-    sf_json_real(stdout, s->loss[SF_FC_MEAN]);
-    printf(", \"persistence_baseline\": ");
-    sf_json_real(stdout, s->loss[SF_FC_PERSISTENCE]);
-    printf(", \"seasonal_baseline\": ");
-    sf_json_real(stdout, s->loss[SF_FC_SEASONAL]);
-    if (quantiles) {  // each quantile's pinball loss, and the share of true values inside [lowest, highest]
-        printf(", \"quantile_loss\": ");
-        json_quantiles(&s->loss_fn, s->quantile_loss);
-        printf(", \"coverage\": ");
-        sf_json_real(stdout, s->coverage);
-        printf(", \"nominal_coverage\": %.9g", s->loss_fn.q[s->loss_fn.nq - 1] - s->loss_fn.q[0]);
-    }
+    printf("{\"windows\": %llu, \"split\": \"%s\", \"loss_function\": \"%s\", ", (unsigned long long)s->windows, what,
+           loss);
+    sf_score_json_losses(stdout, s);
+    if (quantiles) printf(", \"nominal_coverage\": %.9g", s->loss_fn.q[s->loss_fn.nq - 1] - s->loss_fn.q[0]);
     printf(", \"season\": ");
     if (s->season.rows) printf("%u", s->season.rows);
     else printf("null");
@@ -406,30 +372,8 @@ static void evaluate_json(const run *r, const sf_score *s, const char *what) {
         printf(": ");
         sf_json_real(stdout, t[j].values ? t[j].rmse[SF_FC_MODEL] * t[j].rmse[SF_FC_MODEL] : NAN);  // null: all imputed
     }
-    printf("}, \"per_target\": [");
-    for (uint32_t j = 0; j < s->ntargets; j++) {
-        printf("%s{\"name\": ", j ? ", " : "");
-        sf_json_string(stdout, t[j].name);
-        printf(", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)t[j].values,
-               (unsigned long long)t[j].seasonal_values);
-        for (int f = 0; f < SF_FORECASTERS; f++) {
-            printf(", \"%s\": ", sf_forecaster_names[f]);
-            sf_json_real(stdout, t[j].loss[f]);
-        }
-        printf(", \"beats_persistence\": %s", t[j].values ? t[j].beats_persistence ? "true" : "false" : "null");
-        if (quantiles) {
-            printf(", \"quantile_loss\": ");
-            json_quantiles(&s->loss_fn, t[j].quantile_loss);
-            printf(", \"coverage\": ");
-            sf_json_real(stdout, t[j].coverage);
-        }
-        printf(", \"rmse\": ");
-        json_forecasters(t[j].rmse);
-        printf(", \"mae\": ");
-        json_forecasters(t[j].mae);
-        printf("}");
-    }
-    printf("]");
+    printf("}, ");
+    sf_score_json_targets(stdout, s);
     if (s->step) {  // --horizon A-B: each step's loss (scaled) per target
         printf(", \"steps\": [%u, %u], \"per_step\": [", s->first_step, s->horizon);
         for (uint32_t k = 0; k < s->steps * s->ntargets; k++) {

@@ -180,70 +180,13 @@ static void json_spread(FILE *f, const double s[SPREAD]) {
     fputc('}', f);
 }
 
-static void json_forecasters(FILE *f, const double *v) {
-    fputc('{', f);
-    for (int i = 0; i < SF_FORECASTERS; i++) {
-        fprintf(f, "%s\"%s\": ", i ? ", " : "", sf_forecaster_names[i]);
-        sf_json_real(f, v[i]);
-    }
-    fputc('}', f);
-}
-
-// A quantile model's pinball loss of each quantile: {"q10": ..., ...}.
-static void json_quantiles(FILE *f, const sf_loss *l, const double *v) {
-    fputc('{', f);
-    for (uint32_t q = 0; q < l->nq; q++) {
-        char name[32];
-        sf_loss_quantile_name(l, q, name, sizeof name);
-        fprintf(f, "%s\"%s\": ", q ? ", " : "", name);
-        sf_json_real(f, v ? v[q] : NAN);
-    }
-    fputc('}', f);
-}
-
 // One fold's scores, with evaluate --json's keys.
 static void json_fold(FILE *f, const sf_score *s) {
-    bool q = s->loss_fn.kind == SF_LOSS_QUANTILE;
-    fprintf(f, "\"windows\": %llu, \"loss\": ", (unsigned long long)s->windows);
-    sf_json_real(f, s->loss[SF_FC_MODEL]);
-    fprintf(f, ", \"mean_baseline\": ");
-    sf_json_real(f, s->loss[SF_FC_MEAN]);
-    fprintf(f, ", \"persistence_baseline\": ");
-    sf_json_real(f, s->loss[SF_FC_PERSISTENCE]);
-    fprintf(f, ", \"seasonal_baseline\": ");
-    sf_json_real(f, s->loss[SF_FC_SEASONAL]);
-    if (q) {
-        fprintf(f, ", \"quantile_loss\": ");
-        json_quantiles(f, &s->loss_fn, s->quantile_loss);
-        fprintf(f, ", \"coverage\": ");
-        sf_json_real(f, s->coverage);
-    }
-    fprintf(f, ", \"target_values\": %llu, \"imputed_targets\": %llu, \"per_target\": [",
-            (unsigned long long)(s->values + s->imputed), (unsigned long long)s->imputed);
-    for (uint32_t j = 0; j < s->ntargets; j++) {
-        const sf_target_score *t = &s->t[j];
-        fprintf(f, "%s{\"name\": ", j ? ", " : "");
-        sf_json_string(f, t->name);
-        fprintf(f, ", \"values\": %llu, \"seasonal_values\": %llu", (unsigned long long)t->values,
-                (unsigned long long)t->seasonal_values);
-        for (int i = 0; i < SF_FORECASTERS; i++) {
-            fprintf(f, ", \"%s\": ", sf_forecaster_names[i]);
-            sf_json_real(f, t->loss[i]);
-        }
-        fprintf(f, ", \"beats_persistence\": %s", t->values ? t->beats_persistence ? "true" : "false" : "null");
-        if (q) {
-            fprintf(f, ", \"quantile_loss\": ");
-            json_quantiles(f, &s->loss_fn, t->quantile_loss);
-            fprintf(f, ", \"coverage\": ");
-            sf_json_real(f, t->coverage);
-        }
-        fprintf(f, ", \"rmse\": ");
-        json_forecasters(f, t->rmse);
-        fprintf(f, ", \"mae\": ");
-        json_forecasters(f, t->mae);
-        fputc('}', f);
-    }
-    fputc(']', f);
+    fprintf(f, "\"windows\": %llu, ", (unsigned long long)s->windows);
+    sf_score_json_losses(f, s);
+    fprintf(f, ", \"target_values\": %llu, \"imputed_targets\": %llu, ", (unsigned long long)(s->values + s->imputed),
+            (unsigned long long)s->imputed);
+    sf_score_json_targets(f, s);
 }
 
 int sf_folds_write_json(const char *path, const sf_folds *cv, sf_err *e) {

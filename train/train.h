@@ -411,6 +411,13 @@ void sf_target_verdict(const sf_target_score *t, char *buf, size_t cap);
 void sf_score_print(FILE *f, const sf_score *s);
 // The overall verdict alone, one line.
 void sf_score_verdict(const sf_score *s, char *buf, size_t cap);
+// The scores as evaluate --json writes them (and the folds' JSON), into f:
+// the keys "loss", the three baselines' and, for a quantile model,
+// "quantile_loss" and "coverage", each after ", " but the first.
+void sf_score_json_losses(FILE *f, const sf_score *s);
+// The key "per_target" and its array: each target's values, losses,
+// verdict, quantile losses and coverage, RMSE and MAE per forecaster.
+void sf_score_json_targets(FILE *f, const sf_score *s);
 
 // One row of a run's log (--log), kept in memory for the report.
 typedef struct {
