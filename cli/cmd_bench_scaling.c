@@ -371,6 +371,12 @@ static void print_row(const scaling *s, const ttr_row *r) {
            100 * r->input_share, r->limit);
 }
 
+// , "key": v (null: NaN or infinite).
+static void json_real(const char *key, double v) {
+    printf(", \"%s\": ", key);
+    sf_json_real(stdout, v);
+}
+
 static void json_row(const scaling *s, const ttr_row *r, bool comma) {
     printf("%s{\"replicas\": %u, \"ranks\": %d, \"global_batch\": %u, \"batch_per_replica\": %u, \"lr\": ", comma ? ", " : "",
            r->R, s->ranks, r->batch, r->per);
@@ -378,20 +384,14 @@ static void json_row(const scaling *s, const ttr_row *r, bool comma) {
     printf(", \"reached\": %s, \"steps\": ", r->reached ? "true" : "false");
     if (r->reached) printf("%llu", (unsigned long long)r->steps);
     else printf("null");
-    printf(", \"seconds\": ");
-    sf_json_real(stdout, r->reached ? r->seconds : NAN);
-    printf(", \"cpu_seconds\": ");
-    sf_json_real(stdout, r->reached ? r->cpu_seconds : NAN);
-    printf(", \"speedup\": ");
-    sf_json_real(stdout, r->speedup);
-    printf(", \"efficiency\": ");
-    sf_json_real(stdout, r->efficiency);
-    printf(", \"best_val_loss\": ");
-    sf_json_real(stdout, r->best);
-    printf(", \"steps_run\": %llu, \"samples_per_s\": ", (unsigned long long)r->steps_run);
-    sf_json_real(stdout, r->samples_per_s);
-    printf(", \"input_share\": ");
-    sf_json_real(stdout, r->input_share);
+    json_real("seconds", r->reached ? r->seconds : NAN);
+    json_real("cpu_seconds", r->reached ? r->cpu_seconds : NAN);
+    json_real("speedup", r->speedup);
+    json_real("efficiency", r->efficiency);
+    json_real("best_val_loss", r->best);
+    printf(", \"steps_run\": %llu", (unsigned long long)r->steps_run);
+    json_real("samples_per_s", r->samples_per_s);
+    json_real("input_share", r->input_share);
     printf(", \"classification\": ");
     sf_json_string(stdout, r->classification);
     printf(", \"limit\": ");
