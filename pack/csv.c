@@ -1073,6 +1073,23 @@ static int time_field(csv *c, const char *at, const char *s, size_t n) {
                    (long long)epoch_hi[c->time_kind - SF_TIME_EPOCH_S], lo, hi, fix);
 }
 
+// Keeps the series id s (n bytes, at `at` in the input) in c->key: copied,
+// since the buffer or c->field under it is reused by the next field.
+static int store_key(csv *c, const char *at, const char *s, size_t n) {
+    if (!sf_text_ok(s, n)) return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
+    if (n > SF_PACK_MAX_NAME) return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
+    if (n + 1 > c->key_cap) {
+        char *k = realloc(c->key, n + 1);
+        if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
+        c->key = k;
+        c->key_cap = n + 1;
+    }
+    memcpy(c->key, s, n);
+    c->key_len = n;
+    c->key_at = at;
+    return 0;
+}
+
 static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const char *p, const char **after) {
     const char *fs, *fe, *at, *start = p;
     bool quoted;
@@ -1086,19 +1103,7 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
         // the series then goes wrong); inside quotes they are the id's own.
         c->key_padded = !quoted && (at != start || (fe < p && is_space(*fe, c->delim)));
         if (quoted) fs = c->field ? c->field : fs, n = c->field_len;
-        if (!sf_text_ok(fs, n)) return fail_at(c, at, "series id must be UTF-8 text without NUL bytes");
-        if (n > SF_PACK_MAX_NAME)
-            return fail_at(c, at, "series id longer than %u bytes", SF_PACK_MAX_NAME);
-        if (n + 1 > c->key_cap) {
-            char *k = realloc(c->key, n + 1);
-            if (!k) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory", c->name);
-            c->key = k;
-            c->key_cap = n + 1;
-        }
-        memcpy(c->key, fs, n);
-        c->key_len = n;
-        c->key_at = at;
-        return 0;
+        return store_key(c, at, fs, n);
     }
     char tmp[96];
     if (c->role[f] == ROLE_TIME) return time_field(c, at, fs, n);
@@ -1126,9 +1131,9 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
 }
 
 // The time or series id field at p when it is plain text: unquoted, no
-// spaces around it, whole in the buffer, an id that is valid as it is. It
-// then gets what general_field gives it (*rc), without next_field's
-// general steps; false leaves the field to general_field.
+// spaces around it, whole in the buffer. It then gets what general_field
+// gives it (*rc), without next_field's general steps; false leaves the
+// field to general_field.
 static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *end, const char **after, int *rc) {
     char d = c->delim;
     if (p == end || *p == '"' || is_space(*p, d)) return false;
@@ -1140,12 +1145,8 @@ static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *en
     if (c->role[f] == ROLE_TIME) {
         *rc = time_field(c, p, p, n);
     } else {
-        if (n > SF_PACK_MAX_NAME || n + 1 > c->key_cap || !sf_text_ok(p, n)) return false;
         c->key_padded = false;
-        memcpy(c->key, p, n);
-        c->key_len = n;
-        c->key_at = p;
-        *rc = 0;
+        *rc = store_key(c, p, p, n);
     }
     *after = e;
     return true;

@@ -241,10 +241,6 @@ typedef struct {
 #define SF_HINT_MIN_RUN 3u
 enum sf_hint_kind sf_series_hint(const sf_hint_rows *r, sf_hint *out);
 
-// The series ids a packer has seen (csv.c, arrow.c): an open-addressing
-// hash set of copies of the ids, each with where its first row was (a CSV
-// origin or a stream row) and its index in order of first appearance, its
-// place once regrouped (set by the caller). Memory: one entry per id.
 // a[0, n) == b[0, n), series ids and category values compared once a row:
 // up to 16 bytes by two overlapping loads of 8 (or 4) without a call.
 static inline bool sf_bytes_equal(const char *a, const char *b, size_t n) {
@@ -267,6 +263,11 @@ static inline uint64_t sf_hash_bytes(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
     return h;
 }
+
+// The series ids a packer has seen (csv.c, arrow.c): an open-addressing
+// hash set of copies of the ids, each with where its first row was (a CSV
+// origin or a stream row) and its index in order of first appearance, its
+// place once regrouped (set by the caller). Memory: one entry per id.
 typedef struct {
     char *key;
     size_t len;

@@ -62,9 +62,7 @@ sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind) {
     bool avx2 = __builtin_cpu_supports("avx2");
     if ((kind == SF_SCAN_BEST || kind == SF_SCAN_AVX512) && avx512) return field_end_avx512;
     if ((kind == SF_SCAN_BEST || kind == SF_SCAN_AVX2) && avx2) return field_end_avx2;
-    if (kind == SF_SCAN_AVX512 || kind == SF_SCAN_AVX2) return NULL;
-#else
-    if (kind == SF_SCAN_AVX512 || kind == SF_SCAN_AVX2) return NULL;
 #endif
+    if (kind == SF_SCAN_AVX512 || kind == SF_SCAN_AVX2) return NULL;
     return field_end_swar;
 }
