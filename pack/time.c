@@ -209,8 +209,7 @@ int sf_time_parse_memo(sf_time_memo *memo, const char *s, size_t n, int64_t *us,
 }
 
 int sf_time_parse(const char *s, size_t n, int64_t *us, unsigned *parts) {
-    if (parse_common(s, n, us, parts, NULL)) return 0;
-    return parse(s, n, us, parts, NULL, 0);
+    return sf_time_parse_memo(NULL, s, n, us, parts);
 }
 
 void sf_time_why(const char *s, size_t n, char *why, size_t cap) {
