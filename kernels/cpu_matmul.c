@@ -74,14 +74,11 @@ static bool mm_emulated(void) {
     return isa == dnnl_cpu_isa_avx512_core || isa == dnnl_cpu_isa_avx512_core_vnni;
 }
 
-static int mm_open(sf_matmul **out, sf_err *e) {
-    char what[128];
+// An sf_matmul with its CPU engine and stream, for products of any type.
+static int mm_engine(sf_matmul **out, sf_err *e) {
     *out = NULL;
-    if (!mm_available(what, sizeof what))
-        return sf_err_set(e, SF_EUSAGE, "--precision bf16: no bf16 products on this CPU (%s); use --precision fp32",
-                          what + 6);
     sf_matmul *mm = calloc(1, sizeof *mm);
-    if (!mm) return sf_err_set(e, SF_ENOMEM, "out of memory for bf16 products");
+    if (!mm) return sf_err_set(e, SF_ENOMEM, "out of memory for oneDNN products");
     mm->threads = 1;
     if (dnnl_engine_create(&mm->engine, dnnl_cpu, 0) != dnnl_success ||
         dnnl_stream_create(&mm->stream, mm->engine, dnnl_stream_default_flags) != dnnl_success) {
@@ -90,6 +87,15 @@ static int mm_open(sf_matmul **out, sf_err *e) {
     }
     *out = mm;
     return 0;
+}
+
+static int mm_open(sf_matmul **out, sf_err *e) {
+    char what[128];
+    *out = NULL;
+    if (!mm_available(what, sizeof what))
+        return sf_err_set(e, SF_EUSAGE, "--precision bf16: no bf16 products on this CPU (%s); use --precision fp32",
+                          what + 6);
+    return mm_engine(out, e);
 }
 
 static void mm_close(sf_matmul *mm) {
@@ -272,7 +278,7 @@ static void square_run(void *arg) {
     dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, q->a}, {DNNL_ARG_WEIGHTS, q->b}, {DNNL_ARG_DST, q->c}};
     if (dnnl_primitive_execute(q->prim, q->mm->stream, 3, args) != dnnl_success ||
         dnnl_stream_wait(q->mm->stream) != dnnl_success)
-        sf_err_set(&q->mm->failed, SF_ENOMEM, "oneDNN: a square product failed");
+        sf_err_set(&q->mm->failed, SF_EINVAL, "oneDNN: a square product failed");
 }
 
 static double mm_rate(size_t n, bool bf16, int threads, double seconds, bool *steady) {
@@ -280,7 +286,7 @@ static double mm_rate(size_t n, bool bf16, int threads, double seconds, bool *st
     sf_err e;
     *steady = false;
     // float32 products need no bf16 instructions: only the engine.
-    if (bf16 ? mm_open(&mm, &e) != 0 : !(mm = calloc(1, sizeof *mm))) return 0;
+    if ((bf16 ? mm_open(&mm, &e) : mm_engine(&mm, &e)) != 0) return 0;
     square q = {.mm = mm, .threads = threads > 0 ? threads : 1};
     omp_set_num_threads(q.threads);  // oneDNN sizes its kernels' blocking by it when it makes them
     dnnl_data_type_t type = bf16 ? dnnl_bf16 : dnnl_f32;
@@ -288,9 +294,7 @@ static double mm_rate(size_t n, bool bf16, int threads, double seconds, bool *st
     dnnl_matmul_desc_t md;
     dnnl_primitive_desc_t pd = NULL;
     double best = 0;
-    bool ok = (bf16 || (dnnl_engine_create(&mm->engine, dnnl_cpu, 0) == dnnl_success &&
-                        dnnl_stream_create(&mm->stream, mm->engine, dnnl_stream_default_flags) == dnnl_success)) &&
-              desc(&a, (int64_t)n, (int64_t)n, false, type) == dnnl_success &&
+    bool ok = desc(&a, (int64_t)n, (int64_t)n, false, type) == dnnl_success &&
               desc(&b, (int64_t)n, (int64_t)n, false, type) == dnnl_success &&
               desc(&c, (int64_t)n, (int64_t)n, false, dnnl_f32) == dnnl_success &&
               dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) == dnnl_success &&
