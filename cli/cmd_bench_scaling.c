@@ -13,6 +13,12 @@
 #include "ranks/ranks.h"
 
 #define TTA "time to accuracy (--target-loss)"
+// --target-loss's defaults, for the runs and, as text, for --help.
+#define TTA_MAX_STEPS 1000
+#define TTA_EVERY 10
+#define TTA_WARMUP_STEPS 20
+#define TEXT_(x) #x
+#define TEXT(x) TEXT_(x)
 
 static const cli_use scaling_uses[] = {
     BENCH_FIT_USES,
@@ -25,9 +31,9 @@ static const cli_use scaling_uses[] = {
     {.opt = OPT_STEPS, .def = "20", .help = "timed steps per run (without --target-loss)"},
     {.opt = OPT_WARMUP, .def = "3", .help = "untimed steps first (without --target-loss)"},
     {.opt = OPT_TARGET_LOSS, .group = TTA},
-    {.opt = OPT_MAX_STEPS, .def = "1000", .group = TTA,
+    {.opt = OPT_MAX_STEPS, .def = TEXT(TTA_MAX_STEPS), .group = TTA,
      .help = "a run stops after N steps: one that has not reached the target says so, with its best val_loss"},
-    {.opt = OPT_STEPS_PER_EPOCH, .def = "10", .group = TTA,
+    {.opt = OPT_STEPS_PER_EPOCH, .def = TEXT(TTA_EVERY), .group = TTA,
      .help = "an evaluation every N steps: steps to the target are counted to the next evaluation"},
     {.opt = OPT_VAL_SPLIT, .group = TTA}, {.opt = OPT_LOSS, .group = TTA,
      .help = "what training minimises and val_loss measures, as train's --loss: mse, mae, huber[:D], quantile:Q,.."},
@@ -35,7 +41,7 @@ static const cli_use scaling_uses[] = {
     {.opt = OPT_LR_SCALING, .def = "linear", .group = TTA,
      .help = "the per-replica batch's lr at G replicas in all: --lr x G (linear, Goyal et al.), or --lr (none); "
              "the fixed global batch trains at the largest count's lr"},
-    {.opt = OPT_WARMUP_STEPS, .def = "20", .group = TTA},
+    {.opt = OPT_WARMUP_STEPS, .def = TEXT(TTA_WARMUP_STEPS), .group = TTA},
     {.opt = OPT_COLLECTIVE_TIMEOUT},
     {.opt = OPT_JSON, .help = "one JSON object per count (with --target-loss: one object for the whole report)"},
     {.opt = OPT_QUIET}, {.opt = OPT_HELP}, {.opt = OPT_COUNT}};
@@ -218,12 +224,14 @@ static int run_to_target(const sf_fit_opts *o, double target, ttr_row *row, eval
     int rc = sf_fit_measured(o, &fb, &res, e);
     if (!rc && ev->oom) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the evaluations");
     // Every rank evaluated at the same steps: the job's CPU time is their sum.
-    double *cpu = !rc && o->ranks && ev->n ? malloc(ev->n * sizeof *cpu) : NULL;
-    if (!rc && o->ranks && ev->n && !cpu) rc = sf_err_set(e, SF_ENOMEM, "out of memory for the evaluations");
-    for (size_t i = 0; cpu && i < ev->n; i++) cpu[i] = ev->v[i].cpu;
-    if (cpu && !(rc = sf_ranks_sum_f64(o->ranks, cpu, ev->n, "the ranks' CPU seconds", e)))
-        for (size_t i = 0; i < ev->n; i++) ev->v[i].cpu = cpu[i];
-    free(cpu);
+    if (!rc && o->ranks && ev->n) {
+        double *cpu = malloc(ev->n * sizeof *cpu);
+        if (!cpu) return sf_err_set(e, SF_ENOMEM, "out of memory for the evaluations");
+        for (size_t i = 0; i < ev->n; i++) cpu[i] = ev->v[i].cpu;
+        rc = sf_ranks_sum_f64(o->ranks, cpu, ev->n, "the ranks' CPU seconds", e);
+        for (size_t i = 0; !rc && i < ev->n; i++) ev->v[i].cpu = cpu[i];
+        free(cpu);
+    }
     if (rc) return rc;
     row->ran = true, row->steps_run = res.steps;
     row->input_share = res.diagnosis.input_share;
@@ -438,11 +446,11 @@ static int to_target(scaling *s, uint64_t global) {
     if (o.val_split <= 0)
         return cli_usage_error(name, "--target-loss is a val_loss, and --val-split 0 leaves no validation (hint: a "
                                "--val-split above 0)");
-    uint64_t every = v[OPT_STEPS_PER_EPOCH].set ? v[OPT_STEPS_PER_EPOCH].u : 10;
+    uint64_t every = v[OPT_STEPS_PER_EPOCH].set ? v[OPT_STEPS_PER_EPOCH].u : TTA_EVERY;
     o.steps_per_epoch = every;
-    o.max_steps = v[OPT_MAX_STEPS].set ? v[OPT_MAX_STEPS].u : 1000;
+    o.max_steps = v[OPT_MAX_STEPS].set ? v[OPT_MAX_STEPS].u : TTA_MAX_STEPS;
     o.epochs = o.max_steps / every + (o.max_steps % every != 0);
-    o.lr_schedule.warmup_steps = v[OPT_WARMUP_STEPS].set ? v[OPT_WARMUP_STEPS].u : 20;
+    o.lr_schedule.warmup_steps = v[OPT_WARMUP_STEPS].set ? v[OPT_WARMUP_STEPS].u : TTA_WARMUP_STEPS;
     bool linear = v[OPT_LR_SCALING].set ? o.lr_linear : true;
     float lr0 = o.adam.lr;
     ttr_row *p = calloc(n, sizeof *p), *g = calloc(n, sizeof *g);
@@ -562,16 +570,16 @@ static int modes_apart(const scaling *s) {
     const cli_value *v = s->v;
     const char *name = s->c->name;
     static const cli_opt timed[] = {OPT_STEPS, OPT_WARMUP};
-    static const cli_opt to_target[] = {OPT_MAX_STEPS, OPT_STEPS_PER_EPOCH, OPT_VAL_SPLIT, OPT_LOSS, OPT_LR,
-                                        OPT_LR_SCALING, OPT_WARMUP_STEPS};
+    static const cli_opt tta[] = {OPT_MAX_STEPS, OPT_STEPS_PER_EPOCH, OPT_VAL_SPLIT, OPT_LOSS, OPT_LR,
+                                  OPT_LR_SCALING, OPT_WARMUP_STEPS};
     for (size_t k = 0; v[OPT_TARGET_LOSS].set && k < sizeof timed / sizeof *timed; k++)
         if (v[timed[k]].set)
             return cli_usage_error(name, "--%s times a fixed number of steps, and with --target-loss each run trains "
                                    "to the target (hint: --max-steps bounds the runs)", cli_opt_name(timed[k]));
-    for (size_t k = 0; !v[OPT_TARGET_LOSS].set && k < sizeof to_target / sizeof *to_target; k++)
-        if (v[to_target[k]].set)
+    for (size_t k = 0; !v[OPT_TARGET_LOSS].set && k < sizeof tta / sizeof *tta; k++)
+        if (v[tta[k]].set)
             return cli_usage_error(name, "--%s sets how the runs train to --target-loss, which is not given (hint: "
-                                   "--target-loss L, or best+10%%)", cli_opt_name(to_target[k]));
+                                   "--target-loss L, or best+10%%)", cli_opt_name(tta[k]));
     return 0;
 }
 
