@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     --build) build=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "autotune.sh: unknown argument '$1'" >&2; exit 2 ;;
     esac
 done
