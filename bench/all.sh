@@ -82,16 +82,22 @@ cores=$(nproc)
 q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 has_py() { "$py" -c "import $1" >/dev/null 2>&1; }
-# The command a section ran, as a reader would type it from the top of the tree.
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; } # the page cache, when root
+# The command a section ran, as a reader would type it from the top of the
+# tree, its data files named without the cache directory.
 show() {
     local w s=""
     for w in "$@"; do
         w=${w//$root\//}
+        w=${w#"$work"/}
         [[ $w =~ ^[A-Za-z0-9_./=:,+-]+$ ]] || w="'$w'"
         s+="${s:+ }$w"
     done
     printf '```sh\n%s\n```\n\n' "$s"
 }
+# Shows a command and runs it: what is shown is what ran. A section that
+# runs one several times shows an array of it once and runs that.
+shown() { show "$@"; "$@"; }
 rec() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$recs"; } # round group row key value
 table() { python3 "$report" table "$recs" "$@"; echo; }
 skip() { echo "skipped: $*"; echo; }
@@ -140,11 +146,11 @@ PY
 # ---- the sections: each prints its block's markdown on stdout, its log on stderr ----
 
 fig_pack() {
-    local rows nh j
+    local rows nh j cmd
     rows=$(q 1000000 17000000) nh=$(q 10 100)
-    show env PYTHON="$py" NUMPY_HEAD_MB="$nh" "$here/pack.sh" --build "$build" --rows "$rows" --reps "$rounds" --json
-    j=$(PYTHON=$py NUMPY_HEAD_MB=$nh BENCH_DIR=$work "$here/pack.sh" --build "$build" --rows "$rows" --reps "$rounds" --json |
-        tee /dev/stderr | tail -1)
+    cmd=(env PYTHON="$py" NUMPY_HEAD_MB="$nh" "$here/pack.sh" --build "$build" --rows "$rows" --reps "$rounds" --json)
+    show "${cmd[@]}"
+    j=$(BENCH_DIR=$work "${cmd[@]}" | tee /dev/stderr | tail -1)
     J=$j python3 - "$recs" <<'PY'
 import json, os, sys
 j = json.loads(os.environ["J"])
@@ -182,11 +188,11 @@ PY
 jq_get() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
 fig_filters() {
-    local rows levels sets j
+    local rows levels sets j cmd
     rows=$(q 500000 4000000) levels=$(q "1 3" "-1 1 3 9") sets=$(q "treasury rw6g" "treasury rw6g rw9g")
-    show "$here/filters.sh" --build "$build" --rows "$rows" --reps "$rounds" --levels "$levels" --datasets "$sets" --json
-    j=$(BENCH_DIR=$work "$here/filters.sh" --build "$build" --rows "$rows" --reps "$rounds" --levels "$levels" \
-        --datasets "$sets" --json | tee /dev/stderr | tail -1)
+    cmd=("$here/filters.sh" --build "$build" --rows "$rows" --reps "$rounds" --levels "$levels" --datasets "$sets" --json)
+    show "${cmd[@]}"
+    j=$(BENCH_DIR=$work "${cmd[@]}" | tee /dev/stderr | tail -1)
     J=$j python3 - "$recs" <<'PY'
 import json, os, sys
 j = json.loads(os.environ["J"])
@@ -231,15 +237,15 @@ PY
 }
 
 fig_pack_peers() {
-    local mb prows r
+    local mb prows r cmd
     mb=$(q 20 250) prows=$(q 200000 3000000)
     has_py pandas || has_py pyarrow || { skip "pandas and pyarrow not installed for $py"; return; }
-    show env PEER_PYTHON="$py" "$here/pack_peers.sh" --build "$build" --mb "$mb" --parquet-rows "$prows" --reps 1
+    cmd=(env PEER_PYTHON="$py" "$here/pack_peers.sh" --build "$build" --mb "$mb" --parquet-rows "$prows" --reps 1)
+    show "${cmd[@]}"
     echo "run once per round, $rounds rounds. seqfeed's figures are the whole process (parse, compress, fsync of the output); a CSV peer's are timed inside Python around the read (imports left out), its peak RSS is the whole process's; (d) compares whole processes."
     echo
     for r in $(seq "$rounds"); do
-        PEER_PYTHON=$py BENCH_DIR=$work/peers "$here/pack_peers.sh" --build "$build" --mb "$mb" --parquet-rows "$prows" \
-            --reps 1 | tee /dev/stderr | md_rows "$r" 0 1 cpu=4 mbs=5 mbc=6 rss=7
+        BENCH_DIR=$work/peers "${cmd[@]}" | tee /dev/stderr | md_rows "$r" 0 1 cpu=4 mbs=5 mbc=6 rss=7
     done
     local ref="seqfeed|python -m seqfeed pack"
     table --group-label shape --row-label tool \
@@ -249,14 +255,14 @@ fig_pack_peers() {
 }
 
 fig_pack_threads() {
-    local mb r
+    local mb r cmd
     mb=$(q 10 100)
-    show env PEER_PYTHON="$py" "$here/pack_threads.sh" --build "$build" --mb "$mb" --reps 1 --keep
+    cmd=(env PEER_PYTHON="$py" "$here/pack_threads.sh" --build "$build" --mb "$mb" --reps 1 --keep)
+    show "${cmd[@]}"
     echo "run once per round, $rounds rounds; without \`--rt\`: on a loaded machine a second thread may wait for the first one's core."
     echo
     for r in $(seq "$rounds"); do
-        PEER_PYTHON=$py BENCH_DIR=$work/threads "$here/pack_threads.sh" --build "$build" --mb "$mb" --reps 1 --keep |
-            tee /dev/stderr | md_rows "$r" 0 2 mbs=5 mbc=6
+        BENCH_DIR=$work/threads "${cmd[@]}" | tee /dev/stderr | md_rows "$r" 0 2 mbs=5 mbc=6
     done
     local t1="seqfeed --threads 1" t2="seqfeed --threads 2"
     table --group-label shape --row-label tool --cols "mbs:MB/s wall:.0f,mbc:MB per CPU s:.0f" \
@@ -265,11 +271,12 @@ fig_pack_threads() {
 }
 
 fig_append() {
-    local rows r
+    local rows r cmd
     rows=$(q 2000000 20000000)
-    show "$here/append.sh" --build "$build" --rows "$rows" --series 100
+    cmd=("$here/append.sh" --build "$build" --rows "$rows" --series 100)
+    show "${cmd[@]}"
     for r in $(seq "$rounds"); do
-        BENCH_DIR=$work/append "$here/append.sh" --build "$build" --rows "$rows" --series 100 | tee /dev/stderr |
+        BENCH_DIR=$work/append "${cmd[@]}" | tee /dev/stderr |
             awk -v r="$r" '$1 ~ /^(every|last|new|repack)$/ {
                 n = $1 == "every" ? "a day for every series" : $1 == "last" ? "a day for the last series" : \
                     $1 == "new" ? "a new series" : "pack everything again from its CSV"
@@ -282,25 +289,27 @@ fig_append() {
 }
 
 fig_pipeline() {
-    local rows file r j wps rate args
+    local rows file r j wps rate args many one reader
     rows=$(q 4000000 40000000)
     file=$work/synth-pipeline-$rows.sfpack
     [ -f "$file" ] || "$sf" synth -o "$file" --rows "$rows" --feature-count 4 --series-count 8 -q >&2
     args=(--window 60 --batch-size 256 --pool 16384 --block-chunks 2)
-    show "$sf" bench pipeline --data "synth-$rows.sfpack" "${args[@]}" --lanes "$cores" --json
-    show "$sf" bench pipeline --data "synth-$rows.sfpack" "${args[@]}" --lanes 1 --json
+    many=("$sf" bench pipeline --data "$file" "${args[@]}" --lanes "$cores" --json)
+    one=("$sf" bench pipeline --data "$file" "${args[@]}" --lanes 1 --json)
+    reader=("$sf" bench read --data "$file" --depth 8 --block-chunks 2 --json)
+    show "${many[@]}"
+    show "${one[@]}"
     echo "and again with \`--consume-rate\` (80% of that one lane's batches/s) \`--slots 16\`:"
     echo
-    show "$sf" bench read --data "synth-$rows.sfpack" --depth 8 --block-chunks 2 --json
-    drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; }
+    show "${reader[@]}"
     for r in $(seq "$rounds"); do
         drop
-        j=$("$sf" bench pipeline --data "$file" "${args[@]}" --lanes "$cores" --json)
+        j=$("${many[@]}")
         echo "$j" >&2
         rec "$r" "" "pipeline, $cores lanes" wps "$(jq_get "$j" windows_per_s)"
         rec "$r" "" "pipeline, $cores lanes" rof "$(jq_get "$j" read_over_file)"
         rec "$r" "" "random window copy from RAM, 1 thread (ceiling)" wps "$(jq_get "$j" memory_ceiling_windows_per_s)"
-        j=$("$sf" bench pipeline --data "$file" "${args[@]}" --lanes 1 --json)
+        j=$("${one[@]}")
         echo "$j" >&2
         wps=$(jq_get "$j" windows_per_s)
         rec "$r" "" "pipeline, 1 lane" wps "$wps"
@@ -311,7 +320,7 @@ fig_pipeline() {
         rec "$r" "" "pipeline, 1 lane, a consumer asking 80% of it, 16 slots" stall \
             "$(python3 -c "import json, sys; print(100 * json.loads(sys.argv[1])['consumer_stall'])" "$j")"
         drop
-        j=$("$sf" bench read --data "$file" --depth 8 --block-chunks 2 --json)
+        j=$("${reader[@]}")
         echo "$j" >&2
         rec "$r" "" "reader alone (seqfeed bench read), GB/s" gbs "$(jq_get "$j" GB_per_s)"
         if command -v fio >/dev/null; then
@@ -343,9 +352,9 @@ PY
 
 fig_pipeline_peers() {
     [ -x "$here/pipeline_peers.sh" ] || { skip "bench/pipeline_peers.sh not present (tf.data and DataLoader stalls, issue 30)"; return; }
-    show "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds"
     # Its own table and medians (--json would print the object instead of the table).
-    "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" $(q "--steps 150 --cap 1.5" "")
+    # shellcheck disable=SC2046 # --quick's options are two words each
+    shown "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" $(q "--steps 150 --cap 1.5" "")
 }
 
 # seqfeed bench train (and PyTorch's peer) in both precisions: records rows "seqfeed P", "PyTorch P",
@@ -380,7 +389,7 @@ train_setup() { # sets data window steps warmup precisions torch
     precisions=fp32
     "$sf" info | grep -q '^bf16 *cpu: none' || precisions="fp32 bf16"
     torch=0
-    has_py torch && torch=1
+    if has_py torch; then torch=1; fi
 }
 
 fig_train() {
@@ -431,12 +440,13 @@ PY
 }
 
 fig_gemm() {
-    local g=$build/bench/gemm_bench secs r
+    local g=$build/bench/gemm_bench secs r cmd
     [ -x "$g" ] || { skip "bench/gemm_bench not built (needs oneDNN, Debian libdnnl-dev)"; return; }
     secs=$(q 0.3 1)
-    show "$g" --threads "$cores" --seconds "$secs"
+    cmd=("$g" --threads "$cores" --seconds "$secs")
+    show "${cmd[@]}"
     for r in $(seq "$rounds"); do
-        "$g" --threads "$cores" --seconds "$secs" | tee /dev/stderr | tail -1 | python3 -c "$PY_GEMM" "$r" "$recs"
+        "${cmd[@]}" | tee /dev/stderr | tail -1 | python3 -c "$PY_GEMM" "$r" "$recs"
     done
     echo "The trainer's GEMMs on the default model's shapes, $cores threads, GFLOP/s, each library's best of 3 passes of ${secs} s per round, $rounds rounds:"
     echo
@@ -444,12 +454,13 @@ fig_gemm() {
 }
 
 fig_lstm() {
-    local l=$build/bench/lstm_bench reps r
+    local l=$build/bench/lstm_bench reps r cmd
     [ -x "$l" ] || { skip "bench/lstm_bench not built (needs oneDNN)"; return; }
     reps=$(q 3 10)
-    show env SEQFEED_ONEDNN_MODULE="$build/seqfeed-onednn.so" "$l" --reps "$reps"
+    cmd=(env SEQFEED_ONEDNN_MODULE="$build/seqfeed-onednn.so" "$l" --reps "$reps")
+    show "${cmd[@]}"
     for r in $(seq "$rounds"); do
-        SEQFEED_ONEDNN_MODULE=$build/seqfeed-onednn.so "$l" --reps "$reps" | tee /dev/stderr | grep '^{' | python3 -c "$PY_LSTM" "$r" "$recs"
+        "${cmd[@]}" | tee /dev/stderr | grep '^{' | python3 -c "$PY_LSTM" "$r" "$recs"
     done
     echo "One LSTM layer's training pass (180 inputs, 180 units, 60 steps, forward and backward), 1 thread, ms per pass, $rounds rounds:"
     echo
@@ -457,15 +468,16 @@ fig_lstm() {
 }
 
 fig_scaling() {
-    local data steps r args
+    local data steps r args cmd
     steps=$(q 10 30)
     data=$work/synth-scaling-20000x4.sfpack
     [ -f "$data" ] || "$sf" synth -o "$data" --rows 20000 --feature-count 4 --series-count 2 -q >&2
     # shellcheck disable=SC2054 # the commas are the model's
     args=(--model lstm:64,lstm:64,dense --window 30 --batch-size 64 --replicas 1,2 --steps "$steps")
-    show "$sf" bench scaling --data synth-scaling.sfpack "${args[@]}"
+    cmd=("$sf" bench scaling --data "$data" "${args[@]}")
+    show "${cmd[@]}"
     for r in $(seq "$rounds"); do
-        "$sf" bench scaling --data "$data" "${args[@]}" | tee /dev/stderr |
+        "${cmd[@]}" | tee /dev/stderr |
             awk -v r="$r" '$1 ~ /^[0-9]+$/ && $3 ~ /^[0-9.]+$/ {
                 printf "%s\t\t%s replica(s), %s each\tsps\t%s\n", r, $1, $2, $3 }' >>"$recs"
     done
@@ -478,9 +490,11 @@ fig_scaling() {
     [ -f "$temps" ] || "$sf" pack "$root/data/hourly-temperatures-2010.csv" -o "$temps" --series-column site -q >&2
     # shellcheck disable=SC2054 # the commas are the model's
     args=(--model lstm:64,lstm:64,dense --window 24 --batch-size 128 --max-steps 1000 --steps-per-epoch 25)
-    show "$sf" bench scaling --data temps.sfpack "${args[@]}" --replicas 1,2,4 --target-loss best+10%
+    # shellcheck disable=SC2054 # the commas are the counts
+    cmd=("$sf" bench scaling --data "$temps" "${args[@]}" --replicas 1,2,4 --target-loss best+10%)
+    show "${cmd[@]}"
     echo '```text'
-    "$sf" bench scaling --data "$temps" "${args[@]}" --replicas 1,2,4 --target-loss best+10% 2>&1 | tee "$raw/scaling-target.txt"
+    "${cmd[@]}" 2>&1 | tee "$raw/scaling-target.txt"
     echo '```'
     echo
     tl=$(sed -n 's/^time to val_loss <= \([0-9.e+-]*\) .*/\1/p' "$raw/scaling-target.txt" | head -1)
@@ -489,10 +503,12 @@ fig_scaling() {
     elif [ -z "$tl" ]; then
         skip "2 MPI ranks: no target val_loss in the report above"
     else
-        show mpirun -np 2 "$sf" bench scaling --data temps.sfpack "${args[@]}" --replicas 1,2 --target-loss "$tl"
+        # shellcheck disable=SC2054 # the commas are the counts
+        cmd=(mpirun --allow-run-as-root --oversubscribe -np 2 "$sf" bench scaling --data "$temps" "${args[@]}" --replicas 1,2
+            --target-loss "$tl")
+        show "${cmd[@]}"
         echo '```text'
-        mpirun --allow-run-as-root --oversubscribe -np 2 "$sf" bench scaling --data "$temps" "${args[@]}" \
-            --replicas 1,2 --target-loss "$tl" 2>&1
+        "${cmd[@]}" 2>&1
         echo '```'
         echo
     fi
@@ -517,37 +533,37 @@ keras_file() { # a synth file for the Keras peers
 
 fig_keras_fit() {
     keras_missing && return
-    local f steps
+    local f steps cmd
     f=$(keras_file "$(q 2000000 100000000)" 8) steps=$(q 20 60)
-    show env SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python "$py" bench/peers/keras_fit.py "synth.sfpack" \
-        --steps "$steps" --warmup 10 --rounds "$rounds"
+    cmd=(env SEQFEED_LIB="$build/libseqfeed.so" PYTHONPATH="$root/python" "$py" "$here/peers/keras_fit.py" "$f"
+        --steps "$steps" --warmup 10 --rounds "$rounds")
+    show "${cmd[@]}"
     echo '```text'
-    SEQFEED_LIB=$build/libseqfeed.so PYTHONPATH=$root/python "$py" "$here/peers/keras_fit.py" "$f" --steps "$steps" \
-        --warmup 10 --rounds "$rounds" | grep -v '^{'
+    "${cmd[@]}" | grep -v '^{'
     echo '```'
     echo
 }
 
 fig_keras_epoch() {
     keras_missing && return
-    local f
+    local f cmd
     f=$(keras_file 8000 2)
-    show env KERAS_BACKEND=torch SEQFEED_LIB=build/libseqfeed.so PYTHONPATH=python "$py" bench/peers/keras_epoch.py \
-        synth-8000.sfpack --epochs "$(q 2 3)" --rounds "$rounds"
+    cmd=(env KERAS_BACKEND=torch SEQFEED_LIB="$build/libseqfeed.so" PYTHONPATH="$root/python" "$py"
+        "$here/peers/keras_epoch.py" "$f" --epochs "$(q 2 3)" --rounds "$rounds")
+    show "${cmd[@]}"
     echo '```text'
-    KERAS_BACKEND=torch SEQFEED_LIB=$build/libseqfeed.so PYTHONPATH=$root/python "$py" "$here/peers/keras_epoch.py" "$f" \
-        --epochs "$(q 2 3)" --rounds "$rounds" | grep -v '^{'
+    "${cmd[@]}" | grep -v '^{'
     echo '```'
     echo
 }
 
 fig_time_to_loss() {
-    local epochs r=$rounds j
+    local epochs r=$rounds j cmd
     epochs=$(q 3 12)
     [ $quick = 1 ] && r=1
-    show "$here/time_to_loss.sh" --build "$build" --python "$py" --rounds "$r" --epochs "$epochs" --patience 3 --json
-    j=$("$here/time_to_loss.sh" --build "$build" --python "$py" --rounds "$r" --epochs "$epochs" --patience 3 --json |
-        tee /dev/stderr | grep '^{' | tail -1)
+    cmd=("$here/time_to_loss.sh" --build "$build" --python "$py" --rounds "$r" --epochs "$epochs" --patience 3 --json)
+    show "${cmd[@]}"
+    j=$("${cmd[@]}" | tee /dev/stderr | grep '^{' | tail -1)
     [ -n "$j" ] || { echo "failed: no JSON came back (its log)"; return 1; }
     J=$j python3 - "$recs" <<'PY'
 import json, os, sys
@@ -584,8 +600,9 @@ PY
 fig_autotune() {
     [ -x "$here/autotune.sh" ] || { skip "bench/autotune.sh not present (the autotuner against a grid, issue 30)"; return; }
     # Its own rounds: the grid swept once, then the best setting and auto three runs each, interleaved.
-    show "$here/autotune.sh" --build "$build" --seconds "$(q 1 2)"
-    "$here/autotune.sh" --build "$build" --seconds "$(q 1 2)" | tee /dev/stderr | grep -v '^{'
+    local cmd=("$here/autotune.sh" --build "$build" --seconds "$(q 1 2)")
+    show "${cmd[@]}"
+    "${cmd[@]}" | tee /dev/stderr | grep -v '^{'
 }
 
 # ---- the run ----
@@ -603,7 +620,12 @@ for s in "${sections[@]}"; do
     s0=$(date +%s) l0=$(loadavg)
     (
         echo "<!-- all.sh:$s begin -->"
-        "fig_$s" 2>"$raw/$s.log"
+        # -e in a subshell of its own: a section fails at its first failing
+        # command, and this block still says so.
+        (
+            set -e
+            "fig_$s"
+        ) 2>"$raw/$s.log"
         rc=$?
         if [ $rc != 0 ]; then
             echo "**failed** (exit $rc); the end of its log:"
