@@ -13,9 +13,10 @@
 //
 // Every queue is bounded (reader buffers, prefetch blocks, ring slots), so
 // memory does not depend on the file size. One lock; a condition per kind of
-// waiter (reader, decoders, each lane's windower, each lane's consumer), so
-// that an event wakes only the threads it concerns: at millions of windows a
-// second a single broadcast condition woke every thread for every batch.
+// waiter (reader, decoders, decoders the autotuner switched off, each lane's
+// windower, each lane's consumer), so that an event wakes only the threads it
+// concerns: at millions of windows a second a single broadcast condition woke
+// every thread for every batch.
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,7 @@ struct sf_pipe {
     uint32_t delay_us[SF_DELAYS];  // SEQFEED_TEST_DELAY (sf_test_delays)
     pthread_mutex_t mu;
     pthread_cond_t reader_cv, decoder_cv;
+    pthread_cond_t park_cv;  // decoders at or past the decoders knob
     bool stop, reader_done;
     int error;
     sf_err err;
@@ -156,6 +158,7 @@ struct sf_pipe {
 static void wake_all(sf_pipe *p) {
     pthread_cond_broadcast(&p->reader_cv);
     pthread_cond_broadcast(&p->decoder_cv);
+    pthread_cond_broadcast(&p->park_cv);
     for (uint32_t l = 0; p->lanes && l < p->nlanes; l++) pthread_cond_broadcast(&p->lanes[l].window_cv);
     for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) pthread_cond_broadcast(&p->reps[r].consume_cv);
 }
@@ -316,10 +319,7 @@ static void *reader_main(void *arg) {
             p->st.chunks_read += p->reads[i].nchunks;
             sf_trace_span(p->o.trace, p->reader_track, "read", p->reads[i].submitted, sf_now());
             sf_trace_counter(p->o.trace, "decode queue", sf_now(), p->dq_count);
-            // Decoders past the knob's count wait on the same condition:
-            // a signal could wake one of them instead of a working one.
-            if (p->ndecoders_started > p->tuner.now.decoders) pthread_cond_broadcast(&p->decoder_cv);
-            else pthread_cond_signal(&p->decoder_cv);
+            pthread_cond_signal(&p->decoder_cv);
             continue;
         }
         if (!cur && !left) break;  // every part's every epoch is read
@@ -337,6 +337,7 @@ static void *reader_main(void *arg) {
     p->reader_done = true;
     note_thread(&p->reader_times, true);
     pthread_cond_broadcast(&p->decoder_cv);
+    pthread_cond_broadcast(&p->park_cv);
     pthread_mutex_unlock(&p->mu);
     free(tasks);
     free(ntasks);
@@ -354,9 +355,11 @@ static void *decoder_main(void *arg) {
     note_thread(&((decoder_arg *)arg)->times, false);
     if (!dec) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
-        // A decoder past the knob's count sits out until it grows again.
+        // A decoder past the knob's count sits out until it grows again, on
+        // a condition of its own: the reader's signal for a read goes to a
+        // decoder that takes it.
         while (!p->stop && (p->dq_count == 0 || index >= p->tuner.now.decoders) && !p->reader_done)
-            wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
+            wait_timed(p, index >= p->tuner.now.decoders ? &p->park_cv : &p->decoder_cv, &p->st.decode_wait);
         if (p->stop || p->dq_count == 0) break;
         uint32_t i = p->decode_q[p->dq_head];
         p->dq_head = (p->dq_head + 1) % p->o.io.depth;
@@ -593,6 +596,7 @@ void sf_pipe_close(sf_pipe *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->reader_cv);
     pthread_cond_destroy(&p->decoder_cv);
+    pthread_cond_destroy(&p->park_cv);
     free(p);
 }
 
@@ -780,6 +784,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
     pthread_cond_init(&p->decoder_cv, NULL);
+    pthread_cond_init(&p->park_cv, NULL);
     const sf_pack_info *in = sf_pack_get_info(pack);
     const char *path = sf_pack_name(pack);
     rc = sf_test_delays(p->delay_us, e);
