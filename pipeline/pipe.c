@@ -1148,7 +1148,9 @@ static uint32_t affinity_cores(void) {
     return n > 0 ? (uint32_t)n : 1;
 }
 
-void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
+// The caps (sf_pipe_fit_budget), fitted before the pool shrinks: the pool,
+// which decides the batches, is the last to give way.
+static void auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
     if (!o->autotune) return;
     local z = local_of(o);
     uint32_t cores = o->cores ? o->cores : affinity_cores();
@@ -1180,7 +1182,8 @@ void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
-    sf_pipe_auto_caps(o, in, cols, budget);
+    auto_caps(o, in, cols, budget);
+    if (!budget) return 0;
     uint64_t want = o->pool, edges = o->edge_bytes;
     o->pool = 1, o->edge_bytes = 0;
     uint64_t least = sf_pipe_memory(o, in, cols);

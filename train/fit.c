@@ -911,8 +911,10 @@ static int fit_budget(fit *f, sf_err *e) {
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
-    if (!o->memory_budget) sf_pipe_auto_caps(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, 0);
-    if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
+    if (!o->memory_budget) {
+        sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, 0, e);  // the caps only: never fails
+        return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
+    }
     if (replicas >= o->memory_budget)
         return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "
                           "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
