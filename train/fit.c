@@ -1145,19 +1145,18 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.talk = o->progress && f.rank == 0;
     if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
     uint32_t parts = sf_fit_parts(o);
-    // A run resumed from a checkpoint (a cross-validation's: from its first
-    // fold's) has the checkpoint's --batch-size.
-    char latest[PATH_MAX];
-    snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir ? o->checkpoint_dir : ".");
-    bool kept_batch = o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0);
-    if ((o->batch == 0 || f.G > parts) && kept_batch)
+    if (o->batch == 0 || f.G > parts) {
+        // A run resumed from a checkpoint (a cross-validation's: from its
+        // first fold's) has the checkpoint's --batch-size.
+        char latest[PATH_MAX], hint[96];
+        snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir ? o->checkpoint_dir : ".");
+        if (o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0))
+            snprintf(hint, sizeof hint, "at most %u --replicas: a resumed run keeps its --batch-size", parts);
+        else
+            snprintf(hint, sizeof hint, "a --batch-size of at least %u, or fewer --replicas", 8 * f.G);
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
-                          "the %u replicas takes whole parts (hint: at most %u --replicas: a resumed run keeps its "
-                          "--batch-size)", o->batch, parts, f.G, parts);
-    if (o->batch == 0 || f.G > parts)
-        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
-                          "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
-                          "--replicas)", o->batch, parts, f.G, 8 * f.G);
+                          "the %u replicas takes whole parts (hint: %s)", o->batch, parts, f.G, hint);
+    }
     // The replicas' shares differ when G does not divide the parts: each
     // is opened for the largest.
     for (uint32_t q = 0; q < f.G; q++) {
