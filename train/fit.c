@@ -905,7 +905,7 @@ static int fit_budget(fit *f, sf_err *e) {
     sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
     // --pipeline auto's decoders get the cores the replicas leave: CPU
     // replicas compute on all of theirs, a GPU's needs one to feed it.
-    uint32_t busy = strcmp(o->backend->name, "cpu") ? f->R : f->R * threads;
+    uint32_t busy = o->backend == &sf_backend_cpu ? f->R * threads : f->R;
     f->po.cores = cores > busy ? cores - busy : 1;
     if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_pipe_parts(&f->po), o->batch, f->G);
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
