@@ -2,7 +2,6 @@
 // reader alone; and the bench command's dispatcher.
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -205,8 +204,7 @@ static double median3(const grid_run *r, bool wait) {
 enum { ROUNDS = 3 };
 static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, uint64_t budget, double rate,
                 double seconds, bool json, sf_err *e) {
-    cpu_set_t set;
-    uint32_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
+    uint32_t cores = sf_affinity_cores();
     const sf_pack_info *in = sf_pack_get_info(p);
     sf_pipe_opts a = o, best_opts = o;
     a.autotune = true;

@@ -17,7 +17,6 @@
 // windower, each lane's consumer), so that an event wakes only the threads it
 // concerns: at millions of windows a second a single broadcast condition woke
 // every thread for every batch.
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1140,20 +1139,12 @@ uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
     return steps;
 }
 
-// The cores this process may run on (taskset, a cpuset).
-static uint32_t affinity_cores(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (uint32_t)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (uint32_t)n : 1;
-}
-
 // The caps (sf_pipe_fit_budget), fitted before the pool shrinks: the pool,
 // which decides the batches, is the last to give way.
 static void auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
     if (!o->autotune) return;
     local z = local_of(o);
-    uint32_t cores = o->cores ? o->cores : affinity_cores();
+    uint32_t cores = o->cores ? o->cores : sf_affinity_cores();
     uint32_t *knob[SF_KNOBS] = {&o->decoders, &o->prefetch, &o->slots, &o->io.depth};
     const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8}, least[SF_KNOBS] = {1, 2, 2, 2};
     for (int i = 0; i < SF_KNOBS; i++)
