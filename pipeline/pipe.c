@@ -720,8 +720,7 @@ static void start_line(sf_pipe *p) {
     size_t at = 0;
     for (int i = 0; i < SF_KNOBS; i++)
         if (t->fixed & (1u << i))
-            at += (size_t)snprintf(given + at, sizeof given - at, "%s --%s", at ? "," : "; given:",
-                                   i == 3 ? "depth" : sf_knob_name(i));
+            at += (size_t)snprintf(given + at, sizeof given - at, "%s --%s", at ? "," : "; given:", sf_knob_name(i));
     snprintf(p->tuning.line, sizeof p->tuning.line,
              "pipeline auto: starts at decoders %u, prefetch %u, slots %u, depth %u; caps %u, %u, %u, %u (%.1f MB "
              "at most)%s; pool %llu, block-chunks %u and lanes %u are not tuned (the first two decide the batches)",
@@ -772,9 +771,11 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     if (o->autotune) {
         // The least of each to start: the first look sizes them from what
         // a batch costs.
-        sf_pipe_knobs start = {1, 2 < cap.prefetch ? 2 : cap.prefetch, 2, 2 < cap.depth ? 2 : cap.depth};
-        for (int i = 0; i < SF_KNOBS; i++)
-            if (o->fixed & (1u << i)) *sf_knob(&start, i) = *sf_knob(&cap, i);
+        sf_pipe_knobs start;
+        for (int i = 0; i < SF_KNOBS; i++) {
+            uint32_t c = sf_knob_get(&cap, i);
+            *sf_knob(&start, i) = o->fixed & (1u << i) ? c : sf_knob_least(i, c);
+        }
         sf_tuner_init(&p->tuner, start, cap, o->fixed);
         p->prefetch = part_prefetch(&(sf_pipe_opts){.prefetch = start.prefetch}, &z);
     } else {
@@ -947,9 +948,8 @@ int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e) {
     sf_pipe_knobs want = *k;
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < SF_KNOBS; i++) {
-        uint32_t v = *sf_knob(&want, i), c = *sf_knob(&p->tuner.cap, i);
+        uint32_t v = sf_knob_get(&want, i), c = sf_knob_get(&p->tuner.cap, i), lo = sf_knob_least(i, c);
         if (p->tuner.fixed & (1u << i)) continue;
-        uint32_t lo = i == 0 || c < 2 ? 1 : 2;
         if (v < lo || v > c) {
             pthread_mutex_unlock(&p->mu);
             return sf_err_set(e, SF_EINVAL, "pipeline: %s %u outside %u .. %u", sf_knob_name(i), v, lo, c);
@@ -957,7 +957,7 @@ int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e) {
     }
     sf_pipe_knobs was = p->tuner.now;
     for (int i = 0; i < SF_KNOBS; i++)
-        if (!(p->tuner.fixed & (1u << i))) *sf_knob(&p->tuner.now, i) = *sf_knob(&want, i);
+        if (!(p->tuner.fixed & (1u << i))) *sf_knob(&p->tuner.now, i) = sf_knob_get(&want, i);
     apply_knobs(p, &was);
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -1146,9 +1146,12 @@ static void auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns 
     local z = local_of(o);
     uint32_t cores = o->cores ? o->cores : sf_affinity_cores();
     uint32_t *knob[SF_KNOBS] = {&o->decoders, &o->prefetch, &o->slots, &o->io.depth};
-    const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8}, least[SF_KNOBS] = {1, 2, 2, 2};
-    for (int i = 0; i < SF_KNOBS; i++)
+    const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8};
+    uint32_t least[SF_KNOBS];
+    for (int i = 0; i < SF_KNOBS; i++) {
         if (!(o->fixed & (1u << i))) *knob[i] = want[i];
+        least[i] = sf_knob_least(i, UINT32_MAX);
+    }
     if (!budget) return;
     uint64_t edges = o->edge_bytes;
     o->edge_bytes = 0;  // they give way before any knob does (sf_pipe_fit_budget)
