@@ -63,10 +63,10 @@ static void *consume(void *arg) {
         c->windows += b.count;
         c->batches++;
         sf_pipe_release(c->pipe, c->r, &b);
-        if (c->talk) {
+        if (c->talk && sf_pipe_tuning_changes(c->pipe) > c->said) {
             sf_pipe_tuning t;
             sf_pipe_get_tuning(c->pipe, &t);
-            if (t.changes > c->said) printf("%s\n", t.line), c->said = t.changes;
+            printf("%s\n", t.line), c->said = t.changes;
         }
         if ((c->until > 0 && sf_now() >= c->until) || c->batches == c->steps) break;
         if (!period) continue;

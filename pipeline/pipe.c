@@ -17,6 +17,7 @@
 // windower, each lane's consumer), so that an event wakes only the threads it
 // concerns: at millions of windows a second a single broadcast condition woke
 // every thread for every batch.
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,9 @@ struct sf_pipe {
     // with autotune the controller's state and its last line.
     sf_tuner tuner;
     sf_pipe_tuning tuning;
+    // tuning.changes, read without the lock (sf_pipe_tuning_changes): a
+    // consumer polls it after every batch.
+    atomic_uint_fast64_t tuning_changes;
     double opened;
     tune_mark mark;
     uint32_t local_parts, local_lanes;
@@ -869,6 +873,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->tuning = (sf_pipe_tuning){.autotune = o->autotune, .now = p->tuner.now, .cap = cap, .fixed = p->tuner.fixed,
                                  .changes = o->autotune, .cap_bytes = sf_pipe_memory(o, in, cols)};
     if (o->autotune) start_line(p);
+    atomic_init(&p->tuning_changes, p->tuning.changes);
     p->opened = sf_now();
     p->mark.at = p->opened;
     // Under the lock: the reader reads the count of decoders started.
@@ -927,6 +932,7 @@ static void look(sf_pipe *p) {
     apply_knobs(p, &was);
     snprintf(p->tuning.line, sizeof p->tuning.line, "pipeline auto at %.2f s: %s", now - p->opened, why);
     p->tuning.changes++;
+    atomic_store_explicit(&p->tuning_changes, p->tuning.changes, memory_order_release);
     if (memcmp(&was, &p->tuner.now, sizeof was)) p->tuning.settled = now - p->opened;
 }
 
@@ -936,6 +942,10 @@ void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap) {
     if (t->autotune && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, " (settled at %.2f s; caps %u, %u, %u, %u)", t->settled, t->cap.decoders,
                  t->cap.prefetch, t->cap.slots, t->cap.depth);
+}
+
+uint64_t sf_pipe_tuning_changes(const sf_pipe *p) {
+    return atomic_load_explicit(&p->tuning_changes, memory_order_acquire);
 }
 
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t) {

@@ -680,9 +680,11 @@ typedef struct {
 // 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s; caps 2, 8, 8, 8)", or
 // "fixed: ..." without autotune.
 void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap);
-// A copy of the tuning's state, under the pipe's lock (cheap: a program
-// polls it after each batch and prints line when changes has grown).
+// A copy of the tuning's state, under the pipe's lock.
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t);
+// Its `changes`, without the lock: a program polls it after each batch and
+// copies the state (sf_pipe_get_tuning) to print its line only when it grew.
+uint64_t sf_pipe_tuning_changes(const sf_pipe *p);
 // Sets the knobs that are not fixed to k's (each within 1 or 2 .. its cap:
 // SF_EINVAL beyond), as the controller does; safe while the pipe runs, from
 // a consumer's thread. For tests, and for a caller with a controller of its

@@ -82,13 +82,12 @@ static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     }
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
     if (rc == 1) *b = f->cur[r];
-    if (rc == 1 && r == 0 && f->talk && f->po.autotune) {  // --pipeline auto's lines, as they come
+    // --pipeline auto's lines, as they come.
+    if (rc == 1 && r == 0 && f->talk && f->po.autotune && sf_pipe_tuning_changes(f->pipe) > f->tune_said) {
         sf_pipe_tuning t;
         sf_pipe_get_tuning(f->pipe, &t);
-        if (t.changes > f->tune_said) {
-            fprintf(stderr, "%s%s\n", f->tty ? "\r\033[K" : "", t.line);
-            f->tune_said = t.changes;
-        }
+        fprintf(stderr, "%s%s\n", f->tty ? "\r\033[K" : "", t.line);
+        f->tune_said = t.changes;
     }
     return rc;
 }
