@@ -154,7 +154,7 @@ out_loader:
 // consumers' wait share, and what autotuning settled on.
 typedef struct {
     double wps, wait, settled;
-    char knobs[200];
+    char knobs[SF_PIPE_TUNING_TEXT];
 } grid_run;
 
 static int run_for(const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, double rate, double seconds,
@@ -361,7 +361,7 @@ int bench_pipeline(int argc, char **argv) {
     sf_pipe_stats st;
     sf_pipe_replica_stats *rs = calloc(o.replicas, sizeof *rs);
     sf_pipe_get_stats(pipe, &st, rs);
-    char mode[192], knobs[200];
+    char mode[192], knobs[SF_PIPE_TUNING_TEXT];
     snprintf(mode, sizeof mode, "%s", sf_pipe_io_mode(pipe));
     sf_pipe_tuning tuning;
     sf_pipe_get_tuning(pipe, &tuning);

@@ -678,7 +678,8 @@ typedef struct {
 } sf_pipe_tuning;
 // The choice in one phrase, for a checkpoint and a report: "auto: decoders
 // 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s; caps 2, 8, 8, 8)", or
-// "fixed: ..." without autotune.
+// "fixed: ..." without autotune. SF_PIPE_TUNING_TEXT bytes hold it whole.
+enum { SF_PIPE_TUNING_TEXT = 200 };
 void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap);
 // A copy of the tuning's state, under the pipe's lock.
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t);

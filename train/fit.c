@@ -484,7 +484,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    char loss[SF_LOSS_TEXT], pipeline[200] = "";
+    char loss[SF_LOSS_TEXT], pipeline[SF_PIPE_TUNING_TEXT] = "";
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     sf_pipe_tuning tuning;
     if (f->pipe) sf_pipe_get_tuning(f->pipe, &tuning), sf_pipe_tuning_text(&tuning, pipeline, sizeof pipeline);
