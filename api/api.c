@@ -371,8 +371,8 @@ int sf_dataset_open(sf_dataset **out, const sf_dataset_opts *o, sf_err *e) {
         // --pipeline auto, as train runs it: decoders (unless given),
         // prefetch, slots and reads in flight follow the consumer's rate.
         po.autotune = true, po.fixed = o->decoders ? SF_KNOB_DECODERS : 0;
-        sf_pipe_auto_caps(&po, sf_pack_get_info(d->data.pack), &d->data.cols, 0);
-        rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
+        rc = sf_pipe_fit_budget(&po, sf_pack_get_info(d->data.pack), &d->data.cols, 0, e);
+        if (!rc) rc = sf_pipe_open(&d->pipe, d->data.pack, &d->data.cols, &po, e);
     }
     d->info.window = po.window.length, d->info.batch = rc ? 0 : sf_replica_windows(po.batch, sf_pipe_parts(&po), po.shard_total, po.shard_first), d->info.epochs = po.epochs;
     d->info.nfeatures = d->data.cols.nfeatures, d->info.ntargets = d->data.cols.ntargets;

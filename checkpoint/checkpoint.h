@@ -107,10 +107,11 @@ typedef struct {
     uint32_t folds, fold;
     char time_features[64];        // "hour,yearday": two inputs each after the feature columns ("": none)
     // What --pipeline chose for the run so far, as its line says it
-    // ("auto: decoders 1, prefetch 3, slots 2, depth 2, settled at 0.40 s");
+    // ("auto: decoders 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s;
+    // caps 2, 8, 8, 8)", sf_pipe_tuning_text);
     // a record, never read back into a run: the knobs change no batch ("":
     // a checkpoint from before it was kept).
-    char pipeline[160];
+    char pipeline[SF_PIPE_TUNING_TEXT];
     // --future-features: the features (of features and time_features) also
     // read at every target row, and their inputs (indices into the inputs,
     // sf_columns.future): the model's extra inputs are steps x future_inputs

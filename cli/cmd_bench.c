@@ -2,7 +2,6 @@
 // reader alone; and the bench command's dispatcher.
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -64,10 +63,10 @@ static void *consume(void *arg) {
         c->windows += b.count;
         c->batches++;
         sf_pipe_release(c->pipe, c->r, &b);
-        if (c->talk) {
+        if (c->talk && sf_pipe_tuning_changes(c->pipe) > c->said) {
             sf_pipe_tuning t;
             sf_pipe_get_tuning(c->pipe, &t);
-            if (t.changes > c->said) printf("%s\n", t.line), c->said = t.changes;
+            printf("%s\n", t.line), c->said = t.changes;
         }
         if ((c->until > 0 && sf_now() >= c->until) || c->batches == c->steps) break;
         if (!period) continue;
@@ -155,7 +154,7 @@ out_loader:
 // consumers' wait share, and what autotuning settled on.
 typedef struct {
     double wps, wait, settled;
-    char knobs[200];
+    char knobs[SF_PIPE_TUNING_TEXT];
 } grid_run;
 
 static int run_for(const sf_pack *p, const sf_columns *cols, const sf_pipe_opts *o, double rate, double seconds,
@@ -200,20 +199,21 @@ static double median3(const grid_run *r, bool wait) {
 // --grid: every setting of a grid over the knobs auto tunes, run once each;
 // then the best of them and auto, interleaved, three rounds each, compared
 // by their medians. The rematch matters on a loaded machine: the best of
-// many noisy runs is biased up, and the machine drifts.
+// many noisy runs is biased up, and the machine drifts. o is fitted to
+// budget (0: none) already; a setting that would hold more is left out.
 enum { ROUNDS = 3 };
-static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, double rate, double seconds, bool json,
-                sf_err *e) {
-    cpu_set_t set;
-    uint32_t cores = sched_getaffinity(0, sizeof set, &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 1;
+static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, uint64_t budget, double rate,
+                double seconds, bool json, sf_err *e) {
+    uint32_t cores = sf_affinity_cores();
+    const sf_pack_info *in = sf_pack_get_info(p);
     sf_pipe_opts a = o, best_opts = o;
     a.autotune = true;
-    sf_pipe_auto_caps(&a, sf_pack_get_info(p), cols, 0);
+    // --pipeline auto has its caps already; fixed, auto's come here.
+    int rc = o.autotune ? 0 : sf_pipe_fit_budget(&a, in, cols, budget, e);
     uint32_t dmax = o.fixed & SF_KNOB_DECODERS ? 1 : cores < 4 ? cores : 4;
     const uint32_t two[2] = {2, 8};
     grid_run autos[ROUNDS], bests[ROUNDS], best = {0}, r;
     uint32_t settings = 0;
-    int rc = 0;
     for (uint32_t d = 1; !rc && d <= dmax; d++)
         for (int i = 0; !rc && i < 8; i++) {
             // A knob given explicitly makes its copies of the grid one setting.
@@ -226,6 +226,7 @@ static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, double
             if (!(o.fixed & SF_KNOB_PREFETCH)) g.prefetch = two[i & 1];
             if (!(o.fixed & SF_KNOB_SLOTS)) g.slots = two[(i >> 1) & 1];
             if (!(o.fixed & SF_KNOB_DEPTH)) g.io.depth = two[(i >> 2) & 1];
+            if (budget && sf_pipe_memory(&g, in, cols) > budget) continue;
             rc = run_for(p, cols, &g, rate, seconds, &r, e);
             settings++;
             if (!rc && (r.wps > best.wps * 1.001 || (r.wps > best.wps * 0.999 && r.wait < best.wait)))
@@ -311,12 +312,10 @@ int bench_pipeline(int argc, char **argv) {
                         (unsigned long long)sf_split_longest(in->series, in->nseries, o.window.stride, &o.split),
                         opts[0] ? " (hint: a smaller " : "", opts[0] ? opts + 2 : "", opts[0] ? ")" : "");
     }
-    if (!rc && v[OPT_MEMORY_BUDGET].set)
-        rc = sf_pipe_fit_budget(&o, in, &cols, (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6), &e);
-    else if (!rc)
-        sf_pipe_auto_caps(&o, in, &cols, 0);
+    uint64_t budget = v[OPT_MEMORY_BUDGET].set ? (uint64_t)(v[OPT_MEMORY_BUDGET].real * 1e6) : 0;
+    if (!rc) rc = sf_pipe_fit_budget(&o, in, &cols, budget, &e);
     if (!rc && v[OPT_GRID].set) {
-        rc = grid(p, &cols, o, consume_rate, v[OPT_GRID].real, json, &e);
+        rc = grid(p, &cols, o, budget, consume_rate, v[OPT_GRID].real, json, &e);
         sf_columns_free(&cols);
         sf_pack_close(p);
         return rc ? cli_fail(c->name, &e, NULL) : EXIT_OK;
@@ -362,7 +361,7 @@ int bench_pipeline(int argc, char **argv) {
     sf_pipe_stats st;
     sf_pipe_replica_stats *rs = calloc(o.replicas, sizeof *rs);
     sf_pipe_get_stats(pipe, &st, rs);
-    char mode[192], knobs[200];
+    char mode[192], knobs[SF_PIPE_TUNING_TEXT];
     snprintf(mode, sizeof mode, "%s", sf_pipe_io_mode(pipe));
     sf_pipe_tuning tuning;
     sf_pipe_get_tuning(pipe, &tuning);

@@ -11,6 +11,7 @@
 #include <libgen.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -426,6 +427,13 @@ uint64_t sf_machine_memory(void) {
     if (f && fscanf(f, "%llu", &limit) == 1 && (!bytes || limit < bytes)) bytes = limit;
     if (f) fclose(f);
     return bytes;
+}
+
+uint32_t sf_affinity_cores(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (uint32_t)CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (uint32_t)n : 1;
 }
 
 // CRC-32C, reflected polynomial 0x82F63B78.

@@ -157,6 +157,9 @@ double sf_lat_edge(int k);
 // machine's physical memory, or its cgroup's (v2) limit when lower; 0 when
 // neither is known.
 uint64_t sf_machine_memory(void);
+// The cores this process may run on (taskset, a cpuset: sched_getaffinity),
+// else the online ones; at least 1.
+uint32_t sf_affinity_cores(void);
 
 // Little-endian loads and stores; the packed format is little-endian on disk
 // whatever the host.

@@ -55,7 +55,12 @@ typedef struct {
 // Knob i of k (0 decoders, 1 prefetch, 2 slots, 3 depth: SF_KNOB_* is 1 << i).
 enum { SF_KNOBS = 4 };
 uint32_t *sf_knob(sf_pipe_knobs *k, int i);
+uint32_t sf_knob_get(const sf_pipe_knobs *k, int i);
 const char *sf_knob_name(int i);
+// The least value of knob i: 1 decoder, 2 of the others (a block read
+// while one is cut, a slot filled while one is consumed), or its cap when
+// that is lower.
+uint32_t sf_knob_least(int i, uint32_t cap);
 
 typedef struct {
     sf_pipe_knobs now, cap;

@@ -13,10 +13,11 @@
 //
 // Every queue is bounded (reader buffers, prefetch blocks, ring slots), so
 // memory does not depend on the file size. One lock; a condition per kind of
-// waiter (reader, decoders, each lane's windower, each lane's consumer), so
-// that an event wakes only the threads it concerns: at millions of windows a
-// second a single broadcast condition woke every thread for every batch.
-#include <sched.h>
+// waiter (reader, decoders, decoders the autotuner switched off, each lane's
+// windower, each lane's consumer), so that an event wakes only the threads it
+// concerns: at millions of windows a second a single broadcast condition woke
+// every thread for every batch.
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,7 @@ struct sf_pipe {
     uint32_t delay_us[SF_DELAYS];  // SEQFEED_TEST_DELAY (sf_test_delays)
     pthread_mutex_t mu;
     pthread_cond_t reader_cv, decoder_cv;
+    pthread_cond_t park_cv;  // decoders at or past the decoders knob
     bool stop, reader_done;
     int error;
     sf_err err;
@@ -148,6 +150,9 @@ struct sf_pipe {
     // with autotune the controller's state and its last line.
     sf_tuner tuner;
     sf_pipe_tuning tuning;
+    // tuning.changes, read without the lock (sf_pipe_tuning_changes): a
+    // consumer polls it after every batch.
+    atomic_uint_fast64_t tuning_changes;
     double opened;
     tune_mark mark;
     uint32_t local_parts, local_lanes;
@@ -156,6 +161,7 @@ struct sf_pipe {
 static void wake_all(sf_pipe *p) {
     pthread_cond_broadcast(&p->reader_cv);
     pthread_cond_broadcast(&p->decoder_cv);
+    pthread_cond_broadcast(&p->park_cv);
     for (uint32_t l = 0; p->lanes && l < p->nlanes; l++) pthread_cond_broadcast(&p->lanes[l].window_cv);
     for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) pthread_cond_broadcast(&p->reps[r].consume_cv);
 }
@@ -316,10 +322,7 @@ static void *reader_main(void *arg) {
             p->st.chunks_read += p->reads[i].nchunks;
             sf_trace_span(p->o.trace, p->reader_track, "read", p->reads[i].submitted, sf_now());
             sf_trace_counter(p->o.trace, "decode queue", sf_now(), p->dq_count);
-            // Decoders past the knob's count wait on the same condition:
-            // a signal could wake one of them instead of a working one.
-            if (p->ndecoders_started > p->tuner.now.decoders) pthread_cond_broadcast(&p->decoder_cv);
-            else pthread_cond_signal(&p->decoder_cv);
+            pthread_cond_signal(&p->decoder_cv);
             continue;
         }
         if (!cur && !left) break;  // every part's every epoch is read
@@ -337,6 +340,7 @@ static void *reader_main(void *arg) {
     p->reader_done = true;
     note_thread(&p->reader_times, true);
     pthread_cond_broadcast(&p->decoder_cv);
+    pthread_cond_broadcast(&p->park_cv);
     pthread_mutex_unlock(&p->mu);
     free(tasks);
     free(ntasks);
@@ -354,9 +358,11 @@ static void *decoder_main(void *arg) {
     note_thread(&((decoder_arg *)arg)->times, false);
     if (!dec) fail(p, SF_ENOMEM, &(sf_err){SF_ENOMEM, "out of memory for a decoder"});
     for (;;) {
-        // A decoder past the knob's count sits out until it grows again.
+        // A decoder past the knob's count sits out until it grows again, on
+        // a condition of its own: the reader's signal for a read goes to a
+        // decoder that takes it.
         while (!p->stop && (p->dq_count == 0 || index >= p->tuner.now.decoders) && !p->reader_done)
-            wait_timed(p, &p->decoder_cv, &p->st.decode_wait);
+            wait_timed(p, index >= p->tuner.now.decoders ? &p->park_cv : &p->decoder_cv, &p->st.decode_wait);
         if (p->stop || p->dq_count == 0) break;
         uint32_t i = p->decode_q[p->dq_head];
         p->dq_head = (p->dq_head + 1) % p->o.io.depth;
@@ -593,6 +599,7 @@ void sf_pipe_close(sf_pipe *p) {
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->reader_cv);
     pthread_cond_destroy(&p->decoder_cv);
+    pthread_cond_destroy(&p->park_cv);
     free(p);
 }
 
@@ -717,8 +724,7 @@ static void start_line(sf_pipe *p) {
     size_t at = 0;
     for (int i = 0; i < SF_KNOBS; i++)
         if (t->fixed & (1u << i))
-            at += (size_t)snprintf(given + at, sizeof given - at, "%s --%s", at ? "," : "; given:",
-                                   i == 3 ? "depth" : sf_knob_name(i));
+            at += (size_t)snprintf(given + at, sizeof given - at, "%s --%s", at ? "," : "; given:", sf_knob_name(i));
     snprintf(p->tuning.line, sizeof p->tuning.line,
              "pipeline auto: starts at decoders %u, prefetch %u, slots %u, depth %u; caps %u, %u, %u, %u (%.1f MB "
              "at most)%s; pool %llu, block-chunks %u and lanes %u are not tuned (the first two decide the batches)",
@@ -769,9 +775,11 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     if (o->autotune) {
         // The least of each to start: the first look sizes them from what
         // a batch costs.
-        sf_pipe_knobs start = {1, 2 < cap.prefetch ? 2 : cap.prefetch, 2, 2 < cap.depth ? 2 : cap.depth};
-        for (int i = 0; i < SF_KNOBS; i++)
-            if (o->fixed & (1u << i)) *sf_knob(&start, i) = *sf_knob(&cap, i);
+        sf_pipe_knobs start;
+        for (int i = 0; i < SF_KNOBS; i++) {
+            uint32_t c = sf_knob_get(&cap, i);
+            *sf_knob(&start, i) = o->fixed & (1u << i) ? c : sf_knob_least(i, c);
+        }
         sf_tuner_init(&p->tuner, start, cap, o->fixed);
         p->prefetch = part_prefetch(&(sf_pipe_opts){.prefetch = start.prefetch}, &z);
     } else {
@@ -780,6 +788,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->reader_cv, NULL);
     pthread_cond_init(&p->decoder_cv, NULL);
+    pthread_cond_init(&p->park_cv, NULL);
     const sf_pack_info *in = sf_pack_get_info(pack);
     const char *path = sf_pack_name(pack);
     rc = sf_test_delays(p->delay_us, e);
@@ -864,6 +873,7 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
     p->tuning = (sf_pipe_tuning){.autotune = o->autotune, .now = p->tuner.now, .cap = cap, .fixed = p->tuner.fixed,
                                  .changes = o->autotune, .cap_bytes = sf_pipe_memory(o, in, cols)};
     if (o->autotune) start_line(p);
+    atomic_init(&p->tuning_changes, p->tuning.changes);
     p->opened = sf_now();
     p->mark.at = p->opened;
     // Under the lock: the reader reads the count of decoders started.
@@ -922,6 +932,7 @@ static void look(sf_pipe *p) {
     apply_knobs(p, &was);
     snprintf(p->tuning.line, sizeof p->tuning.line, "pipeline auto at %.2f s: %s", now - p->opened, why);
     p->tuning.changes++;
+    atomic_store_explicit(&p->tuning_changes, p->tuning.changes, memory_order_release);
     if (memcmp(&was, &p->tuner.now, sizeof was)) p->tuning.settled = now - p->opened;
 }
 
@@ -931,6 +942,10 @@ void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap) {
     if (t->autotune && n > 0 && (size_t)n < cap)
         snprintf(buf + n, cap - (size_t)n, " (settled at %.2f s; caps %u, %u, %u, %u)", t->settled, t->cap.decoders,
                  t->cap.prefetch, t->cap.slots, t->cap.depth);
+}
+
+uint64_t sf_pipe_tuning_changes(const sf_pipe *p) {
+    return atomic_load_explicit(&p->tuning_changes, memory_order_acquire);
 }
 
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t) {
@@ -943,9 +958,8 @@ int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e) {
     sf_pipe_knobs want = *k;
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < SF_KNOBS; i++) {
-        uint32_t v = *sf_knob(&want, i), c = *sf_knob(&p->tuner.cap, i);
+        uint32_t v = sf_knob_get(&want, i), c = sf_knob_get(&p->tuner.cap, i), lo = sf_knob_least(i, c);
         if (p->tuner.fixed & (1u << i)) continue;
-        uint32_t lo = i == 0 || c < 2 ? 1 : 2;
         if (v < lo || v > c) {
             pthread_mutex_unlock(&p->mu);
             return sf_err_set(e, SF_EINVAL, "pipeline: %s %u outside %u .. %u", sf_knob_name(i), v, lo, c);
@@ -953,7 +967,7 @@ int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e) {
     }
     sf_pipe_knobs was = p->tuner.now;
     for (int i = 0; i < SF_KNOBS; i++)
-        if (!(p->tuner.fixed & (1u << i))) *sf_knob(&p->tuner.now, i) = *sf_knob(&want, i);
+        if (!(p->tuner.fixed & (1u << i))) *sf_knob(&p->tuner.now, i) = sf_knob_get(&want, i);
     apply_knobs(p, &was);
     pthread_mutex_unlock(&p->mu);
     return 0;
@@ -1135,22 +1149,19 @@ uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows) {
     return steps;
 }
 
-// The cores this process may run on (taskset, a cpuset).
-static uint32_t affinity_cores(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (uint32_t)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (uint32_t)n : 1;
-}
-
-void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
+// The caps (sf_pipe_fit_budget), fitted before the pool shrinks: the pool,
+// which decides the batches, is the last to give way.
+static void auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget) {
     if (!o->autotune) return;
     local z = local_of(o);
-    uint32_t cores = o->cores ? o->cores : affinity_cores();
+    uint32_t cores = o->cores ? o->cores : sf_affinity_cores();
     uint32_t *knob[SF_KNOBS] = {&o->decoders, &o->prefetch, &o->slots, &o->io.depth};
-    const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8}, least[SF_KNOBS] = {1, 2, 2, 2};
-    for (int i = 0; i < SF_KNOBS; i++)
+    const uint32_t want[SF_KNOBS] = {cores > z.lanes ? cores - z.lanes + 1 : 1, 8, 8, 8};
+    uint32_t least[SF_KNOBS];
+    for (int i = 0; i < SF_KNOBS; i++) {
         if (!(o->fixed & (1u << i))) *knob[i] = want[i];
+        least[i] = sf_knob_least(i, UINT32_MAX);
+    }
     if (!budget) return;
     uint64_t edges = o->edge_bytes;
     o->edge_bytes = 0;  // they give way before any knob does (sf_pipe_fit_budget)
@@ -1175,7 +1186,8 @@ void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns
 }
 
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e) {
-    sf_pipe_auto_caps(o, in, cols, budget);
+    auto_caps(o, in, cols, budget);
+    if (!budget) return 0;
     uint64_t want = o->pool, edges = o->edge_bytes;
     o->pool = 1, o->edge_bytes = 0;
     uint64_t least = sf_pipe_memory(o, in, cols);

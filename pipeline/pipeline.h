@@ -616,9 +616,15 @@ int sf_pipe_check_memory(const sf_pipe_opts *o, const sf_pack_info *in, const sf
 uint64_t sf_pipe_epoch_batches(const sf_pipe_opts *o, uint64_t windows);
 // The parts o's global batch is cut into: o->parts, else sf_batch_parts(o->batch).
 uint32_t sf_pipe_parts(const sf_pipe_opts *o);
-// Shrinks o->pool, then o->edge_bytes, so that sf_pipe_memory fits budget
-// bytes; SF_EUSAGE (o unchanged) when even a pool of one window per lane
-// does not.
+// What every caller does before sf_pipe_open. With o->autotune, sets the
+// caps of the knobs that are not fixed: the decoders the cores leave (o->cores,
+// else the process's: cores less the lanes, plus one, the reader mostly
+// sleeps), 8 reads, 8 blocks, 8 slots, halved (the largest share of the
+// memory first, never below 1 decoder and 2 of the others) until
+// sf_pipe_memory fits budget bytes with o's pool. Then, with a budget (0:
+// none, the caps only), shrinks o->pool, then o->edge_bytes, so that
+// sf_pipe_memory fits it; SF_EUSAGE (the pool unchanged) when even a pool of one
+// window per lane does not.
 int sf_pipe_fit_budget(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget, sf_err *e);
 
 // The threads: a reader, o->decoders decoders, a windower per lane. p and
@@ -672,24 +678,19 @@ typedef struct {
 } sf_pipe_tuning;
 // The choice in one phrase, for a checkpoint and a report: "auto: decoders
 // 1, prefetch 3, slots 2, depth 2 (settled at 0.40 s; caps 2, 8, 8, 8)", or
-// "fixed: ..." without autotune.
+// "fixed: ..." without autotune. SF_PIPE_TUNING_TEXT bytes hold it whole.
+enum { SF_PIPE_TUNING_TEXT = 200 };
 void sf_pipe_tuning_text(const sf_pipe_tuning *t, char *buf, size_t cap);
-// A copy of the tuning's state, under the pipe's lock (cheap: a program
-// polls it after each batch and prints line when changes has grown).
+// A copy of the tuning's state, under the pipe's lock.
 void sf_pipe_get_tuning(sf_pipe *p, sf_pipe_tuning *t);
+// Its `changes`, without the lock: a program polls it after each batch and
+// copies the state (sf_pipe_get_tuning) to print its line only when it grew.
+uint64_t sf_pipe_tuning_changes(const sf_pipe *p);
 // Sets the knobs that are not fixed to k's (each within 1 or 2 .. its cap:
 // SF_EINVAL beyond), as the controller does; safe while the pipe runs, from
 // a consumer's thread. For tests, and for a caller with a controller of its
 // own (the pipe's keeps running when autotune is set).
 int sf_pipe_set_knobs(sf_pipe *p, const sf_pipe_knobs *k, sf_err *e);
-// The caps of an autotuned o that fit budget bytes (0: none) with o's pool:
-// the decoders the cores leave (cores less the lanes, plus one: the reader
-// mostly sleeps), 8 reads, 8 blocks, 8 slots, halved (the largest share of
-// the memory first, never below 1 decoder and 2 of the others) until
-// sf_pipe_memory fits; fixed knobs are left alone. Called by
-// sf_pipe_fit_budget before it shrinks the pool, so that the pool, which
-// decides the batches, is the last to give way.
-void sf_pipe_auto_caps(sf_pipe_opts *o, const sf_pack_info *in, const sf_columns *cols, uint64_t budget);
 
 // Stops and joins every thread, at any point, but not while another thread
 // is inside sf_pipe_next_batch or sf_pipe_release.

@@ -14,10 +14,19 @@
 #define MARGIN 1.25
 
 static const char *const names[SF_KNOBS] = {"decoders", "prefetch", "slots", "depth"};
-static const uint32_t least[SF_KNOBS] = {1, 2, 2, 2};
 
 uint32_t *sf_knob(sf_pipe_knobs *k, int i) {
     return i == 0 ? &k->decoders : i == 1 ? &k->prefetch : i == 2 ? &k->slots : &k->depth;
+}
+
+uint32_t sf_knob_get(const sf_pipe_knobs *k, int i) {
+    sf_pipe_knobs v = *k;
+    return *sf_knob(&v, i);
+}
+
+uint32_t sf_knob_least(int i, uint32_t cap) {
+    uint32_t least = i == 0 ? 1 : 2;
+    return least < cap ? least : cap;
 }
 
 const char *sf_knob_name(int i) { return names[i]; }
@@ -34,8 +43,8 @@ static bool free_knob(const sf_tuner *t, int i) { return !(t->fixed & (1u << i))
 // at least what the last one did).
 static void restart(sf_tuner *t, bool floors) {
     for (int i = 0; i < SF_KNOBS; i++) {
-        uint32_t c = *sf_knob(&t->cap, i);
-        if (floors) *sf_knob(&t->lo, i) = free_knob(t, i) ? (least[i] < c ? least[i] : c) : c;
+        uint32_t c = sf_knob_get(&t->cap, i);
+        if (floors) *sf_knob(&t->lo, i) = free_knob(t, i) ? sf_knob_least(i, c) : c;
         *sf_knob(&t->hi, i) = c;
     }
     t->trial = -1;
@@ -59,7 +68,7 @@ static bool try_knob(sf_tuner *t, int i, int dir, double wait, double rate, cons
     uint32_t *v = sf_knob(&t->now, i);
     t->trial = i, t->trial_dir = dir, t->before = *v, t->trial_wait = wait, t->trial_rate = rate;
     t->phase_seconds = t->phase_wait = 0, t->phase_batches = 0;
-    uint32_t hi = *sf_knob(&t->hi, i);
+    uint32_t hi = sf_knob_get(&t->hi, i);
     *v = dir > 0 ? (2 * *v < hi ? 2 * *v : hi) : *v - 1;
     // What the consumer waited with was too little: never again in this
     // search (no shrinking back into the same wait, a line each time).
@@ -71,13 +80,11 @@ static bool try_knob(sf_tuner *t, int i, int dir, double wait, double rate, cons
 }
 
 static bool can_grow(const sf_tuner *t, int i) {
-    sf_tuner *m = (sf_tuner *)t;
-    return free_knob(t, i) && *sf_knob(&m->now, i) < *sf_knob(&m->hi, i);
+    return free_knob(t, i) && sf_knob_get(&t->now, i) < sf_knob_get(&t->hi, i);
 }
 
 static bool can_shrink(const sf_tuner *t, int i) {
-    sf_tuner *m = (sf_tuner *)t;
-    return free_knob(t, i) && *sf_knob(&m->now, i) > *sf_knob(&m->lo, i);
+    return free_knob(t, i) && sf_knob_get(&t->now, i) > sf_knob_get(&t->lo, i);
 }
 
 bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) {

@@ -81,7 +81,7 @@ void sf_ranks_unwatch(sf_ranks *d) {
     if (d) disarm(d);
 }
 double sf_ranks_timeout(const sf_ranks *d) { return d ? d->timeout : 0; }
-uint32_t sf_ranks_cores(const sf_ranks *d) { return d ? d->cores : sf_ranks_affinity(); }
+uint32_t sf_ranks_cores(const sf_ranks *d) { return d ? d->cores : sf_affinity_cores(); }
 
 static int mpi_fail(const sf_ranks *d, int rc, const char *what, sf_err *e) {
     char msg[MPI_MAX_ERROR_STRING];
@@ -134,7 +134,7 @@ int sf_ranks_open(sf_ranks **out, double timeout_s, sf_err *e) {
     MPI_Comm_dup(d->comm, &d->sums);
     MPI_Comm_rank(d->comm, &d->rank);
     MPI_Comm_size(d->comm, &d->size);
-    d->node = MPI_COMM_NULL, d->local_rank = 0, d->local_size = 1, d->cores = sf_ranks_affinity();
+    d->node = MPI_COMM_NULL, d->local_rank = 0, d->local_size = 1, d->cores = sf_affinity_cores();
     pthread_mutex_init(&d->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -23,7 +23,7 @@ _Noreturn void sf_ranks_abort(sf_ranks *d, int status) {
 void sf_ranks_watch(sf_ranks *d, const char *what) { (void)d, (void)what; }
 void sf_ranks_unwatch(sf_ranks *d) { (void)d; }
 double sf_ranks_timeout(const sf_ranks *d) { return (void)d, 0; }
-uint32_t sf_ranks_cores(const sf_ranks *d) { return (void)d, sf_ranks_affinity(); }
+uint32_t sf_ranks_cores(const sf_ranks *d) { return (void)d, sf_affinity_cores(); }
 int sf_ranks_rank(const sf_ranks *d) { return (void)d, 0; }
 int sf_ranks_size(const sf_ranks *d) { return (void)d, 1; }
 int sf_ranks_local_rank(const sf_ranks *d) { return (void)d, 0; }

@@ -48,7 +48,6 @@ int sf_ranks_size(const sf_ranks *d);  // 1 for NULL
 int sf_ranks_local_rank(const sf_ranks *d);  // 0 for NULL
 int sf_ranks_local_size(const sf_ranks *d);  // 1 for NULL
 bool sf_ranks_has_mpi(void);          // built with MPI
-uint32_t sf_ranks_affinity(void);     // cores this process is bound to (ranks.c)
 
 // In-place sums over the ranks; what names the collective in errors.
 int sf_ranks_sum_i64(sf_ranks *d, int64_t *v, size_t n, const char *what, sf_err *e);

@@ -82,13 +82,12 @@ static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     }
     int rc = sf_pipe_next_batch(f->pipe, r, &f->cur[r], e);
     if (rc == 1) *b = f->cur[r];
-    if (rc == 1 && r == 0 && f->talk && f->po.autotune) {  // --pipeline auto's lines, as they come
+    // --pipeline auto's lines, as they come.
+    if (rc == 1 && r == 0 && f->talk && f->po.autotune && sf_pipe_tuning_changes(f->pipe) > f->tune_said) {
         sf_pipe_tuning t;
         sf_pipe_get_tuning(f->pipe, &t);
-        if (t.changes > f->tune_said) {
-            fprintf(stderr, "%s%s\n", f->tty ? "\r\033[K" : "", t.line);
-            f->tune_said = t.changes;
-        }
+        fprintf(stderr, "%s%s\n", f->tty ? "\r\033[K" : "", t.line);
+        f->tune_said = t.changes;
     }
     return rc;
 }
@@ -485,7 +484,7 @@ static int report(fit *f, const sf_replica_profile *prof, sf_err *e) {
              f->replica_batch);
     snprintf(replicas, sizeof replicas, f->nranks > 1 ? "%u (%d ranks x %u)" : "%u", f->G, f->nranks, f->R);
     snprintf(seed, sizeof seed, "%llu", (unsigned long long)o->seed);
-    char loss[SF_LOSS_TEXT], pipeline[200] = "";
+    char loss[SF_LOSS_TEXT], pipeline[SF_PIPE_TUNING_TEXT] = "";
     sf_loss_format(&f->model.loss, loss, sizeof loss);
     sf_pipe_tuning tuning;
     if (f->pipe) sf_pipe_get_tuning(f->pipe, &tuning), sf_pipe_tuning_text(&tuning, pipeline, sizeof pipeline);
@@ -905,14 +904,16 @@ static int fit_budget(fit *f, sf_err *e) {
     sf_replica_opts ro = {.threads = threads};  // as sf_trainer_open opens them
     // --pipeline auto's decoders get the cores the replicas leave: CPU
     // replicas compute on all of theirs, a GPU's needs one to feed it.
-    uint32_t busy = strcmp(o->backend->name, "cpu") ? f->R : f->R * threads;
+    uint32_t busy = o->backend == &sf_backend_cpu ? f->R * threads : f->R;
     f->po.cores = cores > busy ? cores - busy : 1;
     if (o->backend->train_parts) sf_replica_opts_parts(&ro, sf_pipe_parts(&f->po), o->batch, f->G);
     uint64_t replicas = f->R * o->backend->host_memory(&f->model, f->replica_batch, f->po.window.length, &ro);
     // Without a budget, the machine's memory is one: nothing sized by the
     // window, the batch or the pool is allocated before it is known to fit.
-    if (!o->memory_budget) sf_pipe_auto_caps(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, 0);
-    if (!o->memory_budget) return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
+    if (!o->memory_budget) {
+        sf_pipe_fit_budget(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, 0, e);  // the caps only: never fails
+        return sf_pipe_check_memory(&f->po, sf_pack_get_info(f->d.pack), &f->d.cols, replicas, e);
+    }
     if (replicas >= o->memory_budget)
         return sf_err_set(e, SF_EUSAGE, "--memory-budget %.1f MB is too small: the replicas' weights and "
                           "activations alone take %.1f MB (hint: a smaller --batch-size or --model, or a larger "
@@ -1143,19 +1144,18 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
     f.talk = o->progress && f.rank == 0;
     if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
     uint32_t parts = sf_fit_parts(o);
-    // A run resumed from a checkpoint (a cross-validation's: from its first
-    // fold's) has the checkpoint's --batch-size.
-    char latest[PATH_MAX];
-    snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir ? o->checkpoint_dir : ".");
-    bool kept_batch = o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0);
-    if ((o->batch == 0 || f.G > parts) && kept_batch)
+    if (o->batch == 0 || f.G > parts) {
+        // A run resumed from a checkpoint (a cross-validation's: from its
+        // first fold's) has the checkpoint's --batch-size.
+        char latest[PATH_MAX], hint[96];
+        snprintf(latest, sizeof latest, "%s/latest.safetensors", o->checkpoint_dir ? o->checkpoint_dir : ".");
+        if (o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0))
+            snprintf(hint, sizeof hint, "at most %u --replicas: a resumed run keeps its --batch-size", parts);
+        else
+            snprintf(hint, sizeof hint, "a --batch-size of at least %u, or fewer --replicas", 8 * f.G);
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
-                          "the %u replicas takes whole parts (hint: at most %u --replicas: a resumed run keeps its "
-                          "--batch-size)", o->batch, parts, f.G, parts);
-    if (o->batch == 0 || f.G > parts)
-        return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
-                          "the %u replicas takes whole parts (hint: a --batch-size of at least %u, or fewer "
-                          "--replicas)", o->batch, parts, f.G, 8 * f.G);
+                          "the %u replicas takes whole parts (hint: %s)", o->batch, parts, f.G, hint);
+    }
     // The replicas' shares differ when G does not divide the parts: each
     // is opened for the largest.
     for (uint32_t q = 0; q < f.G; q++) {

@@ -97,7 +97,7 @@ static void caps(void) {
     sf_pipe_opts least = o;
     least.decoders = 1, least.prefetch = least.io.depth = 2, least.edge_bytes = 0;
     uint64_t budget = sf_pipe_memory(&least, in, &cols) + (1u << 20);
-    sf_pipe_auto_caps(&o, in, &cols, 0);
+    sf_pipe_fit_budget(&o, in, &cols, 0, &e);  // the caps only
     uint64_t free_caps = sf_pipe_memory(&o, in, &cols);
     CHECK(o.decoders == 4 - 2 + 1 && // cores less the two windowers, plus one
                o.prefetch == 8 && o.io.depth == 8 && o.slots == 3,

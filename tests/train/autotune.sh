@@ -4,7 +4,8 @@
 # is in the checkpoint's metadata ('pipeline') and on the report; a knob
 # given explicitly stays as given; --pipeline fixed prints no tuning line;
 # the caps fit --memory-budget; a checkpoint written before the key existed
-# resumes; bench pipeline --grid prints auto's share of the grid's best.
+# resumes; bench pipeline --grid prints auto's share of the grid's best,
+# and under --memory-budget runs auto with the caps that fit it.
 # meson sets SEQFEED.
 set -u
 : "${SEQFEED:?}"
@@ -82,4 +83,18 @@ PY
 grep -q '^grid  *[0-9]* settings x 0.2 s: best ' grid.txt || fail "no grid line: $(cat grid.txt)"
 grep -q "^rematch  *3 rounds, interleaved: the best .*, auto .*: [0-9.]*% of the best" grid.txt || fail "no rematch line: $(cat grid.txt)"
 grep -q '^auto  *settled at ' grid.txt || fail "no auto line: $(cat grid.txt)"
+
+# --grid under --memory-budget: auto with the caps one run under the same
+# budget gets (within it), not the unbudgeted ones.
+"$SEQFEED" bench pipeline --data s.sfpack --window 16 --memory-budget 5 --steps 3 --json >one.json 2>&1 ||
+    fail "bench pipeline --memory-budget: $(tail -3 one.json)"
+"$SEQFEED" bench pipeline --data s.sfpack --window 16 --memory-budget 5 --grid 0.1 --json >gridb.json 2>&1 ||
+    fail "grid --memory-budget: $(tail -3 gridb.json)"
+python3 - one.json gridb.json <<'PY' || fail "the grid's auto over the budget"
+import json, re, sys
+one, grid = (json.load(open(p)) for p in sys.argv[1:3])
+caps = [re.search(r"caps [0-9, ]*", t).group(0) for t in (one["pipeline"], grid["auto"])]
+print("one run:", one["pipeline"], one["memory_bytes"], "bytes; grid's auto:", grid["auto"])
+sys.exit(0 if one["memory_bytes"] <= 5e6 and caps[0] == caps[1] else 1)
+PY
 echo ok
