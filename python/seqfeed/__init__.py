@@ -18,6 +18,7 @@ range is a ValueError naming the argument, the `seqfeed train` option it
 mirrors and that option's range. A closed Pack or Dataset raises ValueError
 from any thread; close() waits for the calls in flight on other threads.
 """
+import collections
 import ctypes
 import json
 import math
@@ -126,9 +127,12 @@ def _model_x(flat, info):
 _lib.sf_dataset_open.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(_DatasetOpts), ctypes.POINTER(_Err)]
 _lib.sf_dataset_shape.argtypes = [_vp, ctypes.POINTER(_DatasetInfo)]
 _lib.sf_dataset_next.argtypes = [_vp, _vp, _sz, _vp, _sz, ctypes.POINTER(_Err)]
-_lib.sf_dataset_next_buffer.argtypes = [_vp, _vp, _vp, _vp, _vp]  # the last three: into a _Taken
 _lib.sf_dataset_close.argtypes = [_vp]
-_next_buffer, _free = _lib.sf_dataset_next_buffer, _lib.sf_api_free
+_free = _lib.sf_api_free
+# sf_dataset_next_buffer without argtypes, given only ctypes objects made
+# once (c_void_p, byref): ctypes converts each by a C function instead of
+# calling an argtype's from_param, which was most of a call's cost.
+_next_buffer = _lib["sf_dataset_next_buffer"]
 
 
 class _Taken(ctypes.Structure):
@@ -136,30 +140,19 @@ class _Taken(ctypes.Structure):
 
 
 _TAKEN_X, _TAKEN_Y, _TAKEN_ERR = _Taken.x.offset, _Taken.y.offset, _Taken.err.offset
+_refs = sys.getrefcount
 
 
-class _Buffers:
-    """The batch memory of one pipeline that no batch handed out holds: a
-    batch's arrays are views of the pipeline's own slot (no copy), which
-    comes back here when the last of them is gone, and the pipeline writes a
-    later batch into it. A batch that is held keeps its memory, so it never
-    changes under its holder. Lock-free (list.pop and append are atomic):
-    leases give memory back from whichever thread drops them."""
+class _Home:
+    """Where a batch buffer's lease gives its memory back once the last
+    array of it is gone: a few raw buffers the next calls hand the pipeline
+    as spares; freed once the iterator is closed. Lock-free (list.pop and
+    append are atomic): a lease goes from whichever thread drops it."""
 
     keep = 4  # free buffers kept for the next batches; more are freed
 
-    def __init__(self, shape, info):
-        self.free, self.closed, self.lease = [], False, None
-        self.flat, self.y = shape
-        # x as the model takes it straight from the memory, without covariates
-        self.x = (info.batch, info.window, info.nfeatures) if not info.nfuture and not info.nonehot else None
-        self.info = info
-
-    def take(self):
-        try:
-            return self.free.pop()
-        except IndexError:
-            return None
+    def __init__(self):
+        self.free, self.closed = [], False
 
     def give(self, ptr):
         if self.closed or len(self.free) >= self.keep:
@@ -167,9 +160,9 @@ class _Buffers:
             return
         self.free.append(ptr)
         if self.closed:  # close() ran meanwhile: what it emptied this came after
-            self._drain()
+            self.drain()
 
-    def _drain(self):
+    def drain(self):
         while True:
             try:
                 ptr = self.free.pop()
@@ -177,36 +170,29 @@ class _Buffers:
                 return
             _free(ptr)
 
-    def close(self):
-        self.closed = True
-        self._drain()
-
-    def batch(self, x, y):
-        """(x, y) of the batch at x, y: views of a lease, which gives the memory back when no array of this batch
-        is left."""
-        if self.lease is None:
-            self.lease = _lease_type(y - x + 4 * math.prod(self.y))
-        lease = self.lease.from_address(x)
-        lease.home = self
-        ys = np.ndarray(self.y, np.float32, lease, y - x)
-        if self.x:
-            return np.ndarray(self.x, np.float32, lease), ys
-        return _model_x(np.ndarray(self.flat, np.float32, lease), self.info), ys
-
 
 def _lease_type(nbytes):
     class _Lease(ctypes.c_char * nbytes):
-        """One batch's memory while arrays of it live."""
+        """One batch buffer's memory while arrays of it live, outside the
+        pipeline (home None while the pipeline owns it)."""
         __slots__ = ("home",)
 
         def __del__(self):
             try:
-                self.home.give(ctypes.addressof(self))
+                if self.home is not None:
+                    self.home.give(ctypes.addressof(self))
             except Exception:  # interpreter shutdown: the process frees it
                 pass
     return _Lease
 
 
+def _held(rec):
+    """The references to a buffer record's lease and master arrays, which
+    are at the record's own count (rec[2]) exactly when no array of the
+    buffer is held outside it: each view of a master, however derived,
+    holds that master (numpy's base), and the masters hold the lease.
+    Measured, not assumed, as interpreters count references differently."""
+    return _refs(rec[1]) + _refs(rec[3]) + _refs(rec[4])
 
 class _PackOpts(ctypes.Structure):
     _fields_ = [("columns", _cp), ("drop_columns", _cp), ("series_column", _cp), ("time_column", _cp),
@@ -442,13 +428,24 @@ class Pack:
 
 class _Batches:
     """One pass over a Dataset's epochs: its own pipeline, closed at the end,
-    by close(), or by the Dataset's close()."""
+    by close(), or by the Dataset's close().
+
+    A batch's arrays are views of the pipeline's own slot buffer, which the
+    C library hands over in exchange for a spare one (no copy). Each buffer
+    gets a record once, [pointer, lease, free count, y, x memory, x parts],
+    whose master arrays each batch in it is a fresh view of: a buffer the
+    caller let go (_held back at the record's count) is the spare of a later
+    call, and a held one is never written, as it never goes back. A record
+    held for long is dropped: its lease gives the memory back (_Home) when
+    the last array of it goes. Every call holds the lock, which close()
+    takes to end the pipeline."""
+
+    held = 4  # batches handed out (and maybe held) before the oldest held one's record is dropped
 
     def __init__(self, ds, opts):
         d, err = _vp(), _Err()
         _check(_lib.sf_dataset_open(ctypes.byref(d), ctypes.byref(opts), ctypes.byref(err)), err)
-        self._h = _Handle(d.value, _lib.sf_dataset_close, "the Dataset's iterator")
-        self._ended = False
+        self._cd, self._lock, self._ended = d, threading.Lock(), False
         # The batches' shape as this pipeline says, which is the Dataset's
         # unless the file was replaced since.
         info = _DatasetInfo()
@@ -456,10 +453,15 @@ class _Batches:
         y = (info.batch, info.steps, info.ntargets) if info.steps > 1 else (info.batch, info.ntargets)
         self._info = info
         self._shape = (info.batch, info.window * info.nfeatures + info.steps * info.nfuture + info.nonehot), y
-        self._buffers = _Buffers(self._shape, info)
+        # x as the model takes it straight from the memory, without covariates
+        self._plain = not info.nfuture and not info.nonehot
+        self._home, self._lease, self._out, self._ring = _Home(), None, collections.deque(), {}
+        self._t = _Taken()
+        self._args = (ctypes.byref(self._t, _TAKEN_X), ctypes.byref(self._t, _TAKEN_Y),
+                      ctypes.byref(self._t, _TAKEN_ERR))
         if (info.batch, info.window, info.nfeatures, info.nfuture, info.nonehot, y) != (
                 ds.batch, ds.window, ds.inputs, ds.nfuture, ds.nonehot, ds._y_shape):
-            self._h.close()
+            self.close()
             raise SeqfeedError(-3, "%s changed since the Dataset was made: batches of %s inputs, %s targets, not %s "
                                "and %s (make a new Dataset)" % (os.fsdecode(ds.path), info.nfeatures, info.ntargets,
                                                                ds.inputs, ds.targets))
@@ -467,33 +469,85 @@ class _Batches:
     def __iter__(self):
         return self
 
+    def _record(self, x, y):
+        """The record of the buffer at x (y its targets), new to this iterator."""
+        flat, ys = self._shape
+        if self._lease is None:
+            self._lease = _lease_type(y - x + 4 * math.prod(ys))
+        lease = self._lease.from_address(x)
+        lease.home = self._home
+        # Each master straight on the lease: a view of one has it as its base.
+        my = np.ndarray(ys, np.float32, lease, y - x)
+        if self._plain:
+            i = self._info
+            rec = [x, lease, 0, my, np.ndarray((i.batch, i.window, i.nfeatures), np.float32, lease), None, _vp(x)]
+        else:
+            mflat = np.ndarray(flat, np.float32, lease)  # the parts' base
+            rec = [x, lease, 0, my, mflat, _model_x(mflat, self._info), _vp(x)]
+            del mflat
+        del lease, my  # the count is the record's own references only
+        rec[2] = _held(rec)
+        return rec
+
     def __next__(self):
-        if self._ended:
-            raise StopIteration
-        t, spare = _Taken(), self._buffers.take()
+        lock = self._lock
+        lock.acquire()  # not `with`: a cold call's cost is the code it runs, and this is less
         try:
-            with self._h as d:
-                rc = _next_buffer(d, spare, ctypes.byref(t, _TAKEN_X), ctypes.byref(t, _TAKEN_Y),
-                                  ctypes.byref(t, _TAKEN_ERR))
-        except ValueError:  # closed meanwhile: the spare is still ours
-            if spare is not None:
-                self._buffers.give(spare)
-            raise
-        if rc == 1:
-            return self._buffers.batch(t.x, t.y)
-        if spare is not None:
-            self._buffers.give(spare)
-        _check(rc, t.err)
-        self._ended = True
+            d = self._cd
+            if d is None:
+                if self._ended:
+                    raise StopIteration
+                raise ValueError("the Dataset's iterator is closed")
+            out, spare, raw = self._out, None, None
+            while out:  # the oldest batch handed out, when let go, is this call's spare
+                rec = out[0]
+                if _refs(rec[1]) + _refs(rec[3]) + _refs(rec[4]) == rec[2]:  # _held(rec), inline
+                    spare = out.popleft()
+                    break
+                if len(out) < self.held:
+                    break
+                out.popleft()  # its lease gives the memory back when it goes
+            if spare is None and self._home.free:
+                try:
+                    raw = _vp(self._home.free.pop())
+                except IndexError:
+                    pass
+            t, a = self._t, self._args
+            rc = _next_buffer(d, spare[6] if spare else raw, a[0], a[1], a[2])
+            if rc == 1:
+                x = t.x
+                rec = self._ring.pop(x, None) or self._record(x, t.y)
+                if spare:
+                    self._ring[spare[0]] = spare
+                out.append(rec)
+                if rec[5] is None:
+                    return rec[4].view(), rec[3].view()
+                return {k: v.view() for k, v in rec[5].items()}, rec[3].view()
+            if spare:
+                out.appendleft(spare)
+            elif raw is not None:
+                self._home.give(raw.value)
+            _check(rc, t.err)
+            self._ended = True
+        finally:
+            lock.release()
         self.close()
         raise StopIteration
 
     def close(self):
-        self._h.close()
-        self._buffers.close()
+        with self._lock:
+            d, self._cd = self._cd, None
+            if d is not None:
+                _lib.sf_dataset_close(d)  # frees the buffers in its slots, the spares given it
+            for rec in self._ring.values():
+                rec[1].home = None  # sf_dataset_close freed its memory
+            self._ring.clear()
+            self._home.closed = True
+            self._out.clear()  # buffers no array of is left: their leases free them now
+            self._home.drain()
 
     def __del__(self):
-        if hasattr(self, "_h"):
+        if hasattr(self, "_home"):
             self.close()
 
 
