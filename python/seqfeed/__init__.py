@@ -173,8 +173,9 @@ class _Home:
 
 def _lease_type(nbytes):
     class _Lease(ctypes.c_char * nbytes):
-        """One batch buffer's memory while arrays of it live, outside the
-        pipeline (home None while the pipeline owns it)."""
+        """One batch buffer's memory while arrays of it live: given back
+        to home when the last goes, unless home is None (the buffer was in
+        the pipeline's slots when sf_dataset_close freed them)."""
         __slots__ = ("home",)
 
         def __del__(self):
@@ -193,6 +194,7 @@ def _held(rec):
     holds that master (numpy's base), and the masters hold the lease.
     Measured, not assumed, as interpreters count references differently."""
     return _refs(rec[1]) + _refs(rec[3]) + _refs(rec[4])
+
 
 class _PackOpts(ctypes.Structure):
     _fields_ = [("columns", _cp), ("drop_columns", _cp), ("series_column", _cp), ("time_column", _cp),
@@ -432,7 +434,8 @@ class _Batches:
 
     A batch's arrays are views of the pipeline's own slot buffer, which the
     C library hands over in exchange for a spare one (no copy). Each buffer
-    gets a record once, [pointer, lease, free count, y, x memory, x parts],
+    gets a record once, [pointer, lease, free count, y, x memory, x parts
+    (None without covariates), pointer as a c_void_p],
     whose master arrays each batch in it is a fresh view of: a buffer the
     caller let go (_held back at the record's count) is the spare of a later
     call, and a held one is never written, as it never goes back. A record
