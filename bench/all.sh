@@ -599,7 +599,8 @@ PY
 
 fig_autotune() {
     [ -x "$here/autotune.sh" ] || { skip "bench/autotune.sh not present (the autotuner against a grid, issue 30)"; return; }
-    # Its own rounds: the grid swept once, then the best setting and auto three runs each, interleaved.
+    # Its own rounds: the grid swept once, then auto and the sweep's leaders in 5 interleaved rounds;
+    # a markdown table, the share as the median of the rounds' ratios [least-most].
     local cmd=("$here/autotune.sh" --build "$build" --seconds "$(q 1 2)")
     show "${cmd[@]}"
     "${cmd[@]}" | tee /dev/stderr | grep -v '^{'

@@ -191,28 +191,51 @@ static int run_for(const sf_pack *p, const sf_columns *cols, const sf_pipe_opts 
     return rc;
 }
 
-static double median3(const grid_run *r, bool wait) {
-    double a = wait ? r[0].wait : r[0].wps, b = wait ? r[1].wait : r[1].wps, c = wait ? r[2].wait : r[2].wps;
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-// --grid: every setting of a grid over the knobs auto tunes, run once each;
-// then the best of them and auto, interleaved, three rounds each, compared
-// by their medians. The rematch matters on a loaded machine: the best of
-// many noisy runs is biased up, and the machine drifts. o is fitted to
-// budget (0: none) already; a setting that would hold more is left out.
-enum { ROUNDS = 3 };
+enum { ROUNDS = 5, CONTENDERS = 3 };  // of --grid's rematch (below)
+
+// The median of v[0 .. n), 1 <= n <= ROUNDS (the mean of the middle two when n is even).
+static double median(const double *v, int n) {
+    double s[ROUNDS];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static void json_reals(const char *key, const double *v, int n, const char *fmt) {
+    printf(", \"%s\": [", key);
+    for (int k = 0; k < n; k++) {
+        printf("%s", k ? ", " : "");
+        printf(fmt, v[k]);
+    }
+    printf("]");
+}
+
+// --grid: every setting of a grid over the knobs auto tunes, run once each
+// (the sweep); then auto and the sweep's leaders (up to CONTENDERS, within
+// 10% of its best) in ROUNDS rounds, each round every one of them once, the
+// order rotating from round to round. The best setting is the leader with
+// the best median; auto's share is the median of the rounds' ratios, auto's
+// run over the best's in the same round, so that a loaded machine's drift
+// and a lucky sweep run (the best of many noisy runs is biased up) do not
+// decide it; their least and most say how much noise there was. o is
+// fitted to budget (0: none) already; a setting that would hold more is
+// left out.
 static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, uint64_t budget, double rate,
                 double seconds, bool json, sf_err *e) {
     uint32_t cores = sf_affinity_cores();
     const sf_pack_info *in = sf_pack_get_info(p);
-    sf_pipe_opts a = o, best_opts = o;
+    sf_pipe_opts a = o, lead[CONTENDERS];
     a.autotune = true;
     // --pipeline auto has its caps already; fixed, auto's come here.
     int rc = o.autotune ? 0 : sf_pipe_fit_budget(&a, in, cols, budget, e);
     uint32_t dmax = o.fixed & SF_KNOB_DECODERS ? 1 : cores < 4 ? cores : 4;
     const uint32_t two[2] = {2, 8};
-    grid_run autos[ROUNDS], bests[ROUNDS], best = {0}, r;
+    grid_run sweep[CONTENDERS] = {{0}}, r;
     uint32_t settings = 0;
     for (uint32_t d = 1; !rc && d <= dmax; d++)
         for (int i = 0; !rc && i < 8; i++) {
@@ -229,41 +252,90 @@ static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, uint64
             if (budget && sf_pipe_memory(&g, in, cols) > budget) continue;
             rc = run_for(p, cols, &g, rate, seconds, &r, e);
             settings++;
-            if (!rc && (r.wps > best.wps * 1.001 || (r.wps > best.wps * 0.999 && r.wait < best.wait)))
-                best = r, best_opts = g;
+            // The leaders by windows/s, a tie (0.1%) to the lesser wait;
+            // inserted in order, so an equal later setting (more threads
+            // or memory) ranks below.
+            int at = CONTENDERS;
+            while (!rc && at > 0 &&
+                   (r.wps > sweep[at - 1].wps * 1.001 ||
+                    (r.wps > sweep[at - 1].wps * 0.999 && r.wait < sweep[at - 1].wait)))
+                at--;
+            if (rc || at == CONTENDERS) continue;
+            for (int k = CONTENDERS - 1; k > at; k--) sweep[k] = sweep[k - 1], lead[k] = lead[k - 1];
+            sweep[at] = r, lead[at] = g;
         }
-    for (int k = 0; !rc && k < ROUNDS; k++) {
-        rc = run_for(p, cols, &a, rate, seconds, &autos[k], e);
-        if (!rc) rc = run_for(p, cols, &best_opts, rate, seconds, &bests[k], e);
-    }
     if (rc) return rc;
-    double wps = median3(autos, false), bwps = median3(bests, false), share = bwps > 0 ? wps / bwps : 0;
+    int nlead = 1;  // the sweep ran one setting at least
+    while (nlead < CONTENDERS && sweep[nlead].wps >= 0.9 * sweep[0].wps) nlead++;
+    // Round k runs auto and the leaders from position k on, wrapping.
+    grid_run autos[ROUNDS], leads[CONTENDERS][ROUNDS];
+    for (int k = 0; !rc && k < ROUNDS; k++)
+        for (int j = 0; !rc && j <= nlead; j++) {
+            int c = (k + j) % (nlead + 1);
+            rc = c == nlead ? run_for(p, cols, &a, rate, seconds, &autos[k], e)
+                            : run_for(p, cols, &lead[c], rate, seconds, &leads[c][k], e);
+        }
+    if (rc) return rc;
+    double wps[ROUNDS], waits[ROUNDS], settled[ROUNDS], awaits[ROUNDS], share[ROUNDS], bw[CONTENDERS][ROUNDS];
+    int b = 0;
+    double bmed = 0;
+    for (int c = 0; c < nlead; c++) {
+        for (int k = 0; k < ROUNDS; k++) bw[c][k] = leads[c][k].wps;
+        double m = median(bw[c], ROUNDS);
+        if (m > bmed * 1.001) b = c, bmed = m;
+    }
+    for (int k = 0; k < ROUNDS; k++) {
+        wps[k] = autos[k].wps, awaits[k] = autos[k].wait, settled[k] = autos[k].settled;
+        waits[k] = leads[b][k].wait;
+        share[k] = leads[b][k].wps > 0 ? autos[k].wps / leads[b][k].wps : 0;
+    }
+    double sh = median(share, ROUNDS), lo = share[0], hi = share[0];
+    for (int k = 1; k < ROUNDS; k++) lo = share[k] < lo ? share[k] : lo, hi = share[k] > hi ? share[k] : hi;
     if (json) {
-        printf("{\"grid_settings\": %u, \"seconds_each\": %.3g, \"consume_rate\": %.6g, \"grid_sweep_best_windows_per_s\": "
-               "%.0f, \"grid_best\": ", settings, seconds, rate, best.wps);
-        sf_json_string(stdout, best.knobs);
-        printf(", \"best_windows_per_s\": [%.0f, %.0f, %.0f], \"best_wait\": [%.5f, %.5f, %.5f], "
-               "\"auto_windows_per_s\": [%.0f, %.0f, %.0f], \"auto_wait\": [%.5f, %.5f, %.5f], "
-               "\"auto_settled_s\": [%.3f, %.3f, %.3f], \"auto_share_of_best\": %.4f, \"auto\": ",
-               bests[0].wps, bests[1].wps, bests[2].wps, bests[0].wait, bests[1].wait, bests[2].wait, autos[0].wps,
-               autos[1].wps, autos[2].wps, autos[0].wait, autos[1].wait, autos[2].wait, autos[0].settled,
-               autos[1].settled, autos[2].settled, share);
+        printf("{\"grid_settings\": %u, \"seconds_each\": %.3g, \"consume_rate\": %.6g, \"rounds\": %d, "
+               "\"grid_sweep_best_windows_per_s\": %.0f, \"grid_best\": ", settings, seconds, rate, ROUNDS,
+               sweep[0].wps);
+        sf_json_string(stdout, sweep[b].knobs);
+        printf(", \"contenders\": [");
+        for (int c = 0; c < nlead; c++) {
+            printf("%s{\"knobs\": ", c ? ", " : "");
+            sf_json_string(stdout, sweep[c].knobs);
+            printf(", \"sweep_windows_per_s\": %.0f", sweep[c].wps);
+            json_reals("windows_per_s", bw[c], ROUNDS, "%.0f");
+            printf("}");
+        }
+        printf("]");
+        json_reals("best_windows_per_s", bw[b], ROUNDS, "%.0f");
+        json_reals("best_wait", waits, ROUNDS, "%.5f");
+        json_reals("auto_windows_per_s", wps, ROUNDS, "%.0f");
+        json_reals("auto_wait", awaits, ROUNDS, "%.5f");
+        json_reals("auto_settled_s", settled, ROUNDS, "%.3f");
+        json_reals("auto_share_rounds", share, ROUNDS, "%.4f");
+        printf(", \"auto_share_of_best\": %.4f, \"auto_share_min\": %.4f, \"auto_share_max\": %.4f, \"auto_runs\": [",
+               sh, lo, hi);
+        for (int k = 0; k < ROUNDS; k++) {
+            printf("%s", k ? ", " : "");
+            sf_json_string(stdout, autos[k].knobs);
+        }
+        printf("], \"auto\": ");
         sf_json_string(stdout, autos[ROUNDS - 1].knobs);
         printf("}\n");
         return 0;
     }
-    printf("grid          %u settings x %.3g s: best %.3f M windows/s with %s\n", settings, seconds, best.wps / 1e6,
-           best.knobs + strlen("fixed: "));
-    char waits[96] = "";
+    printf("grid          %u settings x %.3g s: best %.3f M windows/s with %s\n", settings, seconds, sweep[0].wps / 1e6,
+           sweep[0].knobs + strlen("fixed: "));
+    printf("rematch       %d rounds, interleaved, auto and %d setting(s) of the grid's best:", ROUNDS, nlead);
+    for (int c = 0; c < nlead; c++)
+        printf("%s %s %.3f M windows/s", c ? ";" : "", sweep[c].knobs + strlen("fixed: "), median(bw[c], ROUNDS) / 1e6);
+    printf(" (medians)\n");
+    printf("share         auto %.3f M windows/s (median): %.1f%% of the best [%.1f%%-%.1f%%], the median of the "
+           "rounds' ratios", median(wps, ROUNDS) / 1e6, 100 * sh, 100 * lo, 100 * hi);
     if (rate > 0)
-        snprintf(waits, sizeof waits, "; input wait %.2f%% against %.2f%% (medians)", 100 * median3(autos, true),
-                 100 * median3(bests, true));
-    printf("rematch       %d rounds, interleaved: the best %.3f M windows/s (%.3f, %.3f, %.3f), auto %.3f M (%.3f, "
-           "%.3f, %.3f): %.1f%% of the best, by the medians%s\n", ROUNDS, bwps / 1e6, bests[0].wps / 1e6,
-           bests[1].wps / 1e6, bests[2].wps / 1e6, wps / 1e6, autos[0].wps / 1e6, autos[1].wps / 1e6,
-           autos[2].wps / 1e6, 100 * share, waits);
-    printf("auto          settled at %.2f, %.2f and %.2f s: %s\n", autos[0].settled, autos[1].settled,
-           autos[2].settled, autos[ROUNDS - 1].knobs);
+        printf("; input wait %.2f%% against %.2f%% (medians)", 100 * median(awaits, ROUNDS), 100 * median(waits, ROUNDS));
+    printf("\n");
+    printf("auto          settled at");
+    for (int k = 0; k < ROUNDS; k++) printf("%s %.2f", k == 0 ? "" : k == ROUNDS - 1 ? " and" : ",", settled[k]);
+    printf(" s: %s\n", autos[ROUNDS - 1].knobs);
     return 0;
 }
 

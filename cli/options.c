@@ -266,9 +266,10 @@ static const option options[OPT_COUNT] = {
     [OPT_GRID] = {"grid", 0, "SECONDS", K_REAL, .rlo = 0.1, .rhi = 3600, .group = BENCH,
                   .help = "compare --pipeline auto with every setting of a grid over the knobs it tunes (--decoders "
                           "1 to the cores it may use, --prefetch, --slots and --depth each 2 or 8; a knob given stays "
-                          "as given; with --memory-budget, only the settings within it), each run SECONDS long; then the best setting and auto, interleaved, three runs each: auto's "
-                          "median windows/s as a share of the best's, when it settled, and with --consume-rate "
-                          "their input waits"},
+                          "as given; with --memory-budget, only the settings within it), each run SECONDS long; then auto "
+                          "and the grid's leaders in 5 interleaved rounds: auto's windows/s as a share of the best "
+                          "setting's, the median of the rounds' ratios [least-most], when it settled, and with "
+                          "--consume-rate their input waits"},
     [OPT_COLUMNS] = {"columns", 0, "a,b,c", K_TEXT, .group = PACKING, .help = "keep only these columns, in this order; a name with a comma in quotes, as in CSV: '\"rate,1y\",b'"},
     [OPT_DROP_COLUMNS] = {"drop-columns", 0, "x,y", K_TEXT, .group = PACKING, .help = "leave these columns out, quoted as --columns"},
     [OPT_SERIES_COLUMN] = {"series-column", 0, "NAME|none", K_TEXT, .group = PACKING,

@@ -12,7 +12,7 @@
 // to the pipe's lock; the buffers to whoever the state says.
 enum sf_slot_state { SF_SLOT_FREE, SF_SLOT_READY, SF_SLOT_TAKEN };
 typedef struct {
-    uint32_t slots, fill, take;  // fill: the next slot to fill; take: the next to hand out
+    uint32_t slots;
     void **buf, **device, **ready;
     uint64_t **ids;
     uint32_t *count;

@@ -87,7 +87,7 @@ typedef struct {
     uint32_t part0, nparts;  // its parts, among the pipe's
     uint32_t lane0, nlanes;  // its lanes, among the pipe's
     uint32_t *filled;        // per slot: lanes done with it for this round
-    uint64_t *round;         // per slot: the step it is filled for
+    uint64_t *holds;         // per slot: the step it is filled for or holds (NO_STEP: free)
     uint32_t *counts;        // per slot: each part's windows
     uint32_t finished;       // lanes that ended
     pthread_cond_t consume_cv;
@@ -448,6 +448,37 @@ static uint32_t compact(sf_pipe *p, replica *rp, uint32_t f) {
     return at;
 }
 
+#define NO_STEP UINT64_MAX
+enum { NO_SLOT = UINT32_MAX };
+
+// The slot that holds replica rp's batch `step`, or NO_SLOT.
+static uint32_t slot_of(const replica *rp, uint64_t step) {
+    for (uint32_t k = 0; k < rp->ring.slots; k++)
+        if (rp->holds[k] == step) return k;
+    return NO_SLOT;
+}
+
+// The slot for `step`: the one another lane began filling, else the free
+// one with the lowest index (NO_SLOT: none is free). Not round robin over
+// the ring: the ring is allocated at the slots' cap, and under a smaller
+// knob the batches stay in its first slots, the ones last released, warm in
+// the caches, instead of cycling through all of it (with 2 MB batches, a
+// ring of 8 is 16 MB written for every 2 that are in use). With stage
+// hooks, round robin (slot step % slots, once free): a slot's device copy
+// waits for the work queued on its last batch, and a consumer releases as
+// soon as it has queued that work, so the slot last released is the one
+// whose copy would wait the longest.
+static uint32_t claim_slot(replica *rp, uint64_t step) {
+    uint32_t f = slot_of(rp, step);
+    if (f == NO_SLOT && rp->ring.stage) {
+        uint32_t k = (uint32_t)(step % rp->ring.slots);
+        if (rp->holds[k] == NO_STEP) rp->holds[k] = step, f = k;
+    }
+    for (uint32_t k = 0; f == NO_SLOT && !rp->ring.stage && k < rp->ring.slots; k++)
+        if (rp->holds[k] == NO_STEP) rp->holds[k] = step, f = k;
+    return f;
+}
+
 // Cuts the lane's parts (streams ss, parts mine) of the epoch's global batch
 // `step` (the pipe's count) into its replica's slot for it: 1, 0 when the
 // pipe stopped, or a negative code. The lane that writes a slot's last
@@ -457,10 +488,12 @@ static int fill_slot(lane *ln, sf_stream **ss, const uint32_t *mine, uint32_t n,
     sf_pipe *p = ln->pipe;
     replica *rp = &p->reps[ln->r];
     sf_ring *g = &rp->ring;
-    uint32_t f = (uint32_t)(step % g->slots);
+    uint32_t f = NO_SLOT;
     pthread_mutex_lock(&p->mu);
-    // At most the slots knob's batches ahead of those the consumer released.
-    while (!p->stop && (g->state[f] != SF_SLOT_FREE || rp->round[f] != step || step >= rp->released + p->tuner.now.slots))
+    // At most the slots knob's batches ahead of those the consumer released
+    // (so a slot is free: no more than the knob, at most the ring's slots,
+    // are held).
+    while (!p->stop && (step >= rp->released + p->tuner.now.slots || (f = claim_slot(rp, step)) == NO_SLOT))
         wait_timed(p, &ln->window_cv, &ln->st.output_wait);
     bool stop = p->stop;
     pthread_mutex_unlock(&p->mu);
@@ -582,7 +615,7 @@ void sf_pipe_close(sf_pipe *p) {
     for (uint32_t r = 0; p->reps && r < p->o.replicas; r++) {
         replica *rp = &p->reps[r];
         sf_ring_close(&rp->ring);
-        free(rp->filled), free(rp->round), free(rp->counts);
+        free(rp->filled), free(rp->holds), free(rp->counts);
         pthread_cond_destroy(&rp->consume_cv);
     }
     free_blocks(p->spare);
@@ -845,10 +878,10 @@ int sf_pipe_open(sf_pipe **out, const sf_pack *pack, const sf_columns *cols, con
         }
         lane0 += rp->nlanes;
         rp->filled = calloc(o->slots, sizeof *rp->filled);
-        rp->round = calloc(o->slots, sizeof *rp->round);
+        rp->holds = malloc(o->slots * sizeof *rp->holds);
         rp->counts = calloc((size_t)o->slots * rp->nparts, sizeof *rp->counts);
-        if (!rp->filled || !rp->round || !rp->counts) rc = SF_ENOMEM;
-        for (uint32_t k = 0; !rc && k < o->slots; k++) rp->round[k] = k;
+        if (!rp->filled || !rp->holds || !rp->counts) rc = SF_ENOMEM;
+        for (uint32_t k = 0; !rc && k < o->slots; k++) rp->holds[k] = NO_STEP;
         if (!rc)
             rc = sf_ring_open(&rp->ring, o->slots, at, x_len,
                               (size_t)cols->ntargets * sf_window_steps(&o->window), o->stage, r, 0);
@@ -983,22 +1016,23 @@ int sf_pipe_next_batch(sf_pipe *p, uint32_t r, sf_batch *b, sf_err *e) {
     pthread_mutex_lock(&p->mu);
     // The replica's first batch: waiting for it is startup, not stall.
     bool first = rp->batches == 0, waited = false;
-    while (!p->stop && g->state[g->take] != SF_SLOT_READY && rp->finished < rp->nlanes) {
+    uint32_t k;  // the slot of the replica's next batch
+    bool ready;
+    while (!(ready = (k = slot_of(rp, rp->batches)) != NO_SLOT && g->state[k] == SF_SLOT_READY) && !p->stop &&
+           rp->finished < rp->nlanes) {
         wait_timed(p, &rp->consume_cv, first ? &rp->first_wait : &rp->consumer_wait);
         waited = true;
     }
-    if (waited && !first && g->state[g->take] == SF_SLOT_READY) rp->wake[sf_lat_bucket(sf_now() - rp->ready_at)]++;
+    if (waited && !first && ready) rp->wake[sf_lat_bucket(sf_now() - rp->ready_at)]++;
     int rc = 0;
     if (p->error) {
         rc = p->error;
         *e = p->err;
-    } else if (g->state[g->take] == SF_SLOT_READY) {
-        uint32_t k = g->take;
+    } else if (ready) {
         *b = sf_ring_batch(g, k, r);
         b->first_part = p->parts[rp->part0].g, b->nparts = rp->nparts;
         b->part_count = rp->counts + (size_t)k * rp->nparts;
         g->state[k] = SF_SLOT_TAKEN;
-        g->take = (k + 1) % g->slots;
         rp->batches++;
         rc = 1;
         if (r == 0 && p->o.autotune) look(p);
@@ -1013,7 +1047,7 @@ void sf_pipe_release(sf_pipe *p, uint32_t r, const sf_batch *b) {
     pthread_mutex_lock(&p->mu);
     rp->ring.state[b->slot] = SF_SLOT_FREE;
     rp->filled[b->slot] = 0;
-    rp->round[b->slot] += rp->ring.slots;
+    rp->holds[b->slot] = NO_STEP;
     rp->released++;
     for (uint32_t l = 0; l < rp->nlanes; l++) pthread_cond_signal(&p->lanes[rp->lane0 + l].window_cv);
     pthread_mutex_unlock(&p->mu);

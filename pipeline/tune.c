@@ -12,6 +12,9 @@
 #define TARGET 0.005
 // What a first estimate adds to the measured need.
 #define MARGIN 1.25
+// What a grown buffer must add to the consumer's rate to stay, when the
+// wait did not fall: above the noise of two looks on a loaded machine.
+#define GAIN 1.05
 
 static const char *const names[SF_KNOBS] = {"decoders", "prefetch", "slots", "depth"};
 
@@ -128,16 +131,21 @@ bool sf_tuner_look(sf_tuner *t, const sf_tune_sample *s, char *why, size_t cap) 
     if (t->trial >= 0) {
         int i = t->trial;
         uint32_t *v = sf_knob(&t->now, i), tried = *v;
-        // More decoders compete for the cores: grown, they are judged over
-        // two looks, and stay unless the consumer got clearly less (10%,
-        // above a loaded machine's noise) without waiting less. A buffer
-        // more (prefetch, slots, reads) never slows the pipeline, it only
-        // holds memory: it stays, until the consumer no longer waits. A
-        // shrunk knob stays if the consumer still does not wait (one look
-        // with a wait is enough to go back).
-        if (t->trial_dir > 0 && i == 0 && t->quiet < 2) return false;
-        bool keep = t->trial_dir > 0 ? i != 0 || pwait < 0.8 * t->trial_wait || prate >= 0.9 * t->trial_rate
-                                     : wait <= TARGET;
+        // A grown knob is judged over two looks against the looks before
+        // it. More decoders compete for the cores: they stay unless the
+        // consumer got clearly less (10%, above a loaded machine's noise)
+        // without waiting less. A buffer more (prefetch, slots, reads)
+        // holds memory, and on a saturated core it costs: a larger ring
+        // of large batches falls out of the caches, more reads in flight
+        // are more wakeups. It stays only if it paid: the consumer waits
+        // a fifth less or under the target, or gets GAIN more. A shrunk
+        // knob stays if the consumer still does not wait (one look with a
+        // wait is enough to go back).
+        if (t->trial_dir > 0 && t->quiet < 2) return false;
+        bool keep = t->trial_dir < 0   ? wait <= TARGET
+                    : pwait < 0.8 * t->trial_wait ? true
+                    : i == 0           ? prate >= 0.9 * t->trial_rate
+                                       : pwait <= TARGET || prate >= GAIN * t->trial_rate;
         t->trial = -1;
         if (!keep) {
             *v = t->before;

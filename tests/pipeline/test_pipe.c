@@ -381,6 +381,23 @@ int main(void) {
         CHECK(sf_pipe_next_batch(pipe, 0, &b, &e) == 1, "%s", e.msg);
         sf_pipe_close(pipe);
     }
+    // A ring allocated at its cap (8) with the slots knob at 2: the
+    // batches stay in its first 2 slots, not round robin over all 8 (a
+    // larger ring written through falls out of the caches).
+    o = base;
+    o.autotune = true, o.tune_interval = 1e9, o.slots = 8;  // the controller never looks: the knob stays 2
+    if (sf_pipe_open(&pipe, p, &cols, &o, &e) == 0) {
+        sf_batch b;
+        uint32_t most = 0, n = 0;
+        for (; n < 40 && sf_pipe_next_batch(pipe, 0, &b, &e) == 1; n++) {
+            most = b.slot > most ? b.slot : most;
+            sf_pipe_release(pipe, 0, &b);
+        }
+        CHECK(n == 40 && most < 2, "%u batches in slots up to %u of a ring of 8 with the knob at 2", n, most);
+        sf_pipe_close(pipe);
+    } else {
+        CHECK(0, "%s", e.msg);
+    }
     o = base;
     o.slots = 1;
     CHECK(sf_pipe_open(&pipe, p, &cols, &o, &e) == SF_EINVAL, "one slot accepted");

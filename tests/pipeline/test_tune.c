@@ -1,7 +1,8 @@
 // The controller of --pipeline auto on made-up intervals (tune.c): the
 // first look sizes decoders and reads from the measured costs with the
 // margin; a late block with busy decoders grows the decoders; a grow that
-// costs rate goes back and is not tried again; an idle pipeline gives back
+// costs rate goes back and is not tried again; a grown buffer that neither
+// lowers the wait nor lifts the rate goes back, one that lifts it stays; an idle pipeline gives back
 // what it does not use, but never into a value the consumer waited with; caps and fixed knobs are never passed; a step
 // that changes for good starts a new search, a single slow look does not.
 #include <string.h>
@@ -78,6 +79,31 @@ int main(void) {
     sf_tune_sample fast = interval(0, 100, 0.01, 0, 0.9, 0.01, 0.005);
     for (int k = 0; k < 5; k++) sf_tuner_look(&t, &fast, why, sizeof why);
     CHECK(t.step0 < 0.6 * step0, "a step halved for good: %g, was %g", t.step0, step0);
+    // An unpaced consumer (it always waits) on a saturated core, the
+    // windowers waiting a little for slots: a slot more is tried, and
+    // judged over two looks by the rate, the wait telling nothing. The
+    // same rate: no gain, back to 2 and never 4 again in this search.
+    sf_tuner_init(&t, start, (sf_pipe_knobs){1, 8, 8, 8}, 0);
+    sf_tune_sample busy = interval(0.99, 400, 0.09, 0, 0.04, 0.01, 0.005);
+    sf_tuner_look(&t, &busy, why, sizeof why);
+    sf_tuner_look(&t, &busy, why, sizeof why);
+    CHECK(t.now.slots == 4 && strstr(why, "slots 2 -> 4"), "unpaced, windowers waiting for slots: %s", why);
+    busy.window_out = 0;
+    CHECK(!sf_tuner_look(&t, &busy, why, sizeof why) && t.now.slots == 4, "a grown slot judged on one look: %s", why);
+    CHECK(sf_tuner_look(&t, &busy, why, sizeof why) && t.now.slots == 2 && t.hi.slots == 2 && strstr(why, "no gain"),
+          "a slot that gained nothing stayed: slots %u, hi %u (%s)", t.now.slots, t.hi.slots, why);
+    busy.window_out = 0.004;
+    for (int k = 0; k < 5; k++) sf_tuner_look(&t, &busy, why, sizeof why);
+    CHECK(t.now.slots == 2, "slots tried again after no gain: %u", t.now.slots);
+    // A slot that lifts the rate by a fifth stays.
+    sf_tuner_init(&t, start, (sf_pipe_knobs){1, 8, 8, 8}, 0);
+    busy = interval(0.99, 400, 0.09, 0, 0.04, 0.01, 0.005);
+    sf_tuner_look(&t, &busy, why, sizeof why);
+    sf_tuner_look(&t, &busy, why, sizeof why);
+    sf_tune_sample faster = interval(0.99, 480, 0.09, 0, 0, 0.01, 0.005);
+    sf_tuner_look(&t, &faster, why, sizeof why);
+    sf_tuner_look(&t, &faster, why, sizeof why);
+    CHECK(t.now.slots == 4 && t.trial < 0, "a slot that paid went back: slots %u (%s)", t.now.slots, why);
     // Fixed knobs never move, whatever the intervals say.
     sf_pipe_knobs fixed_start = {3, 2, 5, 2};
     sf_tuner_init(&t, fixed_start, (sf_pipe_knobs){3, 8, 5, 8}, SF_KNOB_DECODERS | SF_KNOB_SLOTS);

@@ -81,7 +81,10 @@ PY
 # bench pipeline --grid: auto against every setting.
 "$SEQFEED" bench pipeline --data s.sfpack --window 16 --grid 0.2 >grid.txt 2>&1 || fail "grid: $(tail -3 grid.txt)"
 grep -q '^grid  *[0-9]* settings x 0.2 s: best ' grid.txt || fail "no grid line: $(cat grid.txt)"
-grep -q "^rematch  *3 rounds, interleaved: the best .*, auto .*: [0-9.]*% of the best" grid.txt || fail "no rematch line: $(cat grid.txt)"
+grep -q "^rematch  *5 rounds, interleaved, auto and [1-3] setting(s) of the grid's best: decoders " grid.txt ||
+    fail "no rematch line: $(cat grid.txt)"
+grep -q "^share  *auto [0-9.]* M windows/s (median): [0-9.]*% of the best \[[0-9.]*%-[0-9.]*%\], the median of the rounds' ratios" grid.txt ||
+    fail "no share line: $(cat grid.txt)"
 grep -q '^auto  *settled at ' grid.txt || fail "no auto line: $(cat grid.txt)"
 
 # --grid under --memory-budget: auto with the caps one run under the same
