@@ -54,20 +54,23 @@ static inline float tanh_fast(float z) {
 #endif
 
 // Which float32 products go to oneDNN's sgemm when its module is there:
-// OpenBLAS repacks B at every call, which costs most on a time step's few
-// rows, and is slow on a transposed A. Measured one-threaded (BENCHMARKS.md):
-// (16,180)x(180,720) 51 us on oneDNN, 124 on OpenBLAS; (180,960)x(960,720)
-// with A transposed 4.1 ms, 6.3; but the (960,180)x(180,720) projection
-// 4.5 ms, 3.7, and (128,180)x(180,720) 586 us, 508. oneDNN's call costs
-// about 1 us, OpenBLAS' 0.2: below (16,256)x(256,64) OpenBLAS wins.
-static bool onednn_sgemm_wins(bool ta, size_t M, size_t N, size_t K) {
-    return (ta || M <= 64) && M * N * K >= (size_t)16 * 256 * 64;
-}
+// all but the tiny ones. OpenBLAS repacks B at every call, which costs most
+// on a time step's few rows, and is slow on a transposed A. Measured
+// one-threaded, thread CPU time, 7 interleaved rounds (2026-12-03, us per
+// product; oneDNN / OpenBLAS): a part of 16 rows, (16,180)x(180,720) 40 /
+// 57 per step, the (960,180)x(180,720) projection 2272 / 2449, the
+// (960,720)x(720,180)^T input gradient 2546 / 2667; of 128 rows, 332 / 364
+// per step, (128,720)x(720,180)^T 353 / 404, the projection 19.9 / 22.0 ms,
+// the input gradient 22.9 / 24.6 ms. (On 2026-12-01 OpenBLAS had won the
+// projection and the 128-row step, which had kept them there.) oneDNN's
+// call costs about 1 us, OpenBLAS' 0.2: below (16,256)x(256,64) OpenBLAS
+// wins.
+static bool onednn_sgemm_wins(size_t M, size_t N, size_t K) { return M * N * K >= (size_t)16 * 256 * 64; }
 
 // C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
 static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
                  const float *B, size_t ldb, float beta, float *C, size_t ldc) {
-    if (onednn_sgemm_wins(ta, M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (onednn_sgemm_wins(M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
@@ -538,7 +541,7 @@ void sf_cpu_describe(char *what, size_t n) {
     const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512" : __builtin_cpu_supports("avx2") ? "AVX2"
                                                                                                       : "baseline";
     snprintf(what, n, "%s sgemm%s, element-wise loops in %s", openblas_get_config(),
-             sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A (but tiny ones)" : "", loops);
+             sf_matmul_loaded() ? ", oneDNN sgemm for all but tiny products" : "", loops);
 }
 
 typedef struct {
