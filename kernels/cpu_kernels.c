@@ -75,18 +75,39 @@ static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, co
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-// Keras' LSTM cell on one row: z (4U) holds the pre-activations of gates i,
-// f, c, o and leaves holding their activations, which backward needs.
-// c_prev is (U): zeros at the first step, which may be c itself.
-SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
-    for (size_t u = 0; u < U; u++) {
-        float i = sigmoid_fast(z[u]), f = sigmoid_fast(z[U + u]), g = tanh_fast(z[2 * U + u]);
-        float o = sigmoid_fast(z[3 * U + u]);
+// Keras' LSTM cell on units [0, n) of one row: zi, zf, zg, zo, the
+// pre-activations of gates i, f, c, o, leave holding their activations,
+// which backward needs. c_prev: zeros at the first step, which may be c
+// itself. Inlined into each clone of lstm_cell, with its instructions.
+static inline __attribute__((always_inline)) void lstm_cell_span(float *restrict h, float *c, float *restrict zi,
+                                                                 float *restrict zf, float *restrict zg,
+                                                                 float *restrict zo, const float *c_prev, size_t n) {
+    for (size_t u = 0; u < n; u++) {
+        float i = sigmoid_fast(zi[u]), f = sigmoid_fast(zf[u]), g = tanh_fast(zg[u]);
+        float o = sigmoid_fast(zo[u]);
         float cn = i * g + f * c_prev[u];
-        z[u] = i, z[U + u] = f, z[2 * U + u] = g, z[3 * U + u] = o;
+        zi[u] = i, zf[u] = f, zg[u] = g, zo[u] = o;
         c[u] = cn;
         h[u] = o * tanh_fast(cn);
     }
+}
+
+// The cell on one row: z (4U) holds the four gates' pre-activations. The
+// vector loop leaves U mod 16 units (4 of 180) to scalar code, a seventh
+// of the cell's time at 180 units: they go through the vector body on a
+// copy padded to 16 instead, each unit computed as any other.
+SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
+    enum { V = 16 };
+    size_t n = U - U % V, k = U - n;
+    lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
+    if (!k) return;
+    float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};
+    for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + n, k * sizeof(float));
+    memcpy(tp, c_prev + n, k * sizeof(float));
+    lstm_cell_span(th, tc, tz[0], tz[1], tz[2], tz[3], tp, V);
+    for (int q = 0; q < 4; q++) memcpy(z + q * U + n, tz[q], k * sizeof(float));
+    memcpy(c + n, tc, k * sizeof(float));
+    memcpy(h + n, th, k * sizeof(float));
 }
 
 // The cell backward on one row: dz (4U) the pre-activation gradients from
