@@ -497,7 +497,7 @@ SF_CLONES void sf_dropout_forward(float *restrict y, float *restrict mask, const
     }
 }
 
-void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n) {
+SF_CLONES void sf_dropout_backward(float *restrict dx, const float *restrict dy, const float *restrict mask, size_t n) {
     for (size_t k = 0; k < n; k++) dx[k] = dy[k] * mask[k];
 }
 
@@ -614,7 +614,8 @@ bool sf_update_finite(const float *g, size_t n, double loss) {
     return finite;
 }
 
-void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step) {
+SF_CLONES void sf_adam_update(float *restrict w, float *restrict m, float *restrict v, const float *restrict g, size_t n,
+                              const sf_adam *a, uint64_t step) {
     float alpha = sf_adam_alpha(a, step);
     float c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
     for (size_t k = 0; k < n; k++) {
