@@ -54,36 +54,60 @@ static inline float tanh_fast(float z) {
 #endif
 
 // Which float32 products go to oneDNN's sgemm when its module is there:
-// OpenBLAS repacks B at every call, which costs most on a time step's few
-// rows, and is slow on a transposed A. Measured one-threaded (BENCHMARKS.md):
-// (16,180)x(180,720) 51 us on oneDNN, 124 on OpenBLAS; (180,960)x(960,720)
-// with A transposed 4.1 ms, 6.3; but the (960,180)x(180,720) projection
-// 4.5 ms, 3.7, and (128,180)x(180,720) 586 us, 508. oneDNN's call costs
-// about 1 us, OpenBLAS' 0.2: below (16,256)x(256,64) OpenBLAS wins.
-static bool onednn_sgemm_wins(bool ta, size_t M, size_t N, size_t K) {
-    return (ta || M <= 64) && M * N * K >= (size_t)16 * 256 * 64;
-}
+// all but the tiny ones. OpenBLAS repacks B at every call, which costs most
+// on a time step's few rows, and is slow on a transposed A. Measured
+// one-threaded, thread CPU time, 7 interleaved rounds (2026-12-03, us per
+// product; oneDNN / OpenBLAS): a part of 16 rows, (16,180)x(180,720) 40 /
+// 57 per step, the (960,180)x(180,720) projection 2272 / 2449, the
+// (960,720)x(720,180)^T input gradient 2546 / 2667; of 128 rows, 332 / 364
+// per step, (128,720)x(720,180)^T 353 / 404, the projection 19.9 / 22.0 ms,
+// the input gradient 22.9 / 24.6 ms. (On 2026-12-01 OpenBLAS had won the
+// projection and the 128-row step, which had kept them there.) oneDNN's
+// call costs about 1 us, OpenBLAS' 0.2: below (16,256)x(256,64) OpenBLAS
+// wins.
+static bool onednn_sgemm_wins(size_t M, size_t N, size_t K) { return M * N * K >= (size_t)16 * 256 * 64; }
 
 // C (M,N) = alpha op(A) op(B) + beta C, row-major with leading dimensions.
 static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
                  const float *B, size_t ldb, float beta, float *C, size_t ldc) {
-    if (onednn_sgemm_wins(ta, M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (onednn_sgemm_wins(M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
 }
 
-// Keras' LSTM cell on one row: z (4U) holds the pre-activations of gates i,
-// f, c, o and leaves holding their activations, which backward needs.
-// c_prev is (U): zeros at the first step, which may be c itself.
-SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
-    for (size_t u = 0; u < U; u++) {
-        float i = sigmoid_fast(z[u]), f = sigmoid_fast(z[U + u]), g = tanh_fast(z[2 * U + u]);
-        float o = sigmoid_fast(z[3 * U + u]);
+// Keras' LSTM cell on units [0, n) of one row: zi, zf, zg, zo, the
+// pre-activations of gates i, f, c, o, leave holding their activations,
+// which backward needs. c_prev: zeros at the first step, which may be c
+// itself. Inlined into each clone of lstm_cell, with its instructions.
+static inline __attribute__((always_inline)) void lstm_cell_span(float *restrict h, float *c, float *restrict zi,
+                                                                 float *restrict zf, float *restrict zg,
+                                                                 float *restrict zo, const float *c_prev, size_t n) {
+    for (size_t u = 0; u < n; u++) {
+        float i = sigmoid_fast(zi[u]), f = sigmoid_fast(zf[u]), g = tanh_fast(zg[u]);
+        float o = sigmoid_fast(zo[u]);
         float cn = i * g + f * c_prev[u];
-        z[u] = i, z[U + u] = f, z[2 * U + u] = g, z[3 * U + u] = o;
+        zi[u] = i, zf[u] = f, zg[u] = g, zo[u] = o;
         c[u] = cn;
         h[u] = o * tanh_fast(cn);
     }
+}
+
+// The cell on one row: z (4U) holds the four gates' pre-activations. The
+// vector loop leaves U mod 16 units (4 of 180) to scalar code, a seventh
+// of the cell's time at 180 units: they go through the vector body on a
+// copy padded to 16 instead, each unit computed as any other.
+SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
+    enum { V = 16 };
+    size_t n = U - U % V, k = U - n;
+    lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
+    if (!k) return;
+    float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};
+    for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + n, k * sizeof(float));
+    memcpy(tp, c_prev + n, k * sizeof(float));
+    lstm_cell_span(th, tc, tz[0], tz[1], tz[2], tz[3], tp, V);
+    for (int q = 0; q < 4; q++) memcpy(z + q * U + n, tz[q], k * sizeof(float));
+    memcpy(c + n, tc, k * sizeof(float));
+    memcpy(h + n, th, k * sizeof(float));
 }
 
 // The cell backward on one row: dz (4U) the pre-activation gradients from
@@ -473,7 +497,7 @@ SF_CLONES void sf_dropout_forward(float *restrict y, float *restrict mask, const
     }
 }
 
-void sf_dropout_backward(float *dx, const float *dy, const float *mask, size_t n) {
+SF_CLONES void sf_dropout_backward(float *restrict dx, const float *restrict dy, const float *restrict mask, size_t n) {
     for (size_t k = 0; k < n; k++) dx[k] = dy[k] * mask[k];
 }
 
@@ -538,7 +562,7 @@ void sf_cpu_describe(char *what, size_t n) {
     const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512" : __builtin_cpu_supports("avx2") ? "AVX2"
                                                                                                       : "baseline";
     snprintf(what, n, "%s sgemm%s, element-wise loops in %s", openblas_get_config(),
-             sf_matmul_loaded() ? ", oneDNN sgemm for products of at most 64 rows or a transposed A (but tiny ones)" : "", loops);
+             sf_matmul_loaded() ? ", oneDNN sgemm for all but tiny products" : "", loops);
 }
 
 typedef struct {
@@ -590,7 +614,8 @@ bool sf_update_finite(const float *g, size_t n, double loss) {
     return finite;
 }
 
-void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step) {
+SF_CLONES void sf_adam_update(float *restrict w, float *restrict m, float *restrict v, const float *restrict g, size_t n,
+                              const sf_adam *a, uint64_t step) {
     float alpha = sf_adam_alpha(a, step);
     float c1 = 1.0f - a->beta1, c2 = 1.0f - a->beta2;
     for (size_t k = 0; k < n; k++) {

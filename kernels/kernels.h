@@ -211,7 +211,8 @@ sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds);
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7
 } sf_adam;
-// One Adam step (step counts from 1) over n parameters, as Keras computes it.
+// One Adam step (step counts from 1) over n parameters, as Keras computes it
+// (w, m, v and g apart).
 void sf_adam_update(float *w, float *m, float *v, const float *g, size_t n, const sf_adam *a, uint64_t step);
 // Its step size lr sqrt(1 - b2^t) / (1 - b1^t), the same for both backends.
 float sf_adam_alpha(const sf_adam *a, uint64_t step);

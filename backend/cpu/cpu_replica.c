@@ -294,8 +294,9 @@ static void apply_part(sf_replica *r, uint32_t p) {
 
 // The update on every thread of the replica, each a slice (each parameter's
 // update reads its own values alone: the same weights): on one thread it
-// was 3-4% of a step at batch 32 on 2 cores, the other thread idle; it is
-// bound by memory, 1.55 ms on one core for the default model, 0.95 on two.
+// was 3-4% of a step at batch 32 on 2 cores, the other thread idle. Since
+// it vectorizes (sqrtf without errno) it takes 0.25 ms on one core for the
+// default model's 650k parameters, against 1.6 scalar.
 static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
     (void)e;
     r->adam = a, r->adam_step = step;
