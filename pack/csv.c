@@ -121,6 +121,8 @@ typedef struct {
     struct half_big *half_pend;
     struct half_field *half_fields;  // role and keep_at as the helper reads them
     size_t half_cap, half_pend_cap;
+    char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
+    size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
     char *field;  // an unquoted copy of a quoted field
@@ -1828,9 +1830,20 @@ typedef struct {
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
+    // The next buffer (NULL: none read here): the input behind the part's
+    // end, to room bytes, into spare behind the tail of the buffer,
+    // tail bytes after end, an incomplete record.
+    char *spare;
+    size_t tail, room;
+    int fd;
     // Set by the helper once its part is parsed (done).
     _Alignas(64) size_t npend, nrows, nraw;
     unsigned parts;      // the ISO parts its times showed, raw records left out
+    // Set by the helper once the next buffer is read (fetched).
+    size_t got;          // bytes in spare
+    int read_errno;      // 0, or read's error
+    bool read_eof;
+    atomic_bool fetched;
     // Records complete, published every HALF_BATCH, for a main thread that
     // commits them as they come and, when it catches up, sleeps until
     // wake_at are (0: awake): runs commit fast, and a wake-up every few
@@ -1855,6 +1868,29 @@ static void half_publish(half_job *h, size_t n) {
         pthread_cond_signal(&h->more);
         pthread_mutex_unlock(&h->mu);
     }
+}
+
+// The next buffer as refill would leave it, read by the helper while the
+// main thread commits: the reads' copies from the page cache took a sixth
+// of the main thread's time, the part of it the helper could not share.
+static void fetch_next(half_job *h) {
+    memcpy(h->spare, h->end, h->tail);
+    size_t len = h->tail;
+    while (len < h->room) {
+        ssize_t k = read(h->fd, h->spare + len, h->room - len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            h->read_errno = errno;
+            break;
+        }
+        if (k == 0) {
+            h->read_eof = true;
+            break;
+        }
+        len += (size_t)k;
+    }
+    h->got = len;
+    atomic_store_explicit(&h->fetched, true, memory_order_release);
 }
 
 // The helper thread's part: each record's values, time, series id and
@@ -1956,6 +1992,7 @@ static void *parse_half(void *arg) {
     atomic_store(&h->done, true);
     pthread_cond_signal(&h->more);
     pthread_mutex_unlock(&h->mu);
+    if (h->spare) fetch_next(h);
     return NULL;
 }
 
@@ -2104,6 +2141,19 @@ static int write_half(csv *c, const half_job *h) {
     return 0;
 }
 
+// The buffer the helper read (fetch_next) in place of this one, whose
+// records are all committed: as refill leaves it.
+static int take_next(csv *c, const half_job *h) {
+    if (h->read_errno) return sf_err_errno(c->e, SF_EIO, h->read_errno, "%s: read failed", c->name);
+    char *b = c->buf;
+    c->buf = c->spare, c->spare = b;
+    c->consumed += c->pos;
+    c->len = h->got, c->pos = 0, c->eof = h->read_eof;
+    memset(c->buf + c->len, 0, PAD);
+    if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
+    return 0;
+}
+
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
@@ -2152,15 +2202,24 @@ static int parse_parallel(csv *c) {
         c->half_pend = hb;
         c->half_cap = max_rows, c->half_pend_cap = npend;
     }
+    // The helper reads the next buffer once its part is parsed.
+    bool fetch = c->fd >= 0 && !c->eof;
+    if (fetch && c->spare_cap != c->cap) {
+        char *b = realloc(c->spare, c->cap + PAD);
+        if (b) c->spare = b, c->spare_cap = c->cap;
+        fetch = b != NULL;  // else refill reads it
+    }
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
     half_job h = {.c = c, .fields = c->half_fields, .start = mid, .end = last + 1, .rows = c->half_rows,
                   .times = c->half_times, .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend,
-                  .pend_cap = c->half_pend_cap, .cap = c->half_cap};
+                  .pend_cap = c->half_pend_cap, .cap = c->half_cap, .spare = fetch ? c->spare : NULL,
+                  .tail = (size_t)(end - (last + 1)), .room = c->cap, .fd = c->fd};
     atomic_init(&h.ready, 0);
     atomic_init(&h.done, false);
     atomic_init(&h.wake_at, 0);
+    atomic_init(&h.fetched, false);
     pthread_t t;
     if (pthread_mutex_init(&h.mu, NULL)) return 1;
     if (pthread_cond_init(&h.more, NULL)) {
@@ -2176,10 +2235,12 @@ static int parse_parallel(csv *c) {
     bool waited = false;
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, &h, &waited);
-    // The main thread's part grows while it waits for the helper, shrinks
-    // while the helper waits: down to 1/32 of the buffer where it commits
-    // every record, to 1/4 where the helper's rows go to the writer at once
-    // (the helper's arrays, sized to its part, stay small there).
+    // The main thread's part grows while it waits for the helper (for its
+    // records, or for the next buffer), shrinks while the helper waits:
+    // down to 1/32 of the buffer where it commits every record, to 1/4
+    // where the helper's rows go to the writer at once (the helper's
+    // arrays, sized to its part, stay small there).
+    if (fetch && !atomic_load_explicit(&h.fetched, memory_order_acquire)) waited = true;
     unsigned least = bulk ? 16 : 2;
     if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
     pthread_join(t, NULL);
@@ -2194,6 +2255,7 @@ static int parse_parallel(csv *c) {
         }
         rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
     }
+    if (!rc && fetch) rc = take_next(c, &h);
     pthread_cond_destroy(&h.more);
     pthread_mutex_destroy(&h.mu);
     return rc;
@@ -2718,6 +2780,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->half_rows);
     free(c->key);
     free(c->buf);
+    free(c->spare);
     return rc;
 }
 
