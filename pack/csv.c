@@ -113,14 +113,17 @@ typedef struct {
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
-    // The second part of a buffer, parsed by a helper thread (parse_parallel).
-    float *half_rows;
-    int64_t *half_times;
-    struct half_rec *half_recs;
-    uint32_t *half_cats;
-    struct half_big *half_pend;
+    // The two parts of a buffer (parse_parallel): [0] the main thread's,
+    // [1] the helper thread's.
+    struct half_arrays {
+        float *rows;
+        int64_t *times;
+        struct half_rec *recs;
+        uint32_t *cats;
+        struct half_big *pend;
+        size_t cap, pend_cap;
+    } part[2];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
-    size_t half_cap, half_pend_cap;
     char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
     size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
@@ -1798,6 +1801,10 @@ typedef struct half_rec {
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     bool raw, truncated;       // truncated: its time had digits below a microsecond
+    // The ISO parts of the part's times up to it (raw records left out),
+    // joined to csv.time_parts as it is committed: messages write times
+    // with the parts seen up to their record, as one thread does.
+    uint8_t parts;
     // Goes on from the record before it as a row of the same series whose
     // time moves on (both not raw): nothing to check between them, so a run
     // of these is committed in bulk (commit_run).
@@ -1830,6 +1837,7 @@ typedef struct {
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
+    bool own;            // the main thread's part, parsed by it (not counted in rows_helper*)
     // The next buffer (NULL: none read here): the input behind the part's
     // end, to room bytes, into spare behind the tail of the buffer,
     // tail bytes after end, an incomplete record.
@@ -1972,6 +1980,7 @@ static void *parse_half(void *arg) {
         if (ok) {
             r->npend = (uint16_t)(npend - r->pend);
             all_parts = sf_time_parts_join(all_parts, parts);
+            r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
                       (!timed || times[n] > times[n - 1]);
@@ -2022,6 +2031,7 @@ static int half_next(half_job *h, size_t i, bool *waited) {
 static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
     bool timed = c->time_field != UINT32_MAX;
     int rc = 0;
+    c->time_parts = sf_time_parts_join(c->time_parts, h->recs[j - 1].parts);
     for (size_t k = i; !rc && k < j; k++) {
         const half_rec *r = &h->recs[k];
         float *row = h->rows + k * c->nkeep;
@@ -2062,7 +2072,7 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
     c->line += j - i;
     c->pos = h->recs[j - 1].next;
-    c->st.rows_helper_runs += j - i;
+    if (!h->own) c->st.rows_helper_runs += j - i;
     return 0;
 }
 
@@ -2105,6 +2115,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
             c->time_at = c->buf + r->time_at;
+            c->time_parts = sf_time_parts_join(c->time_parts, r->parts);
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (c->series_field != UINT32_MAX) {
@@ -2154,6 +2165,58 @@ static int take_next(csv *c, const half_job *h) {
     return 0;
 }
 
+// Room in a for the records of the part [from, to).
+// A record has ncsv - 1 delimiters, a line feed and a byte per number;
+// a last raw one takes any lines beyond (parse_half). Values above 2^24
+// beyond two a record on average are parsed by the main path. The
+// arrays are sized by the lines of the part's first 64 KiB, a quarter
+// more, not for records that short: 10 times the part's bytes for four
+// numbers, which a budget of RSS counts once the pages are touched. A
+// part of shorter records leaves its last lines to the main thread.
+// Returns 0, or 1 without the memory.
+static int half_room(csv *c, struct half_arrays *a, const char *from, const char *to) {
+    size_t part = (size_t)(to - from), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
+    for (const char *p = from; (p = memchr(p, '\n', (size_t)(from + sample - p))); p++) lines++;
+    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
+    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
+    if (max_rows <= a->cap) return 0;
+    size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
+    float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
+    if (r) a->rows = r;
+    int64_t *t = r ? realloc(a->times, max_rows * sizeof(int64_t)) : NULL;
+    if (t) a->times = t;
+    half_rec *hr = t ? realloc(a->recs, max_rows * sizeof *hr) : NULL;
+    if (hr) a->recs = hr;
+    uint32_t *hc = hr ? realloc(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
+    if (hc) a->cats = hc;
+    half_big *hb = hc ? realloc(a->pend, npend * sizeof *hb) : NULL;
+    if (!hb) return 1;
+    a->pend = hb;
+    a->cap = max_rows, a->pend_cap = npend;
+    return 0;
+}
+
+// A job over the part [from, to) into the arrays a.
+static int half_init(half_job *h, csv *c, const struct half_arrays *a, const char *from, const char *to) {
+    *h = (half_job){.c = c, .fields = c->half_fields, .start = from, .end = to, .rows = a->rows, .times = a->times,
+                    .recs = a->recs, .cats = a->cats, .pend = a->pend, .pend_cap = a->pend_cap, .cap = a->cap};
+    atomic_init(&h->ready, 0);
+    atomic_init(&h->done, false);
+    atomic_init(&h->wake_at, 0);
+    atomic_init(&h->fetched, false);
+    if (pthread_mutex_init(&h->mu, NULL)) return 1;
+    if (pthread_cond_init(&h->more, NULL)) {
+        pthread_mutex_destroy(&h->mu);
+        return 1;
+    }
+    return 0;
+}
+
+static void half_destroy(half_job *h) {
+    pthread_cond_destroy(&h->more);
+    pthread_mutex_destroy(&h->mu);
+}
+
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
@@ -2178,30 +2241,22 @@ static int parse_parallel(csv *c) {
     // more, not for records that short: 10 times the part's bytes for four
     // numbers, which a budget of RSS counts once the pages are touched. A
     // part of shorter records leaves its last lines to the main thread.
-    size_t part = (size_t)(last + 1 - mid), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
-    for (const char *p = mid; (p = memchr(p, '\n', (size_t)(mid + sample - p))); p++) lines++;
-    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
-    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
     if (!c->half_fields) {
         size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
         if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
         for (uint32_t f = 0; f < c->ncsv; f++) c->half_fields[f] = (half_field){c->keep_at[f], c->role[f]};
     }
-    if (max_rows > c->half_cap) {
-        size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
-        float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
-        if (r) c->half_rows = r;
-        int64_t *t = r ? realloc(c->half_times, max_rows * sizeof(int64_t)) : NULL;
-        if (t) c->half_times = t;
-        half_rec *hr = t ? realloc(c->half_recs, max_rows * sizeof *hr) : NULL;
-        if (hr) c->half_recs = hr;
-        uint32_t *hc = hr ? realloc(c->half_cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
-        if (hc) c->half_cats = hc;
-        half_big *hb = hc ? realloc(c->half_pend, npend * sizeof *hb) : NULL;
-        if (!hb) return 1;
-        c->half_pend = hb;
-        c->half_cap = max_rows, c->half_pend_cap = npend;
-    }
+    // Without state between records the helper's rows go to the writer at
+    // once, after it; else the main thread commits them as they come.
+    bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
+    // With state, the main thread parses its part as the helper does, then
+    // commits it as the helper's: runs of rows going on in one series skip
+    // the record-by-record commit (commit_run), which cost it more than the
+    // parsing. Without room for that it parses the part record by record,
+    // as it does in bulk, where a record's commit is cheap and the arrays
+    // would only add to the memory.
+    bool own = !bulk && !half_room(c, &c->part[0], start, mid);
+    if (half_room(c, &c->part[1], mid, last + 1)) return 1;
     // The helper reads the next buffer once its part is parsed.
     bool fetch = c->fd >= 0 && !c->eof;
     if (fetch && c->spare_cap != c->cap) {
@@ -2209,30 +2264,27 @@ static int parse_parallel(csv *c) {
         if (b) c->spare = b, c->spare_cap = c->cap;
         fetch = b != NULL;  // else refill reads it
     }
-    // Without state between records the helper's rows go to the writer at
-    // once, after it; else the main thread commits them as they come.
-    bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    half_job h = {.c = c, .fields = c->half_fields, .start = mid, .end = last + 1, .rows = c->half_rows,
-                  .times = c->half_times, .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend,
-                  .pend_cap = c->half_pend_cap, .cap = c->half_cap, .spare = fetch ? c->spare : NULL,
-                  .tail = (size_t)(end - (last + 1)), .room = c->cap, .fd = c->fd};
-    atomic_init(&h.ready, 0);
-    atomic_init(&h.done, false);
-    atomic_init(&h.wake_at, 0);
-    atomic_init(&h.fetched, false);
+    half_job h;
+    if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
+    if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
     pthread_t t;
-    if (pthread_mutex_init(&h.mu, NULL)) return 1;
-    if (pthread_cond_init(&h.more, NULL)) {
-        pthread_mutex_destroy(&h.mu);
-        return 1;
-    }
     if (sf_thread_start(&t, parse_half, &h) != 0) {
-        pthread_cond_destroy(&h.more);
-        pthread_mutex_destroy(&h.mu);
+        half_destroy(&h);
         return 1;
     }
-    int rc = parse_until(c, (size_t)(mid - c->buf), false);
+    half_job mine;
+    own = own && !half_init(&mine, c, &c->part[0], start, mid);
+    mine.own = true;
+    int rc;
     bool waited = false;
+    if (own) {
+        parse_half(&mine);
+        rc = commit_half(c, &mine, &waited);
+        half_destroy(&mine);
+        waited = false;  // the main thread's own records: always ready
+    } else {
+        rc = parse_until(c, (size_t)(mid - c->buf), false);
+    }
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, &h, &waited);
     // The main thread's part grows while it waits for the helper (for its
@@ -2256,8 +2308,7 @@ static int parse_parallel(csv *c) {
         rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
     }
     if (!rc && fetch) rc = take_next(c, &h);
-    pthread_cond_destroy(&h.more);
-    pthread_mutex_destroy(&h.mu);
+    half_destroy(&h);
     return rc;
 }
 
@@ -2759,9 +2810,13 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    free(c->half_recs);
-    free(c->half_cats);
-    free(c->half_pend);
+    for (int k = 0; k < 2; k++) {
+        free(c->part[k].rows);
+        free(c->part[k].times);
+        free(c->part[k].recs);
+        free(c->part[k].cats);
+        free(c->part[k].pend);
+    }
     free(c->half_fields);
     free(c->big_cols);
     free(c->pend);
@@ -2775,9 +2830,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->batch_time);
     free(c->batch_line);
     free(c->batch_imp);
-    free(c->half_times);
     free(c->field);
-    free(c->half_rows);
     free(c->key);
     free(c->buf);
     free(c->spare);
