@@ -2288,24 +2288,33 @@ static int parse_parallel(csv *c) {
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, &h, &waited);
     // The main thread's part grows while it waits for the helper (for its
-    // records, or for the next buffer), shrinks while the helper waits:
-    // down to 1/32 of the buffer where it commits every record, to 1/4
-    // where the helper's rows go to the writer at once (the helper's
-    // arrays, sized to its part, stay small there).
-    if (fetch && !atomic_load_explicit(&h.fetched, memory_order_acquire)) waited = true;
+    // records, or, having committed them, for the next buffer), shrinks
+    // while the helper waits: down to 1/32 of the buffer where it commits
+    // every record, to 1/4 where the helper's rows go to the writer at once
+    // (the helper's arrays, sized to its part, stay small there). In bulk
+    // the read goes on while the main thread writes the helper's rows.
+    if (!bulk && fetch && !atomic_load_explicit(&h.fetched, memory_order_acquire)) waited = true;
     unsigned least = bulk ? 16 : 2;
     if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
-    pthread_join(t, NULL);
-    if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     if (!rc && bulk) {
+        // Its records are final once it is done; it reads the next buffer
+        // while they are written.
+        pthread_mutex_lock(&h.mu);
+        while (!atomic_load(&h.done)) pthread_cond_wait(&h.more, &h.mu);
+        pthread_mutex_unlock(&h.mu);
+        c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
         bool timed = c->time_field != UINT32_MAX;
-        bulk = !h.nraw && !c->blank_line;
+        bool at_once = !h.nraw && !c->blank_line;
         // The first time repeated within the series is the main path's to say.
-        for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
+        for (size_t k = 0; at_once && timed && k < h.nrows; k++) {
             int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
-            bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+            at_once = before < h.times[k] || (before == h.times[k] && c->repeat_line);
         }
-        rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
+        rc = at_once ? write_half(c, &h) : commit_half(c, &h, &waited);
+        pthread_join(t, NULL);
+    } else {
+        pthread_join(t, NULL);
+        if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     }
     if (!rc && fetch) rc = take_next(c, &h);
     half_destroy(&h);
