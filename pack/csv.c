@@ -1922,7 +1922,7 @@ static void *parse_half(void *arg) {
     half_big *pend = h->pend;
     const size_t cap = h->cap, pend_cap = h->pend_cap;
     size_t n = 0, npend = 0, nraw = 0;
-    unsigned all_parts = 0;
+    unsigned all_parts = 0, joined = 0;  // joined: the parts joined last
     sf_time_memo memo = {0};
     while (p < end) {
         half_rec *r = &recs[n];
@@ -1979,7 +1979,9 @@ static void *parse_half(void *arg) {
         }
         if (ok) {
             r->npend = (uint16_t)(npend - r->pend);
-            all_parts = sf_time_parts_join(all_parts, parts);
+            // Joining the parts of the record before again changes nothing:
+            // a call per record saved.
+            if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
             r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
