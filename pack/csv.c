@@ -2236,13 +2236,6 @@ static int parse_parallel(csv *c) {
     const char *mid = memchr(start + span * c->share / 64, '\n', span - span * c->share / 64 + 1);
     if (!mid || mid == last) return 1;
     mid++;
-    // A record has ncsv - 1 delimiters, a line feed and a byte per number;
-    // a last raw one takes any lines beyond (parse_half). Values above 2^24
-    // beyond two a record on average are parsed by the main path. The
-    // arrays are sized by the lines of the part's first 64 KiB, a quarter
-    // more, not for records that short: 10 times the part's bytes for four
-    // numbers, which a budget of RSS counts once the pages are touched. A
-    // part of shorter records leaves its last lines to the main thread.
     if (!c->half_fields) {
         size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
         if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
@@ -2276,10 +2269,10 @@ static int parse_parallel(csv *c) {
     }
     half_job mine;
     own = own && !half_init(&mine, c, &c->part[0], start, mid);
-    mine.own = true;
     int rc;
     bool waited = false;
     if (own) {
+        mine.own = true;
         parse_half(&mine);
         rc = commit_half(c, &mine, &waited);
         half_destroy(&mine);
