@@ -113,14 +113,19 @@ typedef struct {
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
-    // The second part of a buffer, parsed by a helper thread (parse_parallel).
-    float *half_rows;
-    int64_t *half_times;
-    struct half_rec *half_recs;
-    uint32_t *half_cats;
-    struct half_big *half_pend;
+    // The two parts of a buffer (parse_parallel): [0] the main thread's,
+    // [1] the helper thread's.
+    struct half_arrays {
+        float *rows;
+        int64_t *times;
+        struct half_rec *recs;
+        uint32_t *cats;
+        struct half_big *pend;
+        size_t cap, pend_cap;
+    } part[2];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
-    size_t half_cap, half_pend_cap;
+    char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
+    size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
     char *field;  // an unquoted copy of a quoted field
@@ -1796,6 +1801,10 @@ typedef struct half_rec {
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     bool raw, truncated;       // truncated: its time had digits below a microsecond
+    // The ISO parts of the part's times up to it (raw records left out),
+    // joined to csv.time_parts as it is committed: messages write times
+    // with the parts seen up to their record, as one thread does.
+    uint8_t parts;
     // Goes on from the record before it as a row of the same series whose
     // time moves on (both not raw): nothing to check between them, so a run
     // of these is committed in bulk (commit_run).
@@ -1828,9 +1837,21 @@ typedef struct {
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
+    bool own;            // the main thread's part, parsed by it (not counted in rows_helper*)
+    // The next buffer (NULL: none read here): the input behind the part's
+    // end, to room bytes, into spare behind the tail of the buffer,
+    // tail bytes after end, an incomplete record.
+    char *spare;
+    size_t tail, room;
+    int fd;
     // Set by the helper once its part is parsed (done).
     _Alignas(64) size_t npend, nrows, nraw;
     unsigned parts;      // the ISO parts its times showed, raw records left out
+    // Set by the helper once the next buffer is read (fetched).
+    size_t got;          // bytes in spare
+    int read_errno;      // 0, or read's error
+    bool read_eof;
+    atomic_bool fetched;
     // Records complete, published every HALF_BATCH, for a main thread that
     // commits them as they come and, when it catches up, sleeps until
     // wake_at are (0: awake): runs commit fast, and a wake-up every few
@@ -1857,6 +1878,29 @@ static void half_publish(half_job *h, size_t n) {
     }
 }
 
+// The next buffer as refill would leave it, read by the helper while the
+// main thread commits: the reads' copies from the page cache took a sixth
+// of the main thread's time, the part of it the helper could not share.
+static void fetch_next(half_job *h) {
+    memcpy(h->spare, h->end, h->tail);
+    size_t len = h->tail;
+    while (len < h->room) {
+        ssize_t k = read(h->fd, h->spare + len, h->room - len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            h->read_errno = errno;
+            break;
+        }
+        if (k == 0) {
+            h->read_eof = true;
+            break;
+        }
+        len += (size_t)k;
+    }
+    h->got = len;
+    atomic_store_explicit(&h->fetched, true, memory_order_release);
+}
+
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
@@ -1878,7 +1922,7 @@ static void *parse_half(void *arg) {
     half_big *pend = h->pend;
     const size_t cap = h->cap, pend_cap = h->pend_cap;
     size_t n = 0, npend = 0, nraw = 0;
-    unsigned all_parts = 0;
+    unsigned all_parts = 0, joined = 0;  // joined: the parts joined last
     sf_time_memo memo = {0};
     while (p < end) {
         half_rec *r = &recs[n];
@@ -1935,7 +1979,10 @@ static void *parse_half(void *arg) {
         }
         if (ok) {
             r->npend = (uint16_t)(npend - r->pend);
-            all_parts = sf_time_parts_join(all_parts, parts);
+            // Joining the parts of the record before again changes nothing:
+            // a call per record saved.
+            if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
+            r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
                       (!timed || times[n] > times[n - 1]);
@@ -1956,6 +2003,7 @@ static void *parse_half(void *arg) {
     atomic_store(&h->done, true);
     pthread_cond_signal(&h->more);
     pthread_mutex_unlock(&h->mu);
+    if (h->spare) fetch_next(h);
     return NULL;
 }
 
@@ -1985,6 +2033,7 @@ static int half_next(half_job *h, size_t i, bool *waited) {
 static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uint32_t ncf, size_t i, size_t j) {
     bool timed = c->time_field != UINT32_MAX;
     int rc = 0;
+    c->time_parts = sf_time_parts_join(c->time_parts, h->recs[j - 1].parts);
     for (size_t k = i; !rc && k < j; k++) {
         const half_rec *r = &h->recs[k];
         float *row = h->rows + k * c->nkeep;
@@ -2025,7 +2074,7 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
     c->line += j - i;
     c->pos = h->recs[j - 1].next;
-    c->st.rows_helper_runs += j - i;
+    if (!h->own) c->st.rows_helper_runs += j - i;
     return 0;
 }
 
@@ -2068,6 +2117,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
             c->time_at = c->buf + r->time_at;
+            c->time_parts = sf_time_parts_join(c->time_parts, r->parts);
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (c->series_field != UINT32_MAX) {
@@ -2104,6 +2154,71 @@ static int write_half(csv *c, const half_job *h) {
     return 0;
 }
 
+// The buffer the helper read (fetch_next) in place of this one, whose
+// records are all committed: as refill leaves it.
+static int take_next(csv *c, const half_job *h) {
+    if (h->read_errno) return sf_err_errno(c->e, SF_EIO, h->read_errno, "%s: read failed", c->name);
+    char *b = c->buf;
+    c->buf = c->spare, c->spare = b;
+    c->consumed += c->pos;
+    c->len = h->got, c->pos = 0, c->eof = h->read_eof;
+    memset(c->buf + c->len, 0, PAD);
+    if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
+    return 0;
+}
+
+// Room in a for the records of the part [from, to).
+// A record has ncsv - 1 delimiters, a line feed and a byte per number;
+// a last raw one takes any lines beyond (parse_half). Values above 2^24
+// beyond two a record on average are parsed by the main path. The
+// arrays are sized by the lines of the part's first 64 KiB, a quarter
+// more, not for records that short: 10 times the part's bytes for four
+// numbers, which a budget of RSS counts once the pages are touched. A
+// part of shorter records leaves its last lines to the main thread.
+// Returns 0, or 1 without the memory.
+static int half_room(csv *c, struct half_arrays *a, const char *from, const char *to) {
+    size_t part = (size_t)(to - from), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
+    for (const char *p = from; (p = memchr(p, '\n', (size_t)(from + sample - p))); p++) lines++;
+    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
+    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
+    if (max_rows <= a->cap) return 0;
+    size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
+    float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
+    if (r) a->rows = r;
+    int64_t *t = r ? realloc(a->times, max_rows * sizeof(int64_t)) : NULL;
+    if (t) a->times = t;
+    half_rec *hr = t ? realloc(a->recs, max_rows * sizeof *hr) : NULL;
+    if (hr) a->recs = hr;
+    uint32_t *hc = hr ? realloc(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
+    if (hc) a->cats = hc;
+    half_big *hb = hc ? realloc(a->pend, npend * sizeof *hb) : NULL;
+    if (!hb) return 1;
+    a->pend = hb;
+    a->cap = max_rows, a->pend_cap = npend;
+    return 0;
+}
+
+// A job over the part [from, to) into the arrays a.
+static int half_init(half_job *h, csv *c, const struct half_arrays *a, const char *from, const char *to) {
+    *h = (half_job){.c = c, .fields = c->half_fields, .start = from, .end = to, .rows = a->rows, .times = a->times,
+                    .recs = a->recs, .cats = a->cats, .pend = a->pend, .pend_cap = a->pend_cap, .cap = a->cap};
+    atomic_init(&h->ready, 0);
+    atomic_init(&h->done, false);
+    atomic_init(&h->wake_at, 0);
+    atomic_init(&h->fetched, false);
+    if (pthread_mutex_init(&h->mu, NULL)) return 1;
+    if (pthread_cond_init(&h->more, NULL)) {
+        pthread_mutex_destroy(&h->mu);
+        return 1;
+    }
+    return 0;
+}
+
+static void half_destroy(half_job *h) {
+    pthread_cond_destroy(&h->more);
+    pthread_mutex_destroy(&h->mu);
+}
+
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
@@ -2121,81 +2236,83 @@ static int parse_parallel(csv *c) {
     const char *mid = memchr(start + span * c->share / 64, '\n', span - span * c->share / 64 + 1);
     if (!mid || mid == last) return 1;
     mid++;
-    // A record has ncsv - 1 delimiters, a line feed and a byte per number;
-    // a last raw one takes any lines beyond (parse_half). Values above 2^24
-    // beyond two a record on average are parsed by the main path. The
-    // arrays are sized by the lines of the part's first 64 KiB, a quarter
-    // more, not for records that short: 10 times the part's bytes for four
-    // numbers, which a budget of RSS counts once the pages are touched. A
-    // part of shorter records leaves its last lines to the main thread.
-    size_t part = (size_t)(last + 1 - mid), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
-    for (const char *p = mid; (p = memchr(p, '\n', (size_t)(mid + sample - p))); p++) lines++;
-    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
-    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
     if (!c->half_fields) {
         size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
         if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
         for (uint32_t f = 0; f < c->ncsv; f++) c->half_fields[f] = (half_field){c->keep_at[f], c->role[f]};
     }
-    if (max_rows > c->half_cap) {
-        size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
-        float *r = realloc(c->half_rows, max_rows * c->nkeep * sizeof(float));
-        if (r) c->half_rows = r;
-        int64_t *t = r ? realloc(c->half_times, max_rows * sizeof(int64_t)) : NULL;
-        if (t) c->half_times = t;
-        half_rec *hr = t ? realloc(c->half_recs, max_rows * sizeof *hr) : NULL;
-        if (hr) c->half_recs = hr;
-        uint32_t *hc = hr ? realloc(c->half_cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
-        if (hc) c->half_cats = hc;
-        half_big *hb = hc ? realloc(c->half_pend, npend * sizeof *hb) : NULL;
-        if (!hb) return 1;
-        c->half_pend = hb;
-        c->half_cap = max_rows, c->half_pend_cap = npend;
-    }
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
-    half_job h = {.c = c, .fields = c->half_fields, .start = mid, .end = last + 1, .rows = c->half_rows,
-                  .times = c->half_times, .recs = c->half_recs, .cats = c->half_cats, .pend = c->half_pend,
-                  .pend_cap = c->half_pend_cap, .cap = c->half_cap};
-    atomic_init(&h.ready, 0);
-    atomic_init(&h.done, false);
-    atomic_init(&h.wake_at, 0);
+    // With state, the main thread parses its part as the helper does, then
+    // commits it as the helper's: runs of rows going on in one series skip
+    // the record-by-record commit (commit_run), which cost it more than the
+    // parsing. Without room for that it parses the part record by record,
+    // as it does in bulk, where a record's commit is cheap and the arrays
+    // would only add to the memory.
+    bool own = !bulk && !half_room(c, &c->part[0], start, mid);
+    if (half_room(c, &c->part[1], mid, last + 1)) return 1;
+    // The helper reads the next buffer once its part is parsed.
+    bool fetch = c->fd >= 0 && !c->eof;
+    if (fetch && c->spare_cap != c->cap) {
+        char *b = realloc(c->spare, c->cap + PAD);
+        if (b) c->spare = b, c->spare_cap = c->cap;
+        fetch = b != NULL;  // else refill reads it
+    }
+    half_job h;
+    if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
+    if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
     pthread_t t;
-    if (pthread_mutex_init(&h.mu, NULL)) return 1;
-    if (pthread_cond_init(&h.more, NULL)) {
-        pthread_mutex_destroy(&h.mu);
-        return 1;
-    }
     if (sf_thread_start(&t, parse_half, &h) != 0) {
-        pthread_cond_destroy(&h.more);
-        pthread_mutex_destroy(&h.mu);
+        half_destroy(&h);
         return 1;
     }
-    int rc = parse_until(c, (size_t)(mid - c->buf), false);
+    half_job mine;
+    own = own && !half_init(&mine, c, &c->part[0], start, mid);
+    int rc;
     bool waited = false;
+    if (own) {
+        mine.own = true;
+        parse_half(&mine);
+        rc = commit_half(c, &mine, &waited);
+        half_destroy(&mine);
+        waited = false;  // the main thread's own records: always ready
+    } else {
+        rc = parse_until(c, (size_t)(mid - c->buf), false);
+    }
     if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, &h, &waited);
-    // The main thread's part grows while it waits for the helper, shrinks
+    // The main thread's part grows while it waits for the helper (for its
+    // records, or, having committed them, for the next buffer), shrinks
     // while the helper waits: down to 1/32 of the buffer where it commits
     // every record, to 1/4 where the helper's rows go to the writer at once
-    // (the helper's arrays, sized to its part, stay small there).
+    // (the helper's arrays, sized to its part, stay small there). In bulk
+    // the read goes on while the main thread writes the helper's rows.
+    if (!bulk && fetch && !atomic_load_explicit(&h.fetched, memory_order_acquire)) waited = true;
     unsigned least = bulk ? 16 : 2;
     if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
-    pthread_join(t, NULL);
-    if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     if (!rc && bulk) {
+        // Its records are final once it is done; it reads the next buffer
+        // while they are written.
+        pthread_mutex_lock(&h.mu);
+        while (!atomic_load(&h.done)) pthread_cond_wait(&h.more, &h.mu);
+        pthread_mutex_unlock(&h.mu);
+        c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
         bool timed = c->time_field != UINT32_MAX;
-        bulk = !h.nraw && !c->blank_line;
+        bool at_once = !h.nraw && !c->blank_line;
         // The first time repeated within the series is the main path's to say.
-        for (size_t k = 0; bulk && timed && k < h.nrows; k++) {
+        for (size_t k = 0; at_once && timed && k < h.nrows; k++) {
             int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
-            bulk = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+            at_once = before < h.times[k] || (before == h.times[k] && c->repeat_line);
         }
-        rc = bulk ? write_half(c, &h) : commit_half(c, &h, &waited);
+        rc = at_once ? write_half(c, &h) : commit_half(c, &h, &waited);
+        pthread_join(t, NULL);
+    } else {
+        pthread_join(t, NULL);
+        if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     }
-    pthread_cond_destroy(&h.more);
-    pthread_mutex_destroy(&h.mu);
+    if (!rc && fetch) rc = take_next(c, &h);
+    half_destroy(&h);
     return rc;
 }
 
@@ -2697,9 +2814,13 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    free(c->half_recs);
-    free(c->half_cats);
-    free(c->half_pend);
+    for (int k = 0; k < 2; k++) {
+        free(c->part[k].rows);
+        free(c->part[k].times);
+        free(c->part[k].recs);
+        free(c->part[k].cats);
+        free(c->part[k].pend);
+    }
     free(c->half_fields);
     free(c->big_cols);
     free(c->pend);
@@ -2713,11 +2834,10 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->batch_time);
     free(c->batch_line);
     free(c->batch_imp);
-    free(c->half_times);
     free(c->field);
-    free(c->half_rows);
     free(c->key);
     free(c->buf);
+    free(c->spare);
     return rc;
 }
 

@@ -568,6 +568,42 @@ static void count_step(sf_pack_writer *w, int64_t step) {
     if (w->steps_seen == STEP_SAMPLE) decide_step(w);
 }
 
+// The times of `take` rows going into job j at w->fill, of series s: their
+// order checked and their steps counted. Once the typical step is decided
+// (STEP_SAMPLE steps), a loop with nothing but locals: it ran once a row.
+static int add_times(sf_pack_writer *w, job *j, series_entry *s, const int64_t *time, size_t take, sf_err *e) {
+    int64_t *aux = j->aux + w->fill;
+    size_t r = 0;
+    for (; r < take && (!(s->rows + r) || w->steps_seen < STEP_SAMPLE); r++) {
+        if (s->rows + r) {
+            if (time[r] < s->last_time) break;  // said below
+            int64_t step = sf_time_diff(s->last_time, time[r]);
+            if (step > j->max_step) j->max_step = step;
+            count_step(w, step);
+        } else {
+            s->first_time = time[r];
+        }
+        s->last_time = time[r];
+        aux[r] = time[r];
+    }
+    int64_t last = s->last_time, most = j->max_step;
+    const int64_t typical = w->step;
+    uint64_t gaps = 0;
+    size_t from = r;
+    for (; r < take && time[r] >= last; r++) {
+        int64_t step = sf_time_diff(last, time[r]);
+        most = step > most ? step : most;
+        gaps += step > typical;
+        aux[r] = last = time[r];
+    }
+    w->steps_seen += r - from, w->gaps += gaps;
+    j->max_step = most, s->last_time = last;
+    if (r < take)
+        return sf_err_set(e, SF_EINVAL, "%s: row %llu: time %lld is before the row before it (%lld) in the same "
+                          "series", w->path, (unsigned long long)(w->nrows + r), (long long)time[r], (long long)last);
+    return 0;
+}
+
 int sf_pack_writer_rows(sf_pack_writer *w, const float *rows, size_t n, sf_err *e) {
     return sf_pack_writer_rows_imputed(w, rows, NULL, NULL, NULL, n, e);
 }
@@ -596,27 +632,20 @@ int sf_pack_writer_rows_imputed(sf_pack_writer *w, const float *rows, const int6
         size_t take = w->chunk_rows - w->fill;
         if (take > n) take = n;
         if (w->fill == 0) j->max_step = 0;
-        for (size_t r = 0; r < take; r++)
-            for (uint32_t c = 0; c < nc; c++) j->raw[(size_t)c * w->chunk_rows + w->fill + r] = rows[r * nc + c];
+        // Column by column: each column's stores run on, and one column is one copy.
+        if (nc == 1) memcpy(j->raw + w->fill, rows, take * sizeof(float));
+        for (uint32_t c = 0; nc > 1 && c < nc; c++) {
+            float *col = j->raw + (size_t)c * w->chunk_rows + w->fill;
+            for (size_t r = 0; r < take; r++) col[r] = rows[r * nc + c];
+        }
         for (size_t r = 0; j->imp && r < take; r++)
             for (uint32_t c = 0; c < nc; c++)
                 j->imp[(size_t)c * w->chunk_rows + w->fill + r] = imputed && imputed[r * nc + c] ? 1 : 0;
-        for (size_t r = 0; time && r < take; r++) {
-            if (s->rows + r) {
-                if (time[r] < s->last_time)
-                    return sf_err_set(e, SF_EINVAL, "%s: row %llu: time %lld is before the row before it (%lld) in "
-                                      "the same series", w->path, (unsigned long long)(w->nrows + r),
-                                      (long long)time[r], (long long)s->last_time);
-                int64_t step = sf_time_diff(s->last_time, time[r]);
-                if (step > j->max_step) j->max_step = step;
-                count_step(w, step);
-            } else {
-                s->first_time = time[r];
-            }
-            s->last_time = time[r];
-            j->aux[w->fill + r] = time[r];
+        if (time) {
+            int rc = add_times(w, j, s, time, take, e);
+            if (rc) return rc;
         }
-        for (size_t r = 0; line && r < take; r++) j->aux[(size_t)w->has_time * w->chunk_rows + w->fill + r] = line[r];
+        if (line) memcpy(j->aux + (size_t)w->has_time * w->chunk_rows + w->fill, line, take * sizeof(int64_t));
         w->fill += take;
         w->nrows += take;
         s->rows += take;

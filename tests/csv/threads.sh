@@ -118,6 +118,10 @@ for row in 3 13377 19998; do
     same "a bad time at row $row" 1 bad.csv $ts
     gen 20 1000 grouped "if (n == $row) sub(/^2024/, \"2023\")" >back.csv
     same "a time going back at row $row" 1 back.csv $ts
+    # Seconds from row 13000 on, in the helper's part: the message writes
+    # times with the parts seen up to its row, from either thread.
+    gen 20 1000 grouped "if (n < 13000) sub(/:00,/, \",\"); if (n == $row) sub(/^2024/, \"2023\")" >secs.csv
+    same "seconds from row 13000, a time going back at row $row" 1 secs.csv $ts
     gen 20 1000 grouped "if (n == $row) sub(/,[0-9.]+,/, \",oops,\")" >text.csv
     same "text at row $row" 1 text.csv $ts
     gen 20 1000 grouped "if (n == $row) \$0 = \"\"" >blank.csv
