@@ -518,18 +518,22 @@ class _Batches:
                 except IndexError:
                     pass
             a = self._args
+            if spare:
+                # The pipeline's from the call on, so in the ring before it:
+                # an exception after the call (Ctrl-C that came while it
+                # waited) must not drop the record, whose lease would give
+                # the pipeline's slot to home, and both would hand it out.
+                self._ring[spare[0]] = spare
             rc = _next_buffer(d, spare[6] if spare else raw, a[0], a[1], a[2])
             if rc == 1:
                 x = self._taken[0]
                 rec = self._ring.pop(x, None) or self._record(x, self._taken[1])
-                if spare:
-                    self._ring[spare[0]] = spare
                 out.append(rec)
                 if rec[5] is None:
                     return rec[4].view(), rec[3].view()
                 return {k: v.view() for k, v in rec[5].items()}, rec[3].view()
             if spare:
-                out.appendleft(spare)
+                out.appendleft(self._ring.pop(spare[0]))
             elif raw is not None:
                 self._home.give(raw.value)
             _check(rc, self._t.err)

@@ -2,10 +2,10 @@
 # Dataset batches come without a copy, in the pipeline's own memory, which
 # is written again only once no array of a batch is left: a batch held
 # whole, as a view, as y alone, by another thread, after close() or after
-# the Dataset is gone, keeps its values; the values are sf_dataset_next's
-# (the copying call); memory is reused when batches are dropped (a few
-# buffers, not one a batch), also with covariates (x a dict). Needs numpy:
-# 77 without it.
+# the Dataset is gone, or after an exception interrupted a call, keeps its
+# values; the values are sf_dataset_next's (the copying call); memory is
+# reused when batches are dropped (a few buffers, not one a batch), also
+# with covariates (x a dict). Needs numpy: 77 without it.
 set -uo pipefail
 . "$SRCDIR/tests/lib.sh"
 LIBSEQFEED=${1:?libseqfeed.so}
@@ -99,6 +99,41 @@ ds.close()
 del ds, it
 gc.collect()
 assert np.array_equal(flat(first[0]), want[0][0]) and np.array_equal(first[1], want[0][1])
+
+# An exception after the C call returned (Ctrl-C that came while it waited
+# for its batch, raised as it returns): the buffer given as the spare is
+# the pipeline's, and must not come back as another batch's memory while
+# the pipeline writes it (two held batches in one buffer, then a double
+# free at close).
+ds = seqfeed.Dataset("d.sfpack", **kw)
+it, real, calls = iter(ds), seqfeed._next_buffer, [0]
+
+
+def interrupted(*args):
+    rc = real(*args)
+    calls[0] += 1
+    if calls[0] == 6:
+        raise KeyboardInterrupt
+    return rc
+
+
+seqfeed._next_buffer = interrupted
+try:
+    for i in range(10):
+        x, y = next(it)
+        del x, y
+    raise AssertionError("no KeyboardInterrupt")
+except KeyboardInterrupt:
+    pass
+finally:
+    seqfeed._next_buffer = real
+gc.collect()
+held = [(x, y, x.copy(), y.copy()) for x, y in it]
+assert len({x.__array_interface__["data"][0] for x, _, _, _ in held}) == len(held), "held batches share a buffer"
+assert all(np.array_equal(x, cx) and np.array_equal(y, cy) for x, y, cx, cy in held), "a held batch changed"
+ds.close()
+del held, it, ds
+gc.collect()
 
 # Two threads drawing from one iterator, each keeping what it got: every batch once, none changed.
 ds = seqfeed.Dataset("d.sfpack", **kw)
