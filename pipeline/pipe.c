@@ -470,13 +470,12 @@ static uint32_t slot_of(const replica *rp, uint64_t step) {
 // whose copy would wait the longest.
 static uint32_t claim_slot(replica *rp, uint64_t step) {
     uint32_t f = slot_of(rp, step);
-    if (f == NO_SLOT && rp->ring.stage) {
-        uint32_t k = (uint32_t)(step % rp->ring.slots);
-        if (rp->holds[k] == NO_STEP) rp->holds[k] = step, f = k;
-    }
-    for (uint32_t k = 0; f == NO_SLOT && !rp->ring.stage && k < rp->ring.slots; k++)
-        if (rp->holds[k] == NO_STEP) rp->holds[k] = step, f = k;
-    return f;
+    if (f != NO_SLOT) return f;
+    // The candidates: slot step % slots alone with stage hooks, else all.
+    uint32_t k = rp->ring.stage ? (uint32_t)(step % rp->ring.slots) : 0;
+    for (uint32_t end = rp->ring.stage ? k + 1 : rp->ring.slots; k < end; k++)
+        if (rp->holds[k] == NO_STEP) return rp->holds[k] = step, k;
+    return NO_SLOT;
 }
 
 // Cuts the lane's parts (streams ss, parts mine) of the epoch's global batch
