@@ -1019,6 +1019,10 @@ static void suggest_unit(const csv *c, int64_t count, enum sf_time_kind skip, co
     }
 }
 
+// sf_time_same_day reads times with the delimiter d: none of its layout's
+// bytes.
+static bool time_same_day_ok(char d) { return !strchr("0123456789-/T :Z", d); }
+
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
     char tmp[96];
@@ -1141,6 +1145,16 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
 // field to general_field.
 static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *end, const char **after, int *rc) {
     char d = c->delim;
+    size_t tn;
+    if (c->role[f] == ROLE_TIME && c->time_kind == SF_TIME_ISO && time_same_day_ok(d) &&
+        (tn = sf_time_same_day(&c->time_memo, p, end, d, &c->rec_time))) {
+        // time_field's result for the text; its parts (no fraction) join by or
+        c->time_at = p;
+        c->time_parts |= c->time_memo.parts;
+        *rc = 0;
+        *after = p + tn;
+        return true;
+    }
     if (p == end || *p == '"' || is_space(*p, d)) return false;
     const char *e = c->field_end(p, end, d);
     if (e == end) return false;  // perhaps cut by the buffer's end; the end of input: general_field
@@ -1924,6 +1938,7 @@ static void *parse_half(void *arg) {
     size_t n = 0, npend = 0, nraw = 0;
     unsigned all_parts = 0, joined = 0;  // joined: the parts joined last
     sf_time_memo memo = {0};
+    const bool same_day = kind == SF_TIME_ISO && time_same_day_ok(d);
     while (p < end) {
         half_rec *r = &recs[n];
         *r = (half_rec){.pend = (uint32_t)npend};
@@ -1942,8 +1957,13 @@ static void *parse_half(void *arg) {
             const uint8_t role = fields[f].role;
             const uint32_t k = fields[f].keep;
             const char *after = q, *te;
+            size_t tn;
             if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
+            } else if (role == ROLE_TIME && same_day && (tn = sf_time_same_day(&memo, q, end, d, &times[n]))) {
+                te = after = q + tn;
+                parts = memo.parts;
+                r->time_at = (uint32_t)(q - buf);  // truncated stays false: no fraction
             } else {
                 after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
