@@ -1915,6 +1915,16 @@ static void fetch_next(half_job *h) {
     atomic_store_explicit(&h->fetched, true, memory_order_release);
 }
 
+// The series id at q is the one of the record b before it, a row of a run
+// (cont) of rows of one series, and ends where a scan for d would end it:
+// its checks are that id's, without the scan. Tried only behind a row of a
+// run: where the series changes from row to row, it would fail each time.
+static inline bool same_id(const half_rec *b, const char *buf, const char *q, const char *end, char d) {
+    size_t n = b->key_len;
+    return end - q > (ptrdiff_t)n && (q[n] == d || (q[n] == '\n' && (!n || q[n - 1] != '\r'))) &&
+           sf_bytes_equal(q, buf + b->key, n);
+}
+
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
@@ -1952,7 +1962,7 @@ static void *parse_half(void *arg) {
         uint32_t *cat = cats + n * 2 * ncat;
         unsigned parts = 0;
         const char *q = p;
-        bool ok = true;
+        bool ok = true, same_key = false;
         for (uint32_t f = 0; ok && f < ncsv; f++) {
             const uint8_t role = fields[f].role;
             const uint32_t k = fields[f].keep;
@@ -1964,6 +1974,10 @@ static void *parse_half(void *arg) {
                 te = after = q + tn;
                 parts = memo.parts;
                 r->time_at = (uint32_t)(q - buf);  // truncated stays false: no fraction
+            } else if (role == ROLE_SERIES && n && r[-1].cont && same_id(&r[-1], buf, q, end, d)) {
+                te = after = q + r[-1].key_len;
+                r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len;
+                same_key = true;
             } else {
                 after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
@@ -2004,7 +2018,8 @@ static void *parse_half(void *arg) {
             if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
             r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
-            r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
+            r->cont = b && !b->raw &&
+                      (same_key || (b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len))) &&
                       (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;
