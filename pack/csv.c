@@ -1020,8 +1020,10 @@ static void suggest_unit(const csv *c, int64_t count, enum sf_time_kind skip, co
 }
 
 // sf_time_same_day reads times with the delimiter d: none of its layout's
-// bytes.
-static bool time_same_day_ok(char d) { return !strchr("0123456789-/T :Z", d); }
+// bytes. Compares, not strchr: the main path asks once a row.
+static inline bool time_same_day_ok(char d) {
+    return (unsigned)(d - '0') > 9 && d != '-' && d != '/' && d != 'T' && d != ' ' && d != ':' && d != 'Z';
+}
 
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
