@@ -124,6 +124,7 @@ typedef struct {
         size_t cap, pend_cap;
     } part[2];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
+    struct helper *helper;  // the helper thread, once started (helper_run)
     char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
     size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
@@ -2044,6 +2045,76 @@ static void *parse_half(void *arg) {
     return NULL;
 }
 
+// The helper thread, started for the first buffer parsed in parallel and
+// kept for the rest: a thread a buffer cost a clone, signal masks set and
+// reset, and a stack given back (madvise) and faulted in again, each time.
+// job: the part handed over; NULL once the helper is done with it.
+typedef struct helper {
+    pthread_t t;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  // a job handed over, a job done, quit
+    half_job *job;
+    bool quit;
+} helper;
+
+static void *helper_main(void *arg) {
+    helper *hp = arg;
+    pthread_mutex_lock(&hp->mu);
+    for (;;) {
+        while (!hp->job && !hp->quit) pthread_cond_wait(&hp->cv, &hp->mu);
+        if (!hp->job) break;
+        pthread_mutex_unlock(&hp->mu);
+        parse_half(hp->job);
+        pthread_mutex_lock(&hp->mu);
+        hp->job = NULL;
+        pthread_cond_broadcast(&hp->cv);
+    }
+    pthread_mutex_unlock(&hp->mu);
+    return NULL;
+}
+
+// Hands h to the helper thread, started first if need be: 0, or 1 when
+// there is none (the buffer is then parsed by the main thread alone).
+static int helper_run(csv *c, half_job *h) {
+    helper *hp = c->helper;
+    if (!hp) {
+        if (!(hp = calloc(1, sizeof *hp))) return 1;
+        bool mu = pthread_mutex_init(&hp->mu, NULL) == 0, cv = mu && pthread_cond_init(&hp->cv, NULL) == 0;
+        if (!cv || sf_thread_start(&hp->t, helper_main, hp)) {
+            if (cv) pthread_cond_destroy(&hp->cv);
+            if (mu) pthread_mutex_destroy(&hp->mu);
+            free(hp);
+            return 1;
+        }
+        c->helper = hp;
+    }
+    pthread_mutex_lock(&hp->mu);
+    hp->job = h;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+    return 0;
+}
+
+// Waits until the helper is done with its job (parsed, and the next
+// buffer read): as a join of a thread of its own would.
+static void helper_wait(helper *hp) {
+    pthread_mutex_lock(&hp->mu);
+    while (hp->job) pthread_cond_wait(&hp->cv, &hp->mu);
+    pthread_mutex_unlock(&hp->mu);
+}
+
+static void helper_stop(helper *hp) {
+    if (!hp) return;
+    pthread_mutex_lock(&hp->mu);
+    hp->quit = true;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+    pthread_join(hp->t, NULL);
+    pthread_cond_destroy(&hp->cv);
+    pthread_mutex_destroy(&hp->mu);
+    free(hp);
+}
+
 // The next record of the helper's part once it is complete: 1, or 0 when
 // there is none. *waited: the main thread had to wait for it.
 static int half_next(half_job *h, size_t i, bool *waited) {
@@ -2299,8 +2370,7 @@ static int parse_parallel(csv *c) {
     half_job h;
     if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
     if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
-    pthread_t t;
-    if (sf_thread_start(&t, parse_half, &h) != 0) {
+    if (helper_run(c, &h)) {
         half_destroy(&h);
         return 1;
     }
@@ -2343,9 +2413,9 @@ static int parse_parallel(csv *c) {
             at_once = before < h.times[k] || (before == h.times[k] && c->repeat_line);
         }
         rc = at_once ? write_half(c, &h) : commit_half(c, &h, &waited);
-        pthread_join(t, NULL);
+        helper_wait(c->helper);
     } else {
-        pthread_join(t, NULL);
+        helper_wait(c->helper);
         if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     }
     if (!rc && fetch) rc = take_next(c, &h);
@@ -2858,6 +2928,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
         free(c->part[k].cats);
         free(c->part[k].pend);
     }
+    helper_stop(c->helper);
     free(c->half_fields);
     free(c->big_cols);
     free(c->pend);
