@@ -294,11 +294,30 @@ static inline bool sf_bytes_equal(const char *a, const char *b, size_t n) {
     return memcmp(a, b, n) == 0;
 }
 
-// FNV-1a of s[0, n): the hash of the series ids and category values.
+// The hash of the series ids and category values (their tables' slots
+// only: codes and indices follow first appearance, never the hash). Eight
+// bytes at a time, the last word overlapping the one before: FNV-1a's
+// byte a step took a fifth of packing's time where the series id changes
+// every row. Multiplies mix each word, the high half folded into the low
+// bits the tables mask.
 static inline uint64_t sf_hash_bytes(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 0x100000001b3ull;
-    return h;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n, v;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        memcpy(&v, s + i, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdull;
+        h ^= h >> 32;
+    }
+    if (n >= 8) {
+        memcpy(&v, s + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s, 4), memcpy(&b, s + n - 4, 4);
+        v = (uint64_t)a << 32 | b;
+    } else {
+        v = n ? (uint64_t)(uint8_t)s[0] << 16 | (uint64_t)(uint8_t)s[n / 2] << 8 | (uint8_t)s[n - 1] : 0;
+    }
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ull;
+    return h ^ h >> 29 ^ h >> 47;
 }
 
 // The series ids a packer has seen (csv.c, arrow.c): an open-addressing
