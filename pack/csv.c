@@ -2202,6 +2202,9 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
     uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
     for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
         if (c->role[f] == ROLE_CATEGORY) cat_fields[ncf++] = f;
+    // The parts joined last: joining them again changes nothing (a join of
+    // flags and the most fraction digits), so a call a record is saved.
+    unsigned joined = ~0u;  // none: parts are 8 bits
     for (size_t i = 0; half_next(h, i, waited); i++) {
         const half_rec *r = &h->recs[i];
         size_t next = r->next;
@@ -2217,7 +2220,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             i = j - 1;
             continue;
         }
-        memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
+        if (c->nkeep == 1) c->row[0] = h->rows[i];  // a call to memcpy for one value cost more than the copy
+        else memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
         for (uint32_t j = 0; j < r->npend; j++) {
@@ -2232,7 +2236,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
             c->time_at = c->buf + r->time_at;
-            c->time_parts = sf_time_parts_join(c->time_parts, r->parts);
+            if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (c->series_field != UINT32_MAX) {
