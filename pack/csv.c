@@ -124,6 +124,7 @@ typedef struct {
         size_t cap, pend_cap;
     } part[2];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
+    struct helper *helper;  // the helper thread, once started (helper_run)
     char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
     size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
@@ -1019,6 +1020,12 @@ static void suggest_unit(const csv *c, int64_t count, enum sf_time_kind skip, co
     }
 }
 
+// sf_time_same_day reads times with the delimiter d: none of its layout's
+// bytes. Compares, not strchr: the main path asks once a row.
+static inline bool time_same_day_ok(char d) {
+    return (unsigned)(d - '0') > 9 && d != '-' && d != '/' && d != 'T' && d != ' ' && d != ':' && d != 'Z';
+}
+
 // The record's time from the time column's field.
 static int time_field(csv *c, const char *at, const char *s, size_t n) {
     char tmp[96];
@@ -1141,6 +1148,16 @@ static __attribute__((noinline)) int general_field(csv *c, uint32_t f, const cha
 // field to general_field.
 static inline bool plain_field(csv *c, uint32_t f, const char *p, const char *end, const char **after, int *rc) {
     char d = c->delim;
+    size_t tn;
+    if (c->role[f] == ROLE_TIME && c->time_kind == SF_TIME_ISO && time_same_day_ok(d) &&
+        (tn = sf_time_same_day(&c->time_memo, p, end, d, &c->rec_time))) {
+        // time_field's result for the text; its parts (no fraction) join by or
+        c->time_at = p;
+        c->time_parts |= c->time_memo.parts;
+        *rc = 0;
+        *after = p + tn;
+        return true;
+    }
     if (p == end || *p == '"' || is_space(*p, d)) return false;
     const char *e = c->field_end(p, end, d);
     if (e == end) return false;  // perhaps cut by the buffer's end; the end of input: general_field
@@ -1901,6 +1918,16 @@ static void fetch_next(half_job *h) {
     atomic_store_explicit(&h->fetched, true, memory_order_release);
 }
 
+// The series id at q is the one of the record b before it, a row of a run
+// (cont) of rows of one series, and ends where a scan for d would end it:
+// its checks are that id's, without the scan. Tried only behind a row of a
+// run: where the series changes from row to row, it would fail each time.
+static inline bool same_id(const half_rec *b, const char *buf, const char *q, const char *end, char d) {
+    size_t n = b->key_len;
+    return end - q > (ptrdiff_t)n && (q[n] == d || (q[n] == '\n' && (!n || q[n - 1] != '\r'))) &&
+           sf_bytes_equal(q, buf + b->key, n);
+}
+
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
@@ -1924,6 +1951,7 @@ static void *parse_half(void *arg) {
     size_t n = 0, npend = 0, nraw = 0;
     unsigned all_parts = 0, joined = 0;  // joined: the parts joined last
     sf_time_memo memo = {0};
+    const bool same_day = kind == SF_TIME_ISO && time_same_day_ok(d);
     while (p < end) {
         half_rec *r = &recs[n];
         *r = (half_rec){.pend = (uint32_t)npend};
@@ -1937,13 +1965,22 @@ static void *parse_half(void *arg) {
         uint32_t *cat = cats + n * 2 * ncat;
         unsigned parts = 0;
         const char *q = p;
-        bool ok = true;
+        bool ok = true, same_key = false;
         for (uint32_t f = 0; ok && f < ncsv; f++) {
             const uint8_t role = fields[f].role;
             const uint32_t k = fields[f].keep;
             const char *after = q, *te;
+            size_t tn;
             if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
+            } else if (role == ROLE_TIME && same_day && (tn = sf_time_same_day(&memo, q, end, d, &times[n]))) {
+                te = after = q + tn;
+                parts = memo.parts;
+                r->time_at = (uint32_t)(q - buf);  // truncated stays false: no fraction
+            } else if (role == ROLE_SERIES && n && r[-1].cont && same_id(&r[-1], buf, q, end, d)) {
+                te = after = q + r[-1].key_len;
+                r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len;
+                same_key = true;
             } else {
                 after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
@@ -1984,7 +2021,8 @@ static void *parse_half(void *arg) {
             if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
             r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
-            r->cont = b && !b->raw && b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len) &&
+            r->cont = b && !b->raw &&
+                      (same_key || (b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len))) &&
                       (!timed || times[n] > times[n - 1]);
         } else {
             r->raw = true;
@@ -2005,6 +2043,76 @@ static void *parse_half(void *arg) {
     pthread_mutex_unlock(&h->mu);
     if (h->spare) fetch_next(h);
     return NULL;
+}
+
+// The helper thread, started for the first buffer parsed in parallel and
+// kept for the rest: a thread a buffer cost a clone, signal masks set and
+// reset, and a stack given back (madvise) and faulted in again, each time.
+// job: the part handed over; NULL once the helper is done with it.
+typedef struct helper {
+    pthread_t t;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  // a job handed over, a job done, quit
+    half_job *job;
+    bool quit;
+} helper;
+
+static void *helper_main(void *arg) {
+    helper *hp = arg;
+    pthread_mutex_lock(&hp->mu);
+    for (;;) {
+        while (!hp->job && !hp->quit) pthread_cond_wait(&hp->cv, &hp->mu);
+        if (!hp->job) break;
+        pthread_mutex_unlock(&hp->mu);
+        parse_half(hp->job);
+        pthread_mutex_lock(&hp->mu);
+        hp->job = NULL;
+        pthread_cond_broadcast(&hp->cv);
+    }
+    pthread_mutex_unlock(&hp->mu);
+    return NULL;
+}
+
+// Hands h to the helper thread, started first if need be: 0, or 1 when
+// there is none (the buffer is then parsed by the main thread alone).
+static int helper_run(csv *c, half_job *h) {
+    helper *hp = c->helper;
+    if (!hp) {
+        if (!(hp = calloc(1, sizeof *hp))) return 1;
+        bool mu = pthread_mutex_init(&hp->mu, NULL) == 0, cv = mu && pthread_cond_init(&hp->cv, NULL) == 0;
+        if (!cv || sf_thread_start(&hp->t, helper_main, hp)) {
+            if (cv) pthread_cond_destroy(&hp->cv);
+            if (mu) pthread_mutex_destroy(&hp->mu);
+            free(hp);
+            return 1;
+        }
+        c->helper = hp;
+    }
+    pthread_mutex_lock(&hp->mu);
+    hp->job = h;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+    return 0;
+}
+
+// Waits until the helper is done with its job (parsed, and the next
+// buffer read): as a join of a thread of its own would.
+static void helper_wait(helper *hp) {
+    pthread_mutex_lock(&hp->mu);
+    while (hp->job) pthread_cond_wait(&hp->cv, &hp->mu);
+    pthread_mutex_unlock(&hp->mu);
+}
+
+static void helper_stop(helper *hp) {
+    if (!hp) return;
+    pthread_mutex_lock(&hp->mu);
+    hp->quit = true;
+    pthread_cond_broadcast(&hp->cv);
+    pthread_mutex_unlock(&hp->mu);
+    pthread_join(hp->t, NULL);
+    pthread_cond_destroy(&hp->cv);
+    pthread_mutex_destroy(&hp->mu);
+    free(hp);
 }
 
 // The next record of the helper's part once it is complete: 1, or 0 when
@@ -2034,7 +2142,13 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
     bool timed = c->time_field != UINT32_MAX;
     int rc = 0;
     c->time_parts = sf_time_parts_join(c->time_parts, h->recs[j - 1].parts);
-    for (size_t k = i; !rc && k < j; k++) {
+    // Nothing to code or count in the run (pend offsets are cumulative; a
+    // cut time shows 6 fraction digits in the parts joined up to it): the
+    // loop over its records is skipped, a third of the run's cost.
+    const half_rec *last = &h->recs[j - 1];
+    bool plain = !ncf && last->pend + last->npend == h->recs[i].pend &&
+                 (last->parts >> SF_TIME_FRACTION_SHIFT & 7) < 6;
+    for (size_t k = i; !rc && !plain && k < j; k++) {
         const half_rec *r = &h->recs[k];
         float *row = h->rows + k * c->nkeep;
         const uint32_t *cat = h->cats + k * 2 * c->ncat;
@@ -2063,7 +2177,8 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
         if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));
         if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
-        for (size_t k = 0; k < n; k++) c->batch_line[c->nbatch + k] = line + (int64_t)(done - i + k);
+        int64_t *to = c->batch_line + c->nbatch, first = line + (int64_t)(done - i);  // locals: a loop that vectorizes
+        for (size_t k = 0; k < n; k++) to[k] = first + (int64_t)k;
         c->row += n * c->nkeep;
         c->nbatch += n;
         done += n;
@@ -2087,6 +2202,9 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
     uint32_t cat_fields[64], ncf = 0;  // at most 64 categorical columns (convert)
     for (uint32_t f = 0; f < c->ncsv && ncf < 64; f++)
         if (c->role[f] == ROLE_CATEGORY) cat_fields[ncf++] = f;
+    // The parts joined last: joining them again changes nothing (a join of
+    // flags and the most fraction digits), so a call a record is saved.
+    unsigned joined = ~0u;  // none: parts are 8 bits
     for (size_t i = 0; half_next(h, i, waited); i++) {
         const half_rec *r = &h->recs[i];
         size_t next = r->next;
@@ -2102,7 +2220,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             i = j - 1;
             continue;
         }
-        memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
+        if (c->nkeep == 1) c->row[0] = h->rows[i];  // a call to memcpy for one value cost more than the copy
+        else memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
         for (uint32_t j = 0; j < r->npend; j++) {
@@ -2117,7 +2236,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         if (c->time_field != UINT32_MAX) {
             c->rec_time = h->times[i];
             c->time_at = c->buf + r->time_at;
-            c->time_parts = sf_time_parts_join(c->time_parts, r->parts);
+            if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (c->series_field != UINT32_MAX) {
@@ -2262,8 +2381,7 @@ static int parse_parallel(csv *c) {
     half_job h;
     if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
     if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
-    pthread_t t;
-    if (sf_thread_start(&t, parse_half, &h) != 0) {
+    if (helper_run(c, &h)) {
         half_destroy(&h);
         return 1;
     }
@@ -2306,9 +2424,9 @@ static int parse_parallel(csv *c) {
             at_once = before < h.times[k] || (before == h.times[k] && c->repeat_line);
         }
         rc = at_once ? write_half(c, &h) : commit_half(c, &h, &waited);
-        pthread_join(t, NULL);
+        helper_wait(c->helper);
     } else {
-        pthread_join(t, NULL);
+        helper_wait(c->helper);
         if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
     }
     if (!rc && fetch) rc = take_next(c, &h);
@@ -2821,6 +2939,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
         free(c->part[k].cats);
         free(c->part[k].pend);
     }
+    helper_stop(c->helper);
     free(c->half_fields);
     free(c->big_cols);
     free(c->pend);

@@ -200,6 +200,14 @@ static inline bool parse_common(const char *s, size_t n, int64_t *us, unsigned *
     // Four digits of year, no offset: always within 0000-9999.
     *us = (day * 86400 + h * 3600 + mi * 60 + sec) * 1000000;
     *parts = got;
+    if (memo) memo->len = 0;
+    if (memo && n == 19) {  // the layout sf_time_same_day reads
+        memo->len = (uint8_t)(n + !!(got & SF_TIME_ZONE));
+        memo->parts = (uint8_t)got;
+        memo->sep = (uint32_t)(unsigned char)s[8] | (uint32_t)(unsigned char)s[9] << 8 |
+                    (uint32_t)(unsigned char)s[10] << 16;
+        memo->day_us = day * 86400000000ll;
+    }
     return true;
 }
 

@@ -20,7 +20,6 @@ typedef struct {
     uint8_t *imp;      // 1 where a value was imputed: column-major like raw (NULL: the file records none)
     uint64_t *imp_count;  // ncols: the chunk's imputed values per column
     int64_t max_step;  // sf_pack_chunk_max_step
-    uint8_t *filtered;
     void *stored;      // compressed bytes
     size_t stored_cap, stored_size, rows;
     sf_moments *moments;  // ncols
@@ -58,6 +57,13 @@ struct sf_pack_writer {
     uint64_t next_seq, next_write, next_take;  // job sequence numbers
     size_t fill;  // rows in the job being filled (jobs[next_seq % njobs])
     ZSTD_CCtx *cctx;  // inline compression when there are no workers
+    // A chunk's filtered bytes, zstd's input, are needed only while it is
+    // compressed: a buffer per compressor (each worker's own, or this one
+    // inline), not per job, whose 2 * threads buffers of up to 5 MB were
+    // each faulted in page by page (page faults took about a tenth of
+    // CSV packing's CPU).
+    uint8_t *filtered;
+    size_t filtered_bytes;
 
     pthread_t *threads;
     int nthreads;
@@ -129,19 +135,20 @@ static void imputed_encode(uint8_t *out, const uint8_t *imp, uint64_t *count, ui
         if (imp[i]) out[i / 8] |= (uint8_t)(1u << (i % 8)), count[i / rows]++;
 }
 
-static void job_compress(job *j, ZSTD_CCtx *cctx, uint32_t ncols, uint32_t naux, int level, int filter) {
+static void job_compress(job *j, ZSTD_CCtx *cctx, uint8_t *filtered, uint32_t ncols, uint32_t naux, int level,
+                         int filter) {
     for (uint32_t c = 0; c < ncols; c++) sf_moments_of(&j->moments[c], j->raw + c * j->rows, j->rows);
     if (j->placed) {  // the bytes are in the file: only the imputed counts are wanted
-        if (j->imp) imputed_encode(j->filtered, j->imp, j->imp_count, ncols, j->rows);
+        if (j->imp) imputed_encode(filtered, j->imp, j->imp_count, ncols, j->rows);
         j->error_name = NULL;
         return;
     }
     size_t raw_size = (size_t)sf_chunk_raw_bytes(j->rows, ncols, naux, j->imp != NULL);
-    sf_filter_encode(j->filtered, j->raw, ncols, j->rows, filter);
+    sf_filter_encode(filtered, j->raw, ncols, j->rows, filter);
     for (uint32_t a = 0; a < naux; a++)
-        aux_encode(j->filtered + j->rows * (ncols * 4 + a * 8), j->aux + (size_t)a * j->rows, j->rows);
-    if (j->imp) imputed_encode(j->filtered + j->rows * (ncols * 4 + naux * 8), j->imp, j->imp_count, ncols, j->rows);
-    size_t r = ZSTD_compressCCtx(cctx, j->stored, j->stored_cap, j->filtered, raw_size, level);
+        aux_encode(filtered + j->rows * (ncols * 4 + a * 8), j->aux + (size_t)a * j->rows, j->rows);
+    if (j->imp) imputed_encode(filtered + j->rows * (ncols * 4 + naux * 8), j->imp, j->imp_count, ncols, j->rows);
+    size_t r = ZSTD_compressCCtx(cctx, j->stored, j->stored_cap, filtered, raw_size, level);
     j->error_name = ZSTD_isError(r) ? ZSTD_getErrorName(r) : NULL;
     j->stored_size = ZSTD_isError(r) ? 0 : r;
 }
@@ -159,20 +166,22 @@ static void job_compact(job *j, uint32_t ncols, uint32_t naux, uint32_t chunk_ro
 static void *worker_main(void *arg) {
     sf_pack_writer *w = arg;
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
+    uint8_t *filtered = malloc(w->filtered_bytes);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->stop && w->next_take == w->next_seq) pthread_cond_wait(&w->cv, &w->mu);
         if (w->next_take == w->next_seq) break;  // stop requested and nothing queued
         job *j = &w->jobs[w->next_take++ % w->njobs];
         pthread_mutex_unlock(&w->mu);
-        if (cctx) job_compress(j, cctx, w->ncols, w->naux, w->level, w->filter);
-        else j->error_name = "cannot create a zstd context";
+        if (cctx && filtered) job_compress(j, cctx, filtered, w->ncols, w->naux, w->level, w->filter);
+        else j->error_name = cctx ? "out of memory for a chunk's filtered bytes" : "cannot create a zstd context";
         pthread_mutex_lock(&w->mu);
         j->done = true;
         pthread_cond_broadcast(&w->cv);
     }
     pthread_mutex_unlock(&w->mu);
     ZSTD_freeCCtx(cctx);
+    free(filtered);
     return NULL;
 }
 
@@ -239,7 +248,7 @@ static int flush_chunk(sf_pack_writer *w, sf_err *e) {
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
     } else {
-        job_compress(j, w->cctx, w->ncols, w->naux, w->level, w->filter);
+        job_compress(j, w->cctx, w->filtered, w->ncols, w->naux, w->level, w->filter);
         j->done = true;
         w->next_seq++;
     }
@@ -266,7 +275,6 @@ static void free_writer(sf_pack_writer *w) {
         free(w->jobs[i].aux);
         free(w->jobs[i].imp);
         free(w->jobs[i].imp_count);
-        free(w->jobs[i].filtered);
         free(w->jobs[i].stored);
         free(w->jobs[i].moments);
     }
@@ -279,6 +287,7 @@ static void free_writer(sf_pack_writer *w) {
         if (w->cat_values) free(w->cat_values[k]);
     }
     free(w->cat_values), free(w->cat_n), free(w->cat_cols);
+    free(w->filtered);
     free(w->index);
     free(w->chunk_steps);
     free(w->moments);
@@ -407,18 +416,19 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     w->imputed = w->has_imputed ? calloc(o->ncols, sizeof *w->imputed) : NULL;
     if (!w->path || !w->jobs || !w->moments || (w->has_imputed && !w->imputed)) goto nomem;
     size_t raw = chunk_rows * o->ncols * 4;
+    size_t all = (size_t)sf_chunk_raw_bytes(chunk_rows, o->ncols, w->naux, w->has_imputed);
+    w->filtered_bytes = all;
+    if (!w->nthreads && !(w->filtered = malloc(all))) goto nomem;
     for (size_t i = 0; i < w->njobs; i++) {
         job *j = &w->jobs[i];
-        size_t all = (size_t)sf_chunk_raw_bytes(chunk_rows, o->ncols, w->naux, w->has_imputed);
         j->raw = malloc(raw);
         j->aux = w->naux ? malloc(chunk_rows * w->naux * 8) : NULL;
         j->imp = w->has_imputed ? malloc(chunk_rows * o->ncols) : NULL;
         j->imp_count = w->has_imputed ? malloc(o->ncols * sizeof *j->imp_count) : NULL;
-        j->filtered = malloc(all);
         j->stored_cap = ZSTD_compressBound(all);
         j->stored = malloc(j->stored_cap);
         j->moments = calloc(o->ncols, sizeof *j->moments);
-        if (!j->raw || (w->naux && !j->aux) || (w->has_imputed && (!j->imp || !j->imp_count)) || !j->filtered ||
+        if (!j->raw || (w->naux && !j->aux) || (w->has_imputed && (!j->imp || !j->imp_count)) ||
             !j->stored || !j->moments)
             goto nomem;
     }

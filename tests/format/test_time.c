@@ -38,11 +38,12 @@ static void test_phases(const char *path) {
 // 60, a digit replaced) as often as not: the same result, parts and error
 // code. sf_time_why runs the general parser on the text itself. The packer
 // reads with sf_time_parse_memo, which keeps the last date: half the texts
-// repeat the date before them, and its results must be sf_time_parse's.
+// repeat the date before them, and its results must be sf_time_parse's, as
+// must sf_time_same_day's, which it tries first.
 static void test_common_layouts(void) {
     uint64_t seed = 31;
     sf_time_memo memo = {0};
-    int py = 0, pmo = 0, pd = 0;
+    int py = 0, pmo = 0, pd = 0, same_day = 0;
     for (int i = 0; i < 400000; i++) {
         uint64_t r = sf_splitmix64(&seed), r2 = sf_splitmix64(&seed);
         int y = (int)(r % 10000), mo = (int)(r >> 14 & 0xff) % 14, d = (int)(r >> 22 & 0xff) % 33,
@@ -71,6 +72,15 @@ static void test_common_layouts(void) {
         if (!form && *z) pb |= SF_TIME_ZONE;
         CHECK(ra == rb && (ra || (a == b && pa == pb)), "'%s': rc %d, %lld, parts %#x; '%s': rc %d, %lld, parts %#x",
               ext, ra, (long long)a, pa, basic, rb, (long long)b, pb);
+        // As the packer reads a field: sf_time_same_day first, the text
+        // followed by a delimiter.
+        char field[80];
+        int64_t q = 0;
+        size_t qn = sf_time_same_day(&memo, field, field + snprintf(field, sizeof field, "%s,", ext), ',', &q);
+        same_day += qn > 0;
+        CHECK(!qn || (qn == strlen(ext) && ra == 0 && q == a && memo.parts == pa), "'%s' on the date before: length "
+              "%zu, %lld, parts %#x; sf_time_parse: rc %d, %lld, parts %#x", ext, qn, (long long)q, memo.parts, ra,
+              (long long)a, pa);
         int64_t m = 0;
         unsigned pm = 0;
         int rm = sf_time_parse_memo(&memo, ext, strlen(ext), &m, &pm);
@@ -81,6 +91,7 @@ static void test_common_layouts(void) {
         CHECK((ra == 0) == !strcmp(why, "a time"), "'%s': rc %d, the general parser says %s", ext, ra, why);
         if (test_failures > 20) return;
     }
+    CHECK(same_day > 1000, "only %d times read by sf_time_same_day", same_day);
 }
 
 int main(int argc, char **argv) {
