@@ -38,6 +38,8 @@ typedef struct {
     bool talk;         // progress lines: rank 0's, when asked for
     uint64_t epoch, epoch_step, steps_per_epoch, run_steps;
     double loss_sum, wait, epoch_t0, run_t0, bar_t;
+    double score_t0;     // the end's scoring began
+    bool scoring_shown;  // it printed its progress
     uint64_t samples, run_samples;
     double run_wait;
     double step_seconds, step_cpu;  // the steps' wall time in this run (sf_trainer_run's calls), and the process's CPU time
@@ -347,10 +349,28 @@ static int load_best(fit *f, char *which, size_t cap, sf_err *e) {
     return rc;
 }
 
-// The run's end on rank 0: the validation part per target, with the
-// weights the run leaves (load_best), against the baselines evaluate shows,
-// into f->score (for the report) and as evaluate's table. Not for
-// benchmarks, nor a run interrupted (its user wants it to stop).
+// The end's scoring, which reads the whole validation part of a large file
+// unless --validation-steps bounds it: a line every 10 s (the terminal's
+// redrawn). An interrupt does not stop it part way (the checkpoint is on
+// disk already; a second Ctrl-C ends the process at once).
+static int score_progress(void *arg, uint64_t scored, uint64_t total, sf_err *e) {
+    fit *f = arg;
+    (void)e;
+    double now = sf_now(), el = now - f->score_t0;
+    if (f->talk && now - f->bar_t >= (f->tty ? 0.5 : 10) && scored < total) {
+        fprintf(stderr, "%sscoring the validation part: %llu of %llu windows, %.0f s left%s%s", f->tty ? "\r\033[K" : "",
+                (unsigned long long)scored, (unsigned long long)total, el / (double)scored * (double)(total - scored),
+                f->o->validation_steps ? "" : " (--validation-steps N scores the first N batches)", f->tty ? "" : "\n");
+        f->bar_t = now, f->scoring_shown = true;
+    }
+    return 0;
+}
+
+// The run's end on rank 0: the validation part per target (the windows
+// --validation-steps names), with the weights the run leaves (load_best),
+// against the baselines evaluate shows, into f->score (for the report) and
+// as evaluate's table. Not for benchmarks, nor a run interrupted (its user
+// wants it to stop).
 static int score_end(fit *f, sf_err *e) {
     if (f->rank != 0 || f->bench || f->interrupted || !val_windows(f)) return 0;
     const sf_pack_info *in = sf_pack_get_info(f->d.pack);
@@ -358,14 +378,23 @@ static int score_end(fit *f, sf_err *e) {
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_season season;
     sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
+    u128 bound = (u128)f->o->validation_steps * f->o->batch;
+    uint64_t all = val_windows(f), limit = f->o->validation_steps && bound < all ? (uint64_t)bound : 0;
     sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
                         .nseries = nseries, .season = &season, .batch = f->replica_batch,
-                        .loss = &f->model.loss, .predict = trainer_predict, .arg = f->tr};
+                        .loss = &f->model.loss, .predict = trainer_predict, .arg = f->tr, .limit = limit,
+                        .progress = score_progress, .progress_arg = f};
     char which[64];
     int rc = load_best(f, which, sizeof which, e);
+    f->score_t0 = f->bar_t = sf_now();
     if (!rc) rc = sf_score_run(&f->score, &so, e);
+    if (f->scoring_shown && f->tty) fputs("\r\033[K", stderr);
     if (!rc && f->talk && f->score.values) {
-        fprintf(stderr, "validation part, per target, with %s (seqfeed evaluate shows the same):\n", which);
+        if (limit)
+            fprintf(stderr, "validation part's first %llu of %llu windows (--validation-steps), per target, with %s "
+                    "(seqfeed evaluate scores them all):\n", (unsigned long long)limit, (unsigned long long)all, which);
+        else
+            fprintf(stderr, "validation part, per target, with %s (seqfeed evaluate shows the same):\n", which);
         sf_score_print(stderr, &f->score);
     }
     return rc;

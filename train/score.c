@@ -212,6 +212,8 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
     uint32_t nt = c->ntargets, T = w->length, season = o->season->rows;
     sf_score *s = sc->s;
     uint32_t steps = sf_window_steps(w);
+    uint64_t total = o->limit && o->limit < sf_plan_windows(o->plan) ? o->limit : sf_plan_windows(o->plan);
+    if (count > total - s->windows) count = (uint32_t)(total - s->windows);
     int rc = o->predict(o->arg, sc->pred, x, count, e);
     for (uint32_t i = 0; !rc && i < count; i++) {
         uint64_t last = sf_plan_window_start(o->plan, ids[i]) + (uint64_t)(T - 1) * w->sampling_rate;
@@ -276,7 +278,8 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
         }
     }
     s->windows += count;
-    return rc;
+    if (!rc && o->progress) rc = o->progress(o->progress_arg, s->windows, total, e);
+    return rc ? rc : s->windows == total;  // positive: stop here
 }
 
 // Sums to means, per target and over all of them, and the verdicts: on
@@ -380,6 +383,7 @@ int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
     }
     if (!rc) rc = cache_open(&sc.rows, o->pack, e);
     if (!rc) rc = sf_windows_in_order(o->pack, o->plan, &sc.cols, o->batch, score_batch, &sc, e);
+    if (rc > 0) rc = 0;
     if (!rc) finish(&sc);
     cache_free(&sc.rows);
     free(sc.pred), free(sc.persist), free(sc.sq), free(sc.ab), free(sc.ssq), free(sc.sl), free(sc.model_seasonal);

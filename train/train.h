@@ -385,9 +385,15 @@ typedef struct {
     const sf_loss *loss;          // the model's (NULL: MSE); its predictions are sf_loss_width per value
     sf_predict_fn predict;
     void *arg;
+    uint64_t limit;               // scores the first limit windows in id order (0: every one)
+    // Called after each batch with the windows scored so far and those to
+    // score (NULL: none): a negative return fails the scoring, a positive one
+    // stops it there (the scores cover the windows scored).
+    int (*progress)(void *progress_arg, uint64_t scored, uint64_t total, sf_err *e);
+    void *progress_arg;
 } sf_score_opts;
-// Scores every window of o->plan into *s (its own: sf_score_free, also
-// after a failure). Target values pack imputed are not scored; persistence
+// Scores the windows of o->plan (the first o->limit) into *s (its own:
+// sf_score_free, also after a failure). Target values pack imputed are not scored; persistence
 // and the seasonal value are read from the file, so a target that is no
 // feature has them too.
 int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e);
