@@ -1,5 +1,7 @@
 // seqfeed: pack time series into .sfpack files, feed them to LSTM replicas.
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +46,32 @@ static void without_blas_pool(char **argv) {
     unsetenv("OPENBLAS_NUM_THREADS");  // no exec: carry on, with the pool
 }
 
+// oneDNN's f32 GEMM kernels (Debian's libdnnl 2.x; oneDNN issue 4845,
+// fixed in 3.12) point rsp at heap memory while they run, so a signal
+// handled on a thread inside one writes its frame over the heap: Ctrl-C
+// while train scored its validation part aborted the run one time in two
+// ("corrupted size vs. prev_size"). So every thread blocks the signals that
+// seqfeed handles but one, which only waits: the kernel hands them to it
+// and the handlers (installed as before) run there. Threads started later,
+// by seqfeed or by its libraries, inherit the blocked mask from main.
+static void *signal_home(void *arg) {
+    (void)arg;
+    for (;;) pause();
+    return NULL;
+}
+
+static void signals_to_one_thread(void) {
+    sigset_t handled;
+    sigemptyset(&handled);
+    sigaddset(&handled, SIGINT), sigaddset(&handled, SIGTERM), sigaddset(&handled, SIGHUP);
+    pthread_t t;
+    // Started first, so that it keeps them unblocked; without it the
+    // handlers run wherever the kernel picks, as before.
+    if (pthread_create(&t, NULL, signal_home, NULL) != 0) return;
+    pthread_detach(t);
+    pthread_sigmask(SIG_BLOCK, &handled, NULL);
+}
+
 // What a command printed must have reached its destination (a full disk, a
 // closed pipe): a lost report is an error, not a success.
 static int finish(const char *cmd, int rc) {
@@ -54,6 +82,7 @@ static int finish(const char *cmd, int rc) {
 
 int main(int argc, char **argv) {
     if (argc >= 2) without_blas_pool(argv);
+    signals_to_one_thread();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -351,8 +351,8 @@ static int load_best(fit *f, char *which, size_t cap, sf_err *e) {
 
 // The end's scoring, which reads the whole validation part of a large file
 // unless --validation-steps bounds it: a line every 10 s (the terminal's
-// redrawn). An interrupt does not stop it part way (the checkpoint is on
-// disk already; a second Ctrl-C ends the process at once).
+// redrawn), and an interrupt stops it as it stops the steps (the
+// checkpoint is on disk already).
 static int score_progress(void *arg, uint64_t scored, uint64_t total, sf_err *e) {
     fit *f = arg;
     (void)e;
@@ -363,7 +363,9 @@ static int score_progress(void *arg, uint64_t scored, uint64_t total, sf_err *e)
                 f->o->validation_steps ? "" : " (--validation-steps N scores the first N batches)", f->tty ? "" : "\n");
         f->bar_t = now, f->scoring_shown = true;
     }
-    return 0;
+    int sig = f->o->interrupted ? atomic_load(f->o->interrupted) : 0;
+    if (sig) f->interrupted = f->res->interrupted = sig;
+    return sig != 0;
 }
 
 // The run's end on rank 0: the validation part per target (the windows
@@ -389,6 +391,14 @@ static int score_end(fit *f, sf_err *e) {
     f->score_t0 = f->bar_t = sf_now();
     if (!rc) rc = sf_score_run(&f->score, &so, e);
     if (f->scoring_shown && f->tty) fputs("\r\033[K", stderr);
+    if (!rc && f->interrupted) {  // not the end's scores
+        sf_score_free(&f->score), f->score = (sf_score){0};
+        if (f->talk && f->o->checkpoint_dir)
+            fprintf(stderr, "validation part: not scored (interrupted); seqfeed evaluate --checkpoint %s --data %s "
+                    "scores it\n", f->o->checkpoint_dir, f->o->data);
+        else if (f->talk)
+            fprintf(stderr, "validation part: not scored (interrupted)\n");
+    }
     if (!rc && f->talk && f->score.values) {
         if (limit)
             fprintf(stderr, "validation part's first %llu of %llu windows (--validation-steps), per target, with %s "
