@@ -187,17 +187,25 @@ size_t sf_lstm_backward_work(size_t B, size_t T, size_t U) {
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, a tile at a time so that
-// both sides stay in cache.
-static void transpose(float *restrict dst, const float *restrict src, size_t rows, size_t cols) {
+// both sides stay in cache; dst's rows are ld apart.
+static void transpose(float *restrict dst, size_t ld, const float *restrict src, size_t rows, size_t cols) {
     enum { TILE = 16 };
     for (size_t r0 = 0; r0 < rows; r0 += TILE)
         for (size_t c0 = 0; c0 < cols; c0 += TILE)
             for (size_t r = r0; r < r0 + TILE && r < rows; r++)
-                for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+                for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * ld + r] = src[r * cols + c];
+}
+
+void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end) {
+    size_t G = 4 * U, r0 = (first + G - 1) / G, r1 = end / G;  // the whole rows [r0, r1)
+    if (r0 >= r1) r0 = r1 = end;  // none: element by element
+    for (size_t k = first; k < end && k < r0 * G; k++) UrT[k % G * U + k / G] = Ur[k];
+    if (r0 < r1) transpose(UrT + r0, U, Ur + r0 * G, r1 - r0, G);
+    for (size_t k = r1 * G; k < end; k++) UrT[k % G * U + k / G] = Ur[k];
 }
 
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *h, const float *c, float *gates, float *work, size_t B,
+                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work, size_t B,
                       size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
     float *dgates = gates, *hprev = work, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
@@ -205,9 +213,12 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
     // Ur^T (4U,U) for dh_{t-1}: read as stored, the product runs 20-40%
     // faster than on Ur with the transpose flag (oneDNN's sgemm, one thread,
     // (8..21,720) x (720,180): 75-88 GFLOP/s against 105), and T - 1
-    // products pay for one transpose.
-    float *UrT = zeros + U;
-    transpose(UrT, Ur, U, G);
+    // products pay for one transpose, when the caller has none.
+    if (!UrT) {
+        float *t = zeros + U;
+        transpose(t, U, Ur, U, G);
+        UrT = t;
+    }
     memset(dh_next, 0, (2 * B * U + U) * sizeof(float));
     for (size_t t = T; t-- > 0;) {
         for (size_t bi = 0; bi < B; bi++) {

@@ -23,15 +23,21 @@
 // activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U).
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      size_t B, size_t T, size_t C, size_t U);
+// UrT (4U,U) = Ur (U,4U) transposed, for sf_lstm_backward, but only for
+// Ur's elements [first, end) in its row-major order: the slice of the
+// weights a thread has just updated, so that the transposes of a replica's
+// weights are made once per update and shared by its parts.
+void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end);
 // Floats of scratch sf_lstm_backward needs.
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U);
 // dh (B,T,U) is the loss's gradient for every output (zero where an output
 // is not used); dx (B,T,C) may be NULL for the first layer. gates leaves
 // holding the gradients of the pre-activations, written over the
-// activations each was computed from.
+// activations each was computed from. UrT: Ur transposed
+// (sf_lstm_transpose_ur), or NULL: made in work.
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *h, const float *c, float *gates, float *work, size_t B, size_t T,
-                      size_t C, size_t U);
+                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      size_t B, size_t T, size_t C, size_t U);
 
 // Keras 3's GRU (reset_after=True, the cuDNN form; gates z, r, h; zero
 // initial state): hh = tanh(x W_h + b_h + r (h_prev Ur_h + br_h)),
