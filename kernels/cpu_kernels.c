@@ -110,8 +110,9 @@ SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, 
     memcpy(h + n, th, k * sizeof(float));
 }
 
-// The cell backward on units [0, n) of one row, whose gates' values (i, f,
-// g, o) and gradients (dzi .. dzo) are U apart in z and dz: as
+// The cell backward on units [0, n) of one row: dz holds the gates'
+// activations (i, f, g, o, U apart) and leaves holding their
+// pre-activations' gradients, each unit's read before it is written. As
 // lstm_cell_span, inlined into each clone of lstm_cell_backward.
 static inline __attribute__((always_inline)) void lstm_cell_backward_span(
     float *restrict dz, float *restrict dc_next, const float *restrict c, const float *restrict c_prev,
@@ -129,11 +130,13 @@ static inline __attribute__((always_inline)) void lstm_cell_backward_span(
     }
 }
 
-// The cell backward on one row: dz (4U) the pre-activation gradients from
-// dh (the output's gradient, this step's and the next step's summed) and
-// dc_next, which leaves holding dc for the step before; c_prev as above.
-// The last U mod 16 units go through the vector body on copies padded to
-// 16, as in lstm_cell: scalar, they were a seventh of its time at 180 units.
+// The cell backward on one row: dz (4U), the gates' activations, leaves
+// holding the pre-activation gradients from dh (the output's gradient,
+// this step's and the next step's summed) and dc_next, which leaves
+// holding dc for the step before; c_prev as above. Written over the
+// activations, the gradients cost no second buffer's cold lines. The last
+// U mod 16 units go through the vector body on copies padded to 16, as in
+// lstm_cell.
 SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict c,
                                          const float *restrict c_prev, const float *restrict dh,
                                          const float *restrict dh_next, size_t U) {
@@ -207,8 +210,8 @@ void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, s
 }
 
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work, size_t B,
-                      size_t T, size_t C, size_t U) {
+                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
     float *dgates = gates, *hprev = work, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
     float *zeros = dc_next + B * U;  // the cell before the first step
