@@ -59,7 +59,7 @@ static double seqfeed_pass(const layer *L, bool bf16, int reps) {
             sf_lstm_backward_bf16(dx, dW, dUr, db, L->dh, c, gates, &q, work, B, T, C, U);
         } else {
             sf_lstm_forward(h, c, gates, L->x, L->W, L->Ur, L->b, B, T, C, U);
-            sf_lstm_backward(dx, dW, dUr, db, L->dh, L->x, L->W, L->Ur, h, c, gates, work, B, T, C, U);
+            sf_lstm_backward(dx, dW, dUr, db, L->dh, L->x, L->W, L->Ur, NULL, h, c, gates, work, B, T, C, U);
         }
         if (r) total += sf_now() - t;
     }

@@ -110,14 +110,15 @@ SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, 
     memcpy(h + n, th, k * sizeof(float));
 }
 
-// The cell backward on one row: dz (4U) the pre-activation gradients from
-// dh (the output's gradient, this step's and the next step's summed) and
-// dc_next, which leaves holding dc for the step before; c_prev as above.
-SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict z,
-                                         const float *restrict c, const float *restrict c_prev,
-                                         const float *restrict dh, const float *restrict dh_next, size_t U) {
-    for (size_t u = 0; u < U; u++) {
-        float i = z[u], f = z[U + u], g = z[2 * U + u], o = z[3 * U + u];
+// The cell backward on units [0, n) of one row: dz holds the gates'
+// activations (i, f, g, o, U apart) and leaves holding their
+// pre-activations' gradients, each unit's read before it is written. As
+// lstm_cell_span, inlined into each clone of lstm_cell_backward.
+static inline __attribute__((always_inline)) void lstm_cell_backward_span(
+    float *restrict dz, float *restrict dc_next, const float *restrict c, const float *restrict c_prev,
+    const float *restrict dh, const float *restrict dh_next, size_t U, size_t n) {
+    for (size_t u = 0; u < n; u++) {
+        float i = dz[u], f = dz[U + u], g = dz[2 * U + u], o = dz[3 * U + u];
         float tc = tanh_fast(c[u]);
         float dhu = dh[u] + dh_next[u];
         float dc = dc_next[u] + dhu * o * (1.0f - tc * tc);
@@ -129,13 +130,41 @@ SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_
     }
 }
 
+// The cell backward on one row: dz (4U), the gates' activations, leaves
+// holding the pre-activation gradients from dh (the output's gradient,
+// this step's and the next step's summed) and dc_next, which leaves
+// holding dc for the step before; c_prev as above. Written over the
+// activations, the gradients cost no second buffer's cold lines. The last
+// U mod 16 units go through the vector body on copies padded to 16, as in
+// lstm_cell.
+SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict c,
+                                         const float *restrict c_prev, const float *restrict dh,
+                                         const float *restrict dh_next, size_t U) {
+    enum { V = 16 };
+    size_t n = U - U % V, k = U - n;
+    lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
+    if (!k) return;
+    float tdz[4 * V] = {0}, tdc[V] = {0}, tc[V] = {0}, tp[V] = {0}, th[V] = {0}, tn[V] = {0};
+    for (int q = 0; q < 4; q++) memcpy(tdz + q * V, dz + q * U + n, k * sizeof(float));
+    memcpy(tdc, dc_next + n, k * sizeof(float));
+    memcpy(tc, c + n, k * sizeof(float));
+    memcpy(tp, c_prev + n, k * sizeof(float));
+    memcpy(th, dh + n, k * sizeof(float));
+    memcpy(tn, dh_next + n, k * sizeof(float));
+    lstm_cell_backward_span(tdz, tdc, tc, tp, th, tn, V, V);
+    for (int q = 0; q < 4; q++) memcpy(dz + q * U + n, tdz + q * V, k * sizeof(float));
+    memcpy(dc_next + n, tdc, k * sizeof(float));
+}
+
 // y (rows, n) = b in every row: a bias, before the product adds to it.
 static void rows_fill(float *y, const float *b, size_t rows, size_t n) {
     for (size_t r = 0; r < rows; r++) memcpy(y + r * n, b, n * sizeof(float));
 }
 
 // sum (n) += the rows of dy (rows, n), in row order: a bias's gradient.
-static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
+// In the clones' instructions: the fp32 LSTM's sum over all its gates'
+// gradients (B*T rows of 4U) was most of sf_lstm_backward's own time.
+SF_CLONES static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
     for (size_t r = 0; r < rows; r++)
         for (size_t k = 0; k < n; k++) sum[k] += dy[r * n + k];
 }
@@ -159,36 +188,47 @@ void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const flo
 }
 
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U) {
-    return B * T * 4 * U + B * T * U + 2 * B * U + U + 4 * U * U;
+    return B * T * U + 2 * B * U + U + 4 * U * U;
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, a tile at a time so that
-// both sides stay in cache.
-static void transpose(float *restrict dst, const float *restrict src, size_t rows, size_t cols) {
+// both sides stay in cache; dst's rows are ld apart.
+static void transpose(float *restrict dst, size_t ld, const float *restrict src, size_t rows, size_t cols) {
     enum { TILE = 16 };
     for (size_t r0 = 0; r0 < rows; r0 += TILE)
         for (size_t c0 = 0; c0 < cols; c0 += TILE)
             for (size_t r = r0; r < r0 + TILE && r < rows; r++)
-                for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+                for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * ld + r] = src[r * cols + c];
+}
+
+void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end) {
+    size_t G = 4 * U, r0 = (first + G - 1) / G, r1 = end / G;  // the whole rows [r0, r1)
+    if (r0 >= r1) r0 = r1 = end;  // none: element by element
+    for (size_t k = first; k < end && k < r0 * G; k++) UrT[k % G * U + k / G] = Ur[k];
+    if (r0 < r1) transpose(UrT + r0, U, Ur + r0 * G, r1 - r0, G);
+    for (size_t k = r1 * G; k < end; k++) UrT[k % G * U + k / G] = Ur[k];
 }
 
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *h, const float *c, const float *gates, float *work, size_t B,
-                      size_t T, size_t C, size_t U) {
+                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    float *dgates = work, *hprev = dgates + B * T * G, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
+    float *dgates = gates, *hprev = work, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
     float *zeros = dc_next + B * U;  // the cell before the first step
     // Ur^T (4U,U) for dh_{t-1}: read as stored, the product runs 20-40%
     // faster than on Ur with the transpose flag (oneDNN's sgemm, one thread,
     // (8..21,720) x (720,180): 75-88 GFLOP/s against 105), and T - 1
-    // products pay for one transpose.
-    float *UrT = zeros + U;
-    transpose(UrT, Ur, U, G);
+    // products pay for one transpose, when the caller has none.
+    if (!UrT) {
+        float *t = zeros + U;
+        transpose(t, U, Ur, U, G);
+        UrT = t;
+    }
     memset(dh_next, 0, (2 * B * U + U) * sizeof(float));
     for (size_t t = T; t-- > 0;) {
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
-            lstm_cell_backward(dgates + row * G, dc_next + bi * U, gates + row * G, c + row * U,
+            lstm_cell_backward(dgates + row * G, dc_next + bi * U, c + row * U,
                                t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
         }
         // dh_{t-1} = dz_t Ur^T
@@ -371,13 +411,13 @@ void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, cons
 }
 
 size_t sf_lstm_backward_bf16_work(size_t B, size_t T, size_t C, size_t U) {
-    return B * 4 * U + 2 * B * U + U + B * T * C;
+    return 2 * B * U + U + B * T * C;
 }
 
 void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *c,
-                           const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U) {
+                           float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    float *dz = work, *dh_next = dz + B * G, *dc_next = dh_next + B * U, *zeros = dc_next + B * U;
+    float *dh_next = work, *dc_next = dh_next + B * U, *zeros = dc_next + B * U;
     float *dx_tm = zeros + U;  // dx time-major, (T,B,C)
     memset(dh_next, 0, (2 * B * U + U) * sizeof(float));
     memset(db, 0, G * sizeof(float));
@@ -385,9 +425,10 @@ void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const fl
     sf_matmul_pack(q->mm, q->slot + 3, q->Ur, G, U, true, B);
     if (dx) sf_matmul_pack(q->mm, q->slot + 2, q->W, G, C, true, B * T);
     for (size_t t = T; t-- > 0;) {
+        float *dz = gates + t * B * G;  // (B,4U), time t
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
-            lstm_cell_backward(dz + bi * G, dc_next + bi * U, gates + (t * B + bi) * G, c + row * U,
+            lstm_cell_backward(dz + bi * G, dc_next + bi * U, c + row * U,
                                t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
         }
         rows_add(db, dz, B, G);

@@ -23,13 +23,21 @@
 // activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U).
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      size_t B, size_t T, size_t C, size_t U);
+// UrT (4U,U) = Ur (U,4U) transposed, for sf_lstm_backward, but only for
+// Ur's elements [first, end) in its row-major order: the slice of the
+// weights a thread has just updated, so that the transposes of a replica's
+// weights are made once per update and shared by its parts.
+void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end);
 // Floats of scratch sf_lstm_backward needs.
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U);
 // dh (B,T,U) is the loss's gradient for every output (zero where an output
-// is not used); dx (B,T,C) may be NULL for the first layer.
+// is not used); dx (B,T,C) may be NULL for the first layer. gates leaves
+// holding the gradients of the pre-activations, written over the
+// activations each was computed from. UrT: Ur transposed
+// (sf_lstm_transpose_ur), or NULL: made in work.
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *h, const float *c, const float *gates, float *work, size_t B,
-                      size_t T, size_t C, size_t U);
+                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      size_t B, size_t T, size_t C, size_t U);
 
 // Keras 3's GRU (reset_after=True, the cuDNN form; gates z, r, h; zero
 // initial state): hh = tanh(x W_h + b_h + r (h_prev Ur_h + br_h)),
@@ -162,14 +170,15 @@ typedef struct {
 } sf_bf16_layer;
 
 // The LSTM and dense passes above in bf16. gates is (T,B,4U) here,
-// time-major; h, c, x, dx and every gradient are as above. q holds the
-// rounded operands between forward and backward.
+// time-major (and backward leaves the gradients in it, as above); h, c, x,
+// dx and every gradient are as above. q holds the rounded operands between
+// forward and backward.
 void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur,
                           const float *b, sf_bf16_layer *q, size_t B, size_t T, size_t C, size_t U);
 // Floats of scratch sf_lstm_backward_bf16 needs.
 size_t sf_lstm_backward_bf16_work(size_t B, size_t T, size_t C, size_t U);
 void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *c,
-                           const float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U);
+                           float *gates, sf_bf16_layer *q, float *work, size_t B, size_t T, size_t C, size_t U);
 // The GRU in bf16: as the LSTM's (gates (T,B,3U) time-major, the same
 // slots of mm), but q->d holds two rounded gradients, (T,B,3U) each: the
 // input projection's and the recurrent product's, which differ in the h part.

@@ -27,6 +27,7 @@ struct sf_cpu_pass {
     // and the head's input, the layer below's output beside them, and its
     // gradient (B, head's in)
     float *xs, *cat, *dcat;
+    const float *urt;  // every LSTM layer's Ur^T, the caller's (sf_cpu_pass_use_transposed), or NULL
     bool training;
 };
 
@@ -105,6 +106,26 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
     scratch_of(m, B, T, bf16, &work, &grads);
     return (floats + work) * sizeof(float) + (halves + grads) * sizeof(sf_bf16);
 }
+
+size_t sf_cpu_pass_transposed_floats(const sf_model *m) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < m->nlayers; i++)
+        if (m->layer[i].kind == SF_LAYER_LSTM) n += 4 * (size_t)m->layer[i].units * m->layer[i].units;
+    return n;
+}
+
+void sf_cpu_pass_transpose(const sf_model *m, float *t, const float *params, size_t first, size_t end) {
+    for (uint32_t i = 0; i < m->nlayers; i++) {
+        const sf_layer *l = &m->layer[i];
+        if (l->kind != SF_LAYER_LSTM) continue;
+        size_t U = l->units, lo = l->recurrent, hi = lo + 4 * U * U;
+        size_t a = first > lo ? first : lo, b = end < hi ? end : hi;
+        if (a < b) sf_lstm_transpose_ur(t, params + lo, U, a - lo, b - lo);
+        t += 4 * U * U;
+    }
+}
+
+void sf_cpu_pass_use_transposed(sf_cpu_pass *r, const float *t) { r->urt = t; }
 
 // The rounded operands of layer s, when the pass computes in bf16.
 static bool bf16_open(sf_cpu_pass *r, layer_state *s, const sf_layer *l) {
@@ -263,6 +284,8 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
     size_t B = count, T = r->window;
     uint32_t last = m->nlayers - 1;
     const float *pred = r->ls[last].y;
+    // Past the last LSTM layer's Ur^T: each takes its own on the way down.
+    const float *urt = r->urt ? r->urt + sf_cpu_pass_transposed_floats(m) : NULL;
     double loss = sf_loss_sum(&m->loss, pred, y, B, m->values);
     sf_loss_backward(&m->loss, r->ls[last].dout, pred, y, B, m->values, 1.0f / (float)global_batch);
     for (uint32_t i = m->nlayers; i-- > 0;) {
@@ -281,6 +304,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 dh = s->dh;
             }
             float *dW = grads + l->kernel, *dUr = grads + l->recurrent, *db = grads + l->bias;
+            const float *UrT = urt && l->kind == SF_LAYER_LSTM ? (urt -= 4 * U * U) : NULL;
             if (l->kind == SF_LAYER_GRU && r->mm)
                 sf_gru_backward_bf16(din, dW, dUr, db, dh, s->h, s->c, s->gates, &s->q, r->work, B, T, l->in, U);
             else if (l->kind == SF_LAYER_GRU)
@@ -291,8 +315,8 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                                       s->gates, &s->q, r->work, B, T, l->in, U);
             else
                 sf_lstm_backward(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, in,
-                                 params + l->kernel, params + l->recurrent, s->h, s->c, s->gates, r->work, B, T, l->in,
-                                 U);
+                                 params + l->kernel, params + l->recurrent, UrT, s->h, s->c, s->gates, r->work, B, T,
+                                 l->in, U);
         } else if (l->kind == SF_LAYER_DROPOUT) {
             if (!din) continue;
             size_t n = B * out_size(r, l);

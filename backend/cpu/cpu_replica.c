@@ -24,6 +24,7 @@ struct sf_replica {
     const sf_model *m;
     uint32_t window;
     float *w, *m1, *v;  // weights, Adam's m and v
+    float *urt;         // fp32: the LSTM layers' Ur^T, made from w as it changes, which the parts share
     uint32_t parts;        // threads, and the parts a batch is cut into without given parts
     uint32_t ngrads;       // gradient buffers and losses: the most parts either way
     uint32_t capacity;     // windows a part's pass holds
@@ -180,7 +181,7 @@ static void cpu_close(sf_replica *r) {
     pthread_cond_destroy(&r->go);
     pthread_cond_destroy(&r->done);
     free(r->act), free(r->g), free(r->loss), free(r->finished), free(r->threads);
-    free(r->w), free(r->m1), free(r->v);
+    free(r->w), free(r->m1), free(r->v), free(r->urt);
     free(r);
 }
 
@@ -204,7 +205,14 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
     for (uint32_t p = 0; !rc && p < r->ngrads; p++)
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
-    for (uint32_t p = 0; !rc && p < r->parts; p++) rc = sf_cpu_pass_open(&r->act[p], m, r->capacity, window, o->precision, e);
+    // The transposes of the zero weights are zeros. A bf16 pass packs its own.
+    size_t nt = o->precision == SF_PRECISION_FP32 ? sf_cpu_pass_transposed_floats(m) : 0;
+    if (!rc && nt && !(r->urt = calloc(nt, sizeof(float))))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the weights' transposes");
+    for (uint32_t p = 0; !rc && p < r->parts; p++) {
+        rc = sf_cpu_pass_open(&r->act[p], m, r->capacity, window, o->precision, e);
+        if (!rc) sf_cpu_pass_use_transposed(r->act[p], r->urt);
+    }
     for (uint32_t p = 1; !rc && p < r->parts; p++) {
         void **arg = malloc(2 * sizeof *arg);
         if (arg) arg[0] = r, arg[1] = (void *)(uintptr_t)p;
@@ -227,6 +235,7 @@ static int cpu_load(sf_replica *r, const float *w, const float *m, const float *
     (void)e;
     size_t bytes = r->m->nparams * sizeof(float);
     if (w) memcpy(r->w, w, bytes);
+    if (w && r->urt) sf_cpu_pass_transpose(r->m, r->urt, r->w, 0, r->m->nparams);
     if (m) memcpy(r->m1, m, bytes);
     if (v) memcpy(r->v, v, bytes);
     return 0;
@@ -289,14 +298,18 @@ static void apply_part(sf_replica *r, uint32_t p) {
     size_t n = r->m->nparams, lines = (n + 15) / 16;
     size_t lo = 16 * (lines * p / r->parts), hi = 16 * (lines * (p + 1) / r->parts);
     hi = hi < n ? hi : n;
-    if (lo < hi) sf_adam_update(r->w + lo, r->m1 + lo, r->v + lo, r->g[0] + lo, hi - lo, r->adam, r->adam_step);
+    if (lo >= hi) return;
+    sf_adam_update(r->w + lo, r->m1 + lo, r->v + lo, r->g[0] + lo, hi - lo, r->adam, r->adam_step);
+    if (r->urt) sf_cpu_pass_transpose(r->m, r->urt, r->w, lo, hi);
 }
 
 // The update on every thread of the replica, each a slice (each parameter's
-// update reads its own values alone: the same weights): on one thread it
-// was 3-4% of a step at batch 32 on 2 cores, the other thread idle. Since
-// it vectorizes (sqrtf without errno) it takes 0.25 ms on one core for the
-// default model's 650k parameters, against 1.6 scalar.
+// update reads its own values alone: the same weights), and the slice's
+// part of the transposes the next backward passes read: made once per
+// replica and update instead of once per part and step. On one thread the
+// update was 3-4% of a step at batch 32 on 2 cores, the other thread idle.
+// Since it vectorizes (sqrtf without errno) it takes 0.25 ms on one core
+// for the default model's 650k parameters, against 1.6 scalar.
 static int cpu_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
     (void)e;
     r->adam = a, r->adam_step = step;
@@ -311,13 +324,15 @@ static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count
 }
 
 // Its weights, Adam state, each gradient buffer, and each thread's
-// activations, in whichever precision holds more.
+// activations, in whichever precision holds more (fp32's with the weights'
+// transposes).
 static uint64_t cpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o) {
     uint32_t parts, ngrads, per;
     sizes(batch, o, &parts, &ngrads, &per);
-    uint64_t fp32 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_FP32);
-    uint64_t bf16 = sf_cpu_pass_bytes(m, per, window, SF_PRECISION_BF16);
-    return (3 + (uint64_t)ngrads) * m->nparams * sizeof(float) + parts * (fp32 > bf16 ? fp32 : bf16);
+    uint64_t fp32 = parts * sf_cpu_pass_bytes(m, per, window, SF_PRECISION_FP32) +
+                    sf_cpu_pass_transposed_floats(m) * sizeof(float);
+    uint64_t bf16 = parts * sf_cpu_pass_bytes(m, per, window, SF_PRECISION_BF16);
+    return (3 + (uint64_t)ngrads) * m->nparams * sizeof(float) + (fp32 > bf16 ? fp32 : bf16);
 }
 
 const sf_backend sf_backend_cpu = {

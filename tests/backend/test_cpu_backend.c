@@ -63,6 +63,25 @@ int main(int argc, char **argv) {
     // weights packed for the full one.
     CHECK(!sf_backend_cpu.predict(three, p3, x, 2, &e), "%s", e.msg);
     CHECK(memcmp(p3, p1, 2 * O * sizeof(float)) == 0 || fabs(p3[0] - p1[0]) <= tol_pred, "a 2-row batch");
+    // An update remakes the weights' transposes (fp32) on each thread, a
+    // slice of the weights each: the next step's gradients are those of a
+    // replica loaded with the updated weights, bit for bit.
+    sf_replica *fresh;
+    float *wu = malloc(m.nparams * sizeof(float)), *ga = malloc(m.nparams * sizeof(float));
+    CHECK(!sf_backend_cpu.apply(three, &(sf_adam){.lr = 1e-2f, .beta1 = 0.9f, .beta2 = 0.999f, .epsilon = 1e-7f}, 1,
+                                &e) &&
+              !sf_backend_cpu.save(three, wu, NULL, NULL, &e) &&
+              !sf_backend_cpu.open(&fresh, &m, B, T, &(sf_replica_opts){.threads = 3, .precision = precision}, &e),
+          "%s", e.msg);
+    sf_backend_cpu.load(fresh, wu, NULL, NULL, &e);
+    CHECK(!sf_backend_cpu.train_step(three, x, y, B, B, 78, &l3, &e) &&
+              !sf_backend_cpu.train_step(fresh, x, y, B, B, 78, &l1, &e),
+          "%s", e.msg);
+    memcpy(ga, sf_backend_cpu.gradients(three), m.nparams * sizeof(float));
+    CHECK(memcmp(ga, sf_backend_cpu.gradients(fresh), m.nparams * sizeof(float)) == 0 && l1 == l3,
+          "gradients after an update differ from a replica loaded with its weights");
+    sf_backend_cpu.close(fresh);
+    free(wu), free(ga);
     sf_backend_cpu.close(one);
     sf_backend_cpu.close(three);
     for (int k = 0; k < 300; k++) {
