@@ -661,11 +661,16 @@ ours=$(tail -1 "$raw/times" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i,
     echo "- **Peers** ($py): $("$py" -c '
 import importlib.metadata as md, platform
 out = ["Python " + platform.python_version()]
-for m in ("torch", "keras", "tensorflow", "pandas", "pyarrow", "numpy"):
-    try:
-        out.append(f"{m} {md.version(m)}")
-    except md.PackageNotFoundError:
-        out.append(f"{m}: not installed")
+# tensorflow-cpu installs the module tensorflow under another name
+for names in (("torch",), ("keras",), ("tensorflow", "tensorflow-cpu"), ("pandas",), ("pyarrow",), ("numpy",)):
+    for m in names:
+        try:
+            out.append(f"{names[0]} {md.version(m)}")
+            break
+        except md.PackageNotFoundError:
+            pass
+    else:
+        out.append(f"{names[0]}: not installed")
 print(", ".join(out))' 2>/dev/null || echo "$py does not run")."
     echo "- **Run**: \`bench/all.sh --rounds $rounds$([ $quick = 1 ] && echo " --quick")${only:+ --only $only}\`, $start to $(date -u '+%H:%M') UTC ($(((t1 - t0) / 60)) min); sections: ${sections[*]:-none}."
     echo "- **Load**: load average $load0 before, $(loadavg) after; $(awk -v b="$((busy1 - busy0))" -v t="$tick" -v o="$ours" -v s="$((t1 - t0))" -v c="$cores" \
