@@ -235,7 +235,9 @@ static int grid(const sf_pack *p, const sf_columns *cols, sf_pipe_opts o, uint64
     int rc = o.autotune ? 0 : sf_pipe_fit_budget(&a, in, cols, budget, e);
     uint32_t dmax = o.fixed & SF_KNOB_DECODERS ? 1 : cores < 4 ? cores : 4;
     const uint32_t two[2] = {2, 8};
-    grid_run sweep[CONTENDERS] = {{0}}, r;
+    grid_run sweep[CONTENDERS], r;
+    // Below any rate, so that the first setting leads even at 0 windows/s.
+    for (int k = 0; k < CONTENDERS; k++) sweep[k] = (grid_run){.wps = -1};
     uint32_t settings = 0;
     for (uint32_t d = 1; !rc && d <= dmax; d++)
         for (int i = 0; !rc && i < 8; i++) {
