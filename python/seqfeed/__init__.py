@@ -495,9 +495,9 @@ class _Batches:
         return rec
 
     def __next__(self):
-        lock = self._lock
-        lock.acquire()  # not `with`: a cold call's cost is the code it runs, and this is less
-        try:
+        # `with`, not acquire() and try: a KeyboardInterrupt raised as
+        # acquire() returns would leave the lock held and close() hanging.
+        with self._lock:
             d = self._cd
             if d is None:
                 if self._ended:
@@ -538,8 +538,6 @@ class _Batches:
                 self._home.give(raw.value)
             _check(rc, self._t.err)
             self._ended = True
-        finally:
-            lock.release()
         self.close()
         raise StopIteration
 
