@@ -4,6 +4,7 @@
 // schedule is Adam's lr itself; and the trainer's every update takes its
 // step's lr, times the multiplier set between runs, on 2 replicas.
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,9 +84,11 @@ static void shapes(void) {
 
 enum { GLOBAL = 4, T = 3, I = 2, O = 1, STEPS = 9 };
 
-static float lr_seen[STEPS + 1];  // per Adam step, as apply got it
+// Per Adam step, as apply got it; every replica's thread writes it (the
+// same value), hence atomic.
+static _Atomic float lr_seen[STEPS + 1];
 static int record_apply(sf_replica *r, const sf_adam *a, uint64_t step, sf_err *e) {
-    if (step <= STEPS) lr_seen[step] = a->lr;
+    if (step <= STEPS) atomic_store_explicit(&lr_seen[step], a->lr, memory_order_relaxed);
     return sf_backend_cpu.apply(r, a, step, e);
 }
 
