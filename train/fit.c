@@ -75,6 +75,12 @@ typedef struct {
 
 // The validation windows of the run (0: none, no val_loss, no evaluation).
 static uint64_t val_windows(const fit *f) { return f->val_plan ? sf_plan_windows(f->val_plan) : 0; }
+// The windows each validation, and the end's scoring, score: the first
+// --validation-steps x --batch-size of them (0: every one).
+static uint64_t val_limit(const fit *f) {
+    u128 bound = (u128)f->o->validation_steps * f->o->batch;
+    return f->o->validation_steps && bound < val_windows(f) ? (uint64_t)bound : 0;
+}
 
 static int pipe_next(void *arg, uint32_t r, sf_batch *b, sf_err *e) {
     fit *f = arg;
@@ -380,8 +386,7 @@ static int score_end(fit *f, sf_err *e) {
     const sf_series *series = sf_run_data_series(&f->d, &nseries);
     sf_season season;
     sf_season_find(&season, in, f->o->season, &f->o->pipe.window);
-    u128 bound = (u128)f->o->validation_steps * f->o->batch;
-    uint64_t all = val_windows(f), limit = f->o->validation_steps && bound < all ? (uint64_t)bound : 0;
+    uint64_t all = val_windows(f), limit = val_limit(f);
     sf_score_opts so = {.pack = f->d.pack, .plan = f->val_plan, .cols = &f->d.cols, .series = series,
                         .nseries = nseries, .season = &season, .batch = f->replica_batch,
                         .loss = &f->model.loss, .predict = trainer_predict, .arg = f->tr, .limit = limit,
@@ -1084,10 +1089,9 @@ static void announce(const fit *f, const sf_run_start *start) {
                 (unsigned long long)f->d.cols.nscoped, (unsigned long long)f->d.scope_fallbacks);
     uint64_t val_all = val_windows(f);
     if (val_all && f->o->validation_steps) {
-        u128 bound = (u128)f->o->validation_steps * f->o->batch;
-        if (bound < val_all)
+        if (val_limit(f))
             fprintf(stderr, "validation: the first %llu of the %llu validation windows, in order, the same each time "
-                    "(--validation-steps %llu x --batch-size %u)\n", (unsigned long long)bound,
+                    "(--validation-steps %llu x --batch-size %u)\n", (unsigned long long)val_limit(f),
                     (unsigned long long)val_all, (unsigned long long)f->o->validation_steps, f->o->batch);
         else
             fprintf(stderr, "validation: all %llu validation windows (--validation-steps %llu x --batch-size %u "

@@ -166,6 +166,7 @@ typedef struct {
     const sf_score_opts *o;
     sf_columns cols;  // o's, imputed targets NaN
     sf_score *s;
+    uint64_t total;   // the windows to score (o->limit of the plan's)
     float *pred;
     int32_t *persist;  // per target: its feature, or -1
     row_cache rows;
@@ -212,7 +213,7 @@ static int score_batch(void *arg, const float *x, const float *y, const uint64_t
     uint32_t nt = c->ntargets, T = w->length, season = o->season->rows;
     sf_score *s = sc->s;
     uint32_t steps = sf_window_steps(w);
-    uint64_t total = o->limit && o->limit < sf_plan_windows(o->plan) ? o->limit : sf_plan_windows(o->plan);
+    uint64_t total = sc->total;
     if (count > total - s->windows) count = (uint32_t)(total - s->windows);
     int rc = o->predict(o->arg, sc->pred, x, count, e);
     for (uint32_t i = 0; !rc && i < count; i++) {
@@ -346,7 +347,9 @@ int sf_score_run(sf_score *s, const sf_score_opts *o, sf_err *e) {
                     .loss_fn = o->loss ? *o->loss : (sf_loss){.kind = SF_LOSS_MSE}};
     for (int f = 0; f < SF_FORECASTERS; f++) s->mse[f] = s->loss[f] = NAN;
     uint32_t W = sf_loss_width(&s->loss_fn);
-    scorer sc = {.o = o, .cols = *c, .s = s, .W = W, .point = sf_loss_point(&s->loss_fn)};
+    uint64_t all = sf_plan_windows(o->plan);
+    scorer sc = {.o = o, .cols = *c, .s = s, .W = W, .point = sf_loss_point(&s->loss_fn),
+                 .total = o->limit && o->limit < all ? o->limit : all};
     sc.cols.imputed_nan = true;  // the same columns, imputed targets NaN: not scored
     const sf_pack_info *in = sf_pack_get_info(o->pack);
     s->t = calloc(nt, sizeof *s->t);
