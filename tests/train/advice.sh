@@ -25,8 +25,10 @@ hogs=()
 trap 'for h in "${hogs[@]}"; do kill "$h" 2>/dev/null; done; rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 200000 --feature-count 3 --series-count 2 --chunk-rows 256 -q || exit 1
+# --direct off: from the page cache, so a disk busy with other tests' writes
+# adds no slow reader of its own to the faults injected.
 common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0
-        --model lstm:4,dense --gpus none --max-steps 600)
+        --model lstm:4,dense --gpus none --max-steps 600 --direct off)
 
 # fault NAME DELAY COMMAND...: trains; sets diag (the diagnosis line), waited
 # (input's share of the time, short stalls included) and rate (samples/s).

@@ -13,7 +13,10 @@ tmp=$(mktemp -d /tmp/sfprof.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 "$SEQFEED" synth -o s.sfpack --rows 60000 --feature-count 3 --series-count 2 --chunk-rows 256 -q || exit 1
-common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none)
+# --direct off: the file just written is read from the page cache, so a disk
+# busy with other tests' writes cannot slow the reader past the stage a run slows.
+common=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 32 --batch-size 32 --epochs 1 --val-split 0 --gpus none
+        --direct off)
 
 # Each step at least 25 ms (an emulated device step): the diagnosis judges
 # runs of 1 s or more, which 60 steps of this model are not on a fast core.
