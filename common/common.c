@@ -278,6 +278,29 @@ int sf_temp_create(const char *path, char **tmp, sf_err *e) {
     return sf_err_set(e, SF_EIO, "%s: cannot find a free temporary name next to it", path);
 }
 
+int sf_temp_unnamed(const char *path, sf_err *e) {
+    struct stat st;
+    bool regular = strcmp(path, "-") && (stat(path, &st) != 0 || S_ISREG(st.st_mode));
+    char *target = regular ? output_target(path) : NULL, *copy = target ? strdup(target) : NULL;
+    int fd = copy ? open(dirname(copy), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600) : -1;
+    free(copy), free(target);
+    if (fd >= 0) return fd;
+    // No O_TMPFILE there (or no folder: sf_temp_create says which).
+    char *tmp;
+    int wfd = sf_temp_create(path, &tmp, e);
+    if (wfd < 0) return wfd;
+    if (!tmp) {
+        close(wfd);
+        return sf_err_set(e, SF_EUSAGE, "%s: scratch files go beside a file, not stdout or a device", path);
+    }
+    fd = open(tmp, O_RDWR | O_CLOEXEC);
+    int err = errno;
+    unlink(tmp);
+    close(wfd);
+    free(tmp);
+    return fd >= 0 ? fd : sf_err_errno(e, SF_EIO, err, "%s: cannot open a temporary file beside it", path);
+}
+
 int sf_temp_commit(int fd, const char *tmp, const char *path, sf_err *e) {
     // A device or a FIFO was written as it is: what fsync cannot do there
     // (EINVAL) is no loss.

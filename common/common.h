@@ -57,6 +57,14 @@ uint32_t sf_crc32c(uint32_t crc, const void *data, size_t n);
 // NULL).
 int sf_temp_create(const char *path, char **tmp, sf_err *e);
 
+// A file with no name, open for reading and writing, in the folder where
+// path's target goes (as sf_temp_create's): scratch space that the kernel
+// frees when fd is closed or the process ends, whatever ends it, and that
+// no one ever sees by name (O_TMPFILE; on a file system without it, a name
+// of sf_temp_create's unlinked at once). Returns fd, or a negative code
+// (stdout or a device: SF_EUSAGE, there is no folder).
+int sf_temp_unnamed(const char *path, sf_err *e);
+
 // Lists of column names, comma-separated, as --features and checkpoints
 // spell them: a name with a comma, a quote or an edge space is quoted as in
 // CSV ("rate,1y", "say ""hi"""); unquoted names lose their edge spaces.

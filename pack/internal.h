@@ -192,8 +192,8 @@ typedef struct sf_regroup sf_regroup;
 uint64_t sf_regroup_min_budget(uint32_t ncols, bool timed);
 
 // near: the output path; the spill files are created beside it (where the
-// writer's temporary file goes) and unlinked at once, so that nothing of
-// them outlives the process, whatever ends it. budget: bytes for the rows
+// writer's temporary file goes) with no name (sf_temp_unnamed), so that
+// nothing of them outlives the process, whatever ends it. budget: bytes for the rows
 // held and the merge's buffers (at least sf_regroup_min_budget).
 int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool timed, uint64_t budget, sf_err *e);
 

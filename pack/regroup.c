@@ -14,11 +14,9 @@
 // consecutive runs into a second file (and back), as many passes as needed.
 // When every row fits in the budget nothing is written at all.
 //
-// The spill files are unlinked as soon as they are created: the kernel
-// frees them when the process ends, by Ctrl-C or kill -9 too, so nothing is
-// left for a later run to clean up. Between creating and unlinking, one is
-// named as the writer's temporary files are (OUT.tmp.PID.XXXXXX), whose
-// stale ones every later run writing beside OUT removes.
+// The spill files have no name (sf_temp_unnamed): the kernel frees them
+// when the process ends, by Ctrl-C or kill -9 too, so nothing is left for
+// a later run to clean up.
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -152,22 +150,10 @@ uint64_t sf_regroup_runs(const sf_regroup *r) { return r->nspills; }
 uint64_t sf_regroup_passes(const sf_regroup *r) { return r->passes + (r->nspills > 0); }
 uint64_t sf_regroup_spilled(const sf_regroup *r) { return r->spilled; }
 
-// Spill file k: a temporary file beside the output, opened for reading and
-// writing and unlinked at once.
+// Spill file k: a file with no name beside the output.
 static int spill_file(sf_regroup *r, int k, sf_err *e) {
-    char *tmp;
-    int wfd = sf_temp_create(r->near, &tmp, e);
-    if (wfd < 0) return wfd;
-    if (!tmp) {  // stdout or a device: no folder to spill into (the caller never lets it come to this)
-        close(wfd);
-        return sf_err_set(e, SF_EUSAGE, "%s: regrouping rows needs a file to write, not stdout or a device",
-                          r->near);
-    }
-    int fd = open(tmp, O_RDWR | O_CLOEXEC), err = errno;
-    unlink(tmp);
-    close(wfd);
-    free(tmp);
-    if (fd < 0) return sf_err_errno(e, SF_EIO, err, "%s: cannot open a temporary file beside it", r->near);
+    int fd = sf_temp_unnamed(r->near, e);
+    if (fd < 0) return fd;
     r->fd[k] = fd;
     return 0;
 }

@@ -74,7 +74,7 @@ expect err 'big\.csv:[0-9]+:[0-9]+: series "site[0-9]+" \(column "site"\) reappe
 only big.csv big-want.csv big.sfpack back.csv fx.sfpack fx.csv out err
 
 # ---- Ctrl-C and kill -9 while rows are held and runs spilled: pack reads a
-# FIFO that stops half way; its spill files exist (open, unlinked), nothing
+# FIFO that stops half way; its spill files exist (open, no name), nothing
 # of them is in the folder, and nothing is left once it dies ----
 defaults='import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -90,8 +90,9 @@ held() {
     exec 3>in.fifo
     head -c 2000000 big.csv >&3
     for i in $(seq 200); do
-        spills=$(find /proc/$pid/fd -lname "$tmp/held.sfpack.tmp.*(deleted)" 2>/dev/null | wc -l)
-        [ "$spills" -ge 2 ] && break  # the head, a spill file
+        # The head (its temporary file, unlinked) and a spill file (no name ever)
+        spills=$(find /proc/$pid/fd -lname "$tmp/*(deleted)" 2>/dev/null | wc -l)
+        [ "$spills" -ge 2 ] && break
         sleep 0.05
     done
     [ "$spills" -ge 2 ] || fail "SIG$sig: pack has no unlinked spill file open: $(ls -l /proc/$pid/fd)"
