@@ -19,6 +19,7 @@
 // a later run to clean up.
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,18 @@
 typedef struct {
     uint64_t off, rows;  // the run's first byte in its file, and its rows
 } run;
+
+// A run on its way into the spill file, written by a thread of its own
+// while the packer fills the held rows again: the copy into the page cache
+// was a quarter of the packer's time on rows of 1000 series interleaved.
+typedef struct {
+    pthread_t thread;
+    int fd;
+    const uint8_t *p;
+    size_t n;
+    uint64_t off, written;
+    int err;  // the write's errno, 0 when it went through
+} spill_job;
 
 enum { C_SPILL, C_MEMORY, C_HEAD };
 
@@ -59,7 +72,9 @@ struct sf_regroup {
     size_t rec, hdr;  // bytes of a record, and of its fields before the values
     uint64_t budget;
     uint8_t *buf;     // held rows
-    uint8_t *sorted;  // the same in series order, at a spill
+    uint8_t *sorted;  // the same in series order, at a spill; the job's while it writes
+    spill_job job;
+    bool writing;     // job's thread is running (joined by spill_wait)
     size_t n, cap;
     uint32_t *count;  // rows held per series
     size_t count_cap;
@@ -134,8 +149,11 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
     return 0;
 }
 
+static int spill_wait(sf_regroup *r, sf_err *e);
+
 void sf_regroup_free(sf_regroup *r) {
     if (!r) return;
+    spill_wait(r, &(sf_err){0});  // a failure's, already reported
     for (int k = 0; k < 2; k++)
         if (r->fd[k] >= 0) close(r->fd[k]);
     sf_pack_close(r->head);
@@ -223,14 +241,42 @@ static void order_held(sf_regroup *r) {
     if (r->nseries) memset(r->count, 0, r->nseries * sizeof *r->count);
 }
 
+static void *spill_write(void *arg) {
+    spill_job *j = arg;
+    while (j->written < j->n) {
+        ssize_t k = pwrite(j->fd, j->p + j->written, j->n - j->written, (off_t)(j->off + j->written));
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            j->err = errno;
+            break;
+        }
+        j->written += (size_t)k;
+    }
+    return NULL;
+}
+
+// Waits for the run being written, if any; returns 0 or its write's error.
+static int spill_wait(sf_regroup *r, sf_err *e) {
+    if (!r->writing) return 0;
+    pthread_join(r->job.thread, NULL);
+    r->writing = false;
+    r->spilled += r->job.written;
+    return r->job.err ? io_error(r, r->job.err, "write", e) : 0;
+}
+
+// The held rows in series order into the spill file as a run: sorted, then
+// written by a thread while buf takes the next rows.
 static int spill(sf_regroup *r, sf_err *e) {
     if (!r->n) return 0;
-    int rc = r->fd[0] < 0 ? spill_file(r, 0, e) : 0;
+    int rc = spill_wait(r, e);  // sorted is free again
+    if (!rc && r->fd[0] < 0) rc = spill_file(r, 0, e);
     if (rc) return rc;
     order_held(r);
     size_t bytes = r->n * r->rec;
-    if ((rc = write_at(r, r->fd[0], r->sorted, bytes, r->end[0], e))) return rc;
     if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e))) return rc;
+    r->job = (spill_job){.fd = r->fd[0], .p = r->sorted, .n = bytes, .off = r->end[0]};
+    r->writing = pthread_create(&r->job.thread, NULL, spill_write, &r->job) == 0;
+    if (!r->writing && (rc = write_at(r, r->fd[0], r->sorted, bytes, r->end[0], e))) return rc;
     r->end[0] += bytes;
     r->n = 0;
     r->nspills++;
@@ -458,7 +504,7 @@ int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) 
         return merge_into(r, cs + 1 - extra, 1 + extra, emit, arg, NULL, e);
     }
     // The last rows are spilled too, and the budget goes to the merge.
-    if ((rc = spill(r, e))) return rc;
+    if ((rc = spill(r, e)) || (rc = spill_wait(r, e))) return rc;
     free(r->buf), free(r->sorted);
     r->buf = NULL, r->sorted = NULL;
     uint32_t fan = fan_in(r);

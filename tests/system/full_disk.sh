@@ -24,6 +24,11 @@ run 1 unpack s.sfpack -o "$mnt/u.csv" -q
 expect err "$mnt/u.csv"
 run 1 synth -o "$mnt/y.sfpack" --rows 200000 --feature-count 4 -q
 expect err "$mnt/y.sfpack"
+# Rows of interleaved series spilled to regroup them: the spill file's
+# write fails (a thread writes each run while pack reads on).
+awk 'BEGIN { print "time,site,value"; for (t = 0; t < 40; t++) for (s = 0; s < 1000; s++) printf "%d,s%d,%.2f\n", t * 3600, s, t }' >i.csv
+run 1 pack i.csv -o "$mnt/i.sfpack" --series-column site --time-column time --time-unit s --memory-budget 0.25 -q
+expect err "$mnt/i.sfpack: cannot write the rows held to regroup series in a temporary file beside it \([0-9.]+ MB written so far\): No space left on device"
 [ -z "$(ls -A "$mnt")" ] || fail "failed writes left files: $(ls -A "$mnt")"
 
 # A previous version survives a failed rewrite.
