@@ -329,10 +329,12 @@ typedef struct {
     size_t len;
     uint64_t first;
     uint32_t index;
+    uint32_t after;  // 1 + the slot looked up after this one last time; 0: none
 } sf_series_id;
 typedef struct {
     sf_series_id *slot;
     size_t cap, len;
+    size_t last;  // 1 + the slot looked up last; 0: none
 } sf_series_ids;
 // The entry of key[0, n): *found true when it was there, else a new one
 // (the key copied, first kept, index 0). NULL when out of memory.

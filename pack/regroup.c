@@ -568,25 +568,37 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
             size_t j = sf_hash_bytes(s->slot[i].key, s->slot[i].len) & (cap - 1);
             while (t[j].key) j = (j + 1) & (cap - 1);
             t[j] = s->slot[i];
+            t[j].after = 0;
         }
         free(s->slot);
         s->slot = t;
         s->cap = cap;
+        s->last = 0;  // the slots moved
     }
-    size_t j = sf_hash_bytes(key, n) & (s->cap - 1);
-    for (; s->slot[j].key; j = (j + 1) & (s->cap - 1))
-        if (s->slot[j].len == n && sf_bytes_equal(s->slot[j].key, key, n)) {
-            *found = true;
-            return &s->slot[j];
-        }
-    *found = false;
-    char *k = malloc(n + 1);
-    if (!k) return NULL;
-    memcpy(k, key, n);
-    k[n] = 0;
-    s->slot[j] = (sf_series_id){.key = k, .len = n, .first = first};
-    s->len++;
-    return &s->slot[j];
+    // Rows of series that interleave come round in the same order, so the
+    // id that followed the last one last time is tried before the hash.
+    sf_series_id *prev = s->last ? &s->slot[s->last - 1] : NULL, *hit = NULL;
+    if (prev && prev->after) {
+        sf_series_id *g = &s->slot[prev->after - 1];
+        if (g->len == n && sf_bytes_equal(g->key, key, n)) hit = g;
+    }
+    size_t j = hit ? 0 : sf_hash_bytes(key, n) & (s->cap - 1);
+    for (; !hit && s->slot[j].key; j = (j + 1) & (s->cap - 1))
+        if (s->slot[j].len == n && sf_bytes_equal(s->slot[j].key, key, n)) hit = &s->slot[j];
+    *found = hit != NULL;
+    if (!hit) {
+        char *k = malloc(n + 1);
+        if (!k) return NULL;
+        memcpy(k, key, n);
+        k[n] = 0;
+        s->slot[j] = (sf_series_id){.key = k, .len = n, .first = first};
+        s->len++;
+        hit = &s->slot[j];
+    }
+    size_t at = (size_t)(hit - s->slot);
+    if (prev) prev->after = (uint32_t)(at + 1);
+    s->last = at + 1;
+    return hit;
 }
 
 const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n) {

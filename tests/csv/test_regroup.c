@@ -177,7 +177,35 @@ static void one(const char *dir, const char *what, size_t nrows, uint32_t nserie
     free(v), free(rows), free(index);
 }
 
+// sf_series_ids against a plain list: ids coming round in a fixed order
+// (the guess of what follows hits), then in a shuffled order and with new
+// ids among them (it misses), across the table's growth; each lookup finds
+// the entry of its own key, and says found exactly when it was added before.
+static void series_ids(void) {
+    enum { N = 3000 };
+    static char keys[N][16];
+    static bool seen[N];
+    sf_series_ids s = {0};
+    uint64_t x = 12345;
+    for (uint32_t i = 0; i < N; i++) snprintf(keys[i], sizeof keys[i], "site%u", i);
+    for (uint32_t round = 0; round < 40; round++) {
+        for (uint32_t k = 0; k < N; k++) {
+            uint32_t i = round < 20 ? k % (100 + 100 * round) : (uint32_t)((x = x * 6364136223846793005ull + 1) >> 33) % N;
+            bool found;
+            sf_series_id *id = sf_series_ids_add(&s, keys[i], strlen(keys[i]), i, &found);
+            CHECK(id && id->len == strlen(keys[i]) && !memcmp(id->key, keys[i], id->len) && id->first == i &&
+                      found == seen[i], "round %u: %s: got %s, found %d", round, keys[i], id ? id->key : "NULL", found);
+            if (!id || found != seen[i]) return;
+            seen[i] = true;
+        }
+    }
+    const sf_series_id *f = sf_series_ids_find(&s, "site17", 6);
+    CHECK(f && f->first == 17 && !sf_series_ids_find(&s, "site", 4), "find");
+    sf_series_ids_free(&s);
+}
+
 int main(void) {
+    series_ids();
     char *dir = scratch_dir("regroup");
     one(dir, "in memory", 5000, 7, 0, 2, true, 64000000, false, false);
     one(dir, "in memory, a head", 5000, 7, 300, 2, true, 64000000, false, false);
