@@ -2449,7 +2449,8 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
         c->have_last = false;
         c->seeded = -1;
     }
-    memcpy(c->row, values, c->nkeep * sizeof(float));
+    if (c->nkeep == 1) c->row[0] = values[0];  // as in commit_half
+    else memcpy(c->row, values, c->nkeep * sizeof(float));
     c->rec_time = time;
     c->rec_missing = false;
     for (uint32_t k = 0; k < c->nkeep; k++) c->rec_missing |= isnan(c->row[k]);
