@@ -110,6 +110,10 @@ typedef struct {
     size_t cur_series_len;
     uint64_t cur_series_line;
     sf_series_ids seen;  // first: the origin of the series' first row
+    // While rows are held, a copy of seen's slots for the parts parsed in
+    // parallel to find their rows' series in (the keys are seen's), taken
+    // before a buffer when seen grew; cap 0: none (too large to copy).
+    sf_series_ids ids_copy;
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
@@ -1285,6 +1289,18 @@ static int regroup_start(csv *c, const sf_series_id *back) {
                                   c->e);
 }
 
+// Makes s, found or just added, the series of the rows that follow.
+static void enter_series(csv *c, const sf_series_id *s) {
+    c->cur_series = s->key;
+    c->cur_series_len = s->len;
+    c->cur_series_line = (uint64_t)c->line_base + c->line;
+    c->cur_index = s->index;
+    c->have_last = false;
+    c->seeded = -1;
+    c->padded_line = 0;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
+}
+
 static int start_series(csv *c) {
     bool found;
     sf_series_id *s = sf_series_ids_add(&c->seen, c->key, c->key_len, (uint64_t)c->line_base + c->line, &found);
@@ -1303,14 +1319,7 @@ static int start_series(csv *c) {
         if (!rc) rc = sf_pack_writer_series(c->w, c->key, c->key_len, c->e);
         if (rc) return rc;
     }
-    c->cur_series = s->key;
-    c->cur_series_len = s->len;
-    c->cur_series_line = (uint64_t)c->line_base + c->line;
-    c->cur_index = s->index;
-    c->have_last = false;
-    c->seeded = -1;
-    c->padded_line = 0;
-    for (uint32_t k = 0; k < c->nkeep; k++) c->lossy[k].has_prev = false;
+    enter_series(c, s);
     return 0;
 }
 
@@ -1817,6 +1826,7 @@ typedef struct half_rec {
     uint32_t key;              // its series id
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
+    uint32_t id;               // 1 + its series id's slot in the job's ids; 0: not there (or no ids)
     bool raw, truncated;       // truncated: its time had digits below a microsecond
     // The ISO parts of the part's times up to it (raw records left out),
     // joined to csv.time_parts as it is committed: messages write times
@@ -1847,6 +1857,7 @@ typedef struct {
     // Set before the helper starts; read by both.
     const csv *c;
     const half_field *fields;
+    const sf_series_ids *ids;  // the series ids to find each record's in (csv.ids_copy), or NULL
     const char *start, *end;  // whole records, no quotes
     float *rows;
     int64_t *times;      // with a time column
@@ -1941,6 +1952,7 @@ static void *parse_half(void *arg) {
     const enum sf_time_kind kind = h->c->time_kind;
     const bool timed = h->c->time_field != UINT32_MAX;
     const half_field *fields = h->fields;
+    const sf_series_ids *ids = h->ids;
     const sf_field_end_fn field_end = h->c->field_end;
     float *rows = h->rows;
     int64_t *times = h->times;
@@ -1979,7 +1991,7 @@ static void *parse_half(void *arg) {
                 r->time_at = (uint32_t)(q - buf);  // truncated stays false: no fraction
             } else if (role == ROLE_SERIES && n && r[-1].cont && same_id(&r[-1], buf, q, end, d)) {
                 te = after = q + r[-1].key_len;
-                r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len;
+                r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len, r->id = r[-1].id;
                 same_key = true;
             } else {
                 after = field_end(after, end, d);
@@ -2000,6 +2012,8 @@ static void *parse_half(void *arg) {
                 } else if (role == ROLE_SERIES) {
                     ok = len <= SF_PACK_MAX_NAME && sf_text_ok(q, len);
                     r->key = at, r->key_len = (uint16_t)len;
+                    const sf_series_id *id = ok && ids ? sf_series_ids_find(ids, q, len) : NULL;
+                    r->id = id ? (uint32_t)(id - ids->slot) + 1 : 0;
                 } else {  // ROLE_CATEGORY
                     ok = !missing_token(q, len);
                     *cat++ = at, *cat++ = (uint32_t)len;
@@ -2220,10 +2234,33 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             i = j - 1;
             continue;
         }
-        if (c->nkeep == 1) c->row[0] = h->rows[i];  // a call to memcpy for one value cost more than the copy
-        else memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
+        c->key_padded = false;
+        c->rec_truncated = NULL;
+        if (r->id && !ncf && !r->npend && !r->truncated) {
+            // A held row of a series seen before (the parse found its id in
+            // csv.ids_copy) with nothing to count: held at once, as
+            // commit_record would hold it, without copying it, its id and a
+            // lookup; rows of interleaved series each come this way.
+            const sf_series_id *s = &h->ids->slot[r->id - 1];
+            if (!c->cur_series || s->index != c->cur_index) enter_series(c, s);
+            int64_t time = 0;
+            if (c->time_field != UINT32_MAX) {
+                time = c->rec_time = h->times[i];
+                c->time_at = c->buf + r->time_at;
+                if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
+            }
+            c->st.rows++;
+            if ((rc = sf_regroup_add(c->rg, c->cur_index, h->rows + i * c->nkeep, time, c->line_base + (int64_t)c->line,
+                                     c->e)))
+                return rc;
+            c->line++;
+            c->pos = next;
+            continue;
+        }
+        if (c->nkeep == 1) c->row[0] = h->rows[i];  // a call to memcpy for one value cost more than the copy
+        else memcpy(c->row, h->rows + i * c->nkeep, c->nkeep * sizeof(float));
         for (uint32_t j = 0; j < r->npend; j++) {
             const half_big *b = &h->pend[r->pend + j];
             c->pend[c->npend++] = (struct big_pending){b->k, c->buf + b->at, c->buf + b->at, b->n};
@@ -2238,7 +2275,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             c->time_at = c->buf + r->time_at;
             if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
         }
-        c->rec_truncated = r->truncated ? c->time_at : NULL;
+        if (r->truncated) c->rec_truncated = c->time_at;
         if (c->series_field != UINT32_MAX) {
             size_t need = (size_t)r->key_len + 1;
             if (need > c->key_cap) {
@@ -2250,7 +2287,6 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             memcpy(c->key, c->buf + r->key, r->key_len);
             c->key_len = r->key_len;
             c->key_at = c->buf + r->key;
-            c->key_padded = false;
         }
         if ((rc = commit_record(c))) return rc;
         c->line++;  // no quotes: one line per record
@@ -2338,6 +2374,28 @@ static void half_destroy(half_job *h) {
     pthread_mutex_destroy(&h->mu);
 }
 
+// The series ids the parts find their rows' in, while rows are held (and
+// there are no categories: those rows take the commit's own path): a copy
+// of seen's slots, since the main thread adds ids while the helper reads,
+// taken again only when ids came; none when the slots are more bytes than
+// the buffer (then a copy for each buffer with new ids would cost more than
+// parsing it).
+static const sf_series_ids *held_ids(csv *c) {
+    if (!c->rg || c->ncat) return NULL;
+    if (c->ids_copy.len != c->seen.len || c->ids_copy.cap != c->seen.cap) {
+        size_t bytes = c->seen.cap * sizeof *c->seen.slot;
+        sf_series_id *t = bytes <= c->cap ? realloc(c->ids_copy.slot, bytes) : NULL;
+        if (!t) {
+            free(c->ids_copy.slot);
+            c->ids_copy = (sf_series_ids){0};
+            return NULL;
+        }
+        memcpy(t, c->seen.slot, bytes);
+        c->ids_copy = (sf_series_ids){.slot = t, .cap = c->seen.cap, .len = c->seen.len};
+    }
+    return &c->ids_copy;
+}
+
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
@@ -2380,6 +2438,7 @@ static int parse_parallel(csv *c) {
     }
     half_job h;
     if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
+    h.ids = held_ids(c);
     if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
     if (helper_run(c, &h)) {
         half_destroy(&h);
@@ -2387,6 +2446,7 @@ static int parse_parallel(csv *c) {
     }
     half_job mine;
     own = own && !half_init(&mine, c, &c->part[0], start, mid);
+    if (own) mine.ids = h.ids;
     int rc;
     bool waited = false;
     if (own) {
@@ -2926,6 +2986,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
     free(c->names);
     sf_series_ids_free(&c->seen);
+    free(c->ids_copy.slot);
     sf_regroup_free(c->rg);
     free(c->by_index);
     free(c->role);

@@ -61,6 +61,11 @@ gen 40 1000 interleaved >inter.csv
 same "interleaved series" 0 inter.csv $ts
 # Interleaved and regrouped through spilled runs at the least budget.
 same "interleaved series, spilled" 0 inter.csv $ts --memory-budget 1
+# Held rows of series first seen buffers after the regrouping began: the
+# parse finds the ids seen so far (a copy taken at each buffer), and a new
+# one's first rows take the commit's own path.
+gen 40 1000 interleaved 'if (t >= 600 && s % 2) sub(/,site/, ",late")' >late_ids.csv
+same "interleaved series, some first seen later" 0 late_ids.csv $ts
 # CRLF lines, and a categorical column beside the series.
 gen 40 1000 grouped 'sub(/$/, "\r"); sub(/,site/, ",c" (n % 3) ",site")' | sed '1s/time,/time,kind,/' >crlf.csv
 same "CRLF and a categorical column" 0 crlf.csv $ts --categorical kind
