@@ -288,7 +288,7 @@ static int spill(sf_regroup *r, sf_err *e) {
     size_t bytes = r->n * r->rec;
     if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e))) return rc;
     r->job = (spill_job){.fd = r->fd[0], .p = r->sorted, .n = bytes, .off = r->end[0]};
-    r->writing = pthread_create(&r->job.thread, NULL, spill_write, &r->job) == 0;
+    r->writing = sf_thread_start(&r->job.thread, spill_write, &r->job) == 0;
     if (!r->writing && (rc = write_at(r, r->fd[0], r->sorted, bytes, r->end[0], e))) return rc;
     r->end[0] += bytes;
     r->n = 0;
