@@ -42,8 +42,10 @@ asan() {
         # of the OpenMP threads that oneDNN (the GEMM ceiling of bench train)
         # leaves at exit, and crashes; without TLS as roots it reports more,
         # never less (glibc's per-thread dlerror buffer: tools/lsan.supp).
+        # print_suppressions=0: the table of suppressions used would be
+        # lines on stderr that tests counting a message's lines see.
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:fast_unwind_on_malloc=0 \
-            LSAN_OPTIONS=suppressions=$PWD/tools/lsan.supp:use_tls=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+            LSAN_OPTIONS=suppressions=$PWD/tools/lsan.supp:use_tls=0:print_suppressions=0 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
             run_tests build-asan
 }
 
