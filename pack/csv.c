@@ -2237,7 +2237,12 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         c->rec_quoted = c->rec_missing = false;
         c->npend = 0;
         c->key_padded = false;
-        c->rec_truncated = NULL;
+        if (c->time_field != UINT32_MAX) {
+            c->rec_time = h->times[i];
+            c->time_at = c->buf + r->time_at;
+            if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
+        }
+        c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (r->id && !ncf && !r->npend && !r->truncated) {
             // A held row of a series seen before (the parse found its id in
             // csv.ids_copy) with nothing to count: held at once, as
@@ -2245,13 +2250,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             // lookup; rows of interleaved series each come this way.
             const sf_series_id *s = &h->ids->slot[r->id - 1];
             if (!c->cur_series || s->index != c->cur_index) enter_series(c, s);
-            int64_t time = 0;
-            if (c->time_field != UINT32_MAX) {
-                time = c->rec_time = h->times[i];
-                c->time_at = c->buf + r->time_at;
-                if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
-            }
             c->st.rows++;
+            int64_t time = c->time_field != UINT32_MAX ? c->rec_time : 0;
             if ((rc = sf_regroup_add(c->rg, c->cur_index, h->rows + i * c->nkeep, time, c->line_base + (int64_t)c->line,
                                      c->e)))
                 return rc;
@@ -2270,12 +2270,6 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             if ((rc = category_field(c, cat_fields[j], c->buf + cat[2 * j], c->buf + cat[2 * j], cat[2 * j + 1],
                                      &c->row[c->keep_at[cat_fields[j]]])))
                 return rc;
-        if (c->time_field != UINT32_MAX) {
-            c->rec_time = h->times[i];
-            c->time_at = c->buf + r->time_at;
-            if (r->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, r->parts), joined = r->parts;
-        }
-        if (r->truncated) c->rec_truncated = c->time_at;
         if (c->series_field != UINT32_MAX) {
             size_t need = (size_t)r->key_len + 1;
             if (need > c->key_cap) {
@@ -2382,7 +2376,7 @@ static void half_destroy(half_job *h) {
 // parsing it).
 static const sf_series_ids *held_ids(csv *c) {
     if (!c->rg || c->ncat) return NULL;
-    if (c->ids_copy.len != c->seen.len || c->ids_copy.cap != c->seen.cap) {
+    if (c->ids_copy.len != c->seen.len) {  // ids came (the slots move only then)
         size_t bytes = c->seen.cap * sizeof *c->seen.slot;
         sf_series_id *t = bytes <= c->cap ? realloc(c->ids_copy.slot, bytes) : NULL;
         if (!t) {
