@@ -199,8 +199,18 @@ static void series_ids(void) {
             seen[i] = true;
         }
     }
-    const sf_series_id *f = sf_series_ids_find(&s, "site17", 6);
-    CHECK(f && f->first == 17 && !sf_series_ids_find(&s, "site", 4), "find");
+    const sf_series_id *f = sf_series_ids_find(&s, NULL, "site17", 6);
+    CHECK(f && f->first == 17 && !sf_series_ids_find(&s, NULL, "site", 4), "find");
+    // find with the entry found before: its guess hits on ids that come
+    // round in order, and misses (falls back to the hash) on any other
+    const sf_series_id *prev = NULL;
+    for (uint32_t k = 0; k < 2 * N; k++) {
+        uint32_t i = k < N ? k % 200 : (uint32_t)((x = x * 6364136223846793005ull + 1) >> 33) % N;
+        f = sf_series_ids_find(&s, prev, keys[i], strlen(keys[i]));
+        CHECK(f && f->first == i, "find after %s: %s: got %s", prev ? prev->key : "none", keys[i], f ? f->key : "NULL");
+        if (!f) break;
+        prev = f;
+    }
     sf_series_ids_free(&s);
 }
 
