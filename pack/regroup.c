@@ -576,18 +576,27 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
     if (2 * (s->len + 1) > s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 64;
         sf_series_id *t = calloc(cap, sizeof *t);
-        if (!t) return NULL;
+        // where each slot went: the links between them (after, last) follow,
+        // else the ids whose rows a packer takes without adding them (the
+        // parse found them in a copy of this table) would never be linked again
+        uint32_t *moved = malloc((s->cap ? s->cap : 1) * sizeof *moved);
+        if (!t || !moved) {
+            free(t), free(moved);
+            return NULL;
+        }
         for (size_t i = 0; i < s->cap; i++) {
             if (!s->slot[i].key) continue;
             size_t j = sf_hash_bytes(s->slot[i].key, s->slot[i].len) & (cap - 1);
             while (t[j].key) j = (j + 1) & (cap - 1);
             t[j] = s->slot[i];
-            t[j].after = 0;
+            moved[i] = (uint32_t)j;
         }
-        free(s->slot);
+        for (size_t j = 0; j < cap; j++)
+            if (t[j].after) t[j].after = moved[t[j].after - 1] + 1;
+        if (s->last) s->last = moved[s->last - 1] + 1;
+        free(s->slot), free(moved);
         s->slot = t;
         s->cap = cap;
-        s->last = 0;  // the slots moved
     }
     // Rows of series that interleave come round in the same order, so the
     // id that followed the last one last time is tried before the hash.

@@ -212,6 +212,19 @@ static void series_ids(void) {
         prev = f;
     }
     sf_series_ids_free(&s);
+    // Ids added once, in order: each links to the next across the table's
+    // growth (a packer that takes rows by a copy's links never adds again)
+    for (uint32_t i = 0; i < N; i++) {
+        bool found;
+        CHECK(sf_series_ids_add(&s, keys[i], strlen(keys[i]), i, &found) && !found, "add %s", keys[i]);
+    }
+    uint32_t linked = 0;
+    for (uint32_t i = 0; i + 1 < N; i++) {
+        const sf_series_id *a = sf_series_ids_find(&s, NULL, keys[i], strlen(keys[i]));
+        linked += a && a->after && s.slot[a->after - 1].first == i + 1;
+    }
+    CHECK(linked == N - 1, "%u of %u ids linked to the next after the table grew", linked, N - 1);
+    sf_series_ids_free(&s);
 }
 
 int main(void) {
