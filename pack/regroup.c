@@ -5,8 +5,9 @@
 // (stable, and linear: series indices are dense, one 4-byte counter each;
 // it reads the rows in order and writes each series' rows in order, where a
 // gather in series order would miss the cache at every row of interleaved
-// series) and written as a run to a spill file in one go. The merge reads every run through a buffer of its share of
-// the budget and, series by series (a heap of the runs keyed by their next
+// series) and written as a run to a spill file, each row coded against the
+// one before (row_code). The merge reads every run through a buffer of its
+// share of the budget and, series by series (a heap of the runs keyed by their next
 // series, then by run), takes each run's rows of that series in run order:
 // each series' rows come out in the order they were added, and a run's
 // rows of one series are copied in a tight loop, not a heap step per row.
@@ -29,19 +30,33 @@
 
 #define WBUF_MAX (1u << 20)     // bytes written to a spill file at a time
 #define CURSOR_MIN (16u << 10)  // a run's read buffer in the merge, at the least
+// ... and at the most: a buffer the reads' copies leave in the cache (one of
+// a run's share of the budget, megabytes, missed it at every row)
+#define CURSOR_MAX (256u << 10)
 
 typedef struct {
-    uint64_t off, rows;  // the run's first byte in its file, and its rows
+    uint64_t off, bytes, rows;  // the run's first byte in its file, its bytes and its rows
 } run;
 
-// A run on its way into the spill file, written by a thread of its own
-// while the packer fills the held rows again: the copy into the page cache
-// was a quarter of the packer's time on rows of 1000 series interleaved.
+// The row before, which a run's next row is coded against (row_code).
+typedef struct {
+    uint32_t series;
+    uint64_t line, time, step;  // unsigned: differences wrap
+} code_state;
+
+// A run on its way into the spill file, coded and written by a thread of
+// its own while the packer fills the held rows again: the copy into the
+// page cache was a quarter of the packer's time on rows of 1000 series
+// interleaved.
 typedef struct {
     pthread_t thread;
     int fd;
-    const uint8_t *p;
-    size_t n;
+    const uint8_t *rows;  // n fixed records of rec bytes
+    size_t n, rec;
+    uint32_t ncols;
+    bool timed;
+    uint8_t *out;  // a buffer of cap bytes the coded rows go through
+    size_t cap;
     uint64_t off, written;
     int err;  // the write's errno, 0 when it went through
 } spill_job;
@@ -54,11 +69,15 @@ typedef struct {
     int kind;
     const uint8_t *cur;      // the current row's record; NULL: no more
     const uint8_t *cur_imp;  // its imputed flags (the head's), or NULL
-    // C_SPILL: rows not yet read start at byte off of fd; buf holds cap rows
+    // C_MEMORY: the row at pos of len. C_SPILL: the run's bytes not yet
+    // read start at byte off of fd (left of them); buf holds cap bytes (and
+    // 8 more, zeros past len), the next row's code at pos of len; rows not
+    // yet decoded into row (a record) after the one at state.
     int fd;
-    uint64_t off, left;
-    uint8_t *buf;
-    size_t cap, len, pos;  // in rows
+    uint64_t off, left, rows;
+    uint8_t *buf, *row;
+    size_t cap, len, pos;
+    code_state state;
     // C_HEAD: chunk `chunk` (next to decode) of the pack, its rows decoded
     // into vals/time/line/imp, crow the current one; series si ends at row `end`
     uint64_t chunk, si, end;
@@ -74,7 +93,8 @@ struct sf_regroup {
     uint8_t *buf;     // held rows
     uint8_t *sorted;  // the same in series order, at a spill; the job's while it writes
     spill_job job;
-    bool writing;     // job's thread is running (joined by spill_wait)
+    bool writing;     // job is under way, or done and not yet counted (spill_wait)
+    bool threaded;    // ... on its thread, to be joined
     size_t n, cap;
     uint32_t *count;  // rows held per series
     size_t count_cap;
@@ -121,6 +141,101 @@ static inline void copy_record(uint8_t *to, const uint8_t *from, size_t n) {
 
 static size_t record_bytes(uint32_t ncols, bool timed) { return 12 + (timed ? 8 : 0) + 4 * (size_t)ncols; }
 
+// A row coded against the one before: a byte of widths, then the series
+// unless it is the same or the next, the line's difference and the time's
+// second difference (zigzag, in 1, 2, 4 or 8 bytes; the time's in none when
+// it steps as the row before did), then the values as they are. A run's
+// rows of one series are a few lines apart and step by the same time: a row
+// of one value takes 4 bytes and 3 or so (24 as a record), so a third of
+// the bytes goes to the page cache, back, and to disk. At most CODE_MAX(rec)
+// bytes; 8 bytes from each field on are written and read.
+#define CODE_MAX(rec) ((rec) + 1)
+enum { SERIES_SAME, SERIES_NEXT, SERIES_GIVEN };
+
+static inline unsigned width_code(uint64_t v) { return v <= 0xff ? 0 : v <= 0xffff ? 1 : v <= 0xffffffffu ? 2 : 3; }
+static inline uint64_t zigzag(uint64_t d) { return d << 1 ^ (uint64_t)-(int64_t)(d >> 63); }
+static inline uint64_t unzigzag(uint64_t z) { return z >> 1 ^ -(z & 1); }
+static inline size_t width_bytes(unsigned code) { return (size_t)1 << code; }
+
+// 8 bytes of v at p (the low first: the bytes past a field's width are
+// written over by what follows); the spill files are this process's own.
+static inline void put8(uint8_t *p, uint64_t v) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    memcpy(p, &v, 8);
+#else
+    sf_put_u64(p, v);
+#endif
+}
+
+static inline uint64_t get8(const uint8_t *p) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+#else
+    return sf_get_u64(p);
+#endif
+}
+
+// A record's values (n bytes): one value in a move, where a memcpy of a
+// size known only at run time is a call.
+static inline void copy_values(uint8_t *to, const uint8_t *from, size_t n) {
+    if (n == 4) memcpy(to, from, 4);
+    else memcpy(to, from, n);
+}
+
+// Codes record p at out; returns the bytes written.
+static inline size_t row_code(uint8_t *out, const uint8_t *p, size_t rec, bool timed, code_state *st) {
+    uint32_t series = rec_series(p);
+    uint64_t line = (uint64_t)rec_i64(p + 4), dline = zigzag(line - st->line);
+    unsigned sc = series == st->series ? SERIES_SAME : series == st->series + 1 ? SERIES_NEXT : SERIES_GIVEN;
+    unsigned lc = width_code(dline);
+    size_t n = 1;
+    if (sc == SERIES_GIVEN) put8(out + n, series), n += 4;
+    put8(out + n, dline), n += width_bytes(lc);
+    uint8_t head = (uint8_t)(sc | lc << 2);
+    size_t hdr = 12;
+    if (timed) {
+        uint64_t time = (uint64_t)rec_i64(p + 12), step = time - st->time, dd = zigzag(step - st->step);
+        if (dd) {
+            unsigned tc = width_code(dd);
+            put8(out + n, dd), n += width_bytes(tc);
+            head |= (uint8_t)((tc + 1) << 4);
+        }
+        st->time = time, st->step = step;
+        hdr = 20;
+    }
+    out[0] = head;
+    copy_values(out + n, p + hdr, rec - hdr);
+    st->series = series, st->line = line;
+    return n + rec - hdr;
+}
+
+static inline uint64_t get_width(const uint8_t *p, unsigned code) {
+    uint64_t v = get8(p);
+    return code == 3 ? v : v & ((1ull << (8 << code)) - 1);
+}
+
+// Decodes the row at in into record p; returns the bytes read.
+static inline size_t row_decode(uint8_t *p, const uint8_t *in, size_t rec, bool timed, code_state *st) {
+    unsigned head = in[0], sc = head & 3, lc = head >> 2 & 3, tc = head >> 4 & 7;
+    size_t n = 1;
+    if (sc == SERIES_NEXT) st->series++;
+    else if (sc == SERIES_GIVEN) st->series = (uint32_t)get8(in + n), n += 4;
+    st->line += unzigzag(get_width(in + n, lc)), n += width_bytes(lc);
+    memcpy(p, &st->series, 4);
+    memcpy(p + 4, &st->line, 8);
+    size_t hdr = 12;
+    if (timed) {
+        if (tc) st->step += unzigzag(get_width(in + n, tc - 1)), n += width_bytes(tc - 1);
+        st->time += st->step;
+        memcpy(p + 12, &st->time, 8);
+        hdr = 20;
+    }
+    copy_values(p + hdr, in + n, rec - hdr);
+    return n + rec - hdr;
+}
+
 uint64_t sf_regroup_min_budget(uint32_t ncols, bool timed) {
     // 64 rows: a run of a few rows and a merge of a few runs, each read
     // through a buffer of 4 rows or more.
@@ -140,7 +255,7 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
     r->rec = record_bytes(ncols, timed);
     r->hdr = r->rec - 4 * (size_t)ncols;
     r->wcap = budget / 8 < WBUF_MAX ? (size_t)(budget / 8) : WBUF_MAX;
-    if (r->wcap < r->rec) r->wcap = r->rec;
+    if (r->wcap < CODE_MAX(r->rec) + 8) r->wcap = CODE_MAX(r->rec) + 8;
     uint64_t cap = (budget - r->wcap) / (2 * r->rec);
     r->cap = cap < UINT32_MAX ? (size_t)cap : UINT32_MAX;
     r->near = strdup(near);
@@ -190,11 +305,12 @@ static int io_error(const sf_regroup *r, int err, const char *what, sf_err *e) {
                         "(%.1f MB written so far)", r->near, what, r->spilled / 1e6);
 }
 
-// Records on their way into a spill file at off.
+// Rows on their way into a spill file at off, coded (row_code) in wbuf.
 typedef struct {
     int fd;
     uint64_t off;
     size_t len;
+    code_state state;
 } sink;
 
 // Writes p[0, n) at off of fd, counted as spilled.
@@ -217,12 +333,11 @@ static int sink_flush(sf_regroup *r, sink *s, sf_err *e) {
 }
 
 static inline int sink_put(sf_regroup *r, sink *s, const uint8_t *rec, sf_err *e) {
-    if (s->len + r->rec > r->wcap) {
+    if (s->len + CODE_MAX(r->rec) + 8 > r->wcap) {
         int rc = sink_flush(r, s, e);
         if (rc) return rc;
     }
-    copy_record(r->wbuf + s->len, rec, r->rec);
-    s->len += r->rec;
+    s->len += row_code(r->wbuf + s->len, rec, r->rec, r->timed, &s->state);
     return 0;
 }
 
@@ -254,43 +369,64 @@ static void order_held(sf_regroup *r) {
     if (r->nseries) memset(r->count, 0, r->nseries * sizeof *r->count);
 }
 
+// The job's rows coded through its buffer into its file at off; written:
+// the bytes that went, err: the errno of a write that failed.
 static void *spill_write(void *arg) {
     spill_job *j = arg;
-    while (j->written < j->n) {
-        ssize_t k = pwrite(j->fd, j->p + j->written, j->n - j->written, (off_t)(j->off + j->written));
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) {
-            j->err = errno;
-            break;
+    code_state st = {0};
+    // Locals: the stores through bytes would make the compiler reload j's fields at every row.
+    const uint8_t *rows = j->rows;
+    uint8_t *out = j->out;
+    const size_t n = j->n, rec = j->rec, room = j->cap - (CODE_MAX(rec) + 8);
+    const bool timed = j->timed;
+    size_t len = 0;
+    for (size_t i = 0; i <= n && !j->err; i++) {
+        if (i < n && len <= room) {
+            len += row_code(out + len, rows + i * rec, rec, timed, &st);
+            continue;
         }
-        j->written += (size_t)k;
+        for (size_t done = 0; done < len;) {
+            ssize_t k = pwrite(j->fd, j->out + done, len - done, (off_t)(j->off + j->written));
+            if (k < 0 && errno == EINTR) continue;
+            if (k < 0) {
+                j->err = errno;
+                break;
+            }
+            done += (size_t)k, j->written += (uint64_t)k;
+        }
+        len = 0;
+        if (i < n) i--;  // the row that did not fit, again
     }
     return NULL;
 }
 
-// Waits for the run being written, if any; returns 0 or its write's error.
+// Waits for the run being written, if any (its bytes then counted in the
+// file); returns 0 or its write's error.
 static int spill_wait(sf_regroup *r, sf_err *e) {
     if (!r->writing) return 0;
-    pthread_join(r->job.thread, NULL);
+    if (r->threaded) pthread_join(r->job.thread, NULL);
     r->writing = false;
     r->spilled += r->job.written;
+    r->end[0] += r->job.written;
+    r->runs[r->nruns - 1].bytes = r->job.written;
     return r->job.err ? io_error(r, r->job.err, "write", e) : 0;
 }
 
 // The held rows in series order into the spill file as a run: sorted, then
-// written by a thread while buf takes the next rows.
+// coded and written by a thread (through wbuf, not used again before the
+// merge) while buf takes the next rows.
 static int spill(sf_regroup *r, sf_err *e) {
     if (!r->n) return 0;
     int rc = spill_wait(r, e);  // sorted is free again
     if (!rc && r->fd[0] < 0) rc = spill_file(r, 0, e);
     if (rc) return rc;
     order_held(r);
-    size_t bytes = r->n * r->rec;
-    if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], r->n}, e))) return rc;
-    r->job = (spill_job){.fd = r->fd[0], .p = r->sorted, .n = bytes, .off = r->end[0]};
-    r->writing = sf_thread_start(&r->job.thread, spill_write, &r->job) == 0;
-    if (!r->writing && (rc = write_at(r, r->fd[0], r->sorted, bytes, r->end[0], e))) return rc;
-    r->end[0] += bytes;
+    if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], 0, r->n}, e))) return rc;
+    r->job = (spill_job){.fd = r->fd[0], .rows = r->sorted, .n = r->n, .rec = r->rec, .ncols = r->ncols,
+                         .timed = r->timed, .out = r->wbuf, .cap = r->wcap, .off = r->end[0]};
+    r->threaded = sf_thread_start(&r->job.thread, spill_write, &r->job) == 0;
+    if (!r->threaded) spill_write(&r->job);
+    r->writing = true;
     r->n = 0;
     r->nspills++;
     return 0;
@@ -348,24 +484,27 @@ static int cursor_next(sf_regroup *r, cursor *c, sf_err *e) {
         return 0;
     }
     if (c->kind == C_SPILL) {
-        if (++c->pos < c->len) {
-            c->cur += r->rec;
-            return 0;
-        }
-        if (!c->left) {
+        if (!c->rows) {
             c->cur = NULL;
             return 0;
         }
-        size_t take = c->left < c->cap ? (size_t)c->left : c->cap, n = take * r->rec;
-        for (size_t done = 0; done < n;) {
-            ssize_t k = pread(c->fd, c->buf + done, n - done, (off_t)(c->off + done));
-            if (k < 0 && errno == EINTR) continue;
-            if (k <= 0) return io_error(r, k < 0 ? errno : ENODATA, "read back", e);
-            done += (size_t)k;
+        if (c->len - c->pos < CODE_MAX(r->rec) && c->left) {  // the rest of the buffer may end inside a row
+            size_t keep = c->len - c->pos;
+            memmove(c->buf, c->buf + c->pos, keep);
+            size_t take = c->cap - keep < c->left ? c->cap - keep : (size_t)c->left;
+            for (size_t done = 0; done < take;) {
+                ssize_t k = pread(c->fd, c->buf + keep + done, take - done, (off_t)(c->off + done));
+                if (k < 0 && errno == EINTR) continue;
+                if (k <= 0) return io_error(r, k < 0 ? errno : ENODATA, "read back", e);
+                done += (size_t)k;
+            }
+            c->off += take, c->left -= take;
+            c->len = keep + take, c->pos = 0;
+            memset(c->buf + c->len, 0, 8);  // what the last field's 8-byte read takes past the end
         }
-        c->off += n, c->left -= take;
-        c->len = take, c->pos = 0;
-        c->cur = c->buf;
+        c->pos += row_decode(c->row, c->buf + c->pos, r->rec, r->timed, &c->state);
+        c->rows--;
+        c->cur = c->row;
         return 0;
     }
     const sf_pack_info *in = sf_pack_get_info(r->head);
@@ -446,12 +585,19 @@ static int merge_into(sf_regroup *r, cursor *cs, uint32_t k, sf_regroup_emit emi
     return rc;
 }
 
-// Cursors over runs [from, from + k) of the current file, each reading
-// through its share of the budget (the write buffer's set apart).
+// Bytes of a cursor's buffer, its record and its slack, for k cursors
+// (and extra sources) sharing the budget (the write buffer's set apart).
+static size_t cursor_bytes(const sf_regroup *r, uint64_t k) {
+    uint64_t share = (r->budget - r->wcap) / k, fixed = r->rec + 8;
+    uint64_t cap = share > fixed ? share - fixed : 0;
+    return cap > CURSOR_MAX ? CURSOR_MAX : (size_t)cap;
+}
+
+// Cursors over runs [from, from + k) of the current file.
 static cursor *run_cursors(sf_regroup *r, size_t from, uint32_t k, uint32_t extra, sf_err *e) {
-    size_t rows = (size_t)((r->budget - r->wcap) / (k + extra) / r->rec);
+    size_t cap = cursor_bytes(r, k + extra), each = cap + 8 + r->rec;
     cursor *cs = calloc(k + extra, sizeof *cs);
-    uint8_t *bufs = cs ? malloc(rows * r->rec * k) : NULL;
+    uint8_t *bufs = cs ? malloc(each * k) : NULL;
     if (!bufs) {
         free(cs);
         sf_err_set(e, SF_ENOMEM, "%s: out of memory to merge the runs", r->near);
@@ -459,8 +605,9 @@ static cursor *run_cursors(sf_regroup *r, size_t from, uint32_t k, uint32_t extr
     }
     for (uint32_t i = 0; i < k; i++) {
         const run *x = &r->runs[from + i];
-        cs[extra + i] = (cursor){.kind = C_SPILL, .fd = r->fd[r->cur], .off = x->off, .left = x->rows,
-                                 .buf = bufs + i * rows * r->rec, .cap = rows};
+        uint8_t *b = bufs + i * each;
+        cs[extra + i] = (cursor){.kind = C_SPILL, .fd = r->fd[r->cur], .off = x->off, .left = x->bytes,
+                                 .rows = x->rows, .buf = b, .row = b + cap + 8, .cap = cap};
     }
     return cs;
 }
@@ -471,10 +618,10 @@ static void free_cursors(cursor *cs, uint32_t extra) {
 }
 
 // Runs one merge may read at a time: each through CURSOR_MIN bytes or 4
-// rows at the least.
+// rows at the least (a row coded, its record and the slack besides).
 static uint32_t fan_in(const sf_regroup *r) {
-    uint64_t least = 4 * r->rec > CURSOR_MIN ? 4 * r->rec : CURSOR_MIN;
-    uint64_t fan = (r->budget - r->wcap) / least;
+    uint64_t least = 4 * CODE_MAX(r->rec) > CURSOR_MIN ? 4 * CODE_MAX(r->rec) : CURSOR_MIN;
+    uint64_t fan = (r->budget - r->wcap) / (least + r->rec + 8);
     return fan > 65536 ? 65536 : fan < 2 ? 2 : (uint32_t)fan;
 }
 
@@ -484,15 +631,16 @@ static int merge_pass(sf_regroup *r, uint32_t fan, sf_err *e) {
     int rc = r->fd[to] < 0 ? spill_file(r, to, e) : 0;
     run *out = NULL;
     size_t nout = 0, cap = 0;
-    sink s = {r->fd[to], 0, 0};
+    sink s = {r->fd[to], 0, 0, {0}};
     for (size_t g = 0; !rc && g < r->nruns; g += fan) {
         uint32_t k = r->nruns - g < fan ? (uint32_t)(r->nruns - g) : fan;
         cursor *cs = run_cursors(r, g, k, 0, e);
         if (!cs) rc = SF_ENOMEM;
         uint64_t start = s.off + s.len, rows = 0;
         for (uint32_t i = 0; i < k; i++) rows += r->runs[g + i].rows;
+        s.state = (code_state){0};  // each run is decoded from the start
         if (!rc) rc = merge_into(r, cs, k, NULL, NULL, &s, e);
-        if (!rc) rc = add_run(r, &out, &nout, &cap, (run){start, rows}, e);
+        if (!rc) rc = add_run(r, &out, &nout, &cap, (run){start, s.off + s.len - start, rows}, e);
         free_cursors(cs, 0);
     }
     if (!rc) rc = sink_flush(r, &s, e);

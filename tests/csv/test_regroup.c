@@ -2,7 +2,9 @@
 // series, each series' rows in the order they were added (the head's, an
 // .sfpack of the rows before, first), whatever the budget: all in memory,
 // a few spilled runs, or so many that the merge takes several passes; rows
-// wide enough to raise the least budget; every field carried bit for bit.
+// wide enough to raise the least budget; lines and times that step as a
+// file's do and ones that jump (the spilled rows' codes at every width);
+// every field carried bit for bit.
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -92,9 +94,11 @@ static sf_pack *make_head(const char *path, const row *rows, size_t nhead, uint3
 }
 
 // nrows rows of nseries series, the first nhead of them (series grouped)
-// in a head; budget 0: the least for these rows.
+// in a head; budget 0: the least for these rows. stepped: lines and times
+// rise by the row, as a file's do (spilled rows are coded in few bytes),
+// else lines jump by 2^40 and times are anything (in the most bytes).
 static void one(const char *dir, const char *what, size_t nrows, uint32_t nseries, size_t nhead, uint32_t ncols,
-                bool timed, uint64_t budget, bool want_spill, bool want_passes) {
+                bool timed, uint64_t budget, bool want_spill, bool want_passes, bool stepped) {
     uint64_t seed = nrows * 31 + nseries;
     row *rows = malloc(nrows * sizeof *rows);
     if (!rows) abort();
@@ -111,14 +115,15 @@ static void one(const char *dir, const char *what, size_t nrows, uint32_t nserie
     for (size_t i = nhead; i < nrows; i++) {
         uint64_t k = sf_splitmix64(&seed) % 10;
         rows[i].series = k < 7 ? rr++ % nseries : k < 9 ? (uint32_t)(sf_splitmix64(&seed) % nseries)
-                                                       : rows[i - (i > 0)].series;
+                                                       : i ? rows[i - 1].series : 0;
     }
     for (size_t i = 0; i < nrows; i++) {
         rows[i].id = (uint32_t)i;
-        rows[i].line = (int64_t)i + 2 + ((int64_t)(i % 3) << 40);  // opaque: high bits kept too
+        rows[i].line = (int64_t)i + 2 + (stepped ? 0 : (int64_t)(i % 3) << 40);  // opaque: high bits kept too
         // The head's times rise within its series, as the writer wants; the
         // rest are anything (checking them is the caller's).
-        rows[i].time = i < nhead ? (int64_t)i : (int64_t)(sf_splitmix64(&seed) >> 1) * (i % 2 ? -1 : 1);
+        rows[i].time = i < nhead || stepped ? (int64_t)i * 3600 - 7200 + (int64_t)((i * 2654435761u) >> 7 & 3)
+                                            : (int64_t)(sf_splitmix64(&seed) >> 1) * (i % 2 ? -1 : 1);
         rows[i].imputed = i < nhead && i % 5 == 1;
     }
     // Series first seen after the head take the next indices, in order.
@@ -230,13 +235,15 @@ static void series_ids(void) {
 int main(void) {
     series_ids();
     char *dir = scratch_dir("regroup");
-    one(dir, "in memory", 5000, 7, 0, 2, true, 64000000, false, false);
-    one(dir, "in memory, a head", 5000, 7, 300, 2, true, 64000000, false, false);
-    one(dir, "a few runs", 40000, 50, 0, 1, true, 0, true, false);
-    one(dir, "a few runs, a head", 40000, 50, 2000, 1, false, 0, true, false);
-    one(dir, "several passes, a head", 300000, 1000, 5000, 1, true, 0, true, true);
-    one(dir, "one series", 30000, 1, 0, 3, false, 0, true, false);
-    one(dir, "wide rows", 600, 13, 100, 5000, true, 0, true, false);
+    one(dir, "in memory", 5000, 7, 0, 2, true, 64000000, false, false, false);
+    one(dir, "in memory, a head", 5000, 7, 300, 2, true, 64000000, false, false, false);
+    one(dir, "a few runs", 40000, 50, 0, 1, true, 0, true, false, false);
+    one(dir, "a few runs, a head", 40000, 50, 2000, 1, false, 0, true, false, false);
+    one(dir, "several passes, a head", 300000, 1000, 5000, 1, true, 0, true, true, false);
+    one(dir, "one series", 30000, 1, 0, 3, false, 0, true, false, false);
+    one(dir, "stepped, a few runs", 40000, 300, 0, 1, true, 0, true, false, true);
+    one(dir, "stepped, several passes, a head", 300000, 70000, 5000, 1, true, 0, true, true, true);
+    one(dir, "wide rows", 600, 13, 100, 5000, true, 0, true, false, false);
     CHECK(sf_regroup_min_budget(5000, true) > SF_REGROUP_MIN_BUDGET && sf_regroup_min_budget(1, true) ==
                                                                            SF_REGROUP_MIN_BUDGET,
           "least budgets %llu, %llu", (unsigned long long)sf_regroup_min_budget(5000, true),
