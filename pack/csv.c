@@ -1929,14 +1929,11 @@ static void fetch_next(half_job *h) {
     atomic_store_explicit(&h->fetched, true, memory_order_release);
 }
 
-// The series id at q is the one of the record b before it, a row of a run
-// (cont) of rows of one series, and ends where a scan for d would end it:
-// its checks are that id's, without the scan. Tried only behind a row of a
-// run: where the series changes from row to row, it would fail each time.
-static inline bool same_id(const half_rec *b, const char *buf, const char *q, const char *end, char d) {
-    size_t n = b->key_len;
+// The field at q is key[0, n) and ends where a scan for d would end it: a
+// key checked before (an id's), its checks are that id's, without the scan.
+static inline bool field_is(const char *q, const char *end, char d, const char *key, size_t n) {
     return end - q > (ptrdiff_t)n && (q[n] == d || (q[n] == '\n' && (!n || q[n - 1] != '\r'))) &&
-           sf_bytes_equal(q, buf + b->key, n);
+           sf_bytes_equal(q, key, n);
 }
 
 // The helper thread's part: each record's values, time, series id and
@@ -1990,10 +1987,21 @@ static void *parse_half(void *arg) {
                 te = after = q + tn;
                 parts = memo.parts;
                 r->time_at = (uint32_t)(q - buf);  // truncated stays false: no fraction
-            } else if (role == ROLE_SERIES && n && r[-1].cont && same_id(&r[-1], buf, q, end, d)) {
+            } else if (role == ROLE_SERIES && n && r[-1].cont &&
+                       field_is(q, end, d, buf + r[-1].key, r[-1].key_len)) {
+                // a row of a run of one series: tried only behind one, as
+                // where the series changes from row to row it would fail each time
                 te = after = q + r[-1].key_len;
                 r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len, r->id = r[-1].id;
                 same_key = true;
+            } else if (role == ROLE_SERIES && last_id && last_id->after &&
+                       field_is(q, end, d, ids->slot[last_id->after - 1].key, ids->slot[last_id->after - 1].len)) {
+                // interleaved series come round in the same order: the id
+                // that followed the last one, found without a scan or a hash
+                last_id = &ids->slot[last_id->after - 1];
+                te = after = q + last_id->len;
+                r->key = (uint32_t)(q - buf), r->key_len = (uint16_t)last_id->len;
+                r->id = (uint32_t)(last_id - ids->slot) + 1;
             } else {
                 after = field_end(after, end, d);
                 // As next_field: a CR ends the text only as part of a CRLF.
