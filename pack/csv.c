@@ -1893,6 +1893,7 @@ typedef struct {
 
 #define HALF_BATCH 32
 #define HALF_WAKE 1024  // records the main thread sleeps for
+#define HALF_HOLD 256   // records commit_half holds in one call
 
 // The helper's records up to n complete: published, and the main thread
 // woken if it waits for them.
@@ -2254,19 +2255,38 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         }
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (r->id && !ncf && !r->npend && !r->truncated) {
-            // A held row of a series seen before (the parse found its id in
-            // csv.ids_copy) with nothing to count: held at once, as
-            // commit_record would hold it, without copying it, its id and a
-            // lookup; rows of interleaved series each come this way.
-            const sf_series_id *s = &h->ids->slot[r->id - 1];
-            if (!c->cur_series || s->index != c->cur_index) enter_series(c, s);
-            c->st.rows++;
-            int64_t time = c->time_field != UINT32_MAX ? c->rec_time : 0;
-            if ((rc = sf_regroup_add(c->rg, c->cur_index, h->rows + i * c->nkeep, time, c->line_base + (int64_t)c->line,
-                                     c->e)))
+            // Held rows of series seen before (the parse found their ids in
+            // csv.ids_copy) with nothing to count: held at once, a batch at
+            // a time, as commit_record would hold each, without copying
+            // them, their ids and a lookup; rows of interleaved series each
+            // come this way.
+            uint32_t series[HALF_HOLD];
+            size_t ready = atomic_load_explicit(&h->ready, memory_order_acquire), j = i;
+            for (; j < ready && j - i < HALF_HOLD; j++) {
+                const half_rec *x = &h->recs[j];
+                if (j > i && (x->raw || x->cont || !x->id || x->npend || x->truncated)) break;
+                series[j - i] = h->ids->slot[x->id - 1].index;
+                if (x->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, x->parts), joined = x->parts;
+            }
+            bool timed = c->time_field != UINT32_MAX;
+            int64_t line = c->line_base + (int64_t)c->line;
+            if ((rc = sf_regroup_add_rows(c->rg, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL, line,
+                                          j - i, c->e)))
                 return rc;
-            c->line++;
-            c->pos = next;
+            // The series entered last, as row by row: where the last
+            // stretch of rows of one series begins.
+            size_t k = j - 1;
+            while (k > i && series[k - i - 1] == series[k - i]) k--;
+            if (k > i || !c->cur_series || series[0] != c->cur_index) {
+                c->line += k - i;
+                enter_series(c, &h->ids->slot[h->recs[k].id - 1]);
+                c->line -= k - i;
+            }
+            c->st.rows += j - i;
+            c->line += j - i;
+            if (timed) c->rec_time = h->times[j - 1], c->time_at = c->buf + h->recs[j - 1].time_at;
+            c->pos = h->recs[j - 1].next;
+            i = j - 1;
             continue;
         }
         if (c->nkeep == 1) c->row[0] = h->rows[i];  // a call to memcpy for one value cost more than the copy

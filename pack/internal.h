@@ -205,6 +205,11 @@ int sf_regroup_head(sf_regroup *r, sf_pack *head, uint32_t *map, sf_err *e);
 // Holds one row of series `series` (values: ncols floats; time ignored
 // without one); a full buffer is sorted and spilled first.
 int sf_regroup_add(sf_regroup *r, uint32_t series, const float *values, int64_t time, int64_t line, sf_err *e);
+// Holds n rows as n calls of sf_regroup_add would: row i of series[i], its
+// values at values + i * ncols, its time time[i] (time unread without a
+// time column, may then be NULL), its line line + i.
+int sf_regroup_add_rows(sf_regroup *r, const uint32_t *series, const float *values, const int64_t *time,
+                        int64_t line, size_t n, sf_err *e);
 
 // Called for each row, series by series in ascending index, each series'
 // rows in the order they came (the head's first). imputed: ncols flags, or

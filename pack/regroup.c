@@ -432,27 +432,43 @@ static int spill(sf_regroup *r, sf_err *e) {
     return 0;
 }
 
+// Room in count for series index `series`; 0 or SF_ENOMEM.
+static int count_room(sf_regroup *r, uint32_t series, sf_err *e) {
+    size_t cap = r->count_cap ? 2 * r->count_cap : 1024;
+    while (cap <= series) cap *= 2;
+    uint32_t *c = realloc(r->count, cap * sizeof *c);
+    if (!c) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the series to regroup", r->near);
+    memset(c + r->count_cap, 0, (cap - r->count_cap) * sizeof *c);
+    r->count = c, r->count_cap = cap;
+    return 0;
+}
+
 int sf_regroup_add(sf_regroup *r, uint32_t series, const float *values, int64_t time, int64_t line, sf_err *e) {
-    if (r->n == r->cap) {
-        int rc = spill(r, e);
+    return sf_regroup_add_rows(r, &series, values, &time, line, 1, e);
+}
+
+int sf_regroup_add_rows(sf_regroup *r, const uint32_t *series, const float *values, const int64_t *time,
+                        int64_t line, size_t n, sf_err *e) {
+    const size_t rec = r->rec, hdr = r->hdr, ncols = r->ncols;
+    const bool timed = r->timed;
+    for (size_t i = 0; i < n; i++, values += ncols) {
+        if (r->n == r->cap) {
+            int rc = spill(r, e);
+            if (rc) return rc;
+        }
+        uint32_t s = series[i];
+        int64_t at = line + (int64_t)i;
+        int rc = s >= r->count_cap ? count_room(r, s, e) : 0;
         if (rc) return rc;
+        uint8_t *p = r->buf + r->n++ * rec;
+        memcpy(p, &s, 4);
+        memcpy(p + 4, &at, 8);
+        if (timed) memcpy(p + 12, &time[i], 8);
+        if (ncols == 1) memcpy(p + hdr, values, 4);  // a call for one value cost more than the copy
+        else memcpy(p + hdr, values, 4 * ncols);
+        r->count[s]++;
+        if (s >= r->nseries) r->nseries = s + 1;
     }
-    if (series >= r->count_cap) {
-        size_t cap = r->count_cap ? 2 * r->count_cap : 1024;
-        while (cap <= series) cap *= 2;
-        uint32_t *c = realloc(r->count, cap * sizeof *c);
-        if (!c) return sf_err_set(e, SF_ENOMEM, "%s: out of memory for the series to regroup", r->near);
-        memset(c + r->count_cap, 0, (cap - r->count_cap) * sizeof *c);
-        r->count = c, r->count_cap = cap;
-    }
-    uint8_t *p = r->buf + r->n++ * r->rec;
-    memcpy(p, &series, 4);
-    memcpy(p + 4, &line, 8);
-    if (r->timed) memcpy(p + 12, &time, 8);
-    if (r->ncols == 1) memcpy(p + r->hdr, values, 4);  // a call for one value cost more than the copy
-    else memcpy(p + r->hdr, values, 4 * (size_t)r->ncols);
-    r->count[series]++;
-    if (series >= r->nseries) r->nseries = series + 1;
     return 0;
 }
 
