@@ -53,7 +53,6 @@ typedef struct {
     int fd;
     const uint8_t *rows;  // n fixed records of rec bytes
     size_t n, rec;
-    uint32_t ncols;
     bool timed;
     uint8_t *out;  // a buffer of cap bytes the coded rows go through
     size_t cap;
@@ -147,7 +146,7 @@ static size_t record_bytes(uint32_t ncols, bool timed) { return 12 + (timed ? 8 
 // it steps as the row before did), then the values as they are. A run's
 // rows of one series are a few lines apart and step by the same time: a row
 // of one value takes 4 bytes and 3 or so (24 as a record), so a third of
-// the bytes goes to the page cache, back, and to disk. At most CODE_MAX(rec)
+// the bytes go to the page cache, back, and to disk. At most CODE_MAX(rec)
 // bytes; 8 bytes from each field on are written and read.
 #define CODE_MAX(rec) ((rec) + 1)
 enum { SERIES_SAME, SERIES_NEXT, SERIES_GIVEN };
@@ -422,7 +421,7 @@ static int spill(sf_regroup *r, sf_err *e) {
     if (rc) return rc;
     order_held(r);
     if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], 0, r->n}, e))) return rc;
-    r->job = (spill_job){.fd = r->fd[0], .rows = r->sorted, .n = r->n, .rec = r->rec, .ncols = r->ncols,
+    r->job = (spill_job){.fd = r->fd[0], .rows = r->sorted, .n = r->n, .rec = r->rec,
                          .timed = r->timed, .out = r->wbuf, .cap = r->wcap, .off = r->end[0]};
     r->threaded = sf_thread_start(&r->job.thread, spill_write, &r->job) == 0;
     if (!r->threaded) spill_write(&r->job);
