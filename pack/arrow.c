@@ -748,7 +748,7 @@ static int open_writer(arrow *a) {
 }
 
 static uint32_t head_index(void *arg, const char *name) {
-    const sf_series_id *s = sf_series_ids_find(&((const arrow *)arg)->seen, NULL, name, strlen(name));
+    const sf_series_id *s = sf_series_ids_find(&((const arrow *)arg)->seen, name, strlen(name));
     return s ? s->index : 0;  // every series written was seen
 }
 

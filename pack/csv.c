@@ -1251,7 +1251,7 @@ static int head_categories(void *arg, sf_pack_writer *w, sf_err *e) {
 }
 
 static uint32_t head_index(void *arg, const char *name) {
-    const sf_series_id *s = sf_series_ids_find(&((const csv *)arg)->seen, NULL, name, strlen(name));
+    const sf_series_id *s = sf_series_ids_find(&((const csv *)arg)->seen, name, strlen(name));
     return s ? s->index : 0;  // every series written was seen
 }
 
@@ -2022,7 +2022,7 @@ static void *parse_half(void *arg) {
                 } else if (role == ROLE_SERIES) {
                     ok = len <= SF_PACK_MAX_NAME && sf_text_ok(q, len);
                     r->key = at, r->key_len = (uint16_t)len;
-                    const sf_series_id *id = ok && ids ? sf_series_ids_find(ids, last_id, q, len) : NULL;
+                    const sf_series_id *id = ok && ids ? sf_series_ids_find(ids, q, len) : NULL;
                     r->id = id ? (uint32_t)(id - ids->slot) + 1 : 0;
                     if (id) last_id = id;
                 } else {  // ROLE_CATEGORY

@@ -344,9 +344,8 @@ typedef struct {
 // The entry of key[0, n): *found true when it was there, else a new one
 // (the key copied, first kept, index 0). NULL when out of memory.
 sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uint64_t first, bool *found);
-// The entry of key[0, n), or NULL when it was never added. prev (an entry
-// of s, or NULL): the one found before, whose `after` is tried first.
-const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const sf_series_id *prev, const char *key, size_t n);
+// The entry of key[0, n), or NULL when it was never added.
+const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n);
 // Every entry at its index (malloc'd, nindex of them: the indices given
 // are 0 to nindex - 1), or NULL when out of memory.
 const sf_series_id **sf_series_ids_by_index(const sf_series_ids *s, uint32_t nindex);

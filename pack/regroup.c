@@ -787,12 +787,8 @@ sf_series_id *sf_series_ids_add(sf_series_ids *s, const char *key, size_t n, uin
     return hit;
 }
 
-const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const sf_series_id *prev, const char *key, size_t n) {
+const sf_series_id *sf_series_ids_find(const sf_series_ids *s, const char *key, size_t n) {
     if (!s->cap) return NULL;
-    if (prev && prev->after) {
-        const sf_series_id *g = &s->slot[prev->after - 1];
-        if (g->len == n && sf_bytes_equal(g->key, key, n)) return g;
-    }
     for (size_t j = sf_hash_bytes(key, n) & (s->cap - 1); s->slot[j].key; j = (j + 1) & (s->cap - 1))
         if (s->slot[j].len == n && sf_bytes_equal(s->slot[j].key, key, n)) return &s->slot[j];
     return NULL;
