@@ -600,17 +600,18 @@ static int merge_into(sf_regroup *r, cursor *cs, uint32_t k, sf_regroup_emit emi
     return rc;
 }
 
-// Bytes of a cursor's buffer, its record and its slack, for k cursors
-// (and extra sources) sharing the budget (the write buffer's set apart).
+// Bytes of a cursor's buffer, for k cursors (and extra sources) sharing the
+// budget (the write buffer's set apart) with their slack and records; a
+// multiple of 8, so that the record after it keeps its floats aligned.
 static size_t cursor_bytes(const sf_regroup *r, uint64_t k) {
-    uint64_t share = (r->budget - r->wcap) / k, fixed = r->rec + 8;
+    uint64_t share = (r->budget - r->wcap) / k, fixed = r->rec + 8 + 8;
     uint64_t cap = share > fixed ? share - fixed : 0;
-    return cap > CURSOR_MAX ? CURSOR_MAX : (size_t)cap;
+    return (cap > CURSOR_MAX ? CURSOR_MAX : (size_t)cap) & ~(size_t)7;
 }
 
 // Cursors over runs [from, from + k) of the current file.
 static cursor *run_cursors(sf_regroup *r, size_t from, uint32_t k, uint32_t extra, sf_err *e) {
-    size_t cap = cursor_bytes(r, k + extra), each = cap + 8 + r->rec;
+    size_t cap = cursor_bytes(r, k + extra), each = (cap + 8 + r->rec + 7) & ~(size_t)7;
     cursor *cs = calloc(k + extra, sizeof *cs);
     uint8_t *bufs = cs ? malloc(each * k) : NULL;
     if (!bufs) {
@@ -636,7 +637,7 @@ static void free_cursors(cursor *cs, uint32_t extra) {
 // rows at the least (a row coded, its record and the slack besides).
 static uint32_t fan_in(const sf_regroup *r) {
     uint64_t least = 4 * CODE_MAX(r->rec) > CURSOR_MIN ? 4 * CODE_MAX(r->rec) : CURSOR_MIN;
-    uint64_t fan = (r->budget - r->wcap) / (least + r->rec + 8);
+    uint64_t fan = (r->budget - r->wcap) / (least + r->rec + 24);  // cursor_bytes' slack and rounding
     return fan > 65536 ? 65536 : fan < 2 ? 2 : (uint32_t)fan;
 }
 
