@@ -2278,9 +2278,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             size_t k = j - 1;
             while (k > i && series[k - i - 1] == series[k - i]) k--;
             if (k > i || !c->cur_series || series[0] != c->cur_index) {
-                c->line += k - i;
                 enter_series(c, &h->ids->slot[h->recs[k].id - 1]);
-                c->line -= k - i;
+                c->cur_series_line += k - i;  // record k's line
             }
             c->st.rows += j - i;
             c->line += j - i;

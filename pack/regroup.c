@@ -378,14 +378,11 @@ static void *spill_write(void *arg) {
     uint8_t *out = j->out;
     const size_t n = j->n, rec = j->rec, room = j->cap - (CODE_MAX(rec) + 8);
     const bool timed = j->timed;
-    size_t len = 0;
-    for (size_t i = 0; i <= n && !j->err; i++) {
-        if (i < n && len <= room) {
-            len += row_code(out + len, rows + i * rec, rec, timed, &st);
-            continue;
-        }
+    for (size_t i = 0; i < n && !j->err;) {
+        size_t len = 0;
+        for (; i < n && len <= room; i++) len += row_code(out + len, rows + i * rec, rec, timed, &st);
         for (size_t done = 0; done < len;) {
-            ssize_t k = pwrite(j->fd, j->out + done, len - done, (off_t)(j->off + j->written));
+            ssize_t k = pwrite(j->fd, out + done, len - done, (off_t)(j->off + j->written));
             if (k < 0 && errno == EINTR) continue;
             if (k < 0) {
                 j->err = errno;
@@ -393,8 +390,6 @@ static void *spill_write(void *arg) {
             }
             done += (size_t)k, j->written += (uint64_t)k;
         }
-        len = 0;
-        if (i < n) i--;  // the row that did not fit, again
     }
     return NULL;
 }

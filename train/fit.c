@@ -1089,9 +1089,10 @@ static void announce(const fit *f, const sf_run_start *start) {
                 (unsigned long long)f->d.cols.nscoped, (unsigned long long)f->d.scope_fallbacks);
     uint64_t val_all = val_windows(f);
     if (val_all && f->o->validation_steps) {
-        if (val_limit(f))
+        uint64_t limit = val_limit(f);
+        if (limit)
             fprintf(stderr, "validation: the first %llu of the %llu validation windows, in order, the same each time "
-                    "(--validation-steps %llu x --batch-size %u)\n", (unsigned long long)val_limit(f),
+                    "(--validation-steps %llu x --batch-size %u)\n", (unsigned long long)limit,
                     (unsigned long long)val_all, (unsigned long long)f->o->validation_steps, f->o->batch);
         else
             fprintf(stderr, "validation: all %llu validation windows (--validation-steps %llu x --batch-size %u "
