@@ -110,15 +110,18 @@ typedef struct {
     size_t cur_series_len;
     uint64_t cur_series_line;
     sf_series_ids seen;  // first: the origin of the series' first row
-    // While rows are held, a copy of seen's slots for the parts parsed in
-    // parallel to find their rows' series in (the keys are seen's), taken
-    // before a buffer when seen grew; cap 0: none (too large to copy).
-    sf_series_ids ids_copy;
+    // While rows are held, copies of seen's slots for the parts parsed in
+    // parallel to find their rows' series in (the keys are seen's), one
+    // per helper job (the helper reads one while the main thread refreshes
+    // the other), taken before a job when seen grew; cap 0: none (too
+    // large to copy).
+    sf_series_ids ids_copy[2];
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
-    // The two parts of a buffer (parse_parallel): [0] the main thread's,
-    // [1] the helper thread's.
+    // The parts of a buffer (parse_parallel): [0] the main thread's, [1]
+    // and [2] the helper thread's, one for the buffer committed, one for
+    // the next, which it parses meanwhile.
     struct half_arrays {
         float *rows;
         int64_t *times;
@@ -126,10 +129,15 @@ typedef struct {
         uint32_t *cats;
         struct half_big *pend;
         size_t cap, pend_cap;
-    } part[2];
+    } part[3];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
     struct helper *helper;  // the helper thread, once started (helper_run)
-    char *spare;       // the next buffer, read by the helper (fetch_next); spare_cap + PAD bytes
+    // The helper's two jobs (parse_parallel): jobs[turn] for the buffer in
+    // buf, with ids_copy[turn] and part[1 + turn]; the other for the next.
+    struct half_job *jobs;
+    struct half_job *ahead;  // jobs[turn] when the helper read and split buf (and parses its part)
+    unsigned turn;
+    char *spare;       // the next buffer, read by the helper (fetch_buffer); spare_cap + PAD bytes
     size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
@@ -1853,33 +1861,40 @@ typedef struct half_field {
 // The fields each thread writes while the other runs lie on cache lines
 // of their own: a line written by one core and read by the other for each
 // record moves between them each time, and made two threads slower than one.
-typedef struct {
+typedef struct half_job {
     // Set before the helper starts; read by both.
     const csv *c;
     const half_field *fields;
     const sf_series_ids *ids;  // the series ids to find each record's in (csv.ids_copy), or NULL
-    const char *start, *end;  // whole records, no quotes
+    struct half_arrays *arrays;  // the part's arrays, sized by the thread that splits the buffer
+    unsigned share;      // where the main thread's part ends, in 64ths of the buffer
+    bool own;            // the main thread's part, parsed by it (not counted in rows_helper*)
+    // The buffer to read first (NULL: it is read): the input behind the
+    // previous buffer, to room bytes, into spare behind that buffer's
+    // tail, tail bytes at tail_from, an incomplete record.
+    char *spare;
+    const char *tail_from;
+    size_t tail, room;
+    int fd;
+    // Set by the thread that splits the buffer; read by the other once
+    // fetched (the helper's) or before it starts (the main thread's).
+    const char *buf;           // the buffer: records' offsets count from it
+    const char *start, *end;   // whole records, no quotes
+    bool split;                // false: the buffer is not parsed in parallel (quotes, little data)
     float *rows;
     int64_t *times;      // with a time column
     half_rec *recs;
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
-    bool own;            // the main thread's part, parsed by it (not counted in rows_helper*)
-    // The next buffer (NULL: none read here): the input behind the part's
-    // end, to room bytes, into spare behind the tail of the buffer,
-    // tail bytes after end, an incomplete record.
-    char *spare;
-    size_t tail, room;
-    int fd;
-    // Set by the helper once its part is parsed (done).
-    _Alignas(64) size_t npend, nrows, nraw;
-    unsigned parts;      // the ISO parts its times showed, raw records left out
-    // Set by the helper once the next buffer is read (fetched).
     size_t got;          // bytes in spare
     int read_errno;      // 0, or read's error
     bool read_eof;
-    atomic_bool fetched;
+    atomic_bool fetched;  // read and split (set by the helper, under mu)
+    bool finished;       // the helper is done with the job (under helper.mu)
+    // Set by the helper once its part is parsed (done).
+    _Alignas(64) size_t npend, nrows, nraw;
+    unsigned parts;      // the ISO parts its times showed, raw records left out
     // Records complete, published every HALF_BATCH, for a main thread that
     // commits them as they come and, when it catches up, sleeps until
     // wake_at are (0: awake): runs commit fast, and a wake-up every few
@@ -1907,11 +1922,67 @@ static void half_publish(half_job *h, size_t n) {
     }
 }
 
+// Room in a for the records of the part [from, to).
+// A record has ncsv - 1 delimiters, a line feed and a byte per number;
+// a last raw one takes any lines beyond (parse_half). Values above 2^24
+// beyond two a record on average are parsed by the main path. The
+// arrays are sized by the lines of the part's first 64 KiB, a quarter
+// more, not for records that short: 10 times the part's bytes for four
+// numbers, which a budget of RSS counts once the pages are touched. A
+// part of shorter records leaves its last lines to the main thread.
+// Returns 0, or 1 without the memory.
+static int half_room(const csv *c, struct half_arrays *a, const char *from, const char *to) {
+    size_t part = (size_t)(to - from), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
+    for (const char *p = from; (p = memchr(p, '\n', (size_t)(from + sample - p))); p++) lines++;
+    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
+    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
+    if (max_rows <= a->cap) return 0;
+    size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
+    float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
+    if (r) a->rows = r;
+    int64_t *t = r ? realloc(a->times, max_rows * sizeof(int64_t)) : NULL;
+    if (t) a->times = t;
+    half_rec *hr = t ? realloc(a->recs, max_rows * sizeof *hr) : NULL;
+    if (hr) a->recs = hr;
+    uint32_t *hc = hr ? realloc(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
+    if (hc) a->cats = hc;
+    half_big *hb = hc ? realloc(a->pend, npend * sizeof *hb) : NULL;
+    if (!hb) return 1;
+    a->pend = hb;
+    a->cap = max_rows, a->pend_cap = npend;
+    return 0;
+}
+
+// h's part [from, to), parsed into h->arrays.
+static void half_part(half_job *h, const char *from, const char *to) {
+    const struct half_arrays *a = h->arrays;
+    h->start = from, h->end = to;
+    h->rows = a->rows, h->times = a->times, h->recs = a->recs, h->cats = a->cats, h->pend = a->pend;
+    h->pend_cap = a->pend_cap, h->cap = a->cap;
+}
+
+// The helper's part of h->buf's complete records from pos to len: the
+// records after the first share 64ths, in h->arrays. Sets h->split, false
+// when the buffer does not qualify (quotes, little data, no room).
+static void half_split(half_job *h, size_t pos, size_t len) {
+    const char *start = h->buf + pos, *end = h->buf + len;
+    h->split = false;
+    if (end - start < (1 << 18)) return;
+    const char *last = memrchr(start, '\n', (size_t)(end - start));
+    if (!last || memchr(start, '"', (size_t)(last - start))) return;
+    size_t span = (size_t)(last - start), at = span * h->share / 64;
+    const char *mid = memchr(start + at, '\n', span - at + 1);
+    if (!mid || mid == last || half_room(h->c, h->arrays, mid + 1, last + 1)) return;
+    half_part(h, mid + 1, last + 1);
+    h->split = true;
+}
+
 // The next buffer as refill would leave it, read by the helper while the
-// main thread commits: the reads' copies from the page cache took a sixth
-// of the main thread's time, the part of it the helper could not share.
-static void fetch_next(half_job *h) {
-    memcpy(h->spare, h->end, h->tail);
+// main thread commits the one before (the reads' copies from the page
+// cache took a sixth of the main thread's time, the part of it the helper
+// could not share), then split.
+static void fetch_buffer(half_job *h) {
+    memcpy(h->spare, h->tail_from, h->tail);
     size_t len = h->tail;
     while (len < h->room) {
         ssize_t k = read(h->fd, h->spare + len, h->room - len);
@@ -1926,8 +1997,14 @@ static void fetch_next(half_job *h) {
         }
         len += (size_t)k;
     }
+    memset(h->spare + len, 0, PAD);
     h->got = len;
+    h->buf = h->spare;
+    if (!h->read_errno) half_split(h, 0, len);
+    pthread_mutex_lock(&h->mu);
     atomic_store_explicit(&h->fetched, true, memory_order_release);
+    pthread_cond_signal(&h->more);
+    pthread_mutex_unlock(&h->mu);
 }
 
 // The field at q is key[0, n) and ends where a scan for d would end it: a
@@ -1944,7 +2021,7 @@ static inline bool field_is(const char *q, const char *end, char d, const char *
 // its counts are written back at the end.
 static void *parse_half(void *arg) {
     half_job *h = arg;
-    const char *buf = h->c->buf, *p = h->start, *end = h->end;
+    const char *buf = h->buf, *p = h->start, *end = h->end;
     const char d = h->c->delim;
     const uint32_t ncsv = h->c->ncsv, nkeep = h->c->nkeep, ncat = h->c->ncat;
     const enum sf_time_kind kind = h->c->time_kind;
@@ -2066,19 +2143,20 @@ static void *parse_half(void *arg) {
     atomic_store(&h->done, true);
     pthread_cond_signal(&h->more);
     pthread_mutex_unlock(&h->mu);
-    if (h->spare) fetch_next(h);
     return NULL;
 }
 
 // The helper thread, started for the first buffer parsed in parallel and
 // kept for the rest: a thread a buffer cost a clone, signal masks set and
 // reset, and a stack given back (madvise) and faulted in again, each time.
-// job: the part handed over; NULL once the helper is done with it.
+// queue: the jobs handed over, run in order: this buffer's part, then the
+// next buffer's read and part.
 typedef struct helper {
     pthread_t t;
     pthread_mutex_t mu;
-    pthread_cond_t cv;  // a job handed over, a job done, quit
-    half_job *job;
+    pthread_cond_t cv;  // a job handed over, a job finished, quit
+    half_job *queue[2];
+    unsigned nq;
     bool quit;
 } helper;
 
@@ -2086,12 +2164,16 @@ static void *helper_main(void *arg) {
     helper *hp = arg;
     pthread_mutex_lock(&hp->mu);
     for (;;) {
-        while (!hp->job && !hp->quit) pthread_cond_wait(&hp->cv, &hp->mu);
-        if (!hp->job) break;
+        while (!hp->nq && !hp->quit) pthread_cond_wait(&hp->cv, &hp->mu);
+        if (!hp->nq) break;
+        half_job *h = hp->queue[0];
         pthread_mutex_unlock(&hp->mu);
-        parse_half(hp->job);
+        if (h->spare) fetch_buffer(h);
+        if (h->split) parse_half(h);
         pthread_mutex_lock(&hp->mu);
-        hp->job = NULL;
+        hp->queue[0] = hp->queue[1];
+        hp->nq--;
+        h->finished = true;
         pthread_cond_broadcast(&hp->cv);
     }
     pthread_mutex_unlock(&hp->mu);
@@ -2114,18 +2196,25 @@ static int helper_run(csv *c, half_job *h) {
         c->helper = hp;
     }
     pthread_mutex_lock(&hp->mu);
-    hp->job = h;
+    hp->queue[hp->nq++] = h;
     pthread_cond_broadcast(&hp->cv);
     pthread_mutex_unlock(&hp->mu);
     return 0;
 }
 
-// Waits until the helper is done with its job (parsed, and the next
-// buffer read): as a join of a thread of its own would.
-static void helper_wait(helper *hp) {
+// Waits until the helper is done with h (read, parsed): as a join of a
+// thread of its own would.
+static void helper_wait(helper *hp, const half_job *h) {
     pthread_mutex_lock(&hp->mu);
-    while (hp->job) pthread_cond_wait(&hp->cv, &hp->mu);
+    while (!h->finished) pthread_cond_wait(&hp->cv, &hp->mu);
     pthread_mutex_unlock(&hp->mu);
+}
+
+// Waits until h's buffer is read and split.
+static void fetch_wait(half_job *h) {
+    pthread_mutex_lock(&h->mu);
+    while (!atomic_load(&h->fetched)) pthread_cond_wait(&h->more, &h->mu);
+    pthread_mutex_unlock(&h->mu);
 }
 
 static void helper_stop(helper *hp) {
@@ -2332,7 +2421,7 @@ static int write_half(csv *c, const half_job *h) {
     return 0;
 }
 
-// The buffer the helper read (fetch_next) in place of this one, whose
+// The buffer the helper read (fetch_buffer) in place of this one, whose
 // records are all committed: as refill leaves it.
 static int take_next(csv *c, const half_job *h) {
     if (h->read_errno) return sf_err_errno(c->e, SF_EIO, h->read_errno, "%s: read failed", c->name);
@@ -2340,46 +2429,38 @@ static int take_next(csv *c, const half_job *h) {
     c->buf = c->spare, c->spare = b;
     c->consumed += c->pos;
     c->len = h->got, c->pos = 0, c->eof = h->read_eof;
-    memset(c->buf + c->len, 0, PAD);
     if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
     return 0;
 }
 
-// Room in a for the records of the part [from, to).
-// A record has ncsv - 1 delimiters, a line feed and a byte per number;
-// a last raw one takes any lines beyond (parse_half). Values above 2^24
-// beyond two a record on average are parsed by the main path. The
-// arrays are sized by the lines of the part's first 64 KiB, a quarter
-// more, not for records that short: 10 times the part's bytes for four
-// numbers, which a budget of RSS counts once the pages are touched. A
-// part of shorter records leaves its last lines to the main thread.
-// Returns 0, or 1 without the memory.
-static int half_room(csv *c, struct half_arrays *a, const char *from, const char *to) {
-    size_t part = (size_t)(to - from), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
-    for (const char *p = from; (p = memchr(p, '\n', (size_t)(from + sample - p))); p++) lines++;
-    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
-    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
-    if (max_rows <= a->cap) return 0;
-    size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
-    float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
-    if (r) a->rows = r;
-    int64_t *t = r ? realloc(a->times, max_rows * sizeof(int64_t)) : NULL;
-    if (t) a->times = t;
-    half_rec *hr = t ? realloc(a->recs, max_rows * sizeof *hr) : NULL;
-    if (hr) a->recs = hr;
-    uint32_t *hc = hr ? realloc(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
-    if (hc) a->cats = hc;
-    half_big *hb = hc ? realloc(a->pend, npend * sizeof *hb) : NULL;
-    if (!hb) return 1;
-    a->pend = hb;
-    a->cap = max_rows, a->pend_cap = npend;
-    return 0;
+// The series ids the parts find their rows' in, while rows are held (and
+// there are no categories: those rows take the commit's own path): copy k
+// of seen's slots, since the main thread adds ids while the helper reads,
+// taken again only when ids came; none when the slots are more bytes than
+// the buffer (then a copy for each buffer with new ids would cost more than
+// parsing it).
+static const sf_series_ids *held_ids(csv *c, unsigned k) {
+    if (!c->rg || c->ncat) return NULL;
+    sf_series_ids *copy = &c->ids_copy[k];
+    if (copy->len != c->seen.len) {  // ids came (the slots move only then)
+        size_t bytes = c->seen.cap * sizeof *c->seen.slot;
+        sf_series_id *t = bytes <= c->cap ? realloc(copy->slot, bytes) : NULL;
+        if (!t) {
+            free(copy->slot);
+            *copy = (sf_series_ids){0};
+            return NULL;
+        }
+        memcpy(t, c->seen.slot, bytes);
+        *copy = (sf_series_ids){.slot = t, .cap = c->seen.cap, .len = c->seen.len};
+    }
+    return copy;
 }
 
-// A job over the part [from, to) into the arrays a.
-static int half_init(half_job *h, csv *c, const struct half_arrays *a, const char *from, const char *to) {
-    *h = (half_job){.c = c, .fields = c->half_fields, .start = from, .end = to, .rows = a->rows, .times = a->times,
-                    .recs = a->recs, .cats = a->cats, .pend = a->pend, .pend_cap = a->pend_cap, .cap = a->cap};
+// Job k of the helper (its arrays and ids copy k), split where the main
+// thread's part is to end now; or, with own, the main thread's part.
+static int half_init(half_job *h, csv *c, unsigned k, bool own) {
+    *h = (half_job){.c = c, .fields = c->half_fields, .arrays = &c->part[own ? 0 : 1 + k], .share = c->share,
+                    .own = own, .ids = own ? NULL : held_ids(c, k)};
     atomic_init(&h->ready, 0);
     atomic_init(&h->done, false);
     atomic_init(&h->wake_at, 0);
@@ -2397,83 +2478,73 @@ static void half_destroy(half_job *h) {
     pthread_mutex_destroy(&h->mu);
 }
 
-// The series ids the parts find their rows' in, while rows are held (and
-// there are no categories: those rows take the commit's own path): a copy
-// of seen's slots, since the main thread adds ids while the helper reads,
-// taken again only when ids came; none when the slots are more bytes than
-// the buffer (then a copy for each buffer with new ids would cost more than
-// parsing it).
-static const sf_series_ids *held_ids(csv *c) {
-    if (!c->rg || c->ncat) return NULL;
-    if (c->ids_copy.len != c->seen.len) {  // ids came (the slots move only then)
-        size_t bytes = c->seen.cap * sizeof *c->seen.slot;
-        sf_series_id *t = bytes <= c->cap ? realloc(c->ids_copy.slot, bytes) : NULL;
-        if (!t) {
-            free(c->ids_copy.slot);
-            c->ids_copy = (sf_series_ids){0};
-            return NULL;
-        }
-        memcpy(t, c->seen.slot, bytes);
-        c->ids_copy = (sf_series_ids){.slot = t, .cap = c->seen.cap, .len = c->seen.len};
-    }
-    return &c->ids_copy;
-}
-
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
 // commits as they come, a run of rows going on in one series at once
 // (commit_half) or, with no state between records, writes at once after
-// it (write_half). The split follows
-// the work (c->share). Returns 1 when the buffer does not qualify (quotes,
-// little data, a pending blank line).
+// it (write_half). The helper then reads the next buffer, splits it and
+// parses its second part while the main thread commits this one, so that
+// neither waits for the other between buffers. The split follows the work
+// (c->share). Returns 1 when the buffer does not qualify (quotes, little
+// data, a pending blank line).
 static int parse_parallel(csv *c) {
-    const char *start = c->buf + c->pos, *end = c->buf + c->len;
-    if (c->blank_line || end - start < (1 << 18)) return 1;
-    const char *last = memrchr(start, '\n', (size_t)(end - start));
-    if (!last || memchr(start, '"', (size_t)(last - start))) return 1;
-    size_t span = (size_t)(last - start);
-    const char *mid = memchr(start + span * c->share / 64, '\n', span - span * c->share / 64 + 1);
-    if (!mid || mid == last) return 1;
-    mid++;
     if (!c->half_fields) {
         size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
         if (!(c->half_fields = aligned_alloc(64, bytes))) return 1;
         for (uint32_t f = 0; f < c->ncsv; f++) c->half_fields[f] = (half_field){c->keep_at[f], c->role[f]};
     }
+    if (!c->jobs && !(c->jobs = calloc(2, sizeof *c->jobs))) return 1;
+    half_job *h = c->ahead;  // this buffer's, read and split by the helper
+    c->ahead = NULL;
+    if (h && (!h->split || c->blank_line)) {
+        helper_wait(c->helper, h);
+        half_destroy(h);
+        return 1;
+    }
+    if (!h) {
+        if (c->blank_line) return 1;
+        h = &c->jobs[c->turn];
+        if (half_init(h, c, c->turn, false)) return 1;
+        h->buf = c->buf;
+        half_split(h, c->pos, c->len);
+        if (!h->split || helper_run(c, h)) {
+            half_destroy(h);
+            return 1;
+        }
+    }
+    const char *start = c->buf + c->pos, *mid = h->start;
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
+    // The next buffer's job, queued behind this one's.
+    half_job *next = NULL;
+    if (c->fd >= 0 && !c->eof && c->spare_cap != c->cap) {
+        char *b = realloc(c->spare, c->cap + PAD);
+        if (b) c->spare = b, c->spare_cap = c->cap;
+    }
+    if (c->fd >= 0 && !c->eof && c->spare_cap == c->cap && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
+        next = &c->jobs[!c->turn];
+        next->spare = c->spare, next->room = c->cap, next->fd = c->fd;
+        next->tail_from = h->end, next->tail = c->len - (size_t)(h->end - c->buf);
+        if (helper_run(c, next)) {
+            half_destroy(next);
+            next = NULL;  // refill reads it
+        }
+    }
     // With state, the main thread parses its part as the helper does, then
     // commits it as the helper's: runs of rows going on in one series skip
     // the record-by-record commit (commit_run), which cost it more than the
     // parsing. Without room for that it parses the part record by record,
     // as it does in bulk, where a record's commit is cheap and the arrays
     // would only add to the memory.
-    bool own = !bulk && !half_room(c, &c->part[0], start, mid);
-    if (half_room(c, &c->part[1], mid, last + 1)) return 1;
-    // The helper reads the next buffer once its part is parsed.
-    bool fetch = c->fd >= 0 && !c->eof;
-    if (fetch && c->spare_cap != c->cap) {
-        char *b = realloc(c->spare, c->cap + PAD);
-        if (b) c->spare = b, c->spare_cap = c->cap;
-        fetch = b != NULL;  // else refill reads it
-    }
-    half_job h;
-    if (half_init(&h, c, &c->part[1], mid, last + 1)) return 1;
-    h.ids = held_ids(c);
-    if (fetch) h.spare = c->spare, h.tail = (size_t)(end - (last + 1)), h.room = c->cap, h.fd = c->fd;
-    if (helper_run(c, &h)) {
-        half_destroy(&h);
-        return 1;
-    }
     half_job mine;
-    own = own && !half_init(&mine, c, &c->part[0], start, mid);
-    if (own) mine.ids = h.ids;
+    bool own = !bulk && !half_room(c, &c->part[0], start, mid) && !half_init(&mine, c, 0, true);
     int rc;
     bool waited = false;
     if (own) {
-        mine.own = true;
+        mine.buf = c->buf, mine.ids = h->ids;
+        half_part(&mine, start, mid);
         parse_half(&mine);
         rc = commit_half(c, &mine, &waited);
         half_destroy(&mine);
@@ -2481,40 +2552,53 @@ static int parse_parallel(csv *c) {
     } else {
         rc = parse_until(c, (size_t)(mid - c->buf), false);
     }
-    if (bulk) waited = !atomic_load_explicit(&h.done, memory_order_acquire);
-    else if (!rc) rc = commit_half(c, &h, &waited);
+    if (bulk) waited = !atomic_load_explicit(&h->done, memory_order_acquire);
+    else if (!rc) rc = commit_half(c, h, &waited);
     // The main thread's part grows while it waits for the helper (for its
     // records, or, having committed them, for the next buffer), shrinks
     // while the helper waits: down to 1/32 of the buffer where it commits
     // every record, to 1/4 where the helper's rows go to the writer at once
     // (the helper's arrays, sized to its part, stay small there). In bulk
     // the read goes on while the main thread writes the helper's rows.
-    if (!bulk && fetch && !atomic_load_explicit(&h.fetched, memory_order_acquire)) waited = true;
+    if (!bulk && next && !atomic_load_explicit(&next->fetched, memory_order_acquire)) waited = true;
     unsigned least = bulk ? 16 : 2;
     if (!rc) c->share = waited ? (c->share < 48 ? c->share + 1 : 48) : (c->share > least ? c->share - 1 : least);
     if (!rc && bulk) {
         // Its records are final once it is done; it reads the next buffer
         // while they are written.
-        pthread_mutex_lock(&h.mu);
-        while (!atomic_load(&h.done)) pthread_cond_wait(&h.more, &h.mu);
-        pthread_mutex_unlock(&h.mu);
-        c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
+        pthread_mutex_lock(&h->mu);
+        while (!atomic_load(&h->done)) pthread_cond_wait(&h->more, &h->mu);
+        pthread_mutex_unlock(&h->mu);
+        c->st.rows_helper += h->nrows, c->st.rows_helper_raw += h->nraw;
         bool timed = c->time_field != UINT32_MAX;
-        bool at_once = !h.nraw && !c->blank_line;
+        bool at_once = !h->nraw && !c->blank_line;
         // The first time repeated within the series is the main path's to say.
-        for (size_t k = 0; at_once && timed && k < h.nrows; k++) {
-            int64_t before = k ? h.times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
-            at_once = before < h.times[k] || (before == h.times[k] && c->repeat_line);
+        for (size_t k = 0; at_once && timed && k < h->nrows; k++) {
+            int64_t before = k ? h->times[k - 1] : c->have_last ? c->prev_time : INT64_MIN;
+            at_once = before < h->times[k] || (before == h->times[k] && c->repeat_line);
         }
-        rc = at_once ? write_half(c, &h) : commit_half(c, &h, &waited);
-        helper_wait(c->helper);
+        rc = at_once ? write_half(c, h) : commit_half(c, h, &waited);
+        helper_wait(c->helper, h);
     } else {
-        helper_wait(c->helper);
-        if (!rc) c->st.rows_helper += h.nrows, c->st.rows_helper_raw += h.nraw;
+        helper_wait(c->helper, h);
+        if (!rc) c->st.rows_helper += h->nrows, c->st.rows_helper_raw += h->nraw;
     }
-    if (!rc && fetch) rc = take_next(c, &h);
-    half_destroy(&h);
-    return rc;
+    half_destroy(h);
+    if (!next) return rc;
+    if (rc) {
+        helper_wait(c->helper, next);
+        half_destroy(next);
+        return rc;
+    }
+    fetch_wait(next);
+    if ((rc = take_next(c, next))) {
+        helper_wait(c->helper, next);
+        half_destroy(next);
+        return rc;
+    }
+    c->ahead = next;
+    c->turn = !c->turn;
+    return 0;
 }
 
 // One regrouped row (sf_regroup_emit), in series order: a new series opens
@@ -3009,7 +3093,8 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     for (uint32_t f = 0; c->names && f < c->ncsv; f++) free(c->names[f]);
     free(c->names);
     sf_series_ids_free(&c->seen);
-    free(c->ids_copy.slot);
+    free(c->ids_copy[0].slot);
+    free(c->ids_copy[1].slot);
     sf_regroup_free(c->rg);
     free(c->by_index);
     free(c->role);
@@ -3017,7 +3102,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 3; k++) {
         free(c->part[k].rows);
         free(c->part[k].times);
         free(c->part[k].recs);
@@ -3026,6 +3111,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     }
     helper_stop(c->helper);
     free(c->half_fields);
+    free(c->jobs);
     free(c->big_cols);
     free(c->pend);
     free(c->batch);
