@@ -109,6 +109,16 @@ same "many blank lines at the end" 0 trailing.csv $ts
 # the main thread, in order.
 gen 40 1000 grouped 'if (int(n / 1500) % 4 == 0) sub(/,site/, ",site" sprintf("%090d", s) "_")' >blocks.csv
 same "long records, then short" 0 blocks.csv $ts
+# The next buffer is read, split and parsed while this one is committed:
+# one too short to split (1.1 MB: 36 kB behind the first), one with a
+# quote, and an error (a blank line inside the data) in the second of
+# three buffers while the third is parsed.
+gen 31 1000 grouped >short_tail.csv
+same "a last buffer too short to split" 0 short_tail.csv $ts
+gen 60 1000 grouped 'if (n == 35000) sub(/,[0-9.]+,/, ",\"1.5\",")' >quote2.csv
+same "a quote in the second buffer" 0 quote2.csv $ts
+gen 60 1000 grouped 'if (n == 35000) $0 = ""' >blank2.csv
+same "a blank line in the second buffer" 1 blank2.csv $ts
 # Several files, each over 256 KiB, the series going on across them.
 head -n 20001 grouped.csv >part1.csv
 { head -n 1 grouped.csv; tail -n +20002 grouped.csv; } >part2.csv
