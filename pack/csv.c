@@ -2,10 +2,10 @@
 // each record parsed into the next row of a batch, batches handed to the
 // writer. With two or more threads a helper thread parses the second part of
 // each buffer, which the main thread commits in order, runs of rows of one
-// series at once (parse_parallel).
-// Memory: the buffer (grows only for a longer record), a 64 KiB batch, the
-// helper's rows for part of a buffer, the writer's chunk buffers, and one
-// entry per series id.
+// series at once, and meanwhile parses part of the next (parse_parallel).
+// Memory: the buffer (grows only for a longer record), a 64 KiB batch, with
+// two threads the next buffer and the parts' rows of both, the writer's
+// chunk buffers, and one entry per series id.
 // Series whose rows interleave (one comes back after another started) are
 // regrouped within --memory-budget (regroup_start, pack/regroup.c).
 #include <errno.h>
