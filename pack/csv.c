@@ -2456,11 +2456,12 @@ static const sf_series_ids *held_ids(csv *c, unsigned k) {
     return copy;
 }
 
-// Job k of the helper (its arrays and ids copy k), split where the main
-// thread's part is to end now; or, with own, the main thread's part.
+// Job k of the helper (its arrays k; its ids, copy k, are the caller's to
+// set), split where the main thread's part is to end now; or, with own,
+// the main thread's part.
 static int half_init(half_job *h, csv *c, unsigned k, bool own) {
     *h = (half_job){.c = c, .fields = c->half_fields, .arrays = &c->part[own ? 0 : 1 + k], .share = c->share,
-                    .own = own, .ids = own ? NULL : held_ids(c, k)};
+                    .own = own};
     atomic_init(&h->ready, 0);
     atomic_init(&h->done, false);
     atomic_init(&h->wake_at, 0);
@@ -2508,6 +2509,7 @@ static int parse_parallel(csv *c) {
         if (half_init(h, c, c->turn, false)) return 1;
         h->buf = c->buf;
         half_split(h, c->pos, c->len);
+        if (h->split) h->ids = held_ids(c, c->turn);  // copied only for a buffer that qualifies
         if (!h->split || helper_run(c, h)) {
             half_destroy(h);
             return 1;
@@ -2519,17 +2521,20 @@ static int parse_parallel(csv *c) {
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
     // The next buffer's job, queued behind this one's.
     half_job *next = NULL;
-    if (c->fd >= 0 && !c->eof && c->spare_cap != c->cap) {
-        char *b = realloc(c->spare, c->cap + PAD);
-        if (b) c->spare = b, c->spare_cap = c->cap;
-    }
-    if (c->fd >= 0 && !c->eof && c->spare_cap == c->cap && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
-        next = &c->jobs[!c->turn];
-        next->spare = c->spare, next->room = c->cap, next->fd = c->fd;
-        next->tail_from = h->end, next->tail = c->len - (size_t)(h->end - c->buf);
-        if (helper_run(c, next)) {
-            half_destroy(next);
-            next = NULL;  // refill reads it
+    if (c->fd >= 0 && !c->eof) {
+        if (c->spare_cap != c->cap) {
+            char *b = realloc(c->spare, c->cap + PAD);
+            if (b) c->spare = b, c->spare_cap = c->cap;
+        }
+        if (c->spare_cap == c->cap && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
+            next = &c->jobs[!c->turn];
+            next->ids = held_ids(c, !c->turn);
+            next->spare = c->spare, next->room = c->cap, next->fd = c->fd;
+            next->tail_from = h->end, next->tail = c->len - (size_t)(h->end - c->buf);
+            if (helper_run(c, next)) {
+                half_destroy(next);
+                next = NULL;  // refill reads it
+            }
         }
     }
     // With state, the main thread parses its part as the helper does, then
@@ -2585,13 +2590,11 @@ static int parse_parallel(csv *c) {
     }
     half_destroy(h);
     if (!next) return rc;
-    if (rc) {
-        helper_wait(c->helper, next);
-        half_destroy(next);
-        return rc;
+    if (!rc) {
+        fetch_wait(next);
+        rc = take_next(c, next);
     }
-    fetch_wait(next);
-    if ((rc = take_next(c, next))) {
+    if (rc) {
         helper_wait(c->helper, next);
         half_destroy(next);
         return rc;

@@ -458,8 +458,7 @@ int sf_regroup_add_rows(sf_regroup *r, const uint32_t *series, const float *valu
         memcpy(p, &s, 4);
         memcpy(p + 4, &at, 8);
         if (timed) memcpy(p + 12, &time[i], 8);
-        if (ncols == 1) memcpy(p + hdr, values, 4);  // a call for one value cost more than the copy
-        else memcpy(p + hdr, values, 4 * ncols);
+        copy_values(p + hdr, (const uint8_t *)values, 4 * ncols);
         r->count[s]++;
         if (s >= r->nseries) r->nseries = s + 1;
     }
