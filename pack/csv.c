@@ -1937,6 +1937,7 @@ static int half_room(const csv *c, struct half_arrays *a, const char *from, cons
     size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
     if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
     if (max_rows <= a->cap) return 0;
+    if (max_rows < a->cap + a->cap / 2) max_rows = a->cap + a->cap / 2;  // rare reallocs, no trail of freed copies
     size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
     float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
     if (r) a->rows = r;
