@@ -123,9 +123,11 @@ run 0 pack south.csv -o south.sfpack --series-column id -q
 run 0 predict --checkpoint s --data south.sfpack -o south.pred.csv -q
 python3 - <<'PY' || fail "south alone predicts otherwise than among both"
 import csv
-both = [r["sales_pred"] for r in csv.DictReader(open("s.csv")) if r["id"] == "south"]
-alone = [r["sales_pred"] for r in csv.DictReader(open("south.pred.csv"))]
-assert both == alone and len(both) > 100, (len(both), len(alone))
+both = [float(r["sales_pred"]) for r in csv.DictReader(open("s.csv")) if r["id"] == "south"]
+alone = [float(r["sales_pred"]) for r in csv.DictReader(open("south.pred.csv"))]
+# To float32's last digits: the batch around a window can block its products otherwise.
+assert len(both) == len(alone) > 100, (len(both), len(alone))
+assert all(abs(a - b) <= 1e-5 * max(1, abs(a)) for a, b in zip(both, alone)), max(abs(a - b) for a, b in zip(both, alone))
 PY
 # embedding:D: a learned (series, D) table in the checkpoint, Keras' Embedding's name.
 run 0 train "${common[@]}" --epochs 2 --series-features embedding:3 --checkpoint-dir emb

@@ -101,10 +101,12 @@ for m in qs qe; do
 import csv, sys
 m = sys.argv[1]
 cols = ("sales_q10", "sales_q50", "sales_q90")
-both = [tuple(r[c] for c in cols) for r in csv.DictReader(open(m + ".csv")) if r["id"] == "south"]
-alone = [tuple(r[c] for c in cols) for r in csv.DictReader(open(m + ".south.csv"))]
-assert both == alone and len(both) > 100, (len(both), len(alone))
-assert all(float(a) <= float(b) <= float(c) for a, b, c in both), "quantiles cross"
+both = [tuple(float(r[c]) for c in cols) for r in csv.DictReader(open(m + ".csv")) if r["id"] == "south"]
+alone = [tuple(float(r[c]) for c in cols) for r in csv.DictReader(open(m + ".south.csv"))]
+# To float32's last digits: the batch around a window can block its products otherwise.
+assert len(both) == len(alone) > 100, (len(both), len(alone))
+assert all(abs(a - b) <= 1e-5 * max(1, abs(a)) for u, v in zip(both, alone) for a, b in zip(u, v)), "apart"
+assert all(a <= b <= c for a, b, c in both), "quantiles cross"
 PY
     run 0 evaluate --checkpoint $m --data f.sfpack
     expect out "^coverage +[0-9.]+ +the share of true values inside \[q10, q90\] \(nominal 0.8\)"
