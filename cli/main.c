@@ -34,16 +34,26 @@ static void usage(FILE *f) {
     fprintf(f, "\n'seqfeed COMMAND --help' describes a command's options.\n");
 }
 
-// OpenBLAS's pthread build starts a pool of threads as it loads, before
-// main, and they spin a while before they sleep: CPU taken from every
-// command (pack's CPU time went up 24%). seqfeed never needs the pool: its
-// replicas call BLAS single-threaded from their own threads. So the program
-// runs itself again with one BLAS thread, unless the user chose a number,
-// or the command is bench, whose SGEMM ceiling uses every core.
-static void without_blas_pool(char **argv) {
-    if (getenv("OPENBLAS_NUM_THREADS") || !strcmp(argv[1], "bench")) return;
-    if (setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_NUM_THREADS");  // no exec: carry on, with the pool
+// OpenBLAS reads two settings from the environment as it loads, before
+// main, so the program runs itself again with them when either matters:
+// - its pthread build starts a pool of threads, which spin a while before
+//   they sleep: CPU taken from every command (pack's CPU time went up 24%).
+//   seqfeed never needs the pool (its replicas call BLAS single-threaded
+//   from their own threads), so OPENBLAS_NUM_THREADS=1, unless the user
+//   chose a number, or the command is bench, whose SGEMM ceiling uses
+//   every core;
+// - on a CPU it does not know it runs kernels of the SSE era, 4-7x slower
+//   (sf_cpu_blas_core), so OPENBLAS_CORETYPE names the CPU's kind, unless
+//   the user chose one.
+static void blas_environment(char **argv) {
+    bool pool = !getenv("OPENBLAS_NUM_THREADS") && strcmp(argv[1], "bench");
+    const char *core = getenv("OPENBLAS_CORETYPE") ? NULL : sf_cpu_blas_core();
+    if (!pool && !core) return;
+    if ((!pool || setenv("OPENBLAS_NUM_THREADS", "1", 1) == 0) &&
+        (!core || setenv("OPENBLAS_CORETYPE", core, 1) == 0))
+        execv("/proc/self/exe", argv);
+    if (pool) unsetenv("OPENBLAS_NUM_THREADS");  // no exec: carry on as loaded
+    if (core) unsetenv("OPENBLAS_CORETYPE");
 }
 
 // oneDNN's f32 GEMM kernels (Debian's libdnnl 2.x; oneDNN issue 4845,
@@ -81,7 +91,7 @@ static int finish(const char *cmd, int rc) {
 }
 
 int main(int argc, char **argv) {
-    if (argc >= 2) without_blas_pool(argv);
+    if (argc >= 2) blas_environment(argv);
     signals_to_one_thread();
     if (argc < 2) {
         usage(stderr);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -596,6 +597,22 @@ void sf_loss_backward(const sf_loss *l, float *dy, const float *y, const float *
 void sf_cpu_threads(int n) {
     if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
     openblas_set_num_threads(n > 0 ? n : 1);
+}
+
+const char *sf_cpu_blas_core(void) {
+    // The cores OpenBLAS falls back to: Intel's and AMD's of the SSE era.
+    static const char *const generic[] = {"Katmai", "Coppermine", "Northwood", "Prescott", "Banias", "Atom", "Core2",
+                                          "Penryn", "Dunnington", "Nehalem", "Athlon", "Opteron", "Opteron_SSE3",
+                                          "Barcelona"};
+    const char *core = openblas_get_corename();
+    bool fallback = false;
+    for (size_t i = 0; core && i < sizeof generic / sizeof *generic; i++) fallback |= !strcasecmp(core, generic[i]);
+    if (!fallback) return NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+    return NULL;
 }
 
 void sf_cpu_describe(char *what, size_t n) {

@@ -197,6 +197,13 @@ void sf_dense_backward_bf16(float *dx, float *dW, float *db, const float *dy, sf
 // threads call BLAS at once, 0 for every core.
 void sf_cpu_threads(int n);
 
+// The OPENBLAS_CORETYPE this CPU should run (a static string), or NULL:
+// non-NULL when OpenBLAS did not recognize the CPU and chose kernels of
+// the SSE era although it has AVX2 and FMA (Debian 12's 0.3.21 on Emerald
+// Rapids chose Prescott's, 4-7x slower on the trainer's small products).
+// OpenBLAS reads the variable as it loads, so only a new process gains.
+const char *sf_cpu_blas_core(void);
+
 // What the float32 kernels run on (the BLAS and its build, the products
 // oneDNN's sgemm takes when its module is there, the element-wise loops'
 // instructions), into what[n].

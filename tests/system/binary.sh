@@ -38,4 +38,16 @@ if [ -e "$(dirname "$SEQFEED")/seqfeed-onednn.so" ]; then
             { echo "FAIL: info without the oneDNN module: $out" >&2; exit 1; }
     fi
 fi
+# OpenBLAS on a CPU it does not know runs kernels of the SSE era: seqfeed
+# runs itself again with OPENBLAS_CORETYPE naming the CPU's kind (Debian 12's
+# 0.3.21 on Emerald Rapids: Prescott), and keeps a kind the user chose.
+generic='(Katmai|Coppermine|Northwood|Prescott|Banias|Atom|Core2|Penryn|Dunnington|Nehalem|Athlon|Opteron|Opteron_SSE3|Barcelona) MAX_THREADS'
+if grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo; then
+    out=$(env -u OPENBLAS_CORETYPE "$SEQFEED" info)
+    grep -Eq "^fp32 +cpu: OpenBLAS .* $generic" <<<"$out" &&
+        { echo "FAIL: OpenBLAS runs an SSE-era core on a CPU with AVX2: $(grep ^fp32 <<<"$out")" >&2; exit 1; }
+fi
+out=$(OPENBLAS_CORETYPE=Core2 "$SEQFEED" info)
+grep -Eq '^fp32 +cpu: OpenBLAS .* Core2 MAX_THREADS' <<<"$out" ||
+    { echo "FAIL: OPENBLAS_CORETYPE=Core2 was not kept: $(grep ^fp32 <<<"$out")" >&2; exit 1; }
 "$SEQFEED" --version | grep -q '^seqfeed [0-9]'
