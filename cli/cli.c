@@ -192,9 +192,14 @@ int cli_choose_precision(const char *cmd, const char *text, const int *devices, 
         if (ngpus == 0 && !sf_matmul_available(what, sizeof what))
             return cli_usage_error(cmd, "--precision bf16: no bf16 products here (%s); use --precision fp32",
                                    what + strlen("none: "));
-        if (ngpus == 0 && !quiet && sf_matmul_emulated())
+        sf_bf16_kind kind = ngpus == 0 && !quiet ? sf_matmul_kind() : SF_BF16_NONE;
+        if (kind == SF_BF16_EMULATED)
             fprintf(stderr, "precision: bf16 emulated: this CPU has AVX-512 but no bf16 dot products (correct, "
                     "slower than fp32)\n");
+        if (kind == SF_BF16_DOT)  // one instruction per cycle, fp32's FMAs two
+            fprintf(stderr, "precision: bf16 on AVX512_BF16 dot products, without AMX: measured slower than fp32 "
+                    "(0.6x its samples/s on Emerald Rapids); seqfeed bench train --precision fp32, then bf16, "
+                    "compares them here\n");
         *out = SF_PRECISION_BF16;
     }
     return 0;

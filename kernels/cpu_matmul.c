@@ -50,28 +50,27 @@ struct sf_matmul {
 
 static void mm_close(sf_matmul *mm);
 
-static const char *isa_name(dnnl_cpu_isa_t isa) {
-    switch (isa) {
-    case dnnl_cpu_isa_avx512_core_amx: return "AMX-BF16";
-    case dnnl_cpu_isa_avx512_core_bf16: return "AVX512_BF16";
+static sf_bf16_kind mm_kind(void) {
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_avx512_core_amx: return SF_BF16_AMX;
+    case dnnl_cpu_isa_avx512_core_bf16: return SF_BF16_DOT;
     case dnnl_cpu_isa_avx512_core:
-    case dnnl_cpu_isa_avx512_core_vnni: return "AVX-512, bf16 emulated";
-    default: return NULL;
+    case dnnl_cpu_isa_avx512_core_vnni: return SF_BF16_EMULATED;
+    default: return SF_BF16_NONE;
     }
 }
 
 static bool mm_available(char *what, size_t n) {
+    static const char *const names[] = {
+        [SF_BF16_EMULATED] = "AVX-512, bf16 emulated", [SF_BF16_DOT] = "AVX512_BF16", [SF_BF16_AMX] = "AMX-BF16"};
     const dnnl_version_t *v = dnnl_version();
-    const char *isa = isa_name(dnnl_get_effective_cpu_isa());
-    if (isa) snprintf(what, n, "oneDNN %d.%d.%d matmul, %s", v->major, v->minor, v->patch, isa);
-    else snprintf(what, n, "none: oneDNN %d.%d.%d has no bf16 matmul for a CPU without AVX-512", v->major, v->minor,
+    sf_bf16_kind kind = mm_kind();
+    if (kind != SF_BF16_NONE)
+        snprintf(what, n, "oneDNN %d.%d.%d matmul, %s", v->major, v->minor, v->patch, names[kind]);
+    else
+        snprintf(what, n, "none: oneDNN %d.%d.%d has no bf16 matmul for a CPU without AVX-512", v->major, v->minor,
                   v->patch);
-    return isa != NULL;
-}
-
-static bool mm_emulated(void) {
-    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    return isa == dnnl_cpu_isa_avx512_core || isa == dnnl_cpu_isa_avx512_core_vnni;
+    return kind != SF_BF16_NONE;
 }
 
 // An sf_matmul with its CPU engine and stream, for products of any type.
@@ -335,7 +334,7 @@ static int mm_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha,
 __attribute__((visibility("default"))) const sf_matmul_table *sf_matmul_module(void) {
     static const sf_matmul_table table = {
         .available = mm_available,
-        .emulated = mm_emulated,
+        .kind = mm_kind,
         .open = mm_open,
         .close = mm_close,
         .bf16 = mm_bf16,

@@ -36,7 +36,7 @@ bool sf_matmul_available(char *what, size_t n) {
     return false;
 }
 
-bool sf_matmul_emulated(void) { return loaded() && table->emulated(); }
+sf_bf16_kind sf_matmul_kind(void) { return loaded() ? table->kind() : SF_BF16_NONE; }
 
 int sf_matmul_open(sf_matmul **out, sf_err *e) {
     *out = NULL;

@@ -9,7 +9,7 @@
 
 typedef struct {
     bool (*available)(char *what, size_t n);
-    bool (*emulated)(void);
+    sf_bf16_kind (*kind)(void);
     int (*open)(sf_matmul **out, sf_err *e);
     void (*close)(sf_matmul *mm);
     void (*bf16)(sf_matmul *mm, float *C, const sf_bf16 *A, const sf_bf16 *B, size_t M, size_t N, size_t K, bool ta,

@@ -122,8 +122,12 @@ typedef struct sf_matmul sf_matmul;
 // True when this build and CPU have bf16 products; what (the library and the
 // instructions, or why none) into what[n] either way.
 bool sf_matmul_available(char *what, size_t n);
-// True when the CPU has AVX-512 but no bf16 dot products: correct, slower.
-bool sf_matmul_emulated(void);
+// The bf16 products this CPU gives: none (no module, no AVX-512), emulated
+// on AVX-512 (correct, slower than fp32), dot products (AVX512_BF16:
+// measured slower than fp32 too, 0.6x the samples/s on Emerald Rapids), or
+// AMX tiles.
+typedef enum { SF_BF16_NONE, SF_BF16_EMULATED, SF_BF16_DOT, SF_BF16_AMX } sf_bf16_kind;
+sf_bf16_kind sf_matmul_kind(void);
 // 0, or SF_EUSAGE (no bf16 products here: the message says why and names
 // --precision) or SF_ENOMEM; *out NULL on failure. Close with
 // sf_matmul_close (NULL is ignored).

@@ -19,6 +19,13 @@ run 0 pack "$SRCDIR/data/hourly-temperatures-2010.csv" -o t.sfpack --series-colu
 common=(--data t.sfpack --targets temp --window 24 --batch-size 64 --epochs 3 --seed 5
         --model lstm:64,dropout:0.2,lstm:64,dense --gpus none -q)
 run 0 train "${common[@]}" --precision fp32 --checkpoint-dir f --log f.csv
+# Dot products without AMX ran slower than fp32: a line says so, else none.
+run 0 train --data t.sfpack --targets temp --window 24 --model lstm:8,dense --max-steps 1 --gpus none \
+    --precision bf16 --checkpoint-dir note
+case "$("$SEQFEED" info | grep '^bf16')" in
+*AVX512_BF16*) expect err "^precision: bf16 on AVX512_BF16 dot products, without AMX: measured slower than fp32" ;;
+*) grep -q "without AMX" err && fail "a note about AMX on a CPU that is not without it: $(cat err)" ;;
+esac
 run 0 train "${common[@]}" --precision bf16 --checkpoint-dir b --log b.csv
 python3 - <<'PY' || fail "bf16 and fp32 runs differ: $(cat f.csv b.csv)"
 import csv, sys
