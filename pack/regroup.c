@@ -1,12 +1,13 @@
 // Regrouping rows by series with bounded memory (internal.h). A row is a
 // fixed-size record: series u32, line i64, time i64 (with a time column),
-// ncols float32. Rows are held in a buffer of half the budget; a full
-// buffer is copied in series order into the other half by a counting sort
-// (stable, and linear: series indices are dense, one 4-byte counter each;
-// it reads the rows in order and writes each series' rows in order, where a
-// gather in series order would miss the cache at every row of interleaved
-// series) and written as a run to a spill file, each row coded against the
-// one before (row_code). The merge reads every run through a buffer of its
+// ncols float32. Rows are held in a buffer of a third of the budget; a full
+// buffer goes to a thread of its own, which copies it in series order into
+// the third third by a counting sort (stable, and linear: series indices
+// are dense, one 4-byte counter each; it reads the rows in order and writes
+// each series' rows in order, where a gather in series order would miss the
+// cache at every row of interleaved series) and writes that as a run to a
+// spill file, each row coded against the one before (row_code), while the
+// rows that come meanwhile fill the second third. The merge reads every run through a buffer of its
 // share of the budget and, series by series (a heap of the runs keyed by their next
 // series, then by run), takes each run's rows of that series in run order:
 // each series' rows come out in the order they were added, and a run's
@@ -44,14 +45,17 @@ typedef struct {
     uint64_t line, time, step;  // unsigned: differences wrap
 } code_state;
 
-// A run on its way into the spill file, coded and written by a thread of
-// its own while the packer fills the held rows again: the copy into the
-// page cache was a quarter of the packer's time on rows of 1000 series
-// interleaved.
+// A run on its way into the spill file, sorted, coded and written by a
+// thread of its own while the packer fills the other buffer: the copy into
+// the page cache was a quarter of the packer's time on rows of 1000 series
+// interleaved, and the sort, on the packer's thread, a fifth of it.
 typedef struct {
     pthread_t thread;
     int fd;
-    const uint8_t *rows;  // n fixed records of rec bytes
+    const uint8_t *held;  // n fixed records of rec bytes, as they came
+    uint8_t *rows;        // the same in series order
+    uint32_t *count;      // rows per series in held, nseries of them; left zero
+    uint32_t nseries;
     size_t n, rec;
     bool timed;
     uint8_t *out;  // a buffer of cap bytes the coded rows go through
@@ -90,13 +94,16 @@ struct sf_regroup {
     size_t rec, hdr;  // bytes of a record, and of its fields before the values
     uint64_t budget;
     uint8_t *buf;     // held rows
-    uint8_t *sorted;  // the same in series order, at a spill; the job's while it writes
+    uint8_t *spare;   // the rows held before, the job's to sort while it runs
+    uint8_t *sorted;  // held rows in series order: the job's, or at the merge
     spill_job job;
     bool writing;     // job is under way, or done and not yet counted (spill_wait)
     bool threaded;    // ... on its thread, to be joined
     size_t n, cap;
     uint32_t *count;  // rows held per series
     size_t count_cap;
+    uint32_t *spare_count;  // zeros, or the job's count while it runs
+    size_t spare_count_cap;
     uint32_t nseries;  // highest series index held so far, plus one
     uint8_t *wbuf;     // bytes on their way to a spill file
     size_t wcap;
@@ -255,15 +262,16 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
     r->hdr = r->rec - 4 * (size_t)ncols;
     r->wcap = budget / 8 < WBUF_MAX ? (size_t)(budget / 8) : WBUF_MAX;
     if (r->wcap < CODE_MAX(r->rec) + 8) r->wcap = CODE_MAX(r->rec) + 8;
-    uint64_t cap = (budget - r->wcap) / (2 * r->rec);
+    uint64_t cap = (budget - r->wcap) / (3 * r->rec);
     r->cap = cap < UINT32_MAX ? (size_t)cap : UINT32_MAX;
     r->near = strdup(near);
-    // Pages of buf and sorted count only once rows reach them: a small
-    // input takes little of a large budget.
+    // Pages of buf, spare and sorted count only once rows reach them: a
+    // small input takes little of a large budget, and spare none unspilled.
     r->buf = malloc(r->cap * r->rec);
+    r->spare = malloc(r->cap * r->rec);
     r->sorted = malloc(r->cap * r->rec);
     r->wbuf = malloc(r->wcap);
-    if (!r->near || !r->buf || !r->sorted || !r->wbuf) {
+    if (!r->near || !r->buf || !r->spare || !r->sorted || !r->wbuf) {
         sf_regroup_free(r);
         return sf_err_set(e, SF_ENOMEM, "out of memory for %.1f MB of rows to regroup (--memory-budget)",
                           budget / 1e6);
@@ -273,6 +281,7 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
 }
 
 static int spill_wait(sf_regroup *r, sf_err *e);
+static int count_room(sf_regroup *r, uint32_t series, sf_err *e);
 
 void sf_regroup_free(sf_regroup *r) {
     if (!r) return;
@@ -283,7 +292,8 @@ void sf_regroup_free(sf_regroup *r) {
     sf_pack_dctx_free(r->d);
     free(r->map), free(r->stored), free(r->vals), free(r->time), free(r->line), free(r->imp);
     free(r->head_rec), free(r->head_imp);
-    free(r->near), free(r->buf), free(r->sorted), free(r->count), free(r->wbuf), free(r->runs);
+    free(r->near), free(r->buf), free(r->spare), free(r->sorted), free(r->wbuf), free(r->runs);
+    free(r->count), free(r->spare_count);
     free(r);
 }
 
@@ -351,27 +361,25 @@ static int add_run(sf_regroup *r, run **runs, size_t *n, size_t *cap, run x, sf_
     return 0;
 }
 
-// sorted: the held rows in series order, each series' in the order they came.
-static void order_held(sf_regroup *r) {
+// sorted: the n rows of held in series order, each series' in the order
+// they came; count (rows per series, nseries of them) is left zero.
+static void order_rows(uint8_t *restrict sorted, const uint8_t *restrict held, size_t n, size_t rec,
+                       uint32_t *restrict count, uint32_t nseries) {
     uint32_t sum = 0;
-    for (uint32_t s = 0; s < r->nseries; s++) {
-        uint32_t k = r->count[s];
-        r->count[s] = sum;
+    for (uint32_t s = 0; s < nseries; s++) {
+        uint32_t k = count[s];
+        count[s] = sum;
         sum += k;
     }
-    // Locals: the stores through bytes would make the compiler reload r's fields at every row.
-    const uint8_t *p = r->buf;
-    uint8_t *sorted = r->sorted;
-    uint32_t *at = r->count;
-    size_t rec = r->rec;
-    for (size_t i = 0, n = r->n; i < n; i++, p += rec) copy_record(sorted + (size_t)at[rec_series(p)]++ * rec, p, rec);
-    if (r->nseries) memset(r->count, 0, r->nseries * sizeof *r->count);
+    for (size_t i = 0; i < n; i++, held += rec) copy_record(sorted + (size_t)count[rec_series(held)]++ * rec, held, rec);
+    if (nseries) memset(count, 0, nseries * sizeof *count);
 }
 
-// The job's rows coded through its buffer into its file at off; written:
-// the bytes that went, err: the errno of a write that failed.
+// The job's rows sorted, then coded through its buffer into its file at
+// off; written: the bytes that went, err: the errno of a write that failed.
 static void *spill_write(void *arg) {
     spill_job *j = arg;
+    order_rows(j->rows, j->held, j->n, j->rec, j->count, j->nseries);
     code_state st = {0};
     // Locals: the stores through bytes would make the compiler reload j's fields at every row.
     const uint8_t *rows = j->rows;
@@ -406,18 +414,27 @@ static int spill_wait(sf_regroup *r, sf_err *e) {
     return r->job.err ? io_error(r, r->job.err, "write", e) : 0;
 }
 
-// The held rows in series order into the spill file as a run: sorted, then
+// The held rows in series order into the spill file as a run: sorted,
 // coded and written by a thread (through wbuf, not used again before the
-// merge) while buf takes the next rows.
+// merge) while the spare buffer, and the spare counts, take the next rows.
 static int spill(sf_regroup *r, sf_err *e) {
     if (!r->n) return 0;
-    int rc = spill_wait(r, e);  // sorted is free again
+    int rc = spill_wait(r, e);  // spare, sorted and spare_count are free again
     if (!rc && r->fd[0] < 0) rc = spill_file(r, 0, e);
+    // The job's sort reads a count for every series seen so far, some only
+    // in the other count's rows.
+    if (!rc && r->nseries > r->count_cap) rc = count_room(r, r->nseries - 1, e);
     if (rc) return rc;
-    order_held(r);
     if ((rc = add_run(r, &r->runs, &r->nruns, &r->runs_cap, (run){r->end[0], 0, r->n}, e))) return rc;
-    r->job = (spill_job){.fd = r->fd[0], .rows = r->sorted, .n = r->n, .rec = r->rec,
+    r->job = (spill_job){.fd = r->fd[0], .held = r->buf, .rows = r->sorted, .count = r->count,
+                         .nseries = r->nseries, .n = r->n, .rec = r->rec,
                          .timed = r->timed, .out = r->wbuf, .cap = r->wcap, .off = r->end[0]};
+    uint8_t *b = r->buf;
+    r->buf = r->spare, r->spare = b;
+    uint32_t *c = r->count;
+    size_t cc = r->count_cap;
+    r->count = r->spare_count, r->count_cap = r->spare_count_cap;
+    r->spare_count = c, r->spare_count_cap = cc;
     r->threaded = sf_thread_start(&r->job.thread, spill_write, &r->job) == 0;
     if (!r->threaded) spill_write(&r->job);
     r->writing = true;
@@ -671,14 +688,14 @@ int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) 
     uint32_t extra = r->head != NULL;
     int rc = 0;
     if (!r->nruns) {  // every row in memory: no file
-        order_held(r);
+        order_rows(r->sorted, r->buf, r->n, r->rec, r->count, r->nseries);
         cursor cs[2] = {{.kind = C_HEAD, .si = UINT64_MAX}, {.kind = C_MEMORY, .len = r->n, .pos = SIZE_MAX}};
         return merge_into(r, cs + 1 - extra, 1 + extra, emit, arg, NULL, e);
     }
     // The last rows are spilled too, and the budget goes to the merge.
     if ((rc = spill(r, e)) || (rc = spill_wait(r, e))) return rc;
-    free(r->buf), free(r->sorted);
-    r->buf = NULL, r->sorted = NULL;
+    free(r->buf), free(r->spare), free(r->sorted);
+    r->buf = NULL, r->spare = NULL, r->sorted = NULL;
     uint32_t fan = fan_in(r);
     while (!rc && r->nruns + extra > fan) rc = merge_pass(r, fan, e);
     if (rc) return rc;
