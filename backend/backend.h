@@ -106,6 +106,7 @@ typedef struct {
     bool overlap_reduce;        // GPU: each layer's NCCL sum starts when its gradients are final
     uint32_t parts, part_batch; // on a backend with train_parts: the most parts a batch is cut
                                 // into, and the most windows a part holds (0: none)
+    bool sum_parts;             // train_parts sums the parts itself (the job's one replica)
 } sf_replica_opts;
 
 // o's parts and part_batch for one of `replicas` replicas of the job that
@@ -156,7 +157,10 @@ typedef struct {
     // do not depend on which replica computes it): each part's gradients in
     // a buffer of its own (part_gradients; part 0's is the gradient buffer),
     // not summed, *loss the sum of the row losses. The trainer sums the
-    // parts of every replica in the global batch's order. NULL on a backend
+    // parts of every replica in the global batch's order; opened with
+    // sum_parts (the job's only replica), the backend sums them in that
+    // order into the gradient buffer itself, each layer as soon as every
+    // part is done with it, and the other buffers are left as they are. NULL on a backend
     // that sums its batch itself (GPUs: one pass over the replica's rows).
     int (*train_parts)(sf_replica *r, const float *x, const float *y, uint32_t nparts, const uint32_t *count,
                        const uint32_t *row0, uint32_t global_batch, uint64_t seed, double *loss, sf_err *e);

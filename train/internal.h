@@ -55,6 +55,7 @@ struct sf_trainer {
     uint32_t R;
     bool late;     // the backend's loss is read after the update is queued
     bool overlap;  // sums start during the backward pass
+    bool sum_parts;  // the job's one replica sums its parts itself (sf_replica_opts)
     sf_worker *w;
     sf_adam adam;
     sf_lr_schedule sched;  // each step's lr (sched.lr: adam.lr)

@@ -72,6 +72,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
         if (be->train_parts && o->parts) {
             // The most parts a replica takes, and the largest part.
             sf_replica_opts_parts(&ro, o->parts, o->global_batch, replicas * (uint32_t)sf_ranks_size(o->ranks));
+            ro.sum_parts = t->sum_parts = replicas * sf_ranks_size(o->ranks) == 1;
         }
         if (!(rc = be->open(&t->w[r].rep, m, o->replica_batch, o->window, &ro, e))) reps[r] = t->w[r].rep;
     }
@@ -261,7 +262,7 @@ static void forward_backward(sf_worker *w, const sf_batch *b, double *at) {
         uint64_t seed = t->seed ^ sf_splitmix64(&(uint64_t){(t->step + 1) * 0x10001ull + (split ? 0 : t->first + w->r)});
         int rc = t->staging ? t->be->staging_wait(t->staging, w->r, b, &w->e) : 0;
         const float *x = t->staging ? b->device_x : b->x, *y = t->staging ? b->device_y : b->y;
-        w->nterms = split ? b->nparts : 1;
+        w->nterms = split && !t->sum_parts ? b->nparts : 1;
         for (uint32_t j = 0, n; split && j < b->nparts; j++) sf_part_rows(t->batch, t->parts, b->first_part + j, &w->row0[j], &n);
         if (!rc && split)
             rc = t->be->train_parts(w->rep, x, y, b->nparts, b->part_count, w->row0, t->global, seed, &w->loss, &w->e);

@@ -33,6 +33,7 @@ struct sf_replica {
     double *loss;          // per part
     // the given parts of the step being run (train_parts; nsplit 0: none)
     uint32_t nsplit;
+    bool sum_parts;  // given parts summed as the replica's own are (sf_replica_opts)
     const uint32_t *split_count, *split_row0;
     uint32_t split_off[SF_MAX_PARTS];
     atomic_uint *finished;  // per layer: the parts done with its gradients this step
@@ -117,7 +118,11 @@ static void run_parts(sf_replica *r, void (*job)(sf_replica *r, uint32_t part)) 
 }
 
 // A part is done with layer's gradients; the last one sums the parts' in
-// part order into g[0] (given parts stay apart).
+// part order into g[0] (given parts stay apart, unless sum_parts: the
+// trainer's sum of them, element by element left to right, is this one).
+// Summed here the layers' sums overlap the backward of the layers below;
+// left to the trainer, the sum of 4 parts at batch 32 was 2.7% of a step
+// on one thread, the other idle.
 static void part_done(void *arg, uint32_t layer) {
     sf_replica *r = arg;
     uint32_t parts = r->nsplit ? r->nsplit : r->parts;
@@ -125,7 +130,7 @@ static void part_done(void *arg, uint32_t layer) {
     if (parts > 1 && atomic_fetch_add_explicit(&r->finished[layer], 1, memory_order_acq_rel) + 1 < parts) return;
     size_t lo, hi;
     sf_model_layer_params(r->m, layer, &lo, &hi);
-    for (uint32_t q = 1; !r->nsplit && q < r->parts; q++)
+    for (uint32_t q = 1; (!r->nsplit || r->sum_parts) && q < parts; q++)
         for (size_t k = lo; k < hi; k++) r->g[0][k] += r->g[q][k];
     if (r->ready) r->ready(r->ready_arg, layer);
 }
@@ -191,6 +196,7 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
     sf_replica *r = calloc(1, sizeof *r);
     if (!r) return sf_err_set(e, SF_ENOMEM, "out of memory for a replica");
     r->m = m;
+    r->sum_parts = o->sum_parts;
     r->window = window;
     sizes(batch, o, &r->parts, &r->ngrads, &r->capacity);
     pthread_mutex_init(&r->mu, NULL);
