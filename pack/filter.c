@@ -118,9 +118,11 @@ void sf_filter_decode(float *out, const uint8_t *in, size_t ncols, size_t rows, 
 // Four partial sums break the add latency chain; the order is fixed, so the
 // result is the same on every run and in sf_pack_verify. With SSE2 the four
 // lanes are two vectors of two doubles, each lane's sum in the same order as
-// the scalar loop's, and the least and greatest value are kept per lane (the
-// values are finite: the least of them is the same in any order): the
-// compiler had left the loops scalar, a twelfth of a threaded pack's CPU.
+// the scalar loop's, and the least and greatest value are kept per lane
+// (minps is the scalar loop's v < lo ? v : lo, NaN ignored but in x[0]; the
+// least of the values is the same in any order, but for which of -0 and +0,
+// which compare equal): the compiler had left the loops scalar, a twelfth
+// of a threaded pack's CPU.
 void sf_moments_of(sf_moments *m, const float *x, size_t n) {
     double s[4] = {0, 0, 0, 0}, q[4] = {0, 0, 0, 0};
     float mn = n ? x[0] : 0, mx = mn;
