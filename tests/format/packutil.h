@@ -25,6 +25,19 @@ static inline char *scratch_dir(const char *tag) {
     return dir;
 }
 
+// A float's bits, and the float of bits.
+static inline uint32_t bits_of(float v) {
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+}
+
+static inline float float_of(uint32_t u) {
+    float v;
+    memcpy(&v, &u, 4);
+    return v;
+}
+
 #define PATH_LEN 4200
 
 // dir/name into out (PATH_LEN bytes); returns out.

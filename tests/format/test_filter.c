@@ -13,22 +13,11 @@
 
 #include "pack/internal.h"
 #include "tests/common.h"
+#include "tests/format/packutil.h"
 
 static uint64_t rng_state = 0xf11e7e5ca1ab1e5ull;
 
 static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
-
-static uint32_t bits_of(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
 
 // A finite value of one of the kinds that matter, or a step of a walk.
 static float value(float walk) {

@@ -27,18 +27,6 @@ static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 static int rnd(int lo, int hi) { return lo + (int)(rng() % (uint64_t)(hi - lo + 1)); }
 
-static uint32_t bits_of(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
-
-static float float_of(uint32_t u) {
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
-}
-
 static long parse_checks;
 
 // sf_parse_float(s) against strtof(s). s is copied in front of digits that

@@ -23,12 +23,6 @@ static uint64_t rng(void) { return sf_splitmix64(&rng_state); }
 
 static double uniform(void) { return (double)(rng() >> 11) * 0x1p-53 - 0.5; }
 
-static uint32_t bits_of(float v) {
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-}
-
 #define MAX_SERIES 8
 
 // What a packed file must hold.
