@@ -32,6 +32,12 @@ static inline uint32_t float_bits(float v) {
 // 0xffffff.. that would fill the high byte planes with noise.
 static inline uint32_t zigzag32(uint32_t d) { return d << 1 ^ (0u - (d >> 31)); }
 
+// Byte k of v into plane k (planes n bytes apart) at r.
+static inline void put_planes(uint8_t *q, size_t n, size_t r, uint32_t v) {
+    q[r] = (uint8_t)v, q[n + r] = (uint8_t)(v >> 8);
+    q[2 * n + r] = (uint8_t)(v >> 16), q[3 * n + r] = (uint8_t)(v >> 24);
+}
+
 // Byte plane k of the chunk holds byte k of every value, so the high bytes
 // (sign, exponent, leading mantissa bits), which repeat, sit next to each other.
 // A delta is taken from the value before read again, not carried from the
@@ -43,23 +49,17 @@ void sf_filter_encode(uint8_t *out, const float *in, size_t ncols, size_t rows, 
         for (size_t i = 0; i < n; i++) sf_put_u32(out + 4 * i, float_bits(in[i]));
         return;
     }
-    uint8_t *p0 = out, *p1 = out + n, *p2 = out + 2 * n, *p3 = out + 3 * n;
     bool delta = filter == SF_FILTER_DELTA_SHUFFLE;
     for (size_t c = 0; c < ncols && rows; c++) {
         const float *col = in + c * rows;
-        uint8_t *q0 = p0 + c * rows, *q1 = p1 + c * rows, *q2 = p2 + c * rows, *q3 = p3 + c * rows;
-        uint32_t v = delta ? zigzag32(float_bits(col[0])) : float_bits(col[0]);
-        q0[0] = (uint8_t)v, q1[0] = (uint8_t)(v >> 8), q2[0] = (uint8_t)(v >> 16), q3[0] = (uint8_t)(v >> 24);
-        if (delta)
-            for (size_t r = 1; r < rows; r++) {
-                uint32_t w = zigzag32(float_bits(col[r]) - float_bits(col[r - 1]));
-                q0[r] = (uint8_t)w, q1[r] = (uint8_t)(w >> 8), q2[r] = (uint8_t)(w >> 16), q3[r] = (uint8_t)(w >> 24);
-            }
-        else
-            for (size_t r = 1; r < rows; r++) {
-                uint32_t w = float_bits(col[r]);
-                q0[r] = (uint8_t)w, q1[r] = (uint8_t)(w >> 8), q2[r] = (uint8_t)(w >> 16), q3[r] = (uint8_t)(w >> 24);
-            }
+        uint8_t *q = out + c * rows;
+        if (!delta)
+            for (size_t r = 0; r < rows; r++) put_planes(q, n, r, float_bits(col[r]));
+        else {
+            put_planes(q, n, 0, zigzag32(float_bits(col[0])));
+            for (size_t r = 1; r < rows; r++)
+                put_planes(q, n, r, zigzag32(float_bits(col[r]) - float_bits(col[r - 1])));
+        }
     }
 }
 

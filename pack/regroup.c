@@ -7,9 +7,10 @@
 // each series' rows in order, where a gather in series order would miss the
 // cache at every row of interleaved series) and writes that as a run to a
 // spill file, each row coded against the one before (row_code), while the
-// rows that come meanwhile fill the second third. The merge reads every run through a buffer of its
-// share of the budget and, series by series (a heap of the runs keyed by their next
-// series, then by run), takes each run's rows of that series in run order:
+// rows that come meanwhile fill the second third. The merge reads every run
+// through a buffer of its share of the budget and, series by series (a heap
+// of the runs keyed by their next series, then by run), takes each run's
+// rows of that series in run order:
 // each series' rows come out in the order they were added, and a run's
 // rows of one series are copied in a tight loop, not a heap step per row.
 // More runs than the budget has buffers for are first merged in groups of
@@ -371,7 +372,8 @@ static void order_rows(uint8_t *restrict sorted, const uint8_t *restrict held, s
         count[s] = sum;
         sum += k;
     }
-    for (size_t i = 0; i < n; i++, held += rec) copy_record(sorted + (size_t)count[rec_series(held)]++ * rec, held, rec);
+    for (size_t i = 0; i < n; i++, held += rec)
+        copy_record(sorted + (size_t)count[rec_series(held)]++ * rec, held, rec);
     if (nseries) memset(count, 0, nseries * sizeof *count);
 }
 
