@@ -25,6 +25,7 @@
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
+#define PARALLEL_BUF (8u << 20)  // what buffers grow to with a helper thread
 #define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define PAD 16  // zeroed bytes behind the data: the 8-byte loads of fast_number
 
@@ -137,7 +138,7 @@ typedef struct {
     struct half_job *jobs;
     struct half_job *ahead;  // jobs[turn] when the helper read and split buf (and parses its part)
     unsigned turn;
-    char *spare;       // the next buffer, read by the helper (fetch_buffer); spare_cap + PAD bytes
+    char *spare;       // the next buffer, read by the helper (fetch_buffer); spare_cap + PAD bytes (swapped with buf, cap)
     size_t spare_cap;
     unsigned share;  // where the main thread's part ends, in 64ths of the buffer
 
@@ -2427,7 +2428,9 @@ static int write_half(csv *c, const half_job *h) {
 static int take_next(csv *c, const half_job *h) {
     if (h->read_errno) return sf_err_errno(c->e, SF_EIO, h->read_errno, "%s: read failed", c->name);
     char *b = c->buf;
+    size_t cap = c->cap;
     c->buf = c->spare, c->spare = b;
+    c->cap = c->spare_cap, c->spare_cap = cap;
     c->consumed += c->pos;
     c->len = h->got, c->pos = 0, c->eof = h->read_eof;
     if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
@@ -2523,14 +2526,18 @@ static int parse_parallel(csv *c) {
     // The next buffer's job, queued behind this one's.
     half_job *next = NULL;
     if (c->fd >= 0 && !c->eof) {
-        if (c->spare_cap != c->cap) {
-            char *b = realloc(c->spare, c->cap + PAD);
-            if (b) c->spare = b, c->spare_cap = c->cap;
+        // Each buffer costs the threads a few hand-overs, each a wake-up of
+        // tens of microseconds on a virtual machine, where a 1 MiB buffer
+        // takes a millisecond: buffers double up to PARALLEL_BUF.
+        size_t room = c->cap >= PARALLEL_BUF ? c->cap : 2 * c->cap < PARALLEL_BUF ? 2 * c->cap : PARALLEL_BUF;
+        if (c->spare_cap != room) {
+            char *b = realloc(c->spare, room + PAD);
+            if (b) c->spare = b, c->spare_cap = room;
         }
-        if (c->spare_cap == c->cap && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
+        if (c->spare_cap == room && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
             next = &c->jobs[!c->turn];
             next->ids = held_ids(c, !c->turn);
-            next->spare = c->spare, next->room = c->cap, next->fd = c->fd;
+            next->spare = c->spare, next->room = room, next->fd = c->fd;
             next->tail_from = h->end, next->tail = c->len - (size_t)(h->end - c->buf);
             if (helper_run(c, next)) {
                 half_destroy(next);
