@@ -75,6 +75,11 @@ typedef struct {
 
     char delim;
     sf_field_end_fn field_end;  // the widest scan the CPU runs (scan.c)
+    // Every field a number kept in order: runs of records go to the vector
+    // parser (scan.c), NULL otherwise or where the CPU has none; after a run
+    // it could not start, number_skip records go the general way first.
+    sf_number_rows_fn number_rows;
+    uint32_t number_skip, number_backoff;
     uint32_t ncsv, nkeep;
     uint8_t *role;
     uint32_t *keep_at;  // csv field -> kept column
@@ -1803,8 +1808,48 @@ static int read_header(csv *c) {
 // Runs the parser record by record until c->pos reaches limit or the input
 // ends (REC_END). A limit inside the buffer never needs a refill; with
 // one_buffer it returns 0 right after the first refill.
+// Backs off from the vector parser after a run of it parsed nothing (a
+// missing value in every record, say), so that its look ahead costs at most
+// once per NUMBER_BACKOFF_MAX records.
+#define NUMBER_BACKOFF_MAX 1024u
+
+// The records at pos, before limit, as parse_record and commit_record would
+// take them, through the vector parser: one line each, straight into the
+// batch. Returns 0 or an error; leaves pos where the general path goes on.
+static int number_run(csv *c, size_t limit) {
+    if (c->number_skip) {
+        c->number_skip--;
+        return 0;
+    }
+    const char *p = c->buf + c->pos, *next;
+    size_t end = limit < c->len ? limit : c->len;
+    size_t n = c->number_rows(p, c->buf + end, c->delim, c->nkeep, c->row, c->batch_rows - c->nbatch, NULL, &next);
+    if (!n) {
+        c->number_backoff = c->number_backoff ? 2 * c->number_backoff : 1;
+        if (c->number_backoff > NUMBER_BACKOFF_MAX) c->number_backoff = NUMBER_BACKOFF_MAX;
+        c->number_skip = c->number_backoff;
+        return 0;
+    }
+    c->number_backoff = 0;
+    int64_t line = c->line_base + (int64_t)c->line, *to = c->batch_line + c->nbatch;
+    for (size_t k = 0; k < n; k++) to[k] = line + (int64_t)k;
+    if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
+    if (!c->have_last) c->st.nseries++;  // as series_row
+    c->have_last = true;
+    c->row += n * c->nkeep;
+    c->nbatch += n;
+    c->line += n;
+    c->pos = (size_t)(next - c->buf);
+    return c->nbatch == c->batch_rows ? flush_batch(c) : 0;
+}
+
 static int parse_until(csv *c, size_t limit, bool one_buffer) {
     while (c->pos < limit) {
+        if (c->number_rows && !c->blank_line) {
+            int rc = number_run(c, limit);
+            if (rc) return rc;
+            if (c->pos >= limit) break;
+        }
         const char *next = NULL;
         int rc = parse_record(c, &next);
         if (rc == REC_MORE) {
@@ -2042,7 +2087,31 @@ static void *parse_half(void *arg) {
     sf_time_memo memo = {0};
     const sf_series_id *last_id = NULL;  // interleaved ids come round in the same order: its `after` is tried first
     const bool same_day = kind == SF_TIME_ISO && time_same_day_ok(d);
+    const sf_number_rows_fn number_rows = h->c->number_rows;
+    uint32_t number_skip = 0, number_backoff = 0;  // as csv.number_skip
     while (p < end) {
+        if (number_rows && n + 1 < cap && !number_skip) {
+            // Runs of plain records through the vector parser, as the loop
+            // below would leave them.
+            uint32_t next_at[1024];
+            size_t room = cap - 1 - n < 1024 ? cap - 1 - n : 1024;
+            const char *q;
+            size_t k = number_rows(p, end, d, nkeep, rows + n * nkeep, room, next_at, &q);
+            if (k) {
+                for (size_t i = 0; i < k; i++)
+                    recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = (uint8_t)all_parts,
+                                             .cont = n + i > 0 && !recs[n + i - 1].raw,
+                                             .next = (uint32_t)(p - buf) + next_at[i]};
+                size_t before = n;
+                n += k, p = q, number_backoff = 0;
+                if (n / HALF_BATCH != before / HALF_BATCH) half_publish(h, n);
+                continue;
+            }
+            number_backoff = number_backoff ? 2 * number_backoff : 1;
+            if (number_backoff > NUMBER_BACKOFF_MAX) number_backoff = NUMBER_BACKOFF_MAX;
+            number_skip = number_backoff + 1;
+        }
+        if (number_skip) number_skip--;
         half_rec *r = &recs[n];
         *r = (half_rec){.pend = (uint32_t)npend};
         if (n + 1 == cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
@@ -3045,6 +3114,9 @@ static int convert(csv *c, const char *out) {
                           sf_regroup_min_budget(c->nkeep, c->time_field != UINT32_MAX) / 1e6);
     }
     rc = series_hint(c);  // before anything is written
+    bool numbers = c->series_field == UINT32_MAX && c->time_field == UINT32_MAX && !c->ncat && c->nkeep == c->ncsv;
+    for (uint32_t f = 0; numbers && f < c->ncsv; f++) numbers = c->role[f] == ROLE_KEEP && c->keep_at[f] == f;
+    c->number_rows = numbers ? sf_number_rows_pick() : NULL;
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     // A helper thread parses part of each buffer for every shape: with a

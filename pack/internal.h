@@ -50,6 +50,20 @@ enum sf_scan_kind { SF_SCAN_BEST, SF_SCAN_AVX512, SF_SCAN_AVX2, SF_SCAN_SWAR };
 // or the build lacks it (tests compare the variants).
 sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind);
 
+// Whole records of ncols numbers, every field a kept column in order, from
+// [p, end) into rows (row-major), up to max_rows (scan.c). Returns how many
+// it parsed; *next: where the first record it left begins, for the general
+// path: one with a quote, a field that is not a plain number (a missing
+// value, text, spaces), a value of 2^24 or more (which the general path
+// counts), a ragged or blank line, or one that ends within 64 bytes of
+// end. ends (max_rows entries, or NULL): each record's end + 1 (its line
+// feed's offset from p, plus one). Values are strtof's, bit for bit.
+// Reads up to 8 bytes past end: the caller's padding.
+typedef size_t (*sf_number_rows_fn)(const char *p, const char *end, char d, uint32_t ncols, float *rows,
+                                    size_t max_rows, uint32_t *ends, const char **next);
+// The variant this CPU runs (AVX-512: 8 fields at once); NULL without one.
+sf_number_rows_fn sf_number_rows_pick(void);
+
 // sf_time_parse with the last date it read (its first 10 bytes and day)
 // kept in memo, zeroed at first: one per thread that parses a column.
 typedef struct {

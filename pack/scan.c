@@ -2,7 +2,11 @@
 // delimiter or line feed), 64 or 32 bytes compared at a time as simdjson
 // and simdcsv compare them, or 8 bytes in a word where the CPU lacks the
 // vector instructions. The variant is chosen once per pack from the CPU's
-// features (sf_field_end_pick), so one build runs on every x86-64.
+// features (sf_field_end_pick), so one build runs on every x86-64. Then
+// whole records of numbers, their fields converted 8 at a time
+// (sf_number_rows_pick).
+#include <math.h>
+
 #include "internal.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -65,4 +69,162 @@ sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind) {
 #endif
     if (kind == SF_SCAN_AVX512 || kind == SF_SCAN_AVX2) return NULL;
     return field_end_swar;
+}
+
+#ifdef SF_SCAN_X86
+#define SF_AVX512_NUMBERS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,bmi,bmi2")))
+
+// One pass finds the ends of a block of records' fields (64 bytes compared
+// at a time), then the fields are converted 8 at a time, one in each
+// 64-bit lane: [-]digits[.digits] in at most 8 bytes after the sign, the
+// digits joined by multiply-adds, times a power of ten in double, as the
+// scalar fast path does (internal.h, sf_decimal_to_float), anything else
+// left to sf_parse_float lane by lane. Nothing
+// ties one field to the one before it, as the scalar parser's next field
+// waits on the end of the one before.
+enum { ROWS_FIELDS = 4096 };  // fields a pass: the ends stay in L1
+
+// The ends of the fields of up to want records from p: ends[1 + i] for
+// field i (offset from p), ends[0] = -1. Returns the records; *stop when
+// something else ends the run (a quote, a ragged line).
+SF_AVX512_NUMBERS static size_t record_ends(const char *p, const char *end, char d, uint32_t ncols, size_t want,
+                                            int32_t *ends, bool *stop) {
+    const __m512i vd = _mm512_set1_epi8(d), vn = _mm512_set1_epi8('\n'), vq = _mm512_set1_epi8('"');
+    size_t nf = 0, nrows = 0;
+    uint32_t field = 0;  // within its record
+    ends[0] = -1;
+    *stop = false;
+    for (const char *b = p; !*stop && end - b >= 64; b += 64) {
+        __m512i x = _mm512_loadu_si512(b);
+        uint64_t nl = _mm512_cmpeq_epi8_mask(x, vn);
+        uint64_t sep = _mm512_cmpeq_epi8_mask(x, vd) | nl;
+        uint64_t q = _mm512_cmpeq_epi8_mask(x, vq);
+        if (q) sep &= _blsmsk_u64(q) >> 1;  // the records before the quote
+        for (; sep; sep &= sep - 1) {
+            unsigned k = (unsigned)__builtin_ctzll(sep);
+            bool line_end = nl >> k & 1;
+            if (line_end != (field + 1 == ncols)) {  // ragged, or a blank line
+                *stop = true;
+                return nrows;
+            }
+            ends[1 + nf++] = (int32_t)(b - p) + (int32_t)k;
+            field = line_end ? 0 : field + 1;
+            if (line_end && ++nrows == want) return nrows;
+        }
+        *stop = q != 0;  // the quote's record reached
+    }
+    return nrows;
+}
+
+// Fields i .. i+7 (lanes beyond nf masked) into out[i ..]; returns the lanes
+// whose field the general parser must read.
+SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const int32_t *ends, size_t i, size_t nf, float *out) {
+    const __m512i ones = _mm512_set1_epi64(-1), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
+    __mmask8 lanes = nf - i >= 8 ? 0xff : (__mmask8)((1u << (nf - i)) - 1);
+    // Field i starts behind the end before it; a CR before its line feed
+    // is not its own.
+    __m512i S = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, ends + i)), one);
+    __m512i E = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, ends + i + 1));
+    __mmask8 some = lanes & _mm512_cmpgt_epi64_mask(E, S);
+    __m512i last = _mm512_mask_i64gather_epi64(zero, some, _mm512_sub_epi64(E, one), p, 1);
+    __mmask8 cr = some & _mm512_cmpeq_epi64_mask(_mm512_and_si512(last, _mm512_set1_epi64(0xffff)),
+                                                 _mm512_set1_epi64('\r' | '\n' << 8));
+    E = _mm512_mask_sub_epi64(E, cr, E, one);
+    __m512i head = _mm512_mask_i64gather_epi64(zero, lanes, S, p, 1);
+    __mmask8 neg = _mm512_cmpeq_epi64_mask(_mm512_and_si512(head, _mm512_set1_epi64(0xff)), _mm512_set1_epi64('-'));
+    __m512i B = _mm512_mask_add_epi64(S, neg, S, one);
+    __m512i n = _mm512_sub_epi64(E, B);  // the body's bytes, 1 to 8 here
+    __mmask8 ok = lanes & _mm512_cmple_epu64_mask(_mm512_sub_epi64(n, one), _mm512_set1_epi64(7));
+    __m512i v = _mm512_mask_i64gather_epi64(zero, ok, B, p, 1);
+    __m512i t = _mm512_xor_si512(v, _mm512_set1_epi8('0'));  // digits become 0..9
+    __m512i live = _mm512_xor_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64(n, 3)), ones);
+    uint64_t livek = _mm512_test_epi8_mask(live, live);
+    uint64_t nondigit = _mm512_cmpgt_epu8_mask(t, _mm512_set1_epi8(9)) & livek;
+    uint64_t points = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.')) & livek;
+    if (nondigit != points) {  // a letter, a sign inside, an exponent
+        __m512i other = _mm512_movm_epi8(nondigit ^ points);
+        ok &= (__mmask8)~_mm512_test_epi64_mask(other, other);
+    }
+    // One bit a point (bit 8k for byte k); at most one a field.
+    __m512i pt = _mm512_and_si512(_mm512_movm_epi8(points), _mm512_set1_epi64(0x0101010101010101ll));
+    ok &= _mm512_cmpeq_epi64_mask(_mm512_and_si512(pt, _mm512_sub_epi64(pt, one)), zero);
+    __mmask8 has_point = _mm512_test_epi64_mask(pt, pt);
+    __m512i k1 = _mm512_srli_epi64(_mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(pt)), 3);
+    k1 = _mm512_mask_mov_epi64(_mm512_set1_epi64(8), has_point, k1);  // the point's byte; 8: none
+    __m512i nd = _mm512_mask_sub_epi64(n, has_point, n, one);          // digits
+    ok &= _mm512_cmpneq_epi64_mask(nd, zero);
+    // The digits after the point move down over it, then right-align to 8
+    // (leading zero bytes) and join: pairs, fours, then the two halves.
+    __m512i below = _mm512_xor_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64(k1, 3)), ones);
+    __m512i keep = _mm512_xor_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64(nd, 3)), ones);
+    __m512i dig = _mm512_and_si512(_mm512_ternarylogic_epi64(below, t, _mm512_srli_epi64(t, 8), 0xca), keep);
+    dig = _mm512_sllv_epi64(dig, _mm512_slli_epi64(_mm512_sub_epi64(_mm512_set1_epi64(8), nd), 3));
+    __m512i w16 = _mm512_maddubs_epi16(dig, _mm512_set1_epi16(0x010a));
+    __m512i w32 = _mm512_madd_epi16(w16, _mm512_set1_epi32(0x00010064));
+    __m512i m = _mm512_add_epi64(_mm512_mul_epu32(w32, _mm512_set1_epi64(10000)), _mm512_srli_epi64(w32, 32));
+    static const double p10[16] = {1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7,
+                                   1e-8, 1e-9, 1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15};
+    __m512i decimals = _mm512_maskz_sub_epi64(has_point, nd, k1);
+    __m512d scale = _mm512_permutex2var_pd(_mm512_loadu_pd(p10), decimals, _mm512_loadu_pd(p10 + 8));
+    // m exact, 10^-k and the product rounded: within a double ulp or so of
+    // the decimal, and no decimal of 8 bytes below 2^24 lies within 2^11
+    // double ulps of a float midpoint (test number-rows counts them all), so
+    // rounding the double to float is strtof's rounding: no midpoint check
+    // as sf_decimal_to_float makes for longer texts.
+    __m512d x = _mm512_mul_pd(_mm512_cvtepi64_pd(m), scale);
+    __m256 f = _mm512_cvtpd_ps(x);
+    ok &= _mm256_cmp_ps_mask(f, _mm256_set1_ps(0x1p24f), _CMP_LT_OQ);
+    f = _mm256_mask_or_ps(f, neg, f, _mm256_set1_ps(-0.0f));
+    _mm256_mask_storeu_ps(out + i, ok, f);
+    return lanes & (__mmask8)~ok;
+}
+
+SF_AVX512_NUMBERS static size_t number_rows_avx512(const char *p, const char *end, char d, uint32_t ncols,
+                                                   float *rows, size_t max_rows, uint32_t *row_ends,
+                                                   const char **next) {
+    int32_t ends[ROWS_FIELDS + 1];
+    const char *p0 = p;
+    size_t done = 0, pass = 8;  // records: the look ahead doubles while they parse
+    bool stop = false;
+    while (!stop && done < max_rows && ncols <= ROWS_FIELDS) {
+        if (pass > ROWS_FIELDS / ncols) pass = ROWS_FIELDS / ncols;
+        size_t want = pass < max_rows - done ? pass : max_rows - done;
+        pass *= 2;
+        size_t nrows = record_ends(p, end, d, ncols, want, ends, &stop), nf = nrows * ncols;
+        if (!nrows) break;
+        float *out = rows + done * ncols;
+        size_t good = nrows;
+        for (size_t i = 0; i < nf && good == nrows; i += 8) {
+            for (__mmask8 slow = convert8(p, ends, i, nf, out); slow; slow &= slow - 1) {
+                size_t f = i + (unsigned)__builtin_ctz(slow);
+                size_t s = (size_t)(ends[f] + 1), e = (size_t)ends[f + 1];
+                if (e > s && p[e] == '\n' && p[e - 1] == '\r') e--;
+                float x;
+                if (sf_parse_float(p + s, e - s, &x) != 0 || !(fabsf(x) < 0x1p24f)) {
+                    good = f / ncols;
+                    break;
+                }
+                out[f] = x;
+            }
+        }
+        for (size_t r = 0; row_ends && r < good; r++)
+            row_ends[done + r] = (uint32_t)(p - p0) + (uint32_t)ends[(r + 1) * ncols] + 1;
+        done += good;
+        if (good) p += ends[good * ncols] + 1;
+        if (good < nrows) break;
+    }
+    *next = p;
+    return done;
+}
+#endif
+
+sf_number_rows_fn sf_number_rows_pick(void) {
+#ifdef SF_SCAN_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("bmi2"))
+        return number_rows_avx512;
+#endif
+    return NULL;
 }
