@@ -75,10 +75,12 @@ typedef struct {
 
     char delim;
     sf_field_end_fn field_end;  // the widest scan the CPU runs (scan.c)
-    // Every field a number kept in order: runs of records go to the vector
-    // parser (scan.c), NULL otherwise or where the CPU has none; after a run
-    // it could not start, number_skip records go the general way first.
+    // Fields all numbers kept in order, skipped or an ISO time: runs of
+    // records go to the vector parser (scan.c), NULL otherwise or where the
+    // CPU has none; after a run it could not start, number_skip records go
+    // the general way first.
     sf_number_rows_fn number_rows;
+    sf_number_rows_layout numbers;  // its kind[] owned here
     uint32_t number_skip, number_backoff;
     uint32_t ncsv, nkeep;
     uint8_t *role;
@@ -1823,7 +1825,11 @@ static int number_run(csv *c, size_t limit) {
     }
     const char *p = c->buf + c->pos, *next;
     size_t end = limit < c->len ? limit : c->len;
-    size_t n = c->number_rows(p, c->buf + end, c->delim, c->nkeep, c->row, c->batch_rows - c->nbatch, NULL, &next);
+    bool timed = c->time_field != UINT32_MAX;
+    sf_number_rows_layout *l = &c->numbers;
+    l->have_last = c->have_last, l->last_time = c->prev_time, l->parts = c->time_parts;
+    sf_number_rows_out out = {.rows = c->row, .times = c->batch_time + c->nbatch};
+    size_t n = c->number_rows(l, p, c->buf + end, c->batch_rows - c->nbatch, &out, &next);
     if (!n) {
         c->number_backoff = c->number_backoff ? 2 * c->number_backoff : 1;
         if (c->number_backoff > NUMBER_BACKOFF_MAX) c->number_backoff = NUMBER_BACKOFF_MAX;
@@ -1834,6 +1840,10 @@ static int number_run(csv *c, size_t limit) {
     int64_t line = c->line_base + (int64_t)c->line, *to = c->batch_line + c->nbatch;
     for (size_t k = 0; k < n; k++) to[k] = line + (int64_t)k;
     if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
+    if (timed) {
+        c->time_parts = l->parts;
+        c->prev_time = l->last_time, c->prev_time_line = (uint64_t)(line + (int64_t)n - 1);
+    }
     if (!c->have_last) c->st.nseries++;  // as series_row
     c->have_last = true;
     c->row += n * c->nkeep;
@@ -2088,18 +2098,29 @@ static void *parse_half(void *arg) {
     const sf_series_id *last_id = NULL;  // interleaved ids come round in the same order: its `after` is tried first
     const bool same_day = kind == SF_TIME_ISO && time_same_day_ok(d);
     const sf_number_rows_fn number_rows = h->c->number_rows;
+    // The layout's fields that no thread writes (the main thread's run
+    // state is its own), and this thread's memo.
+    const sf_number_rows_layout *nl = &h->c->numbers;
+    const sf_number_rows_layout shape = {.kind = nl->kind, .nfields = nl->nfields, .ncols = nl->ncols,
+                                         .delim = nl->delim, .memo = &memo, .time_same_day = nl->time_same_day};
     uint32_t number_skip = 0, number_backoff = 0;  // as csv.number_skip
     while (p < end) {
         if (number_rows && n + 1 < cap && !number_skip) {
             // Runs of plain records through the vector parser, as the loop
             // below would leave them.
             uint32_t next_at[1024];
+            uint8_t parts_at[1024];
             size_t room = cap - 1 - n < 1024 ? cap - 1 - n : 1024;
             const char *q;
-            size_t k = number_rows(p, end, d, nkeep, rows + n * nkeep, room, next_at, &q);
+            sf_number_rows_layout l = shape;
+            l.have_last = n && !recs[n - 1].raw, l.parts = all_parts;
+            l.last_time = l.have_last && timed ? times[n - 1] : 0;
+            sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at};
+            size_t k = number_rows(&l, p, end, room, &out, &q);
             if (k) {
+                all_parts = l.parts;
                 for (size_t i = 0; i < k; i++)
-                    recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = (uint8_t)all_parts,
+                    recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
                                              .cont = n + i > 0 && !recs[n + i - 1].raw,
                                              .next = (uint32_t)(p - buf) + next_at[i]};
                 size_t before = n;
@@ -3064,6 +3085,26 @@ done:
     return rc;
 }
 
+// The vector parser's layout of a record, where every field is a number
+// kept in order, skipped, or the ISO time (no series, no categories).
+static int number_layout(csv *c) {
+    c->number_rows = NULL;
+    if (c->series_field != UINT32_MAX || c->ncat || (c->time_field != UINT32_MAX && c->time_kind != SF_TIME_ISO))
+        return 0;
+    uint8_t *kind = malloc(c->ncsv);
+    if (!kind) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
+    uint32_t k = 0;
+    bool in_order = true;
+    for (uint32_t f = 0; f < c->ncsv; f++) {
+        kind[f] = c->role[f] == ROLE_KEEP ? SF_FIELD_NUMBER : c->role[f] == ROLE_TIME ? SF_FIELD_TIME : SF_FIELD_SKIP;
+        if (c->role[f] == ROLE_KEEP) in_order &= c->keep_at[f] == k++;
+    }
+    c->numbers = (sf_number_rows_layout){.kind = kind, .nfields = c->ncsv, .ncols = c->nkeep, .delim = c->delim,
+                                         .memo = &c->time_memo, .time_same_day = time_same_day_ok(c->delim)};
+    if (in_order && k == c->nkeep) c->number_rows = sf_number_rows_pick();
+    return 0;
+}
+
 static int convert(csv *c, const char *out) {
     c->out = out;
     int rc = read_header(c);
@@ -3114,9 +3155,7 @@ static int convert(csv *c, const char *out) {
                           sf_regroup_min_budget(c->nkeep, c->time_field != UINT32_MAX) / 1e6);
     }
     rc = series_hint(c);  // before anything is written
-    bool numbers = c->series_field == UINT32_MAX && c->time_field == UINT32_MAX && !c->ncat && c->nkeep == c->ncsv;
-    for (uint32_t f = 0; numbers && f < c->ncsv; f++) numbers = c->role[f] == ROLE_KEEP && c->keep_at[f] == f;
-    c->number_rows = numbers ? sf_number_rows_pick() : NULL;
+    if (!rc) rc = number_layout(c);
     if (!rc) rc = sf_pack_writer_open(&c->w, out, &wo, c->e);
     if (!rc && c->o->temp_path) c->o->temp_path(c->o->progress_arg, sf_pack_writer_temp_path(c->w));
     // A helper thread parses part of each buffer for every shape: with a
@@ -3181,6 +3220,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     sf_regroup_free(c->rg);
     free(c->by_index);
     free(c->role);
+    free((void *)c->numbers.kind);
     free(c->keep_at);
     free(c->last);
     free(c->miss);

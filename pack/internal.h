@@ -50,20 +50,6 @@ enum sf_scan_kind { SF_SCAN_BEST, SF_SCAN_AVX512, SF_SCAN_AVX2, SF_SCAN_SWAR };
 // or the build lacks it (tests compare the variants).
 sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind);
 
-// Whole records of ncols numbers, every field a kept column in order, from
-// [p, end) into rows (row-major), up to max_rows (scan.c). Returns how many
-// it parsed; *next: where the first record it left begins, for the general
-// path: one with a quote, a field that is not a plain number (a missing
-// value, text, spaces), a value of 2^24 or more (which the general path
-// counts), a ragged or blank line, or one that ends within 64 bytes of
-// end. ends (max_rows entries, or NULL): each record's end + 1 (its line
-// feed's offset from p, plus one). Values are strtof's, bit for bit.
-// Reads up to 8 bytes past end: the caller's padding.
-typedef size_t (*sf_number_rows_fn)(const char *p, const char *end, char d, uint32_t ncols, float *rows,
-                                    size_t max_rows, uint32_t *ends, const char **next);
-// The variant this CPU runs (AVX-512: 8 fields at once); NULL without one.
-sf_number_rows_fn sf_number_rows_pick(void);
-
 // sf_time_parse with the last date it read (its first 10 bytes and day)
 // kept in memo, zeroed at first: one per thread that parses a column.
 typedef struct {
@@ -110,6 +96,42 @@ static inline size_t sf_time_same_day(const sf_time_memo *m, const char *s, cons
     *us = m->day_us + (int64_t)(h * 3600 + mi * 60 + sec) * 1000000;
     return n;
 }
+
+// Whole records whose fields are numbers kept in order, fields skipped and
+// at most one time (ISO 8601), from [p, end) into rows (row-major, ncols a
+// row) and times, up to max_rows (scan.c). Returns how many it parsed;
+// *next: where the first record it left begins, for the general path: one
+// with a quote, a number that is not a plain one (a missing value, text,
+// spaces), a value of 2^24 or more (which the general path counts), a time
+// it would not take as it is or that does not move on, a ragged or blank
+// line, or one that ends within 64 bytes of end. Values are strtof's and
+// times sf_time_parse_memo's, bit for bit. Reads up to 8 bytes past end:
+// the caller's padding.
+enum sf_field_kind { SF_FIELD_NUMBER, SF_FIELD_SKIP, SF_FIELD_TIME };
+typedef struct {
+    const uint8_t *kind;      // enum sf_field_kind of each field (borrowed)
+    uint32_t nfields, ncols;  // fields a record; numbers a record
+    char delim;
+    // With a time field: its parser's memo (borrowed), whether
+    // sf_time_same_day applies (the delimiter is none of its bytes), the
+    // time of the record before (have_last: there is one), the parts of
+    // the times joined so far; all carried from run to run.
+    sf_time_memo *memo;
+    bool time_same_day;
+    bool have_last;
+    int64_t last_time;
+    unsigned parts;
+} sf_number_rows_layout;
+typedef struct {
+    float *rows;      // max_rows * ncols
+    int64_t *times;   // max_rows, with a time field
+    uint8_t *parts;   // max_rows, or NULL: layout.parts after each record
+    uint32_t *ends;   // max_rows, or NULL: each record's end + 1, from p
+} sf_number_rows_out;
+typedef size_t (*sf_number_rows_fn)(sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
+                                    const sf_number_rows_out *out, const char **next);
+// The variant this CPU runs (AVX-512: 8 numbers at once); NULL without one.
+sf_number_rows_fn sf_number_rows_pick(void);
 
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);

@@ -74,25 +74,30 @@ sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind) {
 #ifdef SF_SCAN_X86
 #define SF_AVX512_NUMBERS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,bmi,bmi2")))
 
-// One pass finds the ends of a block of records' fields (64 bytes compared
-// at a time), then the fields are converted 8 at a time, one in each
-// 64-bit lane: [-]digits[.digits] in at most 8 bytes after the sign, the
-// digits joined by multiply-adds, times a power of ten in double, as the
-// scalar fast path does (internal.h, sf_decimal_to_float), anything else
-// left to sf_parse_float lane by lane. Nothing
-// ties one field to the one before it, as the scalar parser's next field
-// waits on the end of the one before.
-enum { ROWS_FIELDS = 4096 };  // fields a pass: the ends stay in L1
+// One pass finds where a block of records' fields begin and end (64
+// bytes compared at a time), then the numbers are converted 8 at a time,
+// one in each 64-bit lane: [-]digits[.digits] in at most 8 bytes after the
+// sign, the digits joined by multiply-adds, times a power of ten in
+// double, as the scalar fast path does (internal.h, sf_decimal_to_float),
+// anything else left to sf_parse_float lane by lane. Nothing ties one
+// field to the one before it, as the scalar parser's next field waits on
+// the end of the one before. Then the time field of each record, if any.
+enum { ROWS_FIELDS = 2048 };  // numbers a pass: their bounds stay in L1
 
-// The ends of the fields of up to want records from p: ends[1 + i] for
-// field i (offset from p), ends[0] = -1. Returns the records; *stop when
+typedef struct {
+    int32_t start[ROWS_FIELDS], end[ROWS_FIELDS];    // each number's, from p
+    int32_t tstart[ROWS_FIELDS], tend[ROWS_FIELDS];  // each record's time
+    int32_t next[ROWS_FIELDS];                       // each record's end + 1
+} bounds;
+
+// The bounds of up to want records from p. Returns the records; *stop when
 // something else ends the run (a quote, a ragged line).
-SF_AVX512_NUMBERS static size_t record_ends(const char *p, const char *end, char d, uint32_t ncols, size_t want,
-                                            int32_t *ends, bool *stop) {
-    const __m512i vd = _mm512_set1_epi8(d), vn = _mm512_set1_epi8('\n'), vq = _mm512_set1_epi8('"');
-    size_t nf = 0, nrows = 0;
+SF_AVX512_NUMBERS static size_t record_bounds(const sf_number_rows_layout *l, const char *p, const char *end,
+                                              size_t want, bounds *bd, bool *stop) {
+    const __m512i vd = _mm512_set1_epi8(l->delim), vn = _mm512_set1_epi8('\n'), vq = _mm512_set1_epi8('"');
+    size_t nn = 0, nrows = 0;
     uint32_t field = 0;  // within its record
-    ends[0] = -1;
+    int32_t from = 0;    // where it begins
     *stop = false;
     for (const char *b = p; !*stop && end - b >= 64; b += 64) {
         __m512i x = _mm512_loadu_si512(b);
@@ -103,28 +108,30 @@ SF_AVX512_NUMBERS static size_t record_ends(const char *p, const char *end, char
         for (; sep; sep &= sep - 1) {
             unsigned k = (unsigned)__builtin_ctzll(sep);
             bool line_end = nl >> k & 1;
-            if (line_end != (field + 1 == ncols)) {  // ragged, or a blank line
+            if (line_end != (field + 1 == l->nfields)) {  // ragged, or a blank line
                 *stop = true;
                 return nrows;
             }
-            ends[1 + nf++] = (int32_t)(b - p) + (int32_t)k;
+            int32_t at = (int32_t)(b - p) + (int32_t)k;
+            if (l->kind[field] == SF_FIELD_NUMBER) bd->start[nn] = from, bd->end[nn++] = at;
+            else if (l->kind[field] == SF_FIELD_TIME) bd->tstart[nrows] = from, bd->tend[nrows] = at;
+            from = at + 1;
             field = line_end ? 0 : field + 1;
-            if (line_end && ++nrows == want) return nrows;
+            if (line_end && (bd->next[nrows] = from, ++nrows == want)) return nrows;
         }
         *stop = q != 0;  // the quote's record reached
     }
     return nrows;
 }
 
-// Fields i .. i+7 (lanes beyond nf masked) into out[i ..]; returns the lanes
-// whose field the general parser must read.
-SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const int32_t *ends, size_t i, size_t nf, float *out) {
+// Numbers i .. i+7 (lanes beyond n masked) into out[i ..]; returns the
+// lanes whose field the general parser must read.
+SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
     const __m512i ones = _mm512_set1_epi64(-1), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
-    __mmask8 lanes = nf - i >= 8 ? 0xff : (__mmask8)((1u << (nf - i)) - 1);
-    // Field i starts behind the end before it; a CR before its line feed
-    // is not its own.
-    __m512i S = _mm512_add_epi64(_mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, ends + i)), one);
-    __m512i E = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, ends + i + 1));
+    __mmask8 lanes = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
+    // A CR before the line feed that ends a field is not its own.
+    __m512i S = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, bd->start + i));
+    __m512i E = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, bd->end + i));
     __mmask8 some = lanes & _mm512_cmpgt_epi64_mask(E, S);
     __m512i last = _mm512_mask_i64gather_epi64(zero, some, _mm512_sub_epi64(E, one), p, 1);
     __mmask8 cr = some & _mm512_cmpeq_epi64_mask(_mm512_and_si512(last, _mm512_set1_epi64(0xffff)),
@@ -133,11 +140,11 @@ SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const int32_t *ends, s
     __m512i head = _mm512_mask_i64gather_epi64(zero, lanes, S, p, 1);
     __mmask8 neg = _mm512_cmpeq_epi64_mask(_mm512_and_si512(head, _mm512_set1_epi64(0xff)), _mm512_set1_epi64('-'));
     __m512i B = _mm512_mask_add_epi64(S, neg, S, one);
-    __m512i n = _mm512_sub_epi64(E, B);  // the body's bytes, 1 to 8 here
-    __mmask8 ok = lanes & _mm512_cmple_epu64_mask(_mm512_sub_epi64(n, one), _mm512_set1_epi64(7));
+    __m512i len = _mm512_sub_epi64(E, B);  // the body's bytes, 1 to 8 here
+    __mmask8 ok = lanes & _mm512_cmple_epu64_mask(_mm512_sub_epi64(len, one), _mm512_set1_epi64(7));
     __m512i v = _mm512_mask_i64gather_epi64(zero, ok, B, p, 1);
     __m512i t = _mm512_xor_si512(v, _mm512_set1_epi8('0'));  // digits become 0..9
-    __m512i live = _mm512_xor_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64(n, 3)), ones);
+    __m512i live = _mm512_xor_si512(_mm512_sllv_epi64(ones, _mm512_slli_epi64(len, 3)), ones);
     uint64_t livek = _mm512_test_epi8_mask(live, live);
     uint64_t nondigit = _mm512_cmpgt_epu8_mask(t, _mm512_set1_epi8(9)) & livek;
     uint64_t points = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('.')) & livek;
@@ -151,7 +158,7 @@ SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const int32_t *ends, s
     __mmask8 has_point = _mm512_test_epi64_mask(pt, pt);
     __m512i k1 = _mm512_srli_epi64(_mm512_sub_epi64(_mm512_set1_epi64(63), _mm512_lzcnt_epi64(pt)), 3);
     k1 = _mm512_mask_mov_epi64(_mm512_set1_epi64(8), has_point, k1);  // the point's byte; 8: none
-    __m512i nd = _mm512_mask_sub_epi64(n, has_point, n, one);          // digits
+    __m512i nd = _mm512_mask_sub_epi64(len, has_point, len, one);      // digits
     ok &= _mm512_cmpneq_epi64_mask(nd, zero);
     // The digits after the point move down over it, then right-align to 8
     // (leading zero bytes) and join: pairs, fours, then the two halves.
@@ -179,38 +186,65 @@ SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const int32_t *ends, s
     return lanes & (__mmask8)~ok;
 }
 
-SF_AVX512_NUMBERS static size_t number_rows_avx512(const char *p, const char *end, char d, uint32_t ncols,
-                                                   float *rows, size_t max_rows, uint32_t *row_ends,
+// The field [s, e) of a record without the CR of a CRLF that ends it.
+static size_t field_len(const char *p, int32_t s, int32_t e) {
+    return (size_t)(e - s) - (e > s && p[e] == '\n' && p[e - 1] == '\r');
+}
+
+// Record r's time, when it is one the general path would take as it is
+// (ISO 8601, to the microsecond) and later than the one before.
+static bool run_time(sf_number_rows_layout *l, const char *p, const char *end, const bounds *bd, size_t r,
+                     int64_t *t) {
+    const char *s = p + bd->tstart[r];
+    size_t n = field_len(p, bd->tstart[r], bd->tend[r]);
+    unsigned parts;
+    if (l->time_same_day && sf_time_same_day(l->memo, s, end, l->delim, t) == n) {
+        parts = l->memo->parts;
+    } else if (sf_time_parse_memo(l->memo, s, n, t, &parts) != 0 || parts & SF_TIME_TRUNCATED) {
+        return false;
+    }
+    if (l->have_last && *t <= l->last_time) return false;
+    l->parts = sf_time_parts_join(l->parts, parts);
+    l->last_time = *t, l->have_last = true;
+    return true;
+}
+
+SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, const char *p, const char *end,
+                                                   size_t max_rows, const sf_number_rows_out *out,
                                                    const char **next) {
-    int32_t ends[ROWS_FIELDS + 1];
+    bounds bd;
     const char *p0 = p;
+    const uint32_t ncols = l->ncols;
     size_t done = 0, pass = 8;  // records: the look ahead doubles while they parse
-    bool stop = false;
-    while (!stop && done < max_rows && ncols <= ROWS_FIELDS) {
+    bool stop = false, timed = false;
+    for (uint32_t f = 0; f < l->nfields; f++) timed |= l->kind[f] == SF_FIELD_TIME;
+    while (!stop && done < max_rows && ncols && ncols <= ROWS_FIELDS) {
         if (pass > ROWS_FIELDS / ncols) pass = ROWS_FIELDS / ncols;
         size_t want = pass < max_rows - done ? pass : max_rows - done;
         pass *= 2;
-        size_t nrows = record_ends(p, end, d, ncols, want, ends, &stop), nf = nrows * ncols;
+        size_t nrows = record_bounds(l, p, end, want, &bd, &stop), nn = nrows * ncols;
         if (!nrows) break;
-        float *out = rows + done * ncols;
+        float *rows = out->rows + done * ncols;
         size_t good = nrows;
-        for (size_t i = 0; i < nf && good == nrows; i += 8) {
-            for (__mmask8 slow = convert8(p, ends, i, nf, out); slow; slow &= slow - 1) {
-                size_t f = i + (unsigned)__builtin_ctz(slow);
-                size_t s = (size_t)(ends[f] + 1), e = (size_t)ends[f + 1];
-                if (e > s && p[e] == '\n' && p[e - 1] == '\r') e--;
+        for (size_t i = 0; i < nn && good == nrows; i += 8) {
+            for (__mmask8 slow = convert8(p, &bd, i, nn, rows); slow; slow &= slow - 1) {
+                size_t k = i + (unsigned)__builtin_ctz(slow);
                 float x;
-                if (sf_parse_float(p + s, e - s, &x) != 0 || !(fabsf(x) < 0x1p24f)) {
-                    good = f / ncols;
+                if (sf_parse_float(p + bd.start[k], field_len(p, bd.start[k], bd.end[k]), &x) != 0 ||
+                    !(fabsf(x) < 0x1p24f)) {
+                    good = k / ncols;
                     break;
                 }
-                out[f] = x;
+                rows[k] = x;
             }
         }
-        for (size_t r = 0; row_ends && r < good; r++)
-            row_ends[done + r] = (uint32_t)(p - p0) + (uint32_t)ends[(r + 1) * ncols] + 1;
+        for (size_t r = 0; timed && r < good; r++) {
+            if (!run_time(l, p, end, &bd, r, &out->times[done + r])) good = r;
+            else if (out->parts) out->parts[done + r] = (uint8_t)l->parts;
+        }
+        for (size_t r = 0; out->ends && r < good; r++) out->ends[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.next[r];
         done += good;
-        if (good) p += ends[good * ncols] + 1;
+        if (good) p += bd.next[good - 1];
         if (good < nrows) break;
     }
     *next = p;

@@ -1078,6 +1078,37 @@ static void case_parallel_error(void) {
     }
 }
 
+// A time column and no series: the vector parser's runs (where the CPU has
+// one) take the times too, in both threads; each bad row below is the first
+// of its kind (a time repeated, a fraction below a microsecond, a time
+// going back, a missing one), and each file must be one thread's, with the
+// same message.
+static void case_parallel_time(void) {
+    static const struct {
+        size_t row;
+        const char *time;
+    } odd[] = {{SIZE_MAX, NULL}, {150001, "repeat"}, {77777, "2020-01-01T00:00:00.1234567"},
+               {120000, "2020-01-01T00:00:00"}, {41000, ""}};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        FILE *f = fopen(in_path, "w");
+        CHECK(f != NULL, "cannot write %s", in_path);
+        if (!f) return;
+        fprintf(f, "id,time,x,y\n");
+        for (size_t r = 0; r < 200000; r++) {
+            int64_t t = 1577836800 + 3600 * (int64_t)(r - (r == odd[i].row && !strcmp(odd[i].time, "repeat")));
+            char when[40];
+            sf_time_format(when, sizeof when, t * 1000000, SF_TIME_CLOCK | SF_TIME_SECONDS);
+            fprintf(f, "%zu,%s,%.*f,%.3f%s", r, r == odd[i].row && strcmp(odd[i].time, "repeat") ? odd[i].time : when,
+                    (int)(rnd() % 5), (double)(int64_t)(rnd() % 200001 - 100000) / 100.0,
+                    (double)(rnd() % 100000) / 100.0, r % 7 ? "\n" : "\r\n");
+        }
+        CHECK(fclose(f) == 0, "cannot write %s", in_path);
+        char what[32];
+        snprintf(what, sizeof what, "time, odd row %zu", odd[i].row);
+        same_with_threads(what);
+    }
+}
+
 // Series named: the helper thread parses records that the main thread
 // commits in order (series changes, regrouping, categories, ffill), so it
 // must take part, and the file must be one thread's.
@@ -1194,6 +1225,7 @@ static const struct {
     C(big_file_error),
     C(parallel),
     C(parallel_error),
+    C(parallel_time),
     C(parallel_series),
     C(bad_series_id),
     C(long_names),

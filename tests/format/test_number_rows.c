@@ -1,10 +1,12 @@
-// The vector parser of plain numeric records (sf_number_rows_pick, scan.c)
+// The vector parser of records of numbers (sf_number_rows_pick, scan.c)
 // against a naive one written here: records split at the delimiter and the
-// line feed, each field read by sf_parse_float. On random records of every
-// field shape the fast path takes or leaves (signs, points, lengths around
-// its 8-byte limit, exponents, CRLF) and of the ones that must stop it (a
-// missing value, text, spaces, a quote, a CR inside a record, a ragged or
-// blank line, a value of 2^24 or more): the same floats bit for bit, each
+// line feed, each number read by sf_parse_float, the time by
+// sf_time_parse_memo. On random records of every field shape the fast path
+// takes or leaves (signs, points, lengths around its 8-byte limit,
+// exponents, CRLF, times with fractions or zones, skipped fields) and of
+// the ones that must stop it (a missing value, text, spaces, a quote, a CR
+// inside a record, a ragged or blank line, a value of 2^24 or more, a time
+// that does not move on): the same floats and times bit for bit, each
 // record's end, and a stop at the first record the naive parser refuses,
 // or no earlier than where the input's last 64 bytes begin. And the fact
 // that spares the vector parser a midpoint check.
@@ -49,15 +51,38 @@ static size_t number(char *o) {
 static const char *const odd[] = {"", "abc", " 1.5", "1.5 ", "\"1.5\"", "1.5\r", "nan", "16777216", "-99999999",
                                   "1e40", "1.5e", "--1", "1.2.3", "12345678901234567890", "0x10", "."};
 
-// A text of rows records of ncols fields; bad: how often a field is odd.
-static size_t text(char *o, size_t rows, uint32_t ncols, unsigned bad) {
+// An ISO time a record, moving on by up to two hours, now and then with a
+// fraction, a zone, a space for the T, or not moving on (bad).
+static int64_t clock_s = 1700000000;
+static size_t iso_time(char *o, unsigned bad) {
+    clock_s += (int64_t)(rng() % 7200) + 1;
+    if (bad && rng() % (4 * bad) == 0) clock_s -= (int64_t)(rng() % 10000);
+    int64_t t = clock_s, day = t / 86400, sec = t % 86400;
+    // days since 1970-01-01 to a civil date (Howard Hinnant's algorithm)
+    int64_t z = day + 719468, era = z / 146097, doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153, dd = doy - (153 * mp + 2) / 5 + 1, mm = mp < 10 ? mp + 3 : mp - 9;
+    int64_t yy = yoe + era * 400 + (mm <= 2);
+    const char *tail = rng() % 20 == 0 ? ".5" : rng() % 20 == 0 ? ".1234567" : rng() % 10 == 0 ? "Z" : "";
+    return (size_t)sprintf(o, "%04lld-%02lld-%02lld%c%02lld:%02lld:%02lld%s", (long long)yy, (long long)mm,
+                           (long long)dd, rng() % 30 ? 'T' : ' ', (long long)(sec / 3600), (long long)(sec / 60 % 60),
+                           (long long)(sec % 60), tail);
+}
+
+// A text of rows records laid out as kind; bad: how often a field is odd.
+static size_t text(char *o, size_t rows, const uint8_t *kind, uint32_t nfields, unsigned bad) {
     size_t len = 0;
     for (size_t r = 0; r < rows; r++) {
-        uint32_t fields = ncols;
-        if (bad && rng() % (20 * bad) == 0) fields = ncols + (rng() % 2 ? 1 : (uint32_t)-1);  // ragged, or blank
+        uint32_t fields = nfields;
+        if (bad && rng() % (20 * bad) == 0) fields = nfields + (rng() % 2 ? 1 : (uint32_t)-1);  // ragged, or blank
         for (uint32_t f = 0; f < fields; f++) {
             if (f) o[len++] = ',';
-            if (bad && rng() % bad == 0) {
+            uint8_t k = f < nfields ? kind[f] : SF_FIELD_NUMBER;
+            if (k == SF_FIELD_TIME) {
+                len += iso_time(o + len, bad);
+            } else if (k == SF_FIELD_SKIP) {
+                len += (size_t)sprintf(o + len, "%s", rng() % 2 ? "site 7" : "x");
+            } else if (bad && rng() % bad == 0) {
                 const char *s = odd[rng() % (sizeof odd / sizeof *odd)];
                 memcpy(o + len, s, strlen(s));
                 len += strlen(s);
@@ -71,37 +96,68 @@ static size_t text(char *o, size_t rows, uint32_t ncols, unsigned bad) {
     return len;
 }
 
-// The naive parser: the record at p into row; its end + 1, or NULL when
-// the fast path must leave it to the general one.
-static const char *naive_record(const char *p, const char *end, uint32_t ncols, float *row) {
+// The naive parser: the record at p into row and *t, as l would have it
+// (its time later than l's last); its end + 1, or NULL when the fast path
+// must leave it to the general one.
+typedef struct {
+    const sf_number_rows_layout *l;
+    sf_time_memo memo;
+    bool have_last;
+    int64_t last;
+    unsigned parts;
+} naive;
+
+static const char *naive_record(naive *nv, const char *p, const char *end, float *row, int64_t *t) {
     const char *eol = memchr(p, '\n', (size_t)(end - p));
     if (!eol || memchr(p, '"', (size_t)(eol - p))) return NULL;
-    uint32_t f = 0;
+    uint32_t f = 0, k = 0;
+    unsigned parts = 0;
     for (const char *s = p;; f++) {
         const char *e = s;
         while (e < eol && *e != ',') e++;
         const char *te = e == eol && e > s && e[-1] == '\r' ? e - 1 : e;
-        if (f >= ncols || sf_parse_float(s, (size_t)(te - s), &row[f]) != 0 || !(fabsf(row[f]) < 0x1p24f))
-            return NULL;
+        if (f >= nv->l->nfields) return NULL;
+        if (nv->l->kind[f] == SF_FIELD_NUMBER) {
+            if (sf_parse_float(s, (size_t)(te - s), &row[k]) != 0 || !(fabsf(row[k]) < 0x1p24f)) return NULL;
+            k++;
+        } else if (nv->l->kind[f] == SF_FIELD_TIME) {
+            if (sf_time_parse_memo(&nv->memo, s, (size_t)(te - s), t, &parts) != 0 || parts & SF_TIME_TRUNCATED ||
+                (nv->have_last && *t <= nv->last))
+                return NULL;
+        }
         if (e == eol) break;
         s = e + 1;
     }
-    return f + 1 == ncols ? eol + 1 : NULL;
+    if (f + 1 != nv->l->nfields) return NULL;
+    nv->parts = sf_time_parts_join(nv->parts, parts);
+    nv->have_last = true, nv->last = *t;
+    return eol + 1;
 }
 
-static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, size_t len, uint32_t ncols,
-                       size_t max_rows, bool expect_fast) {
+static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, size_t len,
+                       sf_number_rows_layout l, size_t max_rows, bool expect_fast) {
     const char *p = buf, *end = buf + len;
+    uint32_t ncols = l.ncols;
+    bool timed = false;
+    for (uint32_t f = 0; f < l.nfields; f++) timed |= l.kind[f] == SF_FIELD_TIME;
+    sf_time_memo memo = {0};
+    l.memo = &memo, l.time_same_day = true, l.have_last = false, l.parts = 0;
+    naive nv = {.l = &l};
     float *got = malloc(len * sizeof(float)), *want = malloc(ncols * sizeof(float));
+    int64_t *times = malloc(len * sizeof *times);
+    uint8_t *parts = malloc(len);
     uint32_t *ends = malloc(len * sizeof *ends);
     size_t fast = 0, calls = 0;
-    while (p < end && got && want && ends) {
+    while (p < end && got && want && times && parts && ends) {
         const char *next = NULL;
-        size_t n = fn(p, end, ',', ncols, got, max_rows, ends, &next);
+        nv.have_last = l.have_last, nv.last = l.last_time, nv.parts = l.parts;
+        sf_number_rows_out out = {.rows = got, .times = times, .parts = parts, .ends = ends};
+        size_t n = fn(&l, p, end, max_rows, &out, &next);
         calls++;
         const char *q = p;
         for (size_t r = 0; r < n; r++) {
-            const char *after = naive_record(q, end, ncols, want);
+            int64_t t = 0;
+            const char *after = naive_record(&nv, q, end, want, &t);
             if (!after) {
                 CHECK(0, "%s: record at byte %zu parsed, which the naive parser refuses", what, (size_t)(q - buf));
                 goto out;
@@ -112,27 +168,38 @@ static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, 
                           want[k]);
                     goto out;
                 }
+            if (timed && (times[r] != t || parts[r] != (uint8_t)nv.parts)) {
+                CHECK(0, "%s: byte %zu: time %lld parts %u, want %lld parts %u", what, (size_t)(q - buf),
+                      (long long)times[r], parts[r], (long long)t, nv.parts);
+                goto out;
+            }
             CHECK(ends[r] == (uint32_t)(after - p), "%s: record at byte %zu ends at %u, want %zu", what,
                   (size_t)(q - buf), ends[r], (size_t)(after - p));
             q = after;
         }
         CHECK(next == q, "%s: next at byte %zu, want %zu", what, (size_t)(next - buf), (size_t)(q - buf));
+        CHECK(!timed || !n || (l.last_time == nv.last && l.parts == nv.parts), "%s: layout's last time or parts", what);
         fast += n;
         // Stopped short: at a record the naive parser refuses, at max_rows,
-        // or where the last 64 bytes begin. Then past it, as the caller does.
+        // or where the last 64 bytes begin. Then past it, as the caller
+        // does, with no time before the next run.
         const char *eol = memchr(q, '\n', (size_t)(end - q));
-        const char *after = naive_record(q, end, ncols, want);
+        naive again = nv;
+        int64_t t;
+        const char *after = naive_record(&again, q, end, want, &t);
         if (q < end && after && n < max_rows && eol < end - 64) {
             CHECK(0, "%s: stopped at byte %zu, a record it could parse", what, (size_t)(q - buf));
             goto out;
         }
-        p = eol ? eol + 1 : end;
-        if (n == max_rows) p = q;
+        if (n < max_rows) p = eol ? eol + 1 : end, l.have_last = false;
+        else p = q;
     }
     CHECK(fast > 0 || !expect_fast, "%s: the fast path parsed nothing in %zu calls", what, calls);
 out:
     free(got);
     free(want);
+    free(times);
+    free(parts);
     free(ends);
 }
 
@@ -162,19 +229,29 @@ int main(void) {
         printf("SKIP: no vector parser on this CPU\n");
         return 77;
     }
-    static const uint32_t widths[] = {1, 2, 3, 7, 8, 9, 17, 64};
+    // Numbers only, then a time first or last and a skipped field.
+    static const char *const layouts[] = {"n", "nn", "nnn", "nnnnnnn", "nnnnnnnn", "nnnnnnnnn", "nnnnnnnnnnnnnnnnn",
+                                          "tnnn", "nntn", "nnnt", "snn", "tsnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"};
     size_t cap = 1 << 22;
     char *buf = malloc(cap + 64);  // 8 bytes past the end are read: the caller's padding
     CHECK(buf != NULL, "out of memory");
-    for (size_t w = 0; buf && w < sizeof widths / sizeof *widths; w++) {
+    for (size_t w = 0; buf && w < sizeof layouts / sizeof *layouts; w++) {
+        uint8_t kind[64];
+        uint32_t nfields = (uint32_t)strlen(layouts[w]), ncols = 0;
+        for (uint32_t f = 0; f < nfields; f++) {
+            char c = layouts[w][f];
+            kind[f] = c == 'n' ? SF_FIELD_NUMBER : c == 't' ? SF_FIELD_TIME : SF_FIELD_SKIP;
+            ncols += c == 'n';
+        }
+        sf_number_rows_layout l = {.kind = kind, .nfields = nfields, .ncols = ncols, .delim = ','};
         for (unsigned bad = 0; bad <= 64; bad = bad ? bad * 4 : 1) {
-            size_t rows = 20000 / widths[w] + 10;
-            size_t len = text(buf, rows, widths[w], bad);
+            size_t rows = 20000 / nfields + 10;
+            size_t len = text(buf, rows, kind, nfields, bad);
             memset(buf + len, 0, 64);
-            char what[64];
-            snprintf(what, sizeof what, "%u columns, bad 1/%u", widths[w], bad);
-            check_text(fn, what, buf, len, widths[w], SIZE_MAX, bad == 0 || (bad >= 16 && widths[w] <= 9));
-            check_text(fn, what, buf, len, widths[w], 1 + rng() % 7, bad == 0);  // runs cut by max_rows
+            char what[96];
+            snprintf(what, sizeof what, "layout %s, bad 1/%u", layouts[w], bad);
+            check_text(fn, what, buf, len, l, SIZE_MAX, bad == 0 || (bad >= 16 && nfields <= 9));
+            check_text(fn, what, buf, len, l, 1 + rng() % 7, bad == 0);  // runs cut by max_rows
         }
     }
     free(buf);
