@@ -281,6 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cut = cut ? cut + 1 : text + n;
         uint64_t split = 2;
         for (const char *q = body; q < cut; q++) split += *q == '\n';
+        split += cut == text + n && cut > body && cut[-1] != '\n';  // a last line without its line feed
         char a[4200], b[4200];
         snprintf(a, sizeof a, "%s/a.csv", dir);
         snprintf(b, sizeof b, "%s/b.csv", dir);
