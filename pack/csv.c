@@ -1823,11 +1823,15 @@ static int number_run(csv *c, size_t limit) {
         c->number_skip--;
         return 0;
     }
+    // Rows held for regrouping take commit_record's path; a run goes on in
+    // the series of the record before it.
+    if (c->rg || (c->series_field != UINT32_MAX && !c->cur_series)) return 0;
     const char *p = c->buf + c->pos, *next;
     size_t end = limit < c->len ? limit : c->len;
     bool timed = c->time_field != UINT32_MAX;
     sf_number_rows_layout *l = &c->numbers;
     l->have_last = c->have_last, l->last_time = c->prev_time, l->parts = c->time_parts;
+    l->key = c->cur_series, l->key_len = c->cur_series_len;
     sf_number_rows_out out = {.rows = c->row, .times = c->batch_time + c->nbatch};
     size_t n = c->number_rows(l, p, c->buf + end, c->batch_rows - c->nbatch, &out, &next);
     if (!n) {
@@ -2103,6 +2107,7 @@ static void *parse_half(void *arg) {
     const sf_number_rows_layout *nl = &h->c->numbers;
     const sf_number_rows_layout shape = {.kind = nl->kind, .nfields = nl->nfields, .ncols = nl->ncols,
                                          .delim = nl->delim, .memo = &memo, .time_same_day = nl->time_same_day};
+    const bool keyed = h->c->series_field != UINT32_MAX;
     uint32_t number_skip = 0, number_backoff = 0;  // as csv.number_skip
     while (p < end) {
         if (number_rows && n + 1 < cap && !number_skip) {
@@ -2110,19 +2115,26 @@ static void *parse_half(void *arg) {
             // below would leave them.
             uint32_t next_at[1024];
             uint8_t parts_at[1024];
+            uint32_t key_at[1024];
             size_t room = cap - 1 - n < 1024 ? cap - 1 - n : 1024;
             const char *q;
             sf_number_rows_layout l = shape;
             l.have_last = n && !recs[n - 1].raw, l.parts = all_parts;
             l.last_time = l.have_last && timed ? times[n - 1] : 0;
-            sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at};
+            if (keyed) l.key = l.have_last ? buf + recs[n - 1].key : NULL, l.key_len = l.have_last ? recs[n - 1].key_len : 0;
+            sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
+                                      .keys = key_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
             if (k) {
                 all_parts = l.parts;
-                for (size_t i = 0; i < k; i++)
+                for (size_t i = 0; i < k; i++) {
                     recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
                                              .cont = n + i > 0 && !recs[n + i - 1].raw,
                                              .next = (uint32_t)(p - buf) + next_at[i]};
+                    if (keyed)  // the series of the record before
+                        recs[n + i].key = (uint32_t)(p - buf) + key_at[i], recs[n + i].key_len = recs[n - 1].key_len,
+                        recs[n + i].id = recs[n - 1].id;
+                }
                 size_t before = n;
                 n += k, p = q, number_backoff = 0;
                 if (n / HALF_BATCH != before / HALF_BATCH) half_publish(h, n);
@@ -3086,17 +3098,19 @@ done:
 }
 
 // The vector parser's layout of a record, where every field is a number
-// kept in order, skipped, or the ISO time (no series, no categories).
+// kept in order, skipped, the ISO time or the series id (no categories).
 static int number_layout(csv *c) {
     c->number_rows = NULL;
-    if (c->series_field != UINT32_MAX || c->ncat || (c->time_field != UINT32_MAX && c->time_kind != SF_TIME_ISO))
-        return 0;
+    if (c->ncat || (c->time_field != UINT32_MAX && c->time_kind != SF_TIME_ISO)) return 0;
     uint8_t *kind = malloc(c->ncsv);
     if (!kind) return sf_err_set(c->e, SF_ENOMEM, "out of memory");
     uint32_t k = 0;
     bool in_order = true;
     for (uint32_t f = 0; f < c->ncsv; f++) {
-        kind[f] = c->role[f] == ROLE_KEEP ? SF_FIELD_NUMBER : c->role[f] == ROLE_TIME ? SF_FIELD_TIME : SF_FIELD_SKIP;
+        kind[f] = c->role[f] == ROLE_KEEP     ? SF_FIELD_NUMBER
+                  : c->role[f] == ROLE_TIME   ? SF_FIELD_TIME
+                  : c->role[f] == ROLE_SERIES ? SF_FIELD_SERIES
+                                              : SF_FIELD_SKIP;
         if (c->role[f] == ROLE_KEEP) in_order &= c->keep_at[f] == k++;
     }
     c->numbers = (sf_number_rows_layout){.kind = kind, .nfields = c->ncsv, .ncols = c->nkeep, .delim = c->delim,

@@ -97,17 +97,18 @@ static inline size_t sf_time_same_day(const sf_time_memo *m, const char *s, cons
     return n;
 }
 
-// Whole records whose fields are numbers kept in order, fields skipped and
-// at most one time (ISO 8601), from [p, end) into rows (row-major, ncols a
-// row) and times, up to max_rows (scan.c). Returns how many it parsed;
-// *next: where the first record it left begins, for the general path: one
-// with a quote, a number that is not a plain one (a missing value, text,
-// spaces), a value of 2^24 or more (which the general path counts), a time
-// it would not take as it is or that does not move on, a ragged or blank
-// line, or one that ends within 64 bytes of end. Values are strtof's and
+// Whole records whose fields are numbers kept in order, fields skipped, at
+// most one time (ISO 8601) and at most one series id, from [p, end) into
+// rows (row-major, ncols a row) and times, up to max_rows (scan.c). Returns
+// how many it parsed; *next: where the first record it left begins, for the
+// general path: one with a quote, a number that is not a plain one (a
+// missing value, text, spaces), a value of 2^24 or more (which the general
+// path counts), a time it would not take as it is or that does not move
+// on, a series id other than key, a ragged or blank line, or one that ends
+// within 64 bytes of end. Values are strtof's and
 // times sf_time_parse_memo's, bit for bit. Reads up to 8 bytes past end:
 // the caller's padding.
-enum sf_field_kind { SF_FIELD_NUMBER, SF_FIELD_SKIP, SF_FIELD_TIME };
+enum sf_field_kind { SF_FIELD_NUMBER, SF_FIELD_SKIP, SF_FIELD_TIME, SF_FIELD_SERIES };
 typedef struct {
     const uint8_t *kind;      // enum sf_field_kind of each field (borrowed)
     uint32_t nfields, ncols;  // fields a record; numbers a record
@@ -121,12 +122,16 @@ typedef struct {
     bool have_last;
     int64_t last_time;
     unsigned parts;
+    // With a series field: the id of the series the rows go on (borrowed).
+    const char *key;
+    size_t key_len;
 } sf_number_rows_layout;
 typedef struct {
     float *rows;      // max_rows * ncols
     int64_t *times;   // max_rows, with a time field
     uint8_t *parts;   // max_rows, or NULL: layout.parts after each record
     uint32_t *ends;   // max_rows, or NULL: each record's end + 1, from p
+    uint32_t *keys;   // max_rows, or NULL: where each record's series id begins, from p
 } sf_number_rows_out;
 typedef size_t (*sf_number_rows_fn)(sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
                                     const sf_number_rows_out *out, const char **next);

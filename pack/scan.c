@@ -89,6 +89,7 @@ enum { ROWS_FIELDS = 2048 };  // numbers a pass: their bounds stay in L1
 typedef struct {
     int32_t start[ROWS_FIELDS], end[ROWS_FIELDS];    // each number's, from p
     int32_t tstart[ROWS_FIELDS], tend[ROWS_FIELDS];  // each record's time
+    int32_t kstart[ROWS_FIELDS], kend[ROWS_FIELDS];  // each record's series id
     int32_t next[ROWS_FIELDS];                       // each record's end + 1
 } bounds;
 
@@ -117,6 +118,7 @@ SF_AVX512_NUMBERS static size_t record_bounds(const sf_number_rows_layout *l, co
             int32_t at = (int32_t)(b - p) + (int32_t)k;
             if (l->kind[field] == SF_FIELD_NUMBER) bd->start[nn] = from, bd->end[nn++] = at;
             else if (l->kind[field] == SF_FIELD_TIME) bd->tstart[nrows] = from, bd->tend[nrows] = at;
+            else if (l->kind[field] == SF_FIELD_SERIES) bd->kstart[nrows] = from, bd->kend[nrows] = at;
             from = at + 1;
             field = line_end ? 0 : field + 1;
             if (line_end && (bd->next[nrows] = from, ++nrows == want)) return nrows;
@@ -218,8 +220,12 @@ SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, con
     const char *p0 = p;
     const uint32_t ncols = l->ncols;
     size_t done = 0, pass = 8;  // records: the look ahead doubles while they parse
-    bool stop = false, timed = false;
-    for (uint32_t f = 0; f < l->nfields; f++) timed |= l->kind[f] == SF_FIELD_TIME;
+    bool stop = false, timed = false, keyed = false;
+    for (uint32_t f = 0; f < l->nfields; f++) timed |= l->kind[f] == SF_FIELD_TIME, keyed |= l->kind[f] == SF_FIELD_SERIES;
+    if (keyed && !l->key) {  // no series to go on in yet: the general path starts one
+        *next = p;
+        return 0;
+    }
     while (!stop && done < max_rows && ncols && ncols <= ROWS_FIELDS) {
         if (pass > ROWS_FIELDS / ncols) pass = ROWS_FIELDS / ncols;
         size_t want = pass < max_rows - done ? pass : max_rows - done;
@@ -240,11 +246,19 @@ SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, con
                 rows[k] = x;
             }
         }
+        // Rows of the series the run goes on in, before the times, whose
+        // checks carry on from row to row.
+        for (size_t r = 0; keyed && r < good; r++) {
+            size_t n = field_len(p, bd.kstart[r], bd.kend[r]);
+            if (n != l->key_len || memcmp(p + bd.kstart[r], l->key, n)) good = r;
+        }
         for (size_t r = 0; timed && r < good; r++) {
             if (!run_time(l, p, end, &bd, r, &out->times[done + r])) good = r;
             else if (out->parts) out->parts[done + r] = (uint8_t)l->parts;
         }
         for (size_t r = 0; out->ends && r < good; r++) out->ends[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.next[r];
+        for (size_t r = 0; keyed && out->keys && r < good; r++)
+            out->keys[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.kstart[r];
         done += good;
         if (good) p += bd.next[good - 1];
         if (good < nrows) break;

@@ -3,10 +3,11 @@
 // line feed, each number read by sf_parse_float, the time by
 // sf_time_parse_memo. On random records of every field shape the fast path
 // takes or leaves (signs, points, lengths around its 8-byte limit,
-// exponents, CRLF, times with fractions or zones, skipped fields) and of
+// exponents, CRLF, times with fractions or zones, skipped fields, runs of
+// one series id) and of
 // the ones that must stop it (a missing value, text, spaces, a quote, a CR
 // inside a record, a ragged or blank line, a value of 2^24 or more, a time
-// that does not move on): the same floats and times bit for bit, each
+// that does not move on, another series id): the same floats and times bit for bit, each
 // record's end, and a stop at the first record the naive parser refuses,
 // or no earlier than where the input's last 64 bytes begin. And the fact
 // that spares the vector parser a midpoint check.
@@ -69,6 +70,8 @@ static size_t iso_time(char *o, unsigned bad) {
                            (long long)(sec % 60), tail);
 }
 
+static unsigned series_id;
+
 // A text of rows records laid out as kind; bad: how often a field is odd.
 static size_t text(char *o, size_t rows, const uint8_t *kind, uint32_t nfields, unsigned bad) {
     size_t len = 0;
@@ -80,6 +83,10 @@ static size_t text(char *o, size_t rows, const uint8_t *kind, uint32_t nfields, 
             uint8_t k = f < nfields ? kind[f] : SF_FIELD_NUMBER;
             if (k == SF_FIELD_TIME) {
                 len += iso_time(o + len, bad);
+            } else if (k == SF_FIELD_SERIES) {  // runs of one id, now and then padded or quoted
+                if (rng() % 40 == 0) series_id++;
+                const char *pad = bad && rng() % (8 * bad) == 0 ? (rng() % 2 ? " " : "\"") : "";
+                len += (size_t)sprintf(o + len, "%ss%u%s", pad, series_id, pad);
             } else if (k == SF_FIELD_SKIP) {
                 len += (size_t)sprintf(o + len, "%s", rng() % 2 ? "site 7" : "x");
             } else if (bad && rng() % bad == 0) {
@@ -120,6 +127,8 @@ static const char *naive_record(naive *nv, const char *p, const char *end, float
         if (nv->l->kind[f] == SF_FIELD_NUMBER) {
             if (sf_parse_float(s, (size_t)(te - s), &row[k]) != 0 || !(fabsf(row[k]) < 0x1p24f)) return NULL;
             k++;
+        } else if (nv->l->kind[f] == SF_FIELD_SERIES) {
+            if (!nv->l->key || (size_t)(te - s) != nv->l->key_len || memcmp(s, nv->l->key, nv->l->key_len)) return NULL;
         } else if (nv->l->kind[f] == SF_FIELD_TIME) {
             if (sf_time_parse_memo(&nv->memo, s, (size_t)(te - s), t, &parts) != 0 || parts & SF_TIME_TRUNCATED ||
                 (nv->have_last && *t <= nv->last))
@@ -143,6 +152,8 @@ static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, 
     sf_time_memo memo = {0};
     l.memo = &memo, l.time_same_day = true, l.have_last = false, l.parts = 0;
     naive nv = {.l = &l};
+    char key[64];
+    l.key = NULL, l.key_len = 0;
     float *got = malloc(len * sizeof(float)), *want = malloc(ncols * sizeof(float));
     int64_t *times = malloc(len * sizeof *times);
     uint8_t *parts = malloc(len);
@@ -191,8 +202,23 @@ static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, 
             CHECK(0, "%s: stopped at byte %zu, a record it could parse", what, (size_t)(q - buf));
             goto out;
         }
-        if (n < max_rows) p = eol ? eol + 1 : end, l.have_last = false;
-        else p = q;
+        if (n < max_rows) {
+            // The general path takes the record: the next run goes on in
+            // its series (its id's bytes as they are), with no time before.
+            p = eol ? eol + 1 : end, l.have_last = false;
+            for (uint32_t f = 0, at = 0; q < end && f < l.nfields; f++) {
+                size_t e = at;
+                while (q + e < eol && q[e] != ',') e++;
+                if (l.kind[f] == SF_FIELD_SERIES && e - at < sizeof key) {
+                    memcpy(key, q + at, e - at);
+                    l.key = key, l.key_len = e - at;
+                }
+                at = (uint32_t)e + 1;
+                if (q + e >= eol) break;
+            }
+        } else {
+            p = q;
+        }
     }
     CHECK(fast > 0 || !expect_fast, "%s: the fast path parsed nothing in %zu calls", what, calls);
 out:
@@ -231,7 +257,8 @@ int main(void) {
     }
     // Numbers only, then a time first or last and a skipped field.
     static const char *const layouts[] = {"n", "nn", "nnn", "nnnnnnn", "nnnnnnnn", "nnnnnnnnn", "nnnnnnnnnnnnnnnnn",
-                                          "tnnn", "nntn", "nnnt", "snn", "tsnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn"};
+                                          "tnnn", "nntn", "nnnt", "snn", "tsnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn",
+                                          "tkn", "knnn", "nntk", "sktn"};
     size_t cap = 1 << 22;
     char *buf = malloc(cap + 64);  // 8 bytes past the end are read: the caller's padding
     CHECK(buf != NULL, "out of memory");
@@ -240,7 +267,7 @@ int main(void) {
         uint32_t nfields = (uint32_t)strlen(layouts[w]), ncols = 0;
         for (uint32_t f = 0; f < nfields; f++) {
             char c = layouts[w][f];
-            kind[f] = c == 'n' ? SF_FIELD_NUMBER : c == 't' ? SF_FIELD_TIME : SF_FIELD_SKIP;
+            kind[f] = c == 'n' ? SF_FIELD_NUMBER : c == 't' ? SF_FIELD_TIME : c == 'k' ? SF_FIELD_SERIES : SF_FIELD_SKIP;
             ncols += c == 'n';
         }
         sf_number_rows_layout l = {.kind = kind, .nfields = nfields, .ncols = ncols, .delim = ','};
