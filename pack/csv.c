@@ -75,10 +75,10 @@ typedef struct {
 
     char delim;
     sf_field_end_fn field_end;  // the widest scan the CPU runs (scan.c)
-    // Fields all numbers kept in order, skipped or an ISO time: runs of
-    // records go to the vector parser (scan.c), NULL otherwise or where the
-    // CPU has none; after a run it could not start, number_skip records go
-    // the general way first.
+    // Fields all numbers kept in order, skipped, an ISO time or the series
+    // id: runs of records go to the vector parser (scan.c), NULL otherwise
+    // or where the CPU has none; after a run it could not start,
+    // number_skip records go the general way first (number_back_off).
     sf_number_rows_fn number_rows;
     sf_number_rows_layout numbers;  // its kind[] owned here
     uint32_t number_skip, number_backoff;
@@ -1807,13 +1807,15 @@ static int read_header(csv *c) {
     return 0;
 }
 
-// Runs the parser record by record until c->pos reaches limit or the input
-// ends (REC_END). A limit inside the buffer never needs a refill; with
-// one_buffer it returns 0 right after the first refill.
-// Backs off from the vector parser after a run of it parsed nothing (a
-// missing value in every record, say), so that its look ahead costs at most
-// once per NUMBER_BACKOFF_MAX records.
-#define NUMBER_BACKOFF_MAX 1024u
+// After a run of the vector parser that parsed nothing (a missing value in
+// every record, say), the records to leave to the general path before the
+// next: doubling up to 1024, so that its look ahead costs at most once per
+// 1024 records.
+static uint32_t number_back_off(uint32_t *backoff) {
+    *backoff = *backoff ? 2 * *backoff : 1;
+    if (*backoff > 1024) *backoff = 1024;
+    return *backoff;
+}
 
 // The records at pos, before limit, as parse_record and commit_record would
 // take them, through the vector parser: one line each, straight into the
@@ -1835,9 +1837,7 @@ static int number_run(csv *c, size_t limit) {
     sf_number_rows_out out = {.rows = c->row, .times = c->batch_time + c->nbatch};
     size_t n = c->number_rows(l, p, c->buf + end, c->batch_rows - c->nbatch, &out, &next);
     if (!n) {
-        c->number_backoff = c->number_backoff ? 2 * c->number_backoff : 1;
-        if (c->number_backoff > NUMBER_BACKOFF_MAX) c->number_backoff = NUMBER_BACKOFF_MAX;
-        c->number_skip = c->number_backoff;
+        c->number_skip = number_back_off(&c->number_backoff);
         return 0;
     }
     c->number_backoff = 0;
@@ -1857,6 +1857,9 @@ static int number_run(csv *c, size_t limit) {
     return c->nbatch == c->batch_rows ? flush_batch(c) : 0;
 }
 
+// Runs the parser record by record until c->pos reaches limit or the input
+// ends (REC_END). A limit inside the buffer never needs a refill; with
+// one_buffer it returns 0 right after the first refill.
 static int parse_until(csv *c, size_t limit, bool one_buffer) {
     while (c->pos < limit) {
         if (c->number_rows && !c->blank_line) {
@@ -2121,7 +2124,7 @@ static void *parse_half(void *arg) {
             sf_number_rows_layout l = shape;
             l.have_last = n && !recs[n - 1].raw, l.parts = all_parts;
             l.last_time = l.have_last && timed ? times[n - 1] : 0;
-            if (keyed) l.key = l.have_last ? buf + recs[n - 1].key : NULL, l.key_len = l.have_last ? recs[n - 1].key_len : 0;
+            if (keyed && l.have_last) l.key = buf + recs[n - 1].key, l.key_len = recs[n - 1].key_len;
             sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
                                       .keys = key_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
@@ -2131,18 +2134,17 @@ static void *parse_half(void *arg) {
                     recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
                                              .cont = n + i > 0 && !recs[n + i - 1].raw,
                                              .next = (uint32_t)(p - buf) + next_at[i]};
-                    if (keyed)  // the series of the record before
-                        recs[n + i].key = (uint32_t)(p - buf) + key_at[i], recs[n + i].key_len = recs[n - 1].key_len,
-                        recs[n + i].id = recs[n - 1].id;
+                    if (keyed) {  // the series of the record before
+                        recs[n + i].key = (uint32_t)(p - buf) + key_at[i];
+                        recs[n + i].key_len = recs[n - 1].key_len, recs[n + i].id = recs[n - 1].id;
+                    }
                 }
                 size_t before = n;
                 n += k, p = q, number_backoff = 0;
                 if (n / HALF_BATCH != before / HALF_BATCH) half_publish(h, n);
                 continue;
             }
-            number_backoff = number_backoff ? 2 * number_backoff : 1;
-            if (number_backoff > NUMBER_BACKOFF_MAX) number_backoff = NUMBER_BACKOFF_MAX;
-            number_skip = number_backoff + 1;
+            number_skip = number_back_off(&number_backoff) + 1;  // this record included
         }
         if (number_skip) number_skip--;
         half_rec *r = &recs[n];

@@ -105,9 +105,9 @@ static inline size_t sf_time_same_day(const sf_time_memo *m, const char *s, cons
 // missing value, text, spaces), a value of 2^24 or more (which the general
 // path counts), a time it would not take as it is or that does not move
 // on, a series id other than key, a ragged or blank line, or one that ends
-// within 64 bytes of end. Values are strtof's and
-// times sf_time_parse_memo's, bit for bit. Reads up to 8 bytes past end:
-// the caller's padding.
+// within 64 bytes of end. Values are strtof's and times
+// sf_time_parse_memo's, bit for bit. Reads up to 8 bytes past end: the
+// caller's padding.
 enum sf_field_kind { SF_FIELD_NUMBER, SF_FIELD_SKIP, SF_FIELD_TIME, SF_FIELD_SERIES };
 typedef struct {
     const uint8_t *kind;      // enum sf_field_kind of each field (borrowed)
