@@ -259,8 +259,8 @@ __device__ static uint16_t bf16_round(float x) {
 __device__ static float exp_fast(float x) {
     x = x < -87.0f ? -87.0f : x;
     x = x > 88.0f ? 88.0f : x;
-    float n = roundf(__fmul_rn(x, 1.44269504f));
-    n = n == n ? n : 0.0f;
+    float t = __fadd_rn(__fmul_rn(x, 1.44269504f), 12582912.0f);
+    float n = __fsub_rn(t, 12582912.0f);
     float r = __fsub_rn(__fsub_rn(x, __fmul_rn(n, 0.693145752f)), __fmul_rn(n, 1.42860677e-6f));
     float p = __fadd_rn(1.0f / 720, __fmul_rn(r, 1.0f / 5040));
     p = __fadd_rn(1.0f / 120, __fmul_rn(r, p));
@@ -269,7 +269,7 @@ __device__ static float exp_fast(float x) {
     p = __fadd_rn(0.5f, __fmul_rn(r, p));
     p = __fadd_rn(1.0f, __fmul_rn(r, p));
     p = __fadd_rn(1.0f, __fmul_rn(r, p));
-    return __fmul_rn(p, __int_as_float(((int)n + 127) * (1 << 23)));
+    return __fmul_rn(p, __uint_as_float((__float_as_uint(t) - 0x4b400000u + 127u) << 23));
 }
 
 __device__ static float sigmoid_fast(float z) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, exp_fast(-z))); }
