@@ -101,22 +101,43 @@ static inline __attribute__((always_inline)) void lstm_cell_span(float *restrict
     }
 }
 
-// The cell on one row: z (4U) holds the four gates' pre-activations. The
-// vector loop leaves U mod 16 units (4 of 180) to scalar code, a seventh
-// of the cell's time at 180 units: they go through the vector body on a
-// copy padded to 16 instead, each unit computed as any other.
-SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *c_prev, size_t U) {
+// The cell on one row: z (4U) holds the four gates' pre-activations, to
+// which b (4U) is added first unless it is NULL. The vector loop leaves U
+// mod 16 units (4 of 180) to scalar code, a seventh of the cell's time at
+// 180 units: the last 16 units go through the vector body on copies
+// instead (when U is at least 16, copies of a fixed size, which take no
+// call to memcpy), before the loop, whose last units they overlap: both
+// compute the same values for those.
+SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *restrict b,
+                                const float *c_prev, size_t U) {
     enum { V = 16 };
     size_t n = U - U % V, k = U - n;
-    lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
-    if (!k) return;
+    if (b)
+        for (size_t j = 0; j < 4 * U; j++) z[j] += b[j];
+    if (!k) {
+        lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
+        return;
+    }
     float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};
-    for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + n, k * sizeof(float));
-    memcpy(tp, c_prev + n, k * sizeof(float));
+    size_t w = U >= V ? U - V : 0, m = U >= V ? V : k;  // the copies: units [w, w + m)
+    if (m == V) {
+        for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + w, sizeof tz[q]);
+        memcpy(tp, c_prev + w, sizeof tp);
+    } else {
+        for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + w, m * sizeof(float));
+        memcpy(tp, c_prev + w, m * sizeof(float));
+    }
     lstm_cell_span(th, tc, tz[0], tz[1], tz[2], tz[3], tp, V);
-    for (int q = 0; q < 4; q++) memcpy(z + q * U + n, tz[q], k * sizeof(float));
-    memcpy(c + n, tc, k * sizeof(float));
-    memcpy(h + n, th, k * sizeof(float));
+    lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
+    if (m == V) {
+        for (int q = 0; q < 4; q++) memcpy(z + q * U + w, tz[q], sizeof tz[q]);
+        memcpy(c + w, tc, sizeof tc);
+        memcpy(h + w, th, sizeof th);
+    } else {
+        for (int q = 0; q < 4; q++) memcpy(z + q * U + w, tz[q], m * sizeof(float));
+        memcpy(c + w, tc, m * sizeof(float));
+        memcpy(h + w, th, m * sizeof(float));
+    }
 }
 
 // The cell backward on units [0, n) of one row: dz holds the gates'
@@ -142,27 +163,36 @@ static inline __attribute__((always_inline)) void lstm_cell_backward_span(
 // The cell backward on one row: dz (4U), the gates' activations, leaves
 // holding the pre-activation gradients from dh (the output's gradient,
 // this step's and the next step's summed) and dc_next, which leaves
-// holding dc for the step before; c_prev as above. Written over the
-// activations, the gradients cost no second buffer's cold lines. The last
-// U mod 16 units go through the vector body on copies padded to 16, as in
-// lstm_cell.
+// holding dc for the step before; c_prev as above; the gradients are then
+// added to db (4U) unless it is NULL. Written over the activations, the
+// gradients cost no second buffer's cold lines. The last 16 units go
+// through the vector body on copies first, as in lstm_cell.
 SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict c,
                                          const float *restrict c_prev, const float *restrict dh,
-                                         const float *restrict dh_next, size_t U) {
+                                         const float *restrict dh_next, float *restrict db, size_t U) {
     enum { V = 16 };
     size_t n = U - U % V, k = U - n;
-    lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
-    if (!k) return;
-    float tdz[4 * V] = {0}, tdc[V] = {0}, tc[V] = {0}, tp[V] = {0}, th[V] = {0}, tn[V] = {0};
-    for (int q = 0; q < 4; q++) memcpy(tdz + q * V, dz + q * U + n, k * sizeof(float));
-    memcpy(tdc, dc_next + n, k * sizeof(float));
-    memcpy(tc, c + n, k * sizeof(float));
-    memcpy(tp, c_prev + n, k * sizeof(float));
-    memcpy(th, dh + n, k * sizeof(float));
-    memcpy(tn, dh_next + n, k * sizeof(float));
-    lstm_cell_backward_span(tdz, tdc, tc, tp, th, tn, V, V);
-    for (int q = 0; q < 4; q++) memcpy(dz + q * U + n, tdz + q * V, k * sizeof(float));
-    memcpy(dc_next + n, tdc, k * sizeof(float));
+    if (k) {
+        float tdz[4 * V] = {0}, tdc[V] = {0}, tc[V] = {0}, tp[V] = {0}, th[V] = {0}, tn[V] = {0};
+        size_t w = U >= V ? U - V : 0, m = U >= V ? V : k;  // the copies: units [w, w + m)
+        float *to[] = {tdz, tdz + V, tdz + 2 * V, tdz + 3 * V, tdc, tc, tp, th, tn};
+        const float *from[] = {dz + w, dz + U + w, dz + 2 * U + w, dz + 3 * U + w, dc_next + w, c + w, c_prev + w,
+                               dh + w, dh_next + w};
+        for (int j = 0; j < 9; j++) {
+            if (m == V) memcpy(to[j], from[j], V * sizeof(float));
+            else memcpy(to[j], from[j], m * sizeof(float));
+        }
+        lstm_cell_backward_span(tdz, tdc, tc, tp, th, tn, V, V);
+        lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
+        for (int j = 0; j < 5; j++) {  // dz's four gates and dc_next
+            if (m == V) memcpy((float *)from[j], to[j], V * sizeof(float));
+            else memcpy((float *)from[j], to[j], m * sizeof(float));
+        }
+    } else {
+        lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
+    }
+    if (db)
+        for (size_t j = 0; j < 4 * U; j++) db[j] += dz[j];
 }
 
 // y (rows, n) = b in every row: a bias, before the product adds to it.
@@ -181,9 +211,10 @@ SF_CLONES static void rows_add(float *sum, const float *dy, size_t rows, size_t 
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    // The input projection of every time step in one GEMM: gates = x W + b.
-    rows_fill(gates, b, B * T, G);
-    gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
+    // The input projection of every time step in one GEMM, gates = x W; the
+    // cell adds b, on rows in cache (a pass to fill gates with b first was
+    // 1.5% of a step at batch 32).
+    gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 0.0f, gates, G);
     for (size_t t = 0; t < T; t++) {
         // Rows (b, t) for every b are T rows apart: the strides are the
         // leading dimensions.
@@ -191,13 +222,14 @@ void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const flo
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             if (t == 0) memset(c + row * U, 0, U * sizeof(float));
-            lstm_cell(h + row * U, c + row * U, gates + row * G, c + (t ? row - 1 : row) * U, U);
+            lstm_cell(h + row * U, c + row * U, gates + row * G, b, c + (t ? row - 1 : row) * U, U);
         }
     }
 }
 
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U) {
-    return B * T * U + 2 * B * U + U + 4 * U * U;
+    (void)T;
+    return 4 * B * U + 2 * B * U + U + 4 * U * U;
 }
 
 // dst (cols, rows) = src (rows, cols) transposed, a tile at a time so that
@@ -222,7 +254,7 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
                       const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
                       size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    float *dgates = gates, *hprev = work, *dh_next = hprev + B * T * U, *dc_next = dh_next + B * U;
+    float *dgates = gates, *first = work, *dh_next = first + B * G, *dc_next = dh_next + B * U;
     float *zeros = dc_next + B * U;  // the cell before the first step
     // Ur^T (4U,U) for dh_{t-1}: read as stored, the product runs 20-40%
     // faster than on Ur with the transpose flag (oneDNN's sgemm, one thread,
@@ -234,24 +266,32 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
         UrT = t;
     }
     memset(dh_next, 0, (2 * B * U + U) * sizeof(float));
+    memset(db, 0, G * sizeof(float));
     for (size_t t = T; t-- > 0;) {
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
-            lstm_cell_backward(dgates + row * G, dc_next + bi * U, c + row * U,
-                               t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
+            lstm_cell_backward(dgates + row * G, dc_next + bi * U, c + row * U, t ? c + (row - 1) * U : zeros,
+                               dh + row * U, dh_next + bi * U, db, U);
         }
         // dh_{t-1} = dz_t Ur^T
         if (t > 0) gemm(false, false, B, U, G, 1.0f, dgates + t * G, T * G, UrT, U, 0.0f, dh_next, U);
     }
-    // h_{t-1} for every row (zero at t = 0), so that dUr is one GEMM.
-    for (size_t bi = 0; bi < B; bi++) {
-        memset(hprev + bi * T * U, 0, U * sizeof(float));
-        memcpy(hprev + (bi * T + 1) * U, h + bi * T * U, (T - 1) * U * sizeof(float));
+    // dUr = the sum over t >= 1 of h_{t-1}^T dz_t: one GEMM of rows 0 ..
+    // BT - 2 of h against rows 1 .. BT - 1 of dz, in which each series'
+    // first step (row bi T, bi >= 1) would meet the last of the one before:
+    // those rows of dz are zero during the product (kept in first), which
+    // costs a copy of B rows instead of one of h's B T (0.6% of a step).
+    if (B * T > 1) {
+        for (size_t bi = 1; bi < B; bi++) {
+            memcpy(first + bi * G, dgates + bi * T * G, G * sizeof(float));
+            memset(dgates + bi * T * G, 0, G * sizeof(float));
+        }
+        gemm(true, false, U, G, B * T - 1, 1.0f, h, U, dgates + G, G, 0.0f, dUr, G);
+        for (size_t bi = 1; bi < B; bi++) memcpy(dgates + bi * T * G, first + bi * G, G * sizeof(float));
+    } else {
+        memset(dUr, 0, U * G * sizeof(float));
     }
     gemm(true, false, C, G, B * T, 1.0f, x, C, dgates, G, 0.0f, dW, G);
-    gemm(true, false, U, G, B * T, 1.0f, hprev, U, dgates, G, 0.0f, dUr, G);
-    memset(db, 0, G * sizeof(float));
-    rows_add(db, dgates, B * T, G);
     if (dx) gemm(false, true, B * T, C, G, 1.0f, dgates, G, W, G, 0.0f, dx, C);
 }
 
@@ -413,7 +453,7 @@ void sf_lstm_forward_bf16(float *h, float *c, float *gates, const float *x, cons
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             if (t == 0) memset(c + row * U, 0, U * sizeof(float));
-            lstm_cell(h + row * U, c + row * U, z + bi * G, c + (t ? row - 1 : row) * U, U);
+            lstm_cell(h + row * U, c + row * U, z + bi * G, NULL, c + (t ? row - 1 : row) * U, U);
             sf_bf16_round(q->h + (t * B + bi) * U, h + row * U, U);
         }
     }
@@ -437,10 +477,9 @@ void sf_lstm_backward_bf16(float *dx, float *dW, float *dUr, float *db, const fl
         float *dz = gates + t * B * G;  // (B,4U), time t
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
-            lstm_cell_backward(dz + bi * G, dc_next + bi * U, c + row * U,
-                               t ? c + (row - 1) * U : zeros, dh + row * U, dh_next + bi * U, U);
+            lstm_cell_backward(dz + bi * G, dc_next + bi * U, c + row * U, t ? c + (row - 1) * U : zeros,
+                               dh + row * U, dh_next + bi * U, db, U);
         }
-        rows_add(db, dz, B, G);
         sf_bf16_round(q->d + t * B * G, dz, B * G);
         // dh_{t-1} = dz_t Ur^T
         if (t > 0) sf_matmul_bf16_packed(q->mm, q->slot + 3, dh_next, q->d + t * B * G, B, false);
