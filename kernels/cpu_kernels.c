@@ -19,7 +19,9 @@
 // float. n comes from the adder, not a conversion: 1.5 * 2^23 + y holds y
 // rounded to an integer (ties to even) in its low bits, which become 2^n's
 // exponent in integer arithmetic, defined for a NaN too (whose r carries it
-// through). With a float-to-int conversion, which a NaN makes undefined,
+// through). Fused into a multiply-add, x / ln2 is not rounded before the
+// sum: n may then differ by one from the CUDA twin's near a half, where
+// either n keeps |r| within ln2 / 2 and the result within its error. With a float-to-int conversion, which a NaN makes undefined,
 // the guard a NaN needed led GCC to compute the polynomial and the callers'
 // divisions twice, under two masks: the cell ran at half its speed.
 static inline float exp_fast(float x) {
@@ -118,7 +120,7 @@ SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, 
         lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
         return;
     }
-    float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};
+    float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};  // zeros past m units, when U < 16
     size_t w = U >= V ? U - V : 0, m = U >= V ? V : k;  // the copies: units [w, w + m)
     if (m == V) {
         for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + w, sizeof tz[q]);
@@ -164,8 +166,8 @@ static inline __attribute__((always_inline)) void lstm_cell_backward_span(
 // holding the pre-activation gradients from dh (the output's gradient,
 // this step's and the next step's summed) and dc_next, which leaves
 // holding dc for the step before; c_prev as above; the gradients are then
-// added to db (4U) unless it is NULL. Written over the activations, the
-// gradients cost no second buffer's cold lines. The last 16 units go
+// added to db (4U), the bias gradient. Written over the activations, the
+// gradients cost no second buffer's cold lines. The last U mod 16 units go
 // through the vector body on copies first, as in lstm_cell.
 SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_next, const float *restrict c,
                                          const float *restrict c_prev, const float *restrict dh,
@@ -191,8 +193,7 @@ SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_
     } else {
         lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
     }
-    if (db)
-        for (size_t j = 0; j < 4 * U; j++) db[j] += dz[j];
+    for (size_t j = 0; j < 4 * U; j++) db[j] += dz[j];
 }
 
 // y (rows, n) = b in every row: a bias, before the product adds to it.
@@ -201,8 +202,8 @@ static void rows_fill(float *y, const float *b, size_t rows, size_t n) {
 }
 
 // sum (n) += the rows of dy (rows, n), in row order: a bias's gradient.
-// In the clones' instructions: the fp32 LSTM's sum over all its gates'
-// gradients (B*T rows of 4U) was most of sf_lstm_backward's own time.
+// In the clones' instructions: a sum over all of a layer's gates' gradients
+// (B*T rows of 3U for the GRU) is as long as a cell pass.
 SF_CLONES static void rows_add(float *sum, const float *dy, size_t rows, size_t n) {
     for (size_t r = 0; r < rows; r++)
         for (size_t k = 0; k < n; k++) sum[k] += dy[r * n + k];
@@ -279,8 +280,9 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
     // dUr = the sum over t >= 1 of h_{t-1}^T dz_t: one GEMM of rows 0 ..
     // BT - 2 of h against rows 1 .. BT - 1 of dz, in which each series'
     // first step (row bi T, bi >= 1) would meet the last of the one before:
-    // those rows of dz are zero during the product (kept in first), which
-    // costs a copy of B rows instead of one of h's B T (0.6% of a step).
+    // those B - 1 rows of dz are zero during the product (kept in first),
+    // which costs a copy of B - 1 rows instead of one of h's B T (0.6% of a
+    // step).
     if (B * T > 1) {
         for (size_t bi = 1; bi < B; bi++) {
             memcpy(first + bi * G, dgates + bi * T * G, G * sizeof(float));
