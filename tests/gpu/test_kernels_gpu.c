@@ -1,9 +1,11 @@
-// Every small CUDA kernel against its CPU twin, bit for bit (both sides are
-// written without contracted multiply-adds): dropout masks and outputs and
-// their backward, the MSE sum and gradient, the last-step slice and its backward,
-// 5 Adam steps and the update's guard; the bf16 path's rounding, layouts,
-// bias-gradient sum, and its LSTM cell forward and backward (with the
-// CPU's oneDNN module). Exit 77 without a GPU.
+// Every small CUDA kernel against its CPU twin, bit for bit: dropout masks
+// and outputs and their backward, the MSE sum and gradient, the last-step
+// slice and its backward, the update's guard; the bf16 path's rounding,
+// layouts and bias-gradient sum. Within a few float32 ulp: 5 Adam steps and
+// the bf16 LSTM cell forward and backward (with the CPU's oneDNN module),
+// whose CPU kernels contract a*b+c into fused multiply-adds where the
+// compiler sees fit (kernels/meson.build) while the CUDA twins round every
+// operation. Exit 77 without a GPU.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <string.h>
@@ -33,7 +35,23 @@ static void same(const char *what, const float *d, const float *want, size_t n) 
     free(got);
 }
 
-// The bf16 LSTM's cell, forward and backward, bit for bit with
+// Copies device d back and compares it with want within rel of want's
+// largest magnitude: a fused multiply-add moves a result by an ulp, and
+// where 1 - x*x cancels, by more than an ulp of the difference itself.
+static void near(const char *what, const float *d, const float *want, size_t n, double rel) {
+    float *got = malloc(n * sizeof(float));
+    bool ok = got && cudaMemcpy(got, d, n * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess;
+    double scale = 0;
+    for (size_t k = 0; k < n; k++) scale = fmax(scale, fabs(want[k]));
+    size_t first = n;
+    for (size_t k = 0; ok && k < n && first == n; k++)
+        if (isnan(got[k]) != isnan(want[k]) || fabs((double)got[k] - want[k]) > rel * scale) first = k;
+    CHECK(ok && first == n, "%s: GPU and CPU differ by more than %g of %g (first at %zu: %.9g vs %.9g)", what, rel,
+          scale, first, got && first < n ? got[first] : 0.0, first < n ? want[first] : 0.0);
+    free(got);
+}
+
+// The bf16 LSTM's cell, forward and backward, within a few ulp of
 // sf_lstm_forward_bf16 and sf_lstm_backward_bf16: with zero kernels every
 // product is exactly 0 whatever its order, so the gates are the bias and
 // any difference is the cell's own arithmetic (h, c, the gates, the rounded
@@ -71,9 +89,9 @@ static void lstm_cell_bf16(void) {
     for (size_t t = 0; t < LT; t++)
         CHECK(sf_gpu_lstm_cell(dhv, dc, dgates + t * LB * LG, dhq + t * LB * LU, LB, LT, LU, t, NULL, &e) == 0, "%s",
               e.msg);
-    same("bf16 cell: h", dhv, h, LB * LT * LU);
-    same("bf16 cell: c", dc, c, LB * LT * LU);
-    same("bf16 cell: gates", dgates, gates, LT * LB * LG);
+    near("bf16 cell: h", dhv, h, LB * LT * LU, 1e-5);
+    near("bf16 cell: c", dc, c, LB * LT * LU, 1e-5);
+    near("bf16 cell: gates", dgates, gates, LT * LB * LG, 1e-5);
     // The CPU's backward leaves its gradients in gates: only now.
     sf_lstm_backward_bf16(NULL, dW, dUr, db, dh, c, gates, &q, work, LB, LT, LC, LU);
     CHECK(sf_matmul_status(mm, &e) == 0, "the CPU's bf16 pass: %s", e.msg);
@@ -87,10 +105,18 @@ static void lstm_cell_bf16(void) {
                                         NULL, &e) == 0 &&
                   sf_gpu_rows_add(ddb, dz, LB, LG, NULL, &e) == 0,
               "%s", e.msg);
-    same("bf16 cell backward: db", ddb, db, LG);
-    CHECK(cudaMemcpy(zq, dzq, LT * LB * LG * sizeof(sf_bf16), cudaMemcpyDeviceToHost) == cudaSuccess &&
-              memcmp(zq, q.d, LT * LB * LG * sizeof(sf_bf16)) == 0,
-          "bf16 cell backward: the rounded dz differ");
+    near("bf16 cell backward: db", ddb, db, LG, 1e-5);
+    // The rounded dz: a float32 an ulp apart may round to neighbouring bf16.
+    float *zg = malloc(LT * LB * LG * sizeof(float)), *zc = malloc(LT * LB * LG * sizeof(float));
+    CHECK(zg && zc && cudaMemcpy(zq, dzq, LT * LB * LG * sizeof(sf_bf16), cudaMemcpyDeviceToHost) == cudaSuccess,
+          "the rounded dz");
+    for (size_t k = 0; zg && zc && k < LT * LB * LG; k++) {
+        uint32_t gb = (uint32_t)zq[k] << 16, cb = (uint32_t)q.d[k] << 16;
+        memcpy(&zg[k], &gb, sizeof gb), memcpy(&zc[k], &cb, sizeof cb);
+    }
+    float *dzg = zg ? upload(zg, LT * LB * LG) : NULL;
+    if (dzg) near("bf16 cell backward: the rounded dz", dzg, zc, LT * LB * LG, 1.0 / 128);
+    cudaFree(dzg), free(zg), free(zc);
     cudaFree(dgates), cudaFree(dhv), cudaFree(dc), cudaFree(ddh), cudaFree(ddb), cudaFree(dbias), cudaFree(dz);
     cudaFree(dcn), cudaFree(dhn), cudaFree(dhq), cudaFree(dzq);
     free(W), free(Ur), free(b), free(x), free(dh), free(h), free(c), free(gates), free(dW), free(dUr), free(db);
@@ -175,9 +201,14 @@ int main(void) {
                   sf_gpu_adam_update(dw, dm, dv, dg, N, &a, dalpha, NULL, NULL, &e) == 0,
               "%s", e.msg);
     }
-    same("Adam weights", dw, x, N);
-    same("Adam m", dm, m, N);
-    same("Adam v", dv, v, N);
+    near("Adam weights", dw, x, N, 1e-6);
+    near("Adam m", dm, m, N, 1e-5);
+    near("Adam v", dv, v, N, 1e-5);
+    // What a skipped update must leave as it is: the GPU's own state.
+    float *gw = malloc(N * sizeof(float)), *gm = malloc(N * sizeof(float));
+    CHECK(gw && gm && cudaMemcpy(gw, dw, N * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess &&
+              cudaMemcpy(gm, dm, N * sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess,
+          "Adam's state");
 
     // The update's guard, as sf_update_finite: a NaN or an infinity in the
     // gradients (first, last, or in the middle) or in the loss; and Adam
@@ -202,8 +233,8 @@ int main(void) {
         CHECK(bad == !sf_update_finite(g, N, loss) && bad == 1, "case %d: the guard says %d", c, bad);
         if (c == 0) {
             CHECK(sf_gpu_adam_update(dw, dm, dv, dgc, N, &a, dalpha, dbad, NULL, &e) == 0, "%s", e.msg);
-            same("Adam skipped: weights", dw, x, N);
-            same("Adam skipped: m", dm, m, N);
+            same("Adam skipped: weights", dw, gw, N);
+            same("Adam skipped: m", dm, gm, N);
         }
         if (c < 6) g[at] = keep;
         cudaFree(dgc);
@@ -262,6 +293,6 @@ int main(void) {
     lstm_cell_bf16();
     CHECK(cudaDeviceSynchronize() == cudaSuccess, "sync");
     cudaFree(dx_), cudaFree(dy_), cudaFree(dmask), cudaFree(dg), cudaFree(ddx), cudaFree(dm), cudaFree(dv), cudaFree(dw);
-    free(x), free(y), free(mask), free(g), free(dx), free(m), free(v);
+    free(x), free(y), free(mask), free(g), free(dx), free(m), free(v), free(gw), free(gm);
     return TEST_EXIT();
 }
