@@ -360,10 +360,10 @@ fig_pipeline_peers() {
 # seqfeed bench train (and PyTorch's peer) in both precisions: records rows "seqfeed P", "PyTorch P",
 # and every share/ceiling key bench train's JSON has into $recs.detail; $1: extra models "NAME=SPEC ...".
 train_rounds() {
-    local data=$1 window=$2 steps=$3 warmup=$4 precisions=$5 models=$6 r p m torch=$7 order
+    local data=$1 window=$2 steps=$3 warmup=$4 precisions=$5 models=$6 r p m torch=$7 keras=${8:-0} order
     for r in $(seq "$rounds"); do
-        order="seqfeed torch"
-        [ $((r % 2)) = 0 ] && order="torch seqfeed"
+        order="seqfeed torch keras"
+        [ $((r % 2)) = 0 ] && order="keras torch seqfeed"
         for p in $precisions; do
             for who in $order; do
                 if [ "$who" = seqfeed ]; then
@@ -376,37 +376,45 @@ train_rounds() {
                     "$py" "$here/peers/torch_lstm.py" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
                         --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
                         sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\tPyTorch $p\tsps\t\2/p" >>"$recs"
+                elif [ "$who" = keras ] && [ "$keras" = 1 ]; then
+                    "$py" "$here/peers/keras_lstm.py" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
+                        --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
+                        sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\tKeras 3 $p\tsps\t\2/p" >>"$recs"
                 fi
             done
         done
     done
 }
 
-train_setup() { # sets data window steps warmup precisions torch
+train_setup() { # sets data window steps warmup precisions torch keras
     window=$(q 30 60) steps=$(q 3 20) warmup=$(q 1 3)
     data=$work/synth-train-$(q 300000 2000000)x3.sfpack
     [ -f "$data" ] || "$sf" synth -o "$data" --rows "$(q 300000 2000000)" --feature-count 3 --series-count 4 -q >&2
     precisions=fp32
     "$sf" info | grep -q '^bf16 *cpu: none' || precisions="fp32 bf16"
-    torch=0
+    torch=0 keras=0
     if has_py torch; then torch=1; fi
+    if has_py keras && has_py tensorflow; then keras=1; fi
 }
 
 fig_train() {
-    local data window steps warmup precisions torch
+    local data window steps warmup precisions torch keras
     train_setup
     local lstm="lstm:180,dropout:0.2,lstm:180,dropout:0.2,lstm:180,dropout:0.2,dense"
     show "$sf" bench train --data "synth-train.sfpack" --batch-size 32,256 --window "$window" --steps "$steps" \
         --warmup "$warmup" --precision "${precisions// /|}" --json
     show "$py" bench/peers/torch_lstm.py --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
         --warmup "$warmup" --reps 1 --precision "${precisions// /|}"
-    echo "The default model (3 x LSTM(180) + Dropout(0.2), Dense(3)), windows of $window x 3, Adam; $cores threads each; $steps timed steps after $warmup; $rounds rounds, each running every precision of both tools, the tools' order alternating. seqfeed reads a synthetic .sfpack through the pipeline; the peer trains on random tensors in RAM (PyTorch bf16: \`torch.autocast\`). Samples/s:"
+    show "$py" bench/peers/keras_lstm.py --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
+        --warmup "$warmup" --reps 1 --precision "${precisions// /|}"
+    echo "The default model (3 x LSTM(180) + Dropout(0.2), Dense(3)), windows of $window x 3, Adam; $cores threads each; $steps timed steps after $warmup; $rounds rounds, each running every precision of every tool, the tools' order reversed every other round. seqfeed reads a synthetic .sfpack through the pipeline; the peers train on random tensors in RAM (PyTorch bf16: \`torch.autocast\`; Keras 3 on TensorFlow, \`train_on_batch\`, bf16: the \`mixed_bfloat16\` policy). Samples/s:"
     echo
-    train_rounds "$data" "$window" "$steps" "$warmup" "$precisions" "seqfeed=$lstm" "$torch"
+    train_rounds "$data" "$window" "$steps" "$warmup" "$precisions" "seqfeed=$lstm" "$torch" "$keras"
     local ratios=(--ratio "seqfeed fp32 / this:sps:seqfeed fp32:ref/this")
     [[ $precisions == *bf16* ]] && ratios+=(--ratio "seqfeed bf16 / this:sps:seqfeed bf16:ref/this")
     table --group-label "global batch" --row-label run --cols "sps:samples/s:.1f" "${ratios[@]}"
     [ $torch = 1 ] || skip "PyTorch: torch not installed for $py"
+    [ $keras = 1 ] || skip "Keras 3: keras and tensorflow not both installed for $py"
     echo "seqfeed's own figures from the same runs (\`bench train --json\`): GFLOP/s of the model (3 x the forward pass's operations per sample), the GEMM ceilings it measured in the same run and its share of each (%), the from-file run over the resident one (the pipeline's whole cost), the input wait (%):"
     echo
     local keys
