@@ -21,9 +21,10 @@
 // exponent in integer arithmetic, defined for a NaN too (whose r carries it
 // through). Fused into a multiply-add, x / ln2 is not rounded before the
 // sum: n may then differ by one from the CUDA twin's near a half, where
-// either n keeps |r| within ln2 / 2 and the result within its error. With a float-to-int conversion, which a NaN makes undefined,
-// the guard a NaN needed led GCC to compute the polynomial and the callers'
-// divisions twice, under two masks: the cell ran at half its speed.
+// either n keeps |r| within ln2 / 2 and the result within its error.
+// With a float-to-int conversion, which a NaN makes undefined, the guard a
+// NaN needed led GCC to compute the polynomial and the callers' divisions
+// twice, under two masks: the cell ran at half its speed.
 static inline float exp_fast(float x) {
     const float shifter = 12582912.0f;  // 1.5 * 2^23
     x = x < -87.0f ? -87.0f : x;
@@ -103,13 +104,19 @@ static inline __attribute__((always_inline)) void lstm_cell_span(float *restrict
     }
 }
 
+// m units from src to dst for a cell's tail: 16 (a fixed size, which takes
+// no call to memcpy) or fewer (U < 16).
+static inline void tail_copy(float *dst, const float *src, size_t m) {
+    if (m == 16) memcpy(dst, src, 16 * sizeof(float));
+    else memcpy(dst, src, m * sizeof(float));
+}
+
 // The cell on one row: z (4U) holds the four gates' pre-activations, to
 // which b (4U) is added first unless it is NULL. The vector loop leaves U
 // mod 16 units (4 of 180) to scalar code, a seventh of the cell's time at
 // 180 units: the last 16 units go through the vector body on copies
-// instead (when U is at least 16, copies of a fixed size, which take no
-// call to memcpy), before the loop, whose last units they overlap: both
-// compute the same values for those.
+// instead (tail_copy), before the loop, whose last units they overlap:
+// both compute the same values for those.
 SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, const float *restrict b,
                                 const float *c_prev, size_t U) {
     enum { V = 16 };
@@ -122,24 +129,13 @@ SF_CLONES static void lstm_cell(float *restrict h, float *c, float *restrict z, 
     }
     float th[V], tc[V], tz[4][V] = {{0}}, tp[V] = {0};  // zeros past m units, when U < 16
     size_t w = U >= V ? U - V : 0, m = U >= V ? V : k;  // the copies: units [w, w + m)
-    if (m == V) {
-        for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + w, sizeof tz[q]);
-        memcpy(tp, c_prev + w, sizeof tp);
-    } else {
-        for (int q = 0; q < 4; q++) memcpy(tz[q], z + q * U + w, m * sizeof(float));
-        memcpy(tp, c_prev + w, m * sizeof(float));
-    }
+    for (int q = 0; q < 4; q++) tail_copy(tz[q], z + q * U + w, m);
+    tail_copy(tp, c_prev + w, m);
     lstm_cell_span(th, tc, tz[0], tz[1], tz[2], tz[3], tp, V);
     lstm_cell_span(h, c, z, z + U, z + 2 * U, z + 3 * U, c_prev, n);
-    if (m == V) {
-        for (int q = 0; q < 4; q++) memcpy(z + q * U + w, tz[q], sizeof tz[q]);
-        memcpy(c + w, tc, sizeof tc);
-        memcpy(h + w, th, sizeof th);
-    } else {
-        for (int q = 0; q < 4; q++) memcpy(z + q * U + w, tz[q], m * sizeof(float));
-        memcpy(c + w, tc, m * sizeof(float));
-        memcpy(h + w, th, m * sizeof(float));
-    }
+    for (int q = 0; q < 4; q++) tail_copy(z + q * U + w, tz[q], m);
+    tail_copy(c + w, tc, m);
+    tail_copy(h + w, th, m);
 }
 
 // The cell backward on units [0, n) of one row: dz holds the gates'
@@ -180,16 +176,10 @@ SF_CLONES static void lstm_cell_backward(float *restrict dz, float *restrict dc_
         float *to[] = {tdz, tdz + V, tdz + 2 * V, tdz + 3 * V, tdc, tc, tp, th, tn};
         const float *from[] = {dz + w, dz + U + w, dz + 2 * U + w, dz + 3 * U + w, dc_next + w, c + w, c_prev + w,
                                dh + w, dh_next + w};
-        for (int j = 0; j < 9; j++) {
-            if (m == V) memcpy(to[j], from[j], V * sizeof(float));
-            else memcpy(to[j], from[j], m * sizeof(float));
-        }
+        for (int j = 0; j < 9; j++) tail_copy(to[j], from[j], m);
         lstm_cell_backward_span(tdz, tdc, tc, tp, th, tn, V, V);
         lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
-        for (int j = 0; j < 5; j++) {  // dz's four gates and dc_next
-            if (m == V) memcpy((float *)from[j], to[j], V * sizeof(float));
-            else memcpy((float *)from[j], to[j], m * sizeof(float));
-        }
+        for (int j = 0; j < 5; j++) tail_copy((float *)from[j], to[j], m);  // dz's four gates and dc_next
     } else {
         lstm_cell_backward_span(dz, dc_next, c, c_prev, dh, dh_next, U, n);
     }
