@@ -357,7 +357,7 @@ fig_pipeline_peers() {
     shown "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" $(q "--steps 150 --cap 1.5" "")
 }
 
-# seqfeed bench train (and PyTorch's peer) in both precisions: records rows "seqfeed P", "PyTorch P",
+# seqfeed bench train (and the PyTorch and Keras peers) in both precisions: records rows "seqfeed P", "PyTorch P", "Keras 3 P",
 # and every share/ceiling key bench train's JSON has into $recs.detail; $1: extra models "NAME=SPEC ...".
 train_rounds() {
     local data=$1 window=$2 steps=$3 warmup=$4 precisions=$5 models=$6 r p m torch=$7 keras=${8:-0} order
@@ -372,7 +372,7 @@ train_rounds() {
                             --warmup "$warmup" --precision "$p" --model "${m#*=}" --json | tee /dev/stderr |
                             python3 -c "$PY_TRAIN" "$r" "$p" "${m%%=*}" "$recs" "$recs.detail"
                     done
-                elif [ "$torch" = 1 ]; then
+                elif [ "$who" = torch ] && [ "$torch" = 1 ]; then
                     "$py" "$here/peers/torch_lstm.py" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
                         --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
                         sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\tPyTorch $p\tsps\t\2/p" >>"$recs"
