@@ -1059,6 +1059,31 @@ static void case_parallel(void) {
     }
 }
 
+// Quoted fields holding newlines in the dropped last column, only after
+// the first buffers: those before are parsed by two threads, those with a
+// quote by one, as the helper's quote scan of each piece it reads decides.
+// (Split at a newline inside the quotes, the helper would take the line
+// before it for a whole record.)
+static void case_parallel_quotes(void) {
+    FILE *f = fopen(in_path, "w");
+    CHECK(f, "cannot write %s", in_path);
+    if (!f) return;
+    enum { ROWS = 1500000 };
+    fprintf(f, "x,y,id\n");
+    for (size_t i = 0; i < ROWS; i++) {
+        fprintf(f, "%.2f,%zu,", (double)(int64_t)(rnd() % 200001 - 100000) / 100.0, i % 1000);
+        if (i > ROWS / 2 && i % 99991 == 0) fprintf(f, "\"row\n%zu, quoted\"\n", i);
+        else fprintf(f, "%zu\n", i);
+    }
+    CHECK(fclose(f) == 0, "cannot write %s", in_path);
+    same_with_threads("quoted newlines after the first buffers");
+    loaded l;
+    if (load(&l)) {
+        CHECK(l.in->nrows == ROWS, "%llu rows", (unsigned long long)l.in->nrows);
+        unload(&l);
+    }
+}
+
 static void case_parallel_error(void) {
     // Rows spread over the first and second halves of several buffers; the
     // helper thread must refuse the same texts as the main path (a CR that
@@ -1228,6 +1253,7 @@ static const struct {
     C(all_dropped), C(non_utf8_header), C(blank_middle), C(bad_quotes), C(chunk_rows), C(big_file),
     C(big_file_error),
     C(parallel),
+    C(parallel_quotes),
     C(parallel_error),
     C(parallel_time),
     C(parallel_series),
