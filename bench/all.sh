@@ -357,6 +357,14 @@ fig_pipeline_peers() {
     shown "$here/pipeline_peers.sh" --build "$build" --python "$py" --rounds "$rounds" $(q "--steps 150 --cap 1.5" "")
 }
 
+# A training peer's run in train_rounds' round r at precision p (bench/peers/train_peer.py's
+# options and lines): records rows "NAME p".
+peer_round() {
+    "$py" "$here/peers/$1" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
+        --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
+        sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\t$2 $p\tsps\t\2/p" >>"$recs"
+}
+
 # seqfeed bench train (and the PyTorch and Keras peers) in both precisions: records rows "seqfeed P", "PyTorch P", "Keras 3 P",
 # and every share/ceiling key bench train's JSON has into $recs.detail; $1: extra models "NAME=SPEC ...".
 train_rounds() {
@@ -373,13 +381,9 @@ train_rounds() {
                             python3 -c "$PY_TRAIN" "$r" "$p" "${m%%=*}" "$recs" "$recs.detail"
                     done
                 elif [ "$who" = torch ] && [ "$torch" = 1 ]; then
-                    "$py" "$here/peers/torch_lstm.py" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
-                        --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
-                        sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\tPyTorch $p\tsps\t\2/p" >>"$recs"
+                    peer_round torch_lstm.py PyTorch
                 elif [ "$who" = keras ] && [ "$keras" = 1 ]; then
-                    "$py" "$here/peers/keras_lstm.py" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
-                        --warmup "$warmup" --reps 1 --precision "$p" | tee /dev/stderr |
-                        sed -n "s/^batch \([0-9]*\): \([0-9.]*\) samples\/s/$r\tbatch \1\tKeras 3 $p\tsps\t\2/p" >>"$recs"
+                    peer_round keras_lstm.py "Keras 3"
                 fi
             done
         done
@@ -403,10 +407,11 @@ fig_train() {
     local lstm="lstm:180,dropout:0.2,lstm:180,dropout:0.2,lstm:180,dropout:0.2,dense"
     show "$sf" bench train --data "synth-train.sfpack" --batch-size 32,256 --window "$window" --steps "$steps" \
         --warmup "$warmup" --precision "${precisions// /|}" --json
-    show "$py" bench/peers/torch_lstm.py --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
-        --warmup "$warmup" --reps 1 --precision "${precisions// /|}"
-    show "$py" bench/peers/keras_lstm.py --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
-        --warmup "$warmup" --reps 1 --precision "${precisions// /|}"
+    local peer
+    for peer in torch_lstm.py keras_lstm.py; do
+        show "$py" "bench/peers/$peer" --batch 32,256 --threads "$cores" --window "$window" --steps "$steps" \
+            --warmup "$warmup" --reps 1 --precision "${precisions// /|}"
+    done
     echo "The default model (3 x LSTM(180) + Dropout(0.2), Dense(3)), windows of $window x 3, Adam; $cores threads each; $steps timed steps after $warmup; $rounds rounds, each running every precision of every tool, the tools' order reversed every other round. seqfeed reads a synthetic .sfpack through the pipeline; the peers train on random tensors in RAM (PyTorch bf16: \`torch.autocast\`; Keras 3 on TensorFlow, \`train_on_batch\`, bf16: the \`mixed_bfloat16\` policy). Samples/s:"
     echo
     train_rounds "$data" "$window" "$steps" "$warmup" "$precisions" "seqfeed=$lstm" "$torch" "$keras"

@@ -16,22 +16,14 @@ usage: keras_lstm.py [--batch 32,256] [--threads 2] [--window 60] [--features 3]
                      [--targets 3] [--steps 20] [--warmup 3] [--reps 3]
                      [--precision fp32|bf16]
 """
-import argparse
 import os
 import time
 
+import train_peer
+
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", default="32,256")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--window", type=int, default=60)
-    ap.add_argument("--features", type=int, default=3)
-    ap.add_argument("--targets", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
+    ap = train_peer.parser()
     a = ap.parse_args()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import keras
@@ -71,7 +63,7 @@ def main():
                     t0 = time.perf_counter()
                 model.train_on_batch(x, y)  # returns the loss: the step has ended
             best = max(best, b * a.steps / (time.perf_counter() - t0))
-        print(f"batch {b}: {best:.1f} samples/s")
+        train_peer.report(b, best)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,11 @@ usage: torch_lstm.py [--batch 32,256] [--threads 2] [--window 60] [--device cpu|
 On cuda the batch stays on the GPU (PyTorch's cuDNN LSTM, TF32 off as in
 seqfeed's fp32 runs) and the clock waits for the GPU.
 """
-import argparse
 import time
 
 import torch
+
+import train_peer
 
 
 class Model(torch.nn.Module):
@@ -37,17 +38,8 @@ class Model(torch.nn.Module):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--batch", default="32,256")
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--window", type=int, default=60)
-    ap.add_argument("--features", type=int, default=3)
-    ap.add_argument("--targets", type=int, default=3)
-    ap.add_argument("--steps", type=int, default=20)
-    ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--reps", type=int, default=3)
+    ap = train_peer.parser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
@@ -76,7 +68,7 @@ def main():
                 opt.step()
             sync()
             best = max(best, b * a.steps / (time.perf_counter() - t0))
-        print(f"batch {b}: {best:.1f} samples/s")
+        train_peer.report(b, best)
 
 
 if __name__ == "__main__":
