@@ -105,8 +105,10 @@ run 2 bench scaling "${args[@]}" --target-loss "$target" --precision tf32
 expect err "tf32"
 
 # 2 ranks: the counts are replicas per rank; the fixed global batch's run is
-# the same, so its steps to the target are the single process's (its
-# val_loss summed over the ranks' shares in another order: to rounding).
+# the same, so its steps to the target are the single process's. Its
+# val_loss is to float rounding: each rank predicts its share 16 windows at a
+# time, not 32, and a product's rounding may change with its rows (seen on
+# an AVX2-only EPYC: 1.9e-9 relative; 0 on AVX-512 machines).
 mpirun --version 2>/dev/null | grep -q 'Open MPI' || { echo "Open MPI's mpirun not installed: ranks skipped"; finish; exit 0; }
 "$SEQFEED" info | grep -q 'built with MPI' || { echo "seqfeed built without MPI: ranks skipped"; finish; exit 0; }
 timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 "$SEQFEED" bench scaling --data w.sfpack --model lstm:8,dense \
@@ -119,6 +121,6 @@ assert m["ranks"] == 2, m
 g = m["fixed_global"][0]
 assert g["replicas"] == 1 and g["global_batch"] == 32 and g["reached"], g
 o = one["fixed_global"][0]
-assert g["steps"] == o["steps"] and abs(g["best_val_loss"] - o["best_val_loss"]) <= 1e-12 * o["best_val_loss"], (g, o)
+assert g["steps"] == o["steps"] and abs(g["best_val_loss"] - o["best_val_loss"]) <= 1e-6 * o["best_val_loss"], (g, o)
 PY
 finish
