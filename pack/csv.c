@@ -3126,7 +3126,7 @@ static int number_layout(csv *c) {
     }
     c->numbers = (sf_number_rows_layout){.kind = kind, .nfields = c->ncsv, .ncols = c->nkeep, .delim = c->delim,
                                          .memo = &c->time_memo, .time_same_day = time_same_day_ok(c->delim)};
-    if (in_order && k == c->nkeep) c->number_rows = sf_number_rows_pick();
+    if (in_order && k == c->nkeep) c->number_rows = sf_number_rows_pick(SF_SCAN_BEST);
     return 0;
 }
 

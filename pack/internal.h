@@ -135,8 +135,10 @@ typedef struct {
 } sf_number_rows_out;
 typedef size_t (*sf_number_rows_fn)(sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
                                     const sf_number_rows_out *out, const char **next);
-// The variant this CPU runs (AVX-512: 8 numbers at once); NULL without one.
-sf_number_rows_fn sf_number_rows_pick(void);
+// The variant of that kind this CPU runs (SF_SCAN_BEST: AVX-512, else
+// AVX2); NULL without one (SF_SCAN_SWAR: always), or with
+// SEQFEED_TEST_SCALAR_PARSE set.
+sf_number_rows_fn sf_number_rows_pick(enum sf_scan_kind kind);
 
 // strtof on s[0, n): 0, -1 (not a number) or -2 (out of range).
 int sf_parse_float_slow(const char *s, size_t n, float *out);

@@ -4,7 +4,7 @@
 // vector instructions. The variant is chosen once per pack from the CPU's
 // features (sf_field_end_pick), so one build runs on every x86-64. Then
 // whole records of numbers, their fields converted 8 at a time
-// (sf_number_rows_pick).
+// (sf_number_rows_pick: AVX-512 or AVX2).
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,15 +75,18 @@ sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind) {
 
 #ifdef SF_SCAN_X86
 #define SF_AVX512_NUMBERS __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512cd,bmi,bmi2")))
+#define SF_AVX2_NUMBERS __attribute__((target("avx2,bmi,bmi2")))
+#define SF_INLINE static inline __attribute__((always_inline))
 
 // One pass finds where a block of records' fields begin and end (64
-// bytes compared at a time), then the numbers are converted 8 at a time,
-// one in each 64-bit lane: [-]digits[.digits] in at most 8 bytes after the
-// sign, the digits joined by multiply-adds, times a power of ten in
-// double, as the scalar fast path does (internal.h, sf_decimal_to_float),
-// anything else left to sf_parse_float lane by lane. Nothing ties one
-// field to the one before it, as the scalar parser's next field waits on
-// the end of the one before. Then the time field of each record, if any.
+// bytes compared at a time), then the numbers are converted 8 at a time:
+// [-]digits[.digits] in at most 8 bytes after the sign, the digits joined
+// by multiply-adds, times a power of ten in double, as the scalar fast
+// path does (internal.h, sf_decimal_to_float), anything else left to
+// sf_parse_float one by one. Nothing ties one field to the one before it,
+// as the scalar parser's next field waits on the end of the one before.
+// Then the time field of each record, if any. The 8 numbers are one in
+// each 64-bit lane, of one AVX-512 vector or of two AVX2 ones.
 enum { ROWS_FIELDS = 2048 };  // numbers a pass: their bounds stay in L1
 
 typedef struct {
@@ -93,21 +96,45 @@ typedef struct {
     int32_t next[ROWS_FIELDS];                       // each record's end + 1
 } bounds;
 
+// The line feeds, the separators (delimiters and line feeds) and the
+// quotes among the 64 bytes at b, a bit each.
+typedef struct {
+    uint64_t nl, sep, q;
+} masks64;
+
+SF_AVX512_NUMBERS SF_INLINE masks64 masks_avx512(const char *b, char delim) {
+    __m512i x = _mm512_loadu_si512(b);
+    uint64_t nl = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('\n'));
+    return (masks64){.nl = nl, .sep = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(delim)) | nl,
+                     .q = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8('"'))};
+}
+
+SF_AVX2_NUMBERS SF_INLINE uint64_t equal64_avx2(__m256i lo, __m256i hi, char c) {
+    __m256i v = _mm256_set1_epi8(c);
+    return (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)) |
+           (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)) << 32;
+}
+
+SF_AVX2_NUMBERS SF_INLINE masks64 masks_avx2(const char *b, char delim) {
+    __m256i lo = _mm256_loadu_si256((const __m256i *)b), hi = _mm256_loadu_si256((const __m256i *)(b + 32));
+    uint64_t nl = equal64_avx2(lo, hi, '\n');
+    return (masks64){.nl = nl, .sep = equal64_avx2(lo, hi, delim) | nl, .q = equal64_avx2(lo, hi, '"')};
+}
+
 // The bounds of up to want records from p. Returns the records; *stop when
-// something else ends the run (a quote, a ragged line).
-SF_AVX512_NUMBERS static size_t record_bounds(const sf_number_rows_layout *l, const char *p, const char *end,
-                                              size_t want, bounds *bd, bool *stop) {
-    const __m512i vd = _mm512_set1_epi8(l->delim), vn = _mm512_set1_epi8('\n'), vq = _mm512_set1_epi8('"');
+// something else ends the run (a quote, a ragged line). Inlined into each
+// variant with its masks; with strip_cr, the end of a record's last field
+// leaves out the CR of a CRLF (field_len does where it is left in).
+SF_INLINE size_t record_bounds(masks64 (*masks)(const char *, char), bool strip_cr, const sf_number_rows_layout *l,
+                               const char *p, const char *end, size_t want, bounds *bd, bool *stop) {
     size_t nn = 0, nrows = 0;
     uint32_t field = 0;  // within its record
     int32_t from = 0;    // where it begins
     *stop = false;
     for (const char *b = p; !*stop && end - b >= 64; b += 64) {
-        __m512i x = _mm512_loadu_si512(b);
-        uint64_t nl = _mm512_cmpeq_epi8_mask(x, vn);
-        uint64_t sep = _mm512_cmpeq_epi8_mask(x, vd) | nl;
-        uint64_t q = _mm512_cmpeq_epi8_mask(x, vq);
-        if (q) sep &= _blsmsk_u64(q) >> 1;  // the records before the quote
+        masks64 mk = masks(b, l->delim);
+        uint64_t nl = mk.nl, sep = mk.sep, q = mk.q;
+        if (q) sep &= (q ^ (q - 1)) >> 1;  // the records before the quote
         for (; sep; sep &= sep - 1) {
             unsigned k = (unsigned)__builtin_ctzll(sep);
             bool line_end = nl >> k & 1;
@@ -116,9 +143,10 @@ SF_AVX512_NUMBERS static size_t record_bounds(const sf_number_rows_layout *l, co
                 return nrows;
             }
             int32_t at = (int32_t)(b - p) + (int32_t)k;
-            if (l->kind[field] == SF_FIELD_NUMBER) bd->start[nn] = from, bd->end[nn++] = at;
-            else if (l->kind[field] == SF_FIELD_TIME) bd->tstart[nrows] = from, bd->tend[nrows] = at;
-            else if (l->kind[field] == SF_FIELD_SERIES) bd->kstart[nrows] = from, bd->kend[nrows] = at;
+            int32_t fe = at - (strip_cr && line_end && at > from && p[at - 1] == '\r');
+            if (l->kind[field] == SF_FIELD_NUMBER) bd->start[nn] = from, bd->end[nn++] = fe;
+            else if (l->kind[field] == SF_FIELD_TIME) bd->tstart[nrows] = from, bd->tend[nrows] = fe;
+            else if (l->kind[field] == SF_FIELD_SERIES) bd->kstart[nrows] = from, bd->kend[nrows] = fe;
             from = at + 1;
             field = line_end ? 0 : field + 1;
             if (line_end && (bd->next[nrows] = from, ++nrows == want)) return nrows;
@@ -130,7 +158,7 @@ SF_AVX512_NUMBERS static size_t record_bounds(const sf_number_rows_layout *l, co
 
 // Numbers i .. i+7 (lanes beyond n masked) into out[i ..]; returns the
 // lanes whose field the general parser must read.
-SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
+SF_AVX512_NUMBERS SF_INLINE unsigned convert8_avx512(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
     const __m512i ones = _mm512_set1_epi64(-1), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
     __mmask8 lanes = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
     // A CR before the line feed that ends a field is not its own.
@@ -190,6 +218,96 @@ SF_AVX512_NUMBERS static __mmask8 convert8(const char *p, const bounds *bd, size
     return lanes & (__mmask8)~ok;
 }
 
+// The 8 bytes of the field at p + s after its sign; *minus: -1 after a
+// '-', else 0.
+SF_INLINE long long field_word(const char *p, int32_t s, long long *minus) {
+    long long w;
+    *minus = -(long long)(p[s] == '-');
+    memcpy(&w, p + s - *minus, 8);
+    return w;
+}
+
+// convert8_avx512 on 4 numbers a vector, for CPUs with AVX2 alone. AVX2
+// lacks the byte masks, lzcnt and the conversion from 64-bit integers:
+// the bytes before the point are the point's bit minus one, their count
+// a sum of bytes, the integer a double through 2^52's low bits. Its
+// gathers and masked stores are slow on AMD's cores: the fields' words
+// are loaded one by one, the powers of ten permuted from two vectors.
+// The same operations on the same values as convert8_avx512, so the same
+// floats. The bounds' ends leave out a CRLF's CR (record_bounds).
+SF_AVX2_NUMBERS SF_INLINE unsigned convert4_avx2(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
+    const __m256i ones = _mm256_set1_epi64x(-1), zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);
+    size_t live_n = n - i < 4 ? n - i : 4;
+    __m128i lanes32 = _mm_cmpgt_epi32(_mm_set1_epi32((int)live_n), _mm_setr_epi32(0, 1, 2, 3));
+    __m256i lanes = _mm256_cvtepi32_epi64(lanes32);
+    // Each field's body, from its first byte after the sign, and its sign
+    // (-1), in registers: through memory the vector would wait for them.
+    long long m0, m1, m2, m3;
+    long long w0 = field_word(p, bd->start[i], &m0), w1 = field_word(p, live_n > 1 ? bd->start[i + 1] : 0, &m1);
+    long long w2 = field_word(p, live_n > 2 ? bd->start[i + 2] : 0, &m2);
+    long long w3 = field_word(p, live_n > 3 ? bd->start[i + 3] : 0, &m3);
+    __m256i v = _mm256_set_epi64x(w3, w2, w1, w0), neg = _mm256_set_epi64x(m3, m2, m1, m0);
+    __m256i S = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(bd->start + i)));
+    __m256i E = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(bd->end + i)));
+    __m256i len = _mm256_add_epi64(_mm256_sub_epi64(E, S), neg);  // the body's bytes, 1 to 8 here
+    __m256i ok = _mm256_and_si256(lanes, _mm256_andnot_si256(_mm256_cmpgt_epi64(len, _mm256_set1_epi64x(8)),
+                                                             _mm256_cmpgt_epi64(len, zero)));
+    __m256i t = _mm256_xor_si256(v, _mm256_set1_epi8('0'));  // digits become 0..9
+    __m256i live = _mm256_xor_si256(_mm256_sllv_epi64(ones, _mm256_slli_epi64(len, 3)), ones);
+    __m256i digit = _mm256_cmpeq_epi8(_mm256_max_epu8(t, _mm256_set1_epi8(9)), _mm256_set1_epi8(9));
+    __m256i point = _mm256_and_si256(_mm256_cmpeq_epi8(v, _mm256_set1_epi8('.')), live);
+    // A letter, a sign inside, an exponent; then at most one point a field.
+    __m256i other = _mm256_andnot_si256(_mm256_or_si256(digit, point), live);
+    ok = _mm256_and_si256(ok, _mm256_cmpeq_epi64(other, zero));
+    __m256i pt = _mm256_and_si256(point, _mm256_set1_epi8(1));  // bit 8k for byte k
+    ok = _mm256_and_si256(ok, _mm256_cmpeq_epi64(_mm256_and_si256(pt, _mm256_sub_epi64(pt, one)), zero));
+    __m256i has_point = _mm256_cmpgt_epi64(pt, zero);
+    __m256i below = _mm256_sub_epi64(pt, one);  // the bytes before the point: all of them without one
+    __m256i k1 = _mm256_sad_epu8(_mm256_and_si256(below, _mm256_set1_epi8(1)), zero);  // the point's byte; 8: none
+    __m256i nd = _mm256_add_epi64(len, has_point);                                        // digits
+    ok = _mm256_andnot_si256(_mm256_cmpeq_epi64(nd, zero), ok);
+    // The digits after the point move down over it, then right-align to 8
+    // (leading zero bytes) and join: pairs, fours, then the two halves.
+    __m256i keep = _mm256_xor_si256(_mm256_sllv_epi64(ones, _mm256_slli_epi64(nd, 3)), ones);
+    __m256i dig = _mm256_and_si256(
+        _mm256_or_si256(_mm256_and_si256(below, t), _mm256_andnot_si256(below, _mm256_srli_epi64(t, 8))), keep);
+    dig = _mm256_sllv_epi64(dig, _mm256_slli_epi64(_mm256_sub_epi64(_mm256_set1_epi64x(8), nd), 3));
+    __m256i w16 = _mm256_maddubs_epi16(dig, _mm256_set1_epi16(0x010a));
+    __m256i w32 = _mm256_madd_epi16(w16, _mm256_set1_epi32(0x00010064));
+    __m256i m = _mm256_add_epi64(_mm256_mul_epu32(w32, _mm256_set1_epi64x(10000)), _mm256_srli_epi64(w32, 32));
+    __m256i decimals = _mm256_and_si256(_mm256_and_si256(has_point, _mm256_sub_epi64(nd, k1)), _mm256_set1_epi64x(7));
+    // 10^-decimals: each lane's two halves picked from 10^0..10^-3 or 10^-4..10^-7.
+    __m256i twice = _mm256_slli_epi64(decimals, 1);
+    __m256i halves = _mm256_or_si256(_mm256_or_si256(twice, _mm256_slli_epi64(twice, 32)), _mm256_set1_epi64x(1ll << 32));
+    __m256i p10lo = _mm256_castpd_si256(_mm256_setr_pd(1e0, 1e-1, 1e-2, 1e-3));
+    __m256i p10hi = _mm256_castpd_si256(_mm256_setr_pd(1e-4, 1e-5, 1e-6, 1e-7));
+    __m256d scale = _mm256_castsi256_pd(_mm256_blendv_epi8(_mm256_permutevar8x32_epi32(p10lo, halves),
+                                                           _mm256_permutevar8x32_epi32(p10hi, halves),
+                                                           _mm256_cmpgt_epi64(decimals, _mm256_set1_epi64x(3))));
+    // m < 10^8: exact in the low bits of a double of 2^52.
+    __m256d md = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_or_si256(m, _mm256_set1_epi64x(0x4330000000000000ll))),
+                               _mm256_set1_pd(0x1p52));
+    __m128 f = _mm256_cvtpd_ps(_mm256_mul_pd(md, scale));  // as convert8_avx512 rounds, and why it may
+    const __m256i low32 = _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0);
+    __m128i ok32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(ok, low32));
+    __m128i neg32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(neg, low32));
+    ok32 = _mm_and_si128(ok32, _mm_castps_si128(_mm_cmplt_ps(f, _mm_set1_ps(0x1p24f))));
+    f = _mm_or_ps(f, _mm_castsi128_ps(_mm_and_si128(neg32, _mm_set1_epi32(INT32_MIN))));
+    if (live_n == 4) {
+        _mm_storeu_ps(out + i, f);  // the lanes the general parser reads get its floats after
+    } else {
+        float lane[4];
+        _mm_storeu_ps(lane, f);
+        memcpy(out + i, lane, live_n * sizeof(float));
+    }
+    return (unsigned)_mm_movemask_ps(_mm_castsi128_ps(_mm_andnot_si128(ok32, lanes32)));
+}
+
+SF_AVX2_NUMBERS SF_INLINE unsigned convert8_avx2(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
+    unsigned slow = convert4_avx2(p, bd, i, n, out);
+    return i + 4 < n ? slow | convert4_avx2(p, bd, i + 4, n, out) << 4 : slow;
+}
+
 // The field [s, e) of a record without the CR of a CRLF that ends it.
 static size_t field_len(const char *p, int32_t s, int32_t e) {
     return (size_t)(e - s) - (e > s && p[e] == '\n' && p[e - 1] == '\r');
@@ -213,9 +331,11 @@ static bool run_time(sf_number_rows_layout *l, const char *p, const char *end, c
     return true;
 }
 
-SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, const char *p, const char *end,
-                                                   size_t max_rows, const sf_number_rows_out *out,
-                                                   const char **next) {
+// A variant's pass: its masks and its conversion inlined.
+SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool strip_cr,
+                                  unsigned (*convert8)(const char *, const bounds *, size_t, size_t, float *),
+                                  sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
+                                  const sf_number_rows_out *out, const char **next) {
     bounds bd;
     const char *p0 = p;
     const uint32_t ncols = l->ncols;
@@ -230,12 +350,12 @@ SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, con
         if (pass > ROWS_FIELDS / ncols) pass = ROWS_FIELDS / ncols;
         size_t want = pass < max_rows - done ? pass : max_rows - done;
         pass *= 2;
-        size_t nrows = record_bounds(l, p, end, want, &bd, &stop), nn = nrows * ncols;
+        size_t nrows = record_bounds(masks, strip_cr, l, p, end, want, &bd, &stop), nn = nrows * ncols;
         if (!nrows) break;
         float *rows = out->rows + done * ncols;
         size_t good = nrows;
         for (size_t i = 0; i < nn && good == nrows; i += 8) {
-            for (__mmask8 slow = convert8(p, &bd, i, nn, rows); slow; slow &= slow - 1) {
+            for (unsigned slow = convert8(p, &bd, i, nn, rows); slow; slow &= slow - 1) {
                 size_t k = i + (unsigned)__builtin_ctz(slow);
                 float x;
                 if (sf_parse_float(p + bd.start[k], field_len(p, bd.start[k], bd.end[k]), &x) != 0 ||
@@ -266,19 +386,33 @@ SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, con
     *next = p;
     return done;
 }
+
+SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, const char *p, const char *end,
+                                                   size_t max_rows, const sf_number_rows_out *out,
+                                                   const char **next) {
+    return number_rows_with(masks_avx512, false, convert8_avx512, l, p, end, max_rows, out, next);
+}
+
+SF_AVX2_NUMBERS static size_t number_rows_avx2(sf_number_rows_layout *l, const char *p, const char *end,
+                                               size_t max_rows, const sf_number_rows_out *out, const char **next) {
+    return number_rows_with(masks_avx2, true, convert8_avx2, l, p, end, max_rows, out, next);
+}
 #endif
 
-sf_number_rows_fn sf_number_rows_pick(void) {
+sf_number_rows_fn sf_number_rows_pick(enum sf_scan_kind kind) {
     // Tests run the CSV cases through the scalar parser too, which is all
-    // that CPUs without AVX-512 have.
+    // that CPUs without AVX2 have.
     const char *scalar = getenv("SEQFEED_TEST_SCALAR_PARSE");
     if (scalar && *scalar && strcmp(scalar, "0")) return NULL;
 #ifdef SF_SCAN_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-        __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("bmi2"))
-        return number_rows_avx512;
+    bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("bmi2");
+    bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2");
+    if ((kind == SF_SCAN_BEST || kind == SF_SCAN_AVX512) && avx512) return number_rows_avx512;
+    if ((kind == SF_SCAN_BEST || kind == SF_SCAN_AVX2) && avx2) return number_rows_avx2;
 #endif
+    (void)kind;
     return NULL;
 }

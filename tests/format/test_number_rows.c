@@ -1,4 +1,4 @@
-// The vector parser of records of numbers (sf_number_rows_pick, scan.c)
+// The vector parsers of records of numbers (sf_number_rows_pick, scan.c)
 // against a naive one written here: records split at the delimiter and the
 // line feed, each number read by sf_parse_float, the time by
 // sf_time_parse_memo. On random records of every field shape the fast path
@@ -248,13 +248,8 @@ static void no_midpoints(void) {
     CHECK(near == 0, "%ld bodies of 8 bytes lie within 2^11 double ulps of a float midpoint", near);
 }
 
-int main(void) {
-    no_midpoints();
-    sf_number_rows_fn fn = sf_number_rows_pick();
-    if (!fn) {
-        printf("SKIP: no vector parser on this CPU\n");
-        return 77;
-    }
+// Every layout at every rate of odd fields through the variant fn.
+static void check_variant(sf_number_rows_fn fn, const char *name) {
     // Numbers only, then a time first or last and a skipped field.
     static const char *const layouts[] = {"n", "nn", "nnn", "nnnnnnn", "nnnnnnnn", "nnnnnnnnn", "nnnnnnnnnnnnnnnnn",
                                           "tnnn", "nntn", "nnnt", "snn", "tsnnnnnn", "nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn",
@@ -275,12 +270,31 @@ int main(void) {
             size_t rows = 20000 / nfields + 10;
             size_t len = text(buf, rows, kind, nfields, bad);
             memset(buf + len, 0, 64);
-            char what[96];
-            snprintf(what, sizeof what, "layout %s, bad 1/%u", layouts[w], bad);
+            char what[128];
+            snprintf(what, sizeof what, "%s, layout %s, bad 1/%u", name, layouts[w], bad);
             check_text(fn, what, buf, len, l, SIZE_MAX, bad == 0 || (bad >= 16 && nfields <= 9));
             check_text(fn, what, buf, len, l, 1 + rng() % 7, bad == 0);  // runs cut by max_rows
         }
     }
     free(buf);
+}
+
+int main(void) {
+    no_midpoints();
+    static const struct {
+        enum sf_scan_kind kind;
+        const char *name;
+    } variants[] = {{SF_SCAN_AVX512, "AVX-512"}, {SF_SCAN_AVX2, "AVX2"}};
+    int checked = 0;
+    for (size_t v = 0; v < sizeof variants / sizeof *variants; v++) {
+        sf_number_rows_fn fn = sf_number_rows_pick(variants[v].kind);
+        printf("%s: %s\n", variants[v].name, fn ? "checked" : "not on this CPU");
+        if (fn) check_variant(fn, variants[v].name), checked++;
+    }
+    CHECK(sf_number_rows_pick(SF_SCAN_SWAR) == NULL, "SF_SCAN_SWAR has no vector parser");
+    if (!checked) {
+        printf("SKIP: no vector parser on this CPU\n");
+        return 77;
+    }
     return TEST_EXIT();
 }
