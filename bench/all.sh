@@ -125,8 +125,10 @@ with open(recs, "a") as f:
     for s in json.load(sys.stdin)["shapes"]:
         row = "%s (%d x %d x %d)" % (s["name"], s["M"], s["N"], s["K"])
         for k in ("openblas_f32", "onednn_f32", "onednn_bf16"):
-            f.write(f"{r}\t\t{row}\t{k}\t{s[k]}\n")
-        f.write(f"{r}\t\t{row}\tx\t{s['onednn_bf16'] / max(s['openblas_f32'], s['onednn_f32'])}\n")
+            if s[k] is not None:  # null: no bf16 matmul on this CPU
+                f.write(f"{r}\t\t{row}\t{k}\t{s[k]}\n")
+        if s["onednn_bf16"] is not None:
+            f.write(f"{r}\t\t{row}\tx\t{s['onednn_bf16'] / max(s['openblas_f32'], s['onednn_f32'])}\n")
 PY
 read -r -d '' PY_LSTM <<'PY'
 import json, sys
