@@ -81,6 +81,13 @@ raw=$(mktemp -d "$work/run.XXXXXX")
 cores=$(nproc)
 q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+# The CPU, for each section's last line: sections of the doc come from runs on different machines.
+cpu_name() {
+    local vec=AVX2
+    grep -qw avx512f /proc/cpuinfo && vec=AVX-512
+    grep -qw avx2 /proc/cpuinfo || [ $vec = AVX-512 ] || vec="no AVX2"
+    echo "$(lscpu | sed -n 's/^Model name: *//p' | head -1) ($vec)"
+}
 has_py() { "$py" -c "import $1" >/dev/null 2>&1; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; } # the page cache, when root
 # The command a section ran, as a reader would type it from the top of the
@@ -651,7 +658,7 @@ for s in "${sections[@]}"; do
             echo '```'
             echo
         fi
-        echo "<sub>bench/all.sh, section \`$s\`: $(date -u '+%Y-%m-%d %H:%M') UTC, $(($(date +%s) - s0)) s, load average $l0 before, $(loadavg) after; $commit$([ $quick = 1 ] && echo "; --quick").</sub>"
+        echo "<sub>bench/all.sh, section \`$s\`: $(date -u '+%Y-%m-%d %H:%M') UTC, $(($(date +%s) - s0)) s, load average $l0 before, $(loadavg) after; $commit on $(cpu_name)$([ $quick = 1 ] && echo "; --quick").</sub>"
         echo "<!-- all.sh:$s end -->"
         echo
         exit $rc
