@@ -679,7 +679,7 @@ ours=$(tail -1 "$raw/times" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i,
     flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512|amx)' | sort | paste -sd' ')
     echo "- **Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $cores cores (\`nproc\`), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r)$(systemd-detect-virt -q 2>/dev/null && echo " ($(systemd-detect-virt) guest)")."
     echo "- **Flags**: ${flags:-no AVX-512}$([[ $flags == *amx* ]] || echo "; no AMX")."
-    echo "- **seqfeed**: $(git -C "$root" describe --always --dirty 2>/dev/null || echo "not a git tree"), $("$sf" --version 2>/dev/null | head -1); $("$sf" info 2>/dev/null | sed -n 's/^fp32 *cpu: \(OpenBLAS [0-9.]*\).*/\1/p')$("$sf" info 2>/dev/null | sed -n 's/^bf16 *cpu: \(oneDNN [0-9.]*\).*/, \1/p')."
+    echo "- **seqfeed**: $(git -C "$root" describe --always --dirty 2>/dev/null || echo "not a git tree"), $("$sf" --version 2>/dev/null | head -1); $("$sf" info 2>/dev/null | sed -n 's/^fp32 *cpu: \(OpenBLAS [0-9.]*\).*/\1/p')$("$sf" info 2>/dev/null | sed -n 's/^bf16 *cpu: \(oneDNN [0-9.]*\).*/, \1/p'); CSV: $("$sf" info 2>/dev/null | sed -n 's/^csv *//p')."
     echo "- **Peers** ($py): $("$py" -c '
 import importlib.metadata as md, platform
 out = ["Python " + platform.python_version()]

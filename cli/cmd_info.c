@@ -12,8 +12,9 @@ static const cli_command info_command = {
     .name = "info",
     .usage = "",
     .about =
-        "Prints the version, how this binary was built, which kernels each\n"
-        "precision runs on, and the GPUs it can use.\n"
+        "Prints the version, how this binary was built, how it parses CSV on\n"
+        "this CPU, which kernels each precision runs on, and the GPUs it can\n"
+        "use.\n"
         "Without a GPU or a driver it says so and that training runs on CPU.\n",
     .uses = info_uses,
 };
@@ -26,6 +27,9 @@ int cmd_info(int argc, char **argv) {
     if (a.v[OPT_QUIET].set) return EXIT_OK;
     printf("zstd    %s\n", ZSTD_versionString());
     printf("cuda    %s\n", sf_gpu_built() ? "built with CUDA" : "built without CUDA");
+    char csv[128];
+    sf_csv_describe(csv, sizeof csv);
+    printf("csv     %s\n", csv);
     printf("mpi     %s\n", sf_ranks_has_mpi() ? "built with MPI: train runs as ranks under mpirun or srun"
                                               : "built without MPI: one process");
     // The kernels of each precision (docs/TRAINING.md).

@@ -385,6 +385,10 @@ int sf_csv_pack_files(const char *const *paths, size_t n, const char *out, const
 int sf_csv_inputs(const char *const *args, size_t n, char ***paths, size_t *npaths, sf_err *e);
 void sf_csv_inputs_free(char **paths, size_t n);
 
+// How this CPU parses CSV records of numbers, as a phrase into out (n
+// bytes, borrowed): 8 at a time in AVX-512 or AVX2, or field by field.
+void sf_csv_describe(char *out, size_t n);
+
 // Same, from a memory buffer (for tests and fuzzing); name is used in messages.
 int sf_csv_pack_mem(const void *data, size_t n, const char *name, const char *out, const sf_csv_pack_opts *o,
                     sf_csv_pack_stats *st, sf_err *e);

@@ -6,6 +6,7 @@
 // whole records of numbers, their fields converted 8 at a time
 // (sf_number_rows_pick: AVX-512 or AVX2).
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -399,11 +400,26 @@ SF_AVX2_NUMBERS static size_t number_rows_avx2(sf_number_rows_layout *l, const c
 }
 #endif
 
-sf_number_rows_fn sf_number_rows_pick(enum sf_scan_kind kind) {
-    // Tests run the CSV cases through the scalar parser too, which is all
-    // that CPUs without AVX2 have.
+// Tests run the CSV cases through the scalar parser too, which is all
+// that CPUs without AVX2 have.
+static bool scalar_forced(void) {
     const char *scalar = getenv("SEQFEED_TEST_SCALAR_PARSE");
-    if (scalar && *scalar && strcmp(scalar, "0")) return NULL;
+    return scalar && *scalar && strcmp(scalar, "0");
+}
+
+void sf_csv_describe(char *out, size_t n) {
+    sf_number_rows_fn fn = sf_number_rows_pick(SF_SCAN_BEST);
+    const char *how = "field by field (no AVX2)";
+#ifdef SF_SCAN_X86
+    if (fn == number_rows_avx512) how = "records of numbers 8 at a time in AVX-512";
+    else if (fn == number_rows_avx2) how = "records of numbers 8 at a time in AVX2";
+#endif
+    if (scalar_forced()) how = "field by field (SEQFEED_TEST_SCALAR_PARSE)";
+    snprintf(out, n, "%s", how);
+}
+
+sf_number_rows_fn sf_number_rows_pick(enum sf_scan_kind kind) {
+    if (scalar_forced()) return NULL;
 #ifdef SF_SCAN_X86
     __builtin_cpu_init();
     bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

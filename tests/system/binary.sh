@@ -50,4 +50,13 @@ fi
 out=$(OPENBLAS_CORETYPE=Core2 "$SEQFEED" info)
 grep -Eq '^fp32 +cpu: OpenBLAS .* Core2 MAX_THREADS' <<<"$out" ||
     { echo "FAIL: OPENBLAS_CORETYPE=Core2 was not kept: $(grep ^fp32 <<<"$out")" >&2; exit 1; }
+# How it parses CSV: the vector parser wherever the CPU has AVX2.
+out=$("$SEQFEED" info)
+want='field by field \(no AVX2\)'
+grep -qw avx2 /proc/cpuinfo && grep -qw bmi2 /proc/cpuinfo && want='8 at a time in AVX2'
+grep -qw avx512bw /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo && want='8 at a time in AVX-512'
+grep -Eq "^csv +records of numbers $want\$|^csv +$want\$" <<<"$out" ||
+    { echo "FAIL: info's csv line is not '$want': $(grep ^csv <<<"$out")" >&2; exit 1; }
+SEQFEED_TEST_SCALAR_PARSE=1 "$SEQFEED" info | grep -q '^csv *field by field (SEQFEED_TEST_SCALAR_PARSE)$' ||
+    { echo "FAIL: info's csv line under SEQFEED_TEST_SCALAR_PARSE=1" >&2; exit 1; }
 "$SEQFEED" --version | grep -q '^seqfeed [0-9]'
