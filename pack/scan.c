@@ -90,8 +90,9 @@ sf_field_end_fn sf_field_end_pick(enum sf_scan_kind kind) {
 // each 64-bit lane, of one AVX-512 vector or of two AVX2 ones.
 enum { ROWS_FIELDS = 2048 };  // numbers a pass: their bounds stay in L1
 
+// Fields' bounds from p; a record's last field ends before the CR of a CRLF.
 typedef struct {
-    int32_t start[ROWS_FIELDS], end[ROWS_FIELDS];    // each number's, from p
+    int32_t start[ROWS_FIELDS], end[ROWS_FIELDS];    // each number's
     int32_t tstart[ROWS_FIELDS], tend[ROWS_FIELDS];  // each record's time
     int32_t kstart[ROWS_FIELDS], kend[ROWS_FIELDS];  // each record's series id
     int32_t next[ROWS_FIELDS];                       // each record's end + 1
@@ -124,10 +125,10 @@ SF_AVX2_NUMBERS SF_INLINE masks64 masks_avx2(const char *b, char delim) {
 
 // The bounds of up to want records from p. Returns the records; *stop when
 // something else ends the run (a quote, a ragged line). Inlined into each
-// variant with its masks; with strip_cr, the end of a record's last field
-// leaves out the CR of a CRLF (field_len does where it is left in).
-SF_INLINE size_t record_bounds(masks64 (*masks)(const char *, char), bool strip_cr, const sf_number_rows_layout *l,
-                               const char *p, const char *end, size_t want, bounds *bd, bool *stop) {
+// variant with its masks. The end of a record's last field leaves out the
+// CR of a CRLF: a CR before the line feed is not the field's.
+SF_INLINE size_t record_bounds(masks64 (*masks)(const char *, char), const sf_number_rows_layout *l, const char *p,
+                               const char *end, size_t want, bounds *bd, bool *stop) {
     size_t nn = 0, nrows = 0;
     uint32_t field = 0;  // within its record
     int32_t from = 0;    // where it begins
@@ -144,7 +145,7 @@ SF_INLINE size_t record_bounds(masks64 (*masks)(const char *, char), bool strip_
                 return nrows;
             }
             int32_t at = (int32_t)(b - p) + (int32_t)k;
-            int32_t fe = at - (strip_cr && line_end && at > from && p[at - 1] == '\r');
+            int32_t fe = at - (line_end && at > from && p[at - 1] == '\r');
             if (l->kind[field] == SF_FIELD_NUMBER) bd->start[nn] = from, bd->end[nn++] = fe;
             else if (l->kind[field] == SF_FIELD_TIME) bd->tstart[nrows] = from, bd->tend[nrows] = fe;
             else if (l->kind[field] == SF_FIELD_SERIES) bd->kstart[nrows] = from, bd->kend[nrows] = fe;
@@ -162,14 +163,8 @@ SF_INLINE size_t record_bounds(masks64 (*masks)(const char *, char), bool strip_
 SF_AVX512_NUMBERS SF_INLINE unsigned convert8_avx512(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
     const __m512i ones = _mm512_set1_epi64(-1), zero = _mm512_setzero_si512(), one = _mm512_set1_epi64(1);
     __mmask8 lanes = n - i >= 8 ? 0xff : (__mmask8)((1u << (n - i)) - 1);
-    // A CR before the line feed that ends a field is not its own.
     __m512i S = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, bd->start + i));
     __m512i E = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(lanes, bd->end + i));
-    __mmask8 some = lanes & _mm512_cmpgt_epi64_mask(E, S);
-    __m512i last = _mm512_mask_i64gather_epi64(zero, some, _mm512_sub_epi64(E, one), p, 1);
-    __mmask8 cr = some & _mm512_cmpeq_epi64_mask(_mm512_and_si512(last, _mm512_set1_epi64(0xffff)),
-                                                 _mm512_set1_epi64('\r' | '\n' << 8));
-    E = _mm512_mask_sub_epi64(E, cr, E, one);
     __m512i head = _mm512_mask_i64gather_epi64(zero, lanes, S, p, 1);
     __mmask8 neg = _mm512_cmpeq_epi64_mask(_mm512_and_si512(head, _mm512_set1_epi64(0xff)), _mm512_set1_epi64('-'));
     __m512i B = _mm512_mask_add_epi64(S, neg, S, one);
@@ -235,7 +230,7 @@ SF_INLINE long long field_word(const char *p, int32_t s, long long *minus) {
 // gathers and masked stores are slow on AMD's cores: the fields' words
 // are loaded one by one, the powers of ten permuted from two vectors.
 // The same operations on the same values as convert8_avx512, so the same
-// floats. The bounds' ends leave out a CRLF's CR (record_bounds).
+// floats.
 SF_AVX2_NUMBERS SF_INLINE unsigned convert4_avx2(const char *p, const bounds *bd, size_t i, size_t n, float *out) {
     const __m256i ones = _mm256_set1_epi64x(-1), zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);
     size_t live_n = n - i < 4 ? n - i : 4;
@@ -309,17 +304,12 @@ SF_AVX2_NUMBERS SF_INLINE unsigned convert8_avx2(const char *p, const bounds *bd
     return i + 4 < n ? slow | convert4_avx2(p, bd, i + 4, n, out) << 4 : slow;
 }
 
-// The field [s, e) of a record without the CR of a CRLF that ends it.
-static size_t field_len(const char *p, int32_t s, int32_t e) {
-    return (size_t)(e - s) - (e > s && p[e] == '\n' && p[e - 1] == '\r');
-}
-
 // Record r's time, when it is one the general path would take as it is
 // (ISO 8601, to the microsecond) and later than the one before.
 static bool run_time(sf_number_rows_layout *l, const char *p, const char *end, const bounds *bd, size_t r,
                      int64_t *t) {
     const char *s = p + bd->tstart[r];
-    size_t n = field_len(p, bd->tstart[r], bd->tend[r]);
+    size_t n = (size_t)(bd->tend[r] - bd->tstart[r]);
     unsigned parts;
     if (l->time_same_day && sf_time_same_day(l->memo, s, end, l->delim, t) == n) {
         parts = l->memo->parts;
@@ -333,7 +323,7 @@ static bool run_time(sf_number_rows_layout *l, const char *p, const char *end, c
 }
 
 // A variant's pass: its masks and its conversion inlined.
-SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool strip_cr,
+SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char),
                                   unsigned (*convert8)(const char *, const bounds *, size_t, size_t, float *),
                                   sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
                                   const sf_number_rows_out *out, const char **next) {
@@ -351,7 +341,7 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool str
         if (pass > ROWS_FIELDS / ncols) pass = ROWS_FIELDS / ncols;
         size_t want = pass < max_rows - done ? pass : max_rows - done;
         pass *= 2;
-        size_t nrows = record_bounds(masks, strip_cr, l, p, end, want, &bd, &stop), nn = nrows * ncols;
+        size_t nrows = record_bounds(masks, l, p, end, want, &bd, &stop), nn = nrows * ncols;
         if (!nrows) break;
         float *rows = out->rows + done * ncols;
         size_t good = nrows;
@@ -359,7 +349,7 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool str
             for (unsigned slow = convert8(p, &bd, i, nn, rows); slow; slow &= slow - 1) {
                 size_t k = i + (unsigned)__builtin_ctz(slow);
                 float x;
-                if (sf_parse_float(p + bd.start[k], field_len(p, bd.start[k], bd.end[k]), &x) != 0 ||
+                if (sf_parse_float(p + bd.start[k], (size_t)(bd.end[k] - bd.start[k]), &x) != 0 ||
                     !(fabsf(x) < 0x1p24f)) {
                     good = k / ncols;
                     break;
@@ -370,7 +360,7 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool str
         // Rows of the series the run goes on in, before the times, whose
         // checks carry on from row to row.
         for (size_t r = 0; keyed && r < good; r++) {
-            size_t n = field_len(p, bd.kstart[r], bd.kend[r]);
+            size_t n = (size_t)(bd.kend[r] - bd.kstart[r]);
             if (n != l->key_len || memcmp(p + bd.kstart[r], l->key, n)) good = r;
         }
         for (size_t r = 0; timed && r < good; r++) {
@@ -391,12 +381,12 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char), bool str
 SF_AVX512_NUMBERS static size_t number_rows_avx512(sf_number_rows_layout *l, const char *p, const char *end,
                                                    size_t max_rows, const sf_number_rows_out *out,
                                                    const char **next) {
-    return number_rows_with(masks_avx512, false, convert8_avx512, l, p, end, max_rows, out, next);
+    return number_rows_with(masks_avx512, convert8_avx512, l, p, end, max_rows, out, next);
 }
 
 SF_AVX2_NUMBERS static size_t number_rows_avx2(sf_number_rows_layout *l, const char *p, const char *end,
                                                size_t max_rows, const sf_number_rows_out *out, const char **next) {
-    return number_rows_with(masks_avx2, true, convert8_avx2, l, p, end, max_rows, out, next);
+    return number_rows_with(masks_avx2, convert8_avx2, l, p, end, max_rows, out, next);
 }
 #endif
 
