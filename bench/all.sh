@@ -81,12 +81,13 @@ raw=$(mktemp -d "$work/run.XXXXXX")
 cores=$(nproc)
 q() { [ $quick = 1 ] && echo "$1" || echo "$2"; } # q QUICK FULL
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+cpu_model() { lscpu | sed -n 's/^Model name: *//p' | head -1; }
 # The CPU, for each section's last line: sections of the doc come from runs on different machines.
 cpu_name() {
-    local vec=AVX2
+    local vec="no AVX2"
+    grep -qw avx2 /proc/cpuinfo && vec=AVX2
     grep -qw avx512f /proc/cpuinfo && vec=AVX-512
-    grep -qw avx2 /proc/cpuinfo || [ $vec = AVX-512 ] || vec="no AVX2"
-    echo "$(lscpu | sed -n 's/^Model name: *//p' | head -1) ($vec)"
+    echo "$(cpu_model) ($vec)"
 }
 has_py() { "$py" -c "import $1" >/dev/null 2>&1; }
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true; } # the page cache, when root
@@ -677,9 +678,10 @@ ours=$(tail -1 "$raw/times" | awk '{ n = 0; for (i = 1; i <= 2; i++) { split($i,
     [ -z "$only" ] || [[ ",$only," == *",header,"* ]] || marked=0
     [ $marked = 0 ] || echo "<!-- all.sh:header begin -->"
     flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx512|amx)' | sort | paste -sd' ')
-    echo "- **Machine**: $(lscpu | sed -n 's/^Model name: *//p' | head -1), $cores cores (\`nproc\`), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r)$(systemd-detect-virt -q 2>/dev/null && echo " ($(systemd-detect-virt) guest)")."
+    echo "- **Machine**: $(cpu_model), $cores cores (\`nproc\`), $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo) RAM, Linux $(uname -r)$(systemd-detect-virt -q 2>/dev/null && echo " ($(systemd-detect-virt) guest)")."
     echo "- **Flags**: ${flags:-no AVX-512}$([[ $flags == *amx* ]] || echo "; no AMX")."
-    echo "- **seqfeed**: $(git -C "$root" describe --always --dirty 2>/dev/null || echo "not a git tree"), $("$sf" --version 2>/dev/null | head -1); $("$sf" info 2>/dev/null | sed -n 's/^fp32 *cpu: \(OpenBLAS [0-9.]*\).*/\1/p')$("$sf" info 2>/dev/null | sed -n 's/^bf16 *cpu: \(oneDNN [0-9.]*\).*/, \1/p'); CSV: $("$sf" info 2>/dev/null | sed -n 's/^csv *//p')."
+    info=$("$sf" info 2>/dev/null)
+    echo "- **seqfeed**: $(git -C "$root" describe --always --dirty 2>/dev/null || echo "not a git tree"), $("$sf" --version 2>/dev/null | head -1); $(sed -n 's/^fp32 *cpu: \(OpenBLAS [0-9.]*\).*/\1/p' <<<"$info")$(sed -n 's/^bf16 *cpu: \(oneDNN [0-9.]*\).*/, \1/p' <<<"$info"); CSV: $(sed -n 's/^csv *//p' <<<"$info")."
     echo "- **Peers** ($py): $("$py" -c '
 import importlib.metadata as md, platform
 out = ["Python " + platform.python_version()]
