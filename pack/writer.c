@@ -45,6 +45,22 @@ typedef struct {
 // steps above it count as gaps as they come.
 enum { STEP_SAMPLE = 10000, STEP_KINDS = 256 };
 
+// fdatasync of the file as it grows, on a thread of its own, each SYNC_STEP
+// bytes (sync_ahead). A virtual disk's cache flush costs in proportion to
+// the bytes it has not flushed (88 ms for 64 MB on the development VM,
+// 0.3 ms for 4 KB): left to the final fsync, a quarter of a second of a
+// 1 GB CSV's pack came after its last chunk, with no thread busy.
+#define SYNC_STEP (64u << 20)
+typedef struct {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fd;
+    uint64_t asked, synced;  // bytes: up to which a sync was asked for, done
+    bool stop;
+    int err;  // the first failed sync's errno: the final fsync may not see it again
+} syncer;
+
 struct sf_pack_writer {
     char *path, *tmp_path;
     int fd;
@@ -87,6 +103,9 @@ struct sf_pack_writer {
 
     uint64_t nrows, offset;  // offset: where the next chunk goes
     uint64_t written_back;   // where write-back was last started (write_back)
+    syncer *sync;            // started at the first sync_step bytes (sync_ahead); NULL before
+    uint64_t sync_step;      // SYNC_STEP; tests set less (SEQFEED_TEST_SYNC_STEP)
+    bool sync_off;           // it could not start: the final fsync does it all
     uint64_t data_offset;    // where the first chunk goes
     uint8_t *index;          // SF_INDEX_ENTRY per chunk
     int64_t *chunk_steps;    // sf_pack_chunk_max_step, per chunk written
@@ -203,6 +222,67 @@ static void write_back(sf_pack_writer *w) {
 #endif
 }
 
+static void *syncer_main(void *arg) {
+    syncer *s = arg;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop && s->asked == s->synced) pthread_cond_wait(&s->cv, &s->mu);
+        if (s->asked == s->synced) break;  // stopped, nothing asked
+        uint64_t upto = s->asked;
+        pthread_mutex_unlock(&s->mu);
+        int rc = fdatasync(s->fd);
+        pthread_mutex_lock(&s->mu);
+        if (rc && !s->err) s->err = errno;
+        s->synced = upto;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+// Asks the syncer for the bytes written so far, once they are sync_step
+// more than it was last asked for; started the first time. Only for a
+// temporary file (a device or a FIFO is written as it is). A syncer that
+// cannot start leaves it all to the final fsync.
+static void sync_ahead(sf_pack_writer *w) {
+    if (!w->tmp_path || w->sync_off) return;
+    syncer *s = w->sync;
+    if (!s) {
+        if (w->offset < w->sync_step || !(s = calloc(1, sizeof *s))) return;
+        s->fd = w->fd;
+        pthread_mutex_init(&s->mu, NULL);
+        pthread_cond_init(&s->cv, NULL);
+        if (sf_thread_start(&s->thread, syncer_main, s)) {
+            pthread_mutex_destroy(&s->mu), pthread_cond_destroy(&s->cv);
+            free(s);
+            w->sync_off = true;
+            return;
+        }
+        w->sync = s;
+    } else if (w->offset - s->asked < w->sync_step) {
+        return;
+    }
+    pthread_mutex_lock(&s->mu);
+    s->asked = w->offset;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+// Waits for the syncer and stops it: 0, or a sync's errno.
+static int syncer_stop(sf_pack_writer *w) {
+    syncer *s = w->sync;
+    if (!s) return 0;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->thread, NULL);
+    int err = s->err;
+    pthread_mutex_destroy(&s->mu), pthread_cond_destroy(&s->cv);
+    free(s);
+    w->sync = NULL;
+    return err;
+}
+
 // Writes job seq = next_write once it is compressed, and frees its slot.
 static int write_next(sf_pack_writer *w, sf_err *e) {
     job *j = &w->jobs[w->next_write % w->njobs];
@@ -244,6 +324,7 @@ static int write_next(sf_pack_writer *w, sf_err *e) {
     sf_put_u32(ent + 12, j->placed ? j->placed_crc : sf_crc32c(0, j->stored, j->stored_size));
     w->offset = sf_align_up(w->offset + j->stored_size, SF_PACK_ALIGN);
     write_back(w);
+    sync_ahead(w);
     j->done = false;
     j->placed = false;
     w->next_write++;
@@ -279,6 +360,7 @@ static int flush_chunk(sf_pack_writer *w, sf_err *e) {
 }
 
 static void free_writer(sf_pack_writer *w) {
+    (void)syncer_stop(w);  // a failure's, already reported
     if (w->threads) {
         pthread_mutex_lock(&w->mu);
         w->stop = true;
@@ -428,6 +510,8 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
         }
     }
     w->path = strdup(path);
+    const char *step = getenv("SEQFEED_TEST_SYNC_STEP");  // the syncer's paths in small files
+    w->sync_step = step && *step ? strtoull(step, NULL, 10) : SYNC_STEP;
     w->nthreads = o->threads > 1 ? o->threads : 0;
     w->njobs = w->nthreads ? 2 * (size_t)w->nthreads : 1;
     w->jobs = calloc(w->njobs, sizeof *w->jobs);
@@ -792,6 +876,8 @@ int sf_pack_writer_finish(sf_pack_writer *w, sf_err *e) {
     int rc = write_rest(w, e);
     if (!rc && w->nrows == 0) rc = sf_err_set(e, SF_EINVAL, "%s: no rows to pack", w->path);
     if (!rc) rc = write_trailer(w, e);
+    int err = syncer_stop(w);
+    if (!rc && err) rc = sf_err_errno(e, SF_EIO, err, "%s: cannot sync its temporary file to the disk", w->path);
     if (!rc) rc = sf_temp_commit(w->fd, w->tmp_path, w->path, e);
     if (rc) {
         sf_pack_writer_abort(w);
