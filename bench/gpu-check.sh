@@ -110,7 +110,9 @@ for t in "${tests[@]}"; do step "$(basename "$t")" tests 45 "$t"; done
 # against the CPU too.
 for t in "${tests[@]}"; do
     [ "$(basename "$t")" = test_backend_gpu ] || continue
-    step test_backend_gpu-persistent tests 45 "$t" persistent
+    # cuDNN's log names the condition a persistent algorithm's
+    # CUDNN_STATUS_NOT_SUPPORTED comes from (levels: 1 errors, 2 warnings).
+    step test_backend_gpu-persistent tests 45 env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr "$t" persistent
     step test_backend_gpu-bf16 tests 45 "$t" bf16
 done
 cd - >/dev/null || exit 1
@@ -123,6 +125,9 @@ small=/tmp/seqfeed-gpu-100000x3.sfpack
 [ -f "$data" ] || "$seqfeed" synth -o "$data" --rows 2000000 --feature-count 3 --series-count 4 -q
 [ -f "$small" ] || "$seqfeed" synth -o "$small" --rows 100000 --feature-count 3 --series-count 4 -q
 step bench-train bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 --steps 30 --warmup 5
+# fp32 (FMA math, no TF32), PyTorch's precision below.
+step bench-train-fp32 bench-train 60 "$seqfeed" bench train --data "$data" --gpus all --batch-size 32,256,1024 \
+    --steps 30 --warmup 5 --precision fp32
 # Each new path against its switch back, so that a failure names its path:
 # the host waiting for every step's end before the update (the plain stream
 # path, no graph), the step on streams without its CUDA graph, and the
