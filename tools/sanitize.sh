@@ -2,7 +2,7 @@
 # Runs the unit and integration suites under the sanitizers, each in its own build directory:
 #   asan: AddressSanitizer + UndefinedBehaviorSanitizer (build-asan), leaks
 #         included; any report fails the test that triggered it.
-#   tsan: ThreadSanitizer (build-tsan): the packer's compression, parse and spill threads,
+#   tsan: ThreadSanitizer (build-tsan): the packer's compression, parse, spill and sync threads,
 #         the pipeline's reader, decoders and windowers, the trainer's
 #         replica threads and the CPU backend's part threads.
 # usage: tools/sanitize.sh [asan|tsan]...   (default: both)
