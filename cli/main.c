@@ -45,7 +45,16 @@ static void usage(FILE *f) {
 // - on a CPU it does not know it runs kernels of the SSE era, 4-7x slower
 //   (sf_cpu_blas_core), so OPENBLAS_CORETYPE names the CPU's kind, unless
 //   the user chose one.
+// Under valgrind /proc/self/exe is valgrind's tool, which refuses to run
+// alone ("You cannot run ... directly"): there the program carries on as
+// loaded. Valgrind preloads its vgpreload_*.so into every program it runs.
+static bool under_valgrind(void) {
+    const char *preload = getenv("LD_PRELOAD");
+    return preload && strstr(preload, "vgpreload");
+}
+
 static void blas_environment(char **argv) {
+    if (under_valgrind()) return;
     bool pool = !getenv("OPENBLAS_NUM_THREADS") && strcmp(argv[1], "bench");
     const char *core = getenv("OPENBLAS_CORETYPE") ? NULL : sf_cpu_blas_core();
     if (!pool && !core) return;
