@@ -115,8 +115,10 @@ void cli_guard_temp(const char *path) {
         sa.sa_handler = on_fatal_signal;
         sigemptyset(&sa.sa_mask);
         // A signal the caller ignores (nohup, background jobs) stays ignored.
-        const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
-        for (int i = 0; i < 3; i++) {
+        // SIGPIPE: a reader of stdout or stderr gone (`| head`), which ends
+        // the program as before, its temporary file removed first.
+        const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+        for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
             struct sigaction old;
             if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);
         }

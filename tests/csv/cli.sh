@@ -153,6 +153,7 @@ expect out '^(gpus +none: .*using CPU|gpu [0-9]+ )'
 # defaults a user's shell would give.
 defaults='import os, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 signal.signal(signal.SIGPIPE, signal.SIG_DFL)
 os.execv(sys.argv[1], sys.argv[1:])'
 signal_test() {
@@ -212,6 +213,11 @@ run 2 bench nothing
 
 signal_test INT
 signal_test TERM
+# SIGPIPE: a reader of stdout or stderr gone; SIGQUIT (Ctrl-backslash),
+# without the core it would dump.
+signal_test PIPE
+ulimit -c 0
+signal_test QUIT
 
 finish
 echo "all cli checks passed"
