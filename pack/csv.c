@@ -697,6 +697,30 @@ static int ragged_record(csv *c, const char *row) {
                    "Quote such values (\"...\") or write them without it", nf, c->ncsv, c->delim, hint);
 }
 
+// The carriage return at cr, not a CRLF's, said as what it is: CRs before
+// a line feed (\r\r\n) or lines ending in a CR alone, each with the
+// command that converts the file.
+static int cr_fail(csv *c, const char *cr) {
+    const char *p = cr, *end = c->buf + c->len;
+    while (p < end && *p == '\r') p++;
+    if (p < end && *p == '\n')
+        return fail_at(c, cr, "a line ends with \\r\\r\\n, a carriage return too many; expected \\n or \\r\\n line "
+                       "ends (convert it: tr -d '\\r' < IN.csv > OUT.csv)");
+    return fail_at(c, cr, "a line ends with a carriage return alone (an old Mac file); expected \\n or \\r\\n line "
+                   "ends (convert it: tr '\\r' '\\n' < IN.csv > OUT.csv)");
+}
+
+// A carriage return in the row at first other than its CRLF's, outside
+// quotes: a \r\r\n line end, or lines ending in a CR alone, which the
+// checks of a value would report as text ("2\x0d", with a command that
+// keeps it) or as a ragged row. 0 when there is none.
+static int stray_cr(csv *c, const char *first) {
+    const char *end = c->buf + c->len, *nl = memchr(first, '\n', (size_t)(end - first)), *stop = nl ? nl : end;
+    if (memchr(first, '"', (size_t)(stop - first))) return 0;  // a CR in quotes is a value's own
+    const char *cr = memchr(first, '\r', (size_t)(stop - first));
+    return !cr || (nl && cr + 1 == nl) ? 0 : cr_fail(c, cr);
+}
+
 // A value not a number in column f: one message for every text column the
 // buffered rows show, what each looks like, and the command line that
 // packs the file.
@@ -711,7 +735,8 @@ static int text_columns(csv *c, const char *at, uint32_t f, const char *fs, size
     const char *p = at, *end = c->buf + c->len;
     while (p > c->buf && p[-1] != '\n') p--;  // the start of this row
     const char *first = p;
-    int ragged = ragged_record(c, first);
+    int ragged = stray_cr(c, first);
+    if (!ragged) ragged = ragged_record(c, first);
     if (ragged) {
         free(k), free(row_d);
         return ragged;
@@ -1547,8 +1572,7 @@ static int header_line(csv *c, const char **eol) {
             } else if (*p == '\n') {
                 break;
             } else if (*p == '\r' && p + 1 < end && p[1] != '\n') {
-                return fail_at(c, p, "a line ends with a carriage return alone (an old Mac file); expected \\n or "
-                               "\\r\\n line ends (convert it: tr '\\r' '\\n' < IN.csv > OUT.csv)");
+                return cr_fail(c, p);
             } else if (*p == '"' && (prev == ',' || prev == ';' || prev == '\t')) {
                 inq = true;
             }

@@ -877,6 +877,14 @@ static void case_nul_and_cr(void) {
     check_outputs(false);
     reject("a,b\r1,2\r3,4\r", &o, SF_EFORMAT, "in.csv:1:4: ", "carriage return alone", "tr '\\r' '\\n'", NULL);
     accept_simple("a,b\r\n1,2\r\n", &o, LIST("a", "b"), LIST("1", "2"));  // CRLF stays fine
+    // \r\r\n: its fix drops the CRs (tr '\r' '\n' would make blank lines),
+    // in the header or in a row, where the value check had said "2\x0d",
+    // text, and offered to keep it; a CR alone in a row had been a ragged
+    // row with a decimal comma. A CR in quotes is the value's own.
+    reject("a,b\r\r\n1,2\r\r\n", &o, SF_EFORMAT, "in.csv:1:4: ", "\\r\\r\\n", "tr -d '\\r'", NULL);
+    reject("a,b\n1,2\r\r\n3,4\r\r\n", &o, SF_EFORMAT, "in.csv:2:4: ", "\\r\\r\\n", "tr -d '\\r'", NULL);
+    reject("a,b\n1,2\r3,4\r5,6\n", &o, SF_EFORMAT, "in.csv:2:4: ", "carriage return alone", "tr '\\r' '\\n'", NULL);
+    reject("a,b\n1,\"x\ry\"\n", &o, SF_EFORMAT, "in.csv:2:3: ", "found \"x\\x0dy\"", NULL);
 }
 
 static void case_non_utf8_header(void) {
