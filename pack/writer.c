@@ -106,6 +106,7 @@ struct sf_pack_writer {
     syncer *sync;            // started at the first sync_step bytes (sync_ahead); NULL before
     uint64_t sync_step;      // SYNC_STEP; tests set less (SEQFEED_TEST_SYNC_STEP)
     bool sync_off;           // it could not start: the final fsync does it all
+    bool empty_on_abort;     // stdout, a file that was empty: emptied again on failure
     uint64_t data_offset;    // where the first chunk goes
     uint8_t *index;          // SF_INDEX_ENTRY per chunk
     int64_t *chunk_steps;    // sf_pack_chunk_max_step, per chunk written
@@ -402,6 +403,7 @@ static void free_writer(sf_pack_writer *w) {
 void sf_pack_writer_abort(sf_pack_writer *w) {
     if (!w) return;
     if (w->fd >= 0 && w->tmp_path) unlink(w->tmp_path);
+    if (w->fd >= 0 && w->empty_on_abort) (void)ftruncate(w->fd, 0);
     free_writer(w);
 }
 
@@ -551,11 +553,25 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
         return fd;
     }
     w->fd = fd;
-    if (!w->tmp_path && lseek(fd, 0, SEEK_CUR) < 0) {
+    off_t at = w->tmp_path ? 0 : lseek(fd, 0, SEEK_CUR);
+    if (at < 0) {
         int err = errno;
         free_writer(w);
         return sf_err_errno(e, SF_EUSAGE, err, "%s: an .sfpack is written at offsets, so it cannot go to a pipe or a "
                             "FIFO (write it to a file)", path);
+    }
+    // Stdout a file (-o - > FILE): written at offsets from byte 0, so only
+    // an empty one, opened neither at another byte (another program's
+    // output before it) nor for appending (>>, where every write goes to
+    // the end); on failure it is emptied again (sf_pack_writer_abort).
+    if (!w->tmp_path && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        if (st.st_size || at || fcntl(fd, F_GETFL) & O_APPEND) {
+            free_writer(w);
+            return sf_err_set(e, SF_EUSAGE, "%s: stdout is a file %s: an .sfpack is written at offsets from its "
+                              "start (write it with -o FILE, or to stdout redirected with > into a new file)", path,
+                              st.st_size ? "that holds data already" : "opened for appending (>>)");
+        }
+        w->empty_on_abort = true;
     }
     int rc = write_header(w, series_column, e);
     if (rc) {

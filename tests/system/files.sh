@@ -90,6 +90,22 @@ expect err "fifo is a FIFO: an .sfpack is written at offsets"
 # '-' is stdout, for every output.
 "$SEQFEED" synth -o - --rows 500 -q >piped.sfpack || fail "synth -o - to a file failed"
 run 0 verify piped.sfpack
+# An .sfpack goes to stdout at offsets from byte 0: a file that holds data
+# (another program's before it, or >>) is refused untouched; a pack that
+# fails leaves the file empty, as it was.
+{ echo hi; "$SEQFEED" pack in.csv -o - 2>err; } >before.sfpack
+[ $? -eq 2 ] || fail "pack -o - after another program's output: not a usage error"
+expect err "stdout is a file that holds data already"
+[ "$(cat before.sfpack)" = hi ] || fail "pack -o - wrote over another program's output: $(head -c 20 before.sfpack)"
+echo keep >appended.sfpack
+"$SEQFEED" pack in.csv -o - 2>err >>appended.sfpack && fail "pack -o - >> FILE was accepted"
+expect err "stdout is a file that holds data already"
+: >appended.sfpack
+"$SEQFEED" pack in.csv -o - 2>err >>appended.sfpack && fail "pack -o - >> an empty FILE was accepted"
+expect err "opened for appending"
+printf 'a,b\n1,2\n3,x\n' >late-text.csv
+"$SEQFEED" pack late-text.csv -o - 2>err >failed.sfpack && fail "pack of text packed"
+[ -s failed.sfpack ] && fail "a failed pack -o - left $(wc -c <failed.sfpack) bytes on stdout"
 run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 -q --log -
 expect out "^epoch,loss,val_loss"
 [ -e ./- ] && fail "--log - wrote a file named '-'"
