@@ -18,8 +18,9 @@
 // bounds: the plain model bit-equal; an embedding's model 7.8e-5 apart in
 // its first predictions (its head's 19-wide input, odd, summed in another
 // order than oneDNN's AMX pairs, then rounded again by the last Dense);
-// covariates 3.5e-5 in the losses and 1.46e-4 in the weights. An operand
-// left unrounded would be 4e-3 off (test_ref).
+// covariates 3.5e-5 in the losses and 1.46e-4 in the weights. A forward
+// operand left unrounded (2^-9 relative) still fails the predictions'
+// bound; a backward one shows only in test_ref's gradients, on the CPU.
 // All of it for an LSTM model and, in fp32, for one with GRUs (cuDNN's
 // CUDNN_GRU: its gates and two biases mapped to Keras' layout), which bf16
 // on a GPU refuses with a usage error. Each run prints its worst differences. Exit 77 without a GPU (for bf16,
