@@ -1028,7 +1028,7 @@ static void notes(arrow *a) {
         const column *c = &a->cols[a->keep_col[k]];
         if (!c->changed) continue;
         snprintf(msg, sizeof msg, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 (2^24), "
-                 "and packing changed %" PRIu64 " of its values, by up to %.17g (%s: %s is stored as %.0f)", c->name,
+                 "and packing changed %" PRIu64 " of its values, by up to %.10g (%s: %s is stored as %.0f)", c->name,
                  c->changed, c->max_change, row_text(a, c->first_row, at, sizeof at), c->first,
                  (double)c->first_stored);
         a->o->note(a->o->arg, msg);

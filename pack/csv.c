@@ -632,7 +632,8 @@ static void big_value(const csv *c, lossy *l, float v, const char *s, size_t n, 
         uint64_t col;
         where(c, at, &l->first_line, &col);
         l->first_line += (uint64_t)c->line_base;  // an origin
-        snprintf(l->first, sizeof l->first, "%.*s", (int)(n < sizeof l->first - 1 ? n : sizeof l->first - 1), s);
+        if (n < sizeof l->first) snprintf(l->first, sizeof l->first, "%.*s", (int)n, s);
+        else snprintf(l->first, sizeof l->first, "%.*s...", (int)sizeof l->first - 4, s);  // cut: said so
         l->first_stored = v;
     }
     if ((double)change > l->max_change) l->max_change = (double)change;
@@ -2826,7 +2827,7 @@ static void notes(csv *c) {
         snprintf(stored, sizeof stored, "%.0f", (double)l->first_stored);  // an integer, written out
         size_t len = 0;
         append(msg, sizeof msg, &len, "warning: column \"%s\": float32 holds integers exactly only up to 16777216 "
-               "(2^24), and packing changed %llu of its values, by up to %.17g (line %s: %s is stored as %s)",
+               "(2^24), and packing changed %llu of its values, by up to %.10g (line %s: %s is stored as %s)",
                c->col_names[k], (unsigned long long)l->changed, l->max_change,
                note_line(c, l->first_line, at, sizeof at), l->first, stored);
         // Dates as 20200101 in every row, rising: the time axis, which

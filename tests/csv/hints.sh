@@ -73,6 +73,11 @@ cmp -s out ymd-back.csv || fail "the dates' time column came back as $(cat out)"
 printf 'id,v\n123456789012,1\n-99999999,2\n16777217,3\n16777216,4\n' >ids.csv
 run 0 pack ids.csv -o ids.sfpack
 expect err 'warning: column "id": .* changed 3 of its values, by up to 1516 \(line 2: 123456789012 is stored as 123456790528\)$'
+# A change too large for its digits in 10 (4.94...e+25, not 17 digits), and
+# a value's text too long for the message, cut where it says so.
+printf 'id,v\n123456789012345678901234567890123456,1\n2,2\n' >huge.csv
+run 0 pack huge.csv -o huge.sfpack
+expect err 'by up to 4\.949101101e\+25 \(line 2: 12345678901234567890\.\.\. is stored as 123456789061836689903029900961382400\)$'
 printf 'date,v\n20200102,1\n20200101,2\n' >back.csv
 run 0 pack back.csv -o back.sfpack
 expect err 'warning: column "date": .*changed 1 of its values'
