@@ -117,7 +117,10 @@ void cli_guard_temp(const char *path) {
         // A signal the caller ignores (nohup, background jobs) stays ignored.
         // SIGPIPE: a reader of stdout or stderr gone (`| head`), which ends
         // the program as before, its temporary file removed first.
-        const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE};
+        const int process[] = CLI_PROCESS_SIGNALS;
+        int sigs[sizeof process / sizeof *process + 1];
+        memcpy(sigs, process, sizeof process);
+        sigs[sizeof process / sizeof *process] = SIGPIPE;
         for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) {
             struct sigaction old;
             if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler != SIG_IGN) sigaction(sigs[i], &sa, NULL);

@@ -176,8 +176,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 // exit code after a usage error that names the directory.
 int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *out, size_t cap, const char **path);
 
-// While a temporary output exists, SIGINT/SIGTERM/SIGHUP remove it before
-// the program dies. path NULL: nothing to remove any more.
+// The signals sent to the process that seqfeed handles (Ctrl-C, kill,
+// a closed terminal, Ctrl-backslash): main hands them to one waiting
+// thread, cli_guard_temp removes a temporary output on them.
+#define CLI_PROCESS_SIGNALS {SIGINT, SIGTERM, SIGHUP, SIGQUIT}
+
+// While a temporary output exists, the CLI_PROCESS_SIGNALS and SIGPIPE
+// remove it before the program dies. path NULL: nothing to remove any more.
 void cli_guard_temp(const char *path);
 
 // A progress line on stderr, only on a terminal and only once the work has

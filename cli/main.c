@@ -82,7 +82,8 @@ static void *signal_home(void *arg) {
 static void signals_to_one_thread(void) {
     sigset_t handled;
     sigemptyset(&handled);
-    sigaddset(&handled, SIGINT), sigaddset(&handled, SIGTERM), sigaddset(&handled, SIGHUP), sigaddset(&handled, SIGQUIT);
+    const int sigs[] = CLI_PROCESS_SIGNALS;
+    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++) sigaddset(&handled, sigs[i]);
     pthread_t t;
     // Started first, so that it keeps them unblocked; without it the
     // handlers run wherever the kernel picks, as before.

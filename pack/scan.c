@@ -398,13 +398,12 @@ static bool scalar_forced(void) {
 }
 
 void sf_csv_describe(char *out, size_t n) {
-    sf_number_rows_fn fn = sf_number_rows_pick(SF_SCAN_BEST);
-    const char *how = "field by field (no AVX2)";
+    const char *how = scalar_forced() ? "field by field (SEQFEED_TEST_SCALAR_PARSE)" : "field by field (no AVX2)";
 #ifdef SF_SCAN_X86
+    sf_number_rows_fn fn = sf_number_rows_pick(SF_SCAN_BEST);  // NULL when forced
     if (fn == number_rows_avx512) how = "records of numbers 8 at a time in AVX-512";
     else if (fn == number_rows_avx2) how = "records of numbers 8 at a time in AVX2";
 #endif
-    if (scalar_forced()) how = "field by field (SEQFEED_TEST_SCALAR_PARSE)";
     snprintf(out, n, "%s", how);
 }
 

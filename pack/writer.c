@@ -569,7 +569,9 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
             free_writer(w);
             return sf_err_set(e, SF_EUSAGE, "%s: stdout is a file %s: an .sfpack is written at offsets from its "
                               "start (write it with -o FILE, or to stdout redirected with > into a new file)", path,
-                              st.st_size ? "that holds data already" : "opened for appending (>>)");
+                              st.st_size ? "that holds data already"
+                              : at       ? "opened past its start"
+                                         : "opened for appending (>>)");
         }
         w->empty_on_abort = true;
     }
