@@ -531,7 +531,7 @@ static bool looks_like_time(const char *s, size_t n) {
     if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4]) return false;
     for (int i = 0; i < 10; i++)
         if (pat[i] == 'd' && (unsigned)(s[i] - '0') >= 10) return false;
-    return n == 10 || s[10] == 'T' || s[10] == ' ';
+    return n == 10 || s[10] == 'T' || s[10] == 't' || s[10] == ' ';
 }
 
 // "2012/1/5": four digits and a separator first.

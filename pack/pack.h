@@ -492,10 +492,10 @@ enum {
     SF_TIME_TRUNCATED = 1 << 8,  // sf_time_parse only, never stored: digits below a microsecond were dropped
 };
 // Parses s[0..n): YYYY-MM-DD (or YYYY/MM/DD, as many exports write dates,
-// or ISO-8601's basic YYYYMMDD), then optionally T or a space and HH:MM, :SS
+// or ISO-8601's basic YYYYMMDD), then optionally T (or t) or a space and HH:MM, :SS
 // and a fraction (. or ,; digits below a microsecond are dropped, as
 // Python's datetime.fromisoformat drops them, and SF_TIME_TRUNCATED says
-// so), then optionally Z, +HH:MM, +HHMM or +HH (or -). Returns 0 with *us,
+// so), then optionally Z (or z), +HH:MM, +HHMM or +HH (or -). Returns 0 with *us,
 // microseconds since 1970-01-01T00:00Z (negative before), and *parts (the
 // flags above); SF_EFORMAT when s is not such a time, SF_ERANGE when a
 // field is out of its range (2019-02-29, 24:00, a leap second 23:59:60).

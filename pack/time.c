@@ -50,6 +50,10 @@ static void civil_from_days(int64_t z, int64_t *y, int *m, int *d) {
     *y = yoe + era * 400 + (*m <= 2);
 }
 
+// What separates a date from its time: RFC 3339 allows t for T (and z for
+// Z), as its section 5.6 notes; ISO 8601 a space by agreement.
+static bool is_t(char ch) { return ch == 'T' || ch == 't' || ch == ' '; }
+
 // Parses as sf_time_parse does; on failure *why says what is wrong (why
 // may be NULL).
 static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *why, size_t cap) {
@@ -62,7 +66,7 @@ static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *wh
     size_t i;
     // ISO-8601's basic form (20120131): eight digits, as exports of dates
     // as integers write them.
-    if (n >= 8 && digits(s, 8, &y) && (n == 8 || s[8] == 'T' || s[8] == ' ')) {
+    if (n >= 8 && digits(s, 8, &y) && (n == 8 || is_t(s[8]))) {
         mo = y / 100 % 100, d = y % 100, y /= 10000;
         i = 8;
     } else if (n < 10 || (s[4] != '-' && s[4] != '/') || s[7] != s[4] || !digits(s, 4, &y) || !digits(s + 5, 2, &mo) ||
@@ -76,7 +80,7 @@ static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *wh
     if (mo < 1 || mo > 12) WHY(SF_ERANGE, "month %02d: months run from 01 to 12", mo);
     if (d < 1 || d > month_days(y, mo))
         WHY(SF_ERANGE, "day %02d: %s %04d has %d days", d, month_names[mo - 1], y, month_days(y, mo));
-    if (i < n && (s[i] == 'T' || s[i] == ' ')) {
+    if (i < n && is_t(s[i])) {
         if (n < i + 6 || s[i + 3] != ':' || !digits(s + i + 1, 2, &h) || !digits(s + i + 4, 2, &mi))
             WHY(SF_EFORMAT, "not a time of day after the date: expected HH:MM");
         got |= SF_TIME_CLOCK;
@@ -107,7 +111,7 @@ static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *wh
         if (sec > 59) WHY(SF_ERANGE, "second %02d: seconds run from 00 to 59", sec);
     }
     int64_t offset = 0;  // minutes east of UTC
-    if (i < n && s[i] == 'Z') {
+    if (i < n && (s[i] == 'Z' || s[i] == 'z')) {
         got |= SF_TIME_ZONE;
         i++;
     } else if (i < n && (s[i] == '+' || s[i] == '-') && (got & SF_TIME_CLOCK)) {

@@ -32,7 +32,7 @@ static void test_phases(const char *path) {
 }
 
 // sf_time_parse reads the common layouts (YYYY-MM-DD or YYYY/MM/DD, T or a
-// space, HH:MM[:SS], Z) on a path of their own: each against the same
+// space, HH:MM[:SS], Z; t and z as the general parser) on a path of their own: each against the same
 // instant in the basic form (20100101T...), which the general parser reads,
 // with fields out of range (month 13, day 30 of February, hour 24, second
 // 60, a digit replaced) as often as not: the same result, parts and error
@@ -54,7 +54,8 @@ static void test_common_layouts(void) {
         }
         if (r2 >> 33 & 1) y = py, mo = pmo, d = pd;  // the date before, perhaps not a valid one
         py = y, pmo = mo, pd = d;
-        const char *sep = r2 >> 20 & 1 ? "/" : "-", *t = r2 >> 21 & 1 ? " " : "T", *z = r2 >> 22 & 1 ? "Z" : "";
+        const char *sep = r2 >> 20 & 1 ? "/" : "-", *t = r2 >> 21 & 1 ? " " : (r2 >> 58 & 3) == 0 ? "t" : "T",
+                   *z = r2 >> 22 & 1 ? (r2 >> 62) == 0 ? "z" : "Z" : "";
         int form = (int)((r2 >> 23) % 3);  // date, minutes, seconds
         char ext[64], basic[64], clock[16] = "";
         if (form == 1) snprintf(clock, sizeof clock, "%s%02d:%02d", t, h, mi);
@@ -72,6 +73,14 @@ static void test_common_layouts(void) {
         if (!form && *z) pb |= SF_TIME_ZONE;
         CHECK(ra == rb && (ra || (a == b && pa == pb)), "'%s': rc %d, %lld, parts %#x; '%s': rc %d, %lld, parts %#x",
               ext, ra, (long long)a, pa, basic, rb, (long long)b, pb);
+        // RFC 3339's lower-case t and z read as T and Z.
+        char upper[64];
+        for (size_t k = 0; k < sizeof upper; k++) upper[k] = ext[k] == 't' || ext[k] == 'z' ? (char)(ext[k] - 32) : ext[k];
+        int64_t u = 0;
+        unsigned pu = 0;
+        int ru = sf_time_parse(upper, strlen(upper), &u, &pu);
+        CHECK(ru == ra && (ru || (u == a && pu == pa)), "'%s': rc %d, %lld, parts %#x; '%s': rc %d, %lld, parts %#x",
+              ext, ra, (long long)a, pa, upper, ru, (long long)u, pu);
         // As the packer reads a field: sf_time_same_day first, the text
         // followed by a delimiter.
         char field[80];
