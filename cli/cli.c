@@ -23,7 +23,7 @@ int cli_fail(const char *cmd, const sf_err *e, const char *hint) {
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "seqfeed %s: ", cmd);
+    fprintf(stderr, "seqfeed %s: error: ", cmd);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
     fprintf(stderr, "\nsee 'seqfeed %s --help'\n", cmd);

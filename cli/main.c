@@ -112,7 +112,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
             if (!strcmp(argv[2], commands[i].name))
                 return finish(argv[2], commands[i].run(2, (char *[]){argv[2], "--help", NULL}));
-        fprintf(stderr, "seqfeed: unknown command '%s'\n\n", argv[2]);
+        fprintf(stderr, "seqfeed: error: unknown command '%s'\n\n", argv[2]);
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -127,9 +127,10 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (!strcmp(cmd, commands[i].name)) return finish(cmd, commands[i].run(argc - 1, argv + 1));
     if (cmd[0] == '-')
-        fprintf(stderr, "seqfeed: '%s' before the command: options go after it (seqfeed train %s ...)\n\n", cmd, cmd);
+        fprintf(stderr, "seqfeed: error: '%s' before the command: options go after it (seqfeed train %s ...)\n\n", cmd,
+                cmd);
     else
-        fprintf(stderr, "seqfeed: unknown command '%s'\n\n", cmd);
+        fprintf(stderr, "seqfeed: error: unknown command '%s'\n\n", cmd);
     usage(stderr);
     return EXIT_USAGE;
 }

@@ -133,7 +133,7 @@ run 1 unpack nothing.sfpack -o use.csv
 run 2
 expect err '^usage: seqfeed COMMAND'
 run 2 frobnicate
-expect err "unknown command 'frobnicate'"
+expect err "^seqfeed: error: unknown command 'frobnicate'"
 run 0 --help
 expect out '^usage: seqfeed COMMAND'
 for cmd in pack inspect verify unpack info synth "bench pipeline" "bench read"; do

@@ -139,7 +139,7 @@ run 0 train "${common[@]}" --norm-scope series --checkpoint-dir r --max-steps 7
 run 0 train --checkpoint-dir r --resume -q
 same_bytes s/latest.safetensors r/latest.safetensors || fail "the resumed --norm-scope series run ends elsewhere"
 run 2 train --checkpoint-dir r --resume --norm-scope global -q
-expect err "^seqfeed train: --norm-scope global differs from the checkpoint's series in r/latest.safetensors"
+expect err "^seqfeed train: error: --norm-scope global differs from the checkpoint's series in r/latest.safetensors"
 
 # The default is global, as before: the same run as --norm-scope global, no new metadata.
 run 0 train "${common[@]}" --checkpoint-dir g0

@@ -96,9 +96,9 @@ expect err 'feature "nope" is not a column'
 # says so in one line.
 over common --window 0
 run 2 train "${args[@]}"
-expect err "^seqfeed train: --window 0: expected an integer from 1 to 4294967295$"
+expect err "^seqfeed train: error: --window 0: expected an integer from 1 to 4294967295$"
 run 2 train "${common[@]}" --depht 4
-[ "$(grep -c . err)" -eq 2 ] && expect err "^seqfeed train: unknown option '--depht'$" ||
+[ "$(grep -c . err)" -eq 2 ] && expect err "^seqfeed train: error: unknown option '--depht'$" ||
     fail "an unknown option: $(cat err)"
 run 2 train "${common[@]}" --batch 16
 expect err "unknown option '--batch'"
@@ -110,7 +110,7 @@ run 0 train "${common[@]}" --max-steps 3 --decoders 1 --lanes 1 --depth 2 --pref
     --direct off --block-chunks 1
 over common --batch-size 32 --checkpoint-dir b --resume
 run 2 train "${args[@]}"
-expect err "^seqfeed train: --batch-size 32 differs from the checkpoint's 16 in b/latest.safetensors \(hint: --resume continues the run as it was: leave --batch-size out"
+expect err "^seqfeed train: error: --batch-size 32 differs from the checkpoint's 16 in b/latest.safetensors \(hint: --resume continues the run as it was: leave --batch-size out"
 over common --window 20000
 run 2 train "${args[@]}"
 expect err "fewer than one global batch"

@@ -133,7 +133,7 @@ expect err "--checkpoint-dir bestonly holds another run's checkpoints \(best.saf
 # ... and with --resume (no latest: it started afresh and overwrote that best).
 [ "$best_epoch" -gt 1 ] || fail "the test needs a best after epoch 1"
 run 2 train "${one[@]}" --checkpoint-dir bestonly --resume
-expect err "^seqfeed train: --checkpoint-dir bestonly holds best.safetensors \(epoch $best_epoch\) but no latest.safetensors"
+expect err "^seqfeed train: error: --checkpoint-dir bestonly holds best.safetensors \(epoch $best_epoch\) but no latest.safetensors"
 cmp -s full/best.safetensors bestonly/best.safetensors || fail "--resume beside a best alone changed it"
 
 # --- A checkpoint from before the validation record was kept resumes (none
@@ -190,14 +190,14 @@ expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-sp
 mkdir empty
 for cmd in predict evaluate; do
     run 2 $cmd --checkpoint empty --data s.sfpack
-    expect err "^seqfeed $cmd: --checkpoint empty is a directory without best.safetensors or latest.safetensors: expected a checkpoint file, or a run's directory that holds one \(hint: seqfeed train --checkpoint-dir empty writes them\)"
+    expect err "^seqfeed $cmd: error: --checkpoint empty is a directory without best.safetensors or latest.safetensors: expected a checkpoint file, or a run's directory that holds one \(hint: seqfeed train --checkpoint-dir empty writes them\)"
 done
 run 2 export --checkpoint empty --format keras -o e.keras
 expect err "(--checkpoint empty is a directory without best.safetensors or latest.safetensors|built without)"
 # The directory's checkpoints are what is read: none is an output.
 cp full/best.safetensors best.before
 run 2 predict --checkpoint full --data s.sfpack -o full/best.safetensors
-expect err "^seqfeed predict: --output full/best.safetensors is a checkpoint of the run's directory --checkpoint full: write to another file"
+expect err "^seqfeed predict: error: --output full/best.safetensors is a checkpoint of the run's directory --checkpoint full: write to another file"
 cmp -s best.before full/best.safetensors || fail "predict wrote over the run's best.safetensors"
 mkdir epochs && cp full/epoch-0001.safetensors epochs/
 run 2 evaluate --checkpoint epochs --data s.sfpack

@@ -202,7 +202,7 @@ run 2 train "${opts[@]}" --folds 1 --checkpoint-dir e1
 expect err "--folds 1: cross-validation trains at least 2 folds"
 for bad in "--val-split 0.2" "--log l.csv" "--trace t.json"; do
     run 2 train "${opts[@]}" --folds 3 --checkpoint-dir e2 $bad
-    expect err "^seqfeed train: ${bad%% *} with --folds 3: .*\(hint: leave ${bad%% *} out, or train without --folds\)"
+    expect err "^seqfeed train: error: ${bad%% *} with --folds 3: .*\(hint: leave ${bad%% *} out, or train without --folds\)"
 done
 over opts --window 48
 run 2 train "${args[@]}" --folds 20 --checkpoint-dir e3
@@ -217,7 +217,7 @@ expect err "--checkpoint-dir cv holds a cross-validation's folds \(cv/fold-1\).*
 [ ! -e cv/latest.safetensors ] || fail "a run of one validation tail was written beside the folds"
 # A fold's own directory resumed alone: pointed to the folds' directory.
 run 2 train --checkpoint-dir cv/fold-2 --resume
-expect err "^seqfeed train: cv/fold-2/latest.safetensors is fold 2 of 3 of a cross-validation .*\(hint: --checkpoint-dir cv --resume"
+expect err "^seqfeed train: error: cv/fold-2/latest.safetensors is fold 2 of 3 of a cross-validation .*\(hint: --checkpoint-dir cv --resume"
 run 2 train --checkpoint-dir cv --resume --folds 4
 expect err "--folds 4 differs from the checkpoint's 3 in cv/fold-1/latest.safetensors"
 run 2 evaluate --checkpoint cv --data c.sfpack

@@ -162,7 +162,7 @@ run 2 train "${small[@]}" --replicas 3
 # a contradicting flag names both values.
 run 0 train --checkpoint-dir v --resume --epochs 3 -q
 run 2 train --checkpoint-dir v --resume --window 9
-expect err "^seqfeed train: --window 9 differs from the checkpoint's 8 in v/latest.safetensors"
+expect err "^seqfeed train: error: --window 9 differs from the checkpoint's 8 in v/latest.safetensors"
 run 2 train --checkpoint-dir v --resume --target change
-expect err "^seqfeed train: --target change differs from the checkpoint's value"
+expect err "^seqfeed train: error: --target change differs from the checkpoint's value"
 finish

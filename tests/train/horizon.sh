@@ -63,7 +63,7 @@ run 2 train "${common[@]}" --horizon 2-3 --epochs 4 --checkpoint-dir m --resume
 expect err "--horizon 2-3.*1-3"
 # A range whose last step differs is named whole too, not by its last step.
 run 2 train "${common[@]}" --horizon 1-4 --epochs 4 --checkpoint-dir m --resume
-expect err "^seqfeed train: --horizon 1-4 differs from the checkpoint's 1-3 in"
+expect err "^seqfeed train: error: --horizon 1-4 differs from the checkpoint's 1-3 in"
 
 # predict: a row per window and step, as the CSV's windows say.
 run 0 predict --checkpoint m/latest.safetensors --data h.sfpack --with-actual -o p.csv -q

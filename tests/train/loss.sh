@@ -31,7 +31,7 @@ for bad in "quantile:0.1,1.5|outside \(0, 1\)" "quantile:0,0.5|outside \(0, 1\)"
            "quantile:0.1,x|'x' is no number" "huber:0|delta must be a finite number above 0" "huber:x|delta must be" \
            "mse:2|expected mse, mae, huber" "l1|expected mse, mae, huber"; do
     run 2 "${base[@]}" --loss "${bad%%|*}" --checkpoint-dir bad
-    expect err "^seqfeed train: --loss ${bad%%|*}: .*${bad#*|}"
+    expect err "^seqfeed train: error: --loss ${bad%%|*}: .*${bad#*|}"
     [ -e bad ] && fail "--loss ${bad%%|*}: a refused run left its directory"
 done
 run 0 train --help

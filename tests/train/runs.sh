@@ -35,14 +35,14 @@ expect err "feature \"f1\" is named twice in --features 'f1,f1'"
 # --- An option given twice: which value was meant is the user's to say.
 "$SEQFEED" synth -o t.sfpack --rows 3000 --feature-count 2 --series-count 1 --seed 2 -q || exit 1
 run 2 train "${common[@]}" --epochs 1 --data t.sfpack --checkpoint-dir twice
-expect err "^seqfeed train: --data is given twice \(s.sfpack, then t.sfpack\): give it once"
+expect err "^seqfeed train: error: --data is given twice \(s.sfpack, then t.sfpack\): give it once"
 [ ! -e twice ] || fail "a refused command line created its checkpoint directory"
 run 2 train "${common[@]}" --epochs 1 --window 8 --checkpoint-dir twice
 expect err "--window is given twice \(8, then 8\)"
 run 2 synth -o x.sfpack -o y.sfpack --rows 10
-expect err "^seqfeed synth: --output is given twice \(x.sfpack, then y.sfpack\)"
+expect err "^seqfeed synth: error: --output is given twice \(x.sfpack, then y.sfpack\)"
 run 2 inspect --data s.sfpack --data t.sfpack
-expect err "^seqfeed inspect: --data is given twice"
+expect err "^seqfeed inspect: error: --data is given twice"
 # A flag given twice says nothing new: accepted.
 run 0 inspect --data s.sfpack -q -q
 
@@ -63,7 +63,7 @@ run 0 train --checkpoint-dir a --resume --epochs 3 -q
 
 # --- --resume where there is nothing to resume.
 run 2 train --checkpoint-dir empty --resume
-expect err "^seqfeed train: there is no checkpoint in empty \(no latest.safetensors\): nothing to resume \(hint: leave --resume out, and give --data, to start a run there\)"
+expect err "^seqfeed train: error: there is no checkpoint in empty \(no latest.safetensors\): nothing to resume \(hint: leave --resume out, and give --data, to start a run there\)"
 grep -q "missing --data" err && fail "--resume without a checkpoint still says 'missing --data': $(cat err)"
 run 2 train --checkpoint-dir olds --resume
 expect err "--checkpoint-dir olds holds epoch-0001.safetensors but no latest.safetensors"
@@ -124,13 +124,13 @@ done
 rm -rf ed && cp -r full ed && rm ed/seqfeed.lock
 edmeta ed/latest.safetensors window=8,1,1,0
 run 2 train --checkpoint-dir ed --resume --epochs 4
-expect err "^seqfeed train: ed/latest.safetensors: the run predicts its windows' own last row \(window horizon 0, from an older seqfeed\): --resume trains only for a later row"
+expect err "^seqfeed train: error: ed/latest.safetensors: the run predicts its windows' own last row \(window horizon 0, from an older seqfeed\): --resume trains only for a later row"
 [ ! -e ed/epoch-0004.safetensors ] || fail "a horizon-0 run was resumed"
 run 0 predict --checkpoint ed/latest.safetensors --data s.sfpack -o h0.csv -q
 
 # --- Precision is the run's: another is refused, naming both.
 run 2 train --checkpoint-dir a --resume --epochs 4 --precision bf16
-expect err "^seqfeed train: --precision bf16 differs from the checkpoint's fp32 in a/latest.safetensors \(hint: --resume continues the run as it was: leave --precision out"
+expect err "^seqfeed train: error: --precision bf16 differs from the checkpoint's fp32 in a/latest.safetensors \(hint: --resume continues the run as it was: leave --precision out"
 run 0 train --checkpoint-dir a --resume --epochs 4 --precision fp32 -q
 # tf32 computes with fp32 weights: a tf32 run (a GPU job) goes on in fp32
 # when asked (here, a CPU machine), and its checkpoints then record fp32;
@@ -138,7 +138,7 @@ run 0 train --checkpoint-dir a --resume --epochs 4 --precision fp32 -q
 cp -r full tf && rm tf/seqfeed.lock
 edmeta tf/latest.safetensors precision=tf32
 run 2 train --checkpoint-dir tf --resume --epochs 4
-expect err "^seqfeed train: tf/latest.safetensors: the run trains in tf32 \(the checkpoint's precision\), which needs GPUs of compute capability 8.0 or later, and this machine trains on the CPU \(hint: --precision fp32 continues it here"
+expect err "^seqfeed train: error: tf/latest.safetensors: the run trains in tf32 \(the checkpoint's precision\), which needs GPUs of compute capability 8.0 or later, and this machine trains on the CPU \(hint: --precision fp32 continues it here"
 run 0 train --checkpoint-dir tf --resume --epochs 4 --precision fp32
 expect err "^resume: --precision fp32 from here on \(the run trained in tf32 until now; both keep fp32 weights\): its checkpoints record fp32"
 grep -aq '"precision":"fp32"' tf/latest.safetensors || fail "the run resumed in fp32 still records tf32"

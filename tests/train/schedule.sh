@@ -76,24 +76,24 @@ expect c1/err "^epoch 1/1 - .* - lr 1e-05 - "
 # --- usage errors
 tr=(--data s.sfpack --model lstm:8,dense --window 8 --batch-size 32 --epochs 1 --gpus none -q)
 run 2 train "${tr[@]}" --lr-factor 0.5
-expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is constant \(the default\)"
+expect err "^seqfeed train: error: --lr-factor belongs to --lr-schedule plateau, and this run's is constant \(the default\)"
 run 2 train "${tr[@]}" --lr-schedule cosine --lr-patience 3
-expect err "^seqfeed train: --lr-patience belongs to --lr-schedule plateau, and this run's is cosine \(hint: --lr-schedule plateau"
+expect err "^seqfeed train: error: --lr-patience belongs to --lr-schedule plateau, and this run's is cosine \(hint: --lr-schedule plateau"
 run 2 train "${tr[@]}" --lr-schedule cosine --min-delta 0.01
-expect err "^seqfeed train: --min-delta says what counts as an improvement of val_loss for --early-stop and --lr-schedule plateau, and this run has neither \(hint: add --early-stop N, or leave --min-delta out\)"
+expect err "^seqfeed train: error: --min-delta says what counts as an improvement of val_loss for --early-stop and --lr-schedule plateau, and this run has neither \(hint: add --early-stop N, or leave --min-delta out\)"
 run 2 train "${tr[@]}" --lr-min 1e-5
-expect err "^seqfeed train: --lr-min belongs to --lr-schedule cosine or plateau, and this run's is constant"
+expect err "^seqfeed train: error: --lr-min belongs to --lr-schedule cosine or plateau, and this run's is constant"
 run 2 train "${tr[@]}" --lr-schedule plateau --val-split 0
-expect err "^seqfeed train: --lr-schedule plateau lowers the lr when val_loss stops improving, and --val-split 0 leaves no validation"
+expect err "^seqfeed train: error: --lr-schedule plateau lowers the lr when val_loss stops improving, and --val-split 0 leaves no validation"
 run 2 train "${tr[@]}" --lr-schedule cosine --lr-min 0.01
-expect err "^seqfeed train: --lr-min 0.01 is not below --lr 0.001"
+expect err "^seqfeed train: error: --lr-min 0.01 is not below --lr 0.001"
 # --lr-min equal to --lr (as float32 keeps it) is not below it either.
 run 2 train "${tr[@]}" --lr-schedule plateau --lr-min 0.001
-expect err "^seqfeed train: --lr-min 0.001 is not below --lr 0.001: the lr would never be reduced \(hint: a smaller --lr-min\)$"
+expect err "^seqfeed train: error: --lr-min 0.001 is not below --lr 0.001: the lr would never be reduced \(hint: a smaller --lr-min\)$"
 run 2 train "${tr[@]}" --lr-schedule fast
-expect err "^seqfeed train: --lr-schedule fast: expected one of constant, cosine, plateau"
+expect err "^seqfeed train: error: --lr-schedule fast: expected one of constant, cosine, plateau"
 run 2 train "${tr[@]}" --lr-schedule plateau --lr-factor 1
-expect err "^seqfeed train: --lr-factor 1: expected a number above 0 to below 1"
+expect err "^seqfeed train: error: --lr-factor 1: expected a number above 0 to below 1"
 run 2 train "${tr[@]}" --lr-schedule cosine --warmup-steps 168
 expect err "^seqfeed train: error: --warmup-steps 168 leaves no steps for the cosine decay: the run plans 168 steps.*or more --epochs\)$"
 # A plan cut by --max-steps: the hint names it, not --epochs.
@@ -104,14 +104,14 @@ run 2 train "${tr[@]}" --lr-schedule plateau --val-split 0.0001
 expect err "^seqfeed train: error: --lr-schedule plateau lowers the lr when val_loss stops improving, and this run has no validation windows"
 # A resume takes the run's schedule; another one, or another setting of it, is refused.
 run 2 train --checkpoint-dir p1/ck --resume --lr-schedule cosine -q
-expect err "^seqfeed train: --lr-schedule cosine differs from the checkpoint's plateau in p1/ck/latest.safetensors"
+expect err "^seqfeed train: error: --lr-schedule cosine differs from the checkpoint's plateau in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir p1/ck --resume --lr-patience 2 -q
-expect err "^seqfeed train: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
+expect err "^seqfeed train: error: --lr-patience 2 differs from the checkpoint's 1 in p1/ck/latest.safetensors"
 # Values as given, in their fewest digits (not 0.29999999999999999).
 run 2 train --checkpoint-dir p1/ck --resume --lr-factor 0.3 -q
-expect err "^seqfeed train: --lr-factor 0.3 differs from the checkpoint's 0.1 in p1/ck/latest.safetensors"
+expect err "^seqfeed train: error: --lr-factor 0.3 differs from the checkpoint's 0.1 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir p1/ck --resume --min-delta 0.1 -q
-expect err "^seqfeed train: --min-delta 0.1 differs from the checkpoint's 0 in p1/ck/latest.safetensors"
+expect err "^seqfeed train: error: --min-delta 0.1 differs from the checkpoint's 0 in p1/ck/latest.safetensors"
 run 2 train --checkpoint-dir c1/ck --resume --lr-factor 0.5 -q
-expect err "^seqfeed train: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\) \(hint: leave --lr-factor out\)"
+expect err "^seqfeed train: error: --lr-factor belongs to --lr-schedule plateau, and this run's is cosine \(the checkpoint's\) \(hint: leave --lr-factor out\)"
 finish

@@ -88,11 +88,11 @@ same_bytes long/epoch-0001.safetensors long-stop/epoch-0001.safetensors ||
 # A resume keeps the run's epochs: another value is refused, naming both.
 run 0 train "${common[@]}" --epochs 2 --max-steps 5 --checkpoint-dir plain -q
 run 2 train --checkpoint-dir plain --resume --steps-per-epoch 7
-expect err "^seqfeed train: --steps-per-epoch 7 differs from the checkpoint's \(none\) in plain/latest.safetensors"
+expect err "^seqfeed train: error: --steps-per-epoch 7 differs from the checkpoint's \(none\) in plain/latest.safetensors"
 run 2 train --checkpoint-dir short-stop --resume --steps-per-epoch $((short + 1)) --epochs 9
-expect err "^seqfeed train: --steps-per-epoch $((short + 1)) differs from the checkpoint's $short in short-stop/latest"
+expect err "^seqfeed train: error: --steps-per-epoch $((short + 1)) differs from the checkpoint's $short in short-stop/latest"
 run 2 train --checkpoint-dir short-stop --resume --validation-steps 2 --epochs 9
-expect err "^seqfeed train: --validation-steps 2 differs from the checkpoint's \(none\)"
+expect err "^seqfeed train: error: --validation-steps 2 differs from the checkpoint's \(none\)"
 # The same value given again is no change.
 run 0 train --checkpoint-dir short-stop --resume --steps-per-epoch $short --epochs $((n + 1)) -q
 [ -f short-stop/epoch-$(printf %04d $((n + 1))).safetensors ] || fail "the resume with the same value did not train"
@@ -224,7 +224,7 @@ expect err "edited/latest.safetensors: metadata 'epoch_step' is $short, with 'ep
 for opt in steps-per-epoch validation-steps log-every; do
     over common --$opt 0
     run 2 train "${args[@]}"
-    expect err "^seqfeed train: --$opt 0: expected an integer from 1 to 1099511627776$"
+    expect err "^seqfeed train: error: --$opt 0: expected an integer from 1 to 1099511627776$"
 done
 over common --val-split 0 --validation-steps 4
 run 2 train "${args[@]}"
