@@ -3,6 +3,7 @@
 // (cli_command.uses); the parser and --help both read that list, so a
 // command's help lists exactly what it accepts. Names must be given whole:
 // no abbreviations, so that each option has one spelling.
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -449,10 +450,10 @@ static cli_opt lookup(const char *arg, const char **inline_value) {
 
 static const cli_opt output_opts[] = {OPT_OUTPUT, OPT_LOG, OPT_TRACE, OPT_REPORT};
 
-// Whether path names a file train writes in the checkpoint directory dir
-// (latest.safetensors, best.safetensors, epoch-NNNN.safetensors,
-// seqfeed.lock): the run would replace it, or it the run's checkpoint.
-static bool checkpoint_file(const char *path, const char *dir) {
+// Whether path, as named, is a file train writes in the checkpoint
+// directory dir (latest.safetensors, best.safetensors,
+// epoch-NNNN.safetensors, seqfeed.lock).
+static bool named_run_file(const char *path, const char *dir) {
     const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
     bool ours = sf_checkpoint_run_file(base) || !strcmp(base, "seqfeed.lock");
     if (!ours) return false;
@@ -462,6 +463,33 @@ static bool checkpoint_file(const char *path, const char *dir) {
                 a.st_dev == b.st_dev && a.st_ino == b.st_ino;
     free(parent);
     return same;
+}
+
+// Whether writing path would write one of those files of dir: by its name,
+// or through a symbolic link, to a run file that exists (any name reaches
+// it) or to the name of one that does not yet.
+static bool checkpoint_file(const char *path, const char *dir) {
+    if (named_run_file(path, dir)) return true;
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        DIR *d = opendir(dir);
+        bool same = false;
+        for (struct dirent *ent; d && !same && (ent = readdir(d));) {
+            struct stat r;
+            same = (sf_checkpoint_run_file(ent->d_name) || !strcmp(ent->d_name, "seqfeed.lock")) &&
+                   fstatat(dirfd(d), ent->d_name, &r, 0) == 0 && r.st_dev == st.st_dev && r.st_ino == st.st_ino;
+        }
+        if (d) closedir(d);
+        return same;
+    }
+    char target[PATH_MAX], joined[2 * PATH_MAX];
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) return false;
+    target[n] = 0;
+    const char *slash = strrchr(path, '/');
+    if (target[0] == '/' || !slash) snprintf(joined, sizeof joined, "%s", target);
+    else snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, target);
+    return named_run_file(joined, dir);
 }
 
 // A file the command writes must be one it can write, and none may be one

@@ -5,7 +5,8 @@
 # val_loss, which evaluate reproduces; a run in parts (--max-steps, then
 # --resume), or killed between best's rename and latest's, ends byte for
 # byte as the run in one go, best included; predict, evaluate and export
-# given a run's directory take its best and say so; --early-stop without
+# given a run's directory take its best and say so, and refuse an output
+# that is one of its files, by name or through a link; --early-stop without
 # validation and a directory without checkpoints are refused, naming them.
 set -u
 : "${SEQFEED:?SEQFEED must name the seqfeed binary}"
@@ -199,6 +200,18 @@ cp full/best.safetensors best.before
 run 2 predict --checkpoint full --data s.sfpack -o full/best.safetensors
 expect err "^seqfeed predict: error: --output full/best.safetensors is a checkpoint of the run's directory --checkpoint full: write to another file"
 cmp -s best.before full/best.safetensors || fail "predict wrote over the run's best.safetensors"
+# ... nor reached through a symbolic link of another name, beside it or
+# elsewhere, to a run file that exists or to the name of one to come.
+ln -s best.safetensors full/sym.keras
+run 2 predict --checkpoint full --data s.sfpack -o full/sym.keras
+expect err "^seqfeed predict: error: --output full/sym.keras is a checkpoint of the run's directory --checkpoint full"
+ln -s full/epoch-0001.safetensors log.csv
+run 2 train --checkpoint-dir full --resume --epochs 30 --log log.csv
+expect err "^seqfeed train: error: --log log.csv is a file train writes in --checkpoint-dir full"
+ln -s full/epoch-0099.safetensors later.html
+run 2 train --checkpoint-dir full --resume --epochs 30 --report later.html
+expect err "^seqfeed train: error: --report later.html is a file train writes in --checkpoint-dir full"
+cmp -s best.before full/best.safetensors || fail "a link wrote over the run's best.safetensors"
 mkdir epochs && cp full/epoch-0001.safetensors epochs/
 run 2 evaluate --checkpoint epochs --data s.sfpack
 expect err "\(hint: --checkpoint epochs/epoch-0001.safetensors names the last epoch's\)"
