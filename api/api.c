@@ -233,6 +233,10 @@ int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, 
     if (report) *report = NULL;
     if (!in || !out) return sf_err_set(e, SF_EINVAL, "sf_api_pack_csv: %s is NULL", in ? "the output path" : "the input");
     if (!o) o = &none;
+    struct stat si, so;
+    if (stat(in, &si) == 0 && stat(out, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+        return sf_err_set(e, SF_EUSAGE, "the output %s is the same file as the input %s: one would destroy the other "
+                          "(hint: another output name, ending in .sfpack)", out, in);
     sf_text notes = {0};
     sf_csv_pack_opts co = {.columns = o->columns, .drop_columns = o->drop_columns, .series_column = o->series_column,
                            .time_column = o->time_column, .categorical = o->categorical, .note = add_note,

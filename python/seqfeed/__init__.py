@@ -25,6 +25,7 @@ import math
 import numbers
 import os
 import re
+import stat
 import struct
 import sys
 import threading
@@ -782,9 +783,12 @@ def _name(name, option, v, none, empty=False):
 
 def _is_parquet(path):
     """A directory (of Parquet files), or a file that starts with Parquet's magic PAR1."""
-    if os.path.isdir(path):
-        return True
     try:
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            return True
+        if not stat.S_ISREG(st.st_mode):
+            return False  # a FIFO or a device: the CSV packer refuses it without waiting on it
         with open(path, "rb") as f:
             return f.read(4) == b"PAR1"
     except OSError:
@@ -910,8 +914,16 @@ def load_checkpoint(path):
         return SeqfeedError(-5, "%s: %s" % (name, why))
 
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        # O_NONBLOCK: a FIFO opens at once (and is refused) instead of
+        # waiting for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                what = "Is a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
+                    else "not a regular file"
+                raise SeqfeedError(-1, "%s: cannot read the checkpoint (%s)" % (name, what))
+            size = st.st_size
             head = f.read(8)
             if len(head) < 8:
                 raise corrupt("%d bytes: not a safetensors file (too short for its header's size)" % len(head))

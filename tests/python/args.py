@@ -4,6 +4,7 @@ checks of the same fields, and closed or shared handles used from threads
 argv[1] is the seqfeed program, whose messages give each option's range)."""
 import ctypes
 import math
+import os
 import re
 import subprocess
 import sys
@@ -431,6 +432,28 @@ for shape in ([2**70, 0], [2**31, 2**31, 0], [2**62, 0], [1] * 40 + [0]):  # onc
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the checkpoint (Is a directory)", "ck")
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gone.safetensors: cannot read the checkpoint (No such file or "
        "directory)", "gone.safetensors")
+
+# A FIFO is not a checkpoint: refused at once, not waited on for a writer.
+os.mkfifo("ck.fifo")
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck.fifo: cannot read the checkpoint (a FIFO)", "ck.fifo")
+
+# ---- pack of a CSV: never over its input, by name or link; a FIFO read as it comes ----
+with open("in.csv", "w") as f:
+    f.write("time,v\n2010-01-01,1\n2010-01-02,2\n")
+csv_bytes = open("in.csv", "rb").read()
+os.symlink("in.csv", "link.csv")
+for out in ("in.csv", "link.csv"):
+    raises(seqfeed.SeqfeedError, seqfeed.pack, "the output %s is the same file as the input in.csv: one would destroy "
+           "the other (hint: another output name, ending in .sfpack)" % out, "in.csv", out)
+if open("in.csv", "rb").read() != csv_bytes:
+    fail("pack wrote over its input CSV")
+os.mkfifo("in.fifo")
+writer = threading.Thread(target=lambda: open("in.fifo", "wb").write(csv_bytes))
+writer.start()
+r = seqfeed.pack("in.fifo", "fifo.sfpack")
+writer.join()
+if r["rows"] != 2:
+    fail("a CSV through a FIFO: %r rows, expected 2 (its first bytes read and lost?)" % r["rows"])
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
