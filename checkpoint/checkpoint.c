@@ -85,7 +85,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
             return sf_err_set(e, SF_ENOMEM, "out of memory for the series' names");
         }
     }
-    char v[35][64];
+    char v[36][64];
     snprintf(v[20], 64, "%016llx", (unsigned long long)c->data_fingerprint);
     snprintf(v[21], 64, "%.17g", c->max_gap);
     snprintf(v[0], 64, "%u,%u,%u,%u", c->window.length, c->window.stride, c->window.sampling_rate, c->window.horizon);
@@ -129,6 +129,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
     snprintf(v[32], 64, "%llu", (unsigned long long)c->steps_per_epoch);
     snprintf(v[33], 64, "%llu", (unsigned long long)c->validation_steps);
     snprintf(v[34], 64, "%llu", (unsigned long long)c->log_every);
+    snprintf(v[35], 64, "%llu", (unsigned long long)c->checkpoint_every);
     char loss[SF_LOSS_TEXT];
     sf_loss_format(&m->loss, loss, sizeof loss);
     const char *meta[] = {"format", FORMAT, "model", c->model, "loss", loss, "features", c->features, "targets", c->targets,
@@ -143,6 +144,7 @@ int sf_checkpoint_write(const char *path, const sf_checkpoint *c, const sf_model
                           "log", c->log, "log_from_checkpoint_dir", c->log_from_dir,
                           "tensorboard", c->tensorboard, "tensorboard_from_checkpoint_dir", c->tensorboard_from_dir,
                           "steps_per_epoch", v[32], "validation_steps", v[33], "log_every", v[34],
+                          "checkpoint_every", v[35],
                           "min_delta", v[27], "early_stop", b[0], "since_improved", b[1],
                           // the schedule's keys, when a run wrote it (else it reads as constant), and
                           // the best's, when there is one
@@ -502,7 +504,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     int rc = 0;
     const char *format = sf_st_meta(s, "format");
     char window[64], norm[16];
-    uint64_t u[17] = {0};
+    uint64_t u[18] = {0};
     if (!format || strcmp(format, FORMAT) != 0)
         rc = sf_err_set(e, SF_EFORMAT, "%s: not a seqfeed checkpoint (format '%s', expected '" FORMAT "')", path,
                         format ? format : "missing");
@@ -594,12 +596,12 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
     if (!rc) rc = meta_double(s, path, "epoch_wait", &c->epoch_wait, e);
     if (!rc) rc = meta_double(s, path, "epoch_seconds", &c->epoch_seconds, e);
     if (!rc) rc = read_schedule(s, path, c, e);
-    const char *count_keys[17] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch",
+    const char *count_keys[18] = {"inputs", "outputs", "epoch", "epoch_step", "step", "seed", "epochs", "batch",
                                   "replicas", "pool", "rows", "epoch_samples", "lanes", "block_chunks",
-                                  "steps_per_epoch", "validation_steps", "log_every"};
+                                  "steps_per_epoch", "validation_steps", "log_every", "checkpoint_every"};
     // Kept since a later version: 0 before (an epoch a pass, every
-    // validation window, the default log rows, no wall so far).
-    for (int k = 14; k < 17 && !rc; k++) rc = meta_u64_or(s, path, count_keys[k], 0, &u[k], e);
+    // validation window, the default log rows, latest at epoch ends only).
+    for (int k = 14; k < 18 && !rc; k++) rc = meta_u64_or(s, path, count_keys[k], 0, &u[k], e);
     // Every setting within what train accepts, so that a damaged or edited
     // checkpoint is named here rather than truncated or blamed on a flag.
     static const struct {
@@ -613,7 +615,7 @@ static int from_st(const sf_st *s, const char *path, sf_checkpoint *c, sf_model 
             rc = sf_err_set(e, SF_EFORMAT, "%s: metadata '%s' is %llu, expected %llu to %llu (a damaged or edited "
                             "checkpoint)", path, count_keys[counts[k].k], (unsigned long long)u[counts[k].k],
                             (unsigned long long)counts[k].lo, (unsigned long long)counts[k].hi);
-    c->steps_per_epoch = u[14], c->validation_steps = u[15], c->log_every = u[16];
+    c->steps_per_epoch = u[14], c->validation_steps = u[15], c->log_every = u[16], c->checkpoint_every = u[17];
     if (!rc && !(c->val_split >= 0 && c->val_split < 1))
         rc = sf_err_set(e, SF_EFORMAT, "%s: metadata 'val_split' is %g, expected 0 to below 1 (a damaged or edited "
                         "checkpoint)", path, c->val_split);

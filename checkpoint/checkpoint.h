@@ -155,6 +155,7 @@ typedef struct {
     // epochs and val_loss. A checkpoint from before they were kept: 0.
     uint64_t steps_per_epoch, validation_steps;
     uint64_t log_every;            // a log row every this many steps (0: the default)
+    uint64_t checkpoint_every;     // latest written every this many steps too (0: at epoch ends only)
     // --norm-scope series: the nscoped series scaled by their own training
     // rows' statistics, by name (scoped[s].name; first_row and rows are the
     // training file's when written, 0 when read); series s's scales at

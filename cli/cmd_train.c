@@ -381,6 +381,7 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         *bounds[k].field = bounds[k].theirs;
     }
     if (!v[OPT_LOG_EVERY].set) o->log_every = ck->log_every;  // the log goes on alike, unless told otherwise
+    if (!v[OPT_CHECKPOINT_EVERY].set) o->checkpoint_every = ck->checkpoint_every;  // and so do the checkpoints
     if (v[OPT_NORM_SCOPE].set &&
         (rc = differs(OPT_NORM_SCOPE, o->norm_series ? "series" : "global", ck->nscoped ? "series" : "global", path)))
         return rc;

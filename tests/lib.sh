@@ -99,8 +99,9 @@ PY
 # same_bytes A B: checkpoints A and B are the same bytes but for the
 # metadata that two runs of one setting may differ in: the names of its log
 # and TensorBoard directory (log, log_from_checkpoint_dir, tensorboard,
-# tensorboard_from_checkpoint_dir), and what --pipeline auto chose (pipeline:
-# it follows the machine's timing, and changes no batch).
+# tensorboard_from_checkpoint_dir), what --pipeline auto chose (pipeline:
+# it follows the machine's timing, and changes no batch), and how often it
+# saves (checkpoint_every: a kill's cost, not the weights).
 same_bytes() {
     python3 - "$@" <<'PY'
 import json, struct, sys
@@ -108,7 +109,8 @@ def load(p):
     b = open(p, "rb").read()
     n = struct.unpack("<Q", b[:8])[0]
     h = json.loads(b[8:8 + n])
-    for k in ("log", "log_from_checkpoint_dir", "tensorboard", "tensorboard_from_checkpoint_dir", "pipeline"):
+    for k in ("log", "log_from_checkpoint_dir", "tensorboard", "tensorboard_from_checkpoint_dir", "pipeline",
+              "checkpoint_every"):
         h["__metadata__"].pop(k, None)
     return h, b[8 + n:]
 sys.exit(load(sys.argv[1]) != load(sys.argv[2]))

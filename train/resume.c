@@ -90,6 +90,7 @@ int sf_run_record(sf_checkpoint *c, const sf_fit_opts *o, const sf_pack_info *in
     c->target_change = o->target_change;
     c->early_stop = o->early_stop, c->min_delta = o->min_delta;
     c->steps_per_epoch = o->steps_per_epoch, c->validation_steps = o->validation_steps, c->log_every = o->log_every;
+    c->checkpoint_every = o->checkpoint_every;
     sf_columns_time_list(cols, c->time_features, sizeof c->time_features);
     if (sf_columns_future_list(cols, in, c->future_features, sizeof c->future_features))
         return sf_err_set(e, SF_EUSAGE, "--future-features: the names take more than the %zu bytes a checkpoint keeps",

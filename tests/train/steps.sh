@@ -165,6 +165,15 @@ run 0 train --checkpoint-dir le --resume --max-steps 15 -q
 [ "$(rows le.csv | cut -d' ' -f2 | tr '\n' ' ')" = "7 10 14 21 25 " ] ||
     fail "--log-every 7 stopped at 10, resumed to 25: rows $(cat le.csv)"
 
+# ... and with its --checkpoint-every, which a kill would otherwise cost
+# the steps since the last epoch's end.
+over common --epochs 1 --checkpoint-every 6 --max-steps 8
+run 0 train "${args[@]}" --checkpoint-dir ce
+run 0 train --checkpoint-dir ce --resume --max-steps 4 -q
+[ "$(meta ce/latest.safetensors checkpoint_every)" = 6 ] && [ "$(meta ce/latest.safetensors step)" = 12 ] ||
+    fail "--checkpoint-every 6, resumed: the checkpoint says $(meta ce/latest.safetensors checkpoint_every) at step \
+$(meta ce/latest.safetensors step)"
+
 # A run killed (kill -9) after logging rows past its checkpoint, the last
 # cut short: the resume cuts them off and logs those steps again, so the
 # log is the uninterrupted run's (row for row but for the timings).
