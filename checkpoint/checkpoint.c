@@ -822,8 +822,8 @@ int sf_checkpoint_save(const char *dir, const sf_checkpoint *c, const sf_model *
     return rc;
 }
 
-int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, sf_err *e) {
-    *completed = 0;
+int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, uint64_t *best_restored, sf_err *e) {
+    *completed = *best_restored = 0;
     // Under the run's lock every temporary file is a dead run's, whatever
     // its PID names (that number may be another process's by now).
     DIR *d = opendir(dir);
@@ -838,18 +838,33 @@ int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, sf_err *e) {
         }
     }
     if (d) closedir(d);
-    char latest[4200], epoch[4200];
+    char latest[4200], epoch[4200], best[4200];
     snprintf(latest, sizeof latest, "%s/latest.safetensors", dir);
     if (access(latest, F_OK) != 0) return 0;
     sf_st *s;
     int rc = sf_st_open(&s, latest, e);
     if (rc) return rc;
     // At an epoch's end (and only there) latest is written with epoch_step 0.
-    const char *step = sf_st_meta(s, "epoch_step"), *at = sf_st_meta(s, "epoch");
-    char *end = NULL;
-    uint64_t n = at ? strtoull(at, &end, 10) : 0;
+    const char *step = sf_st_meta(s, "epoch_step"), *at = sf_st_meta(s, "epoch"), *b = sf_st_meta(s, "best_epoch");
+    char *end = NULL, *bend = NULL;
+    uint64_t n = at ? strtoull(at, &end, 10) : 0, nb = b ? strtoull(b, &bend, 10) : 0;
     bool epoch_end = step && !strcmp(step, "0") && at && *at && !*end && n > 0;
+    if (!b || !*b || *bend) nb = 0;
     sf_st_close(s);
+    // The best epoch's file is a copy of best's bytes (sf_checkpoint_save):
+    // a best removed comes back from it; without either, the run would
+    // train on and fail at its end, where it takes the best's weights.
+    snprintf(best, sizeof best, "%s/best.safetensors", dir);
+    if (nb && access(best, F_OK) != 0) {
+        snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)nb);
+        if (access(epoch, F_OK) != 0)
+            return sf_err_set(e, SF_EUSAGE, "%s records its best epoch %llu, and neither %s nor %s, a copy of it, "
+                              "is there: the run would end without the best epoch's weights (hint: put back "
+                              "best.safetensors, or start afresh in another --checkpoint-dir)", latest,
+                              (unsigned long long)nb, best, epoch);
+        if ((rc = copy_file(epoch, best, e))) return rc;
+        *best_restored = nb;
+    }
     if (!epoch_end) return 0;
     snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)n);
     if (access(epoch, F_OK) == 0) return 0;

@@ -225,8 +225,11 @@ int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e);
 // For the one run that holds DIR's lock: removes every temporary file a
 // killed run left there, and completes an epoch's end that a kill
 // interrupted (latest at the end of epoch N, epoch-NNNN missing: copied
-// from latest). *completed: the epoch file written (0: none).
-int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, sf_err *e);
+// from latest), and a best.safetensors removed while its epoch's file is
+// there (copied from it; SF_EUSAGE naming both when neither is).
+// *completed: the epoch file written (0: none); *best_restored: the best's
+// epoch when best was written (0: none).
+int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, uint64_t *best_restored, sf_err *e);
 
 // ---- Keras ----
 

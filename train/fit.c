@@ -827,8 +827,11 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     // would take the other's.
     int rc = sf_checkpoint_dir_check(dir, f->o->resume, e);
     if (rc) return rc;
-    uint64_t completed;
-    rc = sf_checkpoint_dir_recover(dir, &completed, e);
+    uint64_t completed, best;
+    rc = sf_checkpoint_dir_recover(dir, &completed, &best, e);
+    if (!rc && best && f->talk)
+        fprintf(stderr, "resume: %s/best.safetensors was missing: written again from epoch-%04llu.safetensors, a "
+                "copy of it\n", dir, (unsigned long long)best);
     if (!rc && completed && f->talk)
         fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing, and latest.safetensors stands at that "
                 "epoch's end: written now from it\n", dir, (unsigned long long)completed);

@@ -169,8 +169,8 @@ static void test_run_dir(const sf_checkpoint *good, const sf_model *m) {
     spit(tmp, lb, la);
     snprintf(tmp, sizeof tmp, "%s/notes.txt.tmp.1.ghijkl", dir);  // not the run's: stays
     spit(tmp, lb, 1);
-    uint64_t done = 99;
-    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0 && done == 2, "recover: done %llu, %s",
+    uint64_t done = 99, restored = 99;
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == 0 && done == 2 && !restored, "recover: done %llu, %s",
           (unsigned long long)done, e.msg);
     free(eb);
     eb = slurp(epoch, &ea);
@@ -182,7 +182,7 @@ static void test_run_dir(const sf_checkpoint *good, const sf_model *m) {
     c.epoch = 2, c.epoch_step = 5;
     CHECK(sf_checkpoint_save(dir, &c, m, false, &e) == 0, "save: %s", e.msg);
     unlink(epoch);
-    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0 && done == 0 && access(epoch, F_OK) != 0,
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == 0 && done == 0 && access(epoch, F_OK) != 0,
           "recover mid-epoch: done %llu", (unsigned long long)done);
     free(lb), free(eb);
     unlink(latest);
@@ -226,9 +226,22 @@ static void test_best(const sf_checkpoint *good, const sf_model *m) {
     CHECK(eb && el == bl && !memcmp(eb, bb, bl), "an epoch that was not the best replaced best.safetensors");
     snprintf(tmp, sizeof tmp, "%s.tmp.1.abcdef", best);
     spit(tmp, bb, bl / 2);
-    uint64_t done;
-    CHECK(sf_checkpoint_dir_recover(dir, &done, &e) == 0, "recover: %s", e.msg);
+    uint64_t done, restored;
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == 0 && !restored, "recover: %s", e.msg);
     CHECK(!dir_has("safetensors.tmp."), "best's temporary outlived the recovery");
+    // best removed: written again from its epoch's file; with that gone
+    // too, refused before any training, naming both.
+    unlink(best);
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == 0 && restored == 3, "recover without best: %s",
+          e.msg);
+    free(eb);
+    eb = slurp(best, &el);
+    CHECK(eb && el == bl && !memcmp(eb, bb, bl), "best written again is not the best's bytes");
+    unlink(best), unlink(epoch);
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == SF_EUSAGE && strstr(e.msg, "best.safetensors") &&
+              strstr(e.msg, "epoch-0003.safetensors"), "recover without best or its epoch: %s", e.msg);
+    CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);  // epoch 4's file again, for below
+    spit(best, bb, bl);
     CHECK(sf_checkpoint_dir_check(dir, false, &e) == SF_EUSAGE && strstr(e.msg, "best.safetensors"),
           "a new run beside best: %s", e.msg);
     free(bb), free(lb), free(eb);
