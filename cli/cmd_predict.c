@@ -86,6 +86,7 @@ typedef struct {
     float *pred;
     // predict
     FILE *out;
+    const char *out_name;  // for messages: the -o path, or <stdout>
     uint64_t series;  // the series of the last window written
     bool actual;
     // the time, line and (--with-actual) values of the rows of one chunk, the
@@ -242,7 +243,7 @@ static int predict_batch(void *arg, const float *x, const float *y, const uint64
         }
         fputc('\n', r->out);
     }
-    if (!rc && ferror(r->out)) rc = sf_err_errno(e, SF_EIO, errno, "write failed");
+    if (!rc && ferror(r->out)) rc = sf_err_errno(e, SF_EIO, errno, "%s: write failed", r->out_name);
     return rc;
 }
 
@@ -286,13 +287,13 @@ int cmd_predict(int argc, char **argv) {
         return cli_fail("predict", &e, NULL);
     }
     sf_temp_file file = {0};
-    r.out = stdout;
+    r.out = stdout, r.out_name = "<stdout>";
     if (out && strcmp(out, "-")) {
         if (sf_temp_fopen(&file, out, &e)) {
             run_close(&r);
             return cli_fail("predict", &e, NULL);
         }
-        r.out = file.f;
+        r.out = file.f, r.out_name = out;
         cli_guard_temp(file.tmp);
     }
     const sf_pack_info *in = sf_pack_get_info(r.d.pack);

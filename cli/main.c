@@ -95,7 +95,8 @@ static void signals_to_one_thread(void) {
 // What a command printed must have reached its destination (a full disk, a
 // closed pipe): a lost report is an error, not a success.
 static int finish(const char *cmd, int rc) {
-    if (fflush(stdout) == 0 && !ferror(stdout)) return rc;
+    // A command that failed has said why, stdout's write error among them.
+    if ((fflush(stdout) == 0 && !ferror(stdout)) || rc) return rc;
     fprintf(stderr, "seqfeed %s: error: <stdout>: write failed: %s\n", cmd, strerror(errno ? errno : EIO));
     return rc ? rc : EXIT_ERR;
 }

@@ -159,4 +159,13 @@ wait $pid
 rc=$?
 [ "$rc" -eq 143 ] || fail "SIGTERM: exit $rc, expected 143: $(tail -3 err)"
 [ -f term/latest.safetensors ] || fail "SIGTERM left no checkpoint"
+
+# predict's write errors name the file, and say it once.
+if [ -w /dev/full ]; then
+    "$SEQFEED" predict --checkpoint term --data s.sfpack -q -o /dev/full 2>err && fail "predict -o /dev/full exited 0"
+    expect err "^seqfeed predict: error: /dev/full: write failed"
+    "$SEQFEED" predict --checkpoint term --data s.sfpack -q >/dev/full 2>err && fail "predict to a full stdout exited 0"
+    expect err "^seqfeed predict: error: <stdout>: write failed"
+    [ "$(grep -c error: err)" -eq 1 ] || fail "predict to a full stdout: not one error: $(cat err)"
+fi
 finish
