@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -781,6 +782,20 @@ int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e) {
                           "started there would overwrite that best (hint: start afresh in another --checkpoint-dir; "
                           "seqfeed predict --checkpoint %s takes the best)", dir, *at ? at : "?", dir);
     return 0;
+}
+
+bool sf_checkpoint_dir_owner(const char *dir, char *pid, size_t cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/seqfeed.lock", dir);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    bool held = flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ssize_t n = held && cap > 1 ? pread(fd, pid, cap - 1, 0) : -1;
+    if (cap) pid[n > 0 ? (size_t)n : 0] = 0;
+    if (cap) pid[strcspn(pid, "\n")] = 0;
+    if (held && cap && !pid[0]) snprintf(pid, cap, "unknown");
+    close(fd);
+    return held;
 }
 
 // path's bytes into a new file to, atomically.

@@ -222,6 +222,11 @@ void sf_checkpoint_dir_look(const char *dir, sf_checkpoint_dir_info *out);
 // no latest.
 int sf_checkpoint_dir_check(const char *dir, bool resume, sf_err *e);
 
+// Whether a live run holds DIR's lock (DIR/seqfeed.lock): true with its PID
+// in pid (cap bytes; "unknown" when it wrote none yet). Only for a process
+// that does not hold the lock itself: its own lock reads as another's.
+bool sf_checkpoint_dir_owner(const char *dir, char *pid, size_t cap);
+
 // For the one run that holds DIR's lock: removes every temporary file a
 // killed run left there, and completes an epoch's end that a kill
 // interrupted (latest at the end of epoch N, epoch-NNNN missing: copied

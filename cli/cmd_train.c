@@ -214,6 +214,12 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         // With --data a run that was never checkpointed starts afresh (fit
         // says so): the same command line serves every attempt of a job.
         sf_err ce = {0};
+        char pid[32];
+        // A run still in its first epoch has written no latest yet.
+        if (sf_checkpoint_dir_owner(o->checkpoint_dir, pid, sizeof pid))
+            return cli_usage_error("train", "--checkpoint-dir %s is in use by another run (PID %s), which has "
+                                   "written no checkpoint yet: wait for it to end, then --resume continues it if it "
+                                   "stopped early", o->checkpoint_dir, pid);
         if (sf_checkpoint_dir_check(o->checkpoint_dir, true, &ce)) return cli_usage_error("train", "%s", ce.msg);
         if (!v[OPT_DATA].set)
             return cli_usage_error("train", "there is no checkpoint in %s (no latest.safetensors): nothing to resume "
