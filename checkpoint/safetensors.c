@@ -253,9 +253,21 @@ int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_
         return sf_err_set(e, SF_EUSAGE, "%s: an .sfpack data file, not a checkpoint: give it as --data, and a "
                           "checkpoint seqfeed train wrote as --checkpoint", name);
     uint64_t hl = sf_get_u64(data);
-    if (hl > MAX_HEADER || hl > len - 8)
+    if (hl > MAX_HEADER || hl > len - 8) {
+        // Eight bytes of text make a length of 2^56 and more: a CSV or a
+        // log given as the checkpoint, said as such.
+        const uint8_t *b = data;
+        bool text = true;
+        for (int i = 0; i < 8; i++) text = text && ((b[i] >= 0x20 && b[i] <= 0x7e) || b[i] == '\t' || b[i] == '\n');
+        if (text)
+            return sf_err_set(e, SF_EUSAGE, "%s: a text file (a CSV?), not a checkpoint: give a checkpoint seqfeed "
+                              "train wrote (.safetensors) as --checkpoint", name);
+        if (!memcmp(data, "PK\x03\x04", 4))
+            return sf_err_set(e, SF_EUSAGE, "%s: a zip file (an exported .keras model?), not a checkpoint: give the "
+                              "checkpoint it was exported from (.safetensors) as --checkpoint", name);
         return sf_err_set(e, SF_EFORMAT, "%s: header length %llu does not fit in the file's %zu bytes", name,
                           (unsigned long long)hl, len);
+    }
     sf_st *s = calloc(1, sizeof *s);
     if (!s || !(s->file = malloc(len ? len : 1))) {
         free(s);

@@ -53,6 +53,11 @@ run 2 train --data in.csv -q
 expect err "in.csv: a text file \(CSV\?\), not an .sfpack file: pack it first \(seqfeed pack in.csv"
 run 2 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack: an .sfpack data file, not a checkpoint"
+run 2 predict --checkpoint in.csv --data s.sfpack
+expect err "in.csv: a text file \(a CSV\?\), not a checkpoint"
+printf 'PK\003\004 an exported model, as far as its first bytes go' >model.keras
+run 2 evaluate --checkpoint model.keras --data s.sfpack
+expect err "model.keras: a zip file \(an exported .keras model\?\), not a checkpoint"
 # A run's directory stands for its checkpoint (test early-stop); one without any is refused.
 mkdir -p nock
 run 2 predict --checkpoint nock --data s.sfpack
