@@ -116,9 +116,15 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
     const sf_pack_info *in = rc ? NULL : sf_pack_get_info(d->pack);
     // In data units every scale is 1 and every offset 0 (norm none), which
     // is what the exported model's own Normalization takes.
-    if (!rc)
+    if (!rc) {
         rc = sf_columns_create(&d->cols, in, ck->features, ck->targets, ck->categories,
                                data_units ? SF_NORM_NONE : ck->norm, e);
+        if (rc) {  // the checkpoint's columns, which the user did not type: whose, and from what
+            sf_err inner = *e;
+            sf_err_set(e, rc, "%s: the checkpoint's %s (it trained on %s)", data, inner.msg,
+                       ck->data[0] ? ck->data : "another file");
+        }
+    }
     if (!rc) rc = sf_columns_add_time(&d->cols, in, ck->time_features, e);  // recomputed, as in training
     if (!rc) rc = sf_columns_future(&d->cols, in, ck->future_features, e);
     if (!rc && ck->nonehot) {

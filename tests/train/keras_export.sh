@@ -44,7 +44,8 @@ run 2 export --checkpoint v/latest.safetensors --format keras -o m.h5
 expect err "Keras loads --format keras only from a file named \*.keras"
 run 2 export --checkpoint v/latest.safetensors --format keras-weights -o w.h5
 expect err "only from a file named \*.weights.h5"
-run 1 export --checkpoint d.csv --format keras -o x.keras
+run 2 export --checkpoint d.csv --format keras -o x.keras
+expect err "d.csv: a text file \(a CSV\?\), not a checkpoint"
 [ -e x.keras ] && fail "a failed export left x.keras"
 # The container, with the standard library alone: the three files, the
 # layers in order, and the weights file an HDF5 file.

@@ -168,5 +168,5 @@ run 0 train --data many.sfpack --model lstm:2,dense --window 4 --epochs 1 --batc
 run 0 predict --checkpoint many/latest.safetensors --data many.sfpack -o many-pred.csv -q
 run 0 pack w.csv -o plain.sfpack --series-column location --drop-columns weather --missing ffill -q
 run 1 predict --checkpoint cat/latest.safetensors --data plain.sfpack
-expect err 'feature "weather" is not a column'
+expect err 'plain.sfpack: the checkpoint.s feature "weather" is not a column; .* \(it trained on .*\.sfpack\)'
 finish
