@@ -52,9 +52,9 @@ int cli_checkpoint_path(const char *cmd, const char *given, bool quiet, char *ou
                                "its own: expected one of them (hint: --checkpoint %s, or another fold; the folds' "
                                "summary is %s%sfolds.json)", given, fold, given, sep);
     if (!info.best && !info.latest) {
-        char hint[128];
+        char hint[PATH_MAX + 128];
         snprintf(hint, sizeof hint, info.epochs ? "--checkpoint %s%s%s names the last epoch's" : "seqfeed train "
-                 "--checkpoint-dir %s writes them", given, info.epochs ? sep : "", info.last_epoch);
+                 "--data FILE.sfpack --checkpoint-dir %s writes them", given, info.epochs ? sep : "", info.last_epoch);
         return cli_usage_error(cmd, "--checkpoint %s is a directory without best.safetensors or latest.safetensors: "
                                "expected a checkpoint file, or a run's directory that holds one (hint: %s)", given,
                                hint);

@@ -165,7 +165,10 @@ expect err "--log a/latest.safetensors is a file train writes in --checkpoint-di
 run 2 train "${common[@]}" --checkpoint-dir a --report ./a/../a/epoch-0001.safetensors
 expect err "is a file train writes in --checkpoint-dir a"
 run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --output x.csv
-expect err "unknown option '--output'"
+expect err "unknown option '--output'$"
+# predict's own options are not the model's settings.
+run 2 evaluate --checkpoint a/latest.safetensors --data s.sfpack --with-actual
+expect err "unknown option '--with-actual'$"
 # train's settings repeated to predict: the message says where they come from.
 run 2 predict --checkpoint a/latest.safetensors --data s.sfpack --window 8 -o pw.csv
 expect err "unknown option '--window' \(predict takes the model's settings from the checkpoint train wrote\)"

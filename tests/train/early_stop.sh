@@ -191,7 +191,7 @@ expect err "^seqfeed train: error: --early-stop 3 watches val_loss, and --val-sp
 mkdir empty
 for cmd in predict evaluate; do
     run 2 $cmd --checkpoint empty --data s.sfpack
-    expect err "^seqfeed $cmd: error: --checkpoint empty is a directory without best.safetensors or latest.safetensors: expected a checkpoint file, or a run's directory that holds one \(hint: seqfeed train --checkpoint-dir empty writes them\)"
+    expect err "^seqfeed $cmd: error: --checkpoint empty is a directory without best.safetensors or latest.safetensors: expected a checkpoint file, or a run's directory that holds one \(hint: seqfeed train --data FILE.sfpack --checkpoint-dir empty writes them\)"
 done
 run 2 export --checkpoint empty --format keras -o e.keras
 expect err "(--checkpoint empty is a directory without best.safetensors or latest.safetensors|built without)"
