@@ -19,6 +19,9 @@ static int no_window(const sf_checkpoint *ck, const sf_pack_info *in, const char
                        : split->part == SF_PART_TRAIN    ? "train"
                                                          : "whole";
     uint64_t longest = sf_split_longest(series, nseries, w->stride, split);
+    if (split->part == SF_PART_VALIDATION && !ck->folds && ck->val_split == 0)
+        return sf_err_set(e, SF_EUSAGE, "%s: no validation part: the checkpoint's run trained with --val-split 0, on "
+                          "every row (hint: %s)", data, all);
     if (split->part == SF_PART_VALIDATION && sf_plan_count(series, nseries, w, &(sf_split){.fraction = 0, .part = SF_PART_ALL}) > 0) {
         char why[128] = "and every series' validation part is empty";
         if (longest)

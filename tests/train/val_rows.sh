@@ -101,4 +101,11 @@ run 1 evaluate --checkpoint ck-stride-32/latest.safetensors --data short.sfpack 
 expect err "short.sfpack: no window fits in the validation part: its targets are the last 20% of each series' rows \(rounded down\), every stride-th from the first, and a window's inputs may reach back into the training part, not before the series' first row; the checkpoint's windows span 33 rows, more than the 32 rows any series has from its first row to a target \(hint: --split all\)"
 run 0 evaluate --checkpoint ck-stride-32/latest.safetensors --data short.sfpack --gpus none --split all
 expect out "^windows +1 "
+# A run without validation has no such part: said as the option it was.
+run 0 train --data d.sfpack --model lstm:4,dense --epochs 1 --max-steps 2 --batch-size 8 --gpus none -q --window 8 \
+    --val-split 0 --checkpoint-dir ck-none
+for cmd in predict evaluate; do
+    run 2 $cmd --checkpoint ck-none --data d.sfpack --split validation --gpus none -q
+    expect err "d.sfpack: no validation part: the checkpoint's run trained with --val-split 0, on every row \(hint: --split all\)"
+done
 finish
