@@ -682,7 +682,11 @@ class Dataset:
                                                      self.batch))
 
     def __len__(self):
-        return self.batches_per_epoch * self.epochs
+        n = self.batches_per_epoch * self.epochs
+        if n > sys.maxsize:  # else Python's own "cannot fit 'int' into an index-sized integer"
+            raise OverflowError("len(): %d epochs of %d batches is more than len() can return (sys.maxsize); "
+                                "iterate over the Dataset instead" % (self.epochs, self.batches_per_epoch))
+        return n
 
     def __iter__(self):
         return self._open(self._opts)

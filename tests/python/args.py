@@ -433,6 +433,11 @@ raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the check
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gone.safetensors: cannot read the checkpoint (No such file or "
        "directory)", "gone.safetensors")
 
+# len() of a Dataset too long for Python's len(): said, not Python's own error.
+with dataset(epochs=2**63 - 1) as d:
+    raises(OverflowError, len, re.compile(r"len\(\): 9223372036854775807 epochs of \d+ batches is more than len\(\) "
+                                          r"can return \(sys.maxsize\); iterate over the Dataset instead"), d)
+
 # A FIFO is not a checkpoint: refused at once, not waited on for a writer.
 os.mkfifo("ck.fifo")
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck.fifo: cannot read the checkpoint (a FIFO)", "ck.fifo")
