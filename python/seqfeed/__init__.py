@@ -823,9 +823,10 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     from 1: a file's first row is row 1), which predict --with-actual writes as file and line. series_column
     None looks at the first batch for a column of integer series ids (an error where the time goes back
     where it changes, else a warning); "" says the rows are one series. series_per_file (Parquet files
-    only, --series-per-file): each file one series, named after the file without its extension. progress:
-    None, or a callable(rows, total) called after each batch with the rows read and (Parquet) the files'
-    rows in all, else 0; an exception it raises stops the pack (no output) and is raised. The options mirror
+    only, --series-per-file): each file one series, named after the file without its extension. progress
+    (Arrow and Parquet sources; a CSV file is packed without calls to it): None, or a callable(rows, total)
+    called after each batch with the rows read and (Parquet) the files' rows in all, else 0; an exception it
+    raises stops the pack (no output) and is raised. The options mirror
     pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
     (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
