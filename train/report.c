@@ -250,7 +250,7 @@ static void target_table(FILE *f, const sf_score *s) {
             if (!m) {
                 fprintf(f, "<td rowspan=\"2\" class=\"verdict\" style=\"text-align:left\">");
                 sf_html_text(f, v);
-                fprintf(f, " (%llu values)</td>", (unsigned long long)t->values);
+                fprintf(f, " (%llu value%s)</td>", (unsigned long long)t->values, t->values == 1 ? "" : "s");
             }
             fprintf(f, "</tr>\n");
         }

@@ -552,7 +552,7 @@ void sf_score_print(FILE *f, const sf_score *s) {
         }
         char v[320];
         sf_target_verdict(t, v, sizeof v);
-        fprintf(f, "  %-*s  %s (%llu values", name, "", v, (unsigned long long)t->values);
+        fprintf(f, "  %-*s  %s (%llu value%s", name, "", v, (unsigned long long)t->values, t->values == 1 ? "" : "s");
         if (s->season.rows && !t->seasonal_values)
             fprintf(f, "; no seasonal forecast: none has a row one season before in its series");
         else if (s->season.rows && t->seasonal_values < t->values)
