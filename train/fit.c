@@ -870,6 +870,14 @@ static int trim_log(const char *path, uint64_t step, double *seconds, long *size
         cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
         if (!cut) keep = ftell(in);
         if (!cut && header) *five = !strcmp(line, LOG_FIVE "\n");
+        // Another file given as the log: neither cut nor appended to.
+        if (header && !*five && strcmp(line, LOG_FIVE ",step,seconds,lr\n")) {
+            fclose(in);
+            line[strcspn(line, "\r\n")] = 0;
+            return sf_err_set(e, SF_EUSAGE, "--log %s is not a train log (its first line is '%.80s', a log's is '%s,"
+                              "step,seconds,lr'): --resume would cut and append to it (hint: --log with the run's "
+                              "own log, or a new file)", path, line, LOG_FIVE);
+        }
         if (!cut && !header) {
             const char *t = log_field(line, 6);
             double v = strtod(t, &end);

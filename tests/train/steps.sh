@@ -165,6 +165,14 @@ run 0 train --checkpoint-dir le --resume --max-steps 15 -q
 [ "$(rows le.csv | cut -d' ' -f2 | tr '\n' ' ')" = "7 10 14 21 25 " ] ||
     fail "--log-every 7 stopped at 10, resumed to 25: rows $(cat le.csv)"
 
+# Another file given as the log on resume is neither cut nor appended to
+# (this one's sixth column would read as steps past the checkpoint's).
+printf 'a,b,c,d,e,f\n1,2,3,4,5,999\n' >mine.csv
+cp mine.csv mine.before
+run 2 train --checkpoint-dir le --resume --max-steps 15 --log mine.csv -q
+expect err "^seqfeed train: error: --log mine.csv is not a train log \(its first line is 'a,b,c,d,e,f'"
+cmp -s mine.csv mine.before || fail "--resume cut or appended to a file that is not a log: $(cat mine.csv)"
+
 # ... and with its --checkpoint-every, which a kill would otherwise cost
 # the steps since the last epoch's end.
 over common --epochs 1 --checkpoint-every 6 --max-steps 8
