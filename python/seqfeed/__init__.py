@@ -792,7 +792,7 @@ def _is_parquet(path):
         if stat.S_ISDIR(st.st_mode):
             return True
         if not stat.S_ISREG(st.st_mode):
-            return False  # a FIFO or a device: the CSV packer refuses it without waiting on it
+            return False  # a FIFO or a device: not opened here, where it would lose its first bytes
         with open(path, "rb") as f:
             return f.read(4) == b"PAR1"
     except OSError:
@@ -922,12 +922,18 @@ def load_checkpoint(path):
         # O_NONBLOCK: a FIFO opens at once (and is refused) instead of
         # waiting for a writer.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as f:
+        try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                what = "Is a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
-                    else "not a regular file"
-                raise SeqfeedError(-1, "%s: cannot read the checkpoint (%s)" % (name, what))
+            f = os.fdopen(fd, "rb") if stat.S_ISREG(st.st_mode) else None
+        except BaseException:
+            os.close(fd)
+            raise
+        if f is None:
+            os.close(fd)
+            what = "Is a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) \
+                else "not a regular file"
+            raise SeqfeedError(-1, "%s: cannot read the checkpoint (%s)" % (name, what))
+        with f:
             size = st.st_size
             head = f.read(8)
             if len(head) < 8:
@@ -937,7 +943,7 @@ def load_checkpoint(path):
                 raise corrupt("its header of %d bytes runs past the file's %d bytes" % (n, size))
             raw = f.read(n)
             data = f.read()
-    except OSError as e:  # a directory, a missing or unreadable file: said as the C library says it
+    except OSError as e:  # a missing or unreadable file: said as the C library says it
         raise SeqfeedError(-1, "%s: cannot read the checkpoint (%s)" % (name, e.strerror or e)) from None
     try:
         header = json.loads(raw)

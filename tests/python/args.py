@@ -429,7 +429,11 @@ for shape in ([2**70, 0], [2**31, 2**31, 0], [2**62, 0], [1] * 40 + [0]):  # onc
     ckpt("empty.safetensors", {"__metadata__": meta, "w": w}, b"")
     raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "empty.safetensors: tensor 'w': expected F32 with "
            "data_offsets inside the file's 0 data bytes matching its shape", "empty.safetensors")
-raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the checkpoint (Is a directory)", "ck")
+fds = len(os.listdir("/proc/self/fd"))
+for _ in range(3):  # and without a descriptor left open
+    raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "ck: cannot read the checkpoint (Is a directory)", "ck")
+if len(os.listdir("/proc/self/fd")) != fds:
+    fail("load_checkpoint of a directory left %d descriptors open" % (len(os.listdir("/proc/self/fd")) - fds))
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gone.safetensors: cannot read the checkpoint (No such file or "
        "directory)", "gone.safetensors")
 
@@ -453,10 +457,11 @@ for out in ("in.csv", "link.csv"):
 if open("in.csv", "rb").read() != csv_bytes:
     fail("pack wrote over its input CSV")
 os.mkfifo("in.fifo")
-writer = threading.Thread(target=lambda: open("in.fifo", "wb").write(csv_bytes))
+# A daemon: were the FIFO never opened, its open() would wait forever.
+writer = threading.Thread(target=lambda: open("in.fifo", "wb").write(csv_bytes), daemon=True)
 writer.start()
 r = seqfeed.pack("in.fifo", "fifo.sfpack")
-writer.join()
+writer.join(10)
 if r["rows"] != 2:
     fail("a CSV through a FIFO: %r rows, expected 2 (its first bytes read and lost?)" % r["rows"])
 
