@@ -808,7 +808,12 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     snprintf(path, sizeof path, "%s/seqfeed.lock", dir);
     f->lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (f->lock < 0) return sf_err_errno(e, SF_EIO, errno, "--checkpoint-dir %s: cannot write checkpoints there", dir);
-    if (flock(f->lock, LOCK_EX | LOCK_NB) != 0) {
+    // A resume's probe of the lock (sf_checkpoint_dir_owner) holds it
+    // shared for a moment: a few tries before it counts as another run's.
+    int locked;
+    for (int k = 0; (locked = flock(f->lock, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK && k < 4; k++)
+        nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
+    if (locked != 0) {
         int err = errno;
         char pid[32] = "";
         ssize_t n = err == EWOULDBLOCK ? pread(f->lock, pid, sizeof pid - 1, 0) : -1;
@@ -830,8 +835,8 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
     uint64_t completed, best;
     rc = sf_checkpoint_dir_recover(dir, &completed, &best, e);
     if (!rc && best && f->talk)
-        fprintf(stderr, "resume: %s/best.safetensors was missing: written again from epoch-%04llu.safetensors, a "
-                "copy of it\n", dir, (unsigned long long)best);
+        fprintf(stderr, "resume: %s/best.safetensors (epoch %llu) was missing: written again from a copy of it\n",
+                dir, (unsigned long long)best);
     if (!rc && completed && f->talk)
         fprintf(stderr, "resume: %s/epoch-%04llu.safetensors was missing, and latest.safetensors stands at that "
                 "epoch's end: written now from it\n", dir, (unsigned long long)completed);
@@ -870,10 +875,15 @@ static int trim_log(const char *path, uint64_t step, double *seconds, long *size
         cut = !strchr(line, '\n') || (!header && end > p && *end == ',' && s > step);
         if (!cut) keep = ftell(in);
         if (!cut && header) *five = !strcmp(line, LOG_FIVE "\n");
-        // Another file given as the log: neither cut nor appended to.
-        if (header && !*five && strcmp(line, LOG_FIVE ",step,seconds,lr\n")) {
+        // Another file given as the log: neither cut nor appended to. A
+        // header a kill cut short is the log's own (cut, so written anew).
+        static const char full[] = LOG_FIVE ",step,seconds,lr\n";
+        bool ours = *five || (cut ? line[0] && !strncmp(line, full, strlen(line)) : !strcmp(line, full));
+        if (header && !ours) {
             fclose(in);
             line[strcspn(line, "\r\n")] = 0;
+            for (char *c = line; *c; c++)
+                if ((unsigned char)*c < 0x20 || (unsigned char)*c > 0x7e) *c = '?';  // a binary file's bytes
             return sf_err_set(e, SF_EUSAGE, "--log %s is not a train log (its first line is '%.80s', a log's is '%s,"
                               "step,seconds,lr'): --resume would cut and append to it (hint: --log with the run's "
                               "own log, or a new file)", path, line, LOG_FIVE);

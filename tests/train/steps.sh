@@ -172,6 +172,11 @@ cp mine.csv mine.before
 run 2 train --checkpoint-dir le --resume --max-steps 15 --log mine.csv -q
 expect err "^seqfeed train: error: --log mine.csv is not a train log \(its first line is 'a,b,c,d,e,f'"
 cmp -s mine.csv mine.before || fail "--resume cut or appended to a file that is not a log: $(cat mine.csv)"
+# A log whose header a kill cut short is the run's own: written anew.
+printf 'epoch,loss,val_lo' >short.csv
+run 0 train --checkpoint-dir le --resume --max-steps 1 --log short.csv -q
+[ "$(head -n 1 short.csv)" = "epoch,loss,val_loss,samples_per_s,input_wait,step,seconds,lr" ] ||
+    fail "a log with its header cut short, resumed: $(cat short.csv)"
 
 # ... and with its --checkpoint-every, which a kill would otherwise cost
 # the steps since the last epoch's end.
