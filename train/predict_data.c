@@ -122,10 +122,10 @@ int sf_predict_data_open(sf_predict_data *d, const sf_checkpoint *ck, const char
     if (!rc) {
         rc = sf_columns_create(&d->cols, in, ck->features, ck->targets, ck->categories,
                                data_units ? SF_NORM_NONE : ck->norm, e);
-        if (rc) {  // the checkpoint's columns, which the user did not type: whose, and from what
+        if (rc && strstr(e->msg, "is not a column")) {  // a name the user did not type: whose, and from what
             sf_err inner = *e;
-            sf_err_set(e, rc, "%s: the checkpoint's %s (it trained on %s)", data, inner.msg,
-                       ck->data[0] ? ck->data : "another file");
+            if (ck->data[0]) sf_err_set(e, rc, "%s: the checkpoint's %s (it trained on %s)", data, inner.msg, ck->data);
+            else sf_err_set(e, rc, "%s: the checkpoint's %s", data, inner.msg);
         }
     }
     if (!rc) rc = sf_columns_add_time(&d->cols, in, ck->time_features, e);  // recomputed, as in training
