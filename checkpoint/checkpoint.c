@@ -866,18 +866,20 @@ int sf_checkpoint_dir_recover(const char *dir, uint64_t *completed, uint64_t *be
     bool epoch_end = step && !strcmp(step, "0") && at && *at && !*end && n > 0;
     if (!b || !*b || *bend) nb = 0;
     sf_st_close(s);
-    // The best epoch's file is a copy of best's bytes (sf_checkpoint_save):
-    // a best removed comes back from it; without either, the run would
-    // train on and fail at its end, where it takes the best's weights.
+    // The best epoch's file is a copy of best's bytes (sf_checkpoint_save),
+    // and so is latest at that epoch's end: a best removed comes back from
+    // either; without both, the run would train on and fail at its end,
+    // where it takes the best's weights.
     snprintf(best, sizeof best, "%s/best.safetensors", dir);
     if (nb && access(best, F_OK) != 0) {
         snprintf(epoch, sizeof epoch, "%s/epoch-%04llu.safetensors", dir, (unsigned long long)nb);
-        if (access(epoch, F_OK) != 0)
+        const char *copy = access(epoch, F_OK) == 0 ? epoch : epoch_end && n == nb ? latest : NULL;
+        if (!copy)
             return sf_err_set(e, SF_EUSAGE, "%s records its best epoch %llu, and neither %s nor %s, a copy of it, "
                               "is there: the run would end without the best epoch's weights (hint: put back "
                               "best.safetensors, or start afresh in another --checkpoint-dir)", latest,
                               (unsigned long long)nb, best, epoch);
-        if ((rc = copy_file(epoch, best, e))) return rc;
+        if ((rc = copy_file(copy, best, e))) return rc;
         *best_restored = nb;
     }
     if (!epoch_end) return 0;

@@ -254,11 +254,12 @@ int sf_st_parse(sf_st **out, const void *data, size_t len, const char *name, sf_
                           "checkpoint seqfeed train wrote as --checkpoint", name);
     uint64_t hl = sf_get_u64(data);
     if (hl > MAX_HEADER || hl > len - 8) {
-        // Eight bytes of text make a length of 2^56 and more: a CSV or a
-        // log given as the checkpoint, said as such.
+        // Eight bytes of text (UTF-8 too, a BOM first or not) make a length
+        // of 2^56 and more: a CSV or a log given as the checkpoint.
         const uint8_t *b = data;
         bool text = true;
-        for (int i = 0; i < 8; i++) text = text && ((b[i] >= 0x20 && b[i] <= 0x7e) || b[i] == '\t' || b[i] == '\n');
+        for (int i = 0; i < 8; i++)
+            text = text && (b[i] >= 0x20 || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') && b[i] != 0x7f;
         if (text)
             return sf_err_set(e, SF_EUSAGE, "%s: a text file (a CSV?), not a checkpoint: give a checkpoint seqfeed "
                               "train wrote (.safetensors) as --checkpoint", name);

@@ -240,6 +240,16 @@ static void test_best(const sf_checkpoint *good, const sf_model *m) {
     unlink(best), unlink(epoch);
     CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == SF_EUSAGE && strstr(e.msg, "best.safetensors") &&
               strstr(e.msg, "epoch-0003.safetensors"), "recover without best or its epoch: %s", e.msg);
+    // ... but for latest at the best epoch's end, a copy of best too.
+    c.epoch = 3, c.since_improved = 0;
+    CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);
+    unlink(best), unlink(epoch);
+    CHECK(sf_checkpoint_dir_recover(dir, &done, &restored, &e) == 0 && restored == 3 && done == 3,
+          "recover from latest at the best's end: %s", e.msg);
+    free(eb);
+    eb = slurp(best, &el);
+    CHECK(eb && el == bl && !memcmp(eb, bb, bl), "best written from latest is not the best's bytes");
+    c.epoch = 4, c.since_improved = 1;
     CHECK(sf_checkpoint_save(dir, &c, m, true, &e) == 0, "save: %s", e.msg);  // epoch 4's file again, for below
     spit(best, bb, bl);
     CHECK(sf_checkpoint_dir_check(dir, false, &e) == SF_EUSAGE && strstr(e.msg, "best.safetensors"),

@@ -55,6 +55,9 @@ run 2 predict --checkpoint s.sfpack --data s.sfpack
 expect err "s.sfpack: an .sfpack data file, not a checkpoint"
 run 2 predict --checkpoint in.csv --data s.sfpack
 expect err "in.csv: a text file \(a CSV\?\), not a checkpoint"
+printf '\357\273\277t,v\r\n1,2\r\n' >bom.csv  # Excel's: a BOM, CRLF
+run 2 predict --checkpoint bom.csv --data s.sfpack
+expect err "bom.csv: a text file \(a CSV\?\), not a checkpoint"
 printf 'PK\003\004 an exported model, as far as its first bytes go' >model.keras
 run 2 evaluate --checkpoint model.keras --data s.sfpack
 expect err "model.keras: a zip file \(an exported .keras model\?\), not a checkpoint"
