@@ -607,8 +607,8 @@ int cmd_bench(int argc, char **argv) {
     // exception: its counts are replicas per rank, its runs the job's.
     if (argc >= 2 && !strcmp(argv[1], "scaling")) return bench_scaling(argc - 1, argv + 1);
     if (sf_ranks_launched()) {
-        fprintf(stderr, "seqfeed bench: error: runs in one process, not under mpirun or srun, but for bench scaling (hint: "
-                "to measure a job, run seqfeed train under the launcher with --report)\n");
+        fprintf(stderr, "seqfeed bench: error: runs in one process, not under mpirun or srun, but for bench scaling "
+                "(hint: to measure a job, run seqfeed train under the launcher with --report)\n");
         return EXIT_USAGE;
     }
     if (argc >= 2 && !strcmp(argv[1], "pipeline")) return bench_pipeline(argc - 1, argv + 1);

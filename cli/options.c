@@ -579,7 +579,8 @@ int cli_parse(const cli_command *c, int argc, char **argv, cli_args *a) {
             int len = (int)strcspn(arg, "=");
             // A user repeating train's flags (--window, --loss, ...) to
             // predict or export: say where those settings come from.
-            bool model_setting = o != OPT_COUNT && (!strcmp(options[o].group, DATA) || !strcmp(options[o].group, TRAINING));
+            bool model_setting =
+                o != OPT_COUNT && (!strcmp(options[o].group, DATA) || !strcmp(options[o].group, TRAINING));
             if (model_setting && use_of(c, OPT_CHECKPOINT))
                 return cli_usage_error(c->name, "unknown option '%.*s' (%s takes the model's settings from the "
                                        "checkpoint train wrote)", len, arg, c->name);

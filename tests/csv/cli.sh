@@ -219,5 +219,13 @@ signal_test PIPE
 ulimit -c 0
 signal_test QUIT
 
+# RFC 3339's lower-case t and z: found as the time column, and written back
+# as T and Z.
+printf 'time,v\n2010-01-01t00:00:00z,1\n2010-01-01t01:00:00z,2\n2010-01-01t02:30:00z,3\n' >lower.csv
+run 0 pack lower.csv -o lower.sfpack -q
+run 0 unpack lower.sfpack -o lower-back.csv
+[ "$(cat lower-back.csv)" = "$(printf 'time,v\n2010-01-01T00:00:00Z,1\n2010-01-01T01:00:00Z,2\n2010-01-01T02:30:00Z,3')" ] ||
+    fail "lower-case t and z: unpacked as $(cat lower-back.csv)"
+
 finish
 echo "all cli checks passed"

@@ -75,7 +75,8 @@ static void test_common_layouts(void) {
               ext, ra, (long long)a, pa, basic, rb, (long long)b, pb);
         // RFC 3339's lower-case t and z read as T and Z.
         char upper[64];
-        for (size_t k = 0; k < sizeof upper; k++) upper[k] = ext[k] == 't' || ext[k] == 'z' ? (char)(ext[k] - 32) : ext[k];
+        for (size_t k = 0; k < sizeof upper; k++)
+            upper[k] = ext[k] == 't' || ext[k] == 'z' ? (char)(ext[k] - 32) : ext[k];
         int64_t u = 0;
         unsigned pu = 0;
         int ru = sf_time_parse(upper, strlen(upper), &u, &pu);
