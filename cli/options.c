@@ -482,14 +482,21 @@ static bool checkpoint_file(const char *path, const char *dir) {
         if (d) closedir(d);
         return same;
     }
-    char target[PATH_MAX], joined[2 * PATH_MAX];
-    ssize_t n = readlink(path, target, sizeof target - 1);
-    if (n <= 0) return false;
-    target[n] = 0;
-    const char *slash = strrchr(path, '/');
-    if (target[0] == '/' || !slash) snprintf(joined, sizeof joined, "%s", target);
-    else snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, target);
-    return named_run_file(joined, dir);
+    // A dangling link, perhaps to another: each name along the chain, as
+    // far as the kernel follows one (40 links).
+    char at[2 * PATH_MAX], target[PATH_MAX], joined[2 * PATH_MAX];
+    snprintf(at, sizeof at, "%s", path);
+    for (int hops = 0; hops < 40; hops++) {
+        ssize_t n = readlink(at, target, sizeof target - 1);
+        if (n <= 0) return false;
+        target[n] = 0;
+        const char *slash = strrchr(at, '/');
+        if (target[0] == '/' || !slash) snprintf(joined, sizeof joined, "%s", target);
+        else snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - at), at, target);
+        if (named_run_file(joined, dir)) return true;
+        memcpy(at, joined, sizeof at);
+    }
+    return false;
 }
 
 // A file the command writes must be one it can write, and none may be one

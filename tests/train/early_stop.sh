@@ -211,6 +211,9 @@ expect err "^seqfeed train: error: --log log.csv is a file train writes in --che
 ln -s full/epoch-0099.safetensors later.html
 run 2 train --checkpoint-dir full --resume --epochs 30 --report later.html
 expect err "^seqfeed train: error: --report later.html is a file train writes in --checkpoint-dir full"
+ln -s full/epoch-0098.safetensors hop.csv && ln -s hop.csv hops.csv
+run 2 train --checkpoint-dir full --resume --epochs 30 --log hops.csv
+expect err "^seqfeed train: error: --log hops.csv is a file train writes in --checkpoint-dir full"
 cmp -s best.before full/best.safetensors || fail "a link wrote over the run's best.safetensors"
 mkdir epochs && cp full/epoch-0001.safetensors epochs/
 run 2 evaluate --checkpoint epochs --data s.sfpack
