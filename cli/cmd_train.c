@@ -214,9 +214,12 @@ static int resume_settings(const cli_args *a, sf_fit_opts *o, sf_checkpoint *ck,
         // With --data a run that was never checkpointed starts afresh (fit
         // says so): the same command line serves every attempt of a job.
         sf_err ce = {0};
-        char pid[32];
-        // A run still in its first epoch has written no latest yet.
-        if (sf_checkpoint_dir_owner(o->checkpoint_dir, pid, sizeof pid))
+        char pid[32], fold1[4200];
+        // A run still in its first epoch has written no latest yet (a
+        // cross-validation's, in its first fold's directory).
+        snprintf(fold1, sizeof fold1, "%s/fold-1", o->checkpoint_dir);
+        if (sf_checkpoint_dir_owner(o->checkpoint_dir, pid, sizeof pid) ||
+            sf_checkpoint_dir_owner(fold1, pid, sizeof pid))
             return cli_usage_error("train", "--checkpoint-dir %s is in use by another run (PID %s), which has "
                                    "written no checkpoint yet: wait for it to end, then --resume continues it if it "
                                    "stopped early", o->checkpoint_dir, pid);

@@ -84,6 +84,12 @@ if command -v flock >/dev/null; then
     run 2 train --checkpoint-dir young --resume -q
     expect err "--checkpoint-dir young is in use by another run \(PID unknown\), which has written no checkpoint yet"
     exec 9>&-
+    mkdir -p cv/fold-1  # a cross-validation's: its first fold's directory
+    exec 9>cv/fold-1/seqfeed.lock
+    flock 9
+    run 2 train --checkpoint-dir cv --resume -q
+    expect err "--checkpoint-dir cv is in use by another run \(PID unknown\)"
+    exec 9>&-
 fi
 # The lock went with it (--resume: the killed run may have left a checkpoint).
 run 0 train --data s.sfpack --model lstm:8,dense --window 10 --epochs 1 --checkpoint-dir owned -q --resume
