@@ -2261,7 +2261,7 @@ static void *parse_half(void *arg) {
             // Joining the parts of the record before again changes nothing:
             // a call per record saved.
             if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
-            r->parts = (uint8_t)all_parts;  // bits 0-5 (sf_time_parts_join)
+            r->parts = (uint8_t)all_parts;  // bits 0-6 (sf_time_parts_join)
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw &&
                       (same_key || (b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len))) &&
@@ -2876,6 +2876,15 @@ static void notes(csv *c) {
                  more, (unsigned long long)more_values);
         c->o->note(c->o->progress_arg, msg);
     }
+    // Times of day without a zone are taken as UTC: beside times with one,
+    // they may be local times, hours off.
+    if ((c->time_parts & SF_TIME_ZONE) && (c->time_parts & SF_TIME_NAIVE)) {
+        snprintf(msg, sizeof msg, "warning: time column \"%s\" mixes times with a zone (Z or an offset) and times of "
+                 "day without one, which pack takes as UTC: if those are local times, they are off by the zone's "
+                 "offset", c->names[c->time_field]);
+        escape_controls(msg, sizeof msg);
+        c->o->note(c->o->progress_arg, msg);
+    }
     if (c->repeat_line && c->repeat_field == UINT32_MAX) {
         snprintf(msg, sizeof msg, "warning: at line %s the time repeats within a series (the row before it has the "
                  "same time): duplicate rows, or the rows of several series without a series column "
@@ -3234,7 +3243,7 @@ static int convert(csv *c, const char *out) {
     c->st.csv_bytes = c->consumed + c->len;
     if (c->w) {
         if (!rc) {
-            sf_pack_writer_time_parts(c->w, c->time_parts);
+            sf_pack_writer_time_parts(c->w, c->time_parts & ~(unsigned)SF_TIME_NAIVE);
             for (uint32_t k = 0; !rc && k < c->ncat; k++) {
                 if (c->cats[k].n == 0)
                     rc = sf_err_set(c->e, SF_EFORMAT, "%s: categorical column \"%s\" has only missing values",

@@ -489,6 +489,7 @@ enum {
     SF_TIME_SECONDS = 2,     // with seconds
     SF_TIME_ZONE = 4,        // with Z or an offset (written back as Z: the same instant in UTC)
     SF_TIME_FRACTION_SHIFT = 3,  // bits 3-5: digits of the seconds' fraction, 0 to 6
+    SF_TIME_NAIVE = 1 << 6,      // a time of day without a zone; joined, never stored: beside SF_TIME_ZONE, a mix
     SF_TIME_TRUNCATED = 1 << 8,  // sf_time_parse only, never stored: digits below a microsecond were dropped
 };
 // Parses s[0..n): YYYY-MM-DD (or YYYY/MM/DD, as many exports write dates,

@@ -127,6 +127,7 @@ static int parse(const char *s, size_t n, int64_t *us, unsigned *parts, char *wh
         got |= SF_TIME_ZONE;
     }
     if (i != n) WHY(SF_EFORMAT, "unexpected text after the %s: %s", got & SF_TIME_CLOCK ? "time" : "date", form);
+    if ((got & SF_TIME_CLOCK) && !(got & SF_TIME_ZONE)) got |= SF_TIME_NAIVE;
     int64_t secs = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset * 60;
     // The instant, not the local date, must be in years 0000-9999: what
     // unpack writes (in UTC) must read back.
@@ -196,7 +197,7 @@ static inline bool parse_common(const char *s, size_t n, int64_t *us, unsigned *
         if (n == 19 && !swar_match(s + 11, 0x3030003030003030ull | (uint64_t)':' << 16 | (uint64_t)':' << 40,
                                    0xffff00ffff00ffffull, &t2))
             return false;
-        got |= SF_TIME_CLOCK | (n == 19 ? SF_TIME_SECONDS : 0);
+        got |= SF_TIME_CLOCK | (n == 19 ? SF_TIME_SECONDS : 0) | (got & SF_TIME_ZONE ? 0 : SF_TIME_NAIVE);
         uint64_t p1 = t1 * 10 + (t1 >> 8), p2 = t2 * 10 + (t2 >> 8);
         h = (int)(p1 >> 24 & 0xff), mi = (int)(p1 >> 48 & 0xff), sec = (int)(p2 >> 48 & 0xff);
         if (h > 23 || mi > 59 || sec > 59) return false;
@@ -298,7 +299,7 @@ const char *sf_time_feature_name(enum sf_time_feature f) {
 }
 
 unsigned sf_time_parts_join(unsigned a, unsigned b) {
-    unsigned flags = (1u << SF_TIME_FRACTION_SHIFT) - 1, fa = a >> SF_TIME_FRACTION_SHIFT & 7,
+    unsigned flags = ((1u << SF_TIME_FRACTION_SHIFT) - 1) | SF_TIME_NAIVE, fa = a >> SF_TIME_FRACTION_SHIFT & 7,
              fb = b >> SF_TIME_FRACTION_SHIFT & 7;
     return ((a | b) & flags) | (fa > fb ? fa : fb) << SF_TIME_FRACTION_SHIFT;
 }

@@ -286,6 +286,26 @@ awk 'BEGIN { print "date,v"; for (m = 1; m <= 9; m++) for (d = 1; d <= 28; d++) 
 run 0 pack daily.csv -o daily.sfpack --threads 1
 expect err 'Its values look like dates \(yyyymmdd\): to make it the time column, exact, pack it with: seqfeed pack daily\.csv -o daily\.sfpack --time-column date$'
 
+# ---- times with a zone beside times of day without one: a warning; the same
+# times all with Z, or all without, none (every parse path: one thread, two,
+# the scalar parser) ----
+awk 'BEGIN { print "time,v"; for (i = 0; i < 30000; i++)
+    printf "2020-01-%02dT%02d:%02d:00%s,%d\n", 1 + int(i / 1440), int(i % 1440 / 60), i % 60, i == 20000 ? "" : "Z", i % 7 }' >mixz.csv
+tr -d Z <mixz.csv >noz.csv
+awk '{ sub(/:00,/, ":00Z,") } 1' noz.csv >allz.csv
+for scalar in 0 1; do
+    for threads in 1 2; do
+        export SEQFEED_TEST_SCALAR_PARSE=$scalar
+        run 0 pack mixz.csv -o mixz.sfpack --threads $threads
+        expect err 'warning: time column "time" mixes times with a zone \(Z or an offset\) and times of day without one'
+        for f in noz allz; do
+            run 0 pack $f.csv -o $f.sfpack --threads $threads
+            grep -q "mixes times" err && fail "$f.csv (scalar $scalar, --threads $threads): warned of mixed zones"
+        done
+    done
+done
+unset SEQFEED_TEST_SCALAR_PARSE
+
 # ---- inspect: a quoted id with spaces is shown in quotes ----
 printf 'id,v\nA,1\nA,2\n"A ",3\n"A ",4\n" B",5\n' >qid.csv
 run 0 pack qid.csv -o qid.sfpack --series-column id -q

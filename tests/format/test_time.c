@@ -150,6 +150,22 @@ int main(int argc, char **argv) {
         sf_time_format(text, sizeof text, us, parts);
         CHECK(!strcmp(text, same[i]), "'%s' written back as '%s'", same[i], text);
     }
+    // A time of day without a zone says so, to be told from a zone's beside
+    // it in a column; a date alone or a zone does not; the join keeps it.
+    const struct {
+        const char *text;
+        bool naive;
+    } zones[] = {{"2010-01-01T10:30", true}, {"2010-01-01 10:30:05", true}, {"20100101T10:30:05.5", true},
+                 {"2010-01-01T10:30Z", false}, {"2010-01-01t10:30:05z", false}, {"2010-01-01T10:30+02:00", false},
+                 {"2010-01-01", false}};
+    for (size_t i = 0; i < sizeof zones / sizeof *zones; i++) {
+        int64_t at;
+        unsigned p = 0;
+        CHECK(sf_time_parse(zones[i].text, strlen(zones[i].text), &at, &p) == 0 &&
+                  !!(p & SF_TIME_NAIVE) == zones[i].naive, "'%s': parts %#x", zones[i].text, p);
+    }
+    CHECK(sf_time_parts_join(SF_TIME_CLOCK | SF_TIME_ZONE, SF_TIME_CLOCK | SF_TIME_NAIVE) ==
+              (SF_TIME_CLOCK | SF_TIME_ZONE | SF_TIME_NAIVE), "the join of a zone and none");
     // Digits below a microsecond are dropped and said; the flag is never
     // joined into what a file records.
     int64_t us;
