@@ -954,7 +954,7 @@ def load_checkpoint(path):
     meta = header.pop("__metadata__", {})
     if not isinstance(meta, dict) or str(meta.get("format", "")).split(" ")[0] != "seqfeed-checkpoint":
         raise corrupt("not a seqfeed checkpoint")
-    tensors = {}
+    tensors, spans = {}, []
     for key, t in header.items():
         try:
             lo, hi = t["data_offsets"]
@@ -971,6 +971,20 @@ def load_checkpoint(path):
             raise corrupt("tensor %r: expected F32 with data_offsets inside the file's %d data bytes matching its "
                           "shape" % (key, len(data)))
         tensors[key] = np.frombuffer(data[lo:hi], dtype=np.float32).reshape(shape).copy()
+        spans.append((lo, hi, key))
+        bad = np.flatnonzero(~np.isfinite(tensors[key]))
+        if len(bad):  # as the C reader refuses them
+            v = tensors[key].flat[bad[0]]
+            raise corrupt("tensor %r holds %s at index %d: the weights or scaling are damaged (a run that diverged "
+                          "writes no checkpoint)" % (key, "NaN" if np.isnan(v) else "an infinity", bad[0]))
+    at = 0
+    for lo, hi, key in sorted(spans):
+        if lo != at:
+            raise corrupt("tensor %r starts at data byte %d, expected %d (the tensors must cover the data without "
+                          "gaps or overlap)" % (key, lo, at))
+        at = hi
+    if at != len(data):
+        raise corrupt("the tensors cover %d data bytes, the file has %d" % (at, len(data)))
     return tensors, meta
 
 

@@ -403,6 +403,18 @@ for w in ({"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 16]}, {"dtype": 
           {"dtype": "F32", "shape": [2, 2]}, {"dtype": "F32", "shape": [2, 2], "data_offsets": [0.0, 16]}, [1]):
     ckpt("good.safetensors", {"__metadata__": meta, "w": w}, np.arange(4, dtype=np.float32).tobytes())
     raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, tensor, "good.safetensors")
+# what the C reader refuses, refused alike: tensors that overlap or leave a gap, NaN and infinities
+two = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+ckpt("overlap.safetensors", {"__metadata__": meta, "a": two, "b": two}, np.zeros(2, np.float32).tobytes())
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, re.compile(r"overlap\.safetensors: tensor '[ab]' starts at data "
+       r"byte 0, expected 8 \(the tensors must cover the data without gaps or overlap\)"), "overlap.safetensors")
+ckpt("gap.safetensors", {"__metadata__": meta, "a": two}, np.zeros(3, np.float32).tobytes())
+raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "gap.safetensors: the tensors cover 8 data bytes, the file has 12",
+       "gap.safetensors")
+for bad, what in ((np.nan, "NaN"), (np.inf, "an infinity")):
+    ckpt("nan.safetensors", {"__metadata__": meta, "a": two}, np.array([1, bad], np.float32).tobytes())
+    raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "nan.safetensors: tensor 'a' holds %s at index 1: the weights "
+           "or scaling are damaged (a run that diverged writes no checkpoint)" % what, "nan.safetensors")
 ckpt("other.safetensors", {"__metadata__": {"format": "pt"}}, b"")
 raises(seqfeed.SeqfeedError, seqfeed.load_checkpoint, "other.safetensors: not a seqfeed checkpoint", "other.safetensors")
 with open("short.safetensors", "wb") as f:
