@@ -227,7 +227,27 @@ int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf
     return sf_api_pack_arrow_files(stream, out, o, name, NULL, report, e);
 }
 
+// The notes and the caller's progress callback behind sf_csv_pack_opts' one arg.
+typedef struct {
+    sf_text notes;
+    int (*progress)(void *arg, uint64_t rows, uint64_t bytes);
+    void *arg;
+} csv_call;
+
+static void csv_note(void *arg, const char *text) { add_note(&((csv_call *)arg)->notes, text); }
+
+static int csv_progress(void *arg, uint64_t rows, uint64_t bytes) {
+    const csv_call *call = arg;
+    return call->progress(call->arg, rows, bytes);
+}
+
 int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e) {
+    return sf_api_pack_csv_progress(in, out, o, NULL, NULL, report, e);
+}
+
+int sf_api_pack_csv_progress(const char *in, const char *out, const sf_api_pack_opts *o,
+                             int (*progress)(void *arg, uint64_t rows, uint64_t bytes), void *arg, char **report,
+                             sf_err *e) {
     LOCAL_ERR(e);
     static const sf_api_pack_opts none = {0};
     if (report) *report = NULL;
@@ -237,15 +257,16 @@ int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, 
     if (stat(in, &si) == 0 && stat(out, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
         return sf_err_set(e, SF_EUSAGE, "the output %s is the same file as the input %s: one would destroy the other "
                           "(hint: another output name, ending in .sfpack)", out, in);
-    sf_text notes = {0};
+    csv_call call = {.progress = progress, .arg = arg};
     sf_csv_pack_opts co = {.columns = o->columns, .drop_columns = o->drop_columns, .series_column = o->series_column,
-                           .time_column = o->time_column, .categorical = o->categorical, .note = add_note,
-                           .progress_arg = &notes, .memory_budget = o->memory_budget};
+                           .time_column = o->time_column, .categorical = o->categorical, .note = csv_note,
+                           .progress = progress ? csv_progress : NULL, .progress_arg = &call,
+                           .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &co.missing, &co.pack, e);
     sf_csv_pack_stats st = {0};
     if (!rc) rc = sf_csv_pack(in, out, &co, &st, e);
     return pack_done(rc, (pack_counts){st.rows, st.rows_dropped, st.values_filled, st.nseries, st.out_bytes,
-                                       st.regrouped}, &notes, report, e);
+                                       st.regrouped}, &call.notes, report, e);
 }
 
 // ---- the pipeline ----

@@ -75,6 +75,12 @@ int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf
                       char **report, sf_err *e);
 // The same for a CSV file at in: `seqfeed pack in -o out` with o's options.
 int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e);
+// sf_api_pack_csv, calling progress (with arg) now and then, on the calling
+// thread, with the rows and the CSV's bytes read so far (NULL: never).
+// Nonzero stops the pack: SF_EINVAL, and no output appears.
+int sf_api_pack_csv_progress(const char *in, const char *out, const sf_api_pack_opts *o,
+                             int (*progress)(void *arg, uint64_t rows, uint64_t bytes), void *arg, char **report,
+                             sf_err *e);
 
 // ---- the pipeline ----
 

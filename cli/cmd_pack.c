@@ -58,11 +58,12 @@ static void on_note(void *arg, const char *text) {
     fprintf(stderr, "seqfeed pack: %s\n", text);
 }
 
-static void on_progress(void *arg, uint64_t rows, uint64_t bytes) {
+static int on_progress(void *arg, uint64_t rows, uint64_t bytes) {
     cli_progress *p = arg;
     double dt = sf_now() - p->start;
     cli_progress_line(p, "packing: %llu rows, %.1f MB read, %.0f MB/s", (unsigned long long)rows, bytes / 1e6,
                       dt > 0 ? bytes / 1e6 / dt : 0.0);
+    return 0;
 }
 
 // --append-to: the options that decide the file's layout must be the file's.

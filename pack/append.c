@@ -198,9 +198,9 @@ static int check_header(void *arg, const char *const *names, uint32_t n, sf_err 
     return 0;
 }
 
-static void forward_progress(void *arg, uint64_t rows, uint64_t bytes) {
+static int forward_progress(void *arg, uint64_t rows, uint64_t bytes) {
     app *a = arg;
-    if (a->o->progress) a->o->progress(a->o->progress_arg, rows, bytes);
+    return a->o->progress ? a->o->progress(a->o->progress_arg, rows, bytes) : 0;
 }
 
 static void forward_temp(void *arg, const char *path) {

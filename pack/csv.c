@@ -384,6 +384,13 @@ static void escape_controls(char *msg, size_t cap) {
 
 // Reads more input behind the unparsed tail buf[pos, len). Returns 0, or
 // 1 at end of input.
+// The caller's progress callback (o->progress), which may stop the pack.
+static int progress(csv *c, uint64_t rows, uint64_t bytes) {
+    if (!c->o->progress || !c->o->progress(c->o->progress_arg, rows, bytes)) return 0;
+    return sf_err_set(c->e, SF_EINVAL, "%s: stopped by the progress callback after %llu rows", c->name,
+                      (unsigned long long)rows);
+}
+
 static int refill(csv *c) {
     if (c->fd < 0 || c->eof) return 1;
     if (c->pos > 0) {
@@ -412,8 +419,7 @@ static int refill(csv *c) {
         c->len += (size_t)k;
     }
     memset(c->buf + c->len, 0, PAD);
-    if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
-    return 0;
+    return progress(c, c->st.rows, c->consumed + c->pos);
 }
 
 enum { REC_OK = 1, REC_MORE = 2, REC_END = 3 };  // errors are negative
@@ -2571,8 +2577,7 @@ static int take_next(csv *c, const half_job *h) {
     c->cap = c->spare_cap, c->spare_cap = cap;
     c->consumed += c->pos;
     c->len = h->got, c->pos = 0, c->eof = h->read_eof;
-    if (c->o->progress) c->o->progress(c->o->progress_arg, c->st.rows, c->consumed + c->pos);
-    return 0;
+    return progress(c, c->st.rows, c->consumed + c->pos);
 }
 
 // The series ids the parts find their rows' in, while rows are held (and
@@ -2770,9 +2775,8 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
     c->rec_time = time;
     c->rec_missing = false;
     for (uint32_t k = 0; k < c->nkeep; k++) c->rec_missing |= isnan(c->row[k]);
-    if (c->o->progress && !((c->st.rows + c->nbatch) & 0xfffff))
-        c->o->progress(c->o->progress_arg, c->st.rows + c->nbatch, c->consumed + c->len);
-    return series_row(c, line, imputed);
+    int rc = (c->st.rows + c->nbatch) & 0xfffff ? 0 : progress(c, c->st.rows + c->nbatch, c->consumed + c->len);
+    return rc ? rc : series_row(c, line, imputed);
 }
 
 // After the last row: the held rows merged series by series into the

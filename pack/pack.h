@@ -306,7 +306,8 @@ typedef struct {
     sf_pack_writer_opts pack;   // ncols/col_names/series_column are filled in; threads > 1
                                 // also parses with a second thread where it can
     // Called now and then with rows and CSV bytes done (may be NULL).
-    void (*progress)(void *arg, uint64_t rows, uint64_t bytes);
+    // Nonzero stops the pack: SF_EINVAL, no output.
+    int (*progress)(void *arg, uint64_t rows, uint64_t bytes);
     void *progress_arg;
     // Receives (with progress_arg) the temporary output path once it exists,
     // so that a signal handler can remove it (may be NULL).

@@ -205,6 +205,23 @@ class _PackOpts(ctypes.Structure):
 
 _lib.sf_api_pack_arrow.argtypes = [_vp, _cp, ctypes.POINTER(_PackOpts), _cp, ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
 _lib.sf_api_pack_csv.argtypes = [_cp, _cp, ctypes.POINTER(_PackOpts), ctypes.POINTER(_vp), ctypes.POINTER(_Err)]
+# progress(arg, rows, total or bytes): a CSV's and an Arrow stream's packing
+_PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _u64, _u64)
+_lib.sf_api_pack_csv_progress.argtypes = [_cp, _cp, ctypes.POINTER(_PackOpts), _PROGRESS, _vp, ctypes.POINTER(_vp),
+                                          ctypes.POINTER(_Err)]
+
+
+def _call(progress, raised, done, total):
+    """progress(done, total) for the C packer: 1 (stop) once it raised, the exception kept for the caller (a
+    ctypes callback's exception would be printed and lost, the pack going on)."""
+    try:
+        progress(done, total)
+        return 0
+    except BaseException as e:  # KeyboardInterrupt too: Ctrl-C in a callback stops the pack
+        raised.append(e)
+        return 1
+
+
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.restype = _vp
 _capsule_pointer.argtypes = [ctypes.py_object, _cp]
@@ -823,10 +840,9 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     from 1: a file's first row is row 1), which predict --with-actual writes as file and line. series_column
     None looks at the first batch for a column of integer series ids (an error where the time goes back
     where it changes, else a warning); "" says the rows are one series. series_per_file (Parquet files
-    only, --series-per-file): each file one series, named after the file without its extension. progress
-    (Arrow and Parquet sources; a CSV file is packed without calls to it): None, or a callable(rows, total)
-    called after each batch with the rows read and (Parquet) the files' rows in all, else 0; an exception it
-    raises stops the pack (no output) and is raised. The options mirror
+    only, --series-per-file): each file one series, named after the file without its extension. progress:
+    None, or a callable(rows, total) called after each batch (a CSV's: each buffer read) with the rows read and
+    (Parquet) the files' rows in all, else 0; an exception it raises stops the pack (no output) and is raised. The options mirror
     pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
     (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
@@ -869,7 +885,14 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
             if series_per_file:
                 raise ValueError("series_per_file (--series-per-file) is for Parquet files here (seqfeed pack "
                                  "A.csv B.csv --series-per-file packs CSV files)")
-            rc = _lib.sf_api_pack_csv(paths[0], out_b, ctypes.byref(opts), ctypes.byref(report), ctypes.byref(err))
+            raised = []
+            # Called with the rows and the CSV's bytes so far: progress(rows, 0), no total known.
+            cb = _PROGRESS(lambda arg, done, nbytes: _call(progress, raised, done, 0)) if progress else _PROGRESS()
+            rc = _lib.sf_api_pack_csv_progress(paths[0], out_b, ctypes.byref(opts), cb, None, ctypes.byref(report),
+                                               ctypes.byref(err))
+            if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
+                _lib.sf_api_free(report)
+                raise raised[0]
             return _pack_report(rc, err, report)
         for p in paths:
             if not os.path.exists(p):

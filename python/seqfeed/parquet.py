@@ -7,10 +7,9 @@ import os
 
 import numpy as np
 
-from . import SeqfeedError, _Err, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
+from . import _PROGRESS, SeqfeedError, _call, _Err, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
 
 _u32, _u64 = ctypes.c_uint32, ctypes.c_uint64
-_PROGRESS = ctypes.CFUNCTYPE(ctypes.c_int, _vp, _u64, _u64)
 
 
 class _Sources(ctypes.Structure):
@@ -125,14 +124,3 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
         _lib.sf_api_free(report)
         raise raised[0]
     return _pack_report(rc, err, report, stacklevel=4)  # the warnings point at seqfeed.pack's caller
-
-
-def _call(progress, raised, done, total):
-    """progress(done, total) for the C packer: 1 (stop) once it raised, the exception kept for the caller (a
-    ctypes callback's exception would be printed and lost, the pack going on)."""
-    try:
-        progress(done, total)
-        return 0
-    except BaseException as e:  # KeyboardInterrupt too: Ctrl-C in a callback stops the pack
-        raised.append(e)
-        return 1

@@ -477,6 +477,31 @@ writer.join(10)
 if r["rows"] != 2:
     fail("a CSV through a FIFO: %r rows, expected 2 (its first bytes read and lost?)" % r["rows"])
 
+# progress on a CSV: called with the rows so far (and 0: no total), rising; an exception it raises stops
+# the pack, without output, and is the caller's.
+with open("many.csv", "w") as f:
+    f.write("time,v\n")
+    t0 = 1262304000
+    f.writelines("%d,%d\n" % (t0 + 60 * i, i % 13) for i in range(200000))
+calls = []
+r = seqfeed.pack("many.csv", "many.sfpack", time_column="", progress=lambda done, total: calls.append((done, total)))
+if not calls or any(t != 0 for _, t in calls) or [d for d, _ in calls] != sorted(d for d, _ in calls) or \
+        calls[-1][0] > r["rows"]:
+    fail("progress on a CSV of %d rows: calls %r" % (r["rows"], calls[:5] + calls[-3:]))
+
+
+class Stop(Exception):
+    pass
+
+
+def stop(done, total):
+    raise Stop("at %d rows" % done)
+
+
+raises(Stop, seqfeed.pack, re.compile(r"at \d+ rows"), "many.csv", "stopped.sfpack", progress=stop)
+if os.path.exists("stopped.sfpack"):
+    fail("a pack its progress stopped left stopped.sfpack")
+
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
 print("all argument edges checked")
