@@ -509,6 +509,13 @@ static int check_files(const cli_command *c, const cli_args *a) {
         {"data", a->v[OPT_DATA].set ? a->v[OPT_DATA].text : a->positional},
         {"checkpoint", a->v[OPT_CHECKPOINT].text}};
     size_t nseen = 2;
+    // Every command may write stdout (results, -o -): redirected into a
+    // file (>> input), that file must not be an input.
+    struct stat so, si;
+    for (size_t i = 0; i < 2 && fstat(STDOUT_FILENO, &so) == 0 && S_ISREG(so.st_mode); i++)
+        if (seen[i].path && stat(seen[i].path, &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return cli_usage_error(c->name, "standard output is the file --%s %s: writing would destroy it; "
+                                   "redirect it to another file", seen[i].name, seen[i].path);
     for (size_t k = 0; k < sizeof output_opts / sizeof *output_opts; k++) {
         const cli_value *v = &a->v[output_opts[k]];
         const char *name = options[output_opts[k]].name;

@@ -404,6 +404,13 @@ static int parse_trailer(sf_pack *p, sf_err *e) {
                          nm, (unsigned long long)(toff + pos));
             goto out;
         }
+        // Bits 0-5 (pack.h's SF_TIME_*), at most 6 digits of fraction: more
+        // would print times 10x off.
+        if (in->time_parts >> 6 || (in->time_parts >> SF_TIME_FRACTION_SHIFT & 7) > 6) {
+            rc = CORRUPT("%s: trailer (byte %llu): the time column's parts are %#x, beyond what a pack writes", nm,
+                         (unsigned long long)(toff + pos + 16), in->time_parts);
+            goto out;
+        }
         pos += SF_TIME_FIXED;
         for (uint64_t i = 0; i < in->nseries; i++, pos += 16) {
             p->series_times[2 * i] = (int64_t)sf_get_u64(t + pos);

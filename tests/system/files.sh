@@ -165,6 +165,38 @@ for attempt in 1 2 3; do
 done
 [ "$changed" -eq 1 ] || fail "pack never saw its CSV change in 3 tries"
 
+# Stdout appended to an input (>> input) is refused before anything is
+# written: every command may write stdout.
+cp s.sfpack app.sfpack
+for cmd in "unpack app.sfpack -o -" "inspect app.sfpack" "verify app.sfpack"; do
+    "$SEQFEED" $cmd >>app.sfpack 2>err && fail "$cmd >> its input exited 0"
+    expect err "standard output is the file --data app.sfpack: writing would destroy it"
+done
+cmp -s s.sfpack app.sfpack || fail "a command appended to its input"
+
+# A trailer that says 7 digits of a second's fraction (no pack writes more
+# than 6; times would print 10x off) is refused as corrupt.
+printf 'time,v\n2020-01-01T00:00:00.123456,1\n2020-01-01T00:00:01.5,2\n' >frac.csv
+run 0 pack frac.csv -o frac.sfpack -q
+python3 - frac.sfpack frac7.sfpack <<'PY'
+import struct, sys
+def crc32c(b, c=0xffffffff):
+    for x in b:
+        c ^= x
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+    return c ^ 0xffffffff
+b = bytearray(open(sys.argv[1], "rb").read())
+toff, tsize = struct.unpack_from("<QQ", b, len(b) - 32)
+i = b.rfind(struct.pack("<I", 3 | 6 << 3), toff, toff + tsize - 4)  # clock, seconds, 6 digits
+assert i > 0
+struct.pack_into("<I", b, i, 3 | 7 << 3)
+struct.pack_into("<I", b, toff + tsize - 4, crc32c(b[toff:toff + tsize - 4]))
+open(sys.argv[2], "wb").write(b)
+PY
+run 1 verify frac7.sfpack
+expect err "frac7.sfpack: trailer \(byte [0-9]+\): the time column's parts are 0x3b, beyond what a pack writes"
+
 # stdout that cannot be written is an error, not a silent success.
 if [ -w /dev/full ]; then
     "$SEQFEED" inspect s.sfpack >/dev/full 2>err && fail "inspect to a full stdout exited 0"
