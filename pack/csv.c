@@ -321,7 +321,9 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     const sf_csv_pack_opts *o = c->o;
     size_t len = 0;
     bool whole = true;
-    if (!cap) return false;
+    // pack --append-to (o->header set): the file's layout decides the
+    // options, and the output here is its spool, no file to name.
+    if (!cap || o->header) return false;
     out[0] = 0;
     append(out, cap, &len, "seqfeed pack");
     if (c->src) {
@@ -1065,6 +1067,11 @@ static void suggest_unit(const csv *c, int64_t count, enum sf_time_kind skip, co
         char date[48];
         sf_time_format(date, sizeof date, us, SF_TIME_CLOCK | SF_TIME_SECONDS | SF_TIME_ZONE);
         size_t len = 0;
+        if (c->o->header) {  // pack --append-to: the file's time kind is the CSV's to match
+            snprintf(out, cap, "%s %s since 1970 it is %s; the file appended to keeps ISO-8601 times, which the "
+                     "appended rows must match", lead, words[k - SF_TIME_EPOCH_S], date);
+            return;
+        }
         append(out, cap, &len, "%s %s since 1970 it is %s. Pack it with: ", lead, words[k - SF_TIME_EPOCH_S], date);
         if (!again(c, &(again_edit){.time_unit = unit_names[k - SF_TIME_EPOCH_S]}, out + len, cap - len))
             snprintf(out + len, cap - len, "--time-unit %s", unit_names[k - SF_TIME_EPOCH_S]);
@@ -1471,7 +1478,11 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
                            "the rest of the file" : "the rows read so far", (unsigned long long)rows);
                     size_t mark = len;
                     append(fix, sizeof fix, &len, ". Pack it with: ");
-                    if (!again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len))
+                    if (c->o->header)  // pack --append-to: the file's columns stay
+                        snprintf(fix, sizeof fix, "; it has no value in %s (%llu rows), and rows appended to a file "
+                                 "must fill its columns", all ? "the rest of the file" : "the rows read so far",
+                                 (unsigned long long)rows);
+                    else if (!again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len))
                         snprintf(fix + mark, sizeof fix - mark, " (%s)", c->o->columns ? "--columns without it"
                                                                                        : "--drop-columns");
                 }

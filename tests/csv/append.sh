@@ -254,4 +254,15 @@ printf 'series,f0,f1\ns1,0.5,0.25\n' >t.csv
 run 0 pack t.csv --append-to t.sfpack -q
 run 2 "${train[@]}" --resume
 expect err "ck/latest\.safetensors: the data \(its row count\) differs from the checkpoint's"
+
+# Its hints name no spool file and no option append refuses.
+printf 'site,time,temp\nseattle,2010-11-30T08:00,40\n' >iso.csv
+run 0 pack iso.csv -o iso.sfpack --series-column site -q
+printf 'site,time,temp\nseattle,1291161600,1\n' >secs.csv
+run 1 pack secs.csv --append-to iso.sfpack --series-column site
+expect err "the file appended to keeps ISO-8601 times, which the appended rows must match$"
+printf 'site,time,temp\nportland,2010-11-30T09:00,\n' >gap.csv
+run 1 pack gap.csv --append-to iso.sfpack --series-column site --missing ffill
+expect err "rows appended to a file must fill its columns$"
+grep -q "\.append\|--time-unit\|--drop-columns" err && fail "an append's hint: $(cat err)"
 finish
