@@ -476,6 +476,20 @@ static int merge(app *a, sf_pack *old, sf_pack *spool, const uint64_t *match, co
     if (!rc) {
         sf_pack_writer_time_parts(a->w, oi->time_parts);  // joined: the most fraction digits of both
         sf_pack_writer_time_parts(a->w, si->time_parts);
+        // A file's times of day all with a zone or all without (a mix is
+        // warned of as it is packed): the appended rows the other way make
+        // the mix pack warns of in one file.
+        unsigned clock = SF_TIME_CLOCK, zone = SF_TIME_ZONE;
+        bool mixed = (oi->time_parts & clock) && (si->time_parts & clock) &&
+                     !(oi->time_parts & zone) != !(si->time_parts & zone);
+        if (mixed && a->o->note) {
+            char msg[512];
+            snprintf(msg, sizeof msg, "warning: time column \"%s\" of %s has times of day %s a zone, and the rows "
+                     "appended %s one: pack takes times without a zone as UTC, so if those are local times, they are "
+                     "off by the zone's offset", oi->time_column, a->path, oi->time_parts & zone ? "with" : "without",
+                     si->time_parts & zone ? "have" : "do not have");
+            a->o->note(a->o->progress_arg, msg);
+        }
         // The first row that changes: the end of the first series that grows.
         uint64_t changed = oi->nrows;
         for (uint64_t i = 0; i < oi->nseries && changed == oi->nrows; i++)

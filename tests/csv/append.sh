@@ -265,4 +265,13 @@ printf 'site,time,temp\nportland,2010-11-30T09:00,\n' >gap.csv
 run 1 pack gap.csv --append-to iso.sfpack --series-column site --missing ffill
 expect err "rows appended to a file must fill its columns$"
 grep -q "\.append\|--time-unit\|--drop-columns" err && fail "an append's hint: $(cat err)"
+
+# Rows with a zone appended to times without one: the mix pack warns of in
+# one file, warned of at the append too; rows like the file's, no warning.
+printf 'site,time,temp\nseattle,2010-11-30T09:00,1\n' >naive.csv
+run 0 pack naive.csv --append-to iso.sfpack --series-column site
+grep -q "warning: time column" err && fail "rows without a zone, appended to such times: $(cat err)"
+printf 'site,time,temp\nseattle,2010-11-30T10:00Z,1\n' >zoned.csv
+run 0 pack zoned.csv --append-to iso.sfpack --series-column site
+expect err 'warning: time column "time" of iso.sfpack has times of day without a zone, and the rows appended have one'
 finish
