@@ -371,19 +371,32 @@ static int series_last(void *arg, const char *key, size_t len, float *row, sf_er
     return 1;
 }
 
+// The CSV's line of series j's first row in the spool (0 when unknown).
+static int first_line(app *a, const sf_pack *spool, uint64_t j, int64_t *line) {
+    const sf_pack_info *si = sf_pack_get_info(spool);
+    cursor c;
+    int rc = cursor_open(&c, spool, a->e);
+    if (!rc) rc = cursor_at(&c, si->series[j].first_row, a->e);
+    *line = rc || !c.line ? 0 : c.line[si->series[j].first_row - c.ch.first_row];
+    cursor_close(&c);
+    return rc;
+}
+
 // Times must continue each series: the CSV's first time of a series the
 // file has is not before the file's last. The first such series by line.
+// The first that repeats the file's last time is warned of, as pack warns
+// of a time that repeats within a series.
 static int check_times(app *a, const sf_pack *spool, const uint64_t *match) {
     const sf_pack_info *oi = a->oi, *si = sf_pack_get_info(spool);
     if (!a->time) return 0;
+    uint64_t repeat = UINT64_MAX;
     for (uint64_t j = 0; j < si->nseries; j++) {
         uint64_t i = match[j];
+        if (i != UINT64_MAX && repeat == UINT64_MAX && si->series_times[2 * j] == oi->series_times[2 * i + 1])
+            repeat = j;
         if (i == UINT64_MAX || si->series_times[2 * j] >= oi->series_times[2 * i + 1]) continue;
-        cursor c;
-        int rc = cursor_open(&c, spool, a->e);
-        if (!rc) rc = cursor_at(&c, si->series[j].first_row, a->e);
-        int64_t line = rc || !c.line ? 0 : c.line[si->series[j].first_row - c.ch.first_row];
-        cursor_close(&c);
+        int64_t line;
+        int rc = first_line(a, spool, j, &line);
         if (rc) return rc;
         char now[48], last[48], label[240];
         sf_pack_time_text(oi, si->series_times[2 * j], now, sizeof now);
@@ -391,6 +404,17 @@ static int check_times(app *a, const sf_pack *spool, const uint64_t *match) {
         return sf_err_set(a->e, SF_EFORMAT, "%s:%lld: %s starts at %s, before %s, its last time in %s: appended rows "
                           "continue each series, and times never go back within a series", a->in_name,
                           (long long)line, series_label(si->series[j].name, label, sizeof label), now, last, a->path);
+    }
+    if (repeat != UINT64_MAX && a->o->note) {
+        int64_t line;
+        int rc = first_line(a, spool, repeat, &line);
+        if (rc) return rc;
+        char now[48], label[240], msg[600];
+        sf_pack_time_text(oi, si->series_times[2 * repeat], now, sizeof now);
+        snprintf(msg, sizeof msg, "warning: %s:%lld: %s starts at %s, its last time in %s: the time repeats within a "
+                 "series (duplicate rows, or rows of several series without a series column?)", a->in_name,
+                 (long long)line, series_label(si->series[repeat].name, label, sizeof label), now, a->path);
+        a->o->note(a->o->progress_arg, msg);
     }
     return 0;
 }

@@ -274,4 +274,9 @@ grep -q "warning: time column" err && fail "rows without a zone, appended to suc
 printf 'site,time,temp\nseattle,2010-11-30T10:00Z,1\n' >zoned.csv
 run 0 pack zoned.csv --append-to iso.sfpack --series-column site
 expect err 'warning: time column "time" of iso.sfpack has times of day without a zone, and the rows appended have one'
+# A series whose appended rows start at its last time: the repeat pack
+# warns of within one file.
+printf 'site,time,temp\nseattle,2010-11-30T10:00Z,2\n' >again.csv
+run 0 pack again.csv --append-to iso.sfpack --series-column site
+expect err 'warning: again.csv:2: series "seattle" starts at 2010-11-30T10:00Z, its last time in iso.sfpack: the time repeats'
 finish
