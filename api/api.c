@@ -222,23 +222,33 @@ static int pack_done(int rc, pack_counts c, sf_text *notes, char **report, sf_er
     return rc;
 }
 
+// The notes and the caller's progress callback behind the packers' one arg.
+typedef struct {
+    sf_text notes;
+    int (*progress)(void *arg, uint64_t rows, uint64_t total);
+    void *arg;
+} pack_call;
+
+static void pack_note(void *arg, const char *text) { add_note(&((pack_call *)arg)->notes, text); }
+
+static int pack_progress(void *arg, uint64_t rows, uint64_t total) {
+    const pack_call *call = arg;
+    return call->progress(call->arg, rows, total);
+}
+
+// The file of src that out names (a link or another path to it too), or NULL.
+static const char *input_at(const sf_api_pack_sources *src, const char *out) {
+    struct stat so, si;
+    if (stat(out, &so) != 0) return NULL;
+    for (uint32_t i = 0; src->files && i < src->nfiles; i++)
+        if (src->files[i] && stat(src->files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+            return src->files[i];
+    return NULL;
+}
+
 int sf_api_pack_arrow(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o, const char *name,
                       char **report, sf_err *e) {
     return sf_api_pack_arrow_files(stream, out, o, name, NULL, report, e);
-}
-
-// The notes and the caller's progress callback behind sf_csv_pack_opts' one arg.
-typedef struct {
-    sf_text notes;
-    int (*progress)(void *arg, uint64_t rows, uint64_t bytes);
-    void *arg;
-} csv_call;
-
-static void csv_note(void *arg, const char *text) { add_note(&((csv_call *)arg)->notes, text); }
-
-static int csv_progress(void *arg, uint64_t rows, uint64_t bytes) {
-    const csv_call *call = arg;
-    return call->progress(call->arg, rows, bytes);
 }
 
 int sf_api_pack_csv(const char *in, const char *out, const sf_api_pack_opts *o, char **report, sf_err *e) {
@@ -253,14 +263,13 @@ int sf_api_pack_csv_progress(const char *in, const char *out, const sf_api_pack_
     if (report) *report = NULL;
     if (!in || !out) return sf_err_set(e, SF_EINVAL, "sf_api_pack_csv: %s is NULL", in ? "the output path" : "the input");
     if (!o) o = &none;
-    struct stat si, so;
-    if (stat(in, &si) == 0 && stat(out, &so) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
+    if (input_at(&(sf_api_pack_sources){.files = (const char *const[]){in}, .nfiles = 1}, out))
         return sf_err_set(e, SF_EUSAGE, "the output %s is the same file as the input %s: one would destroy the other "
                           "(hint: another output name, ending in .sfpack)", out, in);
-    csv_call call = {.progress = progress, .arg = arg};
+    pack_call call = {.progress = progress, .arg = arg};
     sf_csv_pack_opts co = {.columns = o->columns, .drop_columns = o->drop_columns, .series_column = o->series_column,
-                           .time_column = o->time_column, .categorical = o->categorical, .note = csv_note,
-                           .progress = progress ? csv_progress : NULL, .progress_arg = &call,
+                           .time_column = o->time_column, .categorical = o->categorical, .note = pack_note,
+                           .progress = progress ? pack_progress : NULL, .progress_arg = &call,
                            .memory_budget = o->memory_budget};
     int rc = pack_opts(o, &co.missing, &co.pack, e);
     sf_csv_pack_stats st = {0};
@@ -474,30 +483,6 @@ void sf_dataset_close(sf_dataset *d) {
 
 // ---- packing an Arrow stream of several files ----
 
-// The notes and the caller's sources (with their progress callback) behind
-// sf_arrow_pack_opts' one arg.
-typedef struct {
-    sf_text notes;
-    const sf_api_pack_sources *src;
-} arrow_call;
-
-static void arrow_note(void *arg, const char *text) { add_note(&((arrow_call *)arg)->notes, text); }
-
-static int arrow_progress(void *arg, uint64_t rows, uint64_t total) {
-    const sf_api_pack_sources *s = ((arrow_call *)arg)->src;
-    return s->progress(s->progress_arg, rows, total);
-}
-
-// The file of src that out names (a link or another path to it too), or NULL.
-static const char *input_at(const sf_api_pack_sources *src, const char *out) {
-    struct stat so, si;
-    if (stat(out, &so) != 0) return NULL;
-    for (uint32_t i = 0; src->files && i < src->nfiles; i++)
-        if (src->files[i] && stat(src->files[i], &si) == 0 && si.st_dev == so.st_dev && si.st_ino == so.st_ino)
-            return src->files[i];
-    return NULL;
-}
-
 int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, const sf_api_pack_opts *o,
                             const char *name, const sf_api_pack_sources *src, char **report, sf_err *e) {
     LOCAL_ERR(e);
@@ -515,15 +500,15 @@ int sf_api_pack_arrow_files(struct ArrowArrayStream *stream, const char *out, co
         return sf_err_set(e, SF_EUSAGE, "the output %s is the same file as the input %s: one would destroy the other "
                           "(hint: another output name, ending in .sfpack)", out, input);
     }
-    arrow_call call = {.src = src};
+    pack_call call = {.progress = src ? src->progress : NULL, .arg = src ? src->progress_arg : NULL};
     sf_arrow_pack_opts ao = {.name = name, .columns = o->columns, .drop_columns = o->drop_columns,
                              .series_column = o->series_column, .time_column = o->time_column,
-                             .categorical = o->categorical, .note = arrow_note, .arg = &call,
+                             .categorical = o->categorical, .note = pack_note, .arg = &call,
                              .memory_budget = o->memory_budget};
     if (src) {
         ao.sources = src->files, ao.source_rows = src->rows, ao.nsources = src->nfiles;
         ao.series_per_file = src->series_per_file;
-        if (src->progress) ao.progress = arrow_progress;
+        if (src->progress) ao.progress = pack_progress;
     }
     int rc = pack_opts(o, &ao.missing, &ao.pack, e);
     if (rc) {

@@ -815,13 +815,11 @@ static int lock_checkpoint_dir(fit *f, const char *dir, sf_err *e) {
         nanosleep(&(struct timespec){.tv_nsec = 10000000}, NULL);
     if (locked != 0) {
         int err = errno;
-        char pid[32] = "";
-        ssize_t n = err == EWOULDBLOCK ? pread(f->lock, pid, sizeof pid - 1, 0) : -1;
-        if (n > 0) pid[strcspn(pid, "\n")] = 0;
         if (err != EWOULDBLOCK) return sf_err_errno(e, SF_EIO, err, "%s: cannot lock", path);
+        char pid[32];
+        if (!sf_checkpoint_dir_owner(dir, pid, sizeof pid)) snprintf(pid, sizeof pid, "unknown");  // gone since
         return sf_err_set(e, SF_EUSAGE, "--checkpoint-dir %s is in use by another run (PID %s): two runs would "
-                          "replace each other's checkpoints; wait for it, or use another --checkpoint-dir", dir,
-                          n > 0 && pid[0] ? pid : "unknown");
+                          "replace each other's checkpoints; wait for it, or use another --checkpoint-dir", dir, pid);
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
