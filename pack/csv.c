@@ -25,7 +25,7 @@
 
 #define BUF_INITIAL (1u << 20)
 #define BUF_MAX (1u << 30)  // longest record we accept
-#define PARALLEL_BUF (8u << 20)  // what buffers grow to with a helper thread
+#define PARALLEL_BUF (2u << 20)  // what buffers grow to with a helper thread
 #define BATCH_BYTES (64u << 10)  // rows handed to the writer at a time
 #define PAD 16  // zeroed bytes behind the data: the 8-byte loads of fast_number
 
@@ -2027,6 +2027,14 @@ static void half_publish(half_job *h, size_t n) {
     }
 }
 
+// Fresh memory of n bytes in place of p, whose contents need not be kept
+// (realloc would copy them), or NULL with p left as it is.
+static void *fresh(void *p, size_t n) {
+    void *q = malloc(n);
+    if (q) free(p);
+    return q;
+}
+
 // Room in a for the records of the part [from, to).
 // A record has ncsv - 1 delimiters, a line feed and a byte per number;
 // a last raw one takes any lines beyond (parse_half). Values above 2^24
@@ -2044,15 +2052,16 @@ static int half_room(const csv *c, struct half_arrays *a, const char *from, cons
     if (max_rows <= a->cap) return 0;
     if (max_rows < a->cap + a->cap / 2) max_rows = a->cap + a->cap / 2;  // rare reallocs, no trail of freed copies
     size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
-    float *r = realloc(a->rows, max_rows * c->nkeep * sizeof(float));
+    // The arrays hold a part committed before: nothing to keep.
+    float *r = fresh(a->rows, max_rows * c->nkeep * sizeof(float));
     if (r) a->rows = r;
-    int64_t *t = r ? realloc(a->times, max_rows * sizeof(int64_t)) : NULL;
+    int64_t *t = r ? fresh(a->times, max_rows * sizeof(int64_t)) : NULL;
     if (t) a->times = t;
-    half_rec *hr = t ? realloc(a->recs, max_rows * sizeof *hr) : NULL;
+    half_rec *hr = t ? fresh(a->recs, max_rows * sizeof *hr) : NULL;
     if (hr) a->recs = hr;
-    uint32_t *hc = hr ? realloc(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
+    uint32_t *hc = hr ? fresh(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
     if (hc) a->cats = hc;
-    half_big *hb = hc ? realloc(a->pend, npend * sizeof *hb) : NULL;
+    half_big *hb = hc ? fresh(a->pend, npend * sizeof *hb) : NULL;
     if (!hb) return 1;
     a->pend = hb;
     a->cap = max_rows, a->pend_cap = npend;
@@ -2443,7 +2452,23 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         rc = sf_regroup_add(c->rg, c->cur_index, h->rows + k * c->nkeep, timed ? h->times[k] : 0,
                             line + (int64_t)(k - i), c->e);
     }
-    for (size_t done = i; !rc && !c->rg && done < j;) {
+    // A run longer than a batch goes to the writer from the part's arrays,
+    // the batch emptied first: copying it through the batch cost a pass
+    // over its rows, which the writer reads again.
+    bool direct = !c->rg && j - i >= c->batch_rows;
+    if (direct && !(rc = flush_batch(c))) {
+        for (size_t done = i; !rc && done < j;) {
+            size_t n = c->batch_rows < j - done ? c->batch_rows : j - done;
+            int64_t *to = c->batch_line, first = line + (int64_t)(done - i);
+            for (size_t k = 0; k < n; k++) to[k] = first + (int64_t)k;
+            rc = sf_pack_writer_rows_imputed(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL, to,
+                                             NULL, n, c->e);
+            done += n;
+        }
+        memcpy(c->last, h->rows + (j - 1) * c->nkeep, c->nkeep * sizeof(float));
+        c->st.rows += j - i;
+    }
+    for (size_t done = i; !rc && !c->rg && !direct && done < j;) {
         size_t n = c->batch_rows - c->nbatch < j - done ? c->batch_rows - c->nbatch : j - done;
         memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
         if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));
@@ -2682,10 +2707,14 @@ static int parse_parallel(csv *c) {
     if (c->fd >= 0 && !c->eof) {
         // Each buffer costs the threads a few hand-overs, each a wake-up of
         // tens of microseconds on a virtual machine, where a 1 MiB buffer
-        // takes a millisecond: buffers double up to PARALLEL_BUF.
+        // takes a millisecond: buffers double up to PARALLEL_BUF. Not
+        // beyond: the buffers and the parts' arrays are memory each page
+        // of which costs a fault once and, kept, a place in the caches
+        // (at 8 MiB two threads took 1.14x the CPU of one on a 1 GB CSV,
+        // 1.65x on 40 MB; at 2 MiB 1.10x and 1.32x).
         size_t room = c->cap >= PARALLEL_BUF ? c->cap : 2 * c->cap < PARALLEL_BUF ? 2 * c->cap : PARALLEL_BUF;
         if (c->spare_cap != room) {
-            char *b = realloc(c->spare, room + PAD);
+            char *b = fresh(c->spare, room + PAD);  // its records are committed
             if (b) c->spare = b, c->spare_cap = room;
         }
         if (c->spare_cap == room && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
@@ -3238,10 +3267,21 @@ static int convert(csv *c, const char *out) {
     // part, the reads and the writer (bench/pack_threads.sh,
     // docs/BENCHMARKS.md).
     bool parallel = c->o->pack.threads > 1;
+    // With two threads both cores parse: a chunk is compressed by the
+    // thread that fills it, in its cache, rather than handed to a third
+    // thread waking on a core already busy (2 threads then took 1.18x
+    // the CPU of one; inline 1.13x). With more, the rest compress.
+    bool inline_chunks = c->o->pack.threads <= 2;
     c->share = 32;
     if (!rc && c->per_file) rc = file_series(c);
     while (!rc) {
-        if (parallel && (rc = parse_parallel(c)) != 1) continue;
+        if (parallel) {
+            if (c->w) sf_pack_writer_inline(c->w, inline_chunks);
+            if ((rc = parse_parallel(c)) != 1) continue;
+            // The main thread parses alone: the workers compress, but for
+            // the file's last bytes, where waking them costs more.
+            if (c->w && !c->eof) sf_pack_writer_inline(c->w, false);
+        }
         rc = parse_until(c, SIZE_MAX, parallel);  // then try the next buffer in parallel
         if (rc == REC_END && c->src && c->src_at + 1 < sf_sources_count(c->src)) rc = next_input(c);
     }

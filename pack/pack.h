@@ -244,6 +244,12 @@ typedef struct sf_pack_writer sf_pack_writer;
 int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_writer_opts *o, sf_err *e);
 // The temporary file's name, for a signal handler that must unlink it.
 const char *sf_pack_writer_temp_path(const sf_pack_writer *w);
+// With on, each chunk is compressed by the thread that fills it, as without
+// compression threads, until called again with off: for a caller whose other
+// threads keep every core busy, where handing each chunk to a worker costs
+// a core's caches and wake-ups and gains nothing. Without the memory for it,
+// and for a writer opened without threads, nothing changes.
+void sf_pack_writer_inline(sf_pack_writer *w, bool on);
 // Starts a new series at the next row. Series without rows are not stored.
 int sf_pack_writer_series(sf_pack_writer *w, const char *name, size_t len, sf_err *e);
 // Appends n rows, row-major (rows[r * ncols + c]). Values must be finite.
