@@ -138,6 +138,13 @@ int bench_train(int argc, char **argv) {
                                    "of the %u replicas takes whole parts (hint: a --batch-size of at least %u, or "
                                    "fewer --replicas)", (unsigned long long)batches[k],
                                    sf_batch_parts((uint32_t)batches[k]), o.replicas, 8 * o.replicas);
+    // Each batch size's run could still stop before its first step (too
+    // few windows): before the ceilings take their seconds.
+    for (uint32_t k = 0; k < nbatches; k++) {
+        sf_fit_opts check = o;
+        check.batch = (uint32_t)batches[k];
+        if (sf_fit_check(&check, &e)) return cli_fail(c->name, &e, NULL);
+    }
     double train_flops = 3 * sf_model_flops(&m, o.pipe.window.length);
     // The ceilings, on the cores the training uses.
     bool late = o.late_loss && o.backend->step_loss;  // what runs: GPUs only

@@ -1198,16 +1198,18 @@ static int resume_lr(fit *f, const sf_run_start *start, sf_err *e) {
 
 int sf_fit(const sf_fit_opts *o, sf_fit_result *res, sf_err *e) { return sf_fit_measured(o, NULL, res, e); }
 
-int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
-    fit f = {.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
-             .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks), .wall_t0 = sf_now(),
-             .tb = {.fd = {-1, -1}}};
+// The run's batch cut among its replicas, its data and model opened and
+// checked: what fails before any weights, threads or files of the run exist.
+static int fit_data(fit *f, const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
+    *f = (fit){.o = o, .bench = b, .res = res, .R = o->replicas ? o->replicas : 1, .ranks = o->ranks, .lock = -1,
+               .rank = sf_ranks_rank(o->ranks), .nranks = sf_ranks_size(o->ranks), .wall_t0 = sf_now(),
+               .tb = {.fd = {-1, -1}}};
     *res = (sf_fit_result){.val_loss = NAN, .best_val_loss = NAN};
-    f.G = f.R * (uint32_t)f.nranks;
-    f.talk = o->progress && f.rank == 0;
-    if (o->folds) snprintf(f.fold, sizeof f.fold, "fold %u/%u - ", o->fold, o->folds);
+    f->G = f->R * (uint32_t)f->nranks;
+    f->talk = o->progress && f->rank == 0;
+    if (o->folds) snprintf(f->fold, sizeof f->fold, "fold %u/%u - ", o->fold, o->folds);
     uint32_t parts = sf_fit_parts(o);
-    if (o->batch == 0 || f.G > parts) {
+    if (o->batch == 0 || f->G > parts) {
         // A run resumed from a checkpoint (a cross-validation's: from its
         // first fold's) has the checkpoint's --batch-size.
         char latest[PATH_MAX], hint[96];
@@ -1215,18 +1217,33 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
         if (o->resume && o->checkpoint_dir && (o->folds || access(latest, F_OK) == 0))
             snprintf(hint, sizeof hint, "at most %u --replicas: a resumed run keeps its --batch-size", parts);
         else
-            snprintf(hint, sizeof hint, "a --batch-size of at least %u, or fewer --replicas", 8 * f.G);
+            snprintf(hint, sizeof hint, "a --batch-size of at least %u, or fewer --replicas", 8 * f->G);
         return sf_err_set(e, SF_EUSAGE, "--batch-size %u is cut into %u part(s) of at least 8 windows, and each of "
-                          "the %u replicas takes whole parts (hint: %s)", o->batch, parts, f.G, hint);
+                          "the %u replicas takes whole parts (hint: %s)", o->batch, parts, f->G, hint);
     }
     // The replicas' shares differ when G does not divide the parts: each
     // is opened for the largest.
-    for (uint32_t q = 0; q < f.G; q++) {
-        uint32_t share = sf_replica_windows(o->batch, parts, f.G, q);
-        if (share > f.replica_batch) f.replica_batch = share;
+    for (uint32_t q = 0; q < f->G; q++) {
+        uint32_t share = sf_replica_windows(o->batch, parts, f->G, q);
+        if (share > f->replica_batch) f->replica_batch = share;
     }
-    int rc = open_data(&f, e);
-    if (!rc && o->early_stop) rc = early_stop_needs_validation(&f, e);
+    int rc = open_data(f, e);
+    if (!rc && o->early_stop) rc = early_stop_needs_validation(f, e);
+    return rc;
+}
+
+int sf_fit_check(const sf_fit_opts *o, sf_err *e) {
+    fit f;
+    sf_fit_result res;
+    int rc = fit_data(&f, o, NULL, &res, e);
+    fit_close(&f);
+    return rc;
+}
+
+int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e) {
+    fit f;
+    int rc = fit_data(&f, o, b, res, e);
+    uint32_t parts = sf_fit_parts(o);
     if (!rc) f.po = sf_run_pipe_opts(o, &f.d, f.R, f.rank, f.nranks);  // reads the pack's series for --folds
     if (!rc) rc = fit_budget(&f, e);
     if (!rc) rc = sf_run_record(&f.ck, o, sf_pack_get_info(f.d.pack), &f.d.cols, &f.model, f.G, e);

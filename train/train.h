@@ -652,6 +652,10 @@ typedef struct {
     void (*evaluated)(void *arg, uint64_t step, double val_loss, double seconds, double cpu_seconds);
     void *arg;
 } sf_fit_bench;
+// 0 when o's run gets past the checks it makes before it creates any
+// weights, threads or files (its batch among the replicas, its data, its
+// model, its training windows), else the error it would stop with.
+int sf_fit_check(const sf_fit_opts *o, sf_err *e);
 // sf_fit, measured as b says (NULL: as sf_fit).
 int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *res, sf_err *e);
 

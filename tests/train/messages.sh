@@ -115,6 +115,11 @@ run 1 evaluate --checkpoint gap/latest.safetensors --data nine.sfpack --gpus non
 expect err "nine.sfpack: no window fits in the validation part: its targets are the last 10% of each series' rows \(rounded down\), every stride-th from the first, and a window's inputs may reach back into the training part, not before the series' first row; the checkpoint's windows span 9 rows, and every series' validation part is empty \(hint: --split all\)"
 run 0 evaluate --checkpoint gap/latest.safetensors --data nine.sfpack --gpus none --split all
 expect out "^windows +1 "
+# A file with no training window: bench train says so before it measures
+# its ceilings (seconds of products), and prints nothing on stdout.
+run 2 bench train --data nine.sfpack --steps 3
+expect err "nine.sfpack: 0 training windows, fewer than one global batch of 32: a window spans"
+[ -s out ] && fail "bench train measured before it refused the file: $(cat out)"
 
 # --horizon 0 would make the window's last input row the target.
 for c in train "bench pipeline" "bench train" "bench scaling"; do
