@@ -374,6 +374,12 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
     return whole && len + 1 < cap;
 }
 
+// pack --append-to keeps the file's layout (again gives no command there):
+// the options a fallback hint names say when they apply.
+static const char *first_pack(const csv *c) {
+    return c->o->header ? ", when a file is first packed, not when rows are appended to it" : "";
+}
+
 // Rewrites the control characters of msg (a column name or an id in it)
 // as \n, \t, \r or \xNN, so that a message stays one line; cut to cap.
 static void escape_controls(char *msg, size_t cap) {
@@ -1429,8 +1435,8 @@ static void late_ids_hint(csv *c, char *hint, size_t cap) {
             if (!again(c, &(again_edit){.series_column = c->names[f], .drop = c->o->columns ? c->names[f] : NULL},
                        hint + len, cap - len))
                 snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, "
-                         "each in one run of rows, --series-column makes it so", c->names[f], (double)before,
-                         (double)now);
+                         "each in one run of rows, --series-column makes it so%s", c->names[f], (double)before,
+                         (double)now, first_pack(c));
             return;
         }
 }
@@ -1483,8 +1489,8 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
                                  "must fill its columns", all ? "the rest of the file" : "the rows read so far",
                                  (unsigned long long)rows);
                     else if (!again(c, &(again_edit){.drop = c->col_names[k]}, fix + len, sizeof fix - len))
-                        snprintf(fix + mark, sizeof fix - mark, " (%s)", c->o->columns ? "--columns without it"
-                                                                                       : "--drop-columns");
+                        snprintf(fix + mark, sizeof fix - mark, " (%s%s)",
+                                 c->o->columns ? "--columns without it" : "--drop-columns", first_pack(c));
                 }
                 return fail_at(c, c->miss[k], "missing value in column \"%s\" with no earlier row in this series to "
                                "fill it from%s", c->col_names[k], fix);
@@ -2885,7 +2891,7 @@ static void notes(csv *c) {
             if (!again(c, &(again_edit){.time_column = c->col_names[k], .drop = c->o->columns ? c->col_names[k] : NULL},
                        msg + len, sizeof msg - len))
                 snprintf(msg + mark, sizeof msg - mark, ". Its values look like dates (yyyymmdd): --time-column "
-                         "makes it the time column, exact");
+                         "makes it the time column, exact%s", first_pack(c));
         }
         // Integers rising in every row, in years 1980-2099 as epoch counts
         // of a unit (the coarsest first): a time column, exact with that
@@ -2908,8 +2914,8 @@ static void notes(csv *c) {
                                         .drop = c->o->columns ? c->col_names[k] : NULL},
                        msg + len, sizeof msg - len))
                 snprintf(msg + mark, sizeof msg - mark, ". Its values look like epoch times in %s: --time-column "
-                         "and --time-unit %s make it the time column, exact", unit_names[u - SF_TIME_EPOCH_S],
-                         unit_names[u - SF_TIME_EPOCH_S]);
+                         "and --time-unit %s make it the time column, exact%s", unit_names[u - SF_TIME_EPOCH_S],
+                         unit_names[u - SF_TIME_EPOCH_S], first_pack(c));
             break;
         }
         escape_controls(msg, sizeof msg);
@@ -2948,8 +2954,8 @@ static void notes(csv *c) {
         again_edit ed = {.series_column = c->names[field], .uncategorical = c->names[field],
                          .drop = c->o->columns ? c->names[field] : NULL};
         if (!again(c, &ed, msg + len, sizeof msg - len))
-            snprintf(msg + mark, sizeof msg - mark, " Pack them with --series-column%s (pack regroups the rows of "
-                     "series that interleave)", category ? " instead of --categorical" : "");
+            snprintf(msg + mark, sizeof msg - mark, " Pack them with --series-column%s%s (pack regroups the rows "
+                     "of series that interleave)", category ? " instead of --categorical" : "", first_pack(c));
         escape_controls(msg, sizeof msg);
         c->o->note(c->o->progress_arg, msg);
     }
@@ -3108,7 +3114,7 @@ static int series_hint_say(csv *c, const sf_hint *h, int64_t *const *cols, const
     size_t mark = len;
     append(msg, cap, &len, " If \"%s\" is the series id, pack it with: ", id);
     if (!again(c, &(again_edit){.series_column = id, .drop = c->o->columns ? id : NULL}, msg + len, cap - len))
-        snprintf(msg + mark, cap - mark, " --series-column %s makes it the series id", id);
+        snprintf(msg + mark, cap - mark, " --series-column %s makes it the series id%s", id, first_pack(c));
     if (h->kind == SF_HINT_TIME_BACK) return fail_at(c, at, "%s", msg);
     escape_controls(msg, sizeof msg);
     if (c->o->note) c->o->note(c->o->progress_arg, msg);

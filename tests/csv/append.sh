@@ -279,4 +279,11 @@ expect err 'warning: time column "time" of iso.sfpack has times of day without a
 printf 'site,time,temp\nseattle,2010-11-30T10:00Z,2\n' >again.csv
 run 0 pack again.csv --append-to iso.sfpack --series-column site
 expect err 'warning: again.csv:2: series "seattle" starts at 2010-11-30T10:00Z, its last time in iso.sfpack: the time repeats'
+# A column that looks like epoch times: --time-column would be refused
+# here (the file has none), so the hint says when it applies.
+python3 -c "print('ts,v'); [print(f'{1700000000 + i * 60},{i}') for i in range(200)]" >ep.csv
+python3 -c "print('ts,v'); [print(f'{1700000000 + i * 60},{i}') for i in range(200, 300)]" >ep2.csv
+run 0 pack ep.csv -o ep.sfpack -q
+run 0 pack ep2.csv --append-to ep.sfpack
+expect err 'look like epoch times in s: --time-column and --time-unit s make it the time column, exact, when a file is first packed, not when rows are appended to it$'
 finish
