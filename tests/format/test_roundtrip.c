@@ -246,9 +246,11 @@ static int pack_gen(const char *csv, const char *out, uint32_t chunk_rows, int f
 }
 
 // The same rows through the writer API in uneven batches, series started
-// by hand: the file must be the one the CSV packer wrote.
+// by hand: the file must be the one the CSV packer wrote. toggle: chunks
+// compressed inline (sf_pack_writer_inline) or by the workers, switched at
+// random between batches.
 static int write_gen(const expect *x, const char *out, uint32_t chunk_rows, int filter, int level, int threads,
-                     sf_err *e) {
+                     bool toggle, sf_err *e) {
     sf_pack_writer_opts o = {.ncols = 3, .col_names = x->col_names, .series_column = "id", .chunk_rows = chunk_rows,
                              .level = level, .filter = filter, .threads = threads, .lines = true};
     sf_pack_writer *w;
@@ -260,6 +262,7 @@ static int write_gen(const expect *x, const char *out, uint32_t chunk_rows, int 
             uint64_t n = 1 + rng() % 300;
             if (n > x->first[s] + x->rows[s] - r) n = x->first[s] + x->rows[s] - r;
             for (uint64_t k = 0; k < n; k++) lines[k] = (int64_t)(r + k + 2);  // the header is line 1
+            if (toggle) sf_pack_writer_inline(w, rng() & 1);
             rc = sf_pack_writer_rows_at(w, x->v + r * 3, NULL, lines, n, e);
             r += n;
         }
@@ -299,9 +302,13 @@ static void test_generated(const char *dir) {
                 check_pack(label, one, &x, chunk_rows[k], filter, levels[l]);
                 CHECK(same_bytes(one, three), "%s: 1 and 3 threads wrote different files", label);
                 if (l == 0) {
-                    rc = write_gen(&x, api, chunk_rows[k], filter, levels[l], 3, &e);
+                    rc = write_gen(&x, api, chunk_rows[k], filter, levels[l], 3, false, &e);
                     CHECK(rc == 0, "%s, writer API: %s", label, e.msg);
                     CHECK(same_bytes(one, api), "%s: the writer API and the CSV packer wrote different files", label);
+                    rc = write_gen(&x, api, chunk_rows[k], filter, levels[l], 3, true, &e);
+                    CHECK(rc == 0, "%s, writer API, inline and not: %s", label, e.msg);
+                    CHECK(same_bytes(one, api), "%s: chunks compressed inline and by workers in turn made another "
+                          "file", label);
                 }
             }
     // Chunks smaller than the batches, down to one row per chunk.
@@ -312,7 +319,7 @@ static void test_generated(const char *dir) {
         char out[PATH_LEN];
         path_in(out, dir, "tiny.sfpack");
         sf_err e = {0};
-        int rc = write_gen(&x, out, tiny[k], SF_FILTER_DELTA_SHUFFLE, 1, 3, &e);
+        int rc = write_gen(&x, out, tiny[k], SF_FILTER_DELTA_SHUFFLE, 1, 3, k == 1, &e);
         CHECK(rc == 0, "%s: %s", label, e.msg);
         if (!rc) check_pack(label, out, &x, tiny[k], SF_FILTER_DELTA_SHUFFLE, 1);
     }
