@@ -2460,21 +2460,23 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
     }
     // A run longer than a batch goes to the writer from the part's arrays,
     // the batch emptied first: copying it through the batch cost a pass
-    // over its rows, which the writer reads again.
-    bool direct = !c->rg && j - i >= c->batch_rows;
-    if (direct && !(rc = flush_batch(c))) {
-        for (size_t done = i; !rc && done < j;) {
-            size_t n = c->batch_rows < j - done ? c->batch_rows : j - done;
-            int64_t *to = c->batch_line, first = line + (int64_t)(done - i);
+    // over its rows, which the writer reads again. Its last rows, as many
+    // as one thread leaves in the batch, are copied there as one thread
+    // would: messages about the record after the run read the rows before it.
+    size_t tail = (c->nbatch + (j - i)) % c->batch_rows, from = i;
+    if (!rc && !c->rg && j - i >= c->batch_rows && !(rc = flush_batch(c))) {
+        for (from = i; !rc && from < j - tail;) {
+            size_t n = c->batch_rows < j - tail - from ? c->batch_rows : j - tail - from;
+            int64_t *to = c->batch_line, first = line + (int64_t)(from - i);
             for (size_t k = 0; k < n; k++) to[k] = first + (int64_t)k;
-            rc = sf_pack_writer_rows_imputed(c->w, h->rows + done * c->nkeep, timed ? h->times + done : NULL, to,
+            rc = sf_pack_writer_rows_imputed(c->w, h->rows + from * c->nkeep, timed ? h->times + from : NULL, to,
                                              NULL, n, c->e);
-            done += n;
+            from += n;
         }
-        memcpy(c->last, h->rows + (j - 1) * c->nkeep, c->nkeep * sizeof(float));
-        c->st.rows += j - i;
+        memcpy(c->last, h->rows + (from - 1) * c->nkeep, c->nkeep * sizeof(float));
+        c->st.rows += from - i;
     }
-    for (size_t done = i; !rc && !c->rg && !direct && done < j;) {
+    for (size_t done = from; !rc && !c->rg && done < j;) {
         size_t n = c->batch_rows - c->nbatch < j - done ? c->batch_rows - c->nbatch : j - done;
         memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
         if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));

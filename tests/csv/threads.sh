@@ -91,6 +91,24 @@ same "big integers going back, repeated times" 0 repeat.csv $ts
 gen 40 1000 grouped 'sub(/,site/, ",v" int(n / 3001) % 7 "_" int(n / 7) % 3 ",site")' | sed '1s/time,/time,kind,/' >cats.csv
 same "category values first seen anywhere" 0 cats.csv $ts --categorical kind
 same "category values, no series column" 0 cats.csv --time-column none --drop-columns time,site --categorical kind
+# A category value's error (a 1025th value, one not UTF-8) in a run of rows
+# the main thread takes from the helper's arrays: named as one thread names
+# it, the run not written.
+awk 'BEGIN { print "kind,v"; for (i = 0; i < 500000; i++) printf "k%d,%d\n", (i == 400000 ? 5000 : i % 1024), i % 7 }' >cat_over.csv
+same "a 1025th category value in a run" 1 cat_over.csv --categorical kind
+for row in 100000 333333 450000; do
+    awk -v r=$row 'BEGIN { print "kind,v"
+                           for (i = 0; i < 500000; i++) if (i == r) printf "k\377,1\n"; else printf "k%d,%d\n", i % 3, i % 7 }' >cat_utf8.csv
+    same "a category value not UTF-8 at row $row" 1 cat_utf8.csv --categorical kind
+done
+# A time going back after a run written from the helper's arrays: the hint
+# reads the rows before it in the batch, which must be those one thread
+# leaves there (else it takes the counter for the series id).
+for row in 120000 140000 180000; do
+    awk -v r=$row 'BEGIN { print "time,cnt,id,v"
+                           for (i = 0; i < 200000; i++) { b = i == r; printf "%d,%d,%d,%d\n", b ? 0 : 1600000000 + i, i, b ? 2 : 1, i % 7 } }' >hint_id.csv
+    same "a time going back after a long run, row $row" 1 hint_id.csv --time-column time --time-unit s
+done
 # Numeric series ids packed as one series: the time goes back where the
 # id changes, in the helper's part of a buffer, after runs of rows it
 # handed over; the hint names the id column from the rows before it in
