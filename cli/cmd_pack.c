@@ -199,6 +199,7 @@ int cmd_pack(int argc, char **argv) {
     o.progress = on_progress;
     o.progress_arg = &prog;
     o.temp_path = on_temp;
+    cli_guard_temp(NULL);  // the handlers in place before the output's temporary file exists
     o.note = on_note;  // also with -q: they say what happened to the data
     o.series_per_file = v[OPT_SERIES_PER_FILE].set;
     sf_csv_pack_stats st = {0};

@@ -573,6 +573,22 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     }
     if (!w->nthreads && !(w->cctx = ZSTD_createCCtx())) goto nomem;
 
+    // The compression threads start before the temporary file exists: from
+    // its creation to the caller's knowing its name (to remove it on a
+    // signal) as little as can be.
+    if (w->nthreads) {
+        w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
+        if (!w->threads) goto nomem;
+        pthread_mutex_init(&w->mu, NULL);
+        pthread_cond_init(&w->cv, NULL);
+        for (int i = 0; i < w->nthreads; i++) {
+            if (sf_thread_start(&w->threads[i], worker_main, w)) {
+                w->nthreads = i;
+                free_writer(w);
+                return sf_err_set(e, SF_ENOMEM, "%s: cannot start compression threads", path);
+            }
+        }
+    }
     // The header is rewritten at the end, so the output must take writes at
     // offsets: not a FIFO (whose open would wait for a reader), nor a pipe.
     struct stat st;
@@ -613,19 +629,6 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     if (rc) {
         sf_pack_writer_abort(w);
         return rc;
-    }
-    if (w->nthreads) {
-        w->threads = calloc((size_t)w->nthreads, sizeof *w->threads);
-        if (!w->threads) goto nomem;
-        pthread_mutex_init(&w->mu, NULL);
-        pthread_cond_init(&w->cv, NULL);
-        for (int i = 0; i < w->nthreads; i++) {
-            if (sf_thread_start(&w->threads[i], worker_main, w)) {
-                w->nthreads = i;
-                sf_pack_writer_abort(w);
-                return sf_err_set(e, SF_ENOMEM, "%s: cannot start compression threads", path);
-            }
-        }
     }
     *out = w;
     return 0;
