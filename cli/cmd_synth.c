@@ -64,6 +64,7 @@ int cmd_synth(int argc, char **argv) {
     sf_pack_writer *w;
     cli_progress prog;
     cli_progress_start(&prog, quiet);
+    cli_guard_temp(NULL);  // the handlers in place before the temporary file exists
     rc = sf_pack_writer_open(&w, out, &wo, &e);
     if (!rc) cli_guard_temp(sf_pack_writer_temp_path(w));
     for (uint64_t s = 0; s < nseries && !rc; s++) {
