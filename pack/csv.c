@@ -1512,10 +1512,15 @@ static int series_row(csv *c, int64_t line, const uint8_t *imputed) {
             char now[48], before[48], hint[512] = "", a[96];
             format_time(c, c->rec_time, now, sizeof now);
             format_time(c, c->prev_time, before, sizeof before);
-            if (mixed != UINT32_MAX)
+            if (mixed != UINT32_MAX && c->series_field == UINT32_MAX)
                 snprintf(hint, sizeof hint, "; categorical column \"%s\" changes there too: if it is the id of series "
-                         "whose rows interleave, pack it with --series-column instead",
-                         c->col_names[mixed]);
+                         "whose rows interleave, pack it with --series-column instead%s", c->col_names[mixed],
+                         first_pack(c));
+            else if (mixed != UINT32_MAX)  // --series-column names another: one series id at a time
+                snprintf(hint, sizeof hint, "; categorical column \"%s\" changes there too: if it, not \"%s\", is the "
+                         "id of series whose rows interleave, make it the --series-column and leave it out of "
+                         "--categorical%s; if each pair of the two is a series, join them into one column",
+                         c->col_names[mixed], c->names[c->series_field], first_pack(c));
             else if (c->padded_line)
                 snprintf(hint, sizeof hint, "; the series id \"%s\" had spaces around it at line %llu, which pack drops "
                          "as padding outside quotes: if the spaces make it another series, quote that id in the CSV",

@@ -143,6 +143,10 @@ expect out 'packed 6 rows \(2 series\)'
 printf 'time,id,v\n2020-01-01,A,1\n2020-01-01,B,2\n2020-01-02,A,3\n2020-01-01,B,4\n' >inter-back.csv
 run 1 pack inter-back.csv -o ib.sfpack --categorical id
 expect err 'inter-back\.csv:5:1: time 2020-01-01 is before 2020-01-02 \(line 4\).*categorical column "id" changes there too'
+# With a series column given, the hint does not ask for one "instead".
+printf 'time,site,kind,v\n1,a,x,1\n2,a,y,2\n1,a,x,3\n' >two-ids.csv
+run 1 pack two-ids.csv -o ti.sfpack --time-column time --time-unit s --series-column site --categorical kind
+expect err 'categorical column "kind" changes there too: if it, not "site", is the id of series whose rows interleave, make it the --series-column and leave it out of --categorical; if each pair of the two is a series, join them into one column$'
 
 # ---- spaces around series ids ----
 printf 'id,time,v\nA,2020-01-01,1\nA,2020-01-02,2\n" A",2020-01-01,3\n" A",2020-01-02,4\n' >quoted.csv
