@@ -13,7 +13,8 @@ static const cli_use synth_uses[] = {
     {.opt = OPT_OUTPUT, .help = "the .sfpack file to write (required)"},
     {.opt = OPT_ROWS, .help = "rows in all (required)"}, {.opt = OPT_FEATURE_COUNT, .def = "4"},
     {.opt = OPT_SERIES_COUNT, .def = "1"}, {.opt = OPT_SEED, .def = "1", .help = "the random numbers"},
-    {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS}, {.opt = OPT_THREADS}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
+    {.opt = OPT_LEVEL}, {.opt = OPT_CHUNK_ROWS},
+    {.opt = OPT_THREADS, .help = "threads that compress the chunks (default: all cores)"}, {.opt = OPT_QUIET}, {.opt = OPT_HELP},
     {.opt = OPT_COUNT}};
 
 static const cli_command synth_command = {

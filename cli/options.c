@@ -306,7 +306,8 @@ static const option options[OPT_COUNT] = {
     [OPT_FILTER] = {"filter", 0, "NAME", K_CHOICE, .choices = filters, .group = PACKING,
                     .help = "delta-shuffle, shuffle or none"},
     [OPT_THREADS] = {"threads", 0, "N", K_COUNT, 1, 256, .group = PACKING,
-                     .help = "compression threads; from 2 on, a second thread parses the CSV (default: all cores)"},
+                     .help = "from 2 on, a second thread parses the CSV; with 2 the parsing threads compress the chunks they fill, "
+                             "with more N threads compress them (default: all cores)"},
     [OPT_APPEND_TO] = {"append-to", 0, "FILE.sfpack", K_TEXT, .group = PACKING,
                        .help = "add the CSV's rows to FILE (same columns): after each series' last row, new series "
                                "last; FILE keeps its layout and is replaced only once the new file is complete"},
