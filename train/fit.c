@@ -1260,7 +1260,7 @@ int sf_fit_measured(const sf_fit_opts *o, const sf_fit_bench *b, sf_fit_result *
                           .overlap_reduce = o->overlap_reduce, .adam = adam,
                           .stage_slots = f.po.slots,
                           .cores = sf_ranks_cores(o->ranks), .ranks = o->ranks, .interrupted = o->interrupted,
-                          .lr_schedule = f.lr, .global_batch = o->batch, .parts = parts};
+                          .lr_schedule = f.lr, .global_batch = o->batch, .parts = parts, .data = o->data};
     if (!rc) rc = sf_trainer_open(&f.tr, o->backend, &f.model, &to, e);
     if (!rc && f.rank == 0 && o->checkpoint_dir) rc = lock_checkpoint_dir(&f, o->checkpoint_dir, e);
     sf_run_start start = {0};

@@ -67,6 +67,7 @@ struct sf_trainer {
     uint32_t batch, parts;  // sf_trainer_opts.global_batch, .parts
     float *prefix;    // on a rank after the first: the sum of the ranks before
     atomic_int *interrupted;
+    const char *data;  // sf_trainer_opts.data
     // the step as the ranks agreed on it (or this process's alone)
     uint32_t global;
     double loss, wait;

@@ -184,6 +184,8 @@ typedef struct {
                               // trained part by part, and the parts' gradients of every replica and
                               // rank are summed in the global batch's order, so that the weights do
                               // not depend on the replicas or ranks (0: batches as given)
+    const char *data;         // the training data's path, named when the loss is not finite (borrowed:
+                              // it outlives the trainer; NULL: none)
 } sf_trainer_opts;
 
 typedef struct sf_trainer sf_trainer;

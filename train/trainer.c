@@ -52,7 +52,7 @@ int sf_trainer_open(sf_trainer **out, const sf_backend *be, const sf_model *m, c
     t->sched = o->lr_schedule, t->sched.lr = o->adam.lr, t->lr_scale = 1;
     t->step_delay = delays[SF_DELAY_STEP] * 1e-6;
     t->first = (uint32_t)sf_ranks_rank(o->ranks) * replicas;
-    t->batch = o->global_batch, t->parts = o->parts;
+    t->batch = o->global_batch, t->parts = o->parts, t->data = o->data;
     // The cores shared out among the replicas (each cuts its batch in parts).
     long cores = o->cores ? (long)o->cores : sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t threads = cores > (long)replicas ? (uint32_t)cores / replicas : 1;
@@ -193,9 +193,14 @@ static void check_step(sf_trainer *t) {
     if (!t->stop && !isfinite(t->loss)) {
         t->stop = true;
         t->rc = SF_EINVAL;
-        sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update (hint: "
-                   "a lower learning rate, or check the data for extreme values)", t->loss,
-                   (unsigned long long)t->step + 1);
+        if (t->data)
+            sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update "
+                       "(hint: a lower --lr, or check %s for extreme values: `seqfeed verify %s` names any value that "
+                       "is not finite)", t->loss, (unsigned long long)t->step + 1, t->data, t->data);
+        else
+            sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update "
+                       "(hint: a lower --lr, or check the data for extreme values)", t->loss,
+                       (unsigned long long)t->step + 1);
     }
 }
 

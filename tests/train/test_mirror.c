@@ -100,7 +100,7 @@ static void train_on(const sf_backend *be, uint32_t R, const sf_model *m, const 
     sf_trainer *t;
     sf_adam adam = {1e-2f, 0.9f, 0.999f, 1e-7f};
     *rc = sf_trainer_open(&t, be, m, &(sf_trainer_opts){.replicas = R, .replica_batch = GLOBAL / R, .window = T,
-                          .adam = adam, .late_loss = true}, e);
+                          .adam = adam, .late_loss = true, .data = "poisoned.sfpack"}, e);
     if (*rc) return;
     slices s = {x, y, R, {0}};
     sf_batch_source src = {next, release, &s};
@@ -191,7 +191,9 @@ int main(void) {
     poison_at = 3;
     x[(size_t)poison_at * GLOBAL * T * I + 1] = NAN;
     train(2, &m, w0, x, y, ref, &rc, &e);
-    CHECK(rc == SF_EINVAL && strstr(e.msg, "loss became nan at step 4"), "NaN: %d %s", rc, e.msg);
+    CHECK(rc == SF_EINVAL && strstr(e.msg, "loss became nan at step 4") &&
+              strstr(e.msg, "`seqfeed verify poisoned.sfpack` names any value that is not finite"),
+          "NaN: %d %s", rc, e.msg);
     train_on(&late_backend, 2, &m, w0, x, y, w, &rc, &e);
     CHECK(rc == SF_EINVAL && strstr(e.msg, "loss became nan at step 4"), "NaN, late: %d %s", rc, e.msg);
     CHECK(memcmp(w, ref, m.nparams * sizeof(float)) == 0, "NaN, late: the update of step 4 reached the weights");
