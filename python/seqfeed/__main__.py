@@ -96,6 +96,10 @@ def main(argv=None):
     except ImportError as e:
         print("%s: error: %s" % (PROG, e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # the pack stopped: its partial output removed
+        progress.end()
+        print("%s: interrupted; partial output removed" % PROG, file=sys.stderr)
+        return 130
     progress.end()
     for note in r["notes"]:
         print("%s: %s" % (PROG, note), file=sys.stderr)

@@ -42,6 +42,14 @@ def _directory(p):
     return files
 
 
+def _metadata(papq, f):
+    """f's Parquet footer, or an error that names f (pyarrow's names no file)."""
+    try:
+        return papq.read_metadata(f)
+    except (OSError, ValueError) as ex:  # ArrowInvalid is a ValueError, ArrowIOError an OSError
+        raise SeqfeedError(-5, "%s: not a Parquet file pyarrow can read (%s)" % (f, ex)) from None
+
+
 def _partitions(path, base):
     """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
     rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
@@ -67,7 +75,7 @@ class ParquetSource:
                 parts.append([])  # a file alone: no partitions
         # Every file's columns, partitions and rows first (their footers only): a difference is said before
         # packing.
-        metas = [papq.read_metadata(f) for f in self.files]
+        metas = [_metadata(papq, f) for f in self.files]
         self.rows = [m.num_rows for m in metas]
         schema, keys = metas[0].schema.to_arrow_schema(), [k for k, _ in parts[0]]
 
@@ -91,12 +99,41 @@ class ParquetSource:
                 values = [pa.array([v]) for _, v in fparts]  # each partition's one-value dictionary, once per file
                 # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
                 # file in memory); without it, a row group at a time.
-                with papq.ParquetFile(f, pre_buffer=False) as pf:
-                    for b in pf.iter_batches(batch_size=65536):
-                        cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), v) for v in values]
-                        yield pa.RecordBatch.from_arrays(b.columns + cols, schema=self.schema)
+                try:
+                    with papq.ParquetFile(f, pre_buffer=False) as pf:
+                        for b in pf.iter_batches(batch_size=65536):
+                            cols = [pa.DictionaryArray.from_arrays(np.zeros(b.num_rows, np.int32), v) for v in values]
+                            yield pa.RecordBatch.from_arrays(b.columns + cols, schema=self.schema)
+                except (OSError, ValueError) as ex:  # a corrupt page: the error names the file, not the stream
+                    raise SeqfeedError(-5, "%s: %s" % (f, ex)) from None
 
         return pa.RecordBatchReader.from_batches(self.schema, batches())
+
+
+def _checked(reader, raised):
+    """A pyarrow RecordBatchReader's batches, each checked against its schema (pyarrow's from_batches does
+    not check them, and libseqfeed reads a batch's buffers as the schema's types say: a batch of int8 under a
+    float64 column read past its buffer), as a reader; an exception of the source's batches (this check's, a
+    generator's own, a KeyboardInterrupt) kept in raised: the pack stops there and the caller raises it."""
+    pa, _ = _pyarrow()
+    schema = reader.schema
+    want = [(f.name, f.type) for f in schema]
+
+    def batches():
+        try:
+            for k, b in enumerate(reader):
+                got = [(f.name, f.type) for f in b.schema]
+                if got != want:
+                    raise SeqfeedError(-4, "record batch %d has the columns %s, not those of the stream's schema: %s "
+                                       "(hint: reader.cast(schema), or batches made with that schema)" % (
+                                           k + 1, ", ".join("%s (%s)" % g for g in got),
+                                           ", ".join("%s (%s)" % w for w in want)))
+                yield b
+        except BaseException as ex:
+            raised.append(ex)
+            raise
+
+    return pa.RecordBatchReader.from_batches(schema, batches())
 
 
 def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False, progress=None):
@@ -111,6 +148,8 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
                        series_per_file=int(bool(series_per_file)))
         if progress is not None:
             src.progress = _PROGRESS(lambda arg, done, total: _call(progress, raised, done, total))
+    if type(source).__name__ == "RecordBatchReader" and type(source).__module__.startswith("pyarrow"):
+        source = _checked(source, raised)
     capsule = source.__arrow_c_stream__()
     ptr = _capsule_pointer(capsule, b"arrow_array_stream")
     report, err = _vp(), _Err()

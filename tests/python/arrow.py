@@ -435,6 +435,47 @@ p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "counter.parquet", 
                     "--series-column", "none"], capture_output=True, text=True, env=env)
 check(p.returncode == 0 and "looks like" not in p.stderr, "--series-column none: %d %s" % (p.returncode, p.stderr))
 
+# A reader whose batches are not of its schema (pyarrow's from_batches does not check): refused before the C
+# packer reads an int8 buffer as float64 (it read past the buffer: a crash, or garbage); an exception of the
+# batches (a KeyboardInterrupt too) reaches the caller as itself, not as a stream error; no output either way.
+sch = pa.schema([("v", pa.float64())])
+
+
+def bad_batches():
+    yield pa.record_batch({"v": [1.0, 2.0]})
+    yield pa.record_batch({"v": pa.array(np.zeros(4_000_000, np.int8))})
+
+
+try:
+    seqfeed.pack(pa.RecordBatchReader.from_batches(sch, bad_batches()), "mixed.sfpack", series_column="")
+    check(False, "a batch of another type than the schema's packed")
+except seqfeed.SeqfeedError as e:
+    check(str(e).startswith("record batch 2 has the columns v (int8), not those of the stream's schema: v (double)"),
+          "a batch of another type: %s" % e)
+
+
+def interrupted():
+    yield pa.record_batch({"v": [1.0, 2.0]})
+    raise KeyboardInterrupt
+
+
+try:
+    seqfeed.pack(pa.RecordBatchReader.from_batches(sch, interrupted()), "mixed.sfpack", series_column="")
+    check(False, "a KeyboardInterrupt of the batches was lost")
+except KeyboardInterrupt:
+    pass
+check(not os.path.exists("mixed.sfpack"), "a failed pack of a reader left its output")
+# A file of a directory that is not Parquet: named, exit 1 (not a usage error).
+os.makedirs("notes", exist_ok=True)
+pq.write_table(pa.table({"v": [1.0, 2.0]}), "notes/a.parquet")
+with open("notes/readme.txt", "w") as f:
+    f.write("hi\n")
+p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "notes", "-o", "notes.sfpack"], capture_output=True,
+                   text=True, env=env)
+check(p.returncode == 1 and p.stderr.startswith("python -m seqfeed pack: error: notes/readme.txt: not a Parquet file "
+                                                "pyarrow can read ("), "a text file in a directory: %d %s" %
+      (p.returncode, p.stderr))
+
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
 print("seqfeed.pack over pyarrow: all checks passed")
