@@ -674,7 +674,9 @@ static int convert_column(arrow *a, column *c, const struct ArrowArray *x, int64
         }
         case K_F16: f = half_to_float(((const uint16_t *)v)[i]); break;
         case K_F32: f = ((const float *)v)[i]; break;
-        default: {  // K_F64: rounded as strtof rounds the decimal that names it
+        default: {  // K_F64: its exact value rounded to nearest, ties to even. A CSV of the same
+                    // doubles names each by its shortest decimal, which strtof may round the other
+                    // way at an exact tie (1 + 2^-24: 1 here, 1.0000001 from "1.0000000596046448")
             double d = ((const double *)v)[i];
             if (!miss[r] && isfinite(d) && fabs(d) > FLT_MAX) {
                 if (fabs(d) >= 0x1.ffffffp127)
