@@ -84,11 +84,13 @@ class ParquetSource:
 
         for f, m, fparts in zip(self.files[1:], metas[1:], parts[1:]):
             other, other_keys = m.schema.to_arrow_schema(), [k for k, _ in fparts]
-            if not other.equals(schema, check_metadata=False) or other_keys != keys:
+            # Names and types: whether a column may hold nulls (Spark's writers declare some not) is no
+            # difference here, where nulls are pack's --missing to take.
+            if [(c.name, c.type) for c in other] != [(c.name, c.type) for c in schema] or other_keys != keys:
                 raise SeqfeedError(-4, "%s: its columns differ from those of %s, the first file: %s, not %s" %
                                    (f, self.files[0], describe(other, other_keys), describe(schema, keys)))
         text = pa.dictionary(pa.int32(), pa.string())
-        self.schema = pa.schema(list(schema) + [pa.field(k, text) for k in keys])
+        self.schema = pa.schema([c.with_nullable(True) for c in schema] + [pa.field(k, text) for k in keys])
         self._parts = parts
 
     def reader(self):

@@ -475,6 +475,14 @@ p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "notes", "-o", "not
 check(p.returncode == 1 and p.stderr.startswith("python -m seqfeed pack: error: notes/readme.txt: not a Parquet file "
                                                 "pyarrow can read ("), "a text file in a directory: %d %s" %
       (p.returncode, p.stderr))
+# Files that differ only in whether a column may hold nulls: one dataset.
+os.makedirs("nullable", exist_ok=True)
+pq.write_table(pa.table({"v": [1.0, 2.0]}), "nullable/a.parquet")
+pq.write_table(pa.Table.from_arrays([pa.array([3.0, 4.0])], schema=pa.schema([pa.field("v", pa.float64(),
+                                                                                        nullable=False)])),
+               "nullable/b.parquet")
+r, warned = pack("nullable", "nullable.sfpack")
+check(r["rows"] == 4, "files differing in nullability: %s" % r)
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
