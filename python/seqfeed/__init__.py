@@ -905,6 +905,11 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
         return parquet.pack(src.reader(), out_b, opts, name, src.files, src.rows, series_per_file, progress)
     if series_per_file:
         raise ValueError("series_per_file (--series-per-file) needs Parquet files: an Arrow stream has no files")
+    # A stream's files are not known here (parquet_reader's, a dataset's): an output that is a Parquet file,
+    # or a link to one, is one of them more often than not, and would be replaced by the .sfpack.
+    if os.path.isfile(out_b) and _is_parquet(out_b):
+        raise ValueError("out %s is a Parquet file%s: the .sfpack would replace it (give another path)" % (
+            os.fsdecode(out_b), " (through a symbolic link)" if os.path.islink(out_b) else ""))
     if hasattr(source, "__arrow_c_stream__"):
         name = "the %s's Arrow stream" % type(source).__name__
     elif type(source).__module__.split(".")[0] == "pandas":

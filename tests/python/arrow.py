@@ -483,6 +483,15 @@ pq.write_table(pa.Table.from_arrays([pa.array([3.0, 4.0])], schema=pa.schema([pa
                "nullable/b.parquet")
 r, warned = pack("nullable", "nullable.sfpack")
 check(r["rows"] == 4, "files differing in nullability: %s" % r)
+# An output that is a Parquet file, or a link to one: a stream's input, likely, never replaced.
+os.symlink("nullable/a.parquet", "link.sfpack")
+for out in ("nullable/a.parquet", "link.sfpack"):
+    try:
+        seqfeed.pack(seqfeed.parquet_reader("nullable/a.parquet"), out)
+        check(False, "%s replaced by the pack of a stream" % out)
+    except ValueError as e:
+        check(str(e).startswith("out %s is a Parquet file" % out), "%s: %s" % (out, e))
+check(pq.read_table("nullable/a.parquet").num_rows == 2, "the Parquet file was changed")
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
