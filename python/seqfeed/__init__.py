@@ -25,6 +25,7 @@ import math
 import numbers
 import os
 import re
+import signal
 import stat
 import struct
 import sys
@@ -211,9 +212,39 @@ _lib.sf_api_pack_csv_progress.argtypes = [_cp, _cp, ctypes.POINTER(_PackOpts), _
                                           ctypes.POINTER(_Err)]
 
 
-def _call(progress, raised, done, total):
-    """progress(done, total) for the C packer: 1 (stop) once it raised, the exception kept for the caller (a
-    ctypes callback's exception would be printed and lost, the pack going on)."""
+class _Interrupt:
+    """Ctrl-C during a pack (a with block, on the main thread, where Python's own SIGINT handler is in place):
+    kept in hit rather than raised wherever it lands, since in a ctypes callback ctypes prints and drops the
+    KeyboardInterrupt; the progress callback (_call) then stops the pack, its output removed, and the caller
+    raises KeyboardInterrupt once the C call has returned."""
+
+    def __init__(self):
+        self.hit, self._old = False, None
+
+    def _on(self, sig, frame):
+        self.hit = True
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            self._old = signal.signal(signal.SIGINT, self._on)
+        return self
+
+    def __exit__(self, *exc):
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
+        return False
+
+
+def _call(progress, raised, done, total, intr=None):
+    """progress(done, total) for the C packer (None: nothing to call): 1 (stop) once it raised, or once intr
+    (an _Interrupt) was hit, the exception kept for the caller (a ctypes callback's exception would be printed
+    and lost, the pack going on)."""
+    if intr is not None and intr.hit:
+        raised.append(KeyboardInterrupt())
+        return 1
+    if progress is None:
+        return 0
     try:
         progress(done, total)
         return 0
@@ -886,10 +917,14 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
                 raise ValueError("series_per_file (--series-per-file) is for Parquet files here (seqfeed pack "
                                  "A.csv B.csv --series-per-file packs CSV files)")
             raised = []
-            # Called with the rows and the CSV's bytes so far: progress(rows, 0), no total known.
-            cb = _PROGRESS(lambda arg, done, nbytes: _call(progress, raised, done, 0)) if progress else _PROGRESS()
-            rc = _lib.sf_api_pack_csv_progress(paths[0], out_b, ctypes.byref(opts), cb, None, ctypes.byref(report),
-                                               ctypes.byref(err))
+            with _Interrupt() as intr:
+                # Called with the rows and the CSV's bytes so far: progress(rows, 0), no total known; always
+                # there, to stop the pack on Ctrl-C.
+                cb = _PROGRESS(lambda arg, done, nbytes: _call(progress, raised, done, 0, intr))
+                rc = _lib.sf_api_pack_csv_progress(paths[0], out_b, ctypes.byref(opts), cb, None,
+                                                   ctypes.byref(report), ctypes.byref(err))
+            if intr.hit and not raised:  # after the last call of the callback: the file is complete
+                raised.append(KeyboardInterrupt())
             if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
                 _lib.sf_api_free(report)
                 raise raised[0]

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from . import _PROGRESS, SeqfeedError, _call, _Err, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
+from . import _PROGRESS, SeqfeedError, _call, _Err, _Interrupt, _PackOpts, _capsule_pointer, _lib, _pack_report, _vp
 
 _u32, _u64 = ctypes.c_uint32, ctypes.c_uint64
 
@@ -112,11 +112,12 @@ class ParquetSource:
         return pa.RecordBatchReader.from_batches(self.schema, batches())
 
 
-def _checked(reader, raised):
+def _checked(reader, raised, intr):
     """A pyarrow RecordBatchReader's batches, each checked against its schema (pyarrow's from_batches does
     not check them, and libseqfeed reads a batch's buffers as the schema's types say: a batch of int8 under a
     float64 column read past its buffer), as a reader; an exception of the source's batches (this check's, a
-    generator's own, a KeyboardInterrupt) kept in raised: the pack stops there and the caller raises it."""
+    generator's own, a KeyboardInterrupt, intr's Ctrl-C) kept in raised: the pack stops there and the caller
+    raises it."""
     pa, _ = _pyarrow()
     schema = reader.schema
     want = [(f.name, f.type) for f in schema]
@@ -124,6 +125,8 @@ def _checked(reader, raised):
     def batches():
         try:
             for k, b in enumerate(reader):
+                if intr.hit:
+                    raise KeyboardInterrupt
                 got = [(f.name, f.type) for f in b.schema]
                 if got != want:
                     raise SeqfeedError(-4, "record batch %d has the columns %s, not those of the stream's schema: %s "
@@ -142,25 +145,26 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
     """sf_api_pack_arrow_files: source (with __arrow_c_stream__) into out_b with the _PackOpts opts; files and
     rows (None: the stream's rows keep their index in it) the files the rows come from, in order, and each
     one's rows; progress(rows, total) after each batch."""
-    src, raised = None, []
-    if files is not None or progress is not None or series_per_file:
-        names = [os.fsencode(f) for f in files or []]
-        src = _Sources(files=(ctypes.c_char_p * max(len(names), 1))(*names),
-                       rows=(_u64 * max(len(names), 1))(*(rows or [])), nfiles=len(names),
-                       series_per_file=int(bool(series_per_file)))
-        if progress is not None:
-            src.progress = _PROGRESS(lambda arg, done, total: _call(progress, raised, done, total))
-    if type(source).__name__ == "RecordBatchReader" and type(source).__module__.startswith("pyarrow"):
-        source = _checked(source, raised)
-    capsule = source.__arrow_c_stream__()
-    ptr = _capsule_pointer(capsule, b"arrow_array_stream")
-    report, err = _vp(), _Err()
-    # libseqfeed moves the stream out of the capsule (its release set to NULL) and releases it; the capsule,
-    # alive until then, frees only its own memory.
-    rc = _lib.sf_api_pack_arrow_files(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
-                                      ctypes.byref(src) if src is not None else None, ctypes.byref(report),
-                                      ctypes.byref(err))
-    del capsule
+    raised = []
+    names = [os.fsencode(f) for f in files or []]
+    src = _Sources(files=(ctypes.c_char_p * max(len(names), 1))(*names),
+                   rows=(_u64 * max(len(names), 1))(*(rows or [])), nfiles=len(names),
+                   series_per_file=int(bool(series_per_file)))
+    with _Interrupt() as intr:
+        # Always there, to stop the pack on Ctrl-C.
+        src.progress = _PROGRESS(lambda arg, done, total: _call(progress, raised, done, total, intr))
+        if type(source).__name__ == "RecordBatchReader" and type(source).__module__.startswith("pyarrow"):
+            source = _checked(source, raised, intr)
+        capsule = source.__arrow_c_stream__()
+        ptr = _capsule_pointer(capsule, b"arrow_array_stream")
+        report, err = _vp(), _Err()
+        # libseqfeed moves the stream out of the capsule (its release set to NULL) and releases it; the
+        # capsule, alive until then, frees only its own memory.
+        rc = _lib.sf_api_pack_arrow_files(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
+                                          ctypes.byref(src), ctypes.byref(report), ctypes.byref(err))
+        del capsule
+    if intr.hit and not raised:  # after the last call of the callback: the file is complete
+        raised.append(KeyboardInterrupt())
     if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
         _lib.sf_api_free(report)
         raise raised[0]

@@ -6,6 +6,7 @@ import ctypes
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -501,6 +502,34 @@ def stop(done, total):
 raises(Stop, seqfeed.pack, re.compile(r"at \d+ rows"), "many.csv", "stopped.sfpack", progress=stop)
 if os.path.exists("stopped.sfpack"):
     fail("a pack its progress stopped left stopped.sfpack")
+
+# Ctrl-C while the C packer runs, no progress given: the pack stops at its next buffer, its output removed,
+# and KeyboardInterrupt is raised (it had run to the end and committed the file). A FIFO orders it: half the
+# CSV, the SIGINT, then the rest.
+many = open("many.csv", "rb").read()
+os.mkfifo("ctrl-c.fifo")
+
+
+def feed():
+    with open("ctrl-c.fifo", "wb") as f:
+        f.write(many[:len(many) // 2])
+        f.flush()
+        time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        f.write(many[len(many) // 2:] * 3)  # more than a buffer: the progress callback runs again
+
+
+writer = threading.Thread(target=feed, daemon=True)
+writer.start()
+try:
+    seqfeed.pack("ctrl-c.fifo", "ctrl-c.sfpack", time_column="")
+    fail("Ctrl-C during a pack: no KeyboardInterrupt")
+except KeyboardInterrupt:
+    pass
+writer.join(10)
+if os.path.exists("ctrl-c.sfpack"):
+    fail("Ctrl-C during a pack: its output was committed")
 
 if failures:
     sys.exit("%d check(s) failed" % len(failures))
