@@ -465,16 +465,18 @@ try:
 except KeyboardInterrupt:
     pass
 check(not os.path.exists("mixed.sfpack"), "a failed pack of a reader left its output")
-# A file of a directory that is not Parquet: named, exit 1 (not a usage error).
-os.makedirs("notes", exist_ok=True)
-pq.write_table(pa.table({"v": [1.0, 2.0]}), "notes/a.parquet")
-with open("notes/readme.txt", "w") as f:
-    f.write("hi\n")
-p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "notes", "-o", "notes.sfpack"], capture_output=True,
-                   text=True, env=env)
-check(p.returncode == 1 and p.stderr.startswith("python -m seqfeed pack: error: notes/readme.txt: not a Parquet file "
-                                                "pyarrow can read ("), "a text file in a directory: %d %s" %
-      (p.returncode, p.stderr))
+# A file of a directory that is not Parquet: named, exit 1 (not a usage error). Not under a preloaded ASan
+# runtime, whose __cxa_throw interceptor aborts on pyarrow's C++ exception (it finds no real __cxa_throw).
+if "libasan" not in os.environ.get("LD_PRELOAD", ""):
+    os.makedirs("notes", exist_ok=True)
+    pq.write_table(pa.table({"v": [1.0, 2.0]}), "notes/a.parquet")
+    with open("notes/readme.txt", "w") as f:
+        f.write("hi\n")
+    p = subprocess.run([sys.executable, "-m", "seqfeed", "pack", "notes", "-o", "notes.sfpack"],
+                       capture_output=True, text=True, env=env)
+    check(p.returncode == 1 and p.stderr.startswith("python -m seqfeed pack: error: notes/readme.txt: not a Parquet "
+                                                    "file pyarrow can read ("), "a text file in a directory: %d %s" %
+          (p.returncode, p.stderr))
 # Files that differ only in whether a column may hold nulls: one dataset.
 os.makedirs("nullable", exist_ok=True)
 pq.write_table(pa.table({"v": [1.0, 2.0]}), "nullable/a.parquet")
