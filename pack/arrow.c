@@ -224,11 +224,32 @@ static bool is_int(const column *c) { return c->index == K_NONE && c->kind >= K_
 static bool is_time(const column *c) { return c->index == K_NONE && c->kind >= K_DATE32; }
 static bool is_number(const column *c) { return c->index == K_NONE && c->kind >= K_BOOL && c->kind <= K_F64; }
 
+// An Arrow format pack does not read, in words (the C data interface's
+// table): "" when it is none of these.
+static const char *format_words(const char *f) {
+    static const struct { const char *format, *words; bool prefix; } known[] = {
+        {"vu", "string_view", false}, {"vz", "binary_view", false}, {"z", "binary", false},
+        {"Z", "large_binary", false}, {"n", "null", false}, {"w:", "fixed_size_binary", true},
+        {"d:", "decimal", true}, {"tD", "duration", true}, {"tt", "time of day", true}, {"ti", "interval", true},
+        {"+l", "list", false}, {"+L", "large_list", false}, {"+w:", "fixed_size_list", true},
+        {"+vl", "list_view", false}, {"+vL", "large_list_view", false}, {"+s", "struct", false},
+        {"+m", "map", false}, {"+u", "union", true}, {"+r", "run-end encoded", false},
+    };
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (known[i].prefix ? !strncmp(f, known[i].format, strlen(known[i].format)) : !strcmp(f, known[i].format))
+            return known[i].words;
+    return "";
+}
+
 // The column's type as a message says it: "float64", "dictionary<string>",
-// "timestamp[ns, tz=UTC]", or the format string of one pack does not read.
+// "timestamp[ns, tz=UTC]", or the format string of one pack does not read
+// (with its name: "Arrow format \"vu\" (string_view)").
 static const char *type_name(const column *c, char *buf, size_t cap) {
-    if (c->kind == K_NONE && c->dict_format) snprintf(buf, cap, "a dictionary of Arrow format \"%s\"", c->dict_format);
-    else if (c->kind == K_NONE) snprintf(buf, cap, "Arrow format \"%s\"", c->format);
+    const char *f = c->dict_format ? c->dict_format : c->format, *words = format_words(f);
+    char named[64] = "";
+    if (*words) snprintf(named, sizeof named, " (%s)", words);
+    if (c->kind == K_NONE && c->dict_format) snprintf(buf, cap, "a dictionary of Arrow format \"%s\"%s", f, named);
+    else if (c->kind == K_NONE) snprintf(buf, cap, "Arrow format \"%s\"%s", f, named);
     else if (c->index != K_NONE) snprintf(buf, cap, "dictionary<%s>", kind_names[c->kind]);
     else if (c->kind == K_TS) snprintf(buf, cap, "timestamp[%s%s%s]", ts_units[c->unit], c->tz ? ", tz=" : "",
                                        c->tz ? c->format + 4 : "");
@@ -418,9 +439,11 @@ static int read_schema(arrow *a) {
         if (is_time(c))
             return fail(a, SF_EUSAGE, "column \"%s\" is a time (%s), and --time-column none leaves rows without one: "
                         "leave it out (--drop-columns) or make it the time column (--time-column)", c->name, type);
+        bool text = c->kind == K_NONE && !strcmp(c->dict_format ? c->dict_format : c->format, "vu");
         return fail(a, SF_EUSAGE, "column \"%s\" has type %s, which pack does not read (it reads bool, integers, "
-                    "floats, timestamps, dates, and text as ids or categories): cast it to float64, or leave it out "
-                    "(--drop-columns)", c->name, type);
+                    "floats, timestamps, dates, and text as ids or categories): cast it to %s, or leave it out "
+                    "(--drop-columns)", c->name, type, text ? "string or large_string (text: a series or categorical "
+                    "column)" : "float64");
     }
     // Kept columns in schema order, or in --columns' order.
     for (uint32_t f = 0; f < a->ncols; f++)

@@ -511,8 +511,11 @@ static void case_malformed(void) {
                      -1),
            &o, SF_EFORMAT, "column name \"x\" appears twice (columns 1 and 2)", NULL);
     reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("d:10,2", "price", NULL)}), 0, NULL, -1), &o,
-           SF_EUSAGE, "column \"price\" has type Arrow format \"d:10,2\", which pack does not read", "--drop-columns",
-           NULL);
+           SF_EUSAGE, "column \"price\" has type Arrow format \"d:10,2\" (decimal), which pack does not read",
+           "--drop-columns", NULL);
+    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("vu", "name", NULL)}), 0, NULL, -1), &o, SF_EUSAGE,
+           "column \"name\" has type Arrow format \"vu\" (string_view), which pack does not read",
+           "cast it to string or large_string", NULL);
     reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("i", "k", (struct ArrowSchema[]){ab_field("g", "", NULL)})}),
                      0, NULL, -1),
            &o, SF_EUSAGE, "a dictionary of Arrow format \"g\"", NULL);
