@@ -193,14 +193,12 @@ static void check_step(sf_trainer *t) {
     if (!t->stop && !isfinite(t->loss)) {
         t->stop = true;
         t->rc = SF_EINVAL;
+        char check[1024] = "the data for extreme values";
         if (t->data)
-            sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update "
-                       "(hint: a lower --lr, or check %s for extreme values: `seqfeed verify %s` names any value that "
-                       "is not finite)", t->loss, (unsigned long long)t->step + 1, t->data, t->data);
-        else
-            sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update "
-                       "(hint: a lower --lr, or check the data for extreme values)", t->loss,
-                       (unsigned long long)t->step + 1);
+            snprintf(check, sizeof check, "%s for extreme values: `seqfeed verify %s` names any value that is not "
+                     "finite", t->data, t->data);
+        sf_err_set(&t->err, SF_EINVAL, "the loss became %g at step %llu: training stopped before the update (hint: a "
+                   "lower --lr, or check %s)", t->loss, (unsigned long long)t->step + 1, check);
     }
 }
 

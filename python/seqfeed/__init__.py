@@ -216,10 +216,11 @@ class _Interrupt:
     """Ctrl-C during a pack (a with block, on the main thread, where Python's own SIGINT handler is in place):
     kept in hit rather than raised wherever it lands, since in a ctypes callback ctypes prints and drops the
     KeyboardInterrupt; the progress callback (_call) then stops the pack, its output removed, and the caller
-    raises KeyboardInterrupt once the C call has returned."""
+    raises what raised holds once the C call has returned: a KeyboardInterrupt, also for a SIGINT after the
+    callback's last call (the file is complete then)."""
 
-    def __init__(self):
-        self.hit, self._old = False, None
+    def __init__(self, raised):
+        self.hit, self._old, self.raised = False, None, raised
 
     def _on(self, sig, frame):
         self.hit = True
@@ -233,6 +234,8 @@ class _Interrupt:
     def __exit__(self, *exc):
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
+        if self.hit and not self.raised:
+            self.raised.append(KeyboardInterrupt())
         return False
 
 
@@ -917,14 +920,12 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
                 raise ValueError("series_per_file (--series-per-file) is for Parquet files here (seqfeed pack "
                                  "A.csv B.csv --series-per-file packs CSV files)")
             raised = []
-            with _Interrupt() as intr:
+            with _Interrupt(raised) as intr:
                 # Called with the rows and the CSV's bytes so far: progress(rows, 0), no total known; always
                 # there, to stop the pack on Ctrl-C.
                 cb = _PROGRESS(lambda arg, done, nbytes: _call(progress, raised, done, 0, intr))
                 rc = _lib.sf_api_pack_csv_progress(paths[0], out_b, ctypes.byref(opts), cb, None,
                                                    ctypes.byref(report), ctypes.byref(err))
-            if intr.hit and not raised:  # after the last call of the callback: the file is complete
-                raised.append(KeyboardInterrupt())
             if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
                 _lib.sf_api_free(report)
                 raise raised[0]

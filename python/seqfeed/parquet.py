@@ -150,7 +150,7 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
     src = _Sources(files=(ctypes.c_char_p * max(len(names), 1))(*names),
                    rows=(_u64 * max(len(names), 1))(*(rows or [])), nfiles=len(names),
                    series_per_file=int(bool(series_per_file)))
-    with _Interrupt() as intr:
+    with _Interrupt(raised) as intr:
         # Always there, to stop the pack on Ctrl-C.
         src.progress = _PROGRESS(lambda arg, done, total: _call(progress, raised, done, total, intr))
         if type(source).__name__ == "RecordBatchReader" and type(source).__module__.startswith("pyarrow"):
@@ -163,8 +163,6 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
         rc = _lib.sf_api_pack_arrow_files(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
                                           ctypes.byref(src), ctypes.byref(report), ctypes.byref(err))
         del capsule
-    if intr.hit and not raised:  # after the last call of the callback: the file is complete
-        raised.append(KeyboardInterrupt())
     if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
         _lib.sf_api_free(report)
         raise raised[0]
