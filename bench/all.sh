@@ -165,6 +165,7 @@ fig_pack() {
 import json, os, sys
 j = json.loads(os.environ["J"])
 names = {"seqfeed-t1": "seqfeed pack --threads 1", "seqfeed-t2": "seqfeed pack --threads 2",
+         "seqfeed-t1x2": "seqfeed pack --threads 1, two at once (each)",
          "pandas-1t": "pandas.read_csv, 1 thread", "pandas": "pandas.read_csv, defaults",
          "pyarrow": "pyarrow.csv.read_csv", "numpy": "numpy.loadtxt (the first MB only)"}
 with open(sys.argv[1], "a") as f:
@@ -175,10 +176,10 @@ with open(sys.argv[1], "a") as f:
 PY
     echo "$(jq_get "$j" csv_bytes) bytes of CSV ($rows rows x 7 columns of \`%.6g\` random walks, page cache), $rounds interleaved rounds, the order rotating:"
     echo
-    local t1="seqfeed pack --threads 1" t2="seqfeed pack --threads 2"
+    local t1="seqfeed pack --threads 1" t2="seqfeed pack --threads 2" pair="seqfeed pack --threads 1, two at once (each)"
     table --row-label tool --cols "mbs:MB/s (wall):.0f,mbc:MB per CPU s:.0f" \
         --ratio "$t1 / this:mbs:$t1:ref/this" --ratio "$t2 / this:mbs:$t2:ref/this" \
-        --ratio "$t1 / this, CPU:mbc:$t1:ref/this"
+        --ratio "$t1 / this, CPU:mbc:$t1:ref/this" --ratio "two at once / this, CPU:mbc:$pair:ref/this"
     J=$j python3 - <<'PY'
 import json, os, sys
 j = json.loads(os.environ["J"])
@@ -274,10 +275,10 @@ fig_pack_threads() {
     for r in $(seq "$rounds"); do
         BENCH_DIR=$work/threads "${cmd[@]}" | tee /dev/stderr | md_rows "$r" 0 2 mbs=5 mbc=6
     done
-    local t1="seqfeed --threads 1" t2="seqfeed --threads 2"
+    local t1="seqfeed --threads 1" t2="seqfeed --threads 2" pair="seqfeed --threads 1, two at once (each)"
     table --group-label shape --row-label tool --cols "mbs:MB/s wall:.0f,mbc:MB per CPU s:.0f" \
         --ratio "this / $t1, wall:mbs:$t1:this/ref" --ratio "this / $t1, CPU:mbc:$t1:this/ref" \
-        --ratio "$t2 / this, wall:mbs:$t2:ref/this"
+        --ratio "this / two at once, CPU:mbc:$pair:this/ref" --ratio "$t2 / this, wall:mbs:$t2:ref/this"
 }
 
 fig_append() {

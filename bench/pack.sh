@@ -23,7 +23,12 @@
 # (multi-threaded), numpy.loadtxt. This script installs nothing. Peers are
 # timed inside Python around the read call alone (imports not counted);
 # seqfeed is timed from outside, process start and the fsync of the output
-# included (into a new file: the round before's is removed untimed). Nothing here is part of `meson test`.
+# included (into a new file: the round before's is removed untimed).
+# "seqfeed pack --threads 1, two at once" runs two one-thread packs of the
+# CSV side by side and gives each one's mean: what a thread's work costs
+# while the other core works too (shared caches, memory, clocks), the
+# baseline against which --threads 2's CPU per MB shows what its threads
+# themselves add. Nothing here is part of `meson test`.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -79,6 +84,7 @@ fi
 
 # ---- which tools ----
 tools=(seqfeed-t1 seqfeed-t2)
+[ "$(nproc)" -lt 2 ] || tools+=(seqfeed-t1x2)
 have() { "$PYTHON" -c "import $1" >/dev/null 2>&1; }
 have_np=0
 if have numpy; then have_np=1; fi
@@ -106,6 +112,13 @@ run_tool() { # prints "WALL_SECONDS CPU_SECONDS"
         rm -f "$out"
         tm=$( { time "$seqfeed" pack -q "$csv" -o "$out" --threads "${t#seqfeed-t}" >&2; } 2>&1 | tail -1)
         echo "$tm" | awk '{ print $1, $2 + $3 }' ;;
+    seqfeed-t1x2)
+        rm -f "$out" "$out.2"
+        { time "$seqfeed" pack -q "$csv" -o "$out.2" --threads 1 >&2; } 2>"$BENCH_DIR/pair.time" &
+        tm=$( { time "$seqfeed" pack -q "$csv" -o "$out" --threads 1 >&2; } 2>&1 | tail -1)
+        wait $!
+        rm -f "$out.2"
+        { echo "$tm"; tail -1 "$BENCH_DIR/pair.time"; } | awk '{ w += $1; c += $2 + $3 } END { print w / 2, c / 2 }' ;;
     numpy) "$PYTHON" "$peer" numpy "$head_csv" | awk '{ print $1, $2 }' ;;
     *) "$PYTHON" "$peer" "$t" "$csv" | awk '{ print $1, $2 }' ;;
     esac
@@ -147,6 +160,7 @@ for t in "${tools[@]}"; do
     case $t in
     seqfeed-t1) name="seqfeed pack --threads 1" ;;
     seqfeed-t2) name="seqfeed pack --threads 2" ;;
+    seqfeed-t1x2) name="seqfeed --threads 1, 2 at once" ;;
     pandas-1t) name="pandas.read_csv, 1 thread" ;;
     pandas) name="pandas.read_csv (default)" ;;
     pyarrow) name="pyarrow.csv.read_csv" ;;

@@ -15,8 +15,11 @@
 # are the whole process (parse, compress, fsync); a peer's are timed inside
 # Python around its read_csv calls (concatenated for the files), after one
 # read of a two-line CSV, so that imports and first-call set-up (pandas
-# loads pyarrow for its strings) are not counted. Prints one markdown table
-# and the ratios.
+# loads pyarrow for its strings) are not counted. "two at once" runs two
+# --threads 1 packs of the shape side by side and gives each one's mean:
+# what one thread's work costs while the other core works too (shared
+# caches, memory, clocks), the baseline for --threads 2's CPU. Prints one
+# markdown table and the ratios.
 #
 # usage: bench/pack_threads.sh [--build DIR] [--base DIR] [--mb N] [--reps N] [--keep] [--rt]
 #   --build DIR  meson build dir (default: $SEQFEED_BUILD, else build/)
@@ -130,6 +133,13 @@ run() {  # run SHAPE TOOL: "WALL CPU"
     cat "${in[@]}" >/dev/null  # from the page cache, for every tool alike
     case $2 in
     pandas | pyarrow) "$py" -c "$PEER" "$2" "${in[@]}" | awk '{ printf "%.3f %.3f\n", $1, $2 }' ;;
+    pair)
+        (out=$dir/pair.sfpack tf=$dir/pair-time.txt; run "$1" t1) >"$dir/pair.txt" &
+        local mine
+        mine=$(run "$1" t1)
+        wait $!
+        echo "$mine $(cat "$dir/pair.txt")" | awk '{ printf "%.3f %.3f\n", ($1 + $3) / 2, ($2 + $4) / 2 }'
+        ;;
     *)
         local bin=$seqfeed threads=${2#t}
         [ "$2" != base ] || bin=$base threads=2
@@ -139,12 +149,13 @@ run() {  # run SHAPE TOOL: "WALL CPU"
         # bash's time: milliseconds (/usr/bin/time gives hundredths)
         local TIMEFORMAT='%3R %3U %3S'
         # shellcheck disable=SC2046
-        { time "${pre[@]}" "$bin" pack "${in[@]}" $(opts "$1") --threads "$threads" -o "$out" -q 2>"$dir/pack.err" || cat "$dir/pack.err" >&2; } 2>"$tf"
+        { time "${pre[@]}" "$bin" pack "${in[@]}" $(opts "$1") --threads "$threads" -o "$out" -q 2>"$tf.err" || cat "$tf.err" >&2; } 2>"$tf"
         awk '{ printf "%s %.3f\n", $1, $2 + $3 }' "$tf"
         ;;
     esac
 }
 tools=(t1 t2)
+[ "$(nproc)" -lt 2 ] || tools+=(pair)
 [ -z "$base" ] || tools+=(base)
 tools+=("${peers[@]}")
 results=$dir/results.txt
@@ -161,7 +172,7 @@ for ((r = 0; r < reps; r++)); do
         done
     done
 done
-rm -f "$out"
+rm -f "$out" "$dir/pair.sfpack"
 sizes=()
 for s in "${shapes[@]}"; do
     mapfile -t in < <(files "$s")
@@ -180,6 +191,7 @@ for r, s, t, w, c in rows:
 shapes = list(dict.fromkeys(r[1] for r in rows))
 tools = list(dict.fromkeys(r[2] for r in rows))
 name = {"t1": "seqfeed --threads 1", "t2": "seqfeed --threads 2", "base": "before (--threads 2)",
+        "pair": "seqfeed --threads 1, two at once (each)",
         "pandas": "pandas read_csv", "pyarrow": "pyarrow read_csv"}
 print("| shape | MB | tool | wall s (min-max) | CPU s | MB/s wall | MB per CPU s |")
 print("|---|---:|---|---:|---:|---:|---:|")
@@ -197,6 +209,7 @@ def ratio(s, a, b, k):
     return f"{st.median(rs):.2f}x ({min(rs):.2f}-{max(rs):.2f})"
 for s in shapes:
     parts = [f"wall vs --threads 1 {ratio(s, 't1', 't2', 0)}", f"CPU vs --threads 1 {ratio(s, 't1', 't2', 1)}"]
+    if "pair" in tools: parts.append(f"CPU vs two --threads 1 at once {ratio(s, 'pair', 't2', 1)}")
     for t in ("base", "pandas", "pyarrow"):
         if t in tools: parts.append(f"wall vs {t} {ratio(s, t, 't2', 0)}")
     print(f"- {s}: " + ", ".join(parts))
