@@ -34,10 +34,10 @@
 #define US_HI 253402300799999999ll
 
 enum kind { K_NONE, K_BOOL, K_I8, K_U8, K_I16, K_U16, K_I32, K_U32, K_I64, K_U64, K_F16, K_F32, K_F64, K_STR,
-            K_LSTR, K_DATE32, K_DATE64, K_TS };
+            K_LSTR, K_VSTR, K_DATE32, K_DATE64, K_TS };
 static const char *const kind_names[] = {"unsupported", "bool", "int8", "uint8", "int16", "uint16", "int32",
                                          "uint32", "int64", "uint64", "float16", "float32", "float64", "string",
-                                         "large_string", "date32", "date64", "timestamp"};
+                                         "large_string", "string_view", "date32", "date64", "timestamp"};
 static const char *const ts_units[] = {"s", "ms", "us", "ns"};
 
 enum role { ROLE_SKIP, ROLE_KEEP, ROLE_SERIES, ROLE_TIME, ROLE_CATEGORY };
@@ -209,6 +209,7 @@ static enum kind format_kind(const char *f, int *unit, bool *tz) {
     if (!strcmp(f, "g")) return K_F64;
     if (!strcmp(f, "u")) return K_STR;
     if (!strcmp(f, "U")) return K_LSTR;
+    if (!strcmp(f, "vu")) return K_VSTR;  // Polars' strings
     if (!strcmp(f, "tdD")) return K_DATE32;
     if (!strcmp(f, "tdm")) return K_DATE64;
     if (!strncmp(f, "ts", 2) && f[2] && strchr("smun", f[2]) && f[3] == ':') {
@@ -219,8 +220,12 @@ static enum kind format_kind(const char *f, int *unit, bool *tz) {
     return K_NONE;
 }
 
-static bool is_text(const column *c) { return c->kind == K_STR || c->kind == K_LSTR; }
-static bool is_int(const column *c) { return c->index == K_NONE && c->kind >= K_I8 && c->kind <= K_U64; }
+static bool text_kind(enum kind k) { return k == K_STR || k == K_LSTR || k == K_VSTR; }
+static bool is_text(const column *c) { return text_kind(c->kind); }
+static bool int_kind_of(enum kind k) { return k >= K_I8 && k <= K_U64; }
+static bool is_int(const column *c) { return c->index == K_NONE && int_kind_of(c->kind); }
+// Ids or categories: text, integers, or a dictionary of either.
+static bool is_key(const column *c) { return is_text(c) || int_kind_of(c->kind); }
 static bool is_time(const column *c) { return c->index == K_NONE && c->kind >= K_DATE32; }
 static bool is_number(const column *c) { return c->index == K_NONE && c->kind >= K_BOOL && c->kind <= K_F64; }
 
@@ -228,7 +233,7 @@ static bool is_number(const column *c) { return c->index == K_NONE && c->kind >=
 // table): "" when it is none of these.
 static const char *format_words(const char *f) {
     static const struct { const char *format, *words; bool prefix; } known[] = {
-        {"vu", "string_view", false}, {"vz", "binary_view", false}, {"z", "binary", false},
+        {"vz", "binary_view", false}, {"z", "binary", false},
         {"Z", "large_binary", false}, {"n", "null", false}, {"w:", "fixed_size_binary", true},
         {"d:", "decimal", true}, {"tD", "duration", true}, {"tt", "time of day", true}, {"ti", "interval", true},
         {"+l", "list", false}, {"+L", "large_list", false}, {"+w:", "fixed_size_list", true},
@@ -319,9 +324,9 @@ static int category_col(arrow *a, int f, const char *option) {
                     c->role == ROLE_SERIES ? "the series column" : c->role == ROLE_TIME ? "the time column"
                     : "not packed (--columns or --drop-columns leaves it out)");
     char type[96];
-    if (!is_text(c) && !is_int(c))
+    if (!is_key(c))
         return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s: a categorical column holds text "
-                    "(string, large_string, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+                    "(string, large_string, string_view, dictionary) or integers", c->name, type_name(c, type, sizeof type));
     c->role = ROLE_CATEGORY;
     a->ncat++;
     return 0;
@@ -364,7 +369,7 @@ static int read_schema(arrow *a) {
             bool tz;
             enum kind values = d->format && !d->dictionary && !d->n_children ? format_kind(d->format, &unit, &tz) : K_NONE;
             c->index = int_kind(ch->format);
-            c->kind = c->index != K_NONE && (values == K_STR || values == K_LSTR) ? values : K_NONE;
+            c->kind = c->index != K_NONE && (text_kind(values) || int_kind_of(values)) ? values : K_NONE;
             if (c->kind == K_NONE) c->index = K_NONE;
         } else {
             c->kind = format_kind(ch->format, &c->unit, &c->tz);
@@ -376,9 +381,9 @@ static int read_schema(arrow *a) {
         int f = find_name(a, o->series_column);
         if (f < 0) return not_a_column(a, "--series-column", o->series_column);
         column *c = &a->cols[f];
-        if (!is_text(c) && !is_int(c))
+        if (!is_key(c))
             return fail(a, SF_EUSAGE, "--series-column names \"%s\", which is %s: a series column holds ids, text "
-                        "(string, large_string, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+                        "(string, large_string, string_view, dictionary) or integers", c->name, type_name(c, type, sizeof type));
         c->role = ROLE_SERIES;
         a->series_col = (uint32_t)f;
     }
@@ -439,11 +444,15 @@ static int read_schema(arrow *a) {
         if (is_time(c))
             return fail(a, SF_EUSAGE, "column \"%s\" is a time (%s), and --time-column none leaves rows without one: "
                         "leave it out (--drop-columns) or make it the time column (--time-column)", c->name, type);
-        bool text = c->kind == K_NONE && !strcmp(c->dict_format ? c->dict_format : c->format, "vu");
+        if (is_key(c))  // a dictionary of integers
+            return fail(a, SF_EUSAGE, "column \"%s\" is %s: name it as the series column (--series-column) or a "
+                        "categorical one (--categorical), cast it to float64, or leave it out (--drop-columns)",
+                        c->name, type);
+        const char *f = c->dict_format ? c->dict_format : c->format;
+        bool text = c->kind == K_NONE && (!strcmp(f, "z") || !strcmp(f, "Z") || !strcmp(f, "vz"));  // binary
         return fail(a, SF_EUSAGE, "column \"%s\" has type %s, which pack does not read (it reads bool, integers, "
                     "floats, timestamps, dates, and text as ids or categories): cast it to %s, or leave it out "
-                    "(--drop-columns)", c->name, type, text ? "string or large_string (text: a series or categorical "
-                    "column)" : "float64");
+                    "(--drop-columns)", c->name, type, text ? "string (text: a series or categorical column)" : "float64");
     }
     // Kept columns in schema order, or in --columns' order.
     for (uint32_t f = 0; f < a->ncols; f++)
@@ -479,8 +488,9 @@ static int read_schema(arrow *a) {
 static bool bit(const void *bits, int64_t i) { return ((const uint8_t *)bits)[i >> 3] >> (i & 7) & 1; }
 
 // Values buffers a column's array has: validity and values (bool, numbers,
-// times, dictionary indices), and offsets for text.
-static int64_t nbuffers(enum kind k) { return k == K_STR || k == K_LSTR ? 3 : 2; }
+// times, dictionary indices), and offsets for text; a string_view's are
+// at least 3: validity, views, its data buffers, their sizes.
+static int64_t nbuffers(enum kind k) { return text_kind(k) ? 3 : 2; }
 
 // One array of column c (or its dictionary: dict) against its type: counts,
 // offset and length, and the buffers a reader needs. need: the rows read
@@ -496,10 +506,10 @@ static int check_array(arrow *a, const column *c, const struct ArrowArray *x, in
     if (x->length < need)
         return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\" has %" PRId64 " values, fewer than the batch's %"
                     PRId64 " rows", a->st.batches + 1, c->name, x->length, need);
-    if (x->n_buffers != nbuffers(k) || !x->buffers || x->n_children != 0)
+    if ((k == K_VSTR ? x->n_buffers < 3 : x->n_buffers != nbuffers(k)) || !x->buffers || x->n_children != 0)
         return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has %" PRId64 " buffers and %" PRId64
-                    " children; its type (%s) has %" PRId64 " buffers and none", a->st.batches + 1, c->name, what,
-                    x->n_buffers, x->n_children, kind_names[k], nbuffers(k));
+                    " children; its type (%s) has %s%" PRId64 " buffers and none", a->st.batches + 1, c->name, what,
+                    x->n_buffers, x->n_children, kind_names[k], k == K_VSTR ? "at least " : "", nbuffers(k));
     if (x->length > 0 && !x->buffers[1])
         return fail(a, SF_EFORMAT, "batch %" PRIu64 ": column \"%s\"'s %s has no values buffer", a->st.batches + 1,
                     c->name, what);
@@ -520,10 +530,35 @@ static bool valid_at(const struct ArrowArray *x, int64_t i) {
     return x->null_count == 0 || !x->buffers[0] || bit(x->buffers[0], i);
 }
 
+// The text of a string_view at physical index i: a view of 16 bytes, its
+// length, then the text itself when 12 bytes or fewer, else a prefix, the
+// data buffer's index and the offset there (the Arrow columnar format).
+static int view_at(arrow *a, const column *c, const struct ArrowArray *x, int64_t i, uint64_t row, const char **s,
+                   size_t *n) {
+    const uint8_t *v = (const uint8_t *)x->buffers[1] + 16 * i;
+    int32_t len, buf, off;
+    memcpy(&len, v, 4);
+    if (len >= 0 && len <= 12) {
+        *s = (const char *)v + 4, *n = (size_t)len;
+        return 0;
+    }
+    memcpy(&buf, v + 8, 4), memcpy(&off, v + 12, 4);
+    int64_t data = x->n_buffers - 3;  // the variadic buffers, before the sizes
+    const int64_t *sizes = x->buffers[x->n_buffers - 1];
+    if (len < 0 || buf < 0 || buf >= data || off < 0 || !x->buffers[2 + buf] || !sizes ||
+        (int64_t)off + len > sizes[buf])
+        return fail_row(a, row, "column \"%s\": a string view of %" PRId32 " bytes at offset %" PRId32 " of data "
+                        "buffer %" PRId32 " is not a text (the array has %" PRId64 " data buffers)", c->name, len,
+                        off, buf, data);
+    *s = (const char *)x->buffers[2 + buf] + off, *n = (size_t)len;
+    return 0;
+}
+
 // The text of a string array at physical index i; false (with the error
 // set) when its offsets are out of order or point at no data.
 static int text_at(arrow *a, const column *c, const struct ArrowArray *x, int64_t i, uint64_t row, const char **s,
                    size_t *n) {
+    if (c->kind == K_VSTR) return view_at(a, c, x, i, row, s, n);
     int64_t lo, hi;
     if (c->kind == K_STR) lo = ((const int32_t *)x->buffers[1])[i], hi = ((const int32_t *)x->buffers[1])[i + 1];
     else lo = ((const int64_t *)x->buffers[1])[i], hi = ((const int64_t *)x->buffers[1])[i + 1];
@@ -551,8 +586,17 @@ static int64_t index_at(enum kind k, const void *v, int64_t i) {
     }
 }
 
+// The integer at index i of values v of kind k, written out into a->key_buf.
+static void int_text(arrow *a, enum kind k, const void *v, int64_t i, const char **s, size_t *n) {
+    if (k == K_U64) snprintf(a->key_buf, sizeof a->key_buf, "%" PRIu64, ((const uint64_t *)v)[i]);
+    else snprintf(a->key_buf, sizeof a->key_buf, "%" PRId64, index_at(k, v, i));
+    *s = a->key_buf;
+    *n = strlen(a->key_buf);
+}
+
 // Row `row`'s text (an id or a category) at physical index i of column c's
-// array x: a string, a dictionary's string, or an integer written out.
+// array x: a string, a dictionary's string or integer, or an integer
+// written out.
 // 1 when it is null, 0 with *s and *n, or an error.
 static int value_text(arrow *a, const column *c, const struct ArrowArray *x, int64_t i, uint64_t row, const char **s,
                       size_t *n, int64_t *dict_index) {
@@ -565,13 +609,12 @@ static int value_text(arrow *a, const column *c, const struct ArrowArray *x, int
                             " values", c->name, j, d->length);
         *dict_index = j;
         if (!valid_at(d, d->offset + j)) return 1;
-        return text_at(a, c, d, d->offset + j, row, s, n);
+        if (is_text(c)) return text_at(a, c, d, d->offset + j, row, s, n);
+        int_text(a, c->kind, d->buffers[1], d->offset + j, s, n);
+        return 0;
     }
     if (is_text(c)) return text_at(a, c, x, i, row, s, n);
-    if (c->kind == K_U64) snprintf(a->key_buf, sizeof a->key_buf, "%" PRIu64, ((const uint64_t *)x->buffers[1])[i]);
-    else snprintf(a->key_buf, sizeof a->key_buf, "%" PRId64, index_at(c->kind, x->buffers[1], i));
-    *s = a->key_buf;
-    *n = strlen(a->key_buf);
+    int_text(a, c->kind, x->buffers[1], i, s, n);
     return 0;
 }
 

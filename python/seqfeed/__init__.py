@@ -868,8 +868,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     pyarrow), a Parquet file, a directory of them or a list of either (parquet_reader: batch by batch), or a
     CSV file.
     Arrow columns: bool, integers and floats are values; timestamps and dates times (the first kept one is
-    the time column unless time_column names another, or "" for none); string, large_string and dictionary
-    columns, and integers, can be series_column or categorical. Each row keeps its index in the source,
+    the time column unless time_column names another, or "" for none); string, large_string, string_view
+    (Polars') and dictionary columns, and integers, can be series_column or categorical. Each row keeps its index in the source,
     1-based, as a CSV row keeps its line; a row of Parquet files keeps its file and its row there (counted
     from 1: a file's first row is row 1), which predict --with-actual writes as file and line. series_column
     None looks at the first batch for a column of integer series ids (an error where the time goes back

@@ -20,8 +20,8 @@ static int ab_live;
 // ---- arrays ----
 
 typedef struct {
-    void *bufs[3];
-    const void *ptrs[3];
+    void *bufs[4];  // a string_view's 4: validity, views, data, sizes
+    const void *ptrs[4];
     int64_t nchildren;
     struct ArrowArray **children;
     struct ArrowArray *dict;
@@ -38,7 +38,7 @@ static inline void ab_array_release(struct ArrowArray *a) {
         if (p->dict->release) p->dict->release(p->dict);
         free(p->dict);
     }
-    for (int k = 0; k < 3; k++) free(p->bufs[k]);
+    for (int k = 0; k < 4; k++) free(p->bufs[k]);
     free(p);
     a->release = NULL;
     ab_live--;
@@ -119,6 +119,36 @@ static inline struct ArrowArray ab_strings(int64_t n, const char *const *texts, 
         if (i < n && texts[i]) memcpy(data + at, texts[i], strlen(texts[i])), at += strlen(texts[i]);
     }
     return ab_array(n - offset, offset, nc, 3, valid, offs, data, 0, NULL, NULL);
+}
+
+// A string_view array (Arrow's "vu", Polars' strings): texts of 12 bytes
+// or fewer inside their views, longer ones in one data buffer.
+static inline struct ArrowArray ab_views(int64_t n, const char *const *texts, const char *nulls, int64_t offset) {
+    int64_t nc;
+    void *valid = ab_validity(n, nulls, offset, &nc);
+    size_t total = 0;
+    for (int64_t i = 0; i < n; i++) total += texts[i] ? strlen(texts[i]) : 0;
+    uint8_t *views = calloc((size_t)n + 1, 16);
+    char *data = malloc(total + 1);
+    int64_t *sizes = malloc(sizeof *sizes);
+    if (!views || !data || !sizes) abort();
+    int32_t at = 0, zero = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t len = texts[i] ? (int32_t)strlen(texts[i]) : 0;
+        uint8_t *v = views + 16 * i;
+        memcpy(v, &len, 4);
+        if (len <= 12) {
+            if (len) memcpy(v + 4, texts[i], (size_t)len);
+            continue;
+        }
+        memcpy(v + 4, texts[i], 4), memcpy(v + 8, &zero, 4), memcpy(v + 12, &at, 4);
+        memcpy(data + at, texts[i], (size_t)len), at += len;
+    }
+    *sizes = at;
+    struct ArrowArray a = ab_array(n - offset, offset, nc, 4, valid, views, data, 0, NULL, NULL);
+    ab_array_priv *p = a.private_data;
+    p->bufs[3] = sizes, p->ptrs[3] = sizes;
+    return a;
 }
 
 // int32 indices into dict (taken over).

@@ -359,6 +359,23 @@ static void case_series(void) {
         check_series(&l, "site", 2, (sf_series[]){{0, 2, "7"}, {2, 1, "-3"}});
         unload(&l);
     }
+    // string_view ids (Polars'), inline (12 bytes or fewer) and in a data
+    // buffer, from an offset; a view past its data buffer refused.
+    const char *views[] = {"skipped", "station-0001-north", "station-0001-north", "s2", "station-0001-north"};
+    struct ArrowArray v[] = {ab_views(5, views, NULL, 1), ab_fixed(4, 4, x, NULL, 0)};
+    if (accept(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("vu", "site", NULL), ab_field("f", "x", NULL)}),
+                         1, (struct ArrowArray[]){ab_batch(4, 0, 2, v)}, -1),
+               &o, 1, (const char *[]){"x"}, 4, (float[]){1, 2, 4, 3}, &l, &st)) {
+        check_series(&l, "site", 2, (sf_series[]){{0, 3, "station-0001-north"}, {3, 1, "s2"}});
+        unload(&l);
+    }
+    struct ArrowArray bad[] = {ab_views(2, views + 1, NULL, 0), ab_fixed(4, 2, x, NULL, 0)};
+    uint8_t *view1 = (uint8_t *)bad[0].buffers[1] + 16;
+    memcpy(view1 + 12, &(int32_t){30}, 4);  // offset 30 of a data buffer of 36 bytes, for 18
+    reject(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("vu", "site", NULL), ab_field("f", "x", NULL)}), 1,
+                     (struct ArrowArray[]){ab_batch(2, 0, 2, bad)}, -1),
+           &o, SF_EFORMAT, "row 2: column \"site\": a string view of 18 bytes at offset 30 of data buffer 0 is not a "
+           "text (the array has 1 data buffers)", NULL);
     struct ArrowArray g[] = {ab_fixed(8, 3, num, ".x.", 0), ab_fixed(4, 3, x, NULL, 0)};
     reject(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("l", "site", NULL), ab_field("f", "x", NULL)}), 1,
                      (struct ArrowArray[]){ab_batch(3, 0, 2, g)}, -1),
@@ -389,6 +406,33 @@ static void case_dictionaries(void) {
     const sf_category *cat = sf_pack_category(l.in, 0);
     CHECK(cat && cat->nvalues == 3 && !strcmp(cat->values[0], "rain") && !strcmp(cat->values[2], "fog"), "categories");
     unload(&l);
+    // Dictionaries of integers (pandas' categories of int ids): the ids
+    // written out, as integer columns are; kept as a value, refused.
+    struct ArrowSchema g[] = {ab_field("c", "site", (struct ArrowSchema[]){ab_field("l", "", NULL)}),
+                              ab_field("i", "sky", (struct ArrowSchema[]){ab_field("S", "", NULL)})};
+    int64_t ids[] = {-7, 120};
+    uint16_t codes[] = {9, 65535};
+    int8_t si[] = {1, 1, 0};
+    int32_t ki[] = {1, 0, 1};
+    struct ArrowArray ai[] = {ab_dict(3, (int32_t[]){0, 0, 0}, NULL, 0, ab_fixed(8, 2, ids, NULL, 0)),
+                              ab_dict(3, ki, NULL, 0, ab_fixed(2, 2, codes, NULL, 0))};
+    ab_array_priv *p = ai[0].private_data;  // int8 indices, not ab_dict's int32
+    memcpy(p->bufs[1], si, sizeof si);
+    if (accept(ab_stream(ab_struct(2, g), 1, (struct ArrowArray[]){ab_batch(3, 0, 2, ai)}, -1), &o, 1,
+               (const char *[]){"sky"}, 3, (float[]){0, 1, 0}, &l, &st)) {
+        check_series(&l, "site", 2, (sf_series[]){{0, 2, "120"}, {2, 1, "-7"}});
+        cat = sf_pack_category(l.in, 0);
+        CHECK(cat && cat->nvalues == 2 && !strcmp(cat->values[0], "65535") && !strcmp(cat->values[1], "9"),
+              "integer categories");
+        unload(&l);
+    }
+    sf_arrow_pack_opts v = defaults();
+    struct ArrowArray one[] = {ab_dict(1, (int32_t[]){0}, NULL, 0, ab_fixed(8, 1, ids, NULL, 0))};
+    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("i", "code", (struct ArrowSchema[]){
+                                                                          ab_field("l", "", NULL)})}),
+                     1, (struct ArrowArray[]){ab_batch(1, 0, 1, one)}, -1),
+           &v, SF_EUSAGE, "column \"code\" is dictionary<int64>: name it as the series column (--series-column) or a "
+           "categorical one (--categorical), cast it to float64", NULL);
 }
 
 static void case_times(void) {
@@ -513,9 +557,9 @@ static void case_malformed(void) {
     reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("d:10,2", "price", NULL)}), 0, NULL, -1), &o,
            SF_EUSAGE, "column \"price\" has type Arrow format \"d:10,2\" (decimal), which pack does not read",
            "--drop-columns", NULL);
-    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("vu", "name", NULL)}), 0, NULL, -1), &o, SF_EUSAGE,
-           "column \"name\" has type Arrow format \"vu\" (string_view), which pack does not read",
-           "cast it to string or large_string", NULL);
+    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("vz", "name", NULL)}), 0, NULL, -1), &o, SF_EUSAGE,
+           "column \"name\" has type Arrow format \"vz\" (binary_view), which pack does not read",
+           "cast it to string (text: a series or categorical column)", NULL);
     reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("i", "k", (struct ArrowSchema[]){ab_field("g", "", NULL)})}),
                      0, NULL, -1),
            &o, SF_EUSAGE, "a dictionary of Arrow format \"g\"", NULL);

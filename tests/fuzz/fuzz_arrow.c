@@ -3,7 +3,8 @@
 // makes them: format strings from a table of good and bad ones (a
 // dictionary's too), schemas whose column count the batches do not match,
 // lengths, offsets and null counts that lie, missing buffers, string
-// offsets that go back, dictionary indices outside the dictionary, arrays
+// offsets that go back, string views past their data or naming a buffer
+// there is not, dictionary indices outside the dictionary, arrays
 // shorter than the batch. Buffers are allocated to exactly what the array's
 // own length and offset claim, so ASan sees any read past them (a length
 // beyond the buffers themselves no consumer can see: the ABI has no sizes). The bytes, read in order (0 past the end):
@@ -56,6 +57,7 @@ static uint8_t next(input *in) { return in->p < in->end ? *in->p++ : 0; }
 // Bytes a value of format f takes in buffer 1 (0: bits; -1: int32 offsets of text, -3: int64 ones).
 static int width(const char *f) {
     if (!f[0]) return 8;
+    if (!strcmp(f, "vu")) return 16;
     if (!strcmp(f, "b")) return 0;
     if (!strcmp(f, "u")) return -1;
     if (!strcmp(f, "U")) return -3;
@@ -103,9 +105,28 @@ static struct ArrowArray make_array(input *in, const char *f, int64_t length, in
         if (!b1) abort();
         for (size_t i = 0; i < bytes; i++) ((uint8_t *)b1)[i] = next(in);
     }
+    int64_t *sizes = NULL;
+    if (!strcmp(f, "vu")) {  // views over one data buffer of up to 32 bytes, some pointing past it or elsewhere
+        int64_t bytes = next(in) % 33;
+        b2 = malloc((size_t)bytes + 1);
+        sizes = malloc(sizeof *sizes);
+        if (!b2 || !sizes) abort();
+        for (int64_t i = 0; i < bytes; i++) ((uint8_t *)b2)[i] = next(in) | 0x20;
+        *sizes = bytes;
+        for (int64_t i = 0; i < n; i++) {
+            uint8_t *v = (uint8_t *)b1 + 16 * i, how = next(in);
+            int32_t len = how & 1 ? how >> 1 : (int32_t)(how >> 1) % 13, buf = how & 0x80 ? 1 : 0, off = next(in) % 40;
+            if (how == 0xff) len = -1;
+            memcpy(v, &len, 4), memcpy(v + 8, &buf, 4), memcpy(v + 12, &off, 4);
+        }
+        nbuf = 4;
+    }
     if (lies & 1) free(b1), b1 = NULL;
-    if (lies & 2) nbuf++;
-    return ab_array(length, offset, null_count, nbuf, valid, b1, b2, 0, NULL, NULL);
+    if (lies & 2 && !sizes) nbuf++;  // a view array's buffer count is all that tells where its sizes are
+    struct ArrowArray a = ab_array(length, offset, null_count, nbuf, valid, b1, b2, 0, NULL, NULL);
+    ab_array_priv *p = a.private_data;
+    p->bufs[3] = sizes, p->ptrs[3] = sizes;
+    return a;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -174,7 +195,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char cats[16] = "";
     size_t cn = 0;
     for (int k = 0; k < ncols; k++)
-        if ((head & 32) && named[k] && (dfmt[k] || !strcmp(fmt[k], "u") || !strcmp(fmt[k], "U")) && !(k == 0 && head & 4))
+        if ((head & 32) && named[k] && (dfmt[k] || !strcmp(fmt[k], "u") || !strcmp(fmt[k], "U") || !strcmp(fmt[k], "vu")) &&
+            !(k == 0 && head & 4))
             cn += (size_t)snprintf(cats + cn, sizeof cats - cn, "%s%c", cn ? "," : "", 'a' + k);
     sf_arrow_pack_opts o = {.name = "fuzz", .series_column = head & 4 && named[0] ? "a" : NULL,
                             .time_column = head & 64 ? "" : NULL, .categorical = cn ? cats : NULL,

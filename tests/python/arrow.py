@@ -154,6 +154,16 @@ df = t.to_pandas()
 pack(df, "pandas.sfpack", **OPTS)
 same_pack("one.sfpack", "pandas.sfpack", "a pandas DataFrame")
 
+# Polars' strings: string_view columns (the series and a categorical one; ids of 12 bytes or fewer sit in
+# their views, longer ones in a data buffer): the same file as strings.
+if hasattr(pa, "string_view"):
+    views = t
+    for name in ("site", "mood"):
+        i = views.schema.get_field_index(name)
+        views = views.set_column(i, name, views.column(name).cast(pa.string_view()))
+    pack(views, "views.sfpack", **OPTS)
+    same_pack("one.sfpack", "views.sfpack", "string_view columns")
+
 # Parquet: one file, and a directory partitioned by series (site=...), two files a series, through
 # python -m seqfeed pack; the partition column comes last, as text.
 t = table(nulls=False).set_column(11, "f16", table(nulls=False).column("f16").cast(pa.float32()))
