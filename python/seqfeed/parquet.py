@@ -4,6 +4,7 @@ file's name and row count (sf_api_pack_arrow_files), so that every row keeps its
 (counted from 1: the file's first row is row 1) and predict --with-actual names them."""
 import ctypes
 import os
+import urllib.parse
 
 import numpy as np
 
@@ -51,9 +52,10 @@ def _metadata(papq, f):
 
 
 def _partitions(path, base):
-    """The hive partitions of a file under base: [(key, value)] of its folders named key=value."""
+    """The hive partitions of a file under base: [(key, value)] of its folders named key=value, URL-decoded
+    as pyarrow and Spark write them ("site=b%2C%20c" holds "b, c")."""
     rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
-    return [tuple(part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
+    return [tuple(urllib.parse.unquote(x) for x in part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
 
 
 class ParquetSource:

@@ -188,6 +188,12 @@ check(p.returncode == 0 and "packed %d rows (3 series)" % t.num_rows in p.stdout
       "python -m seqfeed pack ds: %d %s %s" % (p.returncode, p.stdout, p.stderr))
 check('python -m seqfeed pack: warning: column "u64"' in p.stderr, "the CLI's warnings: %s" % p.stderr)
 same_pack("dir.sfpack", "csv.sfpack", "a partitioned Parquet directory")
+# The same directory as pyarrow writes it: partition values URL-encoded (site=b-south%2C%20coast).
+import pyarrow.dataset as pads  # noqa: E402
+pads.write_dataset(t, "ds-enc", format="parquet", partitioning=["site"], partitioning_flavor="hive")
+check(os.path.isdir(os.path.join("ds-enc", "site=b-south%2C%20coast")), "pyarrow's folders: %s" % os.listdir("ds-enc"))
+pack("ds-enc", "enc.sfpack", **OPTS)
+same_pack("enc.sfpack", "csv.sfpack", "a Parquet directory written by pyarrow")
 
 # The CLI's errors: text columns not named (exit 2, as seqfeed pack's usage errors), an unknown option.
 p = subprocess.run(cmd[:7], capture_output=True, text=True, env=env)
