@@ -936,8 +936,12 @@ static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *s
         int64_t j = -1;
         rc = value_text(a, &a->cols[a->series_col], sx, si, row, &key, &n, &j);
         if (rc < 0) return rc;
-        if (rc == 1) return fail_row(a, row, "the series column \"%s\" is null; every row needs a series id",
-                                     a->cols[a->series_col].name);
+        if (rc == 1 && a->o->missing == SF_MISSING_DROP) {  // a row without its series: dropped as one without a value
+            a->st.rows_dropped++;
+            return 0;
+        }
+        if (rc == 1) return fail_row(a, row, "the series column \"%s\" is null; every row needs a series id (hint: "
+                                     "--missing drop leaves such rows out)", a->cols[a->series_col].name);
         if (!a->cur_key || n != a->cur_len || memcmp(key, a->cur_key, n)) {
             if ((rc = start_series(a, key, n, row))) return rc;
         }

@@ -879,7 +879,8 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     (Parquet) the files' rows in all, else 0; an exception it raises stops the pack (no output) and is raised. The options mirror
     pack's: series_column (--series-column),
     time_column (--time-column), columns and drop_columns (--columns, --drop-columns), categorical
-    (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing),
+    (--categorical), missing (--missing: "error", "drop" or "ffill"; nulls, NaN and infinities are missing;
+    "drop" also leaves out rows whose series id is null),
     chunk_rows (--chunk-rows), threads (--threads, None: one per core), memory_budget (--memory-budget, in
     MB, None: 64). The rows of a series need not be contiguous: rows whose series come back after another
     started (long format sorted by time, one row per series per step) are regrouped, each series' rows in

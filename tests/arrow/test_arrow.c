@@ -379,7 +379,17 @@ static void case_series(void) {
     struct ArrowArray g[] = {ab_fixed(8, 3, num, ".x.", 0), ab_fixed(4, 3, x, NULL, 0)};
     reject(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("l", "site", NULL), ab_field("f", "x", NULL)}), 1,
                      (struct ArrowArray[]){ab_batch(3, 0, 2, g)}, -1),
-           &o, SF_EFORMAT, "s: row 2: the series column \"site\" is null", NULL);
+           &o, SF_EFORMAT, "s: row 2: the series column \"site\" is null", "--missing drop", NULL);
+    // --missing drop leaves such a row out, as a row missing a value.
+    struct ArrowArray dropped[] = {ab_fixed(8, 3, num, ".x.", 0), ab_fixed(4, 3, x, NULL, 0)};
+    o.missing = SF_MISSING_DROP;
+    if (accept(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("l", "site", NULL), ab_field("f", "x", NULL)}),
+                         1, (struct ArrowArray[]){ab_batch(3, 0, 2, dropped)}, -1),
+               &o, 1, (const char *[]){"x"}, 2, (float[]){1, 3}, &l, &st)) {
+        check_series(&l, "site", 2, (sf_series[]){{0, 1, "7"}, {1, 1, "-3"}});
+        CHECK(st.rows_dropped == 1, "%llu rows dropped", (unsigned long long)st.rows_dropped);
+        unload(&l);
+    }
 }
 
 // Two batches with dictionaries of their own: one code per text across them.
