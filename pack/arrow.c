@@ -881,6 +881,46 @@ static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
     return 0;
 }
 
+// A column name as one shell word: as it is, or in single quotes.
+static const char *shell_word(const char *s, char *buf, size_t cap) {
+    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/+:@%") == strlen(s))
+        return s;
+    size_t k = 0;
+    if (cap < 8) return "";
+    buf[k++] = '\'';
+    for (; *s && k + 6 < cap; s++) {
+        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
+        else buf[k++] = *s;
+    }
+    buf[k++] = '\'';
+    buf[k] = 0;
+    return buf;
+}
+
+// Where the time goes back without a series column, a kept column of
+// integers that changes there too: the id of series each in one run of
+// rows, further on than series_hint looks (its first batch). Said into
+// hint (cap bytes) with the option that makes it the series column; hint
+// unchanged when there is none. As pack/csv.c's late_ids_hint.
+static void late_ids_hint(const arrow *a, const float *out, char *hint, size_t cap) {
+    if (a->o->series_column || a->o->series_per_file) return;  // named, or one series on purpose
+    // An id changes seldom: first one that did not change at the row
+    // before too (when the batch holds that row), not a counter beside it.
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t k = 0; k < a->nkeep; k++) {
+            if (a->cols[a->keep_col[k]].role != ROLE_KEEP) continue;
+            float now = out[k], before = a->last[k];
+            if (now == before || now != nearbyintf(now) || before != nearbyintf(before)) continue;
+            if (!pass && a->nbatch >= 2 && a->batch[(a->nbatch - 2) * a->nkeep + k] != before) continue;
+            char word[160];
+            snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, each in "
+                     "one run of rows, pack it with --series-column %s%s", a->col_names[k], (double)before,
+                     (double)now, shell_word(a->col_names[k], word, sizeof word),
+                     a->o->columns ? " (and --columns without it)" : "");
+            return;
+        }
+}
+
 // A row of the current series, its values in the batch's next slot (NaN:
 // missing), checked against the series' row before it and taken: a missing
 // value filled (--missing ffill), a time that goes back refused, a repeated
@@ -906,13 +946,14 @@ static int series_row(arrow *a, int64_t t, uint64_t row, int64_t line, const uin
     }
     if (a->time_col != UINT32_MAX) {
         if (a->have_last && t < a->prev_time) {
-            char now[48], before[48], at[160];
+            char now[48], before[48], at[160], hint[400] = "";
             sf_time_format(now, sizeof now, t, 0);
             sf_time_format(before, sizeof before, a->prev_time, 0);
+            late_ids_hint(a, out, hint, sizeof hint);
             return fail_row(a, row, "time %s is before %s (%s), the row before it in this series; times must not go "
-                            "back within a series (sort the rows by time%s)", now, before,
+                            "back within a series (sort the rows by time%s)%s", now, before,
                             row_text(a, a->prev_time_row, at, sizeof at),
-                            a->series_col != UINT32_MAX ? " within each series" : "");
+                            a->series_col != UINT32_MAX ? " within each series" : "", hint);
         }
         if (a->have_last && t == a->prev_time && !a->repeat_row) a->repeat_row = row + 1;
         a->batch_time[a->nbatch] = a->prev_time = t;
@@ -1186,22 +1227,6 @@ static int open_sources(arrow *a) {
         a->src_start[i + 1] = a->src_start[i] + o->source_rows[i];  // below 2^63: 2^23 sources of 2^40 rows
     }
     return 0;
-}
-
-// A column name as one shell word: as it is, or in single quotes.
-static const char *shell_word(const char *s, char *buf, size_t cap) {
-    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/+:@%") == strlen(s))
-        return s;
-    size_t k = 0;
-    if (cap < 8) return "";
-    buf[k++] = '\'';
-    for (; *s && k + 6 < cap; s++) {
-        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
-        else buf[k++] = *s;
-    }
-    buf[k++] = '\'';
-    buf[k] = 0;
-    return buf;
 }
 
 // What sf_series_hint found in the first batch, said: an error for the
