@@ -226,6 +226,11 @@ static bool int_kind_of(enum kind k) { return k >= K_I8 && k <= K_U64; }
 static bool is_int(const column *c) { return c->index == K_NONE && int_kind_of(c->kind); }
 // Ids or categories: text, integers, or a dictionary of either.
 static bool is_key(const column *c) { return is_text(c) || int_kind_of(c->kind); }
+// Bytes that are likely text (Polars' binary, a BLOB): cast to string, pack reads them.
+static bool is_binary(const column *c) {
+    const char *f = c->dict_format ? c->dict_format : c->format;
+    return c->kind == K_NONE && (!strcmp(f, "z") || !strcmp(f, "Z") || !strcmp(f, "vz"));
+}
 static bool is_time(const column *c) { return c->index == K_NONE && c->kind >= K_DATE32; }
 static bool is_number(const column *c) { return c->index == K_NONE && c->kind >= K_BOOL && c->kind <= K_F64; }
 
@@ -326,7 +331,8 @@ static int category_col(arrow *a, int f, const char *option) {
     char type[96];
     if (!is_key(c))
         return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s: a categorical column holds text "
-                    "(string, large_string, string_view, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+                    "(string, large_string, string_view, dictionary) or integers%s", c->name,
+                    type_name(c, type, sizeof type), is_binary(c) ? " (cast it to string)" : "");
     c->role = ROLE_CATEGORY;
     a->ncat++;
     return 0;
@@ -383,7 +389,8 @@ static int read_schema(arrow *a) {
         column *c = &a->cols[f];
         if (!is_key(c))
             return fail(a, SF_EUSAGE, "--series-column names \"%s\", which is %s: a series column holds ids, text "
-                        "(string, large_string, string_view, dictionary) or integers", c->name, type_name(c, type, sizeof type));
+                        "(string, large_string, string_view, dictionary) or integers%s", c->name,
+                        type_name(c, type, sizeof type), is_binary(c) ? " (cast it to string)" : "");
         c->role = ROLE_SERIES;
         a->series_col = (uint32_t)f;
     }
@@ -448,11 +455,10 @@ static int read_schema(arrow *a) {
             return fail(a, SF_EUSAGE, "column \"%s\" is %s: name it as the series column (--series-column) or a "
                         "categorical one (--categorical), cast it to float64, or leave it out (--drop-columns)",
                         c->name, type);
-        const char *f = c->dict_format ? c->dict_format : c->format;
-        bool text = c->kind == K_NONE && (!strcmp(f, "z") || !strcmp(f, "Z") || !strcmp(f, "vz"));  // binary
         return fail(a, SF_EUSAGE, "column \"%s\" has type %s, which pack does not read (it reads bool, integers, "
                     "floats, timestamps, dates, and text as ids or categories): cast it to %s, or leave it out "
-                    "(--drop-columns)", c->name, type, text ? "string (text: a series or categorical column)" : "float64");
+                    "(--drop-columns)", c->name, type,
+                    is_binary(c) ? "string (text: a series or categorical column)" : "float64");
     }
     // Kept columns in schema order, or in --columns' order.
     for (uint32_t f = 0; f < a->ncols; f++)
@@ -901,22 +907,27 @@ static const char *shell_word(const char *s, char *buf, size_t cap) {
 // integers that changes there too: the id of series each in one run of
 // rows, further on than series_hint looks (its first batch). Said into
 // hint (cap bytes) with the option that makes it the series column; hint
-// unchanged when there is none. As pack/csv.c's late_ids_hint.
+// unchanged when there is none. As pack/csv.c's late_ids_hint, but on
+// integer columns only (a series column cannot be another type), from
+// their float32 values: ids beyond 2^24 that float32 cannot tell apart are
+// missed, and values are printed only when exact.
 static void late_ids_hint(const arrow *a, const float *out, char *hint, size_t cap) {
     if (a->o->series_column || a->o->series_per_file) return;  // named, or one series on purpose
     // An id changes seldom: first one that did not change at the row
     // before too (when the batch holds that row), not a counter beside it.
     for (int pass = 0; pass < 2; pass++)
         for (uint32_t k = 0; k < a->nkeep; k++) {
-            if (a->cols[a->keep_col[k]].role != ROLE_KEEP) continue;
+            const column *c = &a->cols[a->keep_col[k]];
+            if (c->role != ROLE_KEEP || !is_int(c)) continue;
             float now = out[k], before = a->last[k];
-            if (now == before || now != nearbyintf(now) || before != nearbyintf(before)) continue;
+            if (now == before) continue;
             if (!pass && a->nbatch >= 2 && a->batch[(a->nbatch - 2) * a->nkeep + k] != before) continue;
-            char word[160];
-            snprintf(hint, cap, "; column \"%s\" changes there too (%.0f to %.0f): if it is the id of series, each in "
-                     "one run of rows, pack it with --series-column %s%s", a->col_names[k], (double)before,
-                     (double)now, shell_word(a->col_names[k], word, sizeof word),
-                     a->o->columns ? " (and --columns without it)" : "");
+            char word[160], values[64] = "";
+            if (fabsf(now) <= 0x1p24f && fabsf(before) <= 0x1p24f)
+                snprintf(values, sizeof values, " (%.0f to %.0f)", (double)before, (double)now);
+            snprintf(hint, cap, "; column \"%s\" changes there too%s: if it is the id of series, each in one run of "
+                     "rows, pack it with --series-column %s%s", a->col_names[k], values,
+                     shell_word(a->col_names[k], word, sizeof word), a->o->columns ? " (and --columns without it)" : "");
             return;
         }
 }
@@ -1351,7 +1362,7 @@ static int convert(arrow *a) {
     if (a->rg && (rc = regroup_finish(a))) return rc;
     if (a->rows == 0) return fail(a, SF_EFORMAT, "the stream has a schema but no rows");
     if (a->st.rows == 0)
-        return fail(a, SF_EFORMAT, "no rows left to pack (all %" PRIu64 " dropped for missing values)",
+        return fail(a, SF_EFORMAT, "no rows left to pack (all %" PRIu64 " dropped for missing values or series ids)",
                     a->st.rows_dropped);
     if ((rc = write_categories(a, a->w, a->e))) return rc;
     sf_pack_writer *w = a->w;

@@ -51,11 +51,24 @@ def _metadata(papq, f):
         raise SeqfeedError(-5, "%s: not a Parquet file pyarrow can read (%s)" % (f, ex)) from None
 
 
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"  # a null value's folder, as Hive, Spark and pyarrow name it
+
+
 def _partitions(path, base):
     """The hive partitions of a file under base: [(key, value)] of its folders named key=value, URL-decoded
-    as pyarrow and Spark write them ("site=b%2C%20c" holds "b, c")."""
+    as pyarrow and Spark write them ("site=b%2C%20c" holds "b, c"); value None for a null."""
     rel = os.path.relpath(os.path.dirname(os.path.abspath(path)), os.path.abspath(base))
-    return [tuple(urllib.parse.unquote(x) for x in part.split("=", 1)) for part in rel.split(os.sep) if "=" in part]
+    parts = []
+    for part in rel.split(os.sep):
+        if "=" not in part:
+            continue
+        try:
+            key, value = (urllib.parse.unquote(x, errors="strict") for x in part.split("=", 1))
+        except UnicodeDecodeError:
+            raise SeqfeedError(-4, "%s: folder %s is not UTF-8 text once URL-decoded (a partition's key=value)" %
+                               (path, part)) from None
+        parts.append((key, None if value == _HIVE_NULL else value))
+    return parts
 
 
 class ParquetSource:
@@ -100,7 +113,8 @@ class ParquetSource:
 
         def batches():
             for f, fparts in zip(self.files, self._parts):
-                values = [pa.array([v]) for _, v in fparts]  # each partition's one-value dictionary, once per file
+                # each partition's one-value dictionary, once per file
+                values = [pa.array([v], pa.string()) for _, v in fparts]
                 # pre_buffer=False: pyarrow's default reads every row group's column chunks ahead (the whole
                 # file in memory); without it, a row group at a time.
                 try:

@@ -893,6 +893,25 @@ static void case_hint(void) {
     reject(motes(true), &o, SF_EFORMAT, "s: row 11: time 2020-01-01 is before 2020-01-01T09:00 (row 10)",
            NULL);
     CHECK(!strstr(rejected, "changes there too"), "a hint with --series-column none: %s", rejected);
+    // A float64 column that changes there is no series id: not named.
+    {
+        int64_t t[8];
+        double f[8];
+        for (int r = 0; r < 8; r++) t[r] = T2020 + (r % 4) * HOUR, f[r] = 1 + r / 4;
+        struct ArrowArray b[4];
+        for (int k = 0; k < 4; k++)
+            b[k] = ab_batch(2, 2 * k, 2, (struct ArrowArray[]){ab_fixed(8, 8, t, NULL, 0), ab_fixed(8, 8, f, NULL, 0)});
+        o = defaults();
+        reject(ab_stream(ab_struct(2, (struct ArrowSchema[]){ab_field("tsu:", "t", NULL), ab_field("g", "f", NULL)}), 4,
+                         b, -1),
+               &o, SF_EFORMAT, "s: row 5: time 2020-01-01 is before", NULL);
+        CHECK(!strstr(rejected, "changes there too"), "a float column named as an id: %s", rejected);
+    }
+    // A binary series column: told to become a string.
+    o.series_column = "b";
+    reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("z", "b", NULL)}), 0, NULL, -1), &o, SF_EUSAGE,
+           "--series-column names \"b\", which is Arrow format \"z\" (binary)", "integers (cast it to string)", NULL);
+    o.series_column = "";
     // The mote named: two series.
     o.series_column = "mote";
     loaded l;

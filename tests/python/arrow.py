@@ -194,6 +194,28 @@ pads.write_dataset(t, "ds-enc", format="parquet", partitioning=["site"], partiti
 check(os.path.isdir(os.path.join("ds-enc", "site=b-south%2C%20coast")), "pyarrow's folders: %s" % os.listdir("ds-enc"))
 pack("ds-enc", "enc.sfpack", **OPTS)
 same_pack("enc.sfpack", "csv.sfpack", "a Parquet directory written by pyarrow")
+# A null partition value (its folder __HIVE_DEFAULT_PARTITION__) is a null series id: dropped with
+# missing="drop", else an error; a folder that is not UTF-8 once decoded is named.
+nulls = pa.table({"site": pa.array(["a", None, "a"]), "v": pa.array([1.0, 2.0, 3.0])})
+pads.write_dataset(nulls, "ds-null", format="parquet", partitioning=pads.partitioning(
+    pa.schema([("site", pa.string())]), flavor="hive"))
+r, _ = pack("ds-null", "null.sfpack", series_column="site", time_column="", missing="drop")
+check(r["rows"] == 2 and r["series"] == 1 and r["rows_dropped"] == 1 and seqfeed.Pack("null.sfpack").series ==
+      [("a", 0, 2)], "a null partition dropped: %s %s" % (r, seqfeed.Pack("null.sfpack").series))
+try:
+    seqfeed.pack("ds-null", "err.sfpack", series_column="site", time_column="")
+    check(False, "a null partition accepted without missing=drop")
+except seqfeed.SeqfeedError as e:
+    check("the series column \"site\" is null" in str(e), "null partition message: %s" % e)
+os.makedirs(os.path.join("ds-bad", "site=%FE"))
+pq.write_table(pa.table({"v": [1.0]}), os.path.join("ds-bad", "site=%FE", "p.parquet"))
+try:
+    seqfeed.pack("ds-bad", "err.sfpack", series_column="site", time_column="")
+    check(False, "a folder of bytes that are not UTF-8 accepted")
+except seqfeed.SeqfeedError as e:
+    check(str(e).endswith("folder site=%FE is not UTF-8 text once URL-decoded (a partition's key=value)"),
+          "bad folder message: %s" % e)
+check(not os.path.exists("err.sfpack"), "a failed pack left its output")
 
 # The CLI's errors: text columns not named (exit 2, as seqfeed pack's usage errors), an unknown option.
 p = subprocess.run(cmd[:7], capture_output=True, text=True, env=env)
