@@ -330,7 +330,7 @@ static void case_missing(void) {
     struct ArrowArray e[] = {ab_fixed(4, 2, x, "xx", 0)};
     reject(ab_stream(ab_struct(1, (struct ArrowSchema[]){ab_field("f", "x", NULL)}), 1,
                      (struct ArrowArray[]){ab_batch(2, 0, 1, e)}, -1),
-           &o, SF_EFORMAT, "no rows left to pack (all 2 dropped for missing values)", NULL);
+           &o, SF_EFORMAT, "no rows left to pack (all 2 dropped for missing values or series ids)", NULL);
 }
 
 // ---- series, times, options ----
