@@ -678,6 +678,22 @@ static void blas_square_run(void *arg) {
                 q->b, (int)q->n, 0.0f, q->c, (int)q->n);
 }
 
+static const char *const OPENBLAS = "OpenBLAS sgemm", *const ONEDNN = "oneDNN matmul";
+
+// FLOP/s of OpenBLAS' float32 square product of side n (sf_steady_best).
+static double blas_square_rate(size_t n, double seconds, bool *steady) {
+    blas_square q = {.n = n, .a = malloc(n * n * sizeof(float)), .b = malloc(n * n * sizeof(float)),
+                     .c = malloc(n * n * sizeof(float))};
+    double rate = 0;
+    *steady = false;
+    if (q.a && q.b && q.c) {
+        for (size_t i = 0; i < n * n; i++) q.a[i] = q.b[i] = 0.1f + (float)(i % 7) * 0.01f;
+        rate = sf_steady_best(blas_square_run, &q, 2.0 * (double)n * n * n, seconds, steady);
+    }
+    free(q.a), free(q.b), free(q.c);
+    return rate;
+}
+
 sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds) {
     static const size_t sides[] = {1024, 1536, 2048};
     sf_gemm_ceiling best = {.library = "none"};
@@ -686,21 +702,20 @@ sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds) 
         size_t n = sides[k];
         bool steady = false;
         double rate;
-        if (!bf16) {
-            blas_square q = {.n = n, .a = malloc(n * n * sizeof(float)), .b = malloc(n * n * sizeof(float)),
-                             .c = malloc(n * n * sizeof(float))};
-            rate = 0;
-            if (q.a && q.b && q.c) {
-                for (size_t i = 0; i < n * n; i++) q.a[i] = q.b[i] = 0.1f + (float)(i % 7) * 0.01f;
-                rate = sf_steady_best(blas_square_run, &q, 2.0 * (double)n * n * n, seconds, &steady);
-            }
-            free(q.a), free(q.b), free(q.c);
-            if (rate > best.rate) best = (sf_gemm_ceiling){rate, "OpenBLAS sgemm", n, steady};
-        }
+        if (!bf16 && (rate = blas_square_rate(n, seconds, &steady)) > best.rate)
+            best = (sf_gemm_ceiling){rate, OPENBLAS, n, steady};
         rate = sf_matmul_rate(n, bf16, threads, seconds, &steady);
-        if (rate > best.rate) best = (sf_gemm_ceiling){rate, "oneDNN matmul", n, steady};
+        if (rate > best.rate) best = (sf_gemm_ceiling){rate, ONEDNN, n, steady};
     }
     return best;
+}
+
+sf_gemm_ceiling sf_gemm_ceiling_again(const sf_gemm_ceiling *best, bool bf16, int threads, double seconds) {
+    sf_gemm_ceiling now = *best;
+    sf_cpu_threads(threads);
+    if (best->library == OPENBLAS) now.rate = blas_square_rate(best->n, seconds, &now.steady);
+    else if (best->library == ONEDNN) now.rate = sf_matmul_rate(best->n, bf16, threads, seconds, &now.steady);
+    return now;
 }
 
 // Keras' update, operation for operation (keras/src/optimizers/adam.py):

@@ -227,6 +227,10 @@ typedef struct {
     bool steady;          // whether that product's rates agreed before its time ran out
 } sf_gemm_ceiling;
 sf_gemm_ceiling sf_gemm_ceiling_measure(bool bf16, int threads, double seconds);
+// best's product (its library and side, from sf_gemm_ceiling_measure)
+// measured again: on a machine whose speed drifts, the limit a run is a
+// share of, taken beside it. best unchanged (rate 0 when it had none).
+sf_gemm_ceiling sf_gemm_ceiling_again(const sf_gemm_ceiling *best, bool bf16, int threads, double seconds);
 
 typedef struct {
     float lr, beta1, beta2, epsilon;  // Keras: 1e-3, 0.9, 0.999, 1e-7

@@ -81,7 +81,9 @@ bench=(--data s.sfpack --features f0,f1,f2 --targets f0 --window 16 --model lstm
 grep -Eq "^batch size +32 \(32 per replica\): +[0-9.]+ samples/s, input wait +[0-9.]+%, [0-9.]+ of the resident" out &&
     grep -q "^step time grew" out || fail "bench train: $(cat out)"
 "$SEQFEED" bench train "${bench[@]}" --batch-size 4 --json >out 2>err || fail "bench train --json: $(cat err)"
-python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0' ||
+# The share is of the ceiling measured beside the pair reported, the one the object gives.
+python3 -c 'import json; r = json.load(open("out")); assert r["classification"] and r["limit"] and r["samples_per_s"] > 0
+assert r["sgemm_gflops"] > 0 and abs(r["share_of_sgemm"] - r["gflops"] / r["sgemm_gflops"]) < 1e-3, r' ||
     fail "bench train --json: $(cat out)"
 "$SEQFEED" bench scaling "${bench[@]}" --replicas 1,2 --batch-size 16 >out 2>err || fail "bench scaling: $(cat err)"
 grep -Eq "^2 +8 +[0-9.]+ +[0-9.]+x +[0-9]+%  [a-z -]+ \(input wait" out || fail "bench scaling: no row for 2 replicas: $(cat out)"
