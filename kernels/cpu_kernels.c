@@ -56,8 +56,8 @@ static inline float tanh_fast(float z) {
 // The element-wise loops in AVX-512, AVX2 and baseline versions, chosen at
 // load time for the CPU at hand. The AVX2 clone is x86-64-v3's, with FMA:
 // GCC's "avx2" target has none (a multiply and an add for each of the
-// cells' multiply-adds: the LSTM cell forward ran 1.2-1.4x slower,
-// the training step 2-9%).
+// cells' multiply-adds: the LSTM cell forward ran 1.2-1.4x slower; a
+// training step, whose cells are 8% of it, within the noise).
 // Not under ThreadSanitizer: the clones' ifunc resolvers run before its
 // runtime has started, and crash. Not with clang before 16 (the fuzzers'
 // and sanitizers' builds): it names an external clone's dispatcher
