@@ -27,8 +27,9 @@ static const cli_command train_command = {
         "side 1024, 1536 or 2048 on the training's cores through every library\n"
         "seqfeed links (fp32: OpenBLAS and oneDNN; bf16: oneDNN), each repeated\n"
         "until its rate is steady, the best of them measured again before each\n"
-        "pair of runs: the share is of the ceiling beside the pair reported (a\n"
-        "share above 100% is a ceiling measured low, and warned about).\n"
+        "pair of runs: the share is of the higher of the two beside the pair\n"
+        "reported (a share above 100% is a ceiling measured low, and warned\n"
+        "about).\n"
         "Before each batch size's line: where each replica's steps went (input,\n"
         "copy, compute, all-reduce, update, other: mean, p50, p99) and the\n"
         "diagnosis, as seqfeed train prints them; the last line compares the step\n"
@@ -189,8 +190,12 @@ int bench_train(int argc, char **argv) {
         while (pairs < BENCH_PAIRS) {
             // The ceiling again beside each pair: this VM's speed drifted by
             // 15% between runs minutes apart (163 to 189 GFLOP/s), and a
-            // share of a ceiling measured before them drifted with it.
-            limits[pairs] = on_cpu ? sf_gemm_ceiling_again(ceiling, bf16, cores, CEILING_AGAIN_SECONDS) : *ceiling;
+            // share of a ceiling measured before them drifted with it. The
+            // best of the two: a second of a busy machine measured 87 and
+            // made a share of 132%.
+            limits[pairs] = *ceiling;
+            sf_gemm_ceiling again = on_cpu ? sf_gemm_ceiling_again(ceiling, bf16, cores, CEILING_AGAIN_SECONDS) : *ceiling;
+            if (again.rate > limits[pairs].rate) limits[pairs] = again;
             // Where the real run's steps went (the first pair's), then the same with no input.
             sf_fit_bench real = {.warmup_steps = warmup, .profile_out = json || pairs ? NULL : stdout};
             sf_fit_bench resident = {.warmup_steps = warmup, .resident = true};
