@@ -27,11 +27,16 @@ finish() {
     [ "$fails" -eq 0 ] || { echo "$fails check(s) failed" >&2; exit 1; }
 }
 
-# keras_python: py = SEQFEED_PYTHON (default python3), checked to import
-# Keras 3 as it is, else with KERAS_BACKEND torch or jax (then exported).
-# Without Keras the checks so far decide: exit 1 on a failure, else 77.
+# keras_python [LIBSEQFEED]: py = SEQFEED_PYTHON (default python3), checked
+# to import Keras 3 as it is, else with KERAS_BACKEND torch or jax (then
+# exported); lib = LIBSEQFEED for the Python part, but none in a sanitized
+# build: a sanitized libseqfeed aborts in a Python without its runtime first
+# (tests/python/env.sh preloads it for the Python tests), and the plain
+# build checks that part. Without Keras the checks so far decide: exit 1
+# on a failure, else 77.
 keras_python() {
-    py=${SEQFEED_PYTHON:-python3}
+    py=${SEQFEED_PYTHON:-python3} lib=${1:-}
+    [ -z "${SEQFEED_SANITIZED:-}" ] || lib=""
     "$py" -c "import keras" 2>/dev/null && return 0
     local backend
     for backend in torch jax; do

@@ -56,16 +56,11 @@ assert layers["window"]["config"]["batch_shape"] == [None, 6, 2] and layers["fut
 assert layers["dense"]["build_config"]["input_shape"] == [None, 8], layers["dense"]
 assert [h["config"]["keras_history"][0] for h in layers["concatenate"]["inbound_nodes"][0]["args"][0]] == ["lstm", "flatten"]
 PY
-keras_python
+keras_python "${1:-}"
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 run 0 predict --checkpoint s/latest.safetensors --data d.sfpack -o s.csv -q
 run 0 predict --checkpoint e/latest.safetensors --data d.sfpack -o e.csv -q
-# libseqfeed's part only in a plain build: a sanitized libseqfeed aborts in
-# a Python without its runtime first (tests/python/env.sh preloads it for
-# the Python tests); the plain build checks it.
-lib=${1:-}
-[ -z "${SEQFEED_SANITIZED:-}" ] || lib=""
 SEQFEED_LIB=$lib PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np

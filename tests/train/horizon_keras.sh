@@ -26,14 +26,9 @@ assert [l["class_name"] for l in cfg][-3:] == ["Dense", "Reshape", "Normalizatio
 assert cfg[-3]["config"]["units"] == 6 and cfg[-2]["config"]["target_shape"] == [3, 2], cfg
 assert len(cfg[-1]["config"]["mean"]) == 2 and cfg[-1]["build_config"]["input_shape"] == [None, 3, 2], cfg
 PY
-keras_python
+keras_python "${1:-}"
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
-# libseqfeed's part only in a plain build: a sanitized libseqfeed aborts in
-# a Python without its runtime first (tests/python/env.sh preloads it for
-# the Python tests); the plain build checks it.
-lib=${1:-}
-[ -z "${SEQFEED_SANITIZED:-}" ] || lib=""
 SEQFEED_LIB=$lib PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np

@@ -52,16 +52,11 @@ for name, inputs, head_in, units, shape, norm in (("fv", ["window", "future", "s
     assert n["config"]["axis"] == [-2, -1] and len(n["config"]["mean"][0]) == shape[-1], n
     assert n["inbound_nodes"][0]["args"][0]["config"]["keras_history"][0] == "reshape", n
 PY
-keras_python
+keras_python "${1:-}"
 run 0 predict --checkpoint v/latest.safetensors --data d.sfpack -o v.csv -q
 run 0 predict --checkpoint c/latest.safetensors --data d.sfpack -o c.csv -q
 run 0 predict --checkpoint fv/latest.safetensors --data d.sfpack -o fv.csv -q
 run 0 predict --checkpoint fc/latest.safetensors --data d.sfpack -o fc.csv -q
-# libseqfeed's part only in a plain build: a sanitized libseqfeed aborts in
-# a Python without its runtime first (tests/python/env.sh preloads it for
-# the Python tests); the plain build checks it.
-lib=${1:-}
-[ -z "${SEQFEED_SANITIZED:-}" ] || lib=""
 SEQFEED_LIB=$lib PYTHONPATH="$SRCDIR/python" "$py" - <<'PY' || fail "Keras' predictions differ from seqfeed predict's"
 import csv, os
 import keras, numpy as np
