@@ -927,10 +927,7 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
                 cb = _PROGRESS(lambda arg, done, nbytes: _call(progress, raised, done, 0, intr))
                 rc = _lib.sf_api_pack_csv_progress(paths[0], out_b, ctypes.byref(opts), cb, None,
                                                    ctypes.byref(report), ctypes.byref(err))
-            if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
-                _lib.sf_api_free(report)
-                raise raised[0]
-            return _pack_report(rc, err, report)
+            return _pack_report(rc, err, report, raised)
         for p in paths:
             if not os.path.exists(p):
                 raise SeqfeedError(-1, "%s: cannot open (no such file or directory)" % os.fsdecode(p))
@@ -963,7 +960,12 @@ def pack(source, out, series_column=None, time_column=None, columns=None, drop_c
     return parquet.pack(source, out_b, opts, name, progress=progress)
 
 
-def _pack_report(rc, err, report, stacklevel=3):
+def _pack_report(rc, err, report, raised, stacklevel=3):
+    """The report of a pack, its warnings issued; or the exception in raised (a callback's, the source's),
+    which stopped the pack, its output not written: the caller's."""
+    if raised:
+        _lib.sf_api_free(report)
+        raise raised[0]
     _check(rc, err)
     try:
         r = json.loads(ctypes.string_at(report.value).decode("utf-8"))

@@ -179,7 +179,4 @@ def pack(source, out_b, opts, name, files=None, rows=None, series_per_file=False
         rc = _lib.sf_api_pack_arrow_files(ptr, out_b, ctypes.byref(opts), name.encode("utf-8", "replace"),
                                           ctypes.byref(src), ctypes.byref(report), ctypes.byref(err))
         del capsule
-    if raised:  # the pack stopped there and wrote nothing: the callback's exception is the caller's
-        _lib.sf_api_free(report)
-        raise raised[0]
-    return _pack_report(rc, err, report, stacklevel=4)  # the warnings point at seqfeed.pack's caller
+    return _pack_report(rc, err, report, raised, stacklevel=4)  # the warnings point at seqfeed.pack's caller
