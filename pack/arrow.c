@@ -253,7 +253,7 @@ static const char *format_words(const char *f) {
 
 // The column's type as a message says it: "float64", "dictionary<string>",
 // "timestamp[ns, tz=UTC]", or the format string of one pack does not read
-// (with its name: "Arrow format \"vu\" (string_view)").
+// (with its name: "Arrow format \"vz\" (binary_view)").
 static const char *type_name(const column *c, char *buf, size_t cap) {
     const char *f = c->dict_format ? c->dict_format : c->format, *words = format_words(f);
     char named[64] = "";
@@ -265,6 +265,15 @@ static const char *type_name(const column *c, char *buf, size_t cap) {
                                        c->tz ? c->format + 4 : "");
     else snprintf(buf, cap, "%s", kind_names[c->kind]);
     return buf;
+}
+
+// option names column c, which holds no ids or categories (is_key): said
+// with what the column it asks for holds.
+static int not_key(arrow *a, const column *c, const char *option, const char *holds) {
+    char type[96];
+    return fail(a, SF_EUSAGE, "%s names \"%s\", which is %s: %s text (string, large_string, string_view, "
+                "dictionary) or integers%s", option, c->name, type_name(c, type, sizeof type), holds,
+                is_binary(c) ? " (cast it to string)" : "");
 }
 
 static int find_name(const arrow *a, const char *name) {
@@ -328,11 +337,7 @@ static int category_col(arrow *a, int f, const char *option) {
         return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s", c->name,
                     c->role == ROLE_SERIES ? "the series column" : c->role == ROLE_TIME ? "the time column"
                     : "not packed (--columns or --drop-columns leaves it out)");
-    char type[96];
-    if (!is_key(c))
-        return fail(a, SF_EUSAGE, "--categorical names \"%s\", which is %s: a categorical column holds text "
-                    "(string, large_string, string_view, dictionary) or integers%s", c->name,
-                    type_name(c, type, sizeof type), is_binary(c) ? " (cast it to string)" : "");
+    if (!is_key(c)) return not_key(a, c, "--categorical", "a categorical column holds");
     c->role = ROLE_CATEGORY;
     a->ncat++;
     return 0;
@@ -387,10 +392,7 @@ static int read_schema(arrow *a) {
         int f = find_name(a, o->series_column);
         if (f < 0) return not_a_column(a, "--series-column", o->series_column);
         column *c = &a->cols[f];
-        if (!is_key(c))
-            return fail(a, SF_EUSAGE, "--series-column names \"%s\", which is %s: a series column holds ids, text "
-                        "(string, large_string, string_view, dictionary) or integers%s", c->name,
-                        type_name(c, type, sizeof type), is_binary(c) ? " (cast it to string)" : "");
+        if (!is_key(c)) return not_key(a, c, "--series-column", "a series column holds ids,");
         c->role = ROLE_SERIES;
         a->series_col = (uint32_t)f;
     }
