@@ -53,17 +53,19 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
 // x is a part of it (the masks are the whole batch's).
 const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const float *x, uint32_t count, bool training,
                                  uint64_t seed, uint64_t first_row);
-// Floats of every LSTM layer's Ur^T, in layer order: the transposes of a
-// model's weights that backward passes read.
-size_t sf_cpu_pass_transposed_floats(const sf_model *m);
+// Floats of every LSTM layer's Ur packed for the time steps' products
+// (sf_lstm_pack_ur), in layer order.
+size_t sf_cpu_pass_packed_floats(const sf_model *m);
 // Their part made from params[first, end) into t (the slice of the weights
-// a thread has just updated), which the rest of params leaves as it is.
-void sf_cpu_pass_transpose(const sf_model *m, float *t, const float *params, size_t first, size_t end);
-// The transposes of the params the pass's backward passes will get (t,
-// borrowed; the caller remakes them whenever the params change), which
-// several passes may share; NULL (at open): each backward makes its own. A
-// bf16 pass packs its own either way.
-void sf_cpu_pass_use_transposed(sf_cpu_pass *r, const float *t);
+// a thread has just updated), which the rest of params leaves as it is; t
+// starts zeroed.
+void sf_cpu_pass_pack(const sf_model *m, float *t, const float *params, size_t first, size_t end);
+// The packed kernels of the params the pass's forward and backward passes
+// will get (t, borrowed; the caller remakes them whenever the params
+// change), which several passes may share; NULL (at open): forward reads
+// Ur as stored, each backward makes its own Ur^T. A bf16 pass packs its
+// own either way.
+void sf_cpu_pass_use_packed(sf_cpu_pass *r, const float *t);
 // A backward pass's news that layer `layer`'s range of the gradient buffer
 // (sf_model_layer_params) is final, top layer first, while the layers below
 // are still to come: what lets their sum across ranks start early.

@@ -1,6 +1,8 @@
 // The model's kernels on CPU: the reference the CUDA kernels are tested
 // against, and the CPU backend itself. Matrix products go to BLAS (row-major
-// cblas_sgemm); everything element-wise is fused into one pass per row.
+// cblas_sgemm) or oneDNN's sgemm, the LSTM's time steps on a packed kernel
+// to cpu_panels.c where it runs; everything element-wise is fused into one
+// pass per row.
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -203,8 +205,9 @@ SF_CLONES static void rows_add(float *sum, const float *dy, size_t rows, size_t 
 }
 
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
-                     size_t B, size_t T, size_t C, size_t U) {
+                     const float *packed, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
+    bool panels = packed && sf_panels_on();
     // The input projection of every time step in one GEMM, gates = x W; the
     // cell adds b, on rows in cache (a pass to fill gates with b first was
     // 1.5% of a step at batch 32).
@@ -212,7 +215,8 @@ void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const flo
     for (size_t t = 0; t < T; t++) {
         // Rows (b, t) for every b are T rows apart: the strides are the
         // leading dimensions.
-        if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, gates + t * G, T * G);
+        if (t > 0 && panels) sf_panels_product(gates + t * G, T * G, h + (t - 1) * U, T * U, packed, B, G, U, true);
+        else if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, gates + t * G, T * G);
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             if (t == 0) memset(c + row * U, 0, U * sizeof(float));
@@ -236,7 +240,8 @@ static void transpose(float *restrict dst, size_t ld, const float *restrict src,
                 for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * ld + r] = src[r * cols + c];
 }
 
-void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end) {
+// Ur^T's elements from Ur's [first, end): whole rows a tile at a time.
+static void transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end) {
     size_t G = 4 * U, r0 = (first + G - 1) / G, r1 = end / G;  // the whole rows [r0, r1)
     if (r0 >= r1) r0 = r1 = end;  // none: element by element
     for (size_t k = first; k < end && k < r0 * G; k++) UrT[k % G * U + k / G] = Ur[k];
@@ -244,17 +249,40 @@ void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, s
     for (size_t k = r1 * G; k < end; k++) UrT[k % G * U + k / G] = Ur[k];
 }
 
+size_t sf_lstm_packed_floats(size_t U) {
+    size_t G = 4 * U;
+    return sf_panels_on() ? sf_panels_floats(U, G) + sf_panels_floats(G, U) : G * U;
+}
+
+// With panels: Ur (U,4U) packed for forward, then Ur^T (4U,U) for
+// backward's dh_{t-1} = dz_t Ur^T, a run of one row of Ur at a time.
+void sf_lstm_pack_ur(float *packed, const float *Ur, size_t U, size_t first, size_t end) {
+    size_t G = 4 * U;
+    if (!sf_panels_on()) {
+        transpose_ur(packed, Ur, U, first, end);
+        return;
+    }
+    for (size_t k = first; k < end;) {
+        size_t u = k / G, g = k % G, n = (u + 1) * G < end ? (u + 1) * G - k : end - k;
+        sf_panels_put_row(packed, U, G, u, g, Ur + k, n);
+        sf_panels_put_column(packed + sf_panels_floats(U, G), G, U, u, g, Ur + k, n);
+        k += n;
+    }
+}
+
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      const float *Ur, const float *packed, const float *h, const float *c, float *gates, float *work,
                       size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
+    bool panels = packed && sf_panels_on();
+    const float *UrT = panels ? NULL : packed, *back = panels ? packed + sf_panels_floats(U, G) : NULL;
     float *dgates = gates, *first = work, *dh_next = first + B * G, *dc_next = dh_next + B * U;
     float *zeros = dc_next + B * U;  // the cell before the first step
     // Ur^T (4U,U) for dh_{t-1}: read as stored, the product runs 20-40%
     // faster than on Ur with the transpose flag (oneDNN's sgemm, one thread,
     // (8..21,720) x (720,180): 75-88 GFLOP/s against 105), and T - 1
     // products pay for one transpose, when the caller has none.
-    if (!UrT) {
+    if (!UrT && !panels) {
         float *t = zeros + U;
         transpose(t, U, Ur, U, G);
         UrT = t;
@@ -268,7 +296,8 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
                                dh + row * U, dh_next + bi * U, db, U);
         }
         // dh_{t-1} = dz_t Ur^T
-        if (t > 0) gemm(false, false, B, U, G, 1.0f, dgates + t * G, T * G, UrT, U, 0.0f, dh_next, U);
+        if (t > 0 && panels) sf_panels_product(dh_next, U, dgates + t * G, T * G, back, B, U, G, false);
+        else if (t > 0) gemm(false, false, B, U, G, 1.0f, dgates + t * G, T * G, UrT, U, 0.0f, dh_next, U);
     }
     // dUr = the sum over t >= 1 of h_{t-1}^T dz_t: one GEMM of rows 0 ..
     // BT - 2 of h against rows 1 .. BT - 1 of dz, in which each series'

@@ -1,7 +1,8 @@
 // What the kernels' files share and nothing else includes: the table of
 // the oneDNN module (cpu_matmul.c, seqfeed-onednn.so) that cpu_matmul_loader.c
 // loads, one function per sf_matmul_* of kernels.h, with the same contracts,
-// and the float32 products cpu_kernels.c hands to oneDNN.
+// the float32 products cpu_kernels.c hands to oneDNN, and the time steps'
+// products on packed weights (cpu_panels.c).
 #ifndef SF_KERNELS_INTERNAL_H
 #define SF_KERNELS_INTERNAL_H
 
@@ -34,5 +35,21 @@ bool sf_matmul_loaded(void);
 // caller uses BLAS).
 bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, const float *A, size_t lda,
                      const float *B, size_t ldb, float beta, float *C, size_t ldc);
+
+// The time steps' products on weights packed in panels (cpu_panels.c).
+// True where they run (a CPU with AVX2 and FMA but no AVX-512, and
+// SEQFEED_TEST_SGEMM_STEPS unset, which the tests set to run the other
+// path); elsewhere the steps go to sgemm.
+bool sf_panels_on(void);
+// Floats of B (K,N) packed.
+size_t sf_panels_floats(size_t K, size_t N);
+// B's row k from column n, or its column n from row k, count values of
+// from, into P (B packed, zeros past N: allocated zeroed).
+void sf_panels_put_row(float *P, size_t K, size_t N, size_t k, size_t n, const float *from, size_t count);
+void sf_panels_put_column(float *P, size_t K, size_t N, size_t n, size_t k, const float *from, size_t count);
+// C (M,N) = A (M,K) P, or += when accumulate; P: B packed. Rows are lda
+// and ldc apart. Only where sf_panels_on.
+void sf_panels_product(float *C, size_t ldc, const float *A, size_t lda, const float *P, size_t M, size_t N,
+                       size_t K, bool accumulate);
 
 #endif

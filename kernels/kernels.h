@@ -20,23 +20,28 @@
 
 // Keras' LSTM (gates i, f, c, o; sigmoid and tanh; zero initial state).
 // h, c are (B,T,U): every step's output and cell; gates (B,T,4U) the gate
-// activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U).
+// activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U). packed:
+// Ur as sf_lstm_pack_ur leaves it, or NULL (then Ur as stored).
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
-                     size_t B, size_t T, size_t C, size_t U);
-// UrT (4U,U) = Ur (U,4U) transposed, for sf_lstm_backward, but only for
-// Ur's elements [first, end) in its row-major order: the slice of the
-// weights a thread has just updated, so that the transposes of a replica's
-// weights are made once per update and shared by its parts.
-void sf_lstm_transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end);
+                     const float *packed, size_t B, size_t T, size_t C, size_t U);
+// The recurrent kernel Ur as the time steps' products read it, made once
+// per update and shared by a replica's parts, in sf_lstm_packed_floats(U)
+// floats: where seqfeed's own step products run (AVX2 and FMA without
+// AVX-512: kernels/cpu_panels.c), Ur and its transpose packed in panels;
+// elsewhere Ur^T (4U,U), which sgemm reads faster than Ur with its
+// transpose flag. Only for Ur's elements [first, end) in its row-major
+// order: the slice of the weights a thread has just updated.
+size_t sf_lstm_packed_floats(size_t U);
+void sf_lstm_pack_ur(float *packed, const float *Ur, size_t U, size_t first, size_t end);
 // Floats of scratch sf_lstm_backward needs.
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U);
 // dh (B,T,U) is the loss's gradient for every output (zero where an output
 // is not used); dx (B,T,C) may be NULL for the first layer. gates leaves
 // holding the gradients of the pre-activations, written over the
-// activations each was computed from. UrT: Ur transposed
-// (sf_lstm_transpose_ur), or NULL: made in work.
+// activations each was computed from. packed: Ur packed (sf_lstm_pack_ur),
+// or NULL: Ur^T made in work.
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                      const float *Ur, const float *UrT, const float *h, const float *c, float *gates, float *work,
+                      const float *Ur, const float *packed, const float *h, const float *c, float *gates, float *work,
                       size_t B, size_t T, size_t C, size_t U);
 
 // Keras 3's GRU (reset_after=True, the cuDNN form; gates z, r, h; zero

@@ -27,7 +27,7 @@ struct sf_cpu_pass {
     // and the head's input, the layer below's output beside them, and its
     // gradient (B, head's in)
     float *xs, *cat, *dcat;
-    const float *urt;  // every LSTM layer's Ur^T, the caller's (sf_cpu_pass_use_transposed), or NULL
+    const float *packed;  // every LSTM layer's Ur packed, the caller's (sf_cpu_pass_use_packed), or NULL
     bool training;
 };
 
@@ -107,25 +107,25 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
     return (floats + work) * sizeof(float) + (halves + grads) * sizeof(sf_bf16);
 }
 
-size_t sf_cpu_pass_transposed_floats(const sf_model *m) {
+size_t sf_cpu_pass_packed_floats(const sf_model *m) {
     size_t n = 0;
     for (uint32_t i = 0; i < m->nlayers; i++)
-        if (m->layer[i].kind == SF_LAYER_LSTM) n += 4 * (size_t)m->layer[i].units * m->layer[i].units;
+        if (m->layer[i].kind == SF_LAYER_LSTM) n += sf_lstm_packed_floats(m->layer[i].units);
     return n;
 }
 
-void sf_cpu_pass_transpose(const sf_model *m, float *t, const float *params, size_t first, size_t end) {
+void sf_cpu_pass_pack(const sf_model *m, float *t, const float *params, size_t first, size_t end) {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
         if (l->kind != SF_LAYER_LSTM) continue;
         size_t U = l->units, lo = l->recurrent, hi = lo + 4 * U * U;
         size_t a = first > lo ? first : lo, b = end < hi ? end : hi;
-        if (a < b) sf_lstm_transpose_ur(t, params + lo, U, a - lo, b - lo);
-        t += 4 * U * U;
+        if (a < b) sf_lstm_pack_ur(t, params + lo, U, a - lo, b - lo);
+        t += sf_lstm_packed_floats(U);
     }
 }
 
-void sf_cpu_pass_use_transposed(sf_cpu_pass *r, const float *t) { r->urt = t; }
+void sf_cpu_pass_use_packed(sf_cpu_pass *r, const float *t) { r->packed = t; }
 
 // The rounded operands of layer s, when the pass computes in bf16.
 static bool bf16_open(sf_cpu_pass *r, layer_state *s, const sf_layer *l) {
@@ -218,7 +218,7 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
                                     bool training, uint64_t seed, uint64_t first_row) {
     const sf_model *m = r->m;
     size_t B = count, T = r->window, X = sf_model_x_len(m, r->window), TC = T * m->inputs;
-    const float *in = x;
+    const float *in = x, *packed = r->packed;  // the next LSTM layer's
     r->training = training;
     if (m->extra) {  // the rows for the recurrent layers, the covariates for the head
         for (size_t b = 0; b < B; b++) memcpy(r->xs + b * TC, x + b * X, TC * sizeof(float));
@@ -251,7 +251,8 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
                                      params + l->bias, &s->q, B, T, l->in, U);
             else
                 sf_lstm_forward(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent, params + l->bias,
-                                B, T, l->in, U);
+                                packed, B, T, l->in, U);
+            if (packed && l->kind == SF_LAYER_LSTM) packed += sf_lstm_packed_floats(U);
             if (l->sequences) {
                 s->y = s->h;
             } else {
@@ -284,8 +285,8 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
     size_t B = count, T = r->window;
     uint32_t last = m->nlayers - 1;
     const float *pred = r->ls[last].y;
-    // Past the last LSTM layer's Ur^T: each takes its own on the way down.
-    const float *urt = r->urt ? r->urt + sf_cpu_pass_transposed_floats(m) : NULL;
+    // Past the last LSTM layer's packed Ur: each takes its own on the way down.
+    const float *packed = r->packed ? r->packed + sf_cpu_pass_packed_floats(m) : NULL;
     double loss = sf_loss_sum(&m->loss, pred, y, B, m->values);
     sf_loss_backward(&m->loss, r->ls[last].dout, pred, y, B, m->values, 1.0f / (float)global_batch);
     for (uint32_t i = m->nlayers; i-- > 0;) {
@@ -304,7 +305,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 dh = s->dh;
             }
             float *dW = grads + l->kernel, *dUr = grads + l->recurrent, *db = grads + l->bias;
-            const float *UrT = urt && l->kind == SF_LAYER_LSTM ? (urt -= 4 * U * U) : NULL;
+            const float *Urp = packed && l->kind == SF_LAYER_LSTM ? (packed -= sf_lstm_packed_floats(U)) : NULL;
             if (l->kind == SF_LAYER_GRU && r->mm)
                 sf_gru_backward_bf16(din, dW, dUr, db, dh, s->h, s->c, s->gates, &s->q, r->work, B, T, l->in, U);
             else if (l->kind == SF_LAYER_GRU)
@@ -315,7 +316,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                                       s->gates, &s->q, r->work, B, T, l->in, U);
             else
                 sf_lstm_backward(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, in,
-                                 params + l->kernel, params + l->recurrent, UrT, s->h, s->c, s->gates, r->work, B, T,
+                                 params + l->kernel, params + l->recurrent, Urp, s->h, s->c, s->gates, r->work, B, T,
                                  l->in, U);
         } else if (l->kind == SF_LAYER_DROPOUT) {
             if (!din) continue;

@@ -24,7 +24,7 @@ struct sf_replica {
     const sf_model *m;
     uint32_t window;
     float *w, *m1, *v;  // weights, Adam's m and v
-    float *urt;         // fp32: the LSTM layers' Ur^T, made from w as it changes, which the parts share
+    float *packed;      // fp32: the LSTM layers' Ur packed, made from w as it changes, which the parts share
     uint32_t parts;        // threads, and the parts a batch is cut into without given parts
     uint32_t ngrads;       // gradient buffers and losses: the most parts either way
     uint32_t capacity;     // windows a part's pass holds
@@ -186,7 +186,7 @@ static void cpu_close(sf_replica *r) {
     pthread_cond_destroy(&r->go);
     pthread_cond_destroy(&r->done);
     free(r->act), free(r->g), free(r->loss), free(r->finished), free(r->threads);
-    free(r->w), free(r->m1), free(r->v), free(r->urt);
+    free(r->w), free(r->m1), free(r->v), free(r->packed);
     free(r);
 }
 
@@ -211,13 +211,14 @@ static int cpu_open(sf_replica **out, const sf_model *m, uint32_t batch, uint32_
                  ? 0 : sf_err_set(e, SF_ENOMEM, "out of memory for %zu parameters", n);
     for (uint32_t p = 0; !rc && p < r->ngrads; p++)
         if (!(r->g[p] = calloc(n, sizeof(float)))) rc = sf_err_set(e, SF_ENOMEM, "out of memory for gradients");
-    // The transposes of the zero weights are zeros. A bf16 pass packs its own.
-    size_t nt = o->precision == SF_PRECISION_FP32 ? sf_cpu_pass_transposed_floats(m) : 0;
-    if (!rc && nt && !(r->urt = calloc(nt, sizeof(float))))
-        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the weights' transposes");
+    // The zero weights packed are zeros, as the panels' padding stays. A
+    // bf16 pass packs its own.
+    size_t nt = o->precision == SF_PRECISION_FP32 ? sf_cpu_pass_packed_floats(m) : 0;
+    if (!rc && nt && !(r->packed = calloc(nt, sizeof(float))))
+        rc = sf_err_set(e, SF_ENOMEM, "out of memory for the packed weights");
     for (uint32_t p = 0; !rc && p < r->parts; p++) {
         rc = sf_cpu_pass_open(&r->act[p], m, r->capacity, window, o->precision, e);
-        if (!rc) sf_cpu_pass_use_transposed(r->act[p], r->urt);
+        if (!rc) sf_cpu_pass_use_packed(r->act[p], r->packed);
     }
     for (uint32_t p = 1; !rc && p < r->parts; p++) {
         void **arg = malloc(2 * sizeof *arg);
@@ -241,7 +242,7 @@ static int cpu_load(sf_replica *r, const float *w, const float *m, const float *
     (void)e;
     size_t bytes = r->m->nparams * sizeof(float);
     if (w) memcpy(r->w, w, bytes);
-    if (w && r->urt) sf_cpu_pass_transpose(r->m, r->urt, r->w, 0, r->m->nparams);
+    if (w && r->packed) sf_cpu_pass_pack(r->m, r->packed, r->w, 0, r->m->nparams);
     if (m) memcpy(r->m1, m, bytes);
     if (v) memcpy(r->v, v, bytes);
     return 0;
@@ -306,12 +307,12 @@ static void apply_part(sf_replica *r, uint32_t p) {
     hi = hi < n ? hi : n;
     if (lo >= hi) return;
     sf_adam_update(r->w + lo, r->m1 + lo, r->v + lo, r->g[0] + lo, hi - lo, r->adam, r->adam_step);
-    if (r->urt) sf_cpu_pass_transpose(r->m, r->urt, r->w, lo, hi);
+    if (r->packed) sf_cpu_pass_pack(r->m, r->packed, r->w, lo, hi);
 }
 
 // The update on every thread of the replica, each a slice (each parameter's
 // update reads its own values alone: the same weights), and the slice's
-// part of the transposes the next backward passes read: made once per
+// part of the packed recurrent kernels the next passes read: made once per
 // replica and update instead of once per part and step. On one thread the
 // update was 3-4% of a step at batch 32 on 2 cores, the other thread idle.
 // Since it vectorizes (sqrtf without errno) it takes 0.25 ms on one core
@@ -330,13 +331,13 @@ static int cpu_predict(sf_replica *r, float *out, const float *x, uint32_t count
 }
 
 // Its weights, Adam state, each gradient buffer, and each thread's
-// activations, in whichever precision holds more (fp32's with the weights'
-// transposes).
+// activations, in whichever precision holds more (fp32's with the packed
+// recurrent kernels).
 static uint64_t cpu_host_memory(const sf_model *m, uint32_t batch, uint32_t window, const sf_replica_opts *o) {
     uint32_t parts, ngrads, per;
     sizes(batch, o, &parts, &ngrads, &per);
     uint64_t fp32 = parts * sf_cpu_pass_bytes(m, per, window, SF_PRECISION_FP32) +
-                    sf_cpu_pass_transposed_floats(m) * sizeof(float);
+                    sf_cpu_pass_packed_floats(m) * sizeof(float);
     uint64_t bf16 = parts * sf_cpu_pass_bytes(m, per, window, SF_PRECISION_BF16);
     return (3 + (uint64_t)ngrads) * m->nparams * sizeof(float) + (fp32 > bf16 ? fp32 : bf16);
 }

@@ -107,7 +107,13 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     const char *what = *prefix ? prefix : "reference ";
     measured worst = {0};
     sf_adam adam = {1e-3f, 0.9f, 0.999f, 1e-7f};
+    // As a replica does: the recurrent kernels packed once per update, here
+    // in two slices cut within a row, as a replica's threads cut them.
+    float *packed = calloc(sf_cpu_pass_packed_floats(&m) + 1, sizeof(float));
+    if (precision == SF_PRECISION_FP32) sf_cpu_pass_use_packed(r, packed);
     for (int step = 1; step <= steps; step++) {
+        sf_cpu_pass_pack(&m, packed, p, 0, m.nparams / 3);
+        sf_cpu_pass_pack(&m, packed, p, m.nparams / 3, m.nparams);
         const float *pred = sf_cpu_pass_forward(r, p, x, B, false, 0, 0);
         double loss = sf_cpu_pass_backward(r, g, p, x, y, B, B, NULL, NULL) / B, rel, ref = losses_ref[step - 1];
         CHECK(sf_cpu_pass_status(r, &e) == 0, "%s: %s", file, e.msg);
@@ -142,6 +148,7 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     }
     printf("%s %s vs %s: loss %.2g, predictions %.2g, gradients %.2g (relative), weights %.2g (absolute)\n", file,
            sf_precision_name(precision), what, worst.loss, worst.pred, worst.grad, worst.weights);
+    free(packed);
 out:
     free(p), free(g), free(mo), free(v), free(x), free(y);
     sf_cpu_pass_close(r);
