@@ -53,8 +53,8 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
 // x is a part of it (the masks are the whole batch's).
 const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const float *x, uint32_t count, bool training,
                                  uint64_t seed, uint64_t first_row);
-// Floats of every LSTM layer's Ur packed for the time steps' products
-// (sf_lstm_pack_ur), in layer order.
+// Floats of every recurrent layer's Ur packed for the time steps' products
+// (sf_recurrent_pack), in layer order.
 size_t sf_cpu_pass_packed_floats(const sf_model *m);
 // Their part made from params[first, end) into t (the slice of the weights
 // a thread has just updated), which the rest of params leaves as it is; t

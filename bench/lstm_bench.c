@@ -40,7 +40,7 @@ static double seqfeed_pass(const layer *L, bool bf16, int reps) {
     float *h = malloc(B * T * U * 4), *c = malloc(B * T * U * 4), *gates = malloc(B * T * G * 4);
     float *dx = malloc(B * T * C * 4), *dW = malloc(C * G * 4), *dUr = malloc(U * G * 4), *db = malloc(G * 4);
     size_t w = bf16 ? sf_lstm_backward_bf16_work(B, T, C, U) : sf_lstm_backward_work(B, T, U);
-    float *work = malloc(w * 4), *packed = calloc(sf_lstm_packed_floats(U), 4);
+    float *work = malloc(w * 4), *packed = calloc(sf_recurrent_packed_floats(U, G), 4);
     sf_bf16_layer q = {0};
     sf_err e;
     if (bf16) {
@@ -58,7 +58,7 @@ static double seqfeed_pass(const layer *L, bool bf16, int reps) {
             sf_lstm_forward_bf16(h, c, gates, L->x, L->W, L->Ur, L->b, &q, B, T, C, U);
             sf_lstm_backward_bf16(dx, dW, dUr, db, L->dh, c, gates, &q, work, B, T, C, U);
         } else {
-            sf_lstm_pack_ur(packed, L->Ur, U, 0, U * G);  // once per update, as a replica does
+            sf_recurrent_pack(packed, L->Ur, U, G, 0, U * G);  // once per update, as a replica does
             sf_lstm_forward(h, c, gates, L->x, L->W, L->Ur, L->b, packed, B, T, C, U);
             sf_lstm_backward(dx, dW, dUr, db, L->dh, L->x, L->W, L->Ur, packed, h, c, gates, work, B, T, C, U);
         }

@@ -240,26 +240,24 @@ static void transpose(float *restrict dst, size_t ld, const float *restrict src,
                 for (size_t c = c0; c < c0 + TILE && c < cols; c++) dst[c * ld + r] = src[r * cols + c];
 }
 
-// Ur^T's elements from Ur's [first, end): whole rows a tile at a time.
-static void transpose_ur(float *UrT, const float *Ur, size_t U, size_t first, size_t end) {
-    size_t G = 4 * U, r0 = (first + G - 1) / G, r1 = end / G;  // the whole rows [r0, r1)
+// Ur^T's elements from Ur's (U,G) [first, end): whole rows a tile at a time.
+static void transpose_ur(float *UrT, const float *Ur, size_t U, size_t G, size_t first, size_t end) {
+    size_t r0 = (first + G - 1) / G, r1 = end / G;  // the whole rows [r0, r1)
     if (r0 >= r1) r0 = r1 = end;  // none: element by element
     for (size_t k = first; k < end && k < r0 * G; k++) UrT[k % G * U + k / G] = Ur[k];
     if (r0 < r1) transpose(UrT + r0, U, Ur + r0 * G, r1 - r0, G);
     for (size_t k = r1 * G; k < end; k++) UrT[k % G * U + k / G] = Ur[k];
 }
 
-size_t sf_lstm_packed_floats(size_t U) {
-    size_t G = 4 * U;
+size_t sf_recurrent_packed_floats(size_t U, size_t G) {
     return sf_panels_on() ? sf_panels_floats(U, G) + sf_panels_floats(G, U) : G * U;
 }
 
-// With panels: Ur (U,4U) packed for forward, then Ur^T (4U,U) for
+// With panels: Ur (U,G) packed for forward, then Ur^T (G,U) for
 // backward's dh_{t-1} = dz_t Ur^T, a run of one row of Ur at a time.
-void sf_lstm_pack_ur(float *packed, const float *Ur, size_t U, size_t first, size_t end) {
-    size_t G = 4 * U;
+void sf_recurrent_pack(float *packed, const float *Ur, size_t U, size_t G, size_t first, size_t end) {
     if (!sf_panels_on()) {
-        transpose_ur(packed, Ur, U, first, end);
+        transpose_ur(packed, Ur, U, G, first, end);
         return;
     }
     for (size_t k = first; k < end;) {
@@ -360,15 +358,17 @@ SF_CLONES static void gru_cell_backward(float *restrict dgx, float *restrict dgr
 size_t sf_gru_forward_work(size_t B, size_t U) { return B * 3 * U + U; }
 
 void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float *x, const float *W, const float *Ur,
-                    const float *b, size_t B, size_t T, size_t C, size_t U) {
+                    const float *b, const float *packed, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 3 * U;
+    bool panels = packed && sf_panels_on();
     float *rec = work, *zeros = rec + B * G;
     memset(zeros, 0, U * sizeof(float));
     rows_fill(gates, b, B * T, G);
     gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
     for (size_t t = 0; t < T; t++) {
         rows_fill(rec, b + G, B, G);
-        if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, rec, G);
+        if (t > 0 && panels) sf_panels_product(rec, G, h + (t - 1) * U, T * U, packed, B, G, U, true);
+        else if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, rec, G);
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             gru_cell(h + row * U, rh + row * U, gates + row * G, rec + bi * G, t ? h + (row - 1) * U : zeros, U);
@@ -379,9 +379,10 @@ void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float 
 size_t sf_gru_backward_work(size_t B, size_t T, size_t U) { return 2 * B * T * 3 * U + B * T * U + B * U + U; }
 
 void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                     const float *Ur, const float *h, const float *rh, const float *gates, float *work, size_t B,
-                     size_t T, size_t C, size_t U) {
+                     const float *Ur, const float *packed, const float *h, const float *rh, const float *gates,
+                     float *work, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 3 * U;
+    bool panels = packed && sf_panels_on();
     float *dgx = work, *dgr = dgx + B * T * G, *hprev = dgr + B * T * G, *dh_next = hprev + B * T * U;
     float *zeros = dh_next + B * U;
     memset(dh_next, 0, (B * U + U) * sizeof(float));
@@ -392,7 +393,10 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
                               t ? h + (row - 1) * U : zeros, dh + row * U, U);
         }
         // dh_{t-1} = z dh + dgr_t Ur^T
-        if (t > 0) gemm(false, true, B, U, G, 1.0f, dgr + t * G, T * G, Ur, G, 1.0f, dh_next, U);
+        if (t > 0 && panels)
+            sf_panels_product(dh_next, U, dgr + t * G, T * G, packed + sf_panels_floats(U, G), B, U, G, true);
+        else if (t > 0 && packed) gemm(false, false, B, U, G, 1.0f, dgr + t * G, T * G, packed, U, 1.0f, dh_next, U);
+        else if (t > 0) gemm(false, true, B, U, G, 1.0f, dgr + t * G, T * G, Ur, G, 1.0f, dh_next, U);
     }
     for (size_t bi = 0; bi < B; bi++) {
         memset(hprev + bi * T * U, 0, U * sizeof(float));

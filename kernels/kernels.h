@@ -21,25 +21,26 @@
 // Keras' LSTM (gates i, f, c, o; sigmoid and tanh; zero initial state).
 // h, c are (B,T,U): every step's output and cell; gates (B,T,4U) the gate
 // activations, kept for backward. W is (C,4U), Ur (U,4U), b (4U). packed:
-// Ur as sf_lstm_pack_ur leaves it, or NULL (then Ur as stored).
+// Ur as sf_recurrent_pack leaves it, or NULL (then Ur as stored).
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      const float *packed, size_t B, size_t T, size_t C, size_t U);
-// The recurrent kernel Ur as the time steps' products read it, made once
-// per update and shared by a replica's parts, in sf_lstm_packed_floats(U)
-// floats: where seqfeed's own step products run (AVX2 and FMA without
-// AVX-512: kernels/cpu_panels.c), Ur and its transpose packed in panels;
-// elsewhere Ur^T (4U,U), which sgemm reads faster than Ur with its
-// transpose flag. Only for Ur's elements [first, end) in its row-major
-// order: the slice of the weights a thread has just updated.
-size_t sf_lstm_packed_floats(size_t U);
-void sf_lstm_pack_ur(float *packed, const float *Ur, size_t U, size_t first, size_t end);
+// A recurrent layer's kernel Ur (U,G) (G: 4U for the LSTM, 3U for the GRU)
+// as the time steps' products read it, made once per update and shared by
+// a replica's parts, in sf_recurrent_packed_floats(U, G) floats: where
+// seqfeed's own step products run (AVX2 and FMA without AVX-512:
+// kernels/cpu_panels.c), Ur and its transpose packed in panels; elsewhere
+// Ur^T (G,U), which sgemm reads faster than Ur with its transpose flag.
+// Only for Ur's elements [first, end) in its row-major order: the slice of
+// the weights a thread has just updated. packed starts zeroed.
+size_t sf_recurrent_packed_floats(size_t U, size_t G);
+void sf_recurrent_pack(float *packed, const float *Ur, size_t U, size_t G, size_t first, size_t end);
 // Floats of scratch sf_lstm_backward needs.
 size_t sf_lstm_backward_work(size_t B, size_t T, size_t U);
 // dh (B,T,U) is the loss's gradient for every output (zero where an output
 // is not used); dx (B,T,C) may be NULL for the first layer. gates leaves
 // holding the gradients of the pre-activations, written over the
-// activations each was computed from. packed: Ur packed (sf_lstm_pack_ur),
-// or NULL: Ur^T made in work.
+// activations each was computed from. packed: Ur packed
+// (sf_recurrent_pack), or NULL: Ur^T made in work.
 void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
                       const float *Ur, const float *packed, const float *h, const float *c, float *gates, float *work,
                       size_t B, size_t T, size_t C, size_t U);
@@ -50,15 +51,16 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
 // the recurrent product's h part (with its bias), kept for backward; gates
 // (B,T,3U) the activations z, r, hh. W is (C,3U), Ur (U,3U), b (6U): Keras'
 // (2, 3U), the input's bias then the recurrent's. work: forward scratch of
-// sf_gru_forward_work floats.
+// sf_gru_forward_work floats. packed: Ur packed (sf_recurrent_pack), or
+// NULL: Ur as stored, in both passes.
 size_t sf_gru_forward_work(size_t B, size_t U);
 void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float *x, const float *W, const float *Ur,
-                    const float *b, size_t B, size_t T, size_t C, size_t U);
+                    const float *b, const float *packed, size_t B, size_t T, size_t C, size_t U);
 // Floats of scratch sf_gru_backward needs; dh, dx as sf_lstm_backward's.
 size_t sf_gru_backward_work(size_t B, size_t T, size_t U);
 void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *dh, const float *x, const float *W,
-                     const float *Ur, const float *h, const float *rh, const float *gates, float *work, size_t B,
-                     size_t T, size_t C, size_t U);
+                     const float *Ur, const float *packed, const float *h, const float *rh, const float *gates,
+                     float *work, size_t B, size_t T, size_t C, size_t U);
 
 // y (B,O) = x (B,C) W (C,O) + b (O)
 void sf_dense_forward(float *y, const float *x, const float *W, const float *b, size_t B, size_t C, size_t O);

@@ -107,21 +107,25 @@ uint64_t sf_cpu_pass_bytes(const sf_model *m, uint32_t batch, uint32_t window, e
     return (floats + work) * sizeof(float) + (halves + grads) * sizeof(sf_bf16);
 }
 
+// Floats of layer l's packed Ur: none unless it is recurrent.
+static size_t packed_floats(const sf_layer *l) {
+    return sf_layer_recurrent(l) ? sf_recurrent_packed_floats(l->units, sf_layer_gates(l) * (size_t)l->units) : 0;
+}
+
 size_t sf_cpu_pass_packed_floats(const sf_model *m) {
     size_t n = 0;
-    for (uint32_t i = 0; i < m->nlayers; i++)
-        if (m->layer[i].kind == SF_LAYER_LSTM) n += sf_lstm_packed_floats(m->layer[i].units);
+    for (uint32_t i = 0; i < m->nlayers; i++) n += packed_floats(&m->layer[i]);
     return n;
 }
 
 void sf_cpu_pass_pack(const sf_model *m, float *t, const float *params, size_t first, size_t end) {
     for (uint32_t i = 0; i < m->nlayers; i++) {
         const sf_layer *l = &m->layer[i];
-        if (l->kind != SF_LAYER_LSTM) continue;
-        size_t U = l->units, lo = l->recurrent, hi = lo + 4 * U * U;
+        if (!sf_layer_recurrent(l)) continue;
+        size_t U = l->units, G = sf_layer_gates(l) * U, lo = l->recurrent, hi = lo + U * G;
         size_t a = first > lo ? first : lo, b = end < hi ? end : hi;
-        if (a < b) sf_lstm_pack_ur(t, params + lo, U, a - lo, b - lo);
-        t += sf_lstm_packed_floats(U);
+        if (a < b) sf_recurrent_pack(t, params + lo, U, G, a - lo, b - lo);
+        t += packed_floats(l);
     }
 }
 
@@ -218,7 +222,7 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
                                     bool training, uint64_t seed, uint64_t first_row) {
     const sf_model *m = r->m;
     size_t B = count, T = r->window, X = sf_model_x_len(m, r->window), TC = T * m->inputs;
-    const float *in = x, *packed = r->packed;  // the next LSTM layer's
+    const float *in = x, *packed = r->packed;  // the next recurrent layer's
     r->training = training;
     if (m->extra) {  // the rows for the recurrent layers, the covariates for the head
         for (size_t b = 0; b < B; b++) memcpy(r->xs + b * TC, x + b * X, TC * sizeof(float));
@@ -245,14 +249,14 @@ const float *sf_cpu_pass_forward(sf_cpu_pass *r, const float *params, const floa
             if (l->kind == SF_LAYER_GRU && r->mm)
                 sf_gru_forward_bf16(s->h, s->c, s->gates, r->work, in, W, Ur, b, &s->q, B, T, l->in, U);
             else if (l->kind == SF_LAYER_GRU)
-                sf_gru_forward(s->h, s->c, s->gates, r->work, in, W, Ur, b, B, T, l->in, U);
+                sf_gru_forward(s->h, s->c, s->gates, r->work, in, W, Ur, b, packed, B, T, l->in, U);
             else if (r->mm)
                 sf_lstm_forward_bf16(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent,
                                      params + l->bias, &s->q, B, T, l->in, U);
             else
                 sf_lstm_forward(s->h, s->c, s->gates, in, params + l->kernel, params + l->recurrent, params + l->bias,
                                 packed, B, T, l->in, U);
-            if (packed && l->kind == SF_LAYER_LSTM) packed += sf_lstm_packed_floats(U);
+            if (packed) packed += packed_floats(l);
             if (l->sequences) {
                 s->y = s->h;
             } else {
@@ -285,7 +289,7 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
     size_t B = count, T = r->window;
     uint32_t last = m->nlayers - 1;
     const float *pred = r->ls[last].y;
-    // Past the last LSTM layer's packed Ur: each takes its own on the way down.
+    // Past the last recurrent layer's packed Ur: each takes its own on the way down.
     const float *packed = r->packed ? r->packed + sf_cpu_pass_packed_floats(m) : NULL;
     double loss = sf_loss_sum(&m->loss, pred, y, B, m->values);
     sf_loss_backward(&m->loss, r->ls[last].dout, pred, y, B, m->values, 1.0f / (float)global_batch);
@@ -305,12 +309,12 @@ double sf_cpu_pass_backward(sf_cpu_pass *r, float *grads, const float *params, c
                 dh = s->dh;
             }
             float *dW = grads + l->kernel, *dUr = grads + l->recurrent, *db = grads + l->bias;
-            const float *Urp = packed && l->kind == SF_LAYER_LSTM ? (packed -= sf_lstm_packed_floats(U)) : NULL;
+            const float *Urp = packed ? (packed -= packed_floats(l)) : NULL;
             if (l->kind == SF_LAYER_GRU && r->mm)
                 sf_gru_backward_bf16(din, dW, dUr, db, dh, s->h, s->c, s->gates, &s->q, r->work, B, T, l->in, U);
             else if (l->kind == SF_LAYER_GRU)
-                sf_gru_backward(din, dW, dUr, db, dh, in, params + l->kernel, params + l->recurrent, s->h, s->c,
-                                s->gates, r->work, B, T, l->in, U);
+                sf_gru_backward(din, dW, dUr, db, dh, in, params + l->kernel, params + l->recurrent, Urp, s->h,
+                                s->c, s->gates, r->work, B, T, l->in, U);
             else if (r->mm)
                 sf_lstm_backward_bf16(din, grads + l->kernel, grads + l->recurrent, grads + l->bias, dh, s->c,
                                       s->gates, &s->q, r->work, B, T, l->in, U);
