@@ -481,7 +481,7 @@ fig_lstm() {
     local l=$build/bench/lstm_bench reps r cmd
     [ -x "$l" ] || { skip "bench/lstm_bench not built (needs oneDNN)"; return; }
     reps=$(q 3 10)
-    cmd=(env SEQFEED_ONEDNN_MODULE="$build/seqfeed-onednn.so" "$l" --reps "$reps")
+    cmd=(env SEQFEED_ONEDNN_MODULE="$build/seqfeed-onednn.so" "$l" --batch 8,22 --reps "$reps")
     show "${cmd[@]}"
     for r in $(seq "$rounds"); do
         "${cmd[@]}" | tee /dev/stderr | grep '^{' | python3 -c "$PY_LSTM" "$r" "$recs"
