@@ -63,8 +63,8 @@ void sf_cpu_pass_pack(const sf_model *m, float *t, const float *params, size_t f
 // The packed kernels of the params the pass's forward and backward passes
 // will get (t, borrowed; the caller remakes them whenever the params
 // change), which several passes may share; NULL (at open): forward reads
-// Ur as stored, each backward makes its own Ur^T. A bf16 pass packs its
-// own either way.
+// Ur as stored, and backward too (the GRU's, with sgemm's transpose flag)
+// or the Ur^T it makes (the LSTM's). A bf16 pass packs its own either way.
 void sf_cpu_pass_use_packed(sf_cpu_pass *r, const float *t);
 // A backward pass's news that layer `layer`'s range of the gradient buffer
 // (sf_model_layer_params) is final, top layer first, while the layers below

@@ -1,7 +1,7 @@
 // The model's kernels on CPU: the reference the CUDA kernels are tested
 // against, and the CPU backend itself. Matrix products go to BLAS (row-major
-// cblas_sgemm) or oneDNN's sgemm, the LSTM's time steps on a packed kernel
-// to cpu_panels.c where it runs; everything element-wise is fused into one
+// cblas_sgemm) or oneDNN's sgemm, the LSTM's and GRU's time steps on a
+// packed kernel to cpu_panels.c where it runs; everything element-wise is fused into one
 // pass per row.
 #include <cblas.h>
 #include <math.h>

@@ -14,7 +14,7 @@
 // order, one FMA at a time, whatever M, N and the row's place: a row's
 // result does not depend on the rows beside it.
 // On CPUs with AVX-512 oneDNN's sgemm runs twice as wide as these
-// registers: the steps stay on it there (sf_panels_on).
+// registers: the steps stay on it there (sf_panels_on), but for the tests.
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -28,10 +28,12 @@ static bool panels_enabled;
 static pthread_once_t panels_once = PTHREAD_ONCE_INIT;
 
 static void panels_decide(void) {
-    const char *off = getenv("SEQFEED_TEST_SGEMM_STEPS");
+    const char *test = getenv("SEQFEED_TEST_STEPS");
     __builtin_cpu_init();
-    panels_enabled = !(off && *off && strcmp(off, "0") != 0) && __builtin_cpu_supports("avx2") &&
-                     __builtin_cpu_supports("fma") && !__builtin_cpu_supports("avx512f");
+    bool can = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (test && !strcmp(test, "sgemm")) panels_enabled = false;
+    else if (test && !strcmp(test, "panels")) panels_enabled = can;
+    else panels_enabled = can && !__builtin_cpu_supports("avx512f");
 }
 
 bool sf_panels_on(void) {
@@ -131,8 +133,9 @@ static tile_fn *const tiles[MR][3] = {{tile_1x1, tile_1x2, tile_1x3},
                                       {tile_3x1, tile_3x2, tile_3x3},
                                       {tile_4x1, tile_4x2, tile_4x3}};
 
-// A panel at a time, all of A's rows against it: the panel (K x 24 floats,
-// 17 KB at K = 180) stays in L1 while the rows go by.
+// A panel at a time, all of A's rows against it: the panel stays in L1
+// (K x 24 floats: 17 KB forward at K = 180) or L2 (69 KB backward, K = 720)
+// while the rows go by.
 void sf_panels_product(float *C, size_t ldc, const float *A, size_t lda, const float *P, size_t M, size_t N,
                        size_t K, bool accumulate) {
     for (size_t p = 0; p < N; p += NR) {

@@ -37,14 +37,14 @@ bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha
                      const float *B, size_t ldb, float beta, float *C, size_t ldc);
 
 // The time steps' products on weights packed in panels (cpu_panels.c).
-// True where they run (a CPU with AVX2 and FMA but no AVX-512, and
-// SEQFEED_TEST_SGEMM_STEPS unset, which the tests set to run the other
-// path); elsewhere the steps go to sgemm.
+// True where they run: a CPU with AVX2 and FMA but no AVX-512; for the
+// tests, SEQFEED_TEST_STEPS=sgemm turns them off and =panels on wherever
+// AVX2 and FMA are (an AVX-512 CPU too). Elsewhere the steps go to sgemm.
 bool sf_panels_on(void);
 // Floats of B (K,N) packed.
 size_t sf_panels_floats(size_t K, size_t N);
 // B's row k from column n, or its column n from row k, count values of
-// from, into P (B packed, zeros past N: allocated zeroed).
+// from, into P (B packed; what lies past N is never read into C).
 void sf_panels_put_row(float *P, size_t K, size_t N, size_t k, size_t n, const float *from, size_t count);
 void sf_panels_put_column(float *P, size_t K, size_t N, size_t n, size_t k, const float *from, size_t count);
 // C (M,N) = A (M,K) P, or += when accumulate; P: B packed. Rows are lda

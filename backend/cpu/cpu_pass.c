@@ -27,7 +27,7 @@ struct sf_cpu_pass {
     // and the head's input, the layer below's output beside them, and its
     // gradient (B, head's in)
     float *xs, *cat, *dcat;
-    const float *packed;  // every LSTM layer's Ur packed, the caller's (sf_cpu_pass_use_packed), or NULL
+    const float *packed;  // every recurrent layer's Ur packed, the caller's (sf_cpu_pass_use_packed), or NULL
     bool training;
 };
 

@@ -24,7 +24,7 @@ struct sf_replica {
     const sf_model *m;
     uint32_t window;
     float *w, *m1, *v;  // weights, Adam's m and v
-    float *packed;      // fp32: the LSTM layers' Ur packed, made from w as it changes, which the parts share
+    float *packed;      // fp32: the recurrent layers' Ur packed, made from w as it changes, which the parts share
     uint32_t parts;        // threads, and the parts a batch is cut into without given parts
     uint32_t ngrads;       // gradient buffers and losses: the most parts either way
     uint32_t capacity;     // windows a part's pass holds

@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     // weights packed for the full one.
     CHECK(!sf_backend_cpu.predict(three, p3, x, 2, &e), "%s", e.msg);
     CHECK(memcmp(p3, p1, 2 * O * sizeof(float)) == 0 || fabs(p3[0] - p1[0]) <= tol_pred, "a 2-row batch");
-    // An update remakes the weights' transposes (fp32) on each thread, a
+    // An update remakes the packed recurrent kernels (fp32) on each thread, a
     // slice of the weights each: the next step's gradients are those of a
     // replica loaded with the updated weights, bit for bit.
     sf_replica *fresh;

@@ -110,6 +110,8 @@ static void check_fixture(const char *file, enum sf_precision precision, const c
     // As a replica does: the recurrent kernels packed once per update, here
     // in two slices cut within a row, as a replica's threads cut them.
     float *packed = calloc(sf_cpu_pass_packed_floats(&m) + 1, sizeof(float));
+    CHECK(packed, "%s: out of memory", file);
+    if (!packed) goto out;
     if (precision == SF_PRECISION_FP32) sf_cpu_pass_use_packed(r, packed);
     for (int step = 1; step <= steps; step++) {
         sf_cpu_pass_pack(&m, packed, p, 0, m.nparams / 3);
