@@ -61,10 +61,18 @@ void sf_panels_put_row(float *P, size_t K, size_t N, size_t k, size_t n, const f
     }
 }
 
-void sf_panels_put_column(float *P, size_t K, size_t N, size_t n, size_t k, const float *from, size_t count) {
-    size_t width;
-    float *to = P + at(K, N, k, n, &width);
-    for (size_t j = 0; j < count; j++, to += width) *to = from[j];
+// A panel's columns at a time, 16 rows of them a step: 16 floats of each
+// of up to 24 rows of from, into 16 rows of the panel side by side.
+void sf_panels_put_columns(float *P, size_t K, size_t N, size_t n, size_t cols, size_t k, size_t count,
+                           const float *from, size_t ld) {
+    for (size_t c0 = 0; c0 < cols;) {
+        size_t width, m = NR - (n + c0) % NR < cols - c0 ? NR - (n + c0) % NR : cols - c0;
+        float *to = P + at(K, N, k, n + c0, &width);
+        for (size_t j0 = 0; j0 < count; j0 += 16)
+            for (size_t c = 0; c < m; c++)
+                for (size_t j = j0; j < j0 + 16 && j < count; j++) to[j * width + c] = from[(c0 + c) * ld + j];
+        c0 += m;
+    }
 }
 
 // The lanes of a vector at columns [0, cols) of it, for its masked loads

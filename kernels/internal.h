@@ -43,10 +43,12 @@ bool sf_matmul_sgemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha
 bool sf_panels_on(void);
 // Floats of B (K,N) packed.
 size_t sf_panels_floats(size_t K, size_t N);
-// B's row k from column n, or its column n from row k, count values of
-// from, into P (B packed; what lies past N is never read into C).
+// Into P (B packed; what lies past N is never read into C): B's row k
+// from column n, count values of from; or its columns n .. n + cols - 1
+// from row k, count values each, column n + c's at from + c ld.
 void sf_panels_put_row(float *P, size_t K, size_t N, size_t k, size_t n, const float *from, size_t count);
-void sf_panels_put_column(float *P, size_t K, size_t N, size_t n, size_t k, const float *from, size_t count);
+void sf_panels_put_columns(float *P, size_t K, size_t N, size_t n, size_t cols, size_t k, size_t count,
+                           const float *from, size_t ld);
 // C (M,N) = A (M,K) P, or += when accumulate; P: B packed. Rows are lda
 // and ldc apart. Only where sf_panels_on.
 void sf_panels_product(float *C, size_t ldc, const float *A, size_t lda, const float *P, size_t M, size_t N,
