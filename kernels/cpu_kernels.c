@@ -701,8 +701,9 @@ void sf_cpu_describe(char *what, size_t n) {
     const char *loops = __builtin_cpu_supports("avx512f") ? "AVX-512"
                         : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2"
                                                                                           : "baseline";
-    snprintf(what, n, "%s sgemm%s, element-wise loops in %s", openblas_get_config(),
-             sf_matmul_loaded() ? ", oneDNN sgemm for all but tiny products" : "", loops);
+    snprintf(what, n, "%s sgemm%s, the recurrent layers' time steps %s, element-wise loops in %s",
+             openblas_get_config(), sf_matmul_loaded() ? ", oneDNN sgemm for all but tiny products" : "",
+             sf_panels_on() ? "on their kernels packed (AVX2, FMA)" : "on sgemm", loops);
 }
 
 typedef struct {
