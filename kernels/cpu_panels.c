@@ -8,8 +8,9 @@
 // sgemm takes as given at every step. Measured in a training step at batch
 // 32 (parts of 8 rows, 2 cores, 2026-12-05): oneDNN's sgemm ran the
 // forward step's (8,180)x(180,720) at 78 GFLOP/s a core and backward's
-// (8,720)x(720,180) at 67, against 90 for its square ceiling; packed once
-// these run at the ceiling (below).
+// (8,720)x(720,180) at 67, against 90 for its square ceiling; packed once,
+// the forward one ran at 92-94 alone (oneDNN's sgemm 82-84; both in
+// BENCHMARKS-HISTORY.md, 2026-12-05).
 // Each element of C is its row of A times its column of B summed in k
 // order, one FMA at a time, whatever M, N and the row's place: a row's
 // result does not depend on the rows beside it.
