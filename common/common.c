@@ -623,3 +623,20 @@ void sf_html_text(FILE *f, const char *s) {
         else fputc(*s, f);
     }
 }
+
+void sf_shell_word(char *out, size_t cap, size_t *len, const char *s) {
+    if (*len + 1 >= cap) return;
+    bool plain = *s != 0;
+    for (const char *p = s; *p; p++) plain &= strchr("_./:,=+-@%", *p) || (*p >= '0' && *p <= '9') ||
+                                              ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z');
+    size_t k = *len;
+    if (k + 2 < cap) out[k++] = ' ';
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    for (const char *p = s; *p && k + 6 < cap; p++) {
+        if (*p == '\'' && !plain) memcpy(out + k, "'\\''", 4), k += 4;
+        else out[k++] = *p;
+    }
+    if (!plain && k + 2 < cap) out[k++] = '\'';
+    out[k] = 0;
+    *len = k;
+}

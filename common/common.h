@@ -233,5 +233,9 @@ void sf_json_string(FILE *f, const char *s);
 void sf_json_real(FILE *f, double v);
 // Prints s as HTML text: <, >, & and " as entities.
 void sf_html_text(FILE *f, const char *s);
+// Appends " s" to out[*len, cap) as one shell word, for the commands hints
+// print: as it is when plain, else in single quotes; *len kept below cap,
+// out[*len] a NUL. Full: what is there stays.
+void sf_shell_word(char *out, size_t cap, size_t *len, const char *s);
 
 #endif

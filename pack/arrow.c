@@ -889,22 +889,6 @@ static int start_series(arrow *a, const char *key, size_t n, uint64_t row) {
     return 0;
 }
 
-// A column name as one shell word: as it is, or in single quotes.
-static const char *shell_word(const char *s, char *buf, size_t cap) {
-    if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-/+:@%") == strlen(s))
-        return s;
-    size_t k = 0;
-    if (cap < 8) return "";
-    buf[k++] = '\'';
-    for (; *s && k + 6 < cap; s++) {
-        if (*s == '\'') memcpy(buf + k, "'\\''", 4), k += 4;
-        else buf[k++] = *s;
-    }
-    buf[k++] = '\'';
-    buf[k] = 0;
-    return buf;
-}
-
 // Where the time goes back without a series column, a kept column of
 // integers that changes there too: the id of series each in one run of
 // rows, further on than series_hint looks (its first batch). Said into
@@ -925,11 +909,13 @@ static void late_ids_hint(const arrow *a, const float *out, char *hint, size_t c
             if (now == before) continue;
             if (!pass && a->nbatch >= 2 && a->batch[(a->nbatch - 2) * a->nkeep + k] != before) continue;
             char word[160], values[64] = "";
+            size_t n = 0;
+            sf_shell_word(word, sizeof word, &n, a->col_names[k]);
             if (fabsf(now) <= 0x1p24f && fabsf(before) <= 0x1p24f)
                 snprintf(values, sizeof values, " (%.0f to %.0f)", (double)before, (double)now);
             snprintf(hint, cap, "; column \"%s\" changes there too%s: if it is the id of series, each in one run of "
-                     "rows, pack it with --series-column %s%s", a->col_names[k], values,
-                     shell_word(a->col_names[k], word, sizeof word), a->o->columns ? " (and --columns without it)" : "");
+                     "rows, pack it with --series-column%s%s", a->col_names[k], values,
+                     word, a->o->columns ? " (and --columns without it)" : "");
             return;
         }
 }
@@ -1249,8 +1235,8 @@ static int series_hint_say(arrow *a, const sf_hint *h, int64_t *const *cols, con
     const char *id = a->col_names[h->id];
     long long from = cols[h->id][h->row - 1], to = cols[h->id][h->row];
     char msg[880], word[160], at[160];
-    size_t len = 0;
-    const char *w = shell_word(id, word, sizeof word);
+    size_t len = 0, wlen = 0;
+    sf_shell_word(word, sizeof word, &wlen, id);
     if (h->kind == SF_HINT_TIME_BACK) {
         char now[48], before[48];
         const column *c = &a->cols[a->time_col];
@@ -1273,7 +1259,7 @@ static int series_hint_say(arrow *a, const sf_hint *h, int64_t *const *cols, con
                                (long long)cols[h->counter][h->row - 1], (long long)cols[h->counter][h->row], n);
     }
     if (len < sizeof msg)
-        snprintf(msg + len, sizeof msg - len, " If \"%s\" is the series id, pack it with --series-column %s%s.", id, w,
+        snprintf(msg + len, sizeof msg - len, " If \"%s\" is the series id, pack it with --series-column%s%s.", id, word,
                  a->o->columns ? " (and --columns without it)" : "");
     if (h->kind == SF_HINT_TIME_BACK) return fail_row(a, h->row, "%s", msg);
     if (a->o->note) a->o->note(a->o->arg, msg);

@@ -185,7 +185,6 @@ typedef struct {
     uint32_t cat_cols[64];
 } csv;
 
-static void shell_word(char *out, size_t cap, size_t *len, const char *s);
 __attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...);
 
 // "LINE", or "LINE of FILE" for an origin in another source than the one
@@ -211,7 +210,7 @@ static const char *inputs_text(const csv *c, char *buf, size_t cap) {
     size_t len = 0;
     buf[0] = 0;
     for (size_t i = 0; c->src && i < sf_sources_count(c->src); i++)
-        shell_word(buf, cap, &len, sf_sources_path(c->src, i));
+        sf_shell_word(buf, cap, &len, sf_sources_path(c->src, i));
     if (c->per_file) append(buf, cap, &len, " --series-per-file");
     return c->src ? buf + (len > 0) : strcmp(c->name, "<stdin>") ? c->name : "-";
 }
@@ -274,25 +273,6 @@ const char *sf_show(const char *s, size_t n, char *out, size_t cap) {
     return out;
 }
 
-// Appends " s" to out[*len, cap) as one shell word: as it is when plain,
-// else in single quotes.
-static void shell_word(char *out, size_t cap, size_t *len, const char *s) {
-    if (*len + 1 >= cap) return;  // full: what is there stays
-    bool plain = *s != 0;
-    for (const char *p = s; *p; p++) plain &= strchr("_./:,=+-@%", *p) || (*p >= '0' && *p <= '9') ||
-                                              ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z');
-    size_t k = *len;
-    if (k + 2 < cap) out[k++] = ' ';
-    if (!plain && k + 2 < cap) out[k++] = '\'';
-    for (const char *p = s; *p && k + 6 < cap; p++) {
-        if (*p == '\'' && !plain) memcpy(out + k, "'\\''", 4), k += 4;
-        else out[k++] = *p;
-    }
-    if (!plain && k + 2 < cap) out[k++] = '\'';
-    out[k] = 0;
-    *len = k;
-}
-
 // Appends to out[*len, cap) as snprintf does, *len kept below cap.
 __attribute__((format(printf, 4, 5))) static void append(char *out, size_t cap, size_t *len, const char *fmt, ...) {
     if (*len + 1 >= cap) return;
@@ -331,10 +311,10 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
         append(out, cap, &len, " %s", inputs_text(c, in, sizeof in));
         whole &= strlen(in) + 1 < sizeof in;
     } else {
-        shell_word(out, cap, &len, strcmp(c->name, "<stdin>") ? c->name : "-");
+        sf_shell_word(out, cap, &len, strcmp(c->name, "<stdin>") ? c->name : "-");
     }
-    shell_word(out, cap, &len, "-o");
-    shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
+    sf_shell_word(out, cap, &len, "-o");
+    sf_shell_word(out, cap, &len, c->out ? c->out : "OUT.sfpack");
     char list[4096], name[4096];
     size_t n = 0;
     list[0] = 0;
@@ -342,35 +322,35 @@ static bool again(const csv *c, const again_edit *ed, char *out, size_t cap) {
         for (const char *p = o->columns; p;)
             if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
             else if (!ed->drop || strcmp(name, ed->drop)) whole &= sf_list_append(list, sizeof list, &n, name) == 0;
-        shell_word(out, cap, &len, "--columns");
-        shell_word(out, cap, &len, list);
+        sf_shell_word(out, cap, &len, "--columns");
+        sf_shell_word(out, cap, &len, list);
     } else if (o->drop_columns || ed->drop) {
         n = (size_t)snprintf(list, sizeof list, "%s", o->drop_columns ? o->drop_columns : "");
         whole &= n < sizeof list;
         if (ed->drop && n < sizeof list) whole &= sf_list_append(list, sizeof list, &n, ed->drop) == 0;
-        shell_word(out, cap, &len, "--drop-columns");
-        shell_word(out, cap, &len, list);
+        sf_shell_word(out, cap, &len, "--drop-columns");
+        sf_shell_word(out, cap, &len, list);
     }
     const char *series = ed->series_column ? ed->series_column : o->series_column;
-    if (series) shell_word(out, cap, &len, "--series-column"), shell_word(out, cap, &len, *series ? series : "none");
+    if (series) sf_shell_word(out, cap, &len, "--series-column"), sf_shell_word(out, cap, &len, *series ? series : "none");
     const char *time = ed->time_column ? ed->time_column : o->time_column;
-    if (time) shell_word(out, cap, &len, "--time-column"), shell_word(out, cap, &len, *time ? time : "none");
+    if (time) sf_shell_word(out, cap, &len, "--time-column"), sf_shell_word(out, cap, &len, *time ? time : "none");
     const char *unit = ed->time_unit ? ed->time_unit : o->time_unit > SF_TIME_ISO ? unit_names[o->time_unit - SF_TIME_EPOCH_S] : NULL;
-    if (unit && time && *time) shell_word(out, cap, &len, "--time-unit"), shell_word(out, cap, &len, unit);
+    if (unit && time && *time) sf_shell_word(out, cap, &len, "--time-unit"), sf_shell_word(out, cap, &len, unit);
     if (o->categorical) {
         n = 0, list[0] = 0;
         for (const char *p = o->categorical; p;)
             if (sf_list_next(&p, name, sizeof name)) whole = false, p = NULL;
             else if (!ed->uncategorical || strcmp(name, ed->uncategorical))
                 whole &= sf_list_append(list, sizeof list, &n, name) == 0;
-        if (n) shell_word(out, cap, &len, "--categorical"), shell_word(out, cap, &len, list);
+        if (n) sf_shell_word(out, cap, &len, "--categorical"), sf_shell_word(out, cap, &len, list);
     }
     if (o->delimiter) {
         char d[2] = {o->delimiter, 0};
-        shell_word(out, cap, &len, "--delimiter"), shell_word(out, cap, &len, o->delimiter == '\t' ? "tab" : d);
+        sf_shell_word(out, cap, &len, "--delimiter"), sf_shell_word(out, cap, &len, o->delimiter == '\t' ? "tab" : d);
     }
     static const char *const missing[] = {NULL, "drop", "ffill"};
-    if (missing[o->missing]) shell_word(out, cap, &len, "--missing"), shell_word(out, cap, &len, missing[o->missing]);
+    if (missing[o->missing]) sf_shell_word(out, cap, &len, "--missing"), sf_shell_word(out, cap, &len, missing[o->missing]);
     return whole && len + 1 < cap;
 }
 
@@ -937,9 +917,9 @@ done:;
             snprintf(copy, sizeof copy, "%.*s-point.csv", (int)(n > 4 && !strcmp(c->name + n - 4, ".csv") ? n - 4 : n),
                      c->name);
             append(command, sizeof command, &len, ": sed 's/\\([0-9]\\),\\([0-9]\\)/\\1.\\2/g'");
-            shell_word(command, sizeof command, &len, c->name);
+            sf_shell_word(command, sizeof command, &len, c->name);
             append(command, sizeof command, &len, " >");
-            shell_word(command, sizeof command, &len, copy);
+            sf_shell_word(command, sizeof command, &len, copy);
         }
         append(command, sizeof command, &len, "; then pack that copy (pack says what else it needs, if anything)");
     } else if (!left) {
@@ -1754,9 +1734,9 @@ static int read_header(csv *c) {
         char cmd[1200] = "";                                              // are taken for a header row
         size_t len = 0;
         append(cmd, sizeof cmd, &len, "python -m seqfeed pack");
-        shell_word(cmd, sizeof cmd, &len, c->name);
-        shell_word(cmd, sizeof cmd, &len, "-o");
-        shell_word(cmd, sizeof cmd, &len, c->out ? c->out : "OUT.sfpack");
+        sf_shell_word(cmd, sizeof cmd, &len, c->name);
+        sf_shell_word(cmd, sizeof cmd, &len, "-o");
+        sf_shell_word(cmd, sizeof cmd, &len, c->out ? c->out : "OUT.sfpack");
         return sf_err_set(c->e, SF_EFORMAT, "%s is a Parquet file, which seqfeed pack (CSV) does not read: pack it "
                           "with the Python package (it needs pyarrow): %s", c->name, cmd);
     }
