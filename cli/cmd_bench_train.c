@@ -92,8 +92,13 @@ static const char *noisy_text(const double *ratios, uint32_t n, double spread, b
 }
 
 // Seconds each ceiling product may take to reach the steady clock; the
-// best one's again before each pair of runs.
+// best one's again beside each pair of runs.
 static const double CEILING_SECONDS = 2.0, CEILING_AGAIN_SECONDS = 1.0;
+
+// The best product measured again, on CPU (a GPU's ceiling is not taken).
+static sf_gemm_ceiling ceiling_again(const sf_gemm_ceiling *best, bool on_cpu, bool bf16, int cores) {
+    return on_cpu ? sf_gemm_ceiling_again(best, bf16, cores, CEILING_AGAIN_SECONDS) : *best;
+}
 
 int bench_train(int argc, char **argv) {
     const cli_command *c = &train_command;
@@ -184,24 +189,24 @@ int bench_train(int argc, char **argv) {
         enum { BENCH_PAIRS = 5 };
         const double BENCH_SPREAD = 0.05;
         sf_fit_result runs[BENCH_PAIRS], bounds[BENCH_PAIRS];
-        sf_gemm_ceiling limits[BENCH_PAIRS];
+        // The ceiling again beside each pair, before and after it (pair p
+        // between beside[p] and beside[p + 1]), the higher of the two: this
+        // VM's speed drifted by 15% between runs minutes apart (163 to 189
+        // GFLOP/s), and a share of a ceiling measured before them drifted
+        // with it; one measurement alone once caught a busy second (87) and
+        // made a share of 132%.
+        sf_gemm_ceiling beside[BENCH_PAIRS + 1];
+        beside[0] = ceiling_again(ceiling, on_cpu, bf16, cores);
         double ratios[BENCH_PAIRS], spread = 0;
         uint32_t pairs = 0;
         while (pairs < BENCH_PAIRS) {
-            // The ceiling again beside each pair, before and after it, the
-            // higher of the two: this VM's speed drifted by 15% between runs
-            // minutes apart (163 to 189 GFLOP/s), and a share of a ceiling
-            // measured before them drifted with it; one measurement alone
-            // once caught a busy second (87) and made a share of 132%.
-            limits[pairs] = on_cpu ? sf_gemm_ceiling_again(ceiling, bf16, cores, CEILING_AGAIN_SECONDS) : *ceiling;
             // Where the real run's steps went (the first pair's), then the same with no input.
             sf_fit_bench real = {.warmup_steps = warmup, .profile_out = json || pairs ? NULL : stdout};
             sf_fit_bench resident = {.warmup_steps = warmup, .resident = true};
             if ((rc = sf_fit_measured(&o, &real, &runs[pairs], &e)) ||
                 (rc = sf_fit_measured(&o, &resident, &bounds[pairs], &e)))
                 return cli_fail(c->name, &e, NULL);
-            sf_gemm_ceiling after = on_cpu ? sf_gemm_ceiling_again(ceiling, bf16, cores, CEILING_AGAIN_SECONDS) : *ceiling;
-            if (after.rate > limits[pairs].rate) limits[pairs] = after;
+            beside[pairs + 1] = ceiling_again(ceiling, on_cpu, bf16, cores);
             ratios[pairs] = runs[pairs].samples_per_s / bounds[pairs].samples_per_s;
             pairs++;
             double lo = ratios[0], hi = ratios[0];
@@ -213,7 +218,7 @@ int bench_train(int argc, char **argv) {
         const sf_fit_result res = runs[m], bound = bounds[m];
         bool noisy = spread > BENCH_SPREAD;
         double rate = res.samples_per_s * train_flops, ratio = ratios[m];
-        const sf_gemm_ceiling *limit = &limits[m];  // measured beside the pair reported
+        const sf_gemm_ceiling *limit = beside[m + 1].rate > beside[m].rate ? &beside[m + 1] : &beside[m];
         double share = limit->rate > 0 ? rate / limit->rate : 0;
         double sgemm = bf16 ? peak : limit->rate, bf16_gemm = bf16 ? limit->rate : bf16_peak;
         // The ceiling is the best this machine does: a step above it means
