@@ -1,8 +1,8 @@
 // The model's kernels on CPU: the reference the CUDA kernels are tested
 // against, and the CPU backend itself. Matrix products go to BLAS (row-major
 // cblas_sgemm) or oneDNN's sgemm, the LSTM's and GRU's time steps on a
-// packed kernel to cpu_panels.c where it runs; everything element-wise is fused into one
-// pass per row.
+// packed kernel to cpu_panels.c where it runs; everything element-wise is
+// fused into one pass per row.
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -90,6 +90,28 @@ static void gemm(bool ta, bool tb, size_t M, size_t N, size_t K, float alpha, co
     if (onednn_sgemm_wins(M, N, K) && sf_matmul_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
                 alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
+// Where Ur packed (sf_recurrent_pack) holds each time step's operand:
+// forward's panels and backward's (where the panels run), else Ur^T; all
+// NULL without it.
+typedef struct {
+    const float *forward, *backward, *UrT;
+} packed_ur;
+
+static packed_ur packed_parts(const float *packed, size_t U, size_t G) {
+    if (!packed) return (packed_ur){0};
+    if (!sf_panels_on()) return (packed_ur){.UrT = packed};
+    return (packed_ur){.forward = packed, .backward = packed + sf_panels_floats(U, G)};
+}
+
+// One time step's product with the recurrent kernel, C (M,N) = A (M,K) B,
+// or += when accumulate: on B packed in panels P, else on B as stored
+// (ldb; transposed when tb) through sgemm.
+static void step_product(float *C, size_t ldc, const float *A, size_t lda, size_t M, size_t N, size_t K,
+                         bool accumulate, const float *P, const float *B, size_t ldb, bool tb) {
+    if (P) sf_panels_product(C, ldc, A, lda, P, M, N, K, accumulate);
+    else gemm(false, tb, M, N, K, 1.0f, A, lda, B, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
 // Keras' LSTM cell on units [0, n) of one row: zi, zf, zg, zo, the
@@ -207,7 +229,7 @@ SF_CLONES static void rows_add(float *sum, const float *dy, size_t rows, size_t 
 void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const float *W, const float *Ur, const float *b,
                      const float *packed, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    bool panels = packed && sf_panels_on();
+    packed_ur p = packed_parts(packed, U, G);
     // The input projection of every time step in one GEMM, gates = x W; the
     // cell adds b, on rows in cache (a pass to fill gates with b first was
     // 1.5% of a step at batch 32).
@@ -215,8 +237,7 @@ void sf_lstm_forward(float *h, float *c, float *gates, const float *x, const flo
     for (size_t t = 0; t < T; t++) {
         // Rows (b, t) for every b are T rows apart: the strides are the
         // leading dimensions.
-        if (t > 0 && panels) sf_panels_product(gates + t * G, T * G, h + (t - 1) * U, T * U, packed, B, G, U, true);
-        else if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, gates + t * G, T * G);
+        if (t > 0) step_product(gates + t * G, T * G, h + (t - 1) * U, T * U, B, G, U, true, p.forward, Ur, G, false);
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             if (t == 0) memset(c + row * U, 0, U * sizeof(float));
@@ -262,7 +283,7 @@ void sf_recurrent_pack(float *packed, const float *Ur, size_t U, size_t G, size_
         transpose_ur(packed, Ur, U, G, first, end);
         return;
     }
-    float *back = packed + sf_panels_floats(U, G);
+    float *back = packed + sf_panels_floats(U, G);  // packed_parts' backward
     size_t r0 = (first + G - 1) / G, r1 = end / G;
     for (size_t k = first; k < end;) {
         size_t u = k / G, g = k % G, n = (u + 1) * G < end ? (u + 1) * G - k : end - k;
@@ -277,15 +298,15 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
                       const float *Ur, const float *packed, const float *h, const float *c, float *gates, float *work,
                       size_t B, size_t T, size_t C, size_t U) {
     size_t G = 4 * U;
-    bool panels = packed && sf_panels_on();
-    const float *UrT = panels ? NULL : packed, *back = panels ? packed + sf_panels_floats(U, G) : NULL;
+    packed_ur p = packed_parts(packed, U, G);
+    const float *UrT = p.UrT;
     float *dgates = gates, *first = work, *dh_next = first + B * G, *dc_next = dh_next + B * U;
     float *zeros = dc_next + B * U;  // the cell before the first step
     // Ur^T (4U,U) for dh_{t-1}: read as stored, the product runs 20-40%
     // faster than on Ur with the transpose flag (oneDNN's sgemm, one thread,
     // (8..21,720) x (720,180): 75-88 GFLOP/s against 105), and T - 1
     // products pay for one transpose, when the caller has none.
-    if (!UrT && !panels) {
+    if (!UrT && !p.backward) {
         float *t = zeros + U;
         transpose(t, U, Ur, U, G);
         UrT = t;
@@ -299,8 +320,7 @@ void sf_lstm_backward(float *dx, float *dW, float *dUr, float *db, const float *
                                dh + row * U, dh_next + bi * U, db, U);
         }
         // dh_{t-1} = dz_t Ur^T
-        if (t > 0 && panels) sf_panels_product(dh_next, U, dgates + t * G, T * G, back, B, U, G, false);
-        else if (t > 0) gemm(false, false, B, U, G, 1.0f, dgates + t * G, T * G, UrT, U, 0.0f, dh_next, U);
+        if (t > 0) step_product(dh_next, U, dgates + t * G, T * G, B, U, G, false, p.backward, UrT, U, false);
     }
     // dUr = the sum over t >= 1 of h_{t-1}^T dz_t: one GEMM of rows 0 ..
     // BT - 2 of h against rows 1 .. BT - 1 of dz, in which each series'
@@ -365,15 +385,14 @@ size_t sf_gru_forward_work(size_t B, size_t U) { return B * 3 * U + U; }
 void sf_gru_forward(float *h, float *rh, float *gates, float *work, const float *x, const float *W, const float *Ur,
                     const float *b, const float *packed, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 3 * U;
-    bool panels = packed && sf_panels_on();
+    packed_ur p = packed_parts(packed, U, G);
     float *rec = work, *zeros = rec + B * G;
     memset(zeros, 0, U * sizeof(float));
     rows_fill(gates, b, B * T, G);
     gemm(false, false, B * T, G, C, 1.0f, x, C, W, G, 1.0f, gates, G);
     for (size_t t = 0; t < T; t++) {
         rows_fill(rec, b + G, B, G);
-        if (t > 0 && panels) sf_panels_product(rec, G, h + (t - 1) * U, T * U, packed, B, G, U, true);
-        else if (t > 0) gemm(false, false, B, G, U, 1.0f, h + (t - 1) * U, T * U, Ur, G, 1.0f, rec, G);
+        if (t > 0) step_product(rec, G, h + (t - 1) * U, T * U, B, G, U, true, p.forward, Ur, G, false);
         for (size_t bi = 0; bi < B; bi++) {
             size_t row = bi * T + t;
             gru_cell(h + row * U, rh + row * U, gates + row * G, rec + bi * G, t ? h + (row - 1) * U : zeros, U);
@@ -387,7 +406,7 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
                      const float *Ur, const float *packed, const float *h, const float *rh, const float *gates,
                      float *work, size_t B, size_t T, size_t C, size_t U) {
     size_t G = 3 * U;
-    bool panels = packed && sf_panels_on();
+    packed_ur p = packed_parts(packed, U, G);
     float *dgx = work, *dgr = dgx + B * T * G, *hprev = dgr + B * T * G, *dh_next = hprev + B * T * U;
     float *zeros = dh_next + B * U;
     memset(dh_next, 0, (B * U + U) * sizeof(float));
@@ -398,10 +417,9 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
                               t ? h + (row - 1) * U : zeros, dh + row * U, U);
         }
         // dh_{t-1} = z dh + dgr_t Ur^T
-        if (t > 0 && panels)
-            sf_panels_product(dh_next, U, dgr + t * G, T * G, packed + sf_panels_floats(U, G), B, U, G, true);
-        else if (t > 0 && packed) gemm(false, false, B, U, G, 1.0f, dgr + t * G, T * G, packed, U, 1.0f, dh_next, U);
-        else if (t > 0) gemm(false, true, B, U, G, 1.0f, dgr + t * G, T * G, Ur, G, 1.0f, dh_next, U);
+        if (t > 0)
+            step_product(dh_next, U, dgr + t * G, T * G, B, U, G, true, p.backward, p.UrT ? p.UrT : Ur, p.UrT ? U : G,
+                         !p.UrT);
     }
     for (size_t bi = 0; bi < B; bi++) {
         memset(hprev + bi * T * U, 0, U * sizeof(float));
