@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
@@ -357,6 +358,14 @@ int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e) {
     free(t->tmp);
     *t = (sf_temp_file){NULL, -1, NULL, t->path};
     return rc;
+}
+
+void *sf_alloc_large(size_t n) {
+    const size_t huge = (size_t)2 << 20;
+    if (n < huge) return malloc(n);
+    void *p = aligned_alloc(huge, (n + huge - 1) / huge * huge);
+    if (p) (void)madvise(p, n / huge * huge, MADV_HUGEPAGE);  // advice: refused, the pages stay small
+    return p;
 }
 
 int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg) {

@@ -268,9 +268,9 @@ int sf_regroup_open(sf_regroup **out, const char *near, uint32_t ncols, bool tim
     r->near = strdup(near);
     // Pages of buf, spare and sorted count only once rows reach them: a
     // small input takes little of a large budget, and spare none unspilled.
-    r->buf = malloc(r->cap * r->rec);
-    r->spare = malloc(r->cap * r->rec);
-    r->sorted = malloc(r->cap * r->rec);
+    r->buf = sf_alloc_large(r->cap * r->rec);
+    r->spare = sf_alloc_large(r->cap * r->rec);
+    r->sorted = sf_alloc_large(r->cap * r->rec);
     r->wbuf = malloc(r->wcap);
     if (!r->near || !r->buf || !r->spare || !r->sorted || !r->wbuf) {
         sf_regroup_free(r);

@@ -193,7 +193,7 @@ static job *job_at(const sf_pack_writer *w, uint64_t seq) { return &w->jobs[(seq
 static void *worker_main(void *arg) {
     sf_pack_writer *w = arg;
     ZSTD_CCtx *cctx = ZSTD_createCCtx();
-    uint8_t *filtered = malloc(w->filtered_bytes);
+    uint8_t *filtered = sf_alloc_large(w->filtered_bytes);
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (!w->stop && w->next_take == w->next_seq) pthread_cond_wait(&w->cv, &w->mu);
@@ -557,11 +557,11 @@ int sf_pack_writer_open(sf_pack_writer **out, const char *path, const sf_pack_wr
     size_t raw = chunk_rows * o->ncols * 4;
     size_t all = (size_t)sf_chunk_raw_bytes(chunk_rows, o->ncols, w->naux, w->has_imputed);
     w->filtered_bytes = all;
-    if (!w->nthreads && !(w->filtered = malloc(all))) goto nomem;
+    if (!w->nthreads && !(w->filtered = sf_alloc_large(all))) goto nomem;
     for (size_t i = 0; i < w->njobs; i++) {
         job *j = &w->jobs[i];
-        j->raw = malloc(raw);
-        j->aux = w->naux ? malloc(chunk_rows * w->naux * 8) : NULL;
+        j->raw = sf_alloc_large(raw);
+        j->aux = w->naux ? sf_alloc_large(chunk_rows * w->naux * 8) : NULL;
         j->imp = w->has_imputed ? malloc(chunk_rows * o->ncols) : NULL;
         j->imp_count = w->has_imputed ? malloc(o->ncols * sizeof *j->imp_count) : NULL;
         j->stored_cap = ZSTD_compressBound(all);
