@@ -2167,27 +2167,53 @@ static void *parse_half(void *arg) {
         if (number_rows && n + 1 < cap && !number_skip) {
             // Runs of plain records through the vector parser, as the loop
             // below would leave them.
-            uint32_t next_at[1024];
+            uint32_t next_at[1024], key_at[1024], time_at[1024], id_at[1024];
+            uint16_t key_len_at[1024];
             uint8_t parts_at[1024];
-            uint32_t key_at[1024];
             size_t room = cap - 1 - n < 1024 ? cap - 1 - n : 1024;
             const char *q;
             sf_number_rows_layout l = shape;
             l.have_last = n && !recs[n - 1].raw, l.parts = all_parts;
             l.last_time = l.have_last && timed ? times[n - 1] : 0;
             if (keyed && l.have_last) l.key = buf + recs[n - 1].key, l.key_len = recs[n - 1].key_len;
+            l.any_key = keyed && ids;  // rows held: of any series seen before
             sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
-                                      .keys = key_at};
+                                      .keys = key_at, .key_lens = key_len_at, .time_starts = time_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
+            if (k && l.any_key) {
+                // Each record's series among the ids seen, the one that
+                // followed the last tried first, as below; the run ends
+                // before an id not seen yet, which the main path adds.
+                size_t i = 0;
+                for (; i < k; i++) {
+                    const char *key = p + key_at[i];
+                    const size_t len = key_len_at[i];
+                    const sf_series_id *id = last_id && last_id->after ? &ids->slot[last_id->after - 1] : NULL;
+                    if (!id || id->len != len || !sf_bytes_equal(id->key, key, len))
+                        id = sf_series_ids_find(ids, key, len);
+                    if (!id) break;
+                    last_id = id;
+                    id_at[i] = (uint32_t)(id - ids->slot) + 1;
+                }
+                if (i < k) {
+                    if (i && timed) l.parts = parts_at[i - 1];
+                    else if (!i) l.parts = all_parts;
+                    q = p + (i ? next_at[i - 1] : 0), k = i;
+                }
+            }
             if (k) {
                 all_parts = l.parts;
                 for (size_t i = 0; i < k; i++) {
-                    recs[n + i] = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
-                                             .cont = n + i > 0 && !recs[n + i - 1].raw,
-                                             .next = (uint32_t)(p - buf) + next_at[i]};
-                    if (keyed) {  // the series of the record before
-                        recs[n + i].key = (uint32_t)(p - buf) + key_at[i];
-                        recs[n + i].key_len = recs[n - 1].key_len, recs[n + i].id = recs[n - 1].id;
+                    half_rec *r = &recs[n + i];
+                    *r = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
+                                    .cont = n + i > 0 && !r[-1].raw, .next = (uint32_t)(p - buf) + next_at[i]};
+                    if (timed) r->time_at = (uint32_t)(p - buf) + time_at[i];
+                    if (keyed) r->key = (uint32_t)(p - buf) + key_at[i];
+                    if (keyed && l.any_key) {
+                        r->key_len = key_len_at[i], r->id = id_at[i];
+                        r->cont = r->cont && r[-1].id == r->id && (!timed || times[n + i] > times[n + i - 1]);
+                    } else if (keyed) {  // the series of the record before
+                        r->key_len = recs[n - 1].key_len, r->id = recs[n - 1].id;
                     }
                 }
                 size_t before = n;

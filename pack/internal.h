@@ -104,8 +104,8 @@ static inline size_t sf_time_same_day(const sf_time_memo *m, const char *s, cons
 // general path: one with a quote, a number that is not a plain one (a
 // missing value, text, spaces), a value of 2^24 or more (which the general
 // path counts), a time it would not take as it is or that does not move
-// on, a series id other than key, a ragged or blank line, or one that ends
-// within 64 bytes of end. Values are strtof's and times
+// on, a series id other than key (unless any_key), a ragged or blank line,
+// or one that ends within 64 bytes of end. Values are strtof's and times
 // sf_time_parse_memo's, bit for bit. Reads up to 8 bytes past end: the
 // caller's padding.
 enum sf_field_kind { SF_FIELD_NUMBER, SF_FIELD_SKIP, SF_FIELD_TIME, SF_FIELD_SERIES };
@@ -122,9 +122,14 @@ typedef struct {
     bool have_last;
     int64_t last_time;
     unsigned parts;
-    // With a series field: the id of the series the rows go on (borrowed).
+    // With a series field: the id of the series the rows go on (borrowed);
+    // or, with any_key, records of any series, their times not compared
+    // with the record's before (rows held to be regrouped, whose order is
+    // checked series by series as they are merged): the caller looks each
+    // record's id up and checks the times.
     const char *key;
     size_t key_len;
+    bool any_key;
 } sf_number_rows_layout;
 typedef struct {
     float *rows;      // max_rows * ncols
@@ -132,6 +137,8 @@ typedef struct {
     uint8_t *parts;   // max_rows, or NULL: layout.parts after each record
     uint32_t *ends;   // max_rows, or NULL: each record's end + 1, from p
     uint32_t *keys;   // max_rows, or NULL: where each record's series id begins, from p
+    uint16_t *key_lens;     // max_rows, or NULL: each record's series id's bytes (below 2^16)
+    uint32_t *time_starts;  // max_rows, or NULL: where each record's time begins, from p
 } sf_number_rows_out;
 typedef size_t (*sf_number_rows_fn)(sf_number_rows_layout *l, const char *p, const char *end, size_t max_rows,
                                     const sf_number_rows_out *out, const char **next);

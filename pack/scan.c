@@ -316,7 +316,7 @@ static bool run_time(sf_number_rows_layout *l, const char *p, const char *end, c
     } else if (sf_time_parse_memo(l->memo, s, n, t, &parts) != 0 || parts & SF_TIME_TRUNCATED) {
         return false;
     }
-    if (l->have_last && *t <= l->last_time) return false;
+    if (l->have_last && !l->any_key && *t <= l->last_time) return false;
     l->parts = sf_time_parts_join(l->parts, parts);
     l->last_time = *t, l->have_last = true;
     return true;
@@ -333,7 +333,7 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char),
     size_t done = 0, pass = 8;  // records: the look ahead doubles while they parse
     bool stop = false, timed = false, keyed = false;
     for (uint32_t f = 0; f < l->nfields; f++) timed |= l->kind[f] == SF_FIELD_TIME, keyed |= l->kind[f] == SF_FIELD_SERIES;
-    if (keyed && !l->key) {  // no series to go on in yet: the general path starts one
+    if (keyed && !l->key && !l->any_key) {  // no series to go on in yet: the general path starts one
         *next = p;
         return 0;
     }
@@ -359,10 +359,12 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char),
         }
         // Rows of the series the run goes on in, before the times, whose
         // checks carry on from row to row.
-        for (size_t r = 0; keyed && r < good; r++) {
+        for (size_t r = 0; keyed && !l->any_key && r < good; r++) {
             size_t n = (size_t)(bd.kend[r] - bd.kstart[r]);
-            if (n != l->key_len || memcmp(p + bd.kstart[r], l->key, n)) good = r;
+            if (n != l->key_len || !sf_bytes_equal(p + bd.kstart[r], l->key, n)) good = r;
         }
+        for (size_t r = 0; keyed && l->any_key && r < good; r++)
+            if (bd.kend[r] - bd.kstart[r] > UINT16_MAX) good = r;
         for (size_t r = 0; timed && r < good; r++) {
             if (!run_time(l, p, end, &bd, r, &out->times[done + r])) good = r;
             else if (out->parts) out->parts[done + r] = (uint8_t)l->parts;
@@ -370,6 +372,10 @@ SF_INLINE size_t number_rows_with(masks64 (*masks)(const char *, char),
         for (size_t r = 0; out->ends && r < good; r++) out->ends[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.next[r];
         for (size_t r = 0; keyed && out->keys && r < good; r++)
             out->keys[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.kstart[r];
+        for (size_t r = 0; keyed && out->key_lens && r < good; r++)
+            out->key_lens[done + r] = (uint16_t)(bd.kend[r] - bd.kstart[r]);
+        for (size_t r = 0; timed && out->time_starts && r < good; r++)
+            out->time_starts[done + r] = (uint32_t)(p - p0) + (uint32_t)bd.tstart[r];
         done += good;
         if (good) p += bd.next[good - 1];
         if (good < nrows) break;

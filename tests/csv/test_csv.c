@@ -1149,13 +1149,18 @@ static void parallel_series_with(const char *what, bool interleaved, sf_csv_pack
     FILE *f = fopen(in_path, "w");
     CHECK(f != NULL, "cannot write %s", in_path);
     if (!f) return;
+    // Interleaved: more hours, so that rows are held while the parts are
+    // parsed, and a site that joins halfway, an id the parts have not seen.
     enum { SITES = 30, HOURS = 1000 };
+    const int hours = interleaved ? 4 * HOURS : HOURS;
     fprintf(f, "time,kind,site,value\n");
-    for (int i = 0; i < SITES * HOURS; i++) {
-        int s = interleaved ? i % SITES : i / HOURS, t = interleaved ? i / SITES : i % HOURS;
+    for (int i = 0, s = 0, t = 0; interleaved ? t < hours : s < SITES; i++) {
         fprintf(f, "2024-%02d-%02dT%02d:00:00,k%d,s%d,", 1 + t / 24 / 28, 1 + t / 24 % 28, t % 24, (s + t) % 4, s);
         if (o.missing != SF_MISSING_ERROR && i % 101 == 7) fprintf(f, "\n");
         else fprintf(f, "%.2f\n", (double)((s * 31 + t * 7) % 1000) / 8);
+        bool next = interleaved ? ++s == SITES + (t >= hours / 2) : ++t == hours;
+        if (next && interleaved) s = 0, t++;
+        else if (next) t = 0, s++;
     }
     CHECK(fclose(f) == 0, "cannot write %s", in_path);
     char one[sizeof out + 8];

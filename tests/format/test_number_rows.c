@@ -85,8 +85,9 @@ static size_t text(char *o, size_t rows, const uint8_t *kind, uint32_t nfields, 
             uint8_t k = f < nfields ? kind[f] : SF_FIELD_NUMBER;
             if (k == SF_FIELD_TIME) {
                 len += iso_time(o + len, bad);
-            } else if (k == SF_FIELD_SERIES) {  // runs of one id, now and then padded or quoted
+            } else if (k == SF_FIELD_SERIES) {  // runs of one id or two, now and then padded or quoted
                 if (rng() % 40 == 0) series_id++;
+                else if (rng() % 8 == 0) series_id ^= 1;  // two that interleave
                 const char *pad = bad && rng() % (8 * bad) == 0 ? (rng() % 2 ? " " : "\"") : "";
                 len += (size_t)sprintf(o + len, "%ss%u%s", pad, series_id, pad);
             } else if (k == SF_FIELD_SKIP) {
@@ -106,14 +107,16 @@ static size_t text(char *o, size_t rows, const uint8_t *kind, uint32_t nfields, 
 }
 
 // The naive parser: the record at p into row and *t, as l would have it
-// (its time later than l's last); its end + 1, or NULL when the fast path
-// must leave it to the general one.
+// (its time later than l's last, unless l->any_key); its end + 1, or NULL
+// when the fast path must leave it to the general one. Where its series id
+// and its time begin, and the id's bytes, in key_at, time_at and key_len.
 typedef struct {
     const sf_number_rows_layout *l;
     sf_time_memo memo;
     bool have_last;
     int64_t last;
     unsigned parts;
+    size_t key_at, key_len, time_at;
 } naive;
 
 static const char *naive_record(naive *nv, const char *p, const char *end, float *row, int64_t *t) {
@@ -130,11 +133,15 @@ static const char *naive_record(naive *nv, const char *p, const char *end, float
             if (sf_parse_float(s, (size_t)(te - s), &row[k]) != 0 || !(fabsf(row[k]) < 0x1p24f)) return NULL;
             k++;
         } else if (nv->l->kind[f] == SF_FIELD_SERIES) {
-            if (!nv->l->key || (size_t)(te - s) != nv->l->key_len || memcmp(s, nv->l->key, nv->l->key_len)) return NULL;
+            if (!nv->l->any_key &&
+                (!nv->l->key || (size_t)(te - s) != nv->l->key_len || memcmp(s, nv->l->key, nv->l->key_len)))
+                return NULL;
+            nv->key_at = (size_t)(s - p), nv->key_len = (size_t)(te - s);
         } else if (nv->l->kind[f] == SF_FIELD_TIME) {
             if (sf_time_parse_memo(&nv->memo, s, (size_t)(te - s), t, &parts) != 0 || parts & SF_TIME_TRUNCATED ||
-                (nv->have_last && *t <= nv->last))
+                (nv->have_last && !nv->l->any_key && *t <= nv->last))
                 return NULL;
+            nv->time_at = (size_t)(s - p);
         }
         if (e == eol) break;
         s = e + 1;
@@ -159,12 +166,17 @@ static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, 
     float *got = malloc(len * sizeof(float)), *want = malloc(ncols * sizeof(float));
     int64_t *times = malloc(len * sizeof *times);
     uint8_t *parts = malloc(len);
-    uint32_t *ends = malloc(len * sizeof *ends);
+    uint32_t *ends = malloc(len * sizeof *ends), *keys = malloc(len * sizeof *keys);
+    uint32_t *time_starts = malloc(len * sizeof *time_starts);
+    uint16_t *key_lens = malloc(len * sizeof *key_lens);
+    bool keyed = false;
+    for (uint32_t f = 0; f < l.nfields; f++) keyed |= l.kind[f] == SF_FIELD_SERIES;
     size_t fast = 0, calls = 0;
-    while (p < end && got && want && times && parts && ends) {
+    while (p < end && got && want && times && parts && ends && keys && time_starts && key_lens) {
         const char *next = NULL;
         nv.have_last = l.have_last, nv.last = l.last_time, nv.parts = l.parts;
-        sf_number_rows_out out = {.rows = got, .times = times, .parts = parts, .ends = ends};
+        sf_number_rows_out out = {.rows = got, .times = times, .parts = parts, .ends = ends, .keys = keys,
+                                  .key_lens = key_lens, .time_starts = time_starts};
         size_t n = fn(&l, p, end, max_rows, &out, &next);
         calls++;
         const char *q = p;
@@ -188,6 +200,12 @@ static void check_text(sf_number_rows_fn fn, const char *what, const char *buf, 
             }
             CHECK(ends[r] == (uint32_t)(after - p), "%s: record at byte %zu ends at %u, want %zu", what,
                   (size_t)(q - buf), ends[r], (size_t)(after - p));
+            CHECK(!keyed || (keys[r] == (uint32_t)(q - p) + nv.key_at && key_lens[r] == nv.key_len),
+                  "%s: record at byte %zu: series id at %u, %u bytes, want %zu, %zu", what, (size_t)(q - buf),
+                  keys[r], key_lens[r], (size_t)(q - p) + nv.key_at, nv.key_len);
+            CHECK(!timed || time_starts[r] == (uint32_t)(q - p) + nv.time_at,
+                  "%s: record at byte %zu: time at %u, want %zu", what, (size_t)(q - buf), time_starts[r],
+                  (size_t)(q - p) + nv.time_at);
             q = after;
         }
         CHECK(next == q, "%s: next at byte %zu, want %zu", what, (size_t)(next - buf), (size_t)(q - buf));
@@ -229,6 +247,9 @@ out:
     free(times);
     free(parts);
     free(ends);
+    free(keys);
+    free(time_starts);
+    free(key_lens);
 }
 
 // What lets the vector parser round m * 10^-k (in double) to float without
@@ -276,6 +297,13 @@ static void check_variant(sf_number_rows_fn fn, const char *name) {
             snprintf(what, sizeof what, "%s, layout %s, bad 1/%u", name, layouts[w], bad);
             check_text(fn, what, buf, len, l, SIZE_MAX, bad == 0 || (bad >= 16 && nfields <= 9));
             check_text(fn, what, buf, len, l, 1 + rng() % 7, bad == 0);  // runs cut by max_rows
+            if (!strchr(layouts[w], 'k')) continue;
+            // Rows held to be regrouped: any series, times in any order.
+            sf_number_rows_layout any = l;
+            any.any_key = true;
+            snprintf(what, sizeof what, "%s, layout %s, any series, bad 1/%u", name, layouts[w], bad);
+            check_text(fn, what, buf, len, any, SIZE_MAX, bad == 0 || (bad >= 16 && nfields <= 9));
+            check_text(fn, what, buf, len, any, 1 + rng() % 7, bad == 0);
         }
     }
     free(buf);
