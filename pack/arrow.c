@@ -1015,10 +1015,11 @@ static int take_row(arrow *a, size_t r, uint64_t row, const struct ArrowArray *s
     return series_row(a, t, row, line_of(a, row), NULL);
 }
 
-// One regrouped row (sf_regroup_emit), in series order: a new series opens
-// in the writer, then the row gets the checks of a row read in order.
-static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
-                        const uint8_t *imputed) {
+// Regrouped rows of one series (sf_regroup_emit), in series order: a new
+// series opens in the writer, then each row gets the checks of a row read
+// in order.
+static int regroup_emit(void *arg, uint32_t series, const float *values, const int64_t *times, const int64_t *lines,
+                        const uint8_t *imputed, size_t n) {
     arrow *a = arg;
     if (!a->cur_key || series != a->cur_index) {
         const sf_series_id *s = a->by_index[series];
@@ -1028,8 +1029,13 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
         a->cur_key = s->key, a->cur_len = s->len, a->cur_index = series;
         a->have_last = false;
     }
-    memcpy(a->batch + a->nbatch * a->nkeep, values, a->nkeep * sizeof(float));
-    return series_row(a, time, row_of_line(a, line), line, imputed);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        memcpy(a->batch + a->nbatch * a->nkeep, values + i * a->nkeep, a->nkeep * sizeof(float));
+        rc = series_row(a, times ? times[i] : 0, row_of_line(a, lines[i]), lines[i],
+                        imputed ? imputed + i * a->nkeep : NULL);
+    }
+    return rc;
 }
 
 // After the last row: the held rows merged series by series into the

@@ -2427,6 +2427,30 @@ static int half_next(half_job *h, size_t i, bool *waited) {
     return i < atomic_load(&h->ready);
 }
 
+// n rows of the current series appended to the batch as series_row
+// appends rows it has nothing to check or fill in (flushed as it fills):
+// values n * nkeep, times (NULL without a time column), row k's line
+// lines[k], or first_line + k where lines is NULL.
+static int batch_append(csv *c, const float *values, const int64_t *times, const int64_t *lines, int64_t first_line,
+                        size_t n) {
+    int rc = 0;
+    for (size_t done = 0; !rc && done < n;) {
+        size_t m = c->batch_rows - c->nbatch < n - done ? c->batch_rows - c->nbatch : n - done;
+        memcpy(c->row, values + done * c->nkeep, m * c->nkeep * sizeof(float));
+        if (times) memcpy(c->batch_time + c->nbatch, times + done, m * sizeof(int64_t));
+        if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, m * c->nkeep);
+        int64_t *to = c->batch_line + c->nbatch, first = first_line + (int64_t)done;  // locals: a loop that vectorizes
+        if (lines) memcpy(to, lines + done, m * sizeof(int64_t));
+        else
+            for (size_t k = 0; k < m; k++) to[k] = first + (int64_t)k;
+        c->row += m * c->nkeep;
+        c->nbatch += m;
+        done += m;
+        if (c->nbatch == c->batch_rows) rc = flush_batch(c);
+    }
+    return rc;
+}
+
 // The helper's records [i, j), each going on from the one before it (cont),
 // committed as one: the record before i was committed last, so each is a
 // row of the current series whose time moves on, which series_row would
@@ -2487,18 +2511,9 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         memcpy(c->last, h->rows + (from - 1) * c->nkeep, c->nkeep * sizeof(float));
         c->st.rows += from - i;
     }
-    for (size_t done = from; !rc && !c->rg && done < j;) {
-        size_t n = c->batch_rows - c->nbatch < j - done ? c->batch_rows - c->nbatch : j - done;
-        memcpy(c->row, h->rows + done * c->nkeep, n * c->nkeep * sizeof(float));
-        if (timed) memcpy(c->batch_time + c->nbatch, h->times + done, n * sizeof(int64_t));
-        if (c->batch_imp) memset(c->batch_imp + c->nbatch * c->nkeep, 0, n * c->nkeep);
-        int64_t *to = c->batch_line + c->nbatch, first = line + (int64_t)(done - i);  // locals: a loop that vectorizes
-        for (size_t k = 0; k < n; k++) to[k] = first + (int64_t)k;
-        c->row += n * c->nkeep;
-        c->nbatch += n;
-        done += n;
-        if (c->nbatch == c->batch_rows) rc = flush_batch(c);
-    }
+    if (!rc && !c->rg && from < j)
+        rc = batch_append(c, h->rows + from * c->nkeep, timed ? h->times + from : NULL, NULL,
+                          line + (int64_t)(from - i), j - from);
     if (rc) return rc;
     if (!c->rg && timed)  // held rows are checked only as they are merged
         c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
@@ -2815,12 +2830,26 @@ static int parse_parallel(csv *c) {
     return 0;
 }
 
-// One regrouped row (sf_regroup_emit), in series order: a new series opens
-// in the writer, then the row gets the checks a row of contiguous series
-// gets as it is parsed.
-static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
-                        const uint8_t *imputed) {
+// One regrouped row, with the checks a row of contiguous series gets as
+// it is parsed.
+static int regroup_row(csv *c, const float *values, int64_t time, int64_t line, const uint8_t *imputed) {
+    if (c->nkeep == 1) c->row[0] = values[0];  // as in commit_half
+    else memcpy(c->row, values, c->nkeep * sizeof(float));
+    c->rec_time = time;
+    c->rec_missing = false;
+    for (uint32_t k = 0; k < c->nkeep; k++) c->rec_missing |= isnan(c->row[k]);
+    int rc = (c->st.rows + c->nbatch) & 0xfffff ? 0 : progress(c, c->st.rows + c->nbatch, c->consumed + c->len);
+    return rc ? rc : series_row(c, line, imputed);
+}
+
+// Regrouped rows of one series (sf_regroup_emit), in series order: a new
+// series opens in the writer; then the rows series_row has nothing to
+// check or fill in (after the series' first, no value missing, each time
+// after the one before) are appended at once, and any other gets its checks.
+static int regroup_emit(void *arg, uint32_t series, const float *values, const int64_t *times, const int64_t *lines,
+                        const uint8_t *imputed, size_t n) {
     csv *c = arg;
+    const uint32_t nkeep = c->nkeep;
     if (!c->cur_series || series != c->cur_index) {
         const sf_series_id *s = c->by_index[series];
         int rc = flush_batch(c);
@@ -2830,13 +2859,28 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, int64_t
         c->have_last = false;
         c->seeded = -1;
     }
-    if (c->nkeep == 1) c->row[0] = values[0];  // as in commit_half
-    else memcpy(c->row, values, c->nkeep * sizeof(float));
-    c->rec_time = time;
-    c->rec_missing = false;
-    for (uint32_t k = 0; k < c->nkeep; k++) c->rec_missing |= isnan(c->row[k]);
-    int rc = (c->st.rows + c->nbatch) & 0xfffff ? 0 : progress(c, c->st.rows + c->nbatch, c->consumed + c->len);
-    return rc ? rc : series_row(c, line, imputed);
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n;) {
+        size_t j = i;
+        for (int64_t before = c->prev_time; c->have_last && !imputed && j < n; j++) {
+            bool missing = false;
+            for (uint32_t k = 0; k < nkeep; k++) missing |= isnan(values[j * nkeep + k]);
+            if (missing || (times && times[j] <= before)) break;
+            if (times) before = times[j];
+        }
+        if (j == i) {
+            rc = regroup_row(c, values + i * nkeep, times ? times[i] : 0, lines[i], imputed ? imputed + i * nkeep : NULL);
+            i++;
+            continue;
+        }
+        uint64_t rows = c->st.rows + c->nbatch;
+        rc = batch_append(c, values + i * nkeep, times ? times + i : NULL, lines + i, 0, j - i);
+        if (!rc && times) c->prev_time = times[j - 1], c->prev_time_line = (uint64_t)lines[j - 1];
+        if (!rc && (!(rows & 0xfffff) || rows >> 20 != (rows + (j - i) - 1) >> 20))
+            rc = progress(c, rows + (j - i), c->consumed + c->len);
+        i = j;
+    }
+    return rc;
 }
 
 // After the last row: the held rows merged series by series into the

@@ -269,12 +269,14 @@ int sf_regroup_add(sf_regroup *r, uint32_t series, const float *values, int64_t 
 int sf_regroup_add_rows(sf_regroup *r, const uint32_t *series, const float *values, const int64_t *time,
                         int64_t line, size_t n, sf_err *e);
 
-// Called for each row, series by series in ascending index, each series'
-// rows in the order they came (the head's first). imputed: ncols flags, or
-// NULL when none was imputed. A nonzero return stops the merge and is
-// returned (the callback fills its own error).
-typedef int (*sf_regroup_emit)(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
-                               const uint8_t *imputed);
+// Called with the rows series by series in ascending index, each series'
+// rows in the order they came (the head's first), n > 0 rows of one
+// series a call: row i's values at values + i * ncols, its time times[i]
+// (times NULL without a time column), its line lines[i]; imputed: n * ncols
+// flags, or NULL when none was imputed. A nonzero return stops the merge
+// and is returned (the callback fills its own error).
+typedef int (*sf_regroup_emit)(void *arg, uint32_t series, const float *values, const int64_t *times,
+                               const int64_t *lines, const uint8_t *imputed, size_t n);
 
 // Merges every row into emit; call once, after the last add.
 int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e);

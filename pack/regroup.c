@@ -583,10 +583,41 @@ static void sift_down(const cursor *cs, uint32_t *heap, size_t n, size_t i) {
     }
 }
 
-// Merges the k cursors (sources in order) into emit, or into the sink out
-// when emit is NULL.
-static int merge_into(sf_regroup *r, cursor *cs, uint32_t k, sf_regroup_emit emit, void *arg, sink *out,
-                      sf_err *e) {
+// Rows on their way to emit: a source's rows of one series, up to cap of
+// them, as the callback takes them (a call per row, and its checks, were a
+// third of the merge on rows of one value).
+typedef struct {
+    float *values;
+    int64_t *times, *lines;
+    size_t n, cap;
+} emit_batch;
+
+// The rows of series s in c from its current one on, up to a batch of
+// them, into emit; c left at the row after them.
+static int emit_rows(sf_regroup *r, cursor *c, uint32_t s, emit_batch *b, sf_regroup_emit emit, void *arg,
+                     sf_err *e) {
+    const uint8_t *p = c->cur;
+    int64_t time = r->timed ? rec_i64(p + 12) : 0, line = rec_i64(p + 4);
+    if (c->cur_imp) {  // the head's row, with its flags
+        int rc = emit(arg, s, (const float *)(p + r->hdr), r->timed ? &time : NULL, &line, c->cur_imp, 1);
+        return rc ? rc : cursor_next(r, c, e);
+    }
+    int rc = 0;
+    const size_t bytes = 4 * (size_t)r->ncols;
+    for (b->n = 0; !rc && b->n < b->cap && c->cur && rec_series(c->cur) == s; b->n++) {
+        p = c->cur;
+        memcpy(b->values + b->n * r->ncols, p + r->hdr, bytes);
+        b->times[b->n] = r->timed ? rec_i64(p + 12) : 0;
+        b->lines[b->n] = rec_i64(p + 4);
+        rc = cursor_next(r, c, e);
+    }
+    return rc ? rc : emit(arg, s, b->values, r->timed ? b->times : NULL, b->lines, NULL, b->n);
+}
+
+// Merges the k cursors (sources in order) into emit through b, or into
+// the sink out when emit is NULL.
+static int merge_into(sf_regroup *r, cursor *cs, uint32_t k, sf_regroup_emit emit, void *arg, emit_batch *b,
+                      sink *out, sf_err *e) {
     uint32_t *heap = malloc(k * sizeof *heap);
     if (!heap) return sf_err_set(e, SF_ENOMEM, "%s: out of memory to merge the runs", r->near);
     int rc = 0;
@@ -598,13 +629,12 @@ static int merge_into(sf_regroup *r, cursor *cs, uint32_t k, sf_regroup_emit emi
         cursor *c = &cs[heap[0]];
         uint32_t s = rec_series(c->cur);
         do {  // this source's rows of series s, in order
-            const uint8_t *p = c->cur;
-            if (emit)
-                rc = emit(arg, s, (const float *)(p + r->hdr), r->timed ? rec_i64(p + 12) : 0, rec_i64(p + 4),
-                          c->cur_imp);
-            else
-                rc = sink_put(r, out, p, e);
-            if (!rc) rc = cursor_next(r, c, e);
+            if (emit) {
+                rc = emit_rows(r, c, s, b, emit, arg, e);
+            } else {
+                rc = sink_put(r, out, c->cur, e);
+                if (!rc) rc = cursor_next(r, c, e);
+            }
         } while (!rc && c->cur && rec_series(c->cur) == s);
         if (!c->cur) heap[0] = heap[--n];
         sift_down(cs, heap, n, 0);
@@ -668,7 +698,7 @@ static int merge_pass(sf_regroup *r, uint32_t fan, sf_err *e) {
         uint64_t start = s.off + s.len, rows = 0;
         for (uint32_t i = 0; i < k; i++) rows += r->runs[g + i].rows;
         s.state = (code_state){0};  // each run is decoded from the start
-        if (!rc) rc = merge_into(r, cs, k, NULL, NULL, &s, e);
+        if (!rc) rc = merge_into(r, cs, k, NULL, NULL, NULL, &s, e);
         if (!rc) rc = add_run(r, &out, &nout, &cap, (run){start, s.off + s.len - start, rows}, e);
         free_cursors(cs, 0);
     }
@@ -686,13 +716,14 @@ static int merge_pass(sf_regroup *r, uint32_t fan, sf_err *e) {
     return 0;
 }
 
-int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) {
+// Merges every row into emit, once the runs are few enough.
+static int merge_emit(sf_regroup *r, sf_regroup_emit emit, void *arg, emit_batch *b, sf_err *e) {
     uint32_t extra = r->head != NULL;
     int rc = 0;
     if (!r->nruns) {  // every row in memory: no file
         order_rows(r->sorted, r->buf, r->n, r->rec, r->count, r->nseries);
         cursor cs[2] = {{.kind = C_HEAD, .si = UINT64_MAX}, {.kind = C_MEMORY, .len = r->n, .pos = SIZE_MAX}};
-        return merge_into(r, cs + 1 - extra, 1 + extra, emit, arg, NULL, e);
+        return merge_into(r, cs + 1 - extra, 1 + extra, emit, arg, b, NULL, e);
     }
     // The last rows are spilled too, and the budget goes to the merge.
     if ((rc = spill(r, e)) || (rc = spill_wait(r, e))) return rc;
@@ -704,8 +735,21 @@ int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) 
     cursor *cs = run_cursors(r, 0, (uint32_t)r->nruns, extra, e);
     if (!cs) return SF_ENOMEM;
     if (extra) cs[0] = (cursor){.kind = C_HEAD, .si = UINT64_MAX};
-    rc = merge_into(r, cs, (uint32_t)r->nruns + extra, emit, arg, NULL, e);
+    rc = merge_into(r, cs, (uint32_t)r->nruns + extra, emit, arg, b, NULL, e);
     free_cursors(cs, extra);
+    return rc;
+}
+
+int sf_regroup_merge(sf_regroup *r, sf_regroup_emit emit, void *arg, sf_err *e) {
+    // A batch of 64 KiB of values at most (a row at the least), beside the budget.
+    size_t cap = r->ncols ? (64u << 10) / (4 * (size_t)r->ncols) : 1024;
+    emit_batch b = {.cap = cap < 1 ? 1 : cap > 1024 ? 1024 : cap};
+    b.values = malloc(b.cap * r->ncols * sizeof *b.values + 1);
+    b.times = malloc(b.cap * sizeof *b.times);
+    b.lines = malloc(b.cap * sizeof *b.lines);
+    int rc = b.values && b.times && b.lines ? merge_emit(r, emit, arg, &b, e)
+                                             : sf_err_set(e, SF_ENOMEM, "%s: out of memory to merge the runs", r->near);
+    free(b.values), free(b.times), free(b.lines);
     return rc;
 }
 

@@ -32,9 +32,8 @@ typedef struct {
     int bad;  // mismatches reported (the first few)
 } expect;
 
-static int on_row(void *arg, uint32_t series, const float *values, int64_t time, int64_t line,
+static int on_row(expect *x, uint32_t series, const float *values, int64_t time, int64_t line,
                   const uint8_t *imputed) {
-    expect *x = arg;
     if (x->next == x->n) {
         if (x->bad++ < 3) CHECK(0, "a row beyond the %zu added", x->n);
         return 0;
@@ -49,6 +48,16 @@ static int on_row(void *arg, uint32_t series, const float *values, int64_t time,
         CHECK(0, "row %zu: series %u line %lld time %lld value %g, expected series %u line %lld time %lld value %g",
               x->next - 1, series, (long long)line, (long long)time, values[0], w->series, (long long)w->line,
               (long long)w->time, (float)(w->id % 1000000));
+    return 0;
+}
+
+// The merge's rows, a run of one series at a time, each checked.
+static int on_rows(void *arg, uint32_t series, const float *values, const int64_t *times, const int64_t *lines,
+                   const uint8_t *imputed, size_t n) {
+    expect *x = arg;
+    if (!n && x->bad++ < 3) CHECK(0, "an empty run of rows");
+    for (size_t i = 0; i < n; i++)
+        on_row(x, series, values + i * x->ncols, x->timed ? times[i] : 0, lines[i], imputed ? imputed + i * x->ncols : NULL);
     return 0;
 }
 
@@ -171,7 +180,7 @@ static void one(const char *dir, const char *what, size_t nrows, uint32_t nserie
     CHECK(count_entries(dir) == 0, "%s: %d entries in %s while regrouping", what, count_entries(dir), dir);
     qsort(rows, nrows, sizeof *rows, by_series);
     expect x = {rows, nrows, 0, ncols, timed, 0};
-    if (!rc) rc = sf_regroup_merge(r, on_row, &x, &e);
+    if (!rc) rc = sf_regroup_merge(r, on_rows, &x, &e);
     CHECK(rc == 0, "%s: %s", what, e.msg);
     CHECK(x.next == nrows, "%s: %zu rows out of %zu", what, x.next, nrows);
     CHECK((sf_regroup_runs(r) > 1) == want_spill, "%s: %llu runs", what, (unsigned long long)sf_regroup_runs(r));
