@@ -2873,11 +2873,13 @@ static int regroup_emit(void *arg, uint32_t series, const float *values, const i
             i++;
             continue;
         }
-        uint64_t rows = c->st.rows + c->nbatch;
+        // Progress said where regroup_row says it: before a row when the
+        // rows before it are a multiple of 2^20.
+        uint64_t rows = c->st.rows + c->nbatch, room = 0x100000 - (rows & 0xfffff);
+        if (!(rows & 0xfffff) && (rc = progress(c, rows, c->consumed + c->len))) break;
+        if (j - i > room) j = i + (size_t)room;
         rc = batch_append(c, values + i * nkeep, times ? times + i : NULL, lines + i, 0, j - i);
         if (!rc && times) c->prev_time = times[j - 1], c->prev_time_line = (uint64_t)lines[j - 1];
-        if (!rc && (!(rows & 0xfffff) || rows >> 20 != (rows + (j - i) - 1) >> 20))
-            rc = progress(c, rows + (j - i), c->consumed + c->len);
         i = j;
     }
     return rc;
