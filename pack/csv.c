@@ -1840,6 +1840,26 @@ static int read_header(csv *c) {
     return 0;
 }
 
+// The series of the vector parser's records [0, k) from p (each one's id
+// at key_at, key_len_at bytes) among ids, each one's slot + 1 into id_at;
+// the id that followed the last one found (*last, updated) is tried before
+// the hash, as interleaved series come round in the same order. Returns
+// how many were found before the first id not among them.
+static size_t ids_of(const sf_series_ids *ids, const sf_series_id **last, const char *p, const uint32_t *key_at,
+                     const uint16_t *key_len_at, size_t k, uint32_t *id_at) {
+    size_t i = 0;
+    for (; i < k; i++) {
+        const char *key = p + key_at[i];
+        const size_t len = key_len_at[i];
+        const sf_series_id *id = *last && (*last)->after ? &ids->slot[(*last)->after - 1] : NULL;
+        if (!id || id->len != len || !sf_bytes_equal(id->key, key, len)) id = sf_series_ids_find(ids, key, len);
+        if (!id) break;
+        *last = id;
+        id_at[i] = (uint32_t)(id - ids->slot) + 1;
+    }
+    return i;
+}
+
 // After a run of the vector parser that parsed nothing (a missing value in
 // every record, say), the records to leave to the general path before the
 // next: doubling up to 1024, so that its look ahead costs at most once per
@@ -1850,6 +1870,55 @@ static uint32_t number_back_off(uint32_t *backoff) {
     return *backoff;
 }
 
+// Records at pos, before limit, of series seen before, held for
+// regrouping as commit_record holds them (as commit_half holds the parts'),
+// through the vector parser into the empty batch, then to the regrouper at
+// once; the run ends before an id not seen yet, which start_series adds.
+// Returns 0 or an error; leaves pos where the general path goes on.
+static int held_run(csv *c, size_t limit) {
+    enum { MAX = 1024 };
+    uint32_t next_at[MAX], key_at[MAX], time_at[MAX], id_at[MAX], series[MAX];
+    uint16_t key_len_at[MAX];
+    uint8_t parts_at[MAX];
+    const char *p = c->buf + c->pos, *next;
+    size_t end = limit < c->len ? limit : c->len;
+    bool timed = c->time_field != UINT32_MAX;
+    sf_number_rows_layout *l = &c->numbers;
+    l->have_last = false, l->parts = c->time_parts, l->any_key = true;
+    sf_number_rows_out out = {.rows = c->row, .times = c->batch_time + c->nbatch, .parts = parts_at, .ends = next_at,
+                              .keys = key_at, .key_lens = key_len_at, .time_starts = time_at};
+    size_t room = c->batch_rows - c->nbatch < MAX ? c->batch_rows - c->nbatch : MAX;
+    size_t n = c->number_rows(l, p, c->buf + end, room, &out, &next);
+    const sf_series_id *last = c->seen.last ? &c->seen.slot[c->seen.last - 1] : NULL;
+    size_t k = n ? ids_of(&c->seen, &last, p, key_at, key_len_at, n, id_at) : 0;
+    if (!k) {
+        c->number_skip = number_back_off(&c->number_backoff);
+        return 0;
+    }
+    c->number_backoff = 0;
+    if (k < n) next = p + next_at[k - 1];
+    for (size_t i = 0; i < k; i++) series[i] = c->seen.slot[id_at[i] - 1].index;
+    int64_t line = c->line_base + (int64_t)c->line;
+    int rc = sf_regroup_add_rows(c->rg, series, c->row, timed ? c->batch_time + c->nbatch : NULL, line, k, c->e);
+    if (rc) return rc;
+    c->seen.last = id_at[k - 1];
+    // The series entered last, as row by row: where its last stretch of rows begins.
+    size_t from = k - 1;
+    while (from > 0 && series[from - 1] == series[from]) from--;
+    if (from > 0 || !c->cur_series || series[0] != c->cur_index) {
+        enter_series(c, &c->seen.slot[id_at[from] - 1]);
+        c->cur_series_line += from;  // record from's line
+    }
+    if (timed) {
+        c->time_parts = k < n ? parts_at[k - 1] : l->parts;
+        c->rec_time = c->batch_time[c->nbatch + k - 1], c->time_at = p + time_at[k - 1];
+    }
+    c->st.rows += k;
+    c->line += k;
+    c->pos = (size_t)(next - c->buf);
+    return 0;
+}
+
 // The records at pos, before limit, as parse_record and commit_record would
 // take them, through the vector parser: one line each, straight into the
 // batch. Returns 0 or an error; leaves pos where the general path goes on.
@@ -1858,15 +1927,15 @@ static int number_run(csv *c, size_t limit) {
         c->number_skip--;
         return 0;
     }
-    // Rows held for regrouping take commit_record's path; a run goes on in
-    // the series of the record before it.
-    if (c->rg || (c->series_field != UINT32_MAX && !c->cur_series)) return 0;
+    if (c->rg) return held_run(c, limit);
+    // A run goes on in the series of the record before it.
+    if (c->series_field != UINT32_MAX && !c->cur_series) return 0;
     const char *p = c->buf + c->pos, *next;
     size_t end = limit < c->len ? limit : c->len;
     bool timed = c->time_field != UINT32_MAX;
     sf_number_rows_layout *l = &c->numbers;
     l->have_last = c->have_last, l->last_time = c->prev_time, l->parts = c->time_parts;
-    l->key = c->cur_series, l->key_len = c->cur_series_len;
+    l->key = c->cur_series, l->key_len = c->cur_series_len, l->any_key = false;
     sf_number_rows_out out = {.rows = c->row, .times = c->batch_time + c->nbatch};
     size_t n = c->number_rows(l, p, c->buf + end, c->batch_rows - c->nbatch, &out, &next);
     if (!n) {
@@ -2180,21 +2249,8 @@ static void *parse_half(void *arg) {
             sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
                                       .keys = key_at, .key_lens = key_len_at, .time_starts = time_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
-            if (k && l.any_key) {
-                // Each record's series among the ids seen, the one that
-                // followed the last tried first, as below; the run ends
-                // before an id not seen yet, which the main path adds.
-                size_t i = 0;
-                for (; i < k; i++) {
-                    const char *key = p + key_at[i];
-                    const size_t len = key_len_at[i];
-                    const sf_series_id *id = last_id && last_id->after ? &ids->slot[last_id->after - 1] : NULL;
-                    if (!id || id->len != len || !sf_bytes_equal(id->key, key, len))
-                        id = sf_series_ids_find(ids, key, len);
-                    if (!id) break;
-                    last_id = id;
-                    id_at[i] = (uint32_t)(id - ids->slot) + 1;
-                }
+            if (k && l.any_key) {  // the run ends before an id not seen yet, which the main path adds
+                size_t i = ids_of(ids, &last_id, p, key_at, key_len_at, k, id_at);
                 if (i < k) {
                     if (i && timed) l.parts = parts_at[i - 1];
                     else if (!i) l.parts = all_parts;
