@@ -127,9 +127,8 @@ typedef struct {
     uint64_t blank_line;  // first blank line since the last record, or 0
     bool rec_quoted, rec_missing;
 
-    // The parts of a buffer (parse_parallel): [0] the main thread's, [1]
-    // and [2] the helper thread's, one for the buffer committed, one for
-    // the next, which it parses meanwhile.
+    // The helper thread's parts of the buffers (parse_parallel): one for
+    // the buffer committed, one for the next, which it parses meanwhile.
     struct half_arrays {
         float *rows;
         int64_t *times;
@@ -137,11 +136,11 @@ typedef struct {
         uint32_t *cats;
         struct half_big *pend;
         size_t cap, pend_cap;
-    } part[3];
+    } part[2];
     struct half_field *half_fields;  // role and keep_at as the helper reads them
     struct helper *helper;  // the helper thread, once started (helper_run)
     // The helper's two jobs (parse_parallel): jobs[turn] for the buffer in
-    // buf, with ids_copy[turn] and part[1 + turn]; the other for the next.
+    // buf, with ids_copy[turn] and part[turn]; the other for the next.
     struct half_job *jobs;
     struct half_job *ahead;  // jobs[turn] when the helper read and split buf (and parses its part)
     unsigned turn;
@@ -2033,7 +2032,6 @@ typedef struct half_job {
     const sf_series_ids *ids;  // the series ids to find each record's in (csv.ids_copy), or NULL
     struct half_arrays *arrays;  // the part's arrays, sized by the thread that splits the buffer
     unsigned share;      // where the main thread's part ends, in 64ths of the buffer
-    bool own;            // the main thread's part, parsed by it (not counted in rows_helper*)
     // The buffer to read first (NULL: it is read): the input behind the
     // previous buffer, to room bytes, into spare behind that buffer's
     // tail, tail bytes at tail_from, an incomplete record.
@@ -2575,7 +2573,7 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
         c->prev_time = h->times[j - 1], c->prev_time_line = (uint64_t)(line + (int64_t)(j - 1 - i));
     c->line += j - i;
     c->pos = h->recs[j - 1].next;
-    if (!h->own) c->st.rows_helper_runs += j - i;
+    c->st.rows_helper_runs += j - i;
     return 0;
 }
 
@@ -2730,11 +2728,9 @@ static const sf_series_ids *held_ids(csv *c, unsigned k) {
 }
 
 // Job k of the helper (its arrays k; its ids, copy k, are the caller's to
-// set), split where the main thread's part is to end now; or, with own,
-// the main thread's part.
-static int half_init(half_job *h, csv *c, unsigned k, bool own) {
-    *h = (half_job){.c = c, .fields = c->half_fields, .arrays = &c->part[own ? 0 : 1 + k], .share = c->share,
-                    .own = own};
+// set), split where the main thread's part is to end now.
+static int half_init(half_job *h, csv *c, unsigned k) {
+    *h = (half_job){.c = c, .fields = c->half_fields, .arrays = &c->part[k], .share = c->share};
     atomic_init(&h->ready, 0);
     atomic_init(&h->done, false);
     atomic_init(&h->wake_at, 0);
@@ -2779,7 +2775,7 @@ static int parse_parallel(csv *c) {
     if (!h) {
         if (c->blank_line) return 1;
         h = &c->jobs[c->turn];
-        if (half_init(h, c, c->turn, false)) return 1;
+        if (half_init(h, c, c->turn)) return 1;
         h->buf = c->buf;
         half_split(h, c->pos, c->len, -1);
         if (h->split) h->ids = held_ids(c, c->turn);  // copied only for a buffer that qualifies
@@ -2788,7 +2784,7 @@ static int parse_parallel(csv *c) {
             return 1;
         }
     }
-    const char *start = c->buf + c->pos, *mid = h->start;
+    const char *mid = h->start;
     // Without state between records the helper's rows go to the writer at
     // once, after it; else the main thread commits them as they come.
     bool bulk = c->series_field == UINT32_MAX && c->o->missing == SF_MISSING_ERROR && !c->ncat;
@@ -2807,7 +2803,7 @@ static int parse_parallel(csv *c) {
             char *b = fresh(c->spare, room + PAD);  // its records are committed
             if (b) c->spare = b, c->spare_cap = room;
         }
-        if (c->spare_cap == room && !half_init(&c->jobs[!c->turn], c, !c->turn, false)) {
+        if (c->spare_cap == room && !half_init(&c->jobs[!c->turn], c, !c->turn)) {
             next = &c->jobs[!c->turn];
             next->ids = held_ids(c, !c->turn);
             next->spare = c->spare, next->room = room, next->fd = c->fd;
@@ -2818,27 +2814,13 @@ static int parse_parallel(csv *c) {
             }
         }
     }
-    // While rows are held (series that interleave), the main thread parses
-    // its part as the helper does, then commits it as the helper's: rows of
-    // series seen before are held a batch at a time (commit_half), which
-    // cost it less than the record-by-record path (10% less CPU on a CSV of
-    // interleaved series). Else it parses its part as one thread does: runs
-    // of one series go from the vector parser to the batch, and the arrays
-    // in between cost more than they saved (5% of the CPU on grouped series).
-    half_job mine;
-    bool own = c->rg && !bulk && !half_room(c, &c->part[0], start, mid) && !half_init(&mine, c, 0, true);
-    int rc;
+    // The main thread parses its part as one thread does: runs of one
+    // series, or of held rows, go from the vector parser to the batch or
+    // the regrouper, and arrays in between, as the helper's, cost more
+    // than they saved (5% of the CPU on grouped series, 1-4% on
+    // interleaved ones).
     bool waited = false;
-    if (own) {
-        mine.buf = c->buf, mine.ids = h->ids;
-        half_part(&mine, start, mid);
-        parse_half(&mine);
-        rc = commit_half(c, &mine, &waited);
-        half_destroy(&mine);
-        waited = false;  // the main thread's own records: always ready
-    } else {
-        rc = parse_until(c, (size_t)(mid - c->buf), false);
-    }
+    int rc = parse_until(c, (size_t)(mid - c->buf), false);
     if (bulk) waited = !atomic_load_explicit(&h->done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, h, &waited);
     // The main thread's part grows while it waits for the helper (for its
@@ -3461,7 +3443,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < 2; k++) {
         free(c->part[k].rows);
         free(c->part[k].times);
         free(c->part[k].recs);
