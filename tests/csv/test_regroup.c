@@ -56,6 +56,8 @@ static int on_rows(void *arg, uint32_t series, const float *values, const int64_
                    const uint8_t *imputed, size_t n) {
     expect *x = arg;
     if (!n && x->bad++ < 3) CHECK(0, "an empty run of rows");
+    if (x->timed != (times != NULL) && x->bad++ < 3) CHECK(0, "times %s with%s a time column", times ? "given" : "NULL",
+                                                          x->timed ? "" : "out");
     for (size_t i = 0; i < n; i++)
         on_row(x, series, values + i * x->ncols, x->timed ? times[i] : 0, lines[i], imputed ? imputed + i * x->ncols : NULL);
     return 0;
