@@ -1869,6 +1869,27 @@ static uint32_t number_back_off(uint32_t *backoff) {
     return *backoff;
 }
 
+// n records of series seen before, from the one at c->line on, held at once
+// as commit_record holds each: record i's series is ids' slot id_at[i] - 1
+// (series: room for n indices), its values at rows + i * nkeep, its time
+// times[i] (NULL without a time column). The series entered last is the
+// one of the last stretch of rows, entered where that stretch begins.
+static int hold_rows(csv *c, const sf_series_ids *ids, const uint32_t *id_at, uint32_t *series, const float *rows,
+                     const int64_t *times, size_t n) {
+    for (size_t i = 0; i < n; i++) series[i] = ids->slot[id_at[i] - 1].index;
+    int rc = sf_regroup_add_rows(c->rg, series, rows, times, c->line_base + (int64_t)c->line, n, c->e);
+    if (rc) return rc;
+    size_t from = n - 1;
+    while (from > 0 && series[from - 1] == series[from]) from--;
+    if (from > 0 || !c->cur_series || series[0] != c->cur_index) {
+        enter_series(c, &ids->slot[id_at[from] - 1]);
+        c->cur_series_line += from;  // record from's line
+    }
+    c->st.rows += n;
+    c->line += n;
+    return 0;
+}
+
 // Records at pos, before limit, of series seen before, held for
 // regrouping as commit_record holds them (as commit_half holds the parts'),
 // through the vector parser into the empty batch, then to the regrouper at
@@ -1896,24 +1917,13 @@ static int held_run(csv *c, size_t limit) {
     }
     c->number_backoff = 0;
     if (k < n) next = p + next_at[k - 1];
-    for (size_t i = 0; i < k; i++) series[i] = c->seen.slot[id_at[i] - 1].index;
-    int64_t line = c->line_base + (int64_t)c->line;
-    int rc = sf_regroup_add_rows(c->rg, series, c->row, timed ? c->batch_time + c->nbatch : NULL, line, k, c->e);
+    int rc = hold_rows(c, &c->seen, id_at, series, c->row, timed ? c->batch_time + c->nbatch : NULL, k);
     if (rc) return rc;
     c->seen.last = id_at[k - 1];
-    // The series entered last, as row by row: where its last stretch of rows begins.
-    size_t from = k - 1;
-    while (from > 0 && series[from - 1] == series[from]) from--;
-    if (from > 0 || !c->cur_series || series[0] != c->cur_index) {
-        enter_series(c, &c->seen.slot[id_at[from] - 1]);
-        c->cur_series_line += from;  // record from's line
-    }
     if (timed) {
         c->time_parts = k < n ? parts_at[k - 1] : l->parts;
         c->rec_time = c->batch_time[c->nbatch + k - 1], c->time_at = p + time_at[k - 1];
     }
-    c->st.rows += k;
-    c->line += k;
     c->pos = (size_t)(next - c->buf);
     return 0;
 }
@@ -2619,29 +2629,17 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             // a time, as commit_record would hold each, without copying
             // them, their ids and a lookup; rows of interleaved series each
             // come this way.
-            uint32_t series[HALF_HOLD];
+            uint32_t id_at[HALF_HOLD], series[HALF_HOLD];
             size_t ready = atomic_load_explicit(&h->ready, memory_order_acquire), j = i;
             for (; j < ready && j - i < HALF_HOLD; j++) {
                 const half_rec *x = &h->recs[j];
                 if (j > i && (x->raw || x->cont || !x->id || x->npend || x->truncated)) break;
-                series[j - i] = h->ids->slot[x->id - 1].index;
+                id_at[j - i] = x->id;
                 if (x->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, x->parts), joined = x->parts;
             }
             bool timed = c->time_field != UINT32_MAX;
-            int64_t line = c->line_base + (int64_t)c->line;
-            if ((rc = sf_regroup_add_rows(c->rg, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL, line,
-                                          j - i, c->e)))
+            if ((rc = hold_rows(c, h->ids, id_at, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL, j - i)))
                 return rc;
-            // The series entered last, as row by row: where the last
-            // stretch of rows of one series begins.
-            size_t k = j - 1;
-            while (k > i && series[k - i - 1] == series[k - i]) k--;
-            if (k > i || !c->cur_series || series[0] != c->cur_index) {
-                enter_series(c, &h->ids->slot[h->recs[k].id - 1]);
-                c->cur_series_line += k - i;  // record k's line
-            }
-            c->st.rows += j - i;
-            c->line += j - i;
             if (timed) c->rec_time = h->times[j - 1], c->time_at = c->buf + h->recs[j - 1].time_at;
             c->pos = h->recs[j - 1].next;
             i = j - 1;
