@@ -417,9 +417,8 @@ void sf_gru_backward(float *dx, float *dW, float *dUr, float *db, const float *d
                               t ? h + (row - 1) * U : zeros, dh + row * U, U);
         }
         // dh_{t-1} = z dh + dgr_t Ur^T
-        if (t > 0)
-            step_product(dh_next, U, dgr + t * G, T * G, B, U, G, true, p.backward, p.UrT ? p.UrT : Ur, p.UrT ? U : G,
-                         !p.UrT);
+        if (t > 0 && p.UrT) step_product(dh_next, U, dgr + t * G, T * G, B, U, G, true, p.backward, p.UrT, U, false);
+        else if (t > 0) step_product(dh_next, U, dgr + t * G, T * G, B, U, G, true, p.backward, Ur, G, true);
     }
     for (size_t bi = 0; bi < B; bi++) {
         memset(hprev + bi * T * U, 0, U * sizeof(float));
