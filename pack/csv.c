@@ -2002,6 +2002,12 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
 // into buf; raw: a line the main thread parses itself (a missing value,
 // text, spaces around a value, a blank or ragged line), with the exact
 // messages, or, as the last record, every line for which there was no room.
+// A run of records the vector parser gave, each going on from the one
+// before (cont), is written as its first record, which counts the run's
+// records (run), and its last: those between, whose fields the commit
+// never reads, are left unwritten (filling them was a fifth of the
+// helper's time and most of the records' cache traffic). The commit steps
+// from record to record by run, so it lands on written ones only.
 typedef struct half_rec {
     uint32_t next;             // the record behind it
     uint32_t time_at;          // its time field
@@ -2009,15 +2015,16 @@ typedef struct half_rec {
     uint32_t pend;             // its values above 2^24: npend entries of the job's pend list
     uint16_t key_len, npend;   // SF_PACK_MAX_NAME, SF_PACK_MAX_COLS
     uint32_t id;               // 1 + its series id's slot in the job's ids; 0: not there (or no ids)
-    bool raw, truncated;       // truncated: its time had digits below a microsecond
     // The ISO parts of the part's times up to it (raw records left out),
     // joined to csv.time_parts as it is committed: messages write times
     // with the parts seen up to their record, as one thread does.
     uint8_t parts;
+    bool raw : 1, truncated : 1;  // truncated: its time had digits below a microsecond
     // Goes on from the record before it as a row of the same series whose
     // time moves on (both not raw): nothing to check between them, so a run
     // of these is committed in bulk (commit_run).
-    bool cont;
+    bool cont : 1;
+    uint16_t run;  // records from it to the next written one: 1, or a vector run's (at most 1024)
 } half_rec;
 
 typedef struct half_big {
@@ -2267,10 +2274,18 @@ static void *parse_half(void *arg) {
             }
             if (k) {
                 all_parts = l.parts;
+                // Rows of any series each get a record (the commit holds
+                // them by id); else the run is written as its head and its
+                // last record, the head the first record going on from the
+                // one before it (a first that does not stands alone).
+                const bool goes_on = n && !recs[n - 1].raw;
+                const size_t head = goes_on ? 0 : 1;
                 for (size_t i = 0; i < k; i++) {
+                    if (!l.any_key && i > head && i + 1 < k) i = k - 1;
                     half_rec *r = &recs[n + i];
                     *r = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
-                                    .cont = n + i > 0 && !r[-1].raw, .next = (uint32_t)(p - buf) + next_at[i]};
+                                    .cont = i > 0 || goes_on, .next = (uint32_t)(p - buf) + next_at[i], .run = 1};
+                    if (!l.any_key && i == head && k > head + 1) r->run = (uint16_t)(k - head);
                     if (timed) r->time_at = (uint32_t)(p - buf) + time_at[i];
                     if (keyed) r->key = (uint32_t)(p - buf) + key_at[i];
                     if (keyed && l.any_key) {
@@ -2289,7 +2304,7 @@ static void *parse_half(void *arg) {
         }
         if (number_skip) number_skip--;
         half_rec *r = &recs[n];
-        *r = (half_rec){.pend = (uint32_t)npend};
+        *r = (half_rec){.pend = (uint32_t)npend, .run = 1};
         if (n + 1 == cap) {  // lines shorter than records can be (blank ones): the rest is the main path's
             r->raw = true;
             r->next = (uint32_t)(end - buf);
@@ -2533,7 +2548,7 @@ static int commit_run(csv *c, const half_job *h, const uint32_t *cat_fields, uin
     const half_rec *last = &h->recs[j - 1];
     bool plain = !ncf && last->pend + last->npend == h->recs[i].pend &&
                  (last->parts >> SF_TIME_FRACTION_SHIFT & 7) < 6;
-    for (size_t k = i; !rc && !plain && k < j; k++) {
+    for (size_t k = i; !rc && !plain && k < j; k += h->recs[k].run) {  // a vector run's others: nothing to count
         const half_rec *r = &h->recs[k];
         float *row = h->rows + k * c->nkeep;
         const uint32_t *cat = h->cats + k * 2 * c->ncat;
@@ -2608,8 +2623,8 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
             continue;
         }
         if (r->cont) {  // the record before it was committed just now
-            size_t j = i + 1, ready = atomic_load_explicit(&h->ready, memory_order_acquire);
-            while (j < ready && h->recs[j].cont) j++;
+            size_t j = i + r->run, ready = atomic_load_explicit(&h->ready, memory_order_acquire);
+            while (j < ready && h->recs[j].cont) j += h->recs[j].run;
             if ((rc = commit_run(c, h, cat_fields, ncf, i, j))) return rc;
             i = j - 1;
             continue;
