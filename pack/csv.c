@@ -130,6 +130,7 @@ typedef struct {
     // The helper thread's parts of the buffers (parse_parallel): one for
     // the buffer committed, one for the next, which it parses meanwhile.
     struct half_arrays {
+        void *block;  // the arrays below, one allocation (half_room)
         float *rows;
         int64_t *times;
         struct half_rec *recs;
@@ -2103,11 +2104,21 @@ static void half_publish(half_job *h, size_t n) {
 }
 
 // Fresh memory of n bytes in place of p, whose contents need not be kept
-// (realloc would copy them), or NULL with p left as it is.
+// (realloc would copy them), or NULL with p left as it is. Huge pages
+// where n allows (sf_alloc_large): a page fault costs microseconds on a
+// virtual machine, and the buffers of a pack with two threads took
+// thousands of them.
 static void *fresh(void *p, size_t n) {
-    void *q = malloc(n);
+    void *q = sf_alloc_large(n);
     if (q) free(p);
     return q;
+}
+
+// Records that bytes of lines of about line bytes (0: unknown) can hold,
+// as half_room counts them.
+static size_t rows_room(const csv *c, size_t bytes, size_t line) {
+    size_t most = bytes / (c->ncsv + c->nkeep) + 2;
+    return line && bytes / line * 5 / 4 + 2 < most ? bytes / line * 5 / 4 + 2 : most;
 }
 
 // Room in a for the records of the part [from, to).
@@ -2118,28 +2129,32 @@ static void *fresh(void *p, size_t n) {
 // more, not for records that short: 10 times the part's bytes for four
 // numbers, which a budget of RSS counts once the pages are touched. A
 // part of shorter records leaves its last lines to the main thread.
+// They are sized for a part as large as a whole PARALLEL_BUF buffer, in
+// one allocation: parts grow with the buffers and the helper's share, and
+// each larger copy was a new set of pages to fault in (a third of the
+// faults of a pack with two threads, which took three times one's).
 // Returns 0, or 1 without the memory.
 static int half_room(const csv *c, struct half_arrays *a, const char *from, const char *to) {
     size_t part = (size_t)(to - from), sample = part < (1u << 16) ? part : 1u << 16, lines = 0;
     for (const char *p = from; (p = memchr(p, '\n', (size_t)(from + sample - p))); p++) lines++;
-    size_t max_rows = part / (c->ncsv + c->nkeep) + 2;
-    if (lines && part / (sample / lines) * 5 / 4 + 2 < max_rows) max_rows = part / (sample / lines) * 5 / 4 + 2;
-    if (max_rows <= a->cap) return 0;
+    size_t line = lines ? sample / lines : 0;  // bytes a line, about
+    size_t need = rows_room(c, part, line);
+    if (need <= a->cap) return 0;
+    size_t max_rows = rows_room(c, part > PARALLEL_BUF ? part : PARALLEL_BUF, line);
     if (max_rows < a->cap + a->cap / 2) max_rows = a->cap + a->cap / 2;  // rare reallocs, no trail of freed copies
     size_t npend = max_rows * (c->nkeep < 2 ? c->nkeep : 2);
+    // Each array on cache lines of its own; the pending values last, the
+    // array least often touched.
+    size_t at_times = (max_rows * c->nkeep * sizeof(float) + 63) / 64 * 64;
+    size_t at_recs = at_times + (max_rows * sizeof(int64_t) + 63) / 64 * 64;
+    size_t at_cats = at_recs + (max_rows * sizeof(half_rec) + 63) / 64 * 64;
+    size_t at_pend = at_cats + (max_rows * 2 * c->ncat * sizeof(uint32_t) + 1 + 63) / 64 * 64;
     // The arrays hold a part committed before: nothing to keep.
-    float *r = fresh(a->rows, max_rows * c->nkeep * sizeof(float));
-    if (r) a->rows = r;
-    int64_t *t = r ? fresh(a->times, max_rows * sizeof(int64_t)) : NULL;
-    if (t) a->times = t;
-    half_rec *hr = t ? fresh(a->recs, max_rows * sizeof *hr) : NULL;
-    if (hr) a->recs = hr;
-    uint32_t *hc = hr ? fresh(a->cats, max_rows * 2 * c->ncat * sizeof *hc + 1) : NULL;
-    if (hc) a->cats = hc;
-    half_big *hb = hc ? fresh(a->pend, npend * sizeof *hb) : NULL;
-    if (!hb) return 1;
-    a->pend = hb;
-    a->cap = max_rows, a->pend_cap = npend;
+    char *b = fresh(a->block, at_pend + npend * sizeof(half_big));
+    if (!b) return 1;
+    *a = (struct half_arrays){.block = b, .rows = (float *)b, .times = (int64_t *)(b + at_times),
+                              .recs = (half_rec *)(b + at_recs), .cats = (uint32_t *)(b + at_cats),
+                              .pend = (half_big *)(b + at_pend), .cap = max_rows, .pend_cap = npend};
     return 0;
 }
 
@@ -3456,13 +3471,7 @@ static int run(csv *c, const char *out, sf_csv_pack_stats *st) {
     free(c->last);
     free(c->miss);
     free(c->lossy);
-    for (int k = 0; k < 2; k++) {
-        free(c->part[k].rows);
-        free(c->part[k].times);
-        free(c->part[k].recs);
-        free(c->part[k].cats);
-        free(c->part[k].pend);
-    }
+    for (int k = 0; k < 2; k++) free(c->part[k].block);
     helper_stop(c->helper);
     free(c->half_fields);
     free(c->jobs);

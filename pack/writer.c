@@ -292,7 +292,7 @@ static int syncer_stop(sf_pack_writer *w) {
 
 void sf_pack_writer_inline(sf_pack_writer *w, bool on) {
     if (!w->nthreads || w->inline_on == on) return;
-    if (on && !w->filtered) w->filtered = malloc(w->filtered_bytes);
+    if (on && !w->filtered) w->filtered = sf_alloc_large(w->filtered_bytes);  // as the workers' (huge pages)
     if (on && !w->cctx) w->cctx = ZSTD_createCCtx();
     w->inline_on = on && w->filtered && w->cctx;  // else the workers go on
 }
