@@ -2295,6 +2295,11 @@ static void *parse_half(void *arg) {
                 // one before it (a first that does not stands alone).
                 const bool goes_on = n && !recs[n - 1].raw;
                 const size_t head = goes_on ? 0 : 1;
+#ifndef NDEBUG
+                // Garbage where the commit must not read, so that the tests
+                // (debug and sanitizer builds) fail if it does.
+                if (!l.any_key && k > head + 2) memset(&recs[n + head + 1], 0x5a, (k - head - 2) * sizeof *recs);
+#endif
                 for (size_t i = 0; i < k; i++) {
                     if (!l.any_key && i > head && i + 1 < k) i = k - 1;
                     half_rec *r = &recs[n + i];
