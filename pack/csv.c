@@ -134,6 +134,7 @@ typedef struct {
         float *rows;
         int64_t *times;
         struct half_rec *recs;
+        uint32_t *row_ids;  // per record of a held run, its series id as half_rec.id
         uint32_t *cats;
         struct half_big *pend;
         size_t cap, pend_cap;
@@ -2004,7 +2005,8 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
 // text, spaces around a value, a blank or ragged line), with the exact
 // messages, or, as the last record, every line for which there was no room.
 // A run of records the vector parser gave, each going on from the one
-// before (cont), is written as its first record, which counts the run's
+// before (cont), or, while rows are held, of any series (their ids in the
+// part's ids), is written as its first record, which counts the run's
 // records (run), and its last: those between, whose fields the commit
 // never reads, are left unwritten (filling them was a fifth of the
 // helper's time and most of the records' cache traffic). The commit steps
@@ -2025,7 +2027,7 @@ typedef struct half_rec {
     // time moves on (both not raw): nothing to check between them, so a run
     // of these is committed in bulk (commit_run).
     bool cont : 1;
-    uint16_t run;  // records from it to the next written one: 1, or a vector run's (at most 1024)
+    uint16_t run;  // records from it to the next written one: 1, or a vector run's (at most HALF_RUN)
 } half_rec;
 
 typedef struct half_big {
@@ -2065,6 +2067,7 @@ typedef struct half_job {
     float *rows;
     int64_t *times;      // with a time column
     half_rec *recs;
+    uint32_t *row_ids;   // the ids of a held run's records (half_rec)
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
@@ -2090,6 +2093,7 @@ typedef struct half_job {
 #define HALF_BATCH 32
 #define HALF_WAKE 1024  // records the main thread sleeps for
 #define HALF_HOLD 256   // records commit_half holds in one call
+#define HALF_RUN 1024   // records the helper takes from the vector parser in one call
 
 // The helper's records up to n complete: published, and the main thread
 // woken if it waits for them.
@@ -2147,13 +2151,15 @@ static int half_room(const csv *c, struct half_arrays *a, const char *from, cons
     // array least often touched.
     size_t at_times = (max_rows * c->nkeep * sizeof(float) + 63) / 64 * 64;
     size_t at_recs = at_times + (max_rows * sizeof(int64_t) + 63) / 64 * 64;
-    size_t at_cats = at_recs + (max_rows * sizeof(half_rec) + 63) / 64 * 64;
+    size_t at_ids = at_recs + (max_rows * sizeof(half_rec) + 63) / 64 * 64;
+    size_t at_cats = at_ids + (c->series_field != UINT32_MAX ? max_rows * sizeof(uint32_t) + 63 : 0) / 64 * 64;
     size_t at_pend = at_cats + (max_rows * 2 * c->ncat * sizeof(uint32_t) + 1 + 63) / 64 * 64;
     // The arrays hold a part committed before: nothing to keep.
     char *b = fresh(a->block, at_pend + npend * sizeof(half_big));
     if (!b) return 1;
     *a = (struct half_arrays){.block = b, .rows = (float *)b, .times = (int64_t *)(b + at_times),
-                              .recs = (half_rec *)(b + at_recs), .cats = (uint32_t *)(b + at_cats),
+                              .recs = (half_rec *)(b + at_recs), .row_ids = (uint32_t *)(b + at_ids),
+                              .cats = (uint32_t *)(b + at_cats),
                               .pend = (half_big *)(b + at_pend), .cap = max_rows, .pend_cap = npend};
     return 0;
 }
@@ -2162,7 +2168,7 @@ static int half_room(const csv *c, struct half_arrays *a, const char *from, cons
 static void half_part(half_job *h, const char *from, const char *to) {
     const struct half_arrays *a = h->arrays;
     h->start = from, h->end = to;
-    h->rows = a->rows, h->times = a->times, h->recs = a->recs, h->cats = a->cats, h->pend = a->pend;
+    h->rows = a->rows, h->times = a->times, h->recs = a->recs, h->row_ids = a->row_ids, h->cats = a->cats, h->pend = a->pend;
     h->pend_cap = a->pend_cap, h->cap = a->cap;
 }
 
@@ -2266,10 +2272,10 @@ static void *parse_half(void *arg) {
         if (number_rows && n + 1 < cap && !number_skip) {
             // Runs of plain records through the vector parser, as the loop
             // below would leave them.
-            uint32_t next_at[1024], key_at[1024], time_at[1024], id_at[1024];
-            uint16_t key_len_at[1024];
-            uint8_t parts_at[1024];
-            size_t room = cap - 1 - n < 1024 ? cap - 1 - n : 1024;
+            uint32_t next_at[HALF_RUN], key_at[HALF_RUN], time_at[HALF_RUN];
+            uint16_t key_len_at[HALF_RUN];
+            uint8_t parts_at[HALF_RUN];
+            size_t room = cap - 1 - n < HALF_RUN ? cap - 1 - n : HALF_RUN;
             const char *q;
             sf_number_rows_layout l = shape;
             l.have_last = n && !recs[n - 1].raw, l.parts = all_parts;
@@ -2279,6 +2285,7 @@ static void *parse_half(void *arg) {
             sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
                                       .keys = key_at, .key_lens = key_len_at, .time_starts = time_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
+            uint32_t *id_at = h->row_ids + n;
             if (k && l.any_key) {  // the run ends before an id not seen yet, which the main path adds
                 size_t i = ids_of(ids, &last_id, p, key_at, key_len_at, k, id_at);
                 if (i < k) {
@@ -2289,28 +2296,29 @@ static void *parse_half(void *arg) {
             }
             if (k) {
                 all_parts = l.parts;
-                // Rows of any series each get a record (the commit holds
-                // them by id); else the run is written as its head and its
-                // last record, the head the first record going on from the
-                // one before it (a first that does not stands alone).
+                // The run is written as its head and its last record. Rows
+                // held, the head is the first, each row's id in ids: the
+                // commit holds them all at once, as held_run does with one
+                // thread. Else the head is the first record going on from
+                // the one before it (a first that does not stands alone).
                 const bool goes_on = n && !recs[n - 1].raw;
-                const size_t head = goes_on ? 0 : 1;
+                const size_t head = goes_on || l.any_key ? 0 : 1;
 #ifndef NDEBUG
                 // Garbage where the commit must not read, so that the tests
                 // (debug and sanitizer builds) fail if it does.
-                if (!l.any_key && k > head + 2) memset(&recs[n + head + 1], 0x5a, (k - head - 2) * sizeof *recs);
+                if (k > head + 2) memset(&recs[n + head + 1], 0x5a, (k - head - 2) * sizeof *recs);
 #endif
                 for (size_t i = 0; i < k; i++) {
-                    if (!l.any_key && i > head && i + 1 < k) i = k - 1;
+                    if (i > head && i + 1 < k) i = k - 1;
                     half_rec *r = &recs[n + i];
                     *r = (half_rec){.pend = (uint32_t)npend, .parts = timed ? parts_at[i] : (uint8_t)all_parts,
-                                    .cont = i > 0 || goes_on, .next = (uint32_t)(p - buf) + next_at[i], .run = 1};
-                    if (!l.any_key && i == head && k > head + 1) r->run = (uint16_t)(k - head);
+                                    .cont = !l.any_key && (i > 0 || goes_on),
+                                    .next = (uint32_t)(p - buf) + next_at[i], .run = 1};
+                    if (i == head && k > head + 1) r->run = (uint16_t)(k - head);
                     if (timed) r->time_at = (uint32_t)(p - buf) + time_at[i];
                     if (keyed) r->key = (uint32_t)(p - buf) + key_at[i];
                     if (keyed && l.any_key) {
                         r->key_len = key_len_at[i], r->id = id_at[i];
-                        r->cont = r->cont && r[-1].id == r->id && (!timed || times[n + i] > times[n + i - 1]);
                     } else if (keyed) {  // the series of the record before
                         r->key_len = recs[n - 1].key_len, r->id = recs[n - 1].id;
                     }
@@ -2639,6 +2647,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         size_t next = r->next;
         int rc;
         if (r->raw || c->blank_line) {  // behind a blank line every record is the main path's error
+            if (r->run > 1) next = h->recs[i + r->run - 1].next, i += r->run - 1;  // the whole run
             if ((rc = parse_until(c, next, false))) return rc;
             continue;
         }
@@ -2660,20 +2669,25 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (r->id && !ncf && !r->npend && !r->truncated) {
             // Held rows of series seen before (the parse found their ids in
-            // csv.ids_copy) with nothing to count: held at once, a batch at
-            // a time, as commit_record would hold each, without copying
-            // them, their ids and a lookup; rows of interleaved series each
-            // come this way.
-            uint32_t id_at[HALF_HOLD], series[HALF_HOLD];
-            size_t ready = atomic_load_explicit(&h->ready, memory_order_acquire), j = i;
-            for (; j < ready && j - i < HALF_HOLD; j++) {
+            // csv.ids_copy) with nothing to count: held at once, a vector
+            // run or a batch at a time, as commit_record would hold each,
+            // without copying them, their ids and a lookup; rows of
+            // interleaved series each come this way.
+            uint32_t id_at[HALF_HOLD], series[HALF_RUN];
+            const uint32_t *ids_from = h->row_ids + i;  // a vector run's
+            size_t ready = atomic_load_explicit(&h->ready, memory_order_acquire), j = i + r->run;
+            for (; r->run == 1 && j < ready && j - i < HALF_HOLD; j++) {
                 const half_rec *x = &h->recs[j];
-                if (j > i && (x->raw || x->cont || !x->id || x->npend || x->truncated)) break;
+                if (x->raw || x->cont || x->run > 1 || !x->id || x->npend || x->truncated) break;
                 id_at[j - i] = x->id;
                 if (x->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, x->parts), joined = x->parts;
             }
+            if (r->run == 1) id_at[0] = r->id, ids_from = id_at;
+            const half_rec *last = &h->recs[j - 1];  // a run's parts are joined up to its last
+            if (last->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, last->parts), joined = last->parts;
             bool timed = c->time_field != UINT32_MAX;
-            if ((rc = hold_rows(c, h->ids, id_at, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL, j - i)))
+            if ((rc = hold_rows(c, h->ids, ids_from, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL,
+                                j - i)))
                 return rc;
             if (timed) c->rec_time = h->times[j - 1], c->time_at = c->buf + h->recs[j - 1].time_at;
             c->pos = h->recs[j - 1].next;
