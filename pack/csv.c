@@ -2006,7 +2006,7 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
 // messages, or, as the last record, every line for which there was no room.
 // A run of records the vector parser gave, each going on from the one
 // before (cont), or, while rows are held, of any series (their ids in the
-// part's ids), is written as its first record, which counts the run's
+// part's row_ids), is written as its first record, which counts the run's
 // records (run), and its last: those between, whose fields the commit
 // never reads, are left unwritten (filling them was a fifth of the
 // helper's time and most of the records' cache traffic). The commit steps
@@ -2168,8 +2168,8 @@ static int half_room(const csv *c, struct half_arrays *a, const char *from, cons
 static void half_part(half_job *h, const char *from, const char *to) {
     const struct half_arrays *a = h->arrays;
     h->start = from, h->end = to;
-    h->rows = a->rows, h->times = a->times, h->recs = a->recs, h->row_ids = a->row_ids, h->cats = a->cats, h->pend = a->pend;
-    h->pend_cap = a->pend_cap, h->cap = a->cap;
+    h->rows = a->rows, h->times = a->times, h->recs = a->recs, h->row_ids = a->row_ids;
+    h->cats = a->cats, h->pend = a->pend, h->pend_cap = a->pend_cap, h->cap = a->cap;
 }
 
 // The helper's part of h->buf's complete records from pos to len: the
@@ -2297,7 +2297,7 @@ static void *parse_half(void *arg) {
             if (k) {
                 all_parts = l.parts;
                 // The run is written as its head and its last record. Rows
-                // held, the head is the first, each row's id in ids: the
+                // held, the head is the first, each row's id in row_ids: the
                 // commit holds them all at once, as held_run does with one
                 // thread. Else the head is the first record going on from
                 // the one before it (a first that does not stands alone).
