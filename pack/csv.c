@@ -134,7 +134,7 @@ typedef struct {
         float *rows;
         int64_t *times;
         struct half_rec *recs;
-        uint32_t *row_ids;  // per record of a held run, its series id as half_rec.id
+        uint32_t *row_ids;  // per record, with a series column, its series id as half_rec.id
         uint32_t *cats;
         struct half_big *pend;
         size_t cap, pend_cap;
@@ -2067,7 +2067,7 @@ typedef struct half_job {
     float *rows;
     int64_t *times;      // with a time column
     half_rec *recs;
-    uint32_t *row_ids;   // the ids of a held run's records (half_rec)
+    uint32_t *row_ids;   // with a series column, each record's id (half_rec.id), a vector run's between too
     uint32_t *cats;      // per record, its categorical fields' texts in field order: offset, length
     half_big *pend;
     size_t pend_cap, cap;  // cap: records there is room for
@@ -2092,8 +2092,7 @@ typedef struct half_job {
 
 #define HALF_BATCH 32
 #define HALF_WAKE 1024  // records the main thread sleeps for
-#define HALF_HOLD 256   // records commit_half holds in one call
-#define HALF_RUN 1024   // records the helper takes from the vector parser in one call
+#define HALF_RUN 1024  // records the helper takes from the vector parser, and commit_half holds, in one call
 
 // The helper's records up to n complete: published, and the main thread
 // woken if it waits for them.
@@ -2252,6 +2251,7 @@ static void *parse_half(void *arg) {
     float *rows = h->rows;
     int64_t *times = h->times;
     half_rec *recs = h->recs;
+    uint32_t *row_ids = h->row_ids;  // each held record's id, as its half_rec's (commit_half)
     uint32_t *cats = h->cats;
     half_big *pend = h->pend;
     const size_t cap = h->cap, pend_cap = h->pend_cap;
@@ -2285,7 +2285,7 @@ static void *parse_half(void *arg) {
             sf_number_rows_out out = {.rows = rows + n * nkeep, .times = times + n, .parts = parts_at, .ends = next_at,
                                       .keys = key_at, .key_lens = key_len_at, .time_starts = time_at};
             size_t k = number_rows(&l, p, end, room, &out, &q);
-            uint32_t *id_at = h->row_ids + n;
+            uint32_t *id_at = row_ids + n;
             if (k && l.any_key) {  // the run ends before an id not seen yet, which the main path adds
                 size_t i = ids_of(ids, &last_id, p, key_at, key_len_at, k, id_at);
                 if (i < k) {
@@ -2412,6 +2412,7 @@ static void *parse_half(void *arg) {
             // a call per record saved.
             if (parts != joined) all_parts = sf_time_parts_join(all_parts, parts), joined = parts;
             r->parts = (uint8_t)all_parts;  // bits 0-6 (sf_time_parts_join)
+            if (keyed) row_ids[n] = r->id;
             const half_rec *b = n ? r - 1 : NULL;
             r->cont = b && !b->raw &&
                       (same_key || (b->key_len == r->key_len && sf_bytes_equal(buf + b->key, buf + r->key, r->key_len))) &&
@@ -2669,24 +2670,21 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         c->rec_truncated = r->truncated ? c->time_at : NULL;
         if (r->id && !ncf && !r->npend && !r->truncated) {
             // Held rows of series seen before (the parse found their ids in
-            // csv.ids_copy) with nothing to count: held at once, a vector
-            // run or a batch at a time, as commit_record would hold each,
-            // without copying them, their ids and a lookup; rows of
-            // interleaved series each come this way.
-            uint32_t id_at[HALF_HOLD], series[HALF_RUN];
-            const uint32_t *ids_from = h->row_ids + i;  // a vector run's
+            // csv.ids_copy, and put them in row_ids) with nothing to count:
+            // held at once, up to HALF_RUN of them, as commit_record would
+            // hold each, without copying them, their ids and a lookup; rows
+            // of interleaved series each come this way.
+            uint32_t series[HALF_RUN];
             size_t ready = atomic_load_explicit(&h->ready, memory_order_acquire), j = i + r->run;
-            for (; r->run == 1 && j < ready && j - i < HALF_HOLD; j++) {
-                const half_rec *x = &h->recs[j];
-                if (x->raw || x->cont || x->run > 1 || !x->id || x->npend || x->truncated) break;
-                id_at[j - i] = x->id;
-                if (x->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, x->parts), joined = x->parts;
+            for (const half_rec *x; j < ready; j += x->run) {
+                x = &h->recs[j];
+                if (j - i + x->run > HALF_RUN || x->raw || x->cont || !x->id || x->npend || x->truncated) break;
             }
-            if (r->run == 1) id_at[0] = r->id, ids_from = id_at;
-            const half_rec *last = &h->recs[j - 1];  // a run's parts are joined up to its last
+            // Parts are joined up to each record: the last one's hold the others'.
+            const half_rec *last = &h->recs[j - 1];
             if (last->parts != joined) c->time_parts = sf_time_parts_join(c->time_parts, last->parts), joined = last->parts;
             bool timed = c->time_field != UINT32_MAX;
-            if ((rc = hold_rows(c, h->ids, ids_from, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL,
+            if ((rc = hold_rows(c, h->ids, h->row_ids + i, series, h->rows + i * c->nkeep, timed ? h->times + i : NULL,
                                 j - i)))
                 return rc;
             if (timed) c->rec_time = h->times[j - 1], c->time_at = c->buf + h->recs[j - 1].time_at;
