@@ -66,7 +66,8 @@ def main():
     def fit_time(make):
         m = model()
         data = make()
-        it = data if isinstance(data, tf.data.Dataset) else iter(data)  # Keras takes tf.data whole, a generator as one
+        # Keras takes tf.data whole, a generator as one (Keras 3.15 refuses other iterators).
+        it = data if isinstance(data, tf.data.Dataset) else (batch for batch in data)
         m.fit(it, steps_per_epoch=a.warmup, epochs=1, verbose=0)
         t0 = time.perf_counter()
         m.fit(it, steps_per_epoch=a.steps, epochs=1, verbose=0)
