@@ -165,7 +165,7 @@ typedef struct {
     uint32_t repeat_field; // the column that changed there (a categorical one first); UINT32_MAX: none
     bool key_padded;       // the record's series id had spaces around it, dropped as padding
     bool header_one_line;  // no quoted name spans lines: data starts at line 2
-    bool quoted_seen;      // a record had a quoted field
+    bool quoted_seen;      // a record had a quoted field: buffers are looked through for quotes before a split
     uint64_t padded_line;  // the current series' first row whose id had them; 0: none
 
     sf_pack_writer *w;
@@ -1970,10 +1970,15 @@ static int number_run(csv *c, size_t limit) {
     return c->nbatch == c->batch_rows ? flush_batch(c) : 0;
 }
 
+// How parse_until meets a record that goes on past the buffer: refills and
+// goes on; refills and returns; or returns without a refill, where a helper
+// thread reads the buffer or the input (a quoted field over the last line
+// end of a buffer parsed in parallel: parse_parallel joins the bytes).
+enum parse_more { PARSE_REFILL, PARSE_ONE_BUFFER, PARSE_NO_REFILL };
+
 // Runs the parser record by record until c->pos reaches limit or the input
-// ends (REC_END). A limit inside the buffer never needs a refill; with
-// one_buffer it returns 0 right after the first refill.
-static int parse_until(csv *c, size_t limit, bool one_buffer) {
+// ends (REC_END). A record is parsed whole, past limit if it goes on there.
+static int parse_until(csv *c, size_t limit, enum parse_more more) {
     while (c->pos < limit) {
         if (c->number_rows && !c->blank_line) {
             int rc = number_run(c, limit);
@@ -1983,8 +1988,9 @@ static int parse_until(csv *c, size_t limit, bool one_buffer) {
         const char *next = NULL;
         int rc = parse_record(c, &next);
         if (rc == REC_MORE) {
+            if (more == PARSE_NO_REFILL) return 0;
             if ((rc = refill(c)) < 0) return rc;
-            if (one_buffer) return 0;
+            if (more == PARSE_ONE_BUFFER) return 0;
             continue;  // at the end of input parse_record finishes the tail
         }
         if (rc == REC_END || rc < 0) return rc;
@@ -2052,6 +2058,7 @@ typedef struct half_job {
     const sf_series_ids *ids;  // the series ids to find each record's in (csv.ids_copy), or NULL
     struct half_arrays *arrays;  // the part's arrays, sized by the thread that splits the buffer
     unsigned share;      // where the main thread's part ends, in 64ths of the buffer
+    bool scan_quotes;    // a buffer with a quote is not split (csv.quoted_seen)
     // The buffer to read first (NULL: it is read): the input behind the
     // previous buffer, to room bytes, into spare behind that buffer's
     // tail, tail bytes at tail_from, an incomplete record.
@@ -2062,7 +2069,9 @@ typedef struct half_job {
     // Set by the thread that splits the buffer; read by the other once
     // fetched (the helper's) or before it starts (the main thread's).
     const char *buf;           // the buffer: records' offsets count from it
-    const char *start, *end;   // whole records, no quotes
+    // Whole records, unless a quoted field went over start or end (the
+    // main thread finds that out: parse_parallel).
+    const char *start, *end;
     bool split;                // false: the buffer is not parsed in parallel (quotes, little data)
     float *rows;
     int64_t *times;      // with a time column
@@ -2079,6 +2088,7 @@ typedef struct half_job {
     // Set by the helper once its part is parsed (done).
     _Alignas(64) size_t npend, nrows, nraw;
     unsigned parts;      // the ISO parts its times showed, raw records left out
+    bool quoted;         // a field began with a quote: its record and the rest are one raw record
     // Records complete, published every HALF_BATCH, for a main thread that
     // commits them as they come and, when it catches up, sleeps until
     // wake_at are (0: awake): runs commit fast, and a wake-up every few
@@ -2174,8 +2184,8 @@ static void half_part(half_job *h, const char *from, const char *to) {
 // The helper's part of h->buf's complete records from pos to len: the
 // records after the first share 64ths, in h->arrays. Sets h->split, false
 // when the buffer does not qualify (quotes, little data, no room).
-// quoted: whether [pos, len) holds a '"', when the caller knows (1 or 0),
-// else -1.
+// quoted: 1 when [pos, len) holds a '"'; 0 when it does not or was not
+// looked through (no quote seen before: the parsers find one); -1: look.
 static void half_split(half_job *h, size_t pos, size_t len, int quoted) {
     const char *start = h->buf + pos, *end = h->buf + len;
     h->split = false;
@@ -2192,15 +2202,15 @@ static void half_split(half_job *h, size_t pos, size_t len, int quoted) {
 // The next buffer as refill would leave it, read by the helper while the
 // main thread commits the one before (the reads' copies from the page
 // cache took a sixth of the main thread's time, the part of it the helper
-// could not share), then split. Read 256 KiB at a time, each piece is
-// looked through for quotes while it is in cache: the same scan over the
-// whole buffer, from memory, was 4% of the CPU time of a two-thread pack,
-// in 1 MiB pieces 2%, in 256 KiB pieces 1%.
+// could not share), then split. Read 256 KiB at a time; once quotes were
+// seen each piece is looked through for them while it is in cache (the
+// same scan over the whole buffer, from memory, was 4% of the CPU time of
+// a two-thread pack, in 256 KiB pieces 1%; before, the parsers find them).
 static void fetch_buffer(half_job *h) {
     enum { PIECE = 1 << 18 };
     memcpy(h->spare, h->tail_from, h->tail);
     size_t len = h->tail;
-    bool quoted = memchr(h->spare, '"', len) != NULL;
+    bool quoted = h->scan_quotes && memchr(h->spare, '"', len);
     while (len < h->room) {
         size_t want = h->room - len < PIECE ? h->room - len : PIECE;
         ssize_t k = read(h->fd, h->spare + len, want);
@@ -2213,7 +2223,7 @@ static void fetch_buffer(half_job *h) {
             h->read_eof = true;
             break;
         }
-        quoted = quoted || memchr(h->spare + len, '"', (size_t)k);
+        quoted = quoted || (h->scan_quotes && memchr(h->spare + len, '"', (size_t)k));
         len += (size_t)k;
     }
     memset(h->spare + len, 0, PAD);
@@ -2236,6 +2246,8 @@ static inline bool field_is(const char *q, const char *end, char d, const char *
 // The helper thread's part: each record's values, time, series id and
 // categorical texts, touching nothing the main thread writes (category
 // codes are given by the main thread, in record order, as it commits).
+// A field that begins with a quote may go on over lines: from its record
+// on, the part is one raw record, the main thread's (parse_parallel).
 // What it reads of the csv and the job is read once, here, into locals;
 // its counts are written back at the end.
 static void *parse_half(void *arg) {
@@ -2256,6 +2268,7 @@ static void *parse_half(void *arg) {
     half_big *pend = h->pend;
     const size_t cap = h->cap, pend_cap = h->pend_cap;
     size_t n = 0, npend = 0, nraw = 0;
+    bool quoted = false;
     unsigned all_parts = 0, joined = 0;  // joined: the parts joined last
     sf_time_memo memo = {0};
     const sf_series_id *last_id = NULL;  // interleaved ids come round in the same order: its `after` is tried first
@@ -2349,6 +2362,10 @@ static void *parse_half(void *arg) {
             const uint32_t k = fields[f].keep;
             const char *after = q, *te;
             size_t tn;
+            if (*q == '"') {  // a quoted field, which may go on over lines: the main path's
+                ok = false;
+                break;
+            }
             if (role == ROLE_KEEP && fast_number(q, end, d, &row[k], &after)) {
                 te = after[-1] == '\r' ? after - 1 : after;
             } else if (role == ROLE_TIME && same_day && (tn = sf_time_same_day(&memo, q, end, d, &times[n]))) {
@@ -2363,9 +2380,12 @@ static void *parse_half(void *arg) {
                 r->key = (uint32_t)(q - buf), r->key_len = r[-1].key_len, r->id = r[-1].id;
                 same_key = true;
             } else if (role == ROLE_SERIES && last_id && last_id->after &&
-                       field_is(q, end, d, ids->slot[last_id->after - 1].key, ids->slot[last_id->after - 1].len)) {
+                       field_is(q, end, d, ids->slot[last_id->after - 1].key, ids->slot[last_id->after - 1].len) &&
+                       !is_space(q[0], d) && !is_space(q[ids->slot[last_id->after - 1].len - 1], d)) {
                 // interleaved series come round in the same order: the id
                 // that followed the last one, found without a scan or a hash
+                // (not one with spaces around it, from quotes: unquoted, the
+                // spaces are padding, which the main path drops and notes)
                 last_id = &ids->slot[last_id->after - 1];
                 te = after = q + last_id->len;
                 r->key = (uint32_t)(q - buf), r->key_len = (uint16_t)last_id->len;
@@ -2377,7 +2397,9 @@ static void *parse_half(void *arg) {
                 size_t len = (size_t)(te - q);
                 uint32_t at = (uint32_t)(q - buf);
                 if (role == ROLE_SKIP) {
-                    // any text
+                    const char *s = q;  // any text, unless a quote opens it after spaces
+                    while (is_space(*s, d)) s++;
+                    ok = *s != '"';
                 } else if (len && (is_space(q[0], d) || is_space(te[-1], d))) {
                     ok = false;  // trimmed, and an id's padding noted, by the main path
                 } else if (role == ROLE_KEEP) {
@@ -2423,12 +2445,15 @@ static void *parse_half(void *arg) {
             nraw++;
             const char *eol = memchr(p, '\n', (size_t)(end - p));
             q = eol ? eol + 1 : end;
+            // A quote may open a field that goes on over lines: this line
+            // and every one after it are the main thread's, in one record.
+            if (memchr(p, '"', (size_t)(q - p))) q = end, quoted = true;
         }
         r->next = (uint32_t)(q - buf);
         p = q;
         if (++n % HALF_BATCH == 0) half_publish(h, n);
     }
-    h->nrows = n, h->npend = npend, h->nraw = nraw, h->parts = all_parts;
+    h->nrows = n, h->npend = npend, h->nraw = nraw, h->parts = all_parts, h->quoted = quoted;
     pthread_mutex_lock(&h->mu);
     atomic_store(&h->ready, n);
     atomic_store(&h->done, true);
@@ -2649,7 +2674,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         int rc;
         if (r->raw || c->blank_line) {  // behind a blank line every record is the main path's error
             if (r->run > 1) next = h->recs[i + r->run - 1].next, i += r->run - 1;  // the whole run
-            if ((rc = parse_until(c, next, false))) return rc;
+            if ((rc = parse_until(c, next, PARSE_NO_REFILL))) return rc;
             continue;
         }
         if (r->cont) {  // the record before it was committed just now
@@ -2720,8 +2745,7 @@ static int commit_half(csv *c, half_job *h, bool *waited) {
         c->pos = next;
     }
     c->time_parts = sf_time_parts_join(c->time_parts, h->parts);
-    c->pos = (size_t)(h->end - c->buf);
-    return 0;
+    return 0;  // c->pos at h->end, unless a quoted field in the last raw record went over it
 }
 
 // The helper's records committed as one run after it, when they need no
@@ -2793,6 +2817,33 @@ static void half_destroy(half_job *h) {
     pthread_mutex_destroy(&h->mu);
 }
 
+// The input from c->pos on, as refill would leave it, where a quoted field
+// went over the split or over the buffer's last line end: the rest of this
+// buffer, then the bytes the next job read behind its tail (which is a
+// copy of this buffer's from the old split's end). The next job, if any,
+// is dropped with its split; from here on each buffer is looked through for
+// quotes before a split. Returns 0 or an error.
+static int rejoin(csv *c, half_job *next) {
+    c->quoted_seen = true;
+    if (!next) return 0;
+    helper_wait(c->helper, next);
+    half_destroy(next);
+    if (next->read_errno) return sf_err_errno(c->e, SF_EIO, next->read_errno, "%s: read failed", c->name);
+    size_t keep = c->len - c->pos, add = next->got - next->tail;
+    memmove(c->buf, c->buf + c->pos, keep);
+    c->consumed += c->pos;
+    c->len = keep, c->pos = 0;
+    if (keep + add > c->cap) {
+        char *b = realloc(c->buf, keep + add + PAD);
+        if (!b) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for a quoted record", c->name);
+        c->buf = b, c->cap = keep + add;
+    }
+    memcpy(c->buf + keep, next->buf + next->tail, add);
+    c->len = keep + add, c->eof = next->read_eof;
+    memset(c->buf + c->len, 0, PAD);
+    return 0;
+}
+
 // With two or more threads, the complete records in the buffer are split
 // in two parts parsed at the same time: the main thread parses and commits
 // the first, a helper thread parses the second, which the main thread
@@ -2801,8 +2852,12 @@ static void half_destroy(half_job *h) {
 // it (write_half). The helper then reads the next buffer, splits it and
 // parses its second part while the main thread commits this one, so that
 // neither waits for the other between buffers. The split follows the work
-// (c->share). Returns 1 when the buffer does not qualify (quotes, little
-// data, a pending blank line).
+// (c->share). Until a quote is seen the buffers are split unread: a part
+// is whole records if the main thread's part ends at the split and the
+// commit at the part's end, and the helper leaves a record with a field
+// that begins with a quote, and all after it, to the main thread; else the
+// bytes are joined again (rejoin). Returns 1 when the buffer does not
+// qualify (quotes, little data, a pending blank line).
 static int parse_parallel(csv *c) {
     if (!c->half_fields) {
         size_t bytes = (c->ncsv * sizeof *c->half_fields + 63) / 64 * 64;
@@ -2822,7 +2877,7 @@ static int parse_parallel(csv *c) {
         h = &c->jobs[c->turn];
         if (half_init(h, c, c->turn)) return 1;
         h->buf = c->buf;
-        half_split(h, c->pos, c->len, -1);
+        half_split(h, c->pos, c->len, c->quoted_seen ? -1 : 0);
         if (h->split) h->ids = held_ids(c, c->turn);  // copied only for a buffer that qualifies
         if (!h->split || helper_run(c, h)) {
             half_destroy(h);
@@ -2851,7 +2906,7 @@ static int parse_parallel(csv *c) {
         if (c->spare_cap == room && !half_init(&c->jobs[!c->turn], c, !c->turn)) {
             next = &c->jobs[!c->turn];
             next->ids = held_ids(c, !c->turn);
-            next->spare = c->spare, next->room = room, next->fd = c->fd;
+            next->spare = c->spare, next->room = room, next->fd = c->fd, next->scan_quotes = c->quoted_seen;
             next->tail_from = h->end, next->tail = c->len - (size_t)(h->end - c->buf);
             if (helper_run(c, next)) {
                 half_destroy(next);
@@ -2865,7 +2920,13 @@ static int parse_parallel(csv *c) {
     // than they saved (5% of the CPU on grouped series, 1-4% on
     // interleaved ones).
     bool waited = false;
-    int rc = parse_until(c, (size_t)(mid - c->buf), false);
+    const size_t end_at = (size_t)(h->end - c->buf);
+    int rc = parse_until(c, (size_t)(mid - c->buf), PARSE_NO_REFILL);
+    if (!rc && c->pos != (size_t)(mid - c->buf)) {  // the helper's part began inside a quoted field
+        helper_wait(c->helper, h);
+        half_destroy(h);
+        return rejoin(c, next);
+    }
     if (bulk) waited = !atomic_load_explicit(&h->done, memory_order_acquire);
     else if (!rc) rc = commit_half(c, h, &waited);
     // The main thread's part grows while it waits for the helper (for its
@@ -2897,7 +2958,9 @@ static int parse_parallel(csv *c) {
         helper_wait(c->helper, h);
         if (!rc) c->st.rows_helper += h->nrows, c->st.rows_helper_raw += h->nraw;
     }
+    c->quoted_seen |= h->quoted;
     half_destroy(h);
+    if (!rc && c->pos != end_at) return rejoin(c, next);  // a quoted field went over the part's end
     if (!next) return rc;
     if (!rc) {
         fetch_wait(next);
@@ -3431,7 +3494,7 @@ static int convert(csv *c, const char *out) {
             // the file's last bytes, where waking them costs more.
             if (c->w && !c->eof) sf_pack_writer_inline(c->w, false);
         }
-        rc = parse_until(c, SIZE_MAX, parallel);  // then try the next buffer in parallel
+        rc = parse_until(c, SIZE_MAX, parallel ? PARSE_ONE_BUFFER : PARSE_REFILL);  // then try the next buffer in parallel
         if (rc == REC_END && c->src && c->src_at + 1 < sf_sources_count(c->src)) rc = next_input(c);
     }
     if (rc == REC_END) rc = source_lines_fit(c);

@@ -135,6 +135,40 @@ gen 31 1000 grouped >short_tail.csv
 same "a last buffer too short to split" 0 short_tail.csv $ts
 gen 60 1000 grouped 'if (n == 35000) sub(/,[0-9.]+,/, ",\"1.5\",")' >quote2.csv
 same "a quote in the second buffer" 0 quote2.csv $ts
+# Quotes, looked for only once one is seen: before that a buffer is split
+# unread, and a quoted field may go over the split or over the buffer's last
+# line end (the bytes are then joined again). The first quote at rows that
+# fall in either thread's part of a buffer: a quoted value, a quoted dropped
+# text over lines (some of which look like records), over 600 kB and over
+# 2 MB (longer than a buffer: it goes over a split or a buffer's end
+# wherever it starts), after spaces, a quote inside a text (not a quote to
+# CSV), and one never closed.
+for row in 1 16000 35000 41234 65432 80001 99999 120000 133333 149990; do
+    for form in value lines records long longer spaced inside; do
+        case $form in
+        value) edit='sub(/,[0-9.]+,/, ",\"1.5\",")' ;;
+        lines) edit='sub(/,[0-9]+$/, ",\"a\nb,c\n\"")' ;;
+        records) edit='sub(/,[0-9]+$/, ",\"\n2024-01-01T00:00:00,site1,1.5,3\n2024-01-01T01:00:00,site1,1.5,3\"")' ;;
+        long | longer)
+            lines=$([ $form = long ] && echo 300000 || echo 1000000)
+            edit='x = "\n,"; while (length(x) < 2 * '$lines') x = x x; sub(/,[0-9]+$/, ",\"x" substr(x, 1, 2 * '$lines') "\"")' ;;
+        spaced) edit='sub(/,[0-9]+$/, ",  \"x,y\"")' ;;
+        inside) edit='sub(/,[0-9]+$/, ",a\"b")' ;;
+        esac
+        gen 150 1000 grouped "if (n == $row) { $edit }" >quoted.csv
+        same "a quote ($form) first at row $row" 0 quoted.csv $ts --drop-columns load
+    done
+    gen 150 1000 grouped "if (n == $row) sub(/,[0-9]+\$/, \",\\\"never closed\")" >unclosed.csv
+    same "a quote never closed at row $row" 1 unclosed.csv $ts --drop-columns load
+done
+# An id with spaces inside quotes (" a"), then unquoted ( a: padding,
+# dropped), rows interleaved: the helper must not take the unquoted one
+# for the quoted id that came round before.
+awk 'BEGIN { print "time,site,value"
+             for (i = 0; i < 300000; i++) { s = i % 10
+                 id = s ? "site" s : i < 100000 ? "\" a\"" : " a"
+                 printf "%d,%s,%d.5\n", 1700000000 + int(i / 10) * 60, id, i * 7 % 1000 } }' >padded_ids.csv
+same "an id quoted with spaces, then padded" 0 padded_ids.csv --time-column time --time-unit s --series-column site
 gen 60 1000 grouped 'if (n == 35000) $0 = ""' >blank2.csv
 same "a blank line in the second buffer" 1 blank2.csv $ts
 # Several files, each over 256 KiB, the series going on across them.
