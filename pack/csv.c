@@ -380,14 +380,18 @@ static int progress(csv *c, uint64_t rows, uint64_t bytes) {
                       (unsigned long long)rows);
 }
 
+// The bytes from c->pos on moved to the buffer's start.
+static void compact(csv *c) {
+    if (c->pos == 0) return;
+    memmove(c->buf, c->buf + c->pos, c->len - c->pos);
+    c->consumed += c->pos;
+    c->len -= c->pos;
+    c->pos = 0;
+}
+
 static int refill(csv *c) {
     if (c->fd < 0 || c->eof) return 1;
-    if (c->pos > 0) {
-        memmove(c->buf, c->buf + c->pos, c->len - c->pos);
-        c->consumed += c->pos;
-        c->len -= c->pos;
-        c->pos = 0;
-    }
+    compact(c);
     if (c->len >= c->cap) {  // one record fills the buffer: grow it
         if (c->cap >= BUF_MAX)
             return sf_err_set(c->e, SF_EFORMAT, "%s:%llu: record longer than %u MiB", c->name,
@@ -2829,17 +2833,15 @@ static int rejoin(csv *c, half_job *next) {
     helper_wait(c->helper, next);
     half_destroy(next);
     if (next->read_errno) return sf_err_errno(c->e, SF_EIO, next->read_errno, "%s: read failed", c->name);
-    size_t keep = c->len - c->pos, add = next->got - next->tail;
-    memmove(c->buf, c->buf + c->pos, keep);
-    c->consumed += c->pos;
-    c->len = keep, c->pos = 0;
-    if (keep + add > c->cap) {
-        char *b = realloc(c->buf, keep + add + PAD);
+    compact(c);
+    size_t add = next->got - next->tail;
+    if (c->len + add > c->cap) {
+        char *b = realloc(c->buf, c->len + add + PAD);
         if (!b) return sf_err_set(c->e, SF_ENOMEM, "%s: out of memory for a quoted record", c->name);
-        c->buf = b, c->cap = keep + add;
+        c->buf = b, c->cap = c->len + add;
     }
-    memcpy(c->buf + keep, next->buf + next->tail, add);
-    c->len = keep + add, c->eof = next->read_eof;
+    memcpy(c->buf + c->len, next->buf + next->tail, add);
+    c->len += add, c->eof = next->read_eof;
     memset(c->buf + c->len, 0, PAD);
     return 0;
 }
