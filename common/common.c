@@ -360,11 +360,25 @@ int sf_temp_fclose(sf_temp_file *t, bool commit, sf_err *e) {
     return rc;
 }
 
+#define HUGE_PAGE ((size_t)2 << 20)
+
 void *sf_alloc_large(size_t n) {
-    const size_t huge = (size_t)2 << 20;
-    if (n < huge) return malloc(n);
-    void *p = aligned_alloc(huge, (n + huge - 1) / huge * huge);
-    if (p) (void)madvise(p, n / huge * huge, MADV_HUGEPAGE);  // advice: refused, the pages stay small
+    if (n < HUGE_PAGE) return malloc(n);
+    void *p = aligned_alloc(HUGE_PAGE, (n + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    if (p) (void)madvise(p, n / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);  // advice: refused, the pages stay small
+    return p;
+}
+
+void *sf_alloc_large_sparse(size_t dense, size_t sparse, size_t *sparse_at) {
+    // The sparse bytes from a huge page's start: advice for part of one
+    // would split it.
+    size_t at = dense + sparse < HUGE_PAGE ? dense : (dense + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    char *p = sf_alloc_large(at + sparse);
+    if (p && at >= HUGE_PAGE && sparse) {
+        size_t page = 4096;
+        (void)madvise(p + at, (sparse + page - 1) / page * page, MADV_NOHUGEPAGE);  // advice, as above
+    }
+    *sparse_at = at;
     return p;
 }
 

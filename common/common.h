@@ -120,6 +120,16 @@ int sf_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 // with free(). Where huge pages are off the advice is ignored.
 void *sf_alloc_large(size_t n);
 
+// One block of dense bytes, filled soon after, then sparse bytes written
+// here and there if at all (records at the ends of runs, an overflow
+// list), from *sparse_at. Where the block is large enough for huge pages
+// (sf_alloc_large), the dense bytes are on them and the sparse ones on
+// 4 KiB pages: a few bytes written there fault in 4 KiB each, not 2 MiB,
+// and the first touch of a huge page on a virtual machine whose host has
+// not backed it yet costs milliseconds. Returns NULL when out of memory;
+// release it with free().
+void *sf_alloc_large_sparse(size_t dense, size_t sparse, size_t *sparse_at);
+
 // splitmix64: the seeded random numbers of the pipeline and of synth (fast,
 // reproducible everywhere, not cryptographic).
 static inline uint64_t sf_splitmix64(uint64_t *state) {
