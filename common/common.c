@@ -374,10 +374,8 @@ void *sf_alloc_large_sparse(size_t dense, size_t sparse, size_t *sparse_at) {
     // would split it.
     size_t at = dense + sparse < HUGE_PAGE ? dense : (dense + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     char *p = sf_alloc_large(at + sparse);
-    if (p && at >= HUGE_PAGE && sparse) {
-        size_t page = 4096;
-        (void)madvise(p + at, (sparse + page - 1) / page * page, MADV_NOHUGEPAGE);  // advice, as above
-    }
+    // Advice, as above; the kernel rounds the length up to whole pages.
+    if (p && at >= HUGE_PAGE && sparse) (void)madvise(p + at, sparse, MADV_NOHUGEPAGE);
     *sparse_at = at;
     return p;
 }
